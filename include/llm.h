@@ -1,0 +1,389 @@
+/*
+ * llm.h — the public API of llmrt, an embeddable LLM inference runtime.
+ *
+ * This header is the whole contract. It is plain C (C99), self-contained, and
+ * names no C++, CUDA or third-party type.
+ *
+ * ============================================================================
+ * CONVENTIONS
+ * ============================================================================
+ *  1. Every fallible function returns an llm_status. LLM_OK is 0; the other
+ *     values are pinned forever and only ever appended. On failure the calling
+ *     thread's llm_last_error() holds a human-readable message. Out-parameters
+ *     are left untouched on failure unless the function says otherwise.
+ *  2. Parameter structs are passed by pointer and begin with
+ *     `uint32_t struct_size`. Fill them with the matching llm_*_init()
+ *     function, then change the fields you need. Fields are only ever
+ *     appended: the library accepts a struct from an older header (a smaller
+ *     struct_size) and uses defaults for the fields it lacks. A struct_size
+ *     smaller than the first published version, or larger than this library
+ *     knows, is rejected with LLM_ERR_STRUCT_SIZE.
+ *  3. Only fixed-width integers, float, double, pointers and these structs
+ *     cross the ABI. Enumerations are named constants; fields that hold them
+ *     are int32_t.
+ *  4. Handles are opaque (llm_ctx). Destroy functions accept NULL as a no-op.
+ *  5. Strings are UTF-8. Input strings are NUL-terminated unless a length is
+ *     passed beside them. Strings the library returns are owned by the library
+ *     and stay valid for the documented time only.
+ *  6. No exception, abort or signal ever leaves the library because of bad
+ *     input: every failure is a status code and a message.
+ *
+ * ============================================================================
+ * THREADING
+ * ============================================================================
+ *  Each llm_ctx runs one engine thread of its own (plus `n_threads` compute
+ *  workers). llm_submit, llm_cancel, llm_poll, llm_wakeup, llm_get_stats,
+ *  llm_tokenize, llm_detokenize and llm_model_get_info are thread-safe on one
+ *  context. Token callbacks run inside llm_poll, on the thread that calls
+ *  llm_poll, never on the engine thread. llm_ctx_destroy must not race any
+ *  other call on the same context. llm_last_error() is thread-local.
+ *
+ * ============================================================================
+ * LIFECYCLE OF A CONTEXT
+ * ============================================================================
+ *  1. llm_ctx_params_init(&p); set p.model_path (and other fields).
+ *  2. llm_ctx_create(&p, &ctx): loads the model, reserves the KV-cache pool,
+ *     starts the engine thread.
+ *  3. llm_request_init(&r); set r.prompt, r.max_tokens, r.sampling, ...;
+ *     llm_submit(ctx, &r, &id) queues it and returns at once.
+ *  4. llm_poll(ctx, events, cap, &n, timeout_ms) drains events (token pieces
+ *     and one final event per sequence) and runs registered token callbacks.
+ *  5. llm_cancel(ctx, id) stops a request at the next step boundary.
+ *  6. llm_ctx_destroy(ctx) cancels what is in flight, stops the engine thread
+ *     and frees everything.
+ *
+ * ============================================================================
+ * ABI POLICY
+ * ============================================================================
+ *  Within one major version (LLM_VERSION_MAJOR, the shared library's
+ *  SOVERSION) no function is removed or changes signature, no struct field
+ *  moves, no constant changes value. New behaviour comes as new functions,
+ *  new constants or fields appended to the end of structs. A test pins the
+ *  layout of every struct and the value of every constant.
+ */
+#ifndef LLM_H
+#define LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- export */
+#if defined(LLM_STATIC_DEFINE)
+#define LLM_API
+#elif defined(_WIN32)
+#if defined(LLM_BUILDING_LIBRARY)
+#define LLM_API __declspec(dllexport)
+#else
+#define LLM_API __declspec(dllimport)
+#endif
+#else
+#define LLM_API __attribute__((visibility("default")))
+#endif
+
+/* --------------------------------------------------------------- version */
+#define LLM_VERSION_MAJOR 0
+#define LLM_VERSION_MINOR 1
+#define LLM_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define LLM_VERSION_NUMBER (LLM_VERSION_MAJOR * 10000 + LLM_VERSION_MINOR * 100 + LLM_VERSION_PATCH)
+
+/* The version of the library actually loaded, as "MAJOR.MINOR.PATCH". Static
+ * string; never NULL. */
+LLM_API const char* llm_version(void);
+/* The same as a number, comparable with LLM_VERSION_NUMBER. */
+LLM_API uint32_t llm_version_number(void);
+
+/* ------------------------------------------------------------ basic types */
+typedef struct llm_ctx llm_ctx;  /* opaque */
+typedef int32_t llm_status;      /* LLM_OK or LLM_ERR_* */
+typedef int32_t llm_token;       /* a token id */
+typedef uint64_t llm_request_id; /* 0 is never a valid id */
+
+/* ---------------------------------------------------------- status codes */
+enum {
+  LLM_OK = 0,
+  LLM_ERR_INVALID_ARGUMENT = 1, /* a value out of range or inconsistent     */
+  LLM_ERR_NULL_ARGUMENT = 2,    /* a required pointer was NULL               */
+  LLM_ERR_STRUCT_SIZE = 3,      /* struct_size too small or unknown          */
+  LLM_ERR_IO = 4,               /* a file could not be opened or read        */
+  LLM_ERR_MODEL_FORMAT = 5,     /* a model file is corrupt or malformed      */
+  LLM_ERR_UNSUPPORTED = 6,      /* valid, but not supported by this build    */
+  LLM_ERR_OUT_OF_MEMORY = 7,    /* host or device memory exhausted           */
+  LLM_ERR_BUSY = 8,             /* the request queue is full; retry later    */
+  LLM_ERR_NOT_FOUND = 9,        /* unknown (or already finished) request id  */
+  LLM_ERR_CONTEXT_OVERFLOW = 10,/* prompt or request larger than the context */
+  LLM_ERR_INVALID_UTF8 = 11,    /* input text is not valid UTF-8             */
+  LLM_ERR_BUFFER_TOO_SMALL = 12,/* output buffer too small; size reported    */
+  LLM_ERR_BACKEND = 13,         /* the compute backend failed                */
+  LLM_ERR_SHUTDOWN = 14,        /* the context is shutting down              */
+  LLM_ERR_INTERNAL = 15         /* a bug: please report it                   */
+};
+
+/* A static, never-NULL name for a status code ("LLM_ERR_BUSY"); unknown
+ * codes give "LLM_ERR_UNKNOWN". */
+LLM_API const char* llm_status_str(llm_status status);
+
+/* The message of the last failure on the calling thread ("" if none). The
+ * pointer stays valid until the next llm_* call on this thread. Never NULL. */
+LLM_API const char* llm_last_error(void);
+
+/* ------------------------------------------------------------- constants */
+enum { /* llm_ctx_params.backend */
+  LLM_BACKEND_AUTO = 0, /* CUDA when built with it and a GPU is present, else CPU */
+  LLM_BACKEND_CPU = 1,
+  LLM_BACKEND_CUDA = 2
+};
+
+enum { /* llm_event.type */
+  LLM_EVENT_TOKEN = 1, /* one generated token (and the text it completes)     */
+  LLM_EVENT_FINAL = 2  /* the last event of a sequence: finish reason, metrics */
+};
+
+enum { /* llm_event.finish_reason */
+  LLM_FINISH_NONE = 0,      /* not finished (token events)                    */
+  LLM_FINISH_STOP = 1,      /* EOS / end-of-generation token or a stop string */
+  LLM_FINISH_LENGTH = 2,    /* max_tokens reached, or the context is full     */
+  LLM_FINISH_CANCELLED = 3, /* llm_cancel() or context destruction            */
+  LLM_FINISH_ERROR = 4      /* see llm_event.status and llm_event.message     */
+};
+
+enum { /* flags of llm_tokenize and llm_request.tokenize_flags */
+  LLM_TOKENIZE_ADD_SPECIAL = 1u,  /* add BOS (and EOS) as the model's metadata says */
+  LLM_TOKENIZE_PARSE_SPECIAL = 2u /* text like "<s>" becomes the special token  */
+};
+
+enum { /* flags of llm_detokenize */
+  LLM_DETOKENIZE_RENDER_SPECIAL = 1u, /* write control tokens ("<s>") as text      */
+  LLM_DETOKENIZE_STRIP_LEADING_SPACE = 2u /* drop the SentencePiece dummy-prefix space */
+};
+
+/* A request seed with this value draws a random seed. */
+#define LLM_SEED_RANDOM UINT64_MAX
+
+/* ------------------------------------------------------- context params */
+typedef struct llm_ctx_params {
+  uint32_t struct_size;       /* = sizeof(llm_ctx_params), set by init       */
+  int32_t backend;            /* LLM_BACKEND_*; default AUTO                 */
+  const char* model_path;     /* GGUF file. NULL: the built-in stories260K  */
+                              /* model (if this build embeds it)            */
+  int32_t n_threads;          /* CPU compute threads; 0 = all cores         */
+  int32_t n_ctx;              /* max tokens per sequence (prompt+output);   */
+                              /* 0 = the model's training context           */
+  int32_t kv_block_size;      /* tokens per KV block; 0 = 16                */
+  int32_t n_kv_blocks;        /* KV pool size in blocks; 0 = enough for     */
+                              /* max_seqs full-length sequences             */
+  int32_t max_seqs;           /* sequences per engine step; 0 = 16          */
+  int32_t max_batch_tokens;   /* token budget per engine step; 0 = 512      */
+  int32_t max_queued;         /* pending requests before BUSY; 0 = 1024     */
+  int32_t reserved0;          /* must be 0                                  */
+} llm_ctx_params;
+
+/* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */
+LLM_API llm_status llm_ctx_params_init(llm_ctx_params* params);
+
+/* ---------------------------------------------------------- sampling */
+typedef struct llm_sampling_params {
+  uint32_t struct_size;       /* = sizeof(llm_sampling_params)              */
+  float temperature;          /* 0 = greedy (argmax); must be >= 0; def 0.8 */
+  int32_t top_k;              /* keep the k most likely; 0 = off; def 40    */
+  float top_p;                /* nucleus, in (0, 1]; 1 = off; default 0.95  */
+  float min_p;                /* in [0, 1]; 0 = off; default 0.05           */
+  float repetition_penalty;   /* > 0; 1 = off (default)                     */
+  float frequency_penalty;    /* in [-2, 2]; 0 = off (default)              */
+  float presence_penalty;     /* in [-2, 2]; 0 = off (default)              */
+  int32_t penalty_last_n;     /* tokens the penalties look back over;       */
+                              /* -1 = whole sequence, 0 = none; default 64  */
+  uint64_t seed;              /* same seed + same request = same output on  */
+                              /* any thread count; LLM_SEED_RANDOM = random */
+} llm_sampling_params;
+
+/* Fills *params with struct_size and defaults. */
+LLM_API llm_status llm_sampling_params_init(llm_sampling_params* params);
+
+/* ------------------------------------------------------------ events */
+typedef struct llm_metrics {
+  int32_t prompt_tokens;        /* tokens in the prompt (incl. BOS)            */
+  int32_t cached_prompt_tokens; /* of which were served from the prefix cache  */
+  int32_t generated_tokens;     /* tokens generated for this sequence          */
+  int32_t draft_tokens_proposed;/* speculative decoding: drafts proposed       */
+  int32_t draft_tokens_accepted;/* ... and accepted                            */
+  int32_t reserved0;
+  double queue_ms;              /* submit -> first scheduled                   */
+  double ttft_ms;               /* submit -> first generated token             */
+  double tpot_ms;               /* mean time per output token after the first  */
+  double total_ms;              /* submit -> final event                       */
+} llm_metrics;
+
+typedef struct llm_event {
+  uint32_t struct_size;      /* set by the library to sizeof(llm_event)       */
+  int32_t type;              /* LLM_EVENT_*                                   */
+  llm_request_id request_id; /* the id llm_submit returned                    */
+  int32_t seq_index;         /* which of the request's n sequences (0..n-1)   */
+  llm_token token;           /* TOKEN: the generated token id                 */
+  const char* text;          /* TOKEN: NUL-terminated UTF-8, whole code points*/
+                             /* only; may be "" while a character or a        */
+                             /* possible stop string is held back             */
+  uint32_t text_len;         /* bytes in text, without the NUL                */
+  float logprob;             /* TOKEN: natural log-probability of `token`     */
+                             /* under the model (before sampling transforms)  */
+  int32_t finish_reason;     /* FINAL: LLM_FINISH_*; TOKEN: LLM_FINISH_NONE   */
+  llm_status status;         /* FINAL: LLM_OK, or the error that ended it     */
+  const char* message;       /* FINAL: "" or an error message; never NULL     */
+  llm_metrics metrics;       /* FINAL: this sequence's metrics                */
+  const float* prompt_logprobs; /* FINAL, if requested: (n_prompt_logprobs)   */
+                             /* log p(prompt[i+1] | prompt[0..i]), i = 0..    */
+                             /* prompt_tokens-2; NULL otherwise               */
+  int32_t n_prompt_logprobs;
+  int32_t reserved0;
+} llm_event;
+
+/* A token callback receives every event of its request (token events and the
+ * final event), inside llm_poll, on the polling thread. `event` and the
+ * pointers in it are valid only during the call. The callback must not call
+ * llm_ctx_destroy on the same context; any other llm_* call is allowed. */
+typedef void (*llm_event_callback)(const llm_event* event, void* user_data);
+
+/* ------------------------------------------------------------ requests */
+typedef struct llm_request {
+  uint32_t struct_size;       /* = sizeof(llm_request)                      */
+  uint32_t tokenize_flags;    /* LLM_TOKENIZE_*; default ADD_SPECIAL        */
+  const char* prompt;         /* UTF-8, NUL-terminated; or NULL when        */
+                              /* prompt_tokens is given                     */
+  const llm_token* prompt_tokens; /* used verbatim (no BOS added) when     */
+  int32_t n_prompt_tokens;    /* prompt is NULL                             */
+  int32_t max_tokens;         /* > 0; tokens to generate at most; def 256   */
+  const llm_sampling_params* sampling; /* NULL = defaults; copied at submit */
+  const char* const* stop;    /* n_stop stop strings (not included in the   */
+  int32_t n_stop;             /* output); copied at submit                   */
+  int32_t ignore_eos;         /* 1: do not stop at EOS/EOG tokens           */
+  int32_t n;                  /* parallel samples from one prompt; def 1    */
+  int32_t priority;           /* higher runs first; default 0               */
+  int32_t prompt_logprobs;    /* 1: final event carries prompt_logprobs     */
+  int32_t reserved0;          /* must be 0                                  */
+  llm_event_callback callback;/* NULL: events go to llm_poll's array        */
+  void* user_data;            /* passed to callback                          */
+} llm_request;
+
+/* Fills *request with struct_size and defaults. */
+LLM_API llm_status llm_request_init(llm_request* request);
+
+/* ------------------------------------------------------------ context */
+
+/* Loads the model, reserves the KV pool, starts the engine thread.
+ * params: NULL means all defaults (the built-in model).
+ * On success *out_ctx owns everything; free it with llm_ctx_destroy.
+ * Errors: NULL_ARGUMENT (out_ctx), STRUCT_SIZE, INVALID_ARGUMENT, IO (missing
+ * file), MODEL_FORMAT (corrupt file), UNSUPPORTED (architecture, tensor type,
+ * backend not built), OUT_OF_MEMORY. *out_ctx is set to NULL on failure. */
+LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ctx);
+
+/* Cancels every request in flight, stops the engine thread, frees all memory.
+ * Events not yet polled are discarded. NULL is a no-op. Must not race other
+ * calls on ctx. */
+LLM_API void llm_ctx_destroy(llm_ctx* ctx);
+
+/* Queues a request and returns at once with its id in *out_id (never 0).
+ * The library copies everything it needs from *request (prompt, tokens, stop
+ * strings, sampling params) before returning.
+ * Errors: NULL_ARGUMENT, STRUCT_SIZE, INVALID_ARGUMENT (max_tokens <= 0,
+ * sampling values out of range, n out of range, token id out of vocabulary,
+ * empty prompt), INVALID_UTF8, CONTEXT_OVERFLOW (prompt does not fit the
+ * context, or cannot fit the KV pool), BUSY (queue full: retry after polling),
+ * SHUTDOWN. A rejected request produces no events. */
+LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_request_id* out_id);
+
+/* Asks the engine to stop request `id`. It stops at the next step boundary
+ * (within one prefill chunk); its sequences end with a FINAL event whose
+ * finish_reason is LLM_FINISH_CANCELLED, unless they finished first.
+ * Errors: NULL_ARGUMENT, NOT_FOUND (unknown or already finished id). */
+LLM_API llm_status llm_cancel(llm_ctx* ctx, llm_request_id id);
+
+/* Drains events. Events of requests with a callback are handed to that
+ * callback (on this thread); the others are copied into events[0..cap).
+ * Waits up to timeout_ms milliseconds (0: do not wait, -1: no limit) until at
+ * least one event was delivered, llm_wakeup was called, or time ran out.
+ * *n_out receives the number of events written into `events`.
+ * events may be NULL when capacity is 0 (callbacks only).
+ * Pointers inside the returned events stay valid until the next llm_poll on
+ * this context (from any thread) or llm_ctx_destroy.
+ * Errors: NULL_ARGUMENT (ctx, n_out, or events with capacity > 0). */
+LLM_API llm_status llm_poll(llm_ctx* ctx, llm_event* events, uint32_t capacity, uint32_t* n_out,
+                            int32_t timeout_ms);
+
+/* Makes a blocked llm_poll on ctx return (with whatever it has, maybe 0
+ * events). A wakeup with no poll waiting makes the next poll return at once.
+ * Errors: NULL_ARGUMENT. */
+LLM_API llm_status llm_wakeup(llm_ctx* ctx);
+
+/* -------------------------------------------------------------- stats */
+typedef struct llm_stats {
+  uint32_t struct_size;        /* caller sets = sizeof(llm_stats)            */
+  int32_t backend;             /* LLM_BACKEND_CPU or LLM_BACKEND_CUDA in use */
+  uint64_t requests_submitted;
+  uint64_t requests_finished;  /* finished by stop/length/cancel/error       */
+  uint64_t prompt_tokens;      /* prompt tokens computed (cache hits excluded) */
+  uint64_t generated_tokens;
+  uint64_t steps;              /* engine steps (batched forward passes)      */
+  int32_t queue_depth;         /* requests waiting to be scheduled           */
+  int32_t running;             /* sequences running                          */
+  int32_t kv_blocks_total;
+  int32_t kv_blocks_used;      /* referenced by running sequences            */
+  int32_t kv_blocks_free;      /* free (including cached)                    */
+  int32_t kv_blocks_cached;    /* free but still holding a cached prefix      */
+  double uptime_s;             /* since llm_ctx_create                       */
+  double prompt_tokens_per_s;  /* over busy time                             */
+  double generated_tokens_per_s;
+} llm_stats;
+
+/* Engine-wide figures at this moment. The caller sets out->struct_size; the
+ * library fills the fields that fit. Errors: NULL_ARGUMENT, STRUCT_SIZE. */
+LLM_API llm_status llm_get_stats(llm_ctx* ctx, llm_stats* out);
+
+/* --------------------------------------------------------------- model */
+typedef struct llm_model_info {
+  uint32_t struct_size;   /* caller sets = sizeof(llm_model_info)          */
+  int32_t n_vocab;
+  int32_t n_ctx_train;    /* context length the model was trained with     */
+  int32_t n_ctx;          /* context length this ctx serves                */
+  int32_t n_embd;
+  int32_t n_layer;
+  int32_t n_head;
+  int32_t n_head_kv;
+  llm_token bos;          /* -1 if none                                    */
+  llm_token eos;          /* -1 if none                                    */
+  int64_t n_params;       /* parameters in the weights                     */
+  const char* arch;       /* "llama"; valid for the context's lifetime     */
+  const char* name;       /* general.name or ""; same lifetime             */
+} llm_model_info;
+
+/* Errors: NULL_ARGUMENT, STRUCT_SIZE. */
+LLM_API llm_status llm_model_get_info(llm_ctx* ctx, llm_model_info* out);
+
+/* ----------------------------------------------------------- tokenizer */
+
+/* Tokenizes text[0..text_len) with the model's tokenizer. flags: LLM_TOKENIZE_*.
+ * Writes at most `capacity` ids to `out` and the full count to *n_out; if
+ * the count exceeds capacity, returns LLM_ERR_BUFFER_TOO_SMALL (with *n_out
+ * set to the count needed). out may be NULL when capacity is 0.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, BUFFER_TOO_SMALL. */
+LLM_API llm_status llm_tokenize(llm_ctx* ctx, const char* text, size_t text_len, uint32_t flags,
+                                llm_token* out, int32_t capacity, int32_t* n_out);
+
+/* Renders tokens as UTF-8 (byte-exact inverse of tokenization, apart from
+ * the dummy-prefix space that STRIP_LEADING_SPACE removes). Writes at most
+ * `capacity` bytes plus no NUL; *n_out gets the full byte count;
+ * LLM_ERR_BUFFER_TOO_SMALL when it does not fit.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (token out of range),
+ * BUFFER_TOO_SMALL. */
+LLM_API llm_status llm_detokenize(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens,
+                                  uint32_t flags, char* out, size_t capacity, size_t* n_out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LLM_H */

@@ -1,0 +1,72 @@
+// The backend interface: one batched Llama forward pass over a paged KV pool.
+//
+// Why a whole-forward interface rather than per-op calls: the CPU backend fuses
+// loops across ops and the CUDA backend captures a step as one CUDA graph; a
+// per-op virtual interface would cost a dispatch per op per layer, which on the
+// small models this runtime embeds is more than the math itself.
+//
+// A step's batch mixes sequences freely: a prefill chunk of one sequence, a
+// single decode token of another, k+1 verify tokens of a third. Tokens of one
+// sequence are contiguous in the batch.
+//
+//   tokens:     [ a0 a1 a2 a3 | b0 | c0 c1 ]        n_tokens = 7
+//   seqs:       {first=0,n=4,n_past=0} {first=4,n=1,n_past=37} {first=5,n=2,n_past=9}
+//   logit_rows: [3, 4, 5, 6]   -> logits (4, n_vocab), in this order
+//
+// Token i of a sequence sits at position n_past + i; its K/V go to block
+// block_table[(n_past+i) / block_size], slot (n_past+i) % block_size, and it
+// attends to positions 0 .. n_past+i of its own sequence.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "llm.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "util/status.h"
+
+namespace llm {
+
+struct KvCacheSpec {
+  int32_t block_size = 16;  // tokens per block
+  int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
+};
+
+struct BatchSeq {
+  int32_t first = 0;                  // index of its first token in Batch::tokens
+  int32_t n_tokens = 0;               // tokens of this sequence in this step (>= 1)
+  int32_t n_past = 0;                 // tokens already in the KV cache
+  std::span<const int32_t> block_table;  // physical block ids; must cover n_past + n_tokens
+};
+
+struct Batch {
+  std::span<const llm_token> tokens;     // (n_tokens)
+  std::span<const BatchSeq> seqs;        // (n_seqs)
+  std::span<const int32_t> logit_rows;   // (n_logits) token indices whose logits are wanted
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int32_t kind() const = 0;  // LLM_BACKEND_CPU / LLM_BACKEND_CUDA
+
+  // Runs the model on `batch`: stores every token's K/V in its slot of the
+  // pool and writes logits (batch.logit_rows.size(), n_vocab) to `logits`
+  // (host memory, row-major). Validates the batch (token ids, block ids,
+  // table coverage) and returns INVALID_ARGUMENT rather than touching memory
+  // out of range.
+  virtual Status Forward(const Batch& batch, float* logits) = 0;
+
+  // Copies one KV block (every layer, K and V) onto another: copy-on-write.
+  virtual Status CopyKvBlock(int32_t src, int32_t dst) = 0;
+};
+
+// The reference backend. `weights` must outlive the backend. n_threads <= 0
+// means one per hardware core.
+StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config,
+                                                    const ModelWeights& weights,
+                                                    const KvCacheSpec& kv, int n_threads);
+
+}  // namespace llm

@@ -1,0 +1,53 @@
+// Views of a Llama model's weight tensors. The bytes stay where the loader put
+// them (a memory-mapped GGUF file); these structs only point into them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/config.h"
+#include "model/tensor_type.h"
+#include "util/status.h"
+
+namespace llm {
+
+// A row-major matrix (rows, cols) of `type`: row r starts at
+// data + r * row_bytes. For a linear layer y = W x, rows = out features and
+// cols = in features (GGUF dims are {cols, rows}: ne0 is the fastest).
+// A 1-D tensor (a norm weight) has rows = 1.
+struct WeightView {
+  TensorType type = TensorType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_bytes = 0;
+
+  bool empty() const { return data == nullptr; }
+};
+
+struct LayerWeights {
+  WeightView attn_norm;  // (n_embd) F32
+  WeightView wq;         // (n_head*head_dim, n_embd)
+  WeightView wk;         // (n_head_kv*head_dim, n_embd)
+  WeightView wv;         // (n_head_kv*head_dim, n_embd)
+  WeightView wo;         // (n_embd, n_head*head_dim)
+  WeightView ffn_norm;   // (n_embd) F32
+  WeightView w_gate;     // (n_ff, n_embd)   ffn_gate
+  WeightView w_up;       // (n_ff, n_embd)   ffn_up
+  WeightView w_down;     // (n_embd, n_ff)   ffn_down
+};
+
+struct ModelWeights {
+  WeightView token_embd;   // (n_vocab, n_embd)
+  WeightView output_norm;  // (n_embd) F32
+  WeightView output;       // (n_vocab, n_embd); == token_embd when tied
+  std::vector<LayerWeights> layers;  // (n_layer)
+  int64_t n_params = 0;
+
+  // Finds every tensor by its GGUF name (token_embd.weight, blk.N.attn_q.weight,
+  // ...), checks its type and shape against `config`.
+  static StatusOr<ModelWeights> FromGguf(const GgufFile& file, const ModelConfig& config);
+};
+
+}  // namespace llm

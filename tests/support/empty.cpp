@@ -1,0 +1,1 @@
+// Keeps llmrt_test_support non-empty.
