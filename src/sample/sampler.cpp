@@ -1,0 +1,314 @@
+#include "sample/sampler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+
+namespace llm {
+
+// ------------------------------------------------------------ validation
+
+namespace {
+
+std::string Num(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+Status ValidateSamplingParams(const SamplingParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0f)
+    return InvalidArgument("sampling.temperature must be finite and >= 0 (got " + Num(p.temperature) + ")");
+  if (p.top_k < 0)
+    return InvalidArgument("sampling.top_k must be >= 0, 0 = off (got " + std::to_string(p.top_k) + ")");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f))  // also rejects NaN
+    return InvalidArgument("sampling.top_p must be in (0, 1], 1 = off (got " + Num(p.top_p) + ")");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+    return InvalidArgument("sampling.min_p must be in [0, 1], 0 = off (got " + Num(p.min_p) + ")");
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0.0f)
+    return InvalidArgument("sampling.repetition_penalty must be finite and > 0, 1 = off (got " +
+                           Num(p.repetition_penalty) + ")");
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
+    return InvalidArgument("sampling.frequency_penalty must be in [-2, 2] (got " + Num(p.frequency_penalty) + ")");
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
+    return InvalidArgument("sampling.presence_penalty must be in [-2, 2] (got " + Num(p.presence_penalty) + ")");
+  if (p.penalty_last_n < -1)
+    return InvalidArgument("sampling.penalty_last_n must be >= -1, -1 = whole sequence (got " +
+                           std::to_string(p.penalty_last_n) + ")");
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------- RNG
+
+namespace {
+
+uint64_t SplitMix64(uint64_t& x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+// A seed for LLM_SEED_RANDOM. std::random_device may throw where the OS has no
+// entropy source; no exception may leave the library, so fall back to the clock.
+uint64_t RandomSeed() {
+  uint64_t s = 0;
+  try {
+    std::random_device rd;
+    s = (uint64_t{rd()} << 32) ^ rd();
+  } catch (...) {
+  }
+  uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  s ^= SplitMix64(t);
+  return s == UINT64_MAX ? 0 : s;
+}
+
+}  // namespace
+
+Rng::Rng(uint64_t seed) {
+  // splitmix64 never yields four zero words from one stream, so the xoshiro
+  // state is never the forbidden all-zero state.
+  for (uint64_t& w : s_) w = SplitMix64(seed);
+}
+
+uint64_t Rng::NextU64() {
+  const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = Rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::NextDouble() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
+
+// --------------------------------------------------------------- Sampler
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+SamplingParams Sanitised(SamplingParams p) {
+  // The engine validates first; this only keeps a bad value from causing UB.
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) p.temperature = 0.0f;
+  if (p.top_k < 0) p.top_k = 0;
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) p.top_p = 1.0f;
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) p.min_p = 0.0f;
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0.0f) p.repetition_penalty = 1.0f;
+  if (!std::isfinite(p.frequency_penalty)) p.frequency_penalty = 0.0f;
+  if (!std::isfinite(p.presence_penalty)) p.presence_penalty = 0.0f;
+  if (p.penalty_last_n < -1) p.penalty_last_n = 0;
+  return p;
+}
+
+}  // namespace
+
+Sampler::Sampler(const SamplingParams& p, int32_t n_vocab)
+    : p_(Sanitised(p)),
+      n_vocab_(std::max<int32_t>(n_vocab, 1)),
+      seed_(p.seed == UINT64_MAX ? RandomSeed() : p.seed),  // UINT64_MAX = LLM_SEED_RANDOM
+      rng_(seed_) {
+  cand_.resize(static_cast<size_t>(n_vocab_));
+  if (p_.penalty_last_n > 0) window_.reserve(static_cast<size_t>(p_.penalty_last_n));
+}
+
+void Sampler::ApplyPenalties(float* logits, std::span<const int32_t> history) {
+  const bool any = p_.repetition_penalty != 1.0f || p_.frequency_penalty != 0.0f ||
+                   p_.presence_penalty != 0.0f;
+  if (!any || p_.penalty_last_n == 0 || history.empty()) return;
+  size_t n = history.size();
+  if (p_.penalty_last_n > 0) n = std::min(n, static_cast<size_t>(p_.penalty_last_n));
+  const std::span<const int32_t> win = history.subspan(history.size() - n);
+
+  // Count occurrences by sorting a copy of the window: O(w log w) with w the
+  // window (64 by default), instead of an (n_vocab) count array to clear.
+  window_.assign(win.begin(), win.end());  // reuses capacity; grows only for -1
+  std::sort(window_.begin(), window_.end());
+  for (size_t i = 0; i < window_.size();) {
+    size_t j = i + 1;
+    while (j < window_.size() && window_[j] == window_[i]) ++j;
+    const int32_t tok = window_[i];
+    const float count = static_cast<float>(j - i);
+    i = j;
+    if (tok < 0 || tok >= n_vocab_) continue;
+    float& l = logits[tok];
+    if (p_.repetition_penalty != 1.0f) l = l > 0.0f ? l / p_.repetition_penalty : l * p_.repetition_penalty;
+    l -= count * p_.frequency_penalty + p_.presence_penalty;
+  }
+}
+
+int32_t Sampler::Argmax(const float* logits) const {
+  int32_t best = 0;
+  float best_l = kNegInf;
+  for (int32_t i = 0; i < n_vocab_; ++i) {
+    if (logits[i] > best_l) {  // strict: ties keep the lowest id; NaN never wins
+      best_l = logits[i];
+      best = i;
+    }
+  }
+  return best;
+}
+
+int32_t Sampler::Sample(float* logits, std::span<const int32_t> history) {
+  ApplyPenalties(logits, history);
+  if (p_.temperature == 0.0f || p_.top_k == 1) return Argmax(logits);
+  const float inv_t = 1.0f / p_.temperature;
+  if (!std::isfinite(inv_t)) return Argmax(logits);  // subnormal T: greedy in the limit
+
+  // The (logit desc, id asc) total order every filter cuts a prefix of.
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  };
+
+  // ---- candidates, in id order
+  Candidate* c = cand_.data();
+  size_t size = static_cast<size_t>(n_vocab_);
+  for (size_t i = 0; i < size; ++i) {
+    const float l = logits[i];
+    c[i] = {std::isnan(l) ? kNegInf : l, static_cast<int32_t>(i), 0.0f};
+  }
+
+  // ---- top-k: select in O(n), then sort only the k survivors
+  bool sorted = false;
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < size) {
+    const size_t k = static_cast<size_t>(p_.top_k);
+    std::nth_element(c, c + k, c + size, before);
+    std::sort(c, c + k, before);
+    size = k;
+    sorted = true;
+  }
+
+  float lmax = kNegInf;
+  if (sorted) {
+    lmax = c[0].logit;
+  } else {
+    for (size_t i = 0; i < size; ++i) lmax = std::max(lmax, c[i].logit);
+  }
+  if (!std::isfinite(lmax)) return Argmax(logits);  // all -inf, or +inf present
+
+  // ---- softmax with temperature (unnormalised: the best token has w = 1)
+  double z = 0.0;
+  for (size_t i = 0; i < size; ++i) {
+    c[i].w = std::exp((c[i].logit - lmax) * inv_t);
+    z += c[i].w;
+  }
+
+  // ---- top-p and min-p. Both keep a prefix of the order, so applying top-p
+  // first and min-p second keeps the shorter of the two prefixes. min-p's test
+  // p >= min_p * p_max is w >= min_p, since w = p / p_max.
+  const float min_w = p_.min_p;
+  if (p_.top_p < 1.0f) {
+    if (min_w > 0.0f) {
+      if (sorted) {
+        size = static_cast<size_t>(std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
+      } else {
+        size = static_cast<size_t>(std::partition(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
+      }
+    }
+    // Cumulative probability in order. Unsorted (no top-k), the order is
+    // produced in growing chunks, so a peaked distribution over a 256K vocab
+    // costs a few selections of small prefixes, not a full sort.
+    const double target = static_cast<double>(p_.top_p) * z;
+    double cum = 0.0;
+    size_t done = 0, chunk = 64, keep = size;
+    while (done < size) {
+      size_t next = size;
+      if (!sorted) {
+        next = std::min(size, done + chunk);
+        if (next < size) std::nth_element(c + done, c + next, c + size, before);
+        std::sort(c + done, c + next, before);
+        chunk *= 4;
+      }
+      bool hit = false;
+      for (size_t i = done; i < next; ++i) {
+        cum += c[i].w;
+        if (cum >= target) {
+          keep = i + 1;
+          hit = true;
+          break;
+        }
+      }
+      if (hit) break;
+      done = next;
+    }
+    size = keep;
+    sorted = true;
+  } else if (min_w > 0.0f && sorted) {
+    size = static_cast<size_t>(std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
+  }
+
+  // ---- renormalise and draw. The survivors are walked in a canonical order
+  // (sorted, or id order with the min-p test applied on the fly) so the same
+  // seed picks the same token whatever the standard library.
+  const bool filter = !sorted && min_w > 0.0f;
+  double total = 0.0;
+  for (size_t i = 0; i < size; ++i)
+    if (!filter || c[i].w >= min_w) total += c[i].w;
+  const double target = rng_.NextDouble() * total;
+  double cum = 0.0;
+  int32_t last = -1;
+  for (size_t i = 0; i < size; ++i) {
+    if (filter && c[i].w < min_w) continue;
+    cum += c[i].w;
+    if (c[i].w > 0.0f) last = c[i].id;
+    if (cum > target) return c[i].id;
+  }
+  // Rounding left the target at or beyond the total: take the last token with
+  // weight. There is one (the best token has w = 1); Argmax is belt and braces.
+  return last >= 0 ? last : Argmax(logits);
+}
+
+// ------------------------------------------------------------- logprobs
+
+namespace {
+
+// max and log(sum(exp(l - max))) over the finite-or-infinite logits, NaN skipped.
+void LogSumExp(const float* logits, int32_t n, float* max_out, double* log_sum_out) {
+  float m = kNegInf;
+  for (int32_t i = 0; i < n; ++i)
+    if (logits[i] > m) m = logits[i];
+  double s = 0.0;
+  if (std::isfinite(m)) {
+    for (int32_t i = 0; i < n; ++i)
+      if (!std::isnan(logits[i])) s += std::exp(static_cast<double>(logits[i]) - m);
+  }
+  *max_out = m;
+  *log_sum_out = std::log(s);
+}
+
+}  // namespace
+
+float TokenLogprob(const float* logits, int32_t n_vocab, int32_t token) {
+  if (token < 0 || token >= n_vocab) return kNegInf;
+  float m;
+  double log_sum;
+  LogSumExp(logits, n_vocab, &m, &log_sum);
+  if (!std::isfinite(m)) return kNegInf;  // degenerate row: nothing is finite
+  const float l = logits[token];
+  if (std::isnan(l)) return kNegInf;
+  return static_cast<float>(static_cast<double>(l) - m - log_sum);
+}
+
+void LogSoftmax(const float* logits, int32_t n_vocab, float* out) {
+  float m;
+  double log_sum;
+  LogSumExp(logits, n_vocab, &m, &log_sum);
+  const bool ok = std::isfinite(m);
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    const float l = logits[i];
+    out[i] = (!ok || std::isnan(l)) ? kNegInf : static_cast<float>(static_cast<double>(l) - m - log_sum);
+  }
+}
+
+}  // namespace llm

@@ -1,0 +1,98 @@
+// Token sampling: penalties, greedy, temperature, top-k, top-p, min-p, and a
+// seeded RNG whose sequence is the same on every platform.
+//
+// One Sampler per sequence. It owns its scratch buffers (sized once for the
+// vocabulary), so Sample() does not allocate on the hot path.
+//
+// The chain, in order:
+//
+//   raw logits ─► penalties ─► temperature == 0 or top_k == 1 ? argmax (ties → lowest id)
+//                                   │ no
+//                                   ▼
+//              top-k ─► softmax(logits / T) ─► top-p ─► min-p ─► renormalise ─► draw
+//
+// Every filter keeps a prefix of the candidates ordered by (logit desc, id asc),
+// a total order, so which tokens survive never depends on how the standard
+// library breaks ties.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "util/status.h"
+
+namespace llm {
+
+// Mirrors llm_sampling_params (without struct_size). See include/llm.h.
+struct SamplingParams {
+  float temperature = 0.8f;         // 0 = greedy
+  int32_t top_k = 40;               // 0 = off
+  float top_p = 0.95f;              // (0, 1]; 1 = off
+  float min_p = 0.05f;              // [0, 1]; 0 = off
+  float repetition_penalty = 1.0f;  // > 0; 1 = off
+  float frequency_penalty = 0.0f;   // [-2, 2]
+  float presence_penalty = 0.0f;    // [-2, 2]
+  int32_t penalty_last_n = 64;      // -1 = whole history, 0 = none
+  uint64_t seed = 0;                // LLM_SEED_RANDOM = draw a random seed
+};
+
+// INVALID_ARGUMENT naming the offending field and value, or OK.
+Status ValidateSamplingParams(const SamplingParams& p);
+
+// xoshiro256** seeded through splitmix64: small, fast, and bit-identical on
+// every platform (only 64-bit integer arithmetic).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t NextU64();
+  double NextDouble();  // uniform in [0, 1), 53 random bits
+
+ private:
+  uint64_t s_[4];
+};
+
+class Sampler {
+ public:
+  // `p` should have passed ValidateSamplingParams; out-of-range values are
+  // clamped to something harmless rather than trusted. n_vocab > 0.
+  // p.seed == LLM_SEED_RANDOM draws a seed from the OS (see seed()).
+  Sampler(const SamplingParams& p, int32_t n_vocab);
+
+  // logits: (n_vocab) raw model logits; modified in place (penalties, scratch).
+  // Take TokenLogprob() from them before calling this.
+  // history: prompt + generated tokens so far; the penalties look at the last
+  // penalty_last_n of them (ids outside the vocabulary are ignored).
+  // Returns the chosen token id, always in [0, n_vocab).
+  int32_t Sample(float* logits, std::span<const int32_t> history);
+
+  const SamplingParams& params() const { return p_; }
+  int32_t n_vocab() const { return n_vocab_; }
+  uint64_t seed() const { return seed_; }  // the effective seed (after LLM_SEED_RANDOM)
+
+ private:
+  struct Candidate {
+    float logit;  // penalised logit; NaN replaced by -inf
+    int32_t id;
+    float w;      // exp((logit - max) / T): unnormalised probability, max = 1
+  };
+
+  void ApplyPenalties(float* logits, std::span<const int32_t> history);
+  int32_t Argmax(const float* logits) const;
+
+  SamplingParams p_;
+  int32_t n_vocab_;
+  uint64_t seed_;
+  Rng rng_;
+  std::vector<Candidate> cand_;   // (n_vocab) scratch
+  std::vector<int32_t> window_;   // (penalty window) scratch
+};
+
+// log p(token) under softmax(logits): no penalties, no temperature. Stable for
+// large logits. Returns -inf for a token outside [0, n_vocab).
+float TokenLogprob(const float* logits, int32_t n_vocab, int32_t token);
+
+// out[i] = logits[i] - logsumexp(logits), computed stably. `out` may alias `logits`.
+void LogSoftmax(const float* logits, int32_t n_vocab, float* out);
+
+}  // namespace llm
