@@ -1,0 +1,115 @@
+// Text <-> token ids, matching llama.cpp's tokenizers (its outputs are our
+// test vectors): SentencePiece-style BPE with byte fallback (Llama 2, "spm")
+// and byte-level BPE with a per-model pre-tokenizer (GPT-2, Llama 3, Qwen2...).
+//
+// A Tokenizer is immutable after Create(): every const method may be called
+// from any number of threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "util/status.h"
+
+namespace llm {
+
+class GgufFile;
+
+// Everything a tokenizer needs, as read from a model file. Plain data so the
+// loaders (GGUF, tokenizer.json) and tests can build it independently.
+struct TokenizerData {
+  enum class Kind { kSpm, kBpe };
+  Kind kind = Kind::kSpm;
+  std::vector<std::string> tokens;   // id -> token text as stored (SPM "▁the", "<0x0A>"; BPE "Ġthe")
+  std::vector<float> scores;         // SPM merge scores (may be empty for BPE)
+  std::vector<int32_t> token_types;  // GGUF: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+  std::vector<std::string> merges;   // BPE: "a b", in rank order
+  std::string pre = "default";       // pre-tokenizer name (tokenizer.ggml.pre)
+  int32_t bos = -1, eos = -1, unk = -1, pad = -1, eot = -1;
+  std::vector<int32_t> eog;          // end-of-generation ids
+  bool add_bos = false, add_eos = false;
+  bool add_space_prefix = true;      // SPM dummy prefix
+  bool ignore_merges = false;        // llama3: a pre-token that is a vocab entry is emitted whole
+  bool normalize_nfc = false;        // declared by the vocabulary (Qwen); see Tokenizer::Encode
+};
+
+enum TokenType : int32_t {
+  kTokenNormal = 1,
+  kTokenUnknown = 2,
+  kTokenControl = 3,
+  kTokenUserDefined = 4,
+  kTokenUnused = 5,
+  kTokenByte = 6,
+};
+
+// tokenizer.ggml.* keys of a GGUF file.
+StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& file);
+// A Hugging Face tokenizer.json (and tokenizer_config.json beside it, if
+// present, for bos/eos/add_bos). Byte-level BPE only.
+StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path);
+
+class PreTokenizer;
+
+class Tokenizer {
+ public:
+  // Validates the data (sizes agree, special ids in range, known pre-tokenizer).
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerData data);
+  ~Tokenizer();
+
+  // text must be valid UTF-8 (else LLM_ERR_INVALID_UTF8). add_special:
+  // BOS/EOS per add_bos/add_eos. parse_special: control and unknown token
+  // texts in `text` become their ids (user-defined tokens always do, as in
+  // llama.cpp). No Unicode normalization is applied (llama.cpp does none).
+  StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special,
+                                        bool parse_special) const;
+
+  // Appends the bytes token `id` contributes to the output text. Control and
+  // unknown tokens give nothing unless render_special. id must be in range
+  // (out-of-range ids append nothing).
+  void AppendPiece(int32_t id, bool render_special, std::string* out) const;
+  // Concatenated pieces; strip_leading_space removes one leading ' ' from the
+  // first non-empty piece (undoing the SPM dummy prefix).
+  std::string Decode(std::span<const int32_t> ids, bool render_special,
+                     bool strip_leading_space) const;
+
+  int32_t n_vocab() const { return static_cast<int32_t>(data_.tokens.size()); }
+  int32_t bos() const { return data_.bos; }
+  int32_t eos() const { return data_.eos; }
+  bool add_bos() const { return data_.add_bos; }
+  bool IsEog(int32_t id) const;
+  bool IsControl(int32_t id) const;
+  const TokenizerData& data() const { return data_; }
+  // Id of an exact token text, or -1.
+  int32_t TokenId(std::string_view text) const;
+
+ private:
+  Tokenizer() = default;
+  Status Init();
+  void EncodeSpm(std::string_view text, std::vector<int32_t>* out) const;
+  void EncodeBpe(std::string_view text, std::vector<int32_t>* out) const;
+  void EncodeBpeWord(std::string_view word, std::vector<int32_t>* out) const;
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  TokenizerData data_;
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> token_to_id_;
+  // BPE merges: (left id << 32 | right id) -> rank and merged id.
+  struct Merge {
+    int32_t rank;
+    int32_t result;
+  };
+  std::unordered_map<uint64_t, Merge> merges_;
+  std::vector<int32_t> special_ids_;  // control/user-defined/unknown, longest text first
+  int32_t byte_ids_[256];             // byte -> token id (SPM <0xNN>, BPE byte char), -1 if none
+  std::vector<std::string> pieces_;   // id -> decoded bytes (precomputed: decode is a copy)
+  std::unique_ptr<PreTokenizer> pre_;
+};
+
+}  // namespace llm
