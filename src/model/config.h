@@ -36,6 +36,10 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   float rms_eps = 1e-5f;
   bool tied_embeddings = false;  // no output.weight: logits use token_embd
+  // The file carries rope_freqs.weight (rope_dim/2 F32, Llama 3.1 style): the
+  // rotation frequency of pair i is divided by rope_freqs[i]. The scaling is
+  // baked into that tensor, so rope_scaling.type stays as the metadata says.
+  bool has_rope_freqs = false;
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }

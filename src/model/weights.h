@@ -43,7 +43,8 @@ struct ModelWeights {
   WeightView output_norm;  // (n_embd) F32
   WeightView output;       // (n_vocab, n_embd); == token_embd when tied
   std::vector<LayerWeights> layers;  // (n_layer)
-  int64_t n_params = 0;
+  WeightView rope_freqs;   // (rope_dim/2) F32, optional (empty() when absent)
+  int64_t n_params = 0;     // elements of the tensors above (a tied output counted once)
 
   // Finds every tensor by its GGUF name (token_embd.weight, blk.N.attn_q.weight,
   // ...), checks its type and shape against `config`.
