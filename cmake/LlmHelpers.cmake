@@ -32,7 +32,6 @@ function(llm_embed_model target file)
     "    .hidden llm_embedded_model_end\n"
     "llm_embedded_model_end:\n"
     "    .section .note.GNU-stack,\"\",@progbits\n")
-  enable_language(ASM)
   set_source_files_properties(${asm} PROPERTIES OBJECT_DEPENDS ${file})
   target_sources(${target} PRIVATE ${asm})
   target_compile_definitions(${target} PRIVATE LLM_HAVE_EMBEDDED_MODEL=1)
