@@ -1,0 +1,172 @@
+// ModelConfig::FromGguf: Llama hyper-parameters from GGUF metadata.
+#include "model/config.h"
+
+#include <cmath>
+#include <string>
+
+#include "model/gguf.h"
+
+namespace llm {
+namespace {
+
+// Upper bounds far beyond any real model; they keep later size arithmetic
+// (n_head * head_dim, n_vocab * n_embd, ...) well inside int32/int64.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxEmbd = 65536;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxHeadDim = 1024;
+constexpr int64_t kMaxFf = 1 << 20;
+constexpr int64_t kMaxVocab = 4 << 20;
+constexpr int64_t kMaxCtx = 1 << 24;
+
+class Reader {
+ public:
+  Reader(const GgufFile& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+
+  std::string Key(const char* suffix) const { return arch_ + "." + suffix; }
+
+  // An integer key in [lo, hi]; `def` when absent (nullopt def: required).
+  Status Int(const char* suffix, int64_t lo, int64_t hi, std::optional<int64_t> def,
+             int32_t* out) const {
+    std::string key = Key(suffix);
+    if (!f_.Has(key)) {
+      if (!def) return ModelFormatError("missing key " + key);
+      *out = static_cast<int32_t>(*def);
+      return Status::Ok();
+    }
+    LLM_ASSIGN_OR_RETURN(int64_t v, f_.GetInt(key));
+    if (v < lo || v > hi) {
+      return ModelFormatError("key " + key + " = " + std::to_string(v) + " is outside [" +
+                              std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    *out = static_cast<int32_t>(v);
+    return Status::Ok();
+  }
+
+  // A float key in (lo, hi]; unchanged when absent.
+  Status Float(const char* suffix, double lo, double hi, float* out) const {
+    std::string key = Key(suffix);
+    if (!f_.Has(key)) return Status::Ok();
+    LLM_ASSIGN_OR_RETURN(double v, f_.GetFloat(key));
+    if (!std::isfinite(v) || v <= lo || v > hi) {
+      return ModelFormatError("key " + key + " = " + std::to_string(v) + " is outside (" +
+                              std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    *out = static_cast<float>(v);
+    return Status::Ok();
+  }
+
+ private:
+  const GgufFile& f_;
+  std::string arch_;
+};
+
+Status Check(bool ok, const std::string& what) {
+  return ok ? Status::Ok() : ModelFormatError(what);
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
+  ModelConfig c;
+  if (!file.Has("general.architecture")) {
+    return ModelFormatError("missing key general.architecture");
+  }
+  LLM_ASSIGN_OR_RETURN(std::string_view arch, file.GetString("general.architecture"));
+  if (arch != "llama") {
+    return Unsupported("model architecture '" + std::string(arch) +
+                       "' is not supported (only llama)");
+  }
+  c.arch = std::string(arch);
+  if (file.Has("general.name")) {
+    LLM_ASSIGN_OR_RETURN(std::string_view name, file.GetString("general.name"));
+    c.name = std::string(name);
+  }
+
+  Reader r(file, c.arch);
+  LLM_RETURN_IF_ERROR(r.Int("context_length", 1, kMaxCtx, std::nullopt, &c.n_ctx_train));
+  LLM_RETURN_IF_ERROR(r.Int("embedding_length", 1, kMaxEmbd, std::nullopt, &c.n_embd));
+  LLM_RETURN_IF_ERROR(r.Int("block_count", 1, kMaxLayers, std::nullopt, &c.n_layer));
+  LLM_RETURN_IF_ERROR(r.Int("feed_forward_length", 1, kMaxFf, std::nullopt, &c.n_ff));
+  LLM_RETURN_IF_ERROR(r.Int("attention.head_count", 1, kMaxHeads, std::nullopt, &c.n_head));
+  LLM_RETURN_IF_ERROR(r.Int("attention.head_count_kv", 1, kMaxHeads, c.n_head, &c.n_head_kv));
+  LLM_RETURN_IF_ERROR(Check(c.n_head % c.n_head_kv == 0,
+                            r.Key("attention.head_count") + " (" + std::to_string(c.n_head) +
+                                ") is not a multiple of head_count_kv (" +
+                                std::to_string(c.n_head_kv) + ")"));
+  LLM_RETURN_IF_ERROR(r.Int("attention.key_length", 1, kMaxHeadDim, c.n_embd / c.n_head,
+                            &c.head_dim));
+  LLM_RETURN_IF_ERROR(Check(c.head_dim >= 1 && c.head_dim <= kMaxHeadDim,
+                            "head dimension " + std::to_string(c.head_dim) + " (" +
+                                r.Key("embedding_length") + " / head_count) is out of range"));
+  LLM_RETURN_IF_ERROR(Check(c.head_dim % 2 == 0,
+                            "head dimension " + std::to_string(c.head_dim) + " is odd"));
+  if (!file.Has(r.Key("attention.key_length"))) {
+    LLM_RETURN_IF_ERROR(Check(c.n_embd % c.n_head == 0,
+                              r.Key("embedding_length") + " is not a multiple of head_count"));
+  }
+  int32_t value_len = c.head_dim;
+  LLM_RETURN_IF_ERROR(r.Int("attention.value_length", 1, kMaxHeadDim, c.head_dim, &value_len));
+  if (value_len != c.head_dim) {
+    return Unsupported(r.Key("attention.value_length") + " (" + std::to_string(value_len) +
+                       ") differs from key_length (" + std::to_string(c.head_dim) + ")");
+  }
+  LLM_RETURN_IF_ERROR(r.Int("rope.dimension_count", 2, c.head_dim, c.head_dim, &c.rope_dim));
+  LLM_RETURN_IF_ERROR(Check(c.rope_dim % 2 == 0,
+                            r.Key("rope.dimension_count") + " " + std::to_string(c.rope_dim) +
+                                " is odd"));
+  LLM_RETURN_IF_ERROR(r.Float("rope.freq_base", 0.0, 1e12, &c.rope_theta));
+  LLM_RETURN_IF_ERROR(r.Float("attention.layer_norm_rms_epsilon", 0.0, 1.0, &c.rms_eps));
+
+  // --- RoPE scaling ---
+  std::string type_key = r.Key("rope.scaling.type");
+  if (file.Has(type_key)) {
+    LLM_ASSIGN_OR_RETURN(std::string_view t, file.GetString(type_key));
+    if (t == "none") {
+      c.rope_scaling.type = RopeScalingType::kNone;
+    } else if (t == "linear") {
+      c.rope_scaling.type = RopeScalingType::kLinear;
+    } else if (t == "yarn") {
+      c.rope_scaling.type = RopeScalingType::kYarn;
+    } else if (t == "llama3") {
+      c.rope_scaling.type = RopeScalingType::kLlama3;
+    } else {
+      return Unsupported(type_key + " '" + std::string(t) + "' is not supported");
+    }
+  }
+  LLM_RETURN_IF_ERROR(r.Float("rope.scaling.factor", 0.0, 1e6, &c.rope_scaling.factor));
+  if (!file.Has(type_key) && file.Has(r.Key("rope.scale_linear"))) {
+    // Older files: a bare linear factor.
+    LLM_RETURN_IF_ERROR(r.Float("rope.scale_linear", 0.0, 1e6, &c.rope_scaling.factor));
+    if (c.rope_scaling.factor != 1.0f) c.rope_scaling.type = RopeScalingType::kLinear;
+  }
+  LLM_RETURN_IF_ERROR(r.Int("rope.scaling.original_context_length", 1, kMaxCtx, int64_t{0},
+                            &c.rope_scaling.original_ctx));
+  LLM_RETURN_IF_ERROR(r.Float("rope.scaling.low_freq_factor", 0.0, 1e6,
+                              &c.rope_scaling.low_freq_factor));
+  LLM_RETURN_IF_ERROR(r.Float("rope.scaling.high_freq_factor", 0.0, 1e6,
+                              &c.rope_scaling.high_freq_factor));
+  c.has_rope_freqs = file.FindTensor("rope_freqs.weight") != nullptr;
+
+  // --- vocabulary: explicit size, else the tokenizer's, else the embedding's ---
+  if (file.Has(r.Key("vocab_size"))) {
+    LLM_RETURN_IF_ERROR(r.Int("vocab_size", 1, kMaxVocab, std::nullopt, &c.n_vocab));
+  } else if (auto n = file.ArrayLength("tokenizer.ggml.tokens")) {
+    LLM_RETURN_IF_ERROR(Check(*n >= 1 && *n <= static_cast<uint64_t>(kMaxVocab),
+                              "tokenizer.ggml.tokens has " + std::to_string(*n) +
+                                  " entries; 1 to " + std::to_string(kMaxVocab) + " allowed"));
+    c.n_vocab = static_cast<int32_t>(*n);
+  } else if (const GgufTensorInfo* t = file.FindTensor("token_embd.weight");
+             t != nullptr && t->dims.size() == 2) {
+    LLM_RETURN_IF_ERROR(Check(t->dims[1] <= kMaxVocab, "token_embd.weight has too many rows"));
+    c.n_vocab = static_cast<int32_t>(t->dims[1]);
+  } else {
+    return ModelFormatError("cannot tell the vocabulary size: no " + r.Key("vocab_size") +
+                            ", tokenizer.ggml.tokens or token_embd.weight");
+  }
+
+  c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  return c;
+}
+
+}  // namespace llm

@@ -1,0 +1,128 @@
+// ModelWeights::FromGguf: locate and check every Llama tensor in a GGUF file.
+#include "model/weights.h"
+
+#include <string>
+
+#include "model/gguf.h"
+
+namespace llm {
+namespace {
+
+enum class Kind { kNorm, kMatrix };
+
+// Bytes of one row of `cols` elements; 0 when `type` cannot hold such a row.
+size_t RowBytes(TensorType type, int64_t cols) {
+  switch (type) {
+    case TensorType::F32: return static_cast<size_t>(cols) * 4;
+    case TensorType::F16:
+    case TensorType::BF16: return static_cast<size_t>(cols) * 2;
+    case TensorType::Q8_0:
+      if (cols % kQ8_0BlockSize != 0) return 0;
+      return static_cast<size_t>(cols / kQ8_0BlockSize) * sizeof(BlockQ8_0);
+    default: return 0;
+  }
+}
+
+std::string Shape(const std::vector<int64_t>& dims) {
+  std::string s = "{";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "}";
+}
+
+class Loader {
+ public:
+  explicit Loader(const GgufFile& f) : f_(f) {}
+
+  // Finds `name` and checks it is (rows, cols) — GGUF dims {cols, rows}, or
+  // {cols} for a norm — with a type the backends read.
+  Status Get(const std::string& name, Kind kind, int64_t rows, int64_t cols, WeightView* out,
+             bool optional = false) {
+    const GgufTensorInfo* t = f_.FindTensor(name);
+    if (t == nullptr) {
+      if (optional) return Status::Ok();
+      return ModelFormatError("missing tensor " + name);
+    }
+    std::vector<int64_t> want = kind == Kind::kNorm ? std::vector<int64_t>{cols}
+                                                    : std::vector<int64_t>{cols, rows};
+    if (t->dims != want) {
+      return ModelFormatError("tensor " + name + " has shape " + Shape(t->dims) + ", expected " +
+                              Shape(want) + " from the model config");
+    }
+    if (kind == Kind::kNorm) {
+      if (t->type != TensorType::F32) {
+        return Unsupported("tensor " + name + " is " + TensorTypeName(t->type) +
+                           "; norm weights must be F32");
+      }
+    } else if (t->type != TensorType::F32 && t->type != TensorType::F16 &&
+               t->type != TensorType::BF16 && t->type != TensorType::Q8_0) {
+      return Unsupported("tensor " + name + " is " + TensorTypeName(t->type) +
+                         "; matrices must be F32, F16, BF16 or Q8_0");
+    }
+    size_t row_bytes = RowBytes(t->type, cols);
+    if (row_bytes == 0 || row_bytes * static_cast<uint64_t>(rows) != t->nbytes) {
+      return ModelFormatError("tensor " + name + ": " + std::to_string(cols) +
+                              " columns do not make whole " + TensorTypeName(t->type) + " rows");
+    }
+    out->type = t->type;
+    out->data = t->data;
+    out->rows = rows;
+    out->cols = cols;
+    out->row_bytes = row_bytes;
+    n_params_ += t->n_elements();
+    return Status::Ok();
+  }
+
+  int64_t n_params() const { return n_params_; }
+
+ private:
+  const GgufFile& f_;
+  int64_t n_params_ = 0;
+};
+
+}  // namespace
+
+StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelConfig& c) {
+  if (c.n_layer <= 0 || c.n_embd <= 0 || c.n_vocab <= 0 || c.n_ff <= 0 || c.head_dim <= 0 ||
+      c.n_head <= 0 || c.n_head_kv <= 0) {
+    return InvalidArgument("model config has non-positive sizes");
+  }
+  ModelWeights w;
+  Loader l(file);
+  const int64_t embd = c.n_embd, vocab = c.n_vocab, ff = c.n_ff;
+  const int64_t q = c.q_dim(), kv = c.kv_dim();
+
+  LLM_RETURN_IF_ERROR(l.Get("token_embd.weight", Kind::kMatrix, vocab, embd, &w.token_embd));
+  LLM_RETURN_IF_ERROR(l.Get("output_norm.weight", Kind::kNorm, 1, embd, &w.output_norm));
+  if (c.tied_embeddings) {
+    if (file.FindTensor("output.weight") != nullptr) {
+      return InvalidArgument("config says tied embeddings but the file has output.weight");
+    }
+    w.output = w.token_embd;
+  } else {
+    LLM_RETURN_IF_ERROR(l.Get("output.weight", Kind::kMatrix, vocab, embd, &w.output));
+  }
+  LLM_RETURN_IF_ERROR(
+      l.Get("rope_freqs.weight", Kind::kNorm, 1, c.rope_dim / 2, &w.rope_freqs, true));
+  if (c.has_rope_freqs != !w.rope_freqs.empty()) {
+    return InvalidArgument("config.has_rope_freqs disagrees with the file");
+  }
+
+  w.layers.resize(c.n_layer);
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    LayerWeights& L = w.layers[i];
+    std::string p = "blk." + std::to_string(i) + ".";
+    LLM_RETURN_IF_ERROR(l.Get(p + "attn_norm.weight", Kind::kNorm, 1, embd, &L.attn_norm));
+    LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.weight", Kind::kMatrix, q, embd, &L.wq));
+    LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.weight", Kind::kMatrix, kv, embd, &L.wk));
+    LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.weight", Kind::kMatrix, kv, embd, &L.wv));
+    LLM_RETURN_IF_ERROR(l.Get(p + "attn_output.weight", Kind::kMatrix, embd, q, &L.wo));
+    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_norm.weight", Kind::kNorm, 1, embd, &L.ffn_norm));
+    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
+    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
+    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
+  }
+  w.n_params = l.n_params();
+  return w;
+}
+
+}  // namespace llm
