@@ -219,14 +219,15 @@ typedef struct llm_metrics {
 } llm_metrics;
 
 typedef struct llm_event {
-  uint32_t struct_size;      /* set by the library to sizeof(llm_event)       */
+  uint32_t struct_size;      /* see llm_poll                                  */
   int32_t type;              /* LLM_EVENT_*                                   */
   llm_request_id request_id; /* the id llm_submit returned                    */
   int32_t seq_index;         /* which of the request's n sequences (0..n-1)   */
-  llm_token token;           /* TOKEN: the generated token id                 */
-  const char* text;          /* TOKEN: NUL-terminated UTF-8, whole code points*/
-                             /* only; may be "" while a character or a        */
-                             /* possible stop string is held back             */
+  llm_token token;           /* TOKEN: the generated token id; FINAL: -1      */
+  const char* text;          /* NUL-terminated UTF-8, whole code points only; */
+                             /* TOKEN: may be "" while a split character or a */
+                             /* possible stop string is held back; FINAL: the */
+                             /* held-back rest, if any. Never NULL.           */
   uint32_t text_len;         /* bytes in text, without the NUL                */
   float logprob;             /* TOKEN: natural log-probability of `token`     */
                              /* under the model (before sampling transforms)  */
@@ -302,7 +303,11 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
  * Errors: NULL_ARGUMENT, NOT_FOUND (unknown or already finished id). */
 LLM_API llm_status llm_cancel(llm_ctx* ctx, llm_request_id id);
 
-/* Drains events. Events of requests with a callback are handed to that
+/* Drains events. Before the call, set events[0].struct_size =
+ * sizeof(llm_event): the library writes events with that stride, so a caller
+ * built against an older (smaller) llm_event keeps working; a size it does not
+ * know gives LLM_ERR_STRUCT_SIZE. Every written event has struct_size set.
+ * Events of requests with a callback are handed to that
  * callback (on this thread); the others are copied into events[0..cap).
  * Waits up to timeout_ms milliseconds (0: do not wait, -1: no limit) until at
  * least one event was delivered, llm_wakeup was called, or time ran out.
@@ -310,7 +315,9 @@ LLM_API llm_status llm_cancel(llm_ctx* ctx, llm_request_id id);
  * events may be NULL when capacity is 0 (callbacks only).
  * Pointers inside the returned events stay valid until the next llm_poll on
  * this context (from any thread) or llm_ctx_destroy.
- * Errors: NULL_ARGUMENT (ctx, n_out, or events with capacity > 0). */
+ * Polls are serialized; a callback must not call llm_poll (INVALID_ARGUMENT).
+ * Errors: NULL_ARGUMENT (ctx, n_out, or events with capacity > 0),
+ * STRUCT_SIZE, INVALID_ARGUMENT. */
 LLM_API llm_status llm_poll(llm_ctx* ctx, llm_event* events, uint32_t capacity, uint32_t* n_out,
                             int32_t timeout_ms);
 

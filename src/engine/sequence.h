@@ -1,0 +1,55 @@
+// Sequence: one stream of tokens the engine generates. A request with n > 1
+// parallel samples owns n sequences.
+//
+// The scheduler reads and writes the scheduling fields; everything the engine
+// needs to sample and stream (sampler, text stream, timings) hangs off `gen`,
+// which the scheduler never touches, so scheduler tests need no model.
+//
+//   tokens:   [ p0 p1 ... p(n_prompt-1) | g0 g1 ... g(k-1) ]
+//   KV cache:  tokens[0 .. n_computed) are in the cache
+//   pending:   tokens[n_computed .. size) still to run (a prompt chunk, or the
+//              last sampled token while decoding)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace llm {
+
+struct SeqGen;  // engine-side state (engine.cpp)
+
+enum class SeqState { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  uint64_t request_id = 0;
+  int32_t seq_index = 0;        // which of the request's n samples
+  int32_t priority = 0;         // higher runs first
+  uint64_t arrival = 0;         // submission order, for FCFS among equals
+
+  std::vector<int32_t> tokens;  // (n_prompt + generated)
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;       // tokens whose K/V are in the cache
+  std::vector<int32_t> block_table;  // physical KV blocks, in logical order
+  SeqState state = SeqState::kWaiting;
+  int32_t n_preemptions = 0;
+
+  std::unique_ptr<SeqGen> gen;
+
+  Sequence();
+  ~Sequence();
+  Sequence(Sequence&&) noexcept;
+  Sequence& operator=(Sequence&&) noexcept;
+
+  int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+  int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
+};
+
+// Scheduling order: higher priority first, then earlier arrival.
+inline bool RunsBefore(const Sequence* a, const Sequence* b) {
+  if (a->priority != b->priority) return a->priority > b->priority;
+  if (a->arrival != b->arrival) return a->arrival < b->arrival;
+  return a->seq_index < b->seq_index;
+}
+
+}  // namespace llm

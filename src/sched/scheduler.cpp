@@ -1,0 +1,98 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+namespace llm {
+
+namespace {
+void InsertOrdered(std::vector<Sequence*>* list, Sequence* seq) {
+  list->insert(std::upper_bound(list->begin(), list->end(), seq, RunsBefore), seq);
+}
+void Erase(std::vector<Sequence*>* list, Sequence* seq) {
+  list->erase(std::remove(list->begin(), list->end(), seq), list->end());
+}
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, BlockPool* pool) : config_(config), pool_(pool) {}
+
+void Scheduler::Add(Sequence* seq) {
+  seq->state = SeqState::kWaiting;
+  InsertOrdered(&waiting_, seq);
+}
+
+void Scheduler::Remove(Sequence* seq) {
+  Erase(&running_, seq);
+  Erase(&waiting_, seq);
+  pool_->ReleaseAll(&seq->block_table);
+  seq->state = SeqState::kFinished;
+}
+
+void Scheduler::Preempt(Sequence* seq, SchedulerOutput* out) {
+  Erase(&running_, seq);
+  pool_->ReleaseAll(&seq->block_table);
+  seq->n_computed = 0;  // recompute prompt + generated tokens when readmitted
+  seq->n_preemptions++;
+  seq->state = SeqState::kWaiting;
+  InsertOrdered(&waiting_, seq);
+  out->preempted.push_back(seq);
+}
+
+SchedulerOutput Scheduler::Schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.max_batch_tokens;
+
+  // 1. Running sequences, highest priority first. A sequence that needs a
+  //    block the pool lacks takes it from the lowest-priority, latest running
+  //    sequence; if that is itself, it steps back to the waiting queue.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* seq = running_[i];
+    int32_t k = std::min(seq->n_pending(), budget);
+    if (k <= 0) {
+      ++i;
+      continue;
+    }
+    bool scheduled = false;
+    while (true) {
+      if (pool_->EnsureCapacity(&seq->block_table, int64_t{seq->n_computed} + k)) {
+        scheduled = true;
+        break;
+      }
+      Sequence* victim = running_.back();
+      if (victim == seq) {
+        if (running_.size() == 1) {
+          // Alone in the pool and still no room: it can never grow.
+          Erase(&running_, seq);
+          out.no_room.push_back(seq);
+        } else {
+          Preempt(seq, &out);
+        }
+        break;
+      }
+      Preempt(victim, &out);
+    }
+    if (!scheduled) continue;  // running_[i] is now the next sequence
+    out.chunks.push_back({seq, k});
+    out.n_tokens += k;
+    budget -= k;
+    ++i;
+  }
+
+  // 2. Admit waiting sequences in order while budget, slots and blocks last.
+  //    A preempted sequence is not readmitted in the step that preempted it.
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int32_t>(running_.size()) < config_.max_seqs) {
+    Sequence* seq = waiting_.front();
+    if (std::find(out.preempted.begin(), out.preempted.end(), seq) != out.preempted.end()) break;
+    int32_t k = std::min(seq->n_pending(), budget);
+    if (!pool_->EnsureCapacity(&seq->block_table, int64_t{seq->n_computed} + k)) break;
+    waiting_.erase(waiting_.begin());
+    seq->state = SeqState::kRunning;
+    InsertOrdered(&running_, seq);
+    out.chunks.push_back({seq, k});
+    out.n_tokens += k;
+    budget -= k;
+  }
+  return out;
+}
+
+}  // namespace llm

@@ -1,0 +1,63 @@
+// Scheduler: decides, once per engine step, which sequences run and how many
+// of their pending tokens each processes, under one token budget.
+//
+// There are no prefill and decode phases: running sequences get their next
+// token(s) first (a decode token, or the next chunk of a long prompt), then
+// waiting sequences are admitted, in priority/arrival order, with chunked
+// prefill, until the token budget or the sequence limit is reached. When the
+// KV pool runs out, the lowest-priority, latest-arrived running sequence is
+// preempted: its blocks are freed and it recomputes from scratch later.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/block_pool.h"
+
+namespace llm {
+
+struct SchedulerConfig {
+  int32_t max_seqs = 16;           // sequences per step
+  int32_t max_batch_tokens = 512;  // tokens per step
+};
+
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int32_t n_tokens = 0;  // tokens[n_computed .. n_computed + n_tokens) run this step
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;  // in batch order
+  std::vector<Sequence*> preempted;    // lost their blocks this step (back to waiting)
+  std::vector<Sequence*> no_room;      // cannot grow even alone in the pool: the caller ends them
+  int32_t n_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, BlockPool* pool);
+
+  void Add(Sequence* seq);     // queue a new sequence
+  // Forget a sequence (finished or cancelled), releasing its blocks.
+  void Remove(Sequence* seq);
+
+  // Plans one step and reserves the KV blocks it needs. The caller runs the
+  // chunks, then advances each seq->n_computed by its chunk's n_tokens.
+  SchedulerOutput Schedule();
+
+  int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+
+ private:
+  void Preempt(Sequence* seq, SchedulerOutput* out);
+
+  SchedulerConfig config_;
+  BlockPool* pool_;
+  std::vector<Sequence*> running_;  // kept in RunsBefore order
+  std::vector<Sequence*> waiting_;  // kept in RunsBefore order
+};
+
+}  // namespace llm

@@ -1,0 +1,169 @@
+// Pins the public ABI: struct sizes, field offsets and constant values. A
+// change here is an ABI break: only appending fields and constants is allowed.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+#include "llm.h"
+
+#if INTPTR_MAX == INT64_MAX
+#define LLM_ABI_64 1
+#endif
+
+TEST(Abi, StatusValues) {
+  EXPECT_EQ(LLM_OK, 0);
+  EXPECT_EQ(LLM_ERR_INVALID_ARGUMENT, 1);
+  EXPECT_EQ(LLM_ERR_NULL_ARGUMENT, 2);
+  EXPECT_EQ(LLM_ERR_STRUCT_SIZE, 3);
+  EXPECT_EQ(LLM_ERR_IO, 4);
+  EXPECT_EQ(LLM_ERR_MODEL_FORMAT, 5);
+  EXPECT_EQ(LLM_ERR_UNSUPPORTED, 6);
+  EXPECT_EQ(LLM_ERR_OUT_OF_MEMORY, 7);
+  EXPECT_EQ(LLM_ERR_BUSY, 8);
+  EXPECT_EQ(LLM_ERR_NOT_FOUND, 9);
+  EXPECT_EQ(LLM_ERR_CONTEXT_OVERFLOW, 10);
+  EXPECT_EQ(LLM_ERR_INVALID_UTF8, 11);
+  EXPECT_EQ(LLM_ERR_BUFFER_TOO_SMALL, 12);
+  EXPECT_EQ(LLM_ERR_BACKEND, 13);
+  EXPECT_EQ(LLM_ERR_SHUTDOWN, 14);
+  EXPECT_EQ(LLM_ERR_INTERNAL, 15);
+}
+
+TEST(Abi, EnumValues) {
+  EXPECT_EQ(LLM_BACKEND_AUTO, 0);
+  EXPECT_EQ(LLM_BACKEND_CPU, 1);
+  EXPECT_EQ(LLM_BACKEND_CUDA, 2);
+  EXPECT_EQ(LLM_EVENT_TOKEN, 1);
+  EXPECT_EQ(LLM_EVENT_FINAL, 2);
+  EXPECT_EQ(LLM_FINISH_NONE, 0);
+  EXPECT_EQ(LLM_FINISH_STOP, 1);
+  EXPECT_EQ(LLM_FINISH_LENGTH, 2);
+  EXPECT_EQ(LLM_FINISH_CANCELLED, 3);
+  EXPECT_EQ(LLM_FINISH_ERROR, 4);
+  EXPECT_EQ(LLM_TOKENIZE_ADD_SPECIAL, 1u);
+  EXPECT_EQ(LLM_TOKENIZE_PARSE_SPECIAL, 2u);
+  EXPECT_EQ(LLM_DETOKENIZE_RENDER_SPECIAL, 1u);
+  EXPECT_EQ(LLM_DETOKENIZE_STRIP_LEADING_SPACE, 2u);
+  EXPECT_EQ(LLM_SEED_RANDOM, UINT64_MAX);
+}
+
+#ifdef LLM_ABI_64
+#define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
+
+TEST(Abi, CtxParamsLayout) {
+  EXPECT_EQ(sizeof(llm_ctx_params), 48u);
+  PIN(llm_ctx_params, struct_size, 0);
+  PIN(llm_ctx_params, backend, 4);
+  PIN(llm_ctx_params, model_path, 8);
+  PIN(llm_ctx_params, n_threads, 16);
+  PIN(llm_ctx_params, n_ctx, 20);
+  PIN(llm_ctx_params, kv_block_size, 24);
+  PIN(llm_ctx_params, n_kv_blocks, 28);
+  PIN(llm_ctx_params, max_seqs, 32);
+  PIN(llm_ctx_params, max_batch_tokens, 36);
+  PIN(llm_ctx_params, max_queued, 40);
+  PIN(llm_ctx_params, reserved0, 44);
+}
+
+TEST(Abi, SamplingParamsLayout) {
+  EXPECT_EQ(sizeof(llm_sampling_params), 48u);
+  PIN(llm_sampling_params, struct_size, 0);
+  PIN(llm_sampling_params, temperature, 4);
+  PIN(llm_sampling_params, top_k, 8);
+  PIN(llm_sampling_params, top_p, 12);
+  PIN(llm_sampling_params, min_p, 16);
+  PIN(llm_sampling_params, repetition_penalty, 20);
+  PIN(llm_sampling_params, frequency_penalty, 24);
+  PIN(llm_sampling_params, presence_penalty, 28);
+  PIN(llm_sampling_params, penalty_last_n, 32);
+  PIN(llm_sampling_params, seed, 40);
+}
+
+TEST(Abi, RequestLayout) {
+  EXPECT_EQ(sizeof(llm_request), 88u);
+  PIN(llm_request, struct_size, 0);
+  PIN(llm_request, tokenize_flags, 4);
+  PIN(llm_request, prompt, 8);
+  PIN(llm_request, prompt_tokens, 16);
+  PIN(llm_request, n_prompt_tokens, 24);
+  PIN(llm_request, max_tokens, 28);
+  PIN(llm_request, sampling, 32);
+  PIN(llm_request, stop, 40);
+  PIN(llm_request, n_stop, 48);
+  PIN(llm_request, ignore_eos, 52);
+  PIN(llm_request, n, 56);
+  PIN(llm_request, priority, 60);
+  PIN(llm_request, prompt_logprobs, 64);
+  PIN(llm_request, reserved0, 68);
+  PIN(llm_request, callback, 72);
+  PIN(llm_request, user_data, 80);
+}
+
+TEST(Abi, EventAndMetricsLayout) {
+  EXPECT_EQ(sizeof(llm_metrics), 56u);
+  PIN(llm_metrics, prompt_tokens, 0);
+  PIN(llm_metrics, cached_prompt_tokens, 4);
+  PIN(llm_metrics, generated_tokens, 8);
+  PIN(llm_metrics, draft_tokens_proposed, 12);
+  PIN(llm_metrics, draft_tokens_accepted, 16);
+  PIN(llm_metrics, queue_ms, 24);
+  PIN(llm_metrics, ttft_ms, 32);
+  PIN(llm_metrics, tpot_ms, 40);
+  PIN(llm_metrics, total_ms, 48);
+  EXPECT_EQ(sizeof(llm_event), 144u);
+  PIN(llm_event, struct_size, 0);
+  PIN(llm_event, type, 4);
+  PIN(llm_event, request_id, 8);
+  PIN(llm_event, seq_index, 16);
+  PIN(llm_event, token, 20);
+  PIN(llm_event, text, 24);
+  PIN(llm_event, text_len, 32);
+  PIN(llm_event, logprob, 36);
+  PIN(llm_event, finish_reason, 40);
+  PIN(llm_event, status, 44);
+  PIN(llm_event, message, 48);
+  PIN(llm_event, metrics, 56);
+  PIN(llm_event, prompt_logprobs, 112);
+  PIN(llm_event, n_prompt_logprobs, 120);
+  PIN(llm_event, reserved0, 124);
+}
+
+TEST(Abi, StatsAndModelInfoLayout) {
+  EXPECT_EQ(sizeof(llm_stats), 96u);
+  PIN(llm_stats, struct_size, 0);
+  PIN(llm_stats, backend, 4);
+  PIN(llm_stats, requests_submitted, 8);
+  PIN(llm_stats, requests_finished, 16);
+  PIN(llm_stats, prompt_tokens, 24);
+  PIN(llm_stats, generated_tokens, 32);
+  PIN(llm_stats, steps, 40);
+  PIN(llm_stats, queue_depth, 48);
+  PIN(llm_stats, running, 52);
+  PIN(llm_stats, kv_blocks_total, 56);
+  PIN(llm_stats, kv_blocks_used, 60);
+  PIN(llm_stats, kv_blocks_free, 64);
+  PIN(llm_stats, kv_blocks_cached, 68);
+  PIN(llm_stats, uptime_s, 72);
+  PIN(llm_stats, prompt_tokens_per_s, 80);
+  PIN(llm_stats, generated_tokens_per_s, 88);
+  EXPECT_EQ(sizeof(llm_model_info), 64u);
+  PIN(llm_model_info, struct_size, 0);
+  PIN(llm_model_info, n_vocab, 4);
+  PIN(llm_model_info, n_ctx_train, 8);
+  PIN(llm_model_info, n_ctx, 12);
+  PIN(llm_model_info, n_embd, 16);
+  PIN(llm_model_info, n_layer, 20);
+  PIN(llm_model_info, n_head, 24);
+  PIN(llm_model_info, n_head_kv, 28);
+  PIN(llm_model_info, bos, 32);
+  PIN(llm_model_info, eos, 36);
+  PIN(llm_model_info, n_params, 40);
+  PIN(llm_model_info, arch, 48);
+  PIN(llm_model_info, name, 56);
+}
+#endif
+
+TEST(Abi, VersionMatchesHeader) {
+  EXPECT_EQ(llm_version_number(), static_cast<uint32_t>(LLM_VERSION_NUMBER));
+  EXPECT_STREQ(llm_version(), "0.1.0");
+}

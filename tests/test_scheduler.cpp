@@ -1,0 +1,171 @@
+// Scheduler and block pool tests: no model, no backend.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "sched/scheduler.h"
+
+namespace llm {
+namespace {
+
+std::unique_ptr<Sequence> MakeSeq(int32_t n_prompt, uint64_t arrival, int32_t priority = 0) {
+  auto s = std::make_unique<Sequence>();
+  s->request_id = arrival + 1;
+  s->arrival = arrival;
+  s->priority = priority;
+  s->tokens.assign(n_prompt, 7);
+  s->n_prompt = n_prompt;
+  return s;
+}
+
+// Runs a step the way the engine does: advance n_computed, then "sample"
+// (append a token) for every sequence whose chunk reached its end.
+void Advance(const SchedulerOutput& out) {
+  for (const auto& c : out.chunks) {
+    c.seq->n_computed += c.n_tokens;
+    if (c.seq->n_computed == static_cast<int32_t>(c.seq->tokens.size())) c.seq->tokens.push_back(9);
+  }
+}
+
+TEST(BlockPool, AllocateReleaseAndRefCounts) {
+  BlockPool pool(4, 16);
+  EXPECT_EQ(pool.BlocksFor(0), 0);
+  EXPECT_EQ(pool.BlocksFor(1), 1);
+  EXPECT_EQ(pool.BlocksFor(16), 1);
+  EXPECT_EQ(pool.BlocksFor(17), 2);
+  std::vector<int32_t> t;
+  ASSERT_TRUE(pool.EnsureCapacity(&t, 33));
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(pool.n_free(), 1);
+  std::vector<int32_t> t2;
+  EXPECT_FALSE(pool.EnsureCapacity(&t2, 40));  // all or nothing
+  EXPECT_TRUE(t2.empty());
+  EXPECT_EQ(pool.n_free(), 1);
+  pool.AddRef(t[0]);
+  pool.ReleaseAll(&t);
+  EXPECT_EQ(pool.n_free(), 3);  // t[0] still referenced once
+  pool.Release(0);
+  EXPECT_EQ(pool.n_free(), 4);
+}
+
+TEST(Scheduler, ChunkedPrefillRespectsTokenBudget) {
+  BlockPool pool(64, 16);
+  Scheduler sched({/*max_seqs=*/4, /*max_batch_tokens=*/32}, &pool);
+  auto a = MakeSeq(50, 0);
+  sched.Add(a.get());
+  auto out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].n_tokens, 32);
+  EXPECT_EQ(a->block_table.size(), 2u);
+  Advance(out);
+  out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].n_tokens, 18);
+  Advance(out);
+  EXPECT_EQ(a->tokens.size(), 51u);  // sampled after the last chunk
+  out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].n_tokens, 1);  // decode
+}
+
+TEST(Scheduler, RunningDecodesComeFirstThenAdmission) {
+  BlockPool pool(64, 16);
+  Scheduler sched({4, 20}, &pool);
+  auto a = MakeSeq(10, 0);
+  sched.Add(a.get());
+  Advance(sched.Schedule());  // a prefilled, now decoding
+  auto b = MakeSeq(40, 1);
+  sched.Add(b.get());
+  auto out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 2u);
+  EXPECT_EQ(out.chunks[0].seq, a.get());
+  EXPECT_EQ(out.chunks[0].n_tokens, 1);
+  EXPECT_EQ(out.chunks[1].seq, b.get());
+  EXPECT_EQ(out.chunks[1].n_tokens, 19);  // the rest of the budget
+  EXPECT_EQ(out.n_tokens, 20);
+}
+
+TEST(Scheduler, SequenceLimit) {
+  BlockPool pool(64, 16);
+  Scheduler sched({2, 512}, &pool);
+  auto a = MakeSeq(4, 0), b = MakeSeq(4, 1), c = MakeSeq(4, 2);
+  sched.Add(c.get());
+  sched.Add(a.get());
+  sched.Add(b.get());
+  auto out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 2u);
+  EXPECT_EQ(out.chunks[0].seq, a.get());  // arrival order, not Add order
+  EXPECT_EQ(out.chunks[1].seq, b.get());
+  EXPECT_EQ(sched.n_waiting(), 1);
+}
+
+TEST(Scheduler, PriorityAdmitsFirst) {
+  BlockPool pool(64, 16);
+  Scheduler sched({1, 512}, &pool);
+  auto low = MakeSeq(4, 0, 0), high = MakeSeq(4, 1, 5);
+  sched.Add(low.get());
+  sched.Add(high.get());
+  auto out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, high.get());
+}
+
+TEST(Scheduler, PreemptsLatestWhenBlocksRunOut) {
+  // 4 blocks of 4 tokens. Two sequences of 8 tokens fill the pool; the first
+  // one's next decode token needs a fifth block, so the later one is preempted.
+  BlockPool pool(4, 4);
+  Scheduler sched({4, 512}, &pool);
+  auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
+  sched.Add(a.get());
+  sched.Add(b.get());
+  Advance(sched.Schedule());
+  EXPECT_EQ(pool.n_free(), 0);
+  // a: 9 tokens, 8 computed -> needs block 3; b: 8 tokens, 7 computed -> fits.
+  auto out = sched.Schedule();
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_EQ(out.preempted[0], b.get());
+  EXPECT_EQ(b->n_computed, 0);
+  EXPECT_TRUE(b->block_table.empty());
+  EXPECT_EQ(b->n_preemptions, 1);
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, a.get());
+  Advance(out);
+  // Once a finishes, b comes back and recomputes prompt + generated tokens.
+  sched.Remove(a.get());
+  out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, b.get());
+  EXPECT_EQ(out.chunks[0].n_tokens, 8);
+}
+
+TEST(Scheduler, LoneSequenceThatCannotGrowIsReported) {
+  BlockPool pool(2, 4);
+  Scheduler sched({4, 512}, &pool);
+  auto a = MakeSeq(8, 0);
+  sched.Add(a.get());
+  Advance(sched.Schedule());
+  auto out = sched.Schedule();  // 9th token needs a third block
+  EXPECT_TRUE(out.chunks.empty());
+  ASSERT_EQ(out.no_room.size(), 1u);
+  EXPECT_EQ(out.no_room[0], a.get());
+  sched.Remove(a.get());
+  EXPECT_EQ(pool.n_free(), 2);
+  EXPECT_TRUE(sched.idle());
+}
+
+TEST(Scheduler, RemoveReleasesBlocks) {
+  BlockPool pool(8, 4);
+  Scheduler sched({4, 512}, &pool);
+  auto a = MakeSeq(10, 0);
+  sched.Add(a.get());
+  Advance(sched.Schedule());
+  EXPECT_EQ(pool.n_free(), 5);
+  sched.Remove(a.get());
+  EXPECT_EQ(pool.n_free(), 8);
+  EXPECT_TRUE(sched.idle());
+}
+
+}  // namespace
+}  // namespace llm
