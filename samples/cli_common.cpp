@@ -1,0 +1,63 @@
+#include "cli_common.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace cli {
+
+bool Failed(llm_status s, const char* what) {
+  if (s == LLM_OK) return false;
+  std::fprintf(stderr, "%s: %s: %s\n", what, llm_status_str(s), llm_last_error());
+  return true;
+}
+
+void JsonString(const std::string& s, std::string* out) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          *out += buf;
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+double NumberArg(const char* opt, const char* value) {
+  if (value == nullptr) {
+    std::fprintf(stderr, "option %s needs a value\n", opt);
+    std::exit(2);
+  }
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(value, &end);
+  if (errno != 0 || end == value || *end != '\0') {
+    std::fprintf(stderr, "option %s: '%s' is not a number\n", opt, value);
+    std::exit(2);
+  }
+  return v;
+}
+
+std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags) {
+  int32_t n = 0;
+  llm_status s = llm_tokenize(ctx, text.data(), text.size(), flags, nullptr, 0, &n);
+  if (s != LLM_OK && s != LLM_ERR_BUFFER_TOO_SMALL) {
+    Failed(s, "llm_tokenize");
+    return {};
+  }
+  std::vector<llm_token> ids(static_cast<size_t>(n));
+  if (Failed(llm_tokenize(ctx, text.data(), text.size(), flags, ids.data(), n, &n), "llm_tokenize")) return {};
+  return ids;
+}
+
+}  // namespace cli

@@ -1,0 +1,23 @@
+// Small helpers shared by the command-line tools (C API only).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "llm.h"
+
+namespace cli {
+
+// Prints "what: STATUS: message" to stderr and returns true when s != LLM_OK.
+bool Failed(llm_status s, const char* what);
+
+// Appends `s` to `out` as a JSON string literal.
+void JsonString(const std::string& s, std::string* out);
+
+// Parses a number option or exits with a usage message.
+double NumberArg(const char* opt, const char* value);
+
+std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags);
+
+}  // namespace cli

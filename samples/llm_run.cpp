@@ -1,0 +1,146 @@
+// llm-run: generate text from a prompt, streamed as it is produced.
+//
+//   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
+//           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
+//           [--stop STR]... [--ignore-eos] [--json]
+//
+// Without -m it runs the model built into the library. --json prints one JSON
+// object at the end instead of streaming: prompt_tokens (ids), tokens
+// (generated ids), text, finish_reason, ttft_ms, tpot_ms.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "llm.h"
+
+namespace {
+
+struct Output {
+  bool json = false;
+  bool done = false;
+  std::vector<llm_token> tokens;
+  std::string text;
+  llm_metrics metrics{};
+  int32_t finish_reason = 0;
+  llm_status status = LLM_OK;
+  std::string message;
+};
+
+void OnEvent(const llm_event* ev, void* user_data) {
+  auto* out = static_cast<Output*>(user_data);
+  out->text.append(ev->text, ev->text_len);
+  if (!out->json) {
+    std::fwrite(ev->text, 1, ev->text_len, stdout);
+    std::fflush(stdout);
+  }
+  if (ev->type == LLM_EVENT_TOKEN) {
+    out->tokens.push_back(ev->token);
+  } else {
+    out->done = true;
+    out->metrics = ev->metrics;
+    out->finish_reason = ev->finish_reason;
+    out->status = ev->status;
+    out->message = ev->message;
+  }
+}
+
+const char* FinishName(int32_t r) {
+  switch (r) {
+    case LLM_FINISH_STOP: return "stop";
+    case LLM_FINISH_LENGTH: return "length";
+    case LLM_FINISH_CANCELLED: return "cancelled";
+    case LLM_FINISH_ERROR: return "error";
+    default: return "none";
+  }
+}
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr,
+               "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
+               "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
+               "               [--ignore-eos] [--json]\n");
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  llm_ctx_params params;
+  llm_ctx_params_init(&params);
+  llm_sampling_params sampling;
+  llm_sampling_params_init(&sampling);
+  llm_request req;
+  llm_request_init(&req);
+  std::string prompt = "Once upon a time";
+  std::vector<const char*> stops;
+  Output out;
+
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto num = [&] { ++i; return cli::NumberArg(a.c_str(), v); };
+    if (a == "-m" || a == "--model") { if (!v) Usage(); params.model_path = v; ++i; }
+    else if (a == "-p" || a == "--prompt") { if (!v) Usage(); prompt = v; ++i; }
+    else if (a == "-n" || a == "--n-predict") req.max_tokens = static_cast<int32_t>(num());
+    else if (a == "--temp") sampling.temperature = static_cast<float>(num());
+    else if (a == "--top-k") sampling.top_k = static_cast<int32_t>(num());
+    else if (a == "--top-p") sampling.top_p = static_cast<float>(num());
+    else if (a == "--min-p") sampling.min_p = static_cast<float>(num());
+    else if (a == "--repeat-penalty") sampling.repetition_penalty = static_cast<float>(num());
+    else if (a == "--seed") { if (!v) Usage(); sampling.seed = std::strtoull(v, nullptr, 10); ++i; }
+    else if (a == "-t" || a == "--threads") params.n_threads = static_cast<int32_t>(num());
+    else if (a == "-c" || a == "--ctx-size") params.n_ctx = static_cast<int32_t>(num());
+    else if (a == "--stop") { if (!v) Usage(); stops.push_back(v); ++i; }
+    else if (a == "--ignore-eos") req.ignore_eos = 1;
+    else if (a == "--json") out.json = true;
+    else Usage();
+  }
+
+  llm_ctx* ctx = nullptr;
+  if (cli::Failed(llm_ctx_create(&params, &ctx), "llm_ctx_create")) return 1;
+
+  req.prompt = prompt.c_str();
+  req.sampling = &sampling;
+  req.stop = stops.empty() ? nullptr : stops.data();
+  req.n_stop = static_cast<int32_t>(stops.size());
+  req.callback = OnEvent;
+  req.user_data = &out;
+  llm_request_id id = 0;
+  if (cli::Failed(llm_submit(ctx, &req, &id), "llm_submit")) {
+    llm_ctx_destroy(ctx);
+    return 1;
+  }
+  if (!out.json) {
+    std::fputs(prompt.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  while (!out.done) {
+    uint32_t n = 0;
+    if (cli::Failed(llm_poll(ctx, nullptr, 0, &n, 1000), "llm_poll")) break;
+  }
+
+  if (out.json) {
+    std::string j = "{\"prompt_tokens\": [";
+    std::vector<llm_token> prompt_ids = cli::Tokenize(ctx, prompt, req.tokenize_flags);
+    for (size_t k = 0; k < prompt_ids.size(); ++k) j += (k ? ", " : "") + std::to_string(prompt_ids[k]);
+    j += "], \"tokens\": [";
+    for (size_t k = 0; k < out.tokens.size(); ++k) j += (k ? ", " : "") + std::to_string(out.tokens[k]);
+    j += "], \"text\": ";
+    cli::JsonString(out.text, &j);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, ", \"finish_reason\": \"%s\", \"ttft_ms\": %.4f, \"tpot_ms\": %.4f}",
+                  FinishName(out.finish_reason), out.metrics.ttft_ms, out.metrics.tpot_ms);
+    j += buf;
+    std::puts(j.c_str());
+  } else {
+    std::fprintf(stderr, "\n\n[%s] prompt %d tokens, generated %d; TTFT %.2f ms, TPOT %.3f ms (%.0f tok/s)\n",
+                 FinishName(out.finish_reason), out.metrics.prompt_tokens, out.metrics.generated_tokens,
+                 out.metrics.ttft_ms, out.metrics.tpot_ms, out.metrics.tpot_ms > 0 ? 1000.0 / out.metrics.tpot_ms : 0.0);
+  }
+  if (out.status != LLM_OK) std::fprintf(stderr, "error: %s: %s\n", llm_status_str(out.status), out.message.c_str());
+  llm_ctx_destroy(ctx);
+  return out.status == LLM_OK ? 0 : 1;
+}
