@@ -1,0 +1,219 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+
+namespace llm {
+
+StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config, const ModelWeights& weights,
+                                                    const KvCacheSpec& kv, int n_threads) {
+  return cpu::CpuBackend::Create(config, weights, kv, n_threads);
+}
+
+namespace cpu {
+namespace {
+
+size_t RowBytesNeeded(TensorType type, int64_t cols) {
+  switch (type) {
+    case TensorType::F32: return static_cast<size_t>(cols) * 4;
+    case TensorType::F16:
+    case TensorType::BF16: return static_cast<size_t>(cols) * 2;
+    case TensorType::Q8_0: return static_cast<size_t>(cols / kQ8_0BlockSize) * sizeof(BlockQ8_0);
+    default: return 0;
+  }
+}
+
+Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
+  if (w.empty()) return InvalidArgument("CPU backend: missing weight " + name);
+  if (w.rows != rows || w.cols != cols)
+    return InvalidArgument("CPU backend: " + name + " has shape (" + std::to_string(w.rows) + ", " +
+                           std::to_string(w.cols) + "), expected (" + std::to_string(rows) + ", " +
+                           std::to_string(cols) + ")");
+  switch (w.type) {
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16: break;
+    case TensorType::Q8_0:
+      if (cols % kQ8_0BlockSize != 0)
+        return Unsupported("CPU backend: Q8_0 " + name + " has rows not a multiple of 32");
+      break;
+    default:
+      return Unsupported("CPU backend: unsupported weight type " + std::to_string(static_cast<uint32_t>(w.type)) +
+                         " for " + name);
+  }
+  if (w.row_bytes < RowBytesNeeded(w.type, cols)) return InvalidArgument("CPU backend: row_bytes too small for " + name);
+  return Status::Ok();
+}
+
+// A norm weight (n) as F32.
+StatusOr<std::vector<float>> NormToF32(const WeightView& w, int64_t n, const std::string& name) {
+  if (w.empty() || w.rows * w.cols != n || (w.rows != 1 && w.cols != 1))
+    return InvalidArgument("CPU backend: norm weight " + name + " missing or not of size " + std::to_string(n));
+  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16)
+    return Unsupported("CPU backend: norm weight " + name + " must be F32, F16 or BF16");
+  WeightView row = w;
+  row.rows = 1;
+  row.cols = n;
+  std::vector<float> out(n);
+  DequantizeRow(row, 0, out.data());
+  return out;
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, int n_threads)
+    : cfg_(config), w_(weights), k_(&BestKernels()), pool_(n_threads), rope_(std::move(rope)) {}
+
+StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, const ModelWeights& w,
+                                                      const KvCacheSpec& kv, int n_threads) {
+  // ---- configuration
+  if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
+      c.n_ff <= 0)
+    return InvalidArgument("CPU backend: model dimensions must be positive");
+  if (c.n_head % c.n_head_kv != 0) return InvalidArgument("CPU backend: n_head must be a multiple of n_head_kv");
+  if (c.head_dim > 256) return Unsupported("CPU backend: head_dim above 256");
+  if (!(c.rms_eps >= 0.0f)) return InvalidArgument("CPU backend: negative rms_eps");
+  if (kv.block_size <= 0 || kv.n_blocks <= 0) return InvalidArgument("CPU backend: KV block_size and n_blocks must be positive");
+  if (static_cast<int64_t>(w.layers.size()) != c.n_layer) return InvalidArgument("CPU backend: weights have the wrong layer count");
+  LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
+
+  // ---- weights
+  const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
+  LLM_RETURN_IF_ERROR(CheckMatrix(w.token_embd, V, E, "token_embd"));
+  ModelWeights weights = w;
+  if (weights.output.empty()) weights.output = weights.token_embd;  // tied embeddings
+  LLM_RETURN_IF_ERROR(CheckMatrix(weights.output, V, E, "output"));
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wq, Q, E, p + "attn_q"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wk, KV, E, p + "attn_k"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wv, KV, E, p + "attn_v"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wo, E, Q, p + "attn_output"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.w_gate, F, E, p + "ffn_gate"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
+  }
+
+  std::unique_ptr<CpuBackend> b;
+  try {
+    b.reset(new CpuBackend(c, weights, std::move(rope), n_threads));
+    for (int l = 0; l < c.n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      LLM_ASSIGN_OR_RETURN(auto an, NormToF32(w.layers[l].attn_norm, E, p + "attn_norm"));
+      LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(w.layers[l].ffn_norm, E, p + "ffn_norm"));
+      b->attn_norm_.push_back(std::move(an));
+      b->ffn_norm_.push_back(std::move(fn));
+    }
+    LLM_ASSIGN_OR_RETURN(b->out_norm_, NormToF32(w.output_norm, E, "output_norm"));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("CPU backend: out of host memory");
+  } catch (const std::system_error& e) {
+    return InternalError(std::string("CPU backend: cannot start threads: ") + e.what());
+  }
+
+  // ---- KV pool; calloc so that untouched pages of a large pool cost nothing
+  b->kv_ = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size};
+  b->n_blocks_ = kv.n_blocks;
+  b->capacity_ = static_cast<int64_t>(kv.n_blocks) * kv.block_size;
+  const int64_t block_floats = b->kv_.block_floats();
+  if (block_floats > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
+    return OutOfMemory("CPU backend: KV pool size overflows");
+  b->kv_pool_.reset(static_cast<float*>(std::calloc(static_cast<size_t>(block_floats) * kv.n_blocks, sizeof(float))));
+  if (!b->kv_pool_) return OutOfMemory("CPU backend: cannot allocate the KV pool");
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
+  try {
+    if (n_tok > cap_tok_) {
+      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
+      x_.resize(n_tok * E);
+      xn_.resize(n_tok * E);
+      q_.resize(n_tok * Q);
+      k_new_.resize(n_tok * KV);
+      v_new_.resize(n_tok * KV);
+      att_.resize(n_tok * Q);
+      hb_.resize(n_tok * F);
+      hb2_.resize(n_tok * F);
+      cos_sin_.resize(n_tok * cfg_.rope_dim);
+      x_out_.resize(n_tok * E);
+      att_out_.resize(n_tok * Q);
+      seq_of_.resize(n_tok);
+      pos_.resize(n_tok);
+      cap_tok_ = n_tok;
+    }
+    if (n_keys > cap_keys_) {
+      scores_.resize(static_cast<size_t>(pool_.n_threads()) * n_keys);
+      cap_keys_ = n_keys;
+    }
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("CPU backend: cannot grow activation buffers");
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::Validate(const Batch& batch, const float* logits) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const llm_token t = batch.tokens[i];
+    if (t < 0 || t >= cfg_.n_vocab)
+      return InvalidArgument("batch token " + std::to_string(i) + " has id " + std::to_string(t) + ", outside [0, " +
+                             std::to_string(cfg_.n_vocab) + ")");
+  }
+  for (size_t i = 0; i < batch.logit_rows.size(); ++i) {
+    const int32_t r = batch.logit_rows[i];
+    if (r < 0 || r >= n) return InvalidArgument("logit row " + std::to_string(r) + " is not a token of the batch");
+  }
+  if (!batch.logit_rows.empty() && logits == nullptr) return InvalidArgument("logits output is NULL");
+
+  // Sizes first (buffers sized before they are filled), then per-sequence checks.
+  int64_t max_keys = 0;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const BatchSeq& q = batch.seqs[s];
+    if (q.n_tokens < 1 || q.first < 0 || q.n_past < 0 || static_cast<int64_t>(q.first) + q.n_tokens > n)
+      return InvalidArgument("batch sequence " + std::to_string(s) + " has an invalid token range");
+    const int64_t end = static_cast<int64_t>(q.n_past) + q.n_tokens;
+    if (end > capacity_)
+      return InvalidArgument("batch sequence " + std::to_string(s) + " reaches position " + std::to_string(end) +
+                             ", beyond the KV pool's " + std::to_string(capacity_));
+    const int64_t needed = (end + kv_.block_size - 1) / kv_.block_size;
+    if (static_cast<int64_t>(q.block_table.size()) < needed)
+      return InvalidArgument("batch sequence " + std::to_string(s) + " has a block table of " +
+                             std::to_string(q.block_table.size()) + " blocks, needs " + std::to_string(needed));
+    for (int64_t b = 0; b < needed; ++b)
+      if (q.block_table[b] < 0 || q.block_table[b] >= n_blocks_)
+        return InvalidArgument("batch sequence " + std::to_string(s) + " uses block id " +
+                               std::to_string(q.block_table[b]) + ", outside [0, " + std::to_string(n_blocks_) + ")");
+    if (end > max_keys) max_keys = end;
+  }
+  LLM_RETURN_IF_ERROR(Reserve(n, max_keys));
+
+  for (int64_t i = 0; i < n; ++i) seq_of_[i] = -1;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const BatchSeq& q = batch.seqs[s];
+    for (int32_t i = 0; i < q.n_tokens; ++i) {
+      const int64_t t = q.first + i;
+      if (seq_of_[t] != -1) return InvalidArgument("batch token " + std::to_string(t) + " belongs to two sequences");
+      seq_of_[t] = static_cast<int32_t>(s);
+      pos_[t] = static_cast<int64_t>(q.n_past) + i;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (seq_of_[i] == -1) return InvalidArgument("batch token " + std::to_string(i) + " belongs to no sequence");
+  return Status::Ok();
+}
+
+Status CpuBackend::CopyKvBlock(int32_t src, int32_t dst) {
+  if (src < 0 || src >= n_blocks_ || dst < 0 || dst >= n_blocks_)
+    return InvalidArgument("CopyKvBlock: block id outside [0, " + std::to_string(n_blocks_) + ")");
+  if (src == dst) return Status::Ok();
+  const int64_t bf = kv_.block_floats();
+  std::memcpy(kv_pool_.get() + dst * bf, kv_pool_.get() + src * bf, static_cast<size_t>(bf) * sizeof(float));
+  return Status::Ok();
+}
+
+}  // namespace cpu
+}  // namespace llm

@@ -1,0 +1,95 @@
+// The CPU backend: the reference implementation of Backend (backend.h).
+//
+// Files: cpu_backend.cpp (creation, batch validation, KV block copies),
+// forward.cpp (the forward pass), kernels*.{h,cpp} (matmul, attention,
+// norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kv_layout.h"
+#include "backend/cpu/rope.h"
+#include "util/thread_pool.h"
+
+namespace llm::cpu {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+class CpuBackend final : public Backend {
+ public:
+  static StatusOr<std::unique_ptr<Backend>> Create(const ModelConfig& config, const ModelWeights& weights,
+                                                   const KvCacheSpec& kv, int n_threads);
+
+  int32_t kind() const override { return LLM_BACKEND_CPU; }
+  Status Forward(const Batch& batch, float* logits) override;
+  Status CopyKvBlock(int32_t src, int32_t dst) override;
+
+  const char* kernels_name() const { return k_->name; }
+
+ private:
+  CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, int n_threads);
+
+  // Checks the batch against the model and the pool; fills seq_of_ and pos_.
+  Status Validate(const Batch& batch, const float* logits);
+  // Grows the activation buffers to hold n_tok tokens and n_keys attended
+  // positions; no-op when they are already large enough.
+  Status Reserve(int64_t n_tok, int64_t n_keys);
+
+  // forward.cpp
+  void Embed(std::span<const llm_token> tokens);
+  void RmsNormRows(const float* x, const float* w, int64_t n, float* out);
+  struct MatJob {
+    const WeightView* w;
+    float* y;         // (n, w->rows), leading dimension w->rows
+    bool accumulate;  // y += x·Wᵀ
+  };
+  void MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n);
+  void FeedForwardUp(int layer, const float* xn, int64_t n);
+  void RopeAndStoreKv(int layer, const Batch& batch, int64_t n);
+  void Attention(int layer, const Batch& batch, int64_t n);
+  bool Parallel(int64_t macs) const;
+
+  ModelConfig cfg_;
+  ModelWeights w_;  // views into the caller's weights
+  const Kernels* k_;
+  ThreadPool pool_;
+  Rope rope_;
+
+  // ---- paged KV pool (layout: kv_layout.h)
+  KvLayout kv_;
+  int32_t n_blocks_ = 0;
+  int64_t capacity_ = 0;  // n_blocks * block_size positions
+  std::unique_ptr<float[], FreeDeleter> kv_pool_;  // (n_blocks, block_floats)
+
+  // ---- norm weights as F32, whatever their stored type
+  std::vector<std::vector<float>> attn_norm_;  // (n_layer, n_embd)
+  std::vector<std::vector<float>> ffn_norm_;   // (n_layer, n_embd)
+  std::vector<float> out_norm_;                // (n_embd)
+
+  // ---- activations, grown to the largest batch seen, reused every step
+  int64_t cap_tok_ = 0;
+  int64_t cap_keys_ = 0;
+  std::vector<float> x_;        // (n_tok, n_embd)   residual stream
+  std::vector<float> xn_;       // (n_tok, n_embd)   normed input of a sub-block
+  std::vector<float> q_;        // (n_tok, q_dim)    queries
+  std::vector<float> k_new_;    // (n_tok, kv_dim)   this step's keys
+  std::vector<float> v_new_;    // (n_tok, kv_dim)   this step's values
+  std::vector<float> att_;      // (n_tok, q_dim)    attention output
+  std::vector<float> hb_;       // (n_tok, n_ff)     silu(gate) * up
+  std::vector<float> hb2_;      // (n_tok, n_ff)     up
+  std::vector<float> cos_sin_;  // (n_tok, rope_dim) rotation of each token's position
+  std::vector<float> x_out_;    // (n_tok, n_embd)   residual rows whose logits are wanted
+  std::vector<float> att_out_;  // (n_tok, q_dim)    their attention output
+  std::vector<int32_t> seq_of_; // (n_tok)           batch sequence of each token
+  std::vector<int64_t> pos_;    // (n_tok)           position of each token
+  std::vector<float> scores_;   // (n_threads, cap_keys) attention scratch
+};
+
+}  // namespace llm::cpu

@@ -1,0 +1,257 @@
+// The Llama forward pass on the CPU, over one batch of tokens from any mix of
+// sequences (backend.h). Reads top to bottom like the model:
+//
+//   x = embed(tokens)
+//   for each layer:
+//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ ; rope(q, k) ; store k, v
+//     x += attention(q, cache) · Woᵀ
+//     xn = rmsnorm(x) ; x += (silu(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ
+//   logits = rmsnorm(x[logit_rows]) · Woutᵀ
+//
+// Threads split only independent outputs (weight rows, query heads, tokens),
+// so results are bitwise the same for any thread count and any batch
+// composition (see kernels.h).
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace llm::cpu {
+namespace {
+
+// Below this many multiply-adds a loop runs on the calling thread: waking a
+// worker and joining it costs about a microsecond, worth ~10-20K MACs.
+constexpr int64_t kParallelMacs = 48 * 1024;
+
+}  // namespace
+
+bool CpuBackend::Parallel(int64_t macs) const { return pool_.n_threads() > 1 && macs >= kParallelMacs; }
+
+// ================================================================ embedding
+
+void CpuBackend::Embed(std::span<const llm_token> tokens) {
+  const int64_t E = cfg_.n_embd;
+  for (size_t t = 0; t < tokens.size(); ++t) DequantizeRow(w_.token_embd, tokens[t], x_.data() + t * E);
+}
+
+// ================================================================ rmsnorm
+
+void CpuBackend::RmsNormRows(const float* x, const float* w, int64_t n, float* out) {
+  const int64_t E = cfg_.n_embd;
+  auto rows = [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) k_->rmsnorm(x + t * E, w, E, cfg_.rms_eps, out + t * E);
+  };
+  if (Parallel(n * E * 8)) {
+    pool_.ParallelFor(n, rows);
+  } else {
+    rows(0, n, 0);
+  }
+}
+
+// ================================================================ matmul
+//
+// Several weights that read the same input (Q, K and V) run as one parallel
+// loop over their rows laid end to end:
+//
+//   rows:  [ 0 ........ wq.rows | ... wk.rows | ... wv.rows ]
+//   thread 0: [=========)  thread 1: [====================)
+
+void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n) {
+  int64_t total_rows = 0, macs = 0;
+  for (int j = 0; j < n_jobs; ++j) {
+    total_rows += jobs[j].w->rows;
+    macs += n * jobs[j].w->rows * jobs[j].w->cols;
+  }
+  auto rows = [&](int64_t b, int64_t e, int) {
+    int64_t base = 0;
+    for (int j = 0; j < n_jobs; ++j) {
+      const WeightView& w = *jobs[j].w;
+      const int64_t lo = b > base ? b - base : 0;
+      const int64_t hi = e - base < w.rows ? e - base : w.rows;
+      if (lo < hi) {
+        MatMulArgs a;
+        a.w = &w;
+        a.x = x;
+        a.ld_x = w.cols;
+        a.n_tok = n;
+        a.y = jobs[j].y;
+        a.ld_y = w.rows;
+        a.row_begin = lo;
+        a.row_end = hi;
+        a.accumulate = jobs[j].accumulate;
+        k_->matmul(a);
+      }
+      base += w.rows;
+    }
+  };
+  if (Parallel(macs)) {
+    pool_.ParallelFor(total_rows, rows);
+  } else {
+    rows(0, total_rows, 0);
+  }
+}
+
+// hb = silu(xn·Wgᵀ) * (xn·Wuᵀ), split over the n_ff hidden units so that each
+// thread finishes its own units' gate, up and product.
+void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
+  const LayerWeights& L = w_.layers[layer];
+  const int64_t E = cfg_.n_embd, F = cfg_.n_ff;
+  auto units = [&](int64_t b, int64_t e, int) {
+    MatMulArgs a;
+    a.x = xn;
+    a.ld_x = E;
+    a.n_tok = n;
+    a.ld_y = F;
+    a.row_begin = b;
+    a.row_end = e;
+    a.w = &L.w_gate;
+    a.y = hb_.data();
+    k_->matmul(a);
+    a.w = &L.w_up;
+    a.y = hb2_.data();
+    k_->matmul(a);
+    for (int64_t t = 0; t < n; ++t) k_->silu_mul(hb_.data() + t * F + b, hb2_.data() + t * F + b, e - b);
+  };
+  if (Parallel(2 * n * F * E)) {
+    pool_.ParallelFor(F, units);
+  } else {
+    units(0, F, 0);
+  }
+}
+
+// ================================================================ RoPE, KV store
+
+void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
+  const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
+  const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
+  float* pool = kv_pool_.get();
+  auto tokens = [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      const float* cs = cos_sin_.data() + t * rd;
+      rope_.Apply(cs, q_.data() + t * Q, Hq, hd);
+      const float* k = k_new_.data() + t * KV;  // (Hkv, hd)
+      const float* v = v_new_.data() + t * KV;  // (Hkv, hd)
+      rope_.Apply(cs, k_new_.data() + t * KV, Hkv, hd);
+      const int64_t p = pos_[t];
+      const int32_t block = batch.seqs[seq_of_[t]].block_table[p / bs];
+      const int64_t slot = p % bs;
+      float* base = pool + block * kv_.block_floats();
+      for (int32_t h = 0; h < Hkv; ++h) {
+        float* kt = base + kv_.KOffset(layer, h) + slot;        // column `slot` of (hd, bs)
+        float* vr = base + kv_.VOffset(layer, h) + slot * hd;   // row `slot` of (bs, hd)
+        for (int32_t d = 0; d < hd; ++d) kt[d * bs] = k[h * hd + d];
+        std::memcpy(vr, v + h * hd, hd * sizeof(float));
+      }
+    }
+  };
+  if (Parallel(n * (Q + KV) * 4)) {
+    pool_.ParallelFor(n, tokens);
+  } else {
+    tokens(0, n, 0);
+  }
+}
+
+// ================================================================ attention
+//
+// One task per (token, query head); query head h reads KV head h / n_rep
+// (grouped-query attention). Token t attends to positions 0 .. pos[t] of its
+// own sequence, which this step's RopeAndStoreKv has already completed.
+
+void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
+  const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head;
+  const int32_t n_rep = cfg_.n_head / cfg_.n_head_kv;
+  const int64_t Q = cfg_.q_dim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int64_t keys = 0;
+  for (int64_t t = 0; t < n; ++t) keys += pos_[t] + 1;
+
+  auto tasks = [&](int64_t b, int64_t e, int thread) {
+    float* scores = scores_.data() + static_cast<int64_t>(thread) * cap_keys_;  // (cap_keys)
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t t = task / Hq;
+      const int32_t h = static_cast<int32_t>(task % Hq);
+      const BatchSeq& s = batch.seqs[seq_of_[t]];
+      AttnArgs a;
+      a.pool = kv_pool_.get();
+      a.block_stride = kv_.block_floats();
+      a.k_offset = kv_.KOffset(layer, h / n_rep);
+      a.v_offset = kv_.VOffset(layer, h / n_rep);
+      a.block_table = s.block_table.data();
+      a.block_size = static_cast<int32_t>(kv_.block_size);
+      a.head_dim = hd;
+      a.n_keys = pos_[t] + 1;
+      a.scale = scale;
+      k_->attention(a, q_.data() + t * Q + h * hd, scores, att_.data() + t * Q + h * hd);
+    }
+  };
+  if (Parallel(keys * Hq * hd * 3)) {
+    pool_.ParallelFor(n * Hq, tasks);
+  } else {
+    tasks(0, n * Hq, 0);
+  }
+}
+
+// ================================================================ forward
+
+Status CpuBackend::Forward(const Batch& batch, float* logits) {
+  LLM_RETURN_IF_ERROR(Validate(batch, logits));
+  const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  if (n_tok == 0) return Status::Ok();
+  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), F = cfg_.n_ff;
+
+  // Rows whose logits are wanted, in order, are all the last layer needs
+  // after attention; skip the rest of that layer for the other tokens.
+  bool identity_rows = n_out == n_tok;
+  for (int64_t i = 0; identity_rows && i < n_out; ++i) identity_rows = batch.logit_rows[i] == i;
+
+  // ---- embedding                                   x: (n_tok, n_embd)
+  Embed(batch.tokens);
+  for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(pos_[t], cos_sin_.data() + t * cfg_.rope_dim);
+
+  float* x = x_.data();      // (n, n_embd) residual stream; n shrinks in the last layer
+  float* att = att_.data();  // (n, q_dim)
+  int64_t n = n_tok;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const LayerWeights& L = w_.layers[l];
+
+    // ---- attention block
+    RmsNormRows(x, attn_norm_[l].data(), n, xn_.data());  // xn: (n, n_embd)
+    const MatJob qkv[3] = {{&L.wq, q_.data(), false},      // q: (n, n_head * head_dim)
+                           {&L.wk, k_new_.data(), false},  // k: (n, n_head_kv * head_dim)
+                           {&L.wv, v_new_.data(), false}}; // v: (n, n_head_kv * head_dim)
+    MatMulJobs(qkv, 3, xn_.data(), n);
+    RopeAndStoreKv(l, batch, n);
+    if (l == cfg_.n_layer - 1 && n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
+    Attention(l, batch, n);                                        // att: (n, n_head * head_dim)
+
+    if (l == cfg_.n_layer - 1 && !identity_rows) {
+      // keep only the logit rows: x, att: (n_out, ·)
+      for (int64_t i = 0; i < n_out; ++i) {
+        const int64_t r = batch.logit_rows[i];
+        std::memcpy(x_out_.data() + i * E, x + r * E, E * sizeof(float));
+        std::memcpy(att_out_.data() + i * Q, att + r * Q, Q * sizeof(float));
+      }
+      x = x_out_.data();
+      att = att_out_.data();
+      n = n_out;
+    }
+    const MatJob wo = {&L.wo, x, true};  // x += att · Woᵀ
+    MatMulJobs(&wo, 1, att, n);
+
+    // ---- feed-forward block
+    RmsNormRows(x, ffn_norm_[l].data(), n, xn_.data());  // xn: (n, n_embd)
+    FeedForwardUp(l, xn_.data(), n);                     // hb: (n, n_ff)
+    const MatJob down = {&L.w_down, x, true};            // x += hb · Wdᵀ
+    MatMulJobs(&down, 1, hb_.data(), n);
+  }
+  (void)F;
+
+  // ---- final norm and classifier                   logits: (n_out, n_vocab)
+  RmsNormRows(x, out_norm_.data(), n, xn_.data());
+  const MatJob cls = {&w_.output, logits, false};
+  MatMulJobs(&cls, 1, xn_.data(), n);
+  return Status::Ok();
+}
+
+}  // namespace llm::cpu

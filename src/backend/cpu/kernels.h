@@ -1,0 +1,107 @@
+// CPU compute kernels behind one table, chosen once at run time.
+//
+// The kernels are written once (kernels_impl.h) against a tiny 8-lane vector
+// type and compiled twice: kernels_generic.cpp for any CPU, kernels_avx2.cpp
+// with AVX2/FMA/F16C enabled for that file only. BestKernels() picks the AVX2
+// table when the running CPU has those features, so the default build runs on
+// any x86-64 and is fast on a modern one.
+//
+// Determinism contract, which the backend relies on for results that do not
+// depend on the thread count or on what else is in the batch:
+//   * every output element of a kernel is computed by the same sequence of
+//     floating-point operations whatever tile, row range or thread it falls in;
+//   * reductions run in a fixed order that depends only on their length.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "model/weights.h"
+
+namespace llm::cpu {
+
+// Y = X · Wᵀ over weight rows [row_begin, row_end):
+//   y[t * ld_y + r] (+)= sum_k x[t * ld_x + k] * W[r][k]
+// for t in [0, n_tok). x: (n_tok, w.cols), y: (n_tok, >= row_end).
+struct MatMulArgs {
+  const WeightView* w = nullptr;
+  const float* x = nullptr;
+  int64_t ld_x = 0;
+  int64_t n_tok = 0;
+  float* y = nullptr;
+  int64_t ld_y = 0;
+  int64_t row_begin = 0;
+  int64_t row_end = 0;
+  bool accumulate = false;  // y += X·Wᵀ (fused residual add) instead of y =
+};
+
+// One query head against the keys 0 .. n_keys-1 of one KV head of one layer
+// in the paged pool (layout in kv_layout.h). Key j lives in block
+// block_table[j / block_size], slot j % block_size.
+struct AttnArgs {
+  const float* pool = nullptr;   // the whole KV pool
+  int64_t block_stride = 0;      // floats per block (all layers, K and V)
+  int64_t k_offset = 0;          // floats from a block's start to this (layer, head)'s K tile
+  int64_t v_offset = 0;          // ... and to its V tile
+  const int32_t* block_table = nullptr;
+  int32_t block_size = 0;
+  int32_t head_dim = 0;
+  int64_t n_keys = 0;            // positions 0 .. n_keys-1 are attended (causal)
+  float scale = 1.0f;            // 1 / sqrt(head_dim)
+};
+
+struct Kernels {
+  const char* name;
+  void (*matmul)(const MatMulArgs& a);
+  // out = x / sqrt(mean(x²) + eps) * w, one row of n.
+  void (*rmsnorm)(const float* x, const float* w, int64_t n, float eps, float* out);
+  // g = silu(g) * u, elementwise over n.
+  void (*silu_mul)(float* g, const float* u, int64_t n);
+  // out (head_dim) = softmax(q·Kᵀ·scale) · V; scores: scratch of n_keys floats.
+  void (*attention)(const AttnArgs& a, const float* q, float* scores, float* out);
+};
+
+const Kernels& GenericKernels();
+// nullptr when this build has no AVX2 kernels (non-x86 target).
+const Kernels* Avx2KernelsIfBuilt();
+// AVX2 when built and supported by this CPU, else generic. The environment
+// variable LLM_CPU_ISA=generic forces the portable kernels (for testing).
+const Kernels& BestKernels();
+
+// ------------------------------------------------------------ conversions
+
+inline float F16ToF32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;  // ±0
+  } else {        // subnormal: normalise
+    exp = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline float BF16ToF32(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Row `row` of `w` as F32 (n = w.cols values): embedding lookups.
+void DequantizeRow(const WeightView& w, int64_t row, float* out);
+
+}  // namespace llm::cpu

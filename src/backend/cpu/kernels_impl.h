@@ -1,0 +1,293 @@
+// The CPU kernels, written once over an 8-lane float vector. Not a normal
+// header: kernels_generic.cpp and kernels_avx2.cpp each include it inside their
+// own namespace, after defining the vector type and these operations:
+//
+//   V8 Zero(); V8 Set1(float); V8 LoadU(const float*); void StoreU(float*, V8);
+//   V8 Add/Sub/Mul/Div/Min/Max(V8, V8); V8 Fma(a, b, c) = a*b + c;
+//   V8 RoundInt(V8) (to nearest), V8 Pow2(V8 n) (2^n for integral n in
+//   [-126, 127]); float HSum(V8) (fixed order);
+//   V8 LoadF16(const uint16_t*); V8 LoadBF16(const uint16_t*);
+//   V8 LoadQ8(const int8_t*, float d) (d * q);
+//   float ScalarFma(a, b, c): the same rounding as one lane of Fma.
+//
+// It must not use std:: templates: an instantiation compiled under the AVX2
+// target could be merged by the linker with the portable one.
+
+// ================================================================ exp, silu
+
+// exp(x) for |x| <= 87: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2,
+// then a degree-6 polynomial for e^r (about 1 ulp), then scale by 2^n.
+inline V8 Exp(V8 x) {
+  x = Min(Max(x, Set1(-87.0f)), Set1(87.0f));
+  const V8 n = RoundInt(Mul(x, Set1(1.44269504088896341f)));
+  V8 r = Fma(n, Set1(-0.693359375f), x);
+  r = Fma(n, Set1(2.12194440e-4f), r);
+  V8 p = Set1(1.9875691500e-4f);
+  p = Fma(p, r, Set1(1.3981999507e-3f));
+  p = Fma(p, r, Set1(8.3334519073e-3f));
+  p = Fma(p, r, Set1(4.1665795894e-2f));
+  p = Fma(p, r, Set1(1.6666665459e-1f));
+  p = Fma(p, r, Set1(5.0000001201e-1f));
+  p = Fma(p, Mul(r, r), Add(r, Set1(1.0f)));
+  return Mul(p, Pow2(n));
+}
+
+// silu(g) * u = g / (1 + e^-g) * u
+inline V8 SiluMul8(V8 g, V8 u) {
+  const V8 s = Div(g, Add(Set1(1.0f), Exp(Sub(Zero(), g))));
+  return Mul(s, u);
+}
+
+void SiluMulImpl(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) StoreU(g + i, SiluMul8(LoadU(g + i), LoadU(u + i)));
+  if (i < n) {  // tail through the same vector code, so every element is alike
+    float tg[8] = {0}, tu[8] = {0};
+    for (int64_t j = i; j < n; ++j) tg[j - i] = g[j], tu[j - i] = u[j];
+    StoreU(tg, SiluMul8(LoadU(tg), LoadU(tu)));
+    for (int64_t j = i; j < n; ++j) g[j] = tg[j - i];
+  }
+}
+
+// ================================================================ RMSNorm
+
+void RmsNormImpl(const float* x, const float* w, int64_t n, float eps, float* out) {
+  V8 acc = Zero();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V8 v = LoadU(x + i);
+    acc = Fma(v, v, acc);
+  }
+  float ss = HSum(acc);
+  for (; i < n; ++i) ss = ScalarFma(x[i], x[i], ss);
+  const float scale = 1.0f / __builtin_sqrtf(ss / static_cast<float>(n) + eps);
+  const V8 vs = Set1(scale);
+  for (i = 0; i + 8 <= n; i += 8) StoreU(out + i, Mul(Mul(LoadU(x + i), vs), LoadU(w + i)));
+  for (; i < n; ++i) out[i] = (x[i] * scale) * w[i];
+}
+
+// ================================================================ matmul
+//
+// Y(n_tok, rows) = X(n_tok, K) · Wᵀ, W row-major (rows, K). A tile of TT
+// tokens × TR weight rows keeps TT·TR accumulators in registers; each weight
+// vector is loaded (and converted) once per tile and used TT times.
+//
+//            k →  (8 at a time)
+//   W rows  r0 [w w w w w w w w ...]      acc[t][r] += x[t][k..k+8] * w[r][k..k+8]
+//           r1 [w w w w w w w w ...]
+//   tokens  t0 [x x x x x x x x ...]
+//           t1 [x x x x x x x x ...]
+//
+// Each output is one 8-lane accumulator over k ascending, HSum, then the K%8
+// tail with scalar FMAs: the same arithmetic for every tile shape.
+
+struct LoadF32W {
+  static V8 Load(const uint8_t* row, int64_t k) { return LoadU(reinterpret_cast<const float*>(row) + k); }
+  static float Scalar(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+struct LoadF16W {
+  static V8 Load(const uint8_t* row, int64_t k) { return LoadF16(reinterpret_cast<const uint16_t*>(row) + k); }
+  static float Scalar(const uint8_t* row, int64_t k) {
+    return ::llm::cpu::F16ToF32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+struct LoadBF16W {
+  static V8 Load(const uint8_t* row, int64_t k) { return LoadBF16(reinterpret_cast<const uint16_t*>(row) + k); }
+  static float Scalar(const uint8_t* row, int64_t k) {
+    return ::llm::cpu::BF16ToF32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+// Q8_0 rows have K % 32 == 0 (checked at backend creation), so no tail.
+struct LoadQ8W {
+  static V8 Load(const uint8_t* row, int64_t k) {
+    const auto* b = reinterpret_cast<const ::llm::BlockQ8_0*>(row) + (k >> 5);
+    return LoadQ8(b->qs + (k & 31), ::llm::cpu::F16ToF32(b->d));
+  }
+  static float Scalar(const uint8_t* row, int64_t k) {
+    const auto* b = reinterpret_cast<const ::llm::BlockQ8_0*>(row) + (k >> 5);
+    return ::llm::cpu::F16ToF32(b->d) * static_cast<float>(b->qs[k & 31]);
+  }
+};
+
+template <class WL, int TT, int TR>
+void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t ld_x, int64_t K, float* y,
+          int64_t ld_y, bool accumulate) {
+  V8 acc[TT][TR];
+  for (int t = 0; t < TT; ++t)
+    for (int r = 0; r < TR; ++r) acc[t][r] = Zero();
+  const int64_t K8 = K & ~int64_t{7};
+  for (int64_t k = 0; k < K8; k += 8) {
+    V8 wv[TR];
+    for (int r = 0; r < TR; ++r) wv[r] = WL::Load(w + r * row_bytes, k);
+    for (int t = 0; t < TT; ++t) {
+      const V8 xv = LoadU(x + t * ld_x + k);
+      for (int r = 0; r < TR; ++r) acc[t][r] = Fma(xv, wv[r], acc[t][r]);
+    }
+  }
+  for (int t = 0; t < TT; ++t) {
+    for (int r = 0; r < TR; ++r) {
+      float s = HSum(acc[t][r]);
+      for (int64_t k = K8; k < K; ++k) s = ScalarFma(x[t * ld_x + k], WL::Scalar(w + r * row_bytes, k), s);
+      float* dst = y + t * ld_y + r;
+      *dst = accumulate ? *dst + s : s;
+    }
+  }
+}
+
+template <class WL, int TT>
+void TileRows(int tr, const uint8_t* w, size_t rb, const float* x, int64_t ld_x, int64_t K, float* y,
+              int64_t ld_y, bool acc) {
+  switch (tr) {
+    case 1: Tile<WL, TT, 1>(w, rb, x, ld_x, K, y, ld_y, acc); break;
+    case 2: Tile<WL, TT, 2>(w, rb, x, ld_x, K, y, ld_y, acc); break;
+    case 3: Tile<WL, TT, 3>(w, rb, x, ld_x, K, y, ld_y, acc); break;
+    default: break;
+  }
+}
+
+template <class WL>
+void MatMulTyped(const MatMulArgs& a) {
+  const WeightView& W = *a.w;
+  const auto* base = static_cast<const uint8_t*>(W.data);
+  const size_t rb = W.row_bytes;
+  const int64_t K = W.cols;
+  const int64_t r0 = a.row_begin, r1 = a.row_end;
+
+  if (a.n_tok == 1) {
+    // GEMV: 8 rows per tile give 8 independent FMA chains.
+    int64_t r = r0;
+    for (; r + 8 <= r1; r += 8) Tile<WL, 1, 8>(base + r * rb, rb, a.x, a.ld_x, K, a.y + r, a.ld_y, a.accumulate);
+    for (; r + 3 <= r1; r += 3) Tile<WL, 1, 3>(base + r * rb, rb, a.x, a.ld_x, K, a.y + r, a.ld_y, a.accumulate);
+    if (r < r1) TileRows<WL, 1>(static_cast<int>(r1 - r), base + r * rb, rb, a.x, a.ld_x, K, a.y + r, a.ld_y, a.accumulate);
+    return;
+  }
+
+  // GEMM: blocks of kTokBlock tokens keep X warm in cache while the row tiles
+  // sweep it; inside, 4 tokens × 3 rows per tile.
+  constexpr int64_t kTokBlock = 64;
+  for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
+    const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
+    for (int64_t r = r0; r < r1; r += 3) {
+      const int tr = static_cast<int>(r1 - r < 3 ? r1 - r : 3);
+      const uint8_t* w = base + r * rb;
+      int64_t t = tb;
+      for (; t + 4 <= te; t += 4)
+        TileRows<WL, 4>(tr, w, rb, a.x + t * a.ld_x, a.ld_x, K, a.y + t * a.ld_y + r, a.ld_y, a.accumulate);
+      const float* x = a.x + t * a.ld_x;
+      float* y = a.y + t * a.ld_y + r;
+      switch (te - t) {
+        case 1: TileRows<WL, 1>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+        case 2: TileRows<WL, 2>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+        case 3: TileRows<WL, 3>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+        default: break;
+      }
+    }
+  }
+}
+
+void MatMulImpl(const MatMulArgs& a) {
+  switch (a.w->type) {
+    case ::llm::TensorType::F32: MatMulTyped<LoadF32W>(a); break;
+    case ::llm::TensorType::F16: MatMulTyped<LoadF16W>(a); break;
+    case ::llm::TensorType::BF16: MatMulTyped<LoadBF16W>(a); break;
+    case ::llm::TensorType::Q8_0: MatMulTyped<LoadQ8W>(a); break;
+    default: break;  // rejected at backend creation
+  }
+}
+
+// ================================================================ attention
+//
+// One query head over a paged K/V tile (see kv_layout.h): K is stored
+// transposed per block, (head_dim, block_size), so 8 consecutive keys' scores
+// come from head_dim FMAs with no horizontal sums; V is (block_size, head_dim).
+//
+// Two passes, numerically stable: scores s_j = q·k_j·scale, m = max s,
+// e_j = exp(s_j - m), out = Σ e_j v_j / Σ e_j. Everything runs in a fixed order
+// that depends only on n_keys.
+
+void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out) {
+  const int64_t n = a.n_keys;
+  const int64_t bs = a.block_size;
+  const int hd = a.head_dim;
+
+  // ---- scores
+  for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+    const float* kt = a.pool + a.block_table[blk] * a.block_stride + a.k_offset;  // (hd, bs)
+    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+    if ((bs & 7) == 0) {
+      for (int64_t s = 0; s < cnt; s += 8) {
+        V8 acc = Zero();
+        for (int d = 0; d < hd; ++d) acc = Fma(Set1(q[d]), LoadU(kt + d * bs + s), acc);
+        acc = Mul(acc, Set1(a.scale));
+        if (s + 8 <= cnt) {
+          StoreU(scores + j0 + s, acc);
+        } else {
+          float tmp[8];
+          StoreU(tmp, acc);
+          for (int64_t i = s; i < cnt; ++i) scores[j0 + i] = tmp[i - s];
+        }
+      }
+    } else {
+      for (int64_t s = 0; s < cnt; ++s) {
+        float acc = 0.0f;
+        for (int d = 0; d < hd; ++d) acc = ScalarFma(q[d], kt[d * bs + s], acc);
+        scores[j0 + s] = acc * a.scale;
+      }
+    }
+  }
+
+  // ---- softmax weights (unnormalised)
+  float mx = scores[0];
+  for (int64_t j = 1; j < n; ++j) mx = scores[j] > mx ? scores[j] : mx;
+  const V8 vmx = Set1(mx);
+  V8 vsum = Zero();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const V8 e = Exp(Sub(LoadU(scores + j), vmx));
+    StoreU(scores + j, e);
+    vsum = Add(vsum, e);
+  }
+  float sum = HSum(vsum);
+  if (j < n) {
+    float tmp[8];
+    for (int i = 0; i < 8; ++i) tmp[i] = j + i < n ? scores[j + i] : mx;
+    StoreU(tmp, Exp(Sub(LoadU(tmp), vmx)));
+    for (int64_t i = j; i < n; ++i) {
+      scores[i] = tmp[i - j];
+      sum += tmp[i - j];
+    }
+  }
+  const float inv = 1.0f / sum;
+
+  // ---- out = Σ e_j v_j / Σ e_j, two accumulators (even / odd keys)
+  if ((hd & 7) == 0) {
+    constexpr int kMaxChunks = 32;  // head_dim <= 256, checked at creation
+    V8 acc0[kMaxChunks], acc1[kMaxChunks];
+    const int nc = hd / 8;
+    for (int c = 0; c < nc; ++c) acc0[c] = acc1[c] = Zero();
+    for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+      const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;  // (bs, hd)
+      const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+      for (int64_t s = 0; s < cnt; ++s) {
+        const V8 e = Set1(scores[j0 + s]);
+        const float* v = vb + s * hd;
+        if (((j0 + s) & 1) == 0) {
+          for (int c = 0; c < nc; ++c) acc0[c] = Fma(e, LoadU(v + 8 * c), acc0[c]);
+        } else {
+          for (int c = 0; c < nc; ++c) acc1[c] = Fma(e, LoadU(v + 8 * c), acc1[c]);
+        }
+      }
+    }
+    const V8 vinv = Set1(inv);
+    for (int c = 0; c < nc; ++c) StoreU(out + 8 * c, Mul(Add(acc0[c], acc1[c]), vinv));
+  } else {
+    for (int d = 0; d < hd; ++d) out[d] = 0.0f;
+    for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+      const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
+      const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+      for (int64_t s = 0; s < cnt; ++s)
+        for (int d = 0; d < hd; ++d) out[d] = ScalarFma(scores[j0 + s], vb[s * hd + d], out[d]);
+    }
+    for (int d = 0; d < hd; ++d) out[d] *= inv;
+  }
+}
