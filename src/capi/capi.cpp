@@ -1,0 +1,409 @@
+// The extern "C" surface: argument checks, struct-size handling, conversion
+// of internal Status values into llm_status codes plus a thread-local message.
+// No exception leaves this file.
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "llm.h"
+#include "util/utf8.h"
+
+struct llm_ctx {
+  std::unique_ptr<llm::Engine> engine;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+llm_status Fail(llm_status code, std::string message) {
+  t_last_error = std::move(message);
+  return code;
+}
+llm_status Fail(const llm::Status& s) { return Fail(s.code(), s.message()); }
+llm_status Ok() {
+  t_last_error.clear();
+  return LLM_OK;
+}
+
+// The sizes of the first published version of each struct: anything smaller
+// is not a struct this library ever defined.
+constexpr uint32_t kCtxParamsV1 = sizeof(llm_ctx_params);
+constexpr uint32_t kSamplingV1 = sizeof(llm_sampling_params);
+constexpr uint32_t kRequestV1 = sizeof(llm_request);
+constexpr uint32_t kEventV1 = sizeof(llm_event);
+constexpr uint32_t kStatsV1 = sizeof(llm_stats);
+constexpr uint32_t kModelInfoV1 = sizeof(llm_model_info);
+
+// Copies a caller's struct of any known version over `*out` (which holds
+// defaults), so fields an older caller lacks keep their defaults.
+template <typename T>
+llm_status CopyIn(const T* in, uint32_t v1_size, const char* what, T* out) {
+  if (in->struct_size < v1_size || in->struct_size > sizeof(T)) {
+    return Fail(LLM_ERR_STRUCT_SIZE, std::string(what) + ".struct_size is " + std::to_string(in->struct_size) +
+                                         "; this library knows " + std::to_string(v1_size) + ".." +
+                                         std::to_string(sizeof(T)));
+  }
+  std::memcpy(out, in, in->struct_size);
+  out->struct_size = sizeof(T);
+  return LLM_OK;
+}
+
+template <typename T>
+llm_status CheckOutSize(const T* out, uint32_t v1_size, const char* what) {
+  if (out->struct_size < v1_size || out->struct_size > sizeof(T)) {
+    return Fail(LLM_ERR_STRUCT_SIZE, std::string(what) + ".struct_size is " + std::to_string(out->struct_size) +
+                                         "; set it to sizeof(" + what + ")");
+  }
+  return LLM_OK;
+}
+
+// Runs `body`, turning any escaping exception into a status.
+template <typename F>
+llm_status Guard(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(LLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return Fail(LLM_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return Fail(LLM_ERR_INTERNAL, "internal error");
+  }
+}
+
+#define LLM_CHECK_ARG(ptr)                                                   \
+  do {                                                                       \
+    if ((ptr) == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, #ptr " is NULL"); \
+  } while (0)
+
+llm_status ToSamplingParams(const llm_sampling_params* in, llm::SamplingParams* out) {
+  llm_sampling_params p;
+  llm_sampling_params_init(&p);
+  if (in != nullptr) {
+    if (llm_status s = CopyIn(in, kSamplingV1, "llm_sampling_params", &p); s != LLM_OK) return s;
+  }
+  out->temperature = p.temperature;
+  out->top_k = p.top_k;
+  out->top_p = p.top_p;
+  out->min_p = p.min_p;
+  out->repetition_penalty = p.repetition_penalty;
+  out->frequency_penalty = p.frequency_penalty;
+  out->presence_penalty = p.presence_penalty;
+  out->penalty_last_n = p.penalty_last_n;
+  out->seed = p.seed;
+  llm::Status st = llm::ValidateSamplingParams(*out);
+  return st.ok() ? LLM_OK : Fail(st);
+}
+
+}  // namespace
+
+extern "C" {
+
+// ------------------------------------------------------------ basics
+
+LLM_API const char* llm_version(void) { return "0.1.0"; }
+LLM_API uint32_t llm_version_number(void) { return LLM_VERSION_NUMBER; }
+
+LLM_API const char* llm_status_str(llm_status status) {
+  switch (status) {
+    case LLM_OK: return "LLM_OK";
+    case LLM_ERR_INVALID_ARGUMENT: return "LLM_ERR_INVALID_ARGUMENT";
+    case LLM_ERR_NULL_ARGUMENT: return "LLM_ERR_NULL_ARGUMENT";
+    case LLM_ERR_STRUCT_SIZE: return "LLM_ERR_STRUCT_SIZE";
+    case LLM_ERR_IO: return "LLM_ERR_IO";
+    case LLM_ERR_MODEL_FORMAT: return "LLM_ERR_MODEL_FORMAT";
+    case LLM_ERR_UNSUPPORTED: return "LLM_ERR_UNSUPPORTED";
+    case LLM_ERR_OUT_OF_MEMORY: return "LLM_ERR_OUT_OF_MEMORY";
+    case LLM_ERR_BUSY: return "LLM_ERR_BUSY";
+    case LLM_ERR_NOT_FOUND: return "LLM_ERR_NOT_FOUND";
+    case LLM_ERR_CONTEXT_OVERFLOW: return "LLM_ERR_CONTEXT_OVERFLOW";
+    case LLM_ERR_INVALID_UTF8: return "LLM_ERR_INVALID_UTF8";
+    case LLM_ERR_BUFFER_TOO_SMALL: return "LLM_ERR_BUFFER_TOO_SMALL";
+    case LLM_ERR_BACKEND: return "LLM_ERR_BACKEND";
+    case LLM_ERR_SHUTDOWN: return "LLM_ERR_SHUTDOWN";
+    case LLM_ERR_INTERNAL: return "LLM_ERR_INTERNAL";
+    default: return "LLM_ERR_UNKNOWN";
+  }
+}
+
+LLM_API const char* llm_last_error(void) { return t_last_error.c_str(); }
+
+LLM_API llm_status llm_ctx_params_init(llm_ctx_params* p) {
+  LLM_CHECK_ARG(p);
+  std::memset(p, 0, sizeof(*p));
+  p->struct_size = sizeof(*p);
+  p->backend = LLM_BACKEND_AUTO;
+  return Ok();
+}
+
+LLM_API llm_status llm_sampling_params_init(llm_sampling_params* p) {
+  LLM_CHECK_ARG(p);
+  std::memset(p, 0, sizeof(*p));
+  p->struct_size = sizeof(*p);
+  p->temperature = 0.8f;
+  p->top_k = 40;
+  p->top_p = 0.95f;
+  p->min_p = 0.05f;
+  p->repetition_penalty = 1.0f;
+  p->frequency_penalty = 0.0f;
+  p->presence_penalty = 0.0f;
+  p->penalty_last_n = 64;
+  p->seed = LLM_SEED_RANDOM;
+  return Ok();
+}
+
+LLM_API llm_status llm_request_init(llm_request* r) {
+  LLM_CHECK_ARG(r);
+  std::memset(r, 0, sizeof(*r));
+  r->struct_size = sizeof(*r);
+  r->tokenize_flags = LLM_TOKENIZE_ADD_SPECIAL;
+  r->max_tokens = 256;
+  r->n = 1;
+  return Ok();
+}
+
+// ------------------------------------------------------------ context
+
+LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ctx) {
+  LLM_CHECK_ARG(out_ctx);
+  *out_ctx = nullptr;
+  return Guard([&]() -> llm_status {
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    if (params != nullptr) {
+      if (llm_status s = CopyIn(params, kCtxParamsV1, "llm_ctx_params", &p); s != LLM_OK) return s;
+    }
+    if (p.backend < LLM_BACKEND_AUTO || p.backend > LLM_BACKEND_CUDA)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "backend " + std::to_string(p.backend) + " is not an LLM_BACKEND_* value");
+    if (p.n_threads < 0 || p.n_threads > 1024) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_threads must be in [0, 1024]");
+    if (p.n_ctx < 0 || p.n_ctx > (1 << 22)) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_ctx must be in [0, 4194304]");
+    if (p.kv_block_size < 0 || p.kv_block_size > 1024)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "kv_block_size must be in [0, 1024]");
+    if (p.n_kv_blocks < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_kv_blocks must be >= 0");
+    if (p.max_seqs < 0 || p.max_seqs > 4096) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_seqs must be in [0, 4096]");
+    if (p.max_batch_tokens < 0 || p.max_batch_tokens > (1 << 20))
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "max_batch_tokens must be in [0, 1048576]");
+    if (p.max_queued < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_queued must be >= 0");
+    if (p.reserved0 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved0 must be 0");
+    if (p.backend == LLM_BACKEND_CUDA) {
+      return Fail(LLM_ERR_UNSUPPORTED, "this build has no CUDA backend");
+    }
+
+    auto model = llm::Model::Load(p.model_path);
+    if (!model.ok()) return Fail(model.status());
+    const llm::ModelConfig& mc = (*model)->config;
+
+    llm::EngineConfig ec;
+    ec.n_ctx = p.n_ctx > 0 ? p.n_ctx : mc.n_ctx_train;
+    ec.block_size = p.kv_block_size > 0 ? p.kv_block_size : 16;
+    ec.max_seqs = p.max_seqs > 0 ? p.max_seqs : 16;
+    ec.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
+    ec.max_queued = p.max_queued > 0 ? p.max_queued : 1024;
+    const int64_t blocks_per_seq = (int64_t{ec.n_ctx} + ec.block_size - 1) / ec.block_size;
+    const int64_t n_blocks = p.n_kv_blocks > 0 ? p.n_kv_blocks : blocks_per_seq * ec.max_seqs;
+    if (n_blocks > (int64_t{1} << 24)) return Fail(LLM_ERR_INVALID_ARGUMENT, "KV pool too large");
+    ec.n_blocks = static_cast<int32_t>(n_blocks);
+
+    llm::KvCacheSpec kv{ec.block_size, ec.n_blocks};
+    auto backend = llm::CreateCpuBackend(mc, (*model)->weights, kv, p.n_threads);
+    if (!backend.ok()) return Fail(backend.status());
+    auto engine = llm::Engine::Create(std::move(*model), std::move(*backend), ec);
+    if (!engine.ok()) return Fail(engine.status());
+    auto* ctx = new llm_ctx;
+    ctx->engine = std::move(*engine);
+    *out_ctx = ctx;
+    return Ok();
+  });
+}
+
+LLM_API void llm_ctx_destroy(llm_ctx* ctx) {
+  if (ctx == nullptr) return;
+  try {
+    delete ctx;
+  } catch (...) {
+  }
+}
+
+// ------------------------------------------------------------ requests
+
+LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_request_id* out_id) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(request);
+  LLM_CHECK_ARG(out_id);
+  return Guard([&]() -> llm_status {
+    llm_request r;
+    llm_request_init(&r);
+    if (llm_status s = CopyIn(request, kRequestV1, "llm_request", &r); s != LLM_OK) return s;
+    if (r.reserved0 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved0 must be 0");
+    if (r.max_tokens <= 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_tokens must be > 0 (got " + std::to_string(r.max_tokens) + ")");
+    if (r.n < 1 || r.n > 64) return Fail(LLM_ERR_INVALID_ARGUMENT, "n must be in [1, 64]");
+    if (r.ignore_eos != 0 && r.ignore_eos != 1) return Fail(LLM_ERR_INVALID_ARGUMENT, "ignore_eos must be 0 or 1");
+    if (r.prompt_logprobs != 0 && r.prompt_logprobs != 1) return Fail(LLM_ERR_INVALID_ARGUMENT, "prompt_logprobs must be 0 or 1");
+    if (r.tokenize_flags & ~uint32_t{LLM_TOKENIZE_ADD_SPECIAL | LLM_TOKENIZE_PARSE_SPECIAL})
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "unknown tokenize_flags bits");
+    if (r.n_stop < 0 || r.n_stop > 64) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_stop must be in [0, 64]");
+    if (r.n_stop > 0 && r.stop == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "stop is NULL but n_stop > 0");
+
+    llm::RequestSpec spec;
+    if (llm_status s = ToSamplingParams(r.sampling, &spec.sampling); s != LLM_OK) return s;
+    for (int32_t i = 0; i < r.n_stop; ++i) {
+      if (r.stop[i] == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "stop[" + std::to_string(i) + "] is NULL");
+      std::string_view sv(r.stop[i]);
+      if (sv.empty()) return Fail(LLM_ERR_INVALID_ARGUMENT, "stop[" + std::to_string(i) + "] is empty");
+      if (!llm::IsValidUtf8(sv)) return Fail(LLM_ERR_INVALID_UTF8, "stop[" + std::to_string(i) + "] is not valid UTF-8");
+      spec.stop.emplace_back(sv);
+    }
+    const llm::Model& model = ctx->engine->model();
+    if (r.prompt != nullptr) {
+      auto ids = model.tokenizer->Encode(r.prompt, (r.tokenize_flags & LLM_TOKENIZE_ADD_SPECIAL) != 0,
+                                         (r.tokenize_flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0);
+      if (!ids.ok()) return Fail(ids.status());
+      spec.prompt = std::move(*ids);
+    } else {
+      if (r.prompt_tokens == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "both prompt and prompt_tokens are NULL");
+      if (r.n_prompt_tokens <= 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_prompt_tokens must be > 0");
+      spec.prompt.assign(r.prompt_tokens, r.prompt_tokens + r.n_prompt_tokens);
+    }
+    spec.max_tokens = r.max_tokens;
+    spec.ignore_eos = r.ignore_eos != 0;
+    spec.n = r.n;
+    spec.priority = r.priority;
+    spec.prompt_logprobs = r.prompt_logprobs != 0;
+    spec.callback = r.callback;
+    spec.user_data = r.user_data;
+    auto id = ctx->engine->Submit(std::move(spec));
+    if (!id.ok()) return Fail(id.status());
+    *out_id = *id;
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_cancel(llm_ctx* ctx, llm_request_id id) {
+  LLM_CHECK_ARG(ctx);
+  return Guard([&]() -> llm_status {
+    llm::Status s = ctx->engine->Cancel(id);
+    return s.ok() ? Ok() : Fail(s);
+  });
+}
+
+LLM_API llm_status llm_poll(llm_ctx* ctx, llm_event* events, uint32_t capacity, uint32_t* n_out, int32_t timeout_ms) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(n_out);
+  *n_out = 0;
+  uint32_t stride = sizeof(llm_event);
+  if (capacity > 0) {
+    LLM_CHECK_ARG(events);
+    stride = events[0].struct_size;
+    if (stride < kEventV1 || stride > sizeof(llm_event)) {
+      return Fail(LLM_ERR_STRUCT_SIZE, "events[0].struct_size is " + std::to_string(stride) +
+                                           "; set it to sizeof(llm_event) before llm_poll");
+    }
+  }
+  return Guard([&]() -> llm_status {
+    llm::Status s = ctx->engine->Poll(events, capacity, stride, n_out, timeout_ms);
+    return s.ok() ? Ok() : Fail(s);
+  });
+}
+
+LLM_API llm_status llm_wakeup(llm_ctx* ctx) {
+  LLM_CHECK_ARG(ctx);
+  ctx->engine->Wakeup();
+  return Ok();
+}
+
+// ------------------------------------------------------------ stats, model
+
+LLM_API llm_status llm_get_stats(llm_ctx* ctx, llm_stats* out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(out);
+  if (llm_status s = CheckOutSize(out, kStatsV1, "llm_stats"); s != LLM_OK) return s;
+  return Guard([&]() -> llm_status {
+    llm_stats full;
+    ctx->engine->GetStats(&full);
+    const uint32_t size = out->struct_size;
+    std::memcpy(out, &full, size);
+    out->struct_size = size;
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_model_get_info(llm_ctx* ctx, llm_model_info* out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(out);
+  if (llm_status s = CheckOutSize(out, kModelInfoV1, "llm_model_info"); s != LLM_OK) return s;
+  const llm::Model& m = ctx->engine->model();
+  llm_model_info info{};
+  info.struct_size = out->struct_size;
+  info.n_vocab = m.config.n_vocab;
+  info.n_ctx_train = m.config.n_ctx_train;
+  info.n_ctx = ctx->engine->config().n_ctx;
+  info.n_embd = m.config.n_embd;
+  info.n_layer = m.config.n_layer;
+  info.n_head = m.config.n_head;
+  info.n_head_kv = m.config.n_head_kv;
+  info.bos = m.tokenizer->bos();
+  info.eos = m.tokenizer->eos();
+  info.n_params = m.weights.n_params;
+  info.arch = m.config.arch.c_str();
+  info.name = m.config.name.c_str();
+  std::memcpy(out, &info, out->struct_size);
+  return Ok();
+}
+
+// ------------------------------------------------------------ tokenizer
+
+LLM_API llm_status llm_tokenize(llm_ctx* ctx, const char* text, size_t text_len, uint32_t flags, llm_token* out,
+                                int32_t capacity, int32_t* n_out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(n_out);
+  if (text == nullptr && text_len > 0) return Fail(LLM_ERR_NULL_ARGUMENT, "text is NULL");
+  if (capacity < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "capacity must be >= 0");
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (flags & ~uint32_t{LLM_TOKENIZE_ADD_SPECIAL | LLM_TOKENIZE_PARSE_SPECIAL})
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "unknown flags");
+  return Guard([&]() -> llm_status {
+    auto ids = ctx->engine->model().tokenizer->Encode(std::string_view(text ? text : "", text_len),
+                                                      (flags & LLM_TOKENIZE_ADD_SPECIAL) != 0,
+                                                      (flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0);
+    if (!ids.ok()) return Fail(ids.status());
+    if (ids->size() > static_cast<size_t>(INT32_MAX)) return Fail(LLM_ERR_INVALID_ARGUMENT, "text too long");
+    *n_out = static_cast<int32_t>(ids->size());
+    if (ids->size() > static_cast<size_t>(capacity)) {
+      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(ids->size()) + " tokens");
+    }
+    std::copy(ids->begin(), ids->end(), out);
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_detokenize(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens, uint32_t flags, char* out,
+                                  size_t capacity, size_t* n_out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(n_out);
+  if (n_tokens < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_tokens must be >= 0");
+  if (n_tokens > 0 && tokens == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "tokens is NULL");
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (flags & ~uint32_t{LLM_DETOKENIZE_RENDER_SPECIAL | LLM_DETOKENIZE_STRIP_LEADING_SPACE})
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "unknown flags");
+  return Guard([&]() -> llm_status {
+    const llm::Tokenizer& tok = *ctx->engine->model().tokenizer;
+    for (int32_t i = 0; i < n_tokens; ++i) {
+      if (tokens[i] < 0 || tokens[i] >= tok.n_vocab())
+        return Fail(LLM_ERR_INVALID_ARGUMENT, "token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                                                  " is outside the vocabulary");
+    }
+    std::string s = tok.Decode(std::span<const int32_t>(tokens, static_cast<size_t>(n_tokens)),
+                               (flags & LLM_DETOKENIZE_RENDER_SPECIAL) != 0,
+                               (flags & LLM_DETOKENIZE_STRIP_LEADING_SPACE) != 0);
+    *n_out = s.size();
+    if (s.size() > capacity) return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(s.size()) + " bytes");
+    if (!s.empty()) std::memcpy(out, s.data(), s.size());
+    return Ok();
+  });
+}
+
+}  // extern "C"

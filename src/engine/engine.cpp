@@ -1,0 +1,383 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "engine/seq_gen.h"
+
+namespace llm {
+
+// ------------------------------------------------------------ per request
+
+struct RequestState {
+  uint64_t id = 0;
+  RequestSpec spec;
+  Clock::time_point submit_time;
+  std::vector<std::unique_ptr<Sequence>> seqs;  // (n)
+  int32_t n_live = 0;
+  bool counted_queued = true;  // still counted in Engine::n_queued_
+};
+
+
+namespace {
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+}  // namespace
+
+// ------------------------------------------------------------ lifecycle
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
+                                                 std::unique_ptr<Backend> backend,
+                                                 const EngineConfig& config) {
+  if (config.n_ctx <= 0 || config.block_size <= 0 || config.n_blocks <= 0 || config.max_seqs <= 0 ||
+      config.max_batch_tokens <= 0 || config.max_queued <= 0) {
+    return InvalidArgument("engine configuration has a non-positive size");
+  }
+  std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config));
+  e->thread_ = std::thread([p = e.get()] { p->Run(); });
+  return e;
+}
+
+Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config)
+    : model_(std::move(model)),
+      backend_(std::move(backend)),
+      config_(config),
+      pool_(config.n_blocks, config.block_size),
+      scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &pool_),
+      start_time_(Clock::now()) {
+  scratch_.resize(model_->config.n_vocab);
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+// ------------------------------------------------------------ caller side
+
+StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
+  const int32_t n_prompt = static_cast<int32_t>(spec.prompt.size());
+  if (n_prompt == 0) return InvalidArgument("the prompt is empty (no tokens)");
+  if (n_prompt > config_.n_ctx) {
+    return Status(LLM_ERR_CONTEXT_OVERFLOW, "prompt has " + std::to_string(n_prompt) +
+                                                " tokens but the context holds " + std::to_string(config_.n_ctx));
+  }
+  if (int64_t{pool_.BlocksFor(n_prompt)} * spec.n > config_.n_blocks) {
+    return Status(LLM_ERR_CONTEXT_OVERFLOW, "prompt needs more KV blocks than the pool has (" +
+                                                std::to_string(config_.n_blocks) + ")");
+  }
+  for (int32_t t : spec.prompt) {
+    if (t < 0 || t >= model_->config.n_vocab) {
+      return InvalidArgument("prompt token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  auto req = std::make_unique<RequestState>();
+  req->spec = std::move(spec);
+  req->submit_time = Clock::now();
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return Status(LLM_ERR_SHUTDOWN, "the context is shutting down");
+    if (n_queued_ >= config_.max_queued) {
+      return Status(LLM_ERR_BUSY, "request queue is full (" + std::to_string(config_.max_queued) +
+                                      " waiting); poll and retry");
+    }
+    id = next_id_++;
+    req->id = id;
+    live_.insert(id);
+    ++n_queued_;
+    inbox_.push_back(std::move(req));
+  }
+  st_submitted_++;
+  cv_.notify_all();
+  return id;
+}
+
+Status Engine::Cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!live_.count(id)) return Status(LLM_ERR_NOT_FOUND, "no request in flight with id " + std::to_string(id));
+    cancel_inbox_.push_back(id);
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Engine::GetStats(llm_stats* out) const {
+  std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(llm_stats);
+  out->backend = backend_->kind();
+  out->requests_submitted = st_submitted_;
+  out->requests_finished = st_finished_;
+  out->prompt_tokens = st_prompt_tokens_;
+  out->generated_tokens = st_generated_;
+  out->steps = st_steps_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out->queue_depth = n_queued_;
+  }
+  out->running = st_running_;
+  out->kv_blocks_total = config_.n_blocks;
+  out->kv_blocks_used = st_blocks_used_;
+  out->kv_blocks_free = config_.n_blocks - out->kv_blocks_used;
+  out->kv_blocks_cached = 0;
+  out->uptime_s = std::chrono::duration<double>(Clock::now() - start_time_).count();
+  double busy_s = static_cast<double>(st_busy_ns_) * 1e-9;
+  if (busy_s > 0) {
+    out->prompt_tokens_per_s = static_cast<double>(out->prompt_tokens) / busy_s;
+    out->generated_tokens_per_s = static_cast<double>(out->generated_tokens) / busy_s;
+  }
+}
+
+// ------------------------------------------------------------ engine thread
+
+void Engine::Run() {
+  std::vector<std::unique_ptr<RequestState>> inbox;
+  std::vector<uint64_t> cancels;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancel_inbox_.empty() || !scheduler_.idle(); });
+      if (stop_) break;
+      inbox.swap(inbox_);
+      cancels.swap(cancel_inbox_);
+    }
+    for (auto& r : inbox) Admit(std::move(r));
+    inbox.clear();
+    for (uint64_t id : cancels) CancelRequest(id);
+    cancels.clear();
+    if (!scheduler_.idle()) Step();
+    events_.PushAll(&pending_events_);
+  }
+  // Shutdown: whatever is in flight ends as cancelled (nobody may poll it).
+  std::vector<uint64_t> ids;
+  for (auto& [id, r] : requests_) ids.push_back(id);
+  for (uint64_t id : ids) CancelRequest(id);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& r : inbox_) live_.erase(r->id);
+  inbox_.clear();
+}
+
+void Engine::Admit(std::unique_ptr<RequestState> req) {
+  RequestState* r = req.get();
+  const RequestSpec& spec = r->spec;
+  uint64_t base_seed = spec.sampling.seed;
+  if (base_seed == LLM_SEED_RANDOM) base_seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  for (int32_t i = 0; i < spec.n; ++i) {
+    auto seq = std::make_unique<Sequence>();
+    seq->request_id = r->id;
+    seq->seq_index = i;
+    seq->priority = spec.priority;
+    seq->arrival = arrival_++;
+    seq->tokens = spec.prompt;
+    seq->tokens.reserve(spec.prompt.size() + static_cast<size_t>(spec.max_tokens) + 1);
+    seq->n_prompt = static_cast<int32_t>(spec.prompt.size());
+    SamplingParams sp = spec.sampling;
+    sp.seed = base_seed + static_cast<uint64_t>(i);
+    seq->gen = std::make_unique<SeqGen>(sp, model_->config.n_vocab, spec.stop, r);
+    scheduler_.Add(seq.get());
+    r->seqs.push_back(std::move(seq));
+  }
+  r->n_live = spec.n;
+  requests_[r->id] = std::move(req);
+}
+
+void Engine::CancelRequest(uint64_t id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;  // finished meanwhile
+  // Finish() may erase the request once its last sequence ends: collect first.
+  std::vector<Sequence*> live;
+  for (auto& s : it->second->seqs) {
+    if (s->state != SeqState::kFinished) live.push_back(s.get());
+  }
+  for (Sequence* s : live) Finish(s, LLM_FINISH_CANCELLED, LLM_OK, "");
+}
+
+void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message) {
+  SeqGen& g = *seq->gen;
+  RequestState* r = g.req;
+  const auto now = Clock::now();
+  EventRecord ev;
+  ev.type = LLM_EVENT_FINAL;
+  ev.request_id = seq->request_id;
+  ev.seq_index = seq->seq_index;
+  ev.text = std::string(g.stream.Flush());
+  ev.finish_reason = reason;
+  ev.status = status;
+  ev.message = message;
+  llm_metrics& m = ev.metrics;
+  m.prompt_tokens = seq->n_prompt;
+  m.cached_prompt_tokens = 0;
+  m.generated_tokens = seq->n_generated();
+  m.queue_ms = g.scheduled ? Ms(g.first_sched - r->submit_time) : Ms(now - r->submit_time);
+  m.ttft_ms = m.generated_tokens > 0 ? Ms(g.first_token - r->submit_time) : 0.0;
+  m.tpot_ms = m.generated_tokens > 1 ? Ms(g.last_token - g.first_token) / (m.generated_tokens - 1) : 0.0;
+  m.total_ms = Ms(now - r->submit_time);
+  if (r->spec.prompt_logprobs) {
+    ev.has_prompt_logprobs = true;
+    ev.prompt_logprobs = std::move(g.prompt_logprobs);
+  }
+  ev.callback = r->spec.callback;
+  ev.user_data = r->spec.user_data;
+  pending_events_.push_back(std::move(ev));
+
+  scheduler_.Remove(seq);
+  if (--r->n_live > 0) return;
+  // Last sequence of the request: forget it.
+  const uint64_t id = r->id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.erase(id);
+    if (r->counted_queued) --n_queued_;
+  }
+  st_finished_++;
+  requests_.erase(id);  // destroys r and its sequences
+}
+
+void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_view text) {
+  EventRecord ev;
+  ev.type = LLM_EVENT_TOKEN;
+  ev.request_id = seq->request_id;
+  ev.seq_index = seq->seq_index;
+  ev.token = token;
+  ev.text = std::string(text);
+  ev.logprob = logprob;
+  ev.callback = seq->gen->req->spec.callback;
+  ev.user_data = seq->gen->req->spec.user_data;
+  pending_events_.push_back(std::move(ev));
+}
+
+// Samples the token after `seq`'s last one from its logits row, streams it,
+// and ends the sequence when a stop condition holds.
+void Engine::SampleNext(Sequence* seq, const float* logits) {
+  SeqGen& g = *seq->gen;
+  const RequestSpec& spec = g.req->spec;
+  const int32_t n_vocab = model_->config.n_vocab;
+  std::memcpy(scratch_.data(), logits, sizeof(float) * n_vocab);  // the sampler edits its copy
+  const int32_t token = g.sampler.Sample(scratch_.data(), seq->tokens);
+  const float logprob = TokenLogprob(logits, n_vocab, token);
+  const auto now = Clock::now();
+  if (seq->n_generated() == 0) g.first_token = now;
+  g.last_token = now;
+  seq->tokens.push_back(token);
+  st_generated_++;
+
+  const bool eog = model_->tokenizer->IsEog(token) && !spec.ignore_eos;
+  g.piece.clear();
+  if (!eog) model_->tokenizer->AppendPiece(token, /*render_special=*/false, &g.piece);
+  bool stopped = false;
+  std::string_view text = g.stream.Push(g.piece, &stopped);
+  EmitToken(seq, token, logprob, text);
+
+  if (eog || stopped) {
+    Finish(seq, LLM_FINISH_STOP, LLM_OK, "");
+  } else if (seq->n_generated() >= spec.max_tokens || static_cast<int32_t>(seq->tokens.size()) > config_.n_ctx) {
+    Finish(seq, LLM_FINISH_LENGTH, LLM_OK, "");
+  }
+}
+
+void Engine::Step() {
+  const auto t0 = Clock::now();
+  SchedulerOutput plan = scheduler_.Schedule();
+  for (Sequence* s : plan.no_room) {
+    // Not in the scheduler any more; Finish() still releases and reports it.
+    Finish(s, LLM_FINISH_LENGTH, LLM_OK, "");
+  }
+  if (plan.empty()) {
+    if (!scheduler_.idle() && scheduler_.n_running() == 0 && plan.no_room.empty()) {
+      // Nothing runs and nothing can be admitted: fail the head of the queue
+      // rather than spin (only reachable with a pool too small for one prompt).
+      for (auto& [id, r] : requests_) {
+        for (auto& s : r->seqs) {
+          if (s->state == SeqState::kWaiting) {
+            Finish(s.get(), LLM_FINISH_ERROR, LLM_ERR_CONTEXT_OVERFLOW, "the KV pool cannot hold this sequence");
+            return;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- build the batch
+  struct RowUse {
+    Sequence* seq;
+    int32_t pos;   // position whose logits this row holds
+    bool sample;   // the row predicts the next new token
+  };
+  static thread_local std::vector<RowUse> rows;
+  rows.clear();
+  batch_tokens_.clear();
+  batch_seqs_.clear();
+  logit_rows_.clear();
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence* s = c.seq;
+    SeqGen& g = *s->gen;
+    if (!g.scheduled) {
+      g.scheduled = true;
+      g.first_sched = t0;
+      RequestState* r = g.req;
+      if (r->counted_queued) {
+        r->counted_queued = false;
+        std::lock_guard<std::mutex> lock(mu_);
+        --n_queued_;
+      }
+    }
+    const int32_t first = static_cast<int32_t>(batch_tokens_.size());
+    batch_tokens_.insert(batch_tokens_.end(), s->tokens.begin() + s->n_computed,
+                         s->tokens.begin() + s->n_computed + c.n_tokens);
+    batch_seqs_.push_back(BatchSeq{first, c.n_tokens, s->n_computed, s->block_table});
+    if (g.req->spec.prompt_logprobs) {
+      // Rows predicting prompt tokens 1 .. n_prompt-1 not yet scored.
+      for (int32_t p = std::max(s->n_computed, static_cast<int32_t>(g.prompt_logprobs.size()));
+           p < std::min(s->n_computed + c.n_tokens, s->n_prompt - 1); ++p) {
+        logit_rows_.push_back(first + (p - s->n_computed));
+        rows.push_back({s, p, false});
+      }
+    }
+    if (s->n_computed + c.n_tokens == static_cast<int32_t>(s->tokens.size())) {
+      logit_rows_.push_back(first + c.n_tokens - 1);
+      rows.push_back({s, static_cast<int32_t>(s->tokens.size()) - 1, true});
+    }
+  }
+  const int32_t n_vocab = model_->config.n_vocab;
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab));
+
+  // ---- forward
+  Batch batch{batch_tokens_, batch_seqs_, logit_rows_};
+  Status st = backend_->Forward(batch, logits_.data());
+  if (!st.ok()) {
+    for (const ScheduledChunk& c : plan.chunks) Finish(c.seq, LLM_FINISH_ERROR, st.code(), st.message());
+    return;
+  }
+  for (const ScheduledChunk& c : plan.chunks) {
+    const int32_t in_prompt = std::max(0, std::min(c.seq->n_prompt - c.seq->n_computed, c.n_tokens));
+    st_prompt_tokens_ += static_cast<uint64_t>(in_prompt);
+    c.seq->n_computed += c.n_tokens;
+  }
+
+  // ---- postprocess: prompt logprobs, then sampling (which may finish and
+  // free sequences, so it comes last and each sequence samples at most once).
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].sample) continue;
+    Sequence* s = rows[i].seq;
+    const float* row = logits_.data() + i * n_vocab;
+    s->gen->prompt_logprobs.push_back(TokenLogprob(row, n_vocab, s->tokens[rows[i].pos + 1]));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].sample) SampleNext(rows[i].seq, logits_.data() + i * n_vocab);
+  }
+
+  st_steps_++;
+  st_running_ = scheduler_.n_running();
+  st_waiting_ = scheduler_.n_waiting();
+  st_blocks_used_ = pool_.n_used();
+  st_busy_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+}  // namespace llm

@@ -1,0 +1,232 @@
+/* The C API driven from C (compiled as C11): 8 concurrent requests with
+ * different sampling settings submitted from 2 threads, one cancelled
+ * mid-generation, one streamed through a callback, and a blocking poll
+ * interrupted by llm_wakeup. Every event stream must be well formed: token
+ * events, then exactly one final event per sequence, nothing after it. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llm.h"
+
+#define N_REQ 8
+#define MAX_TOKENS 120
+
+static int g_failures = 0;
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      g_failures++;                                                     \
+    }                                                                   \
+  } while (0)
+#define CHECK_OK(expr)                                                  \
+  do {                                                                  \
+    llm_status s_ = (expr);                                             \
+    if (s_ != LLM_OK) {                                                 \
+      fprintf(stderr, "%s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #expr, llm_status_str(s_), llm_last_error()); \
+      g_failures++;                                                     \
+    }                                                                   \
+  } while (0)
+
+typedef struct {
+  llm_request_id id;
+  int n_tokens;      /* token events seen */
+  int n_final;       /* final events seen */
+  int finish_reason;
+  int generated;     /* metrics.generated_tokens */
+  int via_callback;
+  char text[8192];
+  size_t text_len;
+  llm_token tokens[MAX_TOKENS + 8];
+} req_track;
+
+static llm_ctx* g_ctx;
+static req_track g_req[N_REQ];
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t g_poll_thread;
+static int g_callback_wrong_thread = 0;
+
+static req_track* find(llm_request_id id) {
+  for (int i = 0; i < N_REQ; ++i)
+    if (g_req[i].id == id) return &g_req[i];
+  return NULL;
+}
+
+static void record(const llm_event* ev) {
+  pthread_mutex_lock(&g_mu);
+  req_track* t = find(ev->request_id);
+  pthread_mutex_unlock(&g_mu);
+  CHECK(t != NULL);
+  if (!t) return;
+  CHECK(ev->seq_index == 0);
+  CHECK(t->n_final == 0); /* nothing after the final event */
+  CHECK(ev->text != NULL);
+  CHECK(strlen(ev->text) == ev->text_len);
+  if (t->text_len + ev->text_len < sizeof t->text) {
+    memcpy(t->text + t->text_len, ev->text, ev->text_len);
+    t->text_len += ev->text_len;
+  }
+  if (ev->type == LLM_EVENT_TOKEN) {
+    CHECK(ev->finish_reason == LLM_FINISH_NONE);
+    CHECK(ev->logprob <= 0.0f);
+    if (t->n_tokens < MAX_TOKENS + 8) t->tokens[t->n_tokens] = ev->token;
+    t->n_tokens++;
+  } else {
+    CHECK(ev->type == LLM_EVENT_FINAL);
+    CHECK(ev->message != NULL);
+    t->n_final++;
+    t->finish_reason = ev->finish_reason;
+    t->generated = ev->metrics.generated_tokens;
+    CHECK(ev->metrics.prompt_tokens > 0);
+  }
+}
+
+static void on_event(const llm_event* ev, void* user) {
+  (void)user;
+  if (!pthread_equal(pthread_self(), g_poll_thread)) g_callback_wrong_thread = 1;
+  record(ev);
+}
+
+typedef struct {
+  int first; /* submits requests first .. first+3 */
+} submit_arg;
+
+static void* submitter(void* p) {
+  submit_arg* a = (submit_arg*)p;
+  static const char* prompts[] = {"Once upon a time", "The little dog", "Lily wanted to", "The sun was"};
+  for (int k = 0; k < 4; ++k) {
+    int i = a->first + k;
+    llm_sampling_params sp;
+    llm_sampling_params_init(&sp);
+    sp.temperature = (float)(i % 4) * 0.4f; /* 0 (greedy), 0.4, 0.8, 1.2 */
+    sp.top_k = (i % 3) * 20;                /* 0 = off, 20, 40 */
+    sp.top_p = i % 2 ? 0.9f : 1.0f;
+    sp.min_p = i % 2 ? 0.0f : 0.05f;
+    sp.repetition_penalty = i == 5 ? 1.1f : 1.0f;
+    sp.presence_penalty = i == 6 ? 0.5f : 0.0f;
+    sp.seed = 1000 + (uint64_t)i;
+    llm_request r;
+    llm_request_init(&r);
+    r.prompt = prompts[i % 4];
+    r.max_tokens = MAX_TOKENS;
+    r.ignore_eos = 1;
+    r.sampling = &sp;
+    if (i == 3) { /* one request streams through a callback */
+      r.callback = on_event;
+      g_req[i].via_callback = 1;
+    }
+    /* Hold the lock across submit so the id is recorded before any event. */
+    pthread_mutex_lock(&g_mu);
+    llm_request_id id = 0;
+    llm_status s = llm_submit(g_ctx, &r, &id);
+    if (s == LLM_OK) g_req[i].id = id;
+    pthread_mutex_unlock(&g_mu);
+    CHECK_OK(s);
+    CHECK(id != 0);
+  }
+  return NULL;
+}
+
+static void* waker(void* p) {
+  (void)p;
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  CHECK_OK(llm_wakeup(g_ctx));
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(void) {
+  g_poll_thread = pthread_self();
+  llm_ctx_params p;
+  CHECK_OK(llm_ctx_params_init(&p));
+  p.model_path = "models/stories260K-f32.gguf";
+  p.n_threads = 2;
+  p.max_batch_tokens = 16; /* small budget: prompts prefill in chunks beside decodes */
+  CHECK_OK(llm_ctx_create(&p, &g_ctx));
+  if (!g_ctx) return 1;
+
+  pthread_t t1, t2;
+  submit_arg a1 = {0}, a2 = {4};
+  pthread_create(&t1, NULL, submitter, &a1);
+  pthread_create(&t2, NULL, submitter, &a2);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+
+  const int cancel_idx = 6;
+  int cancelled = 0, finals = 0;
+  llm_event ev[4]; /* small on purpose: events arrive over many polls */
+  double t0 = now_s();
+  while (finals < N_REQ && now_s() - t0 < 60.0) {
+    uint32_t n = 0;
+    ev[0].struct_size = sizeof(llm_event);
+    CHECK_OK(llm_poll(g_ctx, ev, 4, &n, 1000));
+    for (uint32_t k = 0; k < n; ++k) {
+      CHECK(ev[k].struct_size == sizeof(llm_event));
+      record(&ev[k]);
+    }
+    if (!cancelled && g_req[cancel_idx].n_tokens >= 5) {
+      CHECK_OK(llm_cancel(g_ctx, g_req[cancel_idx].id));
+      cancelled = 1;
+    }
+    finals = 0;
+    for (int i = 0; i < N_REQ; ++i) finals += g_req[i].n_final;
+  }
+  CHECK(cancelled);
+  CHECK(finals == N_REQ);
+  for (int i = 0; i < N_REQ; ++i) {
+    req_track* t = &g_req[i];
+    CHECK(t->n_final == 1);
+    CHECK(t->n_tokens == t->generated);
+    if (i == cancel_idx) {
+      CHECK(t->finish_reason == LLM_FINISH_CANCELLED);
+      CHECK(t->n_tokens < MAX_TOKENS);
+    } else {
+      CHECK(t->finish_reason == LLM_FINISH_LENGTH);
+      CHECK(t->n_tokens == MAX_TOKENS);
+    }
+    /* The streamed text equals the detokenized ids. */
+    char buf[8192];
+    size_t len = 0;
+    CHECK_OK(llm_detokenize(g_ctx, t->tokens, t->n_tokens, 0, buf, sizeof buf, &len));
+    CHECK(len == t->text_len && memcmp(buf, t->text, len) == 0);
+  }
+  CHECK(!g_callback_wrong_thread);
+  CHECK(llm_cancel(g_ctx, g_req[0].id) == LLM_ERR_NOT_FOUND); /* finished */
+
+  /* A blocking poll (no timeout) returns when another thread wakes it. */
+  pthread_t tw;
+  pthread_create(&tw, NULL, waker, NULL);
+  double w0 = now_s();
+  uint32_t n = 99;
+  ev[0].struct_size = sizeof(llm_event);
+  CHECK_OK(llm_poll(g_ctx, ev, 4, &n, -1));
+  double waited = now_s() - w0;
+  pthread_join(tw, NULL);
+  CHECK(n == 0);
+  CHECK(waited >= 0.05 && waited < 10.0);
+
+  llm_stats st;
+  st.struct_size = sizeof st;
+  CHECK_OK(llm_get_stats(g_ctx, &st));
+  CHECK(st.requests_submitted == N_REQ);
+  CHECK(st.requests_finished == N_REQ);
+  CHECK(st.kv_blocks_used == 0);
+
+  llm_ctx_destroy(g_ctx);
+  llm_ctx_destroy(NULL); /* no-op */
+  if (g_failures) {
+    fprintf(stderr, "0 passed, 1 failed (%d checks)\n", g_failures);
+    return 1;
+  }
+  printf("ctest_api: all checks passed\n");
+  return 0;
+}
