@@ -46,11 +46,21 @@ void TextStream::AppendSanitised(std::string_view bytes) { Sanitise(bytes, &text
 
 bool TextStream::FindStop() {
   // Only text_ can hold a match: anything that could begin one was held back
-  // rather than emitted. Earliest start wins.
-  size_t best = std::string::npos;
-  for (const std::string& s : stops_) best = std::min(best, text_.find(s));
-  if (best == std::string::npos) return false;
-  text_.resize(best);
+  // rather than emitted. The match that ends first wins (the longest of those
+  // ending together): that is the stop a byte-by-byte stream would have hit,
+  // so where the token boundaries fall never changes the output.
+  size_t best_start = std::string::npos, best_end = std::string::npos;
+  for (const std::string& s : stops_) {
+    const size_t pos = text_.find(s);
+    if (pos == std::string::npos) continue;
+    const size_t end = pos + s.size();
+    if (end < best_end || (end == best_end && pos < best_start)) {
+      best_start = pos;
+      best_end = end;
+    }
+  }
+  if (best_start == std::string::npos) return false;
+  text_.resize(best_start);
   pending_.clear();
   stopped_ = true;
   return true;

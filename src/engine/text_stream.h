@@ -12,8 +12,10 @@
 // byte token, a sequence broken by the next piece) becomes U+FFFD, one per byte,
 // rather than being held forever.
 //
-// Stop strings are matched against that sanitised text; the earliest match
-// wins. One TextStream per sequence; not thread-safe.
+// Stop strings are matched against that sanitised text. When several match,
+// the one that ends first wins (then the longest), so the output does not
+// depend on where token boundaries fall. One TextStream per sequence; not
+// thread-safe.
 #pragma once
 
 #include <string>

@@ -120,6 +120,7 @@ Sampler::Sampler(const SamplingParams& p, int32_t n_vocab)
       seed_(p.seed == UINT64_MAX ? RandomSeed() : p.seed),  // UINT64_MAX = LLM_SEED_RANDOM
       rng_(seed_) {
   cand_.resize(static_cast<size_t>(n_vocab_));
+  w_.resize(static_cast<size_t>(n_vocab_));
   if (p_.penalty_last_n > 0) window_.reserve(static_cast<size_t>(p_.penalty_last_n));
 }
 
@@ -160,112 +161,177 @@ int32_t Sampler::Argmax(const float* logits) const {
   return best;
 }
 
+namespace {
+
+// The (logit desc, id asc) total order every filter cuts a prefix of.
+struct Before {
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  }
+};
+
+// top-k up to this size is sorted outright; above it (or with top-k off) the
+// bucketed path avoids sorting the vocabulary.
+constexpr size_t kSortedTopK = 4096;
+
+// top-p buckets over x = (logit - max) / T in [-kBucketRange, 0]; everything
+// below (weight < e^-32 of the best token's) shares the last bucket.
+constexpr int kBuckets = 1024;
+constexpr float kBucketRange = 32.0f;
+
+int Bucket(float x) {  // x <= 0
+  const float y = -x * (kBuckets / kBucketRange);
+  return y >= static_cast<float>(kBuckets - 1) ? kBuckets - 1 : static_cast<int>(y);
+}
+
+}  // namespace
+
 int32_t Sampler::Sample(float* logits, std::span<const int32_t> history) {
   ApplyPenalties(logits, history);
   if (p_.temperature == 0.0f || p_.top_k == 1) return Argmax(logits);
   const float inv_t = 1.0f / p_.temperature;
   if (!std::isfinite(inv_t)) return Argmax(logits);  // subnormal T: greedy in the limit
+  const size_t n = static_cast<size_t>(n_vocab_);
+  for (size_t i = 0; i < n; ++i)
+    if (std::isnan(logits[i])) logits[i] = kNegInf;
+  const size_t k = (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) ? static_cast<size_t>(p_.top_k) : 0;
+  return k > 0 && k <= kSortedTopK ? SampleTopK(logits, inv_t, k) : SampleWide(logits, inv_t, k);
+}
 
-  // The (logit desc, id asc) total order every filter cuts a prefix of.
-  const auto before = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-
-  // ---- candidates, in id order
+// Small top-k: select the k best with a bounded heap, sort them, and cut every
+// later filter as a prefix of that sorted list.
+int32_t Sampler::SampleTopK(const float* logits, float inv_t, size_t k) {
   Candidate* c = cand_.data();
-  size_t size = static_cast<size_t>(n_vocab_);
-  for (size_t i = 0; i < size; ++i) {
-    const float l = logits[i];
-    c[i] = {std::isnan(l) ? kNegInf : l, static_cast<int32_t>(i), 0.0f};
+  const size_t n = static_cast<size_t>(n_vocab_);
+  // c[0, k) is a heap whose top c[0] is the worst of the k best so far. Most
+  // tokens fail the single comparison with it, so this is one cheap pass over
+  // the logits (an nth_element over (n_vocab) candidates costs several times
+  // more). Ids increase, so a tie with the top never displaces it.
+  for (size_t i = 0; i < k; ++i) c[i] = {logits[i], static_cast<int32_t>(i), 0.0f};
+  std::make_heap(c, c + k, Before{});
+  for (size_t i = k; i < n; ++i) {
+    if (logits[i] > c[0].logit) {
+      std::pop_heap(c, c + k, Before{});
+      c[k - 1] = {logits[i], static_cast<int32_t>(i), 0.0f};
+      std::push_heap(c, c + k, Before{});
+    }
   }
-
-  // ---- top-k: select in O(n), then sort only the k survivors
-  bool sorted = false;
-  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < size) {
-    const size_t k = static_cast<size_t>(p_.top_k);
-    std::nth_element(c, c + k, c + size, before);
-    std::sort(c, c + k, before);
-    size = k;
-    sorted = true;
-  }
-
-  float lmax = kNegInf;
-  if (sorted) {
-    lmax = c[0].logit;
-  } else {
-    for (size_t i = 0; i < size; ++i) lmax = std::max(lmax, c[i].logit);
-  }
+  std::sort(c, c + k, Before{});
+  const float lmax = c[0].logit;
   if (!std::isfinite(lmax)) return Argmax(logits);  // all -inf, or +inf present
 
-  // ---- softmax with temperature (unnormalised: the best token has w = 1)
+  // softmax with temperature, unnormalised: the best token has w = 1
   double z = 0.0;
-  for (size_t i = 0; i < size; ++i) {
-    c[i].w = std::exp((c[i].logit - lmax) * inv_t);
-    z += c[i].w;
-  }
+  for (size_t i = 0; i < k; ++i) z += c[i].w = std::exp((c[i].logit - lmax) * inv_t);
 
-  // ---- top-p and min-p. Both keep a prefix of the order, so applying top-p
-  // first and min-p second keeps the shorter of the two prefixes. min-p's test
-  // p >= min_p * p_max is w >= min_p, since w = p / p_max.
-  const float min_w = p_.min_p;
+  // top-p then min-p; both keep prefixes, so the shorter prefix wins. min-p's
+  // test p >= min_p * p_max is w >= min_p, since w = p / p_max.
+  size_t size = k;
   if (p_.top_p < 1.0f) {
-    if (min_w > 0.0f) {
-      if (sorted) {
-        size = static_cast<size_t>(std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
-      } else {
-        size = static_cast<size_t>(std::partition(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
-      }
-    }
-    // Cumulative probability in order. Unsorted (no top-k), the order is
-    // produced in growing chunks, so a peaked distribution over a 256K vocab
-    // costs a few selections of small prefixes, not a full sort.
     const double target = static_cast<double>(p_.top_p) * z;
     double cum = 0.0;
-    size_t done = 0, chunk = 64, keep = size;
-    while (done < size) {
-      size_t next = size;
-      if (!sorted) {
-        next = std::min(size, done + chunk);
-        if (next < size) std::nth_element(c + done, c + next, c + size, before);
-        std::sort(c + done, c + next, before);
-        chunk *= 4;
+    for (size_t i = 0; i < k; ++i) {
+      if ((cum += c[i].w) >= target) {
+        size = i + 1;
+        break;
       }
-      bool hit = false;
-      for (size_t i = done; i < next; ++i) {
-        cum += c[i].w;
-        if (cum >= target) {
-          keep = i + 1;
-          hit = true;
-          break;
-        }
-      }
-      if (hit) break;
-      done = next;
     }
-    size = keep;
-    sorted = true;
-  } else if (min_w > 0.0f && sorted) {
-    size = static_cast<size_t>(std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
+  }
+  if (p_.min_p > 0.0f) {
+    const float min_w = p_.min_p;
+    size = static_cast<size_t>(
+        std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
   }
 
-  // ---- renormalise and draw. The survivors are walked in a canonical order
-  // (sorted, or id order with the min-p test applied on the fly) so the same
-  // seed picks the same token whatever the standard library.
-  const bool filter = !sorted && min_w > 0.0f;
+  // renormalise and draw, in sorted order
   double total = 0.0;
-  for (size_t i = 0; i < size; ++i)
-    if (!filter || c[i].w >= min_w) total += c[i].w;
+  for (size_t i = 0; i < size; ++i) total += c[i].w;
+  const double target = rng_.NextDouble() * total;
+  double cum = 0.0;
+  for (size_t i = 0; i < size; ++i) {
+    if ((cum += c[i].w) > target && c[i].w > 0.0f) return c[i].id;
+  }
+  return c[0].id;  // rounding left the target at the total (c[0] has w = 1)
+}
+
+// No top-k, or a large one. Sorting the survivors could mean sorting most of a
+// 256K vocabulary, so instead every filter is expressed as a zero weight in the
+// id-indexed w_, and the draw walks ids in order:
+//
+//   top-k   nth_element once; tokens after the k-th (in the total order) get w = 0
+//   top-p   weights summed into kBuckets buckets by log-weight; the bucket where
+//           the cumulative mass crosses top_p is the only one sorted, which
+//           gives the cut-off token; tokens after it get w = 0
+//   min-p   w < min_p gets w = 0
+int32_t Sampler::SampleWide(float* logits, float inv_t, size_t k) {
+  const size_t n = static_cast<size_t>(n_vocab_);
+  Candidate kcut{};
+  if (k > 0) {
+    Candidate* c = cand_.data();
+    for (size_t i = 0; i < n; ++i) c[i] = {logits[i], static_cast<int32_t>(i), 0.0f};
+    std::nth_element(c, c + (k - 1), c + n, Before{});
+    kcut = c[k - 1];  // the k-th best: the top-k set is everything up to it
+  }
+  float lmax = kNegInf;
+  for (size_t i = 0; i < n; ++i) lmax = std::max(lmax, logits[i]);
+  if (!std::isfinite(lmax)) return Argmax(logits);
+
+  const auto after = [](const Candidate& cut, float l, size_t i) {  // (l, i) comes after cut
+    return l < cut.logit || (l == cut.logit && static_cast<int32_t>(i) > cut.id);
+  };
+  float* w = w_.data();
+  double z = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool out = k > 0 && after(kcut, logits[i], i);
+    z += w[i] = out ? 0.0f : std::exp((logits[i] - lmax) * inv_t);
+  }
+
+  Candidate pcut{};
+  bool has_pcut = false;
+  if (p_.top_p < 1.0f) {
+    double mass[kBuckets] = {};
+    for (size_t i = 0; i < n; ++i)
+      if (w[i] > 0.0f) mass[Bucket((logits[i] - lmax) * inv_t)] += w[i];
+    const double target = static_cast<double>(p_.top_p) * z;
+    double cum = 0.0;
+    int bc = 0;
+    for (; bc < kBuckets; ++bc) {
+      if (cum + mass[bc] >= target) break;
+      cum += mass[bc];
+    }
+    if (bc < kBuckets) {  // else rounding: top-p keeps everything
+      Candidate* c = cand_.data();
+      size_t m = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (w[i] > 0.0f && Bucket((logits[i] - lmax) * inv_t) == bc) c[m++] = {logits[i], static_cast<int32_t>(i), w[i]};
+      std::sort(c, c + m, Before{});
+      for (size_t j = 0; j < m && !has_pcut; ++j) {
+        if ((cum += c[j].w) >= target || j + 1 == m) {
+          pcut = c[j];
+          has_pcut = true;
+        }
+      }
+    }
+  }
+
+  // apply min-p and top-p, renormalise, draw in id order
+  const float min_w = p_.min_p;
+  double total = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (w[i] < min_w || (has_pcut && after(pcut, logits[i], i))) w[i] = 0.0f;
+    total += w[i];
+  }
   const double target = rng_.NextDouble() * total;
   double cum = 0.0;
   int32_t last = -1;
-  for (size_t i = 0; i < size; ++i) {
-    if (filter && c[i].w < min_w) continue;
-    cum += c[i].w;
-    if (c[i].w > 0.0f) last = c[i].id;
-    if (cum > target) return c[i].id;
+  for (size_t i = 0; i < n; ++i) {
+    if (w[i] <= 0.0f) continue;
+    last = static_cast<int32_t>(i);
+    if ((cum += w[i]) > target) return last;
   }
-  // Rounding left the target at or beyond the total: take the last token with
-  // weight. There is one (the best token has w = 1); Argmax is belt and braces.
+  // Rounding left the target at the total: the last token with weight. There
+  // is one (the best token has w = 1); Argmax is belt and braces.
   return last >= 0 ? last : Argmax(logits);
 }
 

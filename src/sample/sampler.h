@@ -59,7 +59,8 @@ class Sampler {
   // p.seed == LLM_SEED_RANDOM draws a seed from the OS (see seed()).
   Sampler(const SamplingParams& p, int32_t n_vocab);
 
-  // logits: (n_vocab) raw model logits; modified in place (penalties, scratch).
+  // logits: (n_vocab) raw model logits; modified in place (penalties applied,
+  // NaN replaced by -inf).
   // Take TokenLogprob() from them before calling this.
   // history: prompt + generated tokens so far; the penalties look at the last
   // penalty_last_n of them (ids outside the vocabulary are ignored).
@@ -79,12 +80,15 @@ class Sampler {
 
   void ApplyPenalties(float* logits, std::span<const int32_t> history);
   int32_t Argmax(const float* logits) const;
+  int32_t SampleTopK(const float* logits, float inv_t, size_t k);
+  int32_t SampleWide(float* logits, float inv_t, size_t k);
 
   SamplingParams p_;
   int32_t n_vocab_;
   uint64_t seed_;
   Rng rng_;
   std::vector<Candidate> cand_;   // (n_vocab) scratch
+  std::vector<float> w_;          // (n_vocab) scratch: filtered weights by id
   std::vector<int32_t> window_;   // (penalty window) scratch
 };
 
