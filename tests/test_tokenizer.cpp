@@ -32,9 +32,9 @@ std::unique_ptr<Tokenizer> LoadGgufTokenizer(const std::string& path) {
 }
 
 std::string IdsToString(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
-  return s;
+  std::ostringstream s;
+  for (size_t i = 0; i < ids.size(); ++i) s << (i ? " " : "") << ids[i];
+  return s.str();
 }
 
 // The .inp file: strings each followed by "\n__ggml_vocab_test__\n".
