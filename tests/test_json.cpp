@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "support/test_paths.h"
 #include "util/json.h"
@@ -33,6 +34,15 @@ TEST(Json, ExactInt64) {
   EXPECT_EQ((*j)[1].as_int(), INT64_MIN);
   EXPECT_FALSE((*j)[2].is_int());  // out of range: double only
   EXPECT_DOUBLE_EQ((*j)[2].as_double(), 18446744073709551616.0);
+}
+
+TEST(Json, OutOfRangeDoublesSaturate) {
+  auto j = ParseJson("[1e400, -1e400, 1e-400, 0.5e-1]");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE(std::isinf((*j)[0].as_double()));
+  EXPECT_LT((*j)[1].as_double(), 0.0);
+  EXPECT_EQ((*j)[2].as_double(), 0.0);
+  EXPECT_DOUBLE_EQ((*j)[3].as_double(), 0.05);
 }
 
 TEST(Json, ObjectsAndFind) {
@@ -91,9 +101,14 @@ TEST(Json, LargeTokenizerFileIsFast) {
   LLM_REQUIRE_SHARED();
   const std::string text = test::ReadFile(test::SharedDir() + "/tokenizers/qwen3/tokenizer.json");
   ASSERT_FALSE(text.empty());
-  auto t0 = std::chrono::steady_clock::now();
-  auto j = ParseJson(text);
-  auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Best of three, so a busy build machine does not fail the timing check.
+  double dt = 1e9;
+  StatusOr<Json> j = Status(LLM_ERR_INTERNAL, "not run");
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    j = ParseJson(text);
+    dt = std::min(dt, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   ASSERT_TRUE(j.ok()) << j.status().message();
   const Json* model = j->Find("model");
   ASSERT_NE(model, nullptr);

@@ -2,6 +2,8 @@
 // stories260K golden vectors, and the Llama 3 / Qwen3 tokenizer.json vectors.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -297,6 +299,29 @@ TEST(Tokenizer, MalformedTokenizerJson) {
   }
   EXPECT_FALSE(TokenizerDataFromHfJson((dir / "missing.json").string()).ok());
   std::filesystem::remove_all(dir);
+}
+
+// Long and degenerate inputs stay fast (no quadratic rescans) for every
+// pre-tokenizer.
+TEST(Tokenizer, LongInputsAreLinear) {
+  LLM_REQUIRE_SHARED();
+  std::string mixed;
+  for (int i = 0; i < 2000; ++i) mixed += "Hello, world! 12345 \xC3\xA9t\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87\n\t ";
+  const std::string inputs[] = {std::string(100000, ' ') + "1", std::string(100000, 'a'),
+                                std::string(50000, '\n') + "x", mixed};
+  for (const char* name : {"llama-spm", "deepseek-llm", "deepseek-coder", "falcon", "llama-bpe"}) {
+    auto tok = LoadGgufTokenizer(test::SharedDir() + "/tokenizer-tests/ggml-vocab-" + name + ".gguf");
+    ASSERT_NE(tok, nullptr);
+    for (const std::string& in : inputs) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto ids = tok->Encode(in, false, false);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ASSERT_TRUE(ids.ok());
+      EXPECT_LT(s, 5.0) << name;  // generous: sanitizer builds are slow
+      const bool spm = tok->data().kind == TokenizerData::Kind::kSpm;
+      EXPECT_EQ(tok->Decode(ids.value(), false, spm), in) << name;
+    }
+  }
 }
 
 TEST(Tokenizer, ConcurrentEncode) {

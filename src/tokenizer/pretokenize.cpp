@@ -179,8 +179,10 @@ size_t DeepseekLetters(const uint32_t* c, size_t, size_t end, size_t p) {
 size_t DeepseekPunct(const uint32_t* c, size_t, size_t end, size_t p) {
   return OptWsRun(c, end, p, [](uint32_t v) { return InRanges(kDeepseekPunct, v); });
 }
-// \s+$
-size_t SpacesAtEnd(const uint32_t* c, size_t, size_t end, size_t p) {
+// \s+$. Only a run's first position can start the match (a later one
+// reaches the same end), and checking only there keeps long runs linear.
+size_t SpacesAtEnd(const uint32_t* c, size_t begin, size_t end, size_t p) {
+  if (p > begin && Ws(c[p - 1])) return 0;
   const size_t n = RunOf(c, p, end, Ws);
   return (n && p + n == end) ? n : 0;
 }

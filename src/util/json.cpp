@@ -313,13 +313,14 @@ class Parser {
     double d = 0.0;
     auto r = std::from_chars(b, e, d);
     if (r.ec == std::errc::result_out_of_range) {
-      // Overflow saturates to infinity; underflow is a zero.
-      d = (s_[start] == '-') ? -HUGE_VAL : HUGE_VAL;
-      if (std::string_view(b, e - b).find_first_of("eE") != std::string_view::npos) {
-        // Could be underflow (tiny exponent) as well; tell them apart by sign of exponent.
-        const size_t epos = std::string_view(b, e - b).find_first_of("eE");
-        if (b[epos + 1] == '-') d = 0.0;
-      }
+      // Saturate: a negative exponent or a "0." literal underflowed to zero,
+      // anything else overflowed to infinity. The sign is kept.
+      const std::string_view lit(b, static_cast<size_t>(e - b));
+      const bool neg = lit[0] == '-';
+      const size_t ep = lit.find_first_of("eE");
+      const bool tiny = (ep != std::string_view::npos && lit[ep + 1] == '-') ||
+                        lit.substr(neg ? 1 : 0, 2) == "0.";
+      d = tiny ? (neg ? -0.0 : 0.0) : (neg ? -HUGE_VAL : HUGE_VAL);
     }
     *out = Json::Number(d);
     pos_ = p;
