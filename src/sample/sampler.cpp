@@ -1,11 +1,9 @@
 #include "sample/sampler.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <random>
 #include <string>
 
 namespace llm {
@@ -57,20 +55,6 @@ uint64_t SplitMix64(uint64_t& x) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// A seed for LLM_SEED_RANDOM. std::random_device may throw where the OS has no
-// entropy source; no exception may leave the library, so fall back to the clock.
-uint64_t RandomSeed() {
-  uint64_t s = 0;
-  try {
-    std::random_device rd;
-    s = (uint64_t{rd()} << 32) ^ rd();
-  } catch (...) {
-  }
-  uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  s ^= SplitMix64(t);
-  return s == UINT64_MAX ? 0 : s;
-}
-
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
@@ -117,8 +101,7 @@ SamplingParams Sanitised(SamplingParams p) {
 Sampler::Sampler(const SamplingParams& p, int32_t n_vocab)
     : p_(Sanitised(p)),
       n_vocab_(std::max<int32_t>(n_vocab, 1)),
-      seed_(p.seed == UINT64_MAX ? RandomSeed() : p.seed),  // UINT64_MAX = LLM_SEED_RANDOM
-      rng_(seed_) {
+      rng_(p.seed) {
   cand_.resize(static_cast<size_t>(n_vocab_));
   w_.resize(static_cast<size_t>(n_vocab_));
   if (p_.penalty_last_n > 0) window_.reserve(static_cast<size_t>(p_.penalty_last_n));

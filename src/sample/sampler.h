@@ -34,7 +34,7 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // [-2, 2]
   float presence_penalty = 0.0f;    // [-2, 2]
   int32_t penalty_last_n = 64;      // -1 = whole history, 0 = none
-  uint64_t seed = 0;                // LLM_SEED_RANDOM = draw a random seed
+  uint64_t seed = 0;                // used as is: the engine resolves LLM_SEED_RANDOM
 };
 
 // INVALID_ARGUMENT naming the offending field and value, or OK.
@@ -56,7 +56,8 @@ class Sampler {
  public:
   // `p` should have passed ValidateSamplingParams; out-of-range values are
   // clamped to something harmless rather than trusted. n_vocab > 0.
-  // p.seed == LLM_SEED_RANDOM draws a seed from the OS (see seed()).
+  // The RNG is seeded from p.seed alone (UINT64_MAX is an ordinary seed here),
+  // so equal params give equal draws.
   Sampler(const SamplingParams& p, int32_t n_vocab);
 
   // logits: (n_vocab) raw model logits; modified in place (penalties applied,
@@ -69,7 +70,6 @@ class Sampler {
 
   const SamplingParams& params() const { return p_; }
   int32_t n_vocab() const { return n_vocab_; }
-  uint64_t seed() const { return seed_; }  // the effective seed (after LLM_SEED_RANDOM)
 
  private:
   struct Candidate {
@@ -85,7 +85,6 @@ class Sampler {
 
   SamplingParams p_;
   int32_t n_vocab_;
-  uint64_t seed_;
   Rng rng_;
   std::vector<Candidate> cand_;   // (n_vocab) scratch
   std::vector<float> w_;          // (n_vocab) scratch: filtered weights by id
