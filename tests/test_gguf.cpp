@@ -25,11 +25,16 @@ using test::GgufWriter;
 
 std::string ModelPath(const char* name) { return test::RepoDir() + "/models/" + name; }
 
+// FromMemory does not copy: `bytes` must outlive the result (hence no
+// rvalue overload).
 StatusOr<std::unique_ptr<GgufFile>> Parse(const std::string& bytes) {
   return GgufFile::FromMemory(bytes.data(), bytes.size());
 }
+StatusOr<std::unique_ptr<GgufFile>> Parse(std::string&&) = delete;
 
-llm_status CodeOf(const std::string& bytes) { return Parse(bytes).status().code(); }
+// The status of parsing bytes that need not outlive the call.
+Status ParseStatus(const std::string& bytes) { return Parse(bytes).status(); }
+llm_status CodeOf(const std::string& bytes) { return ParseStatus(bytes).code(); }
 
 // A small valid file with one of each kind of thing, used as the base of the
 // hostile variants.
@@ -347,7 +352,8 @@ TEST(GgufMetadata, EveryTypeRoundTrips) {
 TEST(GgufMetadata, BoolByteOtherThanZeroOrOneIsAnError) {
   GgufWriter w;
   w.AddRawKv("b", static_cast<uint32_t>(GgufType::kBool), EncodePod<uint8_t>(2));
-  auto r = Parse(w.Serialize());
+  std::string r_bytes = w.Serialize();
+  auto r = Parse(r_bytes);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value()->GetBool("b").status().code(), LLM_ERR_MODEL_FORMAT);
 }
@@ -436,9 +442,9 @@ TEST(GgufHostile, BadMagic) {
 TEST(GgufHostile, UnsupportedVersions) {
   EXPECT_EQ(CodeOf(SmallWriter().SetVersion(1).Serialize()), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(CodeOf(SmallWriter().SetVersion(4).Serialize()), LLM_ERR_UNSUPPORTED);
-  auto be = Parse(SmallWriter().SetVersion(0x03000000).Serialize());
-  EXPECT_EQ(be.status().code(), LLM_ERR_UNSUPPORTED);
-  EXPECT_NE(be.status().message().find("big-endian"), std::string::npos);
+  Status bes = ParseStatus(SmallWriter().SetVersion(0x03000000).Serialize());
+  EXPECT_EQ(bes.code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(bes.message().find("big-endian"), std::string::npos);
 }
 
 TEST(GgufHostile, EveryPrefixOfSmallFileFails) {
@@ -476,9 +482,9 @@ TEST(GgufHostile, PrefixesOfRealModelFail) {
 TEST(GgufHostile, TensorPastEof) {
   GgufWriter w;
   w.AddTensorRaw("t", 0, {16}, std::string(32, '\0'));  // needs 64 bytes, has 32
-  auto r = Parse(w.Serialize());
-  EXPECT_EQ(r.status().code(), LLM_ERR_MODEL_FORMAT);
-  EXPECT_NE(r.status().message().find("'t'"), std::string::npos);
+  Status rs = ParseStatus(w.Serialize());
+  EXPECT_EQ(rs.code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(rs.message().find("'t'"), std::string::npos);
   GgufWriter w2;
   w2.AddTensorRaw("t", 0, {4}, std::string(16, '\0'), uint64_t{1} << 63);
   EXPECT_EQ(CodeOf(w2.Serialize()), LLM_ERR_MODEL_FORMAT);
@@ -491,10 +497,10 @@ TEST(GgufHostile, UnknownTensorType) {
   for (uint32_t type : {12u, 39u, 1000u, 0xffffffffu}) {
     GgufWriter w;
     w.AddTensorRaw("weird", type, {32}, std::string(1024, '\0'));
-    auto r = Parse(w.Serialize());
-    EXPECT_EQ(r.status().code(), LLM_ERR_UNSUPPORTED);
-    EXPECT_NE(r.status().message().find(std::to_string(type)), std::string::npos);
-    EXPECT_NE(r.status().message().find("weird"), std::string::npos);
+    Status rs = ParseStatus(w.Serialize());
+    EXPECT_EQ(rs.code(), LLM_ERR_UNSUPPORTED);
+    EXPECT_NE(rs.message().find(std::to_string(type)), std::string::npos);
+    EXPECT_NE(rs.message().find("weird"), std::string::npos);
   }
 }
 
@@ -547,7 +553,8 @@ TEST(GgufHostile, NestedArrays) {
   };
   GgufWriter ok;
   ok.AddArray("a", GgufType::kArray, 2, inner(1) + inner(3)).AddUint8("after", 5);
-  auto r = Parse(ok.Serialize());
+  std::string r_bytes = ok.Serialize();
+  auto r = Parse(r_bytes);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r.value()->GetInt("after").value(), 5);  // skipped correctly
   EXPECT_EQ(*r.value()->ArrayElemType("a"), GgufType::kArray);
@@ -562,9 +569,9 @@ TEST(GgufHostile, NestedArrays) {
   deep += inner(0);
   GgufWriter d;
   d.AddRawKv("deep", 9, deep);
-  auto dr = Parse(d.Serialize());
-  EXPECT_EQ(dr.status().code(), LLM_ERR_MODEL_FORMAT);
-  EXPECT_NE(dr.status().message().find("nested"), std::string::npos);
+  Status drs = ParseStatus(d.Serialize());
+  EXPECT_EQ(drs.code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(drs.message().find("nested"), std::string::npos);
 }
 
 TEST(GgufHostile, UnknownValueType) {
@@ -606,17 +613,17 @@ TEST(GgufHostile, QuantizedRowNotWholeBlocks) {
 TEST(GgufHostile, MisalignedTensorOffset) {
   GgufWriter w;
   w.AddTensorRaw("t", 0, {4}, std::string(64, '\0'), uint64_t{4});
-  auto r = Parse(w.Serialize());
-  EXPECT_EQ(r.status().code(), LLM_ERR_MODEL_FORMAT);
-  EXPECT_NE(r.status().message().find("align"), std::string::npos);
+  Status rs = ParseStatus(w.Serialize());
+  EXPECT_EQ(rs.code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(rs.message().find("align"), std::string::npos);
 }
 
 TEST(GgufHostile, DuplicateTensorName) {
   GgufWriter w;
   w.AddTensor("t", TensorType::F32, {4}).AddTensor("t", TensorType::F32, {4});
-  auto r = Parse(w.Serialize());
-  EXPECT_EQ(r.status().code(), LLM_ERR_MODEL_FORMAT);
-  EXPECT_NE(r.status().message().find("duplicate"), std::string::npos);
+  Status rs = ParseStatus(w.Serialize());
+  EXPECT_EQ(rs.code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(rs.message().find("duplicate"), std::string::npos);
 }
 
 TEST(GgufHostile, DuplicateKey) {
@@ -641,9 +648,9 @@ TEST(GgufHostile, BadAlignment) {
   for (uint32_t a : {0u, 3u, 48u, 0xffffffffu}) {
     GgufWriter w;
     w.SetAlignment(a).AddTensor("t", TensorType::F32, {4});
-    auto r = Parse(w.Serialize());
-    EXPECT_EQ(r.status().code(), LLM_ERR_MODEL_FORMAT) << a;
-    EXPECT_NE(r.status().message().find("general.alignment"), std::string::npos);
+    Status rs = ParseStatus(w.Serialize());
+    EXPECT_EQ(rs.code(), LLM_ERR_MODEL_FORMAT) << a;
+    EXPECT_NE(rs.message().find("general.alignment"), std::string::npos);
   }
   GgufWriter wt;  // right value, wrong type
   wt.AddUint64("general.alignment", 32).AddTensor("t", TensorType::F32, {4});
