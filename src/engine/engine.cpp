@@ -23,6 +23,17 @@ struct RequestState {
 
 namespace {
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// A seed for LLM_SEED_RANDOM. random_device may throw where the OS offers no
+// entropy source; the clock is then good enough.
+uint64_t RandomSeed() {
+  try {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  } catch (...) {
+    return static_cast<uint64_t>(Clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  }
+}
 }  // namespace
 
 // ------------------------------------------------------------ lifecycle
@@ -167,7 +178,7 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
   RequestState* r = req.get();
   const RequestSpec& spec = r->spec;
   uint64_t base_seed = spec.sampling.seed;
-  if (base_seed == LLM_SEED_RANDOM) base_seed = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  if (base_seed == LLM_SEED_RANDOM) base_seed = RandomSeed();
   for (int32_t i = 0; i < spec.n; ++i) {
     auto seq = std::make_unique<Sequence>();
     seq->request_id = r->id;
