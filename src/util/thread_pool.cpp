@@ -1,5 +1,11 @@
 #include "util/thread_pool.h"
 
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define LLM_CPU_RELAX() _mm_pause()
@@ -12,10 +18,35 @@
 namespace llm {
 namespace {
 
-// Spin iterations before a worker sleeps: with pause ~ 40 ns each this is a
-// few tens of microseconds, longer than the gap between two parallel loops of
-// one forward pass, much shorter than a human-visible idle period.
+// Spin iterations before a worker sleeps: a pause is some tens of ns, so this
+// is a few tens of microseconds: longer than the gap between two parallel
+// loops of one forward pass, far shorter than an idle period.
 constexpr int kSpinIterations = 2000;
+constexpr int kMaxChunks = 0xffff;
+
+// Sleep while *word == expected / wake every sleeper. A raw futex on Linux
+// (libstdc++ 12's std::atomic::wait can miss a notify); elsewhere the C++20
+// atomic wait.
+void WaitWhileEqual(std::atomic<uint32_t>* word, uint32_t expected) {
+#if defined(__linux__)
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+#else
+  word->wait(expected, std::memory_order_seq_cst);
+#endif
+}
+
+void WakeAll(std::atomic<uint32_t>* word) {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0);
+#else
+  word->notify_all();
+#endif
+}
+
+uint32_t EpochOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+uint32_t PartsOf(uint64_t c) { return static_cast<uint32_t>(c >> 16) & 0xffffu; }
+uint32_t NextOf(uint64_t c) { return static_cast<uint32_t>(c) & 0xffffu; }
 
 }  // namespace
 
@@ -24,6 +55,7 @@ ThreadPool::ThreadPool(int n_threads) {
     n_threads = static_cast<int>(std::thread::hardware_concurrency());
     if (n_threads <= 0) n_threads = 1;
   }
+  if (n_threads > kMaxChunks) n_threads = kMaxChunks;
   n_threads_ = n_threads;
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
@@ -32,15 +64,20 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_relaxed);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
-  epoch_.notify_all();
+  WakeAll(&epoch_);
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::RunShare(int index) {
-  if (index >= job_parts_) return;
-  const int64_t begin = job_n_ * index / job_parts_;
-  const int64_t end = job_n_ * (index + 1) / job_parts_;
-  if (begin < end) job_thunk_(job_ctx_, begin, end, index);
+void ThreadPool::RunChunks(uint32_t epoch, int thread) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (EpochOf(c) != epoch || NextOf(c) >= PartsOf(c)) return;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    const int64_t parts = PartsOf(c), i = NextOf(c);
+    job_thunk_(job_ctx_, job_n_ * i / parts, job_n_ * (i + 1) / parts, thread);
+    done_.fetch_add(1, std::memory_order_release);
+    c = claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::Run(int64_t n, int max_threads, void* ctx, Thunk thunk) {
@@ -55,19 +92,21 @@ void ThreadPool::Run(int64_t n, int max_threads, void* ctx, Thunk thunk) {
   job_ctx_ = ctx;
   job_thunk_ = thunk;
   job_n_ = n;
-  job_parts_ = static_cast<int>(parts);
-  // Every worker observes the epoch, even those without a share this time,
-  // so that pending_ counts them all and the job fields stay stable until
-  // each has looked at them.
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  epoch_.fetch_add(1, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) epoch_.notify_all();
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t epoch = epoch_.load(std::memory_order_relaxed) + 1;
+  claim_.store((static_cast<uint64_t>(epoch) << 32) | (static_cast<uint64_t>(parts) << 16),
+               std::memory_order_release);
+  // Publish the epoch, then look for sleepers (both seq_cst: see WorkerLoop).
+  epoch_.store(epoch, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) WakeAll(&epoch_);
 
-  RunShare(0);
-  while (pending_.load(std::memory_order_acquire) != 0) LLM_CPU_RELAX();
+  RunChunks(epoch, 0);
+  while (done_.load(std::memory_order_acquire) != parts) LLM_CPU_RELAX();
 }
 
 void ThreadPool::WorkerLoop(int index) {
+  // Epoch 0 is the pool's start: a worker that starts late still sees every
+  // later epoch (and the destructor's) as new.
   uint32_t seen = 0;
   for (;;) {
     uint32_t now = epoch_.load(std::memory_order_acquire);
@@ -76,17 +115,16 @@ void ThreadPool::WorkerLoop(int index) {
       now = epoch_.load(std::memory_order_acquire);
     }
     if (now == seen) {
-      // Register as a sleeper before re-checking: the caller bumps epoch_
-      // and then reads sleepers_ (both seq_cst), so either we see the new
-      // epoch here or the caller sees us and notifies.
+      // Register as a sleeper before re-checking: the caller stores epoch_
+      // and then reads sleepers_, so either we see the new epoch here or the
+      // caller sees us and notifies.
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      while ((now = epoch_.load(std::memory_order_seq_cst)) == seen) epoch_.wait(seen);
+      while ((now = epoch_.load(std::memory_order_seq_cst)) == seen) WaitWhileEqual(&epoch_, seen);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = now;
-    if (stop_.load(std::memory_order_relaxed)) return;
-    RunShare(index);
-    pending_.fetch_sub(1, std::memory_order_release);
+    if (stop_.load(std::memory_order_acquire)) return;
+    RunChunks(seen, index);
   }
 }
 

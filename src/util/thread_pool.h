@@ -7,13 +7,14 @@
 // usually arrives within that window) and then sleep on an atomic wait
 // (a futex on Linux), so an idle engine burns no CPU.
 //
-// Work split: ParallelFor(n, fn) gives thread i of T the contiguous range
-// [n*i/T, n*(i+1)/T). Callers keep results independent of T by splitting only
-// over independent outputs (rows, heads), never inside a reduction.
+// Work split: ParallelFor(n, fn) cuts [0, n) into P = min(n, threads) fixed
+// contiguous chunks, chunk i = [n*i/P, n*(i+1)/P). Which thread runs which
+// chunk is decided at run time (threads claim chunks from a shared counter),
+// so a worker that the OS has not scheduled yet never stalls the caller: the
+// caller simply runs the remaining chunks itself. Callers keep results
+// independent of all this by splitting only over independent outputs (rows,
+// heads), never inside a reduction.
 //
-// Thread-safety: one ParallelFor at a time per pool (the CPU backend owns its
-// pool and is driven by one thread). `fn` must not throw and must not call
-// ParallelFor on the same pool.
 #pragma once
 
 #include <atomic>
@@ -35,11 +36,11 @@ class ThreadPool {
 
   int n_threads() const { return n_threads_; }
 
-  // Calls fn(begin, end, thread_index) over a partition of [0, n) into at most
-  // min(n, n_threads(), max_threads) non-empty contiguous ranges, one per
-  // thread; returns when all are done. thread_index is in [0, n_threads()) and
-  // is unique among concurrent calls, so it can index per-thread scratch.
-  // No allocation: `fn` is passed by reference (type-erased to a pointer).
+  // Calls fn(begin, end, thread_index) for each chunk of [0, n) (at most
+  // min(n, n_threads(), max_threads) chunks) and returns when all are done.
+  // thread_index is in [0, n_threads()) and identifies the running thread, so
+  // it can index per-thread scratch. No allocation: `fn` is passed by
+  // reference (type-erased to a pointer).
   template <typename Fn>
   void ParallelFor(int64_t n, Fn&& fn, int max_threads = 1 << 30) {
     using F = std::remove_reference_t<Fn>;
@@ -53,21 +54,25 @@ class ThreadPool {
 
   void Run(int64_t n, int max_threads, void* ctx, Thunk thunk);
   void WorkerLoop(int index);
-  void RunShare(int index);
+  // Claims and runs chunks of job `epoch` until none is left.
+  void RunChunks(uint32_t epoch, int thread);
 
   int n_threads_ = 1;
   std::vector<std::thread> workers_;
 
-  // The current job; written by the caller before epoch_ is bumped (release),
-  // read by workers after they observe the new epoch (acquire).
+  // The current job; written by the caller before claim_ is published
+  // (release), read by a thread only after it has claimed a chunk (acquire),
+  // and not rewritten until every chunk is done.
   void* job_ctx_ = nullptr;
   Thunk job_thunk_ = nullptr;
   int64_t job_n_ = 0;
-  int job_parts_ = 0;
 
-  alignas(64) std::atomic<uint32_t> epoch_{0};
-  alignas(64) std::atomic<int> pending_{0};   // workers still running the job
-  alignas(64) std::atomic<int> sleepers_{0};  // workers blocked in epoch_.wait
+  // claim_ = epoch (32 bits) | chunk count (16) | next unclaimed chunk (16):
+  // one CAS claims a chunk of the current job and fails for a stale one.
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<uint32_t> epoch_{0};  // bumped per job; workers wait on it
+  alignas(64) std::atomic<int> done_{0};        // chunks finished in the current job
+  alignas(64) std::atomic<int> sleepers_{0};    // workers blocked in epoch_.wait
   std::atomic<bool> stop_{false};
 };
 

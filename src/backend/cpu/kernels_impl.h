@@ -205,26 +205,74 @@ void MatMulImpl(const MatMulArgs& a) {
 // e_j = exp(s_j - m), out = Σ e_j v_j / Σ e_j. Everything runs in a fixed order
 // that depends only on n_keys.
 
+// Scores of NV groups of 8 consecutive keys (s .. s + 8*NV) of one K tile:
+// NV independent FMA chains over d hide the FMA latency.
+template <int NV>
+inline void Scores8(const V8* qb, int hd, const float* kt, int64_t bs, int64_t s, V8 scale, V8* out) {
+  V8 acc[NV];
+  for (int v = 0; v < NV; ++v) acc[v] = Zero();
+  for (int d = 0; d < hd; ++d)
+    for (int v = 0; v < NV; ++v) acc[v] = Fma(qb[d], LoadU(kt + d * bs + s + 8 * v), acc[v]);
+  for (int v = 0; v < NV; ++v) out[v] = Mul(acc[v], scale);
+}
+
+// out (8*NC) = Σ_j e_j v_j over one sequence's keys. With few chunks per row,
+// even and odd keys go to separate accumulators so consecutive FMAs do not
+// wait on each other; the split is fixed per head_dim.
+template <int NC>
+inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t n, V8 inv, float* out) {
+  constexpr bool kTwo = NC <= 4;
+  V8 acc0[NC], acc1[NC];
+  for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = Zero();
+  const int64_t bs = a.block_size, hd = 8 * NC;
+  for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+    const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;  // (bs, hd)
+    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+    for (int64_t s = 0; s < cnt; ++s) {
+      const V8 w = Set1(e[j0 + s]);
+      const float* v = vb + s * hd;
+      if (kTwo && ((j0 + s) & 1) != 0) {
+        for (int c = 0; c < NC; ++c) acc1[c] = Fma(w, LoadU(v + 8 * c), acc1[c]);
+      } else {
+        for (int c = 0; c < NC; ++c) acc0[c] = Fma(w, LoadU(v + 8 * c), acc0[c]);
+      }
+    }
+  }
+  for (int c = 0; c < NC; ++c) StoreU(out + 8 * c, Mul(kTwo ? Add(acc0[c], acc1[c]) : acc0[c], inv));
+}
+
 void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out) {
   const int64_t n = a.n_keys;
   const int64_t bs = a.block_size;
   const int hd = a.head_dim;
 
   // ---- scores
+  V8 qb[256];  // q[d] broadcast; head_dim <= 256, checked at creation
+  for (int d = 0; d < hd; ++d) qb[d] = Set1(q[d]);
+  const V8 vscale = Set1(a.scale);
   for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
     const float* kt = a.pool + a.block_table[blk] * a.block_stride + a.k_offset;  // (hd, bs)
     const int64_t cnt = n - j0 < bs ? n - j0 : bs;
     if ((bs & 7) == 0) {
-      for (int64_t s = 0; s < cnt; s += 8) {
-        V8 acc = Zero();
-        for (int d = 0; d < hd; ++d) acc = Fma(Set1(q[d]), LoadU(kt + d * bs + s), acc);
-        acc = Mul(acc, Set1(a.scale));
-        if (s + 8 <= cnt) {
-          StoreU(scores + j0 + s, acc);
+      for (int64_t s = 0; s < cnt;) {
+        V8 sc[4];
+        const int64_t groups = (cnt - s + 7) / 8;
+        int nv;
+        if (groups >= 4) {
+          Scores8<4>(qb, hd, kt, bs, s, vscale, sc), nv = 4;
+        } else if (groups >= 2) {
+          Scores8<2>(qb, hd, kt, bs, s, vscale, sc), nv = 2;
         } else {
-          float tmp[8];
-          StoreU(tmp, acc);
-          for (int64_t i = s; i < cnt; ++i) scores[j0 + i] = tmp[i - s];
+          Scores8<1>(qb, hd, kt, bs, s, vscale, sc), nv = 1;
+        }
+        for (int v = 0; v < nv; ++v, s += 8) {
+          if (s + 8 <= cnt) {
+            StoreU(scores + j0 + s, sc[v]);
+          } else {
+            float tmp[8];
+            StoreU(tmp, sc[v]);
+            for (int64_t i = s; i < cnt; ++i) scores[j0 + i] = tmp[i - s];
+          }
         }
       }
     } else {
@@ -236,13 +284,20 @@ void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out)
     }
   }
 
-  // ---- softmax weights (unnormalised)
+  // ---- softmax weights (unnormalised); the max is exact in any order
   float mx = scores[0];
-  for (int64_t j = 1; j < n; ++j) mx = scores[j] > mx ? scores[j] : mx;
+  int64_t j = 0;
+  if (n >= 8) {
+    V8 vm = LoadU(scores);
+    for (j = 8; j + 8 <= n; j += 8) vm = Max(vm, LoadU(scores + j));
+    float tmp[8];
+    StoreU(tmp, vm);
+    for (int i = 0; i < 8; ++i) mx = tmp[i] > mx ? tmp[i] : mx;
+  }
+  for (; j < n; ++j) mx = scores[j] > mx ? scores[j] : mx;
   const V8 vmx = Set1(mx);
   V8 vsum = Zero();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
+  for (j = 0; j + 8 <= n; j += 8) {
     const V8 e = Exp(Sub(LoadU(scores + j), vmx));
     StoreU(scores + j, e);
     vsum = Add(vsum, e);
@@ -259,35 +314,22 @@ void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out)
   }
   const float inv = 1.0f / sum;
 
-  // ---- out = Σ e_j v_j / Σ e_j, two accumulators (even / odd keys)
-  if ((hd & 7) == 0) {
-    constexpr int kMaxChunks = 32;  // head_dim <= 256, checked at creation
-    V8 acc0[kMaxChunks], acc1[kMaxChunks];
-    const int nc = hd / 8;
-    for (int c = 0; c < nc; ++c) acc0[c] = acc1[c] = Zero();
-    for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
-      const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;  // (bs, hd)
-      const int64_t cnt = n - j0 < bs ? n - j0 : bs;
-      for (int64_t s = 0; s < cnt; ++s) {
-        const V8 e = Set1(scores[j0 + s]);
-        const float* v = vb + s * hd;
-        if (((j0 + s) & 1) == 0) {
-          for (int c = 0; c < nc; ++c) acc0[c] = Fma(e, LoadU(v + 8 * c), acc0[c]);
-        } else {
-          for (int c = 0; c < nc; ++c) acc1[c] = Fma(e, LoadU(v + 8 * c), acc1[c]);
-        }
-      }
-    }
-    const V8 vinv = Set1(inv);
-    for (int c = 0; c < nc; ++c) StoreU(out + 8 * c, Mul(Add(acc0[c], acc1[c]), vinv));
-  } else {
-    for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-    for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
-      const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
-      const int64_t cnt = n - j0 < bs ? n - j0 : bs;
-      for (int64_t s = 0; s < cnt; ++s)
-        for (int d = 0; d < hd; ++d) out[d] = ScalarFma(scores[j0 + s], vb[s * hd + d], out[d]);
-    }
-    for (int d = 0; d < hd; ++d) out[d] *= inv;
+  // ---- out = Σ e_j v_j / Σ e_j
+  const V8 vinv = Set1(inv);
+  switch (hd) {
+    case 8: WeightedSumV<1>(a, scores, n, vinv, out); return;
+    case 16: WeightedSumV<2>(a, scores, n, vinv, out); return;
+    case 32: WeightedSumV<4>(a, scores, n, vinv, out); return;
+    case 64: WeightedSumV<8>(a, scores, n, vinv, out); return;
+    case 128: WeightedSumV<16>(a, scores, n, vinv, out); return;
+    default: break;
   }
+  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
+  for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+    const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
+    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+    for (int64_t s = 0; s < cnt; ++s)
+      for (int d = 0; d < hd; ++d) out[d] = ScalarFma(scores[j0 + s], vb[s * hd + d], out[d]);
+  }
+  for (int d = 0; d < hd; ++d) out[d] *= inv;
 }

@@ -1,0 +1,132 @@
+// bench_forward: CPU backend throughput on one model, below the engine.
+//
+//   decode:  one sequence, one token per Forward, `-n` steps from an empty
+//            cache (like llama-bench tg)
+//   prefill: a `-p`-token prompt in one Forward, logits of the last token
+//            only (like llama-bench pp)
+//
+// Each figure is the median of `-r` repetitions, each on a fresh cache
+// position 0 (the KV pool is reused; positions are simply rewritten).
+//
+// usage: bench_forward [-m model.gguf] [-t threads] [-n decode_steps]
+//                      [-p prompt_tokens] [-r repetitions]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/kernels.h"
+#include "model/gguf.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int Fail(const llm::Status& s) {
+  std::fprintf(stderr, "bench_forward: %s\n", s.message().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = std::string(LLM_SOURCE_DIR) + "/models/stories260K-f32.gguf";
+  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "-m") model = argv[i + 1];
+    else if (a == "-t") threads = std::atoi(argv[i + 1]);
+    else if (a == "-n") n_decode = std::atoi(argv[i + 1]);
+    else if (a == "-p") n_prompt = std::atoi(argv[i + 1]);
+    else if (a == "-r") reps = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [-m model.gguf] [-t threads] [-n decode_steps] [-p prompt_tokens] [-r reps]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (n_decode < 1 || n_prompt < 1 || reps < 1) {
+    std::fprintf(stderr, "bench_forward: -n, -p and -r must be positive\n");
+    return 2;
+  }
+
+  auto file = llm::GgufFile::Open(model);
+  if (!file.ok()) return Fail(file.status());
+  auto config = llm::ModelConfig::FromGguf(*file.value());
+  if (!config.ok()) return Fail(config.status());
+  auto weights = llm::ModelWeights::FromGguf(*file.value(), config.value());
+  if (!weights.ok()) return Fail(weights.status());
+  const llm::ModelConfig& c = config.value();
+
+  llm::KvCacheSpec kv;
+  kv.block_size = 16;
+  const int max_pos = std::max(n_decode + 1, n_prompt);
+  kv.n_blocks = (max_pos + kv.block_size - 1) / kv.block_size;
+  auto created = llm::CreateCpuBackend(c, weights.value(), kv, threads);
+  if (!created.ok()) return Fail(created.status());
+  llm::Backend& backend = *created.value();
+
+  std::vector<int32_t> table(kv.n_blocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<float> logits(c.n_vocab);
+  const int32_t last_row = 0;
+
+  // One Forward of `tokens` at position n_past, logits of its last token.
+  auto step = [&](const int32_t* tokens, int n, int n_past) {
+    llm::BatchSeq s;
+    s.first = 0;
+    s.n_tokens = n;
+    s.n_past = n_past;
+    s.block_table = table;
+    const int32_t row = n - 1;
+    llm::Batch b;
+    b.tokens = std::span<const int32_t>(tokens, n);
+    b.seqs = std::span<const llm::BatchSeq>(&s, 1);
+    b.logit_rows = std::span<const int32_t>(n == 1 ? &last_row : &row, 1);
+    return backend.Forward(b, logits.data());
+  };
+
+  std::vector<int32_t> prompt(n_prompt);
+  for (int i = 0; i < n_prompt; ++i) prompt[i] = i == 0 ? 1 : 3 + (i * 37) % (c.n_vocab - 3);
+
+  std::vector<double> decode_tps, prefill_tps;
+  for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up
+    // ---- decode: greedy from BOS
+    int32_t tok = 1;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < n_decode; ++i) {
+      llm::Status st = step(&tok, 1, i);
+      if (!st.ok()) return Fail(st);
+      tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    const auto t1 = Clock::now();
+    // ---- prefill
+    llm::Status st = step(prompt.data(), n_prompt, 0);
+    if (!st.ok()) return Fail(st);
+    const auto t2 = Clock::now();
+    if (r == 0) continue;
+    decode_tps.push_back(n_decode / Seconds(t0, t1));
+    prefill_tps.push_back(n_prompt / Seconds(t1, t2));
+  }
+
+  std::printf("model    %s (n_embd %d, n_layer %d, n_head %d/%d, n_ff %d, vocab %d)\n", model.c_str(), c.n_embd,
+              c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab);
+  std::printf("kernels  %s, threads %d, median of %d\n", llm::cpu::BestKernels().name, threads, reps);
+  std::printf("decode   %6d tokens  %10.0f tok/s  (%.2f us/token)\n", n_decode, Median(decode_tps),
+              1e6 / Median(decode_tps));
+  std::printf("prefill  %6d tokens  %10.0f tok/s  (%.3f ms/prompt)\n", n_prompt, Median(prefill_tps),
+              1e3 * n_prompt / Median(prefill_tps));
+  return 0;
+}
