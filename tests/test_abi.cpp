@@ -110,7 +110,7 @@ TEST(Abi, EventAndMetricsLayout) {
   PIN(llm_metrics, ttft_ms, 32);
   PIN(llm_metrics, tpot_ms, 40);
   PIN(llm_metrics, total_ms, 48);
-  EXPECT_EQ(sizeof(llm_event), 144u);
+  EXPECT_EQ(sizeof(llm_event), 128u);
   PIN(llm_event, struct_size, 0);
   PIN(llm_event, type, 4);
   PIN(llm_event, request_id, 8);

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Checks the command-line tools against llama.cpp's golden outputs.
+
+  check_cli.py BIN_DIR REPO_DIR SHARED_DIR
+
+- llm-run --temp 0 -n 200 --json reproduces every greedy entry of
+  stories260K-greedy.json (prompt ids, generated ids, text);
+- llm-perplexity on stories260K-corpus.txt agrees with llama.cpp's
+  perplexities (stories260K-perplexity.json) within 0.1%.
+Prints 'N passed, N failed' and exits non-zero on any failure.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+bin_dir, repo, shared = sys.argv[1:4]
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+
+
+models = {"F32": os.path.join(repo, "models/stories260K-f32.gguf"),
+          "F16": os.path.join(repo, "models/stories260K-f16.gguf")}
+golden = json.load(open(os.path.join(shared, "golden/stories260K-greedy.json"), encoding="utf-8"))
+for e in golden:
+    cmd = [os.path.join(bin_dir, "llm-run"), "-m", models[e["weights"]], "-p", e["prompt"],
+           "--temp", "0", "-n", str(e["n_predict"]), "-t", "2", "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
+    what = f'llm-run {e["weights"]} {e["prompt"]!r}'
+    if out.returncode != 0:
+        check(False, what + ": exit " + str(out.returncode) + " " + out.stderr)
+        continue
+    j = json.loads(out.stdout)
+    check(j["prompt_tokens"] == e["prompt_ids"], what + ": prompt ids")
+    check(j["tokens"] == e["generated_ids"], what + ": generated ids")
+    check(j["text"] == e["generated_text"], what + ": text")
+
+ppl = json.load(open(os.path.join(shared, "golden/stories260K-perplexity.json"), encoding="utf-8"))
+corpus = os.path.join(shared, "golden/stories260K-corpus.txt")
+for run in ppl["runs"]:
+    cmd = [os.path.join(bin_dir, "llm-perplexity"), "-m", models["F32"], "-f", corpus,
+           "-c", str(run["n_ctx"]), "-t", "2"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    m = re.search(r"perplexity: ([0-9.]+)", out.stdout)
+    what = f'llm-perplexity -c {run["n_ctx"]} (llama.cpp {run["kv_cache_type"]} KV: {run["final_ppl"]})'
+    if not m:
+        check(False, what + ": no perplexity printed: " + out.stderr)
+        continue
+    got = float(m.group(1))
+    rel = abs(got - run["final_ppl"]) / run["final_ppl"]
+    print(f"{what}: got {got:.4f}, relative difference {rel:.2e}")
+    check(rel < 1e-3, what)
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
