@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
     j += buf;
     std::puts(j.c_str());
   } else {
-    std::fprintf(stderr, "\n\n[%s] prompt %d tokens, generated %d; TTFT %.2f ms, TPOT %.3f ms (%.0f tok/s)\n",
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    std::fprintf(stderr, "\n[%s] prompt %d tokens, generated %d; TTFT %.2f ms, TPOT %.3f ms (%.0f tok/s)\n",
                  FinishName(out.finish_reason), out.metrics.prompt_tokens, out.metrics.generated_tokens,
                  out.metrics.ttft_ms, out.metrics.tpot_ms, out.metrics.tpot_ms > 0 ? 1000.0 / out.metrics.tpot_ms : 0.0);
   }
