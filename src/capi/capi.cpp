@@ -7,78 +7,16 @@
 #include <string>
 #include <thread>
 
+#include "capi/capi_util.h"
 #include "engine/engine.h"
 #include "llm.h"
 #include "util/utf8.h"
 
-struct llm_ctx {
-  std::unique_ptr<llm::Engine> engine;
-};
-
 namespace {
 
+using namespace llm::capi;  // NOLINT: the shims' own helpers
+
 thread_local std::string t_last_error;
-
-llm_status Fail(llm_status code, std::string message) {
-  t_last_error = std::move(message);
-  return code;
-}
-llm_status Fail(const llm::Status& s) { return Fail(s.code(), s.message()); }
-llm_status Ok() {
-  t_last_error.clear();
-  return LLM_OK;
-}
-
-// The sizes of the first published version of each struct: anything smaller
-// is not a struct this library ever defined.
-constexpr uint32_t kCtxParamsV1 = sizeof(llm_ctx_params);
-constexpr uint32_t kSamplingV1 = sizeof(llm_sampling_params);
-constexpr uint32_t kRequestV1 = sizeof(llm_request);
-constexpr uint32_t kEventV1 = sizeof(llm_event);
-constexpr uint32_t kStatsV1 = sizeof(llm_stats);
-constexpr uint32_t kModelInfoV1 = sizeof(llm_model_info);
-
-// Copies a caller's struct of any known version over `*out` (which holds
-// defaults), so fields an older caller lacks keep their defaults.
-template <typename T>
-llm_status CopyIn(const T* in, uint32_t v1_size, const char* what, T* out) {
-  if (in->struct_size < v1_size || in->struct_size > sizeof(T)) {
-    return Fail(LLM_ERR_STRUCT_SIZE, std::string(what) + ".struct_size is " + std::to_string(in->struct_size) +
-                                         "; this library knows " + std::to_string(v1_size) + ".." +
-                                         std::to_string(sizeof(T)));
-  }
-  std::memcpy(out, in, in->struct_size);
-  out->struct_size = sizeof(T);
-  return LLM_OK;
-}
-
-template <typename T>
-llm_status CheckOutSize(const T* out, uint32_t v1_size, const char* what) {
-  if (out->struct_size < v1_size || out->struct_size > sizeof(T)) {
-    return Fail(LLM_ERR_STRUCT_SIZE, std::string(what) + ".struct_size is " + std::to_string(out->struct_size) +
-                                         "; set it to sizeof(" + what + ")");
-  }
-  return LLM_OK;
-}
-
-// Runs `body`, turning any escaping exception into a status.
-template <typename F>
-llm_status Guard(F&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return Fail(LLM_ERR_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return Fail(LLM_ERR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return Fail(LLM_ERR_INTERNAL, "internal error");
-  }
-}
-
-#define LLM_CHECK_ARG(ptr)                                                   \
-  do {                                                                       \
-    if ((ptr) == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, #ptr " is NULL"); \
-  } while (0)
 
 llm_status ToSamplingParams(const llm_sampling_params* in, llm::SamplingParams* out) {
   llm_sampling_params p;
@@ -100,6 +38,17 @@ llm_status ToSamplingParams(const llm_sampling_params* in, llm::SamplingParams* 
 }
 
 }  // namespace
+
+namespace llm::capi {
+llm_status Fail(llm_status code, std::string message) {
+  t_last_error = std::move(message);
+  return code;
+}
+llm_status Ok() {
+  t_last_error.clear();
+  return LLM_OK;
+}
+}  // namespace llm::capi
 
 extern "C" {
 

@@ -1,0 +1,74 @@
+// Shared pieces of the extern "C" shims: the thread-local last error,
+// status conversion, struct-size checks and the exception guard.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "engine/engine.h"
+#include "llm.h"
+
+struct llm_ctx {
+  std::unique_ptr<llm::Engine> engine;
+};
+
+namespace llm::capi {
+
+llm_status Fail(llm_status code, std::string message);
+inline llm_status Fail(const Status& s) { return Fail(s.code(), s.message()); }
+llm_status Ok();
+
+// The sizes of the first published version of each struct: anything smaller
+// is not a struct this library ever defined.
+inline constexpr uint32_t kCtxParamsV1 = sizeof(llm_ctx_params);
+inline constexpr uint32_t kSamplingV1 = sizeof(llm_sampling_params);
+inline constexpr uint32_t kRequestV1 = sizeof(llm_request);
+inline constexpr uint32_t kEventV1 = sizeof(llm_event);
+inline constexpr uint32_t kStatsV1 = sizeof(llm_stats);
+inline constexpr uint32_t kModelInfoV1 = sizeof(llm_model_info);
+
+// Copies a caller's struct of any known version over `*out` (which holds
+// defaults), so fields an older caller lacks keep their defaults.
+template <typename T>
+llm_status CopyIn(const T* in, uint32_t v1_size, const char* what, T* out) {
+  if (in->struct_size < v1_size || in->struct_size > sizeof(T)) {
+    return Fail(LLM_ERR_STRUCT_SIZE, std::string(what) + ".struct_size is " + std::to_string(in->struct_size) +
+                                         "; this library knows " + std::to_string(v1_size) + ".." +
+                                         std::to_string(sizeof(T)));
+  }
+  std::memcpy(out, in, in->struct_size);
+  out->struct_size = sizeof(T);
+  return LLM_OK;
+}
+
+template <typename T>
+llm_status CheckOutSize(const T* out, uint32_t v1_size, const char* what) {
+  if (out->struct_size < v1_size || out->struct_size > sizeof(T)) {
+    return Fail(LLM_ERR_STRUCT_SIZE, std::string(what) + ".struct_size is " + std::to_string(out->struct_size) +
+                                         "; set it to sizeof(" + what + ")");
+  }
+  return LLM_OK;
+}
+
+// Runs `body`, turning any escaping exception into a status.
+template <typename F>
+llm_status Guard(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(LLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return Fail(LLM_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return Fail(LLM_ERR_INTERNAL, "internal error");
+  }
+}
+
+}  // namespace llm::capi
+
+#define LLM_CHECK_ARG(ptr)                                                                 \
+  do {                                                                                     \
+    if ((ptr) == nullptr) return ::llm::capi::Fail(LLM_ERR_NULL_ARGUMENT, #ptr " is NULL"); \
+  } while (0)
