@@ -1,0 +1,244 @@
+use crate::sys;
+use crate::{Error, Status};
+use std::ffi::CString;
+use std::path::PathBuf;
+
+/// Which compute backend a context uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// CUDA when built with it and a GPU is present, else CPU.
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl Backend {
+    pub(crate) fn code(self) -> i32 {
+        match self {
+            Backend::Auto => sys::LLM_BACKEND_AUTO,
+            Backend::Cpu => sys::LLM_BACKEND_CPU,
+            Backend::Cuda => sys::LLM_BACKEND_CUDA,
+        }
+    }
+}
+
+/// Parameters of [`Context::new`](crate::Context::new). Zero means "the
+/// library's default" for every numeric field, as in `llm_ctx_params`.
+#[derive(Debug, Clone, Default)]
+pub struct ContextParams {
+    /// GGUF file; `None` is the model built into the library.
+    pub model_path: Option<PathBuf>,
+    pub backend: Backend,
+    pub n_threads: i32,
+    pub n_ctx: i32,
+    pub kv_block_size: i32,
+    pub n_kv_blocks: i32,
+    pub max_seqs: i32,
+    pub max_batch_tokens: i32,
+    pub max_queued: i32,
+}
+
+impl ContextParams {
+    pub fn model_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.model_path = Some(path.into());
+        self
+    }
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+    pub fn n_threads(mut self, n: i32) -> Self {
+        self.n_threads = n;
+        self
+    }
+    pub fn n_ctx(mut self, n: i32) -> Self {
+        self.n_ctx = n;
+        self
+    }
+}
+
+/// Sampling settings. `Default` takes the library's defaults
+/// (`llm_sampling_params_init`); [`SamplingParams::greedy`] is argmax.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingParams {
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repetition_penalty: f32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
+    pub penalty_last_n: i32,
+    /// `None` draws a random seed.
+    pub seed: Option<u64>,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        // SAFETY: init only writes the struct it is given.
+        let mut p: sys::llm_sampling_params = unsafe { std::mem::zeroed() };
+        unsafe { sys::llm_sampling_params_init(&mut p) };
+        SamplingParams {
+            temperature: p.temperature,
+            top_k: p.top_k,
+            top_p: p.top_p,
+            min_p: p.min_p,
+            repetition_penalty: p.repetition_penalty,
+            frequency_penalty: p.frequency_penalty,
+            presence_penalty: p.presence_penalty,
+            penalty_last_n: p.penalty_last_n,
+            seed: if p.seed == sys::LLM_SEED_RANDOM { None } else { Some(p.seed) },
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Temperature 0: always the most likely token.
+    pub fn greedy() -> Self {
+        SamplingParams { temperature: 0.0, ..Default::default() }
+    }
+
+    pub(crate) fn to_sys(&self) -> sys::llm_sampling_params {
+        let mut p: sys::llm_sampling_params = unsafe { std::mem::zeroed() };
+        unsafe { sys::llm_sampling_params_init(&mut p) };
+        p.temperature = self.temperature;
+        p.top_k = self.top_k;
+        p.top_p = self.top_p;
+        p.min_p = self.min_p;
+        p.repetition_penalty = self.repetition_penalty;
+        p.frequency_penalty = self.frequency_penalty;
+        p.presence_penalty = self.presence_penalty;
+        p.penalty_last_n = self.penalty_last_n;
+        p.seed = self.seed.unwrap_or(sys::LLM_SEED_RANDOM);
+        p
+    }
+}
+
+/// What the model continues: text (tokenized by the library) or token ids
+/// used verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    Text(String),
+    Tokens(Vec<i32>),
+}
+
+/// One generation request. Build it with [`Request::new`] and the setters.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub prompt: Prompt,
+    pub max_tokens: i32,
+    pub sampling: SamplingParams,
+    /// Stop strings (not included in the output).
+    pub stop: Vec<String>,
+    pub ignore_eos: bool,
+    /// Parallel samples from one prompt.
+    pub n: i32,
+    pub priority: i32,
+    /// Add BOS as the model's metadata says (text prompts).
+    pub add_special: bool,
+    /// Text like "<s>" becomes the special token (text prompts).
+    pub parse_special: bool,
+}
+
+impl Request {
+    pub fn new(prompt: impl Into<String>) -> Request {
+        Request::with_prompt(Prompt::Text(prompt.into()))
+    }
+
+    pub fn from_tokens(tokens: Vec<i32>) -> Request {
+        Request::with_prompt(Prompt::Tokens(tokens))
+    }
+
+    fn with_prompt(prompt: Prompt) -> Request {
+        Request {
+            prompt,
+            max_tokens: 256,
+            sampling: SamplingParams::default(),
+            stop: Vec::new(),
+            ignore_eos: false,
+            n: 1,
+            priority: 0,
+            add_special: true,
+            parse_special: false,
+        }
+    }
+
+    pub fn max_tokens(mut self, n: i32) -> Self {
+        self.max_tokens = n;
+        self
+    }
+    pub fn sampling(mut self, s: SamplingParams) -> Self {
+        self.sampling = s;
+        self
+    }
+    pub fn greedy(self) -> Self {
+        self.sampling(SamplingParams::greedy())
+    }
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.sampling.temperature = t;
+        self
+    }
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.sampling.seed = Some(seed);
+        self
+    }
+    pub fn stop(mut self, s: impl Into<String>) -> Self {
+        self.stop.push(s.into());
+        self
+    }
+    pub fn n(mut self, n: i32) -> Self {
+        self.n = n;
+        self
+    }
+    pub fn priority(mut self, p: i32) -> Self {
+        self.priority = p;
+        self
+    }
+    pub fn ignore_eos(mut self, yes: bool) -> Self {
+        self.ignore_eos = yes;
+        self
+    }
+}
+
+/// The C view of a [`Request`]: owns every buffer the `llm_request` points
+/// into, so it must outlive the `llm_submit` call (the library copies).
+pub(crate) struct RawRequest {
+    pub req: sys::llm_request,
+    _prompt: Option<CString>,
+    _tokens: Vec<i32>,
+    _sampling: Box<sys::llm_sampling_params>,
+    _stop: Vec<CString>,
+    _stop_ptrs: Vec<*const std::os::raw::c_char>,
+}
+
+fn cstring(s: &str, what: &str) -> Result<CString, Error> {
+    CString::new(s).map_err(|_| Error::new(Status::InvalidArgument, format!("{what} contains a NUL byte")))
+}
+
+impl RawRequest {
+    pub fn new(r: &Request) -> Result<RawRequest, Error> {
+        let mut req: sys::llm_request = unsafe { std::mem::zeroed() };
+        unsafe { sys::llm_request_init(&mut req) };
+        let sampling = Box::new(r.sampling.to_sys());
+        let stop: Vec<CString> = r.stop.iter().map(|s| cstring(s, "stop string")).collect::<Result<_, _>>()?;
+        let stop_ptrs: Vec<_> = stop.iter().map(|s| s.as_ptr()).collect();
+        let (prompt, tokens) = match &r.prompt {
+            Prompt::Text(t) => (Some(cstring(t, "prompt")?), Vec::new()),
+            Prompt::Tokens(t) => (None, t.clone()),
+        };
+        req.tokenize_flags = (if r.add_special { sys::LLM_TOKENIZE_ADD_SPECIAL } else { 0 })
+            | (if r.parse_special { sys::LLM_TOKENIZE_PARSE_SPECIAL } else { 0 });
+        req.prompt = prompt.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+        req.prompt_tokens = if tokens.is_empty() { std::ptr::null() } else { tokens.as_ptr() };
+        req.n_prompt_tokens = tokens.len() as i32;
+        req.max_tokens = r.max_tokens;
+        req.sampling = &*sampling;
+        req.stop = if stop_ptrs.is_empty() { std::ptr::null() } else { stop_ptrs.as_ptr() };
+        req.n_stop = stop_ptrs.len() as i32;
+        req.ignore_eos = r.ignore_eos as i32;
+        req.n = r.n;
+        req.priority = r.priority;
+        Ok(RawRequest { req, _prompt: prompt, _tokens: tokens, _sampling: sampling, _stop: stop, _stop_ptrs: stop_ptrs })
+    }
+}

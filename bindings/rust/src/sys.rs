@@ -1,0 +1,233 @@
+//! A hand-written mirror of `include/llm.h` (no bindgen offline).
+//!
+//! Names, field order and types follow the header one to one, so the C
+//! documentation applies unchanged. `tests/layout.rs` compiles a probe against
+//! the real header and fails if any struct size, field offset, field list or
+//! constant differs from this file.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_void};
+
+pub type llm_status = i32;
+pub type llm_token = i32;
+pub type llm_request_id = u64;
+
+/// Opaque context handle.
+#[repr(C)]
+pub struct llm_ctx {
+    _private: [u8; 0],
+}
+
+pub const LLM_VERSION_MAJOR: i64 = 0;
+pub const LLM_VERSION_MINOR: i64 = 1;
+pub const LLM_VERSION_PATCH: i64 = 0;
+pub const LLM_VERSION_NUMBER: i64 = LLM_VERSION_MAJOR * 10000 + LLM_VERSION_MINOR * 100 + LLM_VERSION_PATCH;
+
+pub const LLM_OK: llm_status = 0;
+pub const LLM_ERR_INVALID_ARGUMENT: llm_status = 1;
+pub const LLM_ERR_NULL_ARGUMENT: llm_status = 2;
+pub const LLM_ERR_STRUCT_SIZE: llm_status = 3;
+pub const LLM_ERR_IO: llm_status = 4;
+pub const LLM_ERR_MODEL_FORMAT: llm_status = 5;
+pub const LLM_ERR_UNSUPPORTED: llm_status = 6;
+pub const LLM_ERR_OUT_OF_MEMORY: llm_status = 7;
+pub const LLM_ERR_BUSY: llm_status = 8;
+pub const LLM_ERR_NOT_FOUND: llm_status = 9;
+pub const LLM_ERR_CONTEXT_OVERFLOW: llm_status = 10;
+pub const LLM_ERR_INVALID_UTF8: llm_status = 11;
+pub const LLM_ERR_BUFFER_TOO_SMALL: llm_status = 12;
+pub const LLM_ERR_BACKEND: llm_status = 13;
+pub const LLM_ERR_SHUTDOWN: llm_status = 14;
+pub const LLM_ERR_INTERNAL: llm_status = 15;
+
+pub const LLM_BACKEND_AUTO: i32 = 0;
+pub const LLM_BACKEND_CPU: i32 = 1;
+pub const LLM_BACKEND_CUDA: i32 = 2;
+
+pub const LLM_EVENT_TOKEN: i32 = 1;
+pub const LLM_EVENT_FINAL: i32 = 2;
+
+pub const LLM_FINISH_NONE: i32 = 0;
+pub const LLM_FINISH_STOP: i32 = 1;
+pub const LLM_FINISH_LENGTH: i32 = 2;
+pub const LLM_FINISH_CANCELLED: i32 = 3;
+pub const LLM_FINISH_ERROR: i32 = 4;
+
+pub const LLM_TOKENIZE_ADD_SPECIAL: u32 = 1;
+pub const LLM_TOKENIZE_PARSE_SPECIAL: u32 = 2;
+
+pub const LLM_DETOKENIZE_RENDER_SPECIAL: u32 = 1;
+pub const LLM_DETOKENIZE_STRIP_LEADING_SPACE: u32 = 2;
+
+pub const LLM_SEED_RANDOM: u64 = u64::MAX;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_ctx_params {
+    pub struct_size: u32,
+    pub backend: i32,
+    pub model_path: *const c_char,
+    pub n_threads: i32,
+    pub n_ctx: i32,
+    pub kv_block_size: i32,
+    pub n_kv_blocks: i32,
+    pub max_seqs: i32,
+    pub max_batch_tokens: i32,
+    pub max_queued: i32,
+    pub reserved0: i32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_sampling_params {
+    pub struct_size: u32,
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repetition_penalty: f32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
+    pub penalty_last_n: i32,
+    pub seed: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct llm_metrics {
+    pub prompt_tokens: i32,
+    pub cached_prompt_tokens: i32,
+    pub generated_tokens: i32,
+    pub draft_tokens_proposed: i32,
+    pub draft_tokens_accepted: i32,
+    pub reserved0: i32,
+    pub queue_ms: f64,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub total_ms: f64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_event {
+    pub struct_size: u32,
+    /// `type` in C.
+    pub type_: i32,
+    pub request_id: llm_request_id,
+    pub seq_index: i32,
+    pub token: llm_token,
+    pub text: *const c_char,
+    pub text_len: u32,
+    pub logprob: f32,
+    pub finish_reason: i32,
+    pub status: llm_status,
+    pub message: *const c_char,
+    pub metrics: llm_metrics,
+    pub prompt_logprobs: *const f32,
+    pub n_prompt_logprobs: i32,
+    pub reserved0: i32,
+}
+
+pub type llm_event_callback = Option<unsafe extern "C" fn(event: *const llm_event, user_data: *mut c_void)>;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_request {
+    pub struct_size: u32,
+    pub tokenize_flags: u32,
+    pub prompt: *const c_char,
+    pub prompt_tokens: *const llm_token,
+    pub n_prompt_tokens: i32,
+    pub max_tokens: i32,
+    pub sampling: *const llm_sampling_params,
+    pub stop: *const *const c_char,
+    pub n_stop: i32,
+    pub ignore_eos: i32,
+    pub n: i32,
+    pub priority: i32,
+    pub prompt_logprobs: i32,
+    pub reserved0: i32,
+    pub callback: llm_event_callback,
+    pub user_data: *mut c_void,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_stats {
+    pub struct_size: u32,
+    pub backend: i32,
+    pub requests_submitted: u64,
+    pub requests_finished: u64,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub steps: u64,
+    pub queue_depth: i32,
+    pub running: i32,
+    pub kv_blocks_total: i32,
+    pub kv_blocks_used: i32,
+    pub kv_blocks_free: i32,
+    pub kv_blocks_cached: i32,
+    pub uptime_s: f64,
+    pub prompt_tokens_per_s: f64,
+    pub generated_tokens_per_s: f64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_model_info {
+    pub struct_size: u32,
+    pub n_vocab: i32,
+    pub n_ctx_train: i32,
+    pub n_ctx: i32,
+    pub n_embd: i32,
+    pub n_layer: i32,
+    pub n_head: i32,
+    pub n_head_kv: i32,
+    pub bos: llm_token,
+    pub eos: llm_token,
+    pub n_params: i64,
+    pub arch: *const c_char,
+    pub name: *const c_char,
+}
+
+extern "C" {
+    pub fn llm_version() -> *const c_char;
+    pub fn llm_version_number() -> u32;
+    pub fn llm_status_str(status: llm_status) -> *const c_char;
+    pub fn llm_last_error() -> *const c_char;
+    pub fn llm_ctx_params_init(params: *mut llm_ctx_params) -> llm_status;
+    pub fn llm_sampling_params_init(params: *mut llm_sampling_params) -> llm_status;
+    pub fn llm_request_init(request: *mut llm_request) -> llm_status;
+    pub fn llm_ctx_create(params: *const llm_ctx_params, out_ctx: *mut *mut llm_ctx) -> llm_status;
+    pub fn llm_ctx_destroy(ctx: *mut llm_ctx);
+    pub fn llm_submit(ctx: *mut llm_ctx, request: *const llm_request, out_id: *mut llm_request_id) -> llm_status;
+    pub fn llm_cancel(ctx: *mut llm_ctx, id: llm_request_id) -> llm_status;
+    pub fn llm_poll(
+        ctx: *mut llm_ctx,
+        events: *mut llm_event,
+        capacity: u32,
+        n_out: *mut u32,
+        timeout_ms: i32,
+    ) -> llm_status;
+    pub fn llm_wakeup(ctx: *mut llm_ctx) -> llm_status;
+    pub fn llm_get_stats(ctx: *mut llm_ctx, out: *mut llm_stats) -> llm_status;
+    pub fn llm_model_get_info(ctx: *mut llm_ctx, out: *mut llm_model_info) -> llm_status;
+    pub fn llm_tokenize(
+        ctx: *mut llm_ctx,
+        text: *const c_char,
+        text_len: usize,
+        flags: u32,
+        out: *mut llm_token,
+        capacity: i32,
+        n_out: *mut i32,
+    ) -> llm_status;
+    pub fn llm_detokenize(
+        ctx: *mut llm_ctx,
+        tokens: *const llm_token,
+        n_tokens: i32,
+        flags: u32,
+        out: *mut c_char,
+        capacity: usize,
+        n_out: *mut usize,
+    ) -> llm_status;
+}
