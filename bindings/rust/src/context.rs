@@ -111,8 +111,7 @@ impl Context {
     /// Loads the model and starts the engine. A missing model file gives
     /// `Err` with status [`Status::Io`] and the library's message.
     pub fn new(params: ContextParams) -> Result<Context, Error> {
-        let mut p: sys::llm_ctx_params = unsafe { std::mem::zeroed() };
-        unsafe { sys::llm_ctx_params_init(&mut p) };
+        let mut p = unsafe { sys::init_struct(sys::llm_ctx_params_init) };
         let path = match &params.model_path {
             Some(path) => Some(
                 CString::new(path.to_string_lossy().as_bytes())

@@ -77,8 +77,7 @@ pub struct SamplingParams {
 impl Default for SamplingParams {
     fn default() -> Self {
         // SAFETY: init only writes the struct it is given.
-        let mut p: sys::llm_sampling_params = unsafe { std::mem::zeroed() };
-        unsafe { sys::llm_sampling_params_init(&mut p) };
+        let p = unsafe { sys::init_struct(sys::llm_sampling_params_init) };
         SamplingParams {
             temperature: p.temperature,
             top_k: p.top_k,
@@ -100,8 +99,7 @@ impl SamplingParams {
     }
 
     pub(crate) fn to_sys(&self) -> sys::llm_sampling_params {
-        let mut p: sys::llm_sampling_params = unsafe { std::mem::zeroed() };
-        unsafe { sys::llm_sampling_params_init(&mut p) };
+        let mut p = unsafe { sys::init_struct(sys::llm_sampling_params_init) };
         p.temperature = self.temperature;
         p.top_k = self.top_k;
         p.top_p = self.top_p;
@@ -218,8 +216,7 @@ fn cstring(s: &str, what: &str) -> Result<CString, Error> {
 
 impl RawRequest {
     pub fn new(r: &Request) -> Result<RawRequest, Error> {
-        let mut req: sys::llm_request = unsafe { std::mem::zeroed() };
-        unsafe { sys::llm_request_init(&mut req) };
+        let mut req = unsafe { sys::init_struct(sys::llm_request_init) };
         let sampling = Box::new(r.sampling.to_sys());
         let stop: Vec<CString> = r.stop.iter().map(|s| cstring(s, "stop string")).collect::<Result<_, _>>()?;
         let stop_ptrs: Vec<_> = stop.iter().map(|s| s.as_ptr()).collect();

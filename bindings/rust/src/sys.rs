@@ -61,6 +61,24 @@ pub const LLM_DETOKENIZE_STRIP_LEADING_SPACE: u32 = 2;
 
 pub const LLM_SEED_RANDOM: u64 = u64::MAX;
 
+/// Runs one of the `llm_*_init` functions safely. They write the struct as
+/// the *loaded library* knows it, which may be larger than this mirror (a
+/// newer library), so they write into a roomy buffer; the mirror's part is
+/// copied out and `struct_size` set to the mirror's size, which every newer
+/// library accepts.
+///
+/// # Safety
+/// `T` must be one of the parameter structs of this module (plain data
+/// starting with `uint32_t struct_size`) and `init` its init function.
+pub unsafe fn init_struct<T: Copy>(init: unsafe extern "C" fn(*mut T) -> llm_status) -> T {
+    let mut buf = [0u64; 256];
+    assert!(std::mem::size_of::<T>() <= std::mem::size_of_val(&buf));
+    init(buf.as_mut_ptr().cast());
+    let mut v: T = std::ptr::read(buf.as_ptr().cast());
+    *(&mut v as *mut T as *mut u32) = std::mem::size_of::<T>() as u32;
+    v
+}
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct llm_ctx_params {
@@ -100,7 +118,7 @@ pub struct llm_metrics {
     pub generated_tokens: i32,
     pub draft_tokens_proposed: i32,
     pub draft_tokens_accepted: i32,
-    pub reserved0: i32,
+    pub preemptions: i32,
     pub queue_ms: f64,
     pub ttft_ms: f64,
     pub tpot_ms: f64,
@@ -149,6 +167,8 @@ pub struct llm_request {
     pub reserved0: i32,
     pub callback: llm_event_callback,
     pub user_data: *mut c_void,
+    // appended in 0.1
+    pub cache_salt: u64,
 }
 
 #[repr(C)]
@@ -170,6 +190,12 @@ pub struct llm_stats {
     pub uptime_s: f64,
     pub prompt_tokens_per_s: f64,
     pub generated_tokens_per_s: f64,
+    // appended in 0.1
+    pub prefix_cache_queried_tokens: u64,
+    pub prefix_cache_hit_tokens: u64,
+    pub preemptions: u64,
+    pub waiting: i32,
+    pub reserved1: i32,
 }
 
 #[repr(C)]

@@ -1,0 +1,293 @@
+//! Checks `llmrt::sys` against the real `llm.h`: the test reads the header's
+//! struct fields and constants, builds a C probe that prints their sizes,
+//! offsets and values, and compares with the Rust mirror. A field or constant
+//! added to the header without its Rust counterpart fails here.
+//!
+//! Needs a C compiler (`$CC`, default `cc`). The header is
+//! `$LLMRT_INCLUDE_DIR/llm.h`, default `../../include/llm.h`.
+
+use llmrt::sys;
+use std::collections::BTreeMap;
+use std::mem::{offset_of, size_of};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// (struct, size, [(field, offset, size)]) of the Rust mirror. `type_` is
+/// `type` in C.
+macro_rules! mirror {
+    ($($s:ident { $($f:ident),* $(,)? })*) => {
+        vec![$((
+            stringify!($s).to_string(),
+            size_of::<sys::$s>(),
+            vec![$((
+                stringify!($f).trim_end_matches('_').to_string(),
+                offset_of!(sys::$s, $f),
+                field_size(|x: &sys::$s| &x.$f),
+            )),*],
+        )),*]
+    };
+}
+
+macro_rules! constants {
+    ($($c:ident),* $(,)?) => {
+        vec![$((stringify!($c).to_string(), sys::$c as i64 as u64)),*]
+    };
+}
+
+type Layout = Vec<(String, usize, Vec<(String, usize, usize)>)>;
+
+fn rust_layout() -> Layout {
+    mirror! {
+        llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
+                         max_seqs, max_batch_tokens, max_queued, reserved0 }
+        llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
+                              frequency_penalty, presence_penalty, penalty_last_n, seed }
+        llm_metrics { prompt_tokens, cached_prompt_tokens, generated_tokens, draft_tokens_proposed,
+                      draft_tokens_accepted, preemptions, queue_ms, ttft_ms, tpot_ms, total_ms }
+        llm_event { struct_size, type_, request_id, seq_index, token, text, text_len, logprob, finish_reason,
+                    status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0 }
+        llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
+                      stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
+                      cache_salt }
+        llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
+                    steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
+                    kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
+                    prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1 }
+        llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
+                         n_params, arch, name }
+    }
+}
+
+fn rust_constants() -> Vec<(String, u64)> {
+    let mut v = constants![
+        LLM_VERSION_MAJOR, LLM_VERSION_MINOR, LLM_VERSION_PATCH, LLM_VERSION_NUMBER,
+        LLM_OK, LLM_ERR_INVALID_ARGUMENT, LLM_ERR_NULL_ARGUMENT, LLM_ERR_STRUCT_SIZE, LLM_ERR_IO,
+        LLM_ERR_MODEL_FORMAT, LLM_ERR_UNSUPPORTED, LLM_ERR_OUT_OF_MEMORY, LLM_ERR_BUSY, LLM_ERR_NOT_FOUND,
+        LLM_ERR_CONTEXT_OVERFLOW, LLM_ERR_INVALID_UTF8, LLM_ERR_BUFFER_TOO_SMALL, LLM_ERR_BACKEND,
+        LLM_ERR_SHUTDOWN, LLM_ERR_INTERNAL,
+        LLM_BACKEND_AUTO, LLM_BACKEND_CPU, LLM_BACKEND_CUDA,
+        LLM_EVENT_TOKEN, LLM_EVENT_FINAL,
+        LLM_FINISH_NONE, LLM_FINISH_STOP, LLM_FINISH_LENGTH, LLM_FINISH_CANCELLED, LLM_FINISH_ERROR,
+        LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,
+        LLM_DETOKENIZE_RENDER_SPECIAL, LLM_DETOKENIZE_STRIP_LEADING_SPACE,
+    ];
+    v.push(("LLM_SEED_RANDOM".into(), sys::LLM_SEED_RANDOM));
+    v
+}
+
+// ------------------------------------------------------------ header parsing
+
+fn strip_comments(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"/*") {
+            i += 2 + src[i + 2..].find("*/").expect("unterminated comment") + 2;
+            out.push(' ');
+        } else if b[i..].starts_with(b"//") {
+            i += src[i..].find('\n').unwrap_or(src.len() - i);
+        } else {
+            let c = src[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+fn last_ident(decl: &str) -> String {
+    let decl = decl.split('[').next().unwrap().trim_end();
+    let start = decl.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+    decl[start..].to_string()
+}
+
+struct Header {
+    structs: Vec<(String, Vec<String>)>,
+    constants: Vec<String>,
+}
+
+fn parse_header(src: &str) -> Header {
+    let src = strip_comments(src);
+    let mut structs = Vec::new();
+    let mut rest = src.as_str();
+    while let Some(p) = rest.find("typedef struct ") {
+        rest = &rest[p + "typedef struct ".len()..];
+        let name = rest.split(|c: char| c.is_whitespace() || c == '{' || c == ';').next().unwrap().to_string();
+        let (Some(open), Some(semi)) = (rest.find('{'), rest.find(';')) else { continue };
+        if semi < open {
+            continue; // an opaque typedef (llm_ctx)
+        }
+        let close = open + rest[open..].find('}').unwrap();
+        let fields =
+            rest[open + 1..close].split(';').map(str::trim).filter(|d| !d.is_empty()).map(last_ident).collect();
+        structs.push((name, fields));
+        rest = &rest[close..];
+    }
+    let mut constants = Vec::new();
+    let mut rest = src.as_str();
+    while let Some(p) = rest.find("enum") {
+        rest = &rest[p + 4..];
+        if !rest.trim_start().starts_with('{') {
+            continue;
+        }
+        let open = rest.find('{').unwrap();
+        let close = rest.find('}').unwrap();
+        for item in rest[open + 1..close].split(',') {
+            let name = item.split('=').next().unwrap().trim();
+            if !name.is_empty() {
+                constants.push(name.to_string());
+            }
+        }
+        rest = &rest[close..];
+    }
+    for line in src.lines() {
+        let mut words = line.split_whitespace();
+        if words.next() != Some("#define") {
+            continue;
+        }
+        let Some(name) = words.next() else { continue };
+        let has_value = words.next().is_some();
+        if name.starts_with("LLM_") && !name.contains('(') && has_value && name != "LLM_API" {
+            constants.push(name.to_string());
+        }
+    }
+    Header { structs, constants }
+}
+
+// ------------------------------------------------------------------ C probe
+
+fn include_dir() -> PathBuf {
+    match std::env::var("LLMRT_INCLUDE_DIR") {
+        Ok(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../include"),
+    }
+}
+
+/// Runs the probe; returns its lines: `S name size`, `F struct field offset
+/// size`, `C name value`.
+fn run_probe(h: &Header) -> Vec<String> {
+    let mut c = String::from("#include <stdio.h>\n#include <stddef.h>\n#include \"llm.h\"\nint main(void) {\n");
+    for (s, fields) in &h.structs {
+        c += &format!("  printf(\"S {s} %zu\\n\", sizeof({s}));\n");
+        for f in fields {
+            c += &format!(
+                "  printf(\"F {s} {f} %zu %zu\\n\", offsetof({s}, {f}), sizeof((({s}*)0)->{f}));\n"
+            );
+        }
+    }
+    for k in &h.constants {
+        c += &format!("  printf(\"C {k} %llu\\n\", (unsigned long long)({k}));\n");
+    }
+    c += "  return 0;\n}\n";
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("llm_abi_probe.c");
+    let exe = dir.join("llm_abi_probe");
+    std::fs::write(&src, c).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(&cc)
+        .arg("-std=c99")
+        .arg("-I")
+        .arg(include_dir())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler {cc}: {e}"));
+    assert!(st.success(), "the ABI probe did not compile");
+    let out = Command::new(&exe).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect()
+}
+
+#[test]
+fn sys_mirrors_llm_h() {
+    let src = std::fs::read_to_string(include_dir().join("llm.h")).expect("llm.h");
+    let h = parse_header(&src);
+    assert!(h.structs.len() >= 7, "parsed only {} structs from llm.h", h.structs.len());
+
+    let mut c_sizes = BTreeMap::new();
+    let mut c_fields: BTreeMap<String, Vec<(String, usize, usize)>> = BTreeMap::new();
+    let mut c_consts = BTreeMap::new();
+    for line in run_probe(&h) {
+        let w: Vec<&str> = line.split(' ').collect();
+        match w[0] {
+            "S" => {
+                c_sizes.insert(w[1].to_string(), w[2].parse::<usize>().unwrap());
+            }
+            "F" => c_fields.entry(w[1].to_string()).or_default().push((
+                w[2].to_string(),
+                w[3].parse().unwrap(),
+                w[4].parse().unwrap(),
+            )),
+            "C" => {
+                c_consts.insert(w[1].to_string(), w[2].parse::<u64>().unwrap());
+            }
+            _ => panic!("probe: {line}"),
+        }
+    }
+
+    let mut problems = Vec::new();
+    let rust = rust_layout();
+    for (name, size, fields) in &rust {
+        match c_sizes.get(name) {
+            None => problems.push(format!("{name}: in the Rust mirror, not in llm.h")),
+            Some(cs) if cs != size => problems.push(format!("{name}: size {size} in Rust, {cs} in C")),
+            _ => {}
+        }
+        let cf = c_fields.get(name).cloned().unwrap_or_default();
+        if &cf != fields {
+            problems.push(format!("{name}: fields differ\n  C:    {cf:?}\n  Rust: {fields:?}"));
+        }
+    }
+    // A struct or constant that is new in llm.h and not yet mirrored is not an
+    // ABI mismatch (the binding just does not use it yet): reported, and an
+    // error only with LLMRT_STRICT_MIRROR=1. A changed struct always fails.
+    let strict = std::env::var("LLMRT_STRICT_MIRROR").map_or(false, |v| v == "1");
+    let mut not_mirrored = Vec::new();
+    for name in c_sizes.keys() {
+        if !rust.iter().any(|(n, _, _)| n == name) {
+            not_mirrored.push(format!("struct {name}: in llm.h, not in the Rust mirror"));
+        }
+    }
+    let rc: BTreeMap<String, u64> = rust_constants().into_iter().collect();
+    for (k, v) in &c_consts {
+        match rc.get(k) {
+            None => not_mirrored.push(format!("constant {k}: in llm.h, not in sys")),
+            Some(r) if r != v => problems.push(format!("constant {k}: {r} in Rust, {v} in C")),
+            _ => {}
+        }
+    }
+    for k in rc.keys() {
+        if !c_consts.contains_key(k) {
+            problems.push(format!("constant {k}: in sys, not in llm.h"));
+        }
+    }
+    for n in &not_mirrored {
+        eprintln!("note: {n}");
+    }
+    if strict {
+        problems.extend(not_mirrored);
+    }
+    assert!(problems.is_empty(), "sys.rs does not mirror llm.h:\n{}", problems.join("\n"));
+}
+
+/// The check itself: a field added to a struct of the header must be caught
+/// even where it fits into padding and leaves the size unchanged.
+#[test]
+fn parser_sees_an_added_field() {
+    let src = std::fs::read_to_string(include_dir().join("llm.h")).expect("llm.h");
+    let patched = src.replacen("  uint64_t seed;", "  int32_t new_field;\n  uint64_t seed;", 1);
+    assert_ne!(patched, src, "llm_sampling_params.seed not found in llm.h");
+    let h = parse_header(&patched);
+    let (_, fields) = h.structs.iter().find(|(n, _)| n == "llm_sampling_params").unwrap();
+    let rust = rust_layout();
+    let (_, _, rf) = rust.iter().find(|(n, _, _)| n == "llm_sampling_params").unwrap();
+    let rust_names: Vec<&str> = rf.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert!(fields.iter().any(|f| f == "new_field"));
+    assert_ne!(fields.iter().map(String::as_str).collect::<Vec<_>>(), rust_names);
+}
