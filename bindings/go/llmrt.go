@@ -1,0 +1,290 @@
+// Package llmrt runs LLM inference through the llmrt C library.
+//
+// A Context owns one loaded model and its engine. One goroutine per context
+// polls the library and routes each event to the stream of its request, so
+// any number of goroutines can generate on one Context at once. Generation
+// takes a context.Context: cancelling it cancels the request.
+//
+// No Go pointer is ever handed to C: requests are built in C memory and
+// events are drained into a C array, then copied.
+package llmrt
+
+/*
+#include <stdlib.h>
+#include "llm.h"
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Backend selects the compute backend.
+type Backend int32
+
+const (
+	BackendAuto Backend = C.LLM_BACKEND_AUTO // CUDA when available, else CPU
+	BackendCPU  Backend = C.LLM_BACKEND_CPU
+	BackendCUDA Backend = C.LLM_BACKEND_CUDA
+)
+
+// Params configure Open. Zero values take the library's defaults; an empty
+// ModelPath is the model built into the library.
+type Params struct {
+	ModelPath      string
+	Backend        Backend
+	Threads        int
+	ContextLength  int
+	KVBlockSize    int
+	KVBlocks       int
+	MaxSeqs        int
+	MaxBatchTokens int
+	MaxQueued      int
+}
+
+// Context is a loaded model with its engine. Safe for concurrent use;
+// Close must not race the other methods.
+type Context struct {
+	raw *C.llm_ctx
+
+	mu     sync.RWMutex // held for reading around calls into raw; Close takes it for writing
+	closed bool
+
+	routesMu sync.Mutex
+	routes   map[uint64]*stream
+
+	stopping atomic.Bool
+	pumpDone chan struct{}
+	events   *C.llm_event // pollCap events in C memory
+}
+
+const pollCap = 64
+
+// Open loads the model and starts the engine. A missing model file returns
+// an *Error with StatusIO and the library's message.
+func Open(p *Params) (*Context, error) {
+	if p == nil {
+		p = &Params{}
+	}
+	var cp C.llm_ctx_params
+	C.llm_ctx_params_init(&cp)
+	if p.ModelPath != "" {
+		path := C.CString(p.ModelPath)
+		defer C.free(unsafe.Pointer(path))
+		cp.model_path = path
+	}
+	cp.backend = C.int32_t(p.Backend)
+	cp.n_threads = C.int32_t(p.Threads)
+	cp.n_ctx = C.int32_t(p.ContextLength)
+	cp.kv_block_size = C.int32_t(p.KVBlockSize)
+	cp.n_kv_blocks = C.int32_t(p.KVBlocks)
+	cp.max_seqs = C.int32_t(p.MaxSeqs)
+	cp.max_batch_tokens = C.int32_t(p.MaxBatchTokens)
+	cp.max_queued = C.int32_t(p.MaxQueued)
+	c := &Context{routes: make(map[uint64]*stream), pumpDone: make(chan struct{})}
+	// cp lives in Go memory but holds only C pointers, which cgo allows.
+	if err := call(func() C.llm_status { return C.llm_ctx_create(&cp, &c.raw) }); err != nil {
+		return nil, err
+	}
+	c.events = (*C.llm_event)(C.calloc(pollCap, C.sizeof_llm_event))
+	go c.pump()
+	return c, nil
+}
+
+// Close cancels what is in flight, stops the engine and frees the model.
+// Streams still open end with ErrClosed. Calling Close twice is harmless.
+func (c *Context) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.stopping.Store(true)
+	C.llm_wakeup(c.raw)
+	<-c.pumpDone
+	C.llm_ctx_destroy(c.raw)
+	C.free(unsafe.Pointer(c.events))
+	c.raw, c.events = nil, nil
+	c.routesMu.Lock()
+	for id, s := range c.routes {
+		s.push(Event{Final: true, Finish: FinishError, Err: ErrClosed})
+		s.finish()
+		delete(c.routes, id)
+	}
+	c.routesMu.Unlock()
+	return nil
+}
+
+// pump is the only caller of llm_poll; it routes events by request id.
+func (c *Context) pump() {
+	defer close(c.pumpDone)
+	evs := unsafe.Slice(c.events, pollCap)
+	for !c.stopping.Load() {
+		evs[0].struct_size = C.uint32_t(C.sizeof_llm_event)
+		var n C.uint32_t
+		st := C.llm_poll(c.raw, c.events, pollCap, &n, -1)
+		if st != C.LLM_OK {
+			continue // not expected with these arguments; a wakeup ends the loop
+		}
+		c.routesMu.Lock()
+		for i := 0; i < int(n); i++ {
+			ev := &evs[i]
+			s := c.routes[uint64(ev.request_id)]
+			if s == nil {
+				continue // its consumer gave up (cancelled and left)
+			}
+			e := convert(ev)
+			s.push(e)
+			if e.Final {
+				s.finalsLeft--
+				if s.finalsLeft == 0 {
+					s.finish()
+					delete(c.routes, uint64(ev.request_id))
+				}
+			}
+		}
+		c.routesMu.Unlock()
+	}
+}
+
+// submit queues a request and registers its stream before the pump can see
+// its first event.
+func (c *Context) submit(q *Request) (uint64, *stream, error) {
+	cr, err := newCRequest(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer cr.free()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return 0, nil, ErrClosed
+	}
+	n := int(cr.req.n)
+	s := newStream(n)
+	var id C.llm_request_id
+	c.routesMu.Lock()
+	defer c.routesMu.Unlock()
+	if err := call(func() C.llm_status { return C.llm_submit(c.raw, cr.req, &id) }); err != nil {
+		return 0, nil, err
+	}
+	c.routes[uint64(id)] = s
+	return uint64(id), s, nil
+}
+
+// cancel stops request id; a finished id or a closed context is no error.
+func (c *Context) cancel(id uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.closed {
+		C.llm_cancel(c.raw, C.llm_request_id(id))
+	}
+}
+
+// Stream submits req and returns a channel of its events, closed after the
+// last sequence's final event. Cancelling ctx cancels the request; the
+// channel then still delivers the final event (FinishCancelled). Read the
+// channel until it is closed.
+func (c *Context) Stream(ctx context.Context, req Request) (<-chan Event, error) {
+	id, s, err := c.submit(&req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan Event, 16)
+	go func() {
+		defer close(out)
+		done := ctx.Done()
+		for {
+			ev, ok, ctxDone := s.pop(done)
+			if ctxDone {
+				c.cancel(id)
+				done = nil
+				continue
+			}
+			if !ok {
+				return
+			}
+			out <- ev
+		}
+	}()
+	return out, nil
+}
+
+// Generate submits req and calls fn for each event on the calling goroutine
+// (an iterator function). If fn returns an error, or ctx is cancelled, the
+// request is cancelled and Generate returns that error (with the output so
+// far). A sequence that failed in the engine returns its *Error.
+func (c *Context) Generate(ctx context.Context, req Request, fn func(Event) error) (*Result, error) {
+	id, s, err := c.submit(&req)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	var stopErr error
+	done := ctx.Done()
+	for {
+		ev, ok, ctxDone := s.pop(done)
+		if ctxDone {
+			c.cancel(id)
+			done = nil
+			if stopErr == nil {
+				stopErr = ctx.Err()
+			}
+			continue
+		}
+		if !ok {
+			break
+		}
+		res.add(ev)
+		if ev.Err != nil && stopErr == nil {
+			stopErr = ev.Err
+		}
+		if fn != nil && stopErr == nil {
+			if err := fn(ev); err != nil {
+				stopErr = err
+				c.cancel(id)
+			}
+		}
+	}
+	return res, stopErr
+}
+
+// Complete generates and returns the whole output.
+func (c *Context) Complete(ctx context.Context, req Request) (*Result, error) {
+	return c.Generate(ctx, req, nil)
+}
+
+// Tokenize returns the token ids of text (addSpecial: BOS as the model says).
+func (c *Context) Tokenize(text string, addSpecial bool) ([]int32, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	var flags C.uint32_t
+	if addSpecial {
+		flags = C.LLM_TOKENIZE_ADD_SPECIAL
+	}
+	ctext := C.CString(text)
+	defer C.free(unsafe.Pointer(ctext))
+	capacity := len(text) + 8
+	for {
+		buf := (*C.llm_token)(C.calloc(C.size_t(capacity), C.sizeof_llm_token))
+		var n C.int32_t
+		err := call(func() C.llm_status {
+			return C.llm_tokenize(c.raw, ctext, C.size_t(len(text)), flags, buf, C.int32_t(capacity), &n)
+		})
+		if e, ok := err.(*Error); ok && e.Status == StatusBufferTooSmall {
+			C.free(unsafe.Pointer(buf))
+			capacity = int(n)
+			continue
+		}
+		out := append([]int32(nil), unsafe.Slice((*int32)(unsafe.Pointer(buf)), int(n))...)
+		C.free(unsafe.Pointer(buf))
+		return out, err
+	}
+}

@@ -1,0 +1,265 @@
+package llmrt
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type goldenCase struct {
+	prompt    string
+	promptIDs []int32
+	generated []int32
+}
+
+func ids(s string) []int32 {
+	var out []int32
+	for _, f := range strings.Fields(s) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, int32(v))
+	}
+	return out
+}
+
+func golden(t *testing.T) []goldenCase {
+	path := os.Getenv("LLMRT_GOLDEN")
+	if path == "" {
+		path = "../testdata/golden-greedy.tsv"
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cases []goldenCase
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		parts := strings.SplitN(line, "\t", 3)
+		c := goldenCase{promptIDs: ids(parts[0]), generated: ids(parts[1])}
+		if len(parts) == 3 {
+			c.prompt = parts[2]
+		}
+		cases = append(cases, c)
+	}
+	if len(cases) < 5 {
+		t.Fatalf("%d golden cases", len(cases))
+	}
+	return cases
+}
+
+func greedyRequest(c goldenCase) Request {
+	s := Greedy()
+	r := Request{Prompt: c.prompt, MaxTokens: len(c.generated), Sampling: &s}
+	if c.prompt == "" {
+		r.PromptTokens = c.promptIDs
+	}
+	return r
+}
+
+func open(t *testing.T) *Context {
+	t.Helper()
+	c, err := Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestGreedyMatchesGolden(t *testing.T) {
+	c := open(t)
+	for _, g := range golden(t) {
+		res, err := c.Complete(context.Background(), greedyRequest(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Tokens(), g.generated) {
+			t.Errorf("prompt %q: got %v, want %v", g.prompt, res.Tokens(), g.generated)
+		}
+		if res.Finish() != FinishLength {
+			t.Errorf("prompt %q: finish %v", g.prompt, res.Finish())
+		}
+	}
+}
+
+func TestStreamChannelAndIteratorAgree(t *testing.T) {
+	c := open(t)
+	g := golden(t)[1]
+	ch, err := c.Stream(context.Background(), greedyRequest(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaChan strings.Builder
+	finals := 0
+	for ev := range ch {
+		viaChan.WriteString(ev.Text)
+		if ev.Final {
+			finals++
+		}
+	}
+	var viaFn strings.Builder
+	res, err := c.Generate(context.Background(), greedyRequest(g), func(ev Event) error {
+		viaFn.WriteString(ev.Text)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if finals != 1 || viaChan.String() != viaFn.String() || res.Text() != viaFn.String() || res.Text() == "" {
+		t.Fatalf("finals %d\nchan %q\nfn   %q\nres  %q", finals, viaChan.String(), viaFn.String(), res.Text())
+	}
+}
+
+// 16 goroutines generate at once on one Context; one of them cancels
+// through its context.Context after a few tokens.
+func TestSixteenGoroutinesOneCancels(t *testing.T) {
+	c := open(t)
+	cases := golden(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i == 7 {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				n := 0
+				res, err := c.Generate(ctx, Request{Prompt: "Once upon a time", MaxTokens: 400, IgnoreEOS: true},
+					func(ev Event) error {
+						if n++; n == 3 {
+							cancel()
+						}
+						return nil
+					})
+				if !errors.Is(err, context.Canceled) {
+					errs <- errors.New("cancelled generation returned " + strconv.Quote(errString(err)))
+				} else if res.Finish() != FinishCancelled || len(res.Tokens()) >= 400 {
+					errs <- errors.New("cancelled generation finished " + res.Finish().String())
+				}
+				return
+			}
+			g := cases[i%len(cases)]
+			ch, err := c.Stream(context.Background(), greedyRequest(g))
+			if err != nil {
+				errs <- err
+				return
+			}
+			var got []int32
+			for ev := range ch {
+				if ev.Err != nil {
+					errs <- ev.Err
+				}
+				if !ev.Final {
+					got = append(got, ev.Token)
+				}
+			}
+			if !reflect.DeepEqual(got, g.generated) {
+				errs <- errors.New("goroutine " + strconv.Itoa(i) + ": output differs from golden for " + strconv.Quote(g.prompt))
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func TestCancelByCallbackErrorAndDeadline(t *testing.T) {
+	c := open(t)
+	stop := errors.New("enough")
+	n := 0
+	res, err := c.Generate(context.Background(), Request{Prompt: "The sun was", MaxTokens: 400, IgnoreEOS: true},
+		func(Event) error {
+			if n++; n == 5 {
+				return stop
+			}
+			return nil
+		})
+	if err != stop || res.Finish() != FinishCancelled {
+		t.Fatalf("err %v finish %v", err, res.Finish())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	ch, err := c.Stream(ctx, Request{Prompt: "The sun was", MaxTokens: 400, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last Event
+	for ev := range ch {
+		last = ev
+	}
+	if !last.Final || last.Finish != FinishCancelled {
+		t.Fatalf("last event %+v", last)
+	}
+}
+
+func TestMissingModelFile(t *testing.T) {
+	_, err := Open(&Params{ModelPath: "/nonexistent/model.gguf"})
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want *Error", err)
+	}
+	if e.Status != StatusIO || !strings.Contains(e.Message, "/nonexistent/model.gguf") {
+		t.Fatalf("status %v message %q", e.Status, e.Message)
+	}
+	if !errors.Is(err, &Error{Status: StatusIO}) {
+		t.Fatal("errors.Is by status")
+	}
+}
+
+func TestBadRequestAndClose(t *testing.T) {
+	c, err := Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Complete(context.Background(), Request{Prompt: "hi", MaxTokens: -1})
+	if !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("got %v", err)
+	}
+	toks, err := c.Tokenize("Once upon a time", true)
+	if err != nil || !reflect.DeepEqual(toks, golden(t)[0].promptIDs) {
+		t.Fatalf("tokenize: %v %v", toks, err)
+	}
+	ch, err := c.Stream(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 400, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	c.Close()
+	var last Event
+	for ev := range ch {
+		last = ev
+	}
+	if !last.Final {
+		t.Fatalf("stream did not end with a final event: %+v", last)
+	}
+	if _, err := c.Stream(context.Background(), Request{Prompt: "x"}); err != ErrClosed {
+		t.Fatalf("after Close: %v", err)
+	}
+	c.Close()
+}

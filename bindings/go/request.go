@@ -1,0 +1,149 @@
+package llmrt
+
+/*
+#include <stdlib.h>
+#include "llm.h"
+*/
+import "C"
+
+import (
+	"strings"
+	"unsafe"
+)
+
+// Sampling settings. DefaultSampling gives the library's defaults; Greedy
+// always takes the most likely token.
+type Sampling struct {
+	Temperature       float32
+	TopK              int
+	TopP              float32
+	MinP              float32
+	RepetitionPenalty float32
+	FrequencyPenalty  float32
+	PresencePenalty   float32
+	PenaltyLastN      int
+	Seed              uint64 // SeedRandom draws one
+}
+
+// SeedRandom as Sampling.Seed draws a random seed.
+const SeedRandom = ^uint64(0)
+
+// DefaultSampling returns the library's default sampling settings.
+func DefaultSampling() Sampling {
+	var p C.llm_sampling_params
+	C.llm_sampling_params_init(&p)
+	return Sampling{
+		Temperature:       float32(p.temperature),
+		TopK:              int(p.top_k),
+		TopP:              float32(p.top_p),
+		MinP:              float32(p.min_p),
+		RepetitionPenalty: float32(p.repetition_penalty),
+		FrequencyPenalty:  float32(p.frequency_penalty),
+		PresencePenalty:   float32(p.presence_penalty),
+		PenaltyLastN:      int(p.penalty_last_n),
+		Seed:              uint64(p.seed),
+	}
+}
+
+// Greedy returns settings that always pick the most likely token.
+func Greedy() Sampling {
+	s := DefaultSampling()
+	s.Temperature = 0
+	return s
+}
+
+// Request is one generation. Zero values take the library's defaults
+// (MaxTokens 256, N 1, default sampling).
+type Request struct {
+	Prompt       string  // text, tokenized with BOS as the model says
+	PromptTokens []int32 // used verbatim (no BOS added) when Prompt is ""
+	MaxTokens    int
+	Sampling     *Sampling
+	Stop         []string // stop strings, not included in the output
+	IgnoreEOS    bool
+	N            int // parallel samples from one prompt
+	Priority     int
+}
+
+// cRequest is a request in C memory, so no Go pointer reaches the library.
+type cRequest struct {
+	req  *C.llm_request
+	bufs []unsafe.Pointer
+}
+
+func (r *cRequest) alloc(size C.size_t) unsafe.Pointer {
+	p := C.calloc(1, size)
+	r.bufs = append(r.bufs, p)
+	return p
+}
+
+func (r *cRequest) cstring(s string) *C.char {
+	p := C.CString(s)
+	r.bufs = append(r.bufs, unsafe.Pointer(p))
+	return p
+}
+
+func (r *cRequest) free() {
+	for _, p := range r.bufs {
+		C.free(p)
+	}
+	r.bufs = nil
+}
+
+func newCRequest(q *Request) (*cRequest, error) {
+	if strings.IndexByte(q.Prompt, 0) >= 0 {
+		return nil, &Error{Status: StatusInvalidArgument, Message: "prompt contains a NUL byte"}
+	}
+	r := &cRequest{}
+	r.req = (*C.llm_request)(r.alloc(C.sizeof_llm_request))
+	C.llm_request_init(r.req)
+	if q.Prompt != "" {
+		r.req.prompt = r.cstring(q.Prompt)
+	} else if len(q.PromptTokens) > 0 {
+		toks := (*C.llm_token)(r.alloc(C.size_t(len(q.PromptTokens)) * C.sizeof_llm_token))
+		copy(unsafe.Slice((*int32)(unsafe.Pointer(toks)), len(q.PromptTokens)), q.PromptTokens)
+		r.req.prompt_tokens = toks
+		r.req.n_prompt_tokens = C.int32_t(len(q.PromptTokens))
+	} else {
+		r.req.prompt = r.cstring("") // the library reports the empty prompt
+	}
+	if q.MaxTokens != 0 {
+		r.req.max_tokens = C.int32_t(q.MaxTokens)
+	}
+	if q.N != 0 {
+		r.req.n = C.int32_t(q.N)
+	}
+	r.req.priority = C.int32_t(q.Priority)
+	if q.IgnoreEOS {
+		r.req.ignore_eos = 1
+	}
+	if q.Sampling != nil {
+		s := q.Sampling
+		sp := (*C.llm_sampling_params)(r.alloc(C.sizeof_llm_sampling_params))
+		C.llm_sampling_params_init(sp)
+		sp.temperature = C.float(s.Temperature)
+		sp.top_k = C.int32_t(s.TopK)
+		sp.top_p = C.float(s.TopP)
+		sp.min_p = C.float(s.MinP)
+		sp.repetition_penalty = C.float(s.RepetitionPenalty)
+		sp.frequency_penalty = C.float(s.FrequencyPenalty)
+		sp.presence_penalty = C.float(s.PresencePenalty)
+		sp.penalty_last_n = C.int32_t(s.PenaltyLastN)
+		sp.seed = C.uint64_t(s.Seed)
+		r.req.sampling = sp
+	}
+	if len(q.Stop) > 0 {
+		arr := (**C.char)(r.alloc(C.size_t(len(q.Stop)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+		ptrs := unsafe.Slice(arr, len(q.Stop))
+		for i, s := range q.Stop {
+			if strings.IndexByte(s, 0) >= 0 {
+				r.free()
+				return nil, &Error{Status: StatusInvalidArgument, Message: "stop string contains a NUL byte"}
+			}
+			ptrs[i] = r.cstring(s)
+		}
+		r.req.stop = arr
+		r.req.n_stop = C.int32_t(len(q.Stop))
+	}
+	return r, nil
+}
