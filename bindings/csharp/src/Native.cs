@@ -1,0 +1,147 @@
+// P/Invoke mirror of include/llm.h. Field order and types follow the header
+// one to one; Tests.cs checks sizes and offsets against the pinned ABI.
+using System;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
+[assembly: InternalsVisibleTo("Llmrt.Tests")]
+
+namespace Llmrt
+{
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeCtxParams
+    {
+        public uint struct_size;
+        public int backend;
+        public IntPtr model_path;
+        public int n_threads, n_ctx, kv_block_size, n_kv_blocks, max_seqs, max_batch_tokens, max_queued, reserved0;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeSamplingParams
+    {
+        public uint struct_size;
+        public float temperature;
+        public int top_k;
+        public float top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty;
+        public int penalty_last_n;
+        public ulong seed;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeMetrics
+    {
+        public int prompt_tokens, cached_prompt_tokens, generated_tokens;
+        public int draft_tokens_proposed, draft_tokens_accepted, preemptions;
+        public double queue_ms, ttft_ms, tpot_ms, total_ms;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeEvent
+    {
+        public uint struct_size;
+        public int type;
+        public ulong request_id;
+        public int seq_index;
+        public int token;
+        public IntPtr text;
+        public uint text_len;
+        public float logprob;
+        public int finish_reason;
+        public int status;
+        public IntPtr message;
+        public NativeMetrics metrics;
+        public IntPtr prompt_logprobs;
+        public int n_prompt_logprobs;
+        public int reserved0;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeRequest
+    {
+        public uint struct_size;
+        public uint tokenize_flags;
+        public IntPtr prompt;
+        public IntPtr prompt_tokens;
+        public int n_prompt_tokens;
+        public int max_tokens;
+        public IntPtr sampling;
+        public IntPtr stop;
+        public int n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0;
+        public IntPtr callback;
+        public IntPtr user_data;
+        public ulong cache_salt; // appended in 0.1
+    }
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate void NativeEventCallback(IntPtr ev, IntPtr userData);
+
+    internal static class Native
+    {
+        // Resolved as libllmrt.so: next to the assembly, then the loader's
+        // path (LD_LIBRARY_PATH). See README.
+        internal const string Lib = "llmrt";
+
+        internal const int EventToken = 1, EventFinal = 2;
+        internal const uint TokenizeAddSpecial = 1;
+        internal const ulong SeedRandom = ulong.MaxValue;
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr llm_version();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr llm_status_str(int status);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr llm_last_error();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_ctx_params_init(IntPtr p);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_sampling_params_init(IntPtr p);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_request_init(IntPtr r);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_ctx_create(ref NativeCtxParams p, out ContextHandle ctx);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void llm_ctx_destroy(IntPtr ctx);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_submit(ContextHandle ctx, ref NativeRequest r, out ulong id);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_cancel(ContextHandle ctx, ulong id);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_poll(ContextHandle ctx, IntPtr events, uint capacity, out uint n, int timeoutMs);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_wakeup(ContextHandle ctx);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_tokenize(ContextHandle ctx, byte[] text, UIntPtr len, uint flags, int[] output, int capacity, out int n);
+
+        internal static string Utf8(IntPtr p, int len)
+        {
+            if (p == IntPtr.Zero || len <= 0) return "";
+            var bytes = new byte[len];
+            Marshal.Copy(p, bytes, 0, len);
+            return System.Text.Encoding.UTF8.GetString(bytes);
+        }
+
+        internal static string Utf8(IntPtr p)
+        {
+            if (p == IntPtr.Zero) return "";
+            int len = 0;
+            while (Marshal.ReadByte(p, len) != 0) len++;
+            return Utf8(p, len);
+        }
+
+        /// A NUL-terminated UTF-8 copy of s in unmanaged memory (FreeHGlobal it).
+        internal static IntPtr AllocUtf8(string s)
+        {
+            var bytes = System.Text.Encoding.UTF8.GetBytes(s);
+            IntPtr p = Marshal.AllocHGlobal(bytes.Length + 1);
+            Marshal.Copy(bytes, 0, p, bytes.Length);
+            Marshal.WriteByte(p, bytes.Length, 0);
+            return p;
+        }
+
+        /// Runs an llm_*_init function. It writes the struct as the loaded
+        /// library knows it, which may be larger than this mirror (a newer
+        /// library), so it writes into a roomy buffer; struct_size is then set
+        /// to the mirror's size, which newer libraries accept.
+        internal static T Init<T>(Func<IntPtr, int> init) where T : struct
+        {
+            IntPtr buf = Marshal.AllocHGlobal(2048);
+            try
+            {
+                for (int i = 0; i < 2048; i += 8) Marshal.WriteInt64(buf, i, 0);
+                init(buf);
+                Marshal.WriteInt32(buf, 0, Marshal.SizeOf(typeof(T)));
+                return (T)Marshal.PtrToStructure(buf, typeof(T));
+            }
+            finally { Marshal.FreeHGlobal(buf); }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+// Test program for the C# binding: exits 0 when every test passes, 1 if not.
+// Run from anywhere; the golden file is found through LLMRT_GOLDEN or
+// relative to the current directory (bindings/csharp or the repo root).
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Linq;
+using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
+using Llmrt;
+
+static class Tests
+{
+    sealed class Case { public string Prompt; public int[] PromptIds; public int[] Generated; }
+
+    static int[] Ids(string s)
+    {
+        return s.Split(new[] { ' ' }, StringSplitOptions.RemoveEmptyEntries).Select(int.Parse).ToArray();
+    }
+
+    static List<Case> Golden()
+    {
+        string path = Environment.GetEnvironmentVariable("LLMRT_GOLDEN");
+        if (string.IsNullOrEmpty(path))
+            path = new[] { "../testdata/golden-greedy.tsv", "bindings/testdata/golden-greedy.tsv", "../../testdata/golden-greedy.tsv" }
+                .FirstOrDefault(File.Exists) ?? "../testdata/golden-greedy.tsv";
+        var cases = new List<Case>();
+        foreach (var line in File.ReadAllLines(path))
+        {
+            if (line.Length == 0 || line[0] == '#') continue;
+            var f = line.Split(new[] { '\t' }, 3);
+            cases.Add(new Case { PromptIds = Ids(f[0]), Generated = Ids(f[1]), Prompt = f.Length > 2 ? f[2] : "" });
+        }
+        Check(cases.Count >= 5, "golden cases: " + cases.Count);
+        return cases;
+    }
+
+    static GenerateRequest Greedy(Case c)
+    {
+        var r = new GenerateRequest { MaxTokens = c.Generated.Length, Sampling = SamplingOptions.Greedy() };
+        if (c.Prompt.Length > 0) r.Prompt = c.Prompt; else r.PromptTokens = c.PromptIds;
+        return r;
+    }
+
+    static void Check(bool ok, string what)
+    {
+        if (!ok) throw new Exception("check failed: " + what);
+    }
+
+    static int Offset(Type t, string field) { return Marshal.OffsetOf(t, field).ToInt32(); }
+
+    static void Layout()
+    {
+        // The pinned ABI of llm.h (tests/test_abi.cpp) as this mirror sees it.
+        Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 48, "llm_ctx_params size");
+        Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 48, "llm_sampling_params size");
+        Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
+        Check(Marshal.SizeOf(typeof(NativeEvent)) == 128, "llm_event size");
+        Check(Marshal.SizeOf(typeof(NativeRequest)) == 96, "llm_request size");
+        Check(Offset(typeof(NativeEvent), "metrics") == 56, "llm_event.metrics offset");
+        Check(Offset(typeof(NativeRequest), "callback") == 72, "llm_request.callback offset");
+        Check(Offset(typeof(NativeSamplingParams), "seed") == 40, "llm_sampling_params.seed offset");
+    }
+
+    static void GreedyMatchesGolden()
+    {
+        using (var ctx = new LlmContext())
+        {
+            foreach (var c in Golden())
+            {
+                var res = ctx.Generate(Greedy(c));
+                Check(res.Tokens.SequenceEqual(c.Generated), "greedy output of \"" + c.Prompt + "\"");
+                Check(res.Finish == FinishReason.Length, "finish " + res.Finish);
+            }
+        }
+    }
+
+    static void CallbackAndEnumerableAgree()
+    {
+        using (var ctx = new LlmContext())
+        {
+            var c = Golden()[1];
+            var viaCallback = new System.Text.StringBuilder();
+            var res = ctx.Generate(Greedy(c), e => viaCallback.Append(e.Text));
+            string viaEnumerable = string.Concat(ctx.Stream(Greedy(c)));
+            Check(res.Text.Length > 0, "text");
+            Check(viaCallback.ToString() == res.Text, "callback text");
+            Check(viaEnumerable == res.Text, "enumerable text: " + viaEnumerable);
+            var ids = ctx.Tokenize("Once upon a time");
+            Check(ids.SequenceEqual(Golden()[0].PromptIds), "tokenize");
+        }
+    }
+
+    // Four streams at once on one context, plus one cancelled through a token.
+    static void FourConcurrentStreamsAndACancel()
+    {
+        var cases = Golden();
+        using (var ctx = new LlmContext())
+        using (var cts = new CancellationTokenSource())
+        {
+            var streams = Enumerable.Range(0, 4).Select(i => Task.Run(() =>
+            {
+                var c = cases[i % cases.Count];
+                var tokens = new List<int>();
+                foreach (var e in ctx.Submit(Greedy(c)))
+                    if (!e.IsFinal) tokens.Add(e.Token);
+                Check(tokens.SequenceEqual(c.Generated), "stream " + i + " output");
+            })).ToList();
+            var cancelled = Task.Run(() =>
+            {
+                int n = 0;
+                try
+                {
+                    ctx.Generate(new GenerateRequest("Once upon a time") { MaxTokens = 400, IgnoreEos = true },
+                                 e => { if (++n == 3) cts.Cancel(); }, cts.Token);
+                    Check(false, "no OperationCanceledException");
+                }
+                catch (OperationCanceledException) { }
+                Check(n < 400, "tokens after cancel: " + n);
+            });
+            streams.Add(cancelled);
+            Task.WaitAll(streams.ToArray());
+
+            // Stream.Cancel(): the enumeration ends with a Cancelled final event.
+            var s = ctx.Submit(new GenerateRequest("The sun was") { MaxTokens = 400, IgnoreEos = true });
+            LlmEvent last = null;
+            int count = 0;
+            foreach (var e in s) { if (++count == 2) s.Cancel(); last = e; }
+            Check(last != null && last.IsFinal && last.Finish == FinishReason.Cancelled, "cancelled final event");
+        }
+    }
+
+    static void MissingModelFile()
+    {
+        try
+        {
+            using (new LlmContext(new ContextOptions { ModelPath = "/nonexistent/model.gguf" })) { }
+            Check(false, "a missing model loaded");
+        }
+        catch (LlmException e)
+        {
+            Check(e.Status == LlmStatus.Io, "status " + e.Status);
+            Check(e.NativeMessage.Contains("/nonexistent/model.gguf"), "message: " + e.Message);
+            Check(e.Message.StartsWith("LLM_ERR_IO"), "message: " + e.Message);
+        }
+    }
+
+    static void BadRequestAndDispose()
+    {
+        var ctx = new LlmContext();
+        try
+        {
+            ctx.Submit(new GenerateRequest("hi") { MaxTokens = 0 });
+            Check(false, "max_tokens 0 accepted");
+        }
+        catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "status " + e.Status); }
+        var s = ctx.Submit(new GenerateRequest("Once upon a time") { MaxTokens = 400, IgnoreEos = true });
+        var it = s.GetEnumerator();
+        Check(it.MoveNext(), "first event");
+        ctx.Dispose();
+        try
+        {
+            while (it.MoveNext()) { }
+        }
+        catch (LlmException e) { Check(e.Status == LlmStatus.Shutdown, "status " + e.Status); }
+        ctx.Dispose();
+    }
+
+    static int Main()
+    {
+        var tests = new Dictionary<string, Action>
+        {
+            { "Layout", Layout },
+            { "GreedyMatchesGolden", GreedyMatchesGolden },
+            { "CallbackAndEnumerableAgree", CallbackAndEnumerableAgree },
+            { "FourConcurrentStreamsAndACancel", FourConcurrentStreamsAndACancel },
+            { "MissingModelFile", MissingModelFile },
+            { "BadRequestAndDispose", BadRequestAndDispose },
+        };
+        int passed = 0, failed = 0;
+        foreach (var t in tests)
+        {
+            try
+            {
+                t.Value();
+                Console.WriteLine("PASS " + t.Key);
+                passed++;
+            }
+            catch (Exception e)
+            {
+                Console.WriteLine("FAIL " + t.Key + ": " + e);
+                failed++;
+            }
+        }
+        Console.WriteLine(passed + " passed, " + failed + " failed");
+        return failed == 0 ? 0 : 1;
+    }
+}
