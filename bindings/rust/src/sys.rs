@@ -196,6 +196,7 @@ pub struct llm_stats {
     pub preemptions: u64,
     pub waiting: i32,
     pub reserved1: i32,
+    pub kv_utilization: f64,
 }
 
 #[repr(C)]

@@ -56,7 +56,8 @@ fn rust_layout() -> Layout {
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
-                    prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1 }
+                    prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1,
+                    kv_utilization }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }
