@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds and tests the Rust, Go and C# bindings against libllmrt.
+# Builds and tests the Rust, Go and C# bindings (and the C++ wrappers in
+# include/llm.hpp) against libllmrt.
 #
 #   bash bindings/ci.sh            # builds the library into build-bind/ first
 #   LLMRT_LIB_DIR=/path/lib bash bindings/ci.sh   # uses that library instead
@@ -42,11 +43,11 @@ if [ -z "${LLMRT_LIB_DIR:-}" ]; then
   echo "== building libllmrt into $build"
   if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLLM_CUDA=OFF >/dev/null &&
          cmake --build "$build" -j"$(nproc)" --target llmrt >/dev/null; }; then
-    echo "cannot build libllmrt"; echo "0 passed, 3 failed"; exit 1
+    echo "cannot build libllmrt"; echo "0 passed, 4 failed"; exit 1
   fi
   export LLMRT_LIB_DIR=$build/lib
 fi
-[ -e "$LLMRT_LIB_DIR/libllmrt.so" ] || { echo "no libllmrt.so in $LLMRT_LIB_DIR"; echo "0 passed, 3 failed"; exit 1; }
+[ -e "$LLMRT_LIB_DIR/libllmrt.so" ] || { echo "no libllmrt.so in $LLMRT_LIB_DIR"; echo "0 passed, 4 failed"; exit 1; }
 export LLMRT_INCLUDE_DIR=${LLMRT_INCLUDE_DIR:-$repo/include}
 export LLMRT_GOLDEN=${LLMRT_GOLDEN:-$here/testdata/golden-greedy.tsv}
 export LD_LIBRARY_PATH=$LLMRT_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -79,9 +80,21 @@ csharp_suite() {
   (cd "$here/csharp" && timeout 300 mono --debug "$out/Llmrt.Tests.exe")
 }
 
+# ------------------------------------------- C++ wrappers (include/llm.hpp)
+cpp_suite() {
+  local out=$build/cpp
+  mkdir -p "$out" &&
+  ${CXX:-c++} -std=c++20 -Wall -Wextra -Werror -I"$LLMRT_INCLUDE_DIR" "$repo/tests/test_llm_hpp.cpp" -o "$out/test_llm_hpp" \
+    -L"$LLMRT_LIB_DIR" -lllmrt -Wl,-rpath,"$LLMRT_LIB_DIR" &&
+  ${CXX:-c++} -std=c++20 -Wall -Wextra -Werror -I"$LLMRT_INCLUDE_DIR" "$repo/samples/cpp_stream.cpp" -o "$out/cpp_stream" \
+    -L"$LLMRT_LIB_DIR" -lllmrt -Wl,-rpath,"$LLMRT_LIB_DIR" &&
+  "$out/test_llm_hpp" && "$out/cpp_stream" "Once upon a time" 20 >/dev/null
+}
+
 suite rust rust_suite
 suite go go_suite
 suite csharp csharp_suite
+suite cpp cpp_suite
 
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"
