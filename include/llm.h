@@ -211,7 +211,8 @@ typedef struct llm_metrics {
   int32_t generated_tokens;     /* tokens generated for this sequence          */
   int32_t draft_tokens_proposed;/* speculative decoding: drafts proposed       */
   int32_t draft_tokens_accepted;/* ... and accepted                            */
-  int32_t reserved0;
+  int32_t preemptions;          /* times the sequence lost its KV blocks and   */
+                                /* was recomputed                              */
   double queue_ms;              /* submit -> first scheduled                   */
   double ttft_ms;               /* submit -> first generated token             */
   double tpot_ms;               /* mean time per output token after the first  */
@@ -267,6 +268,10 @@ typedef struct llm_request {
   int32_t reserved0;          /* must be 0                                  */
   llm_event_callback callback;/* NULL: events go to llm_poll's array        */
   void* user_data;            /* passed to callback                          */
+  /* --- appended in 0.1 (after the first layout) --- */
+  uint64_t cache_salt;        /* prefix-cache partition: requests share     */
+                              /* cached KV blocks only with equal salts     */
+                              /* (e.g. one salt per tenant); default 0      */
 } llm_request;
 
 /* Fills *request with struct_size and defaults. */
@@ -344,6 +349,16 @@ typedef struct llm_stats {
   double uptime_s;             /* since llm_ctx_create                       */
   double prompt_tokens_per_s;  /* over busy time                             */
   double generated_tokens_per_s;
+  /* --- appended in 0.1 (after the first layout) --- */
+  uint64_t prefix_cache_queried_tokens; /* prompt tokens looked up in the cache */
+  uint64_t prefix_cache_hit_tokens;     /* ... of which were found (hit rate =  */
+                                        /* hit / queried)                       */
+  uint64_t preemptions;        /* sequences preempted (blocks freed, recomputed) */
+  int32_t waiting;             /* sequences waiting for admission             */
+  int32_t reserved1;
+  double kv_utilization;       /* time-averaged share of the slots in used    */
+                               /* KV blocks that hold tokens (0..1), over the */
+                               /* engine steps so far                         */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the
@@ -388,6 +403,40 @@ LLM_API llm_status llm_tokenize(llm_ctx* ctx, const char* text, size_t text_len,
  * BUFFER_TOO_SMALL. */
 LLM_API llm_status llm_detokenize(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens,
                                   uint32_t flags, char* out, size_t capacity, size_t* n_out);
+
+/* -------------------------------------------------------- chat templates */
+
+/* One turn of a conversation. role: "system", "user", "assistant", "tool" or
+ * whatever the template knows; content: the turn's text. Both NUL-terminated
+ * UTF-8, borrowed for the duration of the call. */
+typedef struct llm_chat_message {
+  const char* role;
+  const char* content;
+} llm_chat_message;
+
+/* Renders messages with the model's chat template (tmpl == NULL: the GGUF key
+ * tokenizer.chat_template) or with the given Jinja template text, the way
+ * Hugging Face transformers' apply_chat_template does: the template sees
+ * `messages` (a list of {role, content}), `add_generation_prompt`,
+ * `bos_token` and `eos_token` (the texts of the model's special tokens;
+ * undefined when the model has none), `tools` and `documents` (none), and
+ * the functions raise_exception(msg) and strftime_now(format). The Jinja
+ * subset supported is documented in src/chat/jinja_template.h.
+ * add_generation_prompt: 1 appends the assistant-turn opener, 0 does not.
+ * messages may be NULL when n_messages is 0.
+ * Output like llm_detokenize: at most `capacity` bytes, no NUL; *n_out gets
+ * the full byte count; LLM_ERR_BUFFER_TOO_SMALL when it does not fit.
+ * The rendered text is a prompt: submit it with LLM_TOKENIZE_PARSE_SPECIAL
+ * (and without ADD_SPECIAL when the template writes bos_token itself).
+ * Thread-safe on one context.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8 (template or message text),
+ * UNSUPPORTED (tmpl == NULL and the model has no template),
+ * INVALID_ARGUMENT (add_generation_prompt not 0/1; a template syntax or
+ * runtime error, with its message; a raise_exception in the template, whose
+ * message is llm_last_error() verbatim), BUFFER_TOO_SMALL. */
+LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const llm_chat_message* messages,
+                                           size_t n_messages, int32_t add_generation_prompt, char* out,
+                                           size_t capacity, size_t* n_out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -80,7 +80,7 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 88u);
+  EXPECT_EQ(sizeof(llm_request), 96u);
   PIN(llm_request, struct_size, 0);
   PIN(llm_request, tokenize_flags, 4);
   PIN(llm_request, prompt, 8);
@@ -97,6 +97,7 @@ TEST(Abi, RequestLayout) {
   PIN(llm_request, reserved0, 68);
   PIN(llm_request, callback, 72);
   PIN(llm_request, user_data, 80);
+  PIN(llm_request, cache_salt, 88);
 }
 
 TEST(Abi, EventAndMetricsLayout) {
@@ -106,6 +107,7 @@ TEST(Abi, EventAndMetricsLayout) {
   PIN(llm_metrics, generated_tokens, 8);
   PIN(llm_metrics, draft_tokens_proposed, 12);
   PIN(llm_metrics, draft_tokens_accepted, 16);
+  PIN(llm_metrics, preemptions, 20);
   PIN(llm_metrics, queue_ms, 24);
   PIN(llm_metrics, ttft_ms, 32);
   PIN(llm_metrics, tpot_ms, 40);
@@ -129,7 +131,7 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 96u);
+  EXPECT_EQ(sizeof(llm_stats), 136u);
   PIN(llm_stats, struct_size, 0);
   PIN(llm_stats, backend, 4);
   PIN(llm_stats, requests_submitted, 8);
@@ -146,6 +148,12 @@ TEST(Abi, StatsAndModelInfoLayout) {
   PIN(llm_stats, uptime_s, 72);
   PIN(llm_stats, prompt_tokens_per_s, 80);
   PIN(llm_stats, generated_tokens_per_s, 88);
+  PIN(llm_stats, prefix_cache_queried_tokens, 96);
+  PIN(llm_stats, prefix_cache_hit_tokens, 104);
+  PIN(llm_stats, preemptions, 112);
+  PIN(llm_stats, waiting, 120);
+  PIN(llm_stats, reserved1, 124);
+  PIN(llm_stats, kv_utilization, 128);
   EXPECT_EQ(sizeof(llm_model_info), 64u);
   PIN(llm_model_info, struct_size, 0);
   PIN(llm_model_info, n_vocab, 4);

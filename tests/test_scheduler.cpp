@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/kv_cache_manager.h"
 #include "sched/scheduler.h"
 
 namespace llm {
@@ -15,16 +16,17 @@ std::unique_ptr<Sequence> MakeSeq(int32_t n_prompt, uint64_t arrival, int32_t pr
   s->request_id = arrival + 1;
   s->arrival = arrival;
   s->priority = priority;
-  s->tokens.assign(n_prompt, 7);
+  for (int32_t i = 0; i < n_prompt; ++i) s->tokens.push_back(static_cast<int32_t>(arrival * 1000 + i));
   s->n_prompt = n_prompt;
   return s;
 }
 
 // Runs a step the way the engine does: advance n_computed, then "sample"
 // (append a token) for every sequence whose chunk reached its end.
-void Advance(const SchedulerOutput& out) {
+void Advance(const SchedulerOutput& out, KvCacheManager* kv = nullptr) {
   for (const auto& c : out.chunks) {
     c.seq->n_computed += c.n_tokens;
+    if (kv) kv->CommitComputed(c.seq);
     if (c.seq->n_computed == static_cast<int32_t>(c.seq->tokens.size())) c.seq->tokens.push_back(9);
   }
 }
@@ -51,8 +53,9 @@ TEST(BlockPool, AllocateReleaseAndRefCounts) {
 }
 
 TEST(Scheduler, ChunkedPrefillRespectsTokenBudget) {
-  BlockPool pool(64, 16);
-  Scheduler sched({/*max_seqs=*/4, /*max_batch_tokens=*/32}, &pool);
+  KvCacheManager kv(64, 16);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({/*max_seqs=*/4, /*max_batch_tokens=*/32}, &kv);
   auto a = MakeSeq(50, 0);
   sched.Add(a.get());
   auto out = sched.Schedule();
@@ -71,8 +74,9 @@ TEST(Scheduler, ChunkedPrefillRespectsTokenBudget) {
 }
 
 TEST(Scheduler, RunningDecodesComeFirstThenAdmission) {
-  BlockPool pool(64, 16);
-  Scheduler sched({4, 20}, &pool);
+  KvCacheManager kv(64, 16);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({4, 20}, &kv);
   auto a = MakeSeq(10, 0);
   sched.Add(a.get());
   Advance(sched.Schedule());  // a prefilled, now decoding
@@ -88,8 +92,9 @@ TEST(Scheduler, RunningDecodesComeFirstThenAdmission) {
 }
 
 TEST(Scheduler, SequenceLimit) {
-  BlockPool pool(64, 16);
-  Scheduler sched({2, 512}, &pool);
+  KvCacheManager kv(64, 16);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({2, 512}, &kv);
   auto a = MakeSeq(4, 0), b = MakeSeq(4, 1), c = MakeSeq(4, 2);
   sched.Add(c.get());
   sched.Add(a.get());
@@ -102,8 +107,9 @@ TEST(Scheduler, SequenceLimit) {
 }
 
 TEST(Scheduler, PriorityAdmitsFirst) {
-  BlockPool pool(64, 16);
-  Scheduler sched({1, 512}, &pool);
+  KvCacheManager kv(64, 16);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({1, 512}, &kv);
   auto low = MakeSeq(4, 0, 0), high = MakeSeq(4, 1, 5);
   sched.Add(low.get());
   sched.Add(high.get());
@@ -115,8 +121,9 @@ TEST(Scheduler, PriorityAdmitsFirst) {
 TEST(Scheduler, PreemptsLatestWhenBlocksRunOut) {
   // 4 blocks of 4 tokens. Two sequences of 8 tokens fill the pool; the first
   // one's next decode token needs a fifth block, so the later one is preempted.
-  BlockPool pool(4, 4);
-  Scheduler sched({4, 512}, &pool);
+  KvCacheManager kv(4, 4);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({4, 512}, &kv);
   auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
   sched.Add(a.get());
   sched.Add(b.get());
@@ -141,8 +148,9 @@ TEST(Scheduler, PreemptsLatestWhenBlocksRunOut) {
 }
 
 TEST(Scheduler, LoneSequenceThatCannotGrowIsReported) {
-  BlockPool pool(2, 4);
-  Scheduler sched({4, 512}, &pool);
+  KvCacheManager kv(2, 4);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({4, 512}, &kv);
   auto a = MakeSeq(8, 0);
   sched.Add(a.get());
   Advance(sched.Schedule());
@@ -156,8 +164,9 @@ TEST(Scheduler, LoneSequenceThatCannotGrowIsReported) {
 }
 
 TEST(Scheduler, RemoveReleasesBlocks) {
-  BlockPool pool(8, 4);
-  Scheduler sched({4, 512}, &pool);
+  KvCacheManager kv(8, 4);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({4, 512}, &kv);
   auto a = MakeSeq(10, 0);
   sched.Add(a.get());
   Advance(sched.Schedule());

@@ -222,6 +222,7 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     spec.n = r.n;
     spec.priority = r.priority;
     spec.prompt_logprobs = r.prompt_logprobs != 0;
+    spec.cache_salt = r.cache_salt;
     spec.callback = r.callback;
     spec.user_data = r.user_data;
     auto id = ctx->engine->Submit(std::move(spec));

@@ -2,6 +2,7 @@
 // status conversion, struct-size checks and the exception guard.
 #pragma once
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -24,9 +25,9 @@ llm_status Ok();
 // is not a struct this library ever defined.
 inline constexpr uint32_t kCtxParamsV1 = sizeof(llm_ctx_params);
 inline constexpr uint32_t kSamplingV1 = sizeof(llm_sampling_params);
-inline constexpr uint32_t kRequestV1 = sizeof(llm_request);
+inline constexpr uint32_t kRequestV1 = offsetof(llm_request, cache_salt);
 inline constexpr uint32_t kEventV1 = sizeof(llm_event);
-inline constexpr uint32_t kStatsV1 = sizeof(llm_stats);
+inline constexpr uint32_t kStatsV1 = offsetof(llm_stats, prefix_cache_queried_tokens);
 inline constexpr uint32_t kModelInfoV1 = sizeof(llm_model_info);
 
 // Copies a caller's struct of any known version over `*out` (which holds

@@ -17,6 +17,7 @@ struct RequestState {
   Clock::time_point submit_time;
   std::vector<std::unique_ptr<Sequence>> seqs;  // (n)
   int32_t n_live = 0;
+  bool forked = false;         // n > 1: the samples have split from sequence 0
   bool counted_queued = true;  // still counted in Engine::n_queued_
 };
 
@@ -54,10 +55,12 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
     : model_(std::move(model)),
       backend_(std::move(backend)),
       config_(config),
-      pool_(config.n_blocks, config.block_size),
-      scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &pool_),
+      kv_(config.n_blocks, config.block_size),
+      scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
       start_time_(Clock::now()) {
   scratch_.resize(model_->config.n_vocab);
+  block_stamp_.assign(config.n_blocks, 0);
+  block_fill_.assign(config.n_blocks, 0);
 }
 
 Engine::~Engine() {
@@ -74,18 +77,22 @@ Engine::~Engine() {
 StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
   const int32_t n_prompt = static_cast<int32_t>(spec.prompt.size());
   if (n_prompt == 0) return InvalidArgument("the prompt is empty (no tokens)");
-  if (n_prompt > config_.n_ctx) {
-    return Status(LLM_ERR_CONTEXT_OVERFLOW, "prompt has " + std::to_string(n_prompt) +
-                                                " tokens but the context holds " + std::to_string(config_.n_ctx));
-  }
-  if (int64_t{pool_.BlocksFor(n_prompt)} * spec.n > config_.n_blocks) {
-    return Status(LLM_ERR_CONTEXT_OVERFLOW, "prompt needs more KV blocks than the pool has (" +
-                                                std::to_string(config_.n_blocks) + ")");
-  }
   for (int32_t t : spec.prompt) {
     if (t < 0 || t >= model_->config.n_vocab) {
       return InvalidArgument("prompt token id " + std::to_string(t) + " is outside the vocabulary");
     }
+  }
+  // A sequence never needs a slot for its last token (it is sampled, not
+  // fed back), so it occupies prompt + max_tokens - 1 positions at most.
+  const int64_t positions = int64_t{n_prompt} + spec.max_tokens - 1;
+  if (positions > config_.n_ctx) {
+    return Status(LLM_ERR_CONTEXT_OVERFLOW,
+                  "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" + std::to_string(spec.max_tokens) +
+                      ") exceeds the context of " + std::to_string(config_.n_ctx) + " tokens");
+  }
+  if (kv_.pool().BlocksFor(positions) > config_.n_blocks) {
+    return Status(LLM_ERR_CONTEXT_OVERFLOW, "the request needs " + std::to_string(kv_.pool().BlocksFor(positions)) +
+                                                " KV blocks but the pool has " + std::to_string(config_.n_blocks));
   }
   auto req = std::make_unique<RequestState>();
   req->spec = std::move(spec);
@@ -136,7 +143,12 @@ void Engine::GetStats(llm_stats* out) const {
   out->kv_blocks_total = config_.n_blocks;
   out->kv_blocks_used = st_blocks_used_;
   out->kv_blocks_free = config_.n_blocks - out->kv_blocks_used;
-  out->kv_blocks_cached = 0;
+  out->kv_blocks_cached = st_blocks_cached_;
+  out->prefix_cache_queried_tokens = st_prefix_queried_;
+  out->prefix_cache_hit_tokens = st_prefix_hit_;
+  out->preemptions = st_preemptions_;
+  out->waiting = st_waiting_;
+  out->kv_utilization = st_kv_utilization_;
   out->uptime_s = std::chrono::duration<double>(Clock::now() - start_time_).count();
   double busy_s = static_cast<double>(st_busy_ns_) * 1e-9;
   if (busy_s > 0) {
@@ -188,10 +200,14 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     seq->tokens = spec.prompt;
     seq->tokens.reserve(spec.prompt.size() + static_cast<size_t>(spec.max_tokens) + 1);
     seq->n_prompt = static_cast<int32_t>(spec.prompt.size());
+    seq->cache_salt = spec.cache_salt;
+    seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
     SamplingParams sp = spec.sampling;
     sp.seed = base_seed + static_cast<uint64_t>(i);
     seq->gen = std::make_unique<SeqGen>(sp, model_->config.n_vocab, spec.stop, r);
-    scheduler_.Add(seq.get());
+    // Parallel samples: only sequence 0 runs the prompt; the others fork
+    // from it (sharing its blocks) when the prompt is done.
+    if (i == 0) scheduler_.Add(seq.get());
     r->seqs.push_back(std::move(seq));
   }
   r->n_live = spec.n;
@@ -199,19 +215,32 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
 }
 
 void Engine::CancelRequest(uint64_t id) {
-  auto it = requests_.find(id);
-  if (it == requests_.end()) return;  // finished meanwhile
-  // Finish() may erase the request once its last sequence ends: collect first.
-  std::vector<Sequence*> live;
-  for (auto& s : it->second->seqs) {
-    if (s->state != SeqState::kFinished) live.push_back(s.get());
+  // Finish() can end several sequences (a parent takes its unforked samples
+  // along) and erases the request with its last one: look it up every time.
+  while (true) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return;
+    Sequence* live = nullptr;
+    for (auto& s : it->second->seqs) {
+      if (s->state != SeqState::kFinished) {
+        live = s.get();
+        break;
+      }
+    }
+    if (live == nullptr) return;
+    Finish(live, LLM_FINISH_CANCELLED, LLM_OK, "");
   }
-  for (Sequence* s : live) Finish(s, LLM_FINISH_CANCELLED, LLM_OK, "");
 }
 
 void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message) {
   SeqGen& g = *seq->gen;
   RequestState* r = g.req;
+  if (seq->seq_index == 0 && !r->forked) {
+    // Samples that never split from this sequence end with it (first, so
+    // the request is erased with this, its last sequence).
+    r->forked = true;
+    for (size_t i = 1; i < r->seqs.size(); ++i) Finish(r->seqs[i].get(), reason, status, message);
+  }
   const auto now = Clock::now();
   EventRecord ev;
   ev.type = LLM_EVENT_FINAL;
@@ -223,7 +252,8 @@ void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std:
   ev.message = message;
   llm_metrics& m = ev.metrics;
   m.prompt_tokens = seq->n_prompt;
-  m.cached_prompt_tokens = 0;
+  m.cached_prompt_tokens = std::max(0, seq->n_cached_prompt);
+  m.preemptions = seq->n_preemptions;
   m.generated_tokens = seq->n_generated();
   m.queue_ms = g.scheduled ? Ms(g.first_sched - r->submit_time) : Ms(now - r->submit_time);
   m.ttft_ms = m.generated_tokens > 0 ? Ms(g.first_token - r->submit_time) : 0.0;
@@ -292,9 +322,59 @@ void Engine::SampleNext(Sequence* seq, const float* logits) {
   }
 }
 
+// The prompt of a request with n > 1 samples has just been computed by its
+// sequence 0: the other samples take shared references to its blocks and
+// draw their first tokens from the same logits, each with its own sampler.
+void Engine::ForkChildren(Sequence* parent, const float* logits) {
+  RequestState* r = parent->gen->req;
+  r->forked = true;
+  for (size_t i = 1; i < r->seqs.size(); ++i) {
+    Sequence* c = r->seqs[i].get();
+    if (c->state == SeqState::kFinished) continue;
+    kv_.Fork(*parent, c);
+    c->n_cached_prompt = parent->n_cached_prompt;
+    c->gen->scheduled = true;
+    c->gen->first_sched = parent->gen->first_sched;
+    c->gen->prompt_logprobs = parent->gen->prompt_logprobs;
+    scheduler_.AddRunning(c);
+    SampleNext(c, logits);
+  }
+}
+
+// After a step: of the slots in blocks that running sequences hold, how many
+// hold computed tokens? A block shared by several sequences counts once.
+void Engine::MeasureKvUtilization() {
+  const int32_t bs = config_.block_size;
+  ++step_no_;
+  int64_t allocated = 0, filled = 0;
+  for (const auto& [id, r] : requests_) {
+    for (const auto& s : r->seqs) {
+      if (s->state != SeqState::kRunning) continue;
+      for (size_t i = 0; i < s->block_table.size(); ++i) {
+        const int32_t b = s->block_table[i];
+        const int32_t fill = std::clamp(s->n_computed - static_cast<int32_t>(i) * bs, 0, bs);
+        if (block_stamp_[b] != step_no_) {
+          block_stamp_[b] = step_no_;
+          block_fill_[b] = fill;
+          allocated += bs;
+          filled += fill;
+        } else if (fill > block_fill_[b]) {
+          filled += fill - block_fill_[b];
+          block_fill_[b] = fill;
+        }
+      }
+    }
+  }
+  if (allocated == 0) return;
+  slots_allocated_ += static_cast<double>(allocated);
+  slots_filled_ += static_cast<double>(filled);
+  st_kv_utilization_ = slots_filled_ / slots_allocated_;
+}
+
 void Engine::Step() {
   const auto t0 = Clock::now();
   SchedulerOutput plan = scheduler_.Schedule();
+  st_preemptions_ += plan.preempted.size();
   for (Sequence* s : plan.no_room) {
     // Not in the scheduler any more; Finish() still releases and reports it.
     Finish(s, LLM_FINISH_LENGTH, LLM_OK, "");
@@ -359,9 +439,14 @@ void Engine::Step() {
   const int32_t n_vocab = model_->config.n_vocab;
   logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab));
 
-  // ---- forward
+  // ---- forward (after the copy-on-write copies the plan asked for)
+  Status st = Status::Ok();
+  for (const KvCopy& c : plan.copies) {
+    st = backend_->CopyKvBlock(c.src, c.dst);
+    if (!st.ok()) break;
+  }
   Batch batch{batch_tokens_, batch_seqs_, logit_rows_};
-  Status st = backend_->Forward(batch, logits_.data());
+  if (st.ok()) st = backend_->Forward(batch, logits_.data());
   if (!st.ok()) {
     for (const ScheduledChunk& c : plan.chunks) Finish(c.seq, LLM_FINISH_ERROR, st.code(), st.message());
     return;
@@ -370,6 +455,7 @@ void Engine::Step() {
     const int32_t in_prompt = std::max(0, std::min(c.seq->n_prompt - c.seq->n_computed, c.n_tokens));
     st_prompt_tokens_ += static_cast<uint64_t>(in_prompt);
     c.seq->n_computed += c.n_tokens;
+    kv_.CommitComputed(c.seq);
   }
 
   // ---- postprocess: prompt logprobs, then sampling (which may finish and
@@ -381,13 +467,21 @@ void Engine::Step() {
     s->gen->prompt_logprobs.push_back(TokenLogprob(row, n_vocab, s->tokens[rows[i].pos + 1]));
   }
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].sample) SampleNext(rows[i].seq, logits_.data() + i * n_vocab);
+    if (!rows[i].sample) continue;
+    Sequence* s = rows[i].seq;
+    const float* row = logits_.data() + i * n_vocab;
+    if (s->seq_index == 0 && !s->gen->req->forked) ForkChildren(s, row);
+    SampleNext(s, row);
   }
 
   st_steps_++;
   st_running_ = scheduler_.n_running();
   st_waiting_ = scheduler_.n_waiting();
-  st_blocks_used_ = pool_.n_used();
+  MeasureKvUtilization();
+  st_blocks_used_ = kv_.pool().n_used();
+  st_blocks_cached_ = kv_.pool().n_cached_free();
+  st_prefix_queried_ = kv_.queried_tokens();
+  st_prefix_hit_ = kv_.hit_tokens();
   st_busy_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 

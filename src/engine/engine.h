@@ -21,7 +21,7 @@
 #include "backend/backend.h"
 #include "engine/event_queue.h"
 #include "engine/sequence.h"
-#include "kv/block_pool.h"
+#include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "sched/scheduler.h"
@@ -48,6 +48,7 @@ struct RequestSpec {
   int32_t n = 1;
   int32_t priority = 0;
   bool prompt_logprobs = false;
+  uint64_t cache_salt = 0;
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
 };
@@ -85,6 +86,8 @@ class Engine {
   void CancelRequest(uint64_t id);
   void Step();
   void SampleNext(Sequence* seq, const float* logits);
+  void ForkChildren(Sequence* parent, const float* logits);
+  void MeasureKvUtilization();
   void Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message);
   void EmitToken(Sequence* seq, int32_t token, float logprob, std::string_view text);
 
@@ -104,7 +107,7 @@ class Engine {
   int32_t n_queued_ = 0;                // live requests not yet admitted to run
 
   // ---- engine thread only
-  BlockPool pool_;
+  KvCacheManager kv_;
   Scheduler scheduler_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
   uint64_t arrival_ = 0;
@@ -115,12 +118,18 @@ class Engine {
   std::vector<int32_t> logit_rows_;          // (n_logits)
   std::vector<float> logits_;                // (n_logits, n_vocab)
   std::vector<float> scratch_;               // (n_vocab)
+  std::vector<uint32_t> block_stamp_;        // (n_blocks) last step that counted a block
+  std::vector<int32_t> block_fill_;          // (n_blocks) tokens held, this step
+  uint32_t step_no_ = 0;
+  double slots_allocated_ = 0, slots_filled_ = 0;  // summed over steps
 
   // ---- statistics (atomics: read by GetStats on any thread)
   Clock::time_point start_time_;
   std::atomic<uint64_t> st_submitted_{0}, st_finished_{0}, st_prompt_tokens_{0}, st_generated_{0},
       st_steps_{0}, st_busy_ns_{0};
-  std::atomic<int32_t> st_running_{0}, st_waiting_{0}, st_blocks_used_{0};
+  std::atomic<int32_t> st_running_{0}, st_waiting_{0}, st_blocks_used_{0}, st_blocks_cached_{0};
+  std::atomic<uint64_t> st_prefix_queried_{0}, st_prefix_hit_{0}, st_preemptions_{0};
+  std::atomic<double> st_kv_utilization_{0.0};
 
   std::thread thread_;
 };

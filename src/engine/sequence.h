@@ -31,6 +31,10 @@ struct Sequence {
   int32_t n_prompt = 0;
   int32_t n_computed = 0;       // tokens whose K/V are in the cache
   std::vector<int32_t> block_table;  // physical KV blocks, in logical order
+  std::vector<uint64_t> block_hashes; // prefix-cache hashes of the full blocks so far
+  uint64_t cache_salt = 0;           // sequences share cached blocks only with equal salts
+  int32_t n_cached_prompt = -1;      // prompt tokens served from the cache at first admission
+  bool use_cached_prefix = true;     // may start from cached blocks
   SeqState state = SeqState::kWaiting;
   int32_t n_preemptions = 0;
 

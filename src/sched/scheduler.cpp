@@ -13,23 +13,28 @@ void Erase(std::vector<Sequence*>* list, Sequence* seq) {
 }
 }  // namespace
 
-Scheduler::Scheduler(const SchedulerConfig& config, BlockPool* pool) : config_(config), pool_(pool) {}
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager* kv) : config_(config), kv_(kv) {}
 
 void Scheduler::Add(Sequence* seq) {
   seq->state = SeqState::kWaiting;
   InsertOrdered(&waiting_, seq);
 }
 
+void Scheduler::AddRunning(Sequence* seq) {
+  seq->state = SeqState::kRunning;
+  InsertOrdered(&running_, seq);
+}
+
 void Scheduler::Remove(Sequence* seq) {
   Erase(&running_, seq);
   Erase(&waiting_, seq);
-  pool_->ReleaseAll(&seq->block_table);
+  kv_->Free(seq);
   seq->state = SeqState::kFinished;
 }
 
 void Scheduler::Preempt(Sequence* seq, SchedulerOutput* out) {
   Erase(&running_, seq);
-  pool_->ReleaseAll(&seq->block_table);
+  kv_->Free(seq);
   seq->n_computed = 0;  // recompute prompt + generated tokens when readmitted
   seq->n_preemptions++;
   seq->state = SeqState::kWaiting;
@@ -53,7 +58,7 @@ SchedulerOutput Scheduler::Schedule() {
     }
     bool scheduled = false;
     while (true) {
-      if (pool_->EnsureCapacity(&seq->block_table, int64_t{seq->n_computed} + k)) {
+      if (kv_->AllocateSlots(seq, k, 0, &out.copies)) {
         scheduled = true;
         break;
       }
@@ -83,8 +88,15 @@ SchedulerOutput Scheduler::Schedule() {
          static_cast<int32_t>(running_.size()) < config_.max_seqs) {
     Sequence* seq = waiting_.front();
     if (std::find(out.preempted.begin(), out.preempted.end(), seq) != out.preempted.end()) break;
+    const int32_t cached = kv_->AttachCachedPrefix(seq);
     int32_t k = std::min(seq->n_pending(), budget);
-    if (!pool_->EnsureCapacity(&seq->block_table, int64_t{seq->n_computed} + k)) break;
+    if (!kv_->AllocateSlots(seq, k, 0, &out.copies)) {
+      kv_->Free(seq);  // undo the attach; try again next step
+      seq->n_computed = 0;
+      break;
+    }
+    kv_->RecordQuery(static_cast<int32_t>(seq->tokens.size()), cached);
+    if (seq->n_cached_prompt < 0) seq->n_cached_prompt = std::min(cached, seq->n_prompt);
     waiting_.erase(waiting_.begin());
     seq->state = SeqState::kRunning;
     InsertOrdered(&running_, seq);

@@ -6,14 +6,15 @@
 // waiting sequences are admitted, in priority/arrival order, with chunked
 // prefill, until the token budget or the sequence limit is reached. When the
 // KV pool runs out, the lowest-priority, latest-arrived running sequence is
-// preempted: its blocks are freed and it recomputes from scratch later.
+// preempted: its blocks are freed and it recomputes from scratch later (its
+// prompt usually comes straight back from the prefix cache).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "engine/sequence.h"
-#include "kv/block_pool.h"
+#include "kv/kv_cache_manager.h"
 
 namespace llm {
 
@@ -31,15 +32,19 @@ struct SchedulerOutput {
   std::vector<ScheduledChunk> chunks;  // in batch order
   std::vector<Sequence*> preempted;    // lost their blocks this step (back to waiting)
   std::vector<Sequence*> no_room;      // cannot grow even alone in the pool: the caller ends them
+  std::vector<KvCopy> copies;          // copy-on-write block copies to run before the step
   int32_t n_tokens = 0;
   bool empty() const { return chunks.empty(); }
 };
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerConfig& config, BlockPool* pool);
+  Scheduler(const SchedulerConfig& config, KvCacheManager* kv);
 
   void Add(Sequence* seq);     // queue a new sequence
+  // Add a sequence that already holds its blocks (a fork) straight to the
+  // running set.
+  void AddRunning(Sequence* seq);
   // Forget a sequence (finished or cancelled), releasing its blocks.
   void Remove(Sequence* seq);
 
@@ -55,7 +60,7 @@ class Scheduler {
   void Preempt(Sequence* seq, SchedulerOutput* out);
 
   SchedulerConfig config_;
-  BlockPool* pool_;
+  KvCacheManager* kv_;
   std::vector<Sequence*> running_;  // kept in RunsBefore order
   std::vector<Sequence*> waiting_;  // kept in RunsBefore order
 };
