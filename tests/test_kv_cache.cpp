@@ -144,6 +144,50 @@ TEST(SchedulerKv, AdmissionUsesThePrefixCache) {
   EXPECT_EQ(kv.hit_tokens(), 16u);
 }
 
+TEST(SchedulerKv, ForkedSequenceGetsItsCopyInThePlan) {
+  KvCacheManager kv(16, 4);
+  Scheduler sched({8, 512}, &kv);
+  auto p = Seq(Range(6), 0);
+  sched.Add(p.get());
+  auto out = sched.Schedule();
+  p->n_computed += out.chunks[0].n_tokens;
+  kv.CommitComputed(p.get());
+  auto c = Seq(Range(6), 0);
+  c->seq_index = 1;
+  kv.Fork(*p, c.get());
+  sched.AddRunning(c.get());
+  p->tokens.push_back(1);
+  c->tokens.push_back(2);
+  out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 2u);
+  ASSERT_EQ(out.copies.size(), 1u);  // the first writer of the shared partial block copies it
+  EXPECT_NE(p->block_table[1], c->block_table[1]);
+  EXPECT_EQ(p->block_table[0], c->block_table[0]);
+}
+
+TEST(SchedulerKv, LowerPriorityIsPreemptedFirst) {
+  KvCacheManager kv(4, 4);
+  Scheduler sched({8, 512}, &kv);
+  auto low = Seq(Range(8, 100), 0);
+  low->priority = 0;
+  auto high = Seq(Range(7, 500), 1);
+  high->priority = 5;
+  sched.Add(low.get());
+  sched.Add(high.get());
+  auto out = sched.Schedule();
+  for (auto& ch : out.chunks) {
+    ch.seq->n_computed += ch.n_tokens;
+    ch.seq->tokens.push_back(9);
+  }
+  // high (arrived later, higher priority) needs a new block: low goes.
+  high->tokens.push_back(9);
+  out = sched.Schedule();
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_EQ(out.preempted[0], low.get());
+  EXPECT_EQ(low->n_computed, 0);
+  EXPECT_EQ(sched.n_waiting(), 1);
+}
+
 // ------------------------------------------------------------------------
 // Randomized property test: allocate / append / fork / free / evict /
 // preempt / cancel, with every invariant checked after every operation.
