@@ -494,7 +494,7 @@ TEST(GgufHostile, TensorPastEof) {
 }
 
 TEST(GgufHostile, UnknownTensorType) {
-  for (uint32_t type : {12u, 39u, 1000u, 0xffffffffu}) {
+  for (uint32_t type : {10u, 39u, 1000u, 0xffffffffu}) {  // 10: Q2_K, not read
     GgufWriter w;
     w.AddTensorRaw("weird", type, {32}, std::string(1024, '\0'));
     Status rs = ParseStatus(w.Serialize());

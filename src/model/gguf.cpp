@@ -1,11 +1,13 @@
 #include "model/gguf.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 
 #include "util/mmap_file.h"
+#include "util/utf8.h"
 
 namespace llm {
 
@@ -20,6 +22,11 @@ constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kMaxKeyLength = 65535;   // the spec's limit on key length
 constexpr uint64_t kMaxTensorName = 64;     // the spec's limit on tensor names
 constexpr int kMaxArrayDepth = 3;           // arrays of arrays, bounded
+// Real files have tens of keys and at most a few thousand tensors. The caps
+// bound the index memory a small hostile file can make the reader allocate
+// (about 200 bytes per tensor, 100 per key) well inside 64 MiB.
+constexpr uint64_t kMaxKvs = 65536;
+constexpr uint64_t kMaxTensors = 65536;
 // Smallest possible encodings, used to reject counts that cannot fit.
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;                 // key len, 1-byte key, type, u8
 constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims, 1 dim, type, offset
@@ -209,15 +216,11 @@ const char* GgufTypeName(GgufType type) {
 }
 
 bool TensorTypeBlock(TensorType type, uint64_t* block_elems, uint64_t* block_bytes) {
-  switch (type) {
-    case TensorType::F32: *block_elems = 1; *block_bytes = 4; return true;
-    case TensorType::F16: *block_elems = 1; *block_bytes = 2; return true;
-    case TensorType::BF16: *block_elems = 1; *block_bytes = 2; return true;
-    case TensorType::Q8_0: *block_elems = 32; *block_bytes = 34; return true;
-    case TensorType::Q4_0: *block_elems = 32; *block_bytes = 18; return true;
-    case TensorType::Q4_1: *block_elems = 32; *block_bytes = 20; return true;
-  }
-  return false;
+  int64_t elems = 0, bytes = 0;
+  if (!TensorTypeLayout(type, &elems, &bytes)) return false;  // table: tensor_type.h
+  *block_elems = static_cast<uint64_t>(elems);
+  *block_bytes = static_cast<uint64_t>(bytes);
+  return true;
 }
 
 const char* TensorTypeName(TensorType type) {
@@ -228,6 +231,11 @@ const char* TensorTypeName(TensorType type) {
     case TensorType::Q8_0: return "Q8_0";
     case TensorType::Q4_0: return "Q4_0";
     case TensorType::Q4_1: return "Q4_1";
+    case TensorType::Q5_0: return "Q5_0";
+    case TensorType::Q5_1: return "Q5_1";
+    case TensorType::Q4_K: return "Q4_K";
+    case TensorType::Q5_K: return "Q5_K";
+    case TensorType::Q6_K: return "Q6_K";
   }
   return "unknown";
 }
@@ -286,6 +294,12 @@ Status GgufFile::ParseHeader() {
   uint64_t n_tensors = 0, n_kv = 0;
   LLM_RETURN_IF_ERROR(c.Read(&n_tensors, "tensor count"));
   LLM_RETURN_IF_ERROR(c.Read(&n_kv, "metadata count"));
+  if (n_kv > kMaxKvs || n_tensors > kMaxTensors) {
+    return ModelFormatError("header claims " + std::to_string(n_kv) + " metadata entries and " +
+                            std::to_string(n_tensors) + " tensors; at most " +
+                            std::to_string(kMaxKvs) + " and " + std::to_string(kMaxTensors) +
+                            " are read");
+  }
   if (n_kv > c.remaining() / kMinKvBytes || n_tensors > c.remaining() / kMinTensorInfoBytes ||
       n_kv * kMinKvBytes + n_tensors * kMinTensorInfoBytes > c.remaining()) {
     return ModelFormatError("header claims " + std::to_string(n_kv) + " metadata entries and " +
@@ -302,6 +316,10 @@ Status GgufFile::ParseHeader() {
     LLM_RETURN_IF_ERROR(c.ReadString(&kv.key, kMaxKeyLength, "metadata key"));
     if (kv.key.empty()) {
       return ModelFormatError("empty metadata key at offset " + std::to_string(at));
+    }
+    if (!IsValidUtf8(kv.key)) {
+      return ModelFormatError("metadata key at offset " + std::to_string(at) +
+                              " is not valid UTF-8");
     }
     uint32_t type = 0;
     LLM_RETURN_IF_ERROR(c.Read(&type, "metadata value type"));
@@ -363,6 +381,9 @@ Status GgufFile::ParseHeader() {
     std::string where = "tensor '" + std::string(r.name) + "' (info at offset " +
                         std::to_string(r.at) + ")";
     if (r.name.empty()) return ModelFormatError("empty tensor name at offset " + std::to_string(r.at));
+    if (!IsValidUtf8(r.name)) {
+      return ModelFormatError("tensor name at offset " + std::to_string(r.at) + " is not valid UTF-8");
+    }
     uint32_t n_dims = 0;
     LLM_RETURN_IF_ERROR(c.Read(&n_dims, "tensor n_dims"));
     if (n_dims < 1 || n_dims > kMaxDims) {
@@ -390,7 +411,8 @@ Status GgufFile::ParseHeader() {
     uint64_t block_elems = 0, block_bytes = 0;
     if (!TensorTypeBlock(static_cast<TensorType>(type), &block_elems, &block_bytes)) {
       return Unsupported(where + " has tensor type " + std::to_string(type) +
-                         ", which this build does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+                         ", which this build does not read (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                         "Q4_K, Q5_K, Q6_K)");
     }
     t.type = static_cast<TensorType>(type);
     if (t.dims[0] % static_cast<int64_t>(block_elems) != 0) {
@@ -431,6 +453,22 @@ Status GgufFile::ParseHeader() {
     }
     t.offset = data_offset_ + r.rel_offset;
     t.data = base_ + t.offset;
+  }
+  // No two tensors may share bytes: a writer never overlaps them, and a
+  // file that does is corrupt or crafted.
+  std::vector<size_t> order(tensors_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return tensors_[a].offset < tensors_[b].offset; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const GgufTensorInfo& prev = tensors_[order[i - 1]];
+    const GgufTensorInfo& cur = tensors_[order[i]];
+    if (prev.offset + prev.nbytes > cur.offset) {  // both extents checked above: no overflow
+      return ModelFormatError("tensor '" + cur.name + "' data at offset " +
+                              std::to_string(cur.offset) + " overlaps tensor '" + prev.name +
+                              "' [" + std::to_string(prev.offset) + ", +" +
+                              std::to_string(prev.nbytes) + ")");
+    }
   }
   return Status::Ok();
 }

@@ -1,5 +1,11 @@
 // Element types of weight tensors, with the numeric ids GGUF files use
-// (ggml_type). Only the types the backends can read are named here.
+// (ggml_type), and the byte layouts of the block-quantized ones. Only the
+// types the backends can read are named here.
+//
+// A block-quantized row is a sequence of blocks; each block holds a fixed
+// number of weights (32, or 256 for the K-quants) and its own scales. The
+// layouts below are the GGUF/ggml ones, field for field (all little-endian;
+// "F16" fields are IEEE half floats stored as uint16_t).
 #pragma once
 
 #include <cstddef>
@@ -12,16 +18,143 @@ enum class TensorType : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
   Q8_0 = 8,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
   BF16 = 30,
 };
 
-// Q8_0: blocks of 32 weights, one F16 scale d, value = d * q.
+// ---------------------------------------------------------------- 32-weight blocks
+//
+// Nibble order of Q4_x/Q5_x: byte j holds weight j in its low nibble and
+// weight j + 16 in its high nibble. Q5_x's fifth bits: bit j of qh (a
+// little-endian u32) belongs to weight j.
+
 inline constexpr int kQ8_0BlockSize = 32;
+inline constexpr int kQBlock = 32;   // weights per block of Q4_0 .. Q8_0
+inline constexpr int kQKBlock = 256;  // weights per K-quant super-block
+
+// value = d * q
 struct BlockQ8_0 {
   uint16_t d;      // F16 scale
   int8_t qs[32];   // quants
 };
 static_assert(sizeof(BlockQ8_0) == 34);
+
+// value = d * (q - 8), q in [0, 15]
+struct BlockQ4_0 {
+  uint16_t d;       // F16 scale
+  uint8_t qs[16];   // nibbles
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+// value = d * q + m, q in [0, 15]
+struct BlockQ4_1 {
+  uint16_t d;       // F16 scale
+  uint16_t m;       // F16 minimum
+  uint8_t qs[16];   // nibbles
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+// value = d * (q - 16), q in [0, 31] (low nibble | fifth bit << 4)
+struct BlockQ5_0 {
+  uint16_t d;       // F16 scale
+  uint8_t qh[4];    // fifth bits, u32 little-endian
+  uint8_t qs[16];   // low nibbles
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// value = d * q + m, q in [0, 31]
+struct BlockQ5_1 {
+  uint16_t d;       // F16 scale
+  uint16_t m;       // F16 minimum
+  uint8_t qh[4];    // fifth bits, u32 little-endian
+  uint8_t qs[16];   // low nibbles
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
+// ---------------------------------------------------------------- K-quants (256 weights)
+//
+// Q4_K and Q5_K: 8 sub-blocks of 32 weights; sub-block j has a 6-bit scale
+// sc_j and a 6-bit min m_j packed into scales[12]:
+//
+//   j < 4:  sc_j = scales[j] & 63                m_j = scales[j + 4] & 63
+//   j >= 4: sc_j = (scales[j + 4] & 15)          m_j = (scales[j + 4] >> 4)
+//                  | (scales[j - 4] >> 6) << 4         | (scales[j] >> 6) << 4
+//
+//   value = d * sc_j * q - dmin * m_j
+//
+// Quants come in 4 chunks of 64 weights, 32 bytes each: sub-block 2c is the
+// low nibbles of qs[32c .. 32c+32), sub-block 2c+1 their high nibbles. Q5_K's
+// fifth bit of weight l of sub-block j is bit j of qh[l].
+
+struct BlockQ4_K {
+  uint16_t d;          // F16 super-scale of the scales
+  uint16_t dmin;       // F16 super-scale of the mins
+  uint8_t scales[12];  // 6-bit scales and mins, packed as above
+  uint8_t qs[128];     // nibbles
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];      // fifth bits
+  uint8_t qs[128];     // low nibbles
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// Q6_K: 16 sub-blocks of 16 weights with int8 scales; value = d * sc_i * (q - 32),
+// q in [0, 63]. Two halves of 128 weights; in half h, for l in [0, 32):
+//
+//   weight  l      : ql[64h + l]      low nibble  | (qh[32h + l] >> 0 & 3) << 4
+//   weight  l + 32 : ql[64h + l + 32] low nibble  | (qh[32h + l] >> 2 & 3) << 4
+//   weight  l + 64 : ql[64h + l]      high nibble | (qh[32h + l] >> 4 & 3) << 4
+//   weight  l + 96 : ql[64h + l + 32] high nibble | (qh[32h + l] >> 6 & 3) << 4
+//
+// and weight i (0..255) uses scale scales[i / 16].
+struct BlockQ6_K {
+  uint8_t ql[128];     // low 4 bits
+  uint8_t qh[64];      // high 2 bits
+  int8_t scales[16];   // sub-block scales
+  uint16_t d;          // F16 super-scale
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// Weights per block and bytes per block of a matrix type (1 and the element
+// size for F32/F16/BF16); false for a type this build does not read.
+constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* block_bytes) {
+  switch (t) {
+    case TensorType::F32: *block_elems = 1, *block_bytes = 4; return true;
+    case TensorType::F16:
+    case TensorType::BF16: *block_elems = 1, *block_bytes = 2; return true;
+    case TensorType::Q4_0: *block_elems = 32, *block_bytes = sizeof(BlockQ4_0); return true;
+    case TensorType::Q4_1: *block_elems = 32, *block_bytes = sizeof(BlockQ4_1); return true;
+    case TensorType::Q5_0: *block_elems = 32, *block_bytes = sizeof(BlockQ5_0); return true;
+    case TensorType::Q5_1: *block_elems = 32, *block_bytes = sizeof(BlockQ5_1); return true;
+    case TensorType::Q8_0: *block_elems = 32, *block_bytes = sizeof(BlockQ8_0); return true;
+    case TensorType::Q4_K: *block_elems = 256, *block_bytes = sizeof(BlockQ4_K); return true;
+    case TensorType::Q5_K: *block_elems = 256, *block_bytes = sizeof(BlockQ5_K); return true;
+    case TensorType::Q6_K: *block_elems = 256, *block_bytes = sizeof(BlockQ6_K); return true;
+  }
+  return false;
+}
+
+// Block-quantized (the matmul quantizes its activations to Q8 blocks first).
+constexpr bool IsBlockQuantized(TensorType t) {
+  return t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16;
+}
+
+// Bytes of one row of `cols` weights of type `t`; 0 when `t` is unknown or
+// `cols` is not a whole number of its blocks.
+constexpr size_t TensorRowBytes(TensorType t, int64_t cols) {
+  int64_t be = 0, bb = 0;
+  if (!TensorTypeLayout(t, &be, &bb) || cols <= 0 || cols % be != 0) return 0;
+  return static_cast<size_t>(cols / be * bb);
+}
 
 }  // namespace llm

@@ -10,19 +10,6 @@ namespace {
 
 enum class Kind { kNorm, kMatrix };
 
-// Bytes of one row of `cols` elements; 0 when `type` cannot hold such a row.
-size_t RowBytes(TensorType type, int64_t cols) {
-  switch (type) {
-    case TensorType::F32: return static_cast<size_t>(cols) * 4;
-    case TensorType::F16:
-    case TensorType::BF16: return static_cast<size_t>(cols) * 2;
-    case TensorType::Q8_0:
-      if (cols % kQ8_0BlockSize != 0) return 0;
-      return static_cast<size_t>(cols / kQ8_0BlockSize) * sizeof(BlockQ8_0);
-    default: return 0;
-  }
-}
-
 std::string Shape(const std::vector<int64_t>& dims) {
   std::string s = "{";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
@@ -53,12 +40,10 @@ class Loader {
         return Unsupported("tensor " + name + " is " + TensorTypeName(t->type) +
                            "; norm weights must be F32");
       }
-    } else if (t->type != TensorType::F32 && t->type != TensorType::F16 &&
-               t->type != TensorType::BF16 && t->type != TensorType::Q8_0) {
-      return Unsupported("tensor " + name + " is " + TensorTypeName(t->type) +
-                         "; matrices must be F32, F16, BF16 or Q8_0");
     }
-    size_t row_bytes = RowBytes(t->type, cols);
+    // Every type the GGUF reader accepts (tensor_type.h) is a matrix type the
+    // CPU backend reads; a row must be whole blocks of it.
+    size_t row_bytes = TensorRowBytes(t->type, cols);
     if (row_bytes == 0 || row_bytes * static_cast<uint64_t>(rows) != t->nbytes) {
       return ModelFormatError("tensor " + name + ": " + std::to_string(cols) +
                               " columns do not make whole " + TensorTypeName(t->type) + " rows");

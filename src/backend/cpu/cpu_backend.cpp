@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -15,35 +16,20 @@ StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config, c
 namespace cpu {
 namespace {
 
-size_t RowBytesNeeded(TensorType type, int64_t cols) {
-  switch (type) {
-    case TensorType::F32: return static_cast<size_t>(cols) * 4;
-    case TensorType::F16:
-    case TensorType::BF16: return static_cast<size_t>(cols) * 2;
-    case TensorType::Q8_0: return static_cast<size_t>(cols / kQ8_0BlockSize) * sizeof(BlockQ8_0);
-    default: return 0;
-  }
-}
-
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
   if (w.empty()) return InvalidArgument("CPU backend: missing weight " + name);
   if (w.rows != rows || w.cols != cols)
     return InvalidArgument("CPU backend: " + name + " has shape (" + std::to_string(w.rows) + ", " +
                            std::to_string(w.cols) + "), expected (" + std::to_string(rows) + ", " +
                            std::to_string(cols) + ")");
-  switch (w.type) {
-    case TensorType::F32:
-    case TensorType::F16:
-    case TensorType::BF16: break;
-    case TensorType::Q8_0:
-      if (cols % kQ8_0BlockSize != 0)
-        return Unsupported("CPU backend: Q8_0 " + name + " has rows not a multiple of 32");
-      break;
-    default:
-      return Unsupported("CPU backend: unsupported weight type " + std::to_string(static_cast<uint32_t>(w.type)) +
-                         " for " + name);
-  }
-  if (w.row_bytes < RowBytesNeeded(w.type, cols)) return InvalidArgument("CPU backend: row_bytes too small for " + name);
+  int64_t block_elems = 0, block_bytes = 0;
+  if (!TensorTypeLayout(w.type, &block_elems, &block_bytes))
+    return Unsupported("CPU backend: unsupported weight type " + std::to_string(static_cast<uint32_t>(w.type)) +
+                       " for " + name);
+  if (cols % block_elems != 0)
+    return Unsupported("CPU backend: " + name + " has rows of " + std::to_string(cols) +
+                       " weights, not a whole number of its " + std::to_string(block_elems) + "-weight blocks");
+  if (w.row_bytes < TensorRowBytes(w.type, cols)) return InvalidArgument("CPU backend: row_bytes too small for " + name);
   return Status::Ok();
 }
 
@@ -141,6 +127,7 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       cos_sin_.resize(n_tok * cfg_.rope_dim);
       x_out_.resize(n_tok * E);
       att_out_.resize(n_tok * Q);
+      xq_.resize(n_tok * (std::max({E, Q, F}) / 32));
       seq_of_.resize(n_tok);
       pos_.resize(n_tok);
       cap_tok_ = n_tok;

@@ -51,6 +51,8 @@ class CpuBackend final : public Backend {
     bool accumulate;  // y += x·Wᵀ
   };
   void MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n);
+  // x (n, k) -> xq_ when any of `ws` is block-quantized; the xq for MatMulArgs.
+  const BlockQ8Act* QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, int64_t k);
   void FeedForwardUp(int layer, const float* xn, int64_t n);
   void RopeAndStoreKv(int layer, const Batch& batch, int64_t n);
   void Attention(int layer, const Batch& batch, int64_t n);
@@ -87,6 +89,7 @@ class CpuBackend final : public Backend {
   std::vector<float> cos_sin_;  // (n_tok, rope_dim) rotation of each token's position
   std::vector<float> x_out_;    // (n_tok, n_embd)   residual rows whose logits are wanted
   std::vector<float> att_out_;  // (n_tok, q_dim)    their attention output
+  std::vector<BlockQ8Act> xq_;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
   std::vector<int32_t> seq_of_; // (n_tok)           batch sequence of each token
   std::vector<int64_t> pos_;    // (n_tok)           position of each token
   std::vector<float> scores_;   // (n_threads, cap_keys) attention scratch

@@ -58,12 +58,28 @@ void CpuBackend::RmsNormRows(const float* x, const float* w, int64_t n, float* o
 //   rows:  [ 0 ........ wq.rows | ... wk.rows | ... wv.rows ]
 //   thread 0: [=========)  thread 1: [====================)
 
+// A block-quantized weight reads its input as Q8 blocks (kernels.h), made
+// here once per matmul on the calling thread (n·k values: a small fraction of
+// the n·k·rows multiply-adds) and shared by every thread's rows.
+const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n,
+                                            int64_t k) {
+  bool any = false;
+  for (int j = 0; j < n_ws; ++j) any = any || IsBlockQuantized(ws[j]->type);
+  if (!any) return nullptr;
+  const int64_t nb = k / 32;  // k % 32 == 0: checked at creation for quantized weights
+  for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * k, k, xq_.data() + t * nb);
+  return xq_.data();
+}
+
 void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n) {
   int64_t total_rows = 0, macs = 0;
+  const WeightView* ws[4];  // callers pass at most 4 jobs (Q, K, V)
   for (int j = 0; j < n_jobs; ++j) {
     total_rows += jobs[j].w->rows;
     macs += n * jobs[j].w->rows * jobs[j].w->cols;
+    ws[j] = jobs[j].w;
   }
+  const BlockQ8Act* xq = QuantizeInput(ws, n_jobs, x, n, jobs[0].w->cols);  // jobs share their input
   auto rows = [&](int64_t b, int64_t e, int) {
     int64_t base = 0;
     for (int j = 0; j < n_jobs; ++j) {
@@ -75,6 +91,8 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
         a.w = &w;
         a.x = x;
         a.ld_x = w.cols;
+        a.xq = xq;
+        a.ld_xq = w.cols / 32;
         a.n_tok = n;
         a.y = jobs[j].y;
         a.ld_y = w.rows;
@@ -98,10 +116,14 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
 void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
   const LayerWeights& L = w_.layers[layer];
   const int64_t E = cfg_.n_embd, F = cfg_.n_ff;
+  const WeightView* ws[2] = {&L.w_gate, &L.w_up};
+  const BlockQ8Act* xq = QuantizeInput(ws, 2, xn, n, E);
   auto units = [&](int64_t b, int64_t e, int) {
     MatMulArgs a;
     a.x = xn;
     a.ld_x = E;
+    a.xq = xq;
+    a.ld_xq = E / 32;
     a.n_tok = n;
     a.ld_y = F;
     a.row_begin = b;

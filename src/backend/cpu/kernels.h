@@ -20,13 +20,33 @@
 
 namespace llm::cpu {
 
+// Activations quantized for the block-quantized matmuls: 32 values
+// x[i] ≈ d * qs[i], d = max|x| / 127, qs rounded to nearest (ties to even).
+// s = d * Σ qs serves the formats with a minimum (value = d_w * q + m: the
+// m-part of a block's dot product is m * s). Every Kernels table quantizes to
+// bitwise the same blocks, so the integer parts of the dot products agree
+// exactly across ISAs.
+struct BlockQ8Act {
+  float d;
+  float s;
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8Act) == 40);
+
 // Y = X · Wᵀ over weight rows [row_begin, row_end):
 //   y[t * ld_y + r] (+)= sum_k x[t * ld_x + k] * W[r][k]
 // for t in [0, n_tok). x: (n_tok, w.cols), y: (n_tok, >= row_end).
+//
+// A block-quantized W (IsBlockQuantized) reads xq instead of x: the same
+// rows quantized once per matmul by Kernels::quantize_act (llama.cpp's
+// approach), so the inner loops are integer dot products per block and no
+// weight is ever dequantized to F32.
 struct MatMulArgs {
   const WeightView* w = nullptr;
   const float* x = nullptr;
   int64_t ld_x = 0;
+  const BlockQ8Act* xq = nullptr;  // (n_tok, w.cols / 32), block-quantized W only
+  int64_t ld_xq = 0;               // blocks from one token's row to the next
   int64_t n_tok = 0;
   float* y = nullptr;
   int64_t ld_y = 0;
@@ -59,6 +79,8 @@ struct Kernels {
   void (*silu_mul)(float* g, const float* u, int64_t n);
   // out (head_dim) = softmax(q·Kᵀ·scale) · V; scores: scratch of n_keys floats.
   void (*attention)(const AttnArgs& a, const float* q, float* scores, float* out);
+  // x (n, n % 32 == 0) -> n / 32 activation blocks.
+  void (*quantize_act)(const float* x, int64_t n, BlockQ8Act* out);
 };
 
 const Kernels& GenericKernels();
@@ -103,5 +125,9 @@ inline float BF16ToF32(uint16_t h) {
 
 // Row `row` of `w` as F32 (n = w.cols values): embedding lookups.
 void DequantizeRow(const WeightView& w, int64_t row, float* out);
+
+// n values (a whole number of blocks) of type `type` starting at `src`, as
+// F32: the reference dequantization, checked against gguf-py's in test_quant.
+void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* out);
 
 }  // namespace llm::cpu

@@ -10,8 +10,10 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define LLM_HAVE_AVX2_KERNELS 1
 
@@ -59,10 +61,6 @@ inline V8 LoadBF16(const uint16_t* p) {
   const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
 }
-inline V8 LoadQ8(const int8_t* q, float d) {
-  const __m256i w = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
-  return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(w));
-}
 
 #include "backend/cpu/kernels_impl.h"
 
@@ -80,19 +78,33 @@ namespace llm::cpu {
 
 const Kernels* Avx2KernelsIfBuilt() {
 #if defined(LLM_HAVE_AVX2_KERNELS)
-  static const Kernels k = {"avx2", avx2::MatMulImpl, avx2::RmsNormImpl, avx2::SiluMulImpl, avx2::AttentionImpl};
+  static const Kernels k = {"avx2", avx2::MatMulImpl, avx2::RmsNormImpl, avx2::SiluMulImpl, avx2::AttentionImpl,
+                           avx2::QuantizeActImpl};
   return &k;
 #else
   return nullptr;
 #endif
 }
 
+#if defined(LLM_HAVE_AVX2_KERNELS)
+// clang before 15 rejects __builtin_cpu_supports("f16c"): ask CPUID (leaf 1,
+// ECX bit 29) there.
+static bool CpuHasF16c() {
+#if defined(__clang__) && __clang_major__ < 15
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+#else
+  return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
+
 const Kernels& BestKernels() {
   const char* isa = std::getenv("LLM_CPU_ISA");
   if (isa != nullptr && std::strcmp(isa, "generic") == 0) return GenericKernels();
 #if defined(LLM_HAVE_AVX2_KERNELS)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c())
     return *Avx2KernelsIfBuilt();
 #endif
   return GenericKernels();

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/quant.h"
 
 namespace llm::cpu {
 namespace generic {
@@ -47,7 +48,6 @@ inline float HSum(V8 a) {
 }
 inline V8 LoadF16(const uint16_t* p) { LLM_V8_LANES(F16ToF32(p[i])); }
 inline V8 LoadBF16(const uint16_t* p) { LLM_V8_LANES(BF16ToF32(p[i])); }
-inline V8 LoadQ8(const int8_t* q, float d) { LLM_V8_LANES(d * static_cast<float>(q[i])); }
 
 #undef LLM_V8_LANES
 
@@ -57,7 +57,7 @@ inline V8 LoadQ8(const int8_t* q, float d) { LLM_V8_LANES(d * static_cast<float>
 
 const Kernels& GenericKernels() {
   static const Kernels k = {"generic", generic::MatMulImpl, generic::RmsNormImpl, generic::SiluMulImpl,
-                            generic::AttentionImpl};
+                            generic::AttentionImpl, generic::QuantizeActImpl};
   return k;
 }
 
@@ -77,13 +77,9 @@ void DequantizeRow(const WeightView& w, int64_t row, float* out) {
       for (int64_t i = 0; i < w.cols; ++i) out[i] = BF16ToF32(h[i]);
       break;
     }
-    case TensorType::Q8_0: {
-      const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
-      for (int64_t i = 0; i < w.cols; ++i) out[i] = F16ToF32(b[i / 32].d) * static_cast<float>(b[i / 32].qs[i % 32]);
-      break;
-    }
     default:
-      break;  // rejected at backend creation
+      DequantizeBlocks(w.type, p, w.cols, out);  // block-quantized
+      break;
   }
 }
 

@@ -7,7 +7,6 @@
 //   V8 RoundInt(V8) (to nearest), V8 Pow2(V8 n) (2^n for integral n in
 //   [-126, 127]); float HSum(V8) (fixed order);
 //   V8 LoadF16(const uint16_t*); V8 LoadBF16(const uint16_t*);
-//   V8 LoadQ8(const int8_t*, float d) (d * q);
 //   float ScalarFma(a, b, c): the same rounding as one lane of Fma.
 //
 // It must not use std:: templates: an instantiation compiled under the AVX2
@@ -97,18 +96,6 @@ struct LoadBF16W {
     return ::llm::cpu::BF16ToF32(reinterpret_cast<const uint16_t*>(row)[k]);
   }
 };
-// Q8_0 rows have K % 32 == 0 (checked at backend creation), so no tail.
-struct LoadQ8W {
-  static V8 Load(const uint8_t* row, int64_t k) {
-    const auto* b = reinterpret_cast<const ::llm::BlockQ8_0*>(row) + (k >> 5);
-    return LoadQ8(b->qs + (k & 31), ::llm::cpu::F16ToF32(b->d));
-  }
-  static float Scalar(const uint8_t* row, int64_t k) {
-    const auto* b = reinterpret_cast<const ::llm::BlockQ8_0*>(row) + (k >> 5);
-    return ::llm::cpu::F16ToF32(b->d) * static_cast<float>(b->qs[k & 31]);
-  }
-};
-
 template <class WL, int TT, int TR>
 void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t ld_x, int64_t K, float* y,
           int64_t ld_y, bool accumulate) {
@@ -190,8 +177,7 @@ void MatMulImpl(const MatMulArgs& a) {
     case ::llm::TensorType::F32: MatMulTyped<LoadF32W>(a); break;
     case ::llm::TensorType::F16: MatMulTyped<LoadF16W>(a); break;
     case ::llm::TensorType::BF16: MatMulTyped<LoadBF16W>(a); break;
-    case ::llm::TensorType::Q8_0: MatMulTyped<LoadQ8W>(a); break;
-    default: break;  // rejected at backend creation
+    default: QuantMatMulImpl(a); break;  // block-quantized: quant.h
   }
 }
 

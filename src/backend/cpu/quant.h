@@ -1,0 +1,41 @@
+// Block-quantized matmuls (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K).
+//
+// The activations of a matmul are quantized once to BlockQ8Act (kernels.h);
+// then each output is a sum over 32-weight blocks of
+//
+//   (d_w · d_x) · Σ q_w q_x   [+ m_w · s_x for the formats with a minimum]
+//
+// with the inner Σ in exact integer arithmetic. The per-block float terms are
+// added in a fixed order that depends only on the row length, so an output
+// does not depend on the thread, row range or batch it is computed in.
+//
+// quant_generic.cpp holds the portable versions (plain C++, also the
+// reference the AVX2 ones are tested against), quant_avx2.cpp the AVX2 ones;
+// the row/token loops shared by both are in quant_matmul_impl.h.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/kernels.h"
+
+namespace llm::cpu {
+
+// Dot product of one weight row (n_blocks32 * 32 weights of its type) with
+// one quantized activation row.
+using QuantDotFn = float (*)(const uint8_t* w, const BlockQ8Act* x, int64_t n_blocks32);
+
+namespace generic {
+void QuantizeActImpl(const float* x, int64_t n, BlockQ8Act* out);
+void QuantMatMulImpl(const MatMulArgs& a);
+QuantDotFn QuantDot(TensorType type);  // nullptr: not block-quantized
+}  // namespace generic
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+namespace avx2 {
+void QuantizeActImpl(const float* x, int64_t n, BlockQ8Act* out);
+void QuantMatMulImpl(const MatMulArgs& a);
+QuantDotFn QuantDot(TensorType type);
+}  // namespace avx2
+#endif
+
+}  // namespace llm::cpu

@@ -1,0 +1,324 @@
+// Portable block-quantized kernels (quant.h) and the reference
+// dequantization. Plain scalar C++: the integer inner loops are simple enough
+// for the compiler to vectorise with the baseline ISA.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/quant.h"
+
+namespace llm::cpu {
+namespace {
+
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (layout in
+// tensor_type.h).
+inline void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Integer quants of one 32-weight block (or sub-block), in weight order.
+inline void UnpackQ4(const uint8_t* qs, int offset, int8_t* q) {  // nibbles - offset
+  for (int j = 0; j < 16; ++j) {
+    q[j] = static_cast<int8_t>((qs[j] & 0xF) - offset);
+    q[j + 16] = static_cast<int8_t>((qs[j] >> 4) - offset);
+  }
+}
+inline void UnpackQ5(const uint8_t* qs, uint32_t qh, int offset, int8_t* q) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = static_cast<int8_t>(((qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - offset);
+    q[j + 16] = static_cast<int8_t>(((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - offset);
+  }
+}
+// Sub-blocks 2c and 2c+1 of a Q4_K/Q5_K super-block (chunk c of 64 weights).
+inline void UnpackK(const uint8_t* qs, const uint8_t* qh, int c, int8_t* lo, int8_t* hi) {
+  for (int l = 0; l < 32; ++l) {
+    const uint8_t b = qs[32 * c + l];
+    lo[l] = static_cast<int8_t>(b & 0xF);
+    hi[l] = static_cast<int8_t>(b >> 4);
+    if (qh != nullptr) {
+      lo[l] = static_cast<int8_t>(lo[l] | (((qh[l] >> (2 * c)) & 1) << 4));
+      hi[l] = static_cast<int8_t>(hi[l] | (((qh[l] >> (2 * c + 1)) & 1) << 4));
+    }
+  }
+}
+// Weights 32k .. 32k+32 of half h of a Q6_K super-block, minus 32.
+inline void UnpackQ6(const BlockQ6_K& b, int h, int k, int8_t* q) {
+  const uint8_t* ql = b.ql + 64 * h;
+  const uint8_t* qh = b.qh + 32 * h;
+  for (int l = 0; l < 32; ++l) {
+    const int low = k & 1 ? ql[l + 32] : ql[l];
+    const int nib = k < 2 ? low & 0xF : low >> 4;
+    q[l] = static_cast<int8_t>((nib | (((qh[l] >> (2 * k)) & 3) << 4)) - 32);
+  }
+}
+
+inline int32_t Dot32(const int8_t* a, const int8_t* b) {
+  int32_t s = 0;
+  for (int i = 0; i < 32; ++i) s += static_cast<int32_t>(a[i]) * b[i];
+  return s;
+}
+inline int32_t Dot16(const int8_t* a, const int8_t* b) {
+  int32_t s = 0;
+  for (int i = 0; i < 16; ++i) s += static_cast<int32_t>(a[i]) * b[i];
+  return s;
+}
+
+}  // namespace
+
+// ================================================================ dequantization
+
+void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
+  const auto* p = static_cast<const uint8_t*>(src);
+  int8_t q[32];
+  switch (type) {
+    case TensorType::Q8_0:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ8_0*>(p)[i];
+        const float d = F16ToF32(b.d);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(b.qs[j]);
+      }
+      break;
+    case TensorType::Q4_0:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ4_0*>(p)[i];
+        const float d = F16ToF32(b.d);
+        UnpackQ4(b.qs, 8, q);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]);
+      }
+      break;
+    case TensorType::Q4_1:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ4_1*>(p)[i];
+        const float d = F16ToF32(b.d), m = F16ToF32(b.m);
+        UnpackQ4(b.qs, 0, q);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]) + m;
+      }
+      break;
+    case TensorType::Q5_0:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ5_0*>(p)[i];
+        const float d = F16ToF32(b.d);
+        UnpackQ5(b.qs, LoadU32(b.qh), 16, q);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]);
+      }
+      break;
+    case TensorType::Q5_1:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ5_1*>(p)[i];
+        const float d = F16ToF32(b.d), m = F16ToF32(b.m);
+        UnpackQ5(b.qs, LoadU32(b.qh), 0, q);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]) + m;
+      }
+      break;
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const bool q5 = type == TensorType::Q5_K;
+        const uint8_t* blk = p + i * (q5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+        uint16_t dh, mh;
+        std::memcpy(&dh, blk, 2);
+        std::memcpy(&mh, blk + 2, 2);
+        const float d = F16ToF32(dh), dmin = F16ToF32(mh);
+        const uint8_t* scales = blk + 4;
+        const uint8_t* qh = q5 ? blk + 16 : nullptr;
+        const uint8_t* qs = blk + (q5 ? 48 : 16);
+        for (int c = 0; c < 4; ++c) {
+          int8_t hi[32];
+          UnpackK(qs, qh, c, q, hi);
+          for (int s = 0; s < 2; ++s) {
+            int sc, m;
+            ScaleMinK4(2 * c + s, scales, &sc, &m);
+            const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
+            const int8_t* qq = s == 0 ? q : hi;
+            float* out = y + 256 * i + 64 * c + 32 * s;
+            for (int l = 0; l < 32; ++l) out[l] = ds * static_cast<float>(qq[l]) - dm;
+          }
+        }
+      }
+      break;
+    case TensorType::Q6_K:
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ6_K*>(p)[i];
+        const float d = F16ToF32(b.d);
+        for (int h = 0; h < 2; ++h) {
+          for (int k = 0; k < 4; ++k) {
+            UnpackQ6(b, h, k, q);
+            float* out = y + 256 * i + 128 * h + 32 * k;
+            for (int l = 0; l < 32; ++l) {
+              const float ds = d * static_cast<float>(b.scales[(128 * h + 32 * k + l) / 16]);
+              out[l] = ds * static_cast<float>(q[l]);
+            }
+          }
+        }
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+namespace generic {
+
+// ================================================================ activations
+
+void QuantizeActImpl(const float* x, int64_t n, BlockQ8Act* out) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* v = x + 32 * b;
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::fabs(v[i]) > amax ? std::fabs(v[i]) : amax;
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int32_t q = static_cast<int32_t>(std::nearbyint(v[i] * id));  // ties to even
+      out[b].qs[i] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    out[b].d = d;
+    out[b].s = d * static_cast<float>(sum);
+  }
+}
+
+// ================================================================ dot products
+//
+// One float accumulator, blocks in order: sum += (d_w * d_x) * isum [+ m_w * s_x].
+
+namespace {
+
+float DotQ8_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ8_0*>(w);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < nb; ++i)
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(b[i].qs, x[i].qs));
+  return sum;
+}
+
+float DotQ4_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ4_0*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ4(b[i].qs, 8, q);
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+  }
+  return sum;
+}
+
+float DotQ4_1(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ4_1*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ4(b[i].qs, 0, q);
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+    sum += F16ToF32(b[i].m) * x[i].s;
+  }
+  return sum;
+}
+
+float DotQ5_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ5(b[i].qs, LoadU32(b[i].qh), 16, q);
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+  }
+  return sum;
+}
+
+float DotQ5_1(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ5_1*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ5(b[i].qs, LoadU32(b[i].qh), 0, q);
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+    sum += F16ToF32(b[i].m) * x[i].s;
+  }
+  return sum;
+}
+
+// Q4_K / Q5_K: sub-block j of super-block i meets activation block 8i + j.
+template <bool kQ5>
+float DotK(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const size_t bytes = kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  float sum = 0.0f;
+  int8_t lo[32], hi[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const uint8_t* blk = w + i * bytes;
+    uint16_t dh, mh;
+    std::memcpy(&dh, blk, 2);
+    std::memcpy(&mh, blk + 2, 2);
+    const float d = F16ToF32(dh), dmin = F16ToF32(mh);
+    const uint8_t* scales = blk + 4;
+    const uint8_t* qh = kQ5 ? blk + 16 : nullptr;
+    const uint8_t* qs = blk + (kQ5 ? 48 : 16);
+    const BlockQ8Act* xb = x + 8 * i;
+    for (int c = 0; c < 4; ++c) {
+      UnpackK(qs, qh, c, lo, hi);
+      for (int s = 0; s < 2; ++s) {
+        const int j = 2 * c + s;
+        int sc, m;
+        ScaleMinK4(j, scales, &sc, &m);
+        sum += d * static_cast<float>(sc) * xb[j].d * static_cast<float>(Dot32(s == 0 ? lo : hi, xb[j].qs));
+        sum -= dmin * static_cast<float>(m) * xb[j].s;
+      }
+    }
+  }
+  return sum;
+}
+
+// Q6_K: activation block 8i + 4h + k covers weights 32k .. 32k+32 of half h,
+// i.e. scales 8h + 2k and 8h + 2k + 1 (16 weights each).
+float DotQ6_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 4; ++k) {
+        const BlockQ8Act& xb = x[8 * i + 4 * h + k];
+        UnpackQ6(b[i], h, k, q);
+        const int32_t isum = b[i].scales[8 * h + 2 * k] * Dot16(q, xb.qs) +
+                             b[i].scales[8 * h + 2 * k + 1] * Dot16(q + 16, xb.qs + 16);
+        sum += d * xb.d * static_cast<float>(isum);
+      }
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+QuantDotFn QuantDot(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0: return DotQ4_0;
+    case TensorType::Q4_1: return DotQ4_1;
+    case TensorType::Q5_0: return DotQ5_0;
+    case TensorType::Q5_1: return DotQ5_1;
+    case TensorType::Q8_0: return DotQ8_0;
+    case TensorType::Q4_K: return DotK<false>;
+    case TensorType::Q5_K: return DotK<true>;
+    case TensorType::Q6_K: return DotQ6_K;
+    default: return nullptr;
+  }
+}
+
+#include "backend/cpu/quant_matmul_impl.h"
+
+}  // namespace generic
+}  // namespace llm::cpu

@@ -1,0 +1,343 @@
+// Block-quantized weights: dequantization against gguf-py's (an independent
+// implementation; vectors from tools/gen_quant_vectors.py), quantized dot
+// products against dequantize-then-dot, AVX2 against the portable kernels,
+// and the matmul's independence from row split and batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/quant.h"
+#include "model/tensor_type.h"
+
+namespace llm {
+namespace {
+
+struct QuantVector {
+  TensorType type;
+  const char* name;
+  const uint8_t* bytes;
+  size_t n_bytes;
+  const uint32_t* values;  // F32 bit patterns
+  size_t n_values;
+};
+#include "data/quant_vectors.inc"
+
+using cpu::BlockQ8Act;
+using cpu::QuantDotFn;
+
+float BitsFloat(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+
+// Byte offsets of a block's F16 scale fields.
+std::vector<int> F16Fields(TensorType t) {
+  switch (t) {
+    case TensorType::Q4_1:
+    case TensorType::Q5_1:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K: return {0, 2};
+    case TensorType::Q6_K: return {208};
+    default: return {0};
+  }
+}
+
+// A row of `cols` weights of type `t`: random bytes, sane random scales.
+std::vector<uint8_t> RandomRow(TensorType t, int64_t cols, std::mt19937& rng) {
+  int64_t be = 0, bb = 0;
+  EXPECT_TRUE(TensorTypeLayout(t, &be, &bb));
+  std::vector<uint8_t> row(cols / be * bb);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : row) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> mag(0.002f, 0.05f);
+  for (int64_t blk = 0; blk < cols / be; ++blk) {
+    for (int off : F16Fields(t)) {
+      // F16 of a value in [0.002, 0.05) with a random sign: exponent 6..10 of 15-biased halves.
+      const float v = mag(rng);
+      int e = 0;
+      const float m = std::frexp(v, &e);  // v = m 2^e, m in [0.5, 1)
+      const uint16_t h = static_cast<uint16_t>(((byte(rng) & 1) << 15) | ((e - 1 + 15) << 10) |
+                                               (static_cast<int>((m * 2 - 1) * 1024) & 0x3ff));
+      std::memcpy(row.data() + blk * bb + off, &h, 2);
+    }
+  }
+  return row;
+}
+
+std::vector<float> RandomFloats(int64_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// The SIMD table, or nullptr when this CPU/build has none.
+const cpu::Kernels* Simd() {
+  const cpu::Kernels& k = cpu::BestKernels();
+  return std::string(k.name) == "generic" ? nullptr : &k;
+}
+
+QuantDotFn SimdDot(TensorType t) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (Simd() != nullptr) return cpu::avx2::QuantDot(t);
+#endif
+  (void)t;
+  return nullptr;
+}
+
+// ============================================================== dequantization
+
+TEST(Quant, LayoutTable) {
+  for (const QuantVector& v : kQuantVectors) {
+    int64_t be = 0, bb = 0;
+    ASSERT_TRUE(TensorTypeLayout(v.type, &be, &bb)) << v.name;
+    EXPECT_EQ(v.n_bytes / bb * be, v.n_values) << v.name;
+    EXPECT_TRUE(IsBlockQuantized(v.type));
+  }
+  EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 640), 0u);  // not whole super-blocks
+  EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 1024), 4 * sizeof(BlockQ4_K));
+  EXPECT_EQ(TensorRowBytes(TensorType::Q4_1, 576), 18 * sizeof(BlockQ4_1));
+  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(10), 256), 0u);  // Q2_K: not read
+}
+
+TEST(Quant, DequantizationMatchesGgufPy) {
+  for (const QuantVector& v : kQuantVectors) {
+    SCOPED_TRACE(v.name);
+    std::vector<float> got(v.n_values);
+    cpu::DequantizeBlocks(v.type, v.bytes, static_cast<int64_t>(v.n_values), got.data());
+    int bad = 0;
+    for (size_t i = 0; i < v.n_values && bad < 5; ++i) {
+      const float want = BitsFloat(v.values[i]);
+      // The same float operations as gguf-py's; allow one rounding of slack
+      // for compilers that contract a*b - c into an FMA.
+      if (std::fabs(got[i] - want) > 1e-6f * std::fabs(want) + 1e-9f) {
+        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", gguf-py " << want;
+        ++bad;
+      }
+    }
+  }
+}
+
+// DequantizeRow (embedding lookups) agrees with DequantizeBlocks on a row.
+TEST(Quant, DequantizeRowOfMatrix) {
+  std::mt19937 rng(5);
+  for (TensorType t : kAllTypes) {
+    const int64_t cols = 512, rows = 3;
+    std::vector<uint8_t> m;
+    for (int r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    WeightView w;
+    w.type = t;
+    w.data = m.data();
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = TensorRowBytes(t, cols);
+    std::vector<float> a(cols), b(cols);
+    cpu::DequantizeRow(w, 2, a.data());
+    cpu::DequantizeBlocks(t, m.data() + 2 * w.row_bytes, cols, b.data());
+    EXPECT_EQ(a, b) << static_cast<int>(t);
+  }
+}
+
+// ============================================================== activations
+
+TEST(Quant, ActivationQuantization) {
+  std::mt19937 rng(7);
+  std::vector<float> x = RandomFloats(256, rng);
+  x[40] = 0.5f * x[41];  // nothing special, just not all normal
+  for (int i = 64; i < 96; ++i) x[i] = 0.0f;  // an all-zero block
+  std::vector<BlockQ8Act> q(8);
+  cpu::GenericKernels().quantize_act(x.data(), 256, q.data());
+  for (int b = 0; b < 8; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    EXPECT_EQ(q[b].d, amax / 127.0f);
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      sum += q[b].qs[i];
+      EXPECT_LE(std::fabs(q[b].d * q[b].qs[i] - x[32 * b + i]), 0.5f * q[b].d * 1.0001f + 1e-30f);
+    }
+    EXPECT_EQ(q[b].s, q[b].d * static_cast<float>(sum));
+  }
+  EXPECT_EQ(q[2].d, 0.0f);
+  // The SIMD quantization is bitwise the portable one.
+  if (const cpu::Kernels* k = Simd()) {
+    std::vector<BlockQ8Act> s(8);
+    k->quantize_act(x.data(), 256, s.data());
+    EXPECT_EQ(std::memcmp(s.data(), q.data(), sizeof(BlockQ8Act) * 8), 0);
+  }
+}
+
+// ============================================================== dot products
+
+struct DotCase {
+  double ref;    // dequantized weights · dequantized activations, in double
+  double scale;  // Σ |w_i x_i|: the size of the rounding error's terms
+};
+
+DotCase Reference(TensorType t, const std::vector<uint8_t>& row, const std::vector<BlockQ8Act>& xq, int64_t cols) {
+  std::vector<float> w(cols);
+  cpu::DequantizeBlocks(t, row.data(), cols, w.data());
+  DotCase c{0, 0};
+  for (int64_t i = 0; i < cols; ++i) {
+    const double x = static_cast<double>(xq[i / 32].d) * xq[i / 32].qs[i % 32];
+    c.ref += w[i] * x;
+    c.scale += std::fabs(w[i] * x);
+  }
+  return c;
+}
+
+TEST(Quant, DotProductsMatchDequantizedDot) {
+  std::mt19937 rng(11);
+  for (TensorType t : kAllTypes) {
+    SCOPED_TRACE(static_cast<int>(t));
+    for (int64_t cols : {256, 512, 1536}) {
+      for (int trial = 0; trial < 8; ++trial) {
+        const std::vector<uint8_t> row = RandomRow(t, cols, rng);
+        const std::vector<float> x = RandomFloats(cols, rng, trial == 0 ? 1e-3f : 1.0f);
+        std::vector<BlockQ8Act> xq(cols / 32);
+        cpu::GenericKernels().quantize_act(x.data(), cols, xq.data());
+        const DotCase c = Reference(t, row, xq, cols);
+        const double tol = 2e-6 * c.scale + 1e-12;
+        const float g = cpu::generic::QuantDot(t)(row.data(), xq.data(), cols / 32);
+        EXPECT_NEAR(g, c.ref, tol) << "generic, cols " << cols;
+        if (QuantDotFn s = SimdDot(t)) {
+          const float v = s(row.data(), xq.data(), cols / 32);
+          EXPECT_NEAR(v, c.ref, tol) << "simd, cols " << cols;
+          EXPECT_NEAR(v, g, tol) << "simd vs generic, cols " << cols;
+        }
+        // Against the unquantized activations: only the activation rounding
+        // (at most d/2 per value, d = max|x|/127 per block) separates them.
+        std::vector<float> w(cols);
+        cpu::DequantizeBlocks(t, row.data(), cols, w.data());
+        double exact = 0, bound = 0;
+        for (int64_t i = 0; i < cols; ++i) {
+          exact += static_cast<double>(w[i]) * x[i];
+          bound += std::fabs(w[i]) * 0.5 * xq[i / 32].d;
+        }
+        EXPECT_NEAR(g, exact, bound * 1.001 + tol) << "vs F32 activations, cols " << cols;
+      }
+    }
+  }
+}
+
+// Extreme quants: every weight at the end of its range, activations at ±127.
+TEST(Quant, DotProductsAtTheRangeEnds) {
+  for (TensorType t : kAllTypes) {
+    for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xff}, uint8_t{0x80}}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(t)) + " fill " + std::to_string(fill));
+      const int64_t cols = 256;
+      std::mt19937 rng(3);
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);  // for the scale fields
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(t, &be, &bb);
+      const std::vector<int> f16 = F16Fields(t);
+      for (int64_t i = 0; i < static_cast<int64_t>(row.size()); ++i) {
+        const int64_t off = i % bb;
+        bool is_scale = false;
+        for (int f : f16) is_scale = is_scale || off == f || off == f + 1;
+        if (!is_scale) row[i] = fill;
+      }
+      std::vector<float> x(cols);
+      for (int64_t i = 0; i < cols; ++i) x[i] = i % 3 == 0 ? -1.0f : 1.0f;
+      std::vector<BlockQ8Act> xq(cols / 32);
+      cpu::GenericKernels().quantize_act(x.data(), cols, xq.data());
+      const DotCase c = Reference(t, row, xq, cols);
+      const float g = cpu::generic::QuantDot(t)(row.data(), xq.data(), cols / 32);
+      EXPECT_NEAR(g, c.ref, 2e-6 * c.scale + 1e-12);
+      if (QuantDotFn s = SimdDot(t)) EXPECT_NEAR(s(row.data(), xq.data(), cols / 32), c.ref, 2e-6 * c.scale + 1e-12);
+    }
+  }
+}
+
+// ============================================================== matmul
+
+// Through the Kernels table: a split of the rows, or a token computed alone,
+// gives bitwise the same outputs as one call over everything.
+TEST(Quant, MatMulIndependentOfSplitAndBatch) {
+  std::mt19937 rng(13);
+  const int64_t rows = 37, cols = 512, n_tok = 21;
+  std::vector<const cpu::Kernels*> tables = {&cpu::GenericKernels()};
+  if (const cpu::Kernels* k = Simd()) tables.push_back(k);
+  for (const cpu::Kernels* k : tables) {
+    for (TensorType t : kAllTypes) {
+      SCOPED_TRACE(std::string(k->name) + " type " + std::to_string(static_cast<int>(t)));
+      std::vector<uint8_t> m;
+      for (int r = 0; r < rows; ++r) {
+        std::vector<uint8_t> row = RandomRow(t, cols, rng);
+        m.insert(m.end(), row.begin(), row.end());
+      }
+      WeightView w;
+      w.type = t;
+      w.data = m.data();
+      w.rows = rows;
+      w.cols = cols;
+      w.row_bytes = TensorRowBytes(t, cols);
+      const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+      std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+      k->quantize_act(x.data(), n_tok * cols, xq.data());  // rows of whole blocks: the same as per token
+
+      cpu::MatMulArgs a;
+      a.w = &w;
+      a.x = x.data();
+      a.ld_x = cols;
+      a.xq = xq.data();
+      a.ld_xq = cols / 32;
+      a.n_tok = n_tok;
+      std::vector<float> all(n_tok * rows, 0.0f);
+      a.y = all.data();
+      a.ld_y = rows;
+      a.row_begin = 0;
+      a.row_end = rows;
+      k->matmul(a);
+
+      std::vector<float> split(n_tok * rows, 0.0f);
+      a.y = split.data();
+      for (int64_t r0 : {0, 5, 6, 30}) {
+        a.row_begin = r0;
+        a.row_end = r0 == 0 ? 5 : r0 == 5 ? 6 : r0 == 6 ? 30 : rows;
+        k->matmul(a);
+      }
+      EXPECT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+
+      std::vector<float> one(rows, 0.0f);
+      a.n_tok = 1;
+      a.row_begin = 0;
+      a.row_end = rows;
+      a.y = one.data();
+      a.xq = xq.data() + 17 * (cols / 32);
+      k->matmul(a);
+      EXPECT_EQ(std::memcmp(one.data(), all.data() + 17 * rows, rows * 4), 0);
+
+      // accumulate adds to what is there
+      std::vector<float> acc(rows, 1.0f);
+      a.y = acc.data();
+      a.accumulate = true;
+      k->matmul(a);
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(acc[r], 1.0f + one[r]);
+
+      // and the output is the row dot product
+      for (int64_t r = 0; r < rows; r += 9) {
+        const DotCase c = Reference(t, std::vector<uint8_t>(m.begin() + r * w.row_bytes, m.begin() + (r + 1) * w.row_bytes),
+                                    std::vector<BlockQ8Act>(xq.begin() + 17 * (cols / 32), xq.begin() + 18 * (cols / 32)),
+                                    cols);
+        EXPECT_NEAR(one[r], c.ref, 2e-6 * c.scale + 1e-12);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llm
