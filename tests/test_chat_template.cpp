@@ -197,6 +197,64 @@ TEST(Jinja, HugeLoopsHitTheStepLimit) {
   EXPECT_NE(out.status().message().find("too large"), std::string::npos);
 }
 
+TEST(Jinja, DeepValuesAndCyclesAreRejected) {
+  const char* const bad[] = {
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}",
+      "{% set ns = namespace(d={}) %}{% for i in range(100000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}",
+      "{% set x = namespace() %}{% for i in range(100000) %}{% set x = namespace(p=x) %}{% endfor %}",
+      "{% set ns = namespace() %}{% set ns.me = ns %}",
+      "{% set ns = namespace() %}{{ [ns] }}",
+  };
+  for (const char* t : bad) {
+    auto out = RenderText(t);
+    ASSERT_FALSE(out.ok()) << t;
+    EXPECT_NE(out.status().message().find("namespace"), std::string::npos) << out.status().message();
+  }
+  // A loop that keeps its loop object does not leak it (checked under ASan).
+  auto out = RenderText("{% set ns = namespace() %}{% for i in [1, 2] %}{% set ns.l = loop %}{% endfor %}"
+                        "{{ ns.l.index }}{{ ns.l.cycle('a', 'b') }}");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "2b");
+}
+
+// Mutated templates (truncated, bytes dropped or inserted) compile or fail
+// cleanly, and render or fail cleanly: never a crash (run under ASan/UBSan).
+TEST(Jinja, MutatedTemplatesFailCleanly) {
+  const char kAlphabet[] = "{}%#-+()[]'\".|.,:=~ \n\\ax0";
+  std::vector<ChatMessage> msgs = {{"system", "s"}, {"user", "u"}, {"assistant", "a"}, {"user", "v"}};
+  ChatTemplateOptions opts;
+  opts.add_generation_prompt = true;
+  opts.bos_token = "<s>";
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  auto next = [&rng](size_t n) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return static_cast<size_t>(rng % n);
+  };
+  int rendered = 0;
+  for (const char* name : {"llama3", "qwen3", "smollm2", "gemma3"}) {
+    const std::string text = ReadFile(RepoDir() + "/tests/data/chat/templates/" + name + ".jinja");
+    ASSERT_FALSE(text.empty());
+    for (int i = 0; i < 300; ++i) {
+      std::string m = text;
+      for (int k = 0; k < 3; ++k) {
+        size_t at = next(m.size() + 1);
+        switch (next(3)) {
+          case 0: m.resize(at); break;
+          case 1: if (at < m.size()) m.erase(at, 1); break;
+          default: m.insert(at, 1, kAlphabet[next(sizeof kAlphabet - 1)]); break;
+        }
+      }
+      auto t = ChatTemplate::Create(m);
+      if (!t.ok()) continue;
+      auto out = (*t)->Apply(msgs, opts);
+      rendered += out.ok();
+    }
+  }
+  EXPECT_GT(rendered, 0);
+}
+
 TEST(Jinja, ConcurrentRenders) {
   std::string text = ReadFile(RepoDir() + "/tests/data/chat/templates/qwen3.jinja");
   auto tmpl = ChatTemplate::Create(text);

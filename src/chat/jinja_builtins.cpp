@@ -345,13 +345,13 @@ StatusOr<Value> DictMethod(const Value& self, const std::string& m, const CallAr
 }  // namespace
 
 StatusOr<Value> CallFunction(const Function& f, const CallArgs& a) {
-  if (f.self.is_string()) return StringMethod(f.self.str(), f.name, a);
-  if (f.self.is_dict()) return DictMethod(f.self, f.name, a);
   if (f.name == "loop.cycle") {
     if (a.pos.empty()) return TemplateError("no items for cycling given");
     const Value* index0 = f.self.dict().Find("index0");
     return a.pos[static_cast<size_t>(index0 != nullptr ? index0->as_int() : 0) % a.pos.size()];
   }
+  if (f.self.is_string()) return StringMethod(f.self.str(), f.name, a);
+  if (f.self.is_dict()) return DictMethod(f.self, f.name, a);
   if (f.name == "range") return Range(a);
   if (f.name == "namespace") return MakeMapping(a, true);
   if (f.name == "dict") return MakeMapping(a, false);

@@ -93,6 +93,7 @@ class Renderer {
         if (!n.text.empty()) {
           Value ns = Lookup(n.targets[0]);
           if (!ns.is_namespace()) return TemplateError("cannot assign attribute on non-namespace object");
+          if (v.depth() >= kMaxValueDepth) return TemplateError("a namespace cannot hold a namespace");
           ns.mutable_dict().Set(n.text, std::move(v));
           return Status::Ok();
         }
@@ -154,11 +155,16 @@ class Renderer {
                                         "length", "depth",  "depth0",   "previtem",  "nextitem", "cycle"};
     Dict loop_init;
     for (const char* k : kKeys) loop_init.items.emplace_back(k, Value());
+    for (const Value& item : items)  // previtem/nextitem will hold items: count their depth now
+      if (item.depth() > loop_init.items[9].second.depth()) loop_init.items[9].second = item;
     Value loop_value = Value::MakeDict(std::move(loop_init));
     auto& slot = loop_value.mutable_dict().items;
+    Dict counter;  // what loop.cycle reads: its own object, so no reference cycle
+    counter.Set("index0", Value::Int(0));
+    Value cycle_state = Value::MakeDict(std::move(counter));
     Function cycle;
     cycle.name = "loop.cycle";
-    cycle.self = loop_value;  // reads index0 when called
+    cycle.self = cycle_state;
     slot[6].second = Value::Int(len);
     slot[7].second = Value::Int(1);
     slot[8].second = Value::Int(0);
@@ -170,6 +176,7 @@ class Renderer {
       if (!s.ok()) break;
       slot[0].second = Value::Int(i + 1);
       slot[1].second = Value::Int(i);
+      cycle_state.mutable_dict().items[0].second = Value::Int(i);
       slot[2].second = Value::Int(len - i);
       slot[3].second = Value::Int(len - i - 1);
       slot[4].second = Value::Bool(i == 0);
@@ -186,8 +193,6 @@ class Renderer {
       if (f == Flow::kBreak) break;
     }
     scopes_.pop_back();
-    // The cycle function holds the loop object: break the reference cycle.
-    slot[11].second = Value();
     return s;
   }
 
@@ -256,6 +261,13 @@ class Renderer {
   }
 
   StatusOr<Value> Eval(const Expr& e) {
+    LLM_ASSIGN_OR_RETURN(Value v, EvalExpr(e));
+    if (v.depth() > kMaxValueDepth)
+      return TemplateError("value nested too deeply (a namespace cannot be put inside a list, dict or namespace)");
+    return v;
+  }
+
+  StatusOr<Value> EvalExpr(const Expr& e) {
     LLM_RETURN_IF_ERROR(Step());
     switch (e.kind) {
       case Expr::Kind::kLiteral: return e.value;

@@ -27,7 +27,7 @@
 namespace llm::jinja {
 
 struct RenderLimits {
-  uint64_t max_steps = 5'000'000;        // statements + expressions evaluated
+  uint64_t max_steps = 2'000'000;        // statements + expressions evaluated (Qwen3: ~70 per message)
   size_t max_output = 32u << 20;         // bytes of output (and of any {% set %} block)
   int max_call_depth = 32;               // nested macro calls
 };

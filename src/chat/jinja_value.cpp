@@ -39,9 +39,15 @@ Value Value::String(std::string s) {
   v.s_ = std::move(s);
   return v;
 }
+namespace {
+uint16_t ChildDepth(int d) { return static_cast<uint16_t>(d < kMaxValueDepth ? d + 1 : kMaxValueDepth + 1); }
+}  // namespace
+
 Value Value::MakeList(List items) {
   Value v;
   v.kind_ = Kind::kList;
+  for (const Value& e : items) v.depth_ = std::max(v.depth_, ChildDepth(e.depth_));
+  if (items.empty()) v.depth_ = 1;
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
@@ -53,12 +59,15 @@ Value Value::MakeTuple(List items) {
 Value Value::MakeDict(Dict d) {
   Value v;
   v.kind_ = Kind::kDict;
+  v.depth_ = 1;
+  for (const auto& kv : d.items) v.depth_ = std::max(v.depth_, ChildDepth(kv.second.depth_));
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
 Value Value::MakeNamespace(Dict d) {
   Value v = MakeDict(std::move(d));
   v.kind_ = Kind::kNamespace;
+  v.depth_ = std::max<uint16_t>(v.depth_, kMaxValueDepth);  // > max when it holds a namespace
   return v;
 }
 Value Value::MakeFunction(Function f) {

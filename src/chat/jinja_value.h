@@ -28,6 +28,12 @@ struct Dict;
 struct Function;
 using List = std::vector<Value>;
 
+// Containers nest at most this deep (a namespace counts as this deep, so
+// it cannot be put inside another container): recursion over values
+// (printing, comparing, destroying) stays shallow, and no reference cycle
+// can form.
+inline constexpr int kMaxValueDepth = 64;
+
 class Value {
  public:
   enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kFunction };
@@ -47,6 +53,8 @@ class Value {
   static Value FromJson(const Json& j);
 
   Kind kind() const { return kind_; }
+  // 0 for scalars, 1 + the deepest element for containers.
+  int depth() const { return depth_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_bool() const { return kind_ == Kind::kBool; }
@@ -83,6 +91,7 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
   bool tuple_ = false;
+  uint16_t depth_ = 0;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
