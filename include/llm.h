@@ -161,6 +161,14 @@ enum { /* flags of llm_detokenize */
   LLM_DETOKENIZE_STRIP_LEADING_SPACE = 2u /* drop the SentencePiece dummy-prefix space */
 };
 
+enum { /* llm_request.spec_mode and llm_ctx_params.spec_mode: speculative decoding */
+  LLM_SPEC_AUTO = 0,  /* request: the context's default; context: DRAFT when a   */
+                      /* draft is configured, else OFF                           */
+  LLM_SPEC_OFF = 1,   /* no speculation                                          */
+  LLM_SPEC_NGRAM = 2, /* drafts copied from earlier text (prompt lookup)         */
+  LLM_SPEC_DRAFT = 3  /* the context's draft model or self-draft layers          */
+};
+
 /* A request seed with this value draws a random seed. */
 #define LLM_SEED_RANDOM UINT64_MAX
 
@@ -180,6 +188,19 @@ typedef struct llm_ctx_params {
   int32_t max_batch_tokens;   /* token budget per engine step; 0 = 512      */
   int32_t max_queued;         /* pending requests before BUSY; 0 = 1024     */
   int32_t reserved0;          /* must be 0                                  */
+  /* --- appended in 0.1: speculative decoding (the output is distributed   */
+  /* exactly as without it; greedy output is identical token for token) --- */
+  const char* draft_model_path; /* GGUF draft model with the target's       */
+                              /* vocabulary (checked at load: else          */
+                              /* INVALID_ARGUMENT); NULL = none             */
+  int32_t self_draft_layers;  /* > 0: draft with the target's own first N   */
+                              /* layers + output head (no second file, no   */
+                              /* weight copy); 0 = off. Not with            */
+                              /* draft_model_path.                          */
+  int32_t spec_mode;          /* LLM_SPEC_*: what requests with spec_mode   */
+                              /* AUTO get; default AUTO                     */
+  int32_t spec_k;             /* drafts per round, [0, 32]; 0 = 4           */
+  int32_t reserved1;          /* must be 0                                  */
 } llm_ctx_params;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */
@@ -272,6 +293,9 @@ typedef struct llm_request {
   uint64_t cache_salt;        /* prefix-cache partition: requests share     */
                               /* cached KV blocks only with equal salts     */
                               /* (e.g. one salt per tenant); default 0      */
+  int32_t spec_mode;          /* LLM_SPEC_*; default AUTO (the context's);  */
+                              /* DRAFT needs a context with a draft         */
+  int32_t spec_k;             /* drafts per round, [0, 32]; 0 = context's   */
 } llm_request;
 
 /* Fills *request with struct_size and defaults. */
@@ -359,6 +383,11 @@ typedef struct llm_stats {
   double kv_utilization;       /* time-averaged share of the slots in used    */
                                /* KV blocks that hold tokens (0..1), over the */
                                /* engine steps so far                         */
+  /* --- appended in 0.1: speculative decoding --- */
+  uint64_t draft_tokens_proposed; /* drafts verified by the target            */
+  uint64_t draft_tokens_accepted; /* ... and accepted                         */
+  uint64_t spec_rounds;        /* verification passes; tokens per pass =      */
+                               /* 1 + accepted / spec_rounds                  */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the
@@ -403,40 +432,6 @@ LLM_API llm_status llm_tokenize(llm_ctx* ctx, const char* text, size_t text_len,
  * BUFFER_TOO_SMALL. */
 LLM_API llm_status llm_detokenize(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens,
                                   uint32_t flags, char* out, size_t capacity, size_t* n_out);
-
-/* -------------------------------------------------------- chat templates */
-
-/* One turn of a conversation. role: "system", "user", "assistant", "tool" or
- * whatever the template knows; content: the turn's text. Both NUL-terminated
- * UTF-8, borrowed for the duration of the call. */
-typedef struct llm_chat_message {
-  const char* role;
-  const char* content;
-} llm_chat_message;
-
-/* Renders messages with the model's chat template (tmpl == NULL: the GGUF key
- * tokenizer.chat_template) or with the given Jinja template text, the way
- * Hugging Face transformers' apply_chat_template does: the template sees
- * `messages` (a list of {role, content}), `add_generation_prompt`,
- * `bos_token` and `eos_token` (the texts of the model's special tokens;
- * undefined when the model has none), `tools` and `documents` (none), and
- * the functions raise_exception(msg) and strftime_now(format). The Jinja
- * subset supported is documented in src/chat/jinja_template.h.
- * add_generation_prompt: 1 appends the assistant-turn opener, 0 does not.
- * messages may be NULL when n_messages is 0.
- * Output like llm_detokenize: at most `capacity` bytes, no NUL; *n_out gets
- * the full byte count; LLM_ERR_BUFFER_TOO_SMALL when it does not fit.
- * The rendered text is a prompt: submit it with LLM_TOKENIZE_PARSE_SPECIAL
- * (and without ADD_SPECIAL when the template writes bos_token itself).
- * Thread-safe on one context.
- * Errors: NULL_ARGUMENT, INVALID_UTF8 (template or message text),
- * UNSUPPORTED (tmpl == NULL and the model has no template),
- * INVALID_ARGUMENT (add_generation_prompt not 0/1; a template syntax or
- * runtime error, with its message; a raise_exception in the template, whose
- * message is llm_last_error() verbatim), BUFFER_TOO_SMALL. */
-LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const llm_chat_message* messages,
-                                           size_t n_messages, int32_t add_generation_prompt, char* out,
-                                           size_t capacity, size_t* n_out);
 
 /* -------------------------------------------------------- chat templates */
 

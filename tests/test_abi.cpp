@@ -45,13 +45,22 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_DETOKENIZE_RENDER_SPECIAL, 1u);
   EXPECT_EQ(LLM_DETOKENIZE_STRIP_LEADING_SPACE, 2u);
   EXPECT_EQ(LLM_SEED_RANDOM, UINT64_MAX);
+  EXPECT_EQ(LLM_SPEC_AUTO, 0);
+  EXPECT_EQ(LLM_SPEC_OFF, 1);
+  EXPECT_EQ(LLM_SPEC_NGRAM, 2);
+  EXPECT_EQ(LLM_SPEC_DRAFT, 3);
 }
 
 #ifdef LLM_ABI_64
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 48u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 72u);
+  PIN(llm_ctx_params, draft_model_path, 48);
+  PIN(llm_ctx_params, self_draft_layers, 56);
+  PIN(llm_ctx_params, spec_mode, 60);
+  PIN(llm_ctx_params, spec_k, 64);
+  PIN(llm_ctx_params, reserved1, 68);
   PIN(llm_ctx_params, struct_size, 0);
   PIN(llm_ctx_params, backend, 4);
   PIN(llm_ctx_params, model_path, 8);
@@ -80,7 +89,9 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 96u);
+  EXPECT_EQ(sizeof(llm_request), 104u);
+  PIN(llm_request, spec_mode, 96);
+  PIN(llm_request, spec_k, 100);
   PIN(llm_request, struct_size, 0);
   PIN(llm_request, tokenize_flags, 4);
   PIN(llm_request, prompt, 8);
@@ -131,7 +142,10 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 136u);
+  EXPECT_EQ(sizeof(llm_stats), 160u);
+  PIN(llm_stats, draft_tokens_proposed, 136);
+  PIN(llm_stats, draft_tokens_accepted, 144);
+  PIN(llm_stats, spec_rounds, 152);
   PIN(llm_stats, struct_size, 0);
   PIN(llm_stats, backend, 4);
   PIN(llm_stats, requests_submitted, 8);

@@ -138,6 +138,16 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
       return Fail(LLM_ERR_INVALID_ARGUMENT, "max_batch_tokens must be in [0, 1048576]");
     if (p.max_queued < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_queued must be >= 0");
     if (p.reserved0 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved0 must be 0");
+    if (p.reserved1 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved1 must be 0");
+    if (p.self_draft_layers < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "self_draft_layers must be >= 0");
+    if (p.self_draft_layers > 0 && p.draft_model_path != nullptr)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "draft_model_path and self_draft_layers are exclusive");
+    if (p.spec_mode < LLM_SPEC_AUTO || p.spec_mode > LLM_SPEC_DRAFT)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode " + std::to_string(p.spec_mode) + " is not an LLM_SPEC_* value");
+    if (p.spec_k < 0 || p.spec_k > 32) return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_k must be in [0, 32]");
+    const bool want_draft = p.draft_model_path != nullptr || p.self_draft_layers > 0;
+    if (p.spec_mode == LLM_SPEC_DRAFT && !want_draft)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode DRAFT needs draft_model_path or self_draft_layers");
     if (p.backend == LLM_BACKEND_CUDA) {
       return Fail(LLM_ERR_UNSUPPORTED, "this build has no CUDA backend");
     }
@@ -157,10 +167,33 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     if (n_blocks > (int64_t{1} << 24)) return Fail(LLM_ERR_INVALID_ARGUMENT, "KV pool too large");
     ec.n_blocks = static_cast<int32_t>(n_blocks);
 
+    ec.spec_mode = p.spec_mode != LLM_SPEC_AUTO ? p.spec_mode : want_draft ? LLM_SPEC_DRAFT : LLM_SPEC_OFF;
+    ec.spec_k = p.spec_k > 0 ? p.spec_k : 4;
+
     llm::KvCacheSpec kv{ec.block_size, ec.n_blocks};
     auto backend = llm::CreateCpuBackend(mc, (*model)->weights, kv, p.n_threads);
     if (!backend.ok()) return Fail(backend.status());
-    auto engine = llm::Engine::Create(std::move(*model), std::move(*backend), ec);
+
+    // Speculative decoding: the draft runs on its own backend and KV pool,
+    // addressed by the target's block ids (same KvCacheSpec).
+    llm::SpecSetup spec;
+    if (p.draft_model_path != nullptr) {
+      auto draft = llm::Model::Load(p.draft_model_path);
+      if (!draft.ok()) return Fail(draft.status());
+      if (llm::Status st = llm::CheckSameVocabulary(**model, **draft); !st.ok()) return Fail(st);
+      auto db = llm::CreateCpuBackend((*draft)->config, (*draft)->weights, kv, p.n_threads);
+      if (!db.ok()) return Fail(db.status());
+      spec.draft = std::make_unique<llm::DraftModelProposer>(std::move(*db), mc.n_vocab, std::move(*draft));
+    } else if (p.self_draft_layers > 0) {
+      auto view = llm::MakeLayerPrefixView(mc, (*model)->weights, p.self_draft_layers);
+      if (!view.ok()) return Fail(view.status());
+      // The backend keeps its own copy of the views; the weights stay in the
+      // target model, which the engine owns for as long as the proposer.
+      auto db = llm::CreateCpuBackend(view->config, view->weights, kv, p.n_threads);
+      if (!db.ok()) return Fail(db.status());
+      spec.draft = std::make_unique<llm::DraftModelProposer>(std::move(*db), mc.n_vocab, nullptr);
+    }
+    auto engine = llm::Engine::Create(std::move(*model), std::move(*backend), ec, std::move(spec));
     if (!engine.ok()) return Fail(engine.status());
     auto* ctx = new llm_ctx;
     ctx->engine = std::move(*engine);
@@ -196,6 +229,11 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
       return Fail(LLM_ERR_INVALID_ARGUMENT, "unknown tokenize_flags bits");
     if (r.n_stop < 0 || r.n_stop > 64) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_stop must be in [0, 64]");
     if (r.n_stop > 0 && r.stop == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "stop is NULL but n_stop > 0");
+    if (r.spec_mode < LLM_SPEC_AUTO || r.spec_mode > LLM_SPEC_DRAFT)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode " + std::to_string(r.spec_mode) + " is not an LLM_SPEC_* value");
+    if (r.spec_k < 0 || r.spec_k > 32) return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_k must be in [0, 32]");
+    if (r.spec_mode == LLM_SPEC_DRAFT && !ctx->engine->has_draft())
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode DRAFT needs a context with draft_model_path or self_draft_layers");
 
     llm::RequestSpec spec;
     if (llm_status s = ToSamplingParams(r.sampling, &spec.sampling); s != LLM_OK) return s;
@@ -223,6 +261,9 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     spec.priority = r.priority;
     spec.prompt_logprobs = r.prompt_logprobs != 0;
     spec.cache_salt = r.cache_salt;
+    const llm::EngineConfig& ec = ctx->engine->config();
+    spec.spec_mode = r.spec_mode != LLM_SPEC_AUTO ? r.spec_mode : ec.spec_mode;
+    spec.spec_k = r.spec_k > 0 ? r.spec_k : ec.spec_k;
     spec.callback = r.callback;
     spec.user_data = r.user_data;
     auto id = ctx->engine->Submit(std::move(spec));

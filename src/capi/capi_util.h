@@ -23,7 +23,7 @@ llm_status Ok();
 
 // The sizes of the first published version of each struct: anything smaller
 // is not a struct this library ever defined.
-inline constexpr uint32_t kCtxParamsV1 = sizeof(llm_ctx_params);
+inline constexpr uint32_t kCtxParamsV1 = offsetof(llm_ctx_params, draft_model_path);
 inline constexpr uint32_t kSamplingV1 = sizeof(llm_sampling_params);
 inline constexpr uint32_t kRequestV1 = offsetof(llm_request, cache_salt);
 inline constexpr uint32_t kEventV1 = sizeof(llm_event);

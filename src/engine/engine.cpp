@@ -6,6 +6,7 @@
 #include <random>
 
 #include "engine/seq_gen.h"
+#include "spec/verifier.h"
 
 namespace llm {
 
@@ -41,24 +42,28 @@ uint64_t RandomSeed() {
 
 StatusOr<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                                  std::unique_ptr<Backend> backend,
-                                                 const EngineConfig& config) {
+                                                 const EngineConfig& config, SpecSetup spec) {
   if (config.n_ctx <= 0 || config.block_size <= 0 || config.n_blocks <= 0 || config.max_seqs <= 0 ||
       config.max_batch_tokens <= 0 || config.max_queued <= 0) {
     return InvalidArgument("engine configuration has a non-positive size");
   }
-  std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config));
+  std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config, std::move(spec)));
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
   return e;
 }
 
-Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config)
+Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
+               SpecSetup spec)
     : model_(std::move(model)),
       backend_(std::move(backend)),
       config_(config),
+      draft_(std::move(spec.draft)),
       kv_(config.n_blocks, config.block_size),
       scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
       start_time_(Clock::now()) {
   scratch_.resize(model_->config.n_vocab);
+  probs_.resize(model_->config.n_vocab);
+  resid_.resize(model_->config.n_vocab);
   block_stamp_.assign(config.n_blocks, 0);
   block_fill_.assign(config.n_blocks, 0);
 }
@@ -94,6 +99,13 @@ StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
     return Status(LLM_ERR_CONTEXT_OVERFLOW, "the request needs " + std::to_string(kv_.pool().BlocksFor(positions)) +
                                                 " KV blocks but the pool has " + std::to_string(config_.n_blocks));
   }
+  if (spec.spec_mode == LLM_SPEC_DRAFT && draft_ == nullptr) {
+    return InvalidArgument("spec_mode DRAFT needs a context created with draft_model_path or self_draft_layers");
+  }
+  if (spec.spec_mode != LLM_SPEC_OFF && spec.spec_mode != LLM_SPEC_NGRAM && spec.spec_mode != LLM_SPEC_DRAFT) {
+    return InvalidArgument("spec_mode " + std::to_string(spec.spec_mode) + " is not resolved");
+  }
+  if (spec.spec_k < 1) spec.spec_k = 1;
   auto req = std::make_unique<RequestState>();
   req->spec = std::move(spec);
   req->submit_time = Clock::now();
@@ -149,6 +161,9 @@ void Engine::GetStats(llm_stats* out) const {
   out->preemptions = st_preemptions_;
   out->waiting = st_waiting_;
   out->kv_utilization = st_kv_utilization_;
+  out->draft_tokens_proposed = st_draft_proposed_;
+  out->draft_tokens_accepted = st_draft_accepted_;
+  out->spec_rounds = st_spec_rounds_;
   out->uptime_s = std::chrono::duration<double>(Clock::now() - start_time_).count();
   double busy_s = static_cast<double>(st_busy_ns_) * 1e-9;
   if (busy_s > 0) {
@@ -254,6 +269,8 @@ void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std:
   m.prompt_tokens = seq->n_prompt;
   m.cached_prompt_tokens = std::max(0, seq->n_cached_prompt);
   m.preemptions = seq->n_preemptions;
+  m.draft_tokens_proposed = g.draft_proposed;
+  m.draft_tokens_accepted = g.draft_accepted;
   m.generated_tokens = seq->n_generated();
   m.queue_ms = g.scheduled ? Ms(g.first_sched - r->submit_time) : Ms(now - r->submit_time);
   m.ttft_ms = m.generated_tokens > 0 ? Ms(g.first_token - r->submit_time) : 0.0;
@@ -297,11 +314,15 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
 // and ends the sequence when a stop condition holds.
 void Engine::SampleNext(Sequence* seq, const float* logits) {
   SeqGen& g = *seq->gen;
-  const RequestSpec& spec = g.req->spec;
   const int32_t n_vocab = model_->config.n_vocab;
   std::memcpy(scratch_.data(), logits, sizeof(float) * n_vocab);  // the sampler edits its copy
   const int32_t token = g.sampler.Sample(scratch_.data(), seq->tokens);
-  const float logprob = TokenLogprob(logits, n_vocab, token);
+  AppendToken(seq, token, TokenLogprob(logits, n_vocab, token));
+}
+
+bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
+  SeqGen& g = *seq->gen;
+  const RequestSpec& spec = g.req->spec;
   const auto now = Clock::now();
   if (seq->n_generated() == 0) g.first_token = now;
   g.last_token = now;
@@ -317,9 +338,94 @@ void Engine::SampleNext(Sequence* seq, const float* logits) {
 
   if (eog || stopped) {
     Finish(seq, LLM_FINISH_STOP, LLM_OK, "");
-  } else if (seq->n_generated() >= spec.max_tokens || static_cast<int32_t>(seq->tokens.size()) > config_.n_ctx) {
-    Finish(seq, LLM_FINISH_LENGTH, LLM_OK, "");
+    return true;
   }
+  if (seq->n_generated() >= spec.max_tokens || static_cast<int32_t>(seq->tokens.size()) > config_.n_ctx) {
+    Finish(seq, LLM_FINISH_LENGTH, LLM_OK, "");
+    return true;
+  }
+  return false;
+}
+
+// ------------------------------------------------------------ speculation
+
+// Drafts worth verifying for a decoding sequence this step: no more than the
+// tokens it may still generate minus the bonus token, and no position past
+// the context.
+int32_t Engine::WantedDrafts(const Sequence& seq) const {
+  const RequestSpec& spec = seq.gen->req->spec;
+  if (spec.spec_mode == LLM_SPEC_OFF || seq.n_pending() != 1 || seq.n_generated() < 1) return 0;
+  const int32_t remaining = spec.max_tokens - seq.n_generated();
+  const int32_t room = config_.n_ctx - static_cast<int32_t>(seq.tokens.size());
+  return std::max(0, std::min({spec.spec_k, remaining - 1, room}));
+}
+
+// Asks the proposers for the drafts of the sequences the scheduler gave
+// lookahead slots. A proposer failure only means no drafts this step.
+void Engine::ProposeDrafts(const SchedulerOutput& plan) {
+  spec_ngram_.clear();
+  spec_draft_.clear();
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence* s = c.seq;
+    s->drafts.clear();
+    s->spec_k = c.n_lookahead;
+    if (c.n_lookahead <= 0) continue;
+    (s->gen->req->spec.spec_mode == LLM_SPEC_DRAFT ? spec_draft_ : spec_ngram_).push_back(s);
+  }
+  if (!spec_ngram_.empty()) (void)ngram_.Propose(spec_ngram_);
+  if (draft_ != nullptr) {
+    // The draft's cache follows the target's copy-on-write copies (the draft
+    // may already hold K/V for the copied block's tokens).
+    for (const KvCopy& c : plan.copies) {
+      if (!draft_->CopyKvBlock(c.src, c.dst).ok()) {
+        for (const ScheduledChunk& ch : plan.chunks) ch.seq->draft_computed = 0;
+        break;
+      }
+    }
+    if (!spec_draft_.empty() && !draft_->Propose(spec_draft_).ok()) {
+      for (Sequence* s : spec_draft_) s->drafts.clear();
+    }
+  }
+}
+
+// Verifies `seq`'s drafts against the target's rows (spec/verifier.h) and
+// emits the accepted run plus one correction or bonus token, truncated at the
+// first stop condition. Only verified tokens count as computed, so only they
+// reach the prefix cache; the KV slots of rejected drafts are overwritten
+// later.
+void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
+  SeqGen& g = *seq->gen;
+  const int32_t n_vocab = model_->config.n_vocab;
+  const int32_t n_drafts = static_cast<int32_t>(seq->drafts.size());
+  const size_t base = seq->tokens.size();
+  verified_lp_.clear();
+  for (int32_t i = 0; i <= n_drafts; ++i) {
+    const float* row = rows + static_cast<size_t>(i) * n_vocab;
+    std::memcpy(scratch_.data(), row, sizeof(float) * n_vocab);
+    const int32_t d = i < n_drafts ? seq->drafts[i] : -1;
+    const int32_t t = VerifyPosition(g.sampler, scratch_.data(), seq->tokens, d, &probs_, &resid_);
+    seq->tokens.push_back(t);  // the history the next position's penalties see
+    verified_lp_.push_back(TokenLogprob(row, n_vocab, t));
+    if (t != d) break;
+  }
+  verified_.assign(seq->tokens.begin() + static_cast<std::ptrdiff_t>(base), seq->tokens.end());
+  seq->tokens.resize(base);
+  const int32_t accepted = static_cast<int32_t>(verified_.size()) - 1;
+  g.draft_proposed += n_drafts;
+  g.draft_accepted += accepted;
+  st_draft_proposed_ += static_cast<uint64_t>(n_drafts);
+  st_draft_accepted_ += static_cast<uint64_t>(accepted);
+  st_spec_rounds_++;
+  seq->drafts.clear();
+  for (int32_t j = 0; j <= accepted; ++j) {
+    if (AppendToken(seq, verified_[j], verified_lp_[j])) return;  // finished: freed
+  }
+  // The pending token was counted after the forward; the accepted drafts'
+  // K/V (written this step) are now verified too, and may complete blocks
+  // for the prefix cache.
+  seq->n_computed += accepted;
+  seq->draft_computed = std::min(seq->draft_computed, seq->n_computed);
+  kv_.CommitComputed(seq);
 }
 
 // The prompt of a request with n > 1 samples has just been computed by its
@@ -373,6 +479,11 @@ void Engine::MeasureKvUtilization() {
 
 void Engine::Step() {
   const auto t0 = Clock::now();
+  // Decoding sequences that speculate ask for lookahead slots.
+  for (auto& [id, r] : requests_) {
+    if (r->spec.spec_mode == LLM_SPEC_OFF) continue;
+    for (auto& s : r->seqs) s->spec_k = s->state == SeqState::kRunning ? WantedDrafts(*s) : 0;
+  }
   SchedulerOutput plan = scheduler_.Schedule();
   st_preemptions_ += plan.preempted.size();
   for (Sequence* s : plan.no_room) {
@@ -395,11 +506,15 @@ void Engine::Step() {
     return;
   }
 
-  // ---- build the batch
+  ProposeDrafts(plan);
+
+  // ---- build the batch. A speculating sequence runs its pending token and
+  // its drafts; their k+1 rows follow each other (the first one is `sample`).
   struct RowUse {
     Sequence* seq;
     int32_t pos;   // position whose logits this row holds
-    bool sample;   // the row predicts the next new token
+    bool sample;   // the row predicts the next new token (drafts' rows follow it)
+    bool draft;    // the row after a draft: read with its sample row
   };
   static thread_local std::vector<RowUse> rows;
   rows.clear();
@@ -422,18 +537,24 @@ void Engine::Step() {
     const int32_t first = static_cast<int32_t>(batch_tokens_.size());
     batch_tokens_.insert(batch_tokens_.end(), s->tokens.begin() + s->n_computed,
                          s->tokens.begin() + s->n_computed + c.n_tokens);
-    batch_seqs_.push_back(BatchSeq{first, c.n_tokens, s->n_computed, s->block_table});
+    const int32_t n_drafts = static_cast<int32_t>(s->drafts.size());  // 0 unless speculating
+    batch_tokens_.insert(batch_tokens_.end(), s->drafts.begin(), s->drafts.end());
+    batch_seqs_.push_back(BatchSeq{first, c.n_tokens + n_drafts, s->n_computed, s->block_table});
     if (g.req->spec.prompt_logprobs) {
       // Rows predicting prompt tokens 1 .. n_prompt-1 not yet scored.
       for (int32_t p = std::max(s->n_computed, static_cast<int32_t>(g.prompt_logprobs.size()));
            p < std::min(s->n_computed + c.n_tokens, s->n_prompt - 1); ++p) {
         logit_rows_.push_back(first + (p - s->n_computed));
-        rows.push_back({s, p, false});
+        rows.push_back({s, p, false, false});
       }
     }
     if (s->n_computed + c.n_tokens == static_cast<int32_t>(s->tokens.size())) {
       logit_rows_.push_back(first + c.n_tokens - 1);
-      rows.push_back({s, static_cast<int32_t>(s->tokens.size()) - 1, true});
+      rows.push_back({s, static_cast<int32_t>(s->tokens.size()) - 1, true, false});
+      for (int32_t d = 0; d < n_drafts; ++d) {
+        logit_rows_.push_back(first + c.n_tokens + d);
+        rows.push_back({s, static_cast<int32_t>(s->tokens.size()) + d, false, true});
+      }
     }
   }
   const int32_t n_vocab = model_->config.n_vocab;
@@ -461,7 +582,7 @@ void Engine::Step() {
   // ---- postprocess: prompt logprobs, then sampling (which may finish and
   // free sequences, so it comes last and each sequence samples at most once).
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].sample) continue;
+    if (rows[i].sample || rows[i].draft) continue;
     Sequence* s = rows[i].seq;
     const float* row = logits_.data() + i * n_vocab;
     s->gen->prompt_logprobs.push_back(TokenLogprob(row, n_vocab, s->tokens[rows[i].pos + 1]));
@@ -471,7 +592,11 @@ void Engine::Step() {
     Sequence* s = rows[i].seq;
     const float* row = logits_.data() + i * n_vocab;
     if (s->seq_index == 0 && !s->gen->req->forked) ForkChildren(s, row);
-    SampleNext(s, row);
+    if (!s->drafts.empty()) {
+      VerifyDrafts(s, row);  // its draft rows follow `row`
+    } else {
+      SampleNext(s, row);
+    }
   }
 
   st_steps_++;

@@ -25,6 +25,8 @@
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "sched/scheduler.h"
+#include "spec/draft_model_proposer.h"
+#include "spec/ngram_proposer.h"
 #include "util/status.h"
 
 namespace llm {
@@ -36,6 +38,14 @@ struct EngineConfig {
   int32_t max_seqs = 16;
   int32_t max_batch_tokens = 512;
   int32_t max_queued = 1024;
+  int32_t spec_mode = LLM_SPEC_OFF;  // what LLM_SPEC_AUTO requests get (resolved)
+  int32_t spec_k = 4;                // drafts per round when a request says 0
+};
+
+// Speculative decoding set-up of an engine (spec/): the draft proposer, if a
+// draft model or self-drafting is configured.
+struct SpecSetup {
+  std::unique_ptr<DraftModelProposer> draft;  // null: only n-gram drafting
 };
 
 // A validated, tokenized request.
@@ -49,6 +59,8 @@ struct RequestSpec {
   int32_t priority = 0;
   bool prompt_logprobs = false;
   uint64_t cache_salt = 0;
+  int32_t spec_mode = LLM_SPEC_OFF;   // resolved: OFF, NGRAM or DRAFT (never AUTO)
+  int32_t spec_k = 4;                 // drafts per round, >= 1
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
 };
@@ -61,7 +73,7 @@ class Engine {
  public:
   static StatusOr<std::unique_ptr<Engine>> Create(std::unique_ptr<Model> model,
                                                   std::unique_ptr<Backend> backend,
-                                                  const EngineConfig& config);
+                                                  const EngineConfig& config, SpecSetup spec = {});
   ~Engine();  // cancels everything, joins the engine thread
 
   Engine(const Engine&) = delete;
@@ -77,15 +89,25 @@ class Engine {
 
   const Model& model() const { return *model_; }
   const EngineConfig& config() const { return config_; }
+  bool has_draft() const { return draft_ != nullptr; }
   int32_t backend_kind() const { return backend_->kind(); }
 
  private:
-  Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config);
+  Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
+         SpecSetup spec);
   void Run();                           // the engine thread
   void Admit(std::unique_ptr<RequestState> req);
   void CancelRequest(uint64_t id);
   void Step();
   void SampleNext(Sequence* seq, const float* logits);
+  // Appends one generated token, streams it and ends the sequence on a stop
+  // condition. Returns true when the sequence finished (it may be destroyed).
+  bool AppendToken(Sequence* seq, int32_t token, float logprob);
+  int32_t WantedDrafts(const Sequence& seq) const;
+  void ProposeDrafts(const SchedulerOutput& plan);
+  // rows: (1 + drafts, n_vocab) the target's logits after the pending token
+  // and after each draft.
+  void VerifyDrafts(Sequence* seq, const float* rows);
   void ForkChildren(Sequence* parent, const float* logits);
   void MeasureKvUtilization();
   void Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message);
@@ -94,6 +116,8 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
   EngineConfig config_;
+  std::unique_ptr<DraftModelProposer> draft_;  // null: no draft model
+  NgramProposer ngram_;
   EventQueue events_;
 
   // ---- shared with callers, guarded by mu_
@@ -118,6 +142,11 @@ class Engine {
   std::vector<int32_t> logit_rows_;          // (n_logits)
   std::vector<float> logits_;                // (n_logits, n_vocab)
   std::vector<float> scratch_;               // (n_vocab)
+  std::vector<Sequence*> spec_ngram_;        // this step's n-gram speculating sequences
+  std::vector<Sequence*> spec_draft_;        // ... and draft-model ones
+  std::vector<float> probs_, resid_;         // (n_vocab) verifier scratch
+  std::vector<int32_t> verified_;            // (<= k+1) tokens a verification emits
+  std::vector<float> verified_lp_;           // (<= k+1) their logprobs
   std::vector<uint32_t> block_stamp_;        // (n_blocks) last step that counted a block
   std::vector<int32_t> block_fill_;          // (n_blocks) tokens held, this step
   uint32_t step_no_ = 0;
@@ -129,6 +158,7 @@ class Engine {
       st_steps_{0}, st_busy_ns_{0};
   std::atomic<int32_t> st_running_{0}, st_waiting_{0}, st_blocks_used_{0}, st_blocks_cached_{0};
   std::atomic<uint64_t> st_prefix_queried_{0}, st_prefix_hit_{0}, st_preemptions_{0};
+  std::atomic<uint64_t> st_draft_proposed_{0}, st_draft_accepted_{0}, st_spec_rounds_{0};
   std::atomic<double> st_kv_utilization_{0.0};
 
   std::thread thread_;

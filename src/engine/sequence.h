@@ -38,6 +38,13 @@ struct Sequence {
   SeqState state = SeqState::kWaiting;
   int32_t n_preemptions = 0;
 
+  // ---- speculative decoding (spec/). The engine sets spec_k before a step
+  // (drafts it would like to verify); the scheduler reserves that many
+  // lookahead slots when it can (ScheduledChunk::n_lookahead).
+  int32_t spec_k = 0;
+  std::vector<int32_t> drafts;  // (<= spec_k) this step's drafts
+  int32_t draft_computed = 0;   // tokens whose K/V are in the draft model's cache
+
   std::unique_ptr<SeqGen> gen;
 
   Sequence();

@@ -68,6 +68,18 @@ class Sampler {
   // Returns the chosen token id, always in [0, n_vocab).
   int32_t Sample(float* logits, std::span<const int32_t> history);
 
+  // The distribution Sample() draws from, as probabilities by id, for the
+  // speculative verifier (spec/verifier.h): the same chain — penalties, then
+  // one-hot argmax when greedy, else top-k, softmax(logits / T), top-p, min-p,
+  // renormalised. logits: (n_vocab), modified like Sample(). probs: (n_vocab)
+  // out; zero for every filtered token, summing to 1.
+  void Distribution(float* logits, std::span<const int32_t> history, float* probs);
+
+  // Sample() takes the argmax (temperature 0 or top_k 1).
+  bool greedy() const { return p_.temperature == 0.0f || p_.top_k == 1; }
+  // The sampler's own random stream, for draws made outside Sample().
+  Rng& rng() { return rng_; }
+
   const SamplingParams& params() const { return p_; }
   int32_t n_vocab() const { return n_vocab_; }
 

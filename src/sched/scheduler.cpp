@@ -36,6 +36,7 @@ void Scheduler::Preempt(Sequence* seq, SchedulerOutput* out) {
   Erase(&running_, seq);
   kv_->Free(seq);
   seq->n_computed = 0;  // recompute prompt + generated tokens when readmitted
+  seq->draft_computed = 0;
   seq->n_preemptions++;
   seq->state = SeqState::kWaiting;
   InsertOrdered(&waiting_, seq);
@@ -57,7 +58,15 @@ SchedulerOutput Scheduler::Schedule() {
       continue;
     }
     bool scheduled = false;
-    while (true) {
+    int32_t lookahead = 0;
+    if (k == seq->n_pending() && seq->spec_k > 0) {
+      const int32_t want = std::min(seq->spec_k, budget - k);
+      if (want > 0 && kv_->AllocateSlots(seq, k, want, &out.copies)) {
+        scheduled = true;
+        lookahead = want;
+      }
+    }
+    while (!scheduled) {
       if (kv_->AllocateSlots(seq, k, 0, &out.copies)) {
         scheduled = true;
         break;
@@ -76,9 +85,9 @@ SchedulerOutput Scheduler::Schedule() {
       Preempt(victim, &out);
     }
     if (!scheduled) continue;  // running_[i] is now the next sequence
-    out.chunks.push_back({seq, k});
-    out.n_tokens += k;
-    budget -= k;
+    out.chunks.push_back({seq, k, lookahead});
+    out.n_tokens += k + lookahead;
+    budget -= k + lookahead;
     ++i;
   }
 
@@ -100,7 +109,7 @@ SchedulerOutput Scheduler::Schedule() {
     waiting_.erase(waiting_.begin());
     seq->state = SeqState::kRunning;
     InsertOrdered(&running_, seq);
-    out.chunks.push_back({seq, k});
+    out.chunks.push_back({seq, k, 0});
     out.n_tokens += k;
     budget -= k;
   }

@@ -8,6 +8,10 @@
 // KV pool runs out, the lowest-priority, latest-arrived running sequence is
 // preempted: its blocks are freed and it recomputes from scratch later (its
 // prompt usually comes straight back from the prefix cache).
+//
+// Speculation: a decoding sequence with seq->spec_k > 0 also gets spec_k
+// lookahead slots (within the budget) for its drafts; if the pool lacks them
+// it runs without speculating this step rather than preempting anyone.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@ struct SchedulerConfig {
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int32_t n_tokens = 0;  // tokens[n_computed .. n_computed + n_tokens) run this step
+  int32_t n_lookahead = 0;  // speculative: slots reserved after them for drafts
 };
 
 struct SchedulerOutput {
@@ -33,7 +38,7 @@ struct SchedulerOutput {
   std::vector<Sequence*> preempted;    // lost their blocks this step (back to waiting)
   std::vector<Sequence*> no_room;      // cannot grow even alone in the pool: the caller ends them
   std::vector<KvCopy> copies;          // copy-on-write block copies to run before the step
-  int32_t n_tokens = 0;
+  int32_t n_tokens = 0;                // including lookahead slots
   bool empty() const { return chunks.empty(); }
 };
 

@@ -44,6 +44,11 @@ pub const LLM_BACKEND_AUTO: i32 = 0;
 pub const LLM_BACKEND_CPU: i32 = 1;
 pub const LLM_BACKEND_CUDA: i32 = 2;
 
+pub const LLM_SPEC_AUTO: i32 = 0;
+pub const LLM_SPEC_OFF: i32 = 1;
+pub const LLM_SPEC_NGRAM: i32 = 2;
+pub const LLM_SPEC_DRAFT: i32 = 3;
+
 pub const LLM_EVENT_TOKEN: i32 = 1;
 pub const LLM_EVENT_FINAL: i32 = 2;
 
@@ -93,6 +98,12 @@ pub struct llm_ctx_params {
     pub max_batch_tokens: i32,
     pub max_queued: i32,
     pub reserved0: i32,
+    // appended in 0.1: speculative decoding
+    pub draft_model_path: *const c_char,
+    pub self_draft_layers: i32,
+    pub spec_mode: i32,
+    pub spec_k: i32,
+    pub reserved1: i32,
 }
 
 #[repr(C)]
@@ -169,6 +180,8 @@ pub struct llm_request {
     pub user_data: *mut c_void,
     // appended in 0.1
     pub cache_salt: u64,
+    pub spec_mode: i32,
+    pub spec_k: i32,
 }
 
 #[repr(C)]
@@ -197,6 +210,10 @@ pub struct llm_stats {
     pub waiting: i32,
     pub reserved1: i32,
     pub kv_utilization: f64,
+    // appended in 0.1: speculative decoding
+    pub draft_tokens_proposed: u64,
+    pub draft_tokens_accepted: u64,
+    pub spec_rounds: u64,
 }
 
 #[repr(C)]

@@ -43,7 +43,8 @@ type Layout = Vec<(String, usize, Vec<(String, usize, usize)>)>;
 fn rust_layout() -> Layout {
     mirror! {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
-                         max_seqs, max_batch_tokens, max_queued, reserved0 }
+                         max_seqs, max_batch_tokens, max_queued, reserved0, draft_model_path,
+                         self_draft_layers, spec_mode, spec_k, reserved1 }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed }
         llm_metrics { prompt_tokens, cached_prompt_tokens, generated_tokens, draft_tokens_proposed,
@@ -52,12 +53,12 @@ fn rust_layout() -> Layout {
                     status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0 }
         llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
-                      cache_salt }
+                      cache_salt, spec_mode, spec_k }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
                     prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1,
-                    kv_utilization }
+                    kv_utilization, draft_tokens_proposed, draft_tokens_accepted, spec_rounds }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }
@@ -71,6 +72,7 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_ERR_CONTEXT_OVERFLOW, LLM_ERR_INVALID_UTF8, LLM_ERR_BUFFER_TOO_SMALL, LLM_ERR_BACKEND,
         LLM_ERR_SHUTDOWN, LLM_ERR_INTERNAL,
         LLM_BACKEND_AUTO, LLM_BACKEND_CPU, LLM_BACKEND_CUDA,
+        LLM_SPEC_AUTO, LLM_SPEC_OFF, LLM_SPEC_NGRAM, LLM_SPEC_DRAFT,
         LLM_EVENT_TOKEN, LLM_EVENT_FINAL,
         LLM_FINISH_NONE, LLM_FINISH_STOP, LLM_FINISH_LENGTH, LLM_FINISH_CANCELLED, LLM_FINISH_ERROR,
         LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,
