@@ -13,6 +13,22 @@ macro(llm_setup_sanitizers)
   endif()
 endmacro()
 
+# LLM_FUZZ: coverage instrumentation plus ASan+UBSan for everything built
+# here; the fuzz targets themselves add -fsanitize=fuzzer (libFuzzer's main).
+macro(llm_setup_fuzzing)
+  if(LLM_FUZZ)
+    if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang" OR NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+      message(FATAL_ERROR "LLM_FUZZ=ON needs clang (configure with CC=clang CXX=clang++)")
+    endif()
+    if(LLM_SANITIZE)
+      message(FATAL_ERROR "LLM_FUZZ=ON already enables address;undefined; leave LLM_SANITIZE empty")
+    endif()
+    add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                        -fno-sanitize-recover=all -g)
+    add_link_options(-fsanitize=address,undefined)
+  endif()
+endmacro()
+
 # Embeds a model file into `target` as the symbols llm_embedded_model_begin/_end:
 # a top-level assembler .incbin in a generated C++ file, so the 1 MiB file costs
 # no compile time and consumers see no extra link language.

@@ -50,6 +50,26 @@ void CollectEog(TokenizerData* d) {
   }
 }
 
+// Memory a tokenizer costs beyond its text, per vocabulary entry (the token
+// string, its score and type, the text -> id index, the decoded piece, the
+// transient views) and per BPE merge (the string and the pair index). Used to
+// refuse vocabularies a file is far too small to justify: loading may use at
+// most about 2 x the file size + 64 MiB in all.
+constexpr uint64_t kBytesPerToken = 160;
+constexpr uint64_t kBytesPerMerge = 96;
+constexpr uint64_t kTokenizerSlack = uint64_t{56} << 20;
+
+Status CheckArrayLength(const GgufFile& f, std::string_view key, uint64_t n) {
+  if (!f.Has(key)) return Status::Ok();
+  const auto len = f.ArrayLength(key);
+  if (!len) return ModelFormatError("tokenizer: " + std::string(key) + " is not an array");
+  if (*len != n) {
+    return ModelFormatError("tokenizer: " + std::string(key) + " has " + std::to_string(*len) +
+                            " entries but there are " + std::to_string(n) + " tokens");
+  }
+  return Status::Ok();
+}
+
 // Optional integer key: keeps *out when the key is absent.
 Status OptInt(const GgufFile& f, std::string_view key, int32_t* out) {
   if (!f.Has(key)) return Status::Ok();
@@ -85,8 +105,26 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
     return Unsupported("tokenizer: model type '" + std::string(model) + "' is not supported");
   }
 
+  // Sizes first, before anything is materialised.
+  const auto n_tokens = f.ArrayLength("tokenizer.ggml.tokens");
+  if (!n_tokens || f.ArrayElemType("tokenizer.ggml.tokens") != GgufType::kString) {
+    return ModelFormatError("tokenizer: tokenizer.ggml.tokens is missing or not an array of strings");
+  }
+  LLM_RETURN_IF_ERROR(CheckArrayLength(f, "tokenizer.ggml.scores", *n_tokens));
+  LLM_RETURN_IF_ERROR(CheckArrayLength(f, "tokenizer.ggml.token_type", *n_tokens));
+  const uint64_t n_merges =
+      d.kind == TokenizerData::Kind::kBpe ? f.ArrayLength("tokenizer.ggml.merges").value_or(0) : 0;
+  const uint64_t need = *n_tokens * kBytesPerToken + n_merges * kBytesPerMerge;
+  if (need > 2 * uint64_t{f.size()} + kTokenizerSlack) {
+    return ModelFormatError("tokenizer: " + std::to_string(*n_tokens) + " tokens and " +
+                            std::to_string(n_merges) + " merges would need about " +
+                            std::to_string(need >> 20) + " MiB, far more than a " +
+                            std::to_string(f.size() >> 20) + " MiB file justifies");
+  }
+
   LLM_ASSIGN_OR_RETURN(auto tokens, f.GetStringArray("tokenizer.ggml.tokens"));
   d.tokens.assign(tokens.begin(), tokens.end());
+  tokens = {};
   const size_t n = d.tokens.size();
   if (f.Has("tokenizer.ggml.scores")) {
     LLM_ASSIGN_OR_RETURN(d.scores, f.GetFloatArray("tokenizer.ggml.scores"));
@@ -234,7 +272,9 @@ StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path) {
   // Ids come from the vocab and added_tokens; gaps become unused tokens.
   constexpr int64_t kMaxVocab = 1 << 24;
   int64_t n = 0;
+  int64_t n_entries = 0;
   auto check_id = [&](const Json& id) -> Status {
+    ++n_entries;
     if (!id.is_int() || id.as_int() < 0 || id.as_int() >= kMaxVocab) {
       return ModelFormatError(path + ": bad token id");
     }
@@ -249,6 +289,12 @@ StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path) {
       if (!id) return ModelFormatError(path + ": added token without id");
       LLM_RETURN_IF_ERROR(check_id(*id));
     }
+  }
+  // Gaps between ids become unused tokens; a few are normal, millions from a
+  // file of a few entries are not (each costs memory).
+  if (n > n_entries + 65536) {
+    return ModelFormatError(path + ": token ids reach " + std::to_string(n - 1) + " but only " +
+                            std::to_string(n_entries) + " tokens are defined");
   }
   d.tokens.assign(n, std::string());
   d.token_types.assign(n, kTokenUnused);

@@ -1,0 +1,140 @@
+// Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/:
+//   gguf/       small valid models (F16, Q8_0, tied), a BPE vocabulary, and
+//               truncated and bit-flipped variants of them
+//   tokenizer/  texts for each vocabulary and flag combination
+//   hf_json/    minimal tokenizer.json (+ tokenizer_config.json after a NUL)
+//   capi/       request encodings (any bytes decode to some request)
+// Usage: llm_fuzz_make_corpus OUT_DIR   (run by hand; the output is committed)
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/gguf_writer.h"
+
+using namespace llm;        // NOLINT
+using namespace llm::test;  // NOLINT
+namespace fs = std::filesystem;
+
+namespace {
+
+void Put(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string SmallBpeVocabFile() {
+  GgufWriter w;
+  w.AddString("general.architecture", "llama");
+  w.AddString("tokenizer.ggml.model", "gpt2");
+  w.AddString("tokenizer.ggml.pre", "llama-bpe");
+  std::vector<std::string> tokens;
+  for (char c = '!'; c <= '~'; ++c) tokens.emplace_back(1, c);
+  tokens.push_back("\xC4\xA0");  // "Ġ", the byte-level space
+  tokens.push_back("\xC4\x8A");  // "Ċ", newline
+  tokens.push_back("\xC4\xA0t");
+  tokens.push_back("he");
+  tokens.push_back("\xC4\xA0the");
+  tokens.push_back("<|begin_of_text|>");
+  tokens.push_back("<|eot_id|>");
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[types.size() - 1] = 3;
+  types[types.size() - 2] = 3;
+  w.AddStringArray("tokenizer.ggml.tokens", tokens);
+  w.AddInt32Array("tokenizer.ggml.token_type", types);
+  w.AddStringArray("tokenizer.ggml.merges", {"\xC4\xA0 t", "h e", "\xC4\xA0t he"});
+  w.AddUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(tokens.size() - 2));
+  w.AddUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(tokens.size() - 1));
+  return w.Serialize();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  const fs::path out = argv[1];
+  std::mt19937_64 rng(42);
+
+  // --- gguf ---
+  std::vector<std::pair<std::string, std::string>> models;
+  {
+    TinyLlamaOptions o;
+    o.n_vocab = 262;
+    o.n_embd = 16;
+    o.n_head = 2;
+    o.n_head_kv = 1;
+    o.n_ff = 16;
+    o.n_layer = 1;
+    o.n_ctx = 64;
+    o.matrix_type = TensorType::F16;
+    models.emplace_back("tiny_f16.gguf", MakeTinyLlama(o).Serialize());
+    o.tied = true;
+    models.emplace_back("tiny_f16_tied.gguf", MakeTinyLlama(o).Serialize());
+    o.tied = false;
+    o.n_embd = 32;
+    o.n_ff = 32;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.matrix_type = TensorType::Q8_0;
+    models.emplace_back("tiny_q8_0.gguf", MakeTinyLlama(o).Serialize());
+  }
+  models.emplace_back("bpe_vocab.gguf", SmallBpeVocabFile());
+  for (const auto& [name, bytes] : models) {
+    Put(out / "gguf", name, bytes);
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    const size_t header = std::min<size_t>(f.ok() ? f.value()->data_offset() : bytes.size(), bytes.size());
+    for (size_t cut : {size_t{4}, size_t{24}, header / 3, header / 2, header - 1, header + 100}) {
+      if (cut < bytes.size()) Put(out / "gguf", name + ".cut" + std::to_string(cut), bytes.substr(0, cut));
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::string b = bytes;
+      for (int e = 0; e < 3; ++e) b[rng() % header] ^= static_cast<char>(1u << (rng() % 8));
+      Put(out / "gguf", name + ".flip" + std::to_string(i), b);
+    }
+  }
+
+  // --- tokenizer: selector byte (vocab | add_special 0x80 | parse_special 0x40) + text ---
+  const char* texts[] = {"Once upon a time, there was a little girl named Lily.",
+                         " leading space and  double  spaces\n\nnew lines\ttabs",
+                         "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80 emoji",
+                         "<s>control</s> <|endoftext|> <think>user</think> <unk>",
+                         "numbers 1234567 3.14 don't I'll we've",
+                         ""};
+  int n = 0;
+  for (uint8_t sel : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0xC0, 0xC1, 0x42, 0x83}) {
+    for (const char* t : texts) Put(out / "tokenizer", "t" + std::to_string(n++), std::string(1, static_cast<char>(sel)) + t);
+  }
+
+  // --- hf_json ---
+  const std::string vocab =
+      R"({"Ġ": 0, "t": 1, "h": 2, "e": 3, "Ġt": 4, "he": 5, "Ġthe": 6, "a": 7, "Ċ": 8})";
+  const std::string tj =
+      R"({"version": "1.0", "added_tokens": [{"id": 9, "content": "<|begin_of_text|>", "special": true},)"
+      R"( {"id": 10, "content": "<|eot_id|>", "special": true}, {"id": 11, "content": "<think>", "special": false}],)"
+      R"( "normalizer": null, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": )"
+      R"("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},)"
+      R"( "behavior": "Isolated", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]},)"
+      R"( "model": {"type": "BPE", "ignore_merges": true, "vocab": )" + vocab +
+      R"(, "merges": ["Ġ t", ["h", "e"], "Ġt he"]}})";
+  const std::string cfg = R"({"bos_token": "<|begin_of_text|>", "eos_token": {"content": "<|eot_id|>"}, "add_bos_token": true})";
+  Put(out / "hf_json", "llama3_like", tj);
+  Put(out / "hf_json", "llama3_like_cfg", tj + std::string(1, '\0') + cfg);
+  Put(out / "hf_json", "gpt2_like",
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}, "pre_tokenizer": {"type": "ByteLevel"}})");
+  Put(out / "hf_json", "numbers", R"([1, -2.5e10, 1e400, "\u00e9\ud83d\ude00", true, false, null, {"a": {}}])");
+
+  // --- capi: arbitrary bytes; a few shapes ---
+  Put(out / "capi", "text", std::string("\x00\x00\x00\x00\x00", 5) + "Once upon a time");
+  Put(out / "capi", "sampled", std::string("\x7f\x00\x01\x00\x00\x00\x00\x00", 8) + "Lily");
+  Put(out / "capi", "tokens", std::string("\x00\x00\x08\x00\x05\x01\x00\x02\x00\x03\x00", 11));
+  Put(out / "capi", "stops", std::string("\x00\x00\x02\x02\x01", 5) + "a\0b\0The dog");
+  std::printf("corpus written to %s\n", out.c_str());
+  return 0;
+}
