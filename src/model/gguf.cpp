@@ -216,15 +216,11 @@ const char* GgufTypeName(GgufType type) {
 }
 
 bool TensorTypeBlock(TensorType type, uint64_t* block_elems, uint64_t* block_bytes) {
-  switch (type) {
-    case TensorType::F32: *block_elems = 1; *block_bytes = 4; return true;
-    case TensorType::F16: *block_elems = 1; *block_bytes = 2; return true;
-    case TensorType::BF16: *block_elems = 1; *block_bytes = 2; return true;
-    case TensorType::Q8_0: *block_elems = 32; *block_bytes = 34; return true;
-    case TensorType::Q4_0: *block_elems = 32; *block_bytes = 18; return true;
-    case TensorType::Q4_1: *block_elems = 32; *block_bytes = 20; return true;
-  }
-  return false;
+  int64_t elems = 0, bytes = 0;
+  if (!TensorTypeLayout(type, &elems, &bytes)) return false;  // table: tensor_type.h
+  *block_elems = static_cast<uint64_t>(elems);
+  *block_bytes = static_cast<uint64_t>(bytes);
+  return true;
 }
 
 const char* TensorTypeName(TensorType type) {
@@ -235,6 +231,11 @@ const char* TensorTypeName(TensorType type) {
     case TensorType::Q8_0: return "Q8_0";
     case TensorType::Q4_0: return "Q4_0";
     case TensorType::Q4_1: return "Q4_1";
+    case TensorType::Q5_0: return "Q5_0";
+    case TensorType::Q5_1: return "Q5_1";
+    case TensorType::Q4_K: return "Q4_K";
+    case TensorType::Q5_K: return "Q5_K";
+    case TensorType::Q6_K: return "Q6_K";
   }
   return "unknown";
 }
@@ -410,7 +411,8 @@ Status GgufFile::ParseHeader() {
     uint64_t block_elems = 0, block_bytes = 0;
     if (!TensorTypeBlock(static_cast<TensorType>(type), &block_elems, &block_bytes)) {
       return Unsupported(where + " has tensor type " + std::to_string(type) +
-                         ", which this build does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+                         ", which this build does not read (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                         "Q4_K, Q5_K, Q6_K)");
     }
     t.type = static_cast<TensorType>(type);
     if (t.dims[0] % static_cast<int64_t>(block_elems) != 0) {

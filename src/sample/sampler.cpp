@@ -320,6 +320,55 @@ int32_t Sampler::SampleWide(float* logits, float inv_t, size_t k) {
   return last >= 0 ? last : Argmax(logits);
 }
 
+// ------------------------------------------------------------- distribution
+
+// The chain of Sample() written out as probabilities. The candidates are cut
+// as prefixes of the same (logit desc, id asc) order, so the surviving set and
+// the weights match Sample()'s (up to the order of float sums).
+void Sampler::Distribution(float* logits, std::span<const int32_t> history, float* probs) {
+  ApplyPenalties(logits, history);
+  const size_t n = static_cast<size_t>(n_vocab_);
+  std::fill(probs, probs + n, 0.0f);
+  const float inv_t = greedy() ? 0.0f : 1.0f / p_.temperature;
+  if (greedy() || !std::isfinite(inv_t)) {
+    probs[Argmax(logits)] = 1.0f;
+    return;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (std::isnan(logits[i])) logits[i] = kNegInf;
+  const size_t k = (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) ? static_cast<size_t>(p_.top_k) : n;
+  Candidate* c = cand_.data();
+  for (size_t i = 0; i < n; ++i) c[i] = {logits[i], static_cast<int32_t>(i), 0.0f};
+  if (k < n) std::nth_element(c, c + (k - 1), c + n, Before{});
+  std::sort(c, c + k, Before{});
+  const float lmax = c[0].logit;
+  if (!std::isfinite(lmax)) {  // all -inf, or +inf present: Sample() takes the argmax
+    probs[Argmax(logits)] = 1.0f;
+    return;
+  }
+  double z = 0.0;
+  for (size_t i = 0; i < k; ++i) z += c[i].w = std::exp((c[i].logit - lmax) * inv_t);
+  size_t size = k;
+  if (p_.top_p < 1.0f) {
+    const double target = static_cast<double>(p_.top_p) * z;
+    double cum = 0.0;
+    for (size_t i = 0; i < k; ++i) {
+      if ((cum += c[i].w) >= target) {
+        size = i + 1;
+        break;
+      }
+    }
+  }
+  if (p_.min_p > 0.0f) {
+    const float min_w = p_.min_p;
+    size = static_cast<size_t>(
+        std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
+  }
+  double total = 0.0;
+  for (size_t i = 0; i < size; ++i) total += c[i].w;
+  for (size_t i = 0; i < size; ++i) probs[c[i].id] = static_cast<float>(c[i].w / total);
+}
+
 // ------------------------------------------------------------- logprobs
 
 namespace {

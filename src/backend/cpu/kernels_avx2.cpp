@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -60,10 +61,6 @@ inline V8 LoadBF16(const uint16_t* p) {
   const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
 }
-inline V8 LoadQ8(const int8_t* q, float d) {
-  const __m256i w = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
-  return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(w));
-}
 
 #include "backend/cpu/kernels_impl.h"
 
@@ -81,7 +78,8 @@ namespace llm::cpu {
 
 const Kernels* Avx2KernelsIfBuilt() {
 #if defined(LLM_HAVE_AVX2_KERNELS)
-  static const Kernels k = {"avx2", avx2::MatMulImpl, avx2::RmsNormImpl, avx2::SiluMulImpl, avx2::AttentionImpl};
+  static const Kernels k = {"avx2", avx2::MatMulImpl, avx2::RmsNormImpl, avx2::SiluMulImpl, avx2::AttentionImpl,
+                           avx2::QuantizeActImpl};
   return &k;
 #else
   return nullptr;
