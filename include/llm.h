@@ -37,6 +37,10 @@
  *  context. Token callbacks run inside llm_poll, on the thread that calls
  *  llm_poll, never on the engine thread. llm_ctx_destroy must not race any
  *  other call on the same context. llm_last_error() is thread-local.
+ *  A context belongs to no thread: it may be created, used, polled and
+ *  destroyed on different threads, and threads that used it may exit at any
+ *  time (requests they submitted go on; only their llm_last_error() message
+ *  is lost).
  *
  * ============================================================================
  * LIFECYCLE OF A CONTEXT
@@ -128,7 +132,10 @@ enum {
 LLM_API const char* llm_status_str(llm_status status);
 
 /* The message of the last failure on the calling thread ("" if none). The
- * pointer stays valid until the next llm_* call on this thread. Never NULL. */
+ * pointer stays valid until the next llm_* call on this thread. Never NULL.
+ * Each thread has its own message: a failure on one thread is never seen on
+ * another, a new thread starts with "", and the message of a thread ends with
+ * it. Calls that succeed may clear it. */
 LLM_API const char* llm_last_error(void);
 
 /* ------------------------------------------------------------- constants */
@@ -312,8 +319,12 @@ LLM_API llm_status llm_request_init(llm_request* request);
 LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ctx);
 
 /* Cancels every request in flight, stops the engine thread, frees all memory.
- * Events not yet polled are discarded. NULL is a no-op. Must not race other
- * calls on ctx. */
+ * Requests still queued or running are simply dropped: no FINAL event is
+ * produced and no callback is called (from destroy or later), and events not
+ * yet polled are discarded. The user_data of callback requests is not touched
+ * after destroy returns. NULL is a no-op. May be called from any thread, not
+ * only the creating one, but must not race other calls on ctx, and must not be
+ * called from a token callback of the same context. */
 LLM_API void llm_ctx_destroy(llm_ctx* ctx);
 
 /* Queues a request and returns at once with its id in *out_id (never 0).
@@ -323,12 +334,23 @@ LLM_API void llm_ctx_destroy(llm_ctx* ctx);
  * sampling values out of range, n out of range, token id out of vocabulary,
  * empty prompt), INVALID_UTF8, CONTEXT_OVERFLOW (prompt does not fit the
  * context, or cannot fit the KV pool), BUSY (queue full: retry after polling),
- * SHUTDOWN. A rejected request produces no events. */
+ * SHUTDOWN. A rejected request produces no events.
+ * May be called from inside a token callback (on any context): the new
+ * request is queued as from any other thread; its own callback runs in a
+ * later llm_poll (or later in the same one). */
 LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_request_id* out_id);
 
 /* Asks the engine to stop request `id`. It stops at the next step boundary
  * (within one prefill chunk); its sequences end with a FINAL event whose
- * finish_reason is LLM_FINISH_CANCELLED, unless they finished first.
+ * finish_reason is LLM_FINISH_CANCELLED, unless they finished first. Every
+ * sequence still gets exactly one FINAL event.
+ * Unknown ids (0, ids never returned by this context, ids of another context)
+ * and ids whose request has finished give NOT_FOUND and change nothing. A
+ * request counts as finished once the engine has produced the FINAL events of
+ * all its sequences, which may be before they are polled. Cancelling the same
+ * request again before it finishes is harmless (OK or NOT_FOUND).
+ * May be called from inside a token callback, including the callback of the
+ * request being cancelled.
  * Errors: NULL_ARGUMENT, NOT_FOUND (unknown or already finished id). */
 LLM_API llm_status llm_cancel(llm_ctx* ctx, llm_request_id id);
 
@@ -341,10 +363,16 @@ LLM_API llm_status llm_cancel(llm_ctx* ctx, llm_request_id id);
  * Waits up to timeout_ms milliseconds (0: do not wait, -1: no limit) until at
  * least one event was delivered, llm_wakeup was called, or time ran out.
  * *n_out receives the number of events written into `events`.
- * events may be NULL when capacity is 0 (callbacks only).
+ * events may be NULL when capacity is 0 (callbacks only); with capacity 0
+ * nothing is read from or written to events. Events that need the array are
+ * never dropped: they stay queued for a later poll with room, and delivery
+ * stops at the first of them (so no request's events are reordered) -
+ * while one is queued, a poll with capacity 0 returns at once with *n_out 0.
  * Pointers inside the returned events stay valid until the next llm_poll on
  * this context (from any thread) or llm_ctx_destroy.
- * Polls are serialized; a callback must not call llm_poll (INVALID_ARGUMENT).
+ * Polls are serialized; a callback must not call llm_poll: it gets
+ * INVALID_ARGUMENT and nothing is delivered (every other llm_* call, except
+ * llm_ctx_destroy of the same context, is allowed from a callback).
  * Errors: NULL_ARGUMENT (ctx, n_out, or events with capacity > 0),
  * STRUCT_SIZE, INVALID_ARGUMENT. */
 LLM_API llm_status llm_poll(llm_ctx* ctx, llm_event* events, uint32_t capacity, uint32_t* n_out,
