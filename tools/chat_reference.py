@@ -149,6 +149,11 @@ UNIT_CASES = [
     ("{{ \"it's\" }}{{ 'say \"hi\"' }}{{ 'tab\\there' }}{{ '\\u00e9\\x41' }}{{ 'a' 'b' }}{{ 1_000 }}", {}),
     ("{{ messages[0]['content'] }}{{ messages[0].content }}{{ messages[-1].role }}{{ messages | length }}{{ messages[0].missing is defined }}", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}),
     ("{{ raise_exception('custom failure') }}", {}),
+    ("{{ messages[0].role }}", {"messages": []}),
+    ("{{ d.missing.x }}", {"d": {}}),
+    ("{{ d['k'] + 1 }}", {"d": {}}),
+    ("{{ nope + 1 }}", {}),
+    ("{% for m in nope %}x{% endfor %}{{ nope | length }}{{ nope is defined }}[{{ nope }}]", {}),
     ("{{ [1, 2] + [3] }}{{ 'ab' * 3 }}{{ 2 * [0] }}{{ (1, 2) }}{{ {'a': {'b': 1}}['a']['b'] }}", {}),
     ("{{ {'x': 1}.x }}{{ {'items': 1}['items'] }}{{ 'abc'.missing is defined }}{{ (messages | first).content }}", {"messages": [{"content": "c"}]}),
 ]

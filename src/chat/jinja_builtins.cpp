@@ -19,7 +19,24 @@ Status TemplateError(const std::string& what) { return InvalidArgument("template
 
 namespace {
 
-Status Undefined(const char* what) { return TemplateError(std::string(what) + " of an undefined value"); }
+// The error for using an undefined value: its hint, as jinja2's UndefinedError.
+Status UndefinedError(const Value& v) {
+  return TemplateError(v.str().empty() ? std::string("use of an undefined value") : v.str());
+}
+
+// jinja2's object_type_repr, quoted for attribute hints.
+std::string TypeRepr(const Value& v) { return v.is_none() ? "None" : std::string(v.TypeName()) + " object"; }
+Value NoAttribute(const Value& obj, const std::string& name) {
+  std::string hint = "'";  // built piecewise: GCC 12 warns (-Wrestrict) on "'" + std::string
+  hint += TypeRepr(obj);
+  hint += "' has no attribute '";
+  hint += name;
+  hint += "'";
+  return Value::Undefined(std::move(hint));
+}
+Value NoElement(const Value& obj, int64_t i) {
+  return Value::Undefined(TypeRepr(obj) + " has no element " + std::to_string(i));
+}
 
 bool IsMethod(const Value& obj, const std::string& name) {
   static const char* const kStr[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith",
@@ -82,7 +99,8 @@ StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b) 
     if (s.size() > kMaxBuiltinSize) return TemplateError("string too large");
     return Value::String(std::move(s));
   }
-  if (a.is_undefined() || b.is_undefined()) return Undefined(("operator " + op).c_str());
+  if (a.is_undefined()) return UndefinedError(a);
+  if (b.is_undefined()) return UndefinedError(b);
   bool ints = a.is_number() && b.is_number() && !a.is_float() && !b.is_float();
   bool nums = a.is_number() && b.is_number();
   __int128 x = a.is_number() ? a.as_int() : 0, y = b.is_number() ? b.as_int() : 0;
@@ -188,37 +206,36 @@ StatusOr<bool> Contains(const Value& c, const Value& item) {
 }
 
 StatusOr<Value> GetAttr(const Value& obj, const std::string& name) {
-  if (obj.is_undefined()) return TemplateError("'" + name + "' of an undefined value");
+  if (obj.is_undefined()) return UndefinedError(obj);
   if (IsMethod(obj, name)) return Bind(obj, name);
   if (obj.is_dict() || obj.is_namespace()) {
-    const Value* v = obj.dict().Find(name);
-    return v != nullptr ? *v : Value();
+    if (const Value* v = obj.dict().Find(name)) return *v;
   }
-  return Value();
+  return NoAttribute(obj, name);
 }
 
 StatusOr<Value> GetItem(const Value& obj, const Value& key) {
-  if (obj.is_undefined()) return TemplateError("item of an undefined value");
+  if (obj.is_undefined()) return UndefinedError(obj);
   if (key.is_number() && !key.is_float() && (obj.is_list() || obj.is_string())) {
     int64_t i = key.as_int();
     if (obj.is_list()) {
-      if (!NormalizeIndex(&i, obj.list().size())) return Value();
+      if (!NormalizeIndex(&i, obj.list().size())) return NoElement(obj, key.as_int());
       return obj.list()[static_cast<size_t>(i)];
     }
     std::u32string s = ToU32(obj.str());
-    if (!NormalizeIndex(&i, s.size())) return Value();
+    if (!NormalizeIndex(&i, s.size())) return NoElement(obj, key.as_int());
     return Value::String(FromU32(s.substr(static_cast<size_t>(i), 1)));
   }
   if (obj.is_dict() && key.is_string()) {
     if (const Value* v = obj.dict().Find(key.str())) return *v;
   }
   if (key.is_string()) return GetAttr(obj, key.str());
-  return Value();
+  return Value::Undefined(TypeRepr(obj) + " has no element " + key.Repr());
 }
 
 StatusOr<Value> Slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (!obj.is_list() && !obj.is_string()) {
-    if (obj.is_undefined()) return TemplateError("slice of an undefined value");
+    if (obj.is_undefined()) return UndefinedError(obj);
     return Value();
   }
   auto as_index = [](const Value& v, bool* given) -> StatusOr<int64_t> {

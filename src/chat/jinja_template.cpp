@@ -52,7 +52,8 @@ class Renderer {
       if (i < macro_base_ && i != 0) continue;  // a caller's locals
       if (const Value* v = scopes_[i].Find(name)) return *v;
     }
-    return BuiltinGlobal(name);
+    Value v = BuiltinGlobal(name);
+    return v.is_undefined() ? Value::Undefined("'" + name + "' is undefined") : v;
   }
 
   void Assign(const std::string& name, Value v) { scopes_.back().Set(name, std::move(v)); }
@@ -255,7 +256,8 @@ class Renderer {
       LLM_ASSIGN_OR_RETURN(bool in, Contains(r, l));
       return Value::Bool(in == (op == "in"));
     }
-    if (l.is_undefined() || r.is_undefined()) return TemplateError("comparison with an undefined value");
+    if (l.is_undefined()) return TemplateError(l.str().empty() ? "comparison with an undefined value" : l.str());
+    if (r.is_undefined()) return TemplateError(r.str().empty() ? "comparison with an undefined value" : r.str());
     LLM_ASSIGN_OR_RETURN(bool lt, op == "<" || op == ">=" ? Less(l, r) : Less(r, l));
     return Value::Bool(op == "<" || op == ">" ? lt : !lt);
   }
@@ -342,8 +344,7 @@ class Renderer {
       case Expr::Kind::kCall: {
         LLM_ASSIGN_OR_RETURN(Value callee, Eval(*e.args[0]));
         if (!callee.is_function()) {
-          if (callee.is_undefined() && e.args[0]->kind == Expr::Kind::kName)
-            return TemplateError("'" + e.args[0]->name + "' is undefined");
+          if (callee.is_undefined() && !callee.str().empty()) return TemplateError(callee.str());
           return TemplateError(std::string("'") + callee.TypeName() + "' object is not callable");
         }
         LLM_ASSIGN_OR_RETURN(CallArgs a, EvalArgs(e));

@@ -10,6 +10,11 @@
 
 namespace llm::jinja {
 
+Value Value::Undefined(std::string hint) {
+  Value v;
+  v.s_ = std::move(hint);
+  return v;
+}
 Value Value::None() {
   Value v;
   v.kind_ = Kind::kNone;

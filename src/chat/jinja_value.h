@@ -39,6 +39,9 @@ class Value {
   enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kFunction };
 
   Value() = default;  // undefined
+  // An undefined value that remembers why, for the error when it is used
+  // ("'dict object' has no attribute 'x'", as jinja2 words it).
+  static Value Undefined(std::string hint);
   static Value None();
   static Value Bool(bool b);
   static Value Int(int64_t i);
@@ -71,7 +74,7 @@ class Value {
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
   double as_double() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(as_int()); }
-  const std::string& str() const { return s_; }
+  const std::string& str() const { return s_; }  // kString; kUndefined: the hint
   const List& list() const { return *list_; }
   const Dict& dict() const { return *dict_; }   // kDict and kNamespace
   // Namespaces (set ns.x), and the loop object the evaluator advances in place.
