@@ -38,5 +38,28 @@ TEST(FuzzRegressions, HugePenaltyWindowIsNotReservedUpFront) {
   llm_ctx_destroy(ctx);
 }
 
+// fuzz_capi: max_tokens = INT32_MAX made the engine reserve token storage
+// for prompt + max_tokens per sequence (GiBs). Such a request can never fit
+// the context: it is rejected at submit, and the reservation is capped by
+// the context anyway.
+TEST(FuzzRegressions, HugeMaxTokensIsRejectedNotReserved) {
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(nullptr, &ctx), LLM_OK) << llm_last_error();
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt = "Once upon a time";
+  r.max_tokens = INT32_MAX;
+  r.n = 64;
+  llm_request_id id = 0;
+  EXPECT_EQ(llm_submit(ctx, &r, &id), LLM_ERR_CONTEXT_OVERFLOW);
+  r.max_tokens = 500;  // fits the 512-token context exactly
+  r.n = 4;
+  ASSERT_EQ(llm_submit(ctx, &r, &id), LLM_OK) << llm_last_error();
+  ASSERT_EQ(llm_cancel(ctx, id), LLM_OK);
+  auto res = WaitFor(ctx, id, 4);
+  for (auto& s : res) EXPECT_EQ(s.n_final, 1);
+  llm_ctx_destroy(ctx);
+}
+
 }  // namespace
 }  // namespace llm::test

@@ -213,7 +213,10 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     seq->priority = spec.priority;
     seq->arrival = arrival_++;
     seq->tokens = spec.prompt;
-    seq->tokens.reserve(spec.prompt.size() + static_cast<size_t>(spec.max_tokens) + 1);
+    // Submit already bounds prompt + max_tokens by the context; cap anyway so
+    // the reservation can never exceed what a sequence can hold.
+    seq->tokens.reserve(std::min(spec.prompt.size() + static_cast<size_t>(spec.max_tokens),
+                                 static_cast<size_t>(config_.n_ctx)) + 1);
     seq->n_prompt = static_cast<int32_t>(spec.prompt.size());
     seq->cache_salt = spec.cache_salt;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
