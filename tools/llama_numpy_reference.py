@@ -3,12 +3,11 @@
 weights dequantized by gguf-py (pip install gguf numpy) and the forward pass
 written out in NumPy, in float64, with no activation quantization.
 
-It prints, for the prompts and the perplexity text of
+Run as a script, it prints, for the prompts and the perplexity text of
 tests/data/smollm2_reference.json, the greedy ids and the perplexity this
-forward pass gives (prompt and text token ids are taken from that file, so no
-tokenizer is involved). It is the fallback oracle when llama-cpp-python
-cannot be built, and a cross-check of it otherwise: both the llama.cpp
-numbers and llmrt's should sit close to these.
+forward pass gives (token ids taken from that file, so no tokenizer is
+involved): a cross-check of the llama.cpp reference. tools/smollm2_numpy_reference.py
+uses it to write tests/data/smollm2_reference_numpy.json.
 
 Usage: python3 tools/llama_numpy_reference.py [MODEL] [REFERENCE_JSON]
 """

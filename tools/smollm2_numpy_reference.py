@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes tests/data/smollm2_reference.json with the NumPy oracle
+"""Writes tests/data/smollm2_reference_numpy.json with the NumPy oracle
 (tools/llama_numpy_reference.py: gguf-py dequantization, float64 forward, no
 activation quantization), the fallback when llama-cpp-python cannot be built.
-tools/smollm2_reference.py writes the same schema with llama.cpp as oracle.
+tools/smollm2_reference.py writes the same schema with llama.cpp as oracle
+(tests/data/smollm2_reference.json).
 
 Token ids come from llmrt's tokenizer (itself checked against llama.cpp's
 tokenizer vectors in test_tokenizer), one JSON line per prompt from
@@ -52,4 +53,4 @@ ref = {
   "perplexity": {"file": "tests/data/smollm2_ppl.txt", "ctx": CTX, "n_tokens": len(text_ids),
                  "n_chunks": len(text_ids) // CTX, "running_ppl": running, "ppl": round(ppl, 6), "token_ids": text_ids},
 }
-open("tests/data/smollm2_reference.json", "w").write(json.dumps(ref, indent=1, ensure_ascii=False) + "\n")
+open("tests/data/smollm2_reference_numpy.json", "w").write(json.dumps(ref, indent=1, ensure_ascii=False) + "\n")
