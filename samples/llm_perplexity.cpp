@@ -2,7 +2,8 @@
 // perplexity tool computes it, so the figures compare directly:
 //   1. drop one trailing newline; tokenize the whole text with BOS;
 //   2. split into floor(n / CTX) non-overlapping chunks of CTX tokens;
-//   3. each chunk starts with BOS (its first token replaced) and is scored on
+//   3. each chunk starts with BOS (its first token replaced, for models that
+//      add BOS) and is scored on
 //      its second half: positions CTX/2 .. CTX-2 predict the next token;
 //   4. PPL = exp(mean NLL).
 // All chunks are submitted at once and run batched by the engine; the
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
   llm_model_get_info(ctx, &info);
 
   std::vector<llm_token> ids = cli::Tokenize(ctx, text, LLM_TOKENIZE_ADD_SPECIAL);
+  // As llama.cpp: chunks start with BOS only for models that add one.
+  const bool adds_bos = !ids.empty() && info.bos >= 0 && ids[0] == info.bos;
   const int32_t n_chunks = static_cast<int32_t>(ids.size()) / n_ctx;
   if (n_chunks == 0) {
     std::fprintf(stderr, "%zu tokens: need at least %d\n", ids.size(), n_ctx);
@@ -74,7 +77,7 @@ int main(int argc, char** argv) {
   std::map<llm_request_id, int32_t> chunk_of;
   for (int32_t c = 0; c < n_chunks; ++c) {
     std::vector<llm_token> chunk(ids.begin() + int64_t{c} * n_ctx, ids.begin() + int64_t{c + 1} * n_ctx);
-    chunk[0] = info.bos;
+    if (adds_bos) chunk[0] = info.bos;
     llm_request req;
     llm_request_init(&req);
     req.prompt_tokens = chunk.data();
