@@ -54,6 +54,8 @@ export LD_LIBRARY_PATH=$LLMRT_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # ------------------------------------------------------------------ Rust
 rust_suite() {
+  # rustup installs under ~/.cargo/bin, which a non-login shell may not have on PATH.
+  command -v cargo >/dev/null || [ ! -x "$HOME/.cargo/bin/cargo" ] || export PATH="$HOME/.cargo/bin:$PATH"
   command -v cargo >/dev/null || { echo "cargo not found (install a Rust toolchain >= 1.77)"; return 1; }
   (cd "$here/rust" && cargo build --offline --all-targets && cargo test --offline)
 }
