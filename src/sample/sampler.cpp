@@ -156,6 +156,36 @@ struct Before {
   }
 };
 
+}  // namespace
+
+size_t Sampler::WeighAndCut(Candidate* c, size_t k, float inv_t) const {
+  // softmax with temperature, unnormalised: the best token (c[0]) has w = 1
+  const float lmax = c[0].logit;
+  double z = 0.0;
+  for (size_t i = 0; i < k; ++i) z += c[i].w = std::exp((c[i].logit - lmax) * inv_t);
+  // top-p then min-p; both keep prefixes, so the shorter prefix wins. min-p's
+  // test p >= min_p * p_max is w >= min_p, since w = p / p_max.
+  size_t size = k;
+  if (p_.top_p < 1.0f) {
+    const double target = static_cast<double>(p_.top_p) * z;
+    double cum = 0.0;
+    for (size_t i = 0; i < k; ++i) {
+      if ((cum += c[i].w) >= target) {
+        size = i + 1;
+        break;
+      }
+    }
+  }
+  if (p_.min_p > 0.0f) {
+    const float min_w = p_.min_p;
+    size = static_cast<size_t>(
+        std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
+  }
+  return size;
+}
+
+namespace {
+
 // top-k up to this size is sorted outright; above it (or with top-k off) the
 // bucketed path avoids sorting the vocabulary.
 constexpr size_t kSortedTopK = 4096;
@@ -206,28 +236,7 @@ int32_t Sampler::SampleTopK(const float* logits, float inv_t, size_t k) {
   const float lmax = c[0].logit;
   if (!std::isfinite(lmax)) return Argmax(logits);  // all -inf, or +inf present
 
-  // softmax with temperature, unnormalised: the best token has w = 1
-  double z = 0.0;
-  for (size_t i = 0; i < k; ++i) z += c[i].w = std::exp((c[i].logit - lmax) * inv_t);
-
-  // top-p then min-p; both keep prefixes, so the shorter prefix wins. min-p's
-  // test p >= min_p * p_max is w >= min_p, since w = p / p_max.
-  size_t size = k;
-  if (p_.top_p < 1.0f) {
-    const double target = static_cast<double>(p_.top_p) * z;
-    double cum = 0.0;
-    for (size_t i = 0; i < k; ++i) {
-      if ((cum += c[i].w) >= target) {
-        size = i + 1;
-        break;
-      }
-    }
-  }
-  if (p_.min_p > 0.0f) {
-    const float min_w = p_.min_p;
-    size = static_cast<size_t>(
-        std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
-  }
+  const size_t size = WeighAndCut(c, k, inv_t);
 
   // renormalise and draw, in sorted order
   double total = 0.0;
@@ -346,24 +355,7 @@ void Sampler::Distribution(float* logits, std::span<const int32_t> history, floa
     probs[Argmax(logits)] = 1.0f;
     return;
   }
-  double z = 0.0;
-  for (size_t i = 0; i < k; ++i) z += c[i].w = std::exp((c[i].logit - lmax) * inv_t);
-  size_t size = k;
-  if (p_.top_p < 1.0f) {
-    const double target = static_cast<double>(p_.top_p) * z;
-    double cum = 0.0;
-    for (size_t i = 0; i < k; ++i) {
-      if ((cum += c[i].w) >= target) {
-        size = i + 1;
-        break;
-      }
-    }
-  }
-  if (p_.min_p > 0.0f) {
-    const float min_w = p_.min_p;
-    size = static_cast<size_t>(
-        std::partition_point(c, c + size, [&](const Candidate& x) { return x.w >= min_w; }) - c);
-  }
+  const size_t size = WeighAndCut(c, k, inv_t);
   double total = 0.0;
   for (size_t i = 0; i < size; ++i) total += c[i].w;
   for (size_t i = 0; i < size; ++i) probs[c[i].id] = static_cast<float>(c[i].w / total);

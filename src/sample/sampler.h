@@ -92,6 +92,9 @@ class Sampler {
 
   void ApplyPenalties(float* logits, std::span<const int32_t> history);
   int32_t Argmax(const float* logits) const;
+  // Over c[0..k) sorted by Before: sets each w and returns how many lead
+  // candidates survive top-p and then min-p.
+  size_t WeighAndCut(Candidate* c, size_t k, float inv_t) const;
   int32_t SampleTopK(const float* logits, float inv_t, size_t k);
   int32_t SampleWide(float* logits, float inv_t, size_t k);
 
