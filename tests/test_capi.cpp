@@ -372,6 +372,46 @@ TEST_F(Api, CancelMidPrefill) {
   llm_ctx_destroy(ctx);
 }
 
+// llm_get_stats right after a cancel: the cancelled sequence's blocks are
+// free and nothing runs, though no engine step follows the cancel.
+TEST(ApiStats, CancelledRequestLeavesNothingRunning) {
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  std::string path = ModelPathF32();
+  p.model_path = path.c_str();
+  p.n_threads = 2;
+  p.n_ctx = 4096;
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0;
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt = "Once upon a time";
+  r.max_tokens = 4000;
+  r.ignore_eos = 1;
+  r.sampling = &sp;
+  llm_request_id id = 0;
+  ASSERT_EQ(llm_submit(ctx, &r, &id), LLM_OK);
+  llm_event ev[8];
+  ev[0].struct_size = sizeof(llm_event);
+  uint32_t n = 0;
+  ASSERT_EQ(llm_poll(ctx, ev, 8, &n, 10000), LLM_OK);  // running: it has produced a token
+  ASSERT_GT(n, 0u);
+  ASSERT_EQ(llm_cancel(ctx, id), LLM_OK);
+  SeqResult res = WaitFor(ctx, id)[0];
+  if (res.finish_reason != LLM_FINISH_CANCELLED) GTEST_SKIP() << "the request finished before the cancel";
+  llm_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.waiting, 0);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  EXPECT_EQ(st.kv_blocks_free, st.kv_blocks_total);
+  llm_ctx_destroy(ctx);
+}
+
 TEST_F(Api, StopStringEndsTheTextBeforeIt) {
   SeqResult full = Generate(ctx_, "Once upon a time", 40);
   ASSERT_NE(full.text.find("Lily"), std::string::npos);

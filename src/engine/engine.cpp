@@ -189,7 +189,11 @@ void Engine::Run() {
     inbox.clear();
     for (uint64_t id : cancels) CancelRequest(id);
     cancels.clear();
-    if (!scheduler_.idle()) Step();
+    if (!scheduler_.idle()) {
+      Step();
+    } else {
+      PublishGauges();  // a cancel can empty the scheduler without a step
+    }
     events_.PushAll(&pending_events_);
   }
   // Shutdown: whatever is in flight ends as cancelled (nobody may poll it).
@@ -450,6 +454,17 @@ void Engine::ForkChildren(Sequence* parent, const float* logits) {
   }
 }
 
+// The figures GetStats reads, refreshed after every step and whenever the
+// engine goes idle (a cancel can free the last blocks without a step).
+void Engine::PublishGauges() {
+  st_running_ = scheduler_.n_running();
+  st_waiting_ = scheduler_.n_waiting();
+  st_blocks_used_ = kv_.pool().n_used();
+  st_blocks_cached_ = kv_.pool().n_cached_free();
+  st_prefix_queried_ = kv_.queried_tokens();
+  st_prefix_hit_ = kv_.hit_tokens();
+}
+
 // After a step: of the slots in blocks that running sequences hold, how many
 // hold computed tokens? A block shared by several sequences counts once.
 void Engine::MeasureKvUtilization() {
@@ -603,13 +618,8 @@ void Engine::Step() {
   }
 
   st_steps_++;
-  st_running_ = scheduler_.n_running();
-  st_waiting_ = scheduler_.n_waiting();
   MeasureKvUtilization();
-  st_blocks_used_ = kv_.pool().n_used();
-  st_blocks_cached_ = kv_.pool().n_cached_free();
-  st_prefix_queried_ = kv_.queried_tokens();
-  st_prefix_hit_ = kv_.hit_tokens();
+  PublishGauges();
   st_busy_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 

@@ -110,6 +110,7 @@ class Engine {
   void VerifyDrafts(Sequence* seq, const float* rows);
   void ForkChildren(Sequence* parent, const float* logits);
   void MeasureKvUtilization();
+  void PublishGauges();  // running/waiting/KV figures for GetStats, after a step or a cancel
   void Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message);
   void EmitToken(Sequence* seq, int32_t token, float logprob, std::string_view text);
 
