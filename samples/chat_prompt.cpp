@@ -1,0 +1,94 @@
+#include "chat_prompt.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace chat {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kFallbackTemplate =
+    "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}";
+
+const char* kFallbackStop = "\nuser:";
+
+}  // namespace
+
+std::string FindDefaultModel() {
+  std::error_code ec;
+  std::vector<fs::path> roots = {fs::current_path(ec)};
+  // The executable normally lives in <repo>/<build dir>/bin.
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && roots.size() < 5; dir = dir.parent_path()) {
+      roots.push_back(dir);
+      if (dir == dir.parent_path()) break;
+    }
+  }
+  for (const fs::path& root : roots) {
+    fs::path p = root / kDefaultChatModel;
+    if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
+  }
+  return "";
+}
+
+std::string ModelName(const std::string& path) {
+  if (path.empty()) return "stories260K";
+  return fs::path(path).stem().string();
+}
+
+bool Prompter::Init(llm_ctx* ctx, const std::string& template_text, std::string* error) {
+  ctx_ = ctx;
+  template_ = template_text;
+  Message probe{"user", "hi"};
+  llm_chat_message m{probe.role.c_str(), probe.content.c_str()};
+  size_t need = 0;
+  llm_status s = llm_chat_apply_template(ctx, template_.empty() ? nullptr : template_.c_str(), &m, 1, 1, nullptr, 0,
+                                         &need);
+  if (s == LLM_ERR_UNSUPPORTED && template_.empty()) {
+    fallback_ = true;
+    template_ = kFallbackTemplate;
+    stops_.push_back(kFallbackStop);
+  } else if (s != LLM_OK && s != LLM_ERR_BUFFER_TOO_SMALL) {
+    *error = std::string("chat template: ") + llm_status_str(s) + ": " + llm_last_error();
+    return false;
+  }
+
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  if (llm_model_get_info(ctx, &info) == LLM_OK && info.bos >= 0) {
+    char buf[64];
+    size_t n = 0;
+    if (llm_detokenize(ctx, &info.bos, 1, LLM_DETOKENIZE_RENDER_SPECIAL, buf, sizeof buf, &n) == LLM_OK)
+      bos_text_.assign(buf, n);
+  }
+  return true;
+}
+
+llm_status Prompter::Render(const std::vector<Message>& messages, std::string* prompt, uint32_t* tokenize_flags,
+                            std::string* error) const {
+  std::vector<llm_chat_message> msgs;
+  msgs.reserve(messages.size());
+  for (const Message& m : messages) msgs.push_back({m.role.c_str(), m.content.c_str()});
+  const char* tmpl = template_.empty() ? nullptr : template_.c_str();
+  size_t n = 0;
+  prompt->assign(1024, '\0');
+  llm_status s = llm_chat_apply_template(ctx_, tmpl, msgs.data(), msgs.size(), 1, prompt->data(), prompt->size(), &n);
+  if (s == LLM_ERR_BUFFER_TOO_SMALL) {
+    prompt->assign(n, '\0');
+    s = llm_chat_apply_template(ctx_, tmpl, msgs.data(), msgs.size(), 1, prompt->data(), prompt->size(), &n);
+  }
+  if (s != LLM_OK) {
+    *error = llm_last_error();
+    prompt->clear();
+    return s;
+  }
+  prompt->resize(n);
+  const bool has_bos = !bos_text_.empty() && prompt->compare(0, bos_text_.size(), bos_text_) == 0;
+  *tokenize_flags = LLM_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0u : uint32_t{LLM_TOKENIZE_ADD_SPECIAL});
+  return LLM_OK;
+}
+
+}  // namespace chat
