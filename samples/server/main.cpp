@@ -1,0 +1,226 @@
+// llm-server: an OpenAI-compatible HTTP server over one llm_ctx.
+//
+//   llm-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [-t THREADS] [--max-seqs 16] [-c CTX]
+//              [--kv-blocks N] [--max-batch-tokens N] [--http-threads N] [--chat-template FILE] [-v]
+//
+// Endpoints: POST /v1/chat/completions, POST /v1/completions (both with
+// "stream": true as server-sent events), GET /v1/models, GET /v1/stats
+// (llm_get_stats as JSON; an llmrt extension) and GET /health.
+//
+// Every HTTP request runs on a worker thread of its own; all of them submit
+// to the one context, whose engine batches them continuously, and one poller
+// thread routes the events back (engine.h). A streaming client that goes
+// away has its request cancelled, which frees its KV blocks.
+//
+// --port 0 binds a free port; the "listening on" line (stdout) names it.
+// SIGINT / SIGTERM: stop accepting, cancel what is in flight (streams end with
+// an error event), join the workers, destroy the context, exit 0.
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "../chat_prompt.h"
+#include "../cli_common.h"
+#include "engine.h"
+#include "routes.h"
+
+namespace {
+
+struct Options {
+  std::string model;
+  bool model_given = false;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 0;
+  int max_seqs = 16;
+  int ctx = 2048;
+  bool ctx_given = false;
+  int kv_blocks = 0;
+  int max_batch_tokens = 0;
+  int http_threads = 0;  // 0: 4 per sequence slot, at least 8
+  std::string chat_template;
+  bool verbose = false;
+};
+
+[[noreturn]] void Usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: llm-server [options]\n"
+               "  -m, --model PATH        GGUF model (default: %s if present,\n"
+               "                          else the built-in stories260K); its file stem is the model id\n"
+               "  --host ADDR             address to bind (default 127.0.0.1)\n"
+               "  --port N                port (default 8080; 0 = any free port)\n"
+               "  -t, --threads N         CPU compute threads (default: all cores)\n"
+               "  --max-seqs N            sequences batched per step (default 16)\n"
+               "  -c, --ctx N             tokens per sequence (default 2048, at most the model's)\n"
+               "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
+               "  --max-batch-tokens N    token budget per engine step (default 512)\n"
+               "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
+               "  --chat-template FILE    Jinja chat template replacing the model's\n"
+               "  -v, --verbose           log every request on stderr\n",
+               chat::kDefaultChatModel);
+  std::exit(code);
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto str = [&]() -> std::string {
+      if (v == nullptr) Usage(2);
+      ++i;
+      return v;
+    };
+    auto num = [&] {
+      ++i;
+      return static_cast<int>(cli::NumberArg(a.c_str(), v));
+    };
+    if (a == "-m" || a == "--model") { o.model = str(); o.model_given = true; }
+    else if (a == "--host") o.host = str();
+    else if (a == "--port") o.port = num();
+    else if (a == "-t" || a == "--threads") o.threads = num();
+    else if (a == "--max-seqs") o.max_seqs = num();
+    else if (a == "-c" || a == "--ctx") { o.ctx = num(); o.ctx_given = true; }
+    else if (a == "--kv-blocks") o.kv_blocks = num();
+    else if (a == "--max-batch-tokens") o.max_batch_tokens = num();
+    else if (a == "--http-threads") o.http_threads = num();
+    else if (a == "--chat-template") o.chat_template = str();
+    else if (a == "-v" || a == "--verbose") o.verbose = true;
+    else if (a == "-h" || a == "--help") Usage(0);
+    else Usage(2);
+  }
+  if (o.port < 0 || o.port > 65535 || o.max_seqs < 1 || o.ctx < 1 || o.http_threads < 0) Usage(2);
+  if (!o.model_given) o.model = chat::FindDefaultModel();
+  return o;
+}
+
+llm_ctx* CreateContext(const Options& o) {
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = o.model.empty() ? nullptr : o.model.c_str();
+  p.n_threads = o.threads;
+  p.max_seqs = o.max_seqs;
+  p.n_ctx = o.ctx;
+  p.n_kv_blocks = o.kv_blocks;
+  p.max_batch_tokens = o.max_batch_tokens;
+  llm_ctx* ctx = nullptr;
+  if (cli::Failed(llm_ctx_create(&p, &ctx), "llm_ctx_create")) return nullptr;
+  // The default context length is no longer than the model was trained for.
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  if (!o.ctx_given && llm_model_get_info(ctx, &info) == LLM_OK && info.n_ctx_train > 0 &&
+      info.n_ctx_train < p.n_ctx) {
+    llm_ctx_destroy(ctx);
+    p.n_ctx = info.n_ctx_train;
+    if (cli::Failed(llm_ctx_create(&p, &ctx), "llm_ctx_create")) return nullptr;
+  }
+  return ctx;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = ParseArgs(argc, argv);
+
+  // Before any thread starts: SIGINT/SIGTERM are taken by sigwait below
+  // (every thread inherits the mask), and a write to a closed socket is an
+  // error return, not a SIGPIPE.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::string template_text;
+  if (!opt.chat_template.empty()) {
+    std::ifstream f(opt.chat_template, std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "llm-server: cannot read %s\n", opt.chat_template.c_str());
+      return 2;
+    }
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    template_text = ss.str();
+  }
+
+  llm_ctx* ctx = CreateContext(opt);
+  if (ctx == nullptr) return 1;
+  const std::string name = chat::ModelName(opt.model);
+  chat::Prompter prompter;
+  std::string error;
+  if (!prompter.Init(ctx, template_text, &error)) {
+    std::fprintf(stderr, "llm-server: %s\n", error.c_str());
+    llm_ctx_destroy(ctx);
+    return 1;
+  }
+  if (prompter.fallback())
+    std::fprintf(stderr,
+                 "llm-server: %s has no chat template; /v1/chat/completions renders a plain "
+                 "'role: content' transcript (--chat-template FILE supplies one)\n",
+                 name.c_str());
+
+  server::Engine engine(ctx);
+  server::Routes routes(&engine, &prompter, name, opt.verbose);
+  httplib::Server svr;
+  const int http_threads = opt.http_threads > 0 ? opt.http_threads : std::max(8, 4 * opt.max_seqs);
+  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(static_cast<size_t>(http_threads)); };
+  svr.set_payload_max_length(size_t{16} << 20);
+  routes.Register(&svr);
+
+  int port = opt.port;
+  if (port == 0) {
+    port = svr.bind_to_any_port(opt.host);
+    if (port < 0) port = 0;
+  } else if (!svr.bind_to_port(opt.host, port)) {
+    port = 0;
+  }
+  if (port == 0) {
+    std::fprintf(stderr, "llm-server: cannot bind %s:%d\n", opt.host.c_str(), opt.port);
+    return 1;  // engine's destructor shuts the context down
+  }
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  llm_model_get_info(ctx, &info);
+  std::printf("llm-server: listening on http://%s:%d (model %s, context %d, %d sequences, %d HTTP threads)\n",
+              opt.host.c_str(), port, name.c_str(), info.n_ctx, opt.max_seqs, http_threads);
+  std::fflush(stdout);
+
+  std::atomic<bool> listening_ended{false};
+  std::thread listener([&] {
+    svr.listen_after_bind();
+    listening_ended = true;
+    kill(getpid(), SIGTERM);  // wakes sigwait if the listener stopped on its own
+  });
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "llm-server: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // In-flight requests end first (cancelled), so the workers waiting on them
+  // return and the HTTP server can join them.
+  engine.BeginShutdown();
+  // Give the streams a moment to send their last (error) event: once the
+  // server stops, httplib ends chunked responses without asking them.
+  for (int i = 0; i < 300 && (engine.active_streams > 0 || engine.live_requests() > 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (!listening_ended) {
+    svr.stop();  // a no-op until listen_after_bind is running
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  listener.join();
+  engine.Shutdown();
+  std::fprintf(stderr, "llm-server: stopped\n");
+  return 0;
+}

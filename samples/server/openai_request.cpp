@@ -1,0 +1,302 @@
+#include "openai_request.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace server {
+namespace {
+
+constexpr int kMaxChoices = 64;  // llm_request.n's limit, over all prompts together
+constexpr size_t kMaxStops = 16;
+
+bool Bad(ApiError* err, const std::string& param, const std::string& message) {
+  err->http_status = 400;
+  err->type = "invalid_request_error";
+  err->param = param;
+  err->message = message;
+  return false;
+}
+
+// The field, or nullptr when it is absent or null (OpenAI clients send null
+// for "not given").
+const json* Field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+bool Number(const json& body, const char* name, double lo, double hi, bool lo_open, double* out, ApiError* err) {
+  const json* f = Field(body, name);
+  if (f == nullptr) return true;
+  if (!f->is_number()) return Bad(err, name, std::string(name) + " must be a number");
+  double v = f->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s must be in %c%g, %g] (got %g)", name, lo_open ? '(' : '[', lo, hi, v);
+    return Bad(err, name, buf);
+  }
+  *out = v;
+  return true;
+}
+
+bool Integer(const json& body, const char* name, int64_t lo, int64_t hi, int64_t* out, ApiError* err) {
+  const json* f = Field(body, name);
+  if (f == nullptr) return true;
+  if (!f->is_number_integer()) return Bad(err, name, std::string(name) + " must be an integer");
+  int64_t v = f->is_number_unsigned() && f->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
+                  ? std::numeric_limits<int64_t>::max()
+                  : f->get<int64_t>();
+  if (v < lo || v > hi)
+    return Bad(err, name,
+               std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (got " +
+                   std::to_string(v) + ")");
+  *out = v;
+  return true;
+}
+
+bool Bool(const json& body, const char* name, bool* out, ApiError* err) {
+  const json* f = Field(body, name);
+  if (f == nullptr) return true;
+  if (!f->is_boolean()) return Bad(err, name, std::string(name) + " must be a boolean");
+  *out = f->get<bool>();
+  return true;
+}
+
+bool EmptyOrAbsent(const json& body, const char* name) {
+  const json* f = Field(body, name);
+  return f == nullptr || ((f->is_object() || f->is_array()) && f->empty());
+}
+
+// Fields both endpoints share: sampling, stop, n, stream, extensions.
+bool ParseCommon(const json& body, Generation* g, ApiError* err) {
+  if (!body.is_object()) return Bad(err, "", "the request body must be a JSON object");
+  if (const json* m = Field(body, "model"); m != nullptr && !m->is_string())
+    return Bad(err, "model", "model must be a string");
+
+  llm_sampling_params_init(&g->sampling);
+  // OpenAI's defaults, not the library's: temperature 1, no nucleus cut, and
+  // no top-k / min-p unless the request asks for them (extensions, as vLLM).
+  double temperature = 1.0, top_p = 1.0, min_p = 0.0, rep = 1.0, freq = 0.0, pres = 0.0;
+  int64_t top_k = 0, n = 1, priority = 0;
+  if (!Number(body, "temperature", 0, 2, false, &temperature, err)) return false;
+  if (!Number(body, "top_p", 0, 1, true, &top_p, err)) return false;
+  if (!Number(body, "min_p", 0, 1, false, &min_p, err)) return false;
+  if (!Number(body, "repetition_penalty", 0, 10, true, &rep, err)) return false;
+  if (!Number(body, "frequency_penalty", -2, 2, false, &freq, err)) return false;
+  if (!Number(body, "presence_penalty", -2, 2, false, &pres, err)) return false;
+  if (!Integer(body, "top_k", -1, 1 << 20, &top_k, err)) return false;
+  if (!Integer(body, "n", 1, kMaxChoices, &n, err)) return false;
+  if (!Integer(body, "priority", -(1 << 30), 1 << 30, &priority, err)) return false;
+  g->sampling.temperature = static_cast<float>(temperature);
+  g->sampling.top_p = static_cast<float>(top_p);
+  g->sampling.min_p = static_cast<float>(min_p);
+  g->sampling.repetition_penalty = static_cast<float>(rep);
+  g->sampling.frequency_penalty = static_cast<float>(freq);
+  g->sampling.presence_penalty = static_cast<float>(pres);
+  g->sampling.top_k = top_k < 0 ? 0 : static_cast<int32_t>(top_k);
+  g->n = static_cast<int>(n);
+  g->priority = static_cast<int32_t>(priority);
+
+  g->sampling.seed = LLM_SEED_RANDOM;
+  if (const json* s = Field(body, "seed")) {
+    if (!s->is_number_integer()) return Bad(err, "seed", "seed must be an integer");
+    g->sampling.seed = s->is_number_unsigned() ? s->get<uint64_t>() : static_cast<uint64_t>(s->get<int64_t>());
+  }
+
+  if (const json* s = Field(body, "stop")) {
+    if (s->is_string()) {
+      g->stop.push_back(s->get<std::string>());
+    } else if (s->is_array()) {
+      if (s->size() > kMaxStops) return Bad(err, "stop", "stop takes at most " + std::to_string(kMaxStops) + " strings");
+      for (const json& e : *s) {
+        if (!e.is_string()) return Bad(err, "stop", "stop must be a string or a list of strings");
+        g->stop.push_back(e.get<std::string>());
+      }
+    } else {
+      return Bad(err, "stop", "stop must be a string or a list of strings");
+    }
+    std::erase_if(g->stop, [](const std::string& x) { return x.empty(); });
+  }
+
+  if (!Bool(body, "stream", &g->stream, err)) return false;
+  if (const json* so = Field(body, "stream_options")) {
+    if (!so->is_object()) return Bad(err, "stream_options", "stream_options must be an object");
+    if (!Bool(*so, "include_usage", &g->include_usage, err)) return false;
+  }
+  if (!Bool(body, "ignore_eos", &g->ignore_eos, err)) return false;
+
+  if (!EmptyOrAbsent(body, "logit_bias")) return Bad(err, "logit_bias", "logit_bias is not supported by this server");
+  if (const json* rf = Field(body, "response_format")) {
+    if (!rf->is_object() || rf->value("type", std::string("text")) != "text")
+      return Bad(err, "response_format", "only response_format {\"type\": \"text\"} is supported by this server");
+  }
+  return true;
+}
+
+bool MaxTokens(const json& body, const char* name, int32_t* out, ApiError* err) {
+  int64_t v = 0;
+  if (!Integer(body, name, 1, std::numeric_limits<int32_t>::max(), &v, err)) return false;
+  if (v > 0) *out = static_cast<int32_t>(v);
+  return true;
+}
+
+bool TokenList(const json& a, std::vector<llm_token>* out) {
+  for (const json& t : a) {
+    if (!t.is_number_integer()) return false;
+    int64_t v = t.get<int64_t>();
+    if (v < 0 || v > std::numeric_limits<llm_token>::max()) return false;
+    out->push_back(static_cast<llm_token>(v));
+  }
+  return !out->empty();
+}
+
+}  // namespace
+
+json ErrorBody(const ApiError& e) {
+  json err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};
+  if (!e.param.empty()) err["param"] = e.param;
+  if (!e.code.empty()) err["code"] = e.code;
+  return json{{"error", err}};
+}
+
+ApiError StatusError(llm_status s, const std::string& message) {
+  ApiError e;
+  e.message = message.empty() ? llm_status_str(s) : message;
+  switch (s) {
+    case LLM_ERR_INVALID_ARGUMENT:
+    case LLM_ERR_NULL_ARGUMENT:
+    case LLM_ERR_INVALID_UTF8:
+      e.http_status = 400;
+      break;
+    case LLM_ERR_CONTEXT_OVERFLOW:
+      e.http_status = 400;
+      e.code = "context_length_exceeded";
+      break;
+    case LLM_ERR_BUSY:
+      e.http_status = 503;
+      e.type = "server_error";
+      e.code = "server_busy";
+      break;
+    case LLM_ERR_SHUTDOWN:
+      e.http_status = 503;
+      e.type = "server_error";
+      e.code = "shutting_down";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+      e.code = llm_status_str(s);
+      break;
+  }
+  return e;
+}
+
+bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
+  g->chat = true;
+  if (!ParseCommon(body, g, err)) return false;
+  if (!MaxTokens(body, "max_tokens", &g->max_tokens, err)) return false;
+  if (!MaxTokens(body, "max_completion_tokens", &g->max_tokens, err)) return false;  // the newer name wins
+  if (!Bool(body, "logprobs", &g->logprobs, err)) return false;
+  int64_t top_logprobs = 0;
+  if (!Integer(body, "top_logprobs", 0, 20, &top_logprobs, err)) return false;
+  if (top_logprobs > 0)
+    return Bad(err, "top_logprobs", "top_logprobs is not supported by this server (only the sampled token's logprob)");
+  if (!EmptyOrAbsent(body, "tools") || !EmptyOrAbsent(body, "functions"))
+    return Bad(err, "tools", "tools and functions are not supported by this server");
+
+  const json* msgs = Field(body, "messages");
+  if (msgs == nullptr) return Bad(err, "messages", "messages is required");
+  if (!msgs->is_array() || msgs->empty()) return Bad(err, "messages", "messages must be a non-empty list");
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return Bad(err, where, where + " must be an object");
+    const json* role = Field(m, "role");
+    if (role == nullptr || !role->is_string()) return Bad(err, where + ".role", where + ".role must be a string");
+    chat::Message msg;
+    msg.role = role->get<std::string>();
+    if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for it
+    if (const json* c = Field(m, "content")) {
+      if (c->is_string()) {
+        msg.content = c->get<std::string>();
+      } else if (c->is_array()) {
+        for (const json& part : *c) {
+          if (!part.is_object() || part.value("type", std::string()) != "text" || !part.contains("text") ||
+              !part["text"].is_string())
+            return Bad(err, where + ".content", "only text content parts are supported by this server");
+          if (!msg.content.empty()) msg.content += "\n";
+          msg.content += part["text"].get<std::string>();
+        }
+      } else {
+        return Bad(err, where + ".content", where + ".content must be a string or a list of content parts");
+      }
+    }
+    g->messages.push_back(std::move(msg));
+  }
+  g->prompts.resize(1);  // rendered by the handler
+  return true;
+}
+
+bool ParseCompletionRequest(const json& body, Generation* g, ApiError* err) {
+  g->chat = false;
+  if (!ParseCommon(body, g, err)) return false;
+  g->max_tokens = 16;  // OpenAI's default for this endpoint
+  if (!MaxTokens(body, "max_tokens", &g->max_tokens, err)) return false;
+  if (const json* lp = Field(body, "logprobs")) {
+    if (!lp->is_number_integer() || lp->get<int64_t>() < 0 || lp->get<int64_t>() > 5)
+      return Bad(err, "logprobs", "logprobs must be an integer in [0, 5]");
+    if (lp->get<int64_t>() > 0)
+      return Bad(err, "logprobs", "only logprobs=0 (the sampled token's logprob) is supported by this server");
+    g->logprobs = true;
+  }
+  bool echo = false;
+  if (!Bool(body, "echo", &echo, err)) return false;
+  if (echo) return Bad(err, "echo", "echo is not supported by this server");
+  if (const json* s = Field(body, "suffix"); s != nullptr && !(s->is_string() && s->get<std::string>().empty()))
+    return Bad(err, "suffix", "suffix is not supported by this server");
+  int64_t best_of = g->n;
+  if (!Integer(body, "best_of", 1, kMaxChoices, &best_of, err)) return false;
+  if (best_of != g->n) return Bad(err, "best_of", "best_of other than n is not supported by this server");
+
+  // prompt: "text" | ["text", ...] | [id, ...] | [[id, ...], ...]
+  const json* p = Field(body, "prompt");
+  if (p == nullptr) return Bad(err, "prompt", "prompt is required");
+  auto bad_prompt = [&] {
+    return Bad(err, "prompt", "prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids");
+  };
+  if (p->is_string()) {
+    PromptInput in;
+    in.text = p->get<std::string>();
+    g->prompts.push_back(std::move(in));
+  } else if (p->is_array() && !p->empty()) {
+    if ((*p)[0].is_number_integer()) {
+      PromptInput in;
+      in.is_tokens = true;
+      if (!TokenList(*p, &in.tokens)) return bad_prompt();
+      g->prompts.push_back(std::move(in));
+    } else {
+      for (const json& e : *p) {
+        PromptInput in;
+        if (e.is_string()) {
+          in.text = e.get<std::string>();
+        } else if (e.is_array()) {
+          in.is_tokens = true;
+          if (!TokenList(e, &in.tokens)) return bad_prompt();
+        } else {
+          return bad_prompt();
+        }
+        g->prompts.push_back(std::move(in));
+      }
+    }
+  } else {
+    return bad_prompt();
+  }
+  for (const PromptInput& in : g->prompts)
+    if (!in.is_tokens && in.text.empty()) return Bad(err, "prompt", "prompt must not be empty");
+  if (g->prompts.size() * static_cast<size_t>(g->n) > kMaxChoices)
+    return Bad(err, "n", "prompts x n must be at most " + std::to_string(kMaxChoices));
+  return true;
+}
+
+}  // namespace server

@@ -1,0 +1,61 @@
+// OpenAI request bodies -> what llm_submit needs. Validation follows the
+// OpenAI API reference; every problem is an ApiError naming the parameter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../chat_prompt.h"
+#include "llm.h"
+
+namespace server {
+
+using nlohmann::json;
+
+// An error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // "" = null
+  std::string code;   // "" = null
+};
+
+json ErrorBody(const ApiError& e);
+
+// An llm_status from llm_submit or a FINAL event as an ApiError: 400 for the
+// caller's mistakes, 503 for BUSY / SHUTDOWN, 500 otherwise.
+ApiError StatusError(llm_status s, const std::string& message);
+
+// One prompt of a request: text (tokenized with `flags`) or token ids.
+struct PromptInput {
+  std::string text;
+  std::vector<llm_token> tokens;
+  bool is_tokens = false;
+  uint32_t flags = LLM_TOKENIZE_ADD_SPECIAL;
+};
+
+// A validated /v1/chat/completions or /v1/completions request.
+struct Generation {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // per-token logprobs of the sampled tokens
+  int n = 1;
+  int32_t max_tokens = 0;      // 0: until the context is full
+  llm_sampling_params sampling{};
+  std::vector<std::string> stop;
+  bool ignore_eos = false;     // extension (as vLLM)
+  int32_t priority = 0;        // extension (as vLLM)
+  std::vector<chat::Message> messages;  // chat: rendered into prompts[0] later
+  std::vector<PromptInput> prompts;     // choices are numbered prompt * n + sample
+};
+
+// Parse bodies of the two endpoints. False with *err on a bad request.
+bool ParseChatRequest(const json& body, Generation* g, ApiError* err);
+bool ParseCompletionRequest(const json& body, Generation* g, ApiError* err);
+
+}  // namespace server

@@ -1,0 +1,220 @@
+#include "openai_response.h"
+
+#include <chrono>
+#include <random>
+
+namespace server {
+namespace {
+
+const char* FinishName(int32_t reason) {
+  switch (reason) {
+    case LLM_FINISH_STOP: return "stop";
+    case LLM_FINISH_LENGTH: return "length";
+    case LLM_FINISH_CANCELLED: return "cancelled";
+    default: return "error";
+  }
+}
+
+std::string Sse(const json& j) { return "data: " + Dump(j) + "\n\n"; }
+
+std::string Fingerprint() { return std::string("llmrt-") + llm_version(); }
+
+}  // namespace
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string NewId(const char* prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xffffffffu));
+  return std::string(prefix) + buf;
+}
+
+ResponseBuilder::ResponseBuilder(const Generation& g, std::string model, TokenText token_text)
+    : chat_(g.chat),
+      logprobs_(g.logprobs),
+      include_usage_(g.include_usage),
+      n_(g.n),
+      model_(std::move(model)),
+      id_(NewId(g.chat ? "chatcmpl-" : "cmpl-")),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
+      token_text_(std::move(token_text)),
+      choices_(g.prompts.size() * static_cast<size_t>(g.n)) {}
+
+void ResponseBuilder::Record(const SeqEvent& e, Choice* c) {
+  if (!e.final) {
+    if (logprobs_) {
+      std::string piece = token_text_(e.token);
+      c->offsets.push_back(c->text_offset);
+      c->text_offset += piece.size();
+      c->logprobs.push_back({std::move(piece), e.logprob});
+    }
+    return;
+  }
+  if (!c->finished) ++finished_;
+  c->finished = true;
+  c->finish_reason = e.finish_reason;
+  c->status = e.status;
+  c->message = e.message;
+  c->metrics = e.metrics;
+}
+
+void ResponseBuilder::Apply(const std::vector<SeqEvent>& events) {
+  for (const SeqEvent& e : events) {
+    if (e.choice < 0 || static_cast<size_t>(e.choice) >= choices_.size()) continue;
+    Choice& c = choices_[static_cast<size_t>(e.choice)];
+    c.text += e.text;
+    Record(e, &c);
+  }
+}
+
+bool ResponseBuilder::Failed(ApiError* err) const {
+  for (const Choice& c : choices_) {
+    if (!c.finished) continue;
+    if (c.finish_reason == LLM_FINISH_ERROR) {
+      *err = StatusError(c.status, c.message);
+      return true;
+    }
+    if (c.finish_reason == LLM_FINISH_CANCELLED) {
+      *err = StatusError(LLM_ERR_SHUTDOWN, "the request was cancelled: the server is shutting down");
+      return true;
+    }
+  }
+  return false;
+}
+
+json ResponseBuilder::Envelope(const char* object) const {
+  json j = {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+  if (chat_) j["system_fingerprint"] = Fingerprint();
+  return j;
+}
+
+json ResponseBuilder::Logprobs(const Choice& c) const {
+  if (!logprobs_) return nullptr;
+  if (chat_) {
+    json content = json::array();
+    for (const TokenLogprob& t : c.logprobs) {
+      json bytes = json::array();
+      for (unsigned char b : t.token) bytes.push_back(static_cast<int>(b));
+      content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes}, {"top_logprobs", json::array()}});
+    }
+    return json{{"content", content}};
+  }
+  json tokens = json::array(), lps = json::array(), offsets = json::array();
+  for (size_t i = 0; i < c.logprobs.size(); ++i) {
+    tokens.push_back(c.logprobs[i].token);
+    lps.push_back(c.logprobs[i].logprob);
+    offsets.push_back(c.offsets[i]);
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offsets}};
+}
+
+json ResponseBuilder::Usage() const {
+  int64_t prompt = 0, cached = 0, completion = 0;
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const llm_metrics& m = choices_[i].metrics;
+    if (i % static_cast<size_t>(n_) == 0) {  // the samples of one prompt share it
+      prompt += m.prompt_tokens;
+      cached += m.cached_prompt_tokens;
+    }
+    completion += m.generated_tokens;
+  }
+  return json{{"prompt_tokens", prompt},
+              {"completion_tokens", completion},
+              {"total_tokens", prompt + completion},
+              {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+json ResponseBuilder::Body() const {
+  json j = Envelope(chat_ ? "chat.completion" : "text_completion");
+  json choices = json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    json choice = {{"index", i}};
+    if (chat_)
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    choice["logprobs"] = Logprobs(c);
+    choice["finish_reason"] = FinishName(c.finish_reason);
+    choices.push_back(std::move(choice));
+  }
+  j["choices"] = std::move(choices);
+  j["usage"] = Usage();
+  return j;
+}
+
+json ResponseBuilder::ChunkChoice(int index, const std::string& text, const Choice& c, bool with_logprobs, bool role,
+                                  const char* finish) const {
+  json choice = {{"index", index}};
+  if (chat_) {
+    json delta = json::object();
+    if (role) delta["role"] = "assistant";
+    if (role || !text.empty() || finish == nullptr) delta["content"] = text;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = with_logprobs ? Logprobs(c) : json(nullptr);
+  choice["finish_reason"] = finish ? json(finish) : json(nullptr);
+  return choice;
+}
+
+std::string ResponseBuilder::StreamStart() {
+  if (!chat_) return "";
+  std::string out;
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    json j = Envelope("chat.completion.chunk");
+    j["choices"] = json::array({ChunkChoice(static_cast<int>(i), "", choices_[i], false, true, nullptr)});
+    out += Sse(j);
+  }
+  return out;
+}
+
+std::string ResponseBuilder::StreamEvents(const std::vector<SeqEvent>& events) {
+  const char* object = chat_ ? "chat.completion.chunk" : "text_completion";
+  std::string out;
+  for (const SeqEvent& e : events) {
+    if (e.choice < 0 || static_cast<size_t>(e.choice) >= choices_.size()) continue;
+    Choice& c = choices_[static_cast<size_t>(e.choice)];
+    Record(e, &c);
+    // Text (with the logprobs of the tokens that made it) as soon as there
+    // is some; a token whose text is held back waits for the next chunk.
+    if (!e.text.empty() || (e.final && !c.logprobs.empty())) {
+      json j = Envelope(object);
+      j["choices"] = json::array({ChunkChoice(e.choice, e.text, c, logprobs_, false, nullptr)});
+      out += Sse(j);
+      c.logprobs.clear();
+      c.offsets.clear();
+    }
+    if (e.final) {
+      if (e.finish_reason == LLM_FINISH_ERROR || e.finish_reason == LLM_FINISH_CANCELLED) {
+        const ApiError err = e.finish_reason == LLM_FINISH_ERROR
+                                 ? StatusError(e.status, e.message)
+                                 : StatusError(LLM_ERR_SHUTDOWN, "the request was cancelled: the server is shutting down");
+        out += Sse(ErrorBody(err));
+        continue;
+      }
+      json j = Envelope(object);
+      j["choices"] = json::array({ChunkChoice(e.choice, "", c, false, false, FinishName(e.finish_reason))});
+      out += Sse(j);
+    }
+  }
+  return out;
+}
+
+std::string ResponseBuilder::StreamEnd() {
+  std::string out;
+  if (include_usage_) {
+    json j = Envelope(chat_ ? "chat.completion.chunk" : "text_completion");
+    j["choices"] = json::array();
+    j["usage"] = Usage();
+    out += Sse(j);
+  }
+  return out + "data: [DONE]\n\n";
+}
+
+}  // namespace server

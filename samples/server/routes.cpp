@@ -1,0 +1,265 @@
+#include "routes.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "openai_request.h"
+#include "openai_response.h"
+
+namespace server {
+namespace {
+
+using std::chrono::milliseconds;
+
+void SendJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, e.http_status, ErrorBody(e)); }
+
+// What a streaming response needs beyond the handler's return: the content
+// provider and its releaser run later, on the same worker thread.
+struct StreamState {
+  std::shared_ptr<Job> job;
+  std::unique_ptr<ResponseBuilder> builder;
+  bool started = false;
+  bool ended = false;
+};
+
+json StatsJson(llm_ctx* ctx, const Engine& engine) {
+  llm_stats s{};
+  s.struct_size = sizeof s;
+  if (llm_get_stats(ctx, &s) != LLM_OK) return json::object();
+  return json{
+      {"backend", s.backend == LLM_BACKEND_CUDA ? "cuda" : "cpu"},
+      {"requests_submitted", s.requests_submitted},
+      {"requests_finished", s.requests_finished},
+      {"prompt_tokens", s.prompt_tokens},
+      {"generated_tokens", s.generated_tokens},
+      {"steps", s.steps},
+      {"queue_depth", s.queue_depth},
+      {"running", s.running},
+      {"waiting", s.waiting},
+      {"kv_blocks_total", s.kv_blocks_total},
+      {"kv_blocks_used", s.kv_blocks_used},
+      {"kv_blocks_free", s.kv_blocks_free},
+      {"kv_blocks_cached", s.kv_blocks_cached},
+      {"kv_utilization", s.kv_utilization},
+      {"prefix_cache_queried_tokens", s.prefix_cache_queried_tokens},
+      {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens},
+      {"preemptions", s.preemptions},
+      {"draft_tokens_proposed", s.draft_tokens_proposed},
+      {"draft_tokens_accepted", s.draft_tokens_accepted},
+      {"uptime_s", s.uptime_s},
+      {"prompt_tokens_per_s", s.prompt_tokens_per_s},
+      {"generated_tokens_per_s", s.generated_tokens_per_s},
+      {"server",
+       {{"http_requests", engine.http_requests.load()},
+        {"active_streams", engine.active_streams.load()},
+        {"live_requests", engine.live_requests()},
+        {"cancelled_on_disconnect", engine.cancelled_on_disconnect.load()}}},
+  };
+}
+
+}  // namespace
+
+Routes::Routes(Engine* engine, const chat::Prompter* prompter, std::string model_name, bool log)
+    : engine_(engine),
+      prompter_(prompter),
+      model_name_(std::move(model_name)),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
+      log_(log) {
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  if (llm_model_get_info(engine_->ctx(), &info) == LLM_OK) n_ctx_ = info.n_ctx;
+}
+
+std::string Routes::TokenText(llm_token token) const {
+  char buf[256];
+  size_t n = 0;
+  if (llm_detokenize(engine_->ctx(), &token, 1, 0, buf, sizeof buf, &n) != LLM_OK) return "";
+  return std::string(buf, n);
+}
+
+void Routes::Register(httplib::Server* svr) {
+  auto model_json = [this] {
+    return json{{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmrt"},
+                {"max_model_len", n_ctx_}};
+  };
+
+  svr->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (engine_->shutting_down())
+      SendJson(res, 503, {{"status", "shutting down"}});
+    else
+      SendJson(res, 200, {{"status", "ok"}});
+  });
+
+  svr->Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+  });
+
+  svr->Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id == model_name_) return SendJson(res, 200, model_json());
+    ApiError e;
+    e.http_status = 404;
+    e.message = "The model '" + id + "' does not exist";
+    e.param = "model";
+    e.code = "model_not_found";
+    SendError(res, e);
+  });
+
+  svr->Get("/v1/stats", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, StatsJson(engine_->ctx(), *engine_));
+  });
+
+  auto generate = [this](const httplib::Request& req, httplib::Response& res, bool chat) {
+    ++engine_->http_requests;
+    const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    ApiError err;
+    if (body.is_discarded()) {
+      err.message = "the request body is not valid JSON";
+      return SendError(res, err);
+    }
+    Generation g;
+    if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err))) return SendError(res, err);
+
+    std::vector<const char*> stops;
+    for (const std::string& s : g.stop) stops.push_back(s.c_str());
+    if (chat) {
+      std::string message;
+      llm_status s = prompter_->Render(g.messages, &g.prompts[0].text, &g.prompts[0].flags, &message);
+      if (s != LLM_OK) {
+        err = StatusError(s, "chat template: " + message);
+        err.param = "messages";
+        return SendError(res, err);
+      }
+      for (const char* s : prompter_->stops()) stops.push_back(s);
+    }
+
+    std::vector<llm_request> reqs(g.prompts.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      llm_request& r = reqs[i];
+      llm_request_init(&r);
+      const PromptInput& in = g.prompts[i];
+      if (in.is_tokens) {
+        r.prompt_tokens = in.tokens.data();
+        r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
+      } else {
+        r.prompt = in.text.c_str();
+        r.tokenize_flags = in.flags;
+      }
+      // No max_tokens: until the context is full (the engine stops there).
+      r.max_tokens = g.max_tokens > 0 ? g.max_tokens : (n_ctx_ > 0 ? n_ctx_ : 1 << 20);
+      r.sampling = &g.sampling;
+      r.stop = stops.empty() ? nullptr : stops.data();
+      r.n_stop = static_cast<int32_t>(stops.size());
+      r.ignore_eos = g.ignore_eos ? 1 : 0;
+      r.priority = g.priority;
+    }
+    std::shared_ptr<Job> job;
+    std::string message;
+    if (llm_status s = engine_->Submit(reqs, g.n, &job, &message); s != LLM_OK) {
+      err = StatusError(s, message);
+      if (s == LLM_ERR_CONTEXT_OVERFLOW) err.param = chat ? "messages" : "prompt";
+      return SendError(res, err);
+    }
+    auto builder = std::make_unique<ResponseBuilder>(g, model_name_, [this](llm_token t) { return TokenText(t); });
+
+    if (!g.stream) {
+      // The client's connection is not watched here; max_tokens bounds the wait.
+      std::vector<SeqEvent> events;
+      while (!builder->done()) {
+        events.clear();
+        if (job->Wait(&events, milliseconds(1000))) builder->Apply(events);
+      }
+      if (builder->Failed(&err)) return SendError(res, err);
+      return SendJson(res, 200, builder->Body());
+    }
+
+    auto state = std::make_shared<StreamState>();
+    state->job = std::move(job);
+    state->builder = std::move(builder);
+    ++engine_->active_streams;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        // Called again and again until sink.done(); returning false (or a
+        // failed write) ends the response and the connection.
+        [state](size_t, httplib::DataSink& sink) {
+          std::string out;
+          if (!state->started) {
+            state->started = true;
+            out = state->builder->StreamStart();
+          }
+          std::vector<SeqEvent> events;
+          if (state->job->Wait(&events, milliseconds(100))) out += state->builder->StreamEvents(events);
+          const bool done = state->builder->done();
+          if (done) out += state->builder->StreamEnd();
+          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+          if (done) {
+            state->ended = true;
+            sink.done();
+          }
+          return true;
+        },
+        // Runs when the response is destroyed, sent or not: a client that
+        // went away mid-stream gets its requests cancelled, which frees
+        // their KV blocks at the engine's next step.
+        [this, state](bool) {
+          --engine_->active_streams;
+          if (!state->ended && state->job->Cancel(engine_->ctx())) {
+            ++engine_->cancelled_on_disconnect;
+            if (log_) std::fprintf(stderr, "llm-server: client went away; request cancelled\n");
+          }
+        });
+  };
+  svr->Post("/v1/chat/completions",
+            [generate](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
+  svr->Post("/v1/completions",
+            [generate](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
+
+  // Errors httplib produces itself (unknown path, bad method, body too
+  // large) in OpenAI's shape too; ours already have a body.
+  svr->set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    e.http_status = res.status;
+    if (res.status == 404)
+      e.message = "unknown endpoint: " + req.method + " " + req.path;
+    else if (res.status == 413)
+      e.message = "the request body is too large";
+    else
+      e.message = "HTTP error " + std::to_string(res.status);
+    if (res.status >= 500) e.type = "server_error";
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  svr->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    ApiError e;
+    e.http_status = 500;
+    e.type = "server_error";
+    e.message = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& ex) {
+      e.message = std::string("internal error: ") + ex.what();
+    } catch (...) {
+    }
+    SendError(res, e);
+  });
+  if (log_) {
+    svr->set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      std::fprintf(stderr, "llm-server: %s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
+    });
+  }
+}
+
+}  // namespace server

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""llm-server end to end, through the official `openai` client.
+
+  test_server.py LLM_SERVER REPO_DIR
+
+Starts the server on a free loopback port with SmolLM2-135M-Instruct and
+checks, at temperature 0 with short outputs:
+- /v1/models, /health, /v1/stats;
+- chat completions: non-streaming (usage, finish_reason); streaming gives the
+  same text, finish_reason and usage; stop strings; logprobs; seeds;
+- completions: both ways, a list of prompts, token-id prompts;
+- bad requests get OpenAI-shaped errors with HTTP 400 (404 for unknown paths);
+- 16 concurrent streaming clients each get the text their prompt gets alone;
+- a client that disconnects mid-stream has its request cancelled: /v1/stats
+  shows running == 0 and the KV blocks back at the baseline within seconds;
+- SIGTERM stops the server cleanly (exit code 0).
+Exits 77 (skipped) without the model or the openai package.
+"""
+import concurrent.futures
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+server_bin, repo = sys.argv[1:3]
+MODEL = os.path.join(repo, "models/pypi/SmolLM2-135M-Instruct.Q4_1.gguf")
+if not os.path.isfile(MODEL):
+    print("SKIP: %s is absent (scripts/fetch-models.sh fetches it)" % MODEL)
+    sys.exit(77)
+try:
+    import openai
+except ImportError:
+    print("SKIP: the openai package is not installed (python3 -m pip install openai)")
+    sys.exit(77)
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+# ------------------------------------------------------------------ server
+proc = subprocess.Popen([server_bin, "-m", MODEL, "--port", "0", "-t", "2", "--max-seqs", "16", "-c", "1024"],
+                        stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+port_line = [None]
+
+
+def read_port():
+    port_line[0] = proc.stdout.readline()
+
+
+reader = threading.Thread(target=read_port, daemon=True)
+reader.start()
+reader.join(120)
+line = port_line[0] or ""
+if "listening on http://127.0.0.1:" not in line:
+    proc.kill()
+    sys.exit("server did not start: %r" % line)
+port = int(line.split("http://127.0.0.1:")[1].split()[0])
+base = "http://127.0.0.1:%d" % port
+print(line.strip(), flush=True)
+
+client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=300)
+
+
+def http(method, path, body=None):
+    """(status, parsed JSON body) of a raw request."""
+    data = body.encode() if isinstance(body, str) else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def stats():
+    return http("GET", "/v1/stats")[1]
+
+
+def chat(content, max_tokens=20, temperature=0, **kw):
+    return client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1",
+                                          messages=[{"role": "user", "content": content}],
+                                          temperature=temperature, max_tokens=max_tokens, **kw)
+
+
+def chat_stream(content, max_tokens=20, **kw):
+    text, finish, usage = "", None, None
+    for chunk in client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1",
+                                                messages=[{"role": "user", "content": content}],
+                                                temperature=0, max_tokens=max_tokens, stream=True, **kw):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for c in chunk.choices:
+            text += c.delta.content or ""
+            finish = c.finish_reason or finish
+    return text, finish, usage
+
+
+try:
+    # -------------------------------------------------------- metadata
+    models = client.models.list().data
+    check([m.id for m in models] == ["SmolLM2-135M-Instruct.Q4_1"], "/v1/models lists the file stem: %s" % models)
+    check(http("GET", "/health") == (200, {"status": "ok"}), "/health is ok")
+    s0 = stats()
+    check(s0["kv_blocks_total"] > 0 and s0["running"] == 0, "/v1/stats: %d KV blocks, nothing running"
+          % s0["kv_blocks_total"])
+
+    # -------------------------------------------------------- chat
+    q = "What is the capital of France?"
+    r = chat(q)
+    text = r.choices[0].message.content
+    check(r.object == "chat.completion" and r.choices[0].message.role == "assistant", "chat completion object")
+    check(text.strip() != "" and "<|im_" not in text, "chat answers: %r" % text)
+    check(r.choices[0].finish_reason in ("stop", "length"), "finish_reason %s" % r.choices[0].finish_reason)
+    check(r.usage.prompt_tokens > 5 and 1 <= r.usage.completion_tokens <= 20 and
+          r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens,
+          "usage: %s" % r.usage)
+    if r.choices[0].finish_reason == "length":
+        check(r.usage.completion_tokens == 20, "finish_reason length at max_tokens")
+
+    s_text, s_finish, s_usage = chat_stream(q, stream_options={"include_usage": True})
+    check(s_text == text, "streamed chat text equals the non-streamed text: %r" % s_text)
+    check(s_finish == r.choices[0].finish_reason, "streamed finish_reason %s" % s_finish)
+    check(s_usage is not None and s_usage.completion_tokens == r.usage.completion_tokens and
+          s_usage.prompt_tokens == r.usage.prompt_tokens, "streamed usage: %s" % s_usage)
+
+    r2 = chat(q, max_completion_tokens=5)
+    check(r2.usage.completion_tokens <= 5, "max_completion_tokens caps the reply")
+
+    words = text.split()
+    if len(words) >= 3:
+        stop = " " + words[2]
+        cut = text.index(stop)
+        rs = chat(q, stop=[stop, "zzzz"])
+        check(rs.choices[0].message.content == text[:cut] and rs.choices[0].finish_reason == "stop",
+              "stop strings cut the reply before %r: %r" % (stop, rs.choices[0].message.content))
+
+    rl = chat(q, max_tokens=6, logprobs=True)
+    lp = rl.choices[0].logprobs.content
+    check(len(lp) == rl.usage.completion_tokens and all(t.logprob <= 0 for t in lp),
+          "logprobs: one per generated token, all <= 0")
+
+    seeded = [client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Tell me a joke."}],
+                                             temperature=1.0, seed=1234, max_tokens=12).choices[0].message.content
+              for _ in range(2)]
+    check(seeded[0] == seeded[1], "the same seed gives the same sample")
+
+    rn = client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}],
+                                        temperature=0, max_tokens=8, n=2)
+    check(len(rn.choices) == 2 and rn.choices[0].message.content == rn.choices[1].message.content,
+          "n=2 gives two choices (equal at temperature 0)")
+
+    # -------------------------------------------------------- completions
+    p = "Once upon a time"
+    c = client.completions.create(model="m", prompt=p, max_tokens=16, temperature=0)
+    c_text = c.choices[0].text
+    check(c.object == "text_completion" and c_text.strip() != "", "completion: %r" % c_text)
+    check(c.usage.completion_tokens <= 16, "completion usage: %s" % c.usage)
+    cs = "".join(ch.choices[0].text for ch in
+                 client.completions.create(model="m", prompt=p, max_tokens=16, temperature=0, stream=True)
+                 if ch.choices)
+    check(cs == c_text, "streamed completion equals the non-streamed one: %r" % cs)
+    p2 = "The little dog"
+    alone2 = client.completions.create(model="m", prompt=p2, max_tokens=8, temperature=0).choices[0].text
+    alone1 = client.completions.create(model="m", prompt=p, max_tokens=8, temperature=0).choices[0].text
+    both = client.completions.create(model="m", prompt=[p, p2], max_tokens=8, temperature=0)
+    check([x.text for x in sorted(both.choices, key=lambda x: x.index)] == [alone1, alone2],
+          "a list of prompts gives one choice each")
+    ct = client.completions.create(model="m", prompt=[1, 4093, 198], max_tokens=4, temperature=0)
+    check(ct.usage.prompt_tokens == 3 and ct.usage.completion_tokens >= 1,
+          "a prompt of token ids is used verbatim: %s" % ct.usage)
+
+    # -------------------------------------------------------- errors
+    try:
+        chat(q, temperature=5)
+        check(False, "temperature=5 is rejected")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and e.body.get("param") == "temperature",
+              "temperature=5: 400 naming the parameter: %s" % e.body)
+    st, body = http("POST", "/v1/chat/completions", {"model": "m"})
+    check(st == 400 and body["error"]["param"] == "messages" and body["error"]["type"] == "invalid_request_error",
+          "missing messages: 400 %s" % body)
+    st, body = http("POST", "/v1/chat/completions", "{not json")
+    check(st == 400 and "error" in body, "invalid JSON: 400")
+    st, body = http("POST", "/v1/completions", {"prompt": "x", "max_tokens": 0})
+    check(st == 400 and body["error"]["param"] == "max_tokens", "max_tokens=0: 400")
+    st, body = http("POST", "/v1/completions", {"prompt": "x " * 2000, "max_tokens": 4})
+    check(st == 400 and body["error"]["code"] == "context_length_exceeded", "prompt over the context: 400 %s"
+          % body["error"].get("code"))
+    st, body = http("GET", "/v1/nothing")
+    check(st == 404 and "error" in body, "unknown endpoint: 404")
+
+    # -------------------------------------------------------- 16 concurrent streams
+    topics = ["cats", "the sea", "mountains", "bread", "music", "rain", "trains", "gardens",
+              "the moon", "winter", "books", "rivers", "coffee", "bicycles", "stars", "forests"]
+    prompts = ["Write one sentence about %s." % t for t in topics]
+    alone = [chat(pr, max_tokens=12).choices[0].message.content for pr in prompts]
+    start = threading.Barrier(len(prompts))
+
+    def one(i):
+        start.wait()
+        return chat_stream(prompts[i], max_tokens=12)[0]
+
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+        together = list(pool.map(one, range(len(prompts))))
+    mismatched = [i for i in range(len(prompts)) if together[i] != alone[i]]
+    check(not mismatched, "16 concurrent streams match their solo runs (%.1f s); mismatched: %s"
+          % (time.time() - t0, [(together[i], alone[i]) for i in mismatched]))
+
+    # -------------------------------------------------------- disconnect mid-stream
+    def settled(timeout):
+        deadline = time.time() + timeout
+        while True:
+            s = stats()
+            if (s["running"] == 0 and s["waiting"] == 0 and s["server"]["live_requests"] == 0) or time.time() > deadline:
+                return s
+            time.sleep(0.05)
+
+    base_stats = settled(10)
+    used0 = base_stats["kv_blocks_used"]
+    body = json.dumps({"model": "m", "prompt": "Once upon a time", "max_tokens": 900, "temperature": 0,
+                       "ignore_eos": True, "stream": True})
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+    got = b""
+    while got.count(b"data: ") < 6:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    during = stats()
+    check(b"HTTP/1.1 200" in got and b"text/event-stream" in got and got.count(b"data: ") >= 6,
+          "the stream started")
+    check(during["running"] == 1 and during["kv_blocks_used"] > used0,
+          "while streaming: running 1, %d KV blocks used (baseline %d)" % (during["kv_blocks_used"], used0))
+    sock.close()
+    t0 = time.time()
+    after = settled(10)
+    check(after["running"] == 0 and after["kv_blocks_used"] == used0,
+          "after the disconnect: running %d, KV blocks used %d (baseline %d) after %.2f s"
+          % (after["running"], after["kv_blocks_used"], used0, time.time() - t0))
+    check(after["server"]["cancelled_on_disconnect"] == base_stats["server"]["cancelled_on_disconnect"] + 1,
+          "the request was cancelled, not finished")
+    check(after["generated_tokens"] - base_stats["generated_tokens"] < 900,
+          "it stopped early (%d tokens)" % (after["generated_tokens"] - base_stats["generated_tokens"]))
+    check(http("GET", "/health")[0] == 200, "the server still answers")
+finally:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = "killed after 30 s"
+    check(rc == 0, "SIGTERM: clean exit (%s)" % rc)
+
+print("%d failed" % len(failures))
+sys.exit(1 if failures else 0)
