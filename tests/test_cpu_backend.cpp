@@ -623,6 +623,11 @@ TEST(CpuBackend, PortableKernelsAgreeWithSimd) {
   for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::fabs(la[i] - lb[i]));
   EXPECT_LT(worst, 1e-4);
   // And the synthetic model exercises every weight type on the portable path.
+  // Q8_0 runs the block-quantized path, whose activations are re-quantized to
+  // int8 before every matmul: a rounding difference between the two kernels'
+  // summation orders (each within 2e-6 of the reference per matmul:
+  // test_quant) can flip an int8 value and so moves the logits by more than
+  // rounding; its bound is the size of such a flip, not of a rounding error.
   setenv("LLM_CPU_ISA", "generic", 1);
   for (TensorType t : {TensorType::F16, TensorType::BF16, TensorType::Q8_0}) {
     const std::vector<float> g = RunSynthetic(*MakeSynthetic(t, false), 1);
@@ -634,7 +639,7 @@ TEST(CpuBackend, PortableKernelsAgreeWithSimd) {
       w = std::max(w, std::fabs(g[i] - s[i]));
       scale = std::max(scale, std::fabs(s[i]));
     }
-    EXPECT_LT(w, 1e-4 * scale) << static_cast<int>(t);
+    EXPECT_LT(w, (t == TensorType::Q8_0 ? 2e-2 : 1e-4) * scale) << static_cast<int>(t);
   }
   unsetenv("LLM_CPU_ISA");
 }

@@ -203,7 +203,11 @@ TEST(Quant, DotProductsMatchDequantizedDot) {
   std::mt19937 rng(11);
   for (TensorType t : kAllTypes) {
     SCOPED_TRACE(static_cast<int>(t));
-    for (int64_t cols : {256, 512, 1536}) {
+    int64_t block_elems = 0, block_bytes = 0;
+    TensorTypeLayout(t, &block_elems, &block_bytes);
+    // Rows of whole groups of 8 blocks and rows with a partial group.
+    for (int64_t cols : {32, 64, 96, 256, 512, 576, 1536}) {
+      if (cols % block_elems != 0) continue;
       for (int trial = 0; trial < 8; ++trial) {
         const std::vector<uint8_t> row = RandomRow(t, cols, rng);
         const std::vector<float> x = RandomFloats(cols, rng, trial == 0 ? 1e-3f : 1.0f);
@@ -268,11 +272,15 @@ TEST(Quant, DotProductsAtTheRangeEnds) {
 // gives bitwise the same outputs as one call over everything.
 TEST(Quant, MatMulIndependentOfSplitAndBatch) {
   std::mt19937 rng(13);
-  const int64_t rows = 37, cols = 512, n_tok = 21;
+  const int64_t rows = 37, n_tok = 21;
   std::vector<const cpu::Kernels*> tables = {&cpu::GenericKernels()};
   if (const cpu::Kernels* k = Simd()) tables.push_back(k);
   for (const cpu::Kernels* k : tables) {
-    for (TensorType t : kAllTypes) {
+    for (TensorType t : kAllTypes)
+    for (int64_t cols : {int64_t{96}, int64_t{512}}) {
+      int64_t block_elems = 0, block_bytes = 0;
+      TensorTypeLayout(t, &block_elems, &block_bytes);
+      if (cols % block_elems != 0) continue;
       SCOPED_TRACE(std::string(k->name) + " type " + std::to_string(static_cast<int>(t)));
       std::vector<uint8_t> m;
       for (int r = 0; r < rows; ++r) {
@@ -340,4 +348,44 @@ TEST(Quant, MatMulIndependentOfSplitAndBatch) {
 }
 
 }  // namespace
+// The SIMD matmul against the portable one, whole matrices: rows with whole
+// groups of 8 blocks and with a partial group, token counts that use every
+// tile width (4, 2, 1) and more than one token block.
+TEST(Quant, SimdMatMulMatchesPortable) {
+  if (!Simd()) GTEST_SKIP();
+  std::mt19937 rng(5);
+  for (TensorType t : kAllTypes) {
+    int64_t be = 0, bb = 0;
+    TensorTypeLayout(t, &be, &bb);
+    for (int64_t cols : {int64_t{64}, int64_t{128}, int64_t{256}, int64_t{96}}) {
+      if (cols % be) continue;
+      for (int64_t n_tok : {1, 3, 5, 7, 30}) {
+        const int64_t rows = 13;
+        std::vector<uint8_t> m;
+        for (int r = 0; r < rows; ++r) {
+          std::vector<uint8_t> row = RandomRow(t, cols, rng);
+          m.insert(m.end(), row.begin(), row.end());
+        }
+        WeightView w;
+        w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+        const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+        std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+        cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
+        cpu::MatMulArgs a;
+        a.w = &w; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+        a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+        std::vector<float> yg(n_tok * rows), ys(n_tok * rows);
+        a.y = yg.data(); cpu::GenericKernels().matmul(a);
+        a.y = ys.data(); Simd()->matmul(a);
+        float scale = 0;
+        for (float v : yg) scale = std::max(scale, std::fabs(v));
+        for (size_t i = 0; i < yg.size(); ++i) {
+          ASSERT_NEAR(yg[i], ys[i], 1e-5 * scale)
+              << "type " << static_cast<int>(t) << " cols " << cols << " n_tok " << n_tok << " i " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace llm

@@ -178,20 +178,26 @@ TEST(SmolLM2, Config) {
   EXPECT_FALSE(m->tokenizer->add_bos());
 }
 
-// Greedy continuations, token for token. A step whose best two logits were
-// within kTie of each other in llama.cpp can flip under any change of
-// summation order (llama.cpp quantizes activations per 32 like we do, but
-// sums in another order); the comparison stops at the first such step.
+// Greedy continuations, token for token, teacher-forced: every step runs on
+// the reference's own context (prompt + the reference's earlier tokens), so
+// one flipped near-tie does not end the comparison, and our argmax must equal
+// the reference's at every step whose reference top-2 margin is at least
+// kTie. The margin: with activations re-quantized to int8 before every
+// matmul, a float rounding difference (another summation order) can flip one
+// int8 value, and 30 layers amplify that: our own portable and AVX2 kernels,
+// which agree per matmul within 2e-6 of the output scale, give logits up to
+// ~0.8 apart at the same context; a near-tie of 0.15 in llama.cpp was seen to
+// flip. kTie = 0.25 leaves 87 of the 96 reference steps compared.
 TEST(SmolLM2, GreedyMatchesReference) {
   LOAD_SMOLLM2_OR_SKIP(m);
   const Json ref = Reference();
   const Json* greedy = ref.Find("greedy");
   ASSERT_NE(greedy, nullptr);
-  constexpr double kTie = 0.05;
+  constexpr double kTie = 0.25;
   // Against an oracle without activation quantization, compare the F32 path.
   std::unique_ptr<F32Weights> f32;
   if (!RefQuantizesActivations(ref)) f32 = std::make_unique<F32Weights>(*m);
-  int compared = 0;
+  int compared = 0, ties = 0;
   for (const Json& g : greedy->array()) {
     const std::string& prompt = g.Find("prompt")->as_string();
     SCOPED_TRACE(prompt);
@@ -206,17 +212,22 @@ TEST(SmolLM2, GreedyMatchesReference) {
     for (size_t i = 0; i < want.size(); ++i) {
       const int32_t tok = Argmax(logits.data(), m->config.n_vocab);
       if (margins[i].as_double() < kTie) {
-        std::printf("  '%s': stopped at step %zu, the reference's top-2 margin %.4f\n", prompt.c_str(), i,
-                    margins[i].as_double());
-        break;
+        ++ties;
+        if (tok != want[i]) {
+          std::printf("  '%s' step %zu: near-tie (reference margin %.4f) flipped: %.4f vs %.4f here\n",
+                      prompt.c_str(), i, margins[i].as_double(), logits[tok], logits[want[i]]);
+        }
+      } else {
+        EXPECT_EQ(tok, want[i]) << "step " << i << ", reference margin " << margins[i].as_double() << ", logits "
+                                << logits[tok] << " vs " << logits[want[i]];
+        ++compared;
       }
-      ASSERT_EQ(tok, want[i]) << "step " << i;
-      ++compared;
-      if (tok == m->tokenizer->eos()) break;
-      logits = r.Feed({tok});
+      if (want[i] == m->tokenizer->eos()) break;
+      logits = r.Feed({want[i]});
     }
   }
-  EXPECT_GE(compared, 48);  // most of the 3 x 32 steps are not near-ties
+  std::printf("  %d steps compared, %d near-ties skipped\n", compared, ties);
+  EXPECT_GE(compared, 80);  // most of the 3 x 32 steps are not near-ties
 }
 
 // Perplexity of the reference text, llama.cpp's way (see the reference JSON).

@@ -10,8 +10,9 @@
 // does not depend on the thread, row range or batch it is computed in.
 //
 // quant_generic.cpp holds the portable versions (plain C++, also the
-// reference the AVX2 ones are tested against), quant_avx2.cpp the AVX2 ones;
-// the row/token loops shared by both are in quant_matmul_impl.h.
+// reference the AVX2 ones are tested against; its row/token loops are in
+// quant_matmul_impl.h), quant_avx2.cpp the AVX2 ones (tiled: several rows
+// and tokens per unpacked block).
 #pragma once
 
 #include <cstdint>

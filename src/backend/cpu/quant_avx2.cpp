@@ -2,16 +2,18 @@
 // target pragma (like kernels_avx2.cpp) and called only after the CPU check
 // in BestKernels().
 //
-// Each 32-weight block is unpacked to 32 int8 lanes in weight order, then
+// Each 32-weight (sub-)block is unpacked to 32 int8 lanes in weight order,
+// then
 //   unsigned weights (Q4_1, Q5_1, Q4_K, Q5_K): maddubs(w, x)
 //   signed weights (Q4_0, Q5_0, Q8_0, Q6_K):   maddubs(|w|, sign(x, w))
 // gives 16 exact int16 pair sums (|w| <= 63 or 127 · |x| <= 127 · 2 fits), a
 // madd widens them to 8 int32 lanes, and one FMA adds them, scaled by
-// d_w · d_x, to a float accumulator. Blocks alternate between two
-// accumulators (the FMA latency, not the integer work, would bound one);
-// the m · s terms of the formats with a minimum go to a scalar sum.
+// d_w · d_x, to a float accumulator (per group of 8 blocks: see "groups"
+// below). The matmul meets each unpacked weight group with several tokens, so
+// a block is unpacked once per 4 tokens, not per token.
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/quant.h"
 
@@ -49,13 +51,6 @@ inline __m256i BitsToBytes(uint32_t bits) {
   return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
 }
 
-inline __m256i DotU8I8(__m256i w, __m256i x) {  // 8 int32 lanes; w unsigned
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
-}
-inline __m256i DotI8I8(__m256i w, __m256i x) {  // 8 int32 lanes; w signed, w != -128
-  return DotU8I8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-}
-
 inline __m256i LoadX(const BlockQ8Act& x) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)); }
 
 inline float HSum(__m256 a) {
@@ -65,73 +60,112 @@ inline float HSum(__m256 a) {
   return _mm_cvtss_f32(s);
 }
 
-inline __m256 Fma(float scale, __m256i isum, __m256 acc) {
-  return _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(isum), acc);
+// ---------------------------------------------------------------- groups
+//
+// The matmul works on groups of 8 sub-blocks of 32 weights (one K-quant
+// super-block, or 8 consecutive 32-weight blocks). A format's PrepareGroup
+// unpacks a group of one weight row once into a Group: the int8 quants of
+// each sub-block, the int16 multipliers of the pair sums (ones, or Q6_K's
+// 16-weight scales), and, one lane per sub-block, its float scale and (for
+// the formats with a minimum) the coefficient of the activation sum s_x. The
+// tile loop then meets the group with several tokens. For one token it
+// computes the 8 sub-blocks' exact integer dot products, folds them into one
+// vector with lane g = sub-block g (integer adds: exact in any order), and
+// does three vector float ops per group instead of per sub-block:
+//
+//   acc  = fma(scale_w · d_x, float(isum), acc)     lane g: sub-blocks g, g+8, ..
+//   accm = fma(min_w, s_x, accm)                     [formats with a minimum]
+//   y    = hsum(acc) + hsum(accm)
+//
+// The same operations in the same order for an output whatever the tile it
+// falls in, so results do not depend on the thread split or the batch.
+
+struct Group {
+  __m256i q[8];    // unsigned formats: the quants; signed: |w|
+  __m256i sg[8];   // signed formats: w (the sign source of sign(x, w))
+  __m256i mul[8];  // Q6_K: int16 multipliers of the pair sums
+  __m256 scale;    // lane g: scale of sub-block g (0 past the row's end)
+  __m256 min;      // lane g: coefficient of s_x (formats with a minimum)
+};
+
+inline void SetSigned(__m256i w, __m256i* q, __m256i* sg) {
+  *q = _mm256_sign_epi8(w, w);
+  *sg = w;
 }
 
-// ---------------------------------------------------------------- 32-weight formats
-//
-// Unpack(block) -> int8 lanes; kSigned picks the product; kMin adds m · s.
+// v with 16-bit lane g set to h (g a constant after unrolling).
+inline __m128i InsertHalf(__m128i v, uint16_t h, int g) {
+  switch (g) {
+    case 0: return _mm_insert_epi16(v, h, 0);
+    case 1: return _mm_insert_epi16(v, h, 1);
+    case 2: return _mm_insert_epi16(v, h, 2);
+    case 3: return _mm_insert_epi16(v, h, 3);
+    case 4: return _mm_insert_epi16(v, h, 4);
+    case 5: return _mm_insert_epi16(v, h, 5);
+    case 6: return _mm_insert_epi16(v, h, 6);
+    default: return _mm_insert_epi16(v, h, 7);
+  }
+}
 
-struct Q4_0 {
-  using B = BlockQ4_0;
-  static constexpr bool kSigned = true, kMin = false;
-  static __m256i Unpack(const B& b) { return _mm256_sub_epi8(Nibbles(b.qs), _mm256_set1_epi8(8)); }
+// The 32-weight formats: up to 8 blocks per group; Unpack(block) gives the
+// int8 lanes (signed or not, as kSigned says).
+template <class B, bool kSignedT, bool kMinT, class Unpack>
+struct Fmt32 {
+  static constexpr bool kSigned = kSignedT, kMin = kMinT, kMul = false;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  // n: blocks of this group (8, or fewer at the end of a row).
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int n, Group* o) {
+    const B* b = reinterpret_cast<const B*>(row) + 8 * group;
+    __m128i d = _mm_setzero_si128(), m = _mm_setzero_si128();
+    for (int g = 0; g < 8; ++g) {
+      if (kFull || g < n) {
+        const __m256i w = Unpack()(b[g]);
+        if constexpr (kSigned) {
+          SetSigned(w, &o->q[g], &o->sg[g]);
+        } else {
+          o->q[g] = w;
+        }
+        d = InsertHalf(d, b[g].d, g);
+        if constexpr (kMin) m = InsertHalf(m, b[g].m, g);
+      }
+    }
+    o->scale = _mm256_cvtph_ps(d);
+    if constexpr (kMin) o->min = _mm256_cvtph_ps(m);
+  }
 };
-struct Q4_1 {
-  using B = BlockQ4_1;
-  static constexpr bool kSigned = false, kMin = true;
-  static __m256i Unpack(const B& b) { return Nibbles(b.qs); }
+
+struct UnpackQ4_0 {
+  __m256i operator()(const BlockQ4_0& b) const { return _mm256_sub_epi8(Nibbles(b.qs), _mm256_set1_epi8(8)); }
 };
-struct Q5_0 {
-  using B = BlockQ5_0;
-  static constexpr bool kSigned = true, kMin = false;
-  // q - 16 = nibble when the fifth bit is set, else nibble | 0xF0 (nibble - 16 as int8).
-  static __m256i Unpack(const B& b) {
+struct UnpackQ4_1 {
+  __m256i operator()(const BlockQ4_1& b) const { return Nibbles(b.qs); }
+};
+// q - 16 = nibble when the fifth bit is set, else nibble | 0xF0 (nibble - 16 as int8).
+struct UnpackQ5_0 {
+  __m256i operator()(const BlockQ5_0& b) const {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
     const __m256i hi = _mm256_andnot_si256(BitsToBytes(qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
     return _mm256_or_si256(Nibbles(b.qs), hi);
   }
 };
-struct Q5_1 {
-  using B = BlockQ5_1;
-  static constexpr bool kSigned = false, kMin = true;
-  static __m256i Unpack(const B& b) {
+struct UnpackQ5_1 {
+  __m256i operator()(const BlockQ5_1& b) const {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
     return _mm256_or_si256(Nibbles(b.qs), _mm256_and_si256(BitsToBytes(qh), _mm256_set1_epi8(0x10)));
   }
 };
-struct Q8_0 {
-  using B = BlockQ8_0;
-  static constexpr bool kSigned = true, kMin = false;
-  static __m256i Unpack(const B& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+struct UnpackQ8_0 {
+  __m256i operator()(const BlockQ8_0& b) const { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
-template <class F>
-inline __m256 Block(const typename F::B& b, const BlockQ8Act& x, __m256 acc, float* mins) {
-  const __m256i w = F::Unpack(b);
-  const __m256i p = F::kSigned ? DotI8I8(w, LoadX(x)) : DotU8I8(w, LoadX(x));
-  if constexpr (F::kMin) *mins += H2F(b.m) * x.s;
-  return Fma(H2F(b.d) * x.d, p, acc);
-}
-
-template <class F>
-float Dot32(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const auto* b = reinterpret_cast<const typename F::B*>(w);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float mins = 0.0f;
-  int64_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    acc0 = Block<F>(b[i], x[i], acc0, &mins);
-    acc1 = Block<F>(b[i + 1], x[i + 1], acc1, &mins);
-  }
-  if (i < nb) acc0 = Block<F>(b[i], x[i], acc0, &mins);
-  return HSum(_mm256_add_ps(acc0, acc1)) + mins;
-}
-
-// ---------------------------------------------------------------- K-quants
+using Q4_0 = Fmt32<BlockQ4_0, true, false, UnpackQ4_0>;
+using Q4_1 = Fmt32<BlockQ4_1, false, true, UnpackQ4_1>;
+using Q5_0 = Fmt32<BlockQ5_0, true, false, UnpackQ5_0>;
+using Q5_1 = Fmt32<BlockQ5_1, false, true, UnpackQ5_1>;
+using Q8_0 = Fmt32<BlockQ8_0, true, false, UnpackQ8_0>;
 
 inline void ScalesMinsK4(const uint8_t* q, uint8_t* sc, uint8_t* m) {
   for (int j = 0; j < 4; ++j) {
@@ -142,24 +176,30 @@ inline void ScalesMinsK4(const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+inline __m256 BytesToFloats(const uint8_t* v) {  // 8 bytes -> 8 floats
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v))));
+}
+
+// Q4_K / Q5_K: a group is one super-block; sub-block j meets activation
+// block 8i + j; its weight is d·sc_j·q - dmin·m_j.
 template <bool kQ5>
-float DotK(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const size_t bytes = kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float mins = 0.0f;
-  for (int64_t i = 0; i < nb / 8; ++i) {
-    const uint8_t* blk = w + i * bytes;
+struct QK {
+  static constexpr bool kSigned = false, kMin = true, kMul = false;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
+    const uint8_t* blk = row + group * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     uint16_t dh, mh;
     std::memcpy(&dh, blk, 2);
     std::memcpy(&mh, blk + 2, 2);
-    const float d = H2F(dh), dmin = H2F(mh);
-    uint8_t sc[8], m[8];
+    alignas(8) uint8_t sc[8], m[8];
     ScalesMinsK4(blk + 4, sc, m);
+    o->scale = _mm256_mul_ps(_mm256_set1_ps(H2F(dh)), BytesToFloats(sc));
+    o->min = _mm256_mul_ps(_mm256_set1_ps(-H2F(mh)), BytesToFloats(m));
     const uint8_t* qs = blk + (kQ5 ? 48 : 16);
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kQ5) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
-    const BlockQ8Act* xb = x + 8 * i;
     for (int c = 0; c < 4; ++c) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
       __m256i lo = _mm256_and_si256(q, low4);
@@ -172,28 +212,27 @@ float DotK(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
         lo = _mm256_or_si256(lo, _mm256_and_si256(h0, _mm256_set1_epi8(0x10)));
         hi = _mm256_or_si256(hi, _mm256_and_si256(h1, _mm256_set1_epi8(0x10)));
       }
-      const int j = 2 * c;
-      acc0 = Fma(d * static_cast<float>(sc[j]) * xb[j].d, DotU8I8(lo, LoadX(xb[j])), acc0);
-      acc1 = Fma(d * static_cast<float>(sc[j + 1]) * xb[j + 1].d, DotU8I8(hi, LoadX(xb[j + 1])), acc1);
-      mins += dmin * static_cast<float>(m[j]) * xb[j].s;
-      mins += dmin * static_cast<float>(m[j + 1]) * xb[j + 1].s;
+      o->q[2 * c] = lo;
+      o->q[2 * c + 1] = hi;
     }
   }
-  return HSum(_mm256_add_ps(acc0, acc1)) - mins;
-}
+};
 
-// Q6_K (layout in tensor_type.h): four 32-weight pieces per half, each with
-// two 16-weight scales applied to the int16 pair sums by one madd.
-float DotQ6_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  for (int64_t i = 0; i < nb / 8; ++i) {
-    const float d = H2F(b[i].d);
+// Q6_K (layout in tensor_type.h): a group is one super-block; four 32-weight
+// pieces per half, each with two 16-weight scales applied to the int16 pair
+// sums by the madd; the float scale is the super-block's d.
+struct Q6K {
+  static constexpr bool kSigned = true, kMin = false, kMul = true;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
+    const auto& b = reinterpret_cast<const BlockQ6_K*>(row)[group];
+    const __m256i low4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    o->scale = _mm256_set1_ps(H2F(b.d));
     for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h));
-      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].ql + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh + 32 * h));
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
       __m256i q[4];
       q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
       q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
@@ -203,21 +242,139 @@ float DotQ6_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
       q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
       for (int k = 0; k < 4; ++k) {
-        const BlockQ8Act& xb = x[8 * i + 4 * h + k];
-        const __m256i wq = _mm256_sub_epi8(q[k], k32);
-        const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(LoadX(xb), wq));
-        const __m256i sc = Combine(_mm_set1_epi16(b[i].scales[8 * h + 2 * k]),
-                                   _mm_set1_epi16(b[i].scales[8 * h + 2 * k + 1]));
-        const __m256i p = _mm256_madd_epi16(p16, sc);
-        if (k & 1) {
-          acc1 = Fma(d * xb.d, p, acc1);
-        } else {
-          acc0 = Fma(d * xb.d, p, acc0);
-        }
+        const int s = 4 * h + k;
+        SetSigned(_mm256_sub_epi8(q[k], k32), &o->q[s], &o->sg[s]);
+        o->mul[s] = Combine(_mm_set1_epi16(b.scales[8 * h + 2 * k]), _mm_set1_epi16(b.scales[8 * h + 2 * k + 1]));
       }
     }
   }
-  return HSum(_mm256_add_ps(acc0, acc1));
+};
+
+// ---------------------------------------------------------------- tiles
+
+// Lane g of the result = the sum of the 8 lanes of v[g].
+inline __m256i Fold8(const __m256i* v) {
+  auto pair32 = [](__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+  };
+  auto pair64 = [](__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+  };
+  const __m256i a = pair64(pair32(v[0], v[1]), pair32(v[2], v[3]));  // [s0..s3 low halves | high halves]
+  const __m256i b = pair64(pair32(v[4], v[5]), pair32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// A token's activation scales d and sums s, one float per 32-weight block,
+// contiguous and zero-padded to whole groups, so a group reads each as one
+// vector.
+struct TokenScales {
+  const BlockQ8Act* xq;
+  const float* d;
+  const float* s;
+};
+
+// One group of one weight row met by T tokens (n: the group's blocks).
+template <class F, int T, bool kFull>
+inline void TileGroup(const uint8_t* w, const TokenScales* x, int64_t gi, int n, __m256* acc, __m256* accm) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  Group p;
+  F::template PrepareGroup<kFull>(w, gi, n, &p);
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    const BlockQ8Act* xb = x[t].xq + 8 * gi;
+    __m256i isum[8];
+    for (int g = 0; g < 8; ++g) {
+      if (kFull || g < n) {
+        const __m256i xv = LoadX(xb[g]);
+        const __m256i x8 = F::kSigned ? _mm256_sign_epi8(xv, p.sg[g]) : xv;
+        isum[g] = _mm256_madd_epi16(_mm256_maddubs_epi16(p.q[g], x8), F::kMul ? p.mul[g] : ones);
+      } else {
+        isum[g] = _mm256_setzero_si256();
+      }
+    }
+    const __m256 dx = _mm256_loadu_ps(x[t].d + 8 * gi);
+    acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(p.scale, dx), _mm256_cvtepi32_ps(Fold8(isum)), acc[t]);
+    if constexpr (F::kMin) accm[t] = _mm256_fmadd_ps(p.min, _mm256_loadu_ps(x[t].s + 8 * gi), accm[t]);
+  }
+}
+
+// One weight row × T tokens: each group of the row is prepared once and met
+// by the T tokens, each with its own accumulators.
+template <class F, int T>
+inline void Tile(const uint8_t* w, const TokenScales* x, int64_t nb, float* out) {
+  __m256 acc[T], accm[T];
+  for (int t = 0; t < T; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+  const int64_t full = nb / 8;
+  for (int64_t gi = 0; gi < full; ++gi) TileGroup<F, T, true>(w, x, gi, 8, acc, accm);
+  if (nb % 8 != 0) TileGroup<F, T, false>(w, x, full, static_cast<int>(nb % 8), acc, accm);
+  for (int t = 0; t < T; ++t) out[t] = F::kMin ? HSum(acc[t]) + HSum(accm[t]) : HSum(acc[t]);
+}
+
+// The d and s of n_tok tokens' activations (ld_xq blocks apart), nb blocks
+// each, into buf: token t's d at buf[2·t·nbp], its s at buf[(2·t + 1)·nbp].
+inline int64_t GatherScales(const BlockQ8Act* xq, int64_t ld_xq, int64_t n_tok, int64_t nb,
+                            std::vector<float>* buf) {
+  const int64_t nbp = (nb + 7) / 8 * 8;
+  buf->assign(static_cast<size_t>(2 * n_tok * nbp), 0.0f);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* d = buf->data() + 2 * t * nbp;
+    float* s = d + nbp;
+    for (int64_t b = 0; b < nb; ++b) {
+      d[b] = xq[t * ld_xq + b].d;
+      s[b] = xq[t * ld_xq + b].s;
+    }
+  }
+  return nbp;
+}
+
+template <class F>
+float DotOne(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  std::vector<float> buf;
+  const int64_t nbp = GatherScales(x, nb, 1, nb, &buf);
+  const TokenScales ts{x, buf.data(), buf.data() + nbp};
+  float out;
+  Tile<F, 1>(w, &ts, nb, &out);
+  return out;
+}
+
+template <class F, int T>
+inline void RunTile(const MatMulArgs& a, int64_t r, int64_t t0, int64_t tb, const float* scales,
+                    int64_t nbp, int64_t nb) {
+  const uint8_t* w = static_cast<const uint8_t*>(a.w->data) + r * static_cast<int64_t>(a.w->row_bytes);
+  TokenScales x[T];
+  for (int t = 0; t < T; ++t) {
+    const float* d = scales + 2 * (t0 + t - tb) * nbp;
+    x[t] = {a.xq + (t0 + t) * a.ld_xq, d, d + nbp};
+  }
+  float out[T];
+  Tile<F, T>(w, x, nb, out);
+  for (int t = 0; t < T; ++t) {
+    float* dst = a.y + (t0 + t) * a.ld_y + r;
+    *dst = a.accumulate ? *dst + out[t] : out[t];
+  }
+}
+
+// Tokens in blocks of 16 (their activations stay in L1/L2 while the rows
+// sweep them); inside, each row meets the block's tokens 4 at a time.
+template <class F>
+void MatMulT(const MatMulArgs& a) {
+  constexpr int64_t kTokBlock = 16;
+  const int64_t nb = a.w->cols / 32;
+  thread_local std::vector<float> scales;
+  for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
+    const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
+    const int64_t nbp = GatherScales(a.xq + tb * a.ld_xq, a.ld_xq, te - tb, nb, &scales);
+    for (int64_t r = a.row_begin; r < a.row_end; ++r) {
+      int64_t t = tb;
+      for (; t + 4 <= te; t += 4) RunTile<F, 4>(a, r, t, tb, scales.data(), nbp, nb);
+      if (t + 2 <= te) {
+        RunTile<F, 2>(a, r, t, tb, scales.data(), nbp, nb);
+        t += 2;
+      }
+      if (t < te) RunTile<F, 1>(a, r, t, tb, scales.data(), nbp, nb);
+    }
+  }
 }
 
 }  // namespace
@@ -260,19 +417,31 @@ void QuantizeActImpl(const float* x, int64_t n, BlockQ8Act* out) {
 
 QuantDotFn QuantDot(TensorType type) {
   switch (type) {
-    case TensorType::Q4_0: return Dot32<Q4_0>;
-    case TensorType::Q4_1: return Dot32<Q4_1>;
-    case TensorType::Q5_0: return Dot32<Q5_0>;
-    case TensorType::Q5_1: return Dot32<Q5_1>;
-    case TensorType::Q8_0: return Dot32<Q8_0>;
-    case TensorType::Q4_K: return DotK<false>;
-    case TensorType::Q5_K: return DotK<true>;
-    case TensorType::Q6_K: return DotQ6_K;
+    case TensorType::Q4_0: return DotOne<Q4_0>;
+    case TensorType::Q4_1: return DotOne<Q4_1>;
+    case TensorType::Q5_0: return DotOne<Q5_0>;
+    case TensorType::Q5_1: return DotOne<Q5_1>;
+    case TensorType::Q8_0: return DotOne<Q8_0>;
+    case TensorType::Q4_K: return DotOne<QK<false>>;
+    case TensorType::Q5_K: return DotOne<QK<true>>;
+    case TensorType::Q6_K: return DotOne<Q6K>;
     default: return nullptr;
   }
 }
 
-#include "backend/cpu/quant_matmul_impl.h"
+void QuantMatMulImpl(const MatMulArgs& a) {
+  switch (a.w->type) {
+    case TensorType::Q4_0: MatMulT<Q4_0>(a); break;
+    case TensorType::Q4_1: MatMulT<Q4_1>(a); break;
+    case TensorType::Q5_0: MatMulT<Q5_0>(a); break;
+    case TensorType::Q5_1: MatMulT<Q5_1>(a); break;
+    case TensorType::Q8_0: MatMulT<Q8_0>(a); break;
+    case TensorType::Q4_K: MatMulT<QK<false>>(a); break;
+    case TensorType::Q5_K: MatMulT<QK<true>>(a); break;
+    case TensorType::Q6_K: MatMulT<Q6K>(a); break;
+    default: break;  // rejected at backend creation
+  }
+}
 
 }  // namespace avx2
 }  // namespace llm::cpu

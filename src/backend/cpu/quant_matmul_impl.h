@@ -1,5 +1,5 @@
 // The loops of a block-quantized matmul over weight rows and tokens. Not a
-// normal header: quant_generic.cpp and quant_avx2.cpp include it inside their
+// normal header: quant_generic.cpp includes it inside its
 // own namespace after defining `QuantDotFn QuantDot(TensorType)`.
 //
 // Every output y[t][r] is one call of the row's dot function on token t's
