@@ -69,4 +69,35 @@ StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config,
                                                     const ModelWeights& weights,
                                                     const KvCacheSpec& kv, int n_threads);
 
+// ---------------------------------------------------------------- CUDA
+//
+// Declared in every build; without CUDA support (LLM_CUDA=OFF or no
+// toolkit) CudaDeviceCount() is 0 and CreateCudaBackend returns UNSUPPORTED.
+
+struct CudaBackendOptions {
+  int32_t device = 0;                // CUDA device ordinal
+  // Share of the device's total memory this backend may use for weights,
+  // activations and the KV pool together (vLLM's gpu_memory_utilization).
+  float gpu_memory_fraction = 0.90f;
+  // true: kv->n_blocks is an upper bound and the pool gets as many blocks as
+  // fit in gpu_memory_fraction (at least one sequence's worth is not
+  // guaranteed: see min_kv_blocks); false: exactly kv->n_blocks or
+  // OUT_OF_MEMORY.
+  bool fit_kv_blocks = false;
+  int32_t min_kv_blocks = 1;         // fewer than this fit: OUT_OF_MEMORY
+  // Activation buffers are sized for this many tokens per step up front (a
+  // larger batch grows them, outside any graph capture).
+  int32_t max_batch_tokens = 512;
+};
+
+// Usable CUDA devices (0 without CUDA support, without a driver, or on error).
+int CudaDeviceCount();
+
+// The CUDA backend: weights uploaded once as BF16 (block-quantized types are
+// dequantized on the host at upload), KV pool in device memory (BF16), logits
+// copied back to `logits` (host) by Forward. `kv` is in/out: on return
+// kv->n_blocks is the pool's size. `weights` need not outlive the backend.
+StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelConfig& config, const ModelWeights& weights,
+                                                     KvCacheSpec* kv, const CudaBackendOptions& options);
+
 }  // namespace llm

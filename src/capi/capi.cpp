@@ -2,6 +2,7 @@
 // of internal Status values into llm_status codes plus a thread-local message.
 // No exception leaves this file.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -148,8 +149,26 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     const bool want_draft = p.draft_model_path != nullptr || p.self_draft_layers > 0;
     if (p.spec_mode == LLM_SPEC_DRAFT && !want_draft)
       return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode DRAFT needs draft_model_path or self_draft_layers");
-    if (p.backend == LLM_BACKEND_CUDA) {
+    // AUTO: CUDA when this build has it and a device is usable, else the CPU;
+    // the environment variable LLM_BACKEND=cpu|cuda overrides AUTO (test suites,
+    // A/B runs). An explicit CUDA request without a device fails here.
+    int32_t backend_kind = p.backend;
+    if (backend_kind == LLM_BACKEND_AUTO) {
+      const char* env = std::getenv("LLM_BACKEND");
+      if (env != nullptr && std::strcmp(env, "cpu") == 0) {
+        backend_kind = LLM_BACKEND_CPU;
+      } else if (env != nullptr && std::strcmp(env, "cuda") == 0) {
+        backend_kind = LLM_BACKEND_CUDA;
+      } else {
+        backend_kind = llm::CudaDeviceCount() > 0 ? LLM_BACKEND_CUDA : LLM_BACKEND_CPU;
+      }
+    }
+    if (backend_kind == LLM_BACKEND_CUDA && llm::CudaDeviceCount() == 0) {
+#if LLM_HAVE_CUDA
+      return Fail(LLM_ERR_UNSUPPORTED, "LLM_BACKEND_CUDA: no usable CUDA device (driver missing or no GPU)");
+#else
       return Fail(LLM_ERR_UNSUPPORTED, "this build has no CUDA backend");
+#endif
     }
 
     auto model = llm::Model::Load(p.model_path);
@@ -171,7 +190,18 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     ec.spec_k = p.spec_k > 0 ? p.spec_k : 4;
 
     llm::KvCacheSpec kv{ec.block_size, ec.n_blocks};
-    auto backend = llm::CreateCpuBackend(mc, (*model)->weights, kv, p.n_threads);
+    llm::StatusOr<std::unique_ptr<llm::Backend>> backend = llm::Unsupported("no backend");
+    if (backend_kind == LLM_BACKEND_CUDA) {
+      // The GPU pool is real memory: without an explicit n_kv_blocks it gets
+      // as many blocks as fit (up to the CPU default), and the engine follows.
+      llm::CudaBackendOptions co;
+      co.fit_kv_blocks = p.n_kv_blocks == 0;
+      co.max_batch_tokens = ec.max_batch_tokens;
+      backend = llm::CreateCudaBackend(mc, (*model)->weights, &kv, co);
+      ec.n_blocks = kv.n_blocks;
+    } else {
+      backend = llm::CreateCpuBackend(mc, (*model)->weights, kv, p.n_threads);
+    }
     if (!backend.ok()) return Fail(backend.status());
 
     // Speculative decoding: the draft runs on its own backend and KV pool,

@@ -1,0 +1,207 @@
+#include "attention_prefill.cuh"
+#include "device_util.cuh"
+
+namespace llm::cuda {
+namespace {
+
+constexpr int kBM = kPrefillTileQ;  // queries per CTA: 4 warps x 16 rows
+constexpr int kBN = 64;             // keys per tile
+constexpr int kThreads = 128;
+
+// D = A B + C for one m16n8k16 tile. Fragments (PTX ISA, "mma.m16n8k16"),
+// g = lane / 4, c = lane % 4:
+//   A (16x16, row): a[0] = (g, 2c..2c+1)  a[1] = (g+8, 2c..)  a[2] = (g, 2c+8..)  a[3] = (g+8, 2c+8..)
+//   B (16x8, col):  b[0] = (k 2c..2c+1, n g)  b[1] = (k 2c+8.., n g)
+//   C (16x8):       c[0..1] = (g, 2c..2c+1)   c[2..3] = (g+8, 2c..2c+1)
+// Each 32-bit register holds two bf16, the lower index in the low half.
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t Ld32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams p) {
+  constexpr int KS = HD + 8;   // row stride of sQK (Q rows, then K rows): 16-byte rows, conflict-free fragments
+  constexpr int VS = kBN + 8;  // row stride of sVt (V transposed: (HD, kBN))
+  constexpr int CH = HD / 8;   // 16-byte chunks per row
+  __shared__ __align__(16) bf16 sQK[kBM * KS];
+  __shared__ __align__(16) bf16 sVt[HD * VS];
+
+  const PrefillWork w = p.work[blockIdx.x];
+  const int32_t hq = blockIdx.y;
+  const int32_t g = hq / (p.n_head / p.n_head_kv);
+  const SeqDesc s = p.seqs[w.seq];
+  const int32_t* table = p.block_tables + s.table_offset;
+  const int32_t n_q = min(kBM, s.n_tokens - w.q0);
+  const int32_t kv_end = s.n_past + w.q0 + n_q;  // keys [0, kv_end)
+  const int32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, c4 = lane & 3;
+  const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * HD;
+
+  // ---- Q tile -> registers (A fragments), via shared memory
+  for (int32_t c = tid; c < kBM * CH; c += kThreads) {
+    const int32_t r = c / CH, d0 = (c % CH) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < n_q)
+      v = *reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(s.first + w.q0 + r) * p.n_head + hq) * HD + d0);
+    *reinterpret_cast<uint4*>(sQK + r * KS + d0) = v;
+  }
+  __syncthreads();
+  uint32_t qf[HD / 16][4];
+  const int32_t r0 = warp * 16 + gq, r1 = r0 + 8;  // this thread's two query rows in the tile
+#pragma unroll
+  for (int kc = 0; kc < HD / 16; ++kc) {
+    qf[kc][0] = Ld32(sQK + r0 * KS + kc * 16 + 2 * c4);
+    qf[kc][1] = Ld32(sQK + r1 * KS + kc * 16 + 2 * c4);
+    qf[kc][2] = Ld32(sQK + r0 * KS + kc * 16 + 8 + 2 * c4);
+    qf[kc][3] = Ld32(sQK + r1 * KS + kc * 16 + 8 + 2 * c4);
+  }
+
+  // Last key each row may see (causal); -1 for rows past the sequence's tokens.
+  const int32_t lim0 = r0 < n_q ? s.n_past + w.q0 + r0 : -1;
+  const int32_t lim1 = r1 < n_q ? s.n_past + w.q0 + r1 : -1;
+  const int32_t warp_rows = min(16, n_q - warp * 16);  // rows of this warp inside the sequence (may be <= 0)
+  const int32_t warp_lim = warp_rows > 0 ? s.n_past + w.q0 + warp * 16 + warp_rows - 1 : -1;
+  const float sl2 = p.scale * dev::kLog2e;
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float m0 = dev::kNegInf, m1 = dev::kNegInf, l0 = 0.0f, l1 = 0.0f;
+
+  for (int32_t kb = 0; kb < kv_end; kb += kBN) {
+    __syncthreads();  // Q fragments loaded / previous tile consumed
+    // ---- K tile (key-major) and V tile (transposed) -> shared; keys >= kv_end are zeros
+    for (int32_t c = tid; c < kBN * CH; c += kThreads) {
+      const int32_t k = c / CH, d0 = (c % CH) * 8, key = kb + k;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (key < kv_end)
+        v = *reinterpret_cast<const uint4*>(
+            p.kv.k + dev::SlotOffset(table, key, p.kv.block_size, p.kv.block_stride, HD) + g * head_stride + d0);
+      *reinterpret_cast<uint4*>(sQK + k * KS + d0) = v;
+    }
+    for (int32_t c = tid; c < kBN * CH; c += kThreads) {
+      const int32_t k = c % kBN, d0 = (c / kBN) * 8, key = kb + k;  // consecutive threads: consecutive keys
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (key < kv_end)
+        v = *reinterpret_cast<const uint4*>(
+            p.kv.v + dev::SlotOffset(table, key, p.kv.block_size, p.kv.block_stride, HD) + g * head_stride + d0);
+      const bf16* e = reinterpret_cast<const bf16*>(&v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sVt[(d0 + i) * VS + k] = e[i];
+    }
+    __syncthreads();
+    if (kb > warp_lim) continue;  // every key of this tile is in the future of this warp's rows
+
+    // ---- S = Q K^T (16 x 64 per warp)
+    float sc[kBN / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kBN / 8; ++nt) {
+      sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+      for (int kc = 0; kc < HD / 16; ++kc) {
+        const bf16* kr = sQK + (nt * 8 + gq) * KS + kc * 16 + 2 * c4;
+        Mma(sc[nt], qf[kc], Ld32(kr), Ld32(kr + 8));
+      }
+    }
+    // ---- causal mask, scale to log2 units, row max
+    float mx0 = dev::kNegInf, mx1 = dev::kNegInf;
+#pragma unroll
+    for (int nt = 0; nt < kBN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int32_t key = kb + nt * 8 + 2 * c4 + (e & 1);
+        const bool ok = key <= (e < 2 ? lim0 : lim1);
+        sc[nt][e] = ok ? sc[nt][e] * sl2 : dev::kNegInf;
+      }
+      mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
+      mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
+    }
+    // a row's 64 scores live in the 4 threads of its quad
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    // Rows with nothing visible yet keep a reference of 0: exp2(-inf - 0) = 0, no NaN.
+    const float ref0 = mn0 == dev::kNegInf ? 0.0f : mn0, ref1 = mn1 == dev::kNegInf ? 0.0f : mn1;
+    const float alpha0 = exp2f(m0 - ref0), alpha1 = exp2f(m1 - ref1);
+    m0 = mn0;
+    m1 = mn1;
+    float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < kBN / 8; ++nt) {
+      sc[nt][0] = exp2f(sc[nt][0] - ref0);
+      sc[nt][1] = exp2f(sc[nt][1] - ref0);
+      sc[nt][2] = exp2f(sc[nt][2] - ref1);
+      sc[nt][3] = exp2f(sc[nt][3] - ref1);
+      sum0 += sc[nt][0] + sc[nt][1];
+      sum1 += sc[nt][2] + sc[nt][3];
+    }
+    l0 = l0 * alpha0 + sum0;  // per-thread partial sums; the quad is summed at the end
+    l1 = l1 * alpha1 + sum1;
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt) {
+      o[dt][0] *= alpha0;
+      o[dt][1] *= alpha0;
+      o[dt][2] *= alpha1;
+      o[dt][3] *= alpha1;
+    }
+    // ---- O += P V: the S accumulators of key tiles 2kk, 2kk+1 are P's A fragment
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      const uint32_t a[4] = {dev::PackBf16x2(sc[2 * kk][0], sc[2 * kk][1]),
+                             dev::PackBf16x2(sc[2 * kk][2], sc[2 * kk][3]),
+                             dev::PackBf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                             dev::PackBf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+#pragma unroll
+      for (int dt = 0; dt < HD / 8; ++dt) {
+        const bf16* vr = sVt + (dt * 8 + gq) * VS + kk * 16 + 2 * c4;
+        Mma(o[dt], a, Ld32(vr), Ld32(vr + 8));
+      }
+    }
+  }
+
+  // ---- normalise and write this thread's rows
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+  if (r0 < n_q) {
+    bf16* dst = p.out + (static_cast<int64_t>(s.first + w.q0 + r0) * p.n_head + hq) * HD + 2 * c4;
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt)
+      *reinterpret_cast<uint32_t*>(dst + dt * 8) = dev::PackBf16x2(o[dt][0] * inv0, o[dt][1] * inv0);
+  }
+  if (r1 < n_q) {
+    bf16* dst = p.out + (static_cast<int64_t>(s.first + w.q0 + r1) * p.n_head + hq) * HD + 2 * c4;
+#pragma unroll
+    for (int dt = 0; dt < HD / 8; ++dt)
+      *reinterpret_cast<uint32_t*>(dst + dt * 8) = dev::PackBf16x2(o[dt][2] * inv1, o[dt][3] * inv1);
+  }
+}
+
+}  // namespace
+
+bool PrefillAttentionSupports(int32_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+cudaError_t LaunchPrefillAttention(const PrefillAttnParams& p, cudaStream_t stream) {
+  if (p.n_work < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head > 65535 ||
+      !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0)
+    return cudaErrorInvalidValue;
+  if (p.n_work == 0) return cudaSuccess;
+  const dim3 grid(p.n_work, p.n_head);
+  if (p.head_dim == 64) {
+    PrefillAttnKernel<64><<<grid, kThreads, 0, stream>>>(p);
+  } else {
+    PrefillAttnKernel<128><<<grid, kThreads, 0, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace llm::cuda

@@ -1,0 +1,100 @@
+#include "rope_kv.cuh"
+
+namespace llm::cuda {
+namespace {
+
+__global__ void RopeAnglesKernel(const int32_t* __restrict__ pos, int32_t n_pairs, const double* __restrict__ inv_freq,
+                                 float* __restrict__ cos_sin) {
+  const int64_t t = blockIdx.x;
+  for (int32_t i = threadIdx.x; i < n_pairs; i += blockDim.x) {
+    double s, c;
+    sincos(static_cast<double>(pos[t]) * inv_freq[i], &s, &c);
+    cos_sin[(t * n_pairs + i) * 2 + 0] = static_cast<float>(c);
+    cos_sin[(t * n_pairs + i) * 2 + 1] = static_cast<float>(s);
+  }
+}
+
+// Element indices (a, b) of pair item `i` of a head, i < head_dim / 2, and
+// whether it rotates. Items past the rotated pairs copy the remaining dims
+// two at a time.
+__device__ __forceinline__ bool PairOf(int32_t i, int32_t n_pairs, int32_t neox, int32_t* a, int32_t* b) {
+  if (!neox) {
+    *a = 2 * i;
+    *b = 2 * i + 1;
+    return i < n_pairs;
+  }
+  if (i < n_pairs) {
+    *a = i;
+    *b = i + n_pairs;
+    return true;
+  }
+  *a = 2 * n_pairs + 2 * (i - n_pairs);
+  *b = *a + 1;
+  return false;
+}
+
+// One block per token. Items: (n_head + n_head_kv) heads x head_dim/2 pairs
+// of q and k, then n_head_kv x head_dim values of v.
+__global__ void RopeStoreKvKernel(RopeKvParams p) {
+  const int32_t t = blockIdx.x;
+  const int32_t hd = p.head_dim, half = hd / 2;
+  const int64_t row = static_cast<int64_t>(p.n_head + 2 * p.n_head_kv) * hd;
+  const float* src = p.qkv + t * row;
+  const float* cs = p.cos_sin + static_cast<int64_t>(t) * p.n_pairs * 2;
+  const SeqDesc s = p.seqs[p.tok_seq[t]];
+  const int32_t pos = p.tok_pos[t];
+  const int32_t block = p.block_tables[s.table_offset + pos / p.kv.block_size];
+  const int64_t slot = static_cast<int64_t>(block) * p.kv.block_stride +
+                       static_cast<int64_t>(pos % p.kv.block_size) * hd;  // + h * block_size * hd
+  const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * hd;
+
+  const int32_t n_rot = (p.n_head + p.n_head_kv) * half;
+  for (int32_t j = threadIdx.x; j < n_rot; j += blockDim.x) {
+    const int32_t h = j / half, i = j % half;
+    int32_t a, b;
+    const bool rot = PairOf(i, p.n_pairs, p.neox, &a, &b);
+    const float* x = src + static_cast<int64_t>(h) * hd;  // q heads, then k heads (contiguous)
+    float x0 = x[a], x1 = x[b];
+    if (rot) {
+      const float c = cs[2 * i], sn = cs[2 * i + 1];
+      const float y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
+      x0 = y0;
+      x1 = y1;
+    }
+    if (h < p.n_head) {
+      bf16* q = p.q_out + (static_cast<int64_t>(t) * p.n_head + h) * hd;
+      q[a] = __float2bfloat16_rn(x0);
+      q[b] = __float2bfloat16_rn(x1);
+    } else {
+      bf16* k = p.kv.k + slot + (h - p.n_head) * head_stride;
+      k[a] = __float2bfloat16_rn(x0);
+      k[b] = __float2bfloat16_rn(x1);
+    }
+  }
+  const float* v = src + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd;
+  for (int32_t j = threadIdx.x; j < p.n_head_kv * hd; j += blockDim.x) {
+    const int32_t h = j / hd, d = j % hd;
+    p.kv.v[slot + h * head_stride + d] = __float2bfloat16_rn(v[j]);
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* inv_freq, int32_t n_pairs,
+                             float* cos_sin, cudaStream_t stream) {
+  if (n_tok < 0 || n_pairs <= 0) return cudaErrorInvalidValue;
+  if (n_tok == 0) return cudaSuccess;
+  RopeAnglesKernel<<<n_tok, 64, 0, stream>>>(pos, n_pairs, inv_freq, cos_sin);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
+  if (p.n_tok < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0 || p.head_dim % 2 != 0 ||
+      p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0)
+    return cudaErrorInvalidValue;
+  if (p.n_tok == 0) return cudaSuccess;
+  RopeStoreKvKernel<<<p.n_tok, 128, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace llm::cuda

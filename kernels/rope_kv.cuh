@@ -1,0 +1,42 @@
+// Rotary position embedding fused with writing this step's K/V into the
+// paged pool.
+//
+// Pair convention (the CPU backend's, src/backend/cpu/rope.h): pair i of a
+// head, i < n_pairs = rope_dim / 2, turns by pos * inv_freq[i];
+//   interleaved (GGUF `llama`: Q/K weights are permuted at conversion):
+//     (x[2i], x[2i+1])
+//   neox ("rotate half", GGUF archs with LLAMA_ROPE_TYPE_NEOX):
+//     (x[i], x[i + n_pairs])
+// and the head's dims from rope_dim on pass through unchanged.
+#pragma once
+
+#include "common.cuh"
+
+namespace llm::cuda {
+
+// cos_sin[t][i] = {cos, sin}(pos[t] * inv_freq[i]), computed in double as the
+// CPU backend does. pos: (n_tok); inv_freq: (n_pairs) F64 (scaling applied);
+// cos_sin: (n_tok, n_pairs, 2) F32.
+cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* inv_freq, int32_t n_pairs,
+                             float* cos_sin, cudaStream_t stream);
+
+struct RopeKvParams {
+  const float* qkv = nullptr;       // (n_tok, (n_head + 2 n_head_kv) * head_dim) F32: q | k | v of each token
+  const float* cos_sin = nullptr;   // (n_tok, n_pairs, 2)
+  const int32_t* tok_seq = nullptr; // (n_tok) batch sequence of each token
+  const int32_t* tok_pos = nullptr; // (n_tok) position of each token
+  const SeqDesc* seqs = nullptr;    // (n_seqs)
+  const int32_t* block_tables = nullptr;
+  bf16* q_out = nullptr;            // (n_tok, n_head, head_dim) rotated queries
+  PagedKv kv;                       // this layer's pool view: rotated K and plain V are stored there
+  int32_t n_tok = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;             // even
+  int32_t n_pairs = 0;              // rope_dim / 2, 1 .. head_dim / 2
+  int32_t neox = 0;                 // 0: interleaved pairs, 1: rotate-half pairs
+};
+
+cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream);
+
+}  // namespace llm::cuda

@@ -1,0 +1,12 @@
+// SwiGLU's gate: out = silu(gate) * up.
+#pragma once
+
+#include "common.cuh"
+
+namespace llm::cuda {
+
+// gate_up: (n_tok, 2 * n_ff) F32, gate in columns [0, n_ff), up in [n_ff, 2 n_ff)
+// (one GEMM over the fused [W_gate; W_up] weight); out: (n_tok, n_ff) bf16.
+cudaError_t LaunchSiluMul(const float* gate_up, int32_t n_tok, int32_t n_ff, bf16* out, cudaStream_t stream);
+
+}  // namespace llm::cuda

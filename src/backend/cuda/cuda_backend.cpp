@@ -1,0 +1,404 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "attention_decode.cuh"
+#include "backend/cuda/rope_freq.h"
+#include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
+#include "util/fp16.h"
+
+namespace llm {
+
+int CudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelConfig& config, const ModelWeights& weights,
+                                                     KvCacheSpec* kv, const CudaBackendOptions& options) {
+  return cuda::CudaBackend::Create(config, weights, kv, options);
+}
+
+namespace cuda {
+namespace {
+
+// Bytes of cuBLAS workspace (set explicitly so that graph capture needs no
+// allocation inside cuBLAS).
+constexpr size_t kCublasWorkspace = 32u << 20;
+
+bool EnvFlag(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
+
+Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
+  if (w.empty()) return InvalidArgument("CUDA backend: missing weight " + name);
+  if (w.rows != rows || w.cols != cols)
+    return InvalidArgument("CUDA backend: " + name + " has shape (" + std::to_string(w.rows) + ", " +
+                           std::to_string(w.cols) + "), expected (" + std::to_string(rows) + ", " +
+                           std::to_string(cols) + ")");
+  int64_t be = 0, bb = 0;
+  if (!TensorTypeLayout(w.type, &be, &bb))
+    return Unsupported("CUDA backend: unsupported weight type " + std::to_string(static_cast<uint32_t>(w.type)) +
+                       " for " + name);
+  if (cols % be != 0 || w.row_bytes < TensorRowBytes(w.type, cols))
+    return InvalidArgument("CUDA backend: " + name + " rows do not hold whole blocks");
+  return Status::Ok();
+}
+
+// Rows of `parts` stacked, converted to BF16 on the host (block-quantized
+// types through the CPU backend's dequantization: simple, exact to the
+// reference, and paid once at load), uploaded in chunks.
+Status UploadStacked(std::initializer_list<const WeightView*> parts, DeviceBuffer* out, const std::string& name) {
+  int64_t rows = 0;
+  const int64_t cols = (*parts.begin())->cols;
+  for (const WeightView* p : parts) rows += p->rows;
+  LLM_RETURN_IF_ERROR(out->Allocate(static_cast<size_t>(rows * cols) * sizeof(uint16_t), name.c_str()));
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{16} << 20) / cols);  // ~32 MB of bf16
+  std::vector<uint16_t> host;
+  const unsigned n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  int64_t dst_row = 0;
+  for (const WeightView* p : parts) {
+    for (int64_t r0 = 0; r0 < p->rows; r0 += chunk_rows) {
+      const int64_t nr = std::min(chunk_rows, p->rows - r0);
+      try {
+        host.resize(static_cast<size_t>(nr * cols));
+        auto convert = [&](int64_t a, int64_t b) {
+          std::vector<float> row(static_cast<size_t>(cols));
+          for (int64_t r = a; r < b; ++r) {
+            cpu::DequantizeRow(*p, r0 + r, row.data());
+            uint16_t* dst = host.data() + r * cols;
+            for (int64_t c = 0; c < cols; ++c) dst[c] = F32ToBf16(row[c]);
+          }
+        };
+        const int64_t per = (nr + n_threads - 1) / n_threads;
+        std::vector<std::thread> pool;
+        for (unsigned t = 1; t < n_threads && t * per < nr; ++t)
+          pool.emplace_back(convert, t * per, std::min<int64_t>(nr, (t + 1) * per));
+        convert(0, std::min<int64_t>(nr, per));
+        for (auto& th : pool) th.join();
+      } catch (const std::exception& e) {
+        return OutOfMemory("CUDA backend: converting " + name + " on the host: " + e.what());
+      }
+      LLM_CUDA_TRY(cudaMemcpy(out->get<uint16_t>() + dst_row * cols, host.data(), host.size() * sizeof(uint16_t),
+                              cudaMemcpyHostToDevice),
+                   ("upload " + name).c_str());
+      dst_row += nr;
+    }
+  }
+  return Status::Ok();
+}
+
+// A norm weight (n) as F32 on the device.
+Status UploadNorm(const WeightView& w, int64_t n, DeviceBuffer* out, const std::string& name) {
+  if (w.empty() || w.rows * w.cols != n || (w.rows != 1 && w.cols != 1))
+    return InvalidArgument("CUDA backend: norm weight " + name + " missing or not of size " + std::to_string(n));
+  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16)
+    return Unsupported("CUDA backend: norm weight " + name + " must be F32, F16 or BF16");
+  WeightView row = w;
+  row.rows = 1;
+  row.cols = n;
+  std::vector<float> v(static_cast<size_t>(n));
+  cpu::DequantizeRow(row, 0, v.data());
+  LLM_RETURN_IF_ERROR(out->Allocate(v.size() * sizeof(float), name.c_str()));
+  LLM_CUDA_TRY(cudaMemcpy(out->get(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), ("upload " + name).c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, const ModelWeights& w, KvCacheSpec* kv,
+                                                       const CudaBackendOptions& options) {
+  if (kv == nullptr) return InvalidArgument("CUDA backend: KvCacheSpec is NULL");
+  if (c.arch != "llama") return Unsupported("CUDA backend: architecture '" + c.arch + "' is not supported (only llama)");
+  if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
+      c.n_ff <= 0)
+    return InvalidArgument("CUDA backend: model dimensions must be positive");
+  if (c.n_head % c.n_head_kv != 0) return InvalidArgument("CUDA backend: n_head must be a multiple of n_head_kv");
+  if (c.head_dim % 2 != 0 || c.head_dim > 256) return Unsupported("CUDA backend: head_dim must be even and at most 256");
+  if ((c.n_head / c.n_head_kv) * c.head_dim > 4096)
+    return Unsupported("CUDA backend: (n_head / n_head_kv) * head_dim above 4096");
+  if (!(c.rms_eps >= 0.0f)) return InvalidArgument("CUDA backend: negative rms_eps");
+  if (kv->block_size <= 0 || kv->n_blocks <= 0)
+    return InvalidArgument("CUDA backend: KV block_size and n_blocks must be positive");
+  if (static_cast<int64_t>(w.layers.size()) != c.n_layer)
+    return InvalidArgument("CUDA backend: weights have the wrong layer count");
+  if (!(options.gpu_memory_fraction > 0.0f && options.gpu_memory_fraction <= 1.0f))
+    return InvalidArgument("CUDA backend: gpu_memory_fraction must be in (0, 1]");
+  std::unique_ptr<CudaBackend> b(new CudaBackend(c, options));
+  LLM_RETURN_IF_ERROR(b->Init(w, kv));
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
+  debug_ = EnvFlag("LLM_CUDA_DEBUG", "1");
+  force_decode_ = EnvFlag("LLM_CUDA_ATTENTION", "decode");
+  int n_dev = 0;
+  LLM_CUDA_TRY(cudaGetDeviceCount(&n_dev), "cudaGetDeviceCount");
+  if (opt_.device < 0 || opt_.device >= n_dev)
+    return InvalidArgument("CUDA backend: device " + std::to_string(opt_.device) + " does not exist (" +
+                           std::to_string(n_dev) + " present)");
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  LLM_CUDA_TRY(cudaGetDeviceProperties(&prop, opt_.device), "cudaGetDeviceProperties");
+  if (prop.major < 8)
+    return Unsupported(std::string("CUDA backend: ") + prop.name + " is compute capability " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; 8.0 or newer needed (bf16 tensor cores)");
+  n_sm_ = prop.multiProcessorCount;
+  LLM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  LLM_CUBLAS_TRY(cublasCreate(&cublas_), "cublasCreate");
+  LLM_CUBLAS_TRY(cublasSetStream(cublas_, stream_), "cublasSetStream");
+  LLM_RETURN_IF_ERROR(cublas_ws_.Allocate(kCublasWorkspace, "cuBLAS workspace"));
+  LLM_CUBLAS_TRY(cublasSetWorkspace(cublas_, cublas_ws_.get(), cublas_ws_.bytes()), "cublasSetWorkspace");
+
+  LLM_RETURN_IF_ERROR(UploadWeights(w));
+  LLM_ASSIGN_OR_RETURN(std::vector<double> inv_freq, RopeInvFreq(cfg_));
+  LLM_RETURN_IF_ERROR(inv_freq_.Allocate(inv_freq.size() * sizeof(double), "RoPE frequencies"));
+  LLM_CUDA_TRY(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice),
+               "upload RoPE frequencies");
+  LLM_RETURN_IF_ERROR(dec_ws_.Allocate(DecodeAttnWorkspaceBytes(kDecodeSlots, cfg_.n_head, cfg_.head_dim),
+                                       "decode attention workspace"));
+  LLM_RETURN_IF_ERROR(Reserve(std::max(opt_.max_batch_tokens, 1), std::min(std::max(opt_.max_batch_tokens, 1), 64), 0));
+  return AllocateKvPool(kv);
+}
+
+Status CudaBackend::UploadWeights(const ModelWeights& w) {
+  const ModelConfig& c = cfg_;
+  const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
+  LLM_RETURN_IF_ERROR(CheckMatrix(w.token_embd, V, E, "token_embd"));
+  if (!w.output.empty()) LLM_RETURN_IF_ERROR(CheckMatrix(w.output, V, E, "output"));
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wq, Q, E, p + "attn_q"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wk, KV, E, p + "attn_k"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wv, KV, E, p + "attn_v"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.wo, E, Q, p + "attn_output"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.w_gate, F, E, p + "ffn_gate"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
+    LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
+  }
+  LLM_RETURN_IF_ERROR(UploadStacked({&w.token_embd}, &tok_embd_, "token_embd"));
+  if (w.output.empty() || w.output.data == w.token_embd.data) {
+    output_w_ = tok_embd_.get<bf16>();  // tied embeddings
+  } else {
+    LLM_RETURN_IF_ERROR(UploadStacked({&w.output}, &output_, "output"));
+    output_w_ = output_.get<bf16>();
+  }
+  LLM_RETURN_IF_ERROR(UploadNorm(w.output_norm, E, &out_norm_, "output_norm"));
+  layers_.resize(c.n_layer);
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& L = w.layers[l];
+    Layer& d = layers_[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LLM_RETURN_IF_ERROR(UploadNorm(L.attn_norm, E, &d.attn_norm, p + "attn_norm"));
+    LLM_RETURN_IF_ERROR(UploadNorm(L.ffn_norm, E, &d.ffn_norm, p + "ffn_norm"));
+    LLM_RETURN_IF_ERROR(UploadStacked({&L.wq, &L.wk, &L.wv}, &d.wqkv, p + "attn_qkv"));
+    LLM_RETURN_IF_ERROR(UploadStacked({&L.wo}, &d.wo, p + "attn_output"));
+    LLM_RETURN_IF_ERROR(UploadStacked({&L.w_gate, &L.w_up}, &d.wgu, p + "ffn_gate_up"));
+    LLM_RETURN_IF_ERROR(UploadStacked({&L.w_down}, &d.wd, p + "ffn_down"));
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
+  kv_ = KvPoolLayout{cfg_.n_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size};
+  const int64_t block_bytes = kv_.block_stride() * static_cast<int64_t>(sizeof(bf16));
+  size_t free_b = 0, total_b = 0;
+  LLM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  // What this backend may still take: its share of the device, less what is
+  // in use now (by it and by anyone else), less headroom for logits buffers
+  // that grow later and for cuBLAS/driver allocations.
+  const double used = static_cast<double>(total_b - free_b);
+  const double headroom = 256.0 * (1 << 20);
+  const double budget = static_cast<double>(total_b) * opt_.gpu_memory_fraction - used - headroom;
+  const int64_t fit = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
+  int64_t n = kv->n_blocks;
+  if (opt_.fit_kv_blocks) n = std::min<int64_t>(n, fit);
+  const auto mib = [](double b) { return std::to_string(static_cast<int64_t>(b / (1 << 20))) + " MiB"; };
+  if (n < std::max(opt_.min_kv_blocks, 1) || n > fit)
+    return OutOfMemory("CUDA backend: the KV pool needs " + std::to_string(std::max<int64_t>(n, opt_.min_kv_blocks)) +
+                       " blocks of " + mib(static_cast<double>(block_bytes)) + " but " + std::to_string(fit) +
+                       " fit in gpu_memory_fraction " + std::to_string(opt_.gpu_memory_fraction) + " of " +
+                       mib(static_cast<double>(total_b)) + " (" + mib(used) + " in use)");
+  if (n * kv->block_size > std::numeric_limits<int32_t>::max())
+    return InvalidArgument("CUDA backend: KV pool positions exceed 2^31");
+  LLM_RETURN_IF_ERROR(kv_pool_.Allocate(static_cast<size_t>(n * block_bytes), "KV pool"));
+  LLM_CUDA_TRY(cudaMemsetAsync(kv_pool_.get(), 0, kv_pool_.bytes(), stream_), "clear the KV pool");
+  LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "clear the KV pool");
+  n_blocks_ = static_cast<int32_t>(n);
+  capacity_ = n * kv->block_size;
+  kv->n_blocks = n_blocks_;
+  return Status::Ok();
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_ != nullptr) {
+    cudaSetDevice(opt_.device);
+    cudaStreamSynchronize(stream_);
+  }
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
+  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
+  if (n_tok > cap_tok_ || n_out > cap_out_) {
+    // Ordered after earlier work on the stream: the old buffers may still be read.
+    LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronise before growing buffers");
+  }
+  if (n_tok > cap_tok_) {
+    const size_t t = static_cast<size_t>(n_tok);
+    LLM_RETURN_IF_ERROR(x_.Allocate(t * E * 4, "residual stream"));
+    LLM_RETURN_IF_ERROR(delta_.Allocate(t * E * 4, "sub-block output"));
+    LLM_RETURN_IF_ERROR(qkv_.Allocate(t * (Q + 2 * KV) * 4, "qkv"));
+    LLM_RETURN_IF_ERROR(q_.Allocate(t * Q * 2, "queries"));
+    LLM_RETURN_IF_ERROR(att_.Allocate(t * Q * 2, "attention output"));
+    LLM_RETURN_IF_ERROR(gu_.Allocate(t * 2 * F * 4, "gate/up"));
+    LLM_RETURN_IF_ERROR(h_.Allocate(t * F * 2, "ffn hidden"));
+    LLM_RETURN_IF_ERROR(cos_sin_.Allocate(t * cfg_.rope_dim * 4, "rope angles"));
+    cap_tok_ = n_tok;
+  }
+  if (n_out > cap_out_) {
+    LLM_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(n_out) * V * 4, "logits"));
+    cap_out_ = n_out;
+  }
+  const size_t xn_bytes = static_cast<size_t>(std::max(cap_tok_, cap_out_)) * E * 2;
+  if (xn_.bytes() < xn_bytes) LLM_RETURN_IF_ERROR(xn_.Allocate(xn_bytes, "normed rows"));
+  const size_t meta_bytes = static_cast<size_t>(n_meta) * sizeof(int32_t);
+  if (meta_dev_.bytes() < meta_bytes) {
+    LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronise before growing metadata");
+    const size_t grown = std::max(meta_bytes, meta_dev_.bytes() * 2);
+    LLM_RETURN_IF_ERROR(meta_dev_.Allocate(grown, "step metadata"));
+    LLM_RETURN_IF_ERROR(meta_pinned_.Allocate(grown, "step metadata (host)"));
+  }
+  return Status::Ok();
+}
+
+// Builds, in meta_ (int32 units):
+//
+//   [tokens (n_tok) | tok_seq (n_tok) | tok_pos (n_tok) | logit_rows (n_out) | dec_items (n_dec) |
+//    seqs (n_seqs x SeqDesc) | work (n_work x PrefillWork) | block tables (each sequence's needed blocks)]
+Status CudaBackend::Validate(const Batch& batch, const float* logits) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
+  if (n > std::numeric_limits<int32_t>::max() / 4 || n_out > std::numeric_limits<int32_t>::max() / 4)
+    return InvalidArgument("batch too large");
+  for (int64_t i = 0; i < n; ++i) {
+    const llm_token t = batch.tokens[i];
+    if (t < 0 || t >= cfg_.n_vocab)
+      return InvalidArgument("batch token " + std::to_string(i) + " has id " + std::to_string(t) + ", outside [0, " +
+                             std::to_string(cfg_.n_vocab) + ")");
+  }
+  for (int64_t i = 0; i < n_out; ++i) {
+    const int32_t r = batch.logit_rows[i];
+    if (r < 0 || r >= n) return InvalidArgument("logit row " + std::to_string(r) + " is not a token of the batch");
+  }
+  if (n_out > 0 && logits == nullptr) return InvalidArgument("logits output is NULL");
+
+  const int32_t bs = kv_.block_size;
+  int64_t n_tables = 0, n_work = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    const BatchSeq& q = batch.seqs[s];
+    if (q.n_tokens < 1 || q.first < 0 || q.n_past < 0 || static_cast<int64_t>(q.first) + q.n_tokens > n)
+      return InvalidArgument("batch sequence " + std::to_string(s) + " has an invalid token range");
+    const int64_t end = static_cast<int64_t>(q.n_past) + q.n_tokens;
+    if (end > capacity_)
+      return InvalidArgument("batch sequence " + std::to_string(s) + " reaches position " + std::to_string(end) +
+                             ", beyond the KV pool's " + std::to_string(capacity_));
+    const int64_t needed = (end + bs - 1) / bs;
+    if (static_cast<int64_t>(q.block_table.size()) < needed)
+      return InvalidArgument("batch sequence " + std::to_string(s) + " has a block table of " +
+                             std::to_string(q.block_table.size()) + " blocks, needs " + std::to_string(needed));
+    for (int64_t b = 0; b < needed; ++b)
+      if (q.block_table[b] < 0 || q.block_table[b] >= n_blocks_)
+        return InvalidArgument("batch sequence " + std::to_string(s) + " uses block id " +
+                               std::to_string(q.block_table[b]) + ", outside [0, " + std::to_string(n_blocks_) + ")");
+    n_tables += needed;
+    n_work += (q.n_tokens + kPrefillTileQ - 1) / kPrefillTileQ;
+  }
+
+  // ---- layout
+  Offsets& o = off_;
+  o.tokens = 0;
+  o.tok_seq = o.tokens + n;
+  o.tok_pos = o.tok_seq + n;
+  o.logit_rows = o.tok_pos + n;
+  o.dec_items = o.logit_rows + n_out;
+  o.seqs = (o.dec_items + n + 3) / 4 * 4;  // 16-byte aligned SeqDesc
+  o.work = o.seqs + n_seqs * 4;
+  o.tables = o.work + n_work * 2;
+  o.total = o.tables + n_tables;
+  try {
+    meta_.assign(static_cast<size_t>(o.total), 0);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("CUDA backend: batch metadata");
+  }
+  int32_t* m = meta_.data();
+  for (int64_t i = 0; i < n; ++i) m[o.tokens + i] = batch.tokens[i];
+  for (int64_t i = 0; i < n; ++i) m[o.tok_seq + i] = -1;
+  for (int64_t i = 0; i < n_out; ++i) m[o.logit_rows + i] = batch.logit_rows[i];
+
+  const bool prefill_ok = PrefillAttentionSupports(cfg_.head_dim) && !force_decode_;
+  constexpr int32_t kDecodeMaxTokens = 8;  // sequences with more tokens go through the prefill kernel
+  int64_t table_pos = 0, n_dec = 0, w = 0;
+  max_dec_keys_ = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    const BatchSeq& q = batch.seqs[s];
+    const int64_t needed = (static_cast<int64_t>(q.n_past) + q.n_tokens + bs - 1) / bs;
+    SeqDesc d{q.first, q.n_tokens, q.n_past, static_cast<int32_t>(table_pos)};
+    std::memcpy(m + o.seqs + s * 4, &d, sizeof d);
+    std::memcpy(m + o.tables + table_pos, q.block_table.data(), static_cast<size_t>(needed) * sizeof(int32_t));
+    table_pos += needed;
+    for (int32_t i = 0; i < q.n_tokens; ++i) {
+      const int64_t t = q.first + i;
+      if (m[o.tok_seq + t] != -1) return InvalidArgument("batch token " + std::to_string(t) + " belongs to two sequences");
+      m[o.tok_seq + t] = static_cast<int32_t>(s);
+      m[o.tok_pos + t] = q.n_past + i;
+    }
+    if (prefill_ok && q.n_tokens > kDecodeMaxTokens) {
+      for (int32_t q0 = 0; q0 < q.n_tokens; q0 += kPrefillTileQ) {
+        m[o.work + 2 * w] = static_cast<int32_t>(s);
+        m[o.work + 2 * w + 1] = q0;
+        ++w;
+      }
+    } else {
+      for (int32_t i = 0; i < q.n_tokens; ++i) m[o.dec_items + n_dec++] = q.first + i;
+      max_dec_keys_ = std::max(max_dec_keys_, q.n_past + q.n_tokens);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (m[o.tok_seq + i] == -1) return InvalidArgument("batch token " + std::to_string(i) + " belongs to no sequence");
+  n_seqs_ = static_cast<int32_t>(n_seqs);
+  n_out_ = static_cast<int32_t>(n_out);
+  n_dec_ = static_cast<int32_t>(n_dec);
+  n_work_ = static_cast<int32_t>(w);
+  return Status::Ok();
+}
+
+Status CudaBackend::CopyKvBlock(int32_t src, int32_t dst) {
+  if (src < 0 || src >= n_blocks_ || dst < 0 || dst >= n_blocks_)
+    return InvalidArgument("CopyKvBlock: block id outside [0, " + std::to_string(n_blocks_) + ")");
+  if (src == dst) return Status::Ok();
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  const size_t bytes = static_cast<size_t>(kv_.block_stride()) * sizeof(bf16);
+  LLM_CUDA_TRY(cudaMemcpyAsync(kv_pool_.get<bf16>() + static_cast<int64_t>(dst) * kv_.block_stride(),
+                               kv_pool_.get<bf16>() + static_cast<int64_t>(src) * kv_.block_stride(), bytes,
+                               cudaMemcpyDeviceToDevice, stream_),
+               "CopyKvBlock");
+  return Status::Ok();
+}
+
+}  // namespace cuda
+}  // namespace llm

@@ -1,0 +1,176 @@
+// The Llama forward pass on the GPU, over one batch of tokens from any mix of
+// sequences (backend.h). Same order as the CPU reference (cpu/forward.cpp):
+//
+//   x = embed(tokens)
+//   for each layer:
+//     xn = rmsnorm(x += delta)              (delta: the previous sub-block's output; none before layer 0)
+//     qkv = xn·[Wq;Wk;Wv]ᵀ ; rope(q, k) ; store k, v in the pool
+//     att = attention(q, pool)              decode kernel (few queries) / tensor-core prefill kernel
+//     delta = att·Woᵀ
+//     xn = rmsnorm(x += delta) ; gu = xn·[Wg;Wu]ᵀ ; h = silu(g)*u ; delta = h·Wdᵀ
+//   logits = rmsnorm(x[logit_rows] + delta[logit_rows]) · Woutᵀ   -> host
+//
+// Everything runs on one stream; Forward returns after the logits are on the host.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "attention_decode.cuh"
+#include "backend/cuda/cuda_backend.h"
+#include "embedding.cuh"
+#include "rmsnorm.cuh"
+#include "rope_kv.cuh"
+#include "silu_mul.cuh"
+
+namespace llm::cuda {
+
+Status CudaBackend::Launched(cudaError_t e, const char* what, int layer) {
+  if (e == cudaSuccess && debug_) e = cudaStreamSynchronize(stream_);
+  if (e == cudaSuccess) return Status::Ok();
+  const std::string w = layer >= 0 ? std::string(what) + " (layer " + std::to_string(layer) + ")" : std::string(what);
+  return CudaStatus(e, w.c_str());
+}
+
+Status CudaBackend::Gemm(const bf16* w, int64_t rows, int64_t cols, const bf16* x, int64_t n, float* y,
+                         const char* what) {
+  // Row-major y (n, rows) is column-major yᵀ (rows, n) = W (rows, cols) · xᵀ (cols, n);
+  // row-major W is column-major Wᵀ, hence OP_T on it.
+  const float alpha = 1.0f, beta = 0.0f;
+  LLM_CUBLAS_TRY(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
+                              static_cast<int>(cols), &alpha, w, CUDA_R_16BF, static_cast<int>(cols), x, CUDA_R_16BF,
+                              static_cast<int>(cols), &beta, y, CUDA_R_32F, static_cast<int>(rows), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
+                 what);
+  if (debug_) return Launched(cudaSuccess, what);
+  return Status::Ok();
+}
+
+Status CudaBackend::Attention(int layer, int64_t n_tok) {
+  const int32_t* meta = meta_dev_.get<int32_t>();
+  PagedKv kv;
+  kv.k = kv_pool_.get<bf16>() + kv_.KOffset(layer);
+  kv.v = kv_pool_.get<bf16>() + kv_.VOffset(layer);
+  kv.block_stride = kv_.block_stride();
+  kv.block_size = kv_.block_size;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+  if (n_dec_ > 0) {
+    DecodeAttnParams p;
+    p.q = q_.get<bf16>();
+    p.out = att_.get<bf16>();
+    p.items = meta + off_.dec_items;
+    p.n_items = n_dec_;
+    p.tok_seq = meta + off_.tok_seq;
+    p.tok_pos = meta + off_.tok_pos;
+    p.seqs = reinterpret_cast<const SeqDesc*>(meta + off_.seqs);
+    p.block_tables = meta + off_.tables;
+    p.kv = kv;
+    p.n_head = cfg_.n_head;
+    p.n_head_kv = cfg_.n_head_kv;
+    p.head_dim = cfg_.head_dim;
+    p.scale = scale;
+    PlanDecodeAttention(n_dec_, cfg_.n_head_kv, cfg_.head_dim, max_dec_keys_, n_sm_, kDecodeSlots, &p.n_splits,
+                        &p.keys_per_split);
+    LLM_RETURN_IF_ERROR(
+        Launched(LaunchDecodeAttention(p, dec_ws_.get(), dec_ws_.bytes(), stream_), "decode attention", layer));
+  }
+  if (n_work_ > 0) {
+    PrefillAttnParams p;
+    p.q = q_.get<bf16>();
+    p.out = att_.get<bf16>();
+    p.work = reinterpret_cast<const PrefillWork*>(meta + off_.work);
+    p.n_work = n_work_;
+    p.seqs = reinterpret_cast<const SeqDesc*>(meta + off_.seqs);
+    p.block_tables = meta + off_.tables;
+    p.kv = kv;
+    p.n_head = cfg_.n_head;
+    p.n_head_kv = cfg_.n_head_kv;
+    p.head_dim = cfg_.head_dim;
+    p.scale = scale;
+    LLM_RETURN_IF_ERROR(Launched(LaunchPrefillAttention(p, stream_), "prefill attention", layer));
+  }
+  (void)n_tok;
+  return Status::Ok();
+}
+
+Status CudaBackend::Forward(const Batch& batch, float* logits) {
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  LLM_RETURN_IF_ERROR(Validate(batch, logits));
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  if (n == 0) return Status::Ok();
+  LLM_RETURN_IF_ERROR(Reserve(n, n_out_, off_.total));
+  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
+  const int32_t nt = static_cast<int32_t>(n);
+
+  // ---- step metadata: one copy (the previous step has finished with the pinned buffer)
+  std::memcpy(meta_pinned_.get(), meta_.data(), meta_.size() * sizeof(int32_t));
+  LLM_CUDA_TRY(cudaMemcpyAsync(meta_dev_.get(), meta_pinned_.get(), meta_.size() * sizeof(int32_t),
+                               cudaMemcpyHostToDevice, stream_),
+               "upload batch metadata");
+  const int32_t* meta = meta_dev_.get<int32_t>();
+
+  // ---- embedding                                   x: (n, n_embd)
+  float* x = x_.get<float>();
+  float* delta = delta_.get<float>();
+  bf16* xn = xn_.get<bf16>();
+  LLM_RETURN_IF_ERROR(Launched(
+      LaunchEmbedding(tok_embd_.get<bf16>(), cfg_.n_vocab, cfg_.n_embd, meta + off_.tokens, nt, x, stream_),
+      "embedding"));
+  LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + off_.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
+                                                cos_sin_.get<float>(), stream_),
+                               "rope angles"));
+
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    // ---- attention block
+    LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, l == 0 ? nullptr : delta, L.attn_norm.get<float>(), nullptr, nt,
+                                                  cfg_.n_embd, cfg_.rms_eps, xn, stream_),
+                                 "attn_norm", l));
+    LLM_RETURN_IF_ERROR(Gemm(L.wqkv.get<bf16>(), Q + 2 * KV, E, xn, n, qkv_.get<float>(), "qkv GEMM"));
+    RopeKvParams rp;
+    rp.qkv = qkv_.get<float>();
+    rp.cos_sin = cos_sin_.get<float>();
+    rp.tok_seq = meta + off_.tok_seq;
+    rp.tok_pos = meta + off_.tok_pos;
+    rp.seqs = reinterpret_cast<const SeqDesc*>(meta + off_.seqs);
+    rp.block_tables = meta + off_.tables;
+    rp.q_out = q_.get<bf16>();
+    rp.kv.k = kv_pool_.get<bf16>() + kv_.KOffset(l);
+    rp.kv.v = kv_pool_.get<bf16>() + kv_.VOffset(l);
+    rp.kv.block_stride = kv_.block_stride();
+    rp.kv.block_size = kv_.block_size;
+    rp.n_tok = nt;
+    rp.n_head = cfg_.n_head;
+    rp.n_head_kv = cfg_.n_head_kv;
+    rp.head_dim = cfg_.head_dim;
+    rp.n_pairs = cfg_.rope_dim / 2;
+    rp.neox = 0;  // GGUF llama: adjacent pairs (Q/K rows permuted by the converter)
+    LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
+    if (l == cfg_.n_layer - 1 && n_out_ == 0) {  // K/V stored, nothing more wanted
+      LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "forward (no logits)");
+      return Status::Ok();
+    }
+    LLM_RETURN_IF_ERROR(Attention(l, n));
+    LLM_RETURN_IF_ERROR(Gemm(L.wo.get<bf16>(), E, Q, att_.get<bf16>(), n, delta, "attn_output GEMM"));
+
+    // ---- feed-forward block
+    LLM_RETURN_IF_ERROR(Launched(
+        LaunchAddRmsNorm(x, delta, L.ffn_norm.get<float>(), nullptr, nt, cfg_.n_embd, cfg_.rms_eps, xn, stream_),
+        "ffn_norm", l));
+    LLM_RETURN_IF_ERROR(Gemm(L.wgu.get<bf16>(), 2 * F, E, xn, n, gu_.get<float>(), "gate/up GEMM"));
+    LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), nt, cfg_.n_ff, h_.get<bf16>(), stream_), "silu*up", l));
+    LLM_RETURN_IF_ERROR(Gemm(L.wd.get<bf16>(), E, F, h_.get<bf16>(), n, delta, "ffn_down GEMM"));
+  }
+
+  // ---- final norm of the logit rows and classifier  logits: (n_out, n_vocab)
+  LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, delta, out_norm_.get<float>(), meta + off_.logit_rows, n_out_,
+                                                cfg_.n_embd, cfg_.rms_eps, xn, stream_),
+                               "output_norm"));
+  LLM_RETURN_IF_ERROR(Gemm(output_w_, V, E, xn, n_out_, logits_.get<float>(), "classifier GEMM"));
+  LLM_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), static_cast<size_t>(n_out_) * V * sizeof(float),
+                               cudaMemcpyDeviceToHost, stream_),
+               "copy logits to the host");
+  LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "forward");
+  return Status::Ok();
+}
+
+}  // namespace llm::cuda

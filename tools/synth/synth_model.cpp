@@ -1,0 +1,232 @@
+#include "synth_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <thread>
+
+#include "gguf_stream_writer.h"
+#include "util/fp16.h"
+
+namespace llm::synth {
+namespace {
+
+const std::vector<SynthShape>& Shapes() {
+  static const std::vector<SynthShape> shapes = [] {
+    std::vector<SynthShape> v;
+    // A few MB: head_dim 64 and GQA 2, so tests reach the tensor-core kernels.
+    v.push_back({"tiny", 512, 256, 2, 4, 2, 64, 512, 2048, 10000.0f, 1e-5f, false, 0.0f, 8192});
+    v.push_back({"llama-3.2-1b", 128256, 2048, 16, 32, 8, 64, 8192, 131072, 500000.0f, 1e-5f, true, 32.0f, 8192});
+    v.push_back({"llama-3.2-3b", 128256, 3072, 28, 24, 8, 128, 8192, 131072, 500000.0f, 1e-5f, true, 32.0f, 8192});
+    v.push_back({"llama-3.1-8b", 128256, 4096, 32, 32, 8, 128, 14336, 131072, 500000.0f, 1e-5f, false, 8.0f, 8192});
+    v.push_back({"llama-2-7b", 32000, 4096, 32, 32, 32, 128, 11008, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192});
+    return v;
+  }();
+  return shapes;
+}
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// n values ~ N(0, sd) (Box-Muller over a SplitMix stream seeded by `key`).
+void Normals(uint64_t key, int64_t n, float sd, float* out) {
+  uint64_t s = SplitMix(key);
+  for (int64_t i = 0; i < n; i += 2) {
+    s = SplitMix(s);
+    const double u1 = (static_cast<double>(s >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    s = SplitMix(s);
+    const double u2 = static_cast<double>(s >> 11) * 0x1.0p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1)) * sd;
+    out[i] = static_cast<float>(r * std::cos(2.0 * M_PI * u2));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
+  }
+}
+
+size_t ElemBytes(TensorType t) { return t == TensorType::F32 ? 4 : 2; }
+
+void Encode(TensorType t, const float* src, int64_t n, char* dst) {
+  if (t == TensorType::F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+    return;
+  }
+  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) d[i] = t == TensorType::F16 ? F32ToF16(src[i]) : F32ToBf16(src[i]);
+}
+
+struct TensorPlan {
+  std::string name;
+  TensorType type;
+  std::vector<int64_t> dims;
+  enum Fill { kRandom, kOnes, kRopeFreqs } fill;
+};
+
+// llama.cpp's rope_freqs for Llama 3.1 scaling: the factor each pair's
+// frequency is divided by.
+std::vector<float> RopeFactors(const SynthShape& s) {
+  std::vector<float> f(s.head_dim / 2);
+  const double low_wavelen = s.llama3_original_ctx / 1.0, high_wavelen = s.llama3_original_ctx / 4.0;
+  for (int i = 0; i < s.head_dim / 2; ++i) {
+    const double freq = std::pow(static_cast<double>(s.rope_theta), -2.0 * i / s.head_dim);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      f[i] = 1.0f;
+    } else if (wavelen > low_wavelen) {
+      f[i] = s.llama3_factor;
+    } else {
+      const double smooth = (s.llama3_original_ctx / wavelen - 1.0) / (4.0 - 1.0);
+      f[i] = static_cast<float>(1.0 / ((1.0 - smooth) / s.llama3_factor + smooth));
+    }
+  }
+  return f;
+}
+
+void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w) {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  tokens = {"<unk>", "<s>", "</s>"};
+  scores = {0.0f, 0.0f, 0.0f};
+  types = {2, 3, 3};  // unknown, control, control
+  static const char* hex = "0123456789ABCDEF";
+  for (int b = 0; b < 256 && static_cast<int32_t>(tokens.size()) < n_vocab; ++b) {
+    tokens.push_back(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">");
+    scores.push_back(0.0f);
+    types.push_back(6);  // byte
+  }
+  for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_vocab; ++i) {
+    tokens.push_back("\xE2\x96\x81t" + std::to_string(i));  // "▁t<i>"
+    scores.push_back(-static_cast<float>(i));
+    types.push_back(1);
+  }
+  std::vector<std::string_view> views(tokens.begin(), tokens.end());
+  w->AddString("tokenizer.ggml.model", "llama");
+  w->AddStringArray("tokenizer.ggml.tokens", views);
+  w->AddFloatArray("tokenizer.ggml.scores", scores);
+  w->AddInt32Array("tokenizer.ggml.token_type", types);
+  w->AddUint32("tokenizer.ggml.bos_token_id", 1);
+  w->AddUint32("tokenizer.ggml.eos_token_id", 2);
+  w->AddUint32("tokenizer.ggml.unknown_token_id", 0);
+  w->AddBool("tokenizer.ggml.add_bos_token", true);
+  w->AddBool("tokenizer.ggml.add_eos_token", false);
+}
+
+}  // namespace
+
+const SynthShape* FindSynthShape(std::string_view name) {
+  for (const SynthShape& s : Shapes())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> SynthShapeNames() {
+  std::vector<std::string> v;
+  for (const SynthShape& s : Shapes()) v.push_back(s.name);
+  return v;
+}
+
+int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
+  const int64_t E = s.n_embd, Q = int64_t{s.n_head} * s.head_dim, KV = int64_t{s.n_head_kv} * s.head_dim, F = s.n_ff;
+  const int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
+  return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
+}
+
+Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::string& path) {
+  if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
+    return InvalidArgument("llm-synth: weight type must be F32, F16 or BF16");
+  int32_t n_vocab = s.n_vocab;
+  if (o.vocab != nullptr) {
+    const auto n = o.vocab->ArrayLength("tokenizer.ggml.tokens");
+    if (!n || *n == 0) return InvalidArgument("llm-synth: the vocabulary file has no tokenizer.ggml.tokens");
+    n_vocab = static_cast<int32_t>(*n);
+  } else if (n_vocab < 259) {
+    return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
+  }
+
+  GgufStreamWriter w;
+  const std::string a = "llama.";
+  w.AddString("general.architecture", "llama");
+  w.AddString("general.name", "synth-" + s.name);
+  w.AddUint32("general.file_type", o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);
+  w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
+  w.AddUint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.AddUint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
+  w.AddUint32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.AddUint32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
+  w.AddUint32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  w.AddUint32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
+  w.AddUint32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
+  w.AddUint32(a + "rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  w.AddFloat32(a + "rope.freq_base", s.rope_theta);
+  w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
+  if (o.vocab != nullptr) {
+    for (std::string_view key : o.vocab->keys())
+      if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
+        return Unsupported("llm-synth: cannot copy metadata key " + std::string(key));
+  } else {
+    SyntheticVocab(n_vocab, &w);
+  }
+
+  // ---- tensors (GGUF dims: ne0 = input features, the fastest)
+  const int64_t E = s.n_embd, Q = int64_t{s.n_head} * s.head_dim, KV = int64_t{s.n_head_kv} * s.head_dim, F = s.n_ff;
+  std::vector<TensorPlan> plan;
+  plan.push_back({"token_embd.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
+  plan.push_back({"output_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
+  if (!s.tied_embeddings) plan.push_back({"output.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
+  if (s.llama3_factor > 0.0f) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    plan.push_back({p + "attn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
+    plan.push_back({p + "attn_q.weight", o.type, {E, Q}, TensorPlan::kRandom});
+    plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
+    plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
+    plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
+    plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
+    plan.push_back({p + "ffn_up.weight", o.type, {E, F}, TensorPlan::kRandom});
+  }
+  for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);
+  LLM_RETURN_IF_ERROR(w.Begin(path));
+
+  // ---- data: fixed chunks with their own seeds, generated in parallel
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int n_threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::vector<float>> f32(n_threads, std::vector<float>(kChunk));
+  std::vector<std::vector<char>> enc(n_threads, std::vector<char>(kChunk * 4));
+  for (size_t ti = 0; ti < plan.size(); ++ti) {
+    const TensorPlan& t = plan[ti];
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    if (t.fill != TensorPlan::kRandom) {
+      std::vector<float> v = t.fill == TensorPlan::kOnes ? std::vector<float>(n, 1.0f) : RopeFactors(s);
+      LLM_RETURN_IF_ERROR(w.Write(v.data(), v.size() * sizeof(float)));
+      continue;
+    }
+    const int64_t n_chunks = (n + kChunk - 1) / kChunk;
+    for (int64_t c0 = 0; c0 < n_chunks; c0 += n_threads) {
+      const int batch = static_cast<int>(std::min<int64_t>(n_threads, n_chunks - c0));
+      auto work = [&](int j) {
+        const int64_t c = c0 + j, len = std::min(kChunk, n - c * kChunk);
+        Normals(o.seed * 0x100000001b3ull ^ (static_cast<uint64_t>(ti) << 40) ^ static_cast<uint64_t>(c), len,
+                o.stddev, f32[j].data());
+        Encode(t.type, f32[j].data(), len, enc[j].data());
+      };
+      std::vector<std::thread> pool;
+      for (int j = 1; j < batch; ++j) pool.emplace_back(work, j);
+      work(0);
+      for (auto& th : pool) th.join();
+      for (int j = 0; j < batch; ++j) {
+        const int64_t len = std::min(kChunk, n - (c0 + j) * kChunk);
+        LLM_RETURN_IF_ERROR(w.Write(enc[j].data(), static_cast<size_t>(len) * ElemBytes(t.type)));
+      }
+    }
+  }
+  return w.Finish();
+}
+
+}  // namespace llm::synth

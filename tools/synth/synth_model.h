@@ -1,0 +1,55 @@
+// Synthetic Llama models: a GGUF file of a named shape with random weights
+// (fixed seed: the same file for the same arguments on any machine and any
+// thread count), standard tensor names and `llama` metadata, so llmrt and
+// other GGUF runtimes load it. For benchmarks and tests at real model sizes
+// without downloading weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gguf.h"
+#include "model/tensor_type.h"
+#include "util/status.h"
+
+namespace llm::synth {
+
+struct SynthShape {
+  std::string name;
+  int32_t n_vocab = 0;      // used when no vocabulary file is given
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  int32_t n_ff = 0;
+  int32_t n_ctx = 0;
+  float rope_theta = 10000.0f;
+  float rms_eps = 1e-5f;
+  bool tied_embeddings = false;
+  // Llama 3.1 frequency scaling, written as rope_freqs.weight (as llama.cpp's
+  // converter does); 0 = none.
+  float llama3_factor = 0.0f;
+  int32_t llama3_original_ctx = 8192;
+};
+
+// "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
+const SynthShape* FindSynthShape(std::string_view name);
+std::vector<std::string> SynthShapeNames();
+
+struct SynthOptions {
+  TensorType type = TensorType::BF16;  // of the 2-D weights: F32, F16 or BF16 (norms are F32)
+  uint64_t seed = 1234;
+  float stddev = 0.02f;                // weights ~ N(0, stddev); norms = 1
+  const GgufFile* vocab = nullptr;     // copy tokenizer.* from here; null: a synthetic SentencePiece vocabulary
+  int threads = 0;                     // 0 = hardware concurrency
+};
+
+// Parameter count of the shape (a tied output counted once).
+int64_t SynthParams(const SynthShape& shape, int32_t n_vocab);
+
+Status WriteSynthModel(const SynthShape& shape, const SynthOptions& options, const std::string& path);
+
+}  // namespace llm::synth
