@@ -1,0 +1,589 @@
+// Each CUDA kernel against a CPU computation of the same op, on fresh random
+// inputs (the seed is printed on failure), with every output poisoned (NaN)
+// before the launch so unwritten elements fail the comparison. Relative L2
+// error < 1e-2 (bf16 operands); pool slots no token owns must stay poisoned.
+//
+// Skips cleanly (GTEST_SKIP) in builds without CUDA and on machines without a
+// usable device.
+#include <gtest/gtest.h>
+
+#if !LLM_HAVE_CUDA
+
+TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA support (LLM_CUDA=OFF or no toolkit)"; }
+
+#else
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention_decode.cuh"
+#include "attention_prefill.cuh"
+#include "backend/cpu/rope.h"
+#include "backend/cuda/rope_freq.h"
+#include "embedding.cuh"
+#include "model/config.h"
+#include "rmsnorm.cuh"
+#include "rope_kv.cuh"
+#include "sampling.cuh"
+#include "silu_mul.cuh"
+#include "util/fp16.h"
+
+namespace llm::cuda {
+namespace {
+
+bool DeviceUsable(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    *why = cudaGetErrorString(e);
+    cudaGetLastError();
+    return false;
+  }
+  if (n == 0) {
+    *why = "cudaGetDeviceCount() == 0";
+    return false;
+  }
+  return true;
+}
+
+#define SKIP_WITHOUT_DEVICE()                                              \
+  do {                                                                     \
+    std::string why_;                                                      \
+    if (!DeviceUsable(&why_)) GTEST_SKIP() << "no usable CUDA device: " << why_; \
+  } while (0)
+
+#define CUDA_OK(expr)                                                                    \
+  do {                                                                                   \
+    const cudaError_t e_ = (expr);                                                       \
+    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorName(e_) << " " << cudaGetErrorString(e_); \
+  } while (0)
+
+// Launch error, then the kernel's own (after synchronising).
+#define LAUNCH_OK(expr)                  \
+  do {                                   \
+    CUDA_OK(expr);                       \
+    CUDA_OK(cudaDeviceSynchronize());    \
+  } while (0)
+
+template <typename T>
+class Dev {
+ public:
+  explicit Dev(size_t n) : n_(n) {
+    if (cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) p_ = nullptr;
+    Poison();
+  }
+  ~Dev() { cudaFree(p_); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  T* get() const { return p_; }
+  bool ok() const { return p_ != nullptr; }
+  void Poison() {
+    if (p_) cudaMemset(p_, 0xFF, std::max<size_t>(n_, 1) * sizeof(T));  // NaN for f32 and bf16; -1 for ints
+  }
+  void Upload(const std::vector<T>& v) { cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice); }
+  std::vector<T> Download() const {
+    std::vector<T> v(n_);
+    cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
+    return v;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+// bf16 on the host is its bit pattern.
+using B16 = uint16_t;
+float F(B16 b) { return Bf16ToF32(b); }
+
+double RelL2(const std::vector<double>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));  // NaN in `got` gives NaN: fails every comparison
+}
+
+class CudaKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_DEVICE();
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+  std::string Seed() const { return "seed " + std::to_string(seed_); }
+  float Normal(float sd = 1.0f) { return std::normal_distribution<float>(0.0f, sd)(rng_); }
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  std::vector<B16> RandomBf16(size_t n, float sd = 1.0f) {
+    std::vector<B16> v(n);
+    for (auto& x : v) x = F32ToBf16(Normal(sd));
+    return v;
+  }
+  std::vector<float> RandomF32(size_t n, float sd = 1.0f) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = Normal(sd);
+    return v;
+  }
+
+  uint32_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+// ================================================================ embedding
+
+TEST_F(CudaKernels, Embedding) {
+  SCOPED_TRACE(Seed());
+  const int V = 1000, E = 257, T = 37;
+  std::vector<B16> table = RandomBf16(static_cast<size_t>(V) * E);
+  std::vector<int32_t> tok(T);
+  for (auto& t : tok) t = Uniform(0, V - 1);
+  tok[0] = 0;
+  tok[1] = V - 1;
+  Dev<B16> d_table(table.size());
+  Dev<int32_t> d_tok(T);
+  Dev<float> d_out(static_cast<size_t>(T) * E);
+  d_table.Upload(table);
+  d_tok.Upload(tok);
+  LAUNCH_OK(LaunchEmbedding(reinterpret_cast<const bf16*>(d_table.get()), V, E, d_tok.get(), T, d_out.get(), 0));
+  std::vector<float> out = d_out.Download();
+  for (int t = 0; t < T; ++t)
+    for (int e = 0; e < E; ++e) ASSERT_EQ(out[t * E + e], F(table[static_cast<size_t>(tok[t]) * E + e])) << t << "," << e;
+}
+
+// ================================================================ rmsnorm + residual
+
+TEST_F(CudaKernels, AddRmsNorm) {
+  SCOPED_TRACE(Seed());
+  const int T = 23, E = 4096 + 64;
+  const float eps = 1e-5f;
+  std::vector<float> x = RandomF32(static_cast<size_t>(T) * E), delta = RandomF32(x.size(), 0.5f);
+  std::vector<float> w = RandomF32(E, 0.2f);
+  for (auto& v : w) v += 1.0f;
+  std::vector<int32_t> rows = {5, 0, 22, 5};
+  for (int mode = 0; mode < 3; ++mode) {  // 0: plain, 1: with delta (write-back), 2: delta + rows
+    SCOPED_TRACE("mode " + std::to_string(mode));
+    Dev<float> d_x(x.size()), d_delta(delta.size()), d_w(E);
+    Dev<int32_t> d_rows(rows.size());
+    const int n_rows = mode == 2 ? static_cast<int>(rows.size()) : T;
+    Dev<B16> d_out(static_cast<size_t>(n_rows) * E);
+    d_x.Upload(x);
+    d_delta.Upload(delta);
+    d_w.Upload(w);
+    d_rows.Upload(rows);
+    LAUNCH_OK(LaunchAddRmsNorm(d_x.get(), mode ? d_delta.get() : nullptr, d_w.get(), mode == 2 ? d_rows.get() : nullptr,
+                               n_rows, E, eps, reinterpret_cast<bf16*>(d_out.get()), 0));
+    std::vector<B16> out = d_out.Download();
+    std::vector<float> x_after = d_x.Download();
+    std::vector<double> got, ref;
+    for (int i = 0; i < n_rows; ++i) {
+      const int r = mode == 2 ? rows[i] : i;
+      std::vector<double> v(E);
+      double ss = 0;
+      for (int e = 0; e < E; ++e) {
+        v[e] = static_cast<double>(x[r * E + e]) + (mode ? delta[r * E + e] : 0.0);
+        ss += v[e] * v[e];
+      }
+      const double inv = 1.0 / std::sqrt(ss / E + eps);
+      for (int e = 0; e < E; ++e) {
+        got.push_back(F(out[static_cast<size_t>(i) * E + e]));
+        ref.push_back(v[e] * inv * w[e]);
+        const double want_x = mode == 1 ? v[e] : x[r * E + e];
+        ASSERT_NEAR(x_after[r * E + e], want_x, 1e-6 * (1 + std::fabs(want_x))) << "residual " << r << "," << e;
+      }
+    }
+    EXPECT_LT(RelL2(got, ref), 1e-2);
+  }
+}
+
+// ================================================================ silu * up
+
+TEST_F(CudaKernels, SiluMul) {
+  SCOPED_TRACE(Seed());
+  const int T = 19, Fd = 1000;
+  std::vector<float> gu = RandomF32(static_cast<size_t>(T) * 2 * Fd, 3.0f);
+  Dev<float> d_gu(gu.size());
+  Dev<B16> d_out(static_cast<size_t>(T) * Fd);
+  d_gu.Upload(gu);
+  LAUNCH_OK(LaunchSiluMul(d_gu.get(), T, Fd, reinterpret_cast<bf16*>(d_out.get()), 0));
+  std::vector<B16> out = d_out.Download();
+  std::vector<double> got, ref;
+  for (int t = 0; t < T; ++t)
+    for (int f = 0; f < Fd; ++f) {
+      const double g = gu[t * 2 * Fd + f], u = gu[t * 2 * Fd + Fd + f];
+      ref.push_back(g / (1.0 + std::exp(-g)) * u);
+      got.push_back(F(out[t * Fd + f]));
+    }
+  EXPECT_LT(RelL2(got, ref), 1e-2);
+}
+
+// ================================================================ argmax
+
+TEST_F(CudaKernels, Argmax) {
+  SCOPED_TRACE(Seed());
+  const int R = 9, V = 128256;
+  std::vector<float> logits = RandomF32(static_cast<size_t>(R) * V, 2.0f);
+  std::vector<int32_t> want(R);
+  for (int r = 0; r < R; ++r) {
+    want[r] = r == 0 ? 0 : r == 1 ? V - 1 : Uniform(0, V - 1);
+    logits[static_cast<size_t>(r) * V + want[r]] = 100.0f;
+  }
+  // a tie: the smaller index wins; NaN never wins
+  logits[static_cast<size_t>(2) * V + V - 5] = 100.0f;
+  if (want[2] > V - 5) want[2] = V - 5;
+  logits[static_cast<size_t>(3) * V + 7] = NAN;
+  Dev<float> d_l(logits.size());
+  Dev<int32_t> d_out(R);
+  d_l.Upload(logits);
+  LAUNCH_OK(LaunchArgmax(d_l.get(), R, V, d_out.get(), 0));
+  EXPECT_EQ(d_out.Download(), want);
+}
+
+// ================================================================ rope angles
+
+TEST_F(CudaKernels, RopeAnglesMatchCpuRope) {
+  SCOPED_TRACE(Seed());
+  for (int variant = 0; variant < 3; ++variant) {
+    ModelConfig c;
+    c.head_dim = 128;
+    c.rope_dim = variant == 2 ? 64 : 128;
+    c.rope_theta = variant == 0 ? 10000.0f : 500000.0f;
+    if (variant == 1) {  // Llama 3.1
+      c.rope_scaling.type = RopeScalingType::kLlama3;
+      c.rope_scaling.factor = 8.0f;
+      c.rope_scaling.original_ctx = 8192;
+      c.rope_scaling.low_freq_factor = 1.0f;
+      c.rope_scaling.high_freq_factor = 4.0f;
+    } else if (variant == 2) {
+      c.rope_scaling.type = RopeScalingType::kLinear;
+      c.rope_scaling.factor = 4.0f;
+    }
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    auto cpu_rope = cpu::Rope::Create(c);
+    ASSERT_TRUE(cpu_rope.ok()) << cpu_rope.status().message();
+    auto inv = RopeInvFreq(c);
+    ASSERT_TRUE(inv.ok()) << inv.status().message();
+    const int P = c.rope_dim / 2;
+    std::vector<int32_t> pos = {0, 1, 15, 16, 17, 511, 512, 8191, 8192, 131071};
+    for (int i = 0; i < 22; ++i) pos.push_back(Uniform(0, 1 << 17));
+    Dev<int32_t> d_pos(pos.size());
+    Dev<double> d_inv(P);
+    Dev<float> d_cs(pos.size() * P * 2);
+    d_pos.Upload(pos);
+    d_inv.Upload(*inv);
+    LAUNCH_OK(LaunchRopeAngles(d_pos.get(), static_cast<int32_t>(pos.size()), d_inv.get(), P, d_cs.get(), 0));
+    std::vector<float> cs = d_cs.Download(), ref(P * 2);
+    for (size_t t = 0; t < pos.size(); ++t) {
+      cpu_rope->Angles(pos[t], ref.data());
+      for (int i = 0; i < 2 * P; ++i) ASSERT_NEAR(cs[t * P * 2 + i], ref[i], 2e-6) << "pos " << pos[t] << " item " << i;
+    }
+  }
+}
+
+// ================================================================ paged-batch fixture
+
+// A batch of sequences over a paged pool of n_layer = 2 layers (the kernels
+// run on layer 1, so layer offsets are exercised), blocks handed out in a
+// random order. Slots that hold no position of any sequence stay NaN.
+struct PagedBatch {
+  int Hq, Hkv, hd, bs;
+  std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
+  KvPoolLayout layout;
+  int n_blocks = 0, n_tok = 0;
+  std::vector<SeqDesc> desc;
+  std::vector<int32_t> tables, tok_seq, tok_pos;
+
+  void Build(std::mt19937_64& rng) {
+    layout = KvPoolLayout{2, Hkv, hd, bs};
+    int total_blocks = 0;
+    for (auto [past, n] : seqs) total_blocks += (past + n + bs - 1) / bs;
+    n_blocks = total_blocks + 3;
+    std::vector<int32_t> perm(n_blocks);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    int next = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      auto [past, n] = seqs[s];
+      desc.push_back(SeqDesc{n_tok, n, past, static_cast<int32_t>(tables.size())});
+      for (int b = 0; b < (past + n + bs - 1) / bs; ++b) tables.push_back(perm[next++]);
+      for (int i = 0; i < n; ++i) {
+        tok_seq.push_back(static_cast<int32_t>(s));
+        tok_pos.push_back(past + i);
+      }
+      n_tok += n;
+    }
+  }
+  // Element index of (layer, K or V, position pos of sequence s, kv head h, dim d).
+  int64_t Index(int layer, bool v, int s, int pos, int h, int d) const {
+    const int32_t block = tables[desc[s].table_offset + pos / bs];
+    return block * layout.block_stride() + (v ? layout.VOffset(layer) : layout.KOffset(layer)) +
+           (static_cast<int64_t>(h) * bs + pos % bs) * hd + d;
+  }
+};
+
+// ================================================================ rope + KV store
+
+TEST_F(CudaKernels, RopeStoreKv) {
+  SCOPED_TRACE(Seed());
+  struct Case { int Hq, Hkv, hd, n_pairs, neox; };
+  for (const Case& k : {Case{8, 2, 64, 32, 0}, Case{32, 8, 128, 64, 0}, Case{4, 4, 128, 32, 0}, Case{8, 1, 64, 32, 1},
+                        Case{8, 4, 8, 4, 0}}) {
+    SCOPED_TRACE("Hq " + std::to_string(k.Hq) + " Hkv " + std::to_string(k.Hkv) + " hd " + std::to_string(k.hd) +
+                 " pairs " + std::to_string(k.n_pairs) + " neox " + std::to_string(k.neox));
+    PagedBatch b{k.Hq, k.Hkv, k.hd, 16, {{15, 1}, {16, 17}, {0, 33}, {31, 2}}};
+    b.Build(rng_);
+    const int row = (k.Hq + 2 * k.Hkv) * k.hd, P = k.n_pairs;
+    std::vector<float> qkv = RandomF32(static_cast<size_t>(b.n_tok) * row);
+    ModelConfig c;
+    c.head_dim = k.hd;
+    c.rope_dim = 2 * P;
+    c.rope_theta = 10000.0f;
+    auto cpu_rope = cpu::Rope::Create(c);
+    ASSERT_TRUE(cpu_rope.ok());
+    std::vector<float> cs(static_cast<size_t>(b.n_tok) * P * 2);
+    for (int t = 0; t < b.n_tok; ++t) cpu_rope->Angles(b.tok_pos[t], cs.data() + t * P * 2);
+
+    Dev<float> d_qkv(qkv.size()), d_cs(cs.size());
+    Dev<int32_t> d_seq(b.n_tok), d_pos(b.n_tok), d_tab(b.tables.size());
+    Dev<SeqDesc> d_desc(b.desc.size());
+    Dev<B16> d_q(static_cast<size_t>(b.n_tok) * k.Hq * k.hd), d_pool(b.n_blocks * b.layout.block_stride());
+    d_qkv.Upload(qkv);
+    d_cs.Upload(cs);
+    d_seq.Upload(b.tok_seq);
+    d_pos.Upload(b.tok_pos);
+    d_tab.Upload(b.tables);
+    d_desc.Upload(b.desc);
+    RopeKvParams p;
+    p.qkv = d_qkv.get();
+    p.cos_sin = d_cs.get();
+    p.tok_seq = d_seq.get();
+    p.tok_pos = d_pos.get();
+    p.seqs = d_desc.get();
+    p.block_tables = d_tab.get();
+    p.q_out = reinterpret_cast<bf16*>(d_q.get());
+    p.kv.k = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.KOffset(1);
+    p.kv.v = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.VOffset(1);
+    p.kv.block_stride = b.layout.block_stride();
+    p.kv.block_size = b.bs;
+    p.n_tok = b.n_tok;
+    p.n_head = k.Hq;
+    p.n_head_kv = k.Hkv;
+    p.head_dim = k.hd;
+    p.n_pairs = P;
+    p.neox = k.neox;
+    LAUNCH_OK(LaunchRopeStoreKv(p, 0));
+    std::vector<B16> q = d_q.Download(), pool = d_pool.Download();
+
+    std::vector<double> got, ref;
+    std::vector<bool> written(pool.size(), false);
+    for (int t = 0; t < b.n_tok; ++t) {
+      std::vector<float> x(qkv.begin() + static_cast<int64_t>(t) * row, qkv.begin() + static_cast<int64_t>(t + 1) * row);
+      const float* c2 = cs.data() + t * P * 2;
+      if (!k.neox) {
+        cpu_rope->Apply(c2, x.data(), k.Hq + k.Hkv, k.hd);  // the CPU backend's own rotation
+      } else {
+        for (int h = 0; h < k.Hq + k.Hkv; ++h)
+          for (int i = 0; i < P; ++i) {
+            float* v = x.data() + h * k.hd;
+            const float x0 = v[i], x1 = v[i + P];
+            v[i] = x0 * c2[2 * i] - x1 * c2[2 * i + 1];
+            v[i + P] = x0 * c2[2 * i + 1] + x1 * c2[2 * i];
+          }
+      }
+      for (int i = 0; i < k.Hq * k.hd; ++i) {
+        got.push_back(F(q[static_cast<size_t>(t) * k.Hq * k.hd + i]));
+        ref.push_back(x[i]);
+      }
+      for (int h = 0; h < k.Hkv; ++h)
+        for (int d = 0; d < k.hd; ++d) {
+          const int64_t ik = b.Index(1, false, b.tok_seq[t], b.tok_pos[t], h, d);
+          const int64_t iv = b.Index(1, true, b.tok_seq[t], b.tok_pos[t], h, d);
+          got.push_back(F(pool[ik]));
+          ref.push_back(x[(k.Hq + h) * k.hd + d]);
+          got.push_back(F(pool[iv]));
+          ref.push_back(x[(k.Hq + k.Hkv + h) * k.hd + d]);
+          written[ik] = written[iv] = true;
+        }
+    }
+    EXPECT_LT(RelL2(got, ref), 1e-2);
+    int64_t stray = 0;
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (!written[i] && pool[i] != 0xFFFF) ++stray;
+    EXPECT_EQ(stray, 0) << "pool elements written that belong to no token of the batch";
+  }
+}
+
+// ================================================================ attention
+
+struct AttnCase {
+  int Hq, Hkv, hd, bs;
+  std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
+};
+
+std::string Describe(const AttnCase& c) {
+  std::string s = "Hq " + std::to_string(c.Hq) + " Hkv " + std::to_string(c.Hkv) + " hd " + std::to_string(c.hd) +
+                  " bs " + std::to_string(c.bs) + " seqs";
+  for (auto [p, n] : c.seqs) s += " (" + std::to_string(p) + "+" + std::to_string(n) + ")";
+  return s;
+}
+
+// kind: 0 decode kernel with planned splits, 1 decode kernel forced to one
+// split, 2 decode kernel with as many splits as possible, 3 prefill kernel.
+void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
+  SCOPED_TRACE(Describe(c) + " kind " + std::to_string(kind));
+  PagedBatch b{c.Hq, c.Hkv, c.hd, c.bs, c.seqs};
+  b.Build(rng);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<B16> pool(b.n_blocks * b.layout.block_stride(), 0xFFFF);  // unowned slots stay NaN
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const int end = c.seqs[s].first + c.seqs[s].second;
+    for (int layer = 0; layer < 2; ++layer)
+      for (int pos = 0; pos < end; ++pos)
+        for (int h = 0; h < c.Hkv; ++h)
+          for (int d = 0; d < c.hd; ++d) {
+            pool[b.Index(layer, false, static_cast<int>(s), pos, h, d)] = F32ToBf16(nd(rng));
+            pool[b.Index(layer, true, static_cast<int>(s), pos, h, d)] = F32ToBf16(nd(rng));
+          }
+  }
+  std::vector<B16> q(static_cast<size_t>(b.n_tok) * c.Hq * c.hd);
+  for (auto& x : q) x = F32ToBf16(nd(rng));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+
+  Dev<B16> d_pool(pool.size()), d_q(q.size()), d_out(q.size());
+  Dev<int32_t> d_seq(b.n_tok), d_pos(b.n_tok), d_tab(b.tables.size()), d_items(b.n_tok);
+  Dev<SeqDesc> d_desc(b.desc.size());
+  ASSERT_TRUE(d_pool.ok() && d_q.ok() && d_out.ok());
+  d_pool.Upload(pool);
+  d_q.Upload(q);
+  d_seq.Upload(b.tok_seq);
+  d_pos.Upload(b.tok_pos);
+  d_tab.Upload(b.tables);
+  d_desc.Upload(b.desc);
+  std::vector<int32_t> items(b.n_tok);
+  std::iota(items.begin(), items.end(), 0);
+  std::shuffle(items.begin(), items.end(), rng);  // any order of query rows
+  d_items.Upload(items);
+  PagedKv kv;
+  kv.k = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.KOffset(1);
+  kv.v = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.VOffset(1);
+  kv.block_stride = b.layout.block_stride();
+  kv.block_size = c.bs;
+
+  if (kind < 3) {
+    DecodeAttnParams p;
+    p.q = reinterpret_cast<const bf16*>(d_q.get());
+    p.out = reinterpret_cast<bf16*>(d_out.get());
+    p.items = d_items.get();
+    p.n_items = b.n_tok;
+    p.tok_seq = d_seq.get();
+    p.tok_pos = d_pos.get();
+    p.seqs = d_desc.get();
+    p.block_tables = d_tab.get();
+    p.kv = kv;
+    p.n_head = c.Hq;
+    p.n_head_kv = c.Hkv;
+    p.head_dim = c.hd;
+    p.scale = scale;
+    int max_keys = 0;
+    for (auto [past, n] : c.seqs) max_keys = std::max(max_keys, past + n);
+    const int32_t slots = kind == 1 ? b.n_tok : 4096;
+    PlanDecodeAttention(b.n_tok, c.Hkv, c.hd, max_keys, kind == 2 ? 100000 : 132, slots, &p.n_splits, &p.keys_per_split);
+    if (kind == 1) ASSERT_EQ(p.n_splits, 1);
+    const size_t ws_bytes = DecodeAttnWorkspaceBytes(slots, c.Hq, c.hd);
+    Dev<float> ws(ws_bytes / sizeof(float) + 1);
+    LAUNCH_OK(LaunchDecodeAttention(p, ws.get(), ws_bytes, 0));
+  } else {
+    std::vector<PrefillWork> work;
+    for (size_t s = 0; s < c.seqs.size(); ++s)
+      for (int q0 = 0; q0 < c.seqs[s].second; q0 += kPrefillTileQ) work.push_back({static_cast<int32_t>(s), q0});
+    std::shuffle(work.begin(), work.end(), rng);
+    Dev<PrefillWork> d_work(work.size());
+    d_work.Upload(work);
+    PrefillAttnParams p;
+    p.q = reinterpret_cast<const bf16*>(d_q.get());
+    p.out = reinterpret_cast<bf16*>(d_out.get());
+    p.work = d_work.get();
+    p.n_work = static_cast<int32_t>(work.size());
+    p.seqs = d_desc.get();
+    p.block_tables = d_tab.get();
+    p.kv = kv;
+    p.n_head = c.Hq;
+    p.n_head_kv = c.Hkv;
+    p.head_dim = c.hd;
+    p.scale = scale;
+    LAUNCH_OK(LaunchPrefillAttention(p, 0));
+  }
+  std::vector<B16> out = d_out.Download();
+
+  // Reference in double over the same bf16 values.
+  std::vector<double> got, ref;
+  const int n_rep = c.Hq / c.Hkv;
+  for (int t = 0; t < b.n_tok; ++t) {
+    const int s = b.tok_seq[t], pos = b.tok_pos[t];
+    for (int h = 0; h < c.Hq; ++h) {
+      const int g = h / n_rep;
+      const B16* qr = q.data() + (static_cast<size_t>(t) * c.Hq + h) * c.hd;
+      std::vector<double> sc(pos + 1);
+      double mx = -1e300;
+      for (int j = 0; j <= pos; ++j) {
+        double dot = 0;
+        for (int d = 0; d < c.hd; ++d) dot += F(qr[d]) * static_cast<double>(F(pool[b.Index(1, false, s, j, g, d)]));
+        sc[j] = dot * scale;
+        mx = std::max(mx, sc[j]);
+      }
+      double sum = 0;
+      for (auto& v : sc) sum += (v = std::exp(v - mx));
+      for (int d = 0; d < c.hd; ++d) {
+        double acc = 0;
+        for (int j = 0; j <= pos; ++j) acc += sc[j] * F(pool[b.Index(1, true, s, j, g, d)]);
+        ref.push_back(acc / sum);
+        got.push_back(F(out[(static_cast<size_t>(t) * c.Hq + h) * c.hd + d]));
+      }
+    }
+  }
+  const double err = RelL2(got, ref);
+  EXPECT_LT(err, 1e-2);
+}
+
+TEST_F(CudaKernels, DecodeAttention) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {16, 1}, {31, 1}, {1000, 1}, {4095, 1}, {37, 5}};
+  for (int hd : {64, 128})
+    for (int rep : {1, 4, 8})
+      for (int kind : {0, 1, 2}) RunAttention(AttnCase{2 * rep, 2, hd, 16, decode}, kind, rng_);
+}
+
+TEST_F(CudaKernels, DecodeAttentionOddShapes) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> seqs = {{0, 1}, {7, 1}, {8, 3}, {100, 1}, {300, 2}};
+  RunAttention(AttnCase{8, 4, 8, 16, seqs}, 0, rng_);    // stories260K: head_dim 8, GQA 2
+  RunAttention(AttnCase{6, 3, 18, 16, seqs}, 0, rng_);   // head_dim not a multiple of 8: scalar loads
+  RunAttention(AttnCase{16, 1, 256, 16, seqs}, 0, rng_); // head_dim 256, 16 heads per KV head: > 48 KB smem
+  RunAttention(AttnCase{4, 2, 64, 8, seqs}, 2, rng_);    // block size 8
+  RunAttention(AttnCase{4, 2, 128, 32, seqs}, 0, rng_);  // block size 32
+  RunAttention(AttnCase{4, 4, 64, 1, seqs}, 0, rng_);    // block size 1
+}
+
+TEST_F(CudaKernels, PrefillAttention) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 64}, {0, 65}, {16, 100}, {15, 17}, {200, 130}};
+  for (int hd : {64, 128})
+    for (int rep : {1, 4, 8}) {
+      const int hkv = rep == 8 ? 1 : 2;
+      RunAttention(AttnCase{hkv * rep, hkv, hd, 16, ragged}, 3, rng_);
+    }
+  RunAttention(AttnCase{8, 2, 128, 32, {{33, 90}, {0, 7}}}, 3, rng_);  // block size 32
+  RunAttention(AttnCase{8, 2, 64, 8, {{5, 70}}}, 3, rng_);              // block size 8
+}
+
+}  // namespace
+}  // namespace llm::cuda
+
+#endif  // LLM_HAVE_CUDA
