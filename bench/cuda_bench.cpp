@@ -1,0 +1,367 @@
+// cuda-bench: CUDA backend and kernel figures on one GPU.
+//
+//   (a) batch-1 decode: tokens/s and achieved bandwidth (weight + KV bytes
+//       read per token / time per token) against a device-to-device
+//       cudaMemcpy bandwidth measured in the same run
+//   (c) per kernel: prefill attention TFLOP/s and decode attention GB/s for
+//       sequence lengths 512 .. 16k (Llama-3.1-8B attention shape)
+//   (d) TTFT of a 2k-token prompt (one Forward, logits of the last row)
+//
+//   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only]
+//
+// (a) and (d) need --model (e.g. llm-synth --shape llama-3.1-8b); (c) needs
+// none. Timings: device events (kernels) or a synchronised host clock
+// (Forward, which returns with the logits on the host); medians after warm-up.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention_decode.cuh"
+#include "attention_prefill.cuh"
+#include "backend/backend.h"
+#include "model/model.h"
+#include "util/fp16.h"
+
+namespace {
+
+using llm::cuda::bf16;
+
+#define CK(expr)                                                                               \
+  do {                                                                                         \
+    const cudaError_t e_ = (expr);                                                             \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Row {
+  std::string section, name;
+  double value;
+  std::string unit;
+  std::string note;
+};
+std::vector<Row> g_rows;
+void Emit(const std::string& section, const std::string& name, double value, const std::string& unit,
+          const std::string& note = "") {
+  g_rows.push_back({section, name, value, unit, note});
+  std::printf("%-10s %-44s %12.3f %-8s %s\n", section.c_str(), name.c_str(), value, unit.c_str(), note.c_str());
+  std::fflush(stdout);
+}
+
+// Device-to-device copy bandwidth, bytes read + written per second.
+double MemcpyBandwidth() {
+  const size_t bytes = size_t{1} << 30;
+  void *a = nullptr, *b = nullptr;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  CK(cudaMemset(a, 1, bytes));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int i = 0; i < 12; ++i) {
+    CK(cudaEventRecord(e0));
+    CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 2) t.push_back(ms * 1e-3);
+  }
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return 2.0 * bytes / Median(t);
+}
+
+// ------------------------------------------------------------------ (c) kernels
+
+struct AttnSetup {
+  int Hq = 32, Hkv = 8, hd = 128, bs = 16;
+  std::vector<void*> bufs;
+  ~AttnSetup() {
+    for (void* p : bufs) cudaFree(p);
+  }
+  template <typename T>
+  T* Upload(const std::vector<T>& v) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, std::max<size_t>(v.size(), 1) * sizeof(T)));
+    CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    bufs.push_back(p);
+    return static_cast<T*>(p);
+  }
+  template <typename T>
+  T* Alloc(size_t n) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
+    bufs.push_back(p);
+    return static_cast<T*>(p);
+  }
+};
+
+std::vector<uint16_t> RandomBf16(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = llm::F32ToBf16(nd(rng));
+  return v;
+}
+
+// n_seqs sequences of `len` keys each; prefill: all len tokens are queries
+// (n_past 0), decode: one query at position len - 1.
+double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) {
+  AttnSetup s;
+  std::mt19937 rng(42);
+  const int blocks_per_seq = (len + s.bs - 1) / s.bs;
+  const int n_blocks = blocks_per_seq * n_seqs;
+  llm::cuda::KvPoolLayout layout{1, s.Hkv, s.hd, s.bs};
+  const size_t pool_elems = static_cast<size_t>(n_blocks) * layout.block_stride();
+  bf16* pool = reinterpret_cast<bf16*>(s.Upload(RandomBf16(pool_elems, rng)));
+  std::vector<int32_t> tables(n_blocks);
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), rng);
+  std::vector<llm::cuda::SeqDesc> seqs;
+  std::vector<int32_t> tok_seq, tok_pos;
+  int n_tok = 0;
+  for (int q = 0; q < n_seqs; ++q) {
+    const int nq = prefill ? len : 1;
+    seqs.push_back({n_tok, nq, prefill ? 0 : len - 1, q * blocks_per_seq});
+    for (int i = 0; i < nq; ++i) {
+      tok_seq.push_back(q);
+      tok_pos.push_back((prefill ? 0 : len - 1) + i);
+    }
+    n_tok += nq;
+  }
+  const size_t q_elems = static_cast<size_t>(n_tok) * s.Hq * s.hd;
+  bf16* qd = reinterpret_cast<bf16*>(s.Upload(RandomBf16(q_elems, rng)));
+  bf16* out = s.Alloc<bf16>(q_elems);
+  auto* d_seqs = s.Upload(seqs);
+  int32_t* d_tables = s.Upload(tables);
+  int32_t* d_seq = s.Upload(tok_seq);
+  int32_t* d_pos = s.Upload(tok_pos);
+  llm::cuda::PagedKv kv{pool, pool + layout.VOffset(0) - layout.KOffset(0), layout.block_stride(), s.bs};
+  kv.k = pool + layout.KOffset(0);
+  kv.v = pool + layout.VOffset(0);
+
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::function<cudaError_t()> run;
+  llm::cuda::PrefillAttnParams pp;
+  llm::cuda::DecodeAttnParams dp;
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+  if (prefill) {
+    std::vector<llm::cuda::PrefillWork> work;
+    for (int q = 0; q < n_seqs; ++q)
+      for (int q0 = 0; q0 < len; q0 += llm::cuda::kPrefillTileQ) work.push_back({q, q0});
+    std::reverse(work.begin(), work.end());  // longest tiles first
+    pp.q = qd;
+    pp.out = out;
+    pp.work = s.Upload(work);
+    pp.n_work = static_cast<int32_t>(work.size());
+    pp.seqs = d_seqs;
+    pp.block_tables = d_tables;
+    pp.kv = kv;
+    pp.n_head = s.Hq;
+    pp.n_head_kv = s.Hkv;
+    pp.head_dim = s.hd;
+    pp.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
+    run = [&] { return llm::cuda::LaunchPrefillAttention(pp, 0); };
+    *bytes_or_flops = 2.0 * 2.0 * s.Hq * s.hd * (static_cast<double>(len) * (len + 1) / 2) * n_seqs;  // causal
+  } else {
+    std::vector<int32_t> items(n_tok);
+    std::iota(items.begin(), items.end(), 0);
+    dp.q = qd;
+    dp.out = out;
+    dp.items = s.Upload(items);
+    dp.n_items = n_tok;
+    dp.tok_seq = d_seq;
+    dp.tok_pos = d_pos;
+    dp.seqs = d_seqs;
+    dp.block_tables = d_tables;
+    dp.kv = kv;
+    dp.n_head = s.Hq;
+    dp.n_head_kv = s.Hkv;
+    dp.head_dim = s.hd;
+    dp.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
+    const int32_t slots = 2048;
+    llm::cuda::PlanDecodeAttention(n_tok, s.Hkv, s.hd, len, prop.multiProcessorCount, slots, &dp.n_splits,
+                                   &dp.keys_per_split);
+    ws_bytes = llm::cuda::DecodeAttnWorkspaceBytes(slots, s.Hq, s.hd);
+    ws = s.Alloc<char>(ws_bytes);
+    run = [&] { return llm::cuda::LaunchDecodeAttention(dp, ws, ws_bytes, 0); };
+    *bytes_or_flops = 2.0 * static_cast<double>(len) * s.Hkv * s.hd * 2 * n_seqs;  // K and V, bf16
+  }
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) CK(run());
+  CK(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int i = 0; i < 20; ++i) {
+    CK(cudaEventRecord(e0));
+    CK(run());
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms * 1e-3);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return Median(t);
+}
+
+// ------------------------------------------------------------------ (a), (d) model
+
+double ForwardSeconds(llm::Backend* be, const std::vector<llm_token>& toks, int32_t n_past,
+                      const std::vector<int32_t>& table, std::vector<float>* logits) {
+  llm::BatchSeq s{0, static_cast<int32_t>(toks.size()), n_past, table};
+  const int32_t last = static_cast<int32_t>(toks.size()) - 1;
+  llm::Batch b{toks, std::span<const llm::BatchSeq>(&s, 1), std::span<const int32_t>(&last, 1)};
+  const auto t0 = std::chrono::steady_clock::now();
+  llm::Status st = be->Forward(b, logits->data());
+  const auto t1 = std::chrono::steady_clock::now();
+  if (!st.ok()) {
+    std::fprintf(stderr, "Forward failed: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
+void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
+  auto m = llm::Model::Load(path.c_str());
+  if (!m.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), m.status().message().c_str());
+    std::exit(1);
+  }
+  const llm::ModelConfig& c = (*m)->config;
+  const int ctx = std::max(prompt + steps, 2048) + 16;
+  llm::KvCacheSpec kv{16, (ctx + 15) / 16};
+  llm::CudaBackendOptions o;
+  o.max_batch_tokens = 2048;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto be = llm::CreateCudaBackend(c, (*m)->weights, &kv, o);
+  if (!be.ok()) {
+    std::fprintf(stderr, "CUDA backend: %s\n", be.status().message().c_str());
+    std::exit(1);
+  }
+  Emit("load", "weights upload (host bf16 conversion + copy)",
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "s");
+  std::vector<int32_t> table(kv.n_blocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<float> logits(c.n_vocab);
+  std::vector<llm_token> toks(prompt);
+  for (int i = 0; i < prompt; ++i) toks[i] = (i * 7919 + 13) % c.n_vocab;
+
+  // ---- (a) batch-1 decode after a `prompt`-token prefill
+  ForwardSeconds(be->get(), toks, 0, table, &logits);
+  std::vector<double> t;
+  for (int i = 0; i < steps; ++i)
+    t.push_back(ForwardSeconds(be->get(), {static_cast<llm_token>((i * 31 + 7) % c.n_vocab)}, prompt + i, table, &logits));
+  t.erase(t.begin(), t.begin() + std::min<size_t>(8, t.size() / 4));  // warm-up
+  const double step = Median(t);
+  const double E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab, L = c.n_layer;
+  const double weight_bytes = 2.0 * (L * (E * (Q + 2 * KV) + Q * E + 3 * E * F) + V * E + E);  // bf16, + 1 embedding row
+  const double kv_bytes = 2.0 * 2 * L * KV * (prompt + steps / 2.0);                        // K+V read, mean context
+  Emit("decode", "batch-1 decode tokens/s (ctx " + std::to_string(prompt) + "+)", 1.0 / step, "tok/s");
+  Emit("decode", "time per token", step * 1e3, "ms");
+  Emit("decode", "bytes read per token (weights + KV)", (weight_bytes + kv_bytes) / 1e9, "GB");
+  Emit("decode", "achieved bandwidth", (weight_bytes + kv_bytes) / step / 1e9, "GB/s",
+       "= " + std::to_string(static_cast<int>(100 * (weight_bytes + kv_bytes) / step / d2d)) + "% of D2D memcpy");
+
+  // ---- (d) TTFT of a 2k prompt
+  std::vector<llm_token> p2k(2048);
+  for (int i = 0; i < 2048; ++i) p2k[i] = (i * 104729 + 1) % c.n_vocab;
+  ForwardSeconds(be->get(), p2k, 0, table, &logits);  // warm-up (cuBLAS heuristics, buffers)
+  std::vector<double> tt;
+  for (int i = 0; i < 5; ++i) tt.push_back(ForwardSeconds(be->get(), p2k, 0, table, &logits));
+  const double ttft = Median(tt);
+  const double params = weight_bytes / 2.0;
+  Emit("ttft", "TTFT, 2048-token prompt (one Forward)", ttft * 1e3, "ms");
+  Emit("ttft", "prefill throughput", 2048.0 / ttft, "tok/s",
+       "~" + std::to_string(static_cast<int>(2.0 * params * 2048 / ttft / 1e12)) + " TFLOP/s in GEMMs");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model, json;
+  int prompt = 512, steps = 128;
+  bool kernels_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--model" && i + 1 < argc) {
+      model = argv[++i];
+    } else if (a == "--json" && i + 1 < argc) {
+      json = argv[++i];
+    } else if (a == "--prompt" && i + 1 < argc) {
+      prompt = std::atoi(argv[++i]);
+    } else if (a == "--steps" && i + 1 < argc) {
+      steps = std::atoi(argv[++i]);
+    } else if (a == "--kernels-only") {
+      kernels_only = true;
+    } else {
+      std::fprintf(stderr, "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only]\n");
+      return 2;
+    }
+  }
+  int n_dev = 0;
+  if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
+    std::fprintf(stderr, "cuda-bench: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s (sm_%d%d, %d SMs, %.1f GiB)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+              prop.totalGlobalMem / 1073741824.0);
+  std::printf("%-10s %-44s %12s %-8s\n", "section", "figure", "value", "unit");
+  const double d2d = MemcpyBandwidth();
+  Emit("memory", "device-to-device cudaMemcpy (read+write)", d2d / 1e9, "GB/s");
+
+  for (int len : {512, 1024, 2048, 4096, 8192, 16384}) {
+    double flops = 0, bytes = 0;
+    const double tp = TimeAttention(true, 1, len, &flops);
+    Emit("prefill", "attention L=" + std::to_string(len) + " (32q/8kv heads, d128, causal)", flops / tp / 1e12, "TFLOP/s",
+         std::to_string(tp * 1e3) + " ms");
+    const double td = TimeAttention(false, 1, len, &bytes);
+    Emit("decode", "attention batch 1, ctx " + std::to_string(len), bytes / td / 1e9, "GB/s",
+         std::to_string(td * 1e6) + " us");
+    const double td32 = TimeAttention(false, 32, len, &bytes);
+    Emit("decode", "attention batch 32, ctx " + std::to_string(len), bytes / td32 / 1e9, "GB/s",
+         std::to_string(td32 * 1e6) + " us");
+  }
+  if (!kernels_only) {
+    if (model.empty()) {
+      std::printf("(a) and (d) skipped: no --model (make one: llm-synth --shape llama-3.1-8b --out l8b.gguf)\n");
+    } else {
+      ModelBench(model, prompt, steps, d2d);
+    }
+  }
+  if (!json.empty()) {
+    std::FILE* f = std::fopen(json.c_str(), "w");
+    if (f == nullptr) return 1;
+    std::fprintf(f, "{\"device\": \"%s\", \"results\": [\n", prop.name);
+    for (size_t i = 0; i < g_rows.size(); ++i)
+      std::fprintf(f, "  {\"section\": \"%s\", \"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"note\": \"%s\"}%s\n",
+                   g_rows[i].section.c_str(), g_rows[i].name.c_str(), g_rows[i].value, g_rows[i].unit.c_str(),
+                   g_rows[i].note.c_str(), i + 1 < g_rows.size() ? "," : "");
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return 0;
+}
