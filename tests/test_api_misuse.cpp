@@ -243,13 +243,19 @@ TEST(ApiMisuse, SubmitCancelAndPollFromInsideACallback) {
   ASSERT_TRUE(PollUntil(ctx, [&] { return s.self_finals == 1 && s.spawned_finals == 1; }));
   EXPECT_EQ(s.submit_status, LLM_OK);
   EXPECT_NE(s.spawned, 0u);
-  EXPECT_EQ(s.cancel_status, LLM_OK);
+  // The callback runs on the polling thread, behind the engine: by the first
+  // token's event the engine may already have finished the request (its
+  // events still queued), and then the cancel finds nothing to cancel.
+  EXPECT_TRUE(s.cancel_status == LLM_OK || s.cancel_status == LLM_ERR_NOT_FOUND) << s.cancel_status;
   EXPECT_EQ(s.poll_status, LLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(s.poll_error.find("callback"), std::string::npos) << s.poll_error;
   EXPECT_EQ(s.stats_status, LLM_OK);
   // The cancel takes effect at the engine's next step; on a fast or busy
   // machine the request may already have run to its end by then.
-  if (s.self_finish == LLM_FINISH_CANCELLED) {
+  if (s.cancel_status == LLM_ERR_NOT_FOUND) {
+    EXPECT_EQ(s.self_finish, LLM_FINISH_LENGTH);
+    EXPECT_EQ(s.self_tokens, 100);
+  } else if (s.self_finish == LLM_FINISH_CANCELLED) {
     EXPECT_LT(s.self_tokens, 100);
   } else {
     EXPECT_EQ(s.self_finish, LLM_FINISH_LENGTH);

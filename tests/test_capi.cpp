@@ -348,7 +348,9 @@ TEST(ApiModelFiles, BadContextParams) {
 // ------------------------------------------------------------ behaviour
 
 TEST_F(Api, CancelMidPrefill) {
-  // A one-token budget per step makes the 40-token prompt take 40 steps.
+  // A one-token budget per step makes the ~400-token prompt take ~400 engine
+  // steps (tens of milliseconds): the cancel, sent right after the submit,
+  // lands during the prefill even on a busy machine.
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   std::string path = ModelPathF32();
@@ -357,7 +359,7 @@ TEST_F(Api, CancelMidPrefill) {
   llm_ctx* ctx = nullptr;
   ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK);
   std::string prompt;
-  for (int i = 0; i < 10; ++i) prompt += "Once upon a time ";
+  for (int i = 0; i < 100; ++i) prompt += "Once upon a time ";
   llm_request r;
   llm_request_init(&r);
   r.prompt = prompt.c_str();
