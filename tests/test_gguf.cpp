@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -770,6 +771,66 @@ TEST(ModelConfigGguf, DefaultsAndOptionalKeys) {
   EXPECT_TRUE(c->name.empty());
 }
 
+GgufWriter Gemma3Config() {
+  GgufWriter w;
+  w.AddString("general.architecture", "gemma3");
+  w.AddUint32("gemma3.context_length", 64).AddUint32("gemma3.embedding_length", 32);
+  w.AddUint32("gemma3.block_count", 7).AddUint32("gemma3.feed_forward_length", 48);
+  w.AddUint32("gemma3.attention.head_count", 2).AddUint32("gemma3.attention.head_count_kv", 1);
+  w.AddUint32("gemma3.attention.key_length", 32).AddUint32("gemma3.attention.value_length", 32);
+  w.AddFloat32("gemma3.rope.freq_base", 1e6f).AddFloat32("gemma3.attention.layer_norm_rms_epsilon", 1e-6f);
+  w.AddUint32("gemma3.vocab_size", 100);
+  return w;
+}
+
+TEST(ModelConfigGguf, Gemma3) {
+  std::string keep;
+  GgufWriter w = Gemma3Config();
+  w.AddUint32("gemma3.attention.sliding_window", 16);
+  auto c = ConfigOf(w, &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch_kind, ModelArch::kGemma3);
+  EXPECT_EQ(c->head_dim, 32);  // key_length, not 32 / 2
+  EXPECT_EQ(c->rope_style, RopeStyle::kNeox);
+  EXPECT_EQ(c->ffn_act, FfnActivation::kGeluTanh);
+  EXPECT_FLOAT_EQ(c->embd_scale, std::sqrt(32.0f));
+  EXPECT_FLOAT_EQ(c->AttnScale(), 1.0f / std::sqrt(32.0f));
+  EXPECT_TRUE(c->qk_norm && c->post_norms);
+  EXPECT_EQ(c->sliding_window, 16);
+  EXPECT_EQ(c->rope_theta, 1e6f);
+  EXPECT_EQ(c->rope_theta_swa, 1e4f);
+  EXPECT_EQ(c->final_logit_softcap, 0.0f);
+  for (int l = 0; l < 7; ++l) EXPECT_EQ(c->IsLocalLayer(l), l != 5) << l;  // every 6th global
+
+  // Optional keys: another period, the local base, a soft-cap.
+  w = Gemma3Config();
+  w.AddUint32("gemma3.attention.sliding_window", 16).AddUint32("gemma3.attention.sliding_window_pattern", 3);
+  w.AddFloat32("gemma3.rope.freq_base_swa", 5e4f).AddFloat32("gemma3.final_logit_softcapping", 30.0f);
+  c = ConfigOf(w, &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  for (int l = 0; l < 7; ++l) EXPECT_EQ(c->IsLocalLayer(l), l % 3 != 2) << l;
+  EXPECT_EQ(c->rope_theta_swa, 5e4f);
+  EXPECT_EQ(c->final_logit_softcap, 30.0f);
+
+  // No window: every layer global. A pattern of 0: every layer local.
+  c = ConfigOf(Gemma3Config(), &keep);
+  ASSERT_TRUE(c.ok());
+  for (int l = 0; l < 7; ++l) EXPECT_FALSE(c->IsLocalLayer(l));
+  w = Gemma3Config();
+  w.AddUint32("gemma3.attention.sliding_window", 16).AddUint32("gemma3.attention.sliding_window_pattern", 0);
+  c = ConfigOf(w, &keep);
+  ASSERT_TRUE(c.ok());
+  for (int l = 0; l < 7; ++l) EXPECT_TRUE(c->IsLocalLayer(l));
+
+  // A per-layer pattern array is not read (yet); a negative cap is malformed.
+  w = Gemma3Config();
+  w.AddInt32Array("gemma3.attention.sliding_window_pattern", {1, 1, 0});
+  EXPECT_EQ(ConfigOf(w, &keep).status().code(), LLM_ERR_UNSUPPORTED);
+  w = Gemma3Config();
+  w.AddFloat32("gemma3.final_logit_softcapping", -1.0f);
+  EXPECT_EQ(ConfigOf(w, &keep).status().code(), LLM_ERR_MODEL_FORMAT);
+}
+
 GgufWriter BaseConfig() {
   GgufWriter w;
   w.AddString("general.architecture", "llama");
@@ -777,6 +838,22 @@ GgufWriter BaseConfig() {
   w.AddUint32("llama.block_count", 1).AddUint32("llama.feed_forward_length", 48);
   w.AddUint32("llama.vocab_size", 100);
   return w;
+}
+
+// A Llama file leaves every Gemma extra at its default.
+TEST(ModelConfigGguf, LlamaHasNoGemmaExtras) {
+  std::string keep;
+  auto c = ConfigOf(BaseConfig().AddUint32("llama.attention.head_count", 4), &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch_kind, ModelArch::kLlama);
+  EXPECT_EQ(c->rope_style, RopeStyle::kAdjacent);
+  EXPECT_EQ(c->ffn_act, FfnActivation::kSilu);
+  EXPECT_EQ(c->embd_scale, 1.0f);
+  EXPECT_EQ(c->attn_scale, 0.0f);
+  EXPECT_FALSE(c->qk_norm || c->post_norms);
+  EXPECT_EQ(c->sliding_window, 0);
+  EXPECT_EQ(c->final_logit_softcap, 0.0f);
+  for (int l = 0; l < c->n_layer; ++l) EXPECT_FALSE(c->IsLocalLayer(l));
 }
 
 TEST(ModelConfigGguf, BadConfigs) {

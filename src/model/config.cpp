@@ -1,4 +1,11 @@
-// ModelConfig::FromGguf: Llama hyper-parameters from GGUF metadata.
+// ModelConfig::FromGguf: Llama / Gemma 3 hyper-parameters from GGUF metadata.
+//
+// Gemma 3 follows llama.cpp's reading of its GGUF (the files come from its
+// converter): norm weights already hold Gemma's (1 + w), so RMSNorm is the
+// plain x * w; RoPE is NEOX-style; local layers use base 10000 unless
+// rope.freq_base_swa says otherwise, and no RoPE scaling; the attention scale
+// is 1/sqrt(head_dim) except for the 27B (query_pre_attn_scalar =
+// n_embd / n_head there), told apart by its 62 layers as llama.cpp does.
 #include "model/config.h"
 
 #include <cmath>
@@ -65,7 +72,39 @@ Status Check(bool ok, const std::string& what) {
   return ok ? Status::Ok() : ModelFormatError(what);
 }
 
+// The Gemma 3 extras on top of the common keys read by FromGguf.
+Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->ffn_act = FfnActivation::kGeluTanh;
+  c->embd_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->qk_norm = true;
+  c->post_norms = true;
+  if (c->n_layer == 62) c->attn_scale = 1.0f / std::sqrt(static_cast<float>(c->n_embd / c->n_head));
+
+  // No window (key absent or 0): every layer global, like llama.cpp.
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window", 0, kMaxCtx, int64_t{0}, &c->sliding_window));
+  c->swa_pattern = 6;
+  const std::string pattern_key = r.Key("attention.sliding_window_pattern");
+  if (file.ArrayLength(pattern_key)) {
+    return Unsupported(pattern_key + " as a per-layer array is not supported (only a period)");
+  }
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window_pattern", 0, kMaxLayers, int64_t{6}, &c->swa_pattern));
+  LLM_RETURN_IF_ERROR(r.Float("rope.freq_base_swa", 0.0, 1e12, &c->rope_theta_swa));
+  // 0 (as some converters write for "none") disables the cap, as in llama.cpp.
+  const std::string cap_key = r.Key("final_logit_softcapping");
+  if (file.Has(cap_key)) {
+    LLM_ASSIGN_OR_RETURN(double cap, file.GetFloat(cap_key));
+    if (!(cap >= 0.0 && cap <= 1e6)) return ModelFormatError("key " + cap_key + " is outside [0, 1e6]");
+    c->final_logit_softcap = static_cast<float>(cap);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+float ModelConfig::AttnScale() const {
+  return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
 
 StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   ModelConfig c;
@@ -73,9 +112,13 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     return ModelFormatError("missing key general.architecture");
   }
   LLM_ASSIGN_OR_RETURN(std::string_view arch, file.GetString("general.architecture"));
-  if (arch != "llama") {
+  if (arch == "llama") {
+    c.arch_kind = ModelArch::kLlama;
+  } else if (arch == "gemma3") {
+    c.arch_kind = ModelArch::kGemma3;
+  } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama)");
+                       "' is not supported (only llama and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -166,6 +209,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
 
   c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
   return c;
 }
 

@@ -1,4 +1,4 @@
-// Hyper-parameters of a Llama-family model, read from GGUF metadata.
+// Hyper-parameters of a Llama-family or Gemma 3 model, read from GGUF metadata.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,28 @@ struct RopeScaling {
   float high_freq_factor = 4.0f;       // llama3 only
 };
 
+// The transformer variant. Gemma 3 is a Llama block with extras, each a
+// field below that a Llama model leaves at its default:
+//
+//   x = embed(tok) * sqrt(n_embd)
+//   per layer:  h = attn(rmsnorm(x))  with q, k RMS-normed per head before RoPE,
+//                                      sliding-window on local layers
+//               x += rmsnorm(h · Woᵀ)                  (post_attention_norm)
+//               x += rmsnorm(ffn_gelu(rmsnorm(x)))     (ffn_norm, post_ffw_norm)
+//   logits = rmsnorm(x) · Eᵀ  (tied), soft-capped if the file says so
+enum class ModelArch : int32_t { kLlama = 0, kGemma3 = 1 };
+
+// Which values RoPE rotates together in a head: adjacent pairs (x[2i],
+// x[2i+1]) — GGUF `llama`, whose converter permutes Q/K rows for it — or the
+// two halves (x[i], x[i + rope_dim/2]), "NEOX" style (Gemma: unpermuted HF rows).
+enum class RopeStyle : int32_t { kAdjacent = 0, kNeox = 1 };
+
+// The FFN's gate activation: silu(g) * u (SwiGLU) or gelu_tanh(g) * u (GeGLU).
+enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1 };
+
 struct ModelConfig {
-  std::string arch;        // "llama"
+  std::string arch;        // general.architecture: "llama" or "gemma3"
+  ModelArch arch_kind = ModelArch::kLlama;
   std::string name;        // general.name, may be empty
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;
@@ -41,10 +61,31 @@ struct ModelConfig {
   // baked into that tensor, so rope_scaling.type stays as the metadata says.
   bool has_rope_freqs = false;
 
+  // ---- Gemma 3 extensions; the defaults are the Llama block.
+  RopeStyle rope_style = RopeStyle::kAdjacent;
+  FfnActivation ffn_act = FfnActivation::kSilu;
+  float embd_scale = 1.0f;        // token embeddings are multiplied by this
+  float attn_scale = 0.0f;        // q·k scale; 0 means 1/sqrt(head_dim)
+  bool qk_norm = false;           // attn_q_norm / attn_k_norm: RMSNorm over each head before RoPE
+  bool post_norms = false;        // post_attention_norm / post_ffw_norm on each sub-block's output
+  // Local (sliding-window) attention: a query at position p of a local layer
+  // sees keys p - sliding_window + 1 .. p; 0 = every layer global.
+  int32_t sliding_window = 0;
+  // With sliding_window > 0, layer il is global when il % swa_pattern ==
+  // swa_pattern - 1, else local (Gemma 3: 6, five local then one global);
+  // 0 makes every layer local (llama.cpp's meaning of a pattern of 0).
+  int32_t swa_pattern = 0;
+  float rope_theta_swa = 10000.0f;  // local layers' RoPE base; they use no RoPE scaling
+  float final_logit_softcap = 0.0f; // > 0: logits = c * tanh(logits / c)
+
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }
+  bool IsLocalLayer(int32_t il) const {
+    return sliding_window > 0 && (swa_pattern == 0 || il % swa_pattern < swa_pattern - 1);
+  }
+  float AttnScale() const;
 
-  // Reads and validates `llama` (and compatible) metadata.
+  // Reads and validates `llama` (and compatible) or `gemma3` metadata.
   static StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -1,4 +1,5 @@
-// ModelWeights::FromGguf: locate and check every Llama tensor in a GGUF file.
+// ModelWeights::FromGguf: locate and check every Llama / Gemma 3 tensor in a
+// GGUF file.
 #include "model/weights.h"
 
 #include <string>
@@ -105,6 +106,15 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
+    if (c.qk_norm) {
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_q_norm.weight", Kind::kNorm, 1, c.head_dim, &L.q_norm));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_k_norm.weight", Kind::kNorm, 1, c.head_dim, &L.k_norm));
+    }
+    if (c.post_norms) {
+      LLM_RETURN_IF_ERROR(
+          l.Get(p + "post_attention_norm.weight", Kind::kNorm, 1, embd, &L.post_attn_norm));
+      LLM_RETURN_IF_ERROR(l.Get(p + "post_ffw_norm.weight", Kind::kNorm, 1, embd, &L.post_ffn_norm));
+    }
   }
   w.n_params = l.n_params();
   return w;
