@@ -49,8 +49,14 @@ StatusOr<std::vector<float>> NormToF32(const WeightView& w, int64_t n, const std
 
 }  // namespace
 
-CpuBackend::CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, int n_threads)
-    : cfg_(config), w_(weights), k_(&BestKernels()), pool_(n_threads), rope_(std::move(rope)) {}
+CpuBackend::CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, Rope rope_local,
+                       int n_threads)
+    : cfg_(config),
+      w_(weights),
+      k_(&BestKernels()),
+      pool_(n_threads),
+      rope_(std::move(rope)),
+      rope_local_(std::move(rope_local)) {}
 
 StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, const ModelWeights& w,
                                                       const KvCacheSpec& kv, int n_threads) {
@@ -63,7 +69,11 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (!(c.rms_eps >= 0.0f)) return InvalidArgument("CPU backend: negative rms_eps");
   if (kv.block_size <= 0 || kv.n_blocks <= 0) return InvalidArgument("CPU backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer) return InvalidArgument("CPU backend: weights have the wrong layer count");
+  if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CPU backend: negative sliding window");
+  if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || c.attn_scale < 0.0f)
+    return InvalidArgument("CPU backend: invalid embedding scale, attention scale or logit soft-cap");
   LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
+  LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, /*local=*/c.sliding_window > 0));
 
   // ---- weights
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
@@ -85,13 +95,26 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
 
   std::unique_ptr<CpuBackend> b;
   try {
-    b.reset(new CpuBackend(c, weights, std::move(rope), n_threads));
+    b.reset(new CpuBackend(c, weights, std::move(rope), std::move(rope_local), n_threads));
     for (int l = 0; l < c.n_layer; ++l) {
+      const LayerWeights& L = w.layers[l];
       const std::string p = "blk." + std::to_string(l) + ".";
-      LLM_ASSIGN_OR_RETURN(auto an, NormToF32(w.layers[l].attn_norm, E, p + "attn_norm"));
-      LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(w.layers[l].ffn_norm, E, p + "ffn_norm"));
+      LLM_ASSIGN_OR_RETURN(auto an, NormToF32(L.attn_norm, E, p + "attn_norm"));
+      LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(L.ffn_norm, E, p + "ffn_norm"));
       b->attn_norm_.push_back(std::move(an));
       b->ffn_norm_.push_back(std::move(fn));
+      if (c.qk_norm) {
+        LLM_ASSIGN_OR_RETURN(auto qn, NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
+        LLM_ASSIGN_OR_RETURN(auto kn, NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));
+        b->q_norm_.push_back(std::move(qn));
+        b->k_norm_.push_back(std::move(kn));
+      }
+      if (c.post_norms) {
+        LLM_ASSIGN_OR_RETURN(auto pa, NormToF32(L.post_attn_norm, E, p + "post_attention_norm"));
+        LLM_ASSIGN_OR_RETURN(auto pf, NormToF32(L.post_ffn_norm, E, p + "post_ffw_norm"));
+        b->post_attn_norm_.push_back(std::move(pa));
+        b->post_ffn_norm_.push_back(std::move(pf));
+      }
     }
     LLM_ASSIGN_OR_RETURN(b->out_norm_, NormToF32(w.output_norm, E, "output_norm"));
   } catch (const std::bad_alloc&) {
@@ -125,6 +148,7 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       hb_.resize(n_tok * F);
       hb2_.resize(n_tok * F);
       cos_sin_.resize(n_tok * cfg_.rope_dim);
+      if (cfg_.sliding_window > 0) cos_sin_local_.resize(n_tok * cfg_.rope_dim);
       x_out_.resize(n_tok * E);
       att_out_.resize(n_tok * Q);
       xq_.resize(n_tok * (std::max({E, Q, F}) / 32));

@@ -34,7 +34,7 @@ class CpuBackend final : public Backend {
   const char* kernels_name() const { return k_->name; }
 
  private:
-  CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, int n_threads);
+  CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, Rope rope_local, int n_threads);
 
   // Checks the batch against the model and the pool; fills seq_of_ and pos_.
   Status Validate(const Batch& batch, const float* logits);
@@ -45,6 +45,10 @@ class CpuBackend final : public Backend {
   // forward.cpp
   void Embed(std::span<const llm_token> tokens);
   void RmsNormRows(const float* x, const float* w, int64_t n, float* out);
+  // x += rmsnorm(y) * w row by row; y (n, n_embd) is normed in place (Gemma's
+  // post-norms on a sub-block's output before the residual add).
+  void AddNormedRows(float* y, const float* w, int64_t n, float* x);
+  void SoftCap(float* logits, int64_t n);
   struct MatJob {
     const WeightView* w;
     float* y;         // (n, w->rows), leading dimension w->rows
@@ -63,6 +67,7 @@ class CpuBackend final : public Backend {
   const Kernels* k_;
   ThreadPool pool_;
   Rope rope_;
+  Rope rope_local_;  // sliding-window layers' rotation (== rope_ unless the model has local layers)
 
   // ---- paged KV pool (layout: kv_layout.h)
   KvLayout kv_;
@@ -74,6 +79,10 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> attn_norm_;  // (n_layer, n_embd)
   std::vector<std::vector<float>> ffn_norm_;   // (n_layer, n_embd)
   std::vector<float> out_norm_;                // (n_embd)
+  std::vector<std::vector<float>> q_norm_;        // (n_layer, head_dim) when cfg_.qk_norm
+  std::vector<std::vector<float>> k_norm_;        // (n_layer, head_dim) when cfg_.qk_norm
+  std::vector<std::vector<float>> post_attn_norm_;  // (n_layer, n_embd) when cfg_.post_norms
+  std::vector<std::vector<float>> post_ffn_norm_;   // (n_layer, n_embd) when cfg_.post_norms
 
   // ---- activations, grown to the largest batch seen, reused every step
   int64_t cap_tok_ = 0;
@@ -84,9 +93,10 @@ class CpuBackend final : public Backend {
   std::vector<float> k_new_;    // (n_tok, kv_dim)   this step's keys
   std::vector<float> v_new_;    // (n_tok, kv_dim)   this step's values
   std::vector<float> att_;      // (n_tok, q_dim)    attention output
-  std::vector<float> hb_;       // (n_tok, n_ff)     silu(gate) * up
+  std::vector<float> hb_;       // (n_tok, n_ff)     act(gate) * up
   std::vector<float> hb2_;      // (n_tok, n_ff)     up
   std::vector<float> cos_sin_;  // (n_tok, rope_dim) rotation of each token's position
+  std::vector<float> cos_sin_local_;  // (n_tok, rope_dim) the same for local layers, if any
   std::vector<float> x_out_;    // (n_tok, n_embd)   residual rows whose logits are wanted
   std::vector<float> att_out_;  // (n_tok, q_dim)    their attention output
   std::vector<BlockQ8Act> xq_;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized

@@ -1,12 +1,18 @@
-// The Llama forward pass on the CPU, over one batch of tokens from any mix of
-// sequences (backend.h). Reads top to bottom like the model:
+// The Llama / Gemma 3 forward pass on the CPU, over one batch of tokens from
+// any mix of sequences (backend.h). Reads top to bottom like the model:
 //
-//   x = embed(tokens)
+//   x = embed(tokens)                                  [Gemma: * sqrt(n_embd)]
 //   for each layer:
-//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ ; rope(q, k) ; store k, v
-//     x += attention(q, cache) · Woᵀ
-//     xn = rmsnorm(x) ; x += (silu(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ
-//   logits = rmsnorm(x[logit_rows]) · Woutᵀ
+//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ
+//     [Gemma: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
+//     h = attention(q, cache)                 [Gemma local layers: a window]
+//     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ)]
+//     xn = rmsnorm(x) ; f = (act(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ   (act: silu | gelu)
+//     x += f                                  [Gemma: x += rmsnorm(f)]
+//   logits = rmsnorm(x[logit_rows]) · Woutᵀ   [soft-capped if the model says]
+//
+// The variant is chosen per layer or per call (ModelConfig), never per
+// element, so the Llama path runs exactly the operations it always did.
 //
 // Threads split only independent outputs (weight rows, query heads, tokens),
 // so results are bitwise the same for any thread count and any batch
@@ -34,6 +40,11 @@ bool CpuBackend::Parallel(int64_t macs) const { return pool_.n_threads() > 1 && 
 void CpuBackend::Embed(std::span<const llm_token> tokens) {
   const int64_t E = cfg_.n_embd;
   for (size_t t = 0; t < tokens.size(); ++t) DequantizeRow(w_.token_embd, tokens[t], x_.data() + t * E);
+  if (cfg_.embd_scale != 1.0f) {
+    const float s = cfg_.embd_scale;
+    float* x = x_.data();
+    for (int64_t i = 0, n = static_cast<int64_t>(tokens.size()) * E; i < n; ++i) x[i] *= s;
+  }
 }
 
 // ================================================================ rmsnorm
@@ -47,6 +58,37 @@ void CpuBackend::RmsNormRows(const float* x, const float* w, int64_t n, float* o
     pool_.ParallelFor(n, rows);
   } else {
     rows(0, n, 0);
+  }
+}
+
+void CpuBackend::AddNormedRows(float* y, const float* w, int64_t n, float* x) {
+  const int64_t E = cfg_.n_embd;
+  auto rows = [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* yr = y + t * E;
+      float* xr = x + t * E;
+      k_->rmsnorm(yr, w, E, cfg_.rms_eps, yr);
+      for (int64_t i = 0; i < E; ++i) xr[i] += yr[i];
+    }
+  };
+  if (Parallel(n * E * 10)) {
+    pool_.ParallelFor(n, rows);
+  } else {
+    rows(0, n, 0);
+  }
+}
+
+// logits = c * tanh(logits / c) over (n, n_vocab).
+void CpuBackend::SoftCap(float* logits, int64_t n) {
+  const float c = cfg_.final_logit_softcap, inv = 1.0f / c;
+  auto span = [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) logits[i] = c * std::tanh(logits[i] * inv);
+  };
+  const int64_t total = n * cfg_.n_vocab;
+  if (Parallel(total * 16)) {
+    pool_.ParallelFor(total, span);
+  } else {
+    span(0, total, 0);
   }
 }
 
@@ -111,11 +153,14 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
   }
 }
 
-// hb = silu(xn·Wgᵀ) * (xn·Wuᵀ), split over the n_ff hidden units so that each
-// thread finishes its own units' gate, up and product.
+// hb = act(xn·Wgᵀ) * (xn·Wuᵀ), act = silu (Llama) or gelu (Gemma), split over
+// the n_ff hidden units so that each thread finishes its own units' gate, up
+// and product.
 void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
   const LayerWeights& L = w_.layers[layer];
   const int64_t E = cfg_.n_embd, F = cfg_.n_ff;
+  void (*const act_mul)(float*, const float*, int64_t) =
+      cfg_.ffn_act == FfnActivation::kGeluTanh ? k_->gelu_mul : k_->silu_mul;
   const WeightView* ws[2] = {&L.w_gate, &L.w_up};
   const BlockQ8Act* xq = QuantizeInput(ws, 2, xn, n, E);
   auto units = [&](int64_t b, int64_t e, int) {
@@ -134,7 +179,7 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
     a.w = &L.w_up;
     a.y = hb2_.data();
     k_->matmul(a);
-    for (int64_t t = 0; t < n; ++t) k_->silu_mul(hb_.data() + t * F + b, hb2_.data() + t * F + b, e - b);
+    for (int64_t t = 0; t < n; ++t) act_mul(hb_.data() + t * F + b, hb2_.data() + t * F + b, e - b);
   };
   if (Parallel(2 * n * F * E)) {
     pool_.ParallelFor(F, units);
@@ -145,17 +190,33 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
 
 // ================================================================ RoPE, KV store
 
+// With qk_norm (Gemma) each head of q and k is RMS-normed over head_dim first.
 void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
   float* pool = kv_pool_.get();
+  const bool local = cfg_.IsLocalLayer(layer);
+  const Rope& rope = local ? rope_local_ : rope_;
+  const float* cos_sin = local ? cos_sin_local_.data() : cos_sin_.data();  // (n, rope_dim)
+  const float* qn = cfg_.qk_norm ? q_norm_[layer].data() : nullptr;       // (head_dim)
+  const float* kn = cfg_.qk_norm ? k_norm_[layer].data() : nullptr;       // (head_dim)
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
-      const float* cs = cos_sin_.data() + t * rd;
-      rope_.Apply(cs, q_.data() + t * Q, Hq, hd);
+      const float* cs = cos_sin + t * rd;
+      if (qn != nullptr) {
+        for (int32_t h = 0; h < Hq; ++h) {
+          float* qh = q_.data() + t * Q + h * hd;
+          k_->rmsnorm(qh, qn, hd, cfg_.rms_eps, qh);
+        }
+        for (int32_t h = 0; h < Hkv; ++h) {
+          float* kh = k_new_.data() + t * KV + h * hd;
+          k_->rmsnorm(kh, kn, hd, cfg_.rms_eps, kh);
+        }
+      }
+      rope.Apply(cs, q_.data() + t * Q, Hq, hd);
       const float* k = k_new_.data() + t * KV;  // (Hkv, hd)
       const float* v = v_new_.data() + t * KV;  // (Hkv, hd)
-      rope_.Apply(cs, k_new_.data() + t * KV, Hkv, hd);
+      rope.Apply(cs, k_new_.data() + t * KV, Hkv, hd);
       const int64_t p = pos_[t];
       const int32_t block = batch.seqs[seq_of_[t]].block_table[p / bs];
       const int64_t slot = p % bs;
@@ -179,15 +240,24 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
 //
 // One task per (token, query head); query head h reads KV head h / n_rep
 // (grouped-query attention). Token t attends to positions 0 .. pos[t] of its
-// own sequence, which this step's RopeAndStoreKv has already completed.
+// own sequence, which this step's RopeAndStoreKv has already completed; on a
+// sliding-window layer only to the last `window` of them:
+//
+//   pos:     0 1 2 ... p-W  p-W+1 ... p
+//   local:   (masked)       [attended  ]     W = sliding_window
+//
+// The masked keys stay in the pool: global layers of the same block still
+// need them. (A pool that kept local layers' K/V in blocks of their own could
+// free those out of the window; the block tables share one layout today.)
 
 void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head;
   const int32_t n_rep = cfg_.n_head / cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = cfg_.AttnScale();
+  const int64_t window = cfg_.IsLocalLayer(layer) ? cfg_.sliding_window : 0;  // 0: all keys
   int64_t keys = 0;
-  for (int64_t t = 0; t < n; ++t) keys += pos_[t] + 1;
+  for (int64_t t = 0; t < n; ++t) keys += window > 0 && pos_[t] + 1 > window ? window : pos_[t] + 1;
 
   auto tasks = [&](int64_t b, int64_t e, int thread) {
     float* scores = scores_.data() + static_cast<int64_t>(thread) * cap_keys_;  // (cap_keys)
@@ -204,6 +274,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.block_size = static_cast<int32_t>(kv_.block_size);
       a.head_dim = hd;
       a.n_keys = pos_[t] + 1;
+      a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
       a.scale = scale;
       k_->attention(a, q_.data() + t * Q + h * hd, scores, att_.data() + t * Q + h * hd);
     }
@@ -232,6 +303,8 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
   // ---- embedding                                   x: (n_tok, n_embd)
   Embed(batch.tokens);
   for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(pos_[t], cos_sin_.data() + t * cfg_.rope_dim);
+  if (cfg_.sliding_window > 0)
+    for (int64_t t = 0; t < n_tok; ++t) rope_local_.Angles(pos_[t], cos_sin_local_.data() + t * cfg_.rope_dim);
 
   float* x = x_.data();      // (n, n_embd) residual stream; n shrinks in the last layer
   float* att = att_.data();  // (n, q_dim)
@@ -260,14 +333,26 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
       att = att_out_.data();
       n = n_out;
     }
-    const MatJob wo = {&L.wo, x, true};  // x += att · Woᵀ
-    MatMulJobs(&wo, 1, att, n);
+    if (!cfg_.post_norms) {
+      const MatJob wo = {&L.wo, x, true};  // x += att · Woᵀ
+      MatMulJobs(&wo, 1, att, n);
+    } else {
+      const MatJob wo = {&L.wo, xn_.data(), false};  // xn = att · Woᵀ
+      MatMulJobs(&wo, 1, att, n);
+      AddNormedRows(xn_.data(), post_attn_norm_[l].data(), n, x);  // x += rmsnorm(xn)
+    }
 
     // ---- feed-forward block
     RmsNormRows(x, ffn_norm_[l].data(), n, xn_.data());  // xn: (n, n_embd)
     FeedForwardUp(l, xn_.data(), n);                     // hb: (n, n_ff)
-    const MatJob down = {&L.w_down, x, true};            // x += hb · Wdᵀ
-    MatMulJobs(&down, 1, hb_.data(), n);
+    if (!cfg_.post_norms) {
+      const MatJob down = {&L.w_down, x, true};  // x += hb · Wdᵀ
+      MatMulJobs(&down, 1, hb_.data(), n);
+    } else {
+      const MatJob down = {&L.w_down, xn_.data(), false};  // xn = hb · Wdᵀ
+      MatMulJobs(&down, 1, hb_.data(), n);
+      AddNormedRows(xn_.data(), post_ffn_norm_[l].data(), n, x);  // x += rmsnorm(xn)
+    }
   }
   (void)F;
 
@@ -275,6 +360,7 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
   RmsNormRows(x, out_norm_.data(), n, xn_.data());
   const MatJob cls = {&w_.output, logits, false};
   MatMulJobs(&cls, 1, xn_.data(), n);
+  if (cfg_.final_logit_softcap > 0.0f) SoftCap(logits, n);
   return Status::Ok();
 }
 

@@ -66,8 +66,11 @@ struct AttnArgs {
   const int32_t* block_table = nullptr;
   int32_t block_size = 0;
   int32_t head_dim = 0;
-  int64_t n_keys = 0;            // positions 0 .. n_keys-1 are attended (causal)
-  float scale = 1.0f;            // 1 / sqrt(head_dim)
+  int64_t n_keys = 0;            // positions first_key .. n_keys-1 are attended (causal)
+  float scale = 1.0f;            // 1 / sqrt(head_dim), or the model's own
+  // First attended position: 0, or n_keys - window for a sliding-window
+  // layer. Keys before it stay in the pool, only masked out.
+  int64_t first_key = 0;
 };
 
 struct Kernels {
@@ -77,10 +80,14 @@ struct Kernels {
   void (*rmsnorm)(const float* x, const float* w, int64_t n, float eps, float* out);
   // g = silu(g) * u, elementwise over n.
   void (*silu_mul)(float* g, const float* u, int64_t n);
-  // out (head_dim) = softmax(q·Kᵀ·scale) · V; scores: scratch of n_keys floats.
+  // out (head_dim) = softmax(q·Kᵀ·scale) · V over the attended keys;
+  // scores: scratch of n_keys floats.
   void (*attention)(const AttnArgs& a, const float* q, float* scores, float* out);
   // x (n, n % 32 == 0) -> n / 32 activation blocks.
   void (*quantize_act)(const float* x, int64_t n, BlockQ8Act* out);
+  // g = gelu(g) * u, elementwise over n; gelu's tanh approximation
+  // 0.5·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))) (Gemma's GeGLU).
+  void (*gelu_mul)(float* g, const float* u, int64_t n);
 };
 
 const Kernels& GenericKernels();

@@ -79,7 +79,7 @@ namespace llm::cpu {
 const Kernels* Avx2KernelsIfBuilt() {
 #if defined(LLM_HAVE_AVX2_KERNELS)
   static const Kernels k = {"avx2", avx2::MatMulImpl, avx2::RmsNormImpl, avx2::SiluMulImpl, avx2::AttentionImpl,
-                           avx2::QuantizeActImpl};
+                           avx2::QuantizeActImpl, avx2::GeluMulImpl};
   return &k;
 #else
   return nullptr;

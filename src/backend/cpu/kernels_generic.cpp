@@ -57,7 +57,7 @@ inline V8 LoadBF16(const uint16_t* p) { LLM_V8_LANES(BF16ToF32(p[i])); }
 
 const Kernels& GenericKernels() {
   static const Kernels k = {"generic", generic::MatMulImpl, generic::RmsNormImpl, generic::SiluMulImpl,
-                            generic::AttentionImpl, generic::QuantizeActImpl};
+                            generic::AttentionImpl, generic::QuantizeActImpl, generic::GeluMulImpl};
   return k;
 }
 

@@ -48,6 +48,27 @@ void SiluMulImpl(float* g, const float* u, int64_t n) {
   }
 }
 
+// gelu(g) * u with gelu's tanh approximation, written through the identity
+// 0.5·(1 + tanh(z)) = 1 / (1 + e^(-2z)):  gelu(g) = g / (1 + e^(-2z)),
+// z = √(2/π)·g·(1 + 0.044715·g²). Exp's clamp to ±87 keeps both tails exact
+// (g for large g, a vanishing value for very negative g).
+inline V8 GeluMul8(V8 g, V8 u) {
+  const V8 inner = Fma(Set1(0.044715f), Mul(g, g), Set1(1.0f));
+  const V8 m2z = Mul(Set1(-2.0f * 0.79788456080286535588f), Mul(g, inner));
+  return Mul(Div(g, Add(Set1(1.0f), Exp(m2z))), u);
+}
+
+void GeluMulImpl(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) StoreU(g + i, GeluMul8(LoadU(g + i), LoadU(u + i)));
+  if (i < n) {
+    float tg[8] = {0}, tu[8] = {0};
+    for (int64_t j = i; j < n; ++j) tg[j - i] = g[j], tu[j - i] = u[j];
+    StoreU(tg, GeluMul8(LoadU(tg), LoadU(tu)));
+    for (int64_t j = i; j < n; ++j) g[j] = tg[j - i];
+  }
+}
+
 // ================================================================ RMSNorm
 
 void RmsNormImpl(const float* x, const float* w, int64_t n, float eps, float* out) {
@@ -202,20 +223,20 @@ inline void Scores8(const V8* qb, int hd, const float* kt, int64_t bs, int64_t s
   for (int v = 0; v < NV; ++v) out[v] = Mul(acc[v], scale);
 }
 
-// out (8*NC) = Σ_j e_j v_j over one sequence's keys. With few chunks per row,
-// even and odd keys go to separate accumulators so consecutive FMAs do not
-// wait on each other; the split is fixed per head_dim.
+// out (8*NC) = Σ_j e_j v_j over keys lo .. n-1 (e[j - lo] weighs key j). With
+// few chunks per row, even and odd keys go to separate accumulators so
+// consecutive FMAs do not wait on each other; the split is fixed per head_dim.
 template <int NC>
-inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t n, V8 inv, float* out) {
+inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t lo, int64_t n, V8 inv, float* out) {
   constexpr bool kTwo = NC <= 4;
   V8 acc0[NC], acc1[NC];
   for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = Zero();
   const int64_t bs = a.block_size, hd = 8 * NC;
-  for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+  for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
     const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;  // (bs, hd)
     const int64_t cnt = n - j0 < bs ? n - j0 : bs;
-    for (int64_t s = 0; s < cnt; ++s) {
-      const V8 w = Set1(e[j0 + s]);
+    for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s) {
+      const V8 w = Set1(e[j0 + s - lo]);
       const float* v = vb + s * hd;
       if (kTwo && ((j0 + s) & 1) != 0) {
         for (int c = 0; c < NC; ++c) acc1[c] = Fma(w, LoadU(v + 8 * c), acc1[c]);
@@ -227,18 +248,26 @@ inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t n, V8 inv, f
   for (int c = 0; c < NC; ++c) StoreU(out + 8 * c, Mul(kTwo ? Add(acc0[c], acc1[c]) : acc0[c], inv));
 }
 
-void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out) {
-  const int64_t n = a.n_keys;
+void AttentionImpl(const AttnArgs& a, const float* q, float* scores_buf, float* out) {
+  const int64_t n_end = a.n_keys;
   const int64_t bs = a.block_size;
   const int hd = a.head_dim;
+  // Keys lo .. n_end-1 are attended. Scores are computed from the start of
+  // lo's block (whole blocks keep the 8-wide loads aligned to the tile) into
+  // scores_buf[j - base]; the softmax then reads from key lo on:
+  //
+  //   scores_buf: [ base ... lo-1 | lo ............ n_end-1 ]
+  //                 (discarded)     scores, n = n_end - lo of them
+  const int64_t lo = a.first_key, base = lo / bs * bs;
 
   // ---- scores
   V8 qb[256];  // q[d] broadcast; head_dim <= 256, checked at creation
   for (int d = 0; d < hd; ++d) qb[d] = Set1(q[d]);
   const V8 vscale = Set1(a.scale);
-  for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+  for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
     const float* kt = a.pool + a.block_table[blk] * a.block_stride + a.k_offset;  // (hd, bs)
-    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+    const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
+    float* sb = scores_buf + (j0 - base);  // this block's scores
     if ((bs & 7) == 0) {
       for (int64_t s = 0; s < cnt;) {
         V8 sc[4];
@@ -253,11 +282,11 @@ void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out)
         }
         for (int v = 0; v < nv; ++v, s += 8) {
           if (s + 8 <= cnt) {
-            StoreU(scores + j0 + s, sc[v]);
+            StoreU(sb + s, sc[v]);
           } else {
             float tmp[8];
             StoreU(tmp, sc[v]);
-            for (int64_t i = s; i < cnt; ++i) scores[j0 + i] = tmp[i - s];
+            for (int64_t i = s; i < cnt; ++i) sb[i] = tmp[i - s];
           }
         }
       }
@@ -265,10 +294,12 @@ void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out)
       for (int64_t s = 0; s < cnt; ++s) {
         float acc = 0.0f;
         for (int d = 0; d < hd; ++d) acc = ScalarFma(q[d], kt[d * bs + s], acc);
-        scores[j0 + s] = acc * a.scale;
+        sb[s] = acc * a.scale;
       }
     }
   }
+  float* scores = scores_buf + (lo - base);  // (n): key lo + i at scores[i]
+  const int64_t n = n_end - lo;
 
   // ---- softmax weights (unnormalised); the max is exact in any order
   float mx = scores[0];
@@ -303,19 +334,20 @@ void AttentionImpl(const AttnArgs& a, const float* q, float* scores, float* out)
   // ---- out = Σ e_j v_j / Σ e_j
   const V8 vinv = Set1(inv);
   switch (hd) {
-    case 8: WeightedSumV<1>(a, scores, n, vinv, out); return;
-    case 16: WeightedSumV<2>(a, scores, n, vinv, out); return;
-    case 32: WeightedSumV<4>(a, scores, n, vinv, out); return;
-    case 64: WeightedSumV<8>(a, scores, n, vinv, out); return;
-    case 128: WeightedSumV<16>(a, scores, n, vinv, out); return;
+    case 8: WeightedSumV<1>(a, scores, lo, n_end, vinv, out); return;
+    case 16: WeightedSumV<2>(a, scores, lo, n_end, vinv, out); return;
+    case 32: WeightedSumV<4>(a, scores, lo, n_end, vinv, out); return;
+    case 64: WeightedSumV<8>(a, scores, lo, n_end, vinv, out); return;
+    case 128: WeightedSumV<16>(a, scores, lo, n_end, vinv, out); return;
+    case 256: WeightedSumV<32>(a, scores, lo, n_end, vinv, out); return;
     default: break;
   }
   for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int64_t j0 = 0, blk = 0; j0 < n; j0 += bs, ++blk) {
+  for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
     const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
-    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
-    for (int64_t s = 0; s < cnt; ++s)
-      for (int d = 0; d < hd; ++d) out[d] = ScalarFma(scores[j0 + s], vb[s * hd + d], out[d]);
+    const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
+    for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s)
+      for (int d = 0; d < hd; ++d) out[d] = ScalarFma(scores[j0 + s - lo], vb[s * hd + d], out[d]);
   }
   for (int d = 0; d < hd; ++d) out[d] *= inv;
 }
