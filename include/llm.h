@@ -315,7 +315,9 @@ LLM_API llm_status llm_request_init(llm_request* request);
  * On success *out_ctx owns everything; free it with llm_ctx_destroy.
  * Errors: NULL_ARGUMENT (out_ctx), STRUCT_SIZE, INVALID_ARGUMENT, IO (missing
  * file), MODEL_FORMAT (corrupt file), UNSUPPORTED (architecture, tensor type,
- * backend not built), OUT_OF_MEMORY. *out_ctx is set to NULL on failure. */
+ * backend not built; LLM_BACKEND_CUDA for a model the CUDA backend does not
+ * run — Gemma 3 runs on the CPU, which AUTO then picks), OUT_OF_MEMORY.
+ * *out_ctx is set to NULL on failure. */
 LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ctx);
 
 /* Cancels every request in flight, stops the engine thread, frees all memory.
@@ -435,7 +437,7 @@ typedef struct llm_model_info {
   llm_token bos;          /* -1 if none                                    */
   llm_token eos;          /* -1 if none                                    */
   int64_t n_params;       /* parameters in the weights                     */
-  const char* arch;       /* "llama"; valid for the context's lifetime     */
+  const char* arch;       /* "llama" or "gemma3"; valid for the ctx lifetime */
   const char* name;       /* general.name or ""; same lifetime             */
 } llm_model_info;
 
@@ -472,7 +474,9 @@ typedef struct llm_chat_message {
 } llm_chat_message;
 
 /* Renders messages with the model's chat template (tmpl == NULL: the GGUF key
- * tokenizer.chat_template) or with the given Jinja template text, the way
+ * tokenizer.chat_template; for a model without that key whose architecture
+ * has one fixed format, the library's copy of it — "gemma3": Gemma 3's
+ * <start_of_turn> template) or with the given Jinja template text, the way
  * Hugging Face transformers' apply_chat_template does: the template sees
  * `messages` (a list of {role, content}), `add_generation_prompt`,
  * `bos_token` and `eos_token` (the texts of the model's special tokens;
@@ -487,7 +491,8 @@ typedef struct llm_chat_message {
  * (and without ADD_SPECIAL when the template writes bos_token itself).
  * Thread-safe on one context.
  * Errors: NULL_ARGUMENT, INVALID_UTF8 (template or message text),
- * UNSUPPORTED (tmpl == NULL and the model has no template),
+ * UNSUPPORTED (tmpl == NULL and the model has no template, neither its own
+ * nor a built-in one for its architecture),
  * INVALID_ARGUMENT (add_generation_prompt not 0/1; a template syntax or
  * runtime error, with its message; a raise_exception in the template, whose
  * message is llm_last_error() verbatim), BUFFER_TOO_SMALL. */

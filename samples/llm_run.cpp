@@ -2,11 +2,14 @@
 //
 //   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
 //           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
-//           [--stop STR]... [--ignore-eos] [--json]
+//           [--stop STR]... [--ignore-eos] [--json] [--chat] [--system TEXT]
 //
 // Without -m it runs the model built into the library. --json prints one JSON
 // object at the end instead of streaming: prompt_tokens (ids), tokens
-// (generated ids), text, finish_reason, ttft_ms, tpot_ms.
+// (generated ids), text, finish_reason, ttft_ms, tpot_ms. --chat sends the
+// prompt as one user turn (after an optional --system turn) through the
+// model's chat template (llm_chat_apply_template: the GGUF's own, or the
+// built-in one for its architecture) and prints only the reply.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,8 +64,39 @@ const char* FinishName(int32_t r) {
   std::fprintf(stderr,
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
-               "               [--ignore-eos] [--json]\n");
+               "               [--ignore-eos] [--json] [--chat] [--system TEXT]\n");
   std::exit(2);
+}
+
+// The prompt as a chat: [system,] user, rendered with the model's template and
+// the assistant-turn opener. Sets the tokenize flags the rendering needs:
+// special tokens parsed, BOS added unless the template wrote it. False (with
+// the message printed) when the model has no template.
+bool ChatPrompt(llm_ctx* ctx, const std::string& system, std::string* prompt, uint32_t* flags) {
+  std::vector<llm_chat_message> msgs;
+  if (!system.empty()) msgs.push_back({"system", system.c_str()});
+  msgs.push_back({"user", prompt->c_str()});
+  size_t n = 0;
+  llm_status s = llm_chat_apply_template(ctx, nullptr, msgs.data(), msgs.size(), 1, nullptr, 0, &n);
+  std::string text(n, '\0');
+  if (s == LLM_ERR_BUFFER_TOO_SMALL || s == LLM_OK)
+    s = llm_chat_apply_template(ctx, nullptr, msgs.data(), msgs.size(), 1, text.data(), text.size(), &n);
+  if (cli::Failed(s, "llm_chat_apply_template")) return false;
+  text.resize(n);
+
+  std::string bos_text;
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  if (llm_model_get_info(ctx, &info) == LLM_OK && info.bos >= 0) {
+    char buf[64];
+    size_t len = 0;
+    if (llm_detokenize(ctx, &info.bos, 1, LLM_DETOKENIZE_RENDER_SPECIAL, buf, sizeof buf, &len) == LLM_OK)
+      bos_text.assign(buf, len);
+  }
+  const bool has_bos = !bos_text.empty() && text.compare(0, bos_text.size(), bos_text) == 0;
+  *flags = LLM_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0u : uint32_t{LLM_TOKENIZE_ADD_SPECIAL});
+  *prompt = std::move(text);
+  return true;
 }
 
 }  // namespace
@@ -75,6 +109,8 @@ int main(int argc, char** argv) {
   llm_request req;
   llm_request_init(&req);
   std::string prompt = "Once upon a time";
+  std::string system;
+  bool chat = false;
   std::vector<const char*> stops;
   Output out;
 
@@ -96,11 +132,17 @@ int main(int argc, char** argv) {
     else if (a == "--stop") { if (!v) Usage(); stops.push_back(v); ++i; }
     else if (a == "--ignore-eos") req.ignore_eos = 1;
     else if (a == "--json") out.json = true;
+    else if (a == "--chat") chat = true;
+    else if (a == "--system") { if (!v) Usage(); system = v; chat = true; ++i; }
     else Usage();
   }
 
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&params, &ctx), "llm_ctx_create")) return 1;
+  if (chat && !ChatPrompt(ctx, system, &prompt, &req.tokenize_flags)) {
+    llm_ctx_destroy(ctx);
+    return 1;
+  }
 
   req.prompt = prompt.c_str();
   req.sampling = &sampling;
@@ -113,7 +155,7 @@ int main(int argc, char** argv) {
     llm_ctx_destroy(ctx);
     return 1;
   }
-  if (!out.json) {
+  if (!out.json && !chat) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi/capi_util.h"
+#include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
 #include "llm.h"
 #include "util/utf8.h"
@@ -52,13 +53,15 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
     std::string text;
     if (tmpl != nullptr) {
       text = tmpl;
-    } else {
-      if (!model.file || !model.file->Has("tokenizer.chat_template"))
-        return Fail(LLM_ERR_UNSUPPORTED,
-                    "the model has no chat template (GGUF key tokenizer.chat_template); pass one as tmpl");
+    } else if (model.file && model.file->Has("tokenizer.chat_template")) {
       auto s = model.file->GetString("tokenizer.chat_template");
       if (!s.ok()) return Fail(s.status());
       text = std::string(*s);
+    } else if (auto builtin = llm::BuiltinChatTemplate(model.config.arch)) {
+      text = std::string(*builtin);  // e.g. Gemma 3 GGUFs without a template
+    } else {
+      return Fail(LLM_ERR_UNSUPPORTED,
+                  "the model has no chat template (GGUF key tokenizer.chat_template); pass one as tmpl");
     }
     // Compiling per call keeps the context free of template state; chat
     // templates compile in microseconds next to the prompt's prefill.
