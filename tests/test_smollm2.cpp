@@ -1,7 +1,7 @@
 // SmolLM2-135M-Instruct (Q4_1 matrices, Q8_0 tied embeddings, GPT-2-style
 // BPE) against an independent implementation's outputs in
 // tests/data/smollm2_reference.json: llama-cpp-python
-// (tools/smollm2_reference.py) or, where it cannot be built, a NumPy forward
+// (tools/llamacpp_reference.py smollm2) or, where it cannot be built, a NumPy forward
 // pass over gguf-py's dequantization (tools/smollm2_numpy_reference.py). The
 // file's "oracle" and "activation_quantization" fields say which.
 //

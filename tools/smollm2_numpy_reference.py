@@ -2,7 +2,7 @@
 """Writes tests/data/smollm2_reference_numpy.json with the NumPy oracle
 (tools/llama_numpy_reference.py: gguf-py dequantization, float64 forward, no
 activation quantization), the fallback when llama-cpp-python cannot be built.
-tools/smollm2_reference.py writes the same schema with llama.cpp as oracle
+tools/llamacpp_reference.py smollm2 writes the same schema with llama.cpp as oracle
 (tests/data/smollm2_reference.json).
 
 Token ids come from llmrt's tokenizer (itself checked against llama.cpp's
