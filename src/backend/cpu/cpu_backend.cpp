@@ -1,5 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include "backend/validate.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -17,20 +19,7 @@ namespace cpu {
 namespace {
 
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
-  if (w.empty()) return InvalidArgument("CPU backend: missing weight " + name);
-  if (w.rows != rows || w.cols != cols)
-    return InvalidArgument("CPU backend: " + name + " has shape (" + std::to_string(w.rows) + ", " +
-                           std::to_string(w.cols) + "), expected (" + std::to_string(rows) + ", " +
-                           std::to_string(cols) + ")");
-  int64_t block_elems = 0, block_bytes = 0;
-  if (!TensorTypeLayout(w.type, &block_elems, &block_bytes))
-    return Unsupported("CPU backend: unsupported weight type " + std::to_string(static_cast<uint32_t>(w.type)) +
-                       " for " + name);
-  if (cols % block_elems != 0)
-    return Unsupported("CPU backend: " + name + " has rows of " + std::to_string(cols) +
-                       " weights, not a whole number of its " + std::to_string(block_elems) + "-weight blocks");
-  if (w.row_bytes < TensorRowBytes(w.type, cols)) return InvalidArgument("CPU backend: row_bytes too small for " + name);
-  return Status::Ok();
+  return CheckWeightMatrix(w, rows, cols, name, "CPU backend");
 }
 
 // A norm weight (n) as F32.
