@@ -3,14 +3,18 @@
 //   (a) batch-1 decode: tokens/s and achieved bandwidth (weight + KV bytes
 //       read per token / time per token) against a device-to-device
 //       cudaMemcpy bandwidth measured in the same run
+//   (b) end-to-end throughput through the C API (engine, scheduler, CUDA
+//       backend with decode graphs, host sampling) at concurrency 1, 8, 64
+//       and 256: 512-token prompts (all distinct: no prefix-cache hits),
+//       128 generated tokens each (greedy, EOS ignored)
 //   (c) per kernel: prefill attention TFLOP/s and decode attention GB/s for
 //       sequence lengths 512 .. 16k (Llama-3.1-8B attention shape)
 //   (d) TTFT of a 2k-token prompt (one Forward, logits of the last row)
 //
-//   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only]
+//   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only] [--no-throughput]
 //
-// (a) and (d) need --model (e.g. llm-synth --shape llama-3.1-8b); (c) needs
-// none. Timings: device events (kernels) or a synchronised host clock
+// (a), (b) and (d) need --model (e.g. llm-synth --shape llama-3.1-8b); (c)
+// needs none. --no-throughput skips (b) (it loads the model a second time). Timings: device events (kernels) or a synchronised host clock
 // (Forward, which returns with the logits on the host); medians after warm-up.
 #include <cuda_runtime.h>
 
@@ -29,6 +33,7 @@
 #include "attention_decode.cuh"
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
+#include "llm.h"
 #include "model/model.h"
 #include "util/fp16.h"
 
@@ -297,12 +302,99 @@ void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
        "~" + std::to_string(static_cast<int>(2.0 * params * 2048 / ttft / 1e12)) + " TFLOP/s in GEMMs");
 }
 
+// ------------------------------------------------------------------ (b) throughput
+
+void ThroughputBench(const std::string& path) {
+  constexpr int kPrompt = 512, kGen = 128, kMaxConc = 256;
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = path.c_str();
+  p.backend = LLM_BACKEND_CUDA;
+  p.n_ctx = kPrompt + kGen + 16;
+  p.max_seqs = kMaxConc;
+  p.max_batch_tokens = 4096;
+  p.max_queued = 4 * kMaxConc;
+  llm_ctx* ctx = nullptr;
+  if (llm_ctx_create(&p, &ctx) != LLM_OK) {
+    std::printf("(b) skipped: llm_ctx_create: %s\n", llm_last_error());
+    return;
+  }
+  llm_model_info info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  llm_model_get_info(ctx, &info);
+  const int32_t V = info.n_vocab;
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0.0f;
+  std::vector<llm_event> ev(1024);
+  uint64_t salt = 1;  // every run its own prefix-cache partition: prompts never hit the cache
+
+  // Runs `conc` requests at once; returns {seconds, generated tokens, mean TTFT ms, mean TPOT ms}.
+  auto run = [&](int conc, int gen) -> std::vector<double> {
+    std::vector<std::vector<llm_token>> prompts(conc, std::vector<llm_token>(kPrompt));
+    for (int r = 0; r < conc; ++r)
+      for (int i = 0; i < kPrompt; ++i)
+        prompts[r][i] = static_cast<llm_token>((static_cast<int64_t>(i) * 7919 + r * 104729 + 13) % V);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < conc; ++r) {
+      llm_request rq;
+      llm_request_init(&rq);
+      rq.prompt_tokens = prompts[r].data();
+      rq.n_prompt_tokens = kPrompt;
+      rq.max_tokens = gen;
+      rq.ignore_eos = 1;
+      rq.sampling = &sp;
+      rq.cache_salt = salt++;
+      llm_request_id id;
+      if (llm_submit(ctx, &rq, &id) != LLM_OK) {
+        std::fprintf(stderr, "llm_submit: %s\n", llm_last_error());
+        std::exit(1);
+      }
+    }
+    int done = 0;
+    double tokens = 0, ttft = 0, tpot = 0;
+    while (done < conc) {
+      ev[0].struct_size = sizeof(llm_event);
+      uint32_t n = 0;
+      if (llm_poll(ctx, ev.data(), static_cast<uint32_t>(ev.size()), &n, 1000) != LLM_OK) {
+        std::fprintf(stderr, "llm_poll: %s\n", llm_last_error());
+        std::exit(1);
+      }
+      for (uint32_t i = 0; i < n; ++i) {
+        if (ev[i].type != LLM_EVENT_FINAL) continue;
+        if (ev[i].status != LLM_OK) {
+          std::fprintf(stderr, "request failed: %s\n", ev[i].message);
+          std::exit(1);
+        }
+        ++done;
+        tokens += ev[i].metrics.generated_tokens;
+        ttft += ev[i].metrics.ttft_ms;
+        tpot += ev[i].metrics.tpot_ms;
+      }
+    }
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return {sec, tokens, ttft / conc, tpot / conc};
+  };
+
+  for (int conc : {1, 8, 64, 256}) {
+    run(conc, 8);  // warm-up: cuBLAS heuristics, graph capture of this batch size's buckets
+    const std::vector<double> r = run(conc, kGen);
+    Emit("throughput", "concurrency " + std::to_string(conc) + ": generated tok/s (512 in, 128 out)", r[1] / r[0],
+         "tok/s",
+         "prompt+gen " + std::to_string(static_cast<int>((r[1] + conc * kPrompt) / r[0])) + " tok/s, mean TTFT " +
+             std::to_string(static_cast<int>(r[2])) + " ms, mean TPOT " + std::to_string(r[3]) + " ms, wall " +
+             std::to_string(r[0]) + " s");
+  }
+  llm_ctx_destroy(ctx);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string model, json;
   int prompt = 512, steps = 128;
-  bool kernels_only = false;
+  bool kernels_only = false, throughput = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--model" && i + 1 < argc) {
@@ -315,8 +407,10 @@ int main(int argc, char** argv) {
       steps = std::atoi(argv[++i]);
     } else if (a == "--kernels-only") {
       kernels_only = true;
+    } else if (a == "--no-throughput") {
+      throughput = false;
     } else {
-      std::fprintf(stderr, "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only]\n");
+      std::fprintf(stderr, "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only] [--no-throughput]\n");
       return 2;
     }
   }
@@ -347,9 +441,10 @@ int main(int argc, char** argv) {
   }
   if (!kernels_only) {
     if (model.empty()) {
-      std::printf("(a) and (d) skipped: no --model (make one: llm-synth --shape llama-3.1-8b --out l8b.gguf)\n");
+      std::printf("(a), (b) and (d) skipped: no --model (make one: llm-synth --shape llama-3.1-8b --out l8b.gguf)\n");
     } else {
       ModelBench(model, prompt, steps, d2d);
+      if (throughput) ThroughputBench(model);
     }
   }
   if (!json.empty()) {

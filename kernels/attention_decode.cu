@@ -50,8 +50,15 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
   const SeqDesc seq = p.seqs[p.tok_seq[t]];
   const int32_t* table = p.block_tables + seq.table_offset;
   const int32_t n_keys = p.tok_pos[t] + 1;
-  const int32_t key_begin = split * p.keys_per_split;
-  const int32_t key_end = min(n_keys, key_begin + p.keys_per_split);
+  int32_t keys_per_split = p.keys_per_split;
+  if (p.dynamic_split) {  // whole tiles, so every split but the last is full
+    const int32_t tiles = (n_keys + kt - 1) / kt;
+    keys_per_split = (tiles + p.n_splits - 1) / p.n_splits * kt;
+  }
+  // 64-bit: split * keys_per_split may pass 2^31 for the empty trailing splits
+  const int64_t key_begin64 = static_cast<int64_t>(split) * keys_per_split;
+  const int32_t key_begin = static_cast<int32_t>(min(key_begin64, static_cast<int64_t>(n_keys)));
+  const int32_t key_end = static_cast<int32_t>(min(static_cast<int64_t>(n_keys), key_begin64 + keys_per_split));
   const int32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * hd;
 
@@ -249,11 +256,12 @@ cudaError_t LaunchDecodeAttention(const DecodeAttnParams& p, void* workspace, si
     return cudaErrorInvalidValue;
   const int32_t n_rep = p.n_head / p.n_head_kv, kt = DecodeKeyTile(p.head_dim);
   if (n_rep * p.head_dim > kMaxOutPerThread * kThreads) return cudaErrorInvalidValue;
-  if (p.n_splits > 1 && (p.keys_per_split <= 0 || p.keys_per_split % kt != 0)) return cudaErrorInvalidValue;
+  if (p.n_splits > 1 && !p.dynamic_split && (p.keys_per_split <= 0 || p.keys_per_split % kt != 0))
+    return cudaErrorInvalidValue;
   if (p.n_items == 0) return cudaSuccess;
   if (p.n_items > 65535 || p.n_head_kv > 65535) return cudaErrorInvalidValue;
   DecodeAttnParams q = p;
-  if (q.n_splits == 1) q.keys_per_split = 1 << 30;
+  if (q.n_splits == 1 && !q.dynamic_split) q.keys_per_split = 1 << 30;
   float* ws_o = nullptr;
   float* ws_ml = nullptr;
   if (q.n_splits > 1) {

@@ -33,7 +33,12 @@ struct DecodeAttnParams {
   int32_t head_dim = 0;               // even, <= 256
   float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
   int32_t n_splits = 1;               // from PlanDecodeAttention
-  int32_t keys_per_split = 0;         // multiple of DecodeKeyTile(head_dim)
+  int32_t keys_per_split = 0;         // multiple of DecodeKeyTile(head_dim); ignored when dynamic_split
+  // 1: each item divides its own keys (tok_pos[t] + 1) over the n_splits in
+  // whole key tiles, read on the device: the launch depends on no key count
+  // known on the host, so a CUDA graph captured once stays valid as
+  // sequences grow. Items shorter than n_splits tiles leave splits empty.
+  int32_t dynamic_split = 0;
 };
 
 // Keys per shared-memory tile.
@@ -41,6 +46,8 @@ int32_t DecodeKeyTile(int32_t head_dim);
 
 // Splits for a launch: enough CTAs for ~2 waves on n_sm multiprocessors,
 // no split shorter than one key tile, n_items * n_splits <= max_slots.
+// With dynamic_split, plan with max_keys = the longest context the launch
+// may ever see and ignore *keys_per_split.
 void PlanDecodeAttention(int32_t n_items, int32_t n_head_kv, int32_t head_dim, int32_t max_keys, int32_t n_sm,
                          int32_t max_slots, int32_t* n_splits, int32_t* keys_per_split);
 

@@ -22,6 +22,10 @@
 #include "backend/backend.h"
 #include "llm.h"
 #include "model/model.h"
+#include "sample/sampler.h"
+#if LLM_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "support/test_paths.h"
 #include "synth_model.h"
 #include "util/json.h"
@@ -277,6 +281,219 @@ TEST(CudaBackend, DeviceSelectionThroughTheCApi) {
   ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
   EXPECT_EQ(st.backend, HaveDevice() ? LLM_BACKEND_CUDA : LLM_BACKEND_CPU);
   llm_ctx_destroy(ctx);
+}
+
+
+// ------------------------------------------------------------ CUDA graphs
+//
+// Decode steps of 1..5 sequences (buckets 1, 2, 4, 8: padding rows in most)
+// through a graph-enabled backend, an eager one and the CPU: the logits
+// agree, and the graph backend did replay graphs.
+
+struct DecodeSeq {
+  std::vector<int32_t> table;
+  int32_t n_past = 0;
+};
+
+std::unique_ptr<Backend> MakeGpu(const Model& m, int32_t n_blocks, bool graphs, int32_t max_seqs = 8) {
+  KvCacheSpec kv{16, n_blocks};
+  CudaBackendOptions o;
+  o.cuda_graphs = graphs;
+  o.max_seqs = max_seqs;
+  o.max_seq_len = 256;
+  auto gpu = CreateCudaBackend(m.config, m.weights, &kv, o);
+  EXPECT_TRUE(gpu.ok()) << gpu.status().message();
+  return gpu.ok() ? std::move(*gpu) : nullptr;
+}
+
+// Prefills every sequence with 20 tokens, then runs `steps` decode steps of
+// 1 + step % 5 sequences on every backend; returns the largest relative L2
+// distance of each backend's logits from backends[0]'s.
+std::vector<double> DecodeSteps(const std::vector<Backend*>& backends, int32_t n_vocab, int steps) {
+  std::vector<DecodeSeq> seqs(5);
+  for (size_t s = 0; s < seqs.size(); ++s)
+    for (int i = 0; i < 16; ++i) seqs[s].table.push_back(static_cast<int32_t>((s * 16 + i * 5 + 1) % 80));
+  std::vector<double> worst(backends.size(), 0.0);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    std::vector<llm_token> toks(20);
+    for (int i = 0; i < 20; ++i) toks[i] = static_cast<llm_token>((i * 31 + s * 7 + 3) % n_vocab);
+    BatchSeq q{0, 20, 0, seqs[s].table};
+    for (Backend* b : backends) EXPECT_TRUE(b->Forward(Batch{toks, std::span<const BatchSeq>(&q, 1), {}}, nullptr).ok());
+    seqs[s].n_past = 20;
+  }
+  for (int step = 0; step < steps; ++step) {
+    const int n = 1 + step % 5;
+    std::vector<llm_token> toks;
+    std::vector<BatchSeq> bs;
+    std::vector<int32_t> rows;
+    for (int i = 0; i < n; ++i) {
+      const int s = (step + i) % 5;  // a different subset, in a different order, each step
+      toks.push_back(static_cast<llm_token>((step * 13 + s * 5 + 1) % n_vocab));
+      bs.push_back(BatchSeq{i, 1, seqs[s].n_past, seqs[s].table});
+      rows.push_back(n - 1 - i);  // logit rows in reverse: row order is the caller's
+      ++seqs[s].n_past;
+    }
+    std::vector<std::vector<float>> out(backends.size(), std::vector<float>(static_cast<size_t>(n) * n_vocab, NAN));
+    for (size_t k = 0; k < backends.size(); ++k) {
+      Status st = backends[k]->Forward(Batch{toks, bs, rows}, out[k].data());
+      EXPECT_TRUE(st.ok()) << "backend " << k << " step " << step << ": " << st.message();
+      if (k > 0) worst[k] = std::max(worst[k], RelL2(out[k], out[0]));
+    }
+  }
+  return worst;
+}
+
+TEST(CudaBackend, DecodeGraphsMatchEagerAndCpu) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = SynthTiny();
+  auto m = Model::Load(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  KvCacheSpec kv{16, 80};
+  auto cpu = CreateCpuBackend((*m)->config, (*m)->weights, kv, 2);
+  ASSERT_TRUE(cpu.ok());
+  std::unique_ptr<Backend> eager = MakeGpu(**m, 80, false), graphs = MakeGpu(**m, 80, true);
+  ASSERT_TRUE(eager && graphs);
+  const std::vector<double> worst =
+      DecodeSteps({cpu->get(), eager.get(), graphs.get()}, (*m)->config.n_vocab, 30);
+  EXPECT_LT(worst[1], 2e-2) << "eager CUDA vs CPU";
+  EXPECT_LT(worst[2], 2e-2) << "graph CUDA vs CPU";
+#if LLM_HAVE_CUDA
+  const auto& gs = dynamic_cast<cuda::CudaBackend*>(graphs.get())->graph_stats();
+  std::printf("graphs: %lld replays, %lld captures, %lld capture failures, %lld eager steps\n",
+              static_cast<long long>(gs.replays), static_cast<long long>(gs.captures),
+              static_cast<long long>(gs.capture_failures), static_cast<long long>(gs.eager_steps));
+  EXPECT_EQ(gs.capture_failures, 0);
+  EXPECT_EQ(gs.captures, 4);   // buckets 1, 2, 4, 8 (5 sequences pad to 8)
+  EXPECT_GE(gs.replays, 20);   // 30 decode steps, 4 of them warm-ups
+  const auto& es = dynamic_cast<cuda::CudaBackend*>(eager.get())->graph_stats();
+  EXPECT_EQ(es.replays + es.captures, 0);
+#endif
+  std::remove(path.c_str());
+}
+
+TEST(CudaBackend, GraphsOffWithEnvironment) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = SynthTiny();
+  auto m = Model::Load(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ::setenv("LLM_CUDA_GRAPHS", "0", 1);
+  std::unique_ptr<Backend> gpu = MakeGpu(**m, 80, true);
+  ::unsetenv("LLM_CUDA_GRAPHS");
+  ASSERT_TRUE(gpu);
+  DecodeSteps({gpu.get()}, (*m)->config.n_vocab, 6);
+#if LLM_HAVE_CUDA
+  const auto& gs = dynamic_cast<cuda::CudaBackend*>(gpu.get())->graph_stats();
+  EXPECT_EQ(gs.replays + gs.captures, 0);
+#endif
+  std::remove(path.c_str());
+}
+
+// ------------------------------------------------------------ device sampling
+
+TEST(CudaBackend, CpuBackendHasNoDeviceSampling) {
+  auto m = Model::Load((RepoDir() + "/models/stories260K-f32.gguf").c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto cpu = CreateCpuBackend((*m)->config, (*m)->weights, KvCacheSpec{16, 8}, 1);
+  ASSERT_TRUE(cpu.ok());
+  std::vector<llm_token> tok = {1};
+  std::vector<int32_t> table = {0};
+  BatchSeq s{0, 1, 0, table};
+  const int32_t row = 0;
+  Backend::DeviceSampling ds;
+  int32_t out = -1;
+  Status st = (*cpu)->ForwardSample(Batch{tok, std::span<const BatchSeq>(&s, 1), std::span<const int32_t>(&row, 1)},
+                                    std::span<const Backend::DeviceSampling>(&ds, 1), &out, nullptr);
+  EXPECT_EQ(st.code(), LLM_ERR_UNSUPPORTED);
+}
+
+// ForwardSample against host sampling of the same backend's Forward logits:
+// greedy rows give the host's token (unless the top-2 gap is a near-tie),
+// sampled rows a token the host's distribution allows, logprobs agree.
+TEST(CudaBackend, ForwardSampleMatchesHostSampling) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = SynthTiny();
+  auto m = Model::Load(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int32_t V = (*m)->config.n_vocab;
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "graphs" : "eager");
+    std::unique_ptr<Backend> gpu = MakeGpu(**m, 80, graphs);
+    ASSERT_TRUE(gpu);
+    std::vector<DecodeSeq> seqs(3);
+    std::vector<std::vector<int32_t>> hist(3);
+    for (size_t s = 0; s < 3; ++s) {
+      for (int i = 0; i < 16; ++i) seqs[s].table.push_back(static_cast<int32_t>(s * 16 + i));
+      std::vector<llm_token> toks(24);
+      for (int i = 0; i < 24; ++i) toks[i] = static_cast<llm_token>((i * 17 + s) % V);
+      BatchSeq q{0, 24, 0, seqs[s].table};
+      ASSERT_TRUE(gpu->Forward(Batch{toks, std::span<const BatchSeq>(&q, 1), {}}, nullptr).ok());
+      seqs[s].n_past = 24;
+      hist[s].assign(toks.begin(), toks.end());
+    }
+    std::vector<Backend::DeviceSampling> ds(3);
+    ds[0].params.temperature = 0.0f;  // greedy with penalties
+    ds[0].params.repetition_penalty = 1.3f;
+    ds[0].params.frequency_penalty = 0.2f;
+    ds[1].params.temperature = 0.9f;  // top-k / top-p / min-p
+    ds[1].params.top_k = 30;
+    ds[1].params.top_p = 0.9f;
+    ds[1].params.min_p = 0.05f;
+    ds[1].params.seed = 7;
+    ds[2].params.temperature = 1.0f;  // everything on, no filters
+    ds[2].params.top_k = 0;
+    ds[2].params.top_p = 1.0f;
+    ds[2].params.min_p = 0.0f;
+    ds[2].params.presence_penalty = 0.5f;
+    ds[2].params.seed = 9;
+    std::vector<float> probs(V);
+    for (int step = 0; step < 12; ++step) {
+      std::vector<llm_token> toks;
+      std::vector<BatchSeq> bs;
+      for (int s = 0; s < 3; ++s) {
+        toks.push_back(hist[s].back());
+        bs.push_back(BatchSeq{s, 1, seqs[s].n_past, seqs[s].table});
+        ds[s].history = hist[s];
+        ds[s].step = static_cast<uint64_t>(step);
+      }
+      const std::vector<int32_t> rows = {0, 1, 2};
+      std::vector<float> logits(3 * static_cast<size_t>(V));
+      ASSERT_TRUE(gpu->Forward(Batch{toks, bs, rows}, logits.data()).ok());
+      int32_t got[3] = {-1, -1, -1};
+      float lp[3] = {0, 0, 0};
+      Status st = gpu->ForwardSample(Batch{toks, bs, rows}, ds, got, lp);  // same K/V written again
+      ASSERT_TRUE(st.ok()) << st.message();
+      for (int s = 0; s < 3; ++s) {
+        std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(s) * V,
+                               logits.begin() + static_cast<std::ptrdiff_t>(s + 1) * V);
+        EXPECT_NEAR(lp[s], TokenLogprob(row.data(), V, got[s]), 2e-3) << "step " << step << " row " << s;
+        Sampler sampler(ds[s].params, V);
+        std::vector<float> pen = row;
+        if (sampler.greedy()) {
+          const int32_t want = sampler.Sample(pen.data(), hist[s]);
+          if (got[s] != want) {
+            EXPECT_LT(std::fabs(pen[want] - pen[got[s]]), 1e-3) << "greedy step " << step << ": " << got[s] << " vs " << want;
+          }
+        } else {
+          sampler.Distribution(pen.data(), hist[s], probs.data());
+          EXPECT_GT(probs[got[s]], 0.0f) << "step " << step << " row " << s << " token " << got[s];
+        }
+      }
+      for (int s = 0; s < 3; ++s) {
+        hist[s].push_back(got[s]);
+        ++seqs[s].n_past;
+      }
+    }
+    // bad calls: sampling entries must match the logit rows
+    std::vector<llm_token> toks = {1};
+    BatchSeq q{0, 1, seqs[0].n_past, seqs[0].table};
+    const int32_t row = 0;
+    int32_t out = 0;
+    EXPECT_EQ(gpu->ForwardSample(Batch{toks, std::span<const BatchSeq>(&q, 1), std::span<const int32_t>(&row, 1)},
+                                 std::span<const Backend::DeviceSampling>(ds.data(), 2), &out, nullptr)
+                  .code(),
+              LLM_ERR_INVALID_ARGUMENT);
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "rope_kv.cuh"
 #include "sampling.cuh"
 #include "silu_mul.cuh"
+#include "sample/sampler.h"
 #include "util/fp16.h"
 
 namespace llm::cuda {
@@ -435,7 +436,10 @@ std::string Describe(const AttnCase& c) {
 }
 
 // kind: 0 decode kernel with planned splits, 1 decode kernel forced to one
-// split, 2 decode kernel with as many splits as possible, 3 prefill kernel.
+// split, 2 decode kernel with as many splits as possible, 3 prefill kernel,
+// 4 decode kernel with device-side (dynamic) splits planned for a 16k
+// context (as CUDA graphs launch it: most splits empty), 5 the same with as
+// many splits as the workspace takes.
 void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
   SCOPED_TRACE(Describe(c) + " kind " + std::to_string(kind));
   PagedBatch b{c.Hq, c.Hkv, c.hd, c.bs, c.seqs};
@@ -476,7 +480,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
   kv.block_stride = b.layout.block_stride();
   kv.block_size = c.bs;
 
-  if (kind < 3) {
+  if (kind != 3) {
     DecodeAttnParams p;
     p.q = reinterpret_cast<const bf16*>(d_q.get());
     p.out = reinterpret_cast<bf16*>(d_out.get());
@@ -494,8 +498,14 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     int max_keys = 0;
     for (auto [past, n] : c.seqs) max_keys = std::max(max_keys, past + n);
     const int32_t slots = kind == 1 ? b.n_tok : 4096;
-    PlanDecodeAttention(b.n_tok, c.Hkv, c.hd, max_keys, kind == 2 ? 100000 : 132, slots, &p.n_splits, &p.keys_per_split);
+    if (kind >= 4) max_keys = std::max(max_keys, 16384);
+    PlanDecodeAttention(b.n_tok, c.Hkv, c.hd, max_keys, (kind == 2 || kind == 5) ? 100000 : 132, slots, &p.n_splits,
+                        &p.keys_per_split);
     if (kind == 1) ASSERT_EQ(p.n_splits, 1);
+    if (kind >= 4) {
+      p.dynamic_split = 1;
+      p.keys_per_split = 0;  // must be ignored
+    }
     const size_t ws_bytes = DecodeAttnWorkspaceBytes(slots, c.Hq, c.hd);
     Dev<float> ws(ws_bytes / sizeof(float) + 1);
     LAUNCH_OK(LaunchDecodeAttention(p, ws.get(), ws_bytes, 0));
@@ -557,7 +567,19 @@ TEST_F(CudaKernels, DecodeAttention) {
   const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {16, 1}, {31, 1}, {1000, 1}, {4095, 1}, {37, 5}};
   for (int hd : {64, 128})
     for (int rep : {1, 4, 8})
-      for (int kind : {0, 1, 2}) RunAttention(AttnCase{2 * rep, 2, hd, 16, decode}, kind, rng_);
+      for (int kind : {0, 1, 2, 4, 5}) RunAttention(AttnCase{2 * rep, 2, hd, 16, decode}, kind, rng_);
+}
+
+// The graph launch shape: dynamic splits, odd shapes and block sizes.
+TEST_F(CudaKernels, DecodeAttentionDynamicSplits) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> seqs = {{0, 1}, {7, 1}, {63, 1}, {64, 1}, {65, 1}, {2047, 1}, {5000, 1}};
+  for (int kind : {4, 5}) {
+    RunAttention(AttnCase{8, 4, 8, 16, seqs}, kind, rng_);
+    RunAttention(AttnCase{16, 1, 256, 16, seqs}, kind, rng_);
+    RunAttention(AttnCase{4, 2, 64, 1, seqs}, kind, rng_);
+    RunAttention(AttnCase{32, 8, 128, 16, seqs}, kind, rng_);
+  }
 }
 
 TEST_F(CudaKernels, DecodeAttentionOddShapes) {
@@ -581,6 +603,263 @@ TEST_F(CudaKernels, PrefillAttention) {
     }
   RunAttention(AttnCase{8, 2, 128, 32, {{33, 90}, {0, 7}}}, 3, rng_);  // block size 32
   RunAttention(AttnCase{8, 2, 64, 8, {{5, 70}}}, 3, rng_);              // block size 8
+}
+
+
+// ================================================================ sampling
+//
+// Oracle: the host Sampler (src/sample/). Greedy rows must give its token
+// exactly; sampled rows a token its Distribution() gives non-zero probability,
+// with frequencies over many draws matching those probabilities; logprobs
+// match TokenLogprob on the raw logits.
+
+struct SampleCase {
+  SamplingParams p;
+  std::vector<int32_t> history;
+  uint64_t step = 0;
+};
+
+// The (token, count) list of the host's penalty window (Sampler::ApplyPenalties).
+void PenaltyList(const SamplingParams& p, const std::vector<int32_t>& h, int32_t V, std::vector<int32_t>* tok,
+                 std::vector<int32_t>* cnt) {
+  const bool any = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  if (!any || p.penalty_last_n == 0 || h.empty()) return;
+  size_t n = h.size();
+  if (p.penalty_last_n > 0) n = std::min(n, static_cast<size_t>(p.penalty_last_n));
+  std::vector<int32_t> w(h.end() - static_cast<std::ptrdiff_t>(n), h.end());
+  std::sort(w.begin(), w.end());
+  for (size_t i = 0; i < w.size();) {
+    size_t j = i + 1;
+    while (j < w.size() && w[j] == w[i]) ++j;
+    if (w[i] >= 0 && w[i] < V) {
+      tok->push_back(w[i]);
+      cnt->push_back(static_cast<int32_t>(j - i));
+    }
+    i = j;
+  }
+}
+
+// Runs LaunchSample on rows (n_rows, V) with cases[r]; tokens and logprobs out.
+void DeviceSample(const std::vector<float>& logits, int32_t V, const std::vector<SampleCase>& cases,
+                  std::vector<int32_t>* tokens, std::vector<float>* logprobs) {
+  const int32_t R = static_cast<int32_t>(cases.size());
+  std::vector<SampleRowParams> rows(R);
+  std::vector<int32_t> ptok, pcnt;
+  for (int32_t r = 0; r < R; ++r) {
+    const SamplingParams& p = cases[r].p;
+    SampleRowParams& x = rows[r];
+    x.temperature = p.temperature;
+    x.top_k = p.top_k;
+    x.top_p = p.top_p;
+    x.min_p = p.min_p;
+    x.repetition_penalty = p.repetition_penalty;
+    x.frequency_penalty = p.frequency_penalty;
+    x.presence_penalty = p.presence_penalty;
+    x.pen_offset = static_cast<int32_t>(ptok.size());
+    PenaltyList(p, cases[r].history, V, &ptok, &pcnt);
+    x.n_pen = static_cast<int32_t>(ptok.size()) - x.pen_offset;
+    x.reserved = 0;
+    x.seed = p.seed;
+    x.step = cases[r].step;
+  }
+  ptok.push_back(-1);  // never empty
+  pcnt.push_back(0);
+  Dev<float> d_l(logits.size()), d_raw(ptok.size()), d_lp(R);
+  Dev<SampleRowParams> d_p(R);
+  Dev<int32_t> d_pt(ptok.size()), d_pc(pcnt.size()), d_tok(R);
+  ASSERT_TRUE(d_l.ok() && d_p.ok());
+  d_l.Upload(logits);
+  d_p.Upload(rows);
+  d_pt.Upload(ptok);
+  d_pc.Upload(pcnt);
+  SampleArgs a;
+  a.logits = d_l.get();
+  a.n_rows = R;
+  a.n_vocab = V;
+  a.params = d_p.get();
+  a.pen_tokens = d_pt.get();
+  a.pen_counts = d_pc.get();
+  a.pen_raw = d_raw.get();
+  a.tokens = d_tok.get();
+  a.logprobs = d_lp.get();
+  LAUNCH_OK(LaunchSample(a, 0));
+  *tokens = d_tok.Download();
+  *logprobs = d_lp.Download();
+}
+
+SamplingParams Greedy() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  return p;
+}
+
+TEST_F(CudaKernels, SampleGreedyWithPenaltiesMatchesHost) {
+  SCOPED_TRACE(Seed());
+  const int32_t V = 32000, R = 24;
+  std::vector<float> logits = RandomF32(static_cast<size_t>(R) * V, 3.0f);
+  std::vector<SampleCase> cases(R);
+  for (int32_t r = 0; r < R; ++r) {
+    SamplingParams p = Greedy();
+    if (r % 2 == 1) p.top_k = 1, p.temperature = 0.8f;  // the other greedy trigger
+    if (r % 3 != 0) {
+      p.repetition_penalty = r % 3 == 1 ? 1.3f : 0.7f;
+      p.frequency_penalty = 0.25f * static_cast<float>(r % 5) - 0.5f;
+      p.presence_penalty = r % 4 == 0 ? 1.5f : -0.25f;
+      p.penalty_last_n = r % 6 == 2 ? -1 : 48;
+    }
+    cases[r].p = p;
+    float* row = logits.data() + static_cast<size_t>(r) * V;
+    // The penalised tokens lead, so penalties decide the argmax.
+    for (int i = 0; i < 80; ++i) {
+      const int32_t t = Uniform(0, 200);
+      cases[r].history.push_back(t);
+      row[t] = 9.0f + 0.01f * static_cast<float>(t % 7);
+    }
+    cases[r].history.push_back(V + 5);  // outside the vocabulary: ignored
+  }
+  float* r5 = logits.data() + static_cast<size_t>(5) * V;  // NaN never wins; a tie goes to the lower id
+  r5[3] = NAN;
+  r5[V - 1] = 50.0f;
+  r5[V - 2] = 50.0f;
+  float* r6 = logits.data() + static_cast<size_t>(6) * V;  // every logit -inf: token 0
+  for (int32_t j = 0; j < V; ++j) r6[j] = -INFINITY;
+  cases[6].history.clear();
+
+  std::vector<int32_t> tokens;
+  std::vector<float> lps;
+  DeviceSample(logits, V, cases, &tokens, &lps);
+  if (HasFatalFailure()) return;
+  for (int32_t r = 0; r < R; ++r) {
+    std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(r) * V,
+                           logits.begin() + static_cast<std::ptrdiff_t>(r + 1) * V);
+    const std::vector<float> raw = row;
+    Sampler s(cases[r].p, V);
+    const int32_t want = s.Sample(row.data(), cases[r].history);
+    EXPECT_EQ(tokens[r], want) << "row " << r;
+    const float lp = TokenLogprob(raw.data(), V, tokens[r]);
+    if (std::isinf(lp)) {
+      EXPECT_TRUE(std::isinf(lps[r]) && lps[r] < 0) << "row " << r;
+    } else {
+      EXPECT_NEAR(lps[r], lp, 1e-3f * std::max(1.0f, std::fabs(lp))) << "row " << r;
+    }
+  }
+}
+
+TEST_F(CudaKernels, SampleKeepsToTheHostSupport) {
+  SCOPED_TRACE(Seed());
+  const int32_t V = 50257, R = 64;
+  std::vector<float> logits = RandomF32(static_cast<size_t>(R) * V, 2.5f);
+  std::vector<SampleCase> cases(R);
+  for (int32_t r = 0; r < R; ++r) {
+    SamplingParams p;
+    p.temperature = 0.2f + 0.1f * static_cast<float>(r % 12);
+    p.top_k = r % 4 == 0 ? 0 : r % 4 == 1 ? 40 : r % 4 == 2 ? 5000 : V + 10;
+    p.top_p = r % 5 == 0 ? 1.0f : 0.5f + 0.1f * static_cast<float>(r % 5);
+    p.min_p = r % 3 == 0 ? 0.0f : 0.02f * static_cast<float>(r % 3);
+    p.repetition_penalty = r % 2 ? 1.1f : 1.0f;
+    p.frequency_penalty = r % 7 == 1 ? 0.5f : 0.0f;
+    p.presence_penalty = r % 7 == 2 ? 0.5f : 0.0f;
+    p.seed = 1000 + static_cast<uint64_t>(r);
+    cases[r].p = p;
+    cases[r].step = static_cast<uint64_t>(r) * 3;
+    for (int i = 0; i < 100; ++i) cases[r].history.push_back(Uniform(0, V - 1));
+    if (r == 7) logits[static_cast<size_t>(r) * V + 11] = NAN;  // sampled rows treat NaN as -inf
+  }
+  std::vector<int32_t> tokens;
+  std::vector<float> lps;
+  DeviceSample(logits, V, cases, &tokens, &lps);
+  if (HasFatalFailure()) return;
+  std::vector<float> probs(V);
+  for (int32_t r = 0; r < R; ++r) {
+    std::vector<float> row(logits.begin() + static_cast<std::ptrdiff_t>(r) * V,
+                           logits.begin() + static_cast<std::ptrdiff_t>(r + 1) * V);
+    const float lp = TokenLogprob(row.data(), V, tokens[r]);
+    Sampler s(cases[r].p, V);
+    s.Distribution(row.data(), cases[r].history, probs.data());
+    ASSERT_GE(tokens[r], 0);
+    ASSERT_LT(tokens[r], V);
+    EXPECT_GT(probs[tokens[r]], 0.0f) << "row " << r << " drew token " << tokens[r] << " the host filters out";
+    EXPECT_NEAR(lps[r], lp, 1e-3f * std::max(1.0f, std::fabs(lp))) << "row " << r;
+  }
+  // Deterministic: the same rows again, in reverse order, give the same tokens.
+  std::vector<SampleCase> rev(cases.rbegin(), cases.rend());
+  std::vector<float> rev_logits;
+  for (int32_t r = R - 1; r >= 0; --r)
+    rev_logits.insert(rev_logits.end(), logits.begin() + static_cast<std::ptrdiff_t>(r) * V,
+                      logits.begin() + static_cast<std::ptrdiff_t>(r + 1) * V);
+  std::vector<int32_t> tokens2;
+  DeviceSample(rev_logits, V, rev, &tokens2, &lps);
+  if (HasFatalFailure()) return;
+  for (int32_t r = 0; r < R; ++r) EXPECT_EQ(tokens2[R - 1 - r], tokens[r]) << "row " << r;
+}
+
+// Frequencies over many (seed, step) draws against the host's probabilities.
+TEST_F(CudaKernels, SampleFrequenciesMatchHostDistribution) {
+  SCOPED_TRACE(Seed());
+  const int32_t V = 96, R = 40000;
+  std::vector<float> base = RandomF32(V, 1.5f);
+  base[10] = base[11] = base[12] = 2.5f;  // ties across the top-k / top-p cuts
+  struct Params {
+    float t;
+    int32_t k;
+    float top_p, min_p, rep;
+  };
+  for (const Params& c : {Params{0.7f, 20, 0.9f, 0.02f, 1.2f}, Params{1.0f, 0, 1.0f, 0.0f, 1.0f},
+                          Params{1.5f, 3, 1.0f, 0.0f, 1.0f}, Params{0.9f, 0, 0.6f, 0.0f, 1.0f},
+                          Params{1.2f, 50, 0.95f, 0.1f, 1.0f}}) {
+    SCOPED_TRACE("T " + std::to_string(c.t) + " k " + std::to_string(c.k) + " top_p " + std::to_string(c.top_p));
+    SamplingParams p;
+    p.temperature = c.t;
+    p.top_k = c.k;
+    p.top_p = c.top_p;
+    p.min_p = c.min_p;
+    p.repetition_penalty = c.rep;
+    p.seed = 42;
+    const std::vector<int32_t> history = {10, 3, 3, 50};
+    std::vector<SampleCase> cases(R);
+    std::vector<float> logits;
+    logits.reserve(static_cast<size_t>(R) * V);
+    for (int32_t r = 0; r < R; ++r) {
+      cases[r].p = p;
+      cases[r].history = history;
+      cases[r].step = static_cast<uint64_t>(r);
+      logits.insert(logits.end(), base.begin(), base.end());
+    }
+    std::vector<int32_t> tokens;
+    std::vector<float> lps;
+    DeviceSample(logits, V, cases, &tokens, &lps);
+    if (HasFatalFailure()) return;
+    std::vector<float> row = base, probs(V);
+    Sampler s(p, V);
+    s.Distribution(row.data(), history, probs.data());
+    std::vector<double> freq(V, 0.0);
+    for (int32_t t : tokens) {
+      ASSERT_GE(t, 0);
+      ASSERT_LT(t, V);
+      freq[t] += 1.0 / R;
+    }
+    for (int32_t j = 0; j < V; ++j) {
+      if (probs[j] == 0.0f) {
+        EXPECT_EQ(freq[j], 0.0) << "token " << j << " is filtered out on the host";
+      } else {
+        const double sd = std::sqrt(probs[j] * (1.0 - probs[j]) / R);
+        EXPECT_NEAR(freq[j], probs[j], 5 * sd + 1e-4) << "token " << j;
+      }
+    }
+  }
+}
+
+TEST(CudaSampleUniform, IsAPureFunctionInUnitInterval) {
+  double sum = 0;
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const double u = SampleUniform(7, i);
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 100000, 0.5, 0.01);
+  EXPECT_EQ(SampleUniform(1, 2), SampleUniform(1, 2));
+  EXPECT_NE(SampleUniform(1, 2), SampleUniform(2, 1));
 }
 
 }  // namespace

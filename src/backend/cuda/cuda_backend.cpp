@@ -10,6 +10,7 @@
 
 #include "attention_decode.cuh"
 #include "backend/cuda/rope_freq.h"
+#include "backend/validate.h"
 #include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
 #include "util/fp16.h"
 
@@ -42,18 +43,7 @@ bool EnvFlag(const char* name, const char* value) {
 }
 
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
-  if (w.empty()) return InvalidArgument("CUDA backend: missing weight " + name);
-  if (w.rows != rows || w.cols != cols)
-    return InvalidArgument("CUDA backend: " + name + " has shape (" + std::to_string(w.rows) + ", " +
-                           std::to_string(w.cols) + "), expected (" + std::to_string(rows) + ", " +
-                           std::to_string(cols) + ")");
-  int64_t be = 0, bb = 0;
-  if (!TensorTypeLayout(w.type, &be, &bb))
-    return Unsupported("CUDA backend: unsupported weight type " + std::to_string(static_cast<uint32_t>(w.type)) +
-                       " for " + name);
-  if (cols % be != 0 || w.row_bytes < TensorRowBytes(w.type, cols))
-    return InvalidArgument("CUDA backend: " + name + " rows do not hold whole blocks");
-  return Status::Ok();
+  return CheckWeightMatrix(w, rows, cols, name, "CUDA backend");
 }
 
 // Rows of `parts` stacked, converted to BF16 on the host (block-quantized
@@ -168,8 +158,22 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
                "upload RoPE frequencies");
   LLM_RETURN_IF_ERROR(dec_ws_.Allocate(DecodeAttnWorkspaceBytes(kDecodeSlots, cfg_.n_head, cfg_.head_dim),
                                        "decode attention workspace"));
-  LLM_RETURN_IF_ERROR(Reserve(std::max(opt_.max_batch_tokens, 1), std::min(std::max(opt_.max_batch_tokens, 1), 64), 0));
-  return AllocateKvPool(kv);
+  // Graphs are off under LLM_CUDA_DEBUG (it synchronises after each launch,
+  // which a capture forbids) and with LLM_CUDA_GRAPHS=0.
+  graphs_on_ = opt_.cuda_graphs && !debug_ && !EnvFlag("LLM_CUDA_GRAPHS", "0");
+  const int32_t mbt = std::max(opt_.max_batch_tokens, 1);
+  const int32_t max_bucket = std::max(1, std::min(std::max(opt_.max_seqs, 1), mbt));
+  // Activations for the largest bucket too, before the KV pool takes the
+  // rest: a graph must never see its buffers reallocated.
+  const int32_t rows = graphs_on_ ? max_bucket : 0;
+  LLM_RETURN_IF_ERROR(Reserve(std::max(mbt, rows), std::max(std::min(mbt, 64), rows), 0));
+  LLM_RETURN_IF_ERROR(AllocateKvPool(kv));
+  if (graphs_on_) {
+    for (int32_t b = 1; b < max_bucket; b *= 2) graphs_.push_back(Graph{b});
+    graphs_.push_back(Graph{max_bucket});
+    LLM_RETURN_IF_ERROR(InitGraphs());
+  }
+  return Status::Ok();
 }
 
 Status CudaBackend::UploadWeights(const ModelWeights& w) {
@@ -222,7 +226,10 @@ Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
   const double used = static_cast<double>(total_b - free_b);
   const double headroom = 256.0 * (1 << 20);
   const double budget = static_cast<double>(total_b) * opt_.gpu_memory_fraction - used - headroom;
-  const int64_t fit = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
+  // One block beyond the engine's pool is the scratch block graph padding
+  // writes into; it comes out of the same budget.
+  const int64_t fit =
+      budget > 0 ? std::max<int64_t>(0, static_cast<int64_t>(budget / static_cast<double>(block_bytes)) - 1) : 0;
   int64_t n = kv->n_blocks;
   if (opt_.fit_kv_blocks) n = std::min<int64_t>(n, fit);
   const auto mib = [](double b) { return std::to_string(static_cast<int64_t>(b / (1 << 20))) + " MiB"; };
@@ -231,12 +238,13 @@ Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
                        " blocks of " + mib(static_cast<double>(block_bytes)) + " but " + std::to_string(fit) +
                        " fit in gpu_memory_fraction " + std::to_string(opt_.gpu_memory_fraction) + " of " +
                        mib(static_cast<double>(total_b)) + " (" + mib(used) + " in use)");
-  if (n * kv->block_size > std::numeric_limits<int32_t>::max())
+  if ((n + 1) * kv->block_size > std::numeric_limits<int32_t>::max() || n >= std::numeric_limits<int32_t>::max())
     return InvalidArgument("CUDA backend: KV pool positions exceed 2^31");
-  LLM_RETURN_IF_ERROR(kv_pool_.Allocate(static_cast<size_t>(n * block_bytes), "KV pool"));
+  LLM_RETURN_IF_ERROR(kv_pool_.Allocate(static_cast<size_t>((n + 1) * block_bytes), "KV pool"));
   LLM_CUDA_TRY(cudaMemsetAsync(kv_pool_.get(), 0, kv_pool_.bytes(), stream_), "clear the KV pool");
   LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "clear the KV pool");
   n_blocks_ = static_cast<int32_t>(n);
+  scratch_block_ = n_blocks_;
   capacity_ = n * kv->block_size;
   kv->n_blocks = n_blocks_;
   return Status::Ok();
@@ -247,18 +255,25 @@ CudaBackend::~CudaBackend() {
     cudaSetDevice(opt_.device);
     cudaStreamSynchronize(stream_);
   }
+  DestroyGraphs();
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
   const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
-  if (n_tok > cap_tok_ || n_out > cap_out_) {
+  const int64_t new_tok = std::max(cap_tok_, n_tok), new_out = std::max(cap_out_, n_out);
+  const size_t xn_bytes = static_cast<size_t>(std::max(new_tok, new_out)) * E * 2;
+  if (new_tok > cap_tok_ || new_out > cap_out_ || xn_.bytes() < xn_bytes) {
     // Ordered after earlier work on the stream: the old buffers may still be read.
     LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronise before growing buffers");
+    ClearGraphs();  // they point at the buffers about to move
   }
-  if (n_tok > cap_tok_) {
-    const size_t t = static_cast<size_t>(n_tok);
+  if (new_tok > cap_tok_) {
+    // Zero until every buffer has its new size: a failure half-way leaves a
+    // capacity the next call re-allocates from scratch, never a stale one.
+    cap_tok_ = 0;
+    const size_t t = static_cast<size_t>(new_tok);
     LLM_RETURN_IF_ERROR(x_.Allocate(t * E * 4, "residual stream"));
     LLM_RETURN_IF_ERROR(delta_.Allocate(t * E * 4, "sub-block output"));
     LLM_RETURN_IF_ERROR(qkv_.Allocate(t * (Q + 2 * KV) * 4, "qkv"));
@@ -267,16 +282,16 @@ Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
     LLM_RETURN_IF_ERROR(gu_.Allocate(t * 2 * F * 4, "gate/up"));
     LLM_RETURN_IF_ERROR(h_.Allocate(t * F * 2, "ffn hidden"));
     LLM_RETURN_IF_ERROR(cos_sin_.Allocate(t * cfg_.rope_dim * 4, "rope angles"));
-    cap_tok_ = n_tok;
+    cap_tok_ = new_tok;
   }
-  if (n_out > cap_out_) {
-    LLM_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(n_out) * V * 4, "logits"));
-    cap_out_ = n_out;
+  if (new_out > cap_out_) {
+    cap_out_ = 0;
+    LLM_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(new_out) * V * 4, "logits"));
+    cap_out_ = new_out;
   }
-  const size_t xn_bytes = static_cast<size_t>(std::max(cap_tok_, cap_out_)) * E * 2;
   if (xn_.bytes() < xn_bytes) LLM_RETURN_IF_ERROR(xn_.Allocate(xn_bytes, "normed rows"));
   const size_t meta_bytes = static_cast<size_t>(n_meta) * sizeof(int32_t);
-  if (meta_dev_.bytes() < meta_bytes) {
+  if (meta_dev_.bytes() < meta_bytes || meta_pinned_.bytes() < meta_bytes) {  // graphs never read these
     LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronise before growing metadata");
     const size_t grown = std::max(meta_bytes, meta_dev_.bytes() * 2);
     LLM_RETURN_IF_ERROR(meta_dev_.Allocate(grown, "step metadata"));
@@ -289,7 +304,7 @@ Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
 //
 //   [tokens (n_tok) | tok_seq (n_tok) | tok_pos (n_tok) | logit_rows (n_out) | dec_items (n_dec) |
 //    seqs (n_seqs x SeqDesc) | work (n_work x PrefillWork) | block tables (each sequence's needed blocks)]
-Status CudaBackend::Validate(const Batch& batch, const float* logits) {
+Status CudaBackend::Validate(const Batch& batch, const float* logits, bool need_logits) {
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
@@ -305,7 +320,7 @@ Status CudaBackend::Validate(const Batch& batch, const float* logits) {
     const int32_t r = batch.logit_rows[i];
     if (r < 0 || r >= n) return InvalidArgument("logit row " + std::to_string(r) + " is not a token of the batch");
   }
-  if (n_out > 0 && logits == nullptr) return InvalidArgument("logits output is NULL");
+  if (need_logits && n_out > 0 && logits == nullptr) return InvalidArgument("logits output is NULL");
 
   const int32_t bs = kv_.block_size;
   int64_t n_tables = 0, n_work = 0;
@@ -380,10 +395,12 @@ Status CudaBackend::Validate(const Batch& batch, const float* logits) {
   }
   for (int64_t i = 0; i < n; ++i)
     if (m[o.tok_seq + i] == -1) return InvalidArgument("batch token " + std::to_string(i) + " belongs to no sequence");
+  n_tok_ = static_cast<int32_t>(n);
   n_seqs_ = static_cast<int32_t>(n_seqs);
   n_out_ = static_cast<int32_t>(n_out);
   n_dec_ = static_cast<int32_t>(n_dec);
   n_work_ = static_cast<int32_t>(w);
+  n_tables_ = static_cast<int32_t>(n_tables);
   return Status::Ok();
 }
 

@@ -10,8 +10,18 @@
 // outputs, norms, softmax and logits are F32. Activations entering a GEMM
 // (normed rows, attention output, silu(gate)*up) are rounded to BF16.
 //
-// Environment (debugging aids, read at creation):
-//   LLM_CUDA_DEBUG=1         synchronise after every kernel and name the one that failed
+// CUDA graphs (cuda_graphs.cpp): a decode step (every sequence one new
+// token) is padded to a batch-size bucket and replayed from a graph captured
+// the first time that bucket ran. Every kernel of the step reads its varying
+// inputs (tokens, positions, sequence descriptors, block tables, logit rows)
+// from one fixed device buffer (graph_meta_dev_), and the decode attention
+// splits each sequence's keys on the device (dynamic_split), so the captured
+// launches stay valid as sequences grow. Padding sequences write their K/V
+// into a scratch block past the pool the engine sees.
+//
+// Environment (read at creation):
+//   LLM_CUDA_GRAPHS=0        no graph capture: every step launches eagerly
+//   LLM_CUDA_DEBUG=1         synchronise after every kernel and name the one that failed (implies no graphs)
 //   LLM_CUDA_ATTENTION=decode  run every query through the decode kernel (no tensor-core prefill)
 #pragma once
 
@@ -19,12 +29,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
 #include "backend/cuda/cuda_util.h"
 #include "common.cuh"
+#include "sampling.cuh"
 
 namespace llm::cuda {
 
@@ -36,7 +48,16 @@ class CudaBackend final : public Backend {
 
   int32_t kind() const override { return LLM_BACKEND_CUDA; }
   Status Forward(const Batch& batch, float* logits) override;
+  Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
+                       float* logprobs) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
+
+  // Counters for tests and benchmarks: steps replayed from a graph, graphs
+  // captured, captures that failed (those buckets run eagerly).
+  struct GraphStats {
+    int64_t replays = 0, captures = 0, capture_failures = 0, eager_steps = 0;
+  };
+  const GraphStats& graph_stats() const { return graph_stats_; }
 
  private:
   CudaBackend(const ModelConfig& config, const CudaBackendOptions& options) : cfg_(config), opt_(options) {}
@@ -46,8 +67,9 @@ class CudaBackend final : public Backend {
   Status AllocateKvPool(KvCacheSpec* kv);
 
   // Checks the batch against the model and the pool and builds this step's
-  // metadata (meta_, offsets below) on the host.
-  Status Validate(const Batch& batch, const float* logits);
+  // metadata (meta_, offsets below) on the host. need_logits: n_out > 0
+  // requires a host logits pointer.
+  Status Validate(const Batch& batch, const float* logits, bool need_logits = true);
   // Grows the activation buffers to n_tok tokens and n_out logit rows and
   // the metadata buffers to n_meta ints; no-op when large enough.
   Status Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta);
@@ -55,7 +77,40 @@ class CudaBackend final : public Backend {
   Status Gemm(const bf16* w, int64_t rows, int64_t cols, const bf16* x, int64_t n, float* y, const char* what);
   // The launch's error, and with LLM_CUDA_DEBUG the kernel's.
   Status Launched(cudaError_t e, const char* what, int layer = -1);
-  Status Attention(int layer, int64_t n_tok);
+
+  struct Offsets {
+    int64_t tokens, tok_seq, tok_pos, logit_rows, dec_items, seqs, work, tables, total;
+  };
+  // One step as the kernels see it: where its metadata lies on the device
+  // and the shapes its launches take. Eager steps point into meta_dev_;
+  // graph steps into graph_meta_dev_ with bucket-sized shapes.
+  struct StepView {
+    const int32_t* meta = nullptr;  // device
+    Offsets off{};
+    int32_t n_tok = 0, n_out = 0, n_dec = 0, n_work = 0;
+    int32_t dec_splits = 1, dec_keys_per_split = 0, dec_dynamic = 0;
+  };
+  // Embedding through the classifier GEMM into logits_ (n_out rows); no host
+  // copy, no synchronisation, no allocation: what a graph captures. With
+  // n_out == 0 it stops after the last layer's K/V store.
+  Status RunStep(const StepView& v);
+  Status Attention(int layer, const StepView& v);
+  // The eager path: metadata upload + RunStep on meta_dev_.
+  Status RunEager();
+
+  // ---- CUDA graphs (cuda_graphs.cpp)
+  Status InitGraphs();
+  // Runs the validated decode step through its bucket's graph (capturing it
+  // the first time). *handled false: the step is not one for graphs (or its
+  // bucket's capture failed) and the caller runs it eagerly; nothing ran.
+  Status RunDecodeGraph(bool* handled);
+  Status CaptureBucket(size_t bucket, const StepView& v);
+  void ClearGraphs();  // after any buffer a graph points into is reallocated
+  void DestroyGraphs();
+  // Logits rows 0..n_out_ of logits_ to the host, then wait for the stream.
+  Status FinishLogits(float* logits);
+  // Device sampling of logits_ rows 0..n (sampling.cu), then wait.
+  Status SampleOnDevice(std::span<const DeviceSampling> sampling, int32_t* tokens, float* logprobs);
 
   // Query-token slots (tokens x splits) of the decode attention workspace.
   static constexpr int32_t kDecodeSlots = 2048;
@@ -87,7 +142,8 @@ class CudaBackend final : public Backend {
 
   // ---- paged KV pool (layout: kernels/common.cuh)
   KvPoolLayout kv_;
-  int32_t n_blocks_ = 0;
+  int32_t n_blocks_ = 0;     // blocks the engine may use; the pool holds one more
+  int32_t scratch_block_ = 0;  // == n_blocks_: where graph padding writes its K/V
   int64_t capacity_ = 0;     // n_blocks * block_size positions
   DeviceBuffer kv_pool_;
 
@@ -110,10 +166,29 @@ class CudaBackend final : public Backend {
   std::vector<int32_t> meta_;
   PinnedBuffer meta_pinned_;
   DeviceBuffer meta_dev_;
-  struct Offsets {
-    int64_t tokens, tok_seq, tok_pos, logit_rows, dec_items, seqs, work, tables, total;
-  } off_{};
-  int32_t n_seqs_ = 0, n_out_ = 0, n_dec_ = 0, n_work_ = 0, max_dec_keys_ = 0;
+  Offsets off_{};
+  int32_t n_tok_ = 0, n_seqs_ = 0, n_out_ = 0, n_dec_ = 0, n_work_ = 0, max_dec_keys_ = 0, n_tables_ = 0;
+
+  // ---- CUDA graphs: one per bucket, all reading graph_meta_dev_
+  struct Graph {
+    int32_t size = 0;                 // batch rows (sequences) of this bucket
+    cudaGraphExec_t exec = nullptr;
+    bool failed = false;              // capture failed once: eager from now on
+  };
+  bool graphs_on_ = false;
+  std::vector<Graph> graphs_;         // ascending sizes
+  int32_t graph_max_keys_ = 0;        // longest context a graph's decode attention is planned for
+  int64_t graph_meta_ints_ = 0;
+  PinnedBuffer graph_meta_pinned_;    // (graph_meta_ints_) host staging
+  DeviceBuffer graph_meta_dev_;       // (graph_meta_ints_) what every graph reads
+  GraphStats graph_stats_;
+
+  // ---- device sampling (cuda_sampling.cpp): per-row parameters and penalty
+  // lists, staged in reused buffers (grown, never shrunk)
+  std::vector<SampleRowParams> samp_rows_;
+  std::vector<int32_t> samp_pen_tok_, samp_pen_cnt_, samp_window_;
+  PinnedBuffer samp_pinned_;
+  DeviceBuffer samp_dev_;
 };
 
 }  // namespace llm::cuda

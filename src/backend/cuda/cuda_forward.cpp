@@ -45,42 +45,43 @@ Status CudaBackend::Gemm(const bf16* w, int64_t rows, int64_t cols, const bf16* 
   return Status::Ok();
 }
 
-Status CudaBackend::Attention(int layer, int64_t n_tok) {
-  const int32_t* meta = meta_dev_.get<int32_t>();
+Status CudaBackend::Attention(int layer, const StepView& v) {
+  const int32_t* meta = v.meta;
   PagedKv kv;
   kv.k = kv_pool_.get<bf16>() + kv_.KOffset(layer);
   kv.v = kv_pool_.get<bf16>() + kv_.VOffset(layer);
   kv.block_stride = kv_.block_stride();
   kv.block_size = kv_.block_size;
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
-  if (n_dec_ > 0) {
+  if (v.n_dec > 0) {
     DecodeAttnParams p;
     p.q = q_.get<bf16>();
     p.out = att_.get<bf16>();
-    p.items = meta + off_.dec_items;
-    p.n_items = n_dec_;
-    p.tok_seq = meta + off_.tok_seq;
-    p.tok_pos = meta + off_.tok_pos;
-    p.seqs = reinterpret_cast<const SeqDesc*>(meta + off_.seqs);
-    p.block_tables = meta + off_.tables;
+    p.items = meta + v.off.dec_items;
+    p.n_items = v.n_dec;
+    p.tok_seq = meta + v.off.tok_seq;
+    p.tok_pos = meta + v.off.tok_pos;
+    p.seqs = reinterpret_cast<const SeqDesc*>(meta + v.off.seqs);
+    p.block_tables = meta + v.off.tables;
     p.kv = kv;
     p.n_head = cfg_.n_head;
     p.n_head_kv = cfg_.n_head_kv;
     p.head_dim = cfg_.head_dim;
     p.scale = scale;
-    PlanDecodeAttention(n_dec_, cfg_.n_head_kv, cfg_.head_dim, max_dec_keys_, n_sm_, kDecodeSlots, &p.n_splits,
-                        &p.keys_per_split);
+    p.n_splits = v.dec_splits;
+    p.keys_per_split = v.dec_keys_per_split;
+    p.dynamic_split = v.dec_dynamic;
     LLM_RETURN_IF_ERROR(
         Launched(LaunchDecodeAttention(p, dec_ws_.get(), dec_ws_.bytes(), stream_), "decode attention", layer));
   }
-  if (n_work_ > 0) {
+  if (v.n_work > 0) {
     PrefillAttnParams p;
     p.q = q_.get<bf16>();
     p.out = att_.get<bf16>();
-    p.work = reinterpret_cast<const PrefillWork*>(meta + off_.work);
-    p.n_work = n_work_;
-    p.seqs = reinterpret_cast<const SeqDesc*>(meta + off_.seqs);
-    p.block_tables = meta + off_.tables;
+    p.work = reinterpret_cast<const PrefillWork*>(meta + v.off.work);
+    p.n_work = v.n_work;
+    p.seqs = reinterpret_cast<const SeqDesc*>(meta + v.off.seqs);
+    p.block_tables = meta + v.off.tables;
     p.kv = kv;
     p.n_head = cfg_.n_head;
     p.n_head_kv = cfg_.n_head_kv;
@@ -88,34 +89,23 @@ Status CudaBackend::Attention(int layer, int64_t n_tok) {
     p.scale = scale;
     LLM_RETURN_IF_ERROR(Launched(LaunchPrefillAttention(p, stream_), "prefill attention", layer));
   }
-  (void)n_tok;
   return Status::Ok();
 }
 
-Status CudaBackend::Forward(const Batch& batch, float* logits) {
-  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
-  LLM_RETURN_IF_ERROR(Validate(batch, logits));
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  if (n == 0) return Status::Ok();
-  LLM_RETURN_IF_ERROR(Reserve(n, n_out_, off_.total));
+Status CudaBackend::RunStep(const StepView& v) {
   const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
-  const int32_t nt = static_cast<int32_t>(n);
-
-  // ---- step metadata: one copy (the previous step has finished with the pinned buffer)
-  std::memcpy(meta_pinned_.get(), meta_.data(), meta_.size() * sizeof(int32_t));
-  LLM_CUDA_TRY(cudaMemcpyAsync(meta_dev_.get(), meta_pinned_.get(), meta_.size() * sizeof(int32_t),
-                               cudaMemcpyHostToDevice, stream_),
-               "upload batch metadata");
-  const int32_t* meta = meta_dev_.get<int32_t>();
+  const int32_t nt = v.n_tok;
+  const int64_t n = nt;
+  const int32_t* meta = v.meta;
 
   // ---- embedding                                   x: (n, n_embd)
   float* x = x_.get<float>();
   float* delta = delta_.get<float>();
   bf16* xn = xn_.get<bf16>();
   LLM_RETURN_IF_ERROR(Launched(
-      LaunchEmbedding(tok_embd_.get<bf16>(), cfg_.n_vocab, cfg_.n_embd, meta + off_.tokens, nt, x, stream_),
+      LaunchEmbedding(tok_embd_.get<bf16>(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_),
       "embedding"));
-  LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + off_.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
+  LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + v.off.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
                                                 cos_sin_.get<float>(), stream_),
                                "rope angles"));
 
@@ -129,10 +119,10 @@ Status CudaBackend::Forward(const Batch& batch, float* logits) {
     RopeKvParams rp;
     rp.qkv = qkv_.get<float>();
     rp.cos_sin = cos_sin_.get<float>();
-    rp.tok_seq = meta + off_.tok_seq;
-    rp.tok_pos = meta + off_.tok_pos;
-    rp.seqs = reinterpret_cast<const SeqDesc*>(meta + off_.seqs);
-    rp.block_tables = meta + off_.tables;
+    rp.tok_seq = meta + v.off.tok_seq;
+    rp.tok_pos = meta + v.off.tok_pos;
+    rp.seqs = reinterpret_cast<const SeqDesc*>(meta + v.off.seqs);
+    rp.block_tables = meta + v.off.tables;
     rp.q_out = q_.get<bf16>();
     rp.kv.k = kv_pool_.get<bf16>() + kv_.KOffset(l);
     rp.kv.v = kv_pool_.get<bf16>() + kv_.VOffset(l);
@@ -145,11 +135,8 @@ Status CudaBackend::Forward(const Batch& batch, float* logits) {
     rp.n_pairs = cfg_.rope_dim / 2;
     rp.neox = 0;  // GGUF llama: adjacent pairs (Q/K rows permuted by the converter)
     LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
-    if (l == cfg_.n_layer - 1 && n_out_ == 0) {  // K/V stored, nothing more wanted
-      LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "forward (no logits)");
-      return Status::Ok();
-    }
-    LLM_RETURN_IF_ERROR(Attention(l, n));
+    if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
+    LLM_RETURN_IF_ERROR(Attention(l, v));
     LLM_RETURN_IF_ERROR(Gemm(L.wo.get<bf16>(), E, Q, att_.get<bf16>(), n, delta, "attn_output GEMM"));
 
     // ---- feed-forward block
@@ -162,15 +149,51 @@ Status CudaBackend::Forward(const Batch& batch, float* logits) {
   }
 
   // ---- final norm of the logit rows and classifier  logits: (n_out, n_vocab)
-  LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, delta, out_norm_.get<float>(), meta + off_.logit_rows, n_out_,
+  LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, delta, out_norm_.get<float>(), meta + v.off.logit_rows, v.n_out,
                                                 cfg_.n_embd, cfg_.rms_eps, xn, stream_),
                                "output_norm"));
-  LLM_RETURN_IF_ERROR(Gemm(output_w_, V, E, xn, n_out_, logits_.get<float>(), "classifier GEMM"));
-  LLM_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), static_cast<size_t>(n_out_) * V * sizeof(float),
-                               cudaMemcpyDeviceToHost, stream_),
-               "copy logits to the host");
+  return Gemm(output_w_, V, E, xn, v.n_out, logits_.get<float>(), "classifier GEMM");
+}
+
+Status CudaBackend::RunEager() {
+  const int64_t n = n_tok_;
+  LLM_RETURN_IF_ERROR(Reserve(n, n_out_, off_.total));
+  // ---- step metadata: one copy (the previous step has finished with the pinned buffer)
+  std::memcpy(meta_pinned_.get(), meta_.data(), meta_.size() * sizeof(int32_t));
+  LLM_CUDA_TRY(cudaMemcpyAsync(meta_dev_.get(), meta_pinned_.get(), meta_.size() * sizeof(int32_t),
+                               cudaMemcpyHostToDevice, stream_),
+               "upload batch metadata");
+  StepView v;
+  v.meta = meta_dev_.get<int32_t>();
+  v.off = off_;
+  v.n_tok = static_cast<int32_t>(n);
+  v.n_out = n_out_;
+  v.n_dec = n_dec_;
+  v.n_work = n_work_;
+  PlanDecodeAttention(n_dec_, cfg_.n_head_kv, cfg_.head_dim, max_dec_keys_, n_sm_, kDecodeSlots, &v.dec_splits,
+                      &v.dec_keys_per_split);
+  ++graph_stats_.eager_steps;
+  return RunStep(v);
+}
+
+Status CudaBackend::FinishLogits(float* logits) {
+  if (n_out_ > 0) {
+    LLM_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), static_cast<size_t>(n_out_) * cfg_.n_vocab * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copy logits to the host");
+  }
   LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "forward");
   return Status::Ok();
+}
+
+Status CudaBackend::Forward(const Batch& batch, float* logits) {
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  LLM_RETURN_IF_ERROR(Validate(batch, logits));
+  if (batch.tokens.empty()) return Status::Ok();
+  bool handled = false;
+  LLM_RETURN_IF_ERROR(RunDecodeGraph(&handled));
+  if (!handled) LLM_RETURN_IF_ERROR(RunEager());
+  return FinishLogits(logits);
 }
 
 }  // namespace llm::cuda
