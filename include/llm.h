@@ -208,6 +208,20 @@ typedef struct llm_ctx_params {
                               /* AUTO get; default AUTO                     */
   int32_t spec_k;             /* drafts per round, [0, 32]; 0 = 4           */
   int32_t reserved1;          /* must be 0                                  */
+  /* --- appended in 0.1: GPU memory --- */
+  float gpu_memory_fraction;  /* CUDA: share of the device's total memory   */
+                              /* this context may use for weights,          */
+                              /* activations and the KV pool together       */
+                              /* (what is in use by others counts against   */
+                              /* it); the KV pool gets what is left, capped */
+                              /* at n_kv_blocks when that is set (then too  */
+                              /* little room is OUT_OF_MEMORY). In (0, 1];  */
+                              /* 0 = 0.90 (default). Anything else (< 0,    */
+                              /* > 1, NaN): INVALID_ARGUMENT. The CPU       */
+                              /* backend ignores it (it is still checked).  */
+                              /* Callers built against an older header      */
+                              /* (smaller struct_size) get 0.90.            */
+  int32_t reserved2;          /* must be 0                                  */
 } llm_ctx_params;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */

@@ -55,7 +55,9 @@ TEST(Abi, EnumValues) {
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 72u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 80u);
+  PIN(llm_ctx_params, gpu_memory_fraction, 72);
+  PIN(llm_ctx_params, reserved2, 76);
   PIN(llm_ctx_params, draft_model_path, 48);
   PIN(llm_ctx_params, self_draft_layers, 56);
   PIN(llm_ctx_params, spec_mode, 60);

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <cstddef>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "llm.h"
@@ -341,6 +343,69 @@ TEST(ApiModelFiles, BadContextParams) {
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
   llm_ctx_params_init(&p);
   p.n_ctx = -1;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctx, nullptr);
+}
+
+// gpu_memory_fraction: (0, 1], 0 = default; checked before the model loads and
+// whatever the backend, so these fail the same on a machine without a GPU.
+TEST(ApiModelFiles, GpuMemoryFractionOutOfRange) {
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  EXPECT_EQ(p.gpu_memory_fraction, 0.0f);  // 0 = the default 0.90
+  EXPECT_EQ(p.reserved2, 0);
+  const float bad[] = {-0.1f, 1.0001f, 2.0f, -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  for (float f : bad) {
+    llm_ctx_params_init(&p);
+    p.backend = LLM_BACKEND_CPU;
+    p.gpu_memory_fraction = f;
+    llm_ctx* ctx = reinterpret_cast<llm_ctx*>(1);
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT) << f;
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(std::string(llm_last_error()).find("gpu_memory_fraction"), std::string::npos) << llm_last_error();
+  }
+  llm_ctx_params_init(&p);
+  p.reserved2 = 1;
+  llm_ctx* ctx = nullptr;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llm_last_error()).find("reserved2"), std::string::npos) << llm_last_error();
+}
+
+TEST(ApiModelFiles, GpuMemoryFractionInRangeIsAcceptedAndIgnoredByCpu) {
+  const std::string path = ModelPathF32();
+  for (float f : {0.0f, 0.05f, 0.5f, 1.0f}) {
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    p.backend = LLM_BACKEND_CPU;
+    p.model_path = path.c_str();
+    p.n_threads = 1;
+    p.gpu_memory_fraction = f;
+    llm_ctx* ctx = nullptr;
+    ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << f << ": " << llm_last_error();
+    llm_ctx_destroy(ctx);
+  }
+}
+
+// A caller built against the header before gpu_memory_fraction (struct_size
+// 72 on LP64, ending at reserved1) gets the default: whatever lies past its
+// struct in memory is never read, even a value that would be rejected.
+TEST(ApiModelFiles, OlderCtxParamsGetDefaultGpuMemoryFraction) {
+  const std::string path = ModelPathF32();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.backend = LLM_BACKEND_CPU;
+  p.model_path = path.c_str();
+  p.n_threads = 1;
+  p.struct_size = static_cast<uint32_t>(offsetof(llm_ctx_params, gpu_memory_fraction));
+  p.gpu_memory_fraction = -7.0f;  // beyond the old struct: must not be seen
+  p.reserved2 = 99;
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_ctx_destroy(ctx);
+  // The same bytes with the full struct_size are read and rejected.
+  p.struct_size = sizeof(llm_ctx_params);
+  ctx = nullptr;
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(ctx, nullptr);
 }

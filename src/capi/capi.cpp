@@ -140,6 +140,12 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     if (p.max_queued < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_queued must be >= 0");
     if (p.reserved0 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved0 must be 0");
     if (p.reserved1 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved1 must be 0");
+    if (p.reserved2 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved2 must be 0");
+    // Checked whatever the backend, so a bad value fails on a CPU-only machine
+    // too rather than only once the program meets a GPU. !(a && b) rejects NaN.
+    if (!(p.gpu_memory_fraction >= 0.0f && p.gpu_memory_fraction <= 1.0f))
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "gpu_memory_fraction must be in (0, 1], or 0 for the default 0.90 (got " +
+                                                std::to_string(p.gpu_memory_fraction) + ")");
     if (p.self_draft_layers < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "self_draft_layers must be >= 0");
     if (p.self_draft_layers > 0 && p.draft_model_path != nullptr)
       return Fail(LLM_ERR_INVALID_ARGUMENT, "draft_model_path and self_draft_layers are exclusive");
@@ -204,6 +210,9 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
       llm::CudaBackendOptions co;
       co.fit_kv_blocks = p.n_kv_blocks == 0;
       co.max_batch_tokens = ec.max_batch_tokens;
+      co.max_seqs = ec.max_seqs;
+      co.max_seq_len = ec.n_ctx;
+      if (p.gpu_memory_fraction > 0.0f) co.gpu_memory_fraction = p.gpu_memory_fraction;  // else the 0.90 default
       backend = llm::CreateCudaBackend(mc, (*model)->weights, &kv, co);
       ec.n_blocks = kv.n_blocks;
     } else {

@@ -104,6 +104,9 @@ pub struct llm_ctx_params {
     pub spec_mode: i32,
     pub spec_k: i32,
     pub reserved1: i32,
+    // appended in 0.1: GPU memory
+    pub gpu_memory_fraction: f32,
+    pub reserved2: i32,
 }
 
 #[repr(C)]

@@ -44,7 +44,7 @@ fn rust_layout() -> Layout {
     mirror! {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
                          max_seqs, max_batch_tokens, max_queued, reserved0, draft_model_path,
-                         self_draft_layers, spec_mode, spec_k, reserved1 }
+                         self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2 }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed }
         llm_metrics { prompt_tokens, cached_prompt_tokens, generated_tokens, draft_tokens_proposed,
