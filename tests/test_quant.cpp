@@ -13,6 +13,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant.h"
+#include "backend/cpu/quant_pack.h"
 #include "model/tensor_type.h"
 
 namespace llm {
@@ -388,4 +389,180 @@ TEST(Quant, SimdMatMulMatchesPortable) {
   }
 }
 
+}  // namespace llm
+
+namespace llm {
+namespace {
+
+// The row-interleaved (packed) path: Q4_0, Q4_1 and Q8_0 matrices whose row
+// count is not a multiple of 8, run through the SIMD and the portable
+// kernels with the packed copy set. The SIMD kernel reads the packed bytes,
+// the portable one the original rows in the same summation order, so equal
+// outputs also prove the packing lost nothing. Row splits that cut a group of
+// 8, single tokens, every tile width and accumulate are covered; the packed
+// sums agree with the row-major ones and with the exact dot product.
+TEST(Quant, PackedMatMulMatchesPortableBitwise) {
+  std::mt19937 rng(21);
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0}) {
+    for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{576}}) {
+      for (int64_t rows : {int64_t{1}, int64_t{13}, int64_t{37}}) {
+        SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " cols " + std::to_string(cols) + " rows " +
+                     std::to_string(rows));
+        std::vector<uint8_t> m;
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<uint8_t> row = RandomRow(t, cols, rng);
+          m.insert(m.end(), row.begin(), row.end());
+        }
+        WeightView w;
+        w.type = t;
+        w.data = m.data();
+        w.rows = rows;
+        w.cols = cols;
+        w.row_bytes = TensorRowBytes(t, cols);
+        ASSERT_TRUE(cpu::CanPackR8(w));
+        std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+        ASSERT_EQ(packed.size(), static_cast<size_t>((rows + 7) / 8 * (cols / 32)) *
+                                     (t == TensorType::Q8_0 ? sizeof(cpu::PackedQ8) : sizeof(cpu::PackedQ4)));
+        ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+        WeightView wp = w;
+        wp.packed = packed.data();
+
+        const int64_t n_tok = 11;  // tiles 4, 4, 2, 1
+        const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+        std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+        cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
+        cpu::MatMulArgs a;
+        a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+        a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+
+        auto run = [&](const cpu::Kernels& k, const WeightView& view) {
+          std::vector<float> y(n_tok * rows, -1.0f);
+          a.w = &view;
+          a.y = y.data();
+          k.matmul(a);
+          return y;
+        };
+        const std::vector<float> ref = run(cpu::GenericKernels(), w);    // row-major order
+        const std::vector<float> gen = run(cpu::GenericKernels(), wp);   // packed order, portable
+        float scale = 0;
+        for (float v : ref) scale = std::max(scale, std::fabs(v));
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(gen[i], ref[i], 1e-5 * scale + 1e-12) << i;
+        // the exact dot product of the quantized operands
+        for (int64_t r = 0; r < rows; r += 5) {
+          const DotCase c = Reference(t, std::vector<uint8_t>(m.begin() + r * w.row_bytes, m.begin() + (r + 1) * w.row_bytes),
+                                      std::vector<BlockQ8Act>(xq.begin() + 3 * (cols / 32), xq.begin() + 4 * (cols / 32)),
+                                      cols);
+          EXPECT_NEAR(gen[3 * rows + r], c.ref, 2e-6 * c.scale + 1e-12);
+        }
+        const cpu::Kernels* simd = Simd();
+        if (simd == nullptr) continue;
+        const std::vector<float> all = run(*simd, wp);
+        ASSERT_EQ(std::memcmp(all.data(), gen.data(), all.size() * 4), 0);
+
+        // row ranges that cut groups of 8, and accumulate
+        std::vector<float> split(n_tok * rows, 2.0f);
+        a.y = split.data();
+        a.w = &wp;
+        a.accumulate = true;
+        int64_t lo = 0;
+        for (int64_t hi : {int64_t{3}, int64_t{9}, int64_t{10}, int64_t{24}, rows}) {
+          hi = std::min(hi, rows);
+          if (hi <= lo) continue;
+          a.row_begin = lo;
+          a.row_end = hi;
+          simd->matmul(a);
+          lo = hi;
+        }
+        for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(split[i], 2.0f + all[i]) << i;
+
+        // one token alone
+        a.accumulate = false;
+        a.row_begin = 0;
+        a.row_end = rows;
+        a.n_tok = 1;
+        a.xq = xq.data() + 9 * (cols / 32);
+        std::vector<float> one(rows, 0.0f);
+        a.y = one.data();
+        simd->matmul(a);
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + 9 * rows, rows * 4), 0);
+      }
+    }
+  }
+}
+
+// Q4_0 is packed as unsigned quants with minimum -8·d stored in F16: exact
+// for every scale whose -8·d fits (subnormal scales included); a scale too
+// large for that makes the packing refuse.
+TEST(Quant, PackQ4_0ScaleEdgeCases) {
+  WeightView w;
+  w.type = TensorType::Q4_0;
+  w.rows = 1;
+  w.cols = 32;
+  w.row_bytes = sizeof(BlockQ4_0);
+  BlockQ4_0 blk{};
+  w.data = &blk;
+  std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+  for (uint16_t h : {uint16_t{0x0000}, uint16_t{0x0001}, uint16_t{0x0080}, uint16_t{0x03FF}, uint16_t{0x8123},
+                     uint16_t{0x2E66}, uint16_t{0x6FFF}, uint16_t{0xEFFF}}) {
+    blk.d = h;
+    ASSERT_TRUE(cpu::PackR8(w, packed.data())) << std::hex << h;
+    const auto* p = reinterpret_cast<const cpu::PackedQ4*>(packed.data());
+    EXPECT_EQ(cpu::F16ToF32(p->m[0]), -8.0f * cpu::F16ToF32(h)) << std::hex << h;
+    EXPECT_EQ(p->d[0], h);
+  }
+  for (uint16_t h : {uint16_t{0x7000}, uint16_t{0x7BFF}, uint16_t{0x7C00}, uint16_t{0xFE00}}) {
+    blk.d = h;
+    EXPECT_FALSE(cpu::PackR8(w, packed.data())) << std::hex << h;
+  }
+}
+
+
+// The packed kernels' integer sums at the range ends: every quant at its
+// extreme (Q8_0 -128, Q4 nibbles 15) against activations of ±127, where the
+// int16 pair sums come closest to overflowing.
+TEST(Quant, PackedMatMulAtTheRangeEnds) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0}) {
+    for (int sign : {1, -1}) {
+      const int64_t rows = 8, cols = 64;
+      std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          uint8_t* blk = m.data() + r * TensorRowBytes(t, cols) + b * (t == TensorType::Q8_0 ? 34 : t == TensorType::Q4_1 ? 20 : 18);
+          const uint16_t one = 0x3C00;  // F16 1.0
+          std::memcpy(blk, &one, 2);
+          if (t == TensorType::Q8_0) {
+            std::memset(blk + 2, 0x80, 32);  // -128
+          } else {
+            const int off = t == TensorType::Q4_1 ? 4 : 2;
+            if (t == TensorType::Q4_1) std::memcpy(blk + 2, &one, 2);
+            std::memset(blk + off, 0xFF, 16);  // nibbles 15
+          }
+        }
+      }
+      WeightView w;
+      w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+      std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+      ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+      WeightView wp = w;
+      wp.packed = packed.data();
+      std::vector<float> x(cols, 127.0f * sign);
+      std::vector<BlockQ8Act> xq(cols / 32);
+      cpu::GenericKernels().quantize_act(x.data(), cols, xq.data());
+      ASSERT_EQ(xq[0].qs[0], 127 * sign);
+      const double q = t == TensorType::Q8_0 ? -128.0 : t == TensorType::Q4_0 ? 7.0 : 16.0;  // d·q (+ m)
+      const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1
+      for (const cpu::Kernels* k : {&cpu::GenericKernels(), Simd()}) {
+        if (k == nullptr) continue;
+        std::vector<float> y(rows, 0.0f);
+        cpu::MatMulArgs a;
+        a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = 1;
+        a.y = y.data(); a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+        k->matmul(a);
+        for (float v : y) EXPECT_EQ(v, expect) << k->name << " type " << static_cast<int>(t);
+      }
+    }
+  }
+}
+
+}  // namespace
 }  // namespace llm

@@ -22,6 +22,10 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t row_bytes = 0;
+  // Optional second copy of the same matrix in a backend's own layout (the
+  // CPU backend's row-interleaved quants: backend/cpu/quant_pack.h); owned by
+  // that backend, null elsewhere. Readers that do not know it use `data`.
+  const void* packed = nullptr;
 
   bool empty() const { return data == nullptr; }
 };

@@ -106,6 +106,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       }
     }
     LLM_ASSIGN_OR_RETURN(b->out_norm_, NormToF32(w.output_norm, E, "output_norm"));
+    LLM_RETURN_IF_ERROR(b->PackWeights());
   } catch (const std::bad_alloc&) {
     return OutOfMemory("CPU backend: out of host memory");
   } catch (const std::system_error& e) {

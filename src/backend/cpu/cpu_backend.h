@@ -36,6 +36,10 @@ class CpuBackend final : public Backend {
  private:
   CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, Rope rope_local, int n_threads);
 
+  // pack_weights.cpp: the row-interleaved copies of the quantized matmul
+  // weights (quant_pack.h), pointed to by w_'s views.
+  Status PackWeights();
+
   // Checks the batch against the model and the pool; fills seq_of_ and pos_.
   Status Validate(const Batch& batch, const float* logits);
   // Grows the activation buffers to hold n_tok tokens and n_keys attended
@@ -63,7 +67,8 @@ class CpuBackend final : public Backend {
   bool Parallel(int64_t macs) const;
 
   ModelConfig cfg_;
-  ModelWeights w_;  // views into the caller's weights
+  ModelWeights w_;  // views into the caller's weights (and into packed_)
+  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> packed_;  // PackWeights' copies
   const Kernels* k_;
   ThreadPool pool_;
   Rope rope_;

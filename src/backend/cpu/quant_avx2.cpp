@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/quant.h"
+#include "backend/cpu/quant_pack.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -377,6 +378,157 @@ void MatMulT(const MatMulArgs& a) {
   }
 }
 
+// ---------------------------------------------------------------- packed rows
+//
+// Weights repacked 8 rows at a time (quant_pack.h). For one row group and one
+// token, block b adds
+//
+//   acc = fma(d_w · d_x, float(isum), acc)     lane r = row r
+//   acc = fma(m_w, s_x, acc)                   [Q4_0 / Q4_1]
+//
+// where isum (8 exact int32 dot products, one per row) comes from 8
+// multiply-adds of 4-row weight vectors with broadcast activation chunks and
+// one horizontal add. A row's output is its lane after the last block: no
+// horizontal reduction, and the same operations in the same order whatever
+// the tile, the row range or the batch, so results do not depend on them.
+
+// One token's activation block with each 8-byte chunk broadcast to the four
+// 64-bit lanes: out[c] = x[8c .. 8c+7] four times.
+inline void BroadcastBlock(const BlockQ8Act& x, __m256i* out) {
+  for (int c = 0; c < 4; ++c) {
+    int64_t v;
+    std::memcpy(&v, x.qs + 8 * c, 8);
+    _mm256_storeu_si256(out + c, _mm256_set1_epi64x(v));
+  }
+}
+
+// T tokens against one row group; xb[t]: token t's broadcast blocks (4 vectors
+// per block), xq[t]: its activation blocks (for d and s).
+template <int T>
+inline void PackedQ4Tile(const PackedQ4* w, int64_t nb, const __m256i* const* xb, const BlockQ8Act* const* xq,
+                         __m256* acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const PackedQ4& p = w[b];
+    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
+    const __m256i p0 = _mm256_loadu_si256(q), p1 = _mm256_loadu_si256(q + 1);
+    const __m256i p2 = _mm256_loadu_si256(q + 2), p3 = _mm256_loadu_si256(q + 3);
+    // a*: rows 0, 1, 4, 5; b*: rows 2, 3, 6, 7; digit = chunk
+    const __m256i a0 = _mm256_and_si256(p0, low4), a2 = _mm256_and_si256(_mm256_srli_epi16(p0, 4), low4);
+    const __m256i b0 = _mm256_and_si256(p1, low4), b2 = _mm256_and_si256(_mm256_srli_epi16(p1, 4), low4);
+    const __m256i a1 = _mm256_and_si256(p2, low4), a3 = _mm256_and_si256(_mm256_srli_epi16(p2, 4), low4);
+    const __m256i b1 = _mm256_and_si256(p3, low4), b3 = _mm256_and_si256(_mm256_srli_epi16(p3, 4), low4);
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.d)));
+    const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.m)));
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256i* xp = xb[t] + 4 * b;
+      const __m256i x0 = _mm256_loadu_si256(xp), x1 = _mm256_loadu_si256(xp + 1);
+      const __m256i x2 = _mm256_loadu_si256(xp + 2), x3 = _mm256_loadu_si256(xp + 3);
+      // int16 sums of 4 chunks: |q| <= 15, |x| <= 127, so |sum| <= 4·2·15·127 < 2^15
+      const __m256i sa = _mm256_add_epi16(
+          _mm256_add_epi16(_mm256_maddubs_epi16(a0, x0), _mm256_maddubs_epi16(a1, x1)),
+          _mm256_add_epi16(_mm256_maddubs_epi16(a2, x2), _mm256_maddubs_epi16(a3, x3)));
+      const __m256i sb = _mm256_add_epi16(
+          _mm256_add_epi16(_mm256_maddubs_epi16(b0, x0), _mm256_maddubs_epi16(b1, x1)),
+          _mm256_add_epi16(_mm256_maddubs_epi16(b2, x2), _mm256_maddubs_epi16(b3, x3)));
+      const __m256i isum = _mm256_hadd_epi32(_mm256_madd_epi16(sa, ones), _mm256_madd_epi16(sb, ones));
+      const BlockQ8Act& xv = xq[t][b];
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xv.d)), _mm256_cvtepi32_ps(isum), acc[t]);
+      acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xv.s), acc[t]);
+    }
+  }
+}
+
+template <int T>
+inline void PackedQ8Tile(const PackedQ8* w, int64_t nb, const __m256i* const* xb, const BlockQ8Act* const* xq,
+                         __m256* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const PackedQ8& p = w[b];
+    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);  // q[2c]: rows 0, 1, 4, 5; q[2c + 1]: 2, 3, 6, 7
+    __m256i u[8];  // |q| (as unsigned: -128 becomes 128)
+    for (int i = 0; i < 8; ++i) u[i] = _mm256_abs_epi8(_mm256_loadu_si256(q + i));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.d)));
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256i* xp = xb[t] + 4 * b;
+      __m256i ia = _mm256_setzero_si256(), ib = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        // |q| · sign(x, q) = q · x; a pair sum is at most 2·128·127 < 2^15
+        const __m256i xc = _mm256_loadu_si256(xp + c);
+        const __m256i xa = _mm256_sign_epi8(xc, _mm256_loadu_si256(q + 2 * c));
+        const __m256i xb2 = _mm256_sign_epi8(xc, _mm256_loadu_si256(q + 2 * c + 1));
+        ia = _mm256_add_epi32(ia, _mm256_madd_epi16(_mm256_maddubs_epi16(u[2 * c], xa), ones));
+        ib = _mm256_add_epi32(ib, _mm256_madd_epi16(_mm256_maddubs_epi16(u[2 * c + 1], xb2), ones));
+      }
+      const __m256i isum = _mm256_hadd_epi32(ia, ib);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(isum), acc[t]);
+    }
+  }
+}
+
+// Tokens t0 .. t0+T-1 against row group g; stores the rows of the group that
+// fall in [row_begin, row_end).
+template <bool kQ8, int T>
+inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const __m256i* xb0) {
+  __m256 acc[T];
+  const __m256i* xb[T];
+  const BlockQ8Act* xq[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    xb[t] = xb0 + 4 * nb * t;
+    xq[t] = a.xq + (t0 + t) * a.ld_xq;
+  }
+  if constexpr (kQ8) {
+    PackedQ8Tile<T>(static_cast<const PackedQ8*>(a.w->packed) + g * nb, nb, xb, xq, acc);
+  } else {
+    PackedQ4Tile<T>(static_cast<const PackedQ4*>(a.w->packed) + g * nb, nb, xb, xq, acc);
+  }
+  const int64_t r0 = g * kPackRows;
+  const int64_t lo = a.row_begin > r0 ? a.row_begin : r0;
+  const int64_t hi = a.row_end < r0 + kPackRows ? a.row_end : r0 + kPackRows;
+  for (int t = 0; t < T; ++t) {
+    float* y = a.y + (t0 + t) * a.ld_y + r0;
+    if (lo == r0 && hi == r0 + kPackRows) {
+      _mm256_storeu_ps(y, a.accumulate ? _mm256_add_ps(_mm256_loadu_ps(y), acc[t]) : acc[t]);
+    } else {
+      alignas(32) float v[8];
+      _mm256_store_ps(v, acc[t]);
+      for (int64_t r = lo; r < hi; ++r) y[r - r0] = a.accumulate ? y[r - r0] + v[r - r0] : v[r - r0];
+    }
+  }
+}
+
+// Tokens in blocks of 32 (their broadcast activations, 128 bytes per block,
+// stay in L2 while the row groups sweep them); inside, each row group meets
+// the block's tokens 4 at a time.
+template <bool kQ8>
+void PackedMatMul(const MatMulArgs& a) {
+  constexpr int64_t kTokBlock = 32;
+  const int64_t nb = a.w->cols / 32;
+  const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
+  // int64_t storage, read and written with unaligned loads and stores only:
+  // a vector of __m256i may not get 32-byte alignment from every allocator.
+  thread_local std::vector<int64_t> xbuf;
+  for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
+    const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
+    xbuf.resize(static_cast<size_t>((te - tb) * nb * 4 * 4));
+    __m256i* xv = reinterpret_cast<__m256i*>(xbuf.data());
+    for (int64_t t = tb; t < te; ++t)
+      for (int64_t b = 0; b < nb; ++b) BroadcastBlock(a.xq[t * a.ld_xq + b], xv + ((t - tb) * nb + b) * 4);
+    for (int64_t g = g0; g < g1; ++g) {
+      int64_t t = tb;
+      for (; t + 4 <= te; t += 4) RunPacked<kQ8, 4>(a, nb, g, t, xv + (t - tb) * nb * 4);
+      if (t + 2 <= te) {
+        RunPacked<kQ8, 2>(a, nb, g, t, xv + (t - tb) * nb * 4);
+        t += 2;
+      }
+      if (t < te) RunPacked<kQ8, 1>(a, nb, g, t, xv + (t - tb) * nb * 4);
+    }
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- activations
@@ -430,6 +582,14 @@ QuantDotFn QuantDot(TensorType type) {
 }
 
 void QuantMatMulImpl(const MatMulArgs& a) {
+  if (a.w->packed != nullptr) {  // a CanPackR8 type, packed by the backend
+    if (a.w->type == TensorType::Q8_0) {
+      PackedMatMul<true>(a);
+    } else {
+      PackedMatMul<false>(a);
+    }
+    return;
+  }
   switch (a.w->type) {
     case TensorType::Q4_0: MatMulT<Q4_0>(a); break;
     case TensorType::Q4_1: MatMulT<Q4_1>(a); break;

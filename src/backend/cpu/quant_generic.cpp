@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/quant.h"
 
@@ -314,6 +315,49 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q4_K: return DotK<false>;
     case TensorType::Q5_K: return DotK<true>;
     case TensorType::Q6_K: return DotQ6_K;
+    default: return nullptr;
+  }
+}
+
+// The order of the SIMD kernels' row-interleaved path (quant_pack.h), used
+// when the backend has packed the weight: one accumulator, blocks in order,
+//   acc = fma(d_w · d_x, isum, acc)  [acc = fma(m_w, s_x, acc)]
+// with Q4_0 taken as unsigned quants with m_w = -8 · d_w. Each step rounds
+// once, like the SIMD lanes, so both give bitwise the same outputs.
+float DotR8Q8_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ8_0*>(w);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < nb; ++i)
+    acc = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(b[i].qs, x[i].qs)), acc);
+  return acc;
+}
+
+template <bool kQ4_0>
+float DotR8Q4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  using B = std::conditional_t<kQ4_0, BlockQ4_0, BlockQ4_1>;
+  const auto* b = reinterpret_cast<const B*>(w);
+  float acc = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ4(b[i].qs, 0, q);
+    const float d = F16ToF32(b[i].d);
+    float m = 0.0f;
+    if constexpr (kQ4_0) {
+      m = -8.0f * d;
+    } else {
+      m = F16ToF32(b[i].m);
+    }
+    acc = std::fma(d * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
+    acc = std::fma(m, x[i].s, acc);
+  }
+  return acc;
+}
+
+QuantDotFn PackedOrderDot(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0: return DotR8Q4<true>;
+    case TensorType::Q4_1: return DotR8Q4<false>;
+    case TensorType::Q8_0: return DotR8Q8_0;
     default: return nullptr;
   }
 }

@@ -1,6 +1,7 @@
 // The loops of a block-quantized matmul over weight rows and tokens. Not a
 // normal header: quant_generic.cpp includes it inside its
-// own namespace after defining `QuantDotFn QuantDot(TensorType)`.
+// own namespace after defining `QuantDotFn QuantDot(TensorType)` and
+// `PackedOrderDot(TensorType)` (the summation order of a packed weight).
 //
 // Every output y[t][r] is one call of the row's dot function on token t's
 // quantized activations, whatever the tiling: results do not depend on the
@@ -8,7 +9,9 @@
 
 void QuantMatMulImpl(const MatMulArgs& a) {
   const WeightView& W = *a.w;
-  const QuantDotFn dot = QuantDot(W.type);
+  // A packed weight (quant_pack.h) is read from `data` too, but summed in the
+  // order of the SIMD kernels' packed path, so the two agree bitwise.
+  const QuantDotFn dot = W.packed != nullptr ? PackedOrderDot(W.type) : QuantDot(W.type);
   if (dot == nullptr) return;  // rejected at backend creation
   const auto* base = static_cast<const uint8_t*>(W.data);
   const size_t rb = W.row_bytes;

@@ -1,0 +1,150 @@
+// bench_quant: the block-quantized matmul kernel alone, one thread.
+//
+// For each weight type and shape (rows x cols, SmolLM2-135M's by default) and
+// each token count, runs Kernels::matmul over all rows and reports GMAC/s
+// (multiply-adds of weights with activations per second), the median of -r
+// repetitions. Weights are random bytes with sane scales; activations are
+// quantized once outside the timing, as the backend does per matmul.
+//
+// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k)]
+//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack]
+//
+// By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
+// quant_pack.h) are repacked here too; --no-pack measures the row-major path.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/quant_pack.h"
+#include "model/tensor_type.h"
+#include "model/weights.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TypeName {
+  const char* name;
+  llm::TensorType type;
+};
+const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::TensorType::Q4_1},
+                           {"q5_0", llm::TensorType::Q5_0}, {"q5_1", llm::TensorType::Q5_1},
+                           {"q8_0", llm::TensorType::Q8_0}, {"q4_k", llm::TensorType::Q4_K},
+                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K}};
+
+// Random quant bytes; every 16-bit field that may be an F16 scale gets a small
+// normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
+std::vector<uint8_t> RandomMatrix(llm::TensorType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  int64_t be = 0, bb = 0;
+  llm::TensorTypeLayout(t, &be, &bb);
+  std::vector<uint8_t> m(static_cast<size_t>(rows * (cols / be) * bb));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : m) b = static_cast<uint8_t>(byte(rng));
+  const int64_t n_blocks = rows * (cols / be);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* blk = m.data() + b * bb;
+    const int off = t == llm::TensorType::Q6_K ? 208 : 0;
+    const int n_f16 = (t == llm::TensorType::Q4_1 || t == llm::TensorType::Q5_1 || t == llm::TensorType::Q4_K ||
+                       t == llm::TensorType::Q5_K) ? 2 : 1;
+    for (int i = 0; i < n_f16; ++i) {
+      const uint16_t h = static_cast<uint16_t>(0x2000 | (byte(rng) << 3) | (byte(rng) & 1) << 15);
+      std::memcpy(blk + off + 2 * i, &h, 2);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 9;
+  std::vector<std::string> types = {"q4_1", "q8_0"};
+  std::vector<int64_t> toks = {1, 4, 16, 64};
+  bool generic = false, pack = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--generic") { generic = true; continue; }
+    if (a == "--no-pack") { pack = false; continue; }
+    if (i + 1 >= argc) { std::fprintf(stderr, "missing value after %s\n", a.c_str()); return 2; }
+    const std::string v = argv[++i];
+    if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
+    else if (a == "-t") types = {v};
+    else if (a == "-n") {
+      toks.clear();
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
+    } else {
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack]\n");
+      return 2;
+    }
+  }
+  const llm::cpu::Kernels& k = generic ? llm::cpu::GenericKernels() : llm::cpu::BestKernels();
+  std::printf("kernels: %s, 1 thread, median of %d, %s\n", k.name, reps, pack ? "packed rows" : "row-major");
+  std::printf("%-5s %7s %6s %6s %10s %10s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s");
+  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
+  const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+  std::mt19937 rng(7);
+  for (const std::string& tn : types) {
+    const TypeName* tp = nullptr;
+    for (const TypeName& c : kTypes) if (tn == c.name) tp = &c;
+    if (tp == nullptr) { std::fprintf(stderr, "unknown type %s\n", tn.c_str()); return 2; }
+    for (const auto& s : shapes) {
+      const int64_t rows = s[0], cols = s[1];
+      int64_t be = 0, bb = 0;
+      llm::TensorTypeLayout(tp->type, &be, &bb);
+      if (cols % be != 0) continue;
+      const std::vector<uint8_t> m = RandomMatrix(tp->type, rows, cols, rng);
+      llm::WeightView w;
+      w.type = tp->type;
+      w.data = m.data();
+      w.rows = rows;
+      w.cols = cols;
+      w.row_bytes = llm::TensorRowBytes(tp->type, cols);
+      std::vector<uint8_t> packed;
+      if (pack && llm::cpu::CanPackR8(w)) {
+        packed.resize(llm::cpu::PackedR8Bytes(w));
+        if (llm::cpu::PackR8(w, packed.data())) w.packed = packed.data();
+      }
+      for (int64_t n_tok : toks) {
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> x(static_cast<size_t>(n_tok * cols));
+        for (float& v : x) v = nd(rng);
+        std::vector<llm::cpu::BlockQ8Act> xq(static_cast<size_t>(n_tok * cols / 32));
+        k.quantize_act(x.data(), n_tok * cols, xq.data());
+        std::vector<float> y(static_cast<size_t>(n_tok * rows));
+        llm::cpu::MatMulArgs a;
+        a.w = &w;
+        a.x = x.data();
+        a.ld_x = cols;
+        a.xq = xq.data();
+        a.ld_xq = cols / 32;
+        a.n_tok = n_tok;
+        a.y = y.data();
+        a.ld_y = rows;
+        a.row_begin = 0;
+        a.row_end = rows;
+        k.matmul(a);  // warm-up
+        std::vector<double> ms;
+        for (int r = 0; r < reps; ++r) {
+          const auto t0 = Clock::now();
+          k.matmul(a);
+          ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        const double med = ms[ms.size() / 2];
+        const double gmac = static_cast<double>(rows) * cols * n_tok / (med * 1e6);
+        std::printf("%-5s %7lld %6lld %6lld %10.3f %10.2f\n", tn.c_str(), static_cast<long long>(rows),
+                    static_cast<long long>(cols), static_cast<long long>(n_tok), med, gmac);
+      }
+    }
+  }
+  return 0;
+}

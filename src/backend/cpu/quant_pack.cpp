@@ -1,0 +1,102 @@
+// The R8 weight packing (quant_pack.h): plain C++, run once per weight.
+#include "backend/cpu/quant_pack.h"
+
+#include <cstring>
+
+namespace llm::cpu {
+namespace {
+
+// Vector A holds rows 0, 1, 4, 5; vector B rows 2, 3, 6, 7 (8 bytes each).
+constexpr int kRowOfSlot[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+
+// Quant k (0..31) of a Q4_0/Q4_1 block: nibble k of 32, low nibbles first.
+inline uint8_t Nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0x0F : qs[k - 16] >> 4; }
+
+// -8 · h for an F16 h, exactly: flip the sign, add 3 to the exponent (a
+// subnormal h is renormalised). False when the result does not fit in F16
+// (|h| >= 2^13, or h inf / NaN): such a weight is not packed.
+inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
+  const uint16_t sign = static_cast<uint16_t>((h ^ 0x8000u) & 0x8000u);
+  const int e = (h >> 10) & 0x1F;
+  if (e != 0) {
+    if (e + 3 >= 0x1F) return false;
+    *out = static_cast<uint16_t>(sign | ((e + 3) << 10) | (h & 0x3FFu));
+    return true;
+  }
+  // subnormal: mant · 2^-24 · 8 = mant · 2^-21; still representable exactly
+  uint32_t v = (h & 0x3FFu) << 3;  // the subnormal's mantissa · 8, in units of 2^-24
+  if (v < 0x400u) {                 // still subnormal (or zero)
+    *out = static_cast<uint16_t>(sign | v);
+    return true;
+  }
+  int exp = 1;  // normal: v · 2^-24 = (1024 + f) · 2^(exp - 25)
+  while (v >= 0x800u) {
+    v >>= 1;  // exact: v has 3 trailing zero bits and needs at most 2 shifts
+    ++exp;
+  }
+  *out = static_cast<uint16_t>(sign | (exp << 10) | (v & 0x3FFu));
+  return true;
+}
+
+}  // namespace
+
+bool CanPackR8(const WeightView& w) {
+  return (w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q8_0) &&
+         w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % 32 == 0;
+}
+
+size_t PackedR8Bytes(const WeightView& w) {
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, nb = w.cols / 32;
+  const size_t bb = w.type == TensorType::Q8_0 ? sizeof(PackedQ8) : sizeof(PackedQ4);
+  return static_cast<size_t>(groups * nb) * bb;
+}
+
+bool PackR8(const WeightView& w, uint8_t* out) {
+  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, nb = w.cols / 32;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  std::memset(out, 0, PackedR8Bytes(w));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t idx = g * nb + b;
+      for (int r = 0; r < 8; ++r) {
+        const int64_t row = g * kPackRows + r;
+        if (row >= w.rows) continue;  // zero rows
+        const uint8_t* src = base + row * static_cast<int64_t>(w.row_bytes);
+        // slot of row r: which vector (h) and position (s) in it
+        int h = 0, s = 0;
+        for (int hh = 0; hh < 2; ++hh)
+          for (int ss = 0; ss < 4; ++ss)
+            if (kRowOfSlot[hh][ss] == r) h = hh, s = ss;
+        if (w.type == TensorType::Q8_0) {
+          const auto& blk = reinterpret_cast<const BlockQ8_0*>(src)[b];
+          auto& p = reinterpret_cast<PackedQ8*>(out)[idx];
+          p.d[r] = blk.d;
+          for (int c = 0; c < 4; ++c)
+            for (int i = 0; i < 8; ++i) p.qs[32 * (2 * c + h) + 8 * s + i] = blk.qs[8 * c + i];
+        } else {
+          auto& p = reinterpret_cast<PackedQ4*>(out)[idx];
+          const uint8_t* qs = nullptr;
+          if (w.type == TensorType::Q4_1) {
+            const auto& blk = reinterpret_cast<const BlockQ4_1*>(src)[b];
+            p.d[r] = blk.d;
+            p.m[r] = blk.m;
+            qs = blk.qs;
+          } else {
+            const auto& blk = reinterpret_cast<const BlockQ4_0*>(src)[b];
+            p.d[r] = blk.d;
+            if (!F16Times8Neg(blk.d, &p.m[r])) return false;
+            qs = blk.qs;
+          }
+          for (int c = 0; c < 2; ++c)  // low nibble: chunk c; high: chunk c + 2
+            for (int i = 0; i < 8; ++i) {
+              const uint8_t lo = Nibble(qs, 8 * c + i), hi = Nibble(qs, 8 * (c + 2) + i);
+              p.qs[32 * (2 * c + h) + 8 * s + i] = static_cast<uint8_t>(lo | (hi << 4));
+            }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace llm::cpu
