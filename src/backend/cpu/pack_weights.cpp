@@ -7,8 +7,9 @@
 // portable one the original rows in the same order). The copy is as large as
 // the original (Q4_0: 160 bytes per 8 blocks of 18); the mapped file pages
 // of the original are then no longer read by the matmuls (the token
-// embedding gather still reads token_embd). LLM_CPU_PACK=0 turns packing off
-// (for measurements).
+// embedding gather still reads token_embd). The row groups are packed by the
+// backend's thread pool. LLM_CPU_PACK=0 turns packing off (for measurements).
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,7 +26,11 @@ Status CpuBackend::PackWeights() {
     const size_t bytes = PackedR8Bytes(*w);
     std::unique_ptr<uint8_t[], FreeDeleter> buf(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
     if (!buf) return OutOfMemory("CPU backend: cannot allocate packed weights");
-    if (!PackR8(*w, buf.get())) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
+    std::atomic<bool> ok{true};
+    pool_.ParallelFor((w->rows + kPackRows - 1) / kPackRows, [&](int64_t g0, int64_t g1, int) {
+      if (!PackR8Groups(*w, buf.get(), g0, g1)) ok.store(false, std::memory_order_relaxed);
+    });
+    if (!ok.load()) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
     w->packed = buf.get();
     packed_.push_back(std::move(buf));
     return Status::Ok();

@@ -7,7 +7,8 @@ namespace llm::cpu {
 namespace {
 
 // Vector A holds rows 0, 1, 4, 5; vector B rows 2, 3, 6, 7 (8 bytes each).
-constexpr int kRowOfSlot[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+constexpr int kVectorOfRow[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+constexpr int kSlotOfRow[8] = {0, 1, 0, 1, 2, 3, 2, 3};
 
 // Quant k (0..31) of a Q4_0/Q4_1 block: nibble k of 32, low nibbles first.
 inline uint8_t Nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0x0F : qs[k - 16] >> 4; }
@@ -51,22 +52,21 @@ size_t PackedR8Bytes(const WeightView& w) {
   return static_cast<size_t>(groups * nb) * bb;
 }
 
-bool PackR8(const WeightView& w, uint8_t* out) {
-  const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, nb = w.cols / 32;
+bool PackR8(const WeightView& w, uint8_t* out) { return PackR8Groups(w, out, 0, (w.rows + kPackRows - 1) / kPackRows); }
+
+bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_end) {
+  const int64_t nb = w.cols / 32;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  std::memset(out, 0, PackedR8Bytes(w));
-  for (int64_t g = 0; g < groups; ++g) {
+  const size_t bb = w.type == TensorType::Q8_0 ? sizeof(PackedQ8) : sizeof(PackedQ4);
+  std::memset(out + g_begin * nb * bb, 0, static_cast<size_t>((g_end - g_begin) * nb) * bb);
+  for (int64_t g = g_begin; g < g_end; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t idx = g * nb + b;
       for (int r = 0; r < 8; ++r) {
         const int64_t row = g * kPackRows + r;
         if (row >= w.rows) continue;  // zero rows
         const uint8_t* src = base + row * static_cast<int64_t>(w.row_bytes);
-        // slot of row r: which vector (h) and position (s) in it
-        int h = 0, s = 0;
-        for (int hh = 0; hh < 2; ++hh)
-          for (int ss = 0; ss < 4; ++ss)
-            if (kRowOfSlot[hh][ss] == r) h = hh, s = ss;
+        const int h = kVectorOfRow[r], s = kSlotOfRow[r];  // row r's vector (A/B) and 8-byte slot in it
         if (w.type == TensorType::Q8_0) {
           const auto& blk = reinterpret_cast<const BlockQ8_0*>(src)[b];
           auto& p = reinterpret_cast<PackedQ8*>(out)[idx];

@@ -54,5 +54,8 @@ size_t PackedR8Bytes(const WeightView& w);
 // block b at out + (g · (cols / 32) + b) · sizeof(PackedQ4 or PackedQ8).
 // False (out unusable) for a Q4_0 scale whose -8·d does not fit in F16.
 bool PackR8(const WeightView& w, uint8_t* out);
+// The same for row groups [g_begin, g_end) only (groups of kPackRows rows):
+// disjoint ranges may be packed in parallel.
+bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_end);
 
 }  // namespace llm::cpu
