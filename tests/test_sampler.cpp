@@ -1,6 +1,7 @@
 // Sampler tests: validation, greedy, determinism, distribution, filters,
 // penalties, logprobs. No model needed.
 #include "sample/sampler.h"
+#include "sample/sum_exp.h"
 
 #include <gtest/gtest.h>
 
@@ -171,6 +172,31 @@ TEST(SamplerGreedy, TopK1IsGreedyAtAnyTemperature) {
       const auto expect = std::max_element(l.begin(), l.end()) - l.begin();
       ASSERT_EQ(s.Sample(l.data(), {}), expect) << "t=" << t;
     }
+  }
+}
+
+// is_plain_argmax: exactly when Sample() is Argmax and leaves the row alone
+// (the engine then skips copying the row).
+TEST(SamplerGreedy, PlainArgmaxMeansSampleLeavesTheLogits) {
+  Rng rng(3);
+  const std::vector<float> logits = RandomLogits(rng, 300);
+  const std::vector<int32_t> history = {5, 7, 7, 250};
+  SamplingParams p = Plain();
+  p.temperature = 0.0f;
+  EXPECT_TRUE(Sampler(p, 300).is_plain_argmax());
+  p.repetition_penalty = 1.3f;
+  EXPECT_FALSE(Sampler(p, 300).is_plain_argmax());
+  p.penalty_last_n = 0;  // penalties off by window
+  EXPECT_TRUE(Sampler(p, 300).is_plain_argmax());
+  SamplingParams hot = Plain();
+  EXPECT_FALSE(Sampler(hot, 300).is_plain_argmax());
+  hot.top_k = 1;
+  EXPECT_TRUE(Sampler(hot, 300).is_plain_argmax());
+  for (const SamplingParams& q : {p, hot}) {
+    Sampler s(q, 300);
+    std::vector<float> copy = logits;
+    EXPECT_EQ(s.Sample(copy.data(), history), s.Argmax(logits.data()));
+    EXPECT_EQ(copy, logits);
   }
 }
 
@@ -457,6 +483,71 @@ TEST(SamplerLogprob, MatchesReferenceAndIsStable) {
   EXPECT_NEAR(total, 1.0, 1e-4);
   LogSoftmax(r.data(), 5000, r.data());  // in place
   EXPECT_EQ(r, out);
+}
+
+// The vectorised max and Σ exp against the double-precision reference, on
+// rows shaped like real logits and on the awkward ones: log p must keep a
+// relative error below 1e-6 (it is reported to users).
+TEST(SamplerLogprob, VectorisedSumExpMatchesDoubleReference) {
+  Rng rng(9);
+  auto check = [](const std::vector<float>& x, const char* what) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    const MaxSumExp got = RowMaxSumExp(x.data(), n);
+    const MaxSumExp ref = RowMaxSumExpPortable(x.data(), n);
+    if (std::isnan(ref.max)) {
+      EXPECT_TRUE(std::isnan(got.max)) << what;
+    } else {
+      EXPECT_EQ(got.max, ref.max) << what;
+    }
+    EXPECT_EQ(got.n_max, ref.n_max) << what;
+    if (ref.rest == 0.0) {
+      EXPECT_EQ(got.rest, 0.0) << what;
+    } else {
+      EXPECT_NEAR(got.rest / ref.rest, 1.0, 3e-7) << what << " n " << n;
+    }
+    if (ref.n_max == 0.0) return;
+    // log p against the reference, for up to 64 tokens spread over the row
+    // and the max (near 0 when the row is peaked)
+    const double lse = std::log1p((ref.n_max - 1.0) + ref.rest);
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i += n / 64 + 1) {
+      if (std::isnan(x[i]) || x[i] == -kInf) continue;
+      const double want = static_cast<double>(x[i]) - ref.max - lse;
+      const double lp = TokenLogprob(x.data(), static_cast<int32_t>(n), static_cast<int32_t>(i));
+      if (want != 0.0) worst = std::max(worst, std::fabs(lp - want) / std::fabs(want));
+    }
+    const int32_t top = static_cast<int32_t>(std::max_element(x.begin(), x.end(), [](float a, float b) {
+                                               return std::isnan(a) || (!std::isnan(b) && a < b);
+                                             }) - x.begin());
+    const double want_top = -lse;
+    if (want_top != 0.0)
+      worst = std::max(worst, std::fabs(TokenLogprob(x.data(), static_cast<int32_t>(n), top) - want_top) /
+                                  std::fabs(want_top));
+    EXPECT_LT(worst, 1e-6) << what << " n " << n;
+  };
+  for (int32_t n : {1, 7, 8, 15, 16, 17, 100, 513, 32000, 49152}) {
+    for (float scale : {0.5f, 4.0f, 20.0f, 200.0f}) check(RandomLogits(rng, n, scale), "random");
+  }
+  // near-certain token: log p close to 0 keeps its digits
+  std::vector<float> peaked = RandomLogits(rng, 4099, 1.0f);
+  peaked[123] = 40.0f;
+  check(peaked, "peaked");
+  // many tokens just below the max: every term's rounding counts
+  std::vector<float> flat(50000, -10.0f);
+  flat[0] = 0.0f;
+  check(flat, "flat at -10");
+  // NaN, -inf and large offsets are skipped or handled like the reference
+  std::vector<float> odd = RandomLogits(rng, 1000, 8.0f);
+  for (int i = 0; i < 1000; i += 7) odd[i] = std::numeric_limits<float>::quiet_NaN();
+  for (int i = 3; i < 1000; i += 11) odd[i] = -kInf;
+  for (float& v : odd) v += 1.0e4f;
+  check(odd, "nan/-inf/offset");
+  check(std::vector<float>(37, -kInf), "all -inf");
+  check(std::vector<float>(9, std::numeric_limits<float>::quiet_NaN()), "all NaN");
+  std::vector<float> pinf(20, 1.0f);
+  pinf[13] = kInf;
+  check(pinf, "+inf");
+  check({}, "empty");
 }
 
 // ---------------------------------------------------------- large vocab

@@ -77,6 +77,14 @@ class Sampler {
 
   // Sample() takes the argmax (temperature 0 or top_k 1).
   bool greedy() const { return p_.temperature == 0.0f || p_.top_k == 1; }
+  // Sample() neither modifies the logits nor draws: it is Argmax(logits)
+  // (greedy, no penalty in force), so a caller may skip copying the row.
+  bool is_plain_argmax() const {
+    return greedy() && (p_.penalty_last_n == 0 || (p_.repetition_penalty == 1.0f && p_.frequency_penalty == 0.0f &&
+                                                   p_.presence_penalty == 0.0f));
+  }
+  // The id of the largest logit; ties go to the lowest id, NaN never wins.
+  int32_t Argmax(const float* logits) const;
   // The sampler's own random stream, for draws made outside Sample().
   Rng& rng() { return rng_; }
 
@@ -91,7 +99,6 @@ class Sampler {
   };
 
   void ApplyPenalties(float* logits, std::span<const int32_t> history);
-  int32_t Argmax(const float* logits) const;
   // Over c[0..k) sorted by Before: sets each w and returns how many lead
   // candidates survive top-p and then min-p.
   size_t WeighAndCut(Candidate* c, size_t k, float inv_t) const;
