@@ -4,6 +4,7 @@
 // destruction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -37,6 +38,32 @@ TEST(ThreadPool, CoversEveryIndexOnceWithTheDocumentedChunks) {
       std::set<std::pair<int64_t, int64_t>> expected;
       for (int64_t i = 0; i < parts; ++i) expected.insert({n * i / parts, n * (i + 1) / parts});
       EXPECT_EQ(chunks, expected) << "threads " << threads << " n " << n;
+    }
+  }
+}
+
+TEST(ThreadPool, DynamicChunksCoverEveryIndexOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 5, 64, 1000}) {
+      for (int64_t chunks : {1, 4, 16, 100000}) {
+        std::vector<std::atomic<int>> hits(n);
+        std::mutex mu;
+        std::set<std::pair<int64_t, int64_t>> got;
+        pool.ParallelForDynamic(n, chunks, [&](int64_t b, int64_t e, int t) {
+          EXPECT_GE(t, 0);
+          EXPECT_LT(t, threads);
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+          std::lock_guard<std::mutex> lock(mu);
+          got.insert({b, e});
+        });
+        for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n " << n << " index " << i;
+        // A single-threaded pool makes one call; otherwise min(n, chunks, 65535) chunks.
+        const int64_t parts = threads == 1 ? std::min<int64_t>(n, 1) : std::min({n, chunks, int64_t{65535}});
+        std::set<std::pair<int64_t, int64_t>> expected;
+        for (int64_t i = 0; i < parts; ++i) expected.insert({n * i / parts, n * (i + 1) / parts});
+        EXPECT_EQ(got, expected) << "threads " << threads << " n " << n << " chunks " << chunks;
+      }
     }
   }
 }

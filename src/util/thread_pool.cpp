@@ -80,11 +80,10 @@ void ThreadPool::RunChunks(uint32_t epoch, int thread) {
   }
 }
 
-void ThreadPool::Run(int64_t n, int max_threads, void* ctx, Thunk thunk) {
+void ThreadPool::Run(int64_t n, int64_t parts, void* ctx, Thunk thunk) {
   if (n <= 0) return;
-  int64_t parts = n_threads_;
-  if (parts > max_threads) parts = max_threads;
   if (parts > n) parts = n;
+  if (parts > kMaxChunks) parts = kMaxChunks;
   if (parts <= 1) {
     thunk(ctx, 0, n, 0);
     return;

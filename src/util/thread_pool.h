@@ -43,16 +43,28 @@ class ThreadPool {
   // reference (type-erased to a pointer).
   template <typename Fn>
   void ParallelFor(int64_t n, Fn&& fn, int max_threads = 1 << 30) {
-    using F = std::remove_reference_t<Fn>;
-    Run(n, max_threads, &fn, [](void* ctx, int64_t b, int64_t e, int t) {
-      (*static_cast<F*>(ctx))(b, e, t);
-    });
+    int64_t parts = n_threads_ < max_threads ? n_threads_ : max_threads;
+    Run(n, parts, &fn, &Call<std::remove_reference_t<Fn>>);
+  }
+
+  // Like ParallelFor, but cuts [0, n) into min(n, n_chunks) chunks (at most
+  // 65535), more than there are threads, which threads claim one at a time as
+  // they finish: for loops whose items differ in cost. Single-threaded pools
+  // make one call.
+  template <typename Fn>
+  void ParallelForDynamic(int64_t n, int64_t n_chunks, Fn&& fn) {
+    Run(n, n_threads_ > 1 ? n_chunks : 1, &fn, &Call<std::remove_reference_t<Fn>>);
   }
 
  private:
   using Thunk = void (*)(void* ctx, int64_t begin, int64_t end, int thread);
 
-  void Run(int64_t n, int max_threads, void* ctx, Thunk thunk);
+  template <typename F>
+  static void Call(void* ctx, int64_t b, int64_t e, int t) {
+    (*static_cast<F*>(ctx))(b, e, t);
+  }
+  // Runs `thunk` over [0, n) cut into min(n, parts, 65535) chunks.
+  void Run(int64_t n, int64_t parts, void* ctx, Thunk thunk);
   void WorkerLoop(int index);
   // Claims and runs chunks of job `epoch` until none is left.
   void RunChunks(uint32_t epoch, int thread);

@@ -147,7 +147,7 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       cap_tok_ = n_tok;
     }
     if (n_keys > cap_keys_) {
-      scores_.resize(static_cast<size_t>(pool_.n_threads()) * n_keys);
+      scores_.resize(static_cast<size_t>(pool_.n_threads()) * (cfg_.n_head / cfg_.n_head_kv) * n_keys);
       cap_keys_ = n_keys;
     }
   } catch (const std::bad_alloc&) {

@@ -107,7 +107,7 @@ class CpuBackend final : public Backend {
   std::vector<BlockQ8Act> xq_;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
   std::vector<int32_t> seq_of_; // (n_tok)           batch sequence of each token
   std::vector<int64_t> pos_;    // (n_tok)           position of each token
-  std::vector<float> scores_;   // (n_threads, cap_keys) attention scratch
+  std::vector<float> scores_;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
 };
 
 }  // namespace llm::cpu

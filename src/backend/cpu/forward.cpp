@@ -238,10 +238,11 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
 
 // ================================================================ attention
 //
-// One task per (token, query head); query head h reads KV head h / n_rep
-// (grouped-query attention). Token t attends to positions 0 .. pos[t] of its
-// own sequence, which this step's RopeAndStoreKv has already completed; on a
-// sliding-window layer only to the last `window` of them:
+// One task per (token, KV head): the n_rep query heads that read KV head g
+// (grouped-query attention) run together, so each K and V tile is read once
+// per group. Token t attends to positions 0 .. pos[t] of its own sequence,
+// which this step's RopeAndStoreKv has already completed; on a sliding-window
+// layer only to the last `window` of them:
 //
 //   pos:     0 1 2 ... p-W  p-W+1 ... p
 //   local:   (masked)       [attended  ]     W = sliding_window
@@ -249,9 +250,12 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
 // The masked keys stay in the pool: global layers of the same block still
 // need them. (A pool that kept local layers' K/V in blocks of their own could
 // free those out of the window; the block tables share one layout today.)
+//
+// Tasks differ in cost (a batch mixes short and long contexts), so they are
+// cut into several chunks per thread that threads claim as they finish.
 
 void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
-  const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head;
+  const int32_t hd = cfg_.head_dim, Hkv = cfg_.n_head_kv;
   const int32_t n_rep = cfg_.n_head / cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim();
   const float scale = cfg_.AttnScale();
@@ -260,29 +264,30 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   for (int64_t t = 0; t < n; ++t) keys += window > 0 && pos_[t] + 1 > window ? window : pos_[t] + 1;
 
   auto tasks = [&](int64_t b, int64_t e, int thread) {
-    float* scores = scores_.data() + static_cast<int64_t>(thread) * cap_keys_;  // (cap_keys)
+    float* scores = scores_.data() + static_cast<int64_t>(thread) * n_rep * cap_keys_;  // (n_rep, cap_keys)
     for (int64_t task = b; task < e; ++task) {
-      const int64_t t = task / Hq;
-      const int32_t h = static_cast<int32_t>(task % Hq);
+      const int64_t t = task / Hkv;
+      const int32_t g = static_cast<int32_t>(task % Hkv);
       const BatchSeq& s = batch.seqs[seq_of_[t]];
       AttnArgs a;
       a.pool = kv_pool_.get();
       a.block_stride = kv_.block_floats();
-      a.k_offset = kv_.KOffset(layer, h / n_rep);
-      a.v_offset = kv_.VOffset(layer, h / n_rep);
+      a.k_offset = kv_.KOffset(layer, g);
+      a.v_offset = kv_.VOffset(layer, g);
       a.block_table = s.block_table.data();
       a.block_size = static_cast<int32_t>(kv_.block_size);
       a.head_dim = hd;
       a.n_keys = pos_[t] + 1;
       a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
       a.scale = scale;
-      k_->attention(a, q_.data() + t * Q + h * hd, scores, att_.data() + t * Q + h * hd);
+      const int64_t off = t * Q + static_cast<int64_t>(g) * n_rep * hd;  // query heads g*n_rep ..
+      k_->attention(a, n_rep, q_.data() + off, scores, att_.data() + off);
     }
   };
-  if (Parallel(keys * Hq * hd * 3)) {
-    pool_.ParallelFor(n * Hq, tasks);
+  if (Parallel(keys * cfg_.n_head * hd * 3)) {
+    pool_.ParallelForDynamic(n * Hkv, 8 * static_cast<int64_t>(pool_.n_threads()), tasks);
   } else {
-    tasks(0, n * Hq, 0);
+    tasks(0, n * Hkv, 0);
   }
 }
 

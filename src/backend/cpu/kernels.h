@@ -55,9 +55,9 @@ struct MatMulArgs {
   bool accumulate = false;  // y += X·Wᵀ (fused residual add) instead of y =
 };
 
-// One query head against the keys 0 .. n_keys-1 of one KV head of one layer
-// in the paged pool (layout in kv_layout.h). Key j lives in block
-// block_table[j / block_size], slot j % block_size.
+// The query heads of one KV head (GQA group) against its keys 0 .. n_keys-1
+// in one layer of the paged pool (layout in kv_layout.h). Key j lives in
+// block block_table[j / block_size], slot j % block_size.
 struct AttnArgs {
   const float* pool = nullptr;   // the whole KV pool
   int64_t block_stride = 0;      // floats per block (all layers, K and V)
@@ -80,9 +80,11 @@ struct Kernels {
   void (*rmsnorm)(const float* x, const float* w, int64_t n, float eps, float* out);
   // g = silu(g) * u, elementwise over n.
   void (*silu_mul)(float* g, const float* u, int64_t n);
-  // out (head_dim) = softmax(q·Kᵀ·scale) · V over the attended keys;
-  // scores: scratch of n_keys floats.
-  void (*attention)(const AttnArgs& a, const float* q, float* scores, float* out);
+  // For each of n_q query heads sharing the KV head:
+  // out[g] (head_dim) = softmax(q[g]·Kᵀ·scale) · V over the attended keys.
+  // q, out: (n_q, head_dim); scores: scratch of n_q * n_keys floats. Each
+  // head's result is bitwise independent of n_q.
+  void (*attention)(const AttnArgs& a, int n_q, const float* q, float* scores, float* out);
   // x (n, n % 32 == 0) -> n / 32 activation blocks.
   void (*quantize_act)(const float* x, int64_t n, BlockQ8Act* out);
   // g = gelu(g) * u, elementwise over n; gelu's tanh approximation

@@ -7,7 +7,8 @@
 //   V8 RoundInt(V8) (to nearest), V8 Pow2(V8 n) (2^n for integral n in
 //   [-126, 127]); float HSum(V8) (fixed order);
 //   V8 LoadF16(const uint16_t*); V8 LoadBF16(const uint16_t*);
-//   float ScalarFma(a, b, c): the same rounding as one lane of Fma.
+//   float ScalarFma(a, b, c): the same rounding as one lane of Fma;
+//   void Prefetch(const void*) (a hint; may do nothing).
 //
 // It must not use std:: templates: an instantiation compiled under the AVX2
 // target could be merged by the linker with the portable one.
@@ -204,104 +205,180 @@ void MatMulImpl(const MatMulArgs& a) {
 
 // ================================================================ attention
 //
-// One query head over a paged K/V tile (see kv_layout.h): K is stored
-// transposed per block, (head_dim, block_size), so 8 consecutive keys' scores
-// come from head_dim FMAs with no horizontal sums; V is (block_size, head_dim).
+// The n_q query heads that share one KV head (grouped-query attention) over
+// that head's paged K/V tiles (see kv_layout.h). K is stored transposed per
+// block, (head_dim, block_size), so 8 consecutive keys' scores come from
+// head_dim FMAs with no horizontal sums; V is (block_size, head_dim). Query
+// heads go through the tiles in pairs, so each K and V vector loaded from the
+// pool serves two heads and the pair's FMA chains interleave.
 //
-// Two passes, numerically stable: scores s_j = q·k_j·scale, m = max s,
-// e_j = exp(s_j - m), out = Σ e_j v_j / Σ e_j. Everything runs in a fixed order
-// that depends only on n_keys.
+// Two passes per head, numerically stable: scores s_j = q·k_j·scale,
+// m = max s, e_j = exp(s_j - m), out = Σ e_j v_j / Σ e_j. Each head's
+// arithmetic runs in a fixed order that depends only on n_keys and head_dim,
+// never on n_q or on which head it is paired with.
 
-// Scores of NV groups of 8 consecutive keys (s .. s + 8*NV) of one K tile:
-// NV independent FMA chains over d hide the FMA latency.
-template <int NV>
-inline void Scores8(const V8* qb, int hd, const float* kt, int64_t bs, int64_t s, V8 scale, V8* out) {
-  V8 acc[NV];
-  for (int v = 0; v < NV; ++v) acc[v] = Zero();
-  for (int d = 0; d < hd; ++d)
-    for (int v = 0; v < NV; ++v) acc[v] = Fma(qb[d], LoadU(kt + d * bs + s + 8 * v), acc[v]);
-  for (int v = 0; v < NV; ++v) out[v] = Mul(acc[v], scale);
+// A group of 8 consecutive keys of one K tile waiting to be scored: its first
+// column in the tile, where its scores go in each head's row of scores, and
+// how many of the 8 exist (the rest are computed from stale slots inside the
+// tile and dropped).
+struct KeyGroup {
+  const float* k;
+  int64_t dst;
+  int64_t cnt;
+};
+
+// Scores of NV key groups for NG query heads (q: NG rows of hd): NG·NV
+// independent FMA chains over d hide the FMA latency. The groups may lie in
+// different blocks; each score is the same chain over d wherever it lies.
+template <int NG, int NV>
+inline void Scores8(const float* q, int hd, const KeyGroup* grp, int64_t bs, V8 scale, float* const* sb) {
+  V8 acc[NG][NV];
+  for (int g = 0; g < NG; ++g)
+    for (int v = 0; v < NV; ++v) acc[g][v] = Zero();
+  for (int d = 0; d < hd; ++d) {
+    V8 k[NV];
+    for (int v = 0; v < NV; ++v) k[v] = LoadU(grp[v].k + d * bs);
+    for (int g = 0; g < NG; ++g) {
+      const V8 qd = Set1(q[g * hd + d]);
+      for (int v = 0; v < NV; ++v) acc[g][v] = Fma(qd, k[v], acc[g][v]);
+    }
+  }
+  for (int g = 0; g < NG; ++g) {
+    for (int v = 0; v < NV; ++v) {
+      const V8 sc = Mul(acc[g][v], scale);
+      float* dst = sb[g] + grp[v].dst;
+      if (grp[v].cnt == 8) {
+        StoreU(dst, sc);
+      } else {
+        float tmp[8];
+        StoreU(tmp, sc);
+        for (int64_t i = 0; i < grp[v].cnt; ++i) dst[i] = tmp[i];
+      }
+    }
+  }
 }
 
-// out (8*NC) = Σ_j e_j v_j over keys lo .. n-1 (e[j - lo] weighs key j). With
-// few chunks per row, even and odd keys go to separate accumulators so
-// consecutive FMAs do not wait on each other; the split is fixed per head_dim.
-template <int NC>
-inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t lo, int64_t n, V8 inv, float* out) {
-  constexpr bool kTwo = NC <= 4;
-  V8 acc0[NC], acc1[NC];
-  for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = Zero();
+// Scores the n <= 4 pending groups for every head of the GQA group, two
+// heads at a time, into rows (n_q, ld).
+inline void ScorePending(const float* q, int n_q, int hd, const KeyGroup* grp, int n, int64_t bs, V8 scale,
+                         float* rows, int64_t ld) {
+  for (int g = 0; g < n_q; g += 2) {
+    const float* qg = q + g * hd;
+    float* const sb[2] = {rows + g * ld, rows + (g + 1) * ld};  // the second unused for a lone head
+    for (int i = 0; i < n;) {
+      if (n_q - g >= 2) {
+        if (n - i >= 4) {
+          Scores8<2, 4>(qg, hd, grp + i, bs, scale, sb), i += 4;
+        } else if (n - i >= 2) {
+          Scores8<2, 2>(qg, hd, grp + i, bs, scale, sb), i += 2;
+        } else {
+          Scores8<2, 1>(qg, hd, grp + i, bs, scale, sb), i += 1;
+        }
+      } else {
+        if (n - i >= 4) {
+          Scores8<1, 4>(qg, hd, grp + i, bs, scale, sb), i += 4;
+        } else if (n - i >= 2) {
+          Scores8<1, 2>(qg, hd, grp + i, bs, scale, sb), i += 2;
+        } else {
+          Scores8<1, 1>(qg, hd, grp + i, bs, scale, sb), i += 1;
+        }
+      }
+    }
+  }
+}
+
+// out (NG, 8*NC) = Σ_j e_j v_j over keys lo .. n-1 for NG heads; head g's
+// weight of key j is e[g * ld_e + j - lo]. Key j adds into accumulator chain
+// j % K, so consecutive FMAs do not wait on each other; K is fixed per
+// head_dim (more chains where a row is a single vector) and the chains are
+// summed in a fixed order at the end.
+template <int NG, int NC, int K>
+struct VAcc {
+  V8 acc[K][NG][NC];
+};
+
+template <int C, int NG, int NC, int K>
+inline void AddKey(VAcc<NG, NC, K>& a, const float* v, const float* e, int64_t ld_e, int64_t i) {
+  V8 row[NC];
+  for (int c = 0; c < NC; ++c) row[c] = LoadU(v + 8 * c);
+  for (int g = 0; g < NG; ++g) {
+    const V8 w = Set1(e[g * ld_e + i]);
+    for (int c = 0; c < NC; ++c) a.acc[C][g][c] = Fma(w, row[c], a.acc[C][g][c]);
+  }
+}
+
+// Key j0 + s, whose chain is (j0 + s) % K, at run time.
+template <int NG, int NC, int K>
+inline void AddKeyAnyChain(VAcc<NG, NC, K>& a, int64_t j, const float* v, const float* e, int64_t ld_e, int64_t i) {
+  switch (static_cast<int>(j % K)) {
+    case 0: AddKey<0>(a, v, e, ld_e, i); break;
+    case 1: if constexpr (K > 1) AddKey<1 % K>(a, v, e, ld_e, i); break;
+    case 2: if constexpr (K > 2) AddKey<2 % K>(a, v, e, ld_e, i); break;
+    default: if constexpr (K > 3) AddKey<3 % K>(a, v, e, ld_e, i); break;
+  }
+}
+
+template <int NG, int NC, int K>
+inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t ld_e, int64_t lo, int64_t n, const float* inv,
+                         float* out) {
+  static_assert(K == 1 || K == 2 || K == 4, "chains");
+  VAcc<NG, NC, K> acc;
+  for (int k = 0; k < K; ++k)
+    for (int g = 0; g < NG; ++g)
+      for (int c = 0; c < NC; ++c) acc.acc[k][g][c] = Zero();
   const int64_t bs = a.block_size, hd = 8 * NC;
   for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
     const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;  // (bs, hd)
     const int64_t cnt = n - j0 < bs ? n - j0 : bs;
-    for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s) {
-      const V8 w = Set1(e[j0 + s - lo]);
+    int64_t s = j0 < lo ? lo - j0 : 0;
+    for (; s < cnt && (j0 + s) % K != 0; ++s) AddKeyAnyChain(acc, j0 + s, vb + s * hd, e, ld_e, j0 + s - lo);
+    for (; s + K <= cnt; s += K) {
       const float* v = vb + s * hd;
-      if (kTwo && ((j0 + s) & 1) != 0) {
-        for (int c = 0; c < NC; ++c) acc1[c] = Fma(w, LoadU(v + 8 * c), acc1[c]);
-      } else {
-        for (int c = 0; c < NC; ++c) acc0[c] = Fma(w, LoadU(v + 8 * c), acc0[c]);
+      const int64_t i = j0 + s - lo;
+      AddKey<0>(acc, v, e, ld_e, i);
+      if constexpr (K > 1) AddKey<1 % K>(acc, v + hd, e, ld_e, i + 1);
+      if constexpr (K > 2) {
+        AddKey<2 % K>(acc, v + 2 * hd, e, ld_e, i + 2);
+        AddKey<3 % K>(acc, v + 3 * hd, e, ld_e, i + 3);
       }
     }
+    for (; s < cnt; ++s) AddKeyAnyChain(acc, j0 + s, vb + s * hd, e, ld_e, j0 + s - lo);
   }
-  for (int c = 0; c < NC; ++c) StoreU(out + 8 * c, Mul(kTwo ? Add(acc0[c], acc1[c]) : acc0[c], inv));
+  for (int g = 0; g < NG; ++g) {
+    for (int c = 0; c < NC; ++c) {
+      V8 t = acc.acc[0][g][c];
+      if constexpr (K == 2) t = Add(t, acc.acc[1 % K][g][c]);
+      if constexpr (K == 4) t = Add(Add(t, acc.acc[1 % K][g][c]), Add(acc.acc[2 % K][g][c], acc.acc[3 % K][g][c]));
+      StoreU(out + g * hd + 8 * c, Mul(t, Set1(inv[g])));
+    }
+  }
 }
 
-void AttentionImpl(const AttnArgs& a, const float* q, float* scores_buf, float* out) {
-  const int64_t n_end = a.n_keys;
-  const int64_t bs = a.block_size;
-  const int hd = a.head_dim;
-  // Keys lo .. n_end-1 are attended. Scores are computed from the start of
-  // lo's block (whole blocks keep the 8-wide loads aligned to the tile) into
-  // scores_buf[j - base]; the softmax then reads from key lo on:
-  //
-  //   scores_buf: [ base ... lo-1 | lo ............ n_end-1 ]
-  //                 (discarded)     scores, n = n_end - lo of them
-  const int64_t lo = a.first_key, base = lo / bs * bs;
-
-  // ---- scores
-  V8 qb[256];  // q[d] broadcast; head_dim <= 256, checked at creation
-  for (int d = 0; d < hd; ++d) qb[d] = Set1(q[d]);
-  const V8 vscale = Set1(a.scale);
-  for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
-    const float* kt = a.pool + a.block_table[blk] * a.block_stride + a.k_offset;  // (hd, bs)
-    const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
-    float* sb = scores_buf + (j0 - base);  // this block's scores
-    if ((bs & 7) == 0) {
-      for (int64_t s = 0; s < cnt;) {
-        V8 sc[4];
-        const int64_t groups = (cnt - s + 7) / 8;
-        int nv;
-        if (groups >= 4) {
-          Scores8<4>(qb, hd, kt, bs, s, vscale, sc), nv = 4;
-        } else if (groups >= 2) {
-          Scores8<2>(qb, hd, kt, bs, s, vscale, sc), nv = 2;
-        } else {
-          Scores8<1>(qb, hd, kt, bs, s, vscale, sc), nv = 1;
-        }
-        for (int v = 0; v < nv; ++v, s += 8) {
-          if (s + 8 <= cnt) {
-            StoreU(sb + s, sc[v]);
-          } else {
-            float tmp[8];
-            StoreU(tmp, sc[v]);
-            for (int64_t i = s; i < cnt; ++i) sb[i] = tmp[i - s];
-          }
-        }
-      }
-    } else {
-      for (int64_t s = 0; s < cnt; ++s) {
-        float acc = 0.0f;
-        for (int d = 0; d < hd; ++d) acc = ScalarFma(q[d], kt[d * bs + s], acc);
-        sb[s] = acc * a.scale;
-      }
-    }
+// Heads [g0, g0 + ng) of the group, ng <= 2, for head_dim 8*NC. Chains per
+// head: 4 for one-vector rows, 2 up to four vectors, else 1 (the row's own
+// vectors are independent chains already).
+template <int NC>
+inline void WeightedSumVHeads(const AttnArgs& a, const float* e, int64_t ld_e, int64_t lo, int64_t n,
+                              const float* inv, float* out, int ng) {
+  constexpr int K = NC == 1 ? 4 : NC <= 4 ? 2 : 1;
+  if (ng == 2 && NC <= 2) {  // two heads' accumulators fit in registers
+    WeightedSumV<2, NC, K>(a, e, ld_e, lo, n, inv, out);
+    return;
   }
-  float* scores = scores_buf + (lo - base);  // (n): key lo + i at scores[i]
-  const int64_t n = n_end - lo;
+  for (int g = 0; g < ng; ++g) WeightedSumV<1, NC, K>(a, e + g * ld_e, ld_e, lo, n, inv + g, out + g * 8 * NC);
+}
 
-  // ---- softmax weights (unnormalised); the max is exact in any order
+// Requests the start of a K or V tile (up to 16 cache lines) ahead of use. A
+// sequence's blocks lie a whole block (every layer's K and V) apart in the
+// pool, a stride hardware prefetchers do not follow; inside a tile they do.
+inline void PrefetchTile(const float* p, int64_t floats) {
+  const int64_t lines = floats / 16 < 16 ? floats / 16 : 16;
+  for (int64_t i = 0; i < lines; ++i) Prefetch(p + 16 * i);
+}
+
+// e_j = exp(s_j - max s) in place over n >= 1 scores; returns Σ e_j.
+inline float SoftmaxWeights(float* scores, int64_t n) {
+  // the max is exact in any order
   float mx = scores[0];
   int64_t j = 0;
   if (n >= 8) {
@@ -329,25 +406,88 @@ void AttentionImpl(const AttnArgs& a, const float* q, float* scores_buf, float* 
       sum += tmp[i - j];
     }
   }
-  const float inv = 1.0f / sum;
+  return sum;
+}
 
-  // ---- out = Σ e_j v_j / Σ e_j
-  const V8 vinv = Set1(inv);
-  switch (hd) {
-    case 8: WeightedSumV<1>(a, scores, lo, n_end, vinv, out); return;
-    case 16: WeightedSumV<2>(a, scores, lo, n_end, vinv, out); return;
-    case 32: WeightedSumV<4>(a, scores, lo, n_end, vinv, out); return;
-    case 64: WeightedSumV<8>(a, scores, lo, n_end, vinv, out); return;
-    case 128: WeightedSumV<16>(a, scores, lo, n_end, vinv, out); return;
-    case 256: WeightedSumV<32>(a, scores, lo, n_end, vinv, out); return;
-    default: break;
-  }
-  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
+void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
+  const int64_t n_end = a.n_keys;
+  const int64_t bs = a.block_size;
+  const int hd = a.head_dim;
+  // Keys lo .. n_end-1 are attended. Scores are computed from the start of
+  // lo's block (whole blocks keep the 8-wide loads aligned to the tile) into
+  // row g of scores_buf, (n_q, ld) with ld = n_end - base; the softmax then
+  // reads from key lo on:
+  //
+  //   scores_buf row g: [ base ... lo-1 | lo ............ n_end-1 ]
+  //                       (discarded)     scores, n = n_end - lo of them
+  const int64_t lo = a.first_key, base = lo / bs * bs, ld = n_end - base;
+
+  // ---- scores. K tiles are requested kAhead blocks ahead of use and each
+  // block's V tile as its K tile is scored, so the V pass finds them in cache.
+  const V8 vscale = Set1(a.scale);
+  const int64_t tile = bs * hd, last_blk = (n_end - 1) / bs;
+  constexpr int64_t kAhead = 4;
+  for (int64_t blk = base / bs; blk <= last_blk && blk < base / bs + kAhead; ++blk)
+    PrefetchTile(a.pool + a.block_table[blk] * a.block_stride + a.k_offset, tile);
+  KeyGroup pend[4];  // up to 4 groups of 8 keys, possibly from several blocks, scored together
+  int n_pend = 0;
   for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
-    const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
+    if (blk + kAhead <= last_blk) PrefetchTile(a.pool + a.block_table[blk + kAhead] * a.block_stride + a.k_offset, tile);
+    PrefetchTile(a.pool + a.block_table[blk] * a.block_stride + a.v_offset, tile);
+    const float* kt = a.pool + a.block_table[blk] * a.block_stride + a.k_offset;  // (hd, bs)
     const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
-    for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s)
-      for (int d = 0; d < hd; ++d) out[d] = ScalarFma(scores[j0 + s - lo], vb[s * hd + d], out[d]);
+    if ((bs & 7) == 0) {
+      for (int64_t s = 0; s < cnt; s += 8) {
+        pend[n_pend++] = KeyGroup{kt + s, j0 - base + s, cnt - s < 8 ? cnt - s : 8};
+        if (n_pend == 4) {
+          ScorePending(q, n_q, hd, pend, n_pend, bs, vscale, scores_buf, ld);
+          n_pend = 0;
+        }
+      }
+      continue;
+    }
+    for (int g = 0; g < n_q; ++g) {
+      for (int64_t s = 0; s < cnt; ++s) {
+        float acc = 0.0f;
+        for (int d = 0; d < hd; ++d) acc = ScalarFma(q[g * hd + d], kt[d * bs + s], acc);
+        scores_buf[g * ld + j0 - base + s] = acc * a.scale;
+      }
+    }
   }
-  for (int d = 0; d < hd; ++d) out[d] *= inv;
+  if (n_pend > 0) ScorePending(q, n_q, hd, pend, n_pend, bs, vscale, scores_buf, ld);
+
+  // ---- softmax weights (unnormalised), in place: head g's key lo + i at
+  // scores[g * ld + i]
+  float* scores = scores_buf + (lo - base);
+  const int64_t n = n_end - lo;
+  float inv[2];
+  for (int g = 0; g < n_q; g += 2) {
+    const int ng = n_q - g >= 2 ? 2 : 1;
+    for (int h = 0; h < ng; ++h) inv[h] = 1.0f / SoftmaxWeights(scores + (g + h) * ld, n);
+
+    // ---- out = Σ e_j v_j / Σ e_j
+    const float* e = scores + g * ld;
+    float* o = out + g * hd;
+    switch (hd) {
+      case 8: WeightedSumVHeads<1>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 16: WeightedSumVHeads<2>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 32: WeightedSumVHeads<4>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 64: WeightedSumVHeads<8>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 128: WeightedSumVHeads<16>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 256: WeightedSumVHeads<32>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      default: break;
+    }
+    for (int h = 0; h < ng; ++h) {
+      const float* eh = e + h * ld;
+      float* oh = o + h * hd;
+      for (int d = 0; d < hd; ++d) oh[d] = 0.0f;
+      for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
+        const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
+        const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
+        for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s)
+          for (int d = 0; d < hd; ++d) oh[d] = ScalarFma(eh[j0 + s - lo], vb[s * hd + d], oh[d]);
+      }
+      for (int d = 0; d < hd; ++d) oh[d] *= inv[h];
+    }
+  }
 }
