@@ -113,14 +113,14 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     return InternalError(std::string("CPU backend: cannot start threads: ") + e.what());
   }
 
-  // ---- KV pool; calloc so that untouched pages of a large pool cost nothing
+  // ---- KV pool; untouched pages of a large pool cost nothing (large_alloc.h)
   b->kv_ = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size};
   b->n_blocks_ = kv.n_blocks;
   b->capacity_ = static_cast<int64_t>(kv.n_blocks) * kv.block_size;
   const int64_t block_floats = b->kv_.block_floats();
   if (block_floats > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
     return OutOfMemory("CPU backend: KV pool size overflows");
-  b->kv_pool_.reset(static_cast<float*>(std::calloc(static_cast<size_t>(block_floats) * kv.n_blocks, sizeof(float))));
+  b->kv_pool_ = AllocZeroedArray<float>(static_cast<size_t>(block_floats) * kv.n_blocks);
   if (!b->kv_pool_) return OutOfMemory("CPU backend: cannot allocate the KV pool");
   return std::unique_ptr<Backend>(std::move(b));
 }

@@ -14,6 +14,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kv_layout.h"
 #include "backend/cpu/rope.h"
+#include "util/large_alloc.h"
 #include "util/thread_pool.h"
 
 namespace llm::cpu {
@@ -78,7 +79,7 @@ class CpuBackend final : public Backend {
   KvLayout kv_;
   int32_t n_blocks_ = 0;
   int64_t capacity_ = 0;  // n_blocks * block_size positions
-  std::unique_ptr<float[], FreeDeleter> kv_pool_;  // (n_blocks, block_floats)
+  LargeArray<float> kv_pool_;  // (n_blocks, block_floats)
 
   // ---- norm weights as F32, whatever their stored type
   std::vector<std::vector<float>> attn_norm_;  // (n_layer, n_embd)
