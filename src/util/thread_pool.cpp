@@ -22,6 +22,11 @@ namespace {
 // is a few tens of microseconds: longer than the gap between two parallel
 // loops of one forward pass, far shorter than an idle period.
 constexpr int kSpinIterations = 2000;
+// Spin iterations before the caller sleeps waiting for the last chunk. A
+// worker that is running finishes well within this; one the OS has preempted
+// (a busy machine) may be milliseconds away, and a spinning caller would keep
+// its core from that worker (an idle core pulls a waiting thread over).
+constexpr int kJoinSpinIterations = 1000;
 constexpr int kMaxChunks = 0xffff;
 
 // Sleep while *word == expected / wake every sleeper. A raw futex on Linux
@@ -75,7 +80,11 @@ void ThreadPool::RunChunks(uint32_t epoch, int thread) {
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     const int64_t parts = PartsOf(c), i = NextOf(c);
     job_thunk_(job_ctx_, job_n_ * i / parts, job_n_ * (i + 1) / parts, thread);
-    done_.fetch_add(1, std::memory_order_release);
+    // seq_cst pairs with Run's join: either the caller sees this chunk done
+    // or we see it waiting and wake it.
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == parts &&
+        caller_waiting_.load(std::memory_order_seq_cst))
+      WakeAll(&done_);
     c = claim_.load(std::memory_order_acquire);
   }
 }
@@ -100,7 +109,17 @@ void ThreadPool::Run(int64_t n, int64_t parts, void* ctx, Thunk thunk) {
   if (sleepers_.load(std::memory_order_seq_cst) > 0) WakeAll(&epoch_);
 
   RunChunks(epoch, 0);
-  while (done_.load(std::memory_order_acquire) != parts) LLM_CPU_RELAX();
+  const uint32_t all = static_cast<uint32_t>(parts);
+  uint32_t d = done_.load(std::memory_order_acquire);
+  for (int i = 0; d != all && i < kJoinSpinIterations; ++i) {
+    LLM_CPU_RELAX();
+    d = done_.load(std::memory_order_acquire);
+  }
+  if (d != all) {
+    caller_waiting_.store(true, std::memory_order_seq_cst);
+    while ((d = done_.load(std::memory_order_seq_cst)) != all) WaitWhileEqual(&done_, d);
+    caller_waiting_.store(false, std::memory_order_relaxed);
+  }
 }
 
 void ThreadPool::WorkerLoop(int index) {

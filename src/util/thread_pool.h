@@ -83,7 +83,8 @@ class ThreadPool {
   // one CAS claims a chunk of the current job and fails for a stale one.
   alignas(64) std::atomic<uint64_t> claim_{0};
   alignas(64) std::atomic<uint32_t> epoch_{0};  // bumped per job; workers wait on it
-  alignas(64) std::atomic<int> done_{0};        // chunks finished in the current job
+  alignas(64) std::atomic<uint32_t> done_{0};   // chunks finished in the current job
+  std::atomic<bool> caller_waiting_{false};      // the caller sleeps on done_ (after a short spin)
   alignas(64) std::atomic<int> sleepers_{0};    // workers blocked in epoch_.wait
   std::atomic<bool> stop_{false};
 };
