@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -548,6 +549,25 @@ TEST(SamplerLogprob, VectorisedSumExpMatchesDoubleReference) {
   pinf[13] = kInf;
   check(pinf, "+inf");
   check({}, "empty");
+}
+
+// GreedyWithLogprob is Argmax + TokenLogprob, bitwise, on ordinary and
+// degenerate rows (ties, NaN before the max, all -inf, all NaN, +inf).
+TEST(SamplerLogprob, GreedyWithLogprobIsArgmaxAndTokenLogprob) {
+  Rng rng(21);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> rows = {RandomLogits(rng, 1), RandomLogits(rng, 513), RandomLogits(rng, 49152, 8.0f),
+                                          {1.0f, 3.0f, 3.0f, 2.0f},  {nan, 5.0f, nan, 5.0f},
+                                          {-kInf, -kInf, -kInf},    {nan, nan},
+                                          {1.0f, kInf, 2.0f, kInf}, {nan, -kInf, 0.5f}};
+  for (const std::vector<float>& r : rows) {
+    const int32_t n = static_cast<int32_t>(r.size());
+    Sampler s(SamplingParams{0.0f}, n);
+    const GreedyPick p = GreedyWithLogprob(r.data(), n);
+    EXPECT_EQ(p.token, s.Argmax(r.data())) << "n " << n;
+    const float want = TokenLogprob(r.data(), n, p.token);
+    EXPECT_EQ(std::memcmp(&p.logprob, &want, sizeof want), 0) << "n " << n << " got " << p.logprob << " want " << want;
+  }
 }
 
 // ---------------------------------------------------------- large vocab

@@ -322,13 +322,14 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
 void Engine::SampleNext(Sequence* seq, const float* logits) {
   SeqGen& g = *seq->gen;
   const int32_t n_vocab = model_->config.n_vocab;
-  int32_t token;
   if (g.sampler.is_plain_argmax()) {
-    token = g.sampler.Argmax(logits);  // what Sample() would do, without copying the row
-  } else {
-    std::memcpy(scratch_.data(), logits, sizeof(float) * n_vocab);  // the sampler edits its copy
-    token = g.sampler.Sample(scratch_.data(), seq->tokens);
+    // what Sample() would pick, with its logprob, in one pass and no copy
+    const GreedyPick p = GreedyWithLogprob(logits, n_vocab);
+    AppendToken(seq, p.token, p.logprob);
+    return;
   }
+  std::memcpy(scratch_.data(), logits, sizeof(float) * n_vocab);  // the sampler edits its copy
+  const int32_t token = g.sampler.Sample(scratch_.data(), seq->tokens);
   AppendToken(seq, token, TokenLogprob(logits, n_vocab, token));
 }
 

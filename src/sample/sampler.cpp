@@ -377,17 +377,28 @@ void LogSumExp(const float* logits, int32_t n, float* max_out, double* log_sum_o
   *log_sum_out = r.n_max >= 1.0 ? std::log1p((r.n_max - 1.0) + r.rest) : -std::numeric_limits<double>::infinity();
 }
 
+// log p of a logit l of the row summarised by r.
+float LogprobFrom(const MaxSumExp& r, float l) {
+  if (!std::isfinite(r.max) || std::isnan(l)) return kNegInf;  // degenerate row, or a NaN logit
+  const double log_sum = std::log1p((r.n_max - 1.0) + r.rest);  // n_max >= 1: see LogSumExp
+  return static_cast<float>(static_cast<double>(l) - r.max - log_sum);
+}
+
 }  // namespace
 
 float TokenLogprob(const float* logits, int32_t n_vocab, int32_t token) {
   if (token < 0 || token >= n_vocab) return kNegInf;
-  float m;
-  double log_sum;
-  LogSumExp(logits, n_vocab, &m, &log_sum);
-  if (!std::isfinite(m)) return kNegInf;  // degenerate row: nothing is finite
-  const float l = logits[token];
-  if (std::isnan(l)) return kNegInf;
-  return static_cast<float>(static_cast<double>(l) - m - log_sum);
+  return LogprobFrom(RowMaxSumExp(logits, n_vocab), logits[token]);
+}
+
+GreedyPick GreedyWithLogprob(const float* logits, int32_t n_vocab) {
+  if (n_vocab <= 0) return {0, kNegInf};
+  const MaxSumExp r = RowMaxSumExp(logits, n_vocab);
+  int32_t token = 0;
+  if (r.max > kNegInf) {
+    while (logits[token] != r.max) ++token;  // r.max is one of the logits
+  }
+  return {token, LogprobFrom(r, logits[token])};
 }
 
 void LogSoftmax(const float* logits, int32_t n_vocab, float* out) {

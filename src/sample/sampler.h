@@ -117,6 +117,15 @@ class Sampler {
 // large logits. Returns -inf for a token outside [0, n_vocab).
 float TokenLogprob(const float* logits, int32_t n_vocab, int32_t token);
 
+// Sample()'s token for a plain-argmax sampler (Sampler::is_plain_argmax:
+// the first position of the largest non-NaN logit, 0 when there is none) and
+// its TokenLogprob, from one pass over the row that serves both.
+struct GreedyPick {
+  int32_t token;
+  float logprob;
+};
+GreedyPick GreedyWithLogprob(const float* logits, int32_t n_vocab);
+
 // out[i] = logits[i] - logsumexp(logits), computed stably. `out` may alias `logits`.
 void LogSoftmax(const float* logits, int32_t n_vocab, float* out);
 
