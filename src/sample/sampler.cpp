@@ -85,8 +85,9 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-SamplingParams Sanitised(SamplingParams p) {
-  // The engine validates first; this only keeps a bad value from causing UB.
+}  // namespace
+
+SamplingParams SanitisedSamplingParams(SamplingParams p) {
   if (!std::isfinite(p.temperature) || p.temperature < 0.0f) p.temperature = 0.0f;
   if (p.top_k < 0) p.top_k = 0;
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) p.top_p = 1.0f;
@@ -98,10 +99,8 @@ SamplingParams Sanitised(SamplingParams p) {
   return p;
 }
 
-}  // namespace
-
 Sampler::Sampler(const SamplingParams& p, int32_t n_vocab)
-    : p_(Sanitised(p)),
+    : p_(SanitisedSamplingParams(p)),
       n_vocab_(std::max<int32_t>(n_vocab, 1)),
       rng_(p.seed) {
   cand_.resize(static_cast<size_t>(n_vocab_));

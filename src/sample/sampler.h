@@ -40,6 +40,11 @@ struct SamplingParams {
 // INVALID_ARGUMENT naming the offending field and value, or OK.
 Status ValidateSamplingParams(const SamplingParams& p);
 
+// p with every out-of-range field replaced by its "off" value. The engine
+// validates first; samplers (host and device) use this so that a bad value
+// that slips through stays harmless, the same way everywhere.
+SamplingParams SanitisedSamplingParams(SamplingParams p);
+
 // xoshiro256** seeded through splitmix64: small, fast, and bit-identical on
 // every platform (only 64-bit integer arithmetic).
 class Rng {

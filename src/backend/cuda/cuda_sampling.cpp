@@ -13,20 +13,6 @@
 namespace llm::cuda {
 namespace {
 
-// Sampler's own clamping (sample/sampler.cpp, Sanitised): the engine
-// validates first; this keeps a bad value harmless in the same way.
-SamplingParams Sanitised(SamplingParams p) {
-  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) p.temperature = 0.0f;
-  if (p.top_k < 0) p.top_k = 0;
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) p.top_p = 1.0f;
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) p.min_p = 0.0f;
-  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0.0f) p.repetition_penalty = 1.0f;
-  if (!std::isfinite(p.frequency_penalty)) p.frequency_penalty = 0.0f;
-  if (!std::isfinite(p.presence_penalty)) p.presence_penalty = 0.0f;
-  if (p.penalty_last_n < -1) p.penalty_last_n = 0;
-  return p;
-}
-
 size_t Align8(size_t b) { return (b + 7) / 8 * 8; }
 
 }  // namespace
@@ -86,7 +72,7 @@ Status CudaBackend::SampleOnDevice(std::span<const DeviceSampling> sampling, int
   samp_pen_tok_.clear();
   samp_pen_cnt_.clear();
   for (int32_t i = 0; i < n; ++i) {
-    const SamplingParams p = Sanitised(sampling[i].params);
+    const SamplingParams p = SanitisedSamplingParams(sampling[i].params);
     SampleRowParams& r = samp_rows_[i];
     r.temperature = p.temperature;
     r.top_k = p.top_k;
