@@ -513,7 +513,8 @@ void PackedMatMul(const MatMulArgs& a) {
   thread_local std::vector<int64_t> xbuf;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
-    xbuf.resize(static_cast<size_t>((te - tb) * nb * 4 * 4));
+    const size_t need = static_cast<size_t>((te - tb) * nb * 4 * 4);
+    if (xbuf.size() < need) xbuf.resize(need);  // grown only: every byte used is written below
     __m256i* xv = reinterpret_cast<__m256i*>(xbuf.data());
     for (int64_t t = tb; t < te; ++t)
       for (int64_t b = 0; b < nb; ++b) BroadcastBlock(a.xq[t * a.ld_xq + b], xv + ((t - tb) * nb + b) * 4);
