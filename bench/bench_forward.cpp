@@ -4,12 +4,16 @@
 //            cache (like llama-bench tg)
 //   prefill: a `-p`-token prompt in one Forward, logits of the last token
 //            only (like llama-bench pp)
+//   batched: with `-b B` (B > 1), B sequences whose caches hold `-c` tokens
+//            each decode one token each per Forward, `-n` steps (the step
+//            the engine runs under continuous batching); tok/s counts all
+//            B sequences' tokens
 //
 // Each figure is the median of `-r` repetitions, each on a fresh cache
 // position 0 (the KV pool is reused; positions are simply rewritten).
 //
 // usage: bench_forward [-m model.gguf] [-t threads] [-n decode_steps]
-//                      [-p prompt_tokens] [-r repetitions]
+//                      [-p prompt_tokens] [-r repetitions] [-b seqs -c context]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,7 +47,7 @@ int Fail(const llm::Status& s) {
 
 int main(int argc, char** argv) {
   std::string model = std::string(LLM_SOURCE_DIR) + "/models/stories260K-f32.gguf";
-  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7;
+  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7, n_batch = 1, n_ctx = 64;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "-m") model = argv[i + 1];
@@ -51,14 +55,18 @@ int main(int argc, char** argv) {
     else if (a == "-n") n_decode = std::atoi(argv[i + 1]);
     else if (a == "-p") n_prompt = std::atoi(argv[i + 1]);
     else if (a == "-r") reps = std::atoi(argv[i + 1]);
+    else if (a == "-b") n_batch = std::atoi(argv[i + 1]);
+    else if (a == "-c") n_ctx = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [-m model.gguf] [-t threads] [-n decode_steps] [-p prompt_tokens] [-r reps]\n",
+      std::fprintf(stderr,
+                   "usage: %s [-m model.gguf] [-t threads] [-n decode_steps] [-p prompt_tokens] [-r reps] "
+                   "[-b seqs -c context]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (n_decode < 1 || n_prompt < 1 || reps < 1) {
-    std::fprintf(stderr, "bench_forward: -n, -p and -r must be positive\n");
+  if (n_decode < 1 || n_prompt < 1 || reps < 1 || n_batch < 1 || n_ctx < 1) {
+    std::fprintf(stderr, "bench_forward: -n, -p, -r, -b and -c must be positive\n");
     return 2;
   }
 
@@ -72,8 +80,9 @@ int main(int argc, char** argv) {
 
   llm::KvCacheSpec kv;
   kv.block_size = 16;
-  const int max_pos = std::max(n_decode + 1, n_prompt);
-  kv.n_blocks = (max_pos + kv.block_size - 1) / kv.block_size;
+  const int max_pos = n_batch > 1 ? n_ctx + n_decode : std::max(n_decode + 1, n_prompt);
+  const int blocks_per_seq = (max_pos + kv.block_size - 1) / kv.block_size;
+  kv.n_blocks = blocks_per_seq * n_batch;
   auto created = llm::CreateCpuBackend(c, weights.value(), kv, threads);
   if (!created.ok()) return Fail(created.status());
   llm::Backend& backend = *created.value();
@@ -100,6 +109,56 @@ int main(int argc, char** argv) {
 
   std::vector<int32_t> prompt(n_prompt);
   for (int i = 0; i < n_prompt; ++i) prompt[i] = i == 0 ? 1 : 3 + (i * 37) % (c.n_vocab - 3);
+
+  if (n_batch > 1) {
+    // Each sequence's context: its own prompt, prefilled once outside the timing.
+    std::vector<int32_t> ctx(n_ctx);
+    for (int q = 0; q < n_batch; ++q) {
+      for (int i = 0; i < n_ctx; ++i) ctx[i] = i == 0 ? 1 : 3 + (i * 37 + q * 101) % (c.n_vocab - 3);
+      llm::BatchSeq s;
+      s.n_tokens = n_ctx;
+      s.block_table = std::span<const int32_t>(table).subspan(q * blocks_per_seq, blocks_per_seq);
+      const int32_t row = n_ctx - 1;
+      llm::Batch b;
+      b.tokens = ctx;
+      b.seqs = std::span<const llm::BatchSeq>(&s, 1);
+      b.logit_rows = std::span<const int32_t>(&row, 1);
+      llm::Status st = backend.Forward(b, logits.data());
+      if (!st.ok()) return Fail(st);
+    }
+    std::vector<llm::BatchSeq> seqs(n_batch);
+    std::vector<int32_t> rows(n_batch), toks(n_batch, 3);
+    std::vector<float> all_logits(static_cast<size_t>(n_batch) * c.n_vocab);
+    std::vector<double> tps;
+    for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up
+      const auto t0 = Clock::now();
+      for (int i = 0; i < n_decode; ++i) {
+        for (int q = 0; q < n_batch; ++q) {
+          seqs[q].first = q;
+          seqs[q].n_tokens = 1;
+          seqs[q].n_past = n_ctx + i;
+          seqs[q].block_table = std::span<const int32_t>(table).subspan(q * blocks_per_seq, blocks_per_seq);
+          rows[q] = q;
+        }
+        llm::Batch b;
+        b.tokens = toks;
+        b.seqs = seqs;
+        b.logit_rows = rows;
+        llm::Status st = backend.Forward(b, all_logits.data());
+        if (!st.ok()) return Fail(st);
+        for (int q = 0; q < n_batch; ++q) {
+          const float* l = all_logits.data() + static_cast<size_t>(q) * c.n_vocab;
+          toks[q] = static_cast<int32_t>(std::max_element(l, l + c.n_vocab) - l);
+        }
+      }
+      if (r > 0) tps.push_back(static_cast<double>(n_decode) * n_batch / Seconds(t0, Clock::now()));
+    }
+    std::printf("model    %s\nkernels  %s, threads %d, median of %d\n", model.c_str(), llm::cpu::BestKernels().name,
+                threads, reps);
+    std::printf("batched  %d seqs x %d steps from context %d: %10.0f tok/s  (%.3f ms/step)\n", n_batch, n_decode,
+                n_ctx, Median(tps), 1e3 * n_batch / Median(tps));
+    return 0;
+  }
 
   std::vector<double> decode_tps, prefill_tps;
   for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up

@@ -387,52 +387,52 @@ void MatMulT(const MatMulArgs& a) {
 //   acc = fma(m_w, s_x, acc)                   [Q4_0 / Q4_1]
 //
 // where isum (8 exact int32 dot products, one per row) comes from 8
-// multiply-adds of 4-row weight vectors with broadcast activation chunks and
-// one horizontal add. A row's output is its lane after the last block: no
-// horizontal reduction, and the same operations in the same order whatever
-// the tile, the row range or the batch, so results do not depend on them.
+// multiply-adds of 8-row weight vectors with 4 activations broadcast to every
+// 32-bit lane, summed in int16 (Q4) or int32 (Q8), and one widening
+// multiply-add: lane r is row r's sum with no horizontal reduction. A row's
+// output is its lane after the last block: the same operations in the same
+// order whatever the tile, the row range or the batch, so results do not
+// depend on them.
+//
+// The sums are kept in order by an empty asm that pins each partial sum to a
+// register: left alone, GCC reassociates the integer adds into trees whose
+// many live terms spill to the stack (measured: a third slower).
 
-// One token's activation block with each 8-byte chunk broadcast to the four
-// 64-bit lanes: out[c] = x[8c .. 8c+7] four times.
-inline void BroadcastBlock(const BlockQ8Act& x, __m256i* out) {
-  for (int c = 0; c < 4; ++c) {
-    int64_t v;
-    std::memcpy(&v, x.qs + 8 * c, 8);
-    _mm256_storeu_si256(out + c, _mm256_set1_epi64x(v));
-  }
+// 4 bytes of x, broadcast to all 8 32-bit lanes.
+inline __m256i Bcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, 4);
+  return _mm256_set1_epi32(v);
 }
 
-// T tokens against one row group; xb[t]: token t's broadcast blocks (4 vectors
-// per block), xq[t]: its activation blocks (for d and s).
+// T tokens against one row group; xq[t]: token t's activation blocks.
 template <int T>
-inline void PackedQ4Tile(const PackedQ4* w, int64_t nb, const __m256i* const* xb, const BlockQ8Act* const* xq,
-                         __m256* acc) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+inline void PackedQ4Tile(const PackedQ4* w, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const PackedQ4& p = w[b];
     const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
-    const __m256i p0 = _mm256_loadu_si256(q), p1 = _mm256_loadu_si256(q + 1);
-    const __m256i p2 = _mm256_loadu_si256(q + 2), p3 = _mm256_loadu_si256(q + 3);
-    // a*: rows 0, 1, 4, 5; b*: rows 2, 3, 6, 7; digit = chunk
-    const __m256i a0 = _mm256_and_si256(p0, low4), a2 = _mm256_and_si256(_mm256_srli_epi16(p0, 4), low4);
-    const __m256i b0 = _mm256_and_si256(p1, low4), b2 = _mm256_and_si256(_mm256_srli_epi16(p1, 4), low4);
-    const __m256i a1 = _mm256_and_si256(p2, low4), a3 = _mm256_and_si256(_mm256_srli_epi16(p2, 4), low4);
-    const __m256i b1 = _mm256_and_si256(p3, low4), b3 = _mm256_and_si256(_mm256_srli_epi16(p3, 4), low4);
+    // int16 lanes 2r, 2r+1: row r. |q| <= 15, |x| <= 127: 8 pair sums of at
+    // most 2·15·127 each add up to at most 30480 < 2^15.
+    __m256i s[T];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m256i pv = _mm256_loadu_si256(q + v);
+      const __m256i lo = _mm256_and_si256(pv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(pv, 4), low4);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = xq[t][b].qs;
+        const __m256i u = _mm256_add_epi16(_mm256_maddubs_epi16(lo, Bcast4(x + 4 * v)),
+                                           _mm256_maddubs_epi16(hi, Bcast4(x + 4 * v + 16)));
+        s[t] = v == 0 ? u : _mm256_add_epi16(s[t], u);
+        __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
+      }
+    }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.d)));
     const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.m)));
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const __m256i* xp = xb[t] + 4 * b;
-      const __m256i x0 = _mm256_loadu_si256(xp), x1 = _mm256_loadu_si256(xp + 1);
-      const __m256i x2 = _mm256_loadu_si256(xp + 2), x3 = _mm256_loadu_si256(xp + 3);
-      // int16 sums of 4 chunks: |q| <= 15, |x| <= 127, so |sum| <= 4·2·15·127 < 2^15
-      const __m256i sa = _mm256_add_epi16(
-          _mm256_add_epi16(_mm256_maddubs_epi16(a0, x0), _mm256_maddubs_epi16(a1, x1)),
-          _mm256_add_epi16(_mm256_maddubs_epi16(a2, x2), _mm256_maddubs_epi16(a3, x3)));
-      const __m256i sb = _mm256_add_epi16(
-          _mm256_add_epi16(_mm256_maddubs_epi16(b0, x0), _mm256_maddubs_epi16(b1, x1)),
-          _mm256_add_epi16(_mm256_maddubs_epi16(b2, x2), _mm256_maddubs_epi16(b3, x3)));
-      const __m256i isum = _mm256_hadd_epi32(_mm256_madd_epi16(sa, ones), _mm256_madd_epi16(sb, ones));
+      const __m256i isum = _mm256_madd_epi16(s[t], _mm256_set1_epi16(1));  // lane r: row r
       const BlockQ8Act& xv = xq[t][b];
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xv.d)), _mm256_cvtepi32_ps(isum), acc[t]);
       acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xv.s), acc[t]);
@@ -441,49 +441,45 @@ inline void PackedQ4Tile(const PackedQ4* w, int64_t nb, const __m256i* const* xb
 }
 
 template <int T>
-inline void PackedQ8Tile(const PackedQ8* w, int64_t nb, const __m256i* const* xb, const BlockQ8Act* const* xq,
-                         __m256* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
+inline void PackedQ8Tile(const PackedQ8* w, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
   for (int64_t b = 0; b < nb; ++b) {
     const PackedQ8& p = w[b];
-    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);  // q[2c]: rows 0, 1, 4, 5; q[2c + 1]: 2, 3, 6, 7
-    __m256i u[8];  // |q| (as unsigned: -128 becomes 128)
-    for (int i = 0; i < 8; ++i) u[i] = _mm256_abs_epi8(_mm256_loadu_si256(q + i));
+    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);  // q[j]: quants 4j .. 4j+3 of rows 0..7
+    __m256i is[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i wj = _mm256_loadu_si256(q + j);
+      const __m256i uj = _mm256_abs_epi8(wj);  // |q| (as unsigned: -128 becomes 128)
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        // |q| · sign(x, q) = q · x; a pair sum is at most 2·128·127 < 2^15
+        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t][b].qs + 4 * j), wj);
+        const __m256i i32 = _mm256_madd_epi16(_mm256_maddubs_epi16(uj, xs), _mm256_set1_epi16(1));
+        is[t] = j == 0 ? i32 : _mm256_add_epi32(is[t], i32);
+        __asm__("" : "+x"(is[t]));  // keep the sums in order (no reassociation into a tree)
+      }
+    }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.d)));
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const __m256i* xp = xb[t] + 4 * b;
-      __m256i ia = _mm256_setzero_si256(), ib = _mm256_setzero_si256();
-      for (int c = 0; c < 4; ++c) {
-        // |q| · sign(x, q) = q · x; a pair sum is at most 2·128·127 < 2^15
-        const __m256i xc = _mm256_loadu_si256(xp + c);
-        const __m256i xa = _mm256_sign_epi8(xc, _mm256_loadu_si256(q + 2 * c));
-        const __m256i xb2 = _mm256_sign_epi8(xc, _mm256_loadu_si256(q + 2 * c + 1));
-        ia = _mm256_add_epi32(ia, _mm256_madd_epi16(_mm256_maddubs_epi16(u[2 * c], xa), ones));
-        ib = _mm256_add_epi32(ib, _mm256_madd_epi16(_mm256_maddubs_epi16(u[2 * c + 1], xb2), ones));
-      }
-      const __m256i isum = _mm256_hadd_epi32(ia, ib);
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(isum), acc[t]);
-    }
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]), acc[t]);
   }
 }
 
 // Tokens t0 .. t0+T-1 against row group g; stores the rows of the group that
 // fall in [row_begin, row_end).
 template <bool kQ8, int T>
-inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const __m256i* xb0) {
+inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   __m256 acc[T];
-  const __m256i* xb[T];
   const BlockQ8Act* xq[T];
   for (int t = 0; t < T; ++t) {
     acc[t] = _mm256_setzero_ps();
-    xb[t] = xb0 + 4 * nb * t;
     xq[t] = a.xq + (t0 + t) * a.ld_xq;
   }
   if constexpr (kQ8) {
-    PackedQ8Tile<T>(static_cast<const PackedQ8*>(a.w->packed) + g * nb, nb, xb, xq, acc);
+    PackedQ8Tile<T>(static_cast<const PackedQ8*>(a.w->packed) + g * nb, nb, xq, acc);
   } else {
-    PackedQ4Tile<T>(static_cast<const PackedQ4*>(a.w->packed) + g * nb, nb, xb, xq, acc);
+    PackedQ4Tile<T>(static_cast<const PackedQ4*>(a.w->packed) + g * nb, nb, xq, acc);
   }
   const int64_t r0 = g * kPackRows;
   const int64_t lo = a.row_begin > r0 ? a.row_begin : r0;
@@ -500,32 +496,24 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
   }
 }
 
-// Tokens in blocks of 32 (their broadcast activations, 128 bytes per block,
-// stay in L2 while the row groups sweep them); inside, each row group meets
-// the block's tokens 4 at a time.
+// Tokens in blocks of 32 (their activation blocks stay in L1/L2 while the
+// row groups sweep them); inside, each row group meets the block's tokens 4
+// at a time.
 template <bool kQ8>
 void PackedMatMul(const MatMulArgs& a) {
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
-  // int64_t storage, read and written with unaligned loads and stores only:
-  // a vector of __m256i may not get 32-byte alignment from every allocator.
-  thread_local std::vector<int64_t> xbuf;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
-    const size_t need = static_cast<size_t>((te - tb) * nb * 4 * 4);
-    if (xbuf.size() < need) xbuf.resize(need);  // grown only: every byte used is written below
-    __m256i* xv = reinterpret_cast<__m256i*>(xbuf.data());
-    for (int64_t t = tb; t < te; ++t)
-      for (int64_t b = 0; b < nb; ++b) BroadcastBlock(a.xq[t * a.ld_xq + b], xv + ((t - tb) * nb + b) * 4);
     for (int64_t g = g0; g < g1; ++g) {
       int64_t t = tb;
-      for (; t + 4 <= te; t += 4) RunPacked<kQ8, 4>(a, nb, g, t, xv + (t - tb) * nb * 4);
+      for (; t + 4 <= te; t += 4) RunPacked<kQ8, 4>(a, nb, g, t);
       if (t + 2 <= te) {
-        RunPacked<kQ8, 2>(a, nb, g, t, xv + (t - tb) * nb * 4);
+        RunPacked<kQ8, 2>(a, nb, g, t);
         t += 2;
       }
-      if (t < te) RunPacked<kQ8, 1>(a, nb, g, t, xv + (t - tb) * nb * 4);
+      if (t < te) RunPacked<kQ8, 1>(a, nb, g, t);
     }
   }
 }

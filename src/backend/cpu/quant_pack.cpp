@@ -6,10 +6,6 @@
 namespace llm::cpu {
 namespace {
 
-// Vector A holds rows 0, 1, 4, 5; vector B rows 2, 3, 6, 7 (8 bytes each).
-constexpr int kVectorOfRow[8] = {0, 0, 1, 1, 0, 0, 1, 1};
-constexpr int kSlotOfRow[8] = {0, 1, 0, 1, 2, 3, 2, 3};
-
 // Quant k (0..31) of a Q4_0/Q4_1 block: nibble k of 32, low nibbles first.
 inline uint8_t Nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0x0F : qs[k - 16] >> 4; }
 
@@ -66,13 +62,12 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
         const int64_t row = g * kPackRows + r;
         if (row >= w.rows) continue;  // zero rows
         const uint8_t* src = base + row * static_cast<int64_t>(w.row_bytes);
-        const int h = kVectorOfRow[r], s = kSlotOfRow[r];  // row r's vector (A/B) and 8-byte slot in it
         if (w.type == TensorType::Q8_0) {
           const auto& blk = reinterpret_cast<const BlockQ8_0*>(src)[b];
           auto& p = reinterpret_cast<PackedQ8*>(out)[idx];
           p.d[r] = blk.d;
-          for (int c = 0; c < 4; ++c)
-            for (int i = 0; i < 8; ++i) p.qs[32 * (2 * c + h) + 8 * s + i] = blk.qs[8 * c + i];
+          for (int j = 0; j < 8; ++j)  // vector j: quants 4j .. 4j+3 of each row
+            for (int i = 0; i < 4; ++i) p.qs[32 * j + 4 * r + i] = blk.qs[4 * j + i];
         } else {
           auto& p = reinterpret_cast<PackedQ4*>(out)[idx];
           const uint8_t* qs = nullptr;
@@ -87,10 +82,10 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
             if (!F16Times8Neg(blk.d, &p.m[r])) return false;
             qs = blk.qs;
           }
-          for (int c = 0; c < 2; ++c)  // low nibble: chunk c; high: chunk c + 2
-            for (int i = 0; i < 8; ++i) {
-              const uint8_t lo = Nibble(qs, 8 * c + i), hi = Nibble(qs, 8 * (c + 2) + i);
-              p.qs[32 * (2 * c + h) + 8 * s + i] = static_cast<uint8_t>(lo | (hi << 4));
+          for (int v = 0; v < 4; ++v)  // vector v: low nibbles quants 4v .., high nibbles 4v + 16 ..
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t lo = Nibble(qs, 4 * v + i), hi = Nibble(qs, 4 * v + 16 + i);
+              p.qs[32 * v + 4 * r + i] = static_cast<uint8_t>(lo | (hi << 4));
             }
         }
       }

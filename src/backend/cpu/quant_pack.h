@@ -3,22 +3,20 @@
 //
 // Rows are taken 8 at a time; for each 32-weight block b of the row group the
 // packed block holds the 8 rows' scales side by side and their quants
-// interleaved so that one 256-bit vector carries 8 consecutive weights of
-// four rows. A vector of activations broadcast four times then meets four
-// rows at once, and the 8 rows' integer dot products come out of the
-// multiply-adds in one vector (lane r = row r) with a single horizontal add,
-// instead of one horizontal reduction per row.
+// interleaved so that one 256-bit vector carries 4 consecutive weights of
+// each of the 8 rows. Four activations broadcast to every 32-bit lane then
+// meet all 8 rows at once, and after one widening multiply-add 32-bit lane r
+// holds row r's dot product: no horizontal reduction at all, per row or per
+// group.
 //
-// Quant order (32 weights of row r, chunk c = weights 8c .. 8c+7):
-//   vector "A" holds rows 0, 1, 4, 5 and vector "B" rows 2, 3, 6, 7, each
-//   row's 8 bytes in that order, so that hadd(A, B) yields rows 0..7 in order.
+// Quant order: vector j, byte 4·r + i = quant 4j + i of row r.
 //
-// PackedQ4 (Q4_0 and Q4_1): qs[32·v + i], v = 0..3, is one byte with two
-// 4-bit quants: low nibble from chunk 0 (v = 0: A, v = 1: B) or chunk 1
-// (v = 2: A, v = 3: B), high nibble from chunk 2 or 3 of the same rows.
-// Weight = d · q + m; Q4_0 (q - 8) is stored as m = -8 · d (exact in F16).
-// PackedQ8 (Q8_0): qs[32·(2c + h) + i], h = 0: A, 1: B, the int8 quants of
-// chunk c; weight = d · q.
+// PackedQ4 (Q4_0 and Q4_1): qs[32·v + 4·r + i], v = 0..3, is one byte with
+// two 4-bit quants of row r: low nibble quant 4v + i, high nibble quant
+// 4v + 16 + i. Weight = d · q + m; Q4_0 (q - 8) is stored as m = -8 · d
+// (exact in F16).
+// PackedQ8 (Q8_0): qs[32·j + 4·r + i], j = 0..7, is quant 4j + i of row r;
+// weight = d · q.
 //
 // Rows past the matrix's end (rows % 8 != 0) are zero: scale 0, quants 0.
 #pragma once
