@@ -90,10 +90,15 @@ class Backend {
 };
 
 // The reference backend. `weights` must outlive the backend. n_threads <= 0
-// means one per hardware core.
+// means one per hardware core. The KV pool (kv.n_blocks blocks of
+// CpuKvBlockBytes each) is committed here, every page touched by the
+// backend's threads, so that no step of the serving loop stops on a page
+// fault of a block it uses for the first time.
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config,
                                                     const ModelWeights& weights,
                                                     const KvCacheSpec& kv, int n_threads);
+// Host memory of one CPU KV block: every layer's K and V, F32.
+int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size);
 
 // ---------------------------------------------------------------- CUDA
 //

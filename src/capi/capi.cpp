@@ -19,6 +19,9 @@ using namespace llm::capi;  // NOLINT: the shims' own helpers
 
 thread_local std::string t_last_error;
 
+// The default CPU KV pool's memory (llm_ctx_params.n_kv_blocks = 0).
+constexpr int64_t kDefaultCpuKvBytes = int64_t{1} << 30;
+
 llm_status ToSamplingParams(const llm_sampling_params* in, llm::SamplingParams* out) {
   llm_sampling_params p;
   llm_sampling_params_init(&p);
@@ -195,7 +198,15 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     ec.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
     ec.max_queued = p.max_queued > 0 ? p.max_queued : 1024;
     const int64_t blocks_per_seq = (int64_t{ec.n_ctx} + ec.block_size - 1) / ec.block_size;
-    const int64_t n_blocks = p.n_kv_blocks > 0 ? p.n_kv_blocks : blocks_per_seq * ec.max_seqs;
+    int64_t n_blocks = p.n_kv_blocks > 0 ? p.n_kv_blocks : blocks_per_seq * ec.max_seqs;
+    if (p.n_kv_blocks == 0 && backend_kind != LLM_BACKEND_CUDA) {
+      // The CPU pool is committed at creation (backend.h), so the default is
+      // held to kDefaultCpuKvBytes (at least one full-length sequence): 16
+      // sequences of a long-context model would otherwise ask for gigabytes
+      // (SmolLM2, 8K context: 6 GiB). The CUDA backend sizes its own pool.
+      const int64_t budget = std::max<int64_t>(kDefaultCpuKvBytes / llm::CpuKvBlockBytes(mc, ec.block_size), 1);
+      n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
+    }
     if (n_blocks > (int64_t{1} << 24)) return Fail(LLM_ERR_INVALID_ARGUMENT, "KV pool too large");
     ec.n_blocks = static_cast<int32_t>(n_blocks);
 

@@ -23,6 +23,12 @@ void* AllocZeroedLarge(size_t bytes) {
 #endif
 }
 
+void TouchPages(void* p, size_t begin, size_t end) {
+  constexpr size_t kPage = 4096;  // the smallest page size in use: every page is written
+  volatile char* c = static_cast<char*>(p);
+  for (size_t i = begin; i < end; i += kPage) c[i] = 0;
+}
+
 void FreeLarge(void* p, size_t bytes) {
   if (p == nullptr) return;
 #if defined(LLM_HAVE_MMAP)

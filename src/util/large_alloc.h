@@ -16,6 +16,10 @@ namespace llm {
 // nullptr when the memory cannot be had. Free with FreeLarge(p, bytes).
 void* AllocZeroedLarge(size_t bytes);
 void FreeLarge(void* p, size_t bytes);
+// Makes the pages of bytes [begin, end) of an AllocZeroedLarge buffer
+// resident by writing a zero into each (their content stays zero).
+// Disjoint ranges may be touched from several threads at once.
+void TouchPages(void* p, size_t begin, size_t end);
 
 struct LargeDeleter {
   size_t bytes = 0;
