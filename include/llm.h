@@ -191,9 +191,9 @@ typedef struct llm_ctx_params {
   int32_t kv_block_size;      /* tokens per KV block; 0 = 16                */
   int32_t n_kv_blocks;        /* KV pool size in blocks; 0 = enough for     */
                               /* max_seqs full-length sequences, on the CPU */
-                              /* capped at 1 GiB of KV memory (but at least */
-                              /* one full-length sequence). The CPU backend */
-                              /* commits the pool's memory at creation.     */
+                              /* capped at 256 MiB of KV memory (but at     */
+                              /* least one full-length sequence). The CPU   */
+                              /* backend commits the pool at creation.      */
   int32_t max_seqs;           /* sequences per engine step; 0 = 16          */
   int32_t max_batch_tokens;   /* token budget per engine step; 0 = 512      */
   int32_t max_queued;         /* pending requests before BUSY; 0 = 1024     */

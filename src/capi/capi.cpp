@@ -20,7 +20,7 @@ using namespace llm::capi;  // NOLINT: the shims' own helpers
 thread_local std::string t_last_error;
 
 // The default CPU KV pool's memory (llm_ctx_params.n_kv_blocks = 0).
-constexpr int64_t kDefaultCpuKvBytes = int64_t{1} << 30;
+constexpr int64_t kDefaultCpuKvBytes = int64_t{256} << 20;
 
 llm_status ToSamplingParams(const llm_sampling_params* in, llm::SamplingParams* out) {
   llm_sampling_params p;
