@@ -381,6 +381,47 @@ TEST(CpuBackend, CopyKvBlockForksASequence) {
   ExpectBitwiseEqual(lb, la, "forked sequence");
 }
 
+// Swapping: a sequence's blocks go to the host swap space, the pool blocks
+// are overwritten by another sequence, and the blocks come back into other
+// pool blocks (in another order): the sequence continues exactly as if it
+// had never left.
+TEST(CpuBackend, SwappedOutBlocksComeBackIntoOtherBlocks) {
+  auto m = LoadModel("stories260K-f32.gguf");
+  ASSERT_TRUE(m);
+  const int V = m->config.n_vocab;
+  auto backend = MakeBackend(*m, 8, 16, 1);
+  auto twin = MakeBackend(*m, 8, 16, 1);  // the same sequence, never swapped
+  EXPECT_EQ(backend->kv_block_bytes(), CpuKvBlockBytes(m->config, 16));
+  ASSERT_TRUE(backend->ReserveSwapSpace(4).ok());
+  const std::vector<int32_t> prompt = SomeTokens(20, V, 9);  // block 0 full, block 1 holds 4
+  SeqRunner a{backend.get(), V, {0, 1}};
+  a.Feed(prompt, false);
+  SeqRunner t{twin.get(), V, {0, 1}};
+  t.Feed(prompt, false);
+  const KvSwap outs[] = {{0, 3}, {1, 2}};
+  ASSERT_TRUE(backend->SwapOutKvBlocks(outs).ok());
+  SeqRunner other{backend.get(), V, {0, 1}};
+  other.Feed(SomeTokens(30, V, 4), false);  // overwrites blocks 0 and 1
+  const KvSwap ins[] = {{6, 3}, {4, 2}};
+  ASSERT_TRUE(backend->SwapInKvBlocks(ins).ok());
+  a.table = {6, 4};
+  const std::vector<int32_t> cont = {42, 17, 300};
+  ExpectBitwiseEqual(a.Feed(cont), t.Feed(cont), "swapped-in sequence");
+
+  // Ids out of range are refused before anything is copied.
+  const KvSwap bad_slot[] = {{0, 4}};
+  const KvSwap bad_block[] = {{8, 0}};
+  const KvSwap neg[] = {{0, 0}, {-1, 1}};
+  EXPECT_EQ(backend->SwapOutKvBlocks(bad_slot).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(backend->SwapInKvBlocks(bad_block).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(backend->SwapInKvBlocks(neg).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(backend->ReserveSwapSpace(-1).code(), LLM_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(backend->ReserveSwapSpace(0).ok());  // freed: no slot is valid
+  const KvSwap first[] = {{0, 0}};
+  EXPECT_EQ(backend->SwapOutKvBlocks(first).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(backend->SwapOutKvBlocks({}).ok());
+}
+
 // ============================================================== RoPE
 
 TEST(CpuBackend, LinearRopeScalingStretchesPositions) {

@@ -215,6 +215,37 @@ TEST(CudaBackend, TinyModelBatchesMatchCpu) {
   std::remove(path.c_str());
 }
 
+// Swapping through page-locked host memory: blocks out, overwritten, back
+// into other blocks (consecutive runs go as one copy), then the sequence
+// continues as on the CPU backend, which swaps the same way.
+TEST(CudaBackend, SwappedOutBlocksComeBackLikeOnTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  Backends b;
+  MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 16, &b);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(b.gpu->kv_block_bytes(), b.cpu->kv_block_bytes() / 2);  // BF16 vs F32
+  for (Backend* be : {b.cpu.get(), b.gpu.get()}) ASSERT_TRUE(be->ReserveSwapSpace(6).ok());
+  std::vector<llm_token> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<llm_token>((i * 37 + 11) % 512);
+  std::vector<int32_t> table = {0, 1, 2}, rows = {39};
+  BatchSeq s{0, 40, 0, table};
+  Compare(b, Batch{prompt, std::span<const BatchSeq>(&s, 1), rows}, "prefill");
+  const KvSwap outs[] = {{0, 1}, {1, 2}, {2, 3}};
+  for (Backend* be : {b.cpu.get(), b.gpu.get()}) ASSERT_TRUE(be->SwapOutKvBlocks(outs).ok());
+  BatchSeq other{0, 40, 0, table};  // other tokens into the same blocks
+  std::vector<llm_token> junk(prompt.rbegin(), prompt.rend());
+  Compare(b, Batch{junk, std::span<const BatchSeq>(&other, 1), rows}, "overwrite");
+  const KvSwap ins[] = {{9, 1}, {10, 2}, {4, 3}};
+  for (Backend* be : {b.cpu.get(), b.gpu.get()}) ASSERT_TRUE(be->SwapInKvBlocks(ins).ok());
+  std::vector<int32_t> moved = {9, 10, 4};
+  std::vector<llm_token> next = {7};
+  std::vector<int32_t> row0 = {0};
+  BatchSeq cont{0, 1, 40, moved};
+  Compare(b, Batch{next, std::span<const BatchSeq>(&cont, 1), row0}, "after swap-in");
+  const KvSwap bad[] = {{0, 6}};
+  EXPECT_EQ(b.gpu->SwapOutKvBlocks(bad).code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
 TEST(CudaBackend, RejectsInvalidBatches) {
   SKIP_WITHOUT_DEVICE();
   Backends b;

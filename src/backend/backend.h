@@ -35,6 +35,13 @@ struct KvCacheSpec {
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
 };
 
+// One KV block's move between the pool and the host swap space (preemption
+// by swapping): pool block `block` <-> host swap slot `slot`.
+struct KvSwap {
+  int32_t block = 0;
+  int32_t slot = 0;
+};
+
 struct BatchSeq {
   int32_t first = 0;                  // index of its first token in Batch::tokens
   int32_t n_tokens = 0;               // tokens of this sequence in this step (>= 1)
@@ -87,6 +94,29 @@ class Backend {
 
   // Copies one KV block (every layer, K and V) onto another: copy-on-write.
   virtual Status CopyKvBlock(int32_t src, int32_t dst) = 0;
+
+  // ---- host swap space (preemption by swapping, kv_cache_manager.h)
+  //
+  //   pool (device)                     swap space (host)
+  //   [ b0 | b1 | b2 | ... ]  SwapOut   [ s0 | s1 | ... | s(n_slots-1) ]
+  //           block  ------------------>  slot
+  //           block' <------------------  slot      SwapIn
+  //
+  // A slot holds one whole block (every layer, K and V) in the pool's own
+  // format; a block may come back into a different pool block than it left.
+  // Copies are ordered with Forward and CopyKvBlock as the calls are made
+  // (the CUDA backend queues them on its stream), so a block swapped out
+  // may be reused by the next call at once.
+
+  // Bytes of one KV block, all layers' K and V (one swap slot).
+  virtual int64_t kv_block_bytes() const = 0;
+  // Allocates a swap space of n_slots blocks (page-locked on CUDA), replacing
+  // any earlier one; 0 frees it. OUT_OF_MEMORY when the host lacks it.
+  virtual Status ReserveSwapSpace(int32_t n_slots) = 0;
+  // Copies each moves[i].block into moves[i].slot / each slot back into its
+  // block. INVALID_ARGUMENT, copying nothing, for an id out of range.
+  virtual Status SwapOutKvBlocks(std::span<const KvSwap> moves) = 0;
+  virtual Status SwapInKvBlocks(std::span<const KvSwap> moves) = 0;
 };
 
 // The reference backend. `weights` must outlive the backend. n_threads <= 0

@@ -229,5 +229,48 @@ Status CpuBackend::CopyKvBlock(int32_t src, int32_t dst) {
   return Status::Ok();
 }
 
+// On the CPU the "host" swap space is just more host memory: swapping costs a
+// memcpy per block, and it is the reference the CUDA backend's copies follow.
+Status CpuBackend::ReserveSwapSpace(int32_t n_slots) {
+  if (n_slots < 0) return InvalidArgument("ReserveSwapSpace: negative slot count");
+  swap_.reset();
+  n_swap_slots_ = 0;
+  if (n_slots == 0) return Status::Ok();
+  const int64_t bf = kv_.block_floats();
+  if (bf > std::numeric_limits<int64_t>::max() / 4 / n_slots) return OutOfMemory("CPU backend: swap space size overflows");
+  swap_ = AllocZeroedArray<float>(static_cast<size_t>(bf) * n_slots);
+  if (!swap_) return OutOfMemory("CPU backend: cannot allocate a swap space of " + std::to_string(n_slots) + " blocks");
+  n_swap_slots_ = n_slots;
+  return Status::Ok();
+}
+
+Status CpuBackend::CheckSwaps(std::span<const KvSwap> moves, const char* what) const {
+  for (const KvSwap& m : moves) {
+    if (m.block < 0 || m.block >= n_blocks_)
+      return InvalidArgument(std::string(what) + ": block id " + std::to_string(m.block) + " outside [0, " +
+                             std::to_string(n_blocks_) + ")");
+    if (m.slot < 0 || m.slot >= n_swap_slots_)
+      return InvalidArgument(std::string(what) + ": swap slot " + std::to_string(m.slot) + " outside [0, " +
+                             std::to_string(n_swap_slots_) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::SwapOutKvBlocks(std::span<const KvSwap> moves) {
+  LLM_RETURN_IF_ERROR(CheckSwaps(moves, "SwapOutKvBlocks"));
+  const int64_t bf = kv_.block_floats();
+  for (const KvSwap& m : moves)
+    std::memcpy(swap_.get() + m.slot * bf, kv_pool_.get() + m.block * bf, static_cast<size_t>(bf) * sizeof(float));
+  return Status::Ok();
+}
+
+Status CpuBackend::SwapInKvBlocks(std::span<const KvSwap> moves) {
+  LLM_RETURN_IF_ERROR(CheckSwaps(moves, "SwapInKvBlocks"));
+  const int64_t bf = kv_.block_floats();
+  for (const KvSwap& m : moves)
+    std::memcpy(kv_pool_.get() + m.block * bf, swap_.get() + m.slot * bf, static_cast<size_t>(bf) * sizeof(float));
+  return Status::Ok();
+}
+
 }  // namespace cpu
 }  // namespace llm

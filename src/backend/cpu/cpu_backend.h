@@ -1,6 +1,7 @@
 // The CPU backend: the reference implementation of Backend (backend.h).
 //
-// Files: cpu_backend.cpp (creation, batch validation, KV block copies),
+// Files: cpu_backend.cpp (creation, batch validation, KV block copies and
+// swaps),
 // forward.cpp (the forward pass), kernels*.{h,cpp} (matmul, attention,
 // norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
 #pragma once
@@ -31,6 +32,10 @@ class CpuBackend final : public Backend {
   int32_t kind() const override { return LLM_BACKEND_CPU; }
   Status Forward(const Batch& batch, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
+  int64_t kv_block_bytes() const override { return kv_.block_floats() * static_cast<int64_t>(sizeof(float)); }
+  Status ReserveSwapSpace(int32_t n_slots) override;
+  Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
+  Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
 
   const char* kernels_name() const { return k_->name; }
 
@@ -80,6 +85,10 @@ class CpuBackend final : public Backend {
   int32_t n_blocks_ = 0;
   int64_t capacity_ = 0;  // n_blocks * block_size positions
   LargeArray<float> kv_pool_;  // (n_blocks, block_floats)
+  // Checks every id of `moves` (SwapOut/SwapInKvBlocks).
+  Status CheckSwaps(std::span<const KvSwap> moves, const char* what) const;
+  int32_t n_swap_slots_ = 0;
+  LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
 
   // ---- norm weights as F32, whatever their stored type
   std::vector<std::vector<float>> attn_norm_;  // (n_layer, n_embd)

@@ -417,5 +417,55 @@ Status CudaBackend::CopyKvBlock(int32_t src, int32_t dst) {
   return Status::Ok();
 }
 
+Status CudaBackend::ReserveSwapSpace(int32_t n_slots) {
+  if (n_slots < 0) return InvalidArgument("ReserveSwapSpace: negative slot count");
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "ReserveSwapSpace: waiting for queued copies");
+  n_swap_slots_ = 0;
+  swap_host_.Reset();
+  if (n_slots == 0) return Status::Ok();
+  const size_t bytes = static_cast<size_t>(n_slots) * static_cast<size_t>(kv_block_bytes());
+  LLM_RETURN_IF_ERROR(swap_host_.Allocate(bytes, "the KV swap space"));
+  n_swap_slots_ = n_slots;
+  return Status::Ok();
+}
+
+// No synchronisation: a later kernel or copy on stream_ that reuses a block
+// or a slot runs after these copies; the host never reads the swap space.
+Status CudaBackend::SwapKvBlocks(std::span<const KvSwap> moves, bool to_host) {
+  const char* what = to_host ? "SwapOutKvBlocks" : "SwapInKvBlocks";
+  for (const KvSwap& m : moves) {
+    if (m.block < 0 || m.block >= n_blocks_)
+      return InvalidArgument(std::string(what) + ": block id " + std::to_string(m.block) + " outside [0, " +
+                             std::to_string(n_blocks_) + ")");
+    if (m.slot < 0 || m.slot >= n_swap_slots_)
+      return InvalidArgument(std::string(what) + ": swap slot " + std::to_string(m.slot) + " outside [0, " +
+                             std::to_string(n_swap_slots_) + ")");
+  }
+  if (moves.empty()) return Status::Ok();
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  const int64_t stride = kv_.block_stride();  // bf16 per block
+  for (size_t i = 0; i < moves.size();) {
+    size_t n = 1;  // moves[i .. i+n) are consecutive in both the pool and the swap space
+    while (i + n < moves.size() && moves[i + n].block == moves[i].block + static_cast<int32_t>(n) &&
+           moves[i + n].slot == moves[i].slot + static_cast<int32_t>(n))
+      ++n;
+    bf16* dev = kv_pool_.get<bf16>() + static_cast<int64_t>(moves[i].block) * stride;
+    bf16* host = swap_host_.get<bf16>() + static_cast<int64_t>(moves[i].slot) * stride;
+    const size_t bytes = n * static_cast<size_t>(stride) * sizeof(bf16);
+    if (to_host) {
+      LLM_CUDA_TRY(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream_), what);
+    } else {
+      LLM_CUDA_TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream_), what);
+    }
+    i += n;
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::SwapOutKvBlocks(std::span<const KvSwap> moves) { return SwapKvBlocks(moves, /*to_host=*/true); }
+
+Status CudaBackend::SwapInKvBlocks(std::span<const KvSwap> moves) { return SwapKvBlocks(moves, /*to_host=*/false); }
+
 }  // namespace cuda
 }  // namespace llm

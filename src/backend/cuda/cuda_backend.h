@@ -3,7 +3,7 @@
 // the kernels of kernels/.
 //
 // Files: cuda_backend.cpp (creation, weight upload, KV pool, validation,
-// block copies), cuda_forward.cpp (the forward pass), cuda_util.{h,cpp}
+// block copies and swaps), cuda_forward.cpp (the forward pass), cuda_util.{h,cpp}
 // (errors as Status, RAII buffers).
 //
 // Precision: weights and the KV cache are BF16; the residual stream, GEMM
@@ -51,6 +51,10 @@ class CudaBackend final : public Backend {
   Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
                        float* logprobs) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
+  int64_t kv_block_bytes() const override { return kv_.block_stride() * static_cast<int64_t>(sizeof(bf16)); }
+  Status ReserveSwapSpace(int32_t n_slots) override;
+  Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
+  Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
 
   // Counters for tests and benchmarks: steps replayed from a graph, graphs
   // captured, captures that failed (those buckets run eagerly).
@@ -90,6 +94,10 @@ class CudaBackend final : public Backend {
     int32_t n_tok = 0, n_out = 0, n_dec = 0, n_work = 0;
     int32_t dec_splits = 1, dec_keys_per_split = 0, dec_dynamic = 0;
   };
+  // The swap copies of `moves`, pool -> host (to_host) or host -> pool,
+  // queued on stream_; runs of consecutive blocks and slots go as one copy.
+  Status SwapKvBlocks(std::span<const KvSwap> moves, bool to_host);
+
   // Embedding through the classifier GEMM into logits_ (n_out rows); no host
   // copy, no synchronisation, no allocation: what a graph captures. With
   // n_out == 0 it stops after the last layer's K/V store.
@@ -146,6 +154,10 @@ class CudaBackend final : public Backend {
   int32_t scratch_block_ = 0;  // == n_blocks_: where graph padding writes its K/V
   int64_t capacity_ = 0;     // n_blocks * block_size positions
   DeviceBuffer kv_pool_;
+  // Host swap space (preemption by swapping): page-locked, so the copies
+  // are true DMA transfers queued on stream_ like every other step.
+  int32_t n_swap_slots_ = 0;
+  PinnedBuffer swap_host_;   // (n_swap_slots, block_stride) bf16
 
   // ---- activations, grown to the largest batch seen
   int64_t cap_tok_ = 0;
