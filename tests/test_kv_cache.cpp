@@ -108,6 +108,25 @@ TEST(KvCache, ForkSharesAndCopiesOnWrite) {
   EXPECT_TRUE(copies.empty());  // the parent's block is its own again
 }
 
+// A fork shares only blocks that hold computed tokens: an empty block past
+// them (reserved for lookahead slots) would be written by both sequences
+// with no copy-on-write, which only looks at partially filled blocks.
+TEST(KvCache, ForkLeavesEmptyLookaheadBlocksBehind) {
+  KvCacheManager kv(16, 4);
+  auto p = Seq(Range(8));
+  std::vector<KvCopy> copies;
+  ASSERT_TRUE(kv.AllocateSlots(p.get(), 8, /*n_lookahead=*/2, &copies));
+  p->n_computed = 8;
+  ASSERT_EQ(p->block_table.size(), 3u);
+  auto c = Seq(Range(8));
+  kv.Fork(*p, c.get());
+  ASSERT_EQ(c->block_table.size(), 2u);
+  EXPECT_EQ(kv.pool().ref_count(p->block_table[2]), 1);
+  c->tokens.push_back(5);
+  ASSERT_TRUE(kv.AllocateSlots(c.get(), 1, 0, &copies));
+  EXPECT_NE(c->block_table[2], p->block_table[2]);
+}
+
 TEST(KvCache, AllocateSlotsIsAllOrNothing) {
   KvCacheManager kv(3, 4);
   auto a = Seq(Range(9));

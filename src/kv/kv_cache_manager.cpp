@@ -1,5 +1,7 @@
 #include "kv/kv_cache_manager.h"
 
+#include <algorithm>
+
 namespace llm {
 
 namespace {
@@ -66,7 +68,11 @@ void KvCacheManager::CommitComputed(Sequence* seq) {
 }
 
 void KvCacheManager::Fork(const Sequence& parent, Sequence* child) {
-  child->block_table = parent.block_table;
+  // Only the blocks holding computed tokens: a block past them (a lookahead
+  // slot's) would be shared empty, and written by both without a copy, since
+  // copy-on-write only looks at a partially filled block.
+  const size_t n = std::min(parent.block_table.size(), static_cast<size_t>(pool_.BlocksFor(parent.n_computed)));
+  child->block_table.assign(parent.block_table.begin(), parent.block_table.begin() + static_cast<std::ptrdiff_t>(n));
   for (int32_t b : child->block_table) pool_.AddRef(b);
   child->block_hashes = parent.block_hashes;
   child->n_computed = parent.n_computed;

@@ -51,7 +51,8 @@ class KvCacheManager {
   // prefix cache. Only computed (verified) tokens ever become cached.
   void CommitComputed(Sequence* seq);
 
-  // `child` shares every block of `parent` (parallel sampling).
+  // `child` shares every block of `parent` that holds computed tokens
+  // (parallel sampling).
   void Fork(const Sequence& parent, Sequence* child);
 
   // Releases all of a sequence's blocks, tail first.
