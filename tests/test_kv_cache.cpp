@@ -2,6 +2,7 @@
 // write, forks, eviction, and a randomized property test of the invariants.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -143,6 +144,152 @@ TEST(KvCache, AllocateSlotsIsAllOrNothing) {
   EXPECT_TRUE(kv.AllocateSlots(a.get(), 9, 3, &copies));
 }
 
+// ---- swapping
+
+using SwapIn = KvCacheManager::SwapInResult;
+
+// Takes every free block (evicting every cached one) and gives them back.
+void EvictAll(KvCacheManager& kv) {
+  std::vector<int32_t> grabbed;
+  while (auto b = kv.pool().Allocate()) grabbed.push_back(*b);
+  for (int32_t b : grabbed) kv.pool().Release(b);
+}
+
+TEST(KvCache, SwapOutCopiesPrivateBlocksAndFreesThemAll) {
+  KvCacheManager kv(8, 4, true, /*n_swap_slots=*/4);
+  auto a = Seq(Range(10));
+  Compute(kv, a.get());
+  std::vector<int32_t> table = a->block_table;
+  std::vector<KvSwap> outs;
+  ASSERT_TRUE(kv.SwapOut(a.get(), &outs));
+  ASSERT_EQ(outs.size(), 3u);  // two full blocks and the partial one
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(outs[i].block, table[i]);
+  EXPECT_TRUE(a->swapped);
+  EXPECT_TRUE(a->block_table.empty());
+  EXPECT_EQ(a->n_computed, 10);
+  EXPECT_EQ(kv.pool().n_used(), 0);
+  EXPECT_EQ(kv.n_swap_free(), 1);
+  EXPECT_EQ(kv.swapped_out_blocks(), 3u);
+  // Nothing cached survives: every block comes back by copy.
+  EvictAll(kv);
+  std::vector<KvSwap> ins;
+  ASSERT_EQ(kv.SwapIn(a.get(), 1, &ins), SwapIn::kOk);
+  ASSERT_EQ(ins.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ins[i].block, a->block_table[i]);
+    EXPECT_EQ(ins[i].slot, outs[i].slot);
+  }
+  EXPECT_FALSE(a->swapped);
+  EXPECT_EQ(a->n_computed, 10);
+  EXPECT_EQ(kv.n_swap_free(), 4);
+  // Copied-back full blocks are in the prefix cache again.
+  auto b = Seq(Range(10));
+  EXPECT_EQ(kv.AttachCachedPrefix(b.get()), 8);
+  EXPECT_EQ(b->block_table[0], a->block_table[0]);
+}
+
+TEST(KvCache, SwapInGrowsForThePendingTokensAllOrNothing) {
+  KvCacheManager kv(4, 4, true, /*n_swap_slots=*/4);
+  auto a = Seq(Range(8));
+  Compute(kv, a.get());
+  std::vector<KvSwap> outs, ins;
+  ASSERT_TRUE(kv.SwapOut(a.get(), &outs));
+  EvictAll(kv);
+  std::vector<int32_t> held;
+  for (int i = 0; i < 2; ++i) held.push_back(*kv.pool().Allocate());
+  // 2 blocks to copy back + 1 for token 9: 3 > 2 free.
+  EXPECT_EQ(kv.SwapIn(a.get(), 1, &ins), SwapIn::kNoRoom);
+  EXPECT_TRUE(ins.empty());
+  EXPECT_TRUE(a->swapped);
+  EXPECT_EQ(kv.n_swap_free(), 2);
+  kv.pool().Release(held.back());
+  ASSERT_EQ(kv.SwapIn(a.get(), 1, &ins), SwapIn::kOk);
+  EXPECT_EQ(a->block_table.size(), 3u);
+  EXPECT_EQ(ins.size(), 2u);
+}
+
+TEST(KvCache, SharedCachedBlocksStayAndAreTakenBack) {
+  KvCacheManager kv(16, 4, true, /*n_swap_slots=*/8);
+  auto a = Seq(Range(10));
+  Compute(kv, a.get());
+  auto b = Seq(Range(14));
+  ASSERT_EQ(kv.AttachCachedPrefix(b.get()), 8);
+  Compute(kv, b.get());  // blocks 0-1 shared with a, 2 full and 3 partial its own
+  const std::vector<int32_t> table = b->block_table;
+  std::vector<KvSwap> outs;
+  ASSERT_TRUE(kv.SwapOut(b.get(), &outs));
+  ASSERT_EQ(outs.size(), 2u);  // the shared blocks are not copied
+  EXPECT_EQ(outs[0].block, table[2]);
+  EXPECT_EQ(outs[1].block, table[3]);
+  EXPECT_EQ(b->swap_slots[0], -1);
+  EXPECT_EQ(b->swap_slots[1], -1);
+  EXPECT_EQ(kv.pool().ref_count(table[0]), 1);  // b's reference dropped
+  EvictAll(kv);  // a keeps blocks 0-1 alive
+  std::vector<KvSwap> ins;
+  ASSERT_EQ(kv.SwapIn(b.get(), 1, &ins), SwapIn::kOk);
+  EXPECT_EQ(b->block_table[0], table[0]);
+  EXPECT_EQ(b->block_table[1], table[1]);
+  EXPECT_EQ(kv.pool().ref_count(table[0]), 2);
+  EXPECT_EQ(ins.size(), 2u);
+}
+
+TEST(KvCache, LostSharedBlockMeansRecompute) {
+  KvCacheManager kv(16, 4, true, /*n_swap_slots=*/8);
+  auto a = Seq(Range(10));
+  Compute(kv, a.get());
+  auto b = Seq(Range(14));
+  kv.AttachCachedPrefix(b.get());
+  Compute(kv, b.get());
+  std::vector<KvSwap> outs, ins;
+  ASSERT_TRUE(kv.SwapOut(b.get(), &outs));
+  kv.Free(a.get());
+  EvictAll(kv);  // now nobody keeps blocks 0-1: their K/V are gone
+  EXPECT_EQ(kv.SwapIn(b.get(), 1, &ins), SwapIn::kLost);
+  EXPECT_TRUE(ins.empty());
+  EXPECT_FALSE(b->swapped);
+  EXPECT_EQ(b->n_computed, 0);
+  EXPECT_TRUE(b->block_hashes.empty());
+  EXPECT_EQ(kv.n_swap_free(), 8);
+  EXPECT_EQ(kv.pool().n_used(), 0);
+}
+
+TEST(KvCache, ForkSharedPartialBlockIsCopied) {
+  KvCacheManager kv(16, 4, true, /*n_swap_slots=*/8);
+  auto p = Seq(Range(6));
+  Compute(kv, p.get());
+  auto c = Seq(Range(6));
+  kv.Fork(*p, c.get());
+  std::vector<KvSwap> outs;
+  ASSERT_TRUE(kv.SwapOut(c.get(), &outs));
+  // Block 0 is full, cached and shared: left. Block 1 is shared but partial
+  // (not in the cache, and the parent writes it next): copied.
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].block, p->block_table[1]);
+  EXPECT_EQ(kv.pool().ref_count(p->block_table[1]), 1);
+}
+
+TEST(KvCache, SwapOutDeclinesWithoutRoomAndFreeGivesSlotsBack) {
+  KvCacheManager kv(8, 4, true, /*n_swap_slots=*/2);
+  auto a = Seq(Range(10));
+  Compute(kv, a.get());
+  std::vector<KvSwap> outs;
+  EXPECT_FALSE(kv.SwapOut(a.get(), &outs));  // 3 blocks, 2 slots
+  EXPECT_TRUE(outs.empty());
+  EXPECT_FALSE(a->swapped);
+  EXPECT_EQ(a->block_table.size(), 3u);
+  auto b = Seq(Range(5, 900));
+  Compute(kv, b.get());
+  ASSERT_TRUE(kv.SwapOut(b.get(), &outs));
+  EXPECT_EQ(kv.n_swap_free(), 0);
+  kv.Free(b.get());  // cancelled while swapped out
+  EXPECT_EQ(kv.n_swap_free(), 2);
+  EXPECT_FALSE(b->swapped);
+  KvCacheManager no_swap(8, 4);
+  auto c = Seq(Range(3));
+  Compute(no_swap, c.get());
+  EXPECT_FALSE(no_swap.SwapOut(c.get(), &outs));
+}
+
 TEST(SchedulerKv, AdmissionUsesThePrefixCache) {
   KvCacheManager kv(64, 4);
   Scheduler sched({8, 512}, &kv);
@@ -209,14 +356,55 @@ TEST(SchedulerKv, LowerPriorityIsPreemptedFirst) {
 
 // ------------------------------------------------------------------------
 // Randomized property test: allocate / append / fork / free / evict /
-// preempt / cancel, with every invariant checked after every operation.
+// preempt / cancel / swap out / swap in, with every invariant checked after
+// every operation.
+//
+// A model of the KV memory checks what the bookkeeping promises: each pool
+// block and swap slot holds the token ids "computed" into it (-1: garbage),
+// copies and swaps move them as the backend would, and after every operation
+// every running sequence's computed positions read back its own tokens.
 
-void CheckAll(const KvCacheManager& kv, const std::vector<std::unique_ptr<Sequence>>& live) {
+struct KvModel {
+  KvModel(int32_t n_blocks, int32_t n_slots, int32_t bs)
+      : bs(bs), pool(n_blocks, std::vector<int32_t>(bs, -1)), swap(n_slots, std::vector<int32_t>(bs, -1)) {}
+  void Copies(const std::vector<KvCopy>& copies) {
+    for (const KvCopy& c : copies) pool[c.dst] = pool[c.src];
+  }
+  void Out(const std::vector<KvSwap>& outs) {
+    for (const KvSwap& m : outs) swap[m.slot] = pool[m.block];
+  }
+  void In(const std::vector<KvSwap>& ins) {
+    for (const KvSwap& m : ins) pool[m.block] = swap[m.slot];
+  }
+  // Positions [from, to) of `s` computed: their K/V land in its blocks.
+  void Write(const Sequence& s, int32_t from, int32_t to) {
+    for (int32_t p = from; p < to; ++p) pool[s.block_table[p / bs]][p % bs] = s.tokens[p];
+  }
+  void Garbage(int32_t block) { pool[block].assign(bs, -1); }
+  int32_t bs;
+  std::vector<std::vector<int32_t>> pool;  // (n_blocks, bs)
+  std::vector<std::vector<int32_t>> swap;  // (n_slots, bs)
+};
+
+void CheckAll(const KvCacheManager& kv, const KvModel& mem, const std::vector<std::unique_ptr<Sequence>>& live) {
   const BlockPool& pool = kv.pool();
   std::string why;
   ASSERT_TRUE(pool.CheckInvariants(&why)) << why;
+  std::vector<const Sequence*> swapped;
   std::map<int32_t, int32_t> holders;
   for (const auto& s : live) {
+    if (s->swapped) {
+      swapped.push_back(s.get());
+      // What comes back: the slots hold the tokens of the blocks they saved.
+      for (size_t i = 0; i < s->swap_slots.size(); ++i) {
+        if (s->swap_slots[i] < 0) continue;
+        for (int32_t j = 0; j < pool.block_size(); ++j) {
+          const int32_t p = static_cast<int32_t>(i) * pool.block_size() + j;
+          if (p < s->n_computed) ASSERT_EQ(mem.swap[s->swap_slots[i]][j], s->tokens[p]) << "slot " << s->swap_slots[i];
+        }
+      }
+      continue;
+    }
     ASSERT_GE(static_cast<int32_t>(s->block_table.size()), pool.BlocksFor(s->n_computed));
     for (int32_t b : s->block_table) holders[b]++;
     // A sequence's full, hashed blocks hold its own tokens when cached.
@@ -228,7 +416,12 @@ void CheckAll(const KvCacheManager& kv, const std::vector<std::unique_ptr<Sequen
           ASSERT_EQ(toks[j], s->tokens[i * pool.block_size() + j]);
       }
     }
+    // Every computed position reads back the sequence's own token.
+    for (int32_t p = 0; p < s->n_computed; ++p)
+      ASSERT_EQ(mem.pool[s->block_table[p / pool.block_size()]][p % pool.block_size()], s->tokens[p])
+          << "position " << p << " of a sequence of " << s->tokens.size();
   }
+  ASSERT_TRUE(kv.CheckSwapInvariants(swapped, &why)) << why;
   int32_t used = 0;
   for (int32_t b = 0; b < pool.n_blocks(); ++b) {
     const int32_t h = holders.count(b) ? holders[b] : 0;
@@ -243,13 +436,46 @@ void CheckAll(const KvCacheManager& kv, const std::vector<std::unique_ptr<Sequen
 TEST(KvCacheProperty, TenThousandRandomOperations) {
   std::mt19937 rng(12345);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
-  KvCacheManager kv(48, 4);
+  constexpr int32_t kBlocks = 40, kSlots = 10, kBs = 4;
+  KvCacheManager kv(kBlocks, kBs, true, kSlots);
+  KvModel mem(kBlocks, kSlots, kBs);
   std::vector<std::unique_ptr<Sequence>> live;
+  // A sequence that runs (not swapped out), or null.
+  auto pick_running = [&]() -> Sequence* {
+    Sequence* s = live[pick(static_cast<int>(live.size()))].get();
+    return s->swapped ? nullptr : s;
+  };
+  auto drop = [&](Sequence* s) {
+    kv.Free(s);
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (live[i].get() == s) {
+        live.erase(live.begin() + static_cast<long>(i));
+        break;
+      }
+    }
+  };
+  // Admits `s` (no blocks) from the prefix cache and computes the rest; not
+  // runnable: dropped, as a cancel would.
+  auto recompute = [&](Sequence* s) {
+    s->n_computed = 0;
+    kv.AttachCachedPrefix(s);
+    std::vector<KvCopy> copies;
+    const int32_t from = s->n_computed;
+    if (kv.AllocateSlots(s, s->n_pending(), 0, &copies)) {
+      mem.Copies(copies);
+      s->n_computed = static_cast<int32_t>(s->tokens.size());
+      mem.Write(*s, from, s->n_computed);
+      kv.CommitComputed(s);
+    } else {
+      drop(s);
+    }
+  };
   // A few shared prefixes make cache hits common.
   std::vector<std::vector<int32_t>> stems = {Range(12, 1000), Range(9, 2000), Range(20, 3000)};
   int hits = 0, forks = 0, cows = 0, evictions_seen = 0, no_room = 0;
+  int swap_outs = 0, swap_declined = 0, swap_ins = 0, swap_no_room = 0, swap_lost = 0, revived = 0;
   for (int op = 0; op < 10000; ++op) {
-    const int kind = pick(7);
+    const int kind = pick(9);
     if (kind == 0 || live.empty()) {  // allocate: a new sequence (maybe sharing a stem), admitted
       std::vector<int32_t> t = stems[pick(3)];
       t.resize(1 + pick(static_cast<int>(t.size())));
@@ -259,7 +485,10 @@ TEST(KvCacheProperty, TenThousandRandomOperations) {
       hits += kv.AttachCachedPrefix(s.get()) > 0;
       std::vector<KvCopy> copies;
       if (kv.AllocateSlots(s.get(), s->n_pending(), pick(3), &copies)) {
+        mem.Copies(copies);
+        const int32_t from = s->n_computed;
         s->n_computed = static_cast<int32_t>(s->tokens.size());
+        mem.Write(*s, from, s->n_computed);
         kv.CommitComputed(s.get());
         evictions_seen += kv.pool().n_cached_free() < cached_before;
         live.push_back(std::move(s));
@@ -268,12 +497,15 @@ TEST(KvCacheProperty, TenThousandRandomOperations) {
         ++no_room;
       }
     } else if (kind == 1) {  // append: decode a few tokens
-      Sequence* s = live[pick(static_cast<int>(live.size()))].get();
+      Sequence* s = pick_running();
+      if (s == nullptr) continue;
       const int n = 1 + pick(5);
       for (int i = 0; i < n; ++i) s->tokens.push_back(pick(50));
       std::vector<KvCopy> copies;
       if (kv.AllocateSlots(s, n, pick(2), &copies)) {
         cows += static_cast<int>(copies.size());
+        mem.Copies(copies);
+        mem.Write(*s, s->n_computed, s->n_computed + n);
         s->n_computed += n;
         kv.CommitComputed(s);
       } else {
@@ -281,46 +513,66 @@ TEST(KvCacheProperty, TenThousandRandomOperations) {
         ++no_room;
       }
     } else if (kind == 2) {  // fork
-      Sequence* p = live[pick(static_cast<int>(live.size()))].get();
+      Sequence* p = pick_running();
+      if (p == nullptr) continue;
       auto c = Seq(p->tokens, op, p->cache_salt);
       c->tokens.resize(p->n_computed);
       kv.Fork(*p, c.get());
       live.push_back(std::move(c));
       ++forks;
-    } else if (kind == 3 || kind == 4) {  // free (finish) or cancel
-      const int i = pick(static_cast<int>(live.size()));
-      kv.Free(live[i].get());
-      live.erase(live.begin() + i);
-    } else if (kind == 5) {  // preempt: free and recompute from the cache later
-      Sequence* s = live[pick(static_cast<int>(live.size()))].get();
+    } else if (kind == 3 || kind == 4) {  // free (finish) or cancel, swapped out or not
+      drop(live[pick(static_cast<int>(live.size()))].get());
+    } else if (kind == 5) {  // preempt by recompute
+      Sequence* s = pick_running();
+      if (s == nullptr) continue;
       kv.Free(s);
-      s->n_computed = 0;
-      kv.AttachCachedPrefix(s);
-      std::vector<KvCopy> copies;
-      if (kv.AllocateSlots(s, s->n_pending(), 0, &copies)) {
-        s->n_computed = static_cast<int32_t>(s->tokens.size());
-        kv.CommitComputed(s);
+      recompute(s);
+    } else if (kind == 6) {  // preempt by swapping
+      Sequence* s = pick_running();
+      if (s == nullptr) continue;
+      std::vector<KvSwap> outs;
+      if (kv.SwapOut(s, &outs)) {
+        mem.Out(outs);
+        ++swap_outs;
       } else {
-        kv.Free(s);
-        s->n_computed = 0;
-        // Not runnable: drop it, as a cancel would.
-        for (size_t i = 0; i < live.size(); ++i) {
-          if (live[i].get() == s) {
-            live.erase(live.begin() + static_cast<long>(i));
-            break;
-          }
-        }
+        ++swap_declined;
       }
-    } else {  // evict pressure: grab and return raw blocks
+    } else if (kind == 7) {  // readmit a swapped-out sequence
+      Sequence* s = live[pick(static_cast<int>(live.size()))].get();
+      if (!s->swapped) continue;
+      const int32_t n_slots_used = static_cast<int32_t>(std::count_if(
+          s->swap_slots.begin(), s->swap_slots.end(), [](int32_t x) { return x >= 0; }));
+      // Half the time other sequences have taken all but a few free blocks.
+      std::vector<int32_t> others;
+      for (int i = pick(2) ? kv.pool().n_free() - pick(4) : 0; i > 0; --i) {
+        others.push_back(*kv.pool().Allocate());
+        mem.Garbage(others.back());
+      }
+      std::vector<KvSwap> ins;
+      switch (kv.SwapIn(s, pick(3), &ins)) {
+        case KvCacheManager::SwapInResult::kOk:
+          mem.In(ins);
+          revived += n_slots_used - static_cast<int32_t>(ins.size());
+          ++swap_ins;
+          break;
+        case KvCacheManager::SwapInResult::kNoRoom: ++swap_no_room; break;
+        case KvCacheManager::SwapInResult::kLost:
+          ++swap_lost;
+          recompute(s);
+          break;
+      }
+      for (int32_t b : others) kv.pool().Release(b);
+    } else {  // evict pressure: grab raw blocks, overwrite them, give them back
       std::vector<int32_t> grabbed;
       for (int i = pick(8); i > 0; --i) {
         auto b = kv.pool().Allocate();
         if (!b) break;
+        mem.Garbage(*b);  // whatever K/V they held is gone
         grabbed.push_back(*b);
       }
       for (int32_t b : grabbed) kv.pool().Release(b);
     }
-    CheckAll(kv, live);
+    CheckAll(kv, mem, live);
     if (HasFatalFailure()) {
       FAIL() << "invariant broken after operation " << op << " (kind " << kind << ")";
     }
@@ -330,6 +582,18 @@ TEST(KvCacheProperty, TenThousandRandomOperations) {
   EXPECT_GT(cows, 10);
   EXPECT_GT(no_room, 10);
   EXPECT_GT(evictions_seen, 10);
+  EXPECT_GT(swap_outs, 100);
+  EXPECT_GT(swap_declined, 10);
+  EXPECT_GT(swap_ins, 100);
+  EXPECT_GT(swap_no_room, 10);
+  EXPECT_GT(swap_lost, 0);
+  EXPECT_GT(revived, 10);  // copied blocks found again in the cache
+  std::vector<const Sequence*> none;
+  for (auto& s : live) kv.Free(s.get());
+  std::string why;
+  EXPECT_TRUE(kv.CheckSwapInvariants(none, &why)) << why;
+  EXPECT_EQ(kv.n_swap_free(), kSlots);
+  EXPECT_EQ(kv.pool().n_used(), 0);
 }
 
 }  // namespace

@@ -147,6 +147,81 @@ TEST(Scheduler, PreemptsLatestWhenBlocksRunOut) {
   EXPECT_EQ(out.chunks[0].n_tokens, 8);
 }
 
+// The same squeeze with a swap space: b's K/V go to host slots instead of
+// being dropped, and b resumes with its one pending token, no recompute.
+TEST(Scheduler, SwapPreemptionResumesWithoutRecompute) {
+  KvCacheManager kv(4, 4, /*prefix_caching=*/true, /*n_swap_slots=*/8);
+  BlockPool& pool = kv.pool();
+  Scheduler sched({4, 512}, &kv);
+  auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
+  sched.Add(a.get());
+  sched.Add(b.get());
+  Advance(sched.Schedule(), &kv);
+  auto out = sched.Schedule();
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_EQ(out.preempted[0], b.get());
+  EXPECT_TRUE(b->swapped);
+  EXPECT_EQ(b->n_computed, 7);  // kept: the K/V are in the swap space
+  EXPECT_TRUE(b->block_table.empty());
+  EXPECT_EQ(b->n_preemptions, 1);
+  EXPECT_EQ(out.swap_outs.size(), 2u);  // one full (private) block, one partial
+  EXPECT_EQ(kv.n_swap_free(), 6);
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, a.get());
+  Advance(out, &kv);
+  sched.Remove(a.get());
+  EXPECT_EQ(pool.n_used(), 0);
+  out = sched.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, b.get());
+  EXPECT_EQ(out.chunks[0].n_tokens, 1);  // only the pending token: no re-prefill
+  ASSERT_EQ(out.swapped_in.size(), 1u);
+  EXPECT_FALSE(b->swapped);
+  EXPECT_EQ(b->n_computed, 7);
+  EXPECT_EQ(b->block_table.size(), 2u);
+  // b's full block 0 was still in the prefix cache: taken back, not copied.
+  ASSERT_EQ(out.swap_ins.size(), 1u);
+  EXPECT_EQ(out.swap_ins[0].block, b->block_table[1]);
+  EXPECT_EQ(kv.n_swap_free(), 8);
+  EXPECT_EQ(sched.n_running(), 1);
+}
+
+TEST(Scheduler, FullSwapSpaceFallsBackToRecompute) {
+  KvCacheManager kv(4, 4, /*prefix_caching=*/true, /*n_swap_slots=*/1);
+  Scheduler sched({4, 512}, &kv);
+  auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
+  sched.Add(a.get());
+  sched.Add(b.get());
+  Advance(sched.Schedule(), &kv);
+  auto out = sched.Schedule();  // b needs 2 slots, there is 1
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_FALSE(b->swapped);
+  EXPECT_EQ(b->n_computed, 0);
+  EXPECT_TRUE(out.swap_outs.empty());
+  EXPECT_EQ(kv.n_swap_free(), 1);
+  EXPECT_EQ(b->n_preemptions, 1);
+}
+
+TEST(Scheduler, RemovingASwappedOutSequenceFreesItsSlots) {
+  KvCacheManager kv(4, 4, /*prefix_caching=*/true, /*n_swap_slots=*/8);
+  Scheduler sched({4, 512}, &kv);
+  auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
+  sched.Add(a.get());
+  sched.Add(b.get());
+  Advance(sched.Schedule(), &kv);
+  Advance(sched.Schedule(), &kv);
+  ASSERT_TRUE(b->swapped);
+  EXPECT_EQ(kv.n_swap_free(), 6);
+  sched.Remove(b.get());  // cancelled while swapped out
+  EXPECT_FALSE(b->swapped);
+  EXPECT_TRUE(b->swap_slots.empty());
+  EXPECT_EQ(kv.n_swap_free(), 8);
+  EXPECT_EQ(sched.n_waiting(), 0);
+  sched.Remove(a.get());
+  EXPECT_TRUE(sched.idle());
+  EXPECT_EQ(kv.pool().n_used(), 0);
+}
+
 TEST(Scheduler, LoneSequenceThatCannotGrowIsReported) {
   KvCacheManager kv(2, 4);
   BlockPool& pool = kv.pool();

@@ -36,7 +36,13 @@ struct Sequence {
   int32_t n_cached_prompt = -1;      // prompt tokens served from the cache at first admission
   bool use_cached_prefix = true;     // may start from cached blocks
   SeqState state = SeqState::kWaiting;
-  int32_t n_preemptions = 0;
+  int32_t n_preemptions = 0;         // by recompute or by swapping
+
+  // ---- preemption by swapping (kv_cache_manager.h). A swapped-out sequence
+  // waits holding no pool block: the K/V of its n_computed tokens are in host
+  // swap slots, or in full blocks it takes back from the prefix cache.
+  bool swapped = false;
+  std::vector<int32_t> swap_slots;   // (BlocksFor(n_computed)) host slot per logical block, -1: none
 
   // ---- speculative decoding (spec/). The engine sets spec_k before a step
   // (drafts it would like to verify); the scheduler reserves that many

@@ -10,8 +10,12 @@ std::span<const int32_t> BlockTokens(const Sequence& s, int32_t i, int32_t bs) {
 }
 }  // namespace
 
-KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching)
-    : pool_(n_blocks, block_size), prefix_caching_(prefix_caching) {}
+KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching, int32_t n_swap_slots)
+    : pool_(n_blocks, block_size), prefix_caching_(prefix_caching), n_swap_slots_(std::max(n_swap_slots, 0)) {
+  // Popped from the back: slot 0 first, so consecutive swaps get runs of
+  // consecutive slots (one copy each on the CUDA backend).
+  for (int32_t i = n_swap_slots_ - 1; i >= 0; --i) swap_free_.push_back(i);
+}
 
 int32_t KvCacheManager::AttachCachedPrefix(Sequence* seq) {
   if (!seq->block_table.empty() || seq->n_computed != 0) return 0;
@@ -81,6 +85,133 @@ void KvCacheManager::Fork(const Sequence& parent, Sequence* child) {
 void KvCacheManager::Free(Sequence* seq) {
   pool_.ReleaseAll(&seq->block_table);
   seq->block_hashes.clear();
+  FreeSwapSlots(seq);
+}
+
+void KvCacheManager::FreeSwapSlots(Sequence* seq) {
+  for (auto it = seq->swap_slots.rbegin(); it != seq->swap_slots.rend(); ++it) {
+    if (*it >= 0) swap_free_.push_back(*it);
+  }
+  seq->swap_slots.clear();
+  seq->swapped = false;
+}
+
+std::optional<int32_t> KvCacheManager::LookupCached(const Sequence& seq, int32_t i) const {
+  if (!prefix_caching_ || i >= static_cast<int32_t>(seq.block_hashes.size())) return std::nullopt;
+  const BlockHash parent = i > 0 ? seq.block_hashes[i - 1] : 0;
+  return pool_.Lookup(seq.block_hashes[i], parent, BlockTokens(seq, i, pool_.block_size()));
+}
+
+bool KvCacheManager::SwapOut(Sequence* seq, std::vector<KvSwap>* outs) {
+  const int32_t n_keep = pool_.BlocksFor(seq->n_computed);  // blocks past it hold nothing yet
+  if (n_swap_slots_ == 0 || seq->swapped || n_keep == 0 || n_keep > static_cast<int32_t>(seq->block_table.size())) {
+    return false;  // no swapping; or nothing to save
+  }
+  // A block is left to the prefix cache only when it is the canonical block
+  // of its hash (so Lookup finds it) and someone else keeps it alive.
+  auto left_in_cache = [&](int32_t i) {
+    const int32_t b = seq->block_table[i];
+    return prefix_caching_ && i < static_cast<int32_t>(seq->block_hashes.size()) && pool_.ref_count(b) > 1 &&
+           pool_.is_cached(b) && pool_.hash_of(b) == seq->block_hashes[i];
+  };
+  int32_t n_copy = 0;
+  for (int32_t i = 0; i < n_keep; ++i) n_copy += !left_in_cache(i);
+  if (n_copy > n_swap_free()) return false;
+  seq->swap_slots.assign(n_keep, -1);
+  for (int32_t i = 0; i < n_keep; ++i) {
+    if (left_in_cache(i)) continue;
+    const int32_t slot = swap_free_.back();
+    swap_free_.pop_back();
+    seq->swap_slots[i] = slot;
+    outs->push_back({seq->block_table[i], slot});
+  }
+  swapped_out_blocks_ += static_cast<uint64_t>(n_copy);
+  pool_.ReleaseAll(&seq->block_table);  // tail first, as Free does
+  seq->swapped = true;
+  return true;
+}
+
+KvCacheManager::SwapInResult KvCacheManager::SwapIn(Sequence* seq, int32_t n_new, std::vector<KvSwap>* ins) {
+  const int32_t n = static_cast<int32_t>(seq->swap_slots.size());
+  // Plan: the cached blocks to take back (a free one costs a free block, as
+  // does every block to allocate), and whether anything was lost.
+  int32_t need = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (auto b = LookupCached(*seq, i)) {
+      need += pool_.ref_count(*b) == 0;
+    } else if (seq->swap_slots[i] < 0) {
+      FreeSwapSlots(seq);
+      seq->block_hashes.clear();
+      seq->n_computed = 0;
+      return SwapInResult::kLost;
+    } else {
+      ++need;
+    }
+  }
+  const int64_t end = int64_t{seq->n_computed} + n_new;
+  need += std::max(pool_.BlocksFor(end) - n, 0);
+  if (!pool_.CanAllocate(need)) return SwapInResult::kNoRoom;
+  // Cached blocks first: once taken they are off the free list, so the
+  // allocations below cannot evict them.
+  seq->block_table.assign(n, -1);
+  for (int32_t i = 0; i < n; ++i) {
+    if (auto b = LookupCached(*seq, i)) {
+      pool_.Touch(*b);
+      seq->block_table[i] = *b;
+    }
+  }
+  const uint64_t salt = seq->cache_salt;
+  for (int32_t i = 0; i < n; ++i) {
+    if (seq->block_table[i] >= 0) continue;
+    const int32_t b = *pool_.Allocate();
+    seq->block_table[i] = b;
+    ins->push_back({b, seq->swap_slots[i]});
+    ++swapped_in_blocks_;
+    if (i < static_cast<int32_t>(seq->block_hashes.size())) {
+      // Findable again (unless another block took its hash meanwhile). The
+      // copy runs before any step that could read it.
+      const BlockHash parent = i > 0 ? seq->block_hashes[i - 1] : 0;
+      pool_.Register(b, seq->block_hashes[i], parent, salt, BlockTokens(*seq, i, pool_.block_size()));
+    }
+  }
+  pool_.EnsureCapacity(&seq->block_table, end);
+  // The slots are free for later swap-outs: those come in a later step's
+  // plan, after this step's copies have read the slots.
+  FreeSwapSlots(seq);
+  return SwapInResult::kOk;
+}
+
+bool KvCacheManager::CheckSwapInvariants(const std::vector<const Sequence*>& swapped, std::string* why) const {
+  std::vector<int32_t> owner(n_swap_slots_, 0);
+  for (int32_t s : swap_free_) {
+    if (s < 0 || s >= n_swap_slots_ || owner[s]++ != 0) {
+      *why = "swap slot " + std::to_string(s) + " is out of range or free twice";
+      return false;
+    }
+  }
+  for (const Sequence* seq : swapped) {
+    if (!seq->swapped || !seq->block_table.empty()) {
+      *why = "a swapped-out sequence is not marked so or holds pool blocks";
+      return false;
+    }
+    if (static_cast<int32_t>(seq->swap_slots.size()) != pool_.BlocksFor(seq->n_computed)) {
+      *why = "a swapped-out sequence has the wrong number of swap entries";
+      return false;
+    }
+    for (int32_t s : seq->swap_slots) {
+      if (s < -1 || s >= n_swap_slots_ || (s >= 0 && owner[s]++ != 0)) {
+        *why = "swap slot " + std::to_string(s) + " is out of range, or both free and held, or held twice";
+        return false;
+      }
+    }
+  }
+  for (int32_t s = 0; s < n_swap_slots_; ++s) {
+    if (owner[s] == 0) {
+      *why = "swap slot " + std::to_string(s) + " is neither free nor held (leaked)";
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace llm

@@ -11,11 +11,39 @@
 //   Blocks 0 and 1 are full and findable by any sequence whose tokens start
 //   "a b c d e f g h" (same salt). Block 2 is partial: it is written next,
 //   so if another sequence shares it (a fork), it is copied first.
+//
+// Swapping (preemption by swapping instead of recompute): SwapOut moves a
+// sequence's K/V to host swap slots and drops every pool reference it holds;
+// SwapIn gives it blocks again and says which slots to copy back. The swap
+// space is a fixed number of slots, one block each (the backend holds the
+// memory; this class only hands out slot ids).
+//
+//   Shared blocks. A swapped-out sequence holds no pool block at all, so a
+//   waiting sequence can never pin pool memory (and starve running ones or
+//   deadlock with another swapped sequence). What happens to each logical
+//   block i of its table at SwapOut:
+//
+//     full, the canonical prefix-cache     not copied: its reference is
+//     block for its hash, and held by      dropped; SwapIn takes it back
+//     another sequence too (ref > 1)       by hash (BlockPool::Lookup)
+//     anything else (private; partial;     copied to a slot, then released
+//     shared but not cached)
+//
+//   A shared cached block stays in the pool while its other holder runs,
+//   and after that on the cached free list until evicted; copying it would
+//   spend host memory and bandwidth on a block that is nearly always still
+//   there. If it was evicted after all, its K/V are gone and SwapIn reports
+//   kLost: the sequence recomputes (its slots freed), as if preempted by
+//   recompute. Every full block with a hash, copied or not, is looked up
+//   first at SwapIn, so a block still cached comes back shared, uncopied.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "engine/sequence.h"
 #include "kv/block_pool.h"
 
@@ -28,7 +56,9 @@ struct KvCopy {
 
 class KvCacheManager {
  public:
-  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching = true);
+  // n_swap_slots: blocks of host swap space; 0 = no swapping (SwapOut
+  // always declines).
+  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching = true, int32_t n_swap_slots = 0);
 
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
@@ -55,8 +85,29 @@ class KvCacheManager {
   // (parallel sampling).
   void Fork(const Sequence& parent, Sequence* child);
 
-  // Releases all of a sequence's blocks, tail first.
+  // Releases all of a sequence's blocks, tail first, and its swap slots if
+  // it is swapped out (then it is not any more).
   void Free(Sequence* seq);
+
+  // ---- swapping (see the top of this file)
+  // Swaps out a sequence that holds blocks: appends a (block, slot) copy for
+  // every block to copy, to run before any of its blocks is reused, and
+  // releases all its blocks; n_computed stays. Returns false, changing
+  // nothing, when there is no swap space, its free slots are too few or
+  // nothing is computed: the caller recomputes instead.
+  bool SwapOut(Sequence* seq, std::vector<KvSwap>* outs);
+  enum class SwapInResult {
+    kOk,      // blocks restored (and grown for n_new tokens); copies appended
+    kNoRoom,  // the pool lacks the blocks; nothing changed, try later
+    kLost,    // a block it left in the cache was evicted: its swap state is
+              // dropped and it must recompute (n_computed = 0)
+  };
+  // Brings a swapped-out sequence back with room for n_new more tokens:
+  // cached blocks by hash, the others allocated and appended to *ins (slot
+  // -> block copies to run before the step). All or nothing for kNoRoom.
+  SwapInResult SwapIn(Sequence* seq, int32_t n_new, std::vector<KvSwap>* ins);
+  int32_t n_swap_slots() const { return n_swap_slots_; }
+  int32_t n_swap_free() const { return static_cast<int32_t>(swap_free_.size()); }
 
   // Counts one admission: `n_tokens` looked up, `n_hit` of them cached.
   void RecordQuery(int32_t n_tokens, int32_t n_hit) {
@@ -66,10 +117,25 @@ class KvCacheManager {
   // Prefix-cache effectiveness, in tokens, since creation.
   uint64_t queried_tokens() const { return queried_tokens_; }
   uint64_t hit_tokens() const { return hit_tokens_; }
+  // Blocks copied to and from the swap space, since creation.
+  uint64_t swapped_out_blocks() const { return swapped_out_blocks_; }
+  uint64_t swapped_in_blocks() const { return swapped_in_blocks_; }
+
+  // Checks the swap space's bookkeeping against the swapped-out sequences
+  // (every slot free or held by exactly one of them); false with a reason.
+  bool CheckSwapInvariants(const std::vector<const Sequence*>& swapped, std::string* why) const;
 
  private:
+  // Logical block i of `seq` as the prefix cache has it, if it does.
+  std::optional<int32_t> LookupCached(const Sequence& seq, int32_t i) const;
+  void FreeSwapSlots(Sequence* seq);
+
   BlockPool pool_;
   bool prefix_caching_;
+  int32_t n_swap_slots_;
+  std::vector<int32_t> swap_free_;  // free swap slot ids (a stack)
+  uint64_t swapped_out_blocks_ = 0;
+  uint64_t swapped_in_blocks_ = 0;
   uint64_t queried_tokens_ = 0;
   uint64_t hit_tokens_ = 0;
 };

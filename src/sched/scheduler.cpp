@@ -34,9 +34,11 @@ void Scheduler::Remove(Sequence* seq) {
 
 void Scheduler::Preempt(Sequence* seq, SchedulerOutput* out) {
   Erase(&running_, seq);
-  kv_->Free(seq);
-  seq->n_computed = 0;  // recompute prompt + generated tokens when readmitted
-  seq->draft_computed = 0;
+  if (!kv_->SwapOut(seq, &out->swap_outs)) {
+    kv_->Free(seq);
+    seq->n_computed = 0;  // recompute prompt + generated tokens when readmitted
+  }
+  seq->draft_computed = 0;  // the draft model's cache is never swapped
   seq->n_preemptions++;
   seq->state = SeqState::kWaiting;
   InsertOrdered(&waiting_, seq);
@@ -97,6 +99,22 @@ SchedulerOutput Scheduler::Schedule() {
          static_cast<int32_t>(running_.size()) < config_.max_seqs) {
     Sequence* seq = waiting_.front();
     if (std::find(out.preempted.begin(), out.preempted.end(), seq) != out.preempted.end()) break;
+    if (seq->swapped) {
+      const int32_t k = std::min(seq->n_pending(), budget);
+      const auto r = kv_->SwapIn(seq, k, &out.swap_ins);
+      if (r == KvCacheManager::SwapInResult::kNoRoom) break;  // it keeps its place
+      if (r == KvCacheManager::SwapInResult::kOk) {
+        waiting_.erase(waiting_.begin());
+        seq->state = SeqState::kRunning;
+        InsertOrdered(&running_, seq);
+        out.swapped_in.push_back(seq);
+        out.chunks.push_back({seq, k, 0});
+        out.n_tokens += k;
+        budget -= k;
+        continue;
+      }
+      // kLost: a block it left in the prefix cache is gone; it recomputes.
+    }
     const int32_t cached = kv_->AttachCachedPrefix(seq);
     int32_t k = std::min(seq->n_pending(), budget);
     if (!kv_->AllocateSlots(seq, k, 0, &out.copies)) {

@@ -6,8 +6,15 @@
 // waiting sequences are admitted, in priority/arrival order, with chunked
 // prefill, until the token budget or the sequence limit is reached. When the
 // KV pool runs out, the lowest-priority, latest-arrived running sequence is
-// preempted: its blocks are freed and it recomputes from scratch later (its
-// prompt usually comes straight back from the prefix cache).
+// preempted and goes back to the waiting queue (ordered by priority, then
+// arrival, so it is ahead of everything that arrived after it in its class):
+//   recompute (default)  its blocks are freed and it recomputes from scratch
+//                        later (its prompt usually comes straight back from
+//                        the prefix cache);
+//   swap                 (the KV manager has swap slots) its K/V go to host
+//                        memory and come back when it is readmitted, and it
+//                        goes on decoding where it stopped; when the swap
+//                        space is full, recompute instead.
 //
 // Speculation: a decoding sequence with seq->spec_k > 0 also gets spec_k
 // lookahead slots (within the budget) for its drafts; if the pool lacks them
@@ -38,6 +45,11 @@ struct SchedulerOutput {
   std::vector<Sequence*> preempted;    // lost their blocks this step (back to waiting)
   std::vector<Sequence*> no_room;      // cannot grow even alone in the pool: the caller ends them
   std::vector<KvCopy> copies;          // copy-on-write block copies to run before the step
+  // Swap copies, to run before everything else, outs before ins: a block a
+  // swap-out frees may be a swap-in's or a copy's destination in this step.
+  std::vector<KvSwap> swap_outs;       // pool -> host, of the swapped-out preempted
+  std::vector<KvSwap> swap_ins;        // host -> pool, of the swapped_in
+  std::vector<Sequence*> swapped_in;   // readmitted from the swap space (no recompute)
   int32_t n_tokens = 0;                // including lookahead slots
   bool empty() const { return chunks.empty(); }
 };
