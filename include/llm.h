@@ -176,6 +176,24 @@ enum { /* llm_request.spec_mode and llm_ctx_params.spec_mode: speculative decodi
   LLM_SPEC_DRAFT = 3  /* the context's draft model or self-draft layers          */
 };
 
+enum { /* llm_ctx_params.preempt_mode: what happens to a running sequence when */
+        /* the KV pool runs out and it must make room (the lowest-priority,     */
+        /* most recently submitted sequence goes first)                         */
+  LLM_PREEMPT_RECOMPUTE = 0, /* its blocks are freed; it waits at the front of */
+                             /* its priority class and recomputes its prompt   */
+                             /* and output so far when readmitted (the prefix  */
+                             /* cache often serves the prompt)                 */
+  LLM_PREEMPT_SWAP = 1       /* its KV blocks are copied to a host swap space  */
+                             /* (llm_ctx_params.swap_space_bytes) and back on  */
+                             /* readmission, and it goes on decoding with no   */
+                             /* recompute. Blocks it shares with a running     */
+                             /* sequence through the prefix cache are not      */
+                             /* copied but taken back from the cache (if one   */
+                             /* was evicted meanwhile, that sequence           */
+                             /* recomputes). When the swap space is full, the  */
+                             /* sequence is preempted by recompute instead.    */
+};
+
 /* A request seed with this value draws a random seed. */
 #define LLM_SEED_RANDOM UINT64_MAX
 
@@ -197,7 +215,8 @@ typedef struct llm_ctx_params {
   int32_t max_seqs;           /* sequences per engine step; 0 = 16          */
   int32_t max_batch_tokens;   /* token budget per engine step; 0 = 512      */
   int32_t max_queued;         /* pending requests before BUSY; 0 = 1024     */
-  int32_t reserved0;          /* must be 0                                  */
+  int32_t preempt_mode;       /* LLM_PREEMPT_*; default RECOMPUTE (0; this  */
+                              /* field was `reserved0`, which had to be 0)  */
   /* --- appended in 0.1: speculative decoding (the output is distributed   */
   /* exactly as without it; greedy output is identical token for token) --- */
   const char* draft_model_path; /* GGUF draft model with the target's       */
@@ -225,6 +244,16 @@ typedef struct llm_ctx_params {
                               /* Callers built against an older header      */
                               /* (smaller struct_size) get 0.90.            */
   int32_t reserved2;          /* must be 0                                  */
+  /* --- appended in 0.1: preemption by swapping --- */
+  uint64_t swap_space_bytes;  /* preempt_mode SWAP: host memory for         */
+                              /* swapped-out KV blocks (page-locked on      */
+                              /* CUDA), reserved at creation; whole blocks  */
+                              /* of the pool's format (F32 on the CPU, BF16 */
+                              /* on CUDA) count. 0 = the KV pool's size,    */
+                              /* at most 1 GiB. Less than one block, or     */
+                              /* over 2^24 blocks: INVALID_ARGUMENT. Must   */
+                              /* be 0 with preempt_mode RECOMPUTE (else     */
+                              /* INVALID_ARGUMENT).                         */
 } llm_ctx_params;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */
@@ -256,8 +285,8 @@ typedef struct llm_metrics {
   int32_t generated_tokens;     /* tokens generated for this sequence          */
   int32_t draft_tokens_proposed;/* speculative decoding: drafts proposed       */
   int32_t draft_tokens_accepted;/* ... and accepted                            */
-  int32_t preemptions;          /* times the sequence lost its KV blocks and   */
-                                /* was recomputed                              */
+  int32_t preemptions;          /* times the sequence was preempted (its KV    */
+                                /* blocks recomputed or swapped to host)       */
   double queue_ms;              /* submit -> first scheduled                   */
   double ttft_ms;               /* submit -> first generated token             */
   double tpot_ms;               /* mean time per output token after the first  */
@@ -367,7 +396,8 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
  * and ids whose request has finished give NOT_FOUND and change nothing. A
  * request counts as finished once the engine has produced the FINAL events of
  * all its sequences, which may be before they are polled. Cancelling the same
- * request again before it finishes is harmless (OK or NOT_FOUND).
+ * request again before it finishes is harmless (OK or NOT_FOUND). A request
+ * swapped out (LLM_PREEMPT_SWAP) gives its swap space back when cancelled.
  * May be called from inside a token callback, including the callback of the
  * request being cancelled.
  * Errors: NULL_ARGUMENT, NOT_FOUND (unknown or already finished id). */
@@ -424,7 +454,7 @@ typedef struct llm_stats {
   uint64_t prefix_cache_queried_tokens; /* prompt tokens looked up in the cache */
   uint64_t prefix_cache_hit_tokens;     /* ... of which were found (hit rate =  */
                                         /* hit / queried)                       */
-  uint64_t preemptions;        /* sequences preempted (blocks freed, recomputed) */
+  uint64_t preemptions;        /* sequences preempted (recomputed or swapped) */
   int32_t waiting;             /* sequences waiting for admission             */
   int32_t reserved1;
   double kv_utilization;       /* time-averaged share of the slots in used    */
@@ -435,6 +465,15 @@ typedef struct llm_stats {
   uint64_t draft_tokens_accepted; /* ... and accepted                         */
   uint64_t spec_rounds;        /* verification passes; tokens per pass =      */
                                /* 1 + accepted / spec_rounds                  */
+  /* --- appended in 0.1: preemption by swapping (LLM_PREEMPT_SWAP) --- */
+  uint64_t swap_outs;          /* preemptions that swapped the sequence out   */
+                               /* (the other preemptions recomputed)          */
+  uint64_t swap_ins;           /* swapped-out sequences resumed from host     */
+                               /* memory without recompute                    */
+  uint64_t swap_blocks_out;    /* KV blocks copied to host memory             */
+  uint64_t swap_blocks_in;     /* ... and back into the pool                  */
+  int32_t swap_blocks_total;   /* the swap space, in KV blocks (0: no swap)   */
+  int32_t swap_blocks_used;    /* ... holding swapped-out sequences' blocks   */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the

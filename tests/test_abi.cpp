@@ -49,13 +49,16 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_SPEC_OFF, 1);
   EXPECT_EQ(LLM_SPEC_NGRAM, 2);
   EXPECT_EQ(LLM_SPEC_DRAFT, 3);
+  EXPECT_EQ(LLM_PREEMPT_RECOMPUTE, 0);
+  EXPECT_EQ(LLM_PREEMPT_SWAP, 1);
 }
 
 #ifdef LLM_ABI_64
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 80u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 88u);
+  PIN(llm_ctx_params, swap_space_bytes, 80);
   PIN(llm_ctx_params, gpu_memory_fraction, 72);
   PIN(llm_ctx_params, reserved2, 76);
   PIN(llm_ctx_params, draft_model_path, 48);
@@ -73,7 +76,7 @@ TEST(Abi, CtxParamsLayout) {
   PIN(llm_ctx_params, max_seqs, 32);
   PIN(llm_ctx_params, max_batch_tokens, 36);
   PIN(llm_ctx_params, max_queued, 40);
-  PIN(llm_ctx_params, reserved0, 44);
+  PIN(llm_ctx_params, preempt_mode, 44);  // was reserved0 (must be 0 = RECOMPUTE)
 }
 
 TEST(Abi, SamplingParamsLayout) {
@@ -144,7 +147,13 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 160u);
+  EXPECT_EQ(sizeof(llm_stats), 200u);
+  PIN(llm_stats, swap_outs, 160);
+  PIN(llm_stats, swap_ins, 168);
+  PIN(llm_stats, swap_blocks_out, 176);
+  PIN(llm_stats, swap_blocks_in, 184);
+  PIN(llm_stats, swap_blocks_total, 192);
+  PIN(llm_stats, swap_blocks_used, 196);
   PIN(llm_stats, draft_tokens_proposed, 136);
   PIN(llm_stats, draft_tokens_accepted, 144);
   PIN(llm_stats, spec_rounds, 152);

@@ -15,7 +15,8 @@
 namespace llm::test {
 namespace {
 
-llm_ctx* MakeCtx(int32_t n_kv_blocks = 0, int32_t n_threads = 2, int32_t max_seqs = 0) {
+llm_ctx* MakeCtx(int32_t n_kv_blocks = 0, int32_t n_threads = 2, int32_t max_seqs = 0,
+                 int32_t preempt_mode = LLM_PREEMPT_RECOMPUTE, uint64_t swap_space_bytes = 0) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   std::string path = ModelPathF32();
@@ -24,6 +25,8 @@ llm_ctx* MakeCtx(int32_t n_kv_blocks = 0, int32_t n_threads = 2, int32_t max_seq
   p.n_kv_blocks = n_kv_blocks;
   p.max_seqs = max_seqs;
   p.max_batch_tokens = 256;
+  p.preempt_mode = preempt_mode;
+  p.swap_space_bytes = swap_space_bytes;
   llm_ctx* ctx = nullptr;
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
   return ctx;
@@ -170,8 +173,11 @@ TEST(Batching, PrefixCacheServesASharedPrefix) {
   llm_ctx_destroy(ctx);
 }
 
-std::vector<SeqResult> FourSamples(int threads, uint64_t* prompt_tokens_computed) {
-  llm_ctx* ctx = MakeCtx(0, threads);
+// Four samples of one prompt on `ctx` (default: a fresh context), which
+// this destroys; *stats: the context's figures at the end.
+std::vector<SeqResult> FourSamples(int threads, uint64_t* prompt_tokens_computed, llm_ctx* ctx = nullptr,
+                                   int32_t max_tokens = 40, llm_stats* stats = nullptr) {
+  if (ctx == nullptr) ctx = MakeCtx(0, threads);
   llm_sampling_params sp;
   llm_sampling_params_init(&sp);
   sp.temperature = 0.8f;
@@ -179,7 +185,7 @@ std::vector<SeqResult> FourSamples(int threads, uint64_t* prompt_tokens_computed
   llm_request r;
   llm_request_init(&r);
   r.prompt = "Once upon a time, there was a little dog named Max. Max liked to run";
-  r.max_tokens = 40;
+  r.max_tokens = max_tokens;
   r.n = 4;
   r.ignore_eos = 1;
   r.sampling = &sp;
@@ -187,6 +193,7 @@ std::vector<SeqResult> FourSamples(int threads, uint64_t* prompt_tokens_computed
   EXPECT_EQ(llm_submit(ctx, &r, &id), LLM_OK);
   auto res = WaitFor(ctx, id, 4);
   *prompt_tokens_computed = Stats(ctx).prompt_tokens;
+  if (stats != nullptr) *stats = Stats(ctx);
   EXPECT_EQ(Stats(ctx).kv_blocks_used, 0);
   llm_ctx_destroy(ctx);
   return res;
@@ -206,6 +213,149 @@ TEST(Batching, ParallelSamplesSharePrefill) {
     distinct.insert(a[i].tokens);
   }
   EXPECT_EQ(distinct.size(), 4u);
+}
+
+// ------------------------------------------------------------ swapping
+
+// Bytes of one KV block of `ctx`'s model on the CPU backend (F32, 16 tokens).
+uint64_t CpuBlockBytes(llm_ctx* ctx) {
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  EXPECT_EQ(llm_model_get_info(ctx, &info), LLM_OK);
+  return uint64_t{16} * 2 * static_cast<uint64_t>(info.n_layer) * static_cast<uint64_t>(info.n_head_kv) *
+         static_cast<uint64_t>(info.n_embd / info.n_head) * sizeof(float);
+}
+
+uint64_t PromptTokens(const std::vector<Job>& jobs) {
+  uint64_t n = 0;
+  for (const Job& j : jobs) n += j.prompt.size();
+  return n;
+}
+
+// The pool of PreemptionKeepsOutputsExact with room in host memory for all
+// that is swapped out: every preemption is a swap, every swapped sequence
+// resumes where it stopped (each prompt token is computed exactly once, the
+// prompts share no block), and the output is still that of solo runs.
+TEST(Batching, SwapPreemptionKeepsOutputsExactWithoutRecompute) {
+  auto jobs = MakeJobs(64, 11);
+  auto solo = RunSolo(jobs);
+  llm_ctx* ctx = MakeCtx(/*n_kv_blocks=*/48, 2, 0, LLM_PREEMPT_SWAP, /*swap_space_bytes=*/16u << 20);
+  auto batched = RunConcurrent(ctx, jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(batched[i], solo[i]) << "request " << i;
+  llm_stats st = Stats(ctx);
+  EXPECT_GT(st.swap_outs, 0u) << "the pool was meant to be too small";
+  EXPECT_EQ(st.preemptions, st.swap_outs) << "a preemption fell back to recompute";
+  EXPECT_EQ(st.swap_ins, st.swap_outs);
+  EXPECT_GT(st.swap_blocks_out, 0u);
+  // Swapped blocks still in the prefix cache when their sequence comes back
+  // are taken from there, not copied.
+  EXPECT_GT(st.swap_blocks_in, 0u);
+  EXPECT_LE(st.swap_blocks_in, st.swap_blocks_out);
+  EXPECT_EQ(st.prompt_tokens, PromptTokens(jobs)) << "a prompt was computed again";
+  EXPECT_EQ(st.swap_blocks_total, static_cast<int32_t>((16u << 20) / CpuBlockBytes(ctx)));
+  EXPECT_EQ(st.swap_blocks_used, 0);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  llm_ctx_destroy(ctx);
+}
+
+// A swap space of 3 blocks: short victims are swapped, longer ones are
+// recomputed, and both kinds still give the solo output.
+TEST(Batching, FullSwapSpaceFallsBackToRecompute) {
+  auto jobs = MakeJobs(64, 11);
+  auto solo = RunSolo(jobs);
+  llm_ctx* probe = MakeCtx(/*n_kv_blocks=*/8);
+  const uint64_t block = CpuBlockBytes(probe);
+  llm_ctx_destroy(probe);
+  llm_ctx* ctx = MakeCtx(/*n_kv_blocks=*/48, 2, 0, LLM_PREEMPT_SWAP, 3 * block + block / 2);
+  auto batched = RunConcurrent(ctx, jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(batched[i], solo[i]) << "request " << i;
+  llm_stats st = Stats(ctx);
+  EXPECT_EQ(st.swap_blocks_total, 3);  // whole blocks only
+  EXPECT_GT(st.swap_outs, 0u);
+  EXPECT_GT(st.preemptions, st.swap_outs) << "some victim was meant not to fit in the swap space";
+  EXPECT_EQ(st.swap_ins, st.swap_outs);
+  EXPECT_GT(st.prompt_tokens, PromptTokens(jobs)) << "the fallback recomputes";
+  EXPECT_EQ(st.swap_blocks_used, 0);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  llm_ctx_destroy(ctx);
+}
+
+// Parallel samples share their prompt's blocks: a swapped-out sample leaves
+// the shared full blocks in the pool and takes them back. Same tokens as
+// with a pool large enough for all four; the prompt is prefilled once.
+TEST(Batching, SwappedParallelSamplesMatchUnpreemptedOnes) {
+  uint64_t computed = 0;
+  auto want = FourSamples(2, &computed, nullptr, /*max_tokens=*/100);
+  // 4 samples of ~20 + 100 tokens need ~28 blocks; 16 make them take turns.
+  llm_ctx* ctx = MakeCtx(/*n_kv_blocks=*/16, 2, 0, LLM_PREEMPT_SWAP);
+  llm_stats st{};
+  auto got = FourSamples(2, &computed, ctx, /*max_tokens=*/100, &st);
+  ASSERT_EQ(got.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i].tokens, want[i].tokens) << "sample " << i;
+  int32_t preempted = 0;
+  for (const SeqResult& r : got) preempted += r.metrics.preemptions;
+  EXPECT_GT(preempted, 0);
+  EXPECT_EQ(st.preemptions, static_cast<uint64_t>(preempted));
+  EXPECT_EQ(st.swap_outs, st.preemptions);
+  EXPECT_EQ(st.swap_ins, st.swap_outs);
+  EXPECT_EQ(computed, static_cast<uint64_t>(got[0].metrics.prompt_tokens)) << "the prompt is prefilled once";
+}
+
+// A low-priority request swapped out by a high-priority one that then needs
+// the whole pool is cancelled while it waits in the swap space: it ends
+// CANCELLED, gives its swap space back and never comes back in; the other
+// request is unaffected.
+TEST(Batching, CancelWhileSwappedOutFreesTheSwapSpace) {
+  std::mt19937 rng(5);
+  auto job = [&](int32_t max_tokens) {
+    Job j;
+    j.prompt.push_back(1);
+    for (int k = 1; k < 10; ++k) j.prompt.push_back(3 + static_cast<int32_t>(rng() % 509));
+    j.max_tokens = max_tokens;
+    return j;
+  };
+  const Job low = job(300), high = job(400);  // high: 409 positions = all 26 blocks
+  const auto high_solo = RunSolo({high})[0];
+  llm_ctx* ctx = MakeCtx(/*n_kv_blocks=*/26, 2, 0, LLM_PREEMPT_SWAP);
+  llm_sampling_params sp_low, sp_high;
+  llm_request r_low = Greedy(low, &sp_low), r_high = Greedy(high, &sp_high);
+  r_high.priority = 5;
+  llm_request_id id_low = 0, id_high = 0;
+  ASSERT_EQ(llm_submit(ctx, &r_low, &id_low), LLM_OK);
+  std::vector<llm_token> high_tokens;
+  int32_t low_reason = LLM_FINISH_NONE, low_preemptions = 0;
+  bool high_done = false, cancelled = false;
+  llm_event ev[32];
+  for (int spins = 0; !(high_done && low_reason != LLM_FINISH_NONE) && spins < 200000; ++spins) {
+    uint32_t n = 0;
+    ev[0].struct_size = sizeof(llm_event);
+    ASSERT_EQ(llm_poll(ctx, ev, 32, &n, 1), LLM_OK);
+    for (uint32_t k = 0; k < n; ++k) {
+      if (ev[k].request_id == id_low && ev[k].type == LLM_EVENT_TOKEN && id_high == 0) {
+        ASSERT_EQ(llm_submit(ctx, &r_high, &id_high), LLM_OK);  // low is running: now the squeeze
+      }
+      if (ev[k].request_id == id_high && ev[k].type == LLM_EVENT_TOKEN) high_tokens.push_back(ev[k].token);
+      if (ev[k].request_id == id_high && ev[k].type == LLM_EVENT_FINAL) high_done = true;
+      if (ev[k].request_id == id_low && ev[k].type == LLM_EVENT_FINAL) {
+        low_reason = ev[k].finish_reason;
+        low_preemptions = ev[k].metrics.preemptions;
+      }
+    }
+    if (!cancelled && Stats(ctx).swap_blocks_used > 0) {
+      ASSERT_EQ(llm_cancel(ctx, id_low), LLM_OK);
+      cancelled = true;
+    }
+  }
+  ASSERT_TRUE(cancelled) << "the low-priority request was never swapped out";
+  EXPECT_EQ(low_reason, LLM_FINISH_CANCELLED);
+  EXPECT_EQ(low_preemptions, 1);
+  EXPECT_EQ(high_tokens, high_solo);
+  llm_stats st = Stats(ctx);
+  EXPECT_EQ(st.swap_outs, 1u);
+  EXPECT_EQ(st.swap_ins, 0u) << "cancelled before it could come back";
+  EXPECT_EQ(st.swap_blocks_used, 0);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  llm_ctx_destroy(ctx);
 }
 
 TEST(Batching, RequestsThatCanNeverFitAreRejected) {

@@ -410,6 +410,86 @@ TEST(ApiModelFiles, OlderCtxParamsGetDefaultGpuMemoryFraction) {
   EXPECT_EQ(ctx, nullptr);
 }
 
+// preempt_mode / swap_space_bytes: modes and sizes that make no sense are
+// INVALID_ARGUMENT; sizes in whole KV blocks of the backend's format.
+TEST(ApiModelFiles, PreemptModeAndSwapSpaceAreChecked) {
+  const std::string path = ModelPathF32();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  EXPECT_EQ(p.preempt_mode, LLM_PREEMPT_RECOMPUTE);
+  EXPECT_EQ(p.swap_space_bytes, 0u);
+  auto create = [&](int32_t mode, uint64_t bytes, llm_ctx** ctx) {
+    llm_ctx_params_init(&p);
+    p.backend = LLM_BACKEND_CPU;
+    p.model_path = path.c_str();
+    p.n_threads = 1;
+    p.n_kv_blocks = 32;
+    p.preempt_mode = mode;
+    p.swap_space_bytes = bytes;
+    *ctx = nullptr;
+    return llm_ctx_create(&p, ctx);
+  };
+  llm_ctx* ctx = nullptr;
+  for (int32_t bad : {-1, 2, 1000}) {
+    EXPECT_EQ(create(bad, 0, &ctx), LLM_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(std::string(llm_last_error()).find("preempt_mode"), std::string::npos) << llm_last_error();
+  }
+  EXPECT_EQ(create(LLM_PREEMPT_RECOMPUTE, 1u << 20, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llm_last_error()).find("swap_space_bytes"), std::string::npos) << llm_last_error();
+  EXPECT_EQ(create(LLM_PREEMPT_SWAP, 100, &ctx), LLM_ERR_INVALID_ARGUMENT);  // less than one block
+  EXPECT_NE(std::string(llm_last_error()).find("holds no KV block"), std::string::npos) << llm_last_error();
+  EXPECT_EQ(create(LLM_PREEMPT_SWAP, UINT64_MAX, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctx, nullptr);
+
+  llm_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_EQ(create(LLM_PREEMPT_SWAP, 0, &ctx), LLM_OK) << llm_last_error();
+  ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+  EXPECT_EQ(st.swap_blocks_total, 32);  // default: the pool's size
+  EXPECT_EQ(st.swap_blocks_used, 0);
+  const SeqResult r = Generate(ctx, "Once upon a time", 8);
+  EXPECT_EQ(r.tokens.size(), 8u);
+  llm_ctx_destroy(ctx);
+  ASSERT_EQ(create(LLM_PREEMPT_RECOMPUTE, 0, &ctx), LLM_OK) << llm_last_error();
+  ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+  EXPECT_EQ(st.swap_blocks_total, 0);
+  llm_ctx_destroy(ctx);
+}
+
+// A caller built before swap_space_bytes (struct_size ends at reserved2)
+// gets the default swap space; what lies past its struct is never read.
+TEST(ApiModelFiles, OlderCtxParamsGetDefaultSwapSpace) {
+  const std::string path = ModelPathF32();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.backend = LLM_BACKEND_CPU;
+  p.model_path = path.c_str();
+  p.n_threads = 1;
+  p.n_kv_blocks = 24;
+  p.preempt_mode = LLM_PREEMPT_SWAP;  // the old reserved0: inside every version
+  p.struct_size = static_cast<uint32_t>(offsetof(llm_ctx_params, swap_space_bytes));
+  p.swap_space_bytes = 7;  // beyond the old struct: must not be seen
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_stats st{};
+  st.struct_size = sizeof st;
+  ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+  EXPECT_EQ(st.swap_blocks_total, 24);
+  llm_ctx_destroy(ctx);
+  // A stats struct from before the swap figures gets only what it has room for.
+  llm_ctx_params_init(&p);
+  p.model_path = path.c_str();
+  p.n_threads = 1;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  alignas(llm_stats) unsigned char buf[sizeof(llm_stats) + 8];
+  std::memset(buf, 0xAB, sizeof buf);
+  auto* old = reinterpret_cast<llm_stats*>(buf);
+  old->struct_size = static_cast<uint32_t>(offsetof(llm_stats, swap_outs));
+  ASSERT_EQ(llm_get_stats(ctx, old), LLM_OK);
+  for (size_t i = offsetof(llm_stats, swap_outs); i < sizeof buf; ++i) ASSERT_EQ(buf[i], 0xAB) << i;
+  llm_ctx_destroy(ctx);
+}
+
 // ------------------------------------------------------------ behaviour
 
 TEST_F(Api, CancelMidPrefill) {

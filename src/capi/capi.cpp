@@ -141,7 +141,11 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     if (p.max_batch_tokens < 0 || p.max_batch_tokens > (1 << 20))
       return Fail(LLM_ERR_INVALID_ARGUMENT, "max_batch_tokens must be in [0, 1048576]");
     if (p.max_queued < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_queued must be >= 0");
-    if (p.reserved0 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved0 must be 0");
+    if (p.preempt_mode != LLM_PREEMPT_RECOMPUTE && p.preempt_mode != LLM_PREEMPT_SWAP)
+      return Fail(LLM_ERR_INVALID_ARGUMENT,
+                  "preempt_mode " + std::to_string(p.preempt_mode) + " is not an LLM_PREEMPT_* value");
+    if (p.preempt_mode == LLM_PREEMPT_RECOMPUTE && p.swap_space_bytes != 0)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "swap_space_bytes needs preempt_mode LLM_PREEMPT_SWAP");
     if (p.reserved1 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved1 must be 0");
     if (p.reserved2 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved2 must be 0");
     // Checked whatever the backend, so a bad value fails on a CPU-only machine
@@ -212,6 +216,8 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
 
     ec.spec_mode = p.spec_mode != LLM_SPEC_AUTO ? p.spec_mode : want_draft ? LLM_SPEC_DRAFT : LLM_SPEC_OFF;
     ec.spec_k = p.spec_k > 0 ? p.spec_k : 4;
+    ec.preempt_mode = p.preempt_mode;
+    ec.swap_space_bytes = p.swap_space_bytes;  // in blocks, and checked, by Engine::Create
 
     llm::KvCacheSpec kv{ec.block_size, ec.n_blocks};
     llm::StatusOr<std::unique_ptr<llm::Backend>> backend = llm::Unsupported("no backend");

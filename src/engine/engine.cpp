@@ -36,6 +36,30 @@ uint64_t RandomSeed() {
     return static_cast<uint64_t>(Clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
   }
 }
+
+// The swap space of `c` in slots of `block_bytes` (0: no swapping).
+StatusOr<int32_t> SwapSlots(const EngineConfig& c, int64_t block_bytes) {
+  if (c.preempt_mode == LLM_PREEMPT_RECOMPUTE) {
+    if (c.swap_space_bytes != 0) {
+      return InvalidArgument("swap_space_bytes is set but preempt_mode is RECOMPUTE (set LLM_PREEMPT_SWAP)");
+    }
+    return 0;
+  }
+  if (c.preempt_mode != LLM_PREEMPT_SWAP) {
+    return InvalidArgument("preempt_mode " + std::to_string(c.preempt_mode) + " is not an LLM_PREEMPT_* value");
+  }
+  if (block_bytes <= 0) return InternalError("the backend reports a KV block of no bytes");
+  const uint64_t block = static_cast<uint64_t>(block_bytes);
+  uint64_t bytes = c.swap_space_bytes;
+  if (bytes == 0) bytes = std::min(block * static_cast<uint64_t>(c.n_blocks), EngineConfig::kDefaultSwapBytes);
+  const uint64_t slots = bytes / block;
+  if (slots == 0) {
+    return InvalidArgument("swap_space_bytes " + std::to_string(bytes) + " holds no KV block (one block is " +
+                           std::to_string(block) + " bytes)");
+  }
+  if (slots > (uint64_t{1} << 24)) return InvalidArgument("swap_space_bytes is too large (over 2^24 KV blocks)");
+  return static_cast<int32_t>(slots);
+}
 }  // namespace
 
 // ------------------------------------------------------------ lifecycle
@@ -47,18 +71,21 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
       config.max_batch_tokens <= 0 || config.max_queued <= 0) {
     return InvalidArgument("engine configuration has a non-positive size");
   }
-  std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config, std::move(spec)));
+  LLM_ASSIGN_OR_RETURN(const int32_t n_swap_slots, SwapSlots(config, backend->kv_block_bytes()));
+  if (n_swap_slots > 0) LLM_RETURN_IF_ERROR(backend->ReserveSwapSpace(n_swap_slots));
+  std::unique_ptr<Engine> e(
+      new Engine(std::move(model), std::move(backend), config, std::move(spec), n_swap_slots));
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
   return e;
 }
 
 Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
-               SpecSetup spec)
+               SpecSetup spec, int32_t n_swap_slots)
     : model_(std::move(model)),
       backend_(std::move(backend)),
       config_(config),
       draft_(std::move(spec.draft)),
-      kv_(config.n_blocks, config.block_size),
+      kv_(config.n_blocks, config.block_size, /*prefix_caching=*/true, n_swap_slots),
       scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
       start_time_(Clock::now()) {
   scratch_.resize(model_->config.n_vocab);
@@ -164,6 +191,12 @@ void Engine::GetStats(llm_stats* out) const {
   out->draft_tokens_proposed = st_draft_proposed_;
   out->draft_tokens_accepted = st_draft_accepted_;
   out->spec_rounds = st_spec_rounds_;
+  out->swap_outs = st_swap_outs_;
+  out->swap_ins = st_swap_ins_;
+  out->swap_blocks_out = st_swap_blocks_out_;
+  out->swap_blocks_in = st_swap_blocks_in_;
+  out->swap_blocks_total = kv_.n_swap_slots();  // fixed at creation
+  out->swap_blocks_used = st_swap_used_;
   out->uptime_s = std::chrono::duration<double>(Clock::now() - start_time_).count();
   double busy_s = static_cast<double>(st_busy_ns_) * 1e-9;
   if (busy_s > 0) {
@@ -469,6 +502,25 @@ void Engine::PublishGauges() {
   st_blocks_cached_ = kv_.pool().n_cached_free();
   st_prefix_queried_ = kv_.queried_tokens();
   st_prefix_hit_ = kv_.hit_tokens();
+  st_swap_used_ = kv_.n_swap_slots() - kv_.n_swap_free();
+  st_swap_blocks_out_ = kv_.swapped_out_blocks();
+  st_swap_blocks_in_ = kv_.swapped_in_blocks();
+}
+
+void Engine::RunSwapOuts(const SchedulerOutput& plan) {
+  int32_t n_out = 0;
+  for (const Sequence* s : plan.preempted) n_out += s->swapped;
+  if (n_out == 0) return;
+  const Status st = backend_->SwapOutKvBlocks(plan.swap_outs);
+  if (st.ok()) {
+    st_swap_outs_ += static_cast<uint64_t>(n_out);
+    return;
+  }
+  for (Sequence* s : plan.preempted) {
+    if (!s->swapped) continue;
+    kv_.Free(s);  // its slots; it holds no block
+    s->n_computed = 0;
+  }
 }
 
 // After a step: of the slots in blocks that running sequences hold, how many
@@ -510,6 +562,7 @@ void Engine::Step() {
   }
   SchedulerOutput plan = scheduler_.Schedule();
   st_preemptions_ += plan.preempted.size();
+  RunSwapOuts(plan);  // before anything reuses the blocks they leave
   for (Sequence* s : plan.no_room) {
     // Not in the scheduler any more; Finish() still releases and reports it.
     Finish(s, LLM_FINISH_LENGTH, LLM_OK, "");
@@ -584,11 +637,11 @@ void Engine::Step() {
   const int32_t n_vocab = model_->config.n_vocab;
   logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab));
 
-  // ---- forward (after the copy-on-write copies the plan asked for)
-  Status st = Status::Ok();
-  for (const KvCopy& c : plan.copies) {
-    st = backend_->CopyKvBlock(c.src, c.dst);
-    if (!st.ok()) break;
+  // ---- forward (after the swap-ins and copy-on-write copies the plan asked for)
+  Status st = backend_->SwapInKvBlocks(plan.swap_ins);
+  if (st.ok()) st_swap_ins_ += plan.swapped_in.size();
+  for (size_t i = 0; st.ok() && i < plan.copies.size(); ++i) {
+    st = backend_->CopyKvBlock(plan.copies[i].src, plan.copies[i].dst);
   }
   Batch batch{batch_tokens_, batch_seqs_, logit_rows_};
   if (st.ok()) st = backend_->Forward(batch, logits_.data());

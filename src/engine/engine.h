@@ -40,6 +40,12 @@ struct EngineConfig {
   int32_t max_queued = 1024;
   int32_t spec_mode = LLM_SPEC_OFF;  // what LLM_SPEC_AUTO requests get (resolved)
   int32_t spec_k = 4;                // drafts per round when a request says 0
+  int32_t preempt_mode = LLM_PREEMPT_RECOMPUTE;
+  // LLM_PREEMPT_SWAP: host memory for swapped-out KV blocks (Create turns
+  // it into whole blocks of the backend's format); 0 = the pool's size, at
+  // most kDefaultSwapBytes. Must be 0 with RECOMPUTE.
+  uint64_t swap_space_bytes = 0;
+  static constexpr uint64_t kDefaultSwapBytes = uint64_t{1} << 30;
 };
 
 // Speculative decoding set-up of an engine (spec/): the draft proposer, if a
@@ -94,7 +100,10 @@ class Engine {
 
  private:
   Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
-         SpecSetup spec);
+         SpecSetup spec, int32_t n_swap_slots);
+  // Runs the plan's swap-outs; if the backend fails them, the sequences
+  // they belonged to recompute instead (their K/V never reached the host).
+  void RunSwapOuts(const SchedulerOutput& plan);
   void Run();                           // the engine thread
   void Admit(std::unique_ptr<RequestState> req);
   void CancelRequest(uint64_t id);
@@ -160,6 +169,8 @@ class Engine {
   std::atomic<int32_t> st_running_{0}, st_waiting_{0}, st_blocks_used_{0}, st_blocks_cached_{0};
   std::atomic<uint64_t> st_prefix_queried_{0}, st_prefix_hit_{0}, st_preemptions_{0};
   std::atomic<uint64_t> st_draft_proposed_{0}, st_draft_accepted_{0}, st_spec_rounds_{0};
+  std::atomic<uint64_t> st_swap_outs_{0}, st_swap_ins_{0}, st_swap_blocks_out_{0}, st_swap_blocks_in_{0};
+  std::atomic<int32_t> st_swap_used_{0};
   std::atomic<double> st_kv_utilization_{0.0};
 
   std::thread thread_;

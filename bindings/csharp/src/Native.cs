@@ -14,7 +14,7 @@ namespace Llmrt
         public uint struct_size;
         public int backend;
         public IntPtr model_path;
-        public int n_threads, n_ctx, kv_block_size, n_kv_blocks, max_seqs, max_batch_tokens, max_queued, reserved0;
+        public int n_threads, n_ctx, kv_block_size, n_kv_blocks, max_seqs, max_batch_tokens, max_queued, preempt_mode;
     }
 
     [StructLayout(LayoutKind.Sequential)]

@@ -48,6 +48,8 @@ pub const LLM_SPEC_AUTO: i32 = 0;
 pub const LLM_SPEC_OFF: i32 = 1;
 pub const LLM_SPEC_NGRAM: i32 = 2;
 pub const LLM_SPEC_DRAFT: i32 = 3;
+pub const LLM_PREEMPT_RECOMPUTE: i32 = 0;
+pub const LLM_PREEMPT_SWAP: i32 = 1;
 
 pub const LLM_EVENT_TOKEN: i32 = 1;
 pub const LLM_EVENT_FINAL: i32 = 2;
@@ -97,7 +99,7 @@ pub struct llm_ctx_params {
     pub max_seqs: i32,
     pub max_batch_tokens: i32,
     pub max_queued: i32,
-    pub reserved0: i32,
+    pub preempt_mode: i32,
     // appended in 0.1: speculative decoding
     pub draft_model_path: *const c_char,
     pub self_draft_layers: i32,
@@ -107,6 +109,8 @@ pub struct llm_ctx_params {
     // appended in 0.1: GPU memory
     pub gpu_memory_fraction: f32,
     pub reserved2: i32,
+    // appended in 0.1: preemption by swapping
+    pub swap_space_bytes: u64,
 }
 
 #[repr(C)]
@@ -217,6 +221,13 @@ pub struct llm_stats {
     pub draft_tokens_proposed: u64,
     pub draft_tokens_accepted: u64,
     pub spec_rounds: u64,
+    // appended in 0.1: preemption by swapping
+    pub swap_outs: u64,
+    pub swap_ins: u64,
+    pub swap_blocks_out: u64,
+    pub swap_blocks_in: u64,
+    pub swap_blocks_total: i32,
+    pub swap_blocks_used: i32,
 }
 
 #[repr(C)]

@@ -43,8 +43,9 @@ type Layout = Vec<(String, usize, Vec<(String, usize, usize)>)>;
 fn rust_layout() -> Layout {
     mirror! {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
-                         max_seqs, max_batch_tokens, max_queued, reserved0, draft_model_path,
-                         self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2 }
+                         max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
+                         self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
+                         swap_space_bytes }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed }
         llm_metrics { prompt_tokens, cached_prompt_tokens, generated_tokens, draft_tokens_proposed,
@@ -58,7 +59,8 @@ fn rust_layout() -> Layout {
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
                     prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1,
-                    kv_utilization, draft_tokens_proposed, draft_tokens_accepted, spec_rounds }
+                    kv_utilization, draft_tokens_proposed, draft_tokens_accepted, spec_rounds, swap_outs,
+                    swap_ins, swap_blocks_out, swap_blocks_in, swap_blocks_total, swap_blocks_used }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }
@@ -73,6 +75,7 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_ERR_SHUTDOWN, LLM_ERR_INTERNAL,
         LLM_BACKEND_AUTO, LLM_BACKEND_CPU, LLM_BACKEND_CUDA,
         LLM_SPEC_AUTO, LLM_SPEC_OFF, LLM_SPEC_NGRAM, LLM_SPEC_DRAFT,
+        LLM_PREEMPT_RECOMPUTE, LLM_PREEMPT_SWAP,
         LLM_EVENT_TOKEN, LLM_EVENT_FINAL,
         LLM_FINISH_NONE, LLM_FINISH_STOP, LLM_FINISH_LENGTH, LLM_FINISH_CANCELLED, LLM_FINISH_ERROR,
         LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,
