@@ -21,4 +21,16 @@ Status CheckWeightMatrix(const WeightView& w, int64_t rows, int64_t cols, const 
   return Status::Ok();
 }
 
+Status CheckKvSwaps(std::span<const KvSwap> moves, int64_t n_blocks, int64_t n_slots, const char* what) {
+  for (const KvSwap& m : moves) {
+    if (m.block < 0 || m.block >= n_blocks)
+      return InvalidArgument(std::string(what) + ": block id " + std::to_string(m.block) + " outside [0, " +
+                             std::to_string(n_blocks) + ")");
+    if (m.slot < 0 || m.slot >= n_slots)
+      return InvalidArgument(std::string(what) + ": swap slot " + std::to_string(m.slot) + " outside [0, " +
+                             std::to_string(n_slots) + ")");
+  }
+  return Status::Ok();
+}
+
 }  // namespace llm

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
+#include "backend/backend.h"
 #include "model/weights.h"
 #include "util/status.h"
 
@@ -17,5 +19,10 @@ namespace llm {
 //   unknown type, rows that are not whole quantization blocks -> UNSUPPORTED
 Status CheckWeightMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name,
                          const char* backend);
+
+// Every move of a swap names a pool block in [0, n_blocks) and a swap slot in
+// [0, n_slots); else INVALID_ARGUMENT, prefixed with `what`, before anything
+// is copied.
+Status CheckKvSwaps(std::span<const KvSwap> moves, int64_t n_blocks, int64_t n_slots, const char* what);
 
 }  // namespace llm

@@ -244,20 +244,8 @@ Status CpuBackend::ReserveSwapSpace(int32_t n_slots) {
   return Status::Ok();
 }
 
-Status CpuBackend::CheckSwaps(std::span<const KvSwap> moves, const char* what) const {
-  for (const KvSwap& m : moves) {
-    if (m.block < 0 || m.block >= n_blocks_)
-      return InvalidArgument(std::string(what) + ": block id " + std::to_string(m.block) + " outside [0, " +
-                             std::to_string(n_blocks_) + ")");
-    if (m.slot < 0 || m.slot >= n_swap_slots_)
-      return InvalidArgument(std::string(what) + ": swap slot " + std::to_string(m.slot) + " outside [0, " +
-                             std::to_string(n_swap_slots_) + ")");
-  }
-  return Status::Ok();
-}
-
 Status CpuBackend::SwapOutKvBlocks(std::span<const KvSwap> moves) {
-  LLM_RETURN_IF_ERROR(CheckSwaps(moves, "SwapOutKvBlocks"));
+  LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, "SwapOutKvBlocks"));
   const int64_t bf = kv_.block_floats();
   for (const KvSwap& m : moves)
     std::memcpy(swap_.get() + m.slot * bf, kv_pool_.get() + m.block * bf, static_cast<size_t>(bf) * sizeof(float));
@@ -265,7 +253,7 @@ Status CpuBackend::SwapOutKvBlocks(std::span<const KvSwap> moves) {
 }
 
 Status CpuBackend::SwapInKvBlocks(std::span<const KvSwap> moves) {
-  LLM_RETURN_IF_ERROR(CheckSwaps(moves, "SwapInKvBlocks"));
+  LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, "SwapInKvBlocks"));
   const int64_t bf = kv_.block_floats();
   for (const KvSwap& m : moves)
     std::memcpy(kv_pool_.get() + m.block * bf, swap_.get() + m.slot * bf, static_cast<size_t>(bf) * sizeof(float));

@@ -85,8 +85,6 @@ class CpuBackend final : public Backend {
   int32_t n_blocks_ = 0;
   int64_t capacity_ = 0;  // n_blocks * block_size positions
   LargeArray<float> kv_pool_;  // (n_blocks, block_floats)
-  // Checks every id of `moves` (SwapOut/SwapInKvBlocks).
-  Status CheckSwaps(std::span<const KvSwap> moves, const char* what) const;
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
 

@@ -434,14 +434,7 @@ Status CudaBackend::ReserveSwapSpace(int32_t n_slots) {
 // or a slot runs after these copies; the host never reads the swap space.
 Status CudaBackend::SwapKvBlocks(std::span<const KvSwap> moves, bool to_host) {
   const char* what = to_host ? "SwapOutKvBlocks" : "SwapInKvBlocks";
-  for (const KvSwap& m : moves) {
-    if (m.block < 0 || m.block >= n_blocks_)
-      return InvalidArgument(std::string(what) + ": block id " + std::to_string(m.block) + " outside [0, " +
-                             std::to_string(n_blocks_) + ")");
-    if (m.slot < 0 || m.slot >= n_swap_slots_)
-      return InvalidArgument(std::string(what) + ": swap slot " + std::to_string(m.slot) + " outside [0, " +
-                             std::to_string(n_swap_slots_) + ")");
-  }
+  LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, what));
   if (moves.empty()) return Status::Ok();
   LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
   const int64_t stride = kv_.block_stride();  // bf16 per block
