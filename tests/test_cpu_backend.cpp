@@ -271,6 +271,58 @@ TEST(CpuBackend, BatchCompositionDoesNotChangeLogits) {
   }
 }
 
+// Batches of many sequences run as one lane per thread, each a whole pass
+// over its share (forward.cpp, SplitBySequences): every sequence's logits must
+// be those of the sequence run alone, for lanes of even and uneven shares,
+// and for batches the split refuses (one sequence too long to balance).
+TEST(CpuBackend, SequenceLanesGiveEachSequenceItsOwnLogits) {
+  auto m = LoadModel("stories260K-f32.gguf");
+  ASSERT_TRUE(m);
+  const int V = m->config.n_vocab;
+  const int kBlock = 8, kPer = 8;
+  const std::vector<int> prompt = {3, 17, 1, 6, 9, 2, 30, 4, 1, 11, 5, 2, 7};
+  const int S = static_cast<int>(prompt.size()), kDecode = 4;
+  std::vector<std::vector<int32_t>> toks;
+  std::vector<std::vector<float>> alone;
+  for (int s = 0; s < S; ++s) {
+    toks.push_back(SomeTokens(prompt[s] + kDecode, V, 500 + static_cast<uint32_t>(s)));
+    auto b = MakeBackend(*m, kPer, kBlock, 1);
+    SeqRunner r{b.get(), V, Iota(kPer)};
+    alone.push_back(r.Feed(toks[s]));
+  }
+  for (int threads : {2, 3}) {
+    auto backend = MakeBackend(*m, S * kPer, kBlock, threads);
+    const std::vector<int32_t> ids = Iota(S * kPer);
+    std::vector<std::vector<int32_t>> tables(S);
+    for (int s = 0; s < S; ++s) tables[s].assign(ids.begin() + kPer * s, ids.begin() + kPer * (s + 1));
+    std::vector<int> done(S, 0);
+    std::vector<std::vector<float>> got(S);
+    for (int step = 0; step <= kDecode; ++step) {  // the prompts, then one token each
+      std::vector<int32_t> tokens;
+      std::vector<BatchSeq> seqs;
+      for (int s = 0; s < S; ++s) {
+        BatchSeq q;
+        q.first = static_cast<int32_t>(tokens.size());
+        q.n_tokens = step == 0 ? prompt[s] : 1;
+        q.n_past = done[s];
+        q.block_table = tables[s];
+        seqs.push_back(q);
+        for (int i = 0; i < q.n_tokens; ++i) tokens.push_back(toks[s][done[s] + i]);
+      }
+      const std::vector<int32_t> rows = Iota(static_cast<int>(tokens.size()));
+      std::vector<float> logits(rows.size() * V);
+      ASSERT_TRUE(backend->Forward(Batch{tokens, seqs, rows}, logits.data()).ok());
+      for (int s = 0; s < S; ++s) {
+        const BatchSeq& q = seqs[s];
+        got[s].insert(got[s].end(), logits.begin() + q.first * V, logits.begin() + (q.first + q.n_tokens) * V);
+        done[s] += q.n_tokens;
+      }
+    }
+    for (int s = 0; s < S; ++s)
+      ExpectBitwiseEqual(got[s], alone[s], std::to_string(threads) + " threads, sequence " + std::to_string(s));
+  }
+}
+
 TEST(CpuBackend, ChunkedPrefillEqualsOneShot) {
   auto m = LoadModel("stories260K-f32.gguf");
   ASSERT_TRUE(m);

@@ -129,6 +129,9 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     return OutOfMemory("CPU backend: KV pool size overflows");
   b->kv_pool_ = AllocZeroedArray<float>(static_cast<size_t>(block_floats) * kv.n_blocks);
   if (!b->kv_pool_) return OutOfMemory("CPU backend: cannot allocate the KV pool");
+  b->pool_base_ = b->kv_pool_.get();
+  if (const char* env = std::getenv("LLM_CPU_LANES"); env != nullptr && std::strcmp(env, "0") == 0)
+    b->lanes_off_ = true;
   const size_t pool_bytes = static_cast<size_t>(block_floats) * kv.n_blocks * sizeof(float);
   constexpr size_t kChunk = size_t{1} << 21;  // per task: one huge page
   b->pool_.ParallelFor(static_cast<int64_t>((pool_bytes + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1, int) {
@@ -165,6 +168,31 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
     }
   } catch (const std::bad_alloc&) {
     return OutOfMemory("CPU backend: cannot grow activation buffers");
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::MakeLanes() {
+  try {
+    for (int i = 0; i < pool_.n_threads(); ++i) {
+      std::unique_ptr<CpuBackend> l(new CpuBackend(cfg_, w_, rope_, rope_local_, 1));
+      // w_'s views point into this backend's packed copies: the lanes share them
+      l->attn_norm_ = attn_norm_;
+      l->ffn_norm_ = ffn_norm_;
+      l->out_norm_ = out_norm_;
+      l->q_norm_ = q_norm_;
+      l->k_norm_ = k_norm_;
+      l->post_attn_norm_ = post_attn_norm_;
+      l->post_ffn_norm_ = post_ffn_norm_;
+      l->kv_ = kv_;
+      l->n_blocks_ = n_blocks_;
+      l->capacity_ = capacity_;
+      l->pool_base_ = pool_base_;
+      lanes_.push_back(std::move(l));
+    }
+  } catch (const std::bad_alloc&) {
+    lanes_.clear();
+    return OutOfMemory("CPU backend: out of host memory");
   }
   return Status::Ok();
 }

@@ -46,6 +46,12 @@ class CpuBackend final : public Backend {
   // weights (quant_pack.h), pointed to by w_'s views.
   Status PackWeights();
 
+  // forward.cpp: runs the batch as n_threads independent lanes, one per
+  // thread, each a whole forward pass over its share of the sequences (no
+  // fork/join inside the pass). False when the batch does not split well.
+  bool SplitBySequences(const Batch& batch, float* logits, Status* status);
+  Status MakeLanes();
+
   // Checks the batch against the model and the pool; fills seq_of_ and pos_.
   Status Validate(const Batch& batch, const float* logits);
   // Grows the activation buffers to hold n_tok tokens and n_keys attended
@@ -85,6 +91,11 @@ class CpuBackend final : public Backend {
   int32_t n_blocks_ = 0;
   int64_t capacity_ = 0;  // n_blocks * block_size positions
   LargeArray<float> kv_pool_;  // (n_blocks, block_floats)
+  float* pool_base_ = nullptr;  // kv_pool_, or for a lane its parent's pool
+  // Single-threaded backends over the same weights and pool, one per thread
+  // (SplitBySequences); made on first use.
+  std::vector<std::unique_ptr<CpuBackend>> lanes_;
+  bool lanes_off_ = false;  // LLM_CPU_LANES=0 (for measurements): always the shared pass
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
 

@@ -18,6 +18,7 @@
 // so results are bitwise the same for any thread count and any batch
 // composition (see kernels.h).
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
@@ -194,7 +195,7 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
 void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
-  float* pool = kv_pool_.get();
+  float* pool = pool_base_;
   const bool local = cfg_.IsLocalLayer(layer);
   const Rope& rope = local ? rope_local_ : rope_;
   const float* cos_sin = local ? cos_sin_local_.data() : cos_sin_.data();  // (n, rope_dim)
@@ -270,7 +271,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       const int32_t g = static_cast<int32_t>(task % Hkv);
       const BatchSeq& s = batch.seqs[seq_of_[t]];
       AttnArgs a;
-      a.pool = kv_pool_.get();
+      a.pool = pool_base_;
       a.block_stride = kv_.block_floats();
       a.k_offset = kv_.KOffset(layer, g);
       a.v_offset = kv_.VOffset(layer, g);
@@ -293,8 +294,85 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
 
 // ================================================================ forward
 
+// ================================================================ lanes
+//
+// A step of many short sequences (continuous-batching decode) spends a
+// fifth of its time at the ~8 fork/joins per layer: a thread that the host
+// preempts for tens of microseconds stalls the other at every join. Split by
+// sequences instead, each thread runs the whole pass for its share with no
+// join until the end; each thread reads all weights, but a decode step is
+// compute-bound. Every token's arithmetic is the same in a lane as in the
+// shared pass (rows, tokens and heads are independent), so outputs are
+// bitwise unchanged.
+bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* status) {
+  const int P = pool_.n_threads();
+  const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
+  if (P < 2 || n_seqs < P || n_tok < 4 * P || lanes_off_) return false;
+  // sequences in token order, logit rows ascending: then each lane's tokens
+  // and logit rows are contiguous ranges of the batch's
+  for (int64_t s = 0, next = 0; s < n_seqs; next += batch.seqs[s].n_tokens, ++s)
+    if (batch.seqs[s].first != next) return false;
+  for (size_t i = 1; i < batch.logit_rows.size(); ++i)
+    if (batch.logit_rows[i] <= batch.logit_rows[i - 1]) return false;
+  // cut the sequences into P runs of about n_tok / P tokens
+  std::vector<int64_t> cut(P + 1, n_seqs);
+  cut[0] = 0;
+  int64_t s = 0, acc = 0, biggest = 0, start_tok = 0;
+  for (int p = 0; p < P; ++p) {
+    const int64_t goal = n_tok * (p + 1) / P;
+    while (s < n_seqs && (acc < goal || p == P - 1) && n_seqs - s > P - 1 - p) acc += batch.seqs[s++].n_tokens;
+    if (s == cut[p]) return false;  // an empty lane
+    cut[p + 1] = s;
+    biggest = std::max(biggest, acc - start_tok);
+    start_tok = acc;
+  }
+  if (cut[P] != n_seqs || biggest * P > n_tok * 3 / 2) return false;  // too uneven: the shared pass
+  if (lanes_.empty()) {
+    if (Status st = MakeLanes(); !st.ok()) {
+      *status = st;
+      return true;
+    }
+  }
+  struct Lane {
+    std::vector<BatchSeq> seqs;
+    std::vector<int32_t> rows;
+    Batch batch;
+    float* logits = nullptr;
+    Status st;
+  };
+  std::vector<Lane> lanes(P);
+  size_t r = 0;
+  for (int p = 0; p < P; ++p) {
+    Lane& L = lanes[p];
+    const int32_t t0 = batch.seqs[cut[p]].first;
+    const int32_t t1 = cut[p + 1] < n_seqs ? batch.seqs[cut[p + 1]].first : static_cast<int32_t>(n_tok);
+    for (int64_t q = cut[p]; q < cut[p + 1]; ++q) {
+      BatchSeq b = batch.seqs[q];
+      b.first -= t0;
+      L.seqs.push_back(b);
+    }
+    L.logits = logits == nullptr ? nullptr : logits + r * cfg_.n_vocab;
+    for (; r < batch.logit_rows.size() && batch.logit_rows[r] < t1; ++r) L.rows.push_back(batch.logit_rows[r] - t0);
+    L.batch.tokens = batch.tokens.subspan(t0, t1 - t0);
+    L.batch.seqs = L.seqs;
+    L.batch.logit_rows = L.rows;
+  }
+  pool_.ParallelFor(P, [&](int64_t b, int64_t e, int) {
+    for (int64_t p = b; p < e; ++p) lanes[p].st = lanes_[p]->Forward(lanes[p].batch, lanes[p].logits);
+  });
+  *status = Status::Ok();
+  for (const Lane& L : lanes)
+    if (!L.st.ok()) {
+      *status = L.st;
+      break;
+    }
+  return true;
+}
+
 Status CpuBackend::Forward(const Batch& batch, float* logits) {
   LLM_RETURN_IF_ERROR(Validate(batch, logits));
+  if (Status st; SplitBySequences(batch, logits, &st)) return st;
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   if (n_tok == 0) return Status::Ok();
