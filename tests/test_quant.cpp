@@ -523,7 +523,7 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
   for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0}) {
     for (int sign : {1, -1}) {
-      const int64_t rows = 8, cols = 64;
+      const int64_t rows = 16, cols = 64, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
       std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t b = 0; b < cols / 32; ++b) {
@@ -545,17 +545,17 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       ASSERT_TRUE(cpu::PackR8(w, packed.data()));
       WeightView wp = w;
       wp.packed = packed.data();
-      std::vector<float> x(cols, 127.0f * sign);
-      std::vector<BlockQ8Act> xq(cols / 32);
-      cpu::GenericKernels().quantize_act(x.data(), cols, xq.data());
+      std::vector<float> x(n_tok * cols, 127.0f * sign);
+      std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+      cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
       ASSERT_EQ(xq[0].qs[0], 127 * sign);
       const double q = t == TensorType::Q8_0 ? -128.0 : t == TensorType::Q4_0 ? 7.0 : 16.0;  // d·q (+ m)
       const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1
       for (const cpu::Kernels* k : {&cpu::GenericKernels(), Simd()}) {
         if (k == nullptr) continue;
-        std::vector<float> y(rows, 0.0f);
+        std::vector<float> y(n_tok * rows, 0.0f);
         cpu::MatMulArgs a;
-        a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = 1;
+        a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
         a.y = y.data(); a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
         k->matmul(a);
         for (float v : y) EXPECT_EQ(v, expect) << k->name << " type " << static_cast<int>(t);
