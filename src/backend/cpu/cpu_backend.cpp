@@ -89,27 +89,29 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   std::unique_ptr<CpuBackend> b;
   try {
     b.reset(new CpuBackend(c, weights, std::move(rope), std::move(rope_local), n_threads));
+    auto norms = std::make_shared<Norms>();
     for (int l = 0; l < c.n_layer; ++l) {
       const LayerWeights& L = w.layers[l];
       const std::string p = "blk." + std::to_string(l) + ".";
       LLM_ASSIGN_OR_RETURN(auto an, NormToF32(L.attn_norm, E, p + "attn_norm"));
       LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(L.ffn_norm, E, p + "ffn_norm"));
-      b->attn_norm_.push_back(std::move(an));
-      b->ffn_norm_.push_back(std::move(fn));
+      norms->attn.push_back(std::move(an));
+      norms->ffn.push_back(std::move(fn));
       if (c.qk_norm) {
         LLM_ASSIGN_OR_RETURN(auto qn, NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
         LLM_ASSIGN_OR_RETURN(auto kn, NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));
-        b->q_norm_.push_back(std::move(qn));
-        b->k_norm_.push_back(std::move(kn));
+        norms->q.push_back(std::move(qn));
+        norms->k.push_back(std::move(kn));
       }
       if (c.post_norms) {
         LLM_ASSIGN_OR_RETURN(auto pa, NormToF32(L.post_attn_norm, E, p + "post_attention_norm"));
         LLM_ASSIGN_OR_RETURN(auto pf, NormToF32(L.post_ffn_norm, E, p + "post_ffw_norm"));
-        b->post_attn_norm_.push_back(std::move(pa));
-        b->post_ffn_norm_.push_back(std::move(pf));
+        norms->post_attn.push_back(std::move(pa));
+        norms->post_ffn.push_back(std::move(pf));
       }
     }
-    LLM_ASSIGN_OR_RETURN(b->out_norm_, NormToF32(w.output_norm, E, "output_norm"));
+    LLM_ASSIGN_OR_RETURN(norms->out, NormToF32(w.output_norm, E, "output_norm"));
+    b->norms_ = std::move(norms);
     LLM_RETURN_IF_ERROR(b->PackWeights());
   } catch (const std::bad_alloc&) {
     return OutOfMemory("CPU backend: out of host memory");
@@ -176,14 +178,9 @@ Status CpuBackend::MakeLanes() {
   try {
     for (int i = 0; i < pool_.n_threads(); ++i) {
       std::unique_ptr<CpuBackend> l(new CpuBackend(cfg_, w_, rope_, rope_local_, 1));
-      // w_'s views point into this backend's packed copies: the lanes share them
-      l->attn_norm_ = attn_norm_;
-      l->ffn_norm_ = ffn_norm_;
-      l->out_norm_ = out_norm_;
-      l->q_norm_ = q_norm_;
-      l->k_norm_ = k_norm_;
-      l->post_attn_norm_ = post_attn_norm_;
-      l->post_ffn_norm_ = post_ffn_norm_;
+      // w_'s views point into this backend's packed copies: the lanes share
+      // them, the norms and the KV pool
+      l->norms_ = norms_;
       l->kv_ = kv_;
       l->n_blocks_ = n_blocks_;
       l->capacity_ = capacity_;
@@ -197,7 +194,7 @@ Status CpuBackend::MakeLanes() {
   return Status::Ok();
 }
 
-Status CpuBackend::Validate(const Batch& batch, const float* logits) {
+Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys_out) const {
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   for (int64_t i = 0; i < n; ++i) {
     const llm_token t = batch.tokens[i];
@@ -211,7 +208,6 @@ Status CpuBackend::Validate(const Batch& batch, const float* logits) {
   }
   if (!batch.logit_rows.empty() && logits == nullptr) return InvalidArgument("logits output is NULL");
 
-  // Sizes first (buffers sized before they are filled), then per-sequence checks.
   int64_t max_keys = 0;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const BatchSeq& q = batch.seqs[s];
@@ -231,6 +227,12 @@ Status CpuBackend::Validate(const Batch& batch, const float* logits) {
                                std::to_string(q.block_table[b]) + ", outside [0, " + std::to_string(n_blocks_) + ")");
     if (end > max_keys) max_keys = end;
   }
+  *max_keys_out = max_keys;
+  return Status::Ok();
+}
+
+Status CpuBackend::Prepare(const Batch& batch, int64_t max_keys) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
   LLM_RETURN_IF_ERROR(Reserve(n, max_keys));
 
   for (int64_t i = 0; i < n; ++i) seq_of_[i] = -1;

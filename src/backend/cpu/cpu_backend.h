@@ -52,8 +52,14 @@ class CpuBackend final : public Backend {
   bool SplitBySequences(const Batch& batch, float* logits, Status* status);
   Status MakeLanes();
 
-  // Checks the batch against the model and the pool; fills seq_of_ and pos_.
-  Status Validate(const Batch& batch, const float* logits);
+  // Checks the batch's tokens, logit rows and sequences against the model and
+  // the pool; *max_keys: the most positions a sequence attends to. Writes
+  // nothing, so the lanes' parent checks a batch without touching its own
+  // buffers.
+  Status Check(const Batch& batch, const float* logits, int64_t* max_keys) const;
+  // After Check: grows the buffers, fills seq_of_ and pos_, and checks that
+  // every token belongs to exactly one sequence.
+  Status Prepare(const Batch& batch, int64_t max_keys);
   // Grows the activation buffers to hold n_tok tokens and n_keys attended
   // positions; no-op when they are already large enough.
   Status Reserve(int64_t n_tok, int64_t n_keys);
@@ -99,14 +105,17 @@ class CpuBackend final : public Backend {
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
 
-  // ---- norm weights as F32, whatever their stored type
-  std::vector<std::vector<float>> attn_norm_;  // (n_layer, n_embd)
-  std::vector<std::vector<float>> ffn_norm_;   // (n_layer, n_embd)
-  std::vector<float> out_norm_;                // (n_embd)
-  std::vector<std::vector<float>> q_norm_;        // (n_layer, head_dim) when cfg_.qk_norm
-  std::vector<std::vector<float>> k_norm_;        // (n_layer, head_dim) when cfg_.qk_norm
-  std::vector<std::vector<float>> post_attn_norm_;  // (n_layer, n_embd) when cfg_.post_norms
-  std::vector<std::vector<float>> post_ffn_norm_;   // (n_layer, n_embd) when cfg_.post_norms
+  // ---- norm weights as F32, whatever their stored type; made once, shared
+  // with the lanes
+  struct Norms {
+    std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
+    std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
+    std::vector<float> out;                     // (n_embd)
+    std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg_.qk_norm
+    std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg_.post_norms
+    std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg_.post_norms
+  };
+  std::shared_ptr<const Norms> norms_;
 
   // ---- activations, grown to the largest batch seen, reused every step
   int64_t cap_tok_ = 0;

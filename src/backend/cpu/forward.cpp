@@ -199,8 +199,8 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const bool local = cfg_.IsLocalLayer(layer);
   const Rope& rope = local ? rope_local_ : rope_;
   const float* cos_sin = local ? cos_sin_local_.data() : cos_sin_.data();  // (n, rope_dim)
-  const float* qn = cfg_.qk_norm ? q_norm_[layer].data() : nullptr;       // (head_dim)
-  const float* kn = cfg_.qk_norm ? k_norm_[layer].data() : nullptr;       // (head_dim)
+  const float* qn = cfg_.qk_norm ? norms_->q[layer].data() : nullptr;       // (head_dim)
+  const float* kn = cfg_.qk_norm ? norms_->k[layer].data() : nullptr;       // (head_dim)
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       const float* cs = cos_sin + t * rd;
@@ -371,8 +371,10 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
 }
 
 Status CpuBackend::Forward(const Batch& batch, float* logits) {
-  LLM_RETURN_IF_ERROR(Validate(batch, logits));
-  if (Status st; SplitBySequences(batch, logits, &st)) return st;
+  int64_t max_keys = 0;
+  LLM_RETURN_IF_ERROR(Check(batch, logits, &max_keys));
+  if (Status st; SplitBySequences(batch, logits, &st)) return st;  // each lane prepares its share
+  LLM_RETURN_IF_ERROR(Prepare(batch, max_keys));
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   if (n_tok == 0) return Status::Ok();
@@ -396,7 +398,7 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
     const LayerWeights& L = w_.layers[l];
 
     // ---- attention block
-    RmsNormRows(x, attn_norm_[l].data(), n, xn_.data());  // xn: (n, n_embd)
+    RmsNormRows(x, norms_->attn[l].data(), n, xn_.data());  // xn: (n, n_embd)
     const MatJob qkv[3] = {{&L.wq, q_.data(), false},      // q: (n, n_head * head_dim)
                            {&L.wk, k_new_.data(), false},  // k: (n, n_head_kv * head_dim)
                            {&L.wv, v_new_.data(), false}}; // v: (n, n_head_kv * head_dim)
@@ -422,11 +424,11 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
     } else {
       const MatJob wo = {&L.wo, xn_.data(), false};  // xn = att · Woᵀ
       MatMulJobs(&wo, 1, att, n);
-      AddNormedRows(xn_.data(), post_attn_norm_[l].data(), n, x);  // x += rmsnorm(xn)
+      AddNormedRows(xn_.data(), norms_->post_attn[l].data(), n, x);  // x += rmsnorm(xn)
     }
 
     // ---- feed-forward block
-    RmsNormRows(x, ffn_norm_[l].data(), n, xn_.data());  // xn: (n, n_embd)
+    RmsNormRows(x, norms_->ffn[l].data(), n, xn_.data());  // xn: (n, n_embd)
     FeedForwardUp(l, xn_.data(), n);                     // hb: (n, n_ff)
     if (!cfg_.post_norms) {
       const MatJob down = {&L.w_down, x, true};  // x += hb · Wdᵀ
@@ -434,13 +436,13 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
     } else {
       const MatJob down = {&L.w_down, xn_.data(), false};  // xn = hb · Wdᵀ
       MatMulJobs(&down, 1, hb_.data(), n);
-      AddNormedRows(xn_.data(), post_ffn_norm_[l].data(), n, x);  // x += rmsnorm(xn)
+      AddNormedRows(xn_.data(), norms_->post_ffn[l].data(), n, x);  // x += rmsnorm(xn)
     }
   }
   (void)F;
 
   // ---- final norm and classifier                   logits: (n_out, n_vocab)
-  RmsNormRows(x, out_norm_.data(), n, xn_.data());
+  RmsNormRows(x, norms_->out.data(), n, xn_.data());
   const MatJob cls = {&w_.output, logits, false};
   MatMulJobs(&cls, 1, xn_.data(), n);
   if (cfg_.final_logit_softcap > 0.0f) SoftCap(logits, n);

@@ -360,7 +360,7 @@ inline void RunTile(const MatMulArgs& a, int64_t r, int64_t t0, int64_t tb, cons
 // sweep them); inside, each row meets the block's tokens 4 at a time.
 template <class F>
 void MatMulT(const MatMulArgs& a) {
-  constexpr int64_t kTokBlock = 16;
+  constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   thread_local std::vector<float> scales;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
