@@ -6,7 +6,11 @@
 //          --output-len generated; "A:B" draws uniformly from [A, B]), or the
 //          prompts of a JSONL file (--prompts FILE, one {"prompt": "...",
 //          "max_tokens": N} per line). --compare also runs the same requests
-//          one at a time in this process and prints the speed-up.
+//          one at a time in this process and prints the speed-up;
+//          --rounds K repeats both runs K times, alternating which goes
+//          first, and reports the median round's speed-up (a VM's speed
+//          drifts by tens of percent within seconds, and memory-bound
+//          single-stream decode drifts more than compute-bound batches).
 // serving  the same requests arriving as a Poisson process at --rate req/s.
 // micro    single-stream decode, 128-token prefill and a 16-stream batch.
 // Reports output and total tok/s, TTFT and TPOT p50/p90/p99, KV utilisation,
@@ -194,6 +198,7 @@ int main(int argc, char** argv) {
   Range in_len{16, 256}, out_len{16, 128};
   double rate = 0;
   bool json = false, compare = false;
+  int rounds = 1;
   uint32_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -216,11 +221,12 @@ int main(int argc, char** argv) {
     else if (a == "--kv-blocks") p.n_kv_blocks = std::atoi(need());
     else if (a == "--seed") seed = static_cast<uint32_t>(std::atoi(need()));
     else if (a == "--compare") compare = true;
+    else if (a == "--rounds") rounds = std::max(1, std::atoi(need()));
     else if (a == "--json") json = true;
     else {
       std::fprintf(stderr,
                    "usage: llm-bench [-m MODEL] [-t N] [--mode offline|serving|micro] [-n N] [--input-len A[:B]]\n"
-                   "                 [--output-len A[:B]] [--prompts FILE.jsonl] [--rate R] [--compare]\n"
+                   "                 [--output-len A[:B]] [--prompts FILE.jsonl] [--rate R] [--compare [--rounds K]]\n"
                    "                 [--max-seqs N] [--max-batch-tokens N] [--kv-blocks N] [--seed S] [--json]\n");
       return 2;
     }
@@ -280,23 +286,53 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (mode == "serving" && rate <= 0) rate = 20;
-  llm_ctx* ctx = Create(p);
-  Result batched = Run(ctx, jobs, mode == "serving" ? rate : 0, false, seed);
-  llm_ctx_destroy(ctx);
-  if (json) Print(mode == "serving" ? "serving" : "batched", batched, true);
-  else Print(mode == "serving" ? "serving" : "batched", batched, false);
-  if (compare) {
-    ctx = Create(p);
-    Result seq = Run(ctx, jobs, 0, true, seed);
+  if (!compare || mode != "offline") rounds = 1;
+  auto run = [&](bool sequential) {
+    llm_ctx* ctx = Create(p);
+    Result r = Run(ctx, jobs, mode == "serving" && !sequential ? rate : 0, sequential, seed);
     llm_ctx_destroy(ctx);
-    const double speedup = (batched.output_tokens / batched.wall_s) / (seq.output_tokens / seq.wall_s);
-    if (json) {
+    return r;
+  };
+  auto out_tps = [](const Result& r) { return r.output_tokens / r.wall_s; };
+  std::vector<double> speedups;
+  for (int k = 0; k < rounds; ++k) {
+    Result batched, seq;
+    if (k % 2 == 0) {
+      batched = run(false);
+      if (compare) seq = run(true);
+    } else {
+      seq = run(true);
+      batched = run(false);
+    }
+    const bool last = k == rounds - 1;
+    if (json && last) {
+      Print(mode == "serving" ? "serving" : "batched", batched, true);
+    } else if (!json) {
+      if (rounds > 1) std::printf("round %d/%d\n", k + 1, rounds);
+      Print(mode == "serving" ? "serving" : "batched", batched, false);
+    }
+    if (!compare) break;
+    speedups.push_back(out_tps(batched) / out_tps(seq));
+    if (json && last) {
       std::printf(", ");
       Print("sequential", seq, true);
-      std::printf(", \"speedup\": %.3f", speedup);
-    } else {
+    } else if (!json) {
       Print("sequential", seq, false);
-      std::printf("continuous batching speed-up (output tok/s): %.2fx\n", speedup);
+      std::printf("continuous batching speed-up (output tok/s): %.2fx\n", speedups.back());
+    }
+  }
+  if (compare) {
+    std::vector<double> sorted = speedups;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                            : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    if (json) {
+      std::printf(", \"speedup\": %.3f, \"speedup_rounds\": [", median);
+      for (size_t i = 0; i < speedups.size(); ++i) std::printf("%s%.3f", i ? ", " : "", speedups[i]);
+      std::printf("]");
+    } else if (rounds > 1) {
+      std::printf("speed-up over %d rounds: median %.2fx, min %.2fx, max %.2fx\n", rounds, median, sorted.front(),
+                  sorted.back());
     }
   }
   if (json) std::printf("}\n");
