@@ -402,8 +402,7 @@ void MatMulT(const MatMulArgs& a) {
 // group's block while they work on this one: the model's matrices stream
 // from memory every step and the hardware prefetcher alone leaves the
 // multiplies waiting (measured on the 2-vCPU EPYC: single-sequence decode
-// +8%, the Q8_0 classifier at 8 tokens +15-25%). Prefetching past the end
-// of the matrix is harmless: prefetches never fault.
+// +8%, the Q8_0 classifier at 8 tokens +15-25%).
 template <int64_t kBytes>
 inline void PrefetchBlock(const void* p) {
   const char* c = static_cast<const char*>(p);
@@ -420,10 +419,11 @@ inline __m256i Bcast4(const int8_t* x) {
 
 // T tokens against one row group; xq[t]: token t's activation blocks.
 template <int T>
-inline void PackedQ4Tile(const PackedQ4* w, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
+inline void PackedQ4Tile(const PackedQ4* w, const PackedQ4* next, int64_t nb, const BlockQ8Act* const* xq,
+                         __m256* acc) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(PackedQ4)>(w + nb + b);  // the next group's block b
+    PrefetchBlock<sizeof(PackedQ4)>(next + b);
     const PackedQ4& p = w[b];
     const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
     // int16 lanes 2r, 2r+1: row r. |q| <= 15, |x| <= 127: 8 pair sums of at
@@ -460,10 +460,12 @@ inline void PackedQ4Tile(const PackedQ4* w, int64_t nb, const BlockQ8Act* const*
 // (measured on the 2-vCPU EPYC, matrices in cache, 8-16 tokens: +15-35%).
 // Per row and token the operations and their order are those of
 // PackedQ4Tile.
-inline void PackedQ4Tile2x4(const PackedQ4* w0, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
+inline void PackedQ4Tile2x4(const PackedQ4* w0, const PackedQ4* next0, const PackedQ4* next1, int64_t nb,
+                            const BlockQ8Act* const* xq, __m256* acc) {
   const PackedQ4* w1 = w0 + nb;
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<2 * sizeof(PackedQ4)>(w1 + nb + 2 * b);  // the next pair's blocks 2b, 2b + 1
+    PrefetchBlock<sizeof(PackedQ4)>(next0 + b);
+    PrefetchBlock<sizeof(PackedQ4)>(next1 + b);
     const __m256i* q0 = reinterpret_cast<const __m256i*>(w0[b].qs);
     const __m256i* q1 = reinterpret_cast<const __m256i*>(w1[b].qs);
     __m256i s0[4], s1[4];  // s0[t]: group 0 and token t (int16 lanes as in PackedQ4Tile)
@@ -503,9 +505,10 @@ inline void PackedQ4Tile2x4(const PackedQ4* w0, int64_t nb, const BlockQ8Act* co
 }
 
 template <int T>
-inline void PackedQ8Tile(const PackedQ8* w, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
+inline void PackedQ8Tile(const PackedQ8* w, const PackedQ8* next, int64_t nb, const BlockQ8Act* const* xq,
+                         __m256* acc) {
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(PackedQ8)>(w + nb + b);  // the next group's block b
+    PrefetchBlock<sizeof(PackedQ8)>(next + b);
     const PackedQ8& p = w[b];
     const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);  // q[j]: quants 4j .. 4j+3 of rows 0..7
     __m256i is[T];
@@ -527,6 +530,12 @@ inline void PackedQ8Tile(const PackedQ8* w, int64_t nb, const BlockQ8Act* const*
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]), acc[t]);
   }
+}
+
+// The group whose blocks a tile prefetches: `next` when the matrix has it,
+// else `self` (already loaded; no pointer past the packed copy).
+inline int64_t NextGroup(const MatMulArgs& a, int64_t next, int64_t self) {
+  return next < (a.w->rows + kPackRows - 1) / kPackRows ? next : self;
 }
 
 // Stores tokens t0 .. t0+T-1 of row group g (acc[t]: token t), the rows of
@@ -558,9 +567,11 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
     xq[t] = a.xq + (t0 + t) * a.ld_xq;
   }
   if constexpr (kQ8) {
-    PackedQ8Tile<T>(static_cast<const PackedQ8*>(a.w->packed) + g * nb, nb, xq, acc);
+    const auto* w = static_cast<const PackedQ8*>(a.w->packed);
+    PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
-    PackedQ4Tile<T>(static_cast<const PackedQ4*>(a.w->packed) + g * nb, nb, xq, acc);
+    const auto* w = static_cast<const PackedQ4*>(a.w->packed);
+    PackedQ4Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   }
   StoreGroup<T>(a, g, t0, acc);
 }
@@ -571,7 +582,8 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
   const BlockQ8Act* xq[4];
   for (int t = 0; t < 8; ++t) acc[t] = _mm256_setzero_ps();
   for (int t = 0; t < 4; ++t) xq[t] = a.xq + (t0 + t) * a.ld_xq;
-  PackedQ4Tile2x4(static_cast<const PackedQ4*>(a.w->packed) + g * nb, nb, xq, acc);
+  const auto* w = static_cast<const PackedQ4*>(a.w->packed);
+  PackedQ4Tile2x4(w + g * nb, w + NextGroup(a, g + 2, g) * nb, w + NextGroup(a, g + 3, g + 1) * nb, nb, xq, acc);
   StoreGroup<4>(a, g, t0, acc);
   StoreGroup<4>(a, g + 1, t0, acc + 4);
 }
