@@ -675,7 +675,7 @@ QuantDotFn QuantDot(TensorType type) {
 
 void QuantMatMulImpl(const MatMulArgs& a) {
   if (a.w->packed != nullptr) {  // a CanPackR8 type, packed by the backend
-    if (a.w->type == TensorType::Q8_0) {
+    if (PacksAsQ8(a.w->type)) {
       PackedMatMul<true>(a);
     } else {
       PackedMatMul<false>(a);

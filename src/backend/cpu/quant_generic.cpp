@@ -332,6 +332,18 @@ float DotR8Q8_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
+// Q5_0 packs as Q8_0 quants q - 16 (quant_pack.h).
+float DotR8Q5_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+  float acc = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ5(b[i].qs, LoadU32(b[i].qh), 16, q);
+    acc = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
+  }
+  return acc;
+}
+
 template <bool kQ4_0>
 float DotR8Q4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   using B = std::conditional_t<kQ4_0, BlockQ4_0, BlockQ4_1>;
@@ -357,6 +369,7 @@ QuantDotFn PackedOrderDot(TensorType type) {
   switch (type) {
     case TensorType::Q4_0: return DotR8Q4<true>;
     case TensorType::Q4_1: return DotR8Q4<false>;
+    case TensorType::Q5_0: return DotR8Q5_0;
     case TensorType::Q8_0: return DotR8Q8_0;
     default: return nullptr;
   }

@@ -38,13 +38,16 @@ inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
 }  // namespace
 
 bool CanPackR8(const WeightView& w) {
-  return (w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q8_0) &&
+  return (w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
+          w.type == TensorType::Q8_0) &&
          w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % 32 == 0;
 }
 
+bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q5_0; }
+
 size_t PackedR8Bytes(const WeightView& w) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, nb = w.cols / 32;
-  const size_t bb = w.type == TensorType::Q8_0 ? sizeof(PackedQ8) : sizeof(PackedQ4);
+  const size_t bb = PacksAsQ8(w.type) ? sizeof(PackedQ8) : sizeof(PackedQ4);
   return static_cast<size_t>(groups * nb) * bb;
 }
 
@@ -53,7 +56,7 @@ bool PackR8(const WeightView& w, uint8_t* out) { return PackR8Groups(w, out, 0, 
 bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_end) {
   const int64_t nb = w.cols / 32;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const size_t bb = w.type == TensorType::Q8_0 ? sizeof(PackedQ8) : sizeof(PackedQ4);
+  const size_t bb = PacksAsQ8(w.type) ? sizeof(PackedQ8) : sizeof(PackedQ4);
   std::memset(out + g_begin * nb * bb, 0, static_cast<size_t>((g_end - g_begin) * nb) * bb);
   for (int64_t g = g_begin; g < g_end; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -68,6 +71,17 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           p.d[r] = blk.d;
           for (int j = 0; j < 8; ++j)  // vector j: quants 4j .. 4j+3 of each row
             for (int i = 0; i < 4; ++i) p.qs[32 * j + 4 * r + i] = blk.qs[4 * j + i];
+        } else if (w.type == TensorType::Q5_0) {
+          // d · (q - 16) with q in [0, 31]: a Q8_0 block with quants q - 16
+          const auto& blk = reinterpret_cast<const BlockQ5_0*>(src)[b];
+          auto& p = reinterpret_cast<PackedQ8*>(out)[idx];
+          p.d[r] = blk.d;
+          uint32_t qh;
+          std::memcpy(&qh, blk.qh, 4);
+          for (int k = 0; k < 32; ++k) {
+            const int q = Nibble(blk.qs, k) | static_cast<int>(((qh >> k) & 1u) << 4);
+            p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<int8_t>(q - 16);
+          }
         } else {
           auto& p = reinterpret_cast<PackedQ4*>(out)[idx];
           const uint8_t* qs = nullptr;

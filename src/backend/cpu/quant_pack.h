@@ -15,8 +15,8 @@
 // two 4-bit quants of row r: low nibble quant 4v + i, high nibble quant
 // 4v + 16 + i. Weight = d · q + m; Q4_0 (q - 8) is stored as m = -8 · d
 // (exact in F16).
-// PackedQ8 (Q8_0): qs[32·j + 4·r + i], j = 0..7, is quant 4j + i of row r;
-// weight = d · q.
+// PackedQ8 (Q8_0, and Q5_0 as quants q - 16 in [-16, 15]): qs[32·j + 4·r + i],
+// j = 0..7, is quant 4j + i of row r; weight = d · q.
 //
 // Rows past the matrix's end (rows % 8 != 0) are zero: scale 0, quants 0.
 #pragma once
@@ -44,8 +44,11 @@ static_assert(sizeof(PackedQ8) == 272);
 
 inline constexpr int64_t kPackRows = 8;
 
-// Whether `w` can be packed: Q4_0, Q4_1 or Q8_0 with whole 32-weight blocks.
+// Whether `w` can be packed: Q4_0, Q4_1, Q5_0 or Q8_0 with whole 32-weight
+// blocks.
 bool CanPackR8(const WeightView& w);
+// Whether type t packs to PackedQ8 blocks (Q8_0, Q5_0); else PackedQ4.
+bool PacksAsQ8(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
 // Writes the packed copy of w to out (PackedR8Bytes(w) bytes): row group g,
