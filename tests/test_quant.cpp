@@ -403,8 +403,11 @@ namespace {
 // sums agree with the row-major ones and with the exact dot product.
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0}) {
-    for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{576}}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K}) {
+    for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{256}, int64_t{576}, int64_t{768}}) {
+      int64_t be = 0, bb = 0;
+      ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
+      if (cols % be != 0) continue;
       for (int64_t rows : {int64_t{1}, int64_t{13}, int64_t{37}}) {
         SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " cols " + std::to_string(cols) + " rows " +
                      std::to_string(rows));
@@ -422,7 +425,7 @@ TEST(Quant, PackedMatMulMatchesPortableBitwise) {
         ASSERT_TRUE(cpu::CanPackR8(w));
         std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
         ASSERT_EQ(packed.size(), static_cast<size_t>((rows + 7) / 8 * (cols / 32)) *
-                                     (cpu::PacksAsQ8(t) ? sizeof(cpu::PackedQ8) : sizeof(cpu::PackedQ4)));
+                                     cpu::PackedBlockBytes(t));
         ASSERT_TRUE(cpu::PackR8(w, packed.data()));
         WeightView wp = w;
         wp.packed = packed.data();
@@ -521,14 +524,14 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 // extreme (Q8_0 -128, Q4 nibbles 15) against activations of ±127, where the
 // int16 pair sums come closest to overflowing.
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K}) {
     for (int sign : {1, -1}) {
-      const int64_t rows = 16, cols = 64, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
+      const int64_t rows = 16, cols = 256, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
       std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
+      int64_t be = 0, bb = 0;
+      ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
       for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t b = 0; b < cols / 32; ++b) {
-          int64_t be = 0, bb = 0;
-          ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
+        for (int64_t b = 0; b < cols / be; ++b) {
           uint8_t* blk = m.data() + r * TensorRowBytes(t, cols) + b * bb;
           const uint16_t one = 0x3C00;  // F16 1.0
           std::memcpy(blk, &one, 2);
@@ -536,6 +539,9 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
             std::memset(blk + 2, 0x80, 32);  // -128
           } else if (t == TensorType::Q5_0) {
             std::memset(blk + 2, 0, 20);  // fifth bits 0, nibbles 0: q - 16 = -16
+          } else if (t == TensorType::Q4_K) {
+            std::memcpy(blk + 2, &one, 2);    // dmin 1
+            std::memset(blk + 4, 0xFF, 140);  // every scale and min 63, nibbles 15
           } else {
             const int off = t == TensorType::Q4_1 ? 4 : 2;
             if (t == TensorType::Q4_1) std::memcpy(blk + 2, &one, 2);
@@ -556,6 +562,7 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       const double q = t == TensorType::Q8_0   ? -128.0
                        : t == TensorType::Q5_0 ? -16.0
                        : t == TensorType::Q4_0 ? 7.0
+                       : t == TensorType::Q4_K ? 63.0 * 15 - 63
                                                : 16.0;  // d·q (+ m)
       const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1
       for (const cpu::Kernels* k : {&cpu::GenericKernels(), Simd()}) {

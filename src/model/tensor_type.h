@@ -99,6 +99,19 @@ struct BlockQ4_K {
 };
 static_assert(sizeof(BlockQ4_K) == 144);
 
+// 6-bit scale and minimum of sub-block j (0..7) of a Q4_K / Q5_K super-block
+// from its 12 packed bytes: j < 4 in the low 6 bits of bytes j and j + 4;
+// j >= 4 in the nibbles of byte j + 4 with the top 2 bits of bytes j - 4, j.
+inline void KScaleMin(int j, const uint8_t* scales, int* sc, int* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+    *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
 struct BlockQ5_K {
   uint16_t d;
   uint16_t dmin;

@@ -13,6 +13,7 @@
 // a block is unpacked once per 4 tokens, not per token.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/quant.h"
@@ -410,6 +411,13 @@ inline void PrefetchBlock(const void* p) {
   for (int64_t off = 0; off < kBytes; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
 }
 
+// A packed block's 8 row scales (or minimums): F16 (PackedQ4) or F32
+// (PackedQ4F).
+inline __m256 LoadScales(const uint16_t* h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+inline __m256 LoadScales(const float* f) { return _mm256_loadu_ps(f); }
+
 // 4 bytes of x, broadcast to all 8 32-bit lanes.
 inline __m256i Bcast4(const int8_t* x) {
   int32_t v;
@@ -418,13 +426,13 @@ inline __m256i Bcast4(const int8_t* x) {
 }
 
 // T tokens against one row group; xq[t]: token t's activation blocks.
-template <int T>
-inline void PackedQ4Tile(const PackedQ4* w, const PackedQ4* next, int64_t nb, const BlockQ8Act* const* xq,
-                         __m256* acc) {
+// B: PackedQ4 or PackedQ4F.
+template <class B, int T>
+inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(PackedQ4)>(next + b);
-    const PackedQ4& p = w[b];
+    PrefetchBlock<sizeof(B)>(next + b);
+    const B& p = w[b];
     const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
     // int16 lanes 2r, 2r+1: row r. |q| <= 15, |x| <= 127: 8 pair sums of at
     // most 2·15·127 each add up to at most 30480 < 2^15.
@@ -442,8 +450,7 @@ inline void PackedQ4Tile(const PackedQ4* w, const PackedQ4* next, int64_t nb, co
         __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.d)));
-    const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.m)));
+    const __m256 dw = LoadScales(p.d), mw = LoadScales(p.m);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256i isum = _mm256_madd_epi16(s[t], _mm256_set1_epi16(1));  // lane r: row r
@@ -460,12 +467,13 @@ inline void PackedQ4Tile(const PackedQ4* w, const PackedQ4* next, int64_t nb, co
 // (measured on the 2-vCPU EPYC, matrices in cache, 8-16 tokens: +15-35%).
 // Per row and token the operations and their order are those of
 // PackedQ4Tile.
-inline void PackedQ4Tile2x4(const PackedQ4* w0, const PackedQ4* next0, const PackedQ4* next1, int64_t nb,
-                            const BlockQ8Act* const* xq, __m256* acc) {
-  const PackedQ4* w1 = w0 + nb;
+template <class B>
+inline void PackedQ4Tile2x4(const B* w0, const B* next0, const B* next1, int64_t nb, const BlockQ8Act* const* xq,
+                            __m256* acc) {
+  const B* w1 = w0 + nb;
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(PackedQ4)>(next0 + b);
-    PrefetchBlock<sizeof(PackedQ4)>(next1 + b);
+    PrefetchBlock<sizeof(B)>(next0 + b);
+    PrefetchBlock<sizeof(B)>(next1 + b);
     const __m256i* q0 = reinterpret_cast<const __m256i*>(w0[b].qs);
     const __m256i* q1 = reinterpret_cast<const __m256i*>(w1[b].qs);
     __m256i s0[4], s1[4];  // s0[t]: group 0 and token t (int16 lanes as in PackedQ4Tile)
@@ -486,10 +494,8 @@ inline void PackedQ4Tile2x4(const PackedQ4* w0, const PackedQ4* next0, const Pac
         __asm__("" : "+x"(s0[t]), "+x"(s1[t]));  // keep the sums in order
       }
     }
-    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w0[b].d)));
-    const __m256 mw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w0[b].m)));
-    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w1[b].d)));
-    const __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w1[b].m)));
+    const __m256 dw0 = LoadScales(w0[b].d), mw0 = LoadScales(w0[b].m);
+    const __m256 dw1 = LoadScales(w1[b].d), mw1 = LoadScales(w1[b].m);
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       const BlockQ8Act& xv = xq[t][b];
@@ -525,7 +531,7 @@ inline void PackedQ8Tile(const PackedQ8* w, const PackedQ8* next, int64_t nb, co
         __asm__("" : "+x"(is[t]));  // keep the sums in order (no reassociation into a tree)
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.d)));
+    const __m256 dw = LoadScales(p.d);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]), acc[t]);
@@ -557,8 +563,9 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
   }
 }
 
-// Tokens t0 .. t0+T-1 against row group g.
-template <bool kQ8, int T>
+// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4F or
+// PackedQ8).
+template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   __m256 acc[T];
   const BlockQ8Act* xq[T];
@@ -566,33 +573,35 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
     acc[t] = _mm256_setzero_ps();
     xq[t] = a.xq + (t0 + t) * a.ld_xq;
   }
-  if constexpr (kQ8) {
-    const auto* w = static_cast<const PackedQ8*>(a.w->packed);
+  const auto* w = static_cast<const B*>(a.w->packed);
+  if constexpr (std::is_same_v<B, PackedQ8>) {
     PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
-    const auto* w = static_cast<const PackedQ4*>(a.w->packed);
-    PackedQ4Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
+    PackedQ4Tile<B, T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   }
   StoreGroup<T>(a, g, t0, acc);
 }
 
-// Tokens t0 .. t0+3 against Q4 row groups g and g + 1.
+// Tokens t0 .. t0+3 against 4-bit row groups g and g + 1.
+template <class B>
 inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   __m256 acc[8];
   const BlockQ8Act* xq[4];
   for (int t = 0; t < 8; ++t) acc[t] = _mm256_setzero_ps();
   for (int t = 0; t < 4; ++t) xq[t] = a.xq + (t0 + t) * a.ld_xq;
-  const auto* w = static_cast<const PackedQ4*>(a.w->packed);
-  PackedQ4Tile2x4(w + g * nb, w + NextGroup(a, g + 2, g) * nb, w + NextGroup(a, g + 3, g + 1) * nb, nb, xq, acc);
+  const auto* w = static_cast<const B*>(a.w->packed);
+  PackedQ4Tile2x4<B>(w + g * nb, w + NextGroup(a, g + 2, g) * nb, w + NextGroup(a, g + 3, g + 1) * nb, nb, xq,
+                     acc);
   StoreGroup<4>(a, g, t0, acc);
   StoreGroup<4>(a, g + 1, t0, acc + 4);
 }
 
 // Tokens in blocks of 32 (their activation blocks stay in L1/L2 while the
-// row groups sweep them); inside, each row group (Q4: each pair of groups)
-// meets the block's tokens 4 at a time.
-template <bool kQ8>
+// row groups sweep them); inside, each row group (4-bit: each pair of
+// groups) meets the block's tokens 4 at a time.
+template <class B>
 void PackedMatMul(const MatMulArgs& a) {
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8>;
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
@@ -604,17 +613,18 @@ void PackedMatMul(const MatMulArgs& a) {
       const bool pair = !kQ8 && g + 1 < g1 && te - tb >= 4;
       int64_t t = tb;
       if (pair) {
-        for (; t + 4 <= te; t += 4) RunPackedQ4Pair(a, nb, g, t);
+        if constexpr (!kQ8)
+          for (; t + 4 <= te; t += 4) RunPackedQ4Pair<B>(a, nb, g, t);
       } else {
-        for (; t + 4 <= te; t += 4) RunPacked<kQ8, 4>(a, nb, g, t);
+        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t);
       }
       for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) {
         int64_t u = t;
         if (u + 2 <= te) {
-          RunPacked<kQ8, 2>(a, nb, gg, u);
+          RunPacked<B, 2>(a, nb, gg, u);
           u += 2;
         }
-        if (u < te) RunPacked<kQ8, 1>(a, nb, gg, u);
+        if (u < te) RunPacked<B, 1>(a, nb, gg, u);
       }
       g += pair ? 2 : 1;
     }
@@ -676,9 +686,11 @@ QuantDotFn QuantDot(TensorType type) {
 void QuantMatMulImpl(const MatMulArgs& a) {
   if (a.w->packed != nullptr) {  // a CanPackR8 type, packed by the backend
     if (PacksAsQ8(a.w->type)) {
-      PackedMatMul<true>(a);
+      PackedMatMul<PackedQ8>(a);
+    } else if (a.w->type == TensorType::Q4_K) {
+      PackedMatMul<PackedQ4F>(a);
     } else {
-      PackedMatMul<false>(a);
+      PackedMatMul<PackedQ4>(a);
     }
     return;
   }

@@ -17,18 +17,6 @@ uint32_t LoadU32(const uint8_t* p) {
   return v;
 }
 
-// 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (layout in
-// tensor_type.h).
-inline void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Integer quants of one 32-weight block (or sub-block), in weight order.
 inline void UnpackQ4(const uint8_t* qs, int offset, int8_t* q) {  // nibbles - offset
   for (int j = 0; j < 16; ++j) {
@@ -140,7 +128,7 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
           UnpackK(qs, qh, c, q, hi);
           for (int s = 0; s < 2; ++s) {
             int sc, m;
-            ScaleMinK4(2 * c + s, scales, &sc, &m);
+            KScaleMin(2 * c + s, scales, &sc, &m);
             const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
             const int8_t* qq = s == 0 ? q : hi;
             float* out = y + 256 * i + 64 * c + 32 * s;
@@ -229,13 +217,20 @@ float DotQ4_1(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
+// kPacked: the order of the packed path (Q5_0 packs as Q8_0 quants q - 16,
+// quant_pack.h): one rounding per block, like the SIMD lanes.
+template <bool kPacked>
 float DotQ5_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
   float sum = 0.0f;
   int8_t q[32];
   for (int64_t i = 0; i < nb; ++i) {
     UnpackQ5(b[i].qs, LoadU32(b[i].qh), 16, q);
-    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+    if constexpr (kPacked) {
+      sum = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), sum);
+    } else {
+      sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+    }
   }
   return sum;
 }
@@ -273,7 +268,7 @@ float DotK(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
       for (int s = 0; s < 2; ++s) {
         const int j = 2 * c + s;
         int sc, m;
-        ScaleMinK4(j, scales, &sc, &m);
+        KScaleMin(j, scales, &sc, &m);
         sum += d * static_cast<float>(sc) * xb[j].d * static_cast<float>(Dot32(s == 0 ? lo : hi, xb[j].qs));
         sum -= dmin * static_cast<float>(m) * xb[j].s;
       }
@@ -309,7 +304,7 @@ QuantDotFn QuantDot(TensorType type) {
   switch (type) {
     case TensorType::Q4_0: return DotQ4_0;
     case TensorType::Q4_1: return DotQ4_1;
-    case TensorType::Q5_0: return DotQ5_0;
+    case TensorType::Q5_0: return DotQ5_0<false>;
     case TensorType::Q5_1: return DotQ5_1;
     case TensorType::Q8_0: return DotQ8_0;
     case TensorType::Q4_K: return DotK<false>;
@@ -332,14 +327,26 @@ float DotR8Q8_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
-// Q5_0 packs as Q8_0 quants q - 16 (quant_pack.h).
-float DotR8Q5_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
+// Q4_K packs as 4-bit blocks with F32 scale d · sc and minimum -dmin · m
+// (quant_pack.h), sub-blocks in order.
+float DotR8Q4K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
   float acc = 0.0f;
-  int8_t q[32];
-  for (int64_t i = 0; i < nb; ++i) {
-    UnpackQ5(b[i].qs, LoadU32(b[i].qh), 16, q);
-    acc = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
+  int8_t lo[32], hi[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
+    for (int c = 0; c < 4; ++c) {
+      UnpackK(b[i].qs, nullptr, c, lo, hi);
+      for (int s = 0; s < 2; ++s) {
+        const int j = 2 * c + s;
+        int sc = 0, m = 0;
+        KScaleMin(j, b[i].scales, &sc, &m);
+        const float dj = d * static_cast<float>(sc), mj = -(dmin * static_cast<float>(m));
+        const BlockQ8Act& xb = x[8 * i + j];
+        acc = std::fma(dj * xb.d, static_cast<float>(Dot32(s == 0 ? lo : hi, xb.qs)), acc);
+        acc = std::fma(mj, xb.s, acc);
+      }
+    }
   }
   return acc;
 }
@@ -369,8 +376,9 @@ QuantDotFn PackedOrderDot(TensorType type) {
   switch (type) {
     case TensorType::Q4_0: return DotR8Q4<true>;
     case TensorType::Q4_1: return DotR8Q4<false>;
-    case TensorType::Q5_0: return DotR8Q5_0;
+    case TensorType::Q5_0: return DotQ5_0<true>;
     case TensorType::Q8_0: return DotR8Q8_0;
+    case TensorType::Q4_K: return DotR8Q4K;
     default: return nullptr;
   }
 }

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "backend/cpu/kernels.h"
+
 namespace llm::cpu {
 namespace {
 
@@ -38,17 +40,21 @@ inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
 }  // namespace
 
 bool CanPackR8(const WeightView& w) {
-  return (w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
-          w.type == TensorType::Q8_0) &&
-         w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % 32 == 0;
+  const bool ok_type = w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
+                       w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K;
+  return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 &&
+         w.cols % (w.type == TensorType::Q4_K ? 256 : 32) == 0;
 }
 
 bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q5_0; }
 
+size_t PackedBlockBytes(TensorType t) {
+  return PacksAsQ8(t) ? sizeof(PackedQ8) : t == TensorType::Q4_K ? sizeof(PackedQ4F) : sizeof(PackedQ4);
+}
+
 size_t PackedR8Bytes(const WeightView& w) {
   const int64_t groups = (w.rows + kPackRows - 1) / kPackRows, nb = w.cols / 32;
-  const size_t bb = PacksAsQ8(w.type) ? sizeof(PackedQ8) : sizeof(PackedQ4);
-  return static_cast<size_t>(groups * nb) * bb;
+  return static_cast<size_t>(groups * nb) * PackedBlockBytes(w.type);
 }
 
 bool PackR8(const WeightView& w, uint8_t* out) { return PackR8Groups(w, out, 0, (w.rows + kPackRows - 1) / kPackRows); }
@@ -56,7 +62,7 @@ bool PackR8(const WeightView& w, uint8_t* out) { return PackR8Groups(w, out, 0, 
 bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_end) {
   const int64_t nb = w.cols / 32;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const size_t bb = PacksAsQ8(w.type) ? sizeof(PackedQ8) : sizeof(PackedQ4);
+  const size_t bb = PackedBlockBytes(w.type);
   std::memset(out + g_begin * nb * bb, 0, static_cast<size_t>((g_end - g_begin) * nb) * bb);
   for (int64_t g = g_begin; g < g_end; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -82,6 +88,22 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
             const int q = Nibble(blk.qs, k) | static_cast<int>(((qh >> k) & 1u) << 4);
             p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<int8_t>(q - 16);
           }
+        } else if (w.type == TensorType::Q4_K) {
+          // sub-block b % 8 of super-block b / 8 (layout in tensor_type.h)
+          const auto& blk = reinterpret_cast<const BlockQ4_K*>(src)[b / 8];
+          auto& p = reinterpret_cast<PackedQ4F*>(out)[idx];
+          const int j = static_cast<int>(b % 8), c = j / 2;
+          int sc = 0, mn = 0;
+          KScaleMin(j, blk.scales, &sc, &mn);
+          p.d[r] = F16ToF32(blk.d) * static_cast<float>(sc);     // exact
+          p.m[r] = -(F16ToF32(blk.dmin) * static_cast<float>(mn));  // exact
+          auto quant = [&](int k) {
+            const uint8_t byte = blk.qs[32 * c + k];
+            return static_cast<uint8_t>(j % 2 == 0 ? byte & 0x0F : byte >> 4);
+          };
+          for (int v = 0; v < 4; ++v)
+            for (int i = 0; i < 4; ++i)
+              p.qs[32 * v + 4 * r + i] = static_cast<uint8_t>(quant(4 * v + i) | (quant(4 * v + 16 + i) << 4));
         } else {
           auto& p = reinterpret_cast<PackedQ4*>(out)[idx];
           const uint8_t* qs = nullptr;

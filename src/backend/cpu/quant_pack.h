@@ -36,6 +36,16 @@ struct PackedQ4 {
 };
 static_assert(sizeof(PackedQ4) == 160);
 
+// Q4_K: a sub-block's scale d · sc and minimum -dmin · m as F32 (exact: an
+// F16 times a 6-bit integer has at most 17 significant bits), quants as in
+// PackedQ4; weight = d · q + m. 6 bits per weight against Q4_K's 4.5.
+struct PackedQ4F {
+  float d[8];
+  float m[8];
+  uint8_t qs[128];
+};
+static_assert(sizeof(PackedQ4F) == 192);
+
 struct PackedQ8 {
   uint16_t d[8];
   int8_t qs[256];
@@ -45,14 +55,16 @@ static_assert(sizeof(PackedQ8) == 272);
 inline constexpr int64_t kPackRows = 8;
 
 // Whether `w` can be packed: Q4_0, Q4_1, Q5_0 or Q8_0 with whole 32-weight
-// blocks.
+// blocks, Q4_K with whole 256-weight super-blocks.
 bool CanPackR8(const WeightView& w);
-// Whether type t packs to PackedQ8 blocks (Q8_0, Q5_0); else PackedQ4.
+// Whether type t packs to PackedQ8 blocks (Q8_0, Q5_0).
 bool PacksAsQ8(TensorType t);
+// Bytes of one packed block (8 rows, 32 weights) of type t.
+size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
 // Writes the packed copy of w to out (PackedR8Bytes(w) bytes): row group g,
-// block b at out + (g · (cols / 32) + b) · sizeof(PackedQ4 or PackedQ8).
+// block b at out + (g · (cols / 32) + b) · PackedBlockBytes(type).
 // False (out unusable) for a Q4_0 scale whose -8·d does not fit in F16.
 bool PackR8(const WeightView& w, uint8_t* out);
 // The same for row groups [g_begin, g_end) only (groups of kPackRows rows):
