@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -403,7 +404,8 @@ namespace {
 // sums agree with the row-major ones and with the exact dot product.
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K,
+                       TensorType::Q6_K}) {
     for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{256}, int64_t{576}, int64_t{768}}) {
       int64_t be = 0, bb = 0;
       ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
@@ -524,7 +526,8 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 // extreme (Q8_0 -128, Q4 nibbles 15) against activations of ±127, where the
 // int16 pair sums come closest to overflowing.
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K,
+                       TensorType::Q6_K}) {
     for (int sign : {1, -1}) {
       const int64_t rows = 16, cols = 256, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
       std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
@@ -539,6 +542,11 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
             std::memset(blk + 2, 0x80, 32);  // -128
           } else if (t == TensorType::Q5_0) {
             std::memset(blk + 2, 0, 20);  // fifth bits 0, nibbles 0: q - 16 = -16
+          } else if (t == TensorType::Q6_K) {
+            // quants 0 (q - 32 = -32) and every scale -128; d (last) 1
+            std::memset(blk, 0, sizeof(BlockQ6_K));
+            std::memset(blk + offsetof(BlockQ6_K, scales), 0x80, 16);
+            std::memcpy(blk + offsetof(BlockQ6_K, d), &one, 2);
           } else if (t == TensorType::Q4_K) {
             std::memcpy(blk + 2, &one, 2);    // dmin 1
             std::memset(blk + 4, 0xFF, 140);  // every scale and min 63, nibbles 15
@@ -563,6 +571,7 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
                        : t == TensorType::Q5_0 ? -16.0
                        : t == TensorType::Q4_0 ? 7.0
                        : t == TensorType::Q4_K ? 63.0 * 15 - 63
+                       : t == TensorType::Q6_K ? -128.0 * -32
                                                : 16.0;  // d·q (+ m)
       const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1
       for (const cpu::Kernels* k : {&cpu::GenericKernels(), Simd()}) {

@@ -138,6 +138,18 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// Weights 32k .. 32k+32 of half h of a Q6_K super-block, minus 32 (in
+// [-32, 31]); they use scales 8h + 2k (the first 16) and 8h + 2k + 1.
+inline void UnpackQ6K(const BlockQ6_K& b, int h, int k, int8_t* q) {
+  const uint8_t* ql = b.ql + 64 * h;
+  const uint8_t* qh = b.qh + 32 * h;
+  for (int l = 0; l < 32; ++l) {
+    const int low = k & 1 ? ql[l + 32] : ql[l];
+    const int nib = k < 2 ? low & 0xF : low >> 4;
+    q[l] = static_cast<int8_t>((nib | (((qh[l] >> (2 * k)) & 3) << 4)) - 32);
+  }
+}
+
 // Weights per block and bytes per block of a matrix type (1 and the element
 // size for F32/F16/BF16); false for a type this build does not read.
 constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* block_bytes) {

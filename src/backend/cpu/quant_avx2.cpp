@@ -538,6 +538,45 @@ inline void PackedQ8Tile(const PackedQ8* w, const PackedQ8* next, int64_t nb, co
   }
 }
 
+// Q6_K (PackedQ6): as PackedQ8Tile, with the products of quants 0..15 and
+// 16..31 summed apart and scaled by their int8 scales in int32, the integer
+// sum of the row-major Q6_K dot; then one fma per block as for Q8_0.
+template <int T>
+inline void PackedQ6Tile(const PackedQ6* w, const PackedQ6* next, int64_t nb, const BlockQ8Act* const* xq,
+                         __m256* acc) {
+  for (int64_t b = 0; b < nb; ++b) {
+    PrefetchBlock<sizeof(PackedQ6)>(next + b);
+    const PackedQ6& p = w[b];
+    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
+    __m256i ia[T], ib[T];  // quants 0..15, 16..31
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i wj = _mm256_loadu_si256(q + j);
+      const __m256i uj = _mm256_abs_epi8(wj);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t][b].qs + 4 * j), wj);
+        const __m256i i32 = _mm256_madd_epi16(_mm256_maddubs_epi16(uj, xs), _mm256_set1_epi16(1));
+        if (j < 4) {
+          ia[t] = j == 0 ? i32 : _mm256_add_epi32(ia[t], i32);
+          __asm__("" : "+x"(ia[t]));
+        } else {
+          ib[t] = j == 4 ? i32 : _mm256_add_epi32(ib[t], i32);
+          __asm__("" : "+x"(ib[t]));
+        }
+      }
+    }
+    const __m256i sa = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.sc[0])));
+    const __m256i sb = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.sc[1])));
+    const __m256 dw = LoadScales(p.d);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(ia[t], sa), _mm256_mullo_epi32(ib[t], sb));
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(isum), acc[t]);
+    }
+  }
+}
+
 // The group whose blocks a tile prefetches: `next` when the matrix has it,
 // else `self` (already loaded; no pointer past the packed copy).
 inline int64_t NextGroup(const MatMulArgs& a, int64_t next, int64_t self) {
@@ -563,8 +602,8 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
   }
 }
 
-// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4F or
-// PackedQ8).
+// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4F,
+// PackedQ6 or PackedQ8).
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   __m256 acc[T];
@@ -576,6 +615,8 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   const auto* w = static_cast<const B*>(a.w->packed);
   if constexpr (std::is_same_v<B, PackedQ8>) {
     PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
+  } else if constexpr (std::is_same_v<B, PackedQ6>) {
+    PackedQ6Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
     PackedQ4Tile<B, T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   }
@@ -601,7 +642,7 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 // groups) meets the block's tokens 4 at a time.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
-  constexpr bool kQ8 = std::is_same_v<B, PackedQ8>;
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6>;  // 8-bit quants
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
@@ -689,6 +730,8 @@ void QuantMatMulImpl(const MatMulArgs& a) {
       PackedMatMul<PackedQ8>(a);
     } else if (a.w->type == TensorType::Q4_K) {
       PackedMatMul<PackedQ4F>(a);
+    } else if (a.w->type == TensorType::Q6_K) {
+      PackedMatMul<PackedQ6>(a);
     } else {
       PackedMatMul<PackedQ4>(a);
     }

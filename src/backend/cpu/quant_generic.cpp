@@ -42,17 +42,6 @@ inline void UnpackK(const uint8_t* qs, const uint8_t* qh, int c, int8_t* lo, int
     }
   }
 }
-// Weights 32k .. 32k+32 of half h of a Q6_K super-block, minus 32.
-inline void UnpackQ6(const BlockQ6_K& b, int h, int k, int8_t* q) {
-  const uint8_t* ql = b.ql + 64 * h;
-  const uint8_t* qh = b.qh + 32 * h;
-  for (int l = 0; l < 32; ++l) {
-    const int low = k & 1 ? ql[l + 32] : ql[l];
-    const int nib = k < 2 ? low & 0xF : low >> 4;
-    q[l] = static_cast<int8_t>((nib | (((qh[l] >> (2 * k)) & 3) << 4)) - 32);
-  }
-}
-
 inline int32_t Dot32(const int8_t* a, const int8_t* b) {
   int32_t s = 0;
   for (int i = 0; i < 32; ++i) s += static_cast<int32_t>(a[i]) * b[i];
@@ -143,7 +132,7 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
         const float d = F16ToF32(b.d);
         for (int h = 0; h < 2; ++h) {
           for (int k = 0; k < 4; ++k) {
-            UnpackQ6(b, h, k, q);
+            UnpackQ6K(b, h, k, q);
             float* out = y + 256 * i + 128 * h + 32 * k;
             for (int l = 0; l < 32; ++l) {
               const float ds = d * static_cast<float>(b.scales[(128 * h + 32 * k + l) / 16]);
@@ -279,6 +268,10 @@ float DotK(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
 
 // Q6_K: activation block 8i + 4h + k covers weights 32k .. 32k+32 of half h,
 // i.e. scales 8h + 2k and 8h + 2k + 1 (16 weights each).
+// kPacked: the order of the packed path (Q6_K packs as 8-bit quants q - 32
+// with the two 16-weight scales of each 32-weight block, quant_pack.h): one
+// rounding per block, like the SIMD lanes; the integer sums are the same.
+template <bool kPacked>
 float DotQ6_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   const auto* b = reinterpret_cast<const BlockQ6_K*>(w);
   float sum = 0.0f;
@@ -288,10 +281,14 @@ float DotQ6_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
     for (int h = 0; h < 2; ++h) {
       for (int k = 0; k < 4; ++k) {
         const BlockQ8Act& xb = x[8 * i + 4 * h + k];
-        UnpackQ6(b[i], h, k, q);
+        UnpackQ6K(b[i], h, k, q);
         const int32_t isum = b[i].scales[8 * h + 2 * k] * Dot16(q, xb.qs) +
                              b[i].scales[8 * h + 2 * k + 1] * Dot16(q + 16, xb.qs + 16);
-        sum += d * xb.d * static_cast<float>(isum);
+        if constexpr (kPacked) {
+          sum = std::fma(d * xb.d, static_cast<float>(isum), sum);
+        } else {
+          sum += d * xb.d * static_cast<float>(isum);
+        }
       }
     }
   }
@@ -309,7 +306,7 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q8_0: return DotQ8_0;
     case TensorType::Q4_K: return DotK<false>;
     case TensorType::Q5_K: return DotK<true>;
-    case TensorType::Q6_K: return DotQ6_K;
+    case TensorType::Q6_K: return DotQ6_K<false>;
     default: return nullptr;
   }
 }
@@ -379,6 +376,7 @@ QuantDotFn PackedOrderDot(TensorType type) {
     case TensorType::Q5_0: return DotQ5_0<true>;
     case TensorType::Q8_0: return DotR8Q8_0;
     case TensorType::Q4_K: return DotR8Q4K;
+    case TensorType::Q6_K: return DotQ6_K<true>;
     default: return nullptr;
   }
 }

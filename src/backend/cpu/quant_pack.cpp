@@ -41,15 +41,18 @@ inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
 
 bool CanPackR8(const WeightView& w) {
   const bool ok_type = w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
-                       w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K;
-  return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 &&
-         w.cols % (w.type == TensorType::Q4_K ? 256 : 32) == 0;
+                       w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K || w.type == TensorType::Q6_K;
+  const bool k_quant = w.type == TensorType::Q4_K || w.type == TensorType::Q6_K;
+  return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % (k_quant ? 256 : 32) == 0;
 }
 
 bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q5_0; }
 
 size_t PackedBlockBytes(TensorType t) {
-  return PacksAsQ8(t) ? sizeof(PackedQ8) : t == TensorType::Q4_K ? sizeof(PackedQ4F) : sizeof(PackedQ4);
+  return PacksAsQ8(t)               ? sizeof(PackedQ8)
+         : t == TensorType::Q4_K ? sizeof(PackedQ4F)
+         : t == TensorType::Q6_K ? sizeof(PackedQ6)
+                                 : sizeof(PackedQ4);
 }
 
 size_t PackedR8Bytes(const WeightView& w) {
@@ -88,6 +91,18 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
             const int q = Nibble(blk.qs, k) | static_cast<int>(((qh >> k) & 1u) << 4);
             p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<int8_t>(q - 16);
           }
+        } else if (w.type == TensorType::Q6_K) {
+          // activation block b covers weights 32k .. 32k+32 of half h of
+          // super-block b / 8 (k = b % 4, h = b / 4 % 2)
+          const auto& blk = reinterpret_cast<const BlockQ6_K*>(src)[b / 8];
+          auto& p = reinterpret_cast<PackedQ6*>(out)[idx];
+          const int h = static_cast<int>(b / 4 % 2), k = static_cast<int>(b % 4);
+          int8_t q[32];
+          UnpackQ6K(blk, h, k, q);
+          p.d[r] = blk.d;
+          p.sc[0][r] = blk.scales[8 * h + 2 * k];
+          p.sc[1][r] = blk.scales[8 * h + 2 * k + 1];
+          for (int kk = 0; kk < 32; ++kk) p.qs[32 * (kk / 4) + 4 * r + kk % 4] = q[kk];
         } else if (w.type == TensorType::Q4_K) {
           // sub-block b % 8 of super-block b / 8 (layout in tensor_type.h)
           const auto& blk = reinterpret_cast<const BlockQ4_K*>(src)[b / 8];

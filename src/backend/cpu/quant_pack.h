@@ -46,6 +46,16 @@ struct PackedQ4F {
 };
 static_assert(sizeof(PackedQ4F) == 192);
 
+// Q6_K: quants q - 32 laid out as PackedQ8's, the super-block scale d as
+// F16 and the two int8 scales of the block's 16-weight halves; weight =
+// d · sc[half] · q. 9 bits per weight against Q6_K's 6.56.
+struct PackedQ6 {
+  uint16_t d[8];
+  int8_t sc[2][8];  // sc[0][r]: quants 0..15 of row r, sc[1][r]: 16..31
+  int8_t qs[256];
+};
+static_assert(sizeof(PackedQ6) == 288);
+
 struct PackedQ8 {
   uint16_t d[8];
   int8_t qs[256];
@@ -55,7 +65,7 @@ static_assert(sizeof(PackedQ8) == 272);
 inline constexpr int64_t kPackRows = 8;
 
 // Whether `w` can be packed: Q4_0, Q4_1, Q5_0 or Q8_0 with whole 32-weight
-// blocks, Q4_K with whole 256-weight super-blocks.
+// blocks, Q4_K or Q6_K with whole 256-weight super-blocks.
 bool CanPackR8(const WeightView& w);
 // Whether type t packs to PackedQ8 blocks (Q8_0, Q5_0).
 bool PacksAsQ8(TensorType t);
