@@ -11,8 +11,8 @@
 // Q8 path's 45-58 on the 2-vCPU EPYC), and Q4_K, whose sub-block scales
 // become F32 (192 bytes per 8 sub-blocks of 18: 6 bits per weight for a
 // kernel 4x as fast as the row-major one), and Q6_K, as 8-bit quants with
-// both 16-weight scales of a block (288 bytes per 8 blocks of 210 / 8:
-// 9 bits per weight, 2.5-3x the row-major kernel); the mapped file pages
+// both 16-weight scales of a block (9 bits per weight against 6.56, for
+// 2.5-3x the row-major kernel); the mapped file pages
 // of the original are then no longer read by the matmuls (the token
 // embedding gather still reads token_embd). The row groups are packed by the
 // backend's thread pool. LLM_CPU_PACK=0 turns packing off (for measurements).
