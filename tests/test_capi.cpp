@@ -23,6 +23,16 @@ std::string TempPath(const std::string& name) {
 
 std::string ModelBytes() { return ReadFile(ModelPathF32()); }
 
+// Defaults for a one-thread CPU context on `path` (which must outlive it).
+llm_ctx_params CpuParams(const std::string& path) {
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.backend = LLM_BACKEND_CPU;
+  p.model_path = path.c_str();
+  p.n_threads = 1;
+  return p;
+}
+
 void WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -375,11 +385,7 @@ TEST(ApiModelFiles, GpuMemoryFractionOutOfRange) {
 TEST(ApiModelFiles, GpuMemoryFractionInRangeIsAcceptedAndIgnoredByCpu) {
   const std::string path = ModelPathF32();
   for (float f : {0.0f, 0.05f, 0.5f, 1.0f}) {
-    llm_ctx_params p;
-    llm_ctx_params_init(&p);
-    p.backend = LLM_BACKEND_CPU;
-    p.model_path = path.c_str();
-    p.n_threads = 1;
+    llm_ctx_params p = CpuParams(path);
     p.gpu_memory_fraction = f;
     llm_ctx* ctx = nullptr;
     ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << f << ": " << llm_last_error();
@@ -392,11 +398,7 @@ TEST(ApiModelFiles, GpuMemoryFractionInRangeIsAcceptedAndIgnoredByCpu) {
 // struct in memory is never read, even a value that would be rejected.
 TEST(ApiModelFiles, OlderCtxParamsGetDefaultGpuMemoryFraction) {
   const std::string path = ModelPathF32();
-  llm_ctx_params p;
-  llm_ctx_params_init(&p);
-  p.backend = LLM_BACKEND_CPU;
-  p.model_path = path.c_str();
-  p.n_threads = 1;
+  llm_ctx_params p = CpuParams(path);
   p.struct_size = static_cast<uint32_t>(offsetof(llm_ctx_params, gpu_memory_fraction));
   p.gpu_memory_fraction = -7.0f;  // beyond the old struct: must not be seen
   p.reserved2 = 99;
@@ -419,10 +421,7 @@ TEST(ApiModelFiles, PreemptModeAndSwapSpaceAreChecked) {
   EXPECT_EQ(p.preempt_mode, LLM_PREEMPT_RECOMPUTE);
   EXPECT_EQ(p.swap_space_bytes, 0u);
   auto create = [&](int32_t mode, uint64_t bytes, llm_ctx** ctx) {
-    llm_ctx_params_init(&p);
-    p.backend = LLM_BACKEND_CPU;
-    p.model_path = path.c_str();
-    p.n_threads = 1;
+    p = CpuParams(path);
     p.n_kv_blocks = 32;
     p.preempt_mode = mode;
     p.swap_space_bytes = bytes;
@@ -460,11 +459,7 @@ TEST(ApiModelFiles, PreemptModeAndSwapSpaceAreChecked) {
 // gets the default swap space; what lies past its struct is never read.
 TEST(ApiModelFiles, OlderCtxParamsGetDefaultSwapSpace) {
   const std::string path = ModelPathF32();
-  llm_ctx_params p;
-  llm_ctx_params_init(&p);
-  p.backend = LLM_BACKEND_CPU;
-  p.model_path = path.c_str();
-  p.n_threads = 1;
+  llm_ctx_params p = CpuParams(path);
   p.n_kv_blocks = 24;
   p.preempt_mode = LLM_PREEMPT_SWAP;  // the old reserved0: inside every version
   p.struct_size = static_cast<uint32_t>(offsetof(llm_ctx_params, swap_space_bytes));
@@ -477,9 +472,7 @@ TEST(ApiModelFiles, OlderCtxParamsGetDefaultSwapSpace) {
   EXPECT_EQ(st.swap_blocks_total, 24);
   llm_ctx_destroy(ctx);
   // A stats struct from before the swap figures gets only what it has room for.
-  llm_ctx_params_init(&p);
-  p.model_path = path.c_str();
-  p.n_threads = 1;
+  p = CpuParams(path);
   ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
   alignas(llm_stats) unsigned char buf[sizeof(llm_stats) + 8];
   std::memset(buf, 0xAB, sizeof buf);
