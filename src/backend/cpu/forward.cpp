@@ -17,8 +17,8 @@
 // Threads split only independent outputs (weight rows, query heads, tokens),
 // so results are bitwise the same for any thread count and any batch
 // composition (see kernels.h).
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
@@ -292,8 +292,6 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   }
 }
 
-// ================================================================ forward
-
 // ================================================================ lanes
 //
 // A step of many short sequences (continuous-batching decode) spends a
@@ -369,6 +367,8 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
     }
   return true;
 }
+
+// ================================================================ forward
 
 Status CpuBackend::Forward(const Batch& batch, float* logits) {
   int64_t max_keys = 0;
