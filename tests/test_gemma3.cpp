@@ -134,13 +134,13 @@ WeightView View(const std::vector<float>& v) {
 }
 
 // 4 layers (0 and 2 local with a window of 5, 1 and 3 global), 2 query heads
-// and 1 KV head of 32, n_embd 64, n_ff 96, vocabulary 96.
-std::unique_ptr<SyntheticGemma> MakeSyntheticGemma() {
+// and 1 KV head of 32, n_embd 64, n_ff 96, vocabulary 96 unless given.
+std::unique_ptr<SyntheticGemma> MakeSyntheticGemma(int32_t vocab = 96) {
   auto m = std::make_unique<SyntheticGemma>();
   ModelConfig& c = m->config;
   c.arch = "gemma3";
   c.arch_kind = ModelArch::kGemma3;
-  c.n_vocab = 96;
+  c.n_vocab = vocab;
   c.n_ctx_train = 128;
   c.n_embd = 64;
   c.n_layer = 4;
@@ -396,6 +396,66 @@ TEST(Gemma3Synthetic, ChunksThreadsAndIsaDoNotChangeLogits) {
   float worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(generic[i] - ref[i]));
   EXPECT_LT(worst, 1e-4f);
+}
+
+// A batch of many sequences runs as lanes (one per thread) whose classifier
+// rows are cut into chunks of the vocabulary that any thread may take, each
+// soft-capped on its own (forward.cpp): every sequence's logits must equal
+// those of the sequence run alone, on one thread. Vocabulary 600: three
+// chunks per lane, the last a part chunk.
+TEST(Gemma3Synthetic, LanesGiveEachSequenceItsOwnLogits) {
+  auto m = MakeSyntheticGemma(600);
+  const ModelConfig& c = m->config;
+  const int V = c.n_vocab, kSeqs = 8, kDecode = 3, kBlock = 4, kPerSeq = 4;  // blocks per sequence
+  std::vector<std::vector<int32_t>> toks;
+  std::vector<std::vector<float>> alone;
+  for (int s = 0; s < kSeqs; ++s) {
+    const int prompt = 3 + s % 4;
+    toks.push_back(SomeTokens(prompt + kDecode, V, 40 + static_cast<uint32_t>(s)));
+    Runner r(c, m->weights, kBlock * kPerSeq, kBlock, 1);
+    ASSERT_TRUE(r.ok());
+    std::vector<float> l = r.Feed(std::vector<int32_t>(toks[s].begin(), toks[s].begin() + prompt), Runner::kAll);
+    for (int i = prompt; i < prompt + kDecode; ++i) {
+      const std::vector<float> d = r.Feed({toks[s][i]}, Runner::kAll);
+      l.insert(l.end(), d.begin(), d.end());
+    }
+    alone.push_back(std::move(l));
+  }
+  auto b = CreateCpuBackend(c, m->weights, KvCacheSpec{kBlock, kSeqs * kPerSeq}, 2);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  std::vector<int> done(kSeqs, 0);
+  std::vector<std::vector<float>> got(kSeqs);
+  for (int step = 0; step <= kDecode; ++step) {  // the prompts, then one token each: 8 tokens, lanes
+    std::vector<int32_t> tokens;
+    std::vector<BatchSeq> seqs;
+    std::vector<std::vector<int32_t>> tables(kSeqs);
+    for (int s = 0; s < kSeqs; ++s) {
+      for (int i = 0; i < kPerSeq; ++i) tables[s].push_back(s * kPerSeq + i);
+      BatchSeq q;
+      q.first = static_cast<int32_t>(tokens.size());
+      q.n_tokens = step == 0 ? 3 + s % 4 : 1;
+      q.n_past = done[s];
+      q.block_table = tables[s];
+      seqs.push_back(q);
+      for (int i = 0; i < q.n_tokens; ++i) tokens.push_back(toks[s][done[s] + i]);
+    }
+    std::vector<int32_t> rows(tokens.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    std::vector<float> logits(rows.size() * V);
+    const Status st = (*b)->Forward(Batch{tokens, seqs, rows}, logits.data());
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (int s = 0; s < kSeqs; ++s) {
+      got[s].insert(got[s].end(), logits.begin() + static_cast<int64_t>(seqs[s].first) * V,
+                    logits.begin() + static_cast<int64_t>(seqs[s].first + seqs[s].n_tokens) * V);
+      done[s] += seqs[s].n_tokens;
+    }
+  }
+  for (int s = 0; s < kSeqs; ++s) {
+    ASSERT_EQ(got[s].size(), alone[s].size());
+    size_t diffs = 0;
+    for (size_t i = 0; i < got[s].size(); ++i) diffs += got[s][i] != alone[s][i];
+    EXPECT_EQ(diffs, 0u) << "sequence " << s;
+  }
 }
 
 // gelu_mul of every kernel table against the formula in double, over the

@@ -6,15 +6,6 @@
 #include <unistd.h>
 #endif
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define LLM_CPU_RELAX() _mm_pause()
-#elif defined(__aarch64__)
-#define LLM_CPU_RELAX() __asm__ __volatile__("yield")
-#else
-#define LLM_CPU_RELAX() ((void)0)
-#endif
-
 namespace llm {
 namespace {
 
@@ -112,7 +103,7 @@ void ThreadPool::Run(int64_t n, int64_t parts, void* ctx, Thunk thunk) {
   const uint32_t all = static_cast<uint32_t>(parts);
   uint32_t d = done_.load(std::memory_order_acquire);
   for (int i = 0; d != all && i < kJoinSpinIterations; ++i) {
-    LLM_CPU_RELAX();
+    CpuRelax();
     d = done_.load(std::memory_order_acquire);
   }
   if (d != all) {
@@ -129,7 +120,7 @@ void ThreadPool::WorkerLoop(int index) {
   for (;;) {
     uint32_t now = epoch_.load(std::memory_order_acquire);
     for (int i = 0; now == seen && i < kSpinIterations; ++i) {
-      LLM_CPU_RELAX();
+      CpuRelax();
       now = epoch_.load(std::memory_order_acquire);
     }
     if (now == seen) {

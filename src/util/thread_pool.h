@@ -24,7 +24,20 @@
 #include <utility>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace llm {
+
+// One iteration of a spin-wait: a hint to the core (x86 PAUSE, Arm YIELD).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 class ThreadPool {
  public:

@@ -47,10 +47,19 @@ class CpuBackend final : public Backend {
   Status PackWeights();
 
   // forward.cpp: runs the batch as n_threads independent lanes, one per
-  // thread, each a whole forward pass over its share of the sequences (no
-  // fork/join inside the pass). False when the batch does not split well.
+  // thread, each the layers over its share of the sequences (no fork/join
+  // inside), then the lanes' classifier rows in chunks any thread may take.
+  // False when the batch does not split well.
   bool SplitBySequences(const Batch& batch, float* logits, Status* status);
   Status MakeLanes();
+  // A lane's part of a step: checks and prepares its sub-batch (logits: where
+  // its rows will go) and runs the layers; *xn: the normed rows whose logits are wanted (*n_rows of them),
+  // *xq: the same quantized for the classifier (nullptr when it takes F32).
+  Status LaneLayers(const Batch& batch, const float* logits, const float** xn, const BlockQ8Act** xq, int64_t* n_rows);
+  // Every layer and the final norm over a checked, prepared batch: returns
+  // xn_ holding the normed rows whose logits are wanted, (n_out, n_embd), or
+  // nullptr when none are (the K/V are stored).
+  const float* RunLayers(const Batch& batch);
 
   // Checks the batch's tokens, logit rows and sequences against the model and
   // the pool; *max_keys: the most positions a sequence attends to. Writes

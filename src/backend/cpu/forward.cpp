@@ -18,8 +18,10 @@
 // so results are bitwise the same for any thread count and any batch
 // composition (see kernels.h).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 
@@ -297,11 +299,59 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
 // A step of many short sequences (continuous-batching decode) spends a
 // fifth of its time at the ~8 fork/joins per layer: a thread that the host
 // preempts for tens of microseconds stalls the other at every join. Split by
-// sequences instead, each thread runs the whole pass for its share with no
-// join until the end; each thread reads all weights, but a decode step is
-// compute-bound. Every token's arithmetic is the same in a lane as in the
-// shared pass (rows, tokens and heads are independent), so outputs are
-// bitwise unchanged.
+// sequences instead, each thread runs the layers for its share with no join;
+// each thread reads all weights, but a decode step is compute-bound. Every
+// token's arithmetic is the same in a lane as in the shared pass (rows,
+// tokens and heads are independent), so outputs are bitwise unchanged.
+//
+// The classifier, a fifth of a decode step, is what evens the lanes out:
+// each lane's classifier rows are cut into chunks of vocabulary rows, and a
+// thread that is done with its own lane takes chunks of any lane whose
+// layers are done. Without it the step waits for the slower lane: on the
+// 2-vCPU VM, whose vCPUs the host steals at times, the slower of two lanes
+// took 7% longer than their mean (16 sequences); with the chunks the step
+// ran 2.6% faster (median of 16 alternating pairs; mean 4%).
+//
+//   thread 0: [lane 0 layers][lane 0 cls chunks ...][lane 1 cls chunks]
+//   thread 1: [lane 1 layers .........][lane 1 cls chunks ...]
+
+namespace {
+
+// One lane of a step: its sub-batch and, once its layers are done (ready),
+// its normed classifier rows and how far its chunks have been taken.
+struct Lane {
+  std::vector<BatchSeq> seqs;
+  std::vector<int32_t> rows;
+  Batch batch;
+  float* logits = nullptr;
+  Status st;
+  const float* xn = nullptr;        // (n_rows, n_embd)
+  const BlockQ8Act* xq = nullptr;   // xn quantized, when the classifier is
+  int64_t n_rows = 0;
+  std::atomic<bool> ready{false};
+  std::atomic<int64_t> next_chunk{0};
+};
+
+}  // namespace
+
+Status CpuBackend::LaneLayers(const Batch& batch, const float* logits, const float** xn, const BlockQ8Act** xq,
+                              int64_t* n_rows) {
+  *xn = nullptr;
+  *xq = nullptr;
+  *n_rows = 0;
+  int64_t max_keys = 0;
+  LLM_RETURN_IF_ERROR(Check(batch, logits, &max_keys));
+  LLM_RETURN_IF_ERROR(Prepare(batch, max_keys));
+  const float* h = RunLayers(batch);
+  if (h == nullptr) return Status::Ok();
+  const int64_t n = static_cast<int64_t>(batch.logit_rows.size());
+  const WeightView* w = &w_.output;
+  *xq = QuantizeInput(&w, 1, h, n, cfg_.n_embd);
+  *xn = h;
+  *n_rows = n;
+  return Status::Ok();
+}
+
 bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* status) {
   const int P = pool_.n_threads();
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
@@ -332,13 +382,6 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
       return true;
     }
   }
-  struct Lane {
-    std::vector<BatchSeq> seqs;
-    std::vector<int32_t> rows;
-    Batch batch;
-    float* logits = nullptr;
-    Status st;
-  };
   std::vector<Lane> lanes(P);
   size_t r = 0;
   for (int p = 0; p < P; ++p) {
@@ -356,8 +399,66 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
     L.batch.seqs = L.seqs;
     L.batch.logit_rows = L.rows;
   }
-  pool_.ParallelFor(P, [&](int64_t b, int64_t e, int) {
-    for (int64_t p = b; p < e; ++p) lanes[p].st = lanes_[p]->Forward(lanes[p].batch, lanes[p].logits);
+
+  // Classifier chunks: whole pairs of 8-row groups (the packed kernels'
+  // unit), about 16 per lane.
+  const int64_t V = cfg_.n_vocab;
+  const int64_t chunk = std::max<int64_t>(256, (V / 16 + 15) / 16 * 16);
+  const int64_t n_chunks = (V + chunk - 1) / chunk;
+  auto classify = [&](Lane& L) {
+    for (int64_t c = L.next_chunk.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
+         c = L.next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+      if (L.n_rows == 0) continue;
+      MatMulArgs a;
+      a.w = &w_.output;
+      a.x = L.xn;
+      a.ld_x = cfg_.n_embd;
+      a.xq = L.xq;
+      a.ld_xq = cfg_.n_embd / 32;
+      a.n_tok = L.n_rows;
+      a.y = L.logits;
+      a.ld_y = V;
+      a.row_begin = c * chunk;
+      a.row_end = std::min(V, (c + 1) * chunk);
+      k_->matmul(a);
+      if (cfg_.final_logit_softcap > 0.0f) {
+        const float cap = cfg_.final_logit_softcap, inv = 1.0f / cap;
+        for (int64_t t = 0; t < L.n_rows; ++t)
+          for (int64_t i = a.row_begin; i < a.row_end; ++i) {
+            float& v = L.logits[t * V + i];
+            v = cap * std::tanh(v * inv);
+          }
+      }
+    }
+  };
+  // Each thread starts lanes nobody has started, then takes chunks of every
+  // lane whose layers are done, waiting for lanes other threads are running
+  // (every lane is started by some running thread, so the wait ends).
+  std::atomic<int> next_lane{0};
+  pool_.ParallelFor(P, [&](int64_t, int64_t, int) {
+    for (int p; (p = next_lane.fetch_add(1, std::memory_order_relaxed)) < P;) {
+      Lane& L = lanes[p];
+      L.st = lanes_[p]->LaneLayers(L.batch, L.logits, &L.xn, &L.xq, &L.n_rows);
+      L.ready.store(true, std::memory_order_release);
+      classify(L);
+    }
+    for (int spins = 0;;) {
+      bool waiting = false;
+      for (Lane& L : lanes) {
+        if (L.next_chunk.load(std::memory_order_relaxed) >= n_chunks) continue;
+        if (!L.ready.load(std::memory_order_acquire)) {
+          waiting = true;
+          continue;
+        }
+        classify(L);
+      }
+      if (!waiting) return;
+      if (++spins % 1024 == 0) {
+        std::this_thread::yield();
+      } else {
+        CpuRelax();
+      }
+    }
   });
   *status = Status::Ok();
   for (const Lane& L : lanes)
@@ -375,10 +476,22 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
   LLM_RETURN_IF_ERROR(Check(batch, logits, &max_keys));
   if (Status st; SplitBySequences(batch, logits, &st)) return st;  // each lane prepares its share
   LLM_RETURN_IF_ERROR(Prepare(batch, max_keys));
+  const float* xn = RunLayers(batch);
+  if (xn == nullptr) return Status::Ok();
+
+  // ---- classifier                                  logits: (n_out, n_vocab)
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  const MatJob cls = {&w_.output, logits, false};
+  MatMulJobs(&cls, 1, xn, n_out);
+  if (cfg_.final_logit_softcap > 0.0f) SoftCap(logits, n_out);
+  return Status::Ok();
+}
+
+const float* CpuBackend::RunLayers(const Batch& batch) {
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
-  if (n_tok == 0) return Status::Ok();
-  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), F = cfg_.n_ff;
+  if (n_tok == 0) return nullptr;
+  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim();
 
   // Rows whose logits are wanted, in order, are all the last layer needs
   // after attention; skip the rest of that layer for the other tokens.
@@ -404,8 +517,8 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
                            {&L.wv, v_new_.data(), false}}; // v: (n, n_head_kv * head_dim)
     MatMulJobs(qkv, 3, xn_.data(), n);
     RopeAndStoreKv(l, batch, n);
-    if (l == cfg_.n_layer - 1 && n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
-    Attention(l, batch, n);                                        // att: (n, n_head * head_dim)
+    if (l == cfg_.n_layer - 1 && n_out == 0) return nullptr;  // K/V stored, nothing more wanted
+    Attention(l, batch, n);                                   // att: (n, n_head * head_dim)
 
     if (l == cfg_.n_layer - 1 && !identity_rows) {
       // keep only the logit rows: x, att: (n_out, ·)
@@ -439,14 +552,10 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
       AddNormedRows(xn_.data(), norms_->post_ffn[l].data(), n, x);  // x += rmsnorm(xn)
     }
   }
-  (void)F;
 
-  // ---- final norm and classifier                   logits: (n_out, n_vocab)
+  // ---- final norm                                  xn: (n_out, n_embd)
   RmsNormRows(x, norms_->out.data(), n, xn_.data());
-  const MatJob cls = {&w_.output, logits, false};
-  MatMulJobs(&cls, 1, xn_.data(), n);
-  if (cfg_.final_logit_softcap > 0.0f) SoftCap(logits, n);
-  return Status::Ok();
+  return xn_.data();
 }
 
 }  // namespace llm::cpu
