@@ -7,11 +7,19 @@
 // quantized once outside the timing, as the backend does per matmul.
 //
 // usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k)]
-//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack]
+//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold]
+//
+// --cold flushes the weights (and their packed copy) from every cache level
+// before each repetition, so the kernel streams them from memory as in a
+// decode step of a model larger than the caches; GB/s then reports the
+// weight bytes read per second.
 //
 // By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
 // quant_pack.h) are repacked here too; --no-pack measures the row-major path.
 #include <algorithm>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,17 +69,30 @@ std::vector<uint8_t> RandomMatrix(llm::TensorType t, int64_t rows, int64_t cols,
   return m;
 }
 
+// Writes back and drops [p, p + n) from every cache level.
+void Flush(const void* p, size_t n) {
+#if defined(__x86_64__)
+  const char* c = static_cast<const char*>(p);
+  for (size_t off = 0; off < n; off += 64) _mm_clflush(c + off);
+  _mm_mfence();
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 9;
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
-  bool generic = false, pack = true;
+  bool generic = false, pack = true, cold = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--generic") { generic = true; continue; }
     if (a == "--no-pack") { pack = false; continue; }
+    if (a == "--cold") { cold = true; continue; }
     if (i + 1 >= argc) { std::fprintf(stderr, "missing value after %s\n", a.c_str()); return 2; }
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
@@ -82,13 +103,14 @@ int main(int argc, char** argv) {
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack]\n");
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack] [--cold]\n");
       return 2;
     }
   }
   const llm::cpu::Kernels& k = generic ? llm::cpu::GenericKernels() : llm::cpu::BestKernels();
-  std::printf("kernels: %s, 1 thread, median of %d, %s\n", k.name, reps, pack ? "packed rows" : "row-major");
-  std::printf("%-5s %7s %6s %6s %10s %10s %10s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best");
+  std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
+              pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
+  std::printf("%-5s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
   // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
   const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(7);
@@ -133,7 +155,10 @@ int main(int argc, char** argv) {
         a.row_end = rows;
         k.matmul(a);  // warm-up
         std::vector<double> ms;
+        // the bytes the kernel reads: the packed copy when there is one
+        const size_t w_bytes = w.packed != nullptr ? packed.size() : m.size();
         for (int r = 0; r < reps; ++r) {
+          if (cold) Flush(w.packed != nullptr ? w.packed : w.data, w_bytes);
           const auto t0 = Clock::now();
           k.matmul(a);
           ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -142,9 +167,9 @@ int main(int argc, char** argv) {
         const double med = ms[ms.size() / 2];
         const double macs = static_cast<double>(rows) * cols * n_tok;
         // median, and the fastest repetition (the least disturbed by other load)
-        std::printf("%-5s %7lld %6lld %6lld %10.3f %10.2f %10.2f\n", tn.c_str(), static_cast<long long>(rows),
+        std::printf("%-5s %7lld %6lld %6lld %10.3f %10.2f %10.2f %8.2f\n", tn.c_str(), static_cast<long long>(rows),
                     static_cast<long long>(cols), static_cast<long long>(n_tok), med, macs / (med * 1e6),
-                    macs / (ms.front() * 1e6));
+                    macs / (ms.front() * 1e6), static_cast<double>(w_bytes) / (med * 1e6));
       }
     }
   }
