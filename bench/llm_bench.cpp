@@ -15,6 +15,9 @@
 // micro    single-stream decode, 128-token prefill and a 16-stream batch.
 // Reports output and total tok/s, TTFT and TPOT p50/p90/p99, KV utilisation,
 // preemptions and prefix-cache hits; --json prints one JSON object instead.
+// On Linux each run also reports the host's steal: the share of this
+// machine's CPU time that the hypervisor gave to other guests while the run
+// lasted (from /proc/stat). A run with steal was slowed by its neighbours.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -88,6 +91,7 @@ bool ParseJsonl(const std::string& line, Job* job) {
 
 struct Result {
   double wall_s = 0;
+  double steal = -1;  // share of CPU time stolen by the host during the run; < 0: unknown
   int64_t prompt_tokens = 0, output_tokens = 0;
   std::vector<double> ttft_ms, tpot_ms;
   llm_stats stats{};
@@ -98,6 +102,22 @@ double Pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size())) - 1;
   return v[std::min(i, v.size() - 1)];
+}
+
+// Steal and total CPU time so far, in clock ticks, from /proc/stat's "cpu"
+// line (user nice system idle iowait irq softirq steal ...); false where it
+// cannot be read.
+bool CpuTicks(uint64_t* steal, uint64_t* total) {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  if (!(f >> cpu) || cpu != "cpu") return false;
+  uint64_t v[8];
+  for (uint64_t& x : v)
+    if (!(f >> x)) return false;
+  *steal = v[7];
+  *total = 0;
+  for (uint64_t x : v) *total += x;
+  return true;
 }
 
 // Runs `jobs` on ctx. rate > 0: Poisson arrivals; sequential: one at a time.
@@ -112,6 +132,8 @@ Result Run(llm_ctx* ctx, const std::vector<Job>& jobs, double rate, bool sequent
   auto t0 = Clock::now();
   double next_arrival = 0;
   std::vector<llm_event> ev(256);
+  uint64_t steal0 = 0, total0 = 0;
+  const bool ticks = CpuTicks(&steal0, &total0);
   while (finals < jobs.size()) {
     // Submit whatever is due.
     const double now = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -152,6 +174,8 @@ Result Run(llm_ctx* ctx, const std::vector<Job>& jobs, double rate, bool sequent
     }
   }
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (uint64_t steal1 = 0, total1 = 0; ticks && CpuTicks(&steal1, &total1) && total1 > total0)
+    res.steal = static_cast<double>(steal1 - steal0) / static_cast<double>(total1 - total0);
   res.stats.struct_size = sizeof res.stats;
   llm_get_stats(ctx, &res.stats);
   return res;
@@ -163,22 +187,26 @@ void Print(const char* name, const Result& r, bool json) {
                          ? static_cast<double>(r.stats.prefix_cache_hit_tokens) / r.stats.prefix_cache_queried_tokens
                          : 0.0;
   if (json) {
+    char steal[32] = "null";  // unknown: not Linux, or the run was shorter than a clock tick
+    if (r.steal >= 0) std::snprintf(steal, sizeof steal, "%.4f", r.steal);
     std::printf(
         "\"%s\": {\"requests\": %zu, \"wall_s\": %.4f, \"prompt_tokens\": %lld, \"output_tokens\": %lld, "
         "\"output_tok_s\": %.1f, \"total_tok_s\": %.1f, \"ttft_ms\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f}, "
         "\"tpot_ms\": {\"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f}, \"kv_utilization\": %.4f, \"preemptions\": %llu, "
-        "\"prefix_cache_hit_rate\": %.4f}",
+        "\"prefix_cache_hit_rate\": %.4f, \"host_steal\": %s}",
         name, r.ttft_ms.size(), r.wall_s, static_cast<long long>(r.prompt_tokens),
         static_cast<long long>(r.output_tokens), out_tps, tot_tps, Pct(r.ttft_ms, 50), Pct(r.ttft_ms, 90),
         Pct(r.ttft_ms, 99), Pct(r.tpot_ms, 50), Pct(r.tpot_ms, 90), Pct(r.tpot_ms, 99), r.stats.kv_utilization,
-        static_cast<unsigned long long>(r.stats.preemptions), hit);
+        static_cast<unsigned long long>(r.stats.preemptions), hit, steal);
     return;
   }
   std::printf("%-11s %5zu req %8.3f s | out %9.0f tok/s | total %9.0f tok/s | TTFT ms p50 %8.2f p90 %8.2f p99 %8.2f"
-              " | TPOT ms p50 %6.3f p90 %6.3f p99 %6.3f | KV util %5.1f%% | preempt %llu | cache hit %4.1f%%\n",
+              " | TPOT ms p50 %6.3f p90 %6.3f p99 %6.3f | KV util %5.1f%% | preempt %llu | cache hit %4.1f%%",
               name, r.ttft_ms.size(), r.wall_s, out_tps, tot_tps, Pct(r.ttft_ms, 50), Pct(r.ttft_ms, 90),
               Pct(r.ttft_ms, 99), Pct(r.tpot_ms, 50), Pct(r.tpot_ms, 90), Pct(r.tpot_ms, 99),
               100 * r.stats.kv_utilization, static_cast<unsigned long long>(r.stats.preemptions), 100 * hit);
+  if (r.steal >= 0) std::printf(" | steal %4.1f%%", 100 * r.steal);
+  std::printf("\n");
 }
 
 llm_ctx* Create(llm_ctx_params p) {
