@@ -187,8 +187,11 @@ Status CpuBackend::MakeLanes() {
       l->pool_base_ = pool_base_;
       lanes_.push_back(std::move(l));
     }
+    lane_steps_ = std::vector<LaneStep>(lanes_.size());
+    lane_cut_.reserve(lanes_.size() + 1);
   } catch (const std::bad_alloc&) {
     lanes_.clear();
+    lane_steps_.clear();
     return OutOfMemory("CPU backend: out of host memory");
   }
   return Status::Ok();

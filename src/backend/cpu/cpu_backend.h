@@ -6,6 +6,7 @@
 // norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -110,6 +111,24 @@ class CpuBackend final : public Backend {
   // Single-threaded backends over the same weights and pool, one per thread
   // (SplitBySequences); made on first use.
   std::vector<std::unique_ptr<CpuBackend>> lanes_;
+  // One lane's part of the current step (forward.cpp): its sub-batch and,
+  // once its layers are done (ready), its normed classifier rows and how far
+  // its chunks have been taken. Kept across steps, so a step allocates
+  // nothing once the vectors have grown.
+  struct LaneStep {
+    std::vector<BatchSeq> seqs;
+    std::vector<int32_t> rows;
+    Batch batch;
+    float* logits = nullptr;
+    Status st;
+    const float* xn = nullptr;       // (n_rows, n_embd)
+    const BlockQ8Act* xq = nullptr;  // xn quantized, when the classifier is
+    int64_t n_rows = 0;
+    std::atomic<bool> ready{false};
+    std::atomic<int64_t> next_chunk{0};
+  };
+  std::vector<LaneStep> lane_steps_;  // (n_threads), with lanes_
+  std::vector<int64_t> lane_cut_;     // (n_threads + 1) first sequence of each lane
   bool lanes_off_ = false;  // LLM_CPU_LANES=0 (for measurements): always the shared pass
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space

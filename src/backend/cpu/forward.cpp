@@ -315,25 +315,6 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
 //   thread 0: [lane 0 layers][lane 0 cls chunks ...][lane 1 cls chunks]
 //   thread 1: [lane 1 layers .........][lane 1 cls chunks ...]
 
-namespace {
-
-// One lane of a step: its sub-batch and, once its layers are done (ready),
-// its normed classifier rows and how far its chunks have been taken.
-struct Lane {
-  std::vector<BatchSeq> seqs;
-  std::vector<int32_t> rows;
-  Batch batch;
-  float* logits = nullptr;
-  Status st;
-  const float* xn = nullptr;        // (n_rows, n_embd)
-  const BlockQ8Act* xq = nullptr;   // xn quantized, when the classifier is
-  int64_t n_rows = 0;
-  std::atomic<bool> ready{false};
-  std::atomic<int64_t> next_chunk{0};
-};
-
-}  // namespace
-
 Status CpuBackend::LaneLayers(const Batch& batch, const float* logits, const float** xn, const BlockQ8Act** xq,
                               int64_t* n_rows) {
   *xn = nullptr;
@@ -364,7 +345,8 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   for (size_t i = 1; i < batch.logit_rows.size(); ++i)
     if (batch.logit_rows[i] <= batch.logit_rows[i - 1]) return false;
   // cut the sequences into P runs of about n_tok / P tokens
-  std::vector<int64_t> cut(P + 1, n_seqs);
+  std::vector<int64_t>& cut = lane_cut_;
+  cut.assign(P + 1, n_seqs);
   cut[0] = 0;
   int64_t s = 0, acc = 0, biggest = 0, start_tok = 0;
   for (int p = 0; p < P; ++p) {
@@ -382,10 +364,18 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
       return true;
     }
   }
-  std::vector<Lane> lanes(P);
+  std::vector<LaneStep>& lanes = lane_steps_;  // sized with lanes_
   size_t r = 0;
   for (int p = 0; p < P; ++p) {
-    Lane& L = lanes[p];
+    LaneStep& L = lanes[p];
+    L.seqs.clear();
+    L.rows.clear();
+    L.st = Status::Ok();
+    L.xn = nullptr;
+    L.xq = nullptr;
+    L.n_rows = 0;
+    L.ready.store(false, std::memory_order_relaxed);
+    L.next_chunk.store(0, std::memory_order_relaxed);
     const int32_t t0 = batch.seqs[cut[p]].first;
     const int32_t t1 = cut[p + 1] < n_seqs ? batch.seqs[cut[p + 1]].first : static_cast<int32_t>(n_tok);
     for (int64_t q = cut[p]; q < cut[p + 1]; ++q) {
@@ -405,7 +395,7 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   const int64_t V = cfg_.n_vocab;
   const int64_t chunk = std::max<int64_t>(256, (V / 16 + 15) / 16 * 16);
   const int64_t n_chunks = (V + chunk - 1) / chunk;
-  auto classify = [&](Lane& L) {
+  auto classify = [&](LaneStep& L) {
     for (int64_t c = L.next_chunk.fetch_add(1, std::memory_order_relaxed); c < n_chunks;
          c = L.next_chunk.fetch_add(1, std::memory_order_relaxed)) {
       if (L.n_rows == 0) continue;
@@ -437,14 +427,14 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   std::atomic<int> next_lane{0};
   pool_.ParallelFor(P, [&](int64_t, int64_t, int) {
     for (int p; (p = next_lane.fetch_add(1, std::memory_order_relaxed)) < P;) {
-      Lane& L = lanes[p];
+      LaneStep& L = lanes[p];
       L.st = lanes_[p]->LaneLayers(L.batch, L.logits, &L.xn, &L.xq, &L.n_rows);
       L.ready.store(true, std::memory_order_release);
       classify(L);
     }
     for (int spins = 0;;) {
       bool waiting = false;
-      for (Lane& L : lanes) {
+      for (LaneStep& L : lanes) {
         if (L.next_chunk.load(std::memory_order_relaxed) >= n_chunks) continue;
         if (!L.ready.load(std::memory_order_acquire)) {
           waiting = true;
@@ -461,7 +451,7 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
     }
   });
   *status = Status::Ok();
-  for (const Lane& L : lanes)
+  for (const LaneStep& L : lanes)
     if (!L.st.ok()) {
       *status = L.st;
       break;
