@@ -254,16 +254,19 @@ struct Q6K {
 
 // ---------------------------------------------------------------- tiles
 
+// Functions, not lambdas: GCC 12 compiles a lambda's body without the
+// file's target pragma (-Wpsabi: AVX vectors returned without AVX).
+inline __m256i Pair32(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+inline __m256i Pair64(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+
 // Lane g of the result = the sum of the 8 lanes of v[g].
 inline __m256i Fold8(const __m256i* v) {
-  auto pair32 = [](__m256i a, __m256i b) {
-    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
-  };
-  auto pair64 = [](__m256i a, __m256i b) {
-    return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-  };
-  const __m256i a = pair64(pair32(v[0], v[1]), pair32(v[2], v[3]));  // [s0..s3 low halves | high halves]
-  const __m256i b = pair64(pair32(v[4], v[5]), pair32(v[6], v[7]));
+  const __m256i a = Pair64(Pair32(v[0], v[1]), Pair32(v[2], v[3]));  // [s0..s3 low halves | high halves]
+  const __m256i b = Pair64(Pair32(v[4], v[5]), Pair32(v[6], v[7]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
@@ -281,6 +284,7 @@ template <class F, int T, bool kFull>
 inline void TileGroup(const uint8_t* w, const TokenScales* x, int64_t gi, int n, __m256* acc, __m256* accm) {
   const __m256i ones = _mm256_set1_epi16(1);
   Group p;
+  if constexpr (!kFull) p = Group{};  // lanes past n stay unread; zeroed so no reader can see garbage
   F::template PrepareGroup<kFull>(w, gi, n, &p);
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
