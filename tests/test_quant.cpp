@@ -263,7 +263,9 @@ TEST(Quant, DotProductsAtTheRangeEnds) {
       const DotCase c = Reference(t, row, xq, cols);
       const float g = cpu::generic::QuantDot(t)(row.data(), xq.data(), cols / 32);
       EXPECT_NEAR(g, c.ref, 2e-6 * c.scale + 1e-12);
-      if (QuantDotFn s = SimdDot(t)) EXPECT_NEAR(s(row.data(), xq.data(), cols / 32), c.ref, 2e-6 * c.scale + 1e-12);
+      if (QuantDotFn s = SimdDot(t)) {
+        EXPECT_NEAR(s(row.data(), xq.data(), cols / 32), c.ref, 2e-6 * c.scale + 1e-12);
+      }
     }
   }
 }
@@ -395,7 +397,7 @@ TEST(Quant, SimdMatMulMatchesPortable) {
 namespace llm {
 namespace {
 
-// The row-interleaved (packed) path: Q4_0, Q4_1 and Q8_0 matrices whose row
+// The row-interleaved (packed) path: matrices of every packed type whose row
 // count is not a multiple of 8, run through the SIMD and the portable
 // kernels with the packed copy set. The SIMD kernel reads the packed bytes,
 // the portable one the original rows in the same summation order, so equal
@@ -404,8 +406,8 @@ namespace {
 // sums agree with the row-major ones and with the exact dot product.
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K,
-                       TensorType::Q6_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{256}, int64_t{576}, int64_t{768}}) {
       int64_t be = 0, bb = 0;
       ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
@@ -523,11 +525,12 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 
 
 // The packed kernels' integer sums at the range ends: every quant at its
-// extreme (Q8_0 -128, Q4 nibbles 15) against activations of ±127, where the
-// int16 pair sums come closest to overflowing.
+// extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31) against activations of
+// ±127, where the int16 pair sums come closest to overflowing (Q5: four pair
+// sums in int16).
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K,
-                       TensorType::Q6_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     for (int sign : {1, -1}) {
       const int64_t rows = 16, cols = 256, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
       std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
@@ -547,9 +550,13 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
             std::memset(blk, 0, sizeof(BlockQ6_K));
             std::memset(blk + offsetof(BlockQ6_K, scales), 0x80, 16);
             std::memcpy(blk + offsetof(BlockQ6_K, d), &one, 2);
-          } else if (t == TensorType::Q4_K) {
-            std::memcpy(blk + 2, &one, 2);    // dmin 1
-            std::memset(blk + 4, 0xFF, 140);  // every scale and min 63, nibbles 15
+          } else if (t == TensorType::Q4_K || t == TensorType::Q5_K) {
+            std::memcpy(blk + 2, &one, 2);  // dmin 1
+            // every scale and min 63, nibbles 15 (Q5_K: every fifth bit set)
+            std::memset(blk + 4, 0xFF, t == TensorType::Q4_K ? 140 : 172);
+          } else if (t == TensorType::Q5_1) {
+            std::memcpy(blk + 2, &one, 2);   // m 1
+            std::memset(blk + 4, 0xFF, 20);  // fifth bits and nibbles: q = 31
           } else {
             const int off = t == TensorType::Q4_1 ? 4 : 2;
             if (t == TensorType::Q4_1) std::memcpy(blk + 2, &one, 2);
@@ -571,6 +578,8 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
                        : t == TensorType::Q5_0 ? -16.0
                        : t == TensorType::Q4_0 ? 7.0
                        : t == TensorType::Q4_K ? 63.0 * 15 - 63
+                       : t == TensorType::Q5_K ? 63.0 * 31 - 63
+                       : t == TensorType::Q5_1 ? 31.0 + 1
                        : t == TensorType::Q6_K ? -128.0 * -32
                                                : 16.0;  // d·q (+ m)
       const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1

@@ -1,7 +1,7 @@
 // CpuBackend::PackWeights: row-interleaved copies (quant_pack.h) of the
 // block-quantized matmul weights, made once at creation.
 //
-// Every matmul weight of a packable type (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K) gets a copy in
+// Every matmul weight of a packable type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) gets a copy in
 // memory the backend owns; its WeightView in w_ points to it through
 // `packed`, and both kernel tables read it (the SIMD one the packed bytes, the
 // portable one the original rows in the same order). The copy is about as
@@ -12,7 +12,10 @@
 // become F32 (192 bytes per 8 sub-blocks of 18: 6 bits per weight for a
 // kernel 4x as fast as the row-major one), and Q6_K, as 8-bit quants with
 // both 16-weight scales of a block (9 bits per weight against 6.56, for
-// 2.5-3x the row-major kernel); the mapped file pages
+// 2.5-3x the row-major kernel), and Q5_1 and Q5_K, as unsigned 8-bit quants
+// with F32 scales and minimums (10 bits per weight; 4x the row-major kernel
+// at 8-16 tokens and still faster at one token with the weights streamed
+// from memory); the mapped file pages
 // of the original are then no longer read by the matmuls (the token
 // embedding gather still reads token_embd). The row groups are packed by the
 // backend's thread pool. LLM_CPU_PACK=0 turns packing off (for measurements).

@@ -581,6 +581,41 @@ inline void PackedQ6Tile(const PackedQ6* w, const PackedQ6* next, int64_t nb, co
   }
 }
 
+// Q5_1 and Q5_K (PackedQ5F): the quants are unsigned, so they meet the
+// activations with no sign trick; a pair sum is at most 2·31·128 = 7936, so
+// four multiply-adds add up in int16 (31744 < 2^15) before each widening
+// add. Then the block's scale and minimum as in PackedQ4Tile.
+template <int T>
+inline void PackedQ5Tile(const PackedQ5F* w, const PackedQ5F* next, int64_t nb, const BlockQ8Act* const* xq,
+                         __m256* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    PrefetchBlock<sizeof(PackedQ5F)>(next + b);
+    const PackedQ5F& p = w[b];
+    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);  // q[j]: quants 4j .. 4j+3 of rows 0..7
+    __m256i s[T], is[T];  // int16 sums of four vectors; their int32 total
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i wj = _mm256_loadu_si256(q + j);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256i m = _mm256_maddubs_epi16(wj, Bcast4(xq[t][b].qs + 4 * j));
+        s[t] = j % 4 == 0 ? m : _mm256_add_epi16(s[t], m);
+        __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
+        if (j == 3) is[t] = _mm256_madd_epi16(s[t], ones);
+        if (j == 7) is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(s[t], ones));
+      }
+    }
+    const __m256 dw = LoadScales(p.d), mw = LoadScales(p.m);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8Act& xv = xq[t][b];
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xv.d)), _mm256_cvtepi32_ps(is[t]), acc[t]);
+      acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xv.s), acc[t]);
+    }
+  }
+}
+
 // The group whose blocks a tile prefetches: `next` when the matrix has it,
 // else `self` (already loaded; no pointer past the packed copy).
 inline int64_t NextGroup(const MatMulArgs& a, int64_t next, int64_t self) {
@@ -607,7 +642,7 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 }
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4F,
-// PackedQ6 or PackedQ8).
+// PackedQ5F, PackedQ6 or PackedQ8).
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   __m256 acc[T];
@@ -621,6 +656,8 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
     PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else if constexpr (std::is_same_v<B, PackedQ6>) {
     PackedQ6Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
+  } else if constexpr (std::is_same_v<B, PackedQ5F>) {
+    PackedQ5Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
     PackedQ4Tile<B, T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   }
@@ -651,7 +688,8 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 // groups) meets the block's tokens 4 at a time.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
-  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6>;  // 8-bit quants
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6> ||
+                      std::is_same_v<B, PackedQ5F>;  // 8-bit quants
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
@@ -737,6 +775,8 @@ void QuantMatMulImpl(const MatMulArgs& a) {
   if (a.w->packed != nullptr) {  // a CanPackR8 type, packed by the backend
     if (PacksAsQ8(a.w->type)) {
       PackedMatMul<PackedQ8>(a);
+    } else if (PacksAsQ5(a.w->type)) {
+      PackedMatMul<PackedQ5F>(a);
     } else if (a.w->type == TensorType::Q4_K) {
       PackedMatMul<PackedQ4F>(a);
     } else if (a.w->type == TensorType::Q6_K) {

@@ -348,6 +348,43 @@ float DotR8Q4K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
+// Q5_K packs as 8-bit blocks with F32 scale d · sc and minimum -dmin · m
+// (quant_pack.h), sub-blocks in order: DotR8Q4K with the fifth bits.
+float DotR8Q5K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+  float acc = 0.0f;
+  int8_t lo[32], hi[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
+    for (int c = 0; c < 4; ++c) {
+      UnpackK(b[i].qs, b[i].qh, c, lo, hi);
+      for (int s = 0; s < 2; ++s) {
+        const int j = 2 * c + s;
+        int sc = 0, m = 0;
+        KScaleMin(j, b[i].scales, &sc, &m);
+        const float dj = d * static_cast<float>(sc), mj = -(dmin * static_cast<float>(m));
+        const BlockQ8Act& xb = x[8 * i + j];
+        acc = std::fma(dj * xb.d, static_cast<float>(Dot32(s == 0 ? lo : hi, xb.qs)), acc);
+        acc = std::fma(mj, xb.s, acc);
+      }
+    }
+  }
+  return acc;
+}
+
+// Q5_1 packs as 8-bit blocks with its d and m as F32 (quant_pack.h).
+float DotR8Q5_1(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ5_1*>(w);
+  float acc = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackQ5(b[i].qs, LoadU32(b[i].qh), 0, q);
+    acc = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
+    acc = std::fma(F16ToF32(b[i].m), x[i].s, acc);
+  }
+  return acc;
+}
+
 template <bool kQ4_0>
 float DotR8Q4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   using B = std::conditional_t<kQ4_0, BlockQ4_0, BlockQ4_1>;
@@ -375,7 +412,9 @@ QuantDotFn PackedOrderDot(TensorType type) {
     case TensorType::Q4_1: return DotR8Q4<false>;
     case TensorType::Q5_0: return DotQ5_0<true>;
     case TensorType::Q8_0: return DotR8Q8_0;
+    case TensorType::Q5_1: return DotR8Q5_1;
     case TensorType::Q4_K: return DotR8Q4K;
+    case TensorType::Q5_K: return DotR8Q5K;
     case TensorType::Q6_K: return DotQ6_K<true>;
     default: return nullptr;
   }

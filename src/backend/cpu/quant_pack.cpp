@@ -41,15 +41,19 @@ inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
 
 bool CanPackR8(const WeightView& w) {
   const bool ok_type = w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
-                       w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K || w.type == TensorType::Q6_K;
-  const bool k_quant = w.type == TensorType::Q4_K || w.type == TensorType::Q6_K;
+                       w.type == TensorType::Q5_1 || w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K ||
+                       w.type == TensorType::Q5_K || w.type == TensorType::Q6_K;
+  const bool k_quant = w.type == TensorType::Q4_K || w.type == TensorType::Q5_K || w.type == TensorType::Q6_K;
   return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % (k_quant ? 256 : 32) == 0;
 }
 
 bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q5_0; }
 
+bool PacksAsQ5(TensorType t) { return t == TensorType::Q5_1 || t == TensorType::Q5_K; }
+
 size_t PackedBlockBytes(TensorType t) {
   return PacksAsQ8(t)               ? sizeof(PackedQ8)
+         : PacksAsQ5(t)            ? sizeof(PackedQ5F)
          : t == TensorType::Q4_K ? sizeof(PackedQ4F)
          : t == TensorType::Q6_K ? sizeof(PackedQ6)
                                  : sizeof(PackedQ4);
@@ -90,6 +94,30 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           for (int k = 0; k < 32; ++k) {
             const int q = Nibble(blk.qs, k) | static_cast<int>(((qh >> k) & 1u) << 4);
             p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<int8_t>(q - 16);
+          }
+        } else if (w.type == TensorType::Q5_1) {
+          const auto& blk = reinterpret_cast<const BlockQ5_1*>(src)[b];
+          auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
+          p.d[r] = F16ToF32(blk.d);
+          p.m[r] = F16ToF32(blk.m);
+          uint32_t qh;
+          std::memcpy(&qh, blk.qh, 4);
+          for (int k = 0; k < 32; ++k)
+            p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<uint8_t>(Nibble(blk.qs, k) | (((qh >> k) & 1u) << 4));
+        } else if (w.type == TensorType::Q5_K) {
+          // sub-block j = b % 8 of super-block b / 8: nibbles as Q4_K's, the
+          // fifth bit of weight l is bit j of qh[l] (tensor_type.h)
+          const auto& blk = reinterpret_cast<const BlockQ5_K*>(src)[b / 8];
+          auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
+          const int j = static_cast<int>(b % 8), c = j / 2;
+          int sc = 0, mn = 0;
+          KScaleMin(j, blk.scales, &sc, &mn);
+          p.d[r] = F16ToF32(blk.d) * static_cast<float>(sc);        // exact
+          p.m[r] = -(F16ToF32(blk.dmin) * static_cast<float>(mn));  // exact
+          for (int l = 0; l < 32; ++l) {
+            const uint8_t byte = blk.qs[32 * c + l];
+            const int lo = j % 2 == 0 ? byte & 0x0F : byte >> 4;
+            p.qs[32 * (l / 4) + 4 * r + l % 4] = static_cast<uint8_t>(lo | (((blk.qh[l] >> j) & 1) << 4));
           }
         } else if (w.type == TensorType::Q6_K) {
           // activation block b covers weights 32k .. 32k+32 of half h of
