@@ -544,7 +544,7 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
           if (t == TensorType::Q8_0) {
             std::memset(blk + 2, 0x80, 32);  // -128
           } else if (t == TensorType::Q5_0) {
-            std::memset(blk + 2, 0, 20);  // fifth bits 0, nibbles 0: q - 16 = -16
+            std::memset(blk + 2, 0xFF, 20);  // fifth bits and nibbles: q = 31, d·(q - 16) = 15
           } else if (t == TensorType::Q6_K) {
             // quants 0 (q - 32 = -32) and every scale -128; d (last) 1
             std::memset(blk, 0, sizeof(BlockQ6_K));
@@ -575,7 +575,7 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
       ASSERT_EQ(xq[0].qs[0], 127 * sign);
       const double q = t == TensorType::Q8_0   ? -128.0
-                       : t == TensorType::Q5_0 ? -16.0
+                       : t == TensorType::Q5_0 ? 15.0
                        : t == TensorType::Q4_0 ? 7.0
                        : t == TensorType::Q4_K ? 63.0 * 15 - 63
                        : t == TensorType::Q5_K ? 63.0 * 31 - 63

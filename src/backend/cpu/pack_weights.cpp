@@ -1,24 +1,25 @@
 // CpuBackend::PackWeights: row-interleaved copies (quant_pack.h) of the
 // block-quantized matmul weights, made once at creation.
 //
-// Every matmul weight of a packable type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) gets a copy in
-// memory the backend owns; its WeightView in w_ points to it through
-// `packed`, and both kernel tables read it (the SIMD one the packed bytes, the
-// portable one the original rows in the same order). The copy is about as
-// large as the original (Q4_0: 160 bytes per 8 blocks of 18), except Q5_0,
-// which packs as 8-bit quants (272 bytes per 8 blocks of 22: the 5-bit
-// unpacking dominated its row-major kernel, 8-18 GMAC/s against the packed
-// Q8 path's 45-58 on the 2-vCPU EPYC), and Q4_K, whose sub-block scales
-// become F32 (192 bytes per 8 sub-blocks of 18: 6 bits per weight for a
-// kernel 4x as fast as the row-major one), and Q6_K, as 8-bit quants with
-// both 16-weight scales of a block (9 bits per weight against 6.56, for
-// 2.5-3x the row-major kernel), and Q5_1 and Q5_K, as unsigned 8-bit quants
-// with F32 scales and minimums (10 bits per weight; 4x the row-major kernel
-// at 8-16 tokens and still faster at one token with the weights streamed
-// from memory); the mapped file pages
-// of the original are then no longer read by the matmuls (the token
-// embedding gather still reads token_embd). The row groups are packed by the
-// backend's thread pool. LLM_CPU_PACK=0 turns packing off (for measurements).
+// Every matmul weight of a packable type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+// Q5_K, Q6_K) gets a copy in memory the backend owns; its WeightView in w_
+// points to it through `packed`, and both kernel tables read it (the SIMD one
+// the packed bytes, the portable one the original rows in the same order).
+// The copy is about as large as the original (Q4_0: 160 bytes per 8 blocks
+// of 18) except where a wider layout pays for itself:
+//   Q4_K  sub-block scales as F32: 6 bits per weight, a kernel 4x the
+//         row-major one;
+//   Q6_K  8-bit quants with both 16-weight scales of a block: 9 bits per
+//         weight against 6.56, 2.5-3x the row-major kernel;
+//   Q5_0, Q5_1, Q5_K  unsigned 8-bit quants with F32 scales and minimums:
+//         10 bits per weight against 5.5-6; the 5-bit unpacking dominated
+//         their row-major kernels (Q5_K 22 GMAC/s at 8-16 tokens against
+//         89-90 packed on the 2-vCPU EPYC), and even at one token with the
+//         weights streamed from memory the packed kernel is faster.
+// The mapped file pages of the original are then no longer read by the
+// matmuls (the token embedding gather still reads token_embd). The row
+// groups are packed by the backend's thread pool. LLM_CPU_PACK=0 turns
+// packing off (for measurements).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>

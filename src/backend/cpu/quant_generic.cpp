@@ -206,20 +206,13 @@ float DotQ4_1(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
-// kPacked: the order of the packed path (Q5_0 packs as Q8_0 quants q - 16,
-// quant_pack.h): one rounding per block, like the SIMD lanes.
-template <bool kPacked>
 float DotQ5_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   const auto* b = reinterpret_cast<const BlockQ5_0*>(w);
   float sum = 0.0f;
   int8_t q[32];
   for (int64_t i = 0; i < nb; ++i) {
     UnpackQ5(b[i].qs, LoadU32(b[i].qh), 16, q);
-    if constexpr (kPacked) {
-      sum = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), sum);
-    } else {
-      sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
-    }
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
   }
   return sum;
 }
@@ -301,7 +294,7 @@ QuantDotFn QuantDot(TensorType type) {
   switch (type) {
     case TensorType::Q4_0: return DotQ4_0;
     case TensorType::Q4_1: return DotQ4_1;
-    case TensorType::Q5_0: return DotQ5_0<false>;
+    case TensorType::Q5_0: return DotQ5_0;
     case TensorType::Q5_1: return DotQ5_1;
     case TensorType::Q8_0: return DotQ8_0;
     case TensorType::Q4_K: return DotK<false>;
@@ -372,15 +365,25 @@ float DotR8Q5K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
-// Q5_1 packs as 8-bit blocks with its d and m as F32 (quant_pack.h).
-float DotR8Q5_1(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const auto* b = reinterpret_cast<const BlockQ5_1*>(w);
+// Q5_0 and Q5_1 pack as unsigned 8-bit blocks with d and m as F32
+// (quant_pack.h; Q5_0's m = -16 · d, exact).
+template <bool kQ5_0>
+float DotR8Q5(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  using B = std::conditional_t<kQ5_0, BlockQ5_0, BlockQ5_1>;
+  const auto* b = reinterpret_cast<const B*>(w);
   float acc = 0.0f;
   int8_t q[32];
   for (int64_t i = 0; i < nb; ++i) {
     UnpackQ5(b[i].qs, LoadU32(b[i].qh), 0, q);
-    acc = std::fma(F16ToF32(b[i].d) * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
-    acc = std::fma(F16ToF32(b[i].m), x[i].s, acc);
+    const float d = F16ToF32(b[i].d);
+    float m = 0.0f;
+    if constexpr (kQ5_0) {
+      m = -16.0f * d;
+    } else {
+      m = F16ToF32(b[i].m);
+    }
+    acc = std::fma(d * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
+    acc = std::fma(m, x[i].s, acc);
   }
   return acc;
 }
@@ -410,9 +413,9 @@ QuantDotFn PackedOrderDot(TensorType type) {
   switch (type) {
     case TensorType::Q4_0: return DotR8Q4<true>;
     case TensorType::Q4_1: return DotR8Q4<false>;
-    case TensorType::Q5_0: return DotQ5_0<true>;
+    case TensorType::Q5_0: return DotR8Q5<true>;
     case TensorType::Q8_0: return DotR8Q8_0;
-    case TensorType::Q5_1: return DotR8Q5_1;
+    case TensorType::Q5_1: return DotR8Q5<false>;
     case TensorType::Q4_K: return DotR8Q4K;
     case TensorType::Q5_K: return DotR8Q5K;
     case TensorType::Q6_K: return DotQ6_K<true>;

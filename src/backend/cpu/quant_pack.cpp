@@ -47,9 +47,9 @@ bool CanPackR8(const WeightView& w) {
   return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % (k_quant ? 256 : 32) == 0;
 }
 
-bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q5_0; }
+bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0; }
 
-bool PacksAsQ5(TensorType t) { return t == TensorType::Q5_1 || t == TensorType::Q5_K; }
+bool PacksAsQ5(TensorType t) { return t == TensorType::Q5_0 || t == TensorType::Q5_1 || t == TensorType::Q5_K; }
 
 size_t PackedBlockBytes(TensorType t) {
   return PacksAsQ8(t)               ? sizeof(PackedQ8)
@@ -84,26 +84,28 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           p.d[r] = blk.d;
           for (int j = 0; j < 8; ++j)  // vector j: quants 4j .. 4j+3 of each row
             for (int i = 0; i < 4; ++i) p.qs[32 * j + 4 * r + i] = blk.qs[4 * j + i];
-        } else if (w.type == TensorType::Q5_0) {
-          // d · (q - 16) with q in [0, 31]: a Q8_0 block with quants q - 16
-          const auto& blk = reinterpret_cast<const BlockQ5_0*>(src)[b];
-          auto& p = reinterpret_cast<PackedQ8*>(out)[idx];
-          p.d[r] = blk.d;
-          uint32_t qh;
-          std::memcpy(&qh, blk.qh, 4);
-          for (int k = 0; k < 32; ++k) {
-            const int q = Nibble(blk.qs, k) | static_cast<int>(((qh >> k) & 1u) << 4);
-            p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<int8_t>(q - 16);
-          }
-        } else if (w.type == TensorType::Q5_1) {
-          const auto& blk = reinterpret_cast<const BlockQ5_1*>(src)[b];
+        } else if (w.type == TensorType::Q5_0 || w.type == TensorType::Q5_1) {
+          // d · q + m with q in [0, 31]; Q5_0's d · (q - 16) as m = -16 · d (exact)
+          const uint8_t* qs = nullptr;
+          const uint8_t* qhp = nullptr;
           auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
-          p.d[r] = F16ToF32(blk.d);
-          p.m[r] = F16ToF32(blk.m);
+          if (w.type == TensorType::Q5_0) {
+            const auto& blk = reinterpret_cast<const BlockQ5_0*>(src)[b];
+            p.d[r] = F16ToF32(blk.d);
+            p.m[r] = -16.0f * p.d[r];
+            qs = blk.qs;
+            qhp = blk.qh;
+          } else {
+            const auto& blk = reinterpret_cast<const BlockQ5_1*>(src)[b];
+            p.d[r] = F16ToF32(blk.d);
+            p.m[r] = F16ToF32(blk.m);
+            qs = blk.qs;
+            qhp = blk.qh;
+          }
           uint32_t qh;
-          std::memcpy(&qh, blk.qh, 4);
+          std::memcpy(&qh, qhp, 4);
           for (int k = 0; k < 32; ++k)
-            p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<uint8_t>(Nibble(blk.qs, k) | (((qh >> k) & 1u) << 4));
+            p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<uint8_t>(Nibble(qs, k) | (((qh >> k) & 1u) << 4));
         } else if (w.type == TensorType::Q5_K) {
           // sub-block j = b % 8 of super-block b / 8: nibbles as Q4_K's, the
           // fifth bit of weight l is bit j of qh[l] (tensor_type.h)

@@ -15,10 +15,10 @@
 // two 4-bit quants of row r: low nibble quant 4v + i, high nibble quant
 // 4v + 16 + i. Weight = d · q + m; Q4_0 (q - 8) is stored as m = -8 · d
 // (exact in F16).
-// PackedQ8 (Q8_0, and Q5_0 as quants q - 16 in [-16, 15]): qs[32·j + 4·r + i],
-// j = 0..7, is quant 4j + i of row r; weight = d · q.
-// PackedQ5F (Q5_1, Q5_K): unsigned 5-bit quants, one per byte, laid out as
-// PackedQ8's; weight = d · q + m.
+// PackedQ8 (Q8_0): qs[32·j + 4·r + i], j = 0..7, is quant 4j + i of row r;
+// weight = d · q.
+// PackedQ5F (Q5_0, Q5_1, Q5_K): unsigned 5-bit quants, one per byte, laid
+// out as PackedQ8's; weight = d · q + m (Q5_0: m = -16 · d).
 //
 // Rows past the matrix's end (rows % 8 != 0) are zero: scale 0, quants 0.
 #pragma once
@@ -64,10 +64,10 @@ struct PackedQ8 {
 };
 static_assert(sizeof(PackedQ8) == 272);
 
-// Q5_1 (d and m of the block) and Q5_K (a sub-block's d · sc and -dmin · m,
-// exact as for PackedQ4F) as F32; quants q in [0, 31] as bytes, so the
-// multiply-add takes them unsigned. 10 bits per weight against 6 (Q5_1) and
-// 5.5 (Q5_K).
+// Q5_0 (d and -16 · d), Q5_1 (d and m of the block) and Q5_K (a
+// sub-block's d · sc and -dmin · m, exact as for PackedQ4F) as F32; quants q
+// in [0, 31] as bytes, so the multiply-add takes them unsigned. 10 bits per
+// weight against 5.5 (Q5_0, Q5_K) and 6 (Q5_1).
 struct PackedQ5F {
   float d[8];
   float m[8];
@@ -80,9 +80,9 @@ inline constexpr int64_t kPackRows = 8;
 // Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 with whole
 // 32-weight blocks, Q4_K, Q5_K or Q6_K with whole 256-weight super-blocks.
 bool CanPackR8(const WeightView& w);
-// Whether type t packs to PackedQ8 blocks (Q8_0, Q5_0).
+// Whether type t packs to PackedQ8 blocks (Q8_0).
 bool PacksAsQ8(TensorType t);
-// Whether type t packs to PackedQ5F blocks (Q5_1, Q5_K).
+// Whether type t packs to PackedQ5F blocks (Q5_0, Q5_1, Q5_K).
 bool PacksAsQ5(TensorType t);
 // Bytes of one packed block (8 rows, 32 weights) of type t.
 size_t PackedBlockBytes(TensorType t);
