@@ -317,16 +317,20 @@ float DotR8Q8_0(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
-// Q4_K packs as 4-bit blocks with F32 scale d · sc and minimum -dmin · m
-// (quant_pack.h), sub-blocks in order.
-float DotR8Q4K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
+// Q4_K packs as 4-bit blocks, Q5_K as 8-bit ones, both with F32 scale
+// d · sc and minimum -dmin · m (quant_pack.h), sub-blocks in order.
+template <bool kQ5>
+float DotR8K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  using B = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
+  const auto* b = reinterpret_cast<const B*>(w);
   float acc = 0.0f;
   int8_t lo[32], hi[32];
   for (int64_t i = 0; i < nb / 8; ++i) {
     const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
+    const uint8_t* qh = nullptr;
+    if constexpr (kQ5) qh = b[i].qh;
     for (int c = 0; c < 4; ++c) {
-      UnpackK(b[i].qs, nullptr, c, lo, hi);
+      UnpackK(b[i].qs, qh, c, lo, hi);
       for (int s = 0; s < 2; ++s) {
         const int j = 2 * c + s;
         int sc = 0, m = 0;
@@ -341,67 +345,29 @@ float DotR8Q4K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
-// Q5_K packs as 8-bit blocks with F32 scale d · sc and minimum -dmin · m
-// (quant_pack.h), sub-blocks in order: DotR8Q4K with the fifth bits.
-float DotR8Q5K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
-  float acc = 0.0f;
-  int8_t lo[32], hi[32];
-  for (int64_t i = 0; i < nb / 8; ++i) {
-    const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
-    for (int c = 0; c < 4; ++c) {
-      UnpackK(b[i].qs, b[i].qh, c, lo, hi);
-      for (int s = 0; s < 2; ++s) {
-        const int j = 2 * c + s;
-        int sc = 0, m = 0;
-        KScaleMin(j, b[i].scales, &sc, &m);
-        const float dj = d * static_cast<float>(sc), mj = -(dmin * static_cast<float>(m));
-        const BlockQ8Act& xb = x[8 * i + j];
-        acc = std::fma(dj * xb.d, static_cast<float>(Dot32(s == 0 ? lo : hi, xb.qs)), acc);
-        acc = std::fma(mj, xb.s, acc);
-      }
-    }
-  }
-  return acc;
-}
-
-// Q5_0 and Q5_1 pack as unsigned 8-bit blocks with d and m as F32
-// (quant_pack.h; Q5_0's m = -16 · d, exact).
-template <bool kQ5_0>
-float DotR8Q5(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  using B = std::conditional_t<kQ5_0, BlockQ5_0, BlockQ5_1>;
+// The 32-weight formats with an offset or a minimum: Q4_0/Q4_1 pack as
+// unsigned 4-bit quants, Q5_0/Q5_1 as unsigned 8-bit ones, each with
+// weight = d · q + m (quant_pack.h; the offsets as m = -8 · d and -16 · d,
+// exact).
+template <class B>
+float DotR8Unsigned(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  constexpr bool k5 = std::is_same_v<B, BlockQ5_0> || std::is_same_v<B, BlockQ5_1>;
+  constexpr bool kMin = std::is_same_v<B, BlockQ4_1> || std::is_same_v<B, BlockQ5_1>;
   const auto* b = reinterpret_cast<const B*>(w);
   float acc = 0.0f;
   int8_t q[32];
   for (int64_t i = 0; i < nb; ++i) {
-    UnpackQ5(b[i].qs, LoadU32(b[i].qh), 0, q);
     const float d = F16ToF32(b[i].d);
     float m = 0.0f;
-    if constexpr (kQ5_0) {
-      m = -16.0f * d;
+    if constexpr (k5) {
+      UnpackQ5(b[i].qs, LoadU32(b[i].qh), 0, q);
     } else {
-      m = F16ToF32(b[i].m);
+      UnpackQ4(b[i].qs, 0, q);
     }
-    acc = std::fma(d * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
-    acc = std::fma(m, x[i].s, acc);
-  }
-  return acc;
-}
-
-template <bool kQ4_0>
-float DotR8Q4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
-  using B = std::conditional_t<kQ4_0, BlockQ4_0, BlockQ4_1>;
-  const auto* b = reinterpret_cast<const B*>(w);
-  float acc = 0.0f;
-  int8_t q[32];
-  for (int64_t i = 0; i < nb; ++i) {
-    UnpackQ4(b[i].qs, 0, q);
-    const float d = F16ToF32(b[i].d);
-    float m = 0.0f;
-    if constexpr (kQ4_0) {
-      m = -8.0f * d;
-    } else {
+    if constexpr (kMin) {
       m = F16ToF32(b[i].m);
+    } else {
+      m = (k5 ? -16.0f : -8.0f) * d;
     }
     acc = std::fma(d * x[i].d, static_cast<float>(Dot32(q, x[i].qs)), acc);
     acc = std::fma(m, x[i].s, acc);
@@ -411,13 +377,13 @@ float DotR8Q4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
 
 QuantDotFn PackedOrderDot(TensorType type) {
   switch (type) {
-    case TensorType::Q4_0: return DotR8Q4<true>;
-    case TensorType::Q4_1: return DotR8Q4<false>;
-    case TensorType::Q5_0: return DotR8Q5<true>;
+    case TensorType::Q4_0: return DotR8Unsigned<BlockQ4_0>;
+    case TensorType::Q4_1: return DotR8Unsigned<BlockQ4_1>;
+    case TensorType::Q5_0: return DotR8Unsigned<BlockQ5_0>;
     case TensorType::Q8_0: return DotR8Q8_0;
-    case TensorType::Q5_1: return DotR8Q5<false>;
-    case TensorType::Q4_K: return DotR8Q4K;
-    case TensorType::Q5_K: return DotR8Q5K;
+    case TensorType::Q5_1: return DotR8Unsigned<BlockQ5_1>;
+    case TensorType::Q4_K: return DotR8K<false>;
+    case TensorType::Q5_K: return DotR8K<true>;
     case TensorType::Q6_K: return DotQ6_K<true>;
     default: return nullptr;
   }

@@ -37,6 +37,16 @@ inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
   return true;
 }
 
+// Sub-block j's scale d · sc_j and minimum -dmin · m_j of a Q4_K / Q5_K
+// super-block, as F32: exact (an F16 times a 6-bit integer has at most 17
+// significant bits).
+inline void SubBlockScale(uint16_t d, uint16_t dmin, const uint8_t* scales, int j, float* scale, float* min) {
+  int sc = 0, mn = 0;
+  KScaleMin(j, scales, &sc, &mn);
+  *scale = F16ToF32(d) * static_cast<float>(sc);
+  *min = -(F16ToF32(dmin) * static_cast<float>(mn));
+}
+
 }  // namespace
 
 bool CanPackR8(const WeightView& w) {
@@ -112,10 +122,7 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           const auto& blk = reinterpret_cast<const BlockQ5_K*>(src)[b / 8];
           auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
           const int j = static_cast<int>(b % 8), c = j / 2;
-          int sc = 0, mn = 0;
-          KScaleMin(j, blk.scales, &sc, &mn);
-          p.d[r] = F16ToF32(blk.d) * static_cast<float>(sc);        // exact
-          p.m[r] = -(F16ToF32(blk.dmin) * static_cast<float>(mn));  // exact
+          SubBlockScale(blk.d, blk.dmin, blk.scales, j, &p.d[r], &p.m[r]);
           for (int l = 0; l < 32; ++l) {
             const uint8_t byte = blk.qs[32 * c + l];
             const int lo = j % 2 == 0 ? byte & 0x0F : byte >> 4;
@@ -138,10 +145,7 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           const auto& blk = reinterpret_cast<const BlockQ4_K*>(src)[b / 8];
           auto& p = reinterpret_cast<PackedQ4F*>(out)[idx];
           const int j = static_cast<int>(b % 8), c = j / 2;
-          int sc = 0, mn = 0;
-          KScaleMin(j, blk.scales, &sc, &mn);
-          p.d[r] = F16ToF32(blk.d) * static_cast<float>(sc);     // exact
-          p.m[r] = -(F16ToF32(blk.dmin) * static_cast<float>(mn));  // exact
+          SubBlockScale(blk.d, blk.dmin, blk.scales, j, &p.d[r], &p.m[r]);
           auto quant = [&](int k) {
             const uint8_t byte = blk.qs[32 * c + k];
             return static_cast<uint8_t>(j % 2 == 0 ? byte & 0x0F : byte >> 4);
