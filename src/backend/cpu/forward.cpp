@@ -34,6 +34,10 @@ namespace {
 // and 8K gave the best decode and prefill; 48K left prefill ~25% slower.
 constexpr int64_t kParallelMacs = 16 * 1024;
 
+// c · tanh(v / c) with inv = 1 / c: the one expression for the shared pass
+// and the lanes' classifier chunks, so both give bitwise the same logits.
+inline float CapLogit(float v, float c, float inv) { return c * std::tanh(v * inv); }
+
 }  // namespace
 
 bool CpuBackend::Parallel(int64_t macs) const { return pool_.n_threads() > 1 && macs >= kParallelMacs; }
@@ -85,7 +89,7 @@ void CpuBackend::AddNormedRows(float* y, const float* w, int64_t n, float* x) {
 void CpuBackend::SoftCap(float* logits, int64_t n) {
   const float c = cfg_.final_logit_softcap, inv = 1.0f / c;
   auto span = [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i) logits[i] = c * std::tanh(logits[i] * inv);
+    for (int64_t i = b; i < e; ++i) logits[i] = CapLogit(logits[i], c, inv);
   };
   const int64_t total = n * cfg_.n_vocab;
   if (Parallel(total * 16)) {
@@ -370,11 +374,7 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
     LaneStep& L = lanes[p];
     L.seqs.clear();
     L.rows.clear();
-    L.st = Status::Ok();
-    L.xn = nullptr;
-    L.xq = nullptr;
-    L.n_rows = 0;
-    L.ready.store(false, std::memory_order_relaxed);
+    L.ready.store(false, std::memory_order_relaxed);  // st, xn, xq, n_rows: set by LaneLayers
     L.next_chunk.store(0, std::memory_order_relaxed);
     const int32_t t0 = batch.seqs[cut[p]].first;
     const int32_t t1 = cut[p + 1] < n_seqs ? batch.seqs[cut[p + 1]].first : static_cast<int32_t>(n_tok);
@@ -414,10 +414,7 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
       if (cfg_.final_logit_softcap > 0.0f) {
         const float cap = cfg_.final_logit_softcap, inv = 1.0f / cap;
         for (int64_t t = 0; t < L.n_rows; ++t)
-          for (int64_t i = a.row_begin; i < a.row_end; ++i) {
-            float& v = L.logits[t * V + i];
-            v = cap * std::tanh(v * inv);
-          }
+          for (int64_t i = a.row_begin; i < a.row_end; ++i) L.logits[t * V + i] = CapLogit(L.logits[t * V + i], cap, inv);
       }
     }
   };

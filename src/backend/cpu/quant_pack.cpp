@@ -96,26 +96,22 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
             for (int i = 0; i < 4; ++i) p.qs[32 * j + 4 * r + i] = blk.qs[4 * j + i];
         } else if (w.type == TensorType::Q5_0 || w.type == TensorType::Q5_1) {
           // d · q + m with q in [0, 31]; Q5_0's d · (q - 16) as m = -16 · d (exact)
-          const uint8_t* qs = nullptr;
-          const uint8_t* qhp = nullptr;
           auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
+          auto pack = [&](const auto& blk, float m) {
+            p.d[r] = F16ToF32(blk.d);
+            p.m[r] = m;
+            uint32_t qh;
+            std::memcpy(&qh, blk.qh, 4);
+            for (int k = 0; k < 32; ++k)
+              p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<uint8_t>(Nibble(blk.qs, k) | (((qh >> k) & 1u) << 4));
+          };
           if (w.type == TensorType::Q5_0) {
             const auto& blk = reinterpret_cast<const BlockQ5_0*>(src)[b];
-            p.d[r] = F16ToF32(blk.d);
-            p.m[r] = -16.0f * p.d[r];
-            qs = blk.qs;
-            qhp = blk.qh;
+            pack(blk, -16.0f * F16ToF32(blk.d));
           } else {
             const auto& blk = reinterpret_cast<const BlockQ5_1*>(src)[b];
-            p.d[r] = F16ToF32(blk.d);
-            p.m[r] = F16ToF32(blk.m);
-            qs = blk.qs;
-            qhp = blk.qh;
+            pack(blk, F16ToF32(blk.m));
           }
-          uint32_t qh;
-          std::memcpy(&qh, qhp, 4);
-          for (int k = 0; k < 32; ++k)
-            p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<uint8_t>(Nibble(qs, k) | (((qh >> k) & 1u) << 4));
         } else if (w.type == TensorType::Q5_K) {
           // sub-block j = b % 8 of super-block b / 8: nibbles as Q4_K's, the
           // fifth bit of weight l is bit j of qh[l] (tensor_type.h)
