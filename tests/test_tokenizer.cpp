@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "model/gguf.h"
+#include "model/vocab_gguf.h"
 #include "support/test_paths.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"

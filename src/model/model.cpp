@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "model/vocab_gguf.h"
+
 #if defined(LLM_HAVE_EMBEDDED_MODEL)
 extern "C" const unsigned char llm_embedded_model_begin[];
 extern "C" const unsigned char llm_embedded_model_end[];

@@ -18,10 +18,9 @@
 
 namespace llm {
 
-class GgufFile;
-
 // Everything a tokenizer needs, as read from a model file. Plain data so the
-// loaders (GGUF, tokenizer.json) and tests can build it independently.
+// loaders (GGUF: model/vocab_gguf.h; tokenizer.json: below) and tests can
+// build it independently; the tokenizer knows no model file format.
 struct TokenizerData {
   enum class Kind { kSpm, kBpe };
   Kind kind = Kind::kSpm;
@@ -47,8 +46,6 @@ enum TokenType : int32_t {
   kTokenByte = 6,
 };
 
-// tokenizer.ggml.* keys of a GGUF file.
-StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& file);
 // A Hugging Face tokenizer.json (and tokenizer_config.json beside it, if
 // present, for bos/eos/add_bos). Byte-level BPE only.
 StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path);

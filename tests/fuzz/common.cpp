@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "model/gguf.h"
+#include "model/vocab_gguf.h"
 
 namespace llm::fuzz {
 namespace {

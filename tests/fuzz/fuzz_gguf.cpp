@@ -10,6 +10,7 @@
 #include "fuzz/common.h"
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/vocab_gguf.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 
