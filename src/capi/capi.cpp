@@ -11,6 +11,7 @@
 #include "capi/capi_util.h"
 #include "engine/engine.h"
 #include "llm.h"
+#include "util/env.h"
 #include "util/utf8.h"
 
 namespace {
@@ -167,10 +168,10 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     // A/B runs). An explicit CUDA request without a device fails here.
     int32_t backend_kind = p.backend;
     if (backend_kind == LLM_BACKEND_AUTO) {
-      const char* env = std::getenv("LLM_BACKEND");
-      if (env != nullptr && std::strcmp(env, "cpu") == 0) {
+      const llm::EnvOptions::Backend env = llm::ReadEnv().backend;
+      if (env == llm::EnvOptions::Backend::kCpu) {
         backend_kind = LLM_BACKEND_CPU;
-      } else if (env != nullptr && std::strcmp(env, "cuda") == 0) {
+      } else if (env == llm::EnvOptions::Backend::kCuda) {
         backend_kind = LLM_BACKEND_CUDA;
       } else {
         backend_kind = llm::CudaDeviceCount() > 0 ? LLM_BACKEND_CUDA : LLM_BACKEND_CPU;

@@ -1,9 +1,9 @@
 #include "sample/sum_exp.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
+
+#include "util/env.h"
 
 namespace llm {
 
@@ -29,8 +29,7 @@ MaxSumExp RowMaxSumExpPortable(const float* x, int64_t n) {
 
 MaxSumExp RowMaxSumExp(const float* x, int64_t n) {
   static const RowMaxSumExpFn fn = [] {
-    const char* isa = std::getenv("LLM_CPU_ISA");
-    RowMaxSumExpFn f = (isa != nullptr && std::strcmp(isa, "generic") == 0) ? nullptr : RowMaxSumExpAvx2IfSupported();
+    RowMaxSumExpFn f = ReadEnv().cpu_isa_generic ? nullptr : RowMaxSumExpAvx2IfSupported();
     return f != nullptr ? f : &RowMaxSumExpPortable;
   }();
   return fn(x, n);

@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include "backend/validate.h"
+#include "util/env.h"
 
 #include <algorithm>
 #include <cstring>
@@ -132,8 +133,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   b->kv_pool_ = AllocZeroedArray<float>(static_cast<size_t>(block_floats) * kv.n_blocks);
   if (!b->kv_pool_) return OutOfMemory("CPU backend: cannot allocate the KV pool");
   b->pool_base_ = b->kv_pool_.get();
-  if (const char* env = std::getenv("LLM_CPU_LANES"); env != nullptr && std::strcmp(env, "0") == 0)
-    b->lanes_off_ = true;
+  if (ReadEnv().cpu_lanes_off) b->lanes_off_ = true;
   const size_t pool_bytes = static_cast<size_t>(block_floats) * kv.n_blocks * sizeof(float);
   constexpr size_t kChunk = size_t{1} << 21;  // per task: one huge page
   b->pool_.ParallelFor(static_cast<int64_t>((pool_bytes + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1, int) {

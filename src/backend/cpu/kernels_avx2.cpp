@@ -11,6 +11,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant.h"
+#include "util/env.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -101,8 +102,7 @@ static bool CpuHasF16c() {
 #endif
 
 const Kernels& BestKernels() {
-  const char* isa = std::getenv("LLM_CPU_ISA");
-  if (isa != nullptr && std::strcmp(isa, "generic") == 0) return GenericKernels();
+  if (ReadEnv().cpu_isa_generic) return GenericKernels();
 #if defined(LLM_HAVE_AVX2_KERNELS)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c())

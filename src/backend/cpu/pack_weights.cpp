@@ -26,12 +26,12 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/quant_pack.h"
+#include "util/env.h"
 
 namespace llm::cpu {
 
 Status CpuBackend::PackWeights() {
-  if (const char* env = std::getenv("LLM_CPU_PACK"); env != nullptr && std::strcmp(env, "0") == 0)
-    return Status::Ok();
+  if (ReadEnv().cpu_pack_off) return Status::Ok();
   auto pack = [this](WeightView* w) -> Status {
     if (!CanPackR8(*w)) return Status::Ok();
     const size_t bytes = PackedR8Bytes(*w);

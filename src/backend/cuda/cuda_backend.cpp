@@ -12,6 +12,7 @@
 #include "backend/cuda/rope_freq.h"
 #include "backend/validate.h"
 #include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
+#include "util/env.h"
 #include "util/fp16.h"
 
 namespace llm {
@@ -36,11 +37,6 @@ namespace {
 // Bytes of cuBLAS workspace (set explicitly so that graph capture needs no
 // allocation inside cuBLAS).
 constexpr size_t kCublasWorkspace = 32u << 20;
-
-bool EnvFlag(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::strcmp(v, value) == 0;
-}
 
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
   return CheckWeightMatrix(w, rows, cols, name, "CUDA backend");
@@ -131,8 +127,9 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
 }
 
 Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
-  debug_ = EnvFlag("LLM_CUDA_DEBUG", "1");
-  force_decode_ = EnvFlag("LLM_CUDA_ATTENTION", "decode");
+  const EnvOptions env = ReadEnv();
+  debug_ = env.cuda_debug;
+  force_decode_ = env.cuda_force_decode_attention;
   int n_dev = 0;
   LLM_CUDA_TRY(cudaGetDeviceCount(&n_dev), "cudaGetDeviceCount");
   if (opt_.device < 0 || opt_.device >= n_dev)
@@ -160,7 +157,7 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
                                        "decode attention workspace"));
   // Graphs are off under LLM_CUDA_DEBUG (it synchronises after each launch,
   // which a capture forbids) and with LLM_CUDA_GRAPHS=0.
-  graphs_on_ = opt_.cuda_graphs && !debug_ && !EnvFlag("LLM_CUDA_GRAPHS", "0");
+  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off;
   const int32_t mbt = std::max(opt_.max_batch_tokens, 1);
   const int32_t max_bucket = std::max(1, std::min(std::max(opt_.max_seqs, 1), mbt));
   // Activations for the largest bucket too, before the KV pool takes the

@@ -19,7 +19,7 @@
 // launches stay valid as sequences grow. Padding sequences write their K/V
 // into a scratch block past the pool the engine sees.
 //
-// Environment (read at creation):
+// Environment (read at creation through util/env.h):
 //   LLM_CUDA_GRAPHS=0        no graph capture: every step launches eagerly
 //   LLM_CUDA_DEBUG=1         synchronise after every kernel and name the one that failed (implies no graphs)
 //   LLM_CUDA_ATTENTION=decode  run every query through the decode kernel (no tensor-core prefill)

@@ -1,0 +1,33 @@
+// The only file under src/ that calls getenv (see env.h).
+#include "util/env.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace llm {
+namespace {
+
+bool Is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
+
+}  // namespace
+
+EnvOptions ReadEnv() {
+  EnvOptions e;
+  if (Is("LLM_BACKEND", "cpu")) {
+    e.backend = EnvOptions::Backend::kCpu;
+  } else if (Is("LLM_BACKEND", "cuda")) {
+    e.backend = EnvOptions::Backend::kCuda;
+  }
+  e.cpu_isa_generic = Is("LLM_CPU_ISA", "generic");
+  e.cpu_pack_off = Is("LLM_CPU_PACK", "0");
+  e.cpu_lanes_off = Is("LLM_CPU_LANES", "0");
+  e.cuda_debug = Is("LLM_CUDA_DEBUG", "1");
+  e.cuda_force_decode_attention = Is("LLM_CUDA_ATTENTION", "decode");
+  e.cuda_graphs_off = Is("LLM_CUDA_GRAPHS", "0");
+  return e;
+}
+
+}  // namespace llm

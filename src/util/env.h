@@ -1,0 +1,36 @@
+// Every environment variable llmrt reads, parsed in one place (the table in
+// README.md, "Environment switches", lists them). They are switches for
+// tests, measurements and A/B runs, not configuration: a program configures
+// llmrt through llm_ctx_params.
+//
+// ReadEnv() reads the environment at the moment it is called; callers call it
+// when they are created (llm_ctx_create, a backend's Create), so a switch set
+// before a context is made applies to that context. The SIMD choices of
+// process-wide kernel tables are made once, at their first use.
+#pragma once
+
+namespace llm {
+
+struct EnvOptions {
+  // LLM_BACKEND=cpu|cuda: what LLM_BACKEND_AUTO resolves to (the test suite
+  // sets cpu so results pinned to the F32 reference hold on GPU machines).
+  enum class Backend { kAuto, kCpu, kCuda };
+  Backend backend = Backend::kAuto;
+  // LLM_CPU_ISA=generic: the portable CPU kernels even where AVX2 is there.
+  bool cpu_isa_generic = false;
+  // LLM_CPU_PACK=0: CPU matmuls read the GGUF rows, not the packed copy.
+  bool cpu_pack_off = false;
+  // LLM_CPU_LANES=0: one shared pass per step, no per-sequence lanes.
+  bool cpu_lanes_off = false;
+  // LLM_CUDA_DEBUG=1: synchronise and check after every CUDA launch (graphs off).
+  bool cuda_debug = false;
+  // LLM_CUDA_ATTENTION=decode: the decode attention kernel for every row.
+  bool cuda_force_decode_attention = false;
+  // LLM_CUDA_GRAPHS=0: no CUDA graph capture or replay.
+  bool cuda_graphs_off = false;
+};
+
+// The switches as set now; unset or unrecognised values leave the defaults.
+EnvOptions ReadEnv();
+
+}  // namespace llm
