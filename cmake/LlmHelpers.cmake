@@ -56,12 +56,30 @@ function(llm_embed_model target file)
   target_compile_definitions(${target} PRIVATE LLM_HAVE_EMBEDDED_MODEL=1)
 endfunction()
 
-# llm_add_test(NAME SOURCES... [C]) — one GoogleTest executable per test file.
+# llm_add_gtest(NAME SOURCES...) — one GoogleTest executable per test file,
+# each of its tests one ctest entry named NAME.Suite.Test, so ctest's summary
+# lists by name every test that ran, failed or skipped (GTEST_SKIP shows as
+# "Not Run (Skipped)", not as passed: the discovery marks each test with
+# SKIP_REGULAR_EXPRESSION "[  SKIPPED ]"). `ctest -R '^test_foo\.'` selects one
+# file. The tests are listed when ctest runs (PRE_TEST), so building a few
+# targets and running their tests works as before.
+# Contexts created with LLM_BACKEND_AUTO run on the CPU in the test suite
+# (LLM_BACKEND=cpu), so results pinned to the F32 reference hold on machines
+# with a GPU too; the CUDA backend has its own tests.
+include(GoogleTest)
 function(llm_add_gtest name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE llmrt_static llmrt_test_support GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   llm_target_warnings(${name})
-  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(${name} PROPERTIES ENVIRONMENT "LLM_SOURCE_DIR=${PROJECT_SOURCE_DIR}" TIMEOUT 600)
+  gtest_discover_tests(${name}
+    TEST_PREFIX "${name}."
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 120
+    # One value per property: a list would be split on its way through the
+    # discovery script. (Discovery adds SKIP_REGULAR_EXPRESSION "[  SKIPPED ]".)
+    PROPERTIES ENVIRONMENT "LLM_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+               ENVIRONMENT_MODIFICATION "LLM_BACKEND=set:cpu"
+               TIMEOUT 600)
 endfunction()

@@ -13,7 +13,8 @@ cmake -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEB
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DLLM_SANITIZE=thread -DLLM_CUDA=OFF \
   -DLLM_BUILD_SAMPLES=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
-regex="^($(IFS='|'; echo "${targets[*]}"))\$"
+# Each GoogleTest test is a ctest entry named <binary>.<Suite>.<Test>.
+regex="^($(IFS='|'; echo "${targets[*]}"))(\\.|\$)"
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
   ctest --test-dir "$build" -R "$regex" --output-on-failure --timeout 300
 echo "TSan suite passed"

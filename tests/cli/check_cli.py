@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks the command-line tools against llama.cpp's golden outputs.
 
-  check_cli.py BIN_DIR REPO_DIR SHARED_DIR
+  check_cli.py BIN_DIR REPO_DIR
+
+The llama.cpp outputs are the repository's tests/data/llama.cpp/ files.
 
 - llm-run --temp 0 -n 200 --json reproduces every greedy entry of
   stories260K-greedy.json (prompt ids, generated ids, text);
@@ -15,7 +17,8 @@ import re
 import subprocess
 import sys
 
-bin_dir, repo, shared = sys.argv[1:4]
+bin_dir, repo = sys.argv[1:3]
+reference = os.path.join(repo, "tests/data/llama.cpp")
 passed = failed = 0
 
 
@@ -30,7 +33,7 @@ def check(ok, what):
 
 models = {"F32": os.path.join(repo, "models/stories260K-f32.gguf"),
           "F16": os.path.join(repo, "models/stories260K-f16.gguf")}
-golden = json.load(open(os.path.join(shared, "golden/stories260K-greedy.json"), encoding="utf-8"))
+golden = json.load(open(os.path.join(reference, "stories260K-greedy.json"), encoding="utf-8"))
 for e in golden:
     cmd = [os.path.join(bin_dir, "llm-run"), "-m", models[e["weights"]], "-p", e["prompt"],
            "--temp", "0", "-n", str(e["n_predict"]), "-t", "2", "--json"]
@@ -44,8 +47,8 @@ for e in golden:
     check(j["tokens"] == e["generated_ids"], what + ": generated ids")
     check(j["text"] == e["generated_text"], what + ": text")
 
-ppl = json.load(open(os.path.join(shared, "golden/stories260K-perplexity.json"), encoding="utf-8"))
-corpus = os.path.join(shared, "golden/stories260K-corpus.txt")
+ppl = json.load(open(os.path.join(reference, "stories260K-perplexity.json"), encoding="utf-8"))
+corpus = os.path.join(reference, "stories260K-corpus.txt")
 for run in ppl["runs"]:
     cmd = [os.path.join(bin_dir, "llm-perplexity"), "-m", models["F32"], "-f", corpus,
            "-c", str(run["n_ctx"]), "-t", "2"]

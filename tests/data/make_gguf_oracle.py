@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Writes tests/data/gguf_oracle.txt: what the `gguf` Python package
-(GGUFReader) reads from the bundled models and the shared vocabulary files.
+(GGUFReader) reads from the bundled models and the bundled vocabulary files
+(tests/data/tokenizer-tests).
 test_gguf.cpp checks that llmrt's reader sees exactly the same.
 
 Run from the repository root:  python3 tests/data/make_gguf_oracle.py
 
 Line format (space separated; string and array contents as FNV-1a 64 hashes
 of their encoded bytes, strings also with their length):
-  file <repo|shared> <relative path>
+  file repo <path relative to the repository root>
   header <version> <n_tensors> <n_kv>
   kv <key> <type> <value>               integers, bool (0/1), floats (%.17g)
   kv <key> string <length> <fnv>
@@ -72,9 +73,8 @@ def main():
     out = []
     for rel in ["models/stories260K-f32.gguf", "models/stories260K-f16.gguf"]:
         dump(out, "repo", rel, rel)
-    shared = os.path.join("..", "shared")
-    for p in sorted(glob.glob(os.path.join(shared, "tokenizer-tests", "*.gguf"))):
-        dump(out, "shared", os.path.relpath(p, shared), p)
+    for p in sorted(glob.glob(os.path.join("tests", "data", "tokenizer-tests", "*.gguf"))):
+        dump(out, "repo", p, p)
     with open("tests/data/gguf_oracle.txt", "w") as fh:
         fh.write("\n".join(out) + "\n")
 

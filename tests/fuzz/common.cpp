@@ -1,7 +1,5 @@
 #include "fuzz/common.h"
 
-#include <filesystem>
-
 #include "model/gguf.h"
 #include "model/vocab_gguf.h"
 
@@ -79,11 +77,9 @@ const std::vector<NamedTokenizer>& Tokenizers() {
     std::vector<NamedTokenizer> v;
     Add(&v, "stories260K", FromGgufFile(SourceDir() + "/models/stories260K-f32.gguf"), true);
     for (const char* pre : {"gpt-2", "llama-bpe", "qwen2"}) Add(&v, std::string("bpe-") + pre, SmallBpe(pre), false);
-    const char* env = std::getenv("LLM_SHARED_DIR");
-    const std::string shared = env ? env : SourceDir() + "/../shared";
     for (const char* f : {"ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-bpe.gguf"}) {
-      const std::string path = shared + "/tokenizer-tests/" + f;
-      if (std::filesystem::exists(path)) Add(&v, f, FromGgufFile(path), false);
+      const std::string path = SourceDir() + "/tests/data/tokenizer-tests/" + f;
+      Add(&v, f, FromGgufFile(path), false);
     }
     return v;
   }();

@@ -33,8 +33,8 @@ struct NamedTokenizer {
 
 // The SentencePiece vocabulary of the bundled stories260K model, small
 // byte-level BPE vocabularies (GPT-2, Llama 3 and Qwen2 pre-tokenizers, with a
-// control and a user-defined token), and, when the reference folder is there
-// ($LLM_SHARED_DIR or ../shared), llama.cpp's GPT-2 and Llama 3 vocabularies.
+// control and a user-defined token), and llama.cpp's GPT-2 and Llama 3
+// vocabularies from tests/data/tokenizer-tests.
 // Built once; aborts if the bundled model cannot be read.
 const std::vector<NamedTokenizer>& Tokenizers();
 

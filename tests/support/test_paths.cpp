@@ -1,7 +1,6 @@
 #include "support/test_paths.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,12 +11,7 @@ std::string RepoDir() {
   return LLM_SOURCE_DIR;
 }
 
-std::string SharedDir() {
-  if (const char* d = std::getenv("LLM_SHARED_DIR")) return d;
-  return RepoDir() + "/../shared";
-}
-
-bool HaveShared() { return std::filesystem::is_directory(SharedDir() + "/golden"); }
+std::string DataDir() { return RepoDir() + "/tests/data"; }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
