@@ -12,10 +12,15 @@
 //   (d) TTFT of a 2k-token prompt (one Forward, logits of the last row)
 //
 //   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only] [--no-throughput]
+//              [--no-kernels]
 //
 // (a), (b) and (d) need --model (e.g. llm-synth --shape llama-3.1-8b); (c)
-// needs none. --no-throughput skips (b) (it loads the model a second time). Timings: device events (kernels) or a synchronised host clock
-// (Forward, which returns with the logits on the host); medians after warm-up.
+// needs none. --no-throughput skips (b) (it loads the model a second time);
+// --no-kernels skips (c), which is the same for every model (a second model's
+// run need not repeat it). The device-to-device copy bandwidth is measured in
+// every run: (a) is reported as a share of it. Timings: device events (kernels)
+// or a synchronised host clock (Forward, which returns with the logits on the
+// host); medians after warm-up.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -394,7 +399,7 @@ void ThroughputBench(const std::string& path) {
 int main(int argc, char** argv) {
   std::string model, json;
   int prompt = 512, steps = 128;
-  bool kernels_only = false, throughput = true;
+  bool kernels_only = false, throughput = true, kernels = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--model" && i + 1 < argc) {
@@ -409,8 +414,12 @@ int main(int argc, char** argv) {
       kernels_only = true;
     } else if (a == "--no-throughput") {
       throughput = false;
+    } else if (a == "--no-kernels") {
+      kernels = false;
     } else {
-      std::fprintf(stderr, "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only] [--no-throughput]\n");
+      std::fprintf(stderr,
+                   "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only] "
+                   "[--no-throughput] [--no-kernels]\n");
       return 2;
     }
   }
@@ -428,6 +437,7 @@ int main(int argc, char** argv) {
   Emit("memory", "device-to-device cudaMemcpy (read+write)", d2d / 1e9, "GB/s");
 
   for (int len : {512, 1024, 2048, 4096, 8192, 16384}) {
+    if (!kernels) break;
     double flops = 0, bytes = 0;
     const double tp = TimeAttention(true, 1, len, &flops);
     Emit("prefill", "attention L=" + std::to_string(len) + " (32q/8kv heads, d128, causal)", flops / tp / 1e12, "TFLOP/s",
