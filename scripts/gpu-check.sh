@@ -116,6 +116,18 @@ step() {
 
 status_of() { awk -F'\t' -v n="$1" '$1 == n { print $2 }' "$STATE/steps.tsv"; }
 
+# On a GPU a skipped CUDA test did not run: a passing step with skips says
+# how many (GoogleTest lists each skipped test twice; counted once).
+note_skips() {
+  local n line
+  [[ $DRY -eq 1 || "$(status_of "$1")" != PASS ]] && return 0
+  n=$(grep -oE '^([0-9]+: )?\[  SKIPPED \] [A-Za-z0-9_]+\.[A-Za-z0-9_/]+' "$STATE/logs/$1.log" |
+      sed 's/^[0-9]*: //' | sort -u | wc -l)
+  (( n == 0 )) && return 0
+  line=$(awk -F'\t' -v n="$1" '$1 == n' "$STATE/steps.tsv")
+  record "$1" "PASS($n skipped)" "$(cut -f3 <<< "$line")" "$(cut -f4 <<< "$line")"
+}
+
 SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 
 # ---------------------------------------------------------------- build
@@ -141,9 +153,11 @@ if wants tests; then
   step cuda-tests 420 "if ctest --test-dir '$BUILD' -N -L cuda | grep -q 'Total Tests: [1-9]'; then
       ctest --test-dir '$BUILD' -L cuda -V --timeout 400;
     else ctest --test-dir '$BUILD' -R '^test_cuda_' -V --timeout 400; fi"
+  note_skips cuda-tests
   step capi-cuda 120 "'$BIN/test_capi' --gtest_filter='*Gpu*:*Cuda*:*CUDA*'"
   # Also with graphs off: a graph bug and a backend bug then tell apart.
   step cuda-backend-nographs 240 "LLM_CUDA_GRAPHS=0 '$BIN/test_cuda_backend'"
+  note_skips cuda-backend-nographs
 fi
 
 # ---------------------------------------------------------------- sanitizers
@@ -236,9 +250,10 @@ summary_lines() {
   echo
   echo "## Tests"
   echo
-  summary_lines cuda-tests '(tests passed|tests failed|\[  FAILED  \]|\[  SKIPPED \]|Total Test time)' 30
-  summary_lines capi-cuda '(\[  PASSED  \]|\[  FAILED  \]|\[  SKIPPED \])'
-  summary_lines cuda-backend-nographs '(\[  PASSED  \]|\[  FAILED  \]|\[  SKIPPED \])'
+  # totals, every failed case, and how many skipped (the names are in the log)
+  summary_lines cuda-tests '(tests passed|tests failed|\[  FAILED  \] [A-Z]|\[  SKIPPED \] [0-9]|\[  PASSED  \]|Total Test time)' 40
+  summary_lines capi-cuda '(\[  PASSED  \]|\[  FAILED  \] [A-Z]|\[  SKIPPED \] [0-9])'
+  summary_lines cuda-backend-nographs '(\[  PASSED  \]|\[  FAILED  \] [A-Z]|\[  SKIPPED \] [0-9])' 20
   echo
   echo "## compute-sanitizer"
   echo
