@@ -466,61 +466,61 @@ TEST(CudaBackend, DeviceSelectionThroughTheCApi) {
 // held to the draft's host budget (256 MiB of its F32 blocks, at least one
 // full-length sequence) instead of whatever fits on the GPU: here 16
 // sequences of 64K tokens ask for 65536 blocks, 640 MiB on the GPU but 1.25
-// GiB of draft KV on the host. Self-drafting is held the same way.
+// GiB of draft KV on the host. Self-drafting is held the same way. The same
+// context without a draft says what the device fits, so the expectation
+// holds on a device of any size (a small one never reaches the cap).
+int32_t KvBlocksOf(const llm_ctx_params& p) {
+  llm_ctx* ctx = nullptr;
+  const llm_status s = llm_ctx_create(&p, &ctx);
+  EXPECT_EQ(s, LLM_OK) << llm_last_error();
+  if (s != LLM_OK) return -1;
+  llm_stats st;
+  std::memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  EXPECT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+  llm_ctx_destroy(ctx);
+  return st.kv_blocks_total;
+}
+
 TEST(CudaBackend, DraftModelPoolIsSizedByTheDraft) {
   SKIP_WITHOUT_DEVICE();
   const std::string path = RepoDir() + "/models/stories260K-f32.gguf";
   auto m = Model::Load(path.c_str());
   ASSERT_TRUE(m.ok()) << m.status().message();
-  const int64_t draft_block = CpuKvBlockBytes((*m)->config, 16);
+  llm_ctx_params base;
+  llm_ctx_params_init(&base);
+  base.model_path = path.c_str();
+  base.backend = LLM_BACKEND_CUDA;
+  base.n_threads = 1;
+  base.n_ctx = 65536;
+  base.max_seqs = 16;
   const int64_t per_seq = 65536 / 16;
-  const int64_t cap = std::max<int64_t>((int64_t{256} << 20) / draft_block, per_seq);
-  ASSERT_LT(cap, 65536) << "the case must ask for more blocks than the draft's budget";
+  const int32_t fits = KvBlocksOf(base);  // no draft: min(65536, what the device fits)
+  ASSERT_GT(fits, 0);
+  ModelConfig two = (*m)->config;
+  two.n_layer = 2;
   for (int self : {0, 1}) {
-    SCOPED_TRACE(self ? "self-drafting" : "draft model");
-    llm_ctx_params p;
-    llm_ctx_params_init(&p);
-    p.model_path = path.c_str();
-    p.backend = LLM_BACKEND_CUDA;
-    p.n_threads = 1;
-    p.n_ctx = 65536;
-    p.max_seqs = 16;
-    p.gpu_memory_fraction = 0.9f;
+    SCOPED_TRACE(self ? "self-drafting (2 layers)" : "draft model");
+    const int64_t draft_block = CpuKvBlockBytes(self ? two : (*m)->config, 16);
+    const int64_t cap = std::max<int64_t>((int64_t{256} << 20) / draft_block, per_seq);
+    ASSERT_LT(cap, 65536) << "the case must ask for more blocks than the draft's budget";
+    llm_ctx_params p = base;
     if (self) {
       p.self_draft_layers = 2;
     } else {
       p.draft_model_path = path.c_str();
     }
-    llm_ctx* ctx = nullptr;
-    ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
-    llm_stats st;
-    std::memset(&st, 0, sizeof st);
-    st.struct_size = sizeof st;
-    ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
-    // The self-drafting case's draft has 2 layers: smaller blocks, more of them.
-    ModelConfig two = (*m)->config;
-    two.n_layer = 2;
-    const int64_t want =
-        self ? std::max<int64_t>((int64_t{256} << 20) / CpuKvBlockBytes(two, 16), per_seq) : cap;
-    EXPECT_EQ(st.kv_blocks_total, std::min<int64_t>(want, 65536));
-    llm_ctx_destroy(ctx);
+    EXPECT_EQ(KvBlocksOf(p), std::min<int64_t>(cap, fits));
+    if (fits <= cap) std::printf("note: this device fits only %d blocks: the draft's cap (%lld) was not reached\n",
+                                 fits, static_cast<long long>(cap));
   }
   // An explicit block count is taken as given.
-  llm_ctx_params p;
-  llm_ctx_params_init(&p);
-  p.model_path = path.c_str();
-  p.backend = LLM_BACKEND_CUDA;
-  p.n_threads = 1;
+  llm_ctx_params p = base;
+  p.n_ctx = 0;
+  p.max_seqs = 0;
   p.draft_model_path = path.c_str();
   p.n_kv_blocks = 300;
-  llm_ctx* ctx = nullptr;
-  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
-  llm_stats st;
-  std::memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  ASSERT_EQ(llm_get_stats(ctx, &st), LLM_OK);
-  EXPECT_EQ(st.kv_blocks_total, 300);
-  llm_ctx_destroy(ctx);
+  EXPECT_EQ(KvBlocksOf(p), 300);
 }
 
 // ------------------------------------------------------------ CUDA graphs
