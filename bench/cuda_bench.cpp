@@ -67,11 +67,30 @@ struct Row {
   std::string note;
 };
 std::vector<Row> g_rows;
+std::string g_json_path, g_device;  // --json, and the device's name for it
+
+// The rows so far as JSON (--json), rewritten after every row: a run cut
+// short (a time limit, a crash in a later section) keeps what it measured.
+bool WriteJson() {
+  if (g_json_path.empty()) return true;
+  const std::string tmp = g_json_path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "{\"device\": \"%s\", \"results\": [\n", g_device.c_str());
+  for (size_t i = 0; i < g_rows.size(); ++i)
+    std::fprintf(f, "  {\"section\": \"%s\", \"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"note\": \"%s\"}%s\n",
+                 g_rows[i].section.c_str(), g_rows[i].name.c_str(), g_rows[i].value, g_rows[i].unit.c_str(),
+                 g_rows[i].note.c_str(), i + 1 < g_rows.size() ? "," : "");
+  std::fprintf(f, "]}\n");
+  return std::fclose(f) == 0 && std::rename(tmp.c_str(), g_json_path.c_str()) == 0;
+}
+
 void Emit(const std::string& section, const std::string& name, double value, const std::string& unit,
           const std::string& note = "") {
   g_rows.push_back({section, name, value, unit, note});
   std::printf("%-10s %-44s %12.3f %-8s %s\n", section.c_str(), name.c_str(), value, unit.c_str(), note.c_str());
   std::fflush(stdout);
+  if (!WriteJson()) std::fprintf(stderr, "cuda-bench: cannot write %s\n", g_json_path.c_str());
 }
 
 // Device-to-device copy bandwidth, bytes read + written per second.
@@ -432,6 +451,8 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (sm_%d%d, %d SMs, %.1f GiB)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
               prop.totalGlobalMem / 1073741824.0);
+  g_json_path = json;
+  g_device = prop.name;
   std::printf("%-10s %-44s %12s %-8s\n", "section", "figure", "value", "unit");
   const double d2d = MemcpyBandwidth();
   Emit("memory", "device-to-device cudaMemcpy (read+write)", d2d / 1e9, "GB/s");
@@ -457,16 +478,5 @@ int main(int argc, char** argv) {
       if (throughput) ThroughputBench(model);
     }
   }
-  if (!json.empty()) {
-    std::FILE* f = std::fopen(json.c_str(), "w");
-    if (f == nullptr) return 1;
-    std::fprintf(f, "{\"device\": \"%s\", \"results\": [\n", prop.name);
-    for (size_t i = 0; i < g_rows.size(); ++i)
-      std::fprintf(f, "  {\"section\": \"%s\", \"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"note\": \"%s\"}%s\n",
-                   g_rows[i].section.c_str(), g_rows[i].name.c_str(), g_rows[i].value, g_rows[i].unit.c_str(),
-                   g_rows[i].note.c_str(), i + 1 < g_rows.size() ? "," : "");
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
-  return 0;
+  return WriteJson() ? 0 : 1;
 }
