@@ -141,7 +141,7 @@ if wants build; then
     [[ -z "$cuda_tests" ]] && cuda_tests=$(ctest --test-dir "$BUILD" -N -R '^test_cuda_' | sed -n 's/^ *Test *#[0-9]*: *//p')
     targets="$targets $(echo "$cuda_tests" | tr '\n' ' ')"
   else
-    targets="$targets test_cuda_kernels test_cuda_backend"
+    targets="$targets test_cuda_kernels test_cuda_backend test_cuda_graphs"
   fi
   step build 600 "cmake --build '$BUILD' -j$JOBS --target $targets"
 fi
