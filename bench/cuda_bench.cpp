@@ -12,10 +12,15 @@
 //   (d) TTFT of a 2k-token prompt (one Forward, logits of the last row)
 //
 //   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only] [--no-throughput]
+//              [--no-kernels]
 //
 // (a), (b) and (d) need --model (e.g. llm-synth --shape llama-3.1-8b); (c)
-// needs none. --no-throughput skips (b) (it loads the model a second time). Timings: device events (kernels) or a synchronised host clock
-// (Forward, which returns with the logits on the host); medians after warm-up.
+// needs none. --no-throughput skips (b) (it loads the model a second time);
+// --no-kernels skips (c), which is the same for every model (a second model's
+// run need not repeat it). The device-to-device copy bandwidth is measured in
+// every run: (a) is reported as a share of it. Timings: device events (kernels)
+// or a synchronised host clock (Forward, which returns with the logits on the
+// host); medians after warm-up.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -62,11 +67,30 @@ struct Row {
   std::string note;
 };
 std::vector<Row> g_rows;
+std::string g_json_path, g_device;  // --json, and the device's name for it
+
+// The rows so far as JSON (--json), rewritten after every row: a run cut
+// short (a time limit, a crash in a later section) keeps what it measured.
+bool WriteJson() {
+  if (g_json_path.empty()) return true;
+  const std::string tmp = g_json_path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "{\"device\": \"%s\", \"results\": [\n", g_device.c_str());
+  for (size_t i = 0; i < g_rows.size(); ++i)
+    std::fprintf(f, "  {\"section\": \"%s\", \"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"note\": \"%s\"}%s\n",
+                 g_rows[i].section.c_str(), g_rows[i].name.c_str(), g_rows[i].value, g_rows[i].unit.c_str(),
+                 g_rows[i].note.c_str(), i + 1 < g_rows.size() ? "," : "");
+  std::fprintf(f, "]}\n");
+  return std::fclose(f) == 0 && std::rename(tmp.c_str(), g_json_path.c_str()) == 0;
+}
+
 void Emit(const std::string& section, const std::string& name, double value, const std::string& unit,
           const std::string& note = "") {
   g_rows.push_back({section, name, value, unit, note});
   std::printf("%-10s %-44s %12.3f %-8s %s\n", section.c_str(), name.c_str(), value, unit.c_str(), note.c_str());
   std::fflush(stdout);
+  if (!WriteJson()) std::fprintf(stderr, "cuda-bench: cannot write %s\n", g_json_path.c_str());
 }
 
 // Device-to-device copy bandwidth, bytes read + written per second.
@@ -394,7 +418,7 @@ void ThroughputBench(const std::string& path) {
 int main(int argc, char** argv) {
   std::string model, json;
   int prompt = 512, steps = 128;
-  bool kernels_only = false, throughput = true;
+  bool kernels_only = false, throughput = true, kernels = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--model" && i + 1 < argc) {
@@ -409,8 +433,12 @@ int main(int argc, char** argv) {
       kernels_only = true;
     } else if (a == "--no-throughput") {
       throughput = false;
+    } else if (a == "--no-kernels") {
+      kernels = false;
     } else {
-      std::fprintf(stderr, "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only] [--no-throughput]\n");
+      std::fprintf(stderr,
+                   "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only] "
+                   "[--no-throughput] [--no-kernels]\n");
       return 2;
     }
   }
@@ -423,11 +451,14 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s (sm_%d%d, %d SMs, %.1f GiB)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
               prop.totalGlobalMem / 1073741824.0);
+  g_json_path = json;
+  g_device = prop.name;
   std::printf("%-10s %-44s %12s %-8s\n", "section", "figure", "value", "unit");
   const double d2d = MemcpyBandwidth();
   Emit("memory", "device-to-device cudaMemcpy (read+write)", d2d / 1e9, "GB/s");
 
   for (int len : {512, 1024, 2048, 4096, 8192, 16384}) {
+    if (!kernels) break;
     double flops = 0, bytes = 0;
     const double tp = TimeAttention(true, 1, len, &flops);
     Emit("prefill", "attention L=" + std::to_string(len) + " (32q/8kv heads, d128, causal)", flops / tp / 1e12, "TFLOP/s",
@@ -447,16 +478,5 @@ int main(int argc, char** argv) {
       if (throughput) ThroughputBench(model);
     }
   }
-  if (!json.empty()) {
-    std::FILE* f = std::fopen(json.c_str(), "w");
-    if (f == nullptr) return 1;
-    std::fprintf(f, "{\"device\": \"%s\", \"results\": [\n", prop.name);
-    for (size_t i = 0; i < g_rows.size(); ++i)
-      std::fprintf(f, "  {\"section\": \"%s\", \"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"note\": \"%s\"}%s\n",
-                   g_rows[i].section.c_str(), g_rows[i].name.c_str(), g_rows[i].value, g_rows[i].unit.c_str(),
-                   g_rows[i].note.c_str(), i + 1 < g_rows.size() ? "," : "");
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
-  return 0;
+  return WriteJson() ? 0 : 1;
 }

@@ -63,8 +63,11 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
   const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * hd;
 
   if (key_begin >= key_end) {  // this split has no keys for this item (shorter than the longest)
-    if (p.n_splits > 1 && tid < n_rep) {
-      const int64_t slot = (static_cast<int64_t>(item) * p.n_head + g * n_rep + tid) * p.n_splits + split;
+    // A loop, not `tid < n_rep`: n_rep may exceed the CTA's threads (n_rep *
+    // head_dim <= 4096 allows n_rep up to 2048 at head_dim 2), and every
+    // head's statistics must be written or the combine reads stale ones.
+    for (int32_t h = tid; p.n_splits > 1 && h < n_rep; h += kThreads) {
+      const int64_t slot = (static_cast<int64_t>(item) * p.n_head + g * n_rep + h) * p.n_splits + split;
       ws_ml[slot * 2 + 0] = dev::kNegInf;
       ws_ml[slot * 2 + 1] = 0.0f;
     }
@@ -195,10 +198,12 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
       }
     }
   }
-  if (p.n_splits > 1 && tid < n_rep) {
-    const int64_t slot = (static_cast<int64_t>(item) * p.n_head + g * n_rep + tid) * p.n_splits + split;
-    ws_ml[slot * 2 + 0] = sM[tid];
-    ws_ml[slot * 2 + 1] = sL[tid];
+  // Every head's running max and sum, however many heads the group has
+  // (n_rep > kThreads: each thread takes several, as for sM/sL above).
+  for (int32_t h = tid; p.n_splits > 1 && h < n_rep; h += kThreads) {
+    const int64_t slot = (static_cast<int64_t>(item) * p.n_head + g * n_rep + h) * p.n_splits + split;
+    ws_ml[slot * 2 + 0] = sM[h];
+    ws_ml[slot * 2 + 1] = sL[h];
   }
 }
 

@@ -1,13 +1,16 @@
 // The CUDA backend against the CPU reference, model-level:
 //   - stories260K (the bundled model; head_dim 8: decode-kernel path): greedy
-//     tokens on the golden prompts equal the CPU's, or equal up to a position
-//     where the CPU's top-2 logit gap is below 0.05 (bf16 weights and KV may
-//     flip a near-tie; after that the sequences may go anywhere);
+//     tokens on the golden prompts equal those of the CPU backend on the same
+//     BF16-rounded weights, or equal up to a near-tie no wider than twice the
+//     logit error measured in the run (the rule is written above the test);
 //   - a synthesised `tiny` model (head_dim 64: tensor-core prefill path):
 //     logits of chunked prefill, mixed prefill+decode batches and a
 //     copied-on-write block within 2e-2 relative L2 of the CPU's;
-//   - batch validation errors, and device selection through the C API.
-// Everything that needs a GPU skips cleanly without one.
+//   - batch validation errors, device selection and the draft's pool size
+//     through the C API; the attention scale and RoPE pairing from the config;
+//     device sampling against host sampling.
+// CUDA graphs have their own file (test_cuda_graphs.cpp). Everything that
+// needs a GPU skips cleanly without one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,20 +29,13 @@
 #if LLM_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
+#include "support/cuda_test_helpers.h"
 #include "support/test_paths.h"
-#include "synth_model.h"
+#include "util/fp16.h"
 #include "util/json.h"
 
 namespace llm::test {
 namespace {
-
-bool HaveDevice() { return CudaDeviceCount() > 0; }
-
-#define SKIP_WITHOUT_DEVICE()                                                               \
-  do {                                                                                      \
-    if (!HaveDevice())                                                                      \
-      GTEST_SKIP() << "no usable CUDA device (or a build without CUDA): CUDA backend untested here"; \
-  } while (0)
 
 struct Backends {
   std::unique_ptr<Model> model;
@@ -87,17 +83,93 @@ std::vector<int32_t> Greedy(Backend* be, const std::vector<int32_t>& prompt, int
   return out;
 }
 
-double Top2Gap(const std::vector<float>& r) {
-  std::vector<float> v = r;
-  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-  return static_cast<double>(v[0]) - v[1];
+// The weights as the CUDA backend holds them: every matrix rounded to BF16
+// (norm weights stay F32, as the backend uploads them), in F32 storage the
+// CPU backend reads. The views point into *storage.
+ModelWeights Bf16RoundedWeights(const ModelWeights& w, std::vector<std::vector<float>>* storage) {
+  ModelWeights r = w;
+  auto round = [&](WeightView* v) {
+    if (v->empty() || v->type != TensorType::F32) return;
+    std::vector<float> copy(static_cast<size_t>(v->rows * v->cols));
+    for (int64_t i = 0; i < v->rows; ++i) {
+      const float* src = reinterpret_cast<const float*>(static_cast<const char*>(v->data) + i * v->row_bytes);
+      for (int64_t j = 0; j < v->cols; ++j) copy[i * v->cols + j] = Bf16ToF32(F32ToBf16(src[j]));
+    }
+    storage->push_back(std::move(copy));
+    v->data = storage->back().data();
+    v->row_bytes = static_cast<size_t>(v->cols) * sizeof(float);
+    v->packed = nullptr;
+  };
+  const bool tied = w.output.data == w.token_embd.data;
+  round(&r.token_embd);
+  if (tied) {
+    r.output = r.token_embd;
+  } else {
+    round(&r.output);
+  }
+  for (LayerWeights& l : r.layers)
+    for (WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) round(v);
+  return r;
 }
 
+// max |a[i] - b[i]| over i other than skip0 and skip1; NaN counts as huge.
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b, int32_t skip0 = -1, int32_t skip1 = -1) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (static_cast<int32_t>(i) == skip0 || static_cast<int32_t>(i) == skip1) continue;
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    m = std::isnan(d) ? 1e30 : std::max(m, d);
+  }
+  return m;
+}
+
+// The near-tie rule for greedy BF16 generation against the CPU.
+//
+// The reference is the CPU backend on the CUDA backend's own weights (BF16-
+// rounded), which removes the largest difference between the two; what is
+// left is the GPU's BF16 KV cache and BF16 GEMM inputs. Positions are
+// compared while the tokens agree (both backends then saw the same
+// context), and at each such position:
+//   - the GPU's logit row is within 2e-2 relative L2 of the CPU's (the
+//     bound the other model tests use: a wrong kernel misses it by far);
+//   - e = the largest |gpu - cpu| logit difference over the earlier rows
+//     and over this row's other logits is the measured error of this run.
+// Where the tokens first differ, the CPU's logit of its own token may exceed
+// its logit of the GPU's token by at most 2e: two logits each off by about e
+// can swap only if they were within 2e. (The two tokens' own errors are left
+// out of e: with them, any flip would pass, since the GPU ranked them the
+// other way.) A flip between clearly separated logits fails, however the
+// run's error compares with a fixed threshold. After the first difference
+// the sequences may go anywhere and are not compared.
 TEST(CudaBackend, StoriesGreedyMatchesCpu) {
+  {
+    // Without a device too: the rounded weights are a different model (the
+    // rounding took place) whose logits stay close to the F32 model's.
+    auto m = Model::Load((RepoDir() + "/models/stories260K-f32.gguf").c_str());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    std::vector<std::vector<float>> storage;
+    const ModelWeights rounded = Bf16RoundedWeights((*m)->weights, &storage);
+    auto f32 = CreateCpuBackend((*m)->config, (*m)->weights, KvCacheSpec{16, 64}, 1);
+    auto b16 = CreateCpuBackend((*m)->config, rounded, KvCacheSpec{16, 64}, 1);
+    ASSERT_TRUE(f32.ok() && b16.ok());
+    std::vector<std::vector<float>> l32, l16;
+    Greedy(f32->get(), {1, 403, 407}, 1, (*m)->config.n_vocab, &l32);
+    Greedy(b16->get(), {1, 403, 407}, 1, (*m)->config.n_vocab, &l16);
+    ASSERT_EQ(l32.size(), 1u);
+    ASSERT_EQ(l16.size(), 1u);
+    const double d = RelL2(l16[0], l32[0]);
+    std::printf("BF16-rounded weights move the first logits by %.2e relative L2\n", d);
+    EXPECT_GT(d, 0.0);
+    EXPECT_LT(d, 2e-2);
+  }
   SKIP_WITHOUT_DEVICE();
   Backends b;
   MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 64, &b);
   if (HasFatalFailure()) return;
+  std::vector<std::vector<float>> storage;
+  const ModelWeights rounded = Bf16RoundedWeights(b.model->weights, &storage);
+  auto cpu16 = CreateCpuBackend(b.model->config, rounded, KvCacheSpec{16, 64}, 2);
+  ASSERT_TRUE(cpu16.ok()) << cpu16.status().message();
   std::vector<std::pair<std::vector<int32_t>, int>> prompts;
   auto doc = ParseJson(ReadFile(DataDir() + "/llama.cpp/stories260K-greedy.json"));
   ASSERT_TRUE(doc.ok()) << doc.status().message();
@@ -111,49 +183,46 @@ TEST(CudaBackend, StoriesGreedyMatchesCpu) {
   const int32_t V = b.model->config.n_vocab;
   for (auto& [prompt, n] : prompts) {
     SCOPED_TRACE("prompt of " + std::to_string(prompt.size()) + " tokens");
-    std::vector<std::vector<float>> cpu_logits;
-    const std::vector<int32_t> want = Greedy(b.cpu.get(), prompt, n, V, &cpu_logits);
-    const std::vector<int32_t> got = Greedy(b.gpu.get(), prompt, n, V, nullptr);
+    std::vector<std::vector<float>> cpu_logits, gpu_logits;
+    const std::vector<int32_t> want = Greedy(cpu16->get(), prompt, n, V, &cpu_logits);
+    const std::vector<int32_t> got = Greedy(b.gpu.get(), prompt, n, V, &gpu_logits);
     ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(gpu_logits.size(), cpu_logits.size());
+    double e = 0;
     size_t i = 0;
-    while (i < want.size() && got[i] == want[i]) ++i;
+    for (; i < want.size(); ++i) {
+      EXPECT_LT(RelL2(gpu_logits[i], cpu_logits[i]), 2e-2) << "logits at generated position " << i;
+      e = std::max(e, MaxAbsDiff(gpu_logits[i], cpu_logits[i], want[i], got[i]));
+      if (got[i] != want[i]) break;
+      e = std::max(e, MaxAbsDiff(gpu_logits[i], cpu_logits[i]));
+    }
     if (i < want.size()) {
-      const double gap = Top2Gap(cpu_logits[i]);
-      EXPECT_LT(gap, 0.05) << "CUDA token " << got[i] << " != CPU token " << want[i] << " at generated position " << i
-                           << " where the CPU's top-2 logit gap is " << gap;
-      std::printf("note: tokens agree up to position %zu of %zu (CPU top-2 gap there %.4f)\n", i, want.size(), gap);
+      const double gap = static_cast<double>(cpu_logits[i][want[i]]) - cpu_logits[i][got[i]];
+      EXPECT_LE(gap, 2 * e) << "CUDA token " << got[i] << " != CPU token " << want[i] << " at generated position "
+                            << i << ": the CPU's logits of the two differ by " << gap
+                            << ", more than twice the largest logit error measured so far (" << e << ")";
+      std::printf("note: tokens agree up to position %zu of %zu (CPU gap of the two tokens %.4f, 2e = %.4f)\n", i,
+                  want.size(), gap, 2 * e);
+    } else {
+      std::printf("note: all %zu tokens agree; largest logit error %.4f\n", want.size(), e);
     }
   }
 }
 
-std::string SynthTiny() {
-  const std::string path = ::testing::TempDir() + "/llmrt_cuda_tiny_" + std::to_string(::getpid()) + ".gguf";
-  synth::SynthOptions o;
-  o.stddev = 0.05f;
-  Status st = synth::WriteSynthModel(*synth::FindSynthShape("tiny"), o, path);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return path;
-}
-
-double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (static_cast<double>(a[i]) - ref[i]) * (static_cast<double>(a[i]) - ref[i]);
-    den += static_cast<double>(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
-}
-
 // Runs `batch` on both backends and compares the logits.
-void Compare(Backends& b, const Batch& batch, const char* what) {
+void Compare(Backend* cpu, Backend* gpu, int32_t n_vocab, const Batch& batch, const char* what) {
   SCOPED_TRACE(what);
-  const size_t n = batch.logit_rows.size() * static_cast<size_t>(b.model->config.n_vocab);
+  const size_t n = batch.logit_rows.size() * static_cast<size_t>(n_vocab);
   std::vector<float> want(n), got(n, NAN);
-  Status a = b.cpu->Forward(batch, want.data());
+  Status a = cpu->Forward(batch, want.data());
   ASSERT_TRUE(a.ok()) << a.message();
-  Status c = b.gpu->Forward(batch, got.data());
+  Status c = gpu->Forward(batch, got.data());
   ASSERT_TRUE(c.ok()) << c.message();
   EXPECT_LT(RelL2(got, want), 2e-2);
+}
+
+void Compare(Backends& b, const Batch& batch, const char* what) {
+  Compare(b.cpu.get(), b.gpu.get(), b.model->config.n_vocab, batch, what);
 }
 
 TEST(CudaBackend, TinyModelBatchesMatchCpu) {
@@ -210,6 +279,60 @@ TEST(CudaBackend, TinyModelBatchesMatchCpu) {
     EXPECT_TRUE(b.gpu->Forward(Batch{toks, std::span<const BatchSeq>(&s, 1), {}}, nullptr).ok());
   }
   std::remove(path.c_str());
+}
+
+// The attention scale and the RoPE pairing come from the model config, as
+// on the CPU backend: the tiny model with NEOX pairs, and with a scale other
+// than 1/sqrt(head_dim), matches the CPU through the prefill kernel, the
+// decode kernel and a decode step. The first half runs without a device: it
+// proves each variant moves the CPU's logits well past the comparison's
+// tolerance, so a backend that ignored the config could not pass.
+TEST(CudaBackend, AttentionScaleAndRopePairingFromTheConfig) {
+  const std::string path = SynthTiny();
+  auto m = Model::Load(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<int32_t> ta = {3, 1, 4, 0, 5, 9}, tb = {10, 11};
+  std::vector<llm_token> toks(90);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<llm_token>((i * 37 + 11) % 512);
+  toks.insert(toks.end(), {7, 8, 9});
+  const std::vector<BatchSeq> seqs = {{0, 90, 0, ta}, {90, 3, 0, tb}};  // prefill kernel + decode kernel
+  const std::vector<int32_t> rows = {0, 45, 89, 90, 92};
+  const std::vector<llm_token> next = {1, 2};
+  const std::vector<BatchSeq> step = {{0, 1, 90, ta}, {1, 1, 3, tb}};
+  const std::vector<int32_t> both = {0, 1};
+  const ModelConfig base = (*m)->config;
+  const int32_t V = base.n_vocab;
+  auto cpu_logits = [&](const ModelConfig& c) {
+    std::vector<float> out(rows.size() * static_cast<size_t>(V));
+    auto cpu = CreateCpuBackend(c, (*m)->weights, KvCacheSpec{16, 32}, 2);
+    EXPECT_TRUE(cpu.ok()) << cpu.status().message();
+    if (cpu.ok()) {
+      EXPECT_TRUE((*cpu)->Forward(Batch{toks, seqs, rows}, out.data()).ok());
+    }
+    return out;
+  };
+  const std::vector<float> plain = cpu_logits(base);
+  for (int variant = 0; variant < 2; ++variant) {
+    ModelConfig c = base;
+    if (variant == 0) c.rope_style = RopeStyle::kNeox;
+    if (variant == 1) c.attn_scale = 3.0f / std::sqrt(static_cast<float>(c.head_dim));
+    SCOPED_TRACE(variant == 0 ? "NEOX pairs" : "attn_scale 3/sqrt(head_dim)");
+    const double moved = RelL2(cpu_logits(c), plain);
+    std::printf("CPU logits move by %.3f relative L2 with this variant\n", moved);
+    EXPECT_GT(moved, 0.1) << "the variant must change the logits far beyond the CUDA tolerance (2e-2)";
+    if (!HaveDevice()) continue;
+    KvCacheSpec kv{16, 32};
+    auto cpu = CreateCpuBackend(c, (*m)->weights, kv, 2);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+    CudaBackendOptions o;
+    o.cuda_graphs = false;
+    auto gpu = CreateCudaBackend(c, (*m)->weights, &kv, o);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+    Compare(cpu->get(), gpu->get(), V, Batch{toks, seqs, rows}, "prefill + short sequence");
+    Compare(cpu->get(), gpu->get(), V, Batch{next, step, both}, "decode step");
+  }
+  std::remove(path.c_str());
+  SKIP_WITHOUT_DEVICE();
 }
 
 // Swapping through page-locked host memory: blocks out, overwritten, back
@@ -311,109 +434,66 @@ TEST(CudaBackend, DeviceSelectionThroughTheCApi) {
   llm_ctx_destroy(ctx);
 }
 
-
-// ------------------------------------------------------------ CUDA graphs
-//
-// Decode steps of 1..5 sequences (buckets 1, 2, 4, 8: padding rows in most)
-// through a graph-enabled backend, an eager one and the CPU: the logits
-// agree, and the graph backend did replay graphs.
-
-struct DecodeSeq {
-  std::vector<int32_t> table;
-  int32_t n_past = 0;
-};
-
-std::unique_ptr<Backend> MakeGpu(const Model& m, int32_t n_blocks, bool graphs, int32_t max_seqs = 8) {
-  KvCacheSpec kv{16, n_blocks};
-  CudaBackendOptions o;
-  o.cuda_graphs = graphs;
-  o.max_seqs = max_seqs;
-  o.max_seq_len = 256;
-  auto gpu = CreateCudaBackend(m.config, m.weights, &kv, o);
-  EXPECT_TRUE(gpu.ok()) << gpu.status().message();
-  return gpu.ok() ? std::move(*gpu) : nullptr;
+// A CPU draft model beside a CUDA target: its pool, addressed by the target's
+// block ids, has as many blocks as the target's. The default block count is
+// held to the draft's host budget (256 MiB of its F32 blocks, at least one
+// full-length sequence) instead of whatever fits on the GPU: here 16
+// sequences of 64K tokens ask for 65536 blocks, 640 MiB on the GPU but 1.25
+// GiB of draft KV on the host. Self-drafting is held the same way. The same
+// context without a draft says what the device fits, so the expectation
+// holds on a device of any size (a small one never reaches the cap).
+int32_t KvBlocksOf(const llm_ctx_params& p) {
+  llm_ctx* ctx = nullptr;
+  const llm_status s = llm_ctx_create(&p, &ctx);
+  EXPECT_EQ(s, LLM_OK) << llm_last_error();
+  if (s != LLM_OK) return -1;
+  llm_stats st;
+  std::memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  EXPECT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+  llm_ctx_destroy(ctx);
+  return st.kv_blocks_total;
 }
 
-// Prefills every sequence with 20 tokens, then runs `steps` decode steps of
-// 1 + step % 5 sequences on every backend; returns the largest relative L2
-// distance of each backend's logits from backends[0]'s.
-std::vector<double> DecodeSteps(const std::vector<Backend*>& backends, int32_t n_vocab, int steps) {
-  std::vector<DecodeSeq> seqs(5);
-  for (size_t s = 0; s < seqs.size(); ++s)
-    for (int i = 0; i < 16; ++i) seqs[s].table.push_back(static_cast<int32_t>((s * 16 + i * 5 + 1) % 80));
-  std::vector<double> worst(backends.size(), 0.0);
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    std::vector<llm_token> toks(20);
-    for (int i = 0; i < 20; ++i) toks[i] = static_cast<llm_token>((i * 31 + s * 7 + 3) % n_vocab);
-    BatchSeq q{0, 20, 0, seqs[s].table};
-    for (Backend* b : backends) EXPECT_TRUE(b->Forward(Batch{toks, std::span<const BatchSeq>(&q, 1), {}}, nullptr).ok());
-    seqs[s].n_past = 20;
-  }
-  for (int step = 0; step < steps; ++step) {
-    const int n = 1 + step % 5;
-    std::vector<llm_token> toks;
-    std::vector<BatchSeq> bs;
-    std::vector<int32_t> rows;
-    for (int i = 0; i < n; ++i) {
-      const int s = (step + i) % 5;  // a different subset, in a different order, each step
-      toks.push_back(static_cast<llm_token>((step * 13 + s * 5 + 1) % n_vocab));
-      bs.push_back(BatchSeq{i, 1, seqs[s].n_past, seqs[s].table});
-      rows.push_back(n - 1 - i);  // logit rows in reverse: row order is the caller's
-      ++seqs[s].n_past;
-    }
-    std::vector<std::vector<float>> out(backends.size(), std::vector<float>(static_cast<size_t>(n) * n_vocab, NAN));
-    for (size_t k = 0; k < backends.size(); ++k) {
-      Status st = backends[k]->Forward(Batch{toks, bs, rows}, out[k].data());
-      EXPECT_TRUE(st.ok()) << "backend " << k << " step " << step << ": " << st.message();
-      if (k > 0) worst[k] = std::max(worst[k], RelL2(out[k], out[0]));
-    }
-  }
-  return worst;
-}
-
-TEST(CudaBackend, DecodeGraphsMatchEagerAndCpu) {
+TEST(CudaBackend, DraftModelPoolIsSizedByTheDraft) {
   SKIP_WITHOUT_DEVICE();
-  const std::string path = SynthTiny();
+  const std::string path = RepoDir() + "/models/stories260K-f32.gguf";
   auto m = Model::Load(path.c_str());
   ASSERT_TRUE(m.ok()) << m.status().message();
-  KvCacheSpec kv{16, 80};
-  auto cpu = CreateCpuBackend((*m)->config, (*m)->weights, kv, 2);
-  ASSERT_TRUE(cpu.ok());
-  std::unique_ptr<Backend> eager = MakeGpu(**m, 80, false), graphs = MakeGpu(**m, 80, true);
-  ASSERT_TRUE(eager && graphs);
-  const std::vector<double> worst =
-      DecodeSteps({cpu->get(), eager.get(), graphs.get()}, (*m)->config.n_vocab, 30);
-  EXPECT_LT(worst[1], 2e-2) << "eager CUDA vs CPU";
-  EXPECT_LT(worst[2], 2e-2) << "graph CUDA vs CPU";
-#if LLM_HAVE_CUDA
-  const auto& gs = dynamic_cast<cuda::CudaBackend*>(graphs.get())->graph_stats();
-  std::printf("graphs: %lld replays, %lld captures, %lld capture failures, %lld eager steps\n",
-              static_cast<long long>(gs.replays), static_cast<long long>(gs.captures),
-              static_cast<long long>(gs.capture_failures), static_cast<long long>(gs.eager_steps));
-  EXPECT_EQ(gs.capture_failures, 0);
-  EXPECT_EQ(gs.captures, 4);   // buckets 1, 2, 4, 8 (5 sequences pad to 8)
-  EXPECT_GE(gs.replays, 20);   // 30 decode steps, 4 of them warm-ups
-  const auto& es = dynamic_cast<cuda::CudaBackend*>(eager.get())->graph_stats();
-  EXPECT_EQ(es.replays + es.captures, 0);
-#endif
-  std::remove(path.c_str());
-}
-
-TEST(CudaBackend, GraphsOffWithEnvironment) {
-  SKIP_WITHOUT_DEVICE();
-  const std::string path = SynthTiny();
-  auto m = Model::Load(path.c_str());
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  ::setenv("LLM_CUDA_GRAPHS", "0", 1);
-  std::unique_ptr<Backend> gpu = MakeGpu(**m, 80, true);
-  ::unsetenv("LLM_CUDA_GRAPHS");
-  ASSERT_TRUE(gpu);
-  DecodeSteps({gpu.get()}, (*m)->config.n_vocab, 6);
-#if LLM_HAVE_CUDA
-  const auto& gs = dynamic_cast<cuda::CudaBackend*>(gpu.get())->graph_stats();
-  EXPECT_EQ(gs.replays + gs.captures, 0);
-#endif
-  std::remove(path.c_str());
+  llm_ctx_params base;
+  llm_ctx_params_init(&base);
+  base.model_path = path.c_str();
+  base.backend = LLM_BACKEND_CUDA;
+  base.n_threads = 1;
+  base.n_ctx = 65536;
+  base.max_seqs = 16;
+  const int64_t per_seq = 65536 / 16;
+  const int32_t fits = KvBlocksOf(base);  // no draft: min(65536, what the device fits)
+  ASSERT_GT(fits, 0);
+  ModelConfig two = (*m)->config;
+  two.n_layer = 2;
+  for (int self : {0, 1}) {
+    SCOPED_TRACE(self ? "self-drafting (2 layers)" : "draft model");
+    const int64_t draft_block = CpuKvBlockBytes(self ? two : (*m)->config, 16);
+    const int64_t cap = std::max<int64_t>((int64_t{256} << 20) / draft_block, per_seq);
+    ASSERT_LT(cap, 65536) << "the case must ask for more blocks than the draft's budget";
+    llm_ctx_params p = base;
+    if (self) {
+      p.self_draft_layers = 2;
+    } else {
+      p.draft_model_path = path.c_str();
+    }
+    EXPECT_EQ(KvBlocksOf(p), std::min<int64_t>(cap, fits));
+    if (fits <= cap) std::printf("note: this device fits only %d blocks: the draft's cap (%lld) was not reached\n",
+                                 fits, static_cast<long long>(cap));
+  }
+  // An explicit block count is taken as given.
+  llm_ctx_params p = base;
+  p.n_ctx = 0;
+  p.max_seqs = 0;
+  p.draft_model_path = path.c_str();
+  p.n_kv_blocks = 300;
+  EXPECT_EQ(KvBlocksOf(p), 300);
 }
 
 // ------------------------------------------------------------ device sampling

@@ -593,6 +593,19 @@ TEST_F(CudaKernels, DecodeAttentionOddShapes) {
   RunAttention(AttnCase{4, 4, 64, 1, seqs}, 0, rng_);    // block size 1
 }
 
+// More query heads per KV head than the CTA has threads (n_rep > 128): each
+// split's running max and sum must be written for every head, not only for
+// heads < 128 (the combine would read the workspace's poison for the rest).
+// Split kinds only: one split writes the output directly.
+TEST_F(CudaKernels, DecodeAttentionManyHeadsPerGroup) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> seqs = {{0, 1}, {70, 1}, {300, 1}, {1000, 1}};
+  for (int kind : {0, 2, 4, 5}) {
+    RunAttention(AttnCase{256, 1, 8, 16, seqs}, kind, rng_);  // n_rep 256: two heads per thread
+    RunAttention(AttnCase{600, 2, 2, 16, seqs}, kind, rng_);  // n_rep 300: not a multiple of the CTA
+  }
+}
+
 TEST_F(CudaKernels, PrefillAttention) {
   SCOPED_TRACE(Seed());
   const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 64}, {0, 65}, {16, 100}, {15, 17}, {200, 130}};

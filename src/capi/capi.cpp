@@ -212,6 +212,27 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
       const int64_t budget = std::max<int64_t>(kDefaultCpuKvBytes / llm::CpuKvBlockBytes(mc, ec.block_size), 1);
       n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
     }
+    // A draft model runs on the CPU backend, its pool addressed by the
+    // target's block ids, so it holds as many blocks as the target's pool;
+    // load it now to size the pool by it. Beside a CUDA target the default
+    // pool is what fits on the GPU (tens of thousands of blocks on an H100),
+    // which in the draft's F32 blocks is tens of GiB of host memory committed
+    // at creation. So the default block count is also held to the draft's own
+    // budget: the CPU pool's default bytes, at least one full-length
+    // sequence. An explicit n_kv_blocks is taken as given.
+    std::unique_ptr<llm::Model> draft_model;
+    if (p.draft_model_path != nullptr) {
+      auto draft = llm::Model::Load(p.draft_model_path);
+      if (!draft.ok()) return Fail(draft.status());
+      if (llm::Status st = llm::CheckSameVocabulary(**model, **draft); !st.ok()) return Fail(st);
+      draft_model = std::move(*draft);
+    }
+    if (p.n_kv_blocks == 0 && backend_kind == LLM_BACKEND_CUDA && want_draft) {
+      llm::ModelConfig dc = draft_model != nullptr ? draft_model->config : mc;
+      if (draft_model == nullptr) dc.n_layer = std::clamp(p.self_draft_layers, 1, mc.n_layer);  // the prefix view
+      const int64_t budget = std::max<int64_t>(kDefaultCpuKvBytes / llm::CpuKvBlockBytes(dc, ec.block_size), 1);
+      n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
+    }
     if (n_blocks > (int64_t{1} << 24)) return Fail(LLM_ERR_INVALID_ARGUMENT, "KV pool too large");
     ec.n_blocks = static_cast<int32_t>(n_blocks);
 
@@ -241,13 +262,10 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     // Speculative decoding: the draft runs on its own backend and KV pool,
     // addressed by the target's block ids (same KvCacheSpec).
     llm::SpecSetup spec;
-    if (p.draft_model_path != nullptr) {
-      auto draft = llm::Model::Load(p.draft_model_path);
-      if (!draft.ok()) return Fail(draft.status());
-      if (llm::Status st = llm::CheckSameVocabulary(**model, **draft); !st.ok()) return Fail(st);
-      auto db = llm::CreateCpuBackend((*draft)->config, (*draft)->weights, kv, p.n_threads);
+    if (draft_model != nullptr) {
+      auto db = llm::CreateCpuBackend(draft_model->config, draft_model->weights, kv, p.n_threads);
       if (!db.ok()) return Fail(db.status());
-      spec.draft = std::make_unique<llm::DraftModelProposer>(std::move(*db), mc.n_vocab, std::move(*draft));
+      spec.draft = std::make_unique<llm::DraftModelProposer>(std::move(*db), mc.n_vocab, std::move(draft_model));
     } else if (p.self_draft_layers > 0) {
       auto view = llm::MakeLayerPrefixView(mc, (*model)->weights, p.self_draft_layers);
       if (!view.ok()) return Fail(view.status());

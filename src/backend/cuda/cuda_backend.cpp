@@ -115,6 +115,7 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
   if ((c.n_head / c.n_head_kv) * c.head_dim > 4096)
     return Unsupported("CUDA backend: (n_head / n_head_kv) * head_dim above 4096");
   if (!(c.rms_eps >= 0.0f)) return InvalidArgument("CUDA backend: negative rms_eps");
+  if (!(c.attn_scale >= 0.0f)) return InvalidArgument("CUDA backend: attn_scale must be >= 0 (0: 1/sqrt(head_dim))");
   if (kv->block_size <= 0 || kv->n_blocks <= 0)
     return InvalidArgument("CUDA backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer)
@@ -170,6 +171,11 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
     graphs_.push_back(Graph{max_bucket});
     LLM_RETURN_IF_ERROR(InitGraphs());
   }
+  // The uploads above are cudaMemcpy calls from pageable memory on the legacy
+  // default stream. Such a copy may return once its source is staged, before
+  // the data has landed, and stream_ is non-blocking: nothing orders the first
+  // step's kernels after the copies. Waiting for the whole device here does.
+  LLM_CUDA_TRY(cudaDeviceSynchronize(), "finish the weight uploads");
   return Status::Ok();
 }
 

@@ -115,6 +115,9 @@ class CudaBackend final : public Backend {
   Status CaptureBucket(size_t bucket, const StepView& v);
   void ClearGraphs();  // after any buffer a graph points into is reallocated
   void DestroyGraphs();
+  // Returns st; on an error first waits for stream_, so no queued copy still
+  // reads a pinned staging buffer the next step rewrites (cuda_forward.cpp).
+  Status SettleOnError(Status st);
   // Logits rows 0..n_out_ of logits_ to the host, then wait for the stream.
   Status FinishLogits(float* logits);
   // Device sampling of logits_ rows 0..n (sampling.cu), then wait.

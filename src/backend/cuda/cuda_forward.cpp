@@ -52,7 +52,10 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
   kv.v = kv_pool_.get<bf16>() + kv_.VOffset(layer);
   kv.block_stride = kv_.block_stride();
   kv.block_size = kv_.block_size;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+  // The config's scale, as the CPU backend takes it: 1/sqrt(head_dim) unless
+  // the model says otherwise (Gemma 3 27B's query_pre_attn_scalar, any file
+  // whose head_dim is not the one its training scaled by).
+  const float scale = cfg_.AttnScale();
   if (v.n_dec > 0) {
     DecodeAttnParams p;
     p.q = q_.get<bf16>();
@@ -133,7 +136,11 @@ Status CudaBackend::RunStep(const StepView& v) {
     rp.n_head_kv = cfg_.n_head_kv;
     rp.head_dim = cfg_.head_dim;
     rp.n_pairs = cfg_.rope_dim / 2;
-    rp.neox = 0;  // GGUF llama: adjacent pairs (Q/K rows permuted by the converter)
+    // The pairing the model config names (GGUF llama: adjacent pairs, Q/K rows
+    // permuted by the converter; NEOX for architectures whose rows are not),
+    // as the CPU backend's Rope reads it, never a constant that is right for
+    // one family only.
+    rp.neox = cfg_.rope_style == RopeStyle::kNeox ? 1 : 0;
     LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
     if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
     LLM_RETURN_IF_ERROR(Attention(l, v));
@@ -186,14 +193,32 @@ Status CudaBackend::FinishLogits(float* logits) {
   return Status::Ok();
 }
 
+// A step that fails after queuing an upload from a pinned staging buffer
+// (meta_pinned_, graph_meta_pinned_, samp_pinned_) returns before the final
+// cudaStreamSynchronize, and the next call rewrites that buffer with memcpy
+// while the copy, queued behind the step's earlier kernels, may still be
+// reading it. Waiting for the stream on the error path closes that: errors
+// are rare, so it costs the steady path nothing. (Double-buffering instead
+// would only move the hazard to the second failure in a row unless every
+// buffer were fenced by an event.) The wait's own error adds nothing: a
+// sticky error is already the step's, a transient one is the step's too.
+Status CudaBackend::SettleOnError(Status st) {
+  if (!st.ok() && stream_ != nullptr) {
+    cudaStreamSynchronize(stream_);
+    cudaGetLastError();
+  }
+  return st;
+}
+
 Status CudaBackend::Forward(const Batch& batch, float* logits) {
   LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
-  LLM_RETURN_IF_ERROR(Validate(batch, logits));
+  LLM_RETURN_IF_ERROR(Validate(batch, logits));  // queues nothing
   if (batch.tokens.empty()) return Status::Ok();
   bool handled = false;
-  LLM_RETURN_IF_ERROR(RunDecodeGraph(&handled));
-  if (!handled) LLM_RETURN_IF_ERROR(RunEager());
-  return FinishLogits(logits);
+  Status st = RunDecodeGraph(&handled);
+  if (st.ok() && !handled) st = RunEager();
+  if (st.ok()) st = FinishLogits(logits);
+  return SettleOnError(std::move(st));
 }
 
 }  // namespace llm::cuda

@@ -54,9 +54,10 @@ Status CudaBackend::ForwardSample(const Batch& batch, std::span<const DeviceSamp
   for (const DeviceSampling& s : sampling) LLM_RETURN_IF_ERROR(ValidateSamplingParams(s.params));
   if (batch.tokens.empty()) return Status::Ok();
   bool handled = false;
-  LLM_RETURN_IF_ERROR(RunDecodeGraph(&handled));
-  if (!handled) LLM_RETURN_IF_ERROR(RunEager());
-  return SampleOnDevice(sampling, tokens, logprobs);
+  Status st = RunDecodeGraph(&handled);
+  if (st.ok() && !handled) st = RunEager();
+  if (st.ok()) st = SampleOnDevice(sampling, tokens, logprobs);
+  return SettleOnError(std::move(st));  // the staging buffers may still be read (cuda_forward.cpp)
 }
 
 // Device buffer (8-byte aligned parts):

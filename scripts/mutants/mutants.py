@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Deliberately broken variants of the CUDA kernels and backend (issue 17's
+mutation check, run by scripts/cuda-mutants.sh).
+
+Each mutant is one realistic bug: a list of exact-text edits in kernel bodies
+or backend logic (never in launch statements, which the emulator's launch
+helper rewrites). An edit's old text must occur exactly once in its file, so
+a mutant whose target has moved fails loudly instead of silently testing
+nothing. `units` are the translation units that include the mutated code
+(what a compile check must build).
+
+  mutants.py --list                     names, one a line
+  mutants.py --describe NAME            what the mutant breaks
+  mutants.py --files NAME               files it edits, one a line
+  mutants.py --units NAME               translation units to compile
+  mutants.py --apply NAME --root DIR    edits the tree at DIR (exit 1 if a target is missing)
+  mutants.py --compile UNIT --db FILE   compiles UNIT (an absolute path) with its command from the
+                                        compile_commands.json FILE, into a scratch object
+"""
+import argparse
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+import tempfile
+
+MUTANTS = [
+    {
+        "name": "missing-syncthreads",
+        "what": "decode attention: no barrier between storing a K/V tile in shared memory and reading it "
+                "for the scores (a shared-memory race)",
+        "edits": [("kernels/attention_decode.cu",
+                   "    __syncthreads();\n\n    // ---- scores (log2 units), -inf past the last key\n",
+                   "\n    // ---- scores (log2 units), -inf past the last key\n")],
+        "units": ["kernels/attention_decode.cu"],
+    },
+    {
+        "name": "block-table-off-by-one",
+        "what": "paged KV reads (decode and prefill attention) look up the block of position pos + 1",
+        "edits": [("kernels/device_util.cuh",
+                   "  const int32_t block = table[pos / block_size];\n",
+                   "  const int32_t block = table[(pos + 1) / block_size];\n")],
+        "units": ["kernels/attention_decode.cu", "kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "gqa-head-mapping",
+        "what": "prefill attention: query head hq reads KV head hq % n_head_kv instead of hq / n_rep",
+        "edits": [("kernels/attention_prefill.cu",
+                   "  const int32_t g = hq / (p.n_head / p.n_head_kv);\n",
+                   "  const int32_t g = hq % p.n_head_kv;\n")],
+        "units": ["kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "mma-fragment-swap",
+        "what": "prefill attention: the Q (A) fragment registers a[1] and a[2] swapped (rows g+8 and "
+                "columns 2c+8 exchanged against the PTX m16n8k16 layout)",
+        "edits": [("kernels/attention_prefill.cu",
+                   "    qf[kc][1] = Ld32(sQK + r1 * KS + kc * 16 + 2 * c4);\n"
+                   "    qf[kc][2] = Ld32(sQK + r0 * KS + kc * 16 + 8 + 2 * c4);\n",
+                   "    qf[kc][1] = Ld32(sQK + r0 * KS + kc * 16 + 8 + 2 * c4);\n"
+                   "    qf[kc][2] = Ld32(sQK + r1 * KS + kc * 16 + 2 * c4);\n")],
+        "units": ["kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "split-combine-no-rescale",
+        "what": "decode attention's split-K combine adds the splits' outputs and sums without rescaling "
+                "each by 2^(m_split - m_max)",
+        "edits": [("kernels/attention_decode.cu",
+                   "    if (ls > 0.0f) l += ls * exp2f(ws_ml[(base + s) * 2] - m);\n",
+                   "    if (ls > 0.0f) l += ls;\n"),
+                  ("kernels/attention_decode.cu",
+                   "      if (ls > 0.0f) acc += ws_o[(base + s) * p.head_dim + d] * exp2f(ws_ml[(base + s) * 2] - m);",
+                   "      if (ls > 0.0f) acc += ws_o[(base + s) * p.head_dim + d];")],
+        "units": ["kernels/attention_decode.cu"],
+    },
+    {
+        "name": "graph-stale-split-plan",
+        "what": "decode graphs plan the attention's key splits from the capture step's context length "
+                "(a host value baked into the graph) instead of splitting on the device: replays of "
+                "longer contexts drop their newest keys",
+        "edits": [("src/backend/cuda/cuda_graphs.cpp",
+                   "  v.dec_dynamic = 1;\n"
+                   "  PlanDecodeAttention(B, cfg_.n_head_kv, cfg_.head_dim, graph_max_keys_, n_sm_, kDecodeSlots, "
+                   "&v.dec_splits,\n",
+                   "  v.dec_dynamic = 0;\n"
+                   "  PlanDecodeAttention(B, cfg_.n_head_kv, cfg_.head_dim, max_dec_keys_, n_sm_, kDecodeSlots, "
+                   "&v.dec_splits,\n")],
+        "units": ["src/backend/cuda/cuda_graphs.cpp"],
+    },
+]
+
+
+def find(name):
+    for m in MUTANTS:
+        if m["name"] == name:
+            return m
+    sys.exit(f"mutants.py: no mutant named '{name}' (--list)")
+
+
+def apply(m, root):
+    edited = {}
+    for rel, old, new in m["edits"]:
+        path = root / rel
+        text = edited.get(rel)
+        if text is None:
+            if not path.is_file():
+                sys.exit(f"mutants.py: {m['name']}: {rel} does not exist under {root}")
+            text = path.read_text()
+        n = text.count(old)
+        if n != 1:
+            sys.exit(f"mutants.py: {m['name']}: the target text occurs {n} times in {rel} (needs exactly 1); "
+                     f"the code moved: update the mutant\n--- target ---\n{old}")
+        edited[rel] = text.replace(old, new)
+    for rel, text in edited.items():  # written only once every target was found
+        (root / rel).write_text(text)
+
+
+def compile_unit(unit, db):
+    """Runs the build's own compile command for `unit`, its object redirected
+    to a scratch file (the build tree is left as it was); the exit status."""
+    unit = os.path.realpath(unit)
+    for e in json.load(open(db)):
+        if os.path.realpath(os.path.join(e["directory"], e["file"])) != unit:
+            continue
+        args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "unit.o")
+            fixed, i = [], 0
+            while i < len(args):
+                a = args[i]
+                if a == "-o" and i + 1 < len(args):
+                    fixed += ["-o", out]
+                    i += 2
+                elif a in ("-MF", "-MT", "-MQ") and i + 1 < len(args):
+                    i += 2  # no dependency files written into the build tree
+                elif a in ("-MD", "-MMD") or a.startswith(("-MF", "-MT", "-MQ")):
+                    i += 1
+                else:
+                    fixed.append(a)
+                    i += 1
+            return subprocess.call(fixed, cwd=e["directory"])
+    sys.exit(f"mutants.py: {unit} is not in {db} (configure the build with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--list", action="store_true")
+    g.add_argument("--describe")
+    g.add_argument("--files")
+    g.add_argument("--units")
+    g.add_argument("--apply")
+    g.add_argument("--compile")
+    ap.add_argument("--root", default=".")
+    ap.add_argument("--db")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(m["name"] for m in MUTANTS))
+    elif a.describe:
+        print(find(a.describe)["what"])
+    elif a.files:
+        print("\n".join(sorted({e[0] for e in find(a.files)["edits"]})))
+    elif a.units:
+        print("\n".join(find(a.units)["units"]))
+    elif a.compile:
+        sys.exit(compile_unit(a.compile, a.db))
+    else:
+        apply(find(a.apply), pathlib.Path(a.root))
+
+
+if __name__ == "__main__":
+    main()
