@@ -9,6 +9,9 @@ checks, at temperature 0 with short outputs:
 - chat completions: non-streaming (usage, finish_reason); streaming gives the
   same text, finish_reason and usage; stop strings; logprobs; seeds;
 - completions: both ways, a list of prompts, token-id prompts;
+- a chat request without max_tokens runs to EOS (or the context's end); a
+  prompt that alone fills the context is a 400;
+- with 300 idle connections open, a request is served within 2 s;
 - bad requests get OpenAI-shaped errors with HTTP 400 (404 for unknown paths);
 - 16 concurrent streaming clients each get the text their prompt gets alone;
 - a client that disconnects mid-stream has its request cancelled: /v1/stats
@@ -115,6 +118,43 @@ try:
     s0 = stats()
     check(s0["kv_blocks_total"] > 0 and s0["running"] == 0, "/v1/stats: %d KV blocks, nothing running"
           % s0["kv_blocks_total"])
+
+    # -------------------------------------------------------- no max_tokens (issue 20)
+    # The openai client sends no max_tokens unless asked: the reply runs to
+    # EOS or the end of the context (1024 here), as with OpenAI and llama.cpp.
+    try:
+        r = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1",
+                                           messages=[{"role": "user", "content": "Hello, who are you?"}],
+                                           temperature=0)
+        check(r.choices[0].message.content.strip() != "" and r.choices[0].finish_reason in ("stop", "length") and
+              r.usage.prompt_tokens + r.usage.completion_tokens <= 1024 + 1,
+              "chat without max_tokens: %s, %d tokens" % (r.choices[0].finish_reason, r.usage.completion_tokens))
+    except openai.APIError as e:
+        check(False, "chat without max_tokens: %s" % e)
+    st, body = http("POST", "/v1/chat/completions",
+                    {"model": "m", "messages": [{"role": "user", "content": "word " * 1100}]})
+    check(st == 400 and body["error"]["code"] == "context_length_exceeded" and "fills the context" in
+          body["error"]["message"], "a prompt that alone fills the context: 400 %s" % body.get("error"))
+
+    # -------------------------------------------------------- idle connections (issue 20)
+    # 300 clients that connect and send nothing must not delay a real request.
+    idle = []
+    for _ in range(300):
+        s = socket.socket()
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        idle.append(s)
+    time.sleep(0.5)
+    t0 = time.time()
+    r = chat("Say hi.", max_tokens=2)
+    waited = time.time() - t0
+    check(r.usage.completion_tokens >= 1 and waited < 2.0,
+          "with 300 idle connections open a request is served in %.2f s (< 2 s)" % waited)
+    t0 = time.time()
+    st, _ = http("GET", "/health")
+    check(st == 200 and time.time() - t0 < 2.0, "... and /health in %.2f s" % (time.time() - t0))
+    for s in idle:
+        s.close()
 
     # -------------------------------------------------------- chat
     q = "What is the capital of France?"
