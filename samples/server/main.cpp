@@ -5,7 +5,8 @@
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions (both with
 // "stream": true as server-sent events), GET /v1/models, GET /v1/stats
-// (llm_get_stats as JSON; an llmrt extension) and GET /health.
+// (llm_get_stats as JSON; an llmrt extension), GET /metrics (Prometheus) and
+// GET /health.
 //
 // Every HTTP request runs on a worker thread of its own (a connection that
 // has sent nothing waits in a poll() gate, not on a worker: connection_gate.h);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "metrics.h"
 #include "openai_request.h"
 #include "openai_response.h"
 
@@ -155,6 +156,16 @@ void Routes::Register(httplib::Server* svr) {
 
   svr->Get("/v1/stats", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, StatsJson(engine_->ctx(), *engine_));
+  });
+
+  svr->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::string text = PrometheusMetrics(*engine_, model_name_);
+    if (text.empty()) {
+      ApiError e = StatusError(LLM_ERR_INTERNAL, std::string("llm_get_stats: ") + llm_last_error());
+      return SendError(res, e);
+    }
+    res.status = 200;
+    res.set_content(text, kMetricsContentType);
   });
 
   auto generate = [this](const httplib::Request& req, httplib::Response& res, bool chat) {

@@ -5,7 +5,7 @@
 
 Starts the server on a free loopback port with SmolLM2-135M-Instruct and
 checks, at temperature 0 with short outputs:
-- /v1/models, /health, /v1/stats;
+- /v1/models, /health, /v1/stats, /metrics (Prometheus text format);
 - chat completions: non-streaming (usage, finish_reason); streaming gives the
   same text, finish_reason and usage; stop strings; logprobs; seeds;
 - completions: both ways, a list of prompts, token-id prompts;
@@ -118,6 +118,38 @@ try:
     s0 = stats()
     check(s0["kv_blocks_total"] > 0 and s0["running"] == 0, "/v1/stats: %d KV blocks, nothing running"
           % s0["kv_blocks_total"])
+
+    # -------------------------------------------------------- /metrics (Prometheus)
+    def metrics():
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as resp:
+            ctype = resp.headers.get("Content-Type", "")
+            text = resp.read().decode()
+        helps, types, values = set(), {}, {}
+        for line in text.splitlines():
+            if line.startswith("# HELP "):
+                helps.add(line.split()[2])
+            elif line.startswith("# TYPE "):
+                _, _, name, kind = line.split()
+                types[name] = kind
+            elif line:
+                name, value = line.rsplit(" ", 1)
+                values[name.split("{")[0]] = float(value)
+        return ctype, helps, types, values
+
+    ctype, helps, types, m0 = metrics()
+    check(ctype.startswith("text/plain; version=0.0.4"), "/metrics Content-Type %r" % ctype)
+    check(set(m0) == helps == set(types) and len(m0) >= 30,
+          "/metrics: every one of %d metrics has # HELP and # TYPE" % len(m0))
+    check(all((kind == "counter") == name.endswith("_total") for name, kind in types.items()) and
+          types.get("llmrt_generated_tokens_total") == "counter" and types.get("llmrt_kv_blocks_used") == "gauge",
+          "/metrics: counters are the *_total figures, the rest gauges")
+    check(m0["llmrt_kv_blocks"] == s0["kv_blocks_total"] and m0["llmrt_running_sequences"] == 0,
+          "/metrics agrees with /v1/stats")
+    chat("Count to three.", max_tokens=3)
+    _, _, _, m1 = metrics()
+    check(m1["llmrt_generated_tokens_total"] - m0["llmrt_generated_tokens_total"] >= 1 and
+          m1["llmrt_requests_finished_total"] == m0["llmrt_requests_finished_total"] + 1,
+          "/metrics counters advance with a request")
 
     # -------------------------------------------------------- no max_tokens (issue 20)
     # The openai client sends no max_tokens unless asked: the reply runs to
