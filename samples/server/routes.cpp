@@ -179,6 +179,8 @@ void Routes::Register(httplib::Server* svr) {
     Generation g;
     if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err))) return SendError(res, err);
 
+    g.sampling.logit_bias = g.logit_bias.empty() ? nullptr : g.logit_bias.data();
+    g.sampling.n_logit_bias = static_cast<int32_t>(g.logit_bias.size());
     std::vector<const char*> stops;
     for (const std::string& s : g.stop) stops.push_back(s.c_str());
     if (chat) {
@@ -221,6 +223,10 @@ void Routes::Register(httplib::Server* svr) {
       r.stop = stops.empty() ? nullptr : stops.data();
       r.n_stop = static_cast<int32_t>(stops.size());
       r.ignore_eos = g.ignore_eos ? 1 : 0;
+      r.top_logprobs = g.top_logprobs;
+      r.min_tokens = g.min_tokens;
+      r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();
+      r.n_stop_token_ids = static_cast<int32_t>(g.stop_token_ids.size());
       r.priority = g.priority;
     }
     std::shared_ptr<Job> job;

@@ -8,6 +8,7 @@ checks, at temperature 0 with short outputs:
 - /v1/models, /health, /v1/stats, /metrics (Prometheus text format);
 - chat completions: non-streaming (usage, finish_reason); streaming gives the
   same text, finish_reason and usage; stop strings; logprobs; seeds;
+  top_logprobs (streamed too), logit_bias, min_tokens and their bad values;
 - completions: both ways, a list of prompts, token-id prompts;
 - a chat request without max_tokens runs to EOS (or the context's end); a
   prompt that alone fills the context is a 400;
@@ -222,6 +223,46 @@ try:
     lp = rl.choices[0].logprobs.content
     check(len(lp) == rl.usage.completion_tokens and all(t.logprob <= 0 for t in lp),
           "logprobs: one per generated token, all <= 0")
+
+    # -------------------------------------------------------- top_logprobs, logit_bias (issue 20)
+    rt = chat(q, max_tokens=5, logprobs=True, top_logprobs=3)
+    lp = rt.choices[0].logprobs.content
+    check(len(lp) == rt.usage.completion_tokens and
+          all(len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token and
+              t.top_logprobs[0].logprob == t.logprob and
+              t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob
+              and t.top_logprobs[1].bytes == list(t.top_logprobs[1].token.encode()) for t in lp),
+          "chat top_logprobs=3: three alternatives per token, the greedy one first: %s"
+          % [(t.token, [a.token for a in t.top_logprobs]) for t in lp])
+    streamed_top = []
+    for chunk in client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}], temperature=0,
+                                                max_tokens=5, logprobs=True, top_logprobs=2, stream=True):
+        for ch in chunk.choices:
+            if ch.logprobs and ch.logprobs.content:
+                streamed_top += [[a.token for a in t.top_logprobs] for t in ch.logprobs.content]
+    check(streamed_top == [[a.token for a in t.top_logprobs[:2]] for t in lp],
+          "streamed top_logprobs match the non-streamed ones")
+    forced = client.completions.create(model="m", prompt=[1, 4093, 198], max_tokens=4, temperature=0,
+                                       logprobs=2, logit_bias={"4093": 100})
+    ftoks = forced.choices[0].logprobs.tokens
+    check(len(ftoks) == 4 and len(set(ftoks)) == 1 and forced.choices[0].text == ftoks[0] * 4 and
+          all(len(d) <= 2 for d in forced.choices[0].logprobs.top_logprobs),
+          "logit_bias +100 forces token 4093 (%r) every time; completions top_logprobs are dicts" % ftoks[:1])
+    banned = client.completions.create(model="m", prompt=[1, 4093, 198], max_tokens=8, temperature=0,
+                                       logprobs=0, logit_bias={"4093": -100})
+    check(ftoks[0] not in banned.choices[0].logprobs.tokens, "logit_bias -100 bans it: %r"
+          % banned.choices[0].logprobs.tokens)
+    for bad, param in [({"logit_bias": {"abc": 1}}, "logit_bias"), ({"logit_bias": {"1": 101}}, "logit_bias"),
+                       ({"logit_bias": {"99999999": 1}}, None), ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+                       ({"top_logprobs": 2}, "top_logprobs"), ({"min_tokens": 9, "max_tokens": 4}, None)]:
+        st, body = http("POST", "/v1/chat/completions",
+                        dict({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}, **bad))
+        check(st == 400 and (param is None or body["error"]["param"] == param),
+              "%s: 400 %s" % (bad, body.get("error", {}).get("message")))
+    rmin = chat(q, max_tokens=12, extra_body={"min_tokens": 8, "logit_bias": {"2": 100}})
+    check(rmin.usage.completion_tokens == 9 and rmin.choices[0].finish_reason == "stop",
+          "min_tokens=8 holds back an EOS pushed by logit_bias until 8 tokens: %d tokens, %s"
+          % (rmin.usage.completion_tokens, rmin.choices[0].finish_reason))
 
     seeded = [client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Tell me a joke."}],
                                              temperature=1.0, seed=1234, max_tokens=12).choices[0].message.content
