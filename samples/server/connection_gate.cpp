@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <string_view>
 
 namespace server {
 namespace {
@@ -30,8 +33,6 @@ int PollOne(int sock, short events, milliseconds timeout) {
     if (r >= 0 || errno != EINTR) return r;
   }
 }
-
-bool ReadableNow(int sock) { return PollOne(sock, POLLIN, milliseconds(0)) > 0; }
 
 void AddressOf(int sock, bool peer, std::string& ip, int& port) {
   sockaddr_storage addr{};
@@ -119,8 +120,56 @@ class PoolHandle : public httplib::TaskQueue {
 
 // ------------------------------------------------------------ GatePool
 
+namespace {
+
+constexpr size_t kPeekBytes = 64 << 10;  // requests up to this size are waited for whole
+
+// Case-insensitive search for `needle` (lower case) in `hay`.
+size_t FindNoCase(std::string_view hay, std::string_view needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
+                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  return it == hay.end() ? std::string_view::npos : static_cast<size_t>(it - hay.begin());
+}
+
+}  // namespace
+
+bool GatePool::RequestReady(int sock) {
+  thread_local std::vector<char> buf(kPeekBytes);
+  ssize_t n;
+  do {
+    n = ::recv(sock, buf.data(), buf.size(), MSG_PEEK | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) return true;  // EOF: the worker sees it and closes
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;  // an error: the worker fails and closes
+  if (static_cast<size_t>(n) == buf.size()) return true;      // a big request: the worker reads it
+  const std::string_view got(buf.data(), static_cast<size_t>(n));
+  const size_t end = got.find("\r\n\r\n");
+  if (end == std::string_view::npos) return false;  // the head is still arriving
+  const std::string_view head = got.substr(0, end + 2);
+  // A client that waits for "100 Continue" sends its body only when asked.
+  if (FindNoCase(head, "\r\nexpect:") != std::string_view::npos) return true;
+  const size_t cl = FindNoCase(head, "\r\ncontent-length:");
+  if (cl == std::string_view::npos) return true;  // no body, or chunked: the worker reads it
+  size_t at = cl + 17;
+  while (at < head.size() && (head[at] == ' ' || head[at] == '\t')) ++at;
+  uint64_t length = 0;
+  size_t digits = 0;
+  for (; at < head.size() && head[at] >= '0' && head[at] <= '9' && digits < 19; ++at, ++digits)
+    length = length * 10 + static_cast<uint64_t>(head[at] - '0');
+  if (digits == 0) return true;  // malformed: httplib answers it
+  const uint64_t total = end + 4 + length;
+  return total > kPeekBytes || static_cast<uint64_t>(n) >= total;
+}
+
 GatePool::GatePool(const GateOptions& o) : opt_(o) {
-  if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;  // the gate then polls every 50 ms
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+  if (epoll_ >= 0 && wake_[0] >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_[0];
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_[0], &ev);
+  }
   for (int i = 0; i < std::max(1, o.workers); ++i) workers_.emplace_back([this] { Work(); });
   gate_ = std::thread([this] { Gate(); });
 }
@@ -129,6 +178,7 @@ GatePool::~GatePool() {
   shutdown();
   if (wake_[0] >= 0) ::close(wake_[0]);
   if (wake_[1] >= 0) ::close(wake_[1]);
+  if (epoll_ >= 0) ::close(epoll_);
 }
 
 void GatePool::Wake() {
@@ -158,22 +208,38 @@ void GatePool::shutdown() {
   workers_.clear();
 }
 
+void GatePool::Unpark(int sock) {
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, sock, nullptr);
+  parked_.erase(sock);
+}
+
 void GatePool::Park(int sock, milliseconds timeout, std::function<void()> serve) {
   int evicted = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
+    if (stopping_ || epoll_ < 0) {
       evicted = sock;
     } else {
-      parked_.push_back({sock, Clock::now() + timeout, std::move(serve)});
-      if (parked_.size() > opt_.max_parked) {
-        evicted = parked_.front().sock;
-        parked_.pop_front();
+      parked_[sock] = Parked{Clock::now() + timeout, next_order_++, std::move(serve)};
+      // Edge-triggered: the gate hears of each arrival of new bytes once, so
+      // a partial request does not wake it again until more comes. Bytes
+      // already there are reported at once.
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+      ev.data.fd = sock;
+      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) {
+        parked_.erase(sock);
+        evicted = sock;
+      } else if (parked_.size() > opt_.max_parked) {
+        auto oldest = std::min_element(parked_.begin(), parked_.end(),
+                                       [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+        evicted = oldest->first;
+        Unpark(evicted);
       }
     }
   }
   if (evicted >= 0) CloseSocket(evicted);
-  Wake();
+  Wake();  // the gate recomputes its next deadline
 }
 
 size_t GatePool::parked() const {
@@ -196,54 +262,60 @@ void GatePool::Work() {
 }
 
 void GatePool::Gate() {
-  std::vector<pollfd> fds;
+  std::vector<epoll_event> events(256);
+  std::vector<int> to_close;
   while (true) {
-    milliseconds wait(wake_[0] >= 0 ? 1000 : 50);
-    fds.clear();
-    fds.push_back({wake_[0], POLLIN, 0});
+    milliseconds wait(1000);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) break;
       const auto now = Clock::now();
-      for (const Parked& p : parked_) {
-        fds.push_back({p.sock, POLLIN, 0});
+      for (const auto& [sock, p] : parked_)
         wait = std::min(wait, std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(p.deadline - now)));
-      }
     }
-    // Sockets parked meanwhile are seen on the next round (Park wakes us).
-    if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count()) + 1) < 0 && errno != EINTR) {
-      std::this_thread::sleep_for(milliseconds(10));
-      continue;
+    int n = epoll_ < 0 ? -1 : ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()),
+                                          static_cast<int>(wait.count()) + 1);
+    if (n < 0) {
+      if (errno != EINTR) std::this_thread::sleep_for(milliseconds(10));
+      n = 0;
     }
-    if (fds[0].revents & POLLIN) {
-      char buf[64];
-      while (::read(wake_[0], buf, sizeof buf) > 0) {
-      }
-    }
-    std::vector<int> to_close;
+    to_close.clear();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const auto now = Clock::now();
       size_t ready = 0;
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        auto it = std::find_if(parked_.begin(), parked_.end(), [&](const Parked& p) { return p.sock == fds[i].fd; });
-        if (it == parked_.end()) continue;  // evicted meanwhile
-        tasks_.push_back(std::move(it->serve));
-        parked_.erase(it);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[static_cast<size_t>(i)].data.fd;
+        if (fd == wake_[0]) {
+          char buf[64];
+          while (::read(wake_[0], buf, sizeof buf) > 0) {
+          }
+          continue;
+        }
+        auto it = parked_.find(fd);
+        if (it == parked_.end() || !RequestReady(fd)) continue;  // evicted meanwhile, or still arriving
+        tasks_.push_back(std::move(it->second.serve));
+        Unpark(fd);
         ++ready;
       }
-      std::erase_if(parked_, [&](const Parked& p) {
-        if (p.deadline > now) return false;
-        to_close.push_back(p.sock);
-        return true;
-      });
+      const auto now = Clock::now();
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if (it->second.deadline > now) {
+          ++it;
+          continue;
+        }
+        to_close.push_back(it->first);
+        ::epoll_ctl(epoll_, EPOLL_CTL_DEL, it->first, nullptr);
+        it = parked_.erase(it);
+      }
       if (ready > 0) cv_.notify_all();
     }
     for (int s : to_close) CloseSocket(s);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Parked& p : parked_) CloseSocket(p.sock);
+  for (const auto& [sock, p] : parked_) {
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, sock, nullptr);
+    CloseSocket(sock);
+  }
   parked_.clear();
 }
 
@@ -256,7 +328,7 @@ GatedServer::GatedServer(const GateOptions& o) : opt_(o), pool_(std::make_unique
 GatedServer::~GatedServer() { pool_->shutdown(); }
 
 bool GatedServer::process_and_close_socket(socket_t sock) {
-  if (!ReadableNow(sock)) {
+  if (!GatePool::RequestReady(sock)) {
     pool_->Park(sock, opt_.first_request_timeout, [this, sock] { Serve(sock, 0); });
     return true;
   }
@@ -272,8 +344,9 @@ void GatedServer::Serve(int sock, size_t served) {
     const bool ok = process_request(strm, close_after, connection_closed, nullptr);
     ++served;
     if (!ok || connection_closed || close_after) break;
-    if (!ReadableNow(sock)) {
-      // Between requests: wait in the gate, not on this worker.
+    if (!GatePool::RequestReady(sock)) {
+      // Between requests (or the next one still arriving): wait in the
+      // gate, not on this worker.
       pool_->Park(sock, opt_.keep_alive_timeout, [this, sock, served] { Serve(sock, served); });
       return;
     }

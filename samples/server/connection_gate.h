@@ -1,22 +1,27 @@
-// An HTTP server whose worker threads only ever serve connections that have
-// bytes to read.
+// An HTTP server whose worker threads only ever serve connections whose
+// request has arrived.
 //
 // cpp-httplib hands every accepted socket to a worker thread, which then
-// blocks until the client speaks or the keep-alive / read timeout (5 s)
-// passes. 300 clients that connect and say nothing therefore hold every
-// worker for seconds each, and a real request queued behind them waited 36 s.
-// Here a connection with nothing to read (a fresh one, or a keep-alive one
-// between requests) is parked instead: one gate thread poll()s all parked
-// sockets and queues a socket for a worker only when it becomes readable,
-// and closes it when it stays silent past its deadline.
+// blocks until the client has sent its request or the keep-alive / read
+// timeout (5 s) passes. 300 clients that connect and say nothing therefore
+// hold every worker for seconds each (a real request queued behind them
+// waited 36 s), and clients that trickle a request head a byte at a time
+// hold a worker for as long as they keep trickling. Here a connection whose
+// request is not complete yet (a fresh one, a keep-alive one between
+// requests, a slow one) is parked instead: one gate thread watches all
+// parked sockets with epoll and queues a socket for a worker only once its
+// request head — and its body, when Content-Length says it is small — can be
+// read without waiting, and closes it when that has not happened by its
+// deadline.
 //
-//   accept ─► worker: readable now? ── no ──► gate (poll) ── readable ──► worker queue
-//                   │ yes                        └── silent past deadline: close
+//   accept ─► worker: request complete? ── no ──► gate (epoll, peek) ── complete ──► worker queue
+//                   │ yes                            └── not by the deadline: close
 //                   ▼
-//             serve requests while the client keeps sending; then park again
+//             serve requests while complete ones are waiting; then park again
 //
-// A slow client (one that trickles its request) holds a worker at most
-// `request_timeout` per request: every read of a request shares that deadline.
+// A request over 64 KiB (or with Expect: 100-continue, or chunked) goes to a
+// worker once its head is complete; that worker's reads share one deadline,
+// `request_timeout`.
 //
 // The serving loop uses httplib::Server's protected process_request and
 // overrides its process_and_close_socket, both as cpp-httplib 0.11 declares
@@ -33,13 +38,14 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace server {
 
 struct GateOptions {
   int workers = 8;
-  std::chrono::milliseconds first_request_timeout{10000};  // a new connection's first byte
+  std::chrono::milliseconds first_request_timeout{10000};  // a new connection's whole request
   std::chrono::milliseconds keep_alive_timeout{5000};      // between requests
   std::chrono::milliseconds read_timeout{5000};            // one read of a request
   std::chrono::milliseconds request_timeout{30000};        // all reads of one request
@@ -59,30 +65,39 @@ class GatePool : public httplib::TaskQueue {
   // the queued tasks, joins them. Idempotent.
   void shutdown() override;
 
-  // Hands `sock` to the gate: `serve` is queued for a worker once the socket
-  // is readable (data or EOF); the socket is closed if that has not happened
-  // within `timeout`, or at shutdown. After shutdown the socket is closed at once.
+  // Hands `sock` to the gate: `serve` is queued for a worker once
+  // RequestReady(sock) (or EOF, or an error); the socket is closed if that
+  // has not happened within `timeout`, or at shutdown. After shutdown the
+  // socket is closed at once.
   void Park(int sock, std::chrono::milliseconds timeout, std::function<void()> serve);
+
+  // True when a worker can serve `sock` without waiting: the bytes already
+  // received hold a whole request head and (for a body of known, small
+  // length) its body; or the connection is at EOF or failed. Only peeks.
+  static bool RequestReady(int sock);
 
   size_t parked() const;
 
  private:
   struct Parked {
-    int sock;
     std::chrono::steady_clock::time_point deadline;
+    uint64_t order;  // parking order: the lowest is evicted first
     std::function<void()> serve;
   };
   void Work();
   void Gate();
   void Wake();
+  void Unpark(int sock);  // under mu_: stop watching, forget
 
   const GateOptions opt_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
-  std::deque<Parked> parked_;  // oldest first; the gate owns these sockets
+  std::unordered_map<int, Parked> parked_;  // by socket; the gate owns these sockets
+  uint64_t next_order_ = 0;
   bool stopping_ = false;
-  int wake_[2] = {-1, -1};  // self-pipe that interrupts the gate's poll()
+  int epoll_ = -1;
+  int wake_[2] = {-1, -1};  // self-pipe that interrupts the gate's epoll_wait
   std::vector<std::thread> workers_;
   std::thread gate_;
 };

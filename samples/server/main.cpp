@@ -8,8 +8,8 @@
 // (llm_get_stats as JSON; an llmrt extension), GET /metrics (Prometheus) and
 // GET /health.
 //
-// Every HTTP request runs on a worker thread of its own (a connection that
-// has sent nothing waits in a poll() gate, not on a worker: connection_gate.h);
+// Every HTTP request runs on a worker thread of its own (a connection whose
+// request has not fully arrived waits in an epoll gate: connection_gate.h);
 // all of them submit
 // to the one context, whose engine batches them continuously, and one poller
 // thread routes the events back (engine.h). A streaming client that goes

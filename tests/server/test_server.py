@@ -12,7 +12,8 @@ checks, at temperature 0 with short outputs:
 - completions: both ways, a list of prompts, token-id prompts;
 - a chat request without max_tokens runs to EOS (or the context's end); a
   prompt that alone fills the context is a 400;
-- with 300 idle connections open, a request is served within 2 s;
+- with 300 idle connections open, or 100 clients trickling request heads,
+  a request is served within 2 s;
 - bad requests get OpenAI-shaped errors with HTTP 400 (404 for unknown paths);
 - 16 concurrent streaming clients each get the text their prompt gets alone;
 - a client that disconnects mid-stream has its request cancelled: /v1/stats
@@ -188,6 +189,42 @@ try:
     check(st == 200 and time.time() - t0 < 2.0, "... and /health in %.2f s" % (time.time() - t0))
     for s in idle:
         s.close()
+
+    # 100 slow clients (more than the 64 HTTP workers) that trickle a request
+    # head, a line every 0.3 s, must not starve a real request either.
+    slow = []
+    for _ in range(100):
+        s = socket.socket()
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        slow.append(s)
+    trickling = threading.Event()
+    trickling.set()
+
+    def trickle():
+        i = 0
+        while trickling.is_set():
+            for s in slow:
+                try:
+                    s.sendall(b"X-Slow-%d: y\r\n" % i)
+                except OSError:
+                    pass
+            i += 1
+            time.sleep(0.3)
+
+    trickler = threading.Thread(target=trickle, daemon=True)
+    trickler.start()
+    time.sleep(1.0)
+    t0 = time.time()
+    r = chat("Say hi.", max_tokens=2)
+    waited = time.time() - t0
+    trickling.clear()
+    trickler.join()
+    for s in slow:
+        s.close()
+    check(r.usage.completion_tokens >= 1 and waited < 2.0,
+          "with 100 clients trickling request heads a request is served in %.2f s (< 2 s)" % waited)
 
     # -------------------------------------------------------- chat
     q = "What is the capital of France?"
