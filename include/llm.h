@@ -260,6 +260,12 @@ typedef struct llm_ctx_params {
 LLM_API llm_status llm_ctx_params_init(llm_ctx_params* params);
 
 /* ---------------------------------------------------------- sampling */
+/* One entry of llm_sampling_params.logit_bias. */
+typedef struct llm_logit_bias {
+  llm_token token;
+  float bias;
+} llm_logit_bias;
+
 typedef struct llm_sampling_params {
   uint32_t struct_size;       /* = sizeof(llm_sampling_params)              */
   float temperature;          /* 0 = greedy (argmax); must be >= 0; def 0.8 */
@@ -273,7 +279,20 @@ typedef struct llm_sampling_params {
                               /* -1 = whole sequence, 0 = none; default 64  */
   uint64_t seed;              /* same seed + same request = same output on  */
                               /* any thread count; LLM_SEED_RANDOM = random */
+  /* --- appended in 0.2 (issue 20); older callers' smaller struct_size
+   *     leaves these at their defaults (no bias) --- */
+  const llm_logit_bias* logit_bias;       /* n_logit_bias (token, bias)    */
+  int32_t n_logit_bias;       /* pairs; added to the raw logits before the  */
+                              /* penalties and every filter, for every      */
+                              /* token this request generates. Each token   */
+                              /* in [0, n_vocab) at most once; each bias    */
+                              /* finite in [-100, 100], or -INFINITY (the   */
+                              /* token is never sampled). n in [0, n_vocab].*/
+                              /* Copied at llm_submit. Default NULL, 0.     */
+                              /* event.logprob stays the model's, unbiased. */
+  int32_t reserved1;          /* must be 0                                  */
 } llm_sampling_params;
+
 
 /* Fills *params with struct_size and defaults. */
 LLM_API llm_status llm_sampling_params_init(llm_sampling_params* params);
@@ -292,6 +311,12 @@ typedef struct llm_metrics {
   double tpot_ms;               /* mean time per output token after the first  */
   double total_ms;              /* submit -> final event                       */
 } llm_metrics;
+
+/* One entry of llm_event.top_logprobs. */
+typedef struct llm_top_logprob {
+  llm_token token;
+  float logprob;
+} llm_top_logprob;
 
 typedef struct llm_event {
   uint32_t struct_size;      /* see llm_poll                                  */
@@ -315,7 +340,21 @@ typedef struct llm_event {
                              /* prompt_tokens-2; NULL otherwise               */
   int32_t n_prompt_logprobs;
   int32_t reserved0;
+  /* --- appended in 0.2 (issue 20): written only when the caller's
+   *     events[0].struct_size includes them --- */
+  const llm_top_logprob* top_logprobs;        /* TOKEN, when the request    */
+                             /* set top_logprobs = k > 0: the k most likely  */
+                             /* tokens at this position with their logprobs  */
+                             /* (same distribution as `logprob`: the model's */
+                             /* log-softmax, before bias and sampling),      */
+                             /* most likely first, ties by lower id. The     */
+                             /* sampled token may or may not be among them.  */
+                             /* NULL (and n 0) otherwise. Valid as long as   */
+                             /* `text` (until the next llm_poll).            */
+  int32_t n_top_logprobs;    /* = k for TOKEN events of such requests        */
+  int32_t reserved1;
 } llm_event;
+
 
 /* A token callback receives every event of its request (token events and the
  * final event), inside llm_poll, on the polling thread. `event` and the
@@ -349,6 +388,22 @@ typedef struct llm_request {
   int32_t spec_mode;          /* LLM_SPEC_*; default AUTO (the context's);  */
                               /* DRAFT needs a context with a draft         */
   int32_t spec_k;             /* drafts per round, [0, 32]; 0 = context's   */
+  /* --- appended in 0.2 (issue 20); an older caller's smaller struct_size
+   *     leaves them at their defaults (0 / NULL: off) --- */
+  const llm_token* stop_token_ids; /* n_stop_token_ids ids that end a       */
+  int32_t n_stop_token_ids;   /* sequence (finish STOP) like EOS, even with */
+                              /* ignore_eos; their text is not streamed.    */
+                              /* Each in [0, n_vocab); at most 1024.        */
+                              /* Copied at submit. Default NULL, 0.         */
+  int32_t min_tokens;         /* in [0, max_tokens]: until a sequence has   */
+                              /* generated this many tokens, EOS/EOG tokens */
+                              /* (unless ignore_eos) and stop_token_ids get */
+                              /* probability 0. Stop strings still apply.   */
+                              /* Default 0                                  */
+  int32_t top_logprobs;       /* in [0, 20]: each TOKEN event carries the k */
+                              /* most likely tokens (llm_event.top_logprobs)*/
+                              /* Default 0                                  */
+  int32_t reserved1;          /* must be 0                                  */
 } llm_request;
 
 /* Fills *request with struct_size and defaults. */
@@ -379,8 +434,10 @@ LLM_API void llm_ctx_destroy(llm_ctx* ctx);
  * The library copies everything it needs from *request (prompt, tokens, stop
  * strings, sampling params) before returning.
  * Errors: NULL_ARGUMENT, STRUCT_SIZE, INVALID_ARGUMENT (max_tokens <= 0,
- * sampling values out of range, n out of range, token id out of vocabulary,
- * empty prompt), INVALID_UTF8, CONTEXT_OVERFLOW (prompt does not fit the
+ * sampling values out of range, n out of range, token id out of vocabulary
+ * (prompt, logit_bias, stop_token_ids), a logit bias that is NaN, +inf or
+ * outside [-100, 100], a token biased twice, min_tokens outside
+ * [0, max_tokens], top_logprobs outside [0, 20], empty prompt), INVALID_UTF8, CONTEXT_OVERFLOW (prompt does not fit the
  * context, or cannot fit the KV pool), BUSY (queue full: retry after polling),
  * SHUTDOWN. A rejected request produces no events.
  * May be called from inside a token callback (on any context): the new

@@ -2,7 +2,9 @@
  * different sampling settings submitted from 2 threads, one cancelled
  * mid-generation, one streamed through a callback, and a blocking poll
  * interrupted by llm_wakeup. Every event stream must be well formed: token
- * events, then exactly one final event per sequence, nothing after it. */
+ * events, then exactly one final event per sequence, nothing after it.
+ * Then logit_bias, min_tokens, stop_token_ids and top_logprobs. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +146,100 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Runs one request to its end, polling with the full event size; returns
+ * the number of tokens (into toks) and checks each token event's
+ * top_logprobs against `k`. */
+static int run_options_request(const llm_request* r, int k, llm_token* toks, int cap, int* finish) {
+  llm_request_id id = 0;
+  CHECK_OK(llm_submit(g_ctx, r, &id));
+  if (id == 0) return 0;
+  int n_tok = 0;
+  double t0 = now_s();
+  while (now_s() - t0 < 60.0) {
+    llm_event ev[8];
+    uint32_t n = 0;
+    ev[0].struct_size = sizeof(llm_event);
+    CHECK_OK(llm_poll(g_ctx, ev, 8, &n, 100));
+    for (uint32_t i = 0; i < n; ++i) {
+      if (ev[i].request_id != id) continue;
+      if (ev[i].type == LLM_EVENT_FINAL) {
+        *finish = ev[i].finish_reason;
+        return n_tok;
+      }
+      CHECK(ev[i].n_top_logprobs == k);
+      CHECK((ev[i].top_logprobs != NULL) == (k > 0));
+      for (int j = 1; j < ev[i].n_top_logprobs; ++j)
+        CHECK(ev[i].top_logprobs[j].logprob <= ev[i].top_logprobs[j - 1].logprob);
+      if (k > 0 && r->sampling->temperature == 0.0f) {
+        CHECK(ev[i].top_logprobs[0].token == ev[i].token);
+        CHECK(ev[i].top_logprobs[0].logprob == ev[i].logprob);
+      }
+      if (n_tok < cap) toks[n_tok] = ev[i].token;
+      n_tok++;
+    }
+  }
+  CHECK(0 && "no final event");
+  return n_tok;
+}
+
+/* logit_bias, stop_token_ids, min_tokens and top_logprobs from C (issue 20). */
+static void sampling_options_from_c(void) {
+  llm_model_info info;
+  info.struct_size = sizeof info;
+  CHECK_OK(llm_model_get_info(g_ctx, &info));
+  llm_sampling_params sp;
+  CHECK_OK(llm_sampling_params_init(&sp));
+  CHECK(sp.logit_bias == NULL && sp.n_logit_bias == 0);
+  sp.temperature = 0.0f;
+  llm_request r;
+  CHECK_OK(llm_request_init(&r));
+  CHECK(r.stop_token_ids == NULL && r.min_tokens == 0 && r.top_logprobs == 0);
+  r.prompt = "Once upon a time";
+  r.max_tokens = 12;
+  r.sampling = &sp;
+  r.top_logprobs = 3;
+  llm_token plain[16], other[16];
+  int finish = 0;
+  CHECK(run_options_request(&r, 3, plain, 16, &finish) == 12);
+
+  /* Ban the first greedy token: it never appears. */
+  llm_logit_bias ban = {plain[0], -INFINITY};
+  sp.logit_bias = &ban;
+  sp.n_logit_bias = 1;
+  r.top_logprobs = 0;
+  int n = run_options_request(&r, 0, other, 16, &finish);
+  CHECK(n == 12);
+  for (int i = 0; i < n && i < 16; ++i) CHECK(other[i] != plain[0]);
+
+  /* EOS pushed up by +100 but held back by min_tokens = 4. */
+  llm_logit_bias eos = {info.eos, 100.0f};
+  sp.logit_bias = &eos;
+  r.min_tokens = 4;
+  n = run_options_request(&r, 0, other, 16, &finish);
+  CHECK(n == 5 && other[4] == info.eos && finish == LLM_FINISH_STOP);
+
+  /* A stop token id ends the sequence at its first occurrence. */
+  sp.n_logit_bias = 0;
+  sp.logit_bias = NULL;
+  r.min_tokens = 0;
+  r.stop_token_ids = &plain[5];
+  r.n_stop_token_ids = 1;
+  n = run_options_request(&r, 0, other, 16, &finish);
+  CHECK(n >= 1 && n <= 6 && other[n - 1] == plain[5] && finish == LLM_FINISH_STOP);
+
+  /* Bad values: a status and a message, no request. */
+  llm_request_id id = 0;
+  llm_logit_bias nan_bias = {1, NAN};
+  sp.logit_bias = &nan_bias;
+  sp.n_logit_bias = 1;
+  r.stop_token_ids = NULL;
+  r.n_stop_token_ids = 0;
+  CHECK(llm_submit(g_ctx, &r, &id) == LLM_ERR_INVALID_ARGUMENT && id == 0 && strlen(llm_last_error()) > 0);
+  sp.n_logit_bias = 0;
+  r.top_logprobs = 21;
+  CHECK(llm_submit(g_ctx, &r, &id) == LLM_ERR_INVALID_ARGUMENT && id == 0);
+}
+
 int main(void) {
   g_poll_thread = pthread_self();
   llm_ctx_params p;
@@ -220,6 +316,8 @@ int main(void) {
   CHECK(st.requests_submitted == N_REQ);
   CHECK(st.requests_finished == N_REQ);
   CHECK(st.kv_blocks_used == 0);
+
+  sampling_options_from_c();
 
   llm_ctx_destroy(g_ctx);
   llm_ctx_destroy(NULL); /* no-op */

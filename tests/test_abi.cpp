@@ -80,7 +80,14 @@ TEST(Abi, CtxParamsLayout) {
 }
 
 TEST(Abi, SamplingParamsLayout) {
-  EXPECT_EQ(sizeof(llm_sampling_params), 48u);
+  EXPECT_EQ(sizeof(llm_sampling_params), 64u);
+  // appended in 0.2 (issue 20)
+  PIN(llm_sampling_params, logit_bias, 48);
+  PIN(llm_sampling_params, n_logit_bias, 56);
+  PIN(llm_sampling_params, reserved1, 60);
+  EXPECT_EQ(sizeof(llm_logit_bias), 8u);
+  PIN(llm_logit_bias, token, 0);
+  PIN(llm_logit_bias, bias, 4);
   PIN(llm_sampling_params, struct_size, 0);
   PIN(llm_sampling_params, temperature, 4);
   PIN(llm_sampling_params, top_k, 8);
@@ -94,7 +101,13 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 104u);
+  EXPECT_EQ(sizeof(llm_request), 128u);
+  // appended in 0.2 (issue 20)
+  PIN(llm_request, stop_token_ids, 104);
+  PIN(llm_request, n_stop_token_ids, 112);
+  PIN(llm_request, min_tokens, 116);
+  PIN(llm_request, top_logprobs, 120);
+  PIN(llm_request, reserved1, 124);
   PIN(llm_request, spec_mode, 96);
   PIN(llm_request, spec_k, 100);
   PIN(llm_request, struct_size, 0);
@@ -128,7 +141,14 @@ TEST(Abi, EventAndMetricsLayout) {
   PIN(llm_metrics, ttft_ms, 32);
   PIN(llm_metrics, tpot_ms, 40);
   PIN(llm_metrics, total_ms, 48);
-  EXPECT_EQ(sizeof(llm_event), 128u);
+  EXPECT_EQ(sizeof(llm_event), 144u);
+  // appended in 0.2 (issue 20)
+  PIN(llm_event, top_logprobs, 128);
+  PIN(llm_event, n_top_logprobs, 136);
+  PIN(llm_event, reserved1, 140);
+  EXPECT_EQ(sizeof(llm_top_logprob), 8u);
+  PIN(llm_top_logprob, token, 0);
+  PIN(llm_top_logprob, logprob, 4);
   PIN(llm_event, struct_size, 0);
   PIN(llm_event, type, 4);
   PIN(llm_event, request_id, 8);

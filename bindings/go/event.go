@@ -5,7 +5,10 @@ package llmrt
 */
 import "C"
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // FinishReason tells why a sequence ended.
 type FinishReason int32
@@ -56,6 +59,15 @@ type Event struct {
 	Finish  FinishReason
 	Metrics Metrics
 	Err     error // set when Finish is FinishError
+	// TopLogprobs: the request's TopLogprobs most likely tokens at this
+	// position with their logprobs, most likely first (token events only).
+	TopLogprobs []TokenLogprob
+}
+
+// TokenLogprob is one alternative of Event.TopLogprobs.
+type TokenLogprob struct {
+	Token   int32
+	Logprob float32
 }
 
 func convert(ev *C.llm_event) Event {
@@ -64,6 +76,11 @@ func convert(ev *C.llm_event) Event {
 		e.Text = C.GoStringN(ev.text, C.int(ev.text_len))
 	}
 	if ev._type != C.LLM_EVENT_FINAL {
+		if ev.top_logprobs != nil && ev.n_top_logprobs > 0 {
+			for _, t := range unsafe.Slice(ev.top_logprobs, int(ev.n_top_logprobs)) {
+				e.TopLogprobs = append(e.TopLogprobs, TokenLogprob{Token: int32(t.token), Logprob: float32(t.logprob)})
+			}
+		}
 		return e
 	}
 	e.Final = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -262,4 +263,86 @@ func TestBadRequestAndClose(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 	c.Close()
+}
+
+// Issue 20: logit bias, min_tokens, stop token ids and top logprobs.
+func TestSamplingOptions(t *testing.T) {
+	c := open(t)
+	bg := context.Background()
+	greedy := func(max int) Request {
+		s := Greedy()
+		return Request{Prompt: "Once upon a time", MaxTokens: max, Sampling: &s}
+	}
+	plain, err := c.Complete(bg, greedy(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := plain.Tokens()
+
+	// A banned token never appears.
+	r := greedy(10)
+	r.Sampling.LogitBias = map[int32]float32{toks[0]: float32(math.Inf(-1))}
+	res, err := c.Complete(bg, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range res.Tokens() {
+		if tok == toks[0] {
+			t.Errorf("banned token %d sampled: %v", tok, res.Tokens())
+		}
+	}
+
+	// stories260K's EOS (2), pushed to the top: one token at once, and
+	// five (four, then EOS) with MinTokens 4.
+	r = greedy(10)
+	r.Sampling.LogitBias = map[int32]float32{2: 100}
+	res, err = c.Complete(bg, r)
+	if err != nil || !reflect.DeepEqual(res.Tokens(), []int32{2}) || res.Finish() != FinishStop {
+		t.Fatalf("EOS at +100: %v %v %v", res.Tokens(), res.Finish(), err)
+	}
+	r.MinTokens = 4
+	res, err = c.Complete(bg, r)
+	if err != nil || len(res.Tokens()) != 5 || res.Tokens()[4] != 2 {
+		t.Errorf("MinTokens 4: %v %v", res.Tokens(), err)
+	}
+
+	// A stop token id ends the sequence where it first appears.
+	r = greedy(10)
+	r.StopTokenIDs = []int32{toks[4]}
+	res, err = c.Complete(bg, r)
+	if err != nil || res.Tokens()[len(res.Tokens())-1] != toks[4] || res.Finish() != FinishStop {
+		t.Errorf("stop token %d: %v %v %v", toks[4], res.Tokens(), res.Finish(), err)
+	}
+
+	// Top logprobs: k alternatives, the greedy token first.
+	r = greedy(5)
+	r.TopLogprobs = 3
+	n := 0
+	_, err = c.Generate(bg, r, func(ev Event) error {
+		if ev.Final {
+			return nil
+		}
+		n++
+		if len(ev.TopLogprobs) != 3 || ev.TopLogprobs[0].Token != ev.Token || ev.TopLogprobs[0].Logprob != ev.Logprob ||
+			ev.TopLogprobs[1].Logprob > ev.TopLogprobs[0].Logprob {
+			t.Errorf("top logprobs of token %d: %+v", ev.Token, ev.TopLogprobs)
+		}
+		return nil
+	})
+	if err != nil || n != 5 {
+		t.Errorf("%d token events, %v", n, err)
+	}
+
+	// Bad values: a status at submit.
+	r = greedy(5)
+	r.Sampling.LogitBias = map[int32]float32{1: float32(math.NaN())}
+	var e *Error
+	if _, err := c.Complete(bg, r); !errors.As(err, &e) || e.Status != StatusInvalidArgument {
+		t.Errorf("NaN bias: %v", err)
+	}
+	r = greedy(5)
+	r.TopLogprobs = 21
+	if _, err := c.Complete(bg, r); !errors.As(err, &e) || e.Status != StatusInvalidArgument {
+		t.Errorf("top_logprobs 21: %v", err)
+	}
 }

@@ -23,6 +23,9 @@ type Sampling struct {
 	PresencePenalty   float32
 	PenaltyLastN      int
 	Seed              uint64 // SeedRandom draws one
+	// LogitBias adds a bias in [-100, 100] (or -Inf: never sampled) to a
+	// token id's logit at every step.
+	LogitBias map[int32]float32
 }
 
 // SeedRandom as Sampling.Seed draws a random seed.
@@ -63,6 +66,9 @@ type Request struct {
 	IgnoreEOS    bool
 	N            int // parallel samples from one prompt
 	Priority     int
+	StopTokenIDs []int32 // end a sequence like EOS (even with IgnoreEOS)
+	MinTokens    int     // EOS and StopTokenIDs are masked until this many tokens exist
+	TopLogprobs  int     // 0..20 alternatives in each token event's TopLogprobs
 }
 
 // cRequest is a request in C memory, so no Go pointer reaches the library.
@@ -130,8 +136,28 @@ func newCRequest(q *Request) (*cRequest, error) {
 		sp.presence_penalty = C.float(s.PresencePenalty)
 		sp.penalty_last_n = C.int32_t(s.PenaltyLastN)
 		sp.seed = C.uint64_t(s.Seed)
+		if len(s.LogitBias) > 0 {
+			arr := (*C.llm_logit_bias)(r.alloc(C.size_t(len(s.LogitBias)) * C.sizeof_llm_logit_bias))
+			entries := unsafe.Slice(arr, len(s.LogitBias))
+			i := 0
+			for tok, b := range s.LogitBias {
+				entries[i].token = C.llm_token(tok)
+				entries[i].bias = C.float(b)
+				i++
+			}
+			sp.logit_bias = arr
+			sp.n_logit_bias = C.int32_t(len(s.LogitBias))
+		}
 		r.req.sampling = sp
 	}
+	if len(q.StopTokenIDs) > 0 {
+		toks := (*C.llm_token)(r.alloc(C.size_t(len(q.StopTokenIDs)) * C.sizeof_llm_token))
+		copy(unsafe.Slice((*int32)(unsafe.Pointer(toks)), len(q.StopTokenIDs)), q.StopTokenIDs)
+		r.req.stop_token_ids = toks
+		r.req.n_stop_token_ids = C.int32_t(len(q.StopTokenIDs))
+	}
+	r.req.min_tokens = C.int32_t(q.MinTokens)
+	r.req.top_logprobs = C.int32_t(q.TopLogprobs)
 	if len(q.Stop) > 0 {
 		arr := (**C.char)(r.alloc(C.size_t(len(q.Stop)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
 		ptrs := unsafe.Slice(arr, len(q.Stop))

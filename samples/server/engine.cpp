@@ -53,6 +53,7 @@ void Engine::OnEvent(const llm_event* ev, void* user_data) {
   e.token = ev->token;
   e.text.assign(ev->text, ev->text_len);
   e.logprob = ev->logprob;
+  if (ev->top_logprobs != nullptr) e.top.assign(ev->top_logprobs, ev->top_logprobs + ev->n_top_logprobs);
   if (e.final) {
     e.finish_reason = ev->finish_reason;
     e.status = ev->status;

@@ -34,6 +34,7 @@ struct SeqEvent {
   llm_token token = -1;
   std::string text;
   float logprob = 0.0f;
+  std::vector<llm_top_logprob> top;         // TOKEN, when top_logprobs was asked for
   int32_t finish_reason = LLM_FINISH_NONE;  // FINAL only
   llm_status status = LLM_OK;               // FINAL only
   std::string message;                      // FINAL only

@@ -5,9 +5,12 @@
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions (both with
 // "stream": true as server-sent events), GET /v1/models, GET /v1/stats
-// (llm_get_stats as JSON; an llmrt extension) and GET /health.
+// (llm_get_stats as JSON; an llmrt extension), GET /metrics (Prometheus) and
+// GET /health.
 //
-// Every HTTP request runs on a worker thread of its own; all of them submit
+// Every HTTP request runs on a worker thread of its own (a connection whose
+// request has not fully arrived waits in an epoll gate: connection_gate.h);
+// all of them submit
 // to the one context, whose engine batches them continuously, and one poller
 // thread routes the events back (engine.h). A streaming client that goes
 // away has its request cancelled, which frees its KV blocks.
@@ -33,6 +36,9 @@
 
 #include "../chat_prompt.h"
 #include "../cli_common.h"
+#if LLM_SERVER_GATE
+#include "connection_gate.h"
+#endif
 #include "engine.h"
 #include "routes.h"
 
@@ -174,9 +180,21 @@ int main(int argc, char** argv) {
 
   server::Engine engine(ctx);
   server::Routes routes(&engine, &prompter, name, opt.verbose);
-  httplib::Server svr;
   const int http_threads = opt.http_threads > 0 ? opt.http_threads : std::max(8, 4 * opt.max_seqs);
+#if LLM_SERVER_GATE
+  // Workers serve only connections with bytes to read (connection_gate.h).
+  server::GateOptions gate;
+  gate.workers = http_threads;
+  server::GatedServer svr(gate);
+#else
+  // Without the gate (another cpp-httplib version) each accepted connection
+  // takes a worker until it speaks: short timeouts bound how long a silent
+  // one holds it.
+  httplib::Server svr;
   svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(static_cast<size_t>(http_threads)); };
+  svr.set_keep_alive_timeout(2);
+  svr.set_read_timeout(2, 0);
+#endif
   svr.set_payload_max_length(size_t{16} << 20);
   routes.Register(&svr);
 

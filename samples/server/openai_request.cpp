@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace server {
@@ -68,6 +69,16 @@ bool EmptyOrAbsent(const json& body, const char* name) {
   return f == nullptr || ((f->is_object() || f->is_array()) && f->empty());
 }
 
+bool TokenListOrEmpty(const json& a, std::vector<llm_token>* out) {
+  for (const json& t : a) {
+    if (!t.is_number_integer()) return false;
+    int64_t v = t.get<int64_t>();
+    if (v < 0 || v > std::numeric_limits<llm_token>::max()) return false;
+    out->push_back(static_cast<llm_token>(v));
+  }
+  return true;
+}
+
 // Fields both endpoints share: sampling, stop, n, stream, extensions.
 bool ParseCommon(const json& body, Generation* g, ApiError* err) {
   if (!body.is_object()) return Bad(err, "", "the request body must be a JSON object");
@@ -126,7 +137,28 @@ bool ParseCommon(const json& body, Generation* g, ApiError* err) {
   }
   if (!Bool(body, "ignore_eos", &g->ignore_eos, err)) return false;
 
-  if (!EmptyOrAbsent(body, "logit_bias")) return Bad(err, "logit_bias", "logit_bias is not supported by this server");
+  // {"token id": bias in [-100, 100]}; ids outside the vocabulary are
+  // reported by llm_submit.
+  if (const json* lb = Field(body, "logit_bias")) {
+    if (!lb->is_object()) return Bad(err, "logit_bias", "logit_bias must be an object mapping token ids to biases");
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      const std::string& key = it.key();
+      char* end = nullptr;
+      const long long id = std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id > std::numeric_limits<llm_token>::max())
+        return Bad(err, "logit_bias", "logit_bias keys must be token ids (got \"" + key + "\")");
+      if (!it.value().is_number() || !(it.value().get<double>() >= -100.0 && it.value().get<double>() <= 100.0))
+        return Bad(err, "logit_bias", "logit_bias[\"" + key + "\"] must be a number in [-100, 100]");
+      g->logit_bias.push_back({static_cast<llm_token>(id), it.value().get<float>()});
+    }
+  }
+  if (const json* st = Field(body, "stop_token_ids")) {
+    if (!st->is_array() || st->size() > 1024 || !TokenListOrEmpty(*st, &g->stop_token_ids))
+      return Bad(err, "stop_token_ids", "stop_token_ids must be a list of at most 1024 token ids");
+  }
+  int64_t min_tokens = 0;
+  if (!Integer(body, "min_tokens", 0, std::numeric_limits<int32_t>::max(), &min_tokens, err)) return false;
+  g->min_tokens = static_cast<int32_t>(min_tokens);
   if (const json* rf = Field(body, "response_format")) {
     if (!rf->is_object() || rf->value("type", std::string("text")) != "text")
       return Bad(err, "response_format", "only response_format {\"type\": \"text\"} is supported by this server");
@@ -200,8 +232,9 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
   if (!Bool(body, "logprobs", &g->logprobs, err)) return false;
   int64_t top_logprobs = 0;
   if (!Integer(body, "top_logprobs", 0, 20, &top_logprobs, err)) return false;
-  if (top_logprobs > 0)
-    return Bad(err, "top_logprobs", "top_logprobs is not supported by this server (only the sampled token's logprob)");
+  if (top_logprobs > 0 && !g->logprobs)
+    return Bad(err, "top_logprobs", "top_logprobs needs logprobs set to true");
+  g->top_logprobs = static_cast<int32_t>(top_logprobs);
   if (!EmptyOrAbsent(body, "tools") || !EmptyOrAbsent(body, "functions"))
     return Bad(err, "tools", "tools and functions are not supported by this server");
 
@@ -246,9 +279,8 @@ bool ParseCompletionRequest(const json& body, Generation* g, ApiError* err) {
   if (const json* lp = Field(body, "logprobs")) {
     if (!lp->is_number_integer() || lp->get<int64_t>() < 0 || lp->get<int64_t>() > 5)
       return Bad(err, "logprobs", "logprobs must be an integer in [0, 5]");
-    if (lp->get<int64_t>() > 0)
-      return Bad(err, "logprobs", "only logprobs=0 (the sampled token's logprob) is supported by this server");
     g->logprobs = true;
+    g->top_logprobs = static_cast<int32_t>(lp->get<int64_t>());
   }
   bool echo = false;
   if (!Bool(body, "echo", &echo, err)) return false;

@@ -44,6 +44,10 @@ struct Generation {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // per-token logprobs of the sampled tokens
+  int32_t top_logprobs = 0;    // ... and of the k most likely alternatives
+  std::vector<llm_logit_bias> logit_bias;  // sampling.logit_bias points here
+  std::vector<llm_token> stop_token_ids;   // extension (as vLLM)
+  int32_t min_tokens = 0;                  // extension (as vLLM)
   int n = 1;
   int32_t max_tokens = 0;      // 0: until the context is full
   llm_sampling_params sampling{};

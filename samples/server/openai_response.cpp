@@ -35,6 +35,7 @@ ResponseBuilder::ResponseBuilder(const Generation& g, std::string model, TokenTe
     : chat_(g.chat),
       logprobs_(g.logprobs),
       include_usage_(g.include_usage),
+      top_logprobs_(g.top_logprobs),
       n_(g.n),
       model_(std::move(model)),
       id_(NewId(g.chat ? "chatcmpl-" : "cmpl-")),
@@ -50,7 +51,9 @@ void ResponseBuilder::Record(const SeqEvent& e, Choice* c) {
       std::string piece = token_text_(e.token);
       c->offsets.push_back(c->text_offset);
       c->text_offset += piece.size();
-      c->logprobs.push_back({std::move(piece), e.logprob});
+      std::vector<Alternative> top;
+      for (const llm_top_logprob& t : e.top) top.push_back({token_text_(t.token), t.logprob});
+      c->logprobs.push_back({std::move(piece), e.logprob, std::move(top)});
     }
     return;
   }
@@ -94,22 +97,36 @@ json ResponseBuilder::Envelope(const char* object) const {
 
 json ResponseBuilder::Logprobs(const Choice& c) const {
   if (!logprobs_) return nullptr;
+  auto bytes = [](const std::string& s) {
+    json b = json::array();
+    for (unsigned char x : s) b.push_back(static_cast<int>(x));
+    return b;
+  };
   if (chat_) {
     json content = json::array();
     for (const TokenLogprob& t : c.logprobs) {
-      json bytes = json::array();
-      for (unsigned char b : t.token) bytes.push_back(static_cast<int>(b));
-      content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes}, {"top_logprobs", json::array()}});
+      json top = json::array();
+      for (const Alternative& a : t.top)
+        top.push_back({{"token", a.token}, {"logprob", a.logprob}, {"bytes", bytes(a.token)}});
+      content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes(t.token)}, {"top_logprobs", top}});
     }
     return json{{"content", content}};
   }
-  json tokens = json::array(), lps = json::array(), offsets = json::array();
+  json tokens = json::array(), lps = json::array(), offsets = json::array(), tops = json::array();
   for (size_t i = 0; i < c.logprobs.size(); ++i) {
     tokens.push_back(c.logprobs[i].token);
     lps.push_back(c.logprobs[i].logprob);
     offsets.push_back(c.offsets[i]);
+    // {text: logprob}; alternatives whose text coincides keep the likelier.
+    json top = json::object();
+    for (const Alternative& a : c.logprobs[i].top)
+      if (!top.contains(a.token)) top[a.token] = a.logprob;
+    tops.push_back(std::move(top));
   }
-  return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offsets}};
+  return json{{"tokens", tokens},
+              {"token_logprobs", lps},
+              {"top_logprobs", top_logprobs_ > 0 ? tops : json(nullptr)},
+              {"text_offset", offsets}};
 }
 
 json ResponseBuilder::Usage() const {

@@ -45,9 +45,14 @@ class ResponseBuilder {
   bool Failed(ApiError* err) const;
 
  private:
+  struct Alternative {
+    std::string token;
+    float logprob;
+  };
   struct TokenLogprob {
     std::string token;
     float logprob;
+    std::vector<Alternative> top;  // top_logprobs, most likely first
   };
   struct Choice {
     std::string text;
@@ -69,6 +74,7 @@ class ResponseBuilder {
                    const char* finish) const;
 
   const bool chat_, logprobs_, include_usage_;
+  const int32_t top_logprobs_;
   const int n_;
   const std::string model_, id_;
   const int64_t created_;

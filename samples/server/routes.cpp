@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "metrics.h"
 #include "openai_request.h"
 #include "openai_response.h"
 
@@ -66,6 +67,44 @@ json StatsJson(llm_ctx* ctx, const Engine& engine) {
   };
 }
 
+// For a request without max_tokens: tokenizes `in` (unless it is token ids
+// already) and sets *max_tokens to what the context leaves after it. A prompt
+// that alone fills the context is the caller's mistake: 400.
+bool FitToContext(llm_ctx* ctx, int32_t n_ctx, PromptInput* in, int32_t* max_tokens, ApiError* err) {
+  if (!in->is_tokens) {
+    std::vector<llm_token> ids(in->text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
+    int32_t n = 0;
+    llm_status s = llm_tokenize(ctx, in->text.data(), in->text.size(), in->flags, ids.data(),
+                                static_cast<int32_t>(ids.size()), &n);
+    if (s == LLM_ERR_BUFFER_TOO_SMALL) {
+      ids.resize(static_cast<size_t>(n));
+      s = llm_tokenize(ctx, in->text.data(), in->text.size(), in->flags, ids.data(), n, &n);
+    }
+    if (s != LLM_OK) {
+      *err = StatusError(s, llm_last_error());
+      return false;
+    }
+    ids.resize(static_cast<size_t>(n));
+    if (ids.empty()) {
+      *err = StatusError(LLM_ERR_INVALID_ARGUMENT, "the prompt is empty (no tokens)");
+      return false;
+    }
+    in->tokens = std::move(ids);
+    in->is_tokens = true;
+  }
+  const int64_t n_prompt = static_cast<int64_t>(in->tokens.size());
+  if (n_prompt >= n_ctx) {
+    *err = StatusError(LLM_ERR_CONTEXT_OVERFLOW,
+                       "the prompt (" + std::to_string(n_prompt) + " tokens) fills the context of " +
+                           std::to_string(n_ctx) + " tokens and leaves no room for a reply");
+    return false;
+  }
+  // The last generated token is never fed back, so n_prompt + max_tokens - 1
+  // positions must fit: the engine stops with "length" at the context's end.
+  *max_tokens = static_cast<int32_t>(n_ctx - n_prompt + 1);
+  return true;
+}
+
 }  // namespace
 
 Routes::Routes(Engine* engine, const chat::Prompter* prompter, std::string model_name, bool log)
@@ -119,6 +158,16 @@ void Routes::Register(httplib::Server* svr) {
     SendJson(res, 200, StatsJson(engine_->ctx(), *engine_));
   });
 
+  svr->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::string text = PrometheusMetrics(*engine_, model_name_);
+    if (text.empty()) {
+      ApiError e = StatusError(LLM_ERR_INTERNAL, std::string("llm_get_stats: ") + llm_last_error());
+      return SendError(res, e);
+    }
+    res.status = 200;
+    res.set_content(text, kMetricsContentType);
+  });
+
   auto generate = [this](const httplib::Request& req, httplib::Response& res, bool chat) {
     ++engine_->http_requests;
     const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -130,6 +179,8 @@ void Routes::Register(httplib::Server* svr) {
     Generation g;
     if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err))) return SendError(res, err);
 
+    g.sampling.logit_bias = g.logit_bias.empty() ? nullptr : g.logit_bias.data();
+    g.sampling.n_logit_bias = static_cast<int32_t>(g.logit_bias.size());
     std::vector<const char*> stops;
     for (const std::string& s : g.stop) stops.push_back(s.c_str());
     if (chat) {
@@ -155,12 +206,27 @@ void Routes::Register(httplib::Server* svr) {
         r.prompt = in.text.c_str();
         r.tokenize_flags = in.flags;
       }
-      // No max_tokens: until the context is full (the engine stops there).
-      r.max_tokens = g.max_tokens > 0 ? g.max_tokens : (n_ctx_ > 0 ? n_ctx_ : 1 << 20);
+      r.max_tokens = g.max_tokens;
+      if (g.max_tokens == 0) {
+        // No max_tokens: until EOS or the end of the context (as OpenAI's and
+        // llama.cpp's servers do). Only the prompt's length says how much
+        // room that is, so it is tokenized here and submitted as those ids.
+        if (!FitToContext(engine_->ctx(), n_ctx_, &g.prompts[i], &r.max_tokens, &err)) {
+          err.param = chat ? "messages" : "prompt";
+          return SendError(res, err);
+        }
+        r.prompt = nullptr;
+        r.prompt_tokens = in.tokens.data();
+        r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
+      }
       r.sampling = &g.sampling;
       r.stop = stops.empty() ? nullptr : stops.data();
       r.n_stop = static_cast<int32_t>(stops.size());
       r.ignore_eos = g.ignore_eos ? 1 : 0;
+      r.top_logprobs = g.top_logprobs;
+      r.min_tokens = g.min_tokens;
+      r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();
+      r.n_stop_token_ids = static_cast<int32_t>(g.stop_token_ids.size());
       r.priority = g.priority;
     }
     std::shared_ptr<Job> job;

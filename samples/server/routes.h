@@ -1,5 +1,6 @@
 // The HTTP endpoints: OpenAI's /v1/chat/completions, /v1/completions and
-// /v1/models, plus /v1/stats (llm_get_stats as JSON) and /health.
+// /v1/models, plus /v1/stats (llm_get_stats as JSON), /metrics (the same in
+// Prometheus' text format) and /health.
 #pragma once
 
 #include <cstdint>

@@ -24,9 +24,9 @@ llm_status Ok();
 // The sizes of the first published version of each struct: anything smaller
 // is not a struct this library ever defined.
 inline constexpr uint32_t kCtxParamsV1 = offsetof(llm_ctx_params, draft_model_path);
-inline constexpr uint32_t kSamplingV1 = sizeof(llm_sampling_params);
+inline constexpr uint32_t kSamplingV1 = offsetof(llm_sampling_params, logit_bias);
 inline constexpr uint32_t kRequestV1 = offsetof(llm_request, cache_salt);
-inline constexpr uint32_t kEventV1 = sizeof(llm_event);
+inline constexpr uint32_t kEventV1 = offsetof(llm_event, top_logprobs);
 inline constexpr uint32_t kStatsV1 = offsetof(llm_stats, prefix_cache_queried_tokens);
 inline constexpr uint32_t kModelInfoV1 = sizeof(llm_model_info);
 
@@ -52,6 +52,12 @@ llm_status CheckOutSize(const T* out, uint32_t v1_size, const char* what) {
   }
   return LLM_OK;
 }
+
+// Checks the token-level options of request `r` (logit_bias in `sampling`,
+// which may be NULL; stop_token_ids, min_tokens, top_logprobs) and stores
+// them in *spec, whose prompt and ignore_eos are already set (capi_rules.cpp).
+llm_status ToTokenRules(const llm_request& r, const llm_sampling_params* sampling, const Tokenizer& tok,
+                        RequestSpec* spec);
 
 // Runs `body`, turning any escaping exception into a status.
 template <typename F>

@@ -260,6 +260,7 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     SamplingParams sp = spec.sampling;
     sp.seed = base_seed + static_cast<uint64_t>(i);
     seq->gen = std::make_unique<SeqGen>(sp, model_->config.n_vocab, spec.stop, r);
+    if (!spec.rules.empty()) seq->gen->sampler.set_rules(&spec.rules);
     // Parallel samples: only sequence 0 runs the prompt; the others fork
     // from it (sharing its blocks) when the prompt is done.
     if (i == 0) scheduler_.Add(seq.get());
@@ -345,6 +346,10 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
   ev.token = token;
   ev.text = std::string(text);
   ev.logprob = logprob;
+  if (seq->gen->req->spec.top_logprobs > 0) {
+    ev.has_top_logprobs = true;
+    for (const TopLogprob& t : seq->gen->top) ev.top_logprobs.push_back({t.token, t.logprob});
+  }
   ev.callback = seq->gen->req->spec.callback;
   ev.user_data = seq->gen->req->spec.user_data;
   pending_events_.push_back(std::move(ev));
@@ -355,6 +360,7 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
 void Engine::SampleNext(Sequence* seq, const float* logits) {
   SeqGen& g = *seq->gen;
   const int32_t n_vocab = model_->config.n_vocab;
+  if (g.req->spec.top_logprobs > 0) TopLogprobs(logits, n_vocab, g.req->spec.top_logprobs, &g.top_scratch, &g.top);
   if (g.sampler.is_plain_argmax()) {
     // what Sample() would pick, with its logprob, in one pass and no copy
     const GreedyPick p = GreedyWithLogprob(logits, n_vocab);
@@ -375,7 +381,7 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
   seq->tokens.push_back(token);
   st_generated_++;
 
-  const bool eog = model_->tokenizer->IsEog(token) && !spec.ignore_eos;
+  const bool eog = (model_->tokenizer->IsEog(token) && !spec.ignore_eos) || spec.rules.IsStopToken(token);
   g.piece.clear();
   if (!eog) model_->tokenizer->AppendPiece(token, /*render_special=*/false, &g.piece);
   bool stopped = false;
@@ -452,6 +458,10 @@ void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
     const int32_t t = VerifyPosition(g.sampler, scratch_.data(), seq->tokens, d, &probs_, &resid_);
     seq->tokens.push_back(t);  // the history the next position's penalties see
     verified_lp_.push_back(TokenLogprob(row, n_vocab, t));
+    if (g.req->spec.top_logprobs > 0) {
+      if (verified_top_.size() <= static_cast<size_t>(i)) verified_top_.resize(static_cast<size_t>(i) + 1);
+      TopLogprobs(row, n_vocab, g.req->spec.top_logprobs, &g.top_scratch, &verified_top_[static_cast<size_t>(i)]);
+    }
     if (t != d) break;
   }
   verified_.assign(seq->tokens.begin() + static_cast<std::ptrdiff_t>(base), seq->tokens.end());
@@ -464,6 +474,7 @@ void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
   st_spec_rounds_++;
   seq->drafts.clear();
   for (int32_t j = 0; j <= accepted; ++j) {
+    if (g.req->spec.top_logprobs > 0) g.top.swap(verified_top_[static_cast<size_t>(j)]);
     if (AppendToken(seq, verified_[j], verified_lp_[j])) return;  // finished: freed
   }
   // The pending token was counted after the forward; the accepted drafts'

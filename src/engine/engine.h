@@ -64,6 +64,8 @@ struct RequestSpec {
   int32_t n = 1;
   int32_t priority = 0;
   bool prompt_logprobs = false;
+  TokenRules rules;                   // logit bias, stop token ids, min_tokens (sample/token_rules.h)
+  int32_t top_logprobs = 0;           // alternatives per token event, [0, 20]
   uint64_t cache_salt = 0;
   int32_t spec_mode = LLM_SPEC_OFF;   // resolved: OFF, NGRAM or DRAFT (never AUTO)
   int32_t spec_k = 4;                 // drafts per round, >= 1
@@ -157,6 +159,7 @@ class Engine {
   std::vector<float> probs_, resid_;         // (n_vocab) verifier scratch
   std::vector<int32_t> verified_;            // (<= k+1) tokens a verification emits
   std::vector<float> verified_lp_;           // (<= k+1) their logprobs
+  std::vector<std::vector<TopLogprob>> verified_top_;  // (<= k+1) their top_logprobs, if asked
   std::vector<uint32_t> block_stamp_;        // (n_blocks) last step that counted a block
   std::vector<int32_t> block_fill_;          // (n_blocks) tokens held, this step
   uint32_t step_no_ = 0;

@@ -23,6 +23,9 @@ void Fill(const EventRecord& r, llm_event* e) {
   e->prompt_logprobs = r.has_prompt_logprobs ? r.prompt_logprobs.data() : nullptr;
   e->n_prompt_logprobs = r.has_prompt_logprobs ? static_cast<int32_t>(r.prompt_logprobs.size()) : 0;
   e->reserved0 = 0;
+  e->top_logprobs = r.has_top_logprobs ? r.top_logprobs.data() : nullptr;
+  e->n_top_logprobs = r.has_top_logprobs ? static_cast<int32_t>(r.top_logprobs.size()) : 0;
+  e->reserved1 = 0;
 }
 }  // namespace
 

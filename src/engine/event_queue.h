@@ -30,6 +30,8 @@ struct EventRecord {
   llm_metrics metrics{};
   std::vector<float> prompt_logprobs;
   bool has_prompt_logprobs = false;
+  std::vector<llm_top_logprob> top_logprobs;  // TOKEN: the request's top_logprobs alternatives
+  bool has_top_logprobs = false;
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
 };

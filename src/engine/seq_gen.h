@@ -22,6 +22,8 @@ struct SeqGen {
   std::chrono::steady_clock::time_point first_sched, first_token, last_token;
   std::vector<float> prompt_logprobs;  // (n_prompt - 1) once complete
   std::string piece;                   // scratch for one token's bytes
+  std::vector<TopLogprob> top;         // the next token event's top_logprobs (request asked for them)
+  std::vector<int32_t> top_scratch;    // (n_vocab) TopLogprobs' ids
   int32_t draft_proposed = 0;          // speculative decoding, this sequence
   int32_t draft_accepted = 0;
 };

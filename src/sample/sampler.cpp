@@ -204,6 +204,7 @@ int Bucket(float x) {  // x <= 0
 }  // namespace
 
 int32_t Sampler::Sample(float* logits, std::span<const int32_t> history) {
+  if (rules_ != nullptr) rules_->Apply(logits, history.size());
   ApplyPenalties(logits, history);
   if (p_.temperature == 0.0f || p_.top_k == 1) return Argmax(logits);
   const float inv_t = 1.0f / p_.temperature;
@@ -336,6 +337,7 @@ int32_t Sampler::SampleWide(float* logits, float inv_t, size_t k) {
 // as prefixes of the same (logit desc, id asc) order, so the surviving set and
 // the weights match Sample()'s (up to the order of float sums).
 void Sampler::Distribution(float* logits, std::span<const int32_t> history, float* probs) {
+  if (rules_ != nullptr) rules_->Apply(logits, history.size());
   ApplyPenalties(logits, history);
   const size_t n = static_cast<size_t>(n_vocab_);
   std::fill(probs, probs + n, 0.0f);

@@ -6,7 +6,7 @@
 //
 // The chain, in order:
 //
-//   raw logits ─► penalties ─► temperature == 0 or top_k == 1 ? argmax (ties → lowest id)
+//   raw logits ─► token rules (bias, min_tokens mask) ─► penalties ─► temperature == 0 or top_k == 1 ? argmax (ties → lowest id)
 //                                   │ no
 //                                   ▼
 //              top-k ─► softmax(logits / T) ─► top-p ─► min-p ─► renormalise ─► draw
@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "sample/token_rules.h"
 #include "util/status.h"
 
 namespace llm {
@@ -85,11 +86,15 @@ class Sampler {
   // Sample() neither modifies the logits nor draws: it is Argmax(logits)
   // (greedy, no penalty in force), so a caller may skip copying the row.
   bool is_plain_argmax() const {
-    return greedy() && (p_.penalty_last_n == 0 || (p_.repetition_penalty == 1.0f && p_.frequency_penalty == 0.0f &&
+    return greedy() && (rules_ == nullptr || rules_->empty()) && (p_.penalty_last_n == 0 || (p_.repetition_penalty == 1.0f && p_.frequency_penalty == 0.0f &&
                                                    p_.presence_penalty == 0.0f));
   }
   // The id of the largest logit; ties go to the lowest id, NaN never wins.
   int32_t Argmax(const float* logits) const;
+  // The request's token rules (logit bias, min_tokens), applied to the raw
+  // logits first by Sample() and Distribution(); null = none. Not owned: the
+  // request that holds them outlives its sequences' samplers.
+  void set_rules(const TokenRules* rules) { rules_ = rules; }
   // The sampler's own random stream, for draws made outside Sample().
   Rng& rng() { return rng_; }
 
@@ -111,6 +116,7 @@ class Sampler {
   int32_t SampleWide(float* logits, float inv_t, size_t k);
 
   SamplingParams p_;
+  const TokenRules* rules_ = nullptr;
   int32_t n_vocab_;
   Rng rng_;
   std::vector<Candidate> cand_;   // (n_vocab) scratch

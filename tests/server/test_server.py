@@ -5,10 +5,15 @@
 
 Starts the server on a free loopback port with SmolLM2-135M-Instruct and
 checks, at temperature 0 with short outputs:
-- /v1/models, /health, /v1/stats;
+- /v1/models, /health, /v1/stats, /metrics (Prometheus text format);
 - chat completions: non-streaming (usage, finish_reason); streaming gives the
   same text, finish_reason and usage; stop strings; logprobs; seeds;
+  top_logprobs (streamed too), logit_bias, min_tokens and their bad values;
 - completions: both ways, a list of prompts, token-id prompts;
+- a chat request without max_tokens runs to EOS (or the context's end); a
+  prompt that alone fills the context is a 400;
+- with 300 idle connections open, or 100 clients trickling request heads,
+  a request is served within 2 s;
 - bad requests get OpenAI-shaped errors with HTTP 400 (404 for unknown paths);
 - 16 concurrent streaming clients each get the text their prompt gets alone;
 - a client that disconnects mid-stream has its request cancelled: /v1/stats
@@ -116,6 +121,111 @@ try:
     check(s0["kv_blocks_total"] > 0 and s0["running"] == 0, "/v1/stats: %d KV blocks, nothing running"
           % s0["kv_blocks_total"])
 
+    # -------------------------------------------------------- /metrics (Prometheus)
+    def metrics():
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as resp:
+            ctype = resp.headers.get("Content-Type", "")
+            text = resp.read().decode()
+        helps, types, values = set(), {}, {}
+        for line in text.splitlines():
+            if line.startswith("# HELP "):
+                helps.add(line.split()[2])
+            elif line.startswith("# TYPE "):
+                _, _, name, kind = line.split()
+                types[name] = kind
+            elif line:
+                name, value = line.rsplit(" ", 1)
+                values[name.split("{")[0]] = float(value)
+        return ctype, helps, types, values
+
+    ctype, helps, types, m0 = metrics()
+    check(ctype.startswith("text/plain; version=0.0.4"), "/metrics Content-Type %r" % ctype)
+    check(set(m0) == helps == set(types) and len(m0) >= 30,
+          "/metrics: every one of %d metrics has # HELP and # TYPE" % len(m0))
+    check(all((kind == "counter") == name.endswith("_total") for name, kind in types.items()) and
+          types.get("llmrt_generated_tokens_total") == "counter" and types.get("llmrt_kv_blocks_used") == "gauge",
+          "/metrics: counters are the *_total figures, the rest gauges")
+    check(m0["llmrt_kv_blocks"] == s0["kv_blocks_total"] and m0["llmrt_running_sequences"] == 0,
+          "/metrics agrees with /v1/stats")
+    chat("Count to three.", max_tokens=3)
+    _, _, _, m1 = metrics()
+    check(m1["llmrt_generated_tokens_total"] - m0["llmrt_generated_tokens_total"] >= 1 and
+          m1["llmrt_requests_finished_total"] == m0["llmrt_requests_finished_total"] + 1,
+          "/metrics counters advance with a request")
+
+    # -------------------------------------------------------- no max_tokens (issue 20)
+    # The openai client sends no max_tokens unless asked: the reply runs to
+    # EOS or the end of the context (1024 here), as with OpenAI and llama.cpp.
+    try:
+        r = client.chat.completions.create(model="SmolLM2-135M-Instruct.Q4_1",
+                                           messages=[{"role": "user", "content": "Hello, who are you?"}],
+                                           temperature=0)
+        check(r.choices[0].message.content.strip() != "" and r.choices[0].finish_reason in ("stop", "length") and
+              r.usage.prompt_tokens + r.usage.completion_tokens <= 1024 + 1,
+              "chat without max_tokens: %s, %d tokens" % (r.choices[0].finish_reason, r.usage.completion_tokens))
+    except openai.APIError as e:
+        check(False, "chat without max_tokens: %s" % e)
+    st, body = http("POST", "/v1/chat/completions",
+                    {"model": "m", "messages": [{"role": "user", "content": "word " * 1100}]})
+    check(st == 400 and body["error"]["code"] == "context_length_exceeded" and "fills the context" in
+          body["error"]["message"], "a prompt that alone fills the context: 400 %s" % body.get("error"))
+
+    # -------------------------------------------------------- idle connections (issue 20)
+    # 300 clients that connect and send nothing must not delay a real request.
+    idle = []
+    for _ in range(300):
+        s = socket.socket()
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        idle.append(s)
+    time.sleep(0.5)
+    t0 = time.time()
+    r = chat("Say hi.", max_tokens=2)
+    waited = time.time() - t0
+    check(r.usage.completion_tokens >= 1 and waited < 2.0,
+          "with 300 idle connections open a request is served in %.2f s (< 2 s)" % waited)
+    t0 = time.time()
+    st, _ = http("GET", "/health")
+    check(st == 200 and time.time() - t0 < 2.0, "... and /health in %.2f s" % (time.time() - t0))
+    for s in idle:
+        s.close()
+
+    # 100 slow clients (more than the 64 HTTP workers) that trickle a request
+    # head, a line every 0.3 s, must not starve a real request either.
+    slow = []
+    for _ in range(100):
+        s = socket.socket()
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        slow.append(s)
+    trickling = threading.Event()
+    trickling.set()
+
+    def trickle():
+        i = 0
+        while trickling.is_set():
+            for s in slow:
+                try:
+                    s.sendall(b"X-Slow-%d: y\r\n" % i)
+                except OSError:
+                    pass
+            i += 1
+            time.sleep(0.3)
+
+    trickler = threading.Thread(target=trickle, daemon=True)
+    trickler.start()
+    time.sleep(1.0)
+    t0 = time.time()
+    r = chat("Say hi.", max_tokens=2)
+    waited = time.time() - t0
+    trickling.clear()
+    trickler.join()
+    for s in slow:
+        s.close()
+    check(r.usage.completion_tokens >= 1 and waited < 2.0,
+          "with 100 clients trickling request heads a request is served in %.2f s (< 2 s)" % waited)
+
     # -------------------------------------------------------- chat
     q = "What is the capital of France?"
     r = chat(q)
@@ -150,6 +260,46 @@ try:
     lp = rl.choices[0].logprobs.content
     check(len(lp) == rl.usage.completion_tokens and all(t.logprob <= 0 for t in lp),
           "logprobs: one per generated token, all <= 0")
+
+    # -------------------------------------------------------- top_logprobs, logit_bias (issue 20)
+    rt = chat(q, max_tokens=5, logprobs=True, top_logprobs=3)
+    lp = rt.choices[0].logprobs.content
+    check(len(lp) == rt.usage.completion_tokens and
+          all(len(t.top_logprobs) == 3 and t.top_logprobs[0].token == t.token and
+              t.top_logprobs[0].logprob == t.logprob and
+              t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob
+              and t.top_logprobs[1].bytes == list(t.top_logprobs[1].token.encode()) for t in lp),
+          "chat top_logprobs=3: three alternatives per token, the greedy one first: %s"
+          % [(t.token, [a.token for a in t.top_logprobs]) for t in lp])
+    streamed_top = []
+    for chunk in client.chat.completions.create(model="m", messages=[{"role": "user", "content": q}], temperature=0,
+                                                max_tokens=5, logprobs=True, top_logprobs=2, stream=True):
+        for ch in chunk.choices:
+            if ch.logprobs and ch.logprobs.content:
+                streamed_top += [[a.token for a in t.top_logprobs] for t in ch.logprobs.content]
+    check(streamed_top == [[a.token for a in t.top_logprobs[:2]] for t in lp],
+          "streamed top_logprobs match the non-streamed ones")
+    forced = client.completions.create(model="m", prompt=[1, 4093, 198], max_tokens=4, temperature=0,
+                                       logprobs=2, logit_bias={"4093": 100})
+    ftoks = forced.choices[0].logprobs.tokens
+    check(len(ftoks) == 4 and len(set(ftoks)) == 1 and forced.choices[0].text == ftoks[0] * 4 and
+          all(len(d) <= 2 for d in forced.choices[0].logprobs.top_logprobs),
+          "logit_bias +100 forces token 4093 (%r) every time; completions top_logprobs are dicts" % ftoks[:1])
+    banned = client.completions.create(model="m", prompt=[1, 4093, 198], max_tokens=8, temperature=0,
+                                       logprobs=0, logit_bias={"4093": -100})
+    check(ftoks[0] not in banned.choices[0].logprobs.tokens, "logit_bias -100 bans it: %r"
+          % banned.choices[0].logprobs.tokens)
+    for bad, param in [({"logit_bias": {"abc": 1}}, "logit_bias"), ({"logit_bias": {"1": 101}}, "logit_bias"),
+                       ({"logit_bias": {"99999999": 1}}, None), ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+                       ({"top_logprobs": 2}, "top_logprobs"), ({"min_tokens": 9, "max_tokens": 4}, None)]:
+        st, body = http("POST", "/v1/chat/completions",
+                        dict({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}, **bad))
+        check(st == 400 and (param is None or body["error"]["param"] == param),
+              "%s: 400 %s" % (bad, body.get("error", {}).get("message")))
+    rmin = chat(q, max_tokens=12, extra_body={"min_tokens": 8, "logit_bias": {"2": 100}})
+    check(rmin.usage.completion_tokens == 9 and rmin.choices[0].finish_reason == "stop",
+          "min_tokens=8 holds back an EOS pushed by logit_bias until 8 tokens: %d tokens, %s"
+          % (rmin.usage.completion_tokens, rmin.choices[0].finish_reason))
 
     seeded = [client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Tell me a joke."}],
                                              temperature=1.0, seed=1234, max_tokens=12).choices[0].message.content

@@ -91,6 +91,9 @@ namespace Llmrt
         public int TopK, PenaltyLastN;
         /// <summary>null draws a random seed.</summary>
         public ulong? Seed;
+        /// <summary>Token id -> bias added to its logit at every step: in
+        /// [-100, 100], or float.NegativeInfinity (never sampled).</summary>
+        public Dictionary<int, float> LogitBias = new Dictionary<int, float>();
 
         /// <summary>The library's defaults.</summary>
         public SamplingOptions()
@@ -128,6 +131,12 @@ namespace Llmrt
         public bool IgnoreEos;
         public int N = 1;
         public int Priority;
+        /// <summary>Token ids that end a sequence like EOS (even with IgnoreEos).</summary>
+        public int[] StopTokenIds;
+        /// <summary>EOS and StopTokenIds are masked until this many tokens exist.</summary>
+        public int MinTokens;
+        /// <summary>0..20 alternatives in each token event's TopLogprobs.</summary>
+        public int TopLogprobs;
 
         public GenerateRequest() { }
         public GenerateRequest(string prompt) { Prompt = prompt; }
@@ -153,6 +162,9 @@ namespace Llmrt
         public bool IsFinal { get; internal set; }
         public FinishReason Finish { get; internal set; }
         public Metrics Metrics { get; internal set; }
+        /// <summary>Token events of a request with TopLogprobs = k: the k most
+        /// likely (token, logprob) at this position, most likely first; else empty.</summary>
+        public KeyValuePair<int, float>[] TopLogprobs { get; internal set; }
         internal LlmException Error;
     }
 
@@ -231,6 +243,14 @@ namespace Llmrt
                     Text = Native.Utf8(ev.text, (int)ev.text_len), Logprob = ev.logprob,
                     IsFinal = ev.type == Native.EventFinal, Finish = (FinishReason)ev.finish_reason,
                 };
+                int nTop = ev.top_logprobs == IntPtr.Zero ? 0 : Math.Max(0, ev.n_top_logprobs);
+                e.TopLogprobs = new KeyValuePair<int, float>[nTop];
+                int topSize = Marshal.SizeOf(typeof(NativeTopLogprob));
+                for (int i = 0; i < nTop; i++)
+                {
+                    var t = (NativeTopLogprob)Marshal.PtrToStructure(new IntPtr(ev.top_logprobs.ToInt64() + i * topSize), typeof(NativeTopLogprob));
+                    e.TopLogprobs[i] = new KeyValuePair<int, float>(t.token, t.logprob);
+                }
                 if (e.IsFinal)
                 {
                     var m = ev.metrics;
@@ -288,6 +308,21 @@ namespace Llmrt
                 if (request.Sampling != null)
                 {
                     var sp = request.Sampling.ToNative();
+                    var bias = request.Sampling.LogitBias;
+                    if (bias != null && bias.Count > 0)
+                    {
+                        int size = Marshal.SizeOf(typeof(NativeLogitBias));
+                        var arr = HGlobalBuffer.Alloc(size * bias.Count); buffers.Add(arr);
+                        int i = 0;
+                        foreach (var kv in bias)
+                        {
+                            var nb = new NativeLogitBias { token = kv.Key, bias = kv.Value };
+                            Marshal.StructureToPtr(nb, new IntPtr(arr.DangerousGetHandle().ToInt64() + i * size), false);
+                            i++;
+                        }
+                        sp.logit_bias = arr.DangerousGetHandle();
+                        sp.n_logit_bias = bias.Count;
+                    }
                     var b = HGlobalBuffer.Alloc(Marshal.SizeOf(typeof(NativeSamplingParams))); buffers.Add(b);
                     Marshal.StructureToPtr(sp, b.DangerousGetHandle(), false);
                     r.sampling = b.DangerousGetHandle();
@@ -303,6 +338,15 @@ namespace Llmrt
                     r.stop = arr.DangerousGetHandle();
                     r.n_stop = request.Stop.Length;
                 }
+                if (request.StopTokenIds != null && request.StopTokenIds.Length > 0)
+                {
+                    var b = HGlobalBuffer.Alloc(4 * request.StopTokenIds.Length); buffers.Add(b);
+                    Marshal.Copy(request.StopTokenIds, 0, b.DangerousGetHandle(), request.StopTokenIds.Length);
+                    r.stop_token_ids = b.DangerousGetHandle();
+                    r.n_stop_token_ids = request.StopTokenIds.Length;
+                }
+                r.min_tokens = request.MinTokens;
+                r.top_logprobs = request.TopLogprobs;
                 long key = Interlocked.Increment(ref s_nextKey);
                 var stream = new RequestStream(this, key, Math.Max(1, request.N));
                 r.callback = s_callbackPtr;

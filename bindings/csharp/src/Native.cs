@@ -26,6 +26,23 @@ namespace Llmrt
         public float top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty;
         public int penalty_last_n;
         public ulong seed;
+        // appended in 0.2
+        public IntPtr logit_bias; // llm_logit_bias[n_logit_bias]
+        public int n_logit_bias, reserved1;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeLogitBias
+    {
+        public int token;
+        public float bias;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeTopLogprob
+    {
+        public int token;
+        public float logprob;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -54,6 +71,9 @@ namespace Llmrt
         public IntPtr prompt_logprobs;
         public int n_prompt_logprobs;
         public int reserved0;
+        // appended in 0.2
+        public IntPtr top_logprobs; // llm_top_logprob[n_top_logprobs]
+        public int n_top_logprobs, reserved1;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -71,6 +91,10 @@ namespace Llmrt
         public IntPtr callback;
         public IntPtr user_data;
         public ulong cache_salt; // appended in 0.1
+        public int spec_mode, spec_k;
+        // appended in 0.2
+        public IntPtr stop_token_ids; // llm_token[n_stop_token_ids]
+        public int n_stop_token_ids, min_tokens, top_logprobs, reserved1;
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]

@@ -54,10 +54,21 @@ static class Tests
     {
         // The pinned ABI of llm.h (tests/test_abi.cpp) as this mirror sees it.
         Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 48, "llm_ctx_params size");
-        Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 48, "llm_sampling_params size");
+        Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 64, "llm_sampling_params size");
         Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
-        Check(Marshal.SizeOf(typeof(NativeEvent)) == 128, "llm_event size");
-        Check(Marshal.SizeOf(typeof(NativeRequest)) == 96, "llm_request size");
+        Check(Marshal.SizeOf(typeof(NativeEvent)) == 144, "llm_event size");
+        Check(Marshal.SizeOf(typeof(NativeRequest)) == 128, "llm_request size");
+        Check(Marshal.SizeOf(typeof(NativeLogitBias)) == 8, "llm_logit_bias size");
+        Check(Marshal.SizeOf(typeof(NativeTopLogprob)) == 8, "llm_top_logprob size");
+        Check(Offset(typeof(NativeSamplingParams), "logit_bias") == 48, "llm_sampling_params.logit_bias offset");
+        Check(Offset(typeof(NativeSamplingParams), "n_logit_bias") == 56, "llm_sampling_params.n_logit_bias offset");
+        Check(Offset(typeof(NativeEvent), "top_logprobs") == 128, "llm_event.top_logprobs offset");
+        Check(Offset(typeof(NativeEvent), "n_top_logprobs") == 136, "llm_event.n_top_logprobs offset");
+        Check(Offset(typeof(NativeRequest), "spec_mode") == 96, "llm_request.spec_mode offset");
+        Check(Offset(typeof(NativeRequest), "stop_token_ids") == 104, "llm_request.stop_token_ids offset");
+        Check(Offset(typeof(NativeRequest), "n_stop_token_ids") == 112, "llm_request.n_stop_token_ids offset");
+        Check(Offset(typeof(NativeRequest), "min_tokens") == 116, "llm_request.min_tokens offset");
+        Check(Offset(typeof(NativeRequest), "top_logprobs") == 120, "llm_request.top_logprobs offset");
         Check(Offset(typeof(NativeEvent), "metrics") == 56, "llm_event.metrics offset");
         Check(Offset(typeof(NativeRequest), "callback") == 72, "llm_request.callback offset");
         Check(Offset(typeof(NativeSamplingParams), "seed") == 40, "llm_sampling_params.seed offset");
@@ -167,6 +178,59 @@ static class Tests
         ctx.Dispose();
     }
 
+    // Issue 20: logit bias, min_tokens, stop token ids, top logprobs.
+    static void SamplingOptionsThroughTheAbi()
+    {
+        using (var ctx = new LlmContext())
+        {
+            Func<int, GenerateRequest> greedy = max => new GenerateRequest("Once upon a time") { MaxTokens = max, Sampling = SamplingOptions.Greedy() };
+            var plain = ctx.Generate(greedy(10)).Tokens;
+            Check(plain.Count == 10, "plain: " + plain.Count);
+
+            var r = greedy(10);
+            r.Sampling.LogitBias[plain[0]] = float.NegativeInfinity;
+            Check(!ctx.Generate(r).Tokens.Contains(plain[0]), "a banned token never appears");
+
+            // stories260K's EOS (2) at +100: at once, or after MinTokens.
+            r = greedy(10);
+            r.Sampling.LogitBias[2] = 100f;
+            var c = ctx.Generate(r);
+            Check(c.Tokens.SequenceEqual(new[] { 2 }) && c.Finish == FinishReason.Stop, "EOS at +100: " + string.Join(",", c.Tokens));
+            r.MinTokens = 4;
+            c = ctx.Generate(r);
+            Check(c.Tokens.Count == 5 && c.Tokens[4] == 2, "MinTokens 4: " + string.Join(",", c.Tokens));
+
+            r = greedy(10);
+            r.StopTokenIds = new[] { plain[4] };
+            c = ctx.Generate(r);
+            Check(c.Tokens[c.Tokens.Count - 1] == plain[4] && c.Finish == FinishReason.Stop, "stop token id");
+
+            r = greedy(5);
+            r.TopLogprobs = 3;
+            int n = 0;
+            using (var s = ctx.Submit(r))
+            {
+                foreach (var e in s)
+                {
+                    if (e.IsFinal) continue;
+                    n++;
+                    Check(e.TopLogprobs.Length == 3 && e.TopLogprobs[0].Key == e.Token && e.TopLogprobs[0].Value == e.Logprob &&
+                          e.TopLogprobs[1].Value <= e.TopLogprobs[0].Value, "top logprobs of token " + e.Token);
+                }
+            }
+            Check(n == 5, "token events: " + n);
+
+            r = greedy(5);
+            r.Sampling.LogitBias[1] = float.NaN;
+            try { ctx.Submit(r); Check(false, "NaN bias accepted"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "status " + e.Status); }
+            r = greedy(5);
+            r.TopLogprobs = 21;
+            try { ctx.Submit(r); Check(false, "top_logprobs 21 accepted"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "status " + e.Status); }
+        }
+    }
+
     static int Main()
     {
         var tests = new Dictionary<string, Action>
@@ -177,6 +241,7 @@ static class Tests
             { "FourConcurrentStreamsAndACancel", FourConcurrentStreamsAndACancel },
             { "MissingModelFile", MissingModelFile },
             { "BadRequestAndDispose", BadRequestAndDispose },
+            { "SamplingOptionsThroughTheAbi", SamplingOptionsThroughTheAbi },
         };
         int passed = 0, failed = 0;
         foreach (var t in tests)

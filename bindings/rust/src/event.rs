@@ -30,7 +30,10 @@ pub struct Metrics {
 pub enum Event {
     /// A generated token and the text it completes (whole UTF-8; may be
     /// empty while a split character or a possible stop string is held back).
-    Token { seq: i32, token: i32, text: String, logprob: f32 },
+    ///
+    /// `top_logprobs`: the request's `top_logprobs` most likely (token id,
+    /// logprob) at this position, most likely first (empty when not asked).
+    Token { seq: i32, token: i32, text: String, logprob: f32, top_logprobs: Vec<(i32, f32)> },
     /// The last event of a sequence; `text` is any held-back remainder.
     Final { seq: i32, text: String, finish: FinishReason, metrics: Metrics },
 }
@@ -69,7 +72,15 @@ unsafe fn bytes_to_string(p: *const std::os::raw::c_char, len: usize) -> String 
 pub(crate) unsafe fn convert(ev: &sys::llm_event) -> Result<Event, Error> {
     let text = bytes_to_string(ev.text, ev.text_len as usize);
     if ev.type_ == sys::LLM_EVENT_TOKEN {
-        return Ok(Event::Token { seq: ev.seq_index, token: ev.token, text, logprob: ev.logprob });
+        let top_logprobs = if ev.top_logprobs.is_null() || ev.n_top_logprobs <= 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(ev.top_logprobs, ev.n_top_logprobs as usize)
+                .iter()
+                .map(|t| (t.token, t.logprob))
+                .collect()
+        };
+        return Ok(Event::Token { seq: ev.seq_index, token: ev.token, text, logprob: ev.logprob, top_logprobs });
     }
     let finish = match ev.finish_reason {
         sys::LLM_FINISH_STOP => FinishReason::Stop,

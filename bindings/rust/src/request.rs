@@ -72,6 +72,9 @@ pub struct SamplingParams {
     pub penalty_last_n: i32,
     /// `None` draws a random seed.
     pub seed: Option<u64>,
+    /// (token id, bias) added to the raw logits: a bias in [-100, 100], or
+    /// `f32::NEG_INFINITY` to ban the token; each token at most once.
+    pub logit_bias: Vec<(i32, f32)>,
 }
 
 impl Default for SamplingParams {
@@ -88,6 +91,7 @@ impl Default for SamplingParams {
             presence_penalty: p.presence_penalty,
             penalty_last_n: p.penalty_last_n,
             seed: if p.seed == sys::LLM_SEED_RANDOM { None } else { Some(p.seed) },
+            logit_bias: Vec::new(),
         }
     }
 }
@@ -98,6 +102,7 @@ impl SamplingParams {
         SamplingParams { temperature: 0.0, ..Default::default() }
     }
 
+    /// Everything but `logit_bias`, which [`RawRequest`] points at its own copy.
     pub(crate) fn to_sys(&self) -> sys::llm_sampling_params {
         let mut p = unsafe { sys::init_struct(sys::llm_sampling_params_init) };
         p.temperature = self.temperature;
@@ -137,6 +142,12 @@ pub struct Request {
     pub add_special: bool,
     /// Text like "<s>" becomes the special token (text prompts).
     pub parse_special: bool,
+    /// Token ids that end a sequence like EOS (even with `ignore_eos`).
+    pub stop_token_ids: Vec<i32>,
+    /// EOS and `stop_token_ids` are masked until this many tokens exist.
+    pub min_tokens: i32,
+    /// Alternatives (0..=20) each token event carries in `top_logprobs`.
+    pub top_logprobs: i32,
 }
 
 impl Request {
@@ -159,6 +170,9 @@ impl Request {
             priority: 0,
             add_special: true,
             parse_special: false,
+            stop_token_ids: Vec::new(),
+            min_tokens: 0,
+            top_logprobs: 0,
         }
     }
 
@@ -197,6 +211,23 @@ impl Request {
         self.ignore_eos = yes;
         self
     }
+    /// Adds `bias` to token `token`'s logit at every step.
+    pub fn logit_bias(mut self, token: i32, bias: f32) -> Self {
+        self.sampling.logit_bias.push((token, bias));
+        self
+    }
+    pub fn stop_token(mut self, token: i32) -> Self {
+        self.stop_token_ids.push(token);
+        self
+    }
+    pub fn min_tokens(mut self, n: i32) -> Self {
+        self.min_tokens = n;
+        self
+    }
+    pub fn top_logprobs(mut self, k: i32) -> Self {
+        self.top_logprobs = k;
+        self
+    }
 }
 
 /// The C view of a [`Request`]: owns every buffer the `llm_request` points
@@ -206,6 +237,8 @@ pub(crate) struct RawRequest {
     _prompt: Option<CString>,
     _tokens: Vec<i32>,
     _sampling: Box<sys::llm_sampling_params>,
+    _bias: Vec<sys::llm_logit_bias>,
+    _stop_tokens: Vec<i32>,
     _stop: Vec<CString>,
     _stop_ptrs: Vec<*const std::os::raw::c_char>,
 }
@@ -217,7 +250,12 @@ fn cstring(s: &str, what: &str) -> Result<CString, Error> {
 impl RawRequest {
     pub fn new(r: &Request) -> Result<RawRequest, Error> {
         let mut req = unsafe { sys::init_struct(sys::llm_request_init) };
-        let sampling = Box::new(r.sampling.to_sys());
+        let bias: Vec<sys::llm_logit_bias> =
+            r.sampling.logit_bias.iter().map(|&(token, bias)| sys::llm_logit_bias { token, bias }).collect();
+        let mut sampling = Box::new(r.sampling.to_sys());
+        sampling.logit_bias = if bias.is_empty() { std::ptr::null() } else { bias.as_ptr() };
+        sampling.n_logit_bias = bias.len() as i32;
+        let stop_tokens = r.stop_token_ids.clone();
         let stop: Vec<CString> = r.stop.iter().map(|s| cstring(s, "stop string")).collect::<Result<_, _>>()?;
         let stop_ptrs: Vec<_> = stop.iter().map(|s| s.as_ptr()).collect();
         let (prompt, tokens) = match &r.prompt {
@@ -236,6 +274,19 @@ impl RawRequest {
         req.ignore_eos = r.ignore_eos as i32;
         req.n = r.n;
         req.priority = r.priority;
-        Ok(RawRequest { req, _prompt: prompt, _tokens: tokens, _sampling: sampling, _stop: stop, _stop_ptrs: stop_ptrs })
+        req.stop_token_ids = if stop_tokens.is_empty() { std::ptr::null() } else { stop_tokens.as_ptr() };
+        req.n_stop_token_ids = stop_tokens.len() as i32;
+        req.min_tokens = r.min_tokens;
+        req.top_logprobs = r.top_logprobs;
+        Ok(RawRequest {
+            req,
+            _prompt: prompt,
+            _tokens: tokens,
+            _sampling: sampling,
+            _bias: bias,
+            _stop_tokens: stop_tokens,
+            _stop: stop,
+            _stop_ptrs: stop_ptrs,
+        })
     }
 }

@@ -126,6 +126,24 @@ pub struct llm_sampling_params {
     pub presence_penalty: f32,
     pub penalty_last_n: i32,
     pub seed: u64,
+    // appended in 0.2
+    pub logit_bias: *const llm_logit_bias,
+    pub n_logit_bias: i32,
+    pub reserved1: i32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct llm_logit_bias {
+    pub token: llm_token,
+    pub bias: f32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct llm_top_logprob {
+    pub token: llm_token,
+    pub logprob: f32,
 }
 
 #[repr(C)]
@@ -162,6 +180,10 @@ pub struct llm_event {
     pub prompt_logprobs: *const f32,
     pub n_prompt_logprobs: i32,
     pub reserved0: i32,
+    // appended in 0.2
+    pub top_logprobs: *const llm_top_logprob,
+    pub n_top_logprobs: i32,
+    pub reserved1: i32,
 }
 
 pub type llm_event_callback = Option<unsafe extern "C" fn(event: *const llm_event, user_data: *mut c_void)>;
@@ -189,6 +211,12 @@ pub struct llm_request {
     pub cache_salt: u64,
     pub spec_mode: i32,
     pub spec_k: i32,
+    // appended in 0.2
+    pub stop_token_ids: *const llm_token,
+    pub n_stop_token_ids: i32,
+    pub min_tokens: i32,
+    pub top_logprobs: i32,
+    pub reserved1: i32,
 }
 
 #[repr(C)]

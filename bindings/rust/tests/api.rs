@@ -212,3 +212,49 @@ fn dropping_the_context_ends_live_handles() {
     let last = rest.last().unwrap();
     assert!(matches!(last, Err(e) if e.status() == Status::Shutdown) || matches!(last, Ok(Event::Final { .. })));
 }
+
+#[test]
+fn logit_bias_min_tokens_stop_tokens_and_top_logprobs() {
+    let ctx = Context::builtin().unwrap();
+    let eos = ctx.model_info().unwrap().eos.unwrap();
+    let plain = ctx.generate(Request::new("Once upon a time").max_tokens(10).greedy()).unwrap();
+    let plain = &plain.sequences[0].tokens;
+    assert_eq!(plain.len(), 10);
+
+    // A banned token never appears.
+    let banned =
+        ctx.generate(Request::new("Once upon a time").max_tokens(10).greedy().logit_bias(plain[0], f32::NEG_INFINITY));
+    assert!(!banned.unwrap().sequences[0].tokens.contains(&plain[0]));
+
+    // EOS pushed to the top, held back by min_tokens.
+    let out = ctx
+        .generate(Request::new("Once upon a time").max_tokens(10).greedy().logit_bias(eos, 100.0).min_tokens(3))
+        .unwrap();
+    assert_eq!(out.sequences[0].tokens.len(), 4);
+    assert_eq!(out.sequences[0].tokens[3], eos);
+    assert_eq!(out.sequences[0].finish, FinishReason::Stop);
+
+    // A stop token id ends the sequence where it first appears.
+    let out = ctx.generate(Request::new("Once upon a time").max_tokens(10).greedy().stop_token(plain[4])).unwrap();
+    assert_eq!(out.sequences[0].tokens.last(), Some(&plain[4]));
+    assert_eq!(out.sequences[0].finish, FinishReason::Stop);
+
+    // top_logprobs: k alternatives per token, the greedy one first.
+    let h = ctx.submit(Request::new("Once upon a time").max_tokens(5).greedy().top_logprobs(4)).unwrap();
+    let mut seen = 0;
+    for ev in h {
+        if let Event::Token { token, logprob, top_logprobs, .. } = ev.unwrap() {
+            assert_eq!(top_logprobs.len(), 4);
+            assert_eq!(top_logprobs[0], (token, logprob));
+            assert!(top_logprobs.windows(2).all(|w| w[0].1 >= w[1].1));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 5);
+
+    // Bad values are rejected at submit with a status.
+    let err = ctx.submit(Request::new("hi").logit_bias(1, f32::NAN)).err().unwrap();
+    assert_eq!(err.status(), Status::InvalidArgument);
+    let err = ctx.submit(Request::new("hi").top_logprobs(21)).err().unwrap();
+    assert_eq!(err.status(), Status::InvalidArgument);
+}

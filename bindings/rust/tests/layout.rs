@@ -47,14 +47,19 @@ fn rust_layout() -> Layout {
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
                          swap_space_bytes }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
-                              frequency_penalty, presence_penalty, penalty_last_n, seed }
+                              frequency_penalty, presence_penalty, penalty_last_n, seed, logit_bias, n_logit_bias,
+                              reserved1 }
+        llm_logit_bias { token, bias }
+        llm_top_logprob { token, logprob }
         llm_metrics { prompt_tokens, cached_prompt_tokens, generated_tokens, draft_tokens_proposed,
                       draft_tokens_accepted, preemptions, queue_ms, ttft_ms, tpot_ms, total_ms }
         llm_event { struct_size, type_, request_id, seq_index, token, text, text_len, logprob, finish_reason,
-                    status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0 }
+                    status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0, top_logprobs,
+                    n_top_logprobs, reserved1 }
         llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
-                      cache_salt, spec_mode, spec_k }
+                      cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
+                      reserved1 }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
