@@ -20,6 +20,13 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"llama-3.2-3b", 128256, 3072, 28, 24, 8, 128, 8192, 131072, 500000.0f, 1e-5f, true, 32.0f, 8192});
     v.push_back({"llama-3.1-8b", 128256, 4096, 32, 32, 8, 128, 14336, 131072, 500000.0f, 1e-5f, false, 8.0f, 8192});
     v.push_back({"llama-2-7b", 32000, 4096, 32, 32, 32, 128, 11008, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192});
+    // The families' test shapes (tests/test_families.cpp): a few hundred KB
+    // in F32. tiny-llama3's rope_freqs bite from pair 2 on (original context
+    // 64), so a prompt of ~100 tokens shows them; tiny-qwen3's heads are
+    // wider than n_embd / n_head, as Qwen3's are (explicit key_length).
+    v.push_back({"tiny-llama3", 300, 64, 2, 4, 2, 16, 128, 4096, 500000.0f, 1e-5f, false, 8.0f, 64, "llama"});
+    v.push_back({"tiny-qwen2", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2"});
+    v.push_back({"tiny-qwen3", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3"});
     return v;
   }();
   return shapes;
@@ -61,8 +68,16 @@ struct TensorPlan {
   std::string name;
   TensorType type;
   std::vector<int64_t> dims;
-  enum Fill { kRandom, kOnes, kRopeFreqs } fill;
+  enum Fill { kRandom, kOnes, kRopeFreqs, kBias, kQkNorm } fill;
 };
+
+// A tensor's random stream is keyed by its name, so leaving one tensor out
+// (drop_rope_freqs) changes no other.
+uint64_t NameKey(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
 
 // llama.cpp's rope_freqs for Llama 3.1 scaling: the factor each pair's
 // frequency is divided by.
@@ -130,7 +145,9 @@ std::vector<std::string> SynthShapeNames() {
 
 int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   const int64_t E = s.n_embd, Q = int64_t{s.n_head} * s.head_dim, KV = int64_t{s.n_head_kv} * s.head_dim, F = s.n_ff;
-  const int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
+  int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
+  if (s.arch == "qwen2") per_layer += Q + 2 * KV;
+  if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
   return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
 }
 
@@ -146,9 +163,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
   }
 
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
+    return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
+  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3";
+
   GgufStreamWriter w;
-  const std::string a = "llama.";
-  w.AddString("general.architecture", "llama");
+  const std::string a = s.arch + ".";
+  w.AddString("general.architecture", s.arch);
   w.AddString("general.name", "synth-" + s.name);
   w.AddUint32("general.file_type", o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);
   w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
@@ -177,13 +198,22 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   plan.push_back({"token_embd.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
   plan.push_back({"output_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   if (!s.tied_embeddings) plan.push_back({"output.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
-  if (s.llama3_factor > 0.0f) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
+  if (s.llama3_factor > 0.0f && !o.drop_rope_freqs) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     plan.push_back({p + "attn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "attn_q.weight", o.type, {E, Q}, TensorPlan::kRandom});
     plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
     plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    if (qwen2) {
+      plan.push_back({p + "attn_q.bias", TensorType::F32, {Q}, TensorPlan::kBias});
+      plan.push_back({p + "attn_k.bias", TensorType::F32, {KV}, TensorPlan::kBias});
+      plan.push_back({p + "attn_v.bias", TensorType::F32, {KV}, TensorPlan::kBias});
+    }
+    if (qwen3) {
+      plan.push_back({p + "attn_q_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
+      plan.push_back({p + "attn_k_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
+    }
     plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
     plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
@@ -202,8 +232,25 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     const TensorPlan& t = plan[ti];
     int64_t n = 1;
     for (int64_t d : t.dims) n *= d;
+    const uint64_t key = o.seed * 0x100000001b3ull ^ NameKey(t.name);
     if (t.fill != TensorPlan::kRandom) {
-      std::vector<float> v = t.fill == TensorPlan::kOnes ? std::vector<float>(n, 1.0f) : RopeFactors(s);
+      std::vector<float> v;
+      if (t.fill == TensorPlan::kRopeFreqs) {
+        v = RopeFactors(s);
+      } else if (t.fill == TensorPlan::kBias) {
+        v.resize(n);
+        Normals(key, n, o.bias_std, v.data());
+      } else {
+        // q/k norm weights of 2: normed heads have q·k / sqrt(head_dim) of
+        // unit spread, near-uniform attention; trained Qwen3 models learn
+        // weights well above 1, and 2 gives scores of spread ~4.
+        v.assign(n, t.fill == TensorPlan::kQkNorm ? 2.0f : 1.0f);
+        if (o.norm_std > 0.0f) {
+          std::vector<float> d(n);
+          Normals(key, n, o.norm_std, d.data());
+          for (int64_t i = 0; i < n; ++i) v[i] += v[i] * d[i];
+        }
+      }
       LLM_RETURN_IF_ERROR(w.Write(v.data(), v.size() * sizeof(float)));
       continue;
     }
@@ -212,8 +259,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       const int batch = static_cast<int>(std::min<int64_t>(n_threads, n_chunks - c0));
       auto work = [&](int j) {
         const int64_t c = c0 + j, len = std::min(kChunk, n - c * kChunk);
-        Normals(o.seed * 0x100000001b3ull ^ (static_cast<uint64_t>(ti) << 40) ^ static_cast<uint64_t>(c), len,
-                o.stddev, f32[j].data());
+        Normals(key ^ (static_cast<uint64_t>(c) << 40), len, o.stddev, f32[j].data());
         Encode(t.type, f32[j].data(), len, enc[j].data());
       };
       std::vector<std::thread> pool;

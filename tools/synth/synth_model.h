@@ -1,8 +1,10 @@
-// Synthetic Llama models: a GGUF file of a named shape with random weights
-// (fixed seed: the same file for the same arguments on any machine and any
-// thread count), standard tensor names and `llama` metadata, so llmrt and
-// other GGUF runtimes load it. For benchmarks and tests at real model sizes
-// without downloading weights.
+// Synthetic models of the supported families (llama, qwen2, qwen3): a GGUF
+// file of a named shape with random weights (fixed seed: the same file for
+// the same arguments on any machine and any thread count), with the tensor
+// names and metadata llama.cpp's converter writes for the family, so llmrt
+// and other GGUF runtimes load it. For benchmarks at real model sizes
+// without downloading weights, and for the families' tests against
+// llama.cpp (tools/family_reference.py) on tiny shapes.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,10 @@ struct SynthShape {
   // converter does); 0 = none.
   float llama3_factor = 0.0f;
   int32_t llama3_original_ctx = 8192;
+  // The family, as general.architecture and llama.cpp's tensor conventions:
+  // "llama"; "qwen2" (q/k/v biases, NEOX RoPE); "qwen3" (per-head q/k
+  // RMSNorm, NEOX RoPE).
+  std::string arch = "llama";
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
@@ -43,6 +49,9 @@ struct SynthOptions {
   TensorType type = TensorType::BF16;  // of the 2-D weights: F32, F16 or BF16 (norms are F32)
   uint64_t seed = 1234;
   float stddev = 0.02f;                // weights ~ N(0, stddev); norms = 1
+  float norm_std = 0.0f;               // norms ~ 1 + N(0, norm_std), so a norm weight read wrongly shows
+  float bias_std = 0.5f;               // biases ~ N(0, bias_std) (qwen2's q/k/v)
+  bool drop_rope_freqs = false;        // leave rope_freqs.weight out (every other tensor unchanged)
   const GgufFile* vocab = nullptr;     // copy tokenizer.* from here; null: a synthetic SentencePiece vocabulary
   int threads = 0;                     // 0 = hardware concurrency
 };

@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include "backend/validate.h"
+#include "model/rope_freq.h"
 
 #include <algorithm>
 #include <cstring>
@@ -65,8 +66,10 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CPU backend: negative sliding window");
   if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || c.attn_scale < 0.0f)
     return InvalidArgument("CPU backend: invalid embedding scale, attention scale or logit soft-cap");
-  LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
-  LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, /*local=*/c.sliding_window > 0));
+  // rope_freqs (Llama 3.1+) divides every layer's frequencies, as in llama.cpp.
+  LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(c, w.rope_freqs));
+  LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c, freq_factors));
+  LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, freq_factors, /*local=*/c.sliding_window > 0));
 
   // ---- weights
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "attention_decode.cuh"
-#include "backend/cuda/rope_freq.h"
+#include "model/rope_freq.h"
 #include "backend/validate.h"
 #include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
 #include "util/fp16.h"
@@ -152,7 +152,8 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
   LLM_CUBLAS_TRY(cublasSetWorkspace(cublas_, cublas_ws_.get(), cublas_ws_.bytes()), "cublasSetWorkspace");
 
   LLM_RETURN_IF_ERROR(UploadWeights(w));
-  LLM_ASSIGN_OR_RETURN(std::vector<double> inv_freq, RopeInvFreq(cfg_));
+  LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(cfg_, w.rope_freqs));
+  LLM_ASSIGN_OR_RETURN(std::vector<double> inv_freq, RopeInvFreq(cfg_, freq_factors));
   LLM_RETURN_IF_ERROR(inv_freq_.Allocate(inv_freq.size() * sizeof(double), "RoPE frequencies"));
   LLM_CUDA_TRY(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice),
                "upload RoPE frequencies");
