@@ -25,6 +25,9 @@
 
 #include "backend/backend.h"
 #include "model/model.h"
+#include "llm.h"
+#include "support/api_helpers.h"
+#include "support/gguf_writer.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
 #include "synth_model.h"
@@ -74,12 +77,12 @@ std::string Fnv1a64Hex(const std::string& data) {
 }
 
 // Rebuilds the model llama.cpp ran, from the recorded llm-synth arguments,
-// and checks it is byte for byte that file.
-std::unique_ptr<Model> SynthesizeAndLoad(const std::string& name, const Json& ref, bool drop_rope_freqs = false) {
+// and checks it is byte for byte that file. Returns its path ("" on failure).
+std::string SynthesizeFile(const std::string& name, const Json& ref, bool drop_rope_freqs = false) {
   const synth::SynthShape* shape = synth::FindSynthShape(ref.Find("shape")->as_string());
   if (shape == nullptr) {
     ADD_FAILURE() << "unknown shape " << ref.Find("shape")->as_string();
-    return nullptr;
+    return "";
   }
   synth::SynthOptions o;
   const std::vector<Json>& args = ref.Find("synth_args")->array();
@@ -104,13 +107,18 @@ std::unique_ptr<Model> SynthesizeAndLoad(const std::string& name, const Json& re
   Status st = synth::WriteSynthModel(*shape, o, path);
   if (!st.ok()) {
     ADD_FAILURE() << st.message();
-    return nullptr;
+    return "";
   }
-  const std::string bytes = ReadFile(path);
   if (!drop_rope_freqs) {
-    EXPECT_EQ(Fnv1a64Hex(bytes), ref.Find("model_fnv1a64")->as_string())
+    EXPECT_EQ(Fnv1a64Hex(ReadFile(path)), ref.Find("model_fnv1a64")->as_string())
         << name << ": llm-synth no longer writes the file llama.cpp ran (regenerate with tools/family_reference.py)";
   }
+  return path;
+}
+
+std::unique_ptr<Model> SynthesizeAndLoad(const std::string& name, const Json& ref, bool drop_rope_freqs = false) {
+  const std::string path = SynthesizeFile(name, ref, drop_rope_freqs);
+  if (path.empty()) return nullptr;
   auto m = Model::Load(path.c_str());
   std::remove(path.c_str());
   if (!m.ok()) {
@@ -253,7 +261,7 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs"));
+INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).
@@ -275,6 +283,106 @@ TEST(Families, RopeFreqsMoveTheLogitsFarBeyondTheTolerance) {
   const std::vector<float> got = PromptLogits(**b, ref.prompts[0], 32, V, table);
   size_t at = 0;
   EXPECT_GT(WorstRel(got.data(), ref.logits[0].data(), got.size(), &at), 100 * kRelTol);
+}
+
+// Through the C API: the context runs the family (on the CPU under AUTO: the
+// CUDA backend runs the Llama block only), its info names the architecture,
+// and a greedy request of text runs to its length.
+TEST(Families, RunThroughTheCApi) {
+  for (const char* name : {"qwen2", "qwen3"}) {
+    const Reference ref = LoadReference(name);
+    ASSERT_FALSE(ref.prompts.empty());
+    const std::string path = SynthesizeFile(std::string(name) + "_capi", ref.json);
+    ASSERT_FALSE(path.empty());
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    p.model_path = path.c_str();
+    p.n_threads = 1;
+    p.n_ctx = 256;
+    llm_ctx* ctx = nullptr;
+    ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+    llm_model_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(llm_model_get_info(ctx, &info), LLM_OK);
+    EXPECT_STREQ(info.arch, name);
+    const SeqResult r = Generate(ctx, "The capital of France is", 16);
+    EXPECT_EQ(r.status, LLM_OK) << r.message;
+    EXPECT_EQ(r.tokens.size(), 16u);
+    llm_ctx_destroy(ctx);
+    std::remove(path.c_str());
+  }
+}
+
+// ---- what the families' metadata and tensors turn into, and what is refused
+
+StatusOr<ModelConfig> ConfigOf(const GgufWriter& w, std::string* keep) {
+  *keep = w.Serialize();
+  LLM_ASSIGN_OR_RETURN(auto f, GgufFile::FromMemory(keep->data(), keep->size()));
+  return ModelConfig::FromGguf(*f);
+}
+
+GgufWriter QwenConfig(const std::string& arch) {
+  GgufWriter w;
+  w.AddString("general.architecture", arch);
+  w.AddUint32(arch + ".context_length", 64).AddUint32(arch + ".embedding_length", 32);
+  w.AddUint32(arch + ".block_count", 1).AddUint32(arch + ".feed_forward_length", 48);
+  w.AddUint32(arch + ".attention.head_count", 4).AddUint32(arch + ".attention.head_count_kv", 2);
+  w.AddUint32(arch + ".vocab_size", 100);
+  return w;
+}
+
+TEST(FamilyConfig, QwenReadsAsTheLlamaBlockWithItsExtras) {
+  std::string keep;
+  GgufWriter w = QwenConfig("qwen2");
+  w.AddTensor("blk.0.attn_q.bias", TensorType::F32, {32});
+  auto c = ConfigOf(w, &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch_kind, ModelArch::kQwen2);
+  EXPECT_EQ(c->rope_style, RopeStyle::kNeox);
+  EXPECT_TRUE(c->qkv_bias);
+  EXPECT_FALSE(c->qk_norm || c->post_norms);
+  c = ConfigOf(QwenConfig("qwen3").AddUint32("qwen3.attention.key_length", 16), &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch_kind, ModelArch::kQwen3);
+  EXPECT_EQ(c->rope_style, RopeStyle::kNeox);
+  EXPECT_EQ(c->head_dim, 16);  // key_length, not 32 / 4
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->qkv_bias || c->post_norms);
+  // An unknown RoPE scaling type is refused, never ignored.
+  c = ConfigOf(QwenConfig("qwen2").AddString("qwen2.rope.scaling.type", "longrope"), &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(c.status().message().find("longrope"), std::string::npos) << c.status().message();
+  c = ConfigOf(QwenConfig("qwen2moe"), &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
+}
+
+// Bias tensors the backends would not apply are refused, not ignored.
+TEST(FamilyConfig, BiasesOnSomeLayersOrUnreadBiasesAreRefused) {
+  for (const char* extra : {"blk.1.attn_k.bias", "blk.0.attn_output.bias", "output.bias"}) {
+    GgufWriter w = MakeTinyLlama();
+    w.AddTensor(extra, TensorType::F32, {std::string(extra) == "output.bias" ? 288 : 32});
+    const std::string bytes = w.Serialize();
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    ASSERT_TRUE(f.ok());
+    auto c = ModelConfig::FromGguf(**f);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    auto wt = ModelWeights::FromGguf(**f, *c);
+    EXPECT_FALSE(wt.ok()) << extra;
+    EXPECT_NE(wt.status().message().find(extra), std::string::npos) << wt.status().message();
+  }
+}
+
+// A YaRN file loads; the backend refuses it with a message (no YaRN yet).
+TEST(FamilyConfig, YarnIsRefusedByTheBackend) {
+  const Reference ref = LoadReference("qwen2");
+  std::unique_ptr<Model> m = SynthesizeAndLoad("qwen2_yarn", ref.json);
+  ASSERT_NE(m, nullptr);
+  ModelConfig c = m->config;
+  c.rope_scaling.type = RopeScalingType::kYarn;
+  c.rope_scaling.factor = 4.0f;
+  auto b = CreateCpuBackend(c, m->weights, KvCacheSpec{kBlock, 4}, 1);
+  EXPECT_EQ(b.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(b.status().message().find("YaRN"), std::string::npos) << b.status().message();
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// ModelConfig::FromGguf: Llama / Gemma 3 hyper-parameters from GGUF metadata.
+// ModelConfig::FromGguf: Llama / Qwen2 / Qwen3 / Gemma 3 hyper-parameters
+// from GGUF metadata.
 //
 // Gemma 3 follows llama.cpp's reading of its GGUF (the files come from its
 // converter): norm weights already hold Gemma's (1 + w), so RMSNorm is the
@@ -100,6 +101,17 @@ Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
   return Status::Ok();
 }
 
+// Qwen2 / Qwen3 as llama.cpp reads them: their converter keeps the HF q/k
+// row order, so RoPE rotates the two halves of each head (NEOX); Qwen2 adds
+// biases to q, k and v (qkv_bias, read from the tensors for every family);
+// Qwen3 RMS-norms each q and k head before RoPE. A YaRN file loads and is
+// refused when a backend builds its RoPE table (model/rope_freq.h), with a
+// message, like any family's.
+void ReadQwen(ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->qk_norm = c->arch_kind == ModelArch::kQwen3;
+}
+
 }  // namespace
 
 float ModelConfig::AttnScale() const {
@@ -116,9 +128,13 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kLlama;
   } else if (arch == "gemma3") {
     c.arch_kind = ModelArch::kGemma3;
+  } else if (arch == "qwen2") {
+    c.arch_kind = ModelArch::kQwen2;
+  } else if (arch == "qwen3") {
+    c.arch_kind = ModelArch::kQwen3;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen3 and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -190,6 +206,9 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LLM_RETURN_IF_ERROR(r.Float("rope.scaling.high_freq_factor", 0.0, 1e6,
                               &c.rope_scaling.high_freq_factor));
   c.has_rope_freqs = file.FindTensor("rope_freqs.weight") != nullptr;
+  // Biases on q/k/v are optional in every family for llama.cpp; Qwen2's
+  // converter always writes them. ModelWeights requires all or none.
+  c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
 
   // --- vocabulary: explicit size, else the tokenizer's, else the embedding's ---
   if (file.Has(r.Key("vocab_size"))) {
@@ -210,6 +229,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
 
   c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
+  if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3) ReadQwen(&c);
   return c;
 }
 

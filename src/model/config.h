@@ -1,4 +1,5 @@
-// Hyper-parameters of a Llama-family or Gemma 3 model, read from GGUF metadata.
+// Hyper-parameters of a Llama-family, Qwen2/Qwen3 or Gemma 3 model, read
+// from GGUF metadata.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,10 @@ struct RopeScaling {
 //               x += rmsnorm(h · Woᵀ)                  (post_attention_norm)
 //               x += rmsnorm(ffn_gelu(rmsnorm(x)))     (ffn_norm, post_ffw_norm)
 //   logits = rmsnorm(x) · Eᵀ  (tied), soft-capped if the file says so
-enum class ModelArch : int32_t { kLlama = 0, kGemma3 = 1 };
+//
+// Qwen2 and Qwen3 are the Llama block with NEOX RoPE and, for Qwen2, biases
+// on q/k/v; for Qwen3, Gemma's per-head q/k RMSNorm (qk_norm).
+enum class ModelArch : int32_t { kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3 };
 
 // Which values RoPE rotates together in a head: adjacent pairs (x[2i],
 // x[2i+1]) — GGUF `llama`, whose converter permutes Q/K rows for it — or the
@@ -40,7 +44,7 @@ enum class RopeStyle : int32_t { kAdjacent = 0, kNeox = 1 };
 enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1 };
 
 struct ModelConfig {
-  std::string arch;        // general.architecture: "llama" or "gemma3"
+  std::string arch;        // general.architecture: "llama", "qwen2", "qwen3" or "gemma3"
   ModelArch arch_kind = ModelArch::kLlama;
   std::string name;        // general.name, may be empty
   int32_t n_vocab = 0;
@@ -61,12 +65,13 @@ struct ModelConfig {
   // baked into that tensor, so rope_scaling.type stays as the metadata says.
   bool has_rope_freqs = false;
 
-  // ---- Gemma 3 extensions; the defaults are the Llama block.
+  // ---- family extensions (Gemma 3, Qwen); the defaults are the Llama block.
+  bool qkv_bias = false;          // attn_{q,k,v}.bias added after the projections (Qwen2; any family's file may have them)
   RopeStyle rope_style = RopeStyle::kAdjacent;
   FfnActivation ffn_act = FfnActivation::kSilu;
   float embd_scale = 1.0f;        // token embeddings are multiplied by this
   float attn_scale = 0.0f;        // q·k scale; 0 means 1/sqrt(head_dim)
-  bool qk_norm = false;           // attn_q_norm / attn_k_norm: RMSNorm over each head before RoPE
+  bool qk_norm = false;           // attn_q_norm / attn_k_norm: RMSNorm over each head before RoPE (Gemma 3, Qwen3)
   bool post_norms = false;        // post_attention_norm / post_ffw_norm on each sub-block's output
   // Local (sliding-window) attention: a query at position p of a local layer
   // sees keys p - sliding_window + 1 .. p; 0 = every layer global.
@@ -85,7 +90,8 @@ struct ModelConfig {
   }
   float AttnScale() const;
 
-  // Reads and validates `llama` (and compatible) or `gemma3` metadata.
+  // Reads and validates `llama` (and compatible), `qwen2`, `qwen3` or
+  // `gemma3` metadata.
   static StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -1,5 +1,5 @@
-// ModelWeights::FromGguf: locate and check every Llama / Gemma 3 tensor in a
-// GGUF file.
+// ModelWeights::FromGguf: locate and check every Llama / Qwen / Gemma 3
+// tensor in a GGUF file.
 #include "model/weights.h"
 
 #include <string>
@@ -9,7 +9,7 @@
 namespace llm {
 namespace {
 
-enum class Kind { kNorm, kMatrix };
+enum class Kind { kNorm, kMatrix };  // kNorm: any F32 vector (norm weights, biases)
 
 std::string Shape(const std::vector<int64_t>& dims) {
   std::string s = "{";
@@ -39,7 +39,7 @@ class Loader {
     if (kind == Kind::kNorm) {
       if (t->type != TensorType::F32) {
         return Unsupported("tensor " + name + " is " + TensorTypeName(t->type) +
-                           "; norm weights must be F32");
+                           "; norm weights and biases must be F32");
       }
     }
     // Every type the GGUF reader accepts (tensor_type.h) is a matrix type the
@@ -106,6 +106,11 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
+    if (c.qkv_bias) {
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.bias", Kind::kNorm, 1, q, &L.bq));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.bias", Kind::kNorm, 1, kv, &L.bk));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.bias", Kind::kNorm, 1, kv, &L.bv));
+    }
     if (c.qk_norm) {
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_q_norm.weight", Kind::kNorm, 1, c.head_dim, &L.q_norm));
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_k_norm.weight", Kind::kNorm, 1, c.head_dim, &L.k_norm));
@@ -114,6 +119,19 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
       LLM_RETURN_IF_ERROR(
           l.Get(p + "post_attention_norm.weight", Kind::kNorm, 1, embd, &L.post_attn_norm));
       LLM_RETURN_IF_ERROR(l.Get(p + "post_ffw_norm.weight", Kind::kNorm, 1, embd, &L.post_ffn_norm));
+    }
+  }
+  // Tensors llama.cpp would apply and these backends do not: refused rather
+  // than silently ignored.
+  for (const char* name : {"output.bias", "blk.0.attn_qkv.weight", "blk.0.attn_output.bias", "blk.0.ffn_down.bias",
+                           "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias"}) {
+    if (file.FindTensor(name) != nullptr) return Unsupported(std::string("tensor ") + name + " is not supported");
+  }
+  for (int32_t i = 0; i < c.n_layer && !c.qkv_bias; ++i) {
+    for (const char* t : {"attn_q", "attn_k", "attn_v"}) {
+      const std::string name = "blk." + std::to_string(i) + "." + t + ".bias";
+      if (file.FindTensor(name) != nullptr)
+        return ModelFormatError("tensor " + name + " is present but blk.0.attn_q.bias is not (biases on some layers only)");
     }
   }
   w.n_params = l.n_params();

@@ -1,4 +1,4 @@
-// Views of a Llama / Gemma 3 model's weight tensors. The bytes stay where the loader put
+// Views of a Llama / Qwen / Gemma 3 model's weight tensors. The bytes stay where the loader put
 // them (a memory-mapped GGUF file); these structs only point into them.
 #pragma once
 
@@ -40,7 +40,11 @@ struct LayerWeights {
   WeightView w_gate;     // (n_ff, n_embd)   ffn_gate
   WeightView w_up;       // (n_ff, n_embd)   ffn_up
   WeightView w_down;     // (n_embd, n_ff)   ffn_down
-  // Gemma 3 only (empty() for Llama): config.qk_norm, config.post_norms.
+  // Qwen2 only (empty() otherwise): config.qkv_bias.
+  WeightView bq;              // (n_head*head_dim) F32     attn_q.bias
+  WeightView bk;              // (n_head_kv*head_dim) F32  attn_k.bias
+  WeightView bv;              // (n_head_kv*head_dim) F32  attn_v.bias
+  // Gemma 3 and Qwen3 (empty() for Llama): config.qk_norm; Gemma 3: config.post_norms.
   WeightView q_norm;          // (head_dim) F32  attn_q_norm, shared by every query head
   WeightView k_norm;          // (head_dim) F32  attn_k_norm
   WeightView post_attn_norm;  // (n_embd) F32    post_attention_norm

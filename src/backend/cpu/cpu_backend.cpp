@@ -100,6 +100,14 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(L.ffn_norm, E, p + "ffn_norm"));
       norms->attn.push_back(std::move(an));
       norms->ffn.push_back(std::move(fn));
+      if (c.qkv_bias) {
+        LLM_ASSIGN_OR_RETURN(auto bq, NormToF32(L.bq, Q, p + "attn_q.bias"));
+        LLM_ASSIGN_OR_RETURN(auto bk, NormToF32(L.bk, KV, p + "attn_k.bias"));
+        LLM_ASSIGN_OR_RETURN(auto bv, NormToF32(L.bv, KV, p + "attn_v.bias"));
+        norms->bq.push_back(std::move(bq));
+        norms->bk.push_back(std::move(bk));
+        norms->bv.push_back(std::move(bv));
+      }
       if (c.qk_norm) {
         LLM_ASSIGN_OR_RETURN(auto qn, NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
         LLM_ASSIGN_OR_RETURN(auto kn, NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));

@@ -133,8 +133,8 @@ class CpuBackend final : public Backend {
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
 
-  // ---- norm weights as F32, whatever their stored type; made once, shared
-  // with the lanes
+  // ---- norm weights (and Qwen2's q/k/v biases) as F32, whatever their
+  // stored type; made once, shared with the lanes
   struct Norms {
     std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
     std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
@@ -142,6 +142,8 @@ class CpuBackend final : public Backend {
     std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg_.qk_norm
     std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg_.post_norms
     std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg_.post_norms
+    std::vector<std::vector<float>> bq;         // (n_layer, q_dim) when cfg_.qkv_bias
+    std::vector<std::vector<float>> bk, bv;     // (n_layer, kv_dim) when cfg_.qkv_bias
   };
   std::shared_ptr<const Norms> norms_;
 

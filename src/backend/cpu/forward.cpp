@@ -1,10 +1,10 @@
-// The Llama / Gemma 3 forward pass on the CPU, over one batch of tokens from
-// any mix of sequences (backend.h). Reads top to bottom like the model:
+// The Llama / Qwen / Gemma 3 forward pass on the CPU, over one batch of tokens
+// from any mix of sequences (backend.h). Reads top to bottom like the model:
 //
 //   x = embed(tokens)                                  [Gemma: * sqrt(n_embd)]
 //   for each layer:
-//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ
-//     [Gemma: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
+//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ  [Qwen2: + bq, bk, bv]
+//     [Gemma, Qwen3: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
 //     h = attention(q, cache)                 [Gemma local layers: a window]
 //     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ)]
 //     xn = rmsnorm(x) ; f = (act(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ   (act: silu | gelu)
@@ -37,6 +37,11 @@ constexpr int64_t kParallelMacs = 16 * 1024;
 // c · tanh(v / c) with inv = 1 / c: the one expression for the shared pass
 // and the lanes' classifier chunks, so both give bitwise the same logits.
 inline float CapLogit(float v, float c, float inv) { return c * std::tanh(v * inv); }
+
+// y += b over n values (a bias row).
+inline void AddVector(float* y, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += b[i];
+}
 
 }  // namespace
 
@@ -197,7 +202,8 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
 
 // ================================================================ RoPE, KV store
 
-// With qk_norm (Gemma) each head of q and k is RMS-normed over head_dim first.
+// With qkv_bias (Qwen2) the biases are added to q, k and v first; with
+// qk_norm (Gemma 3, Qwen3) each head of q and k is RMS-normed over head_dim.
 void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
@@ -207,9 +213,15 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const float* cos_sin = local ? cos_sin_local_.data() : cos_sin_.data();  // (n, rope_dim)
   const float* qn = cfg_.qk_norm ? norms_->q[layer].data() : nullptr;       // (head_dim)
   const float* kn = cfg_.qk_norm ? norms_->k[layer].data() : nullptr;       // (head_dim)
+  const bool bias = cfg_.qkv_bias;
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       const float* cs = cos_sin + t * rd;
+      if (bias) {
+        AddVector(q_.data() + t * Q, norms_->bq[layer].data(), Q);
+        AddVector(k_new_.data() + t * KV, norms_->bk[layer].data(), KV);
+        AddVector(v_new_.data() + t * KV, norms_->bv[layer].data(), KV);
+      }
       if (qn != nullptr) {
         for (int32_t h = 0; h < Hq; ++h) {
           float* qh = q_.data() + t * Q + h * hd;
