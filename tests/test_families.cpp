@@ -1,4 +1,5 @@
-// The model families against llama.cpp: tiny synthesized models (llm-synth,
+// The model families against llama.cpp (llama with Llama 3.1 rope_freqs,
+// qwen2, qwen3, Mistral-style llama): tiny synthesized models (llm-synth,
 // F32, sharp attention) run on the CPU backend, compared with the outputs
 // llama.cpp gave for the same files (tests/data/families/, written by
 // tools/family_reference.py through llama-cpp-python with F32 K/V and flash
@@ -189,6 +190,15 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
   ASSERT_NE(m, nullptr);
   const int32_t V = m->config.n_vocab;
   ASSERT_EQ(V, ref.n_vocab);
+  if (name == "mistral") {
+    // heads wider than n_embd / n_head; the file's window not applied, as
+    // llama.cpp applies none for `llama` (its n_swa, recorded, is 0)
+    EXPECT_EQ(m->config.head_dim, 32);
+    EXPECT_EQ(m->config.n_embd / m->config.n_head, 16);
+    EXPECT_EQ(ref.json.Find("llama_cpp_n_swa")->as_int(), 0);
+    EXPECT_EQ(m->config.sliding_window, 0);
+    EXPECT_GT(ref.prompts[0].size(), 32u);  // longer than the file's window
+  }
   const int32_t n_blocks = 64;
   auto b = CreateCpuBackend(m->config, m->weights, KvCacheSpec{kBlock, n_blocks}, 2);
   ASSERT_TRUE(b.ok()) << b.status().message();
@@ -261,7 +271,7 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).

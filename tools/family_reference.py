@@ -54,6 +54,11 @@ FAMILIES = {
     "llama3_rope_freqs": {"shape": "tiny-llama3", "rope_freqs": True},
     "qwen2": {"shape": "tiny-qwen2"},
     "qwen3": {"shape": "tiny-qwen3"},
+    # Mistral as its converter writes it: `llama` with key_length != n_embd /
+    # n_head and attention.sliding_window (32 here, shorter than the prompts).
+    # llama.cpp reads no window for `llama` (n_swa 0, recorded): every layer
+    # attends to all keys, and so does llmrt.
+    "mistral": {"shape": "tiny-mistral"},
 }
 
 
@@ -174,6 +179,7 @@ def run(name, spec, tool, tmp):
         "command": f"python3 tools/family_reference.py {name}  # after: {INSTALL}",
         "threads": THREADS,
         "n_vocab": n_vocab,
+        "llama_cpp_n_swa": int(llama_cpp.llama_model_n_swa(llm.model)),
         "prompts": ps,
         "logits_file": f"{name}.logits.bin",
         "greedy": {"prompt_ids": prefix, "ids": gen, "margins": margins},

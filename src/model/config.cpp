@@ -228,6 +228,10 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
 
   c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  // A `llama` file's attention.sliding_window (Mistral's converter writes
+  // it) is not applied: llama.cpp reads no window for `llama` either (its
+  // n_swa stays 0; tests/data/families/mistral.json records it), and these
+  // files are proven against llama.cpp. Every layer attends to all keys.
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3) ReadQwen(&c);
   return c;

@@ -27,6 +27,9 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"tiny-llama3", 300, 64, 2, 4, 2, 16, 128, 4096, 500000.0f, 1e-5f, false, 8.0f, 64, "llama"});
     v.push_back({"tiny-qwen2", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2"});
     v.push_back({"tiny-qwen3", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3"});
+    // Mistral: a `llama` file with heads wider than n_embd / n_head and a
+    // sliding window shorter than the test prompts.
+    v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
     return v;
   }();
   return shapes;
@@ -184,6 +187,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddFloat32(a + "rope.freq_base", s.rope_theta);
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
+  if (s.sliding_window > 0) w.AddUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
   if (o.vocab != nullptr) {
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))

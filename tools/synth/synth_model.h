@@ -39,6 +39,7 @@ struct SynthShape {
   // "llama"; "qwen2" (q/k/v biases, NEOX RoPE); "qwen3" (per-head q/k
   // RMSNorm, NEOX RoPE).
   std::string arch = "llama";
+  int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral)
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
