@@ -1,4 +1,4 @@
-// ModelConfig::FromGguf: Llama / Qwen2 / Qwen3 / Gemma 3 hyper-parameters
+// ModelConfig::FromGguf: Llama / Qwen2 / Qwen3 / Gemma 2 / Gemma 3 hyper-parameters
 // from GGUF metadata.
 //
 // Gemma 3 follows llama.cpp's reading of its GGUF (the files come from its
@@ -73,6 +73,16 @@ Status Check(bool ok, const std::string& what) {
   return ok ? Status::Ok() : ModelFormatError(what);
 }
 
+// A soft-cap key, unchanged when absent; 0 (as some converters write for
+// "none") disables the cap, as in llama.cpp.
+Status ReadCap(const GgufFile& file, const std::string& key, float* out) {
+  if (!file.Has(key)) return Status::Ok();
+  LLM_ASSIGN_OR_RETURN(double cap, file.GetFloat(key));
+  if (!(cap >= 0.0 && cap <= 1e6)) return ModelFormatError("key " + key + " is outside [0, 1e6]");
+  *out = static_cast<float>(cap);
+  return Status::Ok();
+}
+
 // The Gemma 3 extras on top of the common keys read by FromGguf.
 Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
   c->rope_style = RopeStyle::kNeox;
@@ -91,14 +101,28 @@ Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
   }
   LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window_pattern", 0, kMaxLayers, int64_t{6}, &c->swa_pattern));
   LLM_RETURN_IF_ERROR(r.Float("rope.freq_base_swa", 0.0, 1e12, &c->rope_theta_swa));
-  // 0 (as some converters write for "none") disables the cap, as in llama.cpp.
-  const std::string cap_key = r.Key("final_logit_softcapping");
-  if (file.Has(cap_key)) {
-    LLM_ASSIGN_OR_RETURN(double cap, file.GetFloat(cap_key));
-    if (!(cap >= 0.0 && cap <= 1e6)) return ModelFormatError("key " + cap_key + " is outside [0, 1e6]");
-    c->final_logit_softcap = static_cast<float>(cap);
-  }
-  return Status::Ok();
+  return ReadCap(file, r.Key("final_logit_softcapping"), &c->final_logit_softcap);
+}
+
+// Gemma 2 as llama.cpp reads it: Gemma 3's block without the q/k norms, with
+// attention logits soft-capped, layers alternating local / global (even
+// layers local: a period of 2), one RoPE base for both. Absent keys take
+// llama.cpp's defaults: window 4096, caps 50 (attention) and 30 (logits).
+Status ReadGemma2(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->ffn_act = FfnActivation::kGeluTanh;
+  c->embd_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->post_norms = true;
+  if (c->n_layer == 46) c->attn_scale = 1.0f / std::sqrt(static_cast<float>(c->n_embd / c->n_head));  // 27B
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window", 0, kMaxCtx, int64_t{4096}, &c->sliding_window));
+  c->swa_pattern = 2;
+  c->rope_theta_swa = c->rope_theta;
+  if (c->rope_scaling.type != RopeScalingType::kNone)
+    return Unsupported("gemma2 with RoPE scaling is not supported (local layers would drop it)");
+  c->attn_logit_softcap = 50.0f;
+  c->final_logit_softcap = 30.0f;
+  LLM_RETURN_IF_ERROR(ReadCap(file, r.Key("attn_logit_softcapping"), &c->attn_logit_softcap));
+  return ReadCap(file, r.Key("final_logit_softcapping"), &c->final_logit_softcap);
 }
 
 // Qwen2 / Qwen3 as llama.cpp reads them: their converter keeps the HF q/k
@@ -128,13 +152,15 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kLlama;
   } else if (arch == "gemma3") {
     c.arch_kind = ModelArch::kGemma3;
+  } else if (arch == "gemma2") {
+    c.arch_kind = ModelArch::kGemma2;
   } else if (arch == "qwen2") {
     c.arch_kind = ModelArch::kQwen2;
   } else if (arch == "qwen3") {
     c.arch_kind = ModelArch::kQwen3;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama, qwen2, qwen3 and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen3, gemma2 and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -233,6 +259,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // n_swa stays 0; tests/data/families/mistral.json records it), and these
   // files are proven against llama.cpp. Every layer attends to all keys.
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
+  if (c.arch_kind == ModelArch::kGemma2) LLM_RETURN_IF_ERROR(ReadGemma2(file, r, &c));
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3) ReadQwen(&c);
   return c;
 }

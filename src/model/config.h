@@ -33,7 +33,9 @@ struct RopeScaling {
 //
 // Qwen2 and Qwen3 are the Llama block with NEOX RoPE and, for Qwen2, biases
 // on q/k/v; for Qwen3, Gemma's per-head q/k RMSNorm (qk_norm).
-enum class ModelArch : int32_t { kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3 };
+// Gemma 2 is Gemma 3 without the q/k norms, with attention logits
+// soft-capped (attn_logit_softcap) and every other layer local.
+enum class ModelArch : int32_t { kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4 };
 
 // Which values RoPE rotates together in a head: adjacent pairs (x[2i],
 // x[2i+1]) — GGUF `llama`, whose converter permutes Q/K rows for it — or the
@@ -44,7 +46,7 @@ enum class RopeStyle : int32_t { kAdjacent = 0, kNeox = 1 };
 enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1 };
 
 struct ModelConfig {
-  std::string arch;        // general.architecture: "llama", "qwen2", "qwen3" or "gemma3"
+  std::string arch;        // general.architecture: "llama", "qwen2", "qwen3", "gemma2" or "gemma3"
   ModelArch arch_kind = ModelArch::kLlama;
   std::string name;        // general.name, may be empty
   int32_t n_vocab = 0;
@@ -82,6 +84,7 @@ struct ModelConfig {
   int32_t swa_pattern = 0;
   float rope_theta_swa = 10000.0f;  // local layers' RoPE base; they use no RoPE scaling
   float final_logit_softcap = 0.0f; // > 0: logits = c * tanh(logits / c)
+  float attn_logit_softcap = 0.0f;  // > 0: scaled q·k scores = c * tanh(s / c) before the softmax (Gemma 2)
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }

@@ -30,6 +30,8 @@ const std::vector<SynthShape>& Shapes() {
     // Mistral: a `llama` file with heads wider than n_embd / n_head and a
     // sliding window shorter than the test prompts.
     v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
+    // Gemma 2: 4 layers, even ones local with a window of 32; head_dim 32.
+    v.push_back({"tiny-gemma2", 300, 64, 4, 4, 2, 32, 128, 4096, 10000.0f, 1e-6f, true, 0.0f, 8192, "gemma2", 32});
     return v;
   }();
   return shapes;
@@ -151,6 +153,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
   if (s.arch == "qwen2") per_layer += Q + 2 * KV;
   if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
+  if (s.arch == "gemma2") per_layer += 2 * E;
   return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
 }
 
@@ -166,9 +169,9 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
   }
 
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3")
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
-  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3";
+  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3", gemma2 = s.arch == "gemma2";
 
   GgufStreamWriter w;
   const std::string a = s.arch + ".";
@@ -188,6 +191,12 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
   if (s.sliding_window > 0) w.AddUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (gemma2) {
+    // Gemma 2's keys; caps far below its 50 / 30 so that the tiny model's
+    // scores and logits reach them (a cap they never reach tests nothing).
+    w.AddFloat32(a + "attn_logit_softcapping", 5.0f);
+    w.AddFloat32(a + "final_logit_softcapping", 4.0f);
+  }
   if (o.vocab != nullptr) {
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
@@ -219,10 +228,12 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       plan.push_back({p + "attn_k_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
     }
     plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
+    if (gemma2) plan.push_back({p + "post_attention_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
     plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
     plan.push_back({p + "ffn_up.weight", o.type, {E, F}, TensorPlan::kRandom});
+    if (gemma2) plan.push_back({p + "post_ffw_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   }
   for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);
   LLM_RETURN_IF_ERROR(w.Begin(path));

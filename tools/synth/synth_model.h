@@ -1,4 +1,4 @@
-// Synthetic models of the supported families (llama, qwen2, qwen3): a GGUF
+// Synthetic models of the supported families (llama, qwen2, qwen3, gemma2): a GGUF
 // file of a named shape with random weights (fixed seed: the same file for
 // the same arguments on any machine and any thread count), with the tensor
 // names and metadata llama.cpp's converter writes for the family, so llmrt
@@ -37,9 +37,10 @@ struct SynthShape {
   int32_t llama3_original_ctx = 8192;
   // The family, as general.architecture and llama.cpp's tensor conventions:
   // "llama"; "qwen2" (q/k/v biases, NEOX RoPE); "qwen3" (per-head q/k
-  // RMSNorm, NEOX RoPE).
+  // RMSNorm, NEOX RoPE); "gemma2" (post-norms, soft-caps, alternating
+  // sliding-window layers).
   std::string arch = "llama";
-  int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral)
+  int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral, Gemma 2)
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.

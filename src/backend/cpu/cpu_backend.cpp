@@ -64,7 +64,8 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (kv.block_size <= 0 || kv.n_blocks <= 0) return InvalidArgument("CPU backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer) return InvalidArgument("CPU backend: weights have the wrong layer count");
   if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CPU backend: negative sliding window");
-  if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || c.attn_scale < 0.0f)
+  if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f) ||
+      c.attn_scale < 0.0f)
     return InvalidArgument("CPU backend: invalid embedding scale, attention scale or logit soft-cap");
   // rope_freqs (Llama 3.1+) divides every layer's frequencies, as in llama.cpp.
   LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(c, w.rope_freqs));

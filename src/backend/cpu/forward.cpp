@@ -1,11 +1,12 @@
-// The Llama / Qwen / Gemma 3 forward pass on the CPU, over one batch of tokens
+// The Llama / Qwen / Gemma 2 / Gemma 3 forward pass on the CPU, over one batch of tokens
 // from any mix of sequences (backend.h). Reads top to bottom like the model:
 //
 //   x = embed(tokens)                                  [Gemma: * sqrt(n_embd)]
 //   for each layer:
 //     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ  [Qwen2: + bq, bk, bv]
 //     [Gemma, Qwen3: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
-//     h = attention(q, cache)                 [Gemma local layers: a window]
+//     h = attention(q, cache)                 [Gemma local layers: a window;
+//                                              Gemma 2: scores soft-capped]
 //     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ)]
 //     xn = rmsnorm(x) ; f = (act(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ   (act: silu | gelu)
 //     x += f                                  [Gemma: x += rmsnorm(f)]
@@ -299,6 +300,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.n_keys = pos_[t] + 1;
       a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
       a.scale = scale;
+      a.softcap = cfg_.attn_logit_softcap;
       const int64_t off = t * Q + static_cast<int64_t>(g) * n_rep * hd;  // query heads g*n_rep ..
       k_->attention(a, n_rep, q_.data() + off, scores, att_.data() + off);
     }
