@@ -1,5 +1,5 @@
 // The model families against llama.cpp (llama with Llama 3.1 rope_freqs,
-// qwen2, qwen3, Mistral-style llama): tiny synthesized models (llm-synth,
+// qwen2, qwen3, Mistral-style llama, gemma2, phi3): tiny synthesized models (llm-synth,
 // F32, sharp attention) run on the CPU backend, compared with the outputs
 // llama.cpp gave for the same files (tests/data/families/, written by
 // tools/family_reference.py through llama-cpp-python with F32 K/V and flash
@@ -203,6 +203,16 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
   }
   const double tol = ref.json.Find("rel_tol") != nullptr ? ref.json.Find("rel_tol")->as_double() : kRelTol;
   EXPECT_LE(tol, 5e-3);
+  if (name == "phi3") {
+    // fused tensors split into views, 24 of 32 dimensions rotated, and the
+    // file's window (32, under a 96-token prompt) not applied, as llama.cpp
+    // applies none for phi3 (its n_swa, recorded, is 0)
+    EXPECT_TRUE(m->config.fused_qkv && m->config.fused_gate_up);
+    EXPECT_EQ(m->config.rope_dim, 24);
+    EXPECT_EQ(m->config.head_dim, 32);
+    EXPECT_EQ(ref.json.Find("llama_cpp_n_swa")->as_int(), 0);
+    EXPECT_EQ(m->config.sliding_window, 0);
+  }
   const int32_t n_blocks = 64;
   auto b = CreateCpuBackend(m->config, m->weights, KvCacheSpec{kBlock, n_blocks}, 2);
   ASSERT_TRUE(b.ok()) << b.status().message();
@@ -275,7 +285,8 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral", "gemma2"));
+INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral", "gemma2",
+                                                                    "phi3"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).
@@ -389,6 +400,16 @@ TEST(FamilyConfig, Gemma2DefaultsAreLlamaCpps) {
   c = ConfigOf(w, &keep);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->attn_logit_softcap, 0.0f);
+}
+
+// Phi-3.5 / Phi-4-mini's LongRoPE factors are refused until implemented.
+TEST(FamilyConfig, Phi3LongRopeIsRefused) {
+  std::string keep;
+  GgufWriter w = FamilyKeys("phi3");
+  w.AddTensor("rope_factors_long.weight", TensorType::F32, {4});
+  auto c = ConfigOf(w, &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(c.status().message().find("LongRoPE"), std::string::npos) << c.status().message();
 }
 
 // Bias tensors the backends would not apply are refused, not ignored.

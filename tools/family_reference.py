@@ -69,6 +69,10 @@ FAMILIES = {
     # logit difference; the same llmrt with llama.cpp's F16 table emulated in
     # its GELU, 5e-4 (caps out of reach: 3.6e-3 exact, 6.4e-4 emulated).
     "gemma2": {"shape": "tiny-gemma2", "rel_tol": 5e-3},
+    # Phi-3: fused attn_qkv and gate+up, NEOX RoPE over 24 of 32 dimensions,
+    # attention.sliding_window 32 (llama.cpp reads it for phi3 and does not
+    # apply it; the 96-token prompt shows which).
+    "phi3": {"shape": "tiny-phi3"},
 }
 
 
@@ -137,6 +141,11 @@ def attention_sharpness(path, ids):
         return v / np.sqrt((v * v).mean(-1, keepdims=True) + eps) * w
 
     xn = rms(t["token_embd.weight"][ids], t["blk.0.attn_norm.weight"])
+    if "blk.0.attn_qkv.weight" in t:  # phi3: q rows, then k, then v
+        n_q = int(field(f"{arch}.attention.head_count")[0]) * hd
+        n_k = int(field(f"{arch}.attention.head_count_kv")[0]) * hd
+        qkv = t["blk.0.attn_qkv.weight"]
+        t["blk.0.attn_q.weight"], t["blk.0.attn_k.weight"] = qkv[:n_q], qkv[n_q:n_q + n_k]
     q = xn @ t["blk.0.attn_q.weight"].T
     k = xn @ t["blk.0.attn_k.weight"].T
     if "blk.0.attn_q.bias" in t:

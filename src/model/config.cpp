@@ -1,4 +1,4 @@
-// ModelConfig::FromGguf: Llama / Qwen2 / Qwen3 / Gemma 2 / Gemma 3 hyper-parameters
+// ModelConfig::FromGguf: Llama / Qwen2 / Qwen3 / Phi-3 / Gemma 2 / Gemma 3 hyper-parameters
 // from GGUF metadata.
 //
 // Gemma 3 follows llama.cpp's reading of its GGUF (the files come from its
@@ -125,6 +125,22 @@ Status ReadGemma2(const GgufFile& file, const Reader& r, ModelConfig* c) {
   return ReadCap(file, r.Key("final_logit_softcapping"), &c->final_logit_softcap);
 }
 
+// Phi-3 as llama.cpp reads it: NEOX RoPE over rope.dimension_count of each
+// head (partial rotary: Phi-4-mini rotates 96 of 128), q/k/v fused in
+// attn_qkv and gate/up fused in ffn_up (no ffn_gate). Its
+// attention.sliding_window is not applied: llama.cpp reads the key for phi3
+// and then attends to every key (tests/data/families/phi3.json shows a
+// prompt longer than the window matching it); llmrt does the same.
+// LongRoPE (rope_factors_long / rope_factors_short, Phi-3.5 / Phi-4-mini)
+// is refused until it is implemented, never run without its factors.
+Status ReadPhi3(const GgufFile& file, ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->fused_gate_up = file.FindTensor("blk.0.ffn_gate.weight") == nullptr;
+  if (file.FindTensor("rope_factors_long.weight") != nullptr || file.FindTensor("rope_factors_short.weight") != nullptr)
+    return Unsupported("phi3 LongRoPE (rope_factors_long / rope_factors_short) is not supported yet");
+  return Status::Ok();
+}
+
 // Qwen2 / Qwen3 as llama.cpp reads them: their converter keeps the HF q/k
 // row order, so RoPE rotates the two halves of each head (NEOX); Qwen2 adds
 // biases to q, k and v (qkv_bias, read from the tensors for every family);
@@ -154,13 +170,15 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kGemma3;
   } else if (arch == "gemma2") {
     c.arch_kind = ModelArch::kGemma2;
+  } else if (arch == "phi3") {
+    c.arch_kind = ModelArch::kPhi3;
   } else if (arch == "qwen2") {
     c.arch_kind = ModelArch::kQwen2;
   } else if (arch == "qwen3") {
     c.arch_kind = ModelArch::kQwen3;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama, qwen2, qwen3, gemma2 and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen3, phi3, gemma2 and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -235,6 +253,8 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // Biases on q/k/v are optional in every family for llama.cpp; Qwen2's
   // converter always writes them. ModelWeights requires all or none.
   c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  c.fused_qkv = file.FindTensor("blk.0.attn_qkv.weight") != nullptr;
+  if (c.fused_qkv && c.qkv_bias) return Unsupported("q/k/v biases with a fused attn_qkv are not supported");
 
   // --- vocabulary: explicit size, else the tokenizer's, else the embedding's ---
   if (file.Has(r.Key("vocab_size"))) {
@@ -260,6 +280,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // files are proven against llama.cpp. Every layer attends to all keys.
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
   if (c.arch_kind == ModelArch::kGemma2) LLM_RETURN_IF_ERROR(ReadGemma2(file, r, &c));
+  if (c.arch_kind == ModelArch::kPhi3) LLM_RETURN_IF_ERROR(ReadPhi3(file, &c));
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3) ReadQwen(&c);
   return c;
 }

@@ -1,4 +1,4 @@
-// ModelWeights::FromGguf: locate and check every Llama / Qwen / Gemma 3
+// ModelWeights::FromGguf: locate and check every Llama / Qwen / Gemma / Phi-3
 // tensor in a GGUF file.
 #include "model/weights.h"
 
@@ -65,6 +65,15 @@ class Loader {
   int64_t n_params_ = 0;
 };
 
+// Rows [first, first + n) of a matrix view: a fused tensor's part (rows are
+// whole blocks of any type, so a row range is a plain byte range).
+WeightView SubRows(const WeightView& w, int64_t first, int64_t n) {
+  WeightView v = w;
+  v.data = static_cast<const uint8_t*>(w.data) + first * w.row_bytes;
+  v.rows = n;
+  return v;
+}
+
 }  // namespace
 
 StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelConfig& c) {
@@ -98,13 +107,31 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     LayerWeights& L = w.layers[i];
     std::string p = "blk." + std::to_string(i) + ".";
     LLM_RETURN_IF_ERROR(l.Get(p + "attn_norm.weight", Kind::kNorm, 1, embd, &L.attn_norm));
-    LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.weight", Kind::kMatrix, q, embd, &L.wq));
-    LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.weight", Kind::kMatrix, kv, embd, &L.wk));
-    LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.weight", Kind::kMatrix, kv, embd, &L.wv));
+    if (c.fused_qkv) {
+      // attn_qkv (Phi-3): the q, k and v rows end to end, (q + 2 kv, n_embd)
+      WeightView qkv;
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_qkv.weight", Kind::kMatrix, q + 2 * kv, embd, &qkv));
+      L.wq = SubRows(qkv, 0, q);
+      L.wk = SubRows(qkv, q, kv);
+      L.wv = SubRows(qkv, q + kv, kv);
+    } else {
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.weight", Kind::kMatrix, q, embd, &L.wq));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.weight", Kind::kMatrix, kv, embd, &L.wk));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.weight", Kind::kMatrix, kv, embd, &L.wv));
+    }
     LLM_RETURN_IF_ERROR(l.Get(p + "attn_output.weight", Kind::kMatrix, embd, q, &L.wo));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_norm.weight", Kind::kNorm, 1, embd, &L.ffn_norm));
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
+    if (c.fused_gate_up) {
+      // ffn_up (Phi-3): gate rows then up rows, (2 n_ff, n_embd); llama.cpp's
+      // fused SwiGLU takes silu of the first half times the second
+      WeightView gu;
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, 2 * ff, embd, &gu));
+      L.w_gate = SubRows(gu, 0, ff);
+      L.w_up = SubRows(gu, ff, ff);
+    } else {
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
+    }
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
     if (c.qkv_bias) {
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.bias", Kind::kNorm, 1, q, &L.bq));
@@ -123,7 +150,7 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
   }
   // Tensors llama.cpp would apply and these backends do not: refused rather
   // than silently ignored.
-  for (const char* name : {"output.bias", "blk.0.attn_qkv.weight", "blk.0.attn_output.bias", "blk.0.ffn_down.bias",
+  for (const char* name : {"output.bias", "blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_down.bias",
                            "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias"}) {
     if (file.FindTensor(name) != nullptr) return Unsupported(std::string("tensor ") + name + " is not supported");
   }

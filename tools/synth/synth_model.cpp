@@ -32,6 +32,9 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
     // Gemma 2: 4 layers, even ones local with a window of 32; head_dim 32.
     v.push_back({"tiny-gemma2", 300, 64, 4, 4, 2, 32, 128, 4096, 10000.0f, 1e-6f, true, 0.0f, 8192, "gemma2", 32});
+    // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
+    // that llama.cpp reads and does not apply.
+    v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
     return v;
   }();
   return shapes;
@@ -104,7 +107,9 @@ std::vector<float> RopeFactors(const SynthShape& s) {
   return f;
 }
 
-void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w) {
+// `specials`: control tokens that end the vocabulary (a runtime may look
+// its family's up by text: llama.cpp does Phi-3's <|end|>).
+void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w, const std::vector<std::string>& specials = {}) {
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
@@ -117,10 +122,16 @@ void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w) {
     scores.push_back(0.0f);
     types.push_back(6);  // byte
   }
-  for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_vocab; ++i) {
+  const int32_t n_plain = n_vocab - static_cast<int32_t>(specials.size());
+  for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_plain; ++i) {
     tokens.push_back("\xE2\x96\x81t" + std::to_string(i));  // "▁t<i>"
     scores.push_back(-static_cast<float>(i));
     types.push_back(1);
+  }
+  for (const std::string& t : specials) {
+    tokens.push_back(t);
+    scores.push_back(0.0f);
+    types.push_back(3);  // control
   }
   std::vector<std::string_view> views(tokens.begin(), tokens.end());
   w->AddString("tokenizer.ggml.model", "llama");
@@ -169,9 +180,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
   }
 
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2")
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
   const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3", gemma2 = s.arch == "gemma2";
+  const bool phi3 = s.arch == "phi3";
+  const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
 
   GgufStreamWriter w;
   const std::string a = s.arch + ".";
@@ -186,7 +199,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddUint32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   w.AddUint32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
   w.AddUint32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.AddUint32(a + "rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  w.AddUint32(a + "rope.dimension_count", static_cast<uint32_t>(rope_dim));
   w.AddFloat32(a + "rope.freq_base", s.rope_theta);
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
@@ -202,7 +215,9 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
         return Unsupported("llm-synth: cannot copy metadata key " + std::string(key));
   } else {
-    SyntheticVocab(n_vocab, &w);
+    SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
+                                                                "<|end|>", "<|user|>"}
+                                     : std::vector<std::string>{});
   }
 
   // ---- tensors (GGUF dims: ne0 = input features, the fastest)
@@ -215,9 +230,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     plan.push_back({p + "attn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
-    plan.push_back({p + "attn_q.weight", o.type, {E, Q}, TensorPlan::kRandom});
-    plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
-    plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    if (phi3) {
+      plan.push_back({p + "attn_qkv.weight", o.type, {E, Q + 2 * KV}, TensorPlan::kRandom});
+    } else {
+      plan.push_back({p + "attn_q.weight", o.type, {E, Q}, TensorPlan::kRandom});
+      plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
+      plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    }
     if (qwen2) {
       plan.push_back({p + "attn_q.bias", TensorType::F32, {Q}, TensorPlan::kBias});
       plan.push_back({p + "attn_k.bias", TensorType::F32, {KV}, TensorPlan::kBias});
@@ -230,9 +249,9 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
     if (gemma2) plan.push_back({p + "post_attention_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
-    plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
+    if (!phi3) plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
     plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
-    plan.push_back({p + "ffn_up.weight", o.type, {E, F}, TensorPlan::kRandom});
+    plan.push_back({p + "ffn_up.weight", o.type, {E, phi3 ? 2 * F : F}, TensorPlan::kRandom});  // phi3: gate, up
     if (gemma2) plan.push_back({p + "post_ffw_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   }
   for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);

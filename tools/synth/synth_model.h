@@ -1,4 +1,5 @@
-// Synthetic models of the supported families (llama, qwen2, qwen3, gemma2): a GGUF
+// Synthetic models of the supported families (llama, qwen2, qwen3, gemma2,
+// phi3): a GGUF
 // file of a named shape with random weights (fixed seed: the same file for
 // the same arguments on any machine and any thread count), with the tensor
 // names and metadata llama.cpp's converter writes for the family, so llmrt
@@ -38,9 +39,11 @@ struct SynthShape {
   // The family, as general.architecture and llama.cpp's tensor conventions:
   // "llama"; "qwen2" (q/k/v biases, NEOX RoPE); "qwen3" (per-head q/k
   // RMSNorm, NEOX RoPE); "gemma2" (post-norms, soft-caps, alternating
-  // sliding-window layers).
+  // sliding-window layers); "phi3" (fused attn_qkv and gate+up, partial
+  // rotary).
   std::string arch = "llama";
-  int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral, Gemma 2)
+  int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral, Gemma 2, Phi-3)
+  int32_t rope_dim = 0;        // rotated dimensions per head; 0 = head_dim (Phi-3: partial)
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
