@@ -1,5 +1,6 @@
 // The model families against llama.cpp (llama with Llama 3.1 rope_freqs,
-// qwen2, qwen3, Mistral-style llama, gemma2, phi3): tiny synthesized models (llm-synth,
+// qwen2, qwen3, Mistral-style llama, gemma2, phi3, Mixtral-style llama,
+// qwen3moe): tiny synthesized models (llm-synth,
 // F32, sharp attention) run on the CPU backend, compared with the outputs
 // llama.cpp gave for the same files (tests/data/families/, written by
 // tools/family_reference.py through llama-cpp-python with F32 K/V and flash
@@ -286,7 +287,7 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral", "gemma2",
-                                                                    "phi3"));
+                                                                    "phi3", "mixtral", "qwen3moe"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).
@@ -314,7 +315,7 @@ TEST(Families, RopeFreqsMoveTheLogitsFarBeyondTheTolerance) {
 // CUDA backend runs the Llama block only), its info names the architecture,
 // and a greedy request of text runs to its length.
 TEST(Families, RunThroughTheCApi) {
-  for (const char* name : {"qwen2", "qwen3"}) {
+  for (const char* name : {"qwen2", "qwen3", "qwen3moe"}) {
     const Reference ref = LoadReference(name);
     ASSERT_FALSE(ref.prompts.empty());
     const std::string path = SynthesizeFile(std::string(name) + "_capi", ref.json);
@@ -400,6 +401,40 @@ TEST(FamilyConfig, Gemma2DefaultsAreLlamaCpps) {
   c = ConfigOf(w, &keep);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->attn_logit_softcap, 0.0f);
+}
+
+// Experts: read for llama and qwen3moe; gating other than softmax and
+// shared experts refused.
+TEST(FamilyConfig, ExpertsAndTheirRefusals) {
+  std::string keep;
+  auto c = ConfigOf(FamilyKeys("qwen3moe")
+                        .AddUint32("qwen3moe.expert_count", 8)
+                        .AddUint32("qwen3moe.expert_used_count", 2)
+                        .AddUint32("qwen3moe.expert_feed_forward_length", 24),
+                    &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->n_expert, 8);
+  EXPECT_EQ(c->n_expert_used, 2);
+  EXPECT_EQ(c->n_ff_exp, 24);
+  EXPECT_TRUE(c->qk_norm);
+  c = ConfigOf(FamilyKeys("llama").AddUint32("llama.expert_count", 8).AddUint32("llama.expert_used_count", 2), &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->n_ff_exp, 48);  // Mixtral: the FFN length
+  c = ConfigOf(FamilyKeys("llama").AddUint32("llama.expert_count", 8).AddUint32("llama.expert_used_count", 9), &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_MODEL_FORMAT);
+  c = ConfigOf(FamilyKeys("llama")
+                   .AddUint32("llama.expert_count", 8)
+                   .AddUint32("llama.expert_used_count", 2)
+                   .AddUint32("llama.expert_gating_func", 2),
+               &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
+  c = ConfigOf(FamilyKeys("llama")
+                   .AddUint32("llama.expert_count", 8)
+                   .AddUint32("llama.expert_used_count", 2)
+                   .AddUint32("llama.expert_shared_count", 1),
+               &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(ConfigOf(FamilyKeys("qwen3moe"), &keep).status().code(), LLM_ERR_MODEL_FORMAT);
 }
 
 // Phi-3.5 / Phi-4-mini's LongRoPE factors are refused until implemented.

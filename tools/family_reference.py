@@ -73,6 +73,10 @@ FAMILIES = {
     # attention.sliding_window 32 (llama.cpp reads it for phi3 and does not
     # apply it; the 96-token prompt shows which).
     "phi3": {"shape": "tiny-phi3"},
+    # Mixture of Experts: 4 experts, 2 per token (softmax, top-2,
+    # renormalised), as Mixtral (`llama` with expert_count) and qwen3moe.
+    "mixtral": {"shape": "tiny-mixtral"},
+    "qwen3moe": {"shape": "tiny-qwen3moe"},
 }
 
 

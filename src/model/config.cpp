@@ -149,7 +149,29 @@ Status ReadPhi3(const GgufFile& file, ModelConfig* c) {
 // message, like any family's.
 void ReadQwen(ModelConfig* c) {
   c->rope_style = RopeStyle::kNeox;
-  c->qk_norm = c->arch_kind == ModelArch::kQwen3;
+  c->qk_norm = c->arch_kind == ModelArch::kQwen3 || c->arch_kind == ModelArch::kQwen3Moe;
+}
+
+// Mixture of Experts as llama.cpp runs Mixtral (`llama` with expert_count)
+// and qwen3moe: softmax gating, top n_expert_used, the chosen weights
+// renormalised. Other gating functions (expert_gating_func) and shared
+// experts are refused, never run as something else.
+Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  LLM_RETURN_IF_ERROR(r.Int("expert_count", 0, 1024, int64_t{0}, &c->n_expert));
+  if (c->arch_kind == ModelArch::kQwen3Moe && c->n_expert == 0) return ModelFormatError("qwen3moe without experts");
+  if (c->n_expert == 0) return Status::Ok();
+  if (c->arch_kind != ModelArch::kLlama && c->arch_kind != ModelArch::kQwen3Moe)
+    return Unsupported("experts in a " + c->arch + " model are not supported");
+  LLM_RETURN_IF_ERROR(r.Int("expert_used_count", 1, c->n_expert, std::nullopt, &c->n_expert_used));
+  c->n_ff_exp = c->n_ff;
+  if (c->arch_kind == ModelArch::kQwen3Moe)
+    LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  int32_t gating = 1;  // llama.cpp: 1 softmax, 2 sigmoid
+  LLM_RETURN_IF_ERROR(r.Int("expert_gating_func", 0, 16, int64_t{1}, &gating));
+  if (gating != 1) return Unsupported(r.Key("expert_gating_func") + " " + std::to_string(gating) + " (only softmax)");
+  if (file.Has(r.Key("expert_shared_count")) || file.FindTensor("blk.0.ffn_gate_shexp.weight") != nullptr)
+    return Unsupported("shared experts are not supported");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -172,13 +194,15 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kGemma2;
   } else if (arch == "phi3") {
     c.arch_kind = ModelArch::kPhi3;
+  } else if (arch == "qwen3moe") {
+    c.arch_kind = ModelArch::kQwen3Moe;
   } else if (arch == "qwen2") {
     c.arch_kind = ModelArch::kQwen2;
   } else if (arch == "qwen3") {
     c.arch_kind = ModelArch::kQwen3;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama, qwen2, qwen3, phi3, gemma2 and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -281,7 +305,9 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
   if (c.arch_kind == ModelArch::kGemma2) LLM_RETURN_IF_ERROR(ReadGemma2(file, r, &c));
   if (c.arch_kind == ModelArch::kPhi3) LLM_RETURN_IF_ERROR(ReadPhi3(file, &c));
-  if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3) ReadQwen(&c);
+  if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe)
+    ReadQwen(&c);
+  LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
   return c;
 }
 

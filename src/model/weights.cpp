@@ -58,6 +58,33 @@ class Loader {
     return Status::Ok();
   }
 
+  // A 3-D tensor of n_mat matrices (rows, cols) — GGUF dims {cols, rows,
+  // n_mat} — as n_mat row-range views of one (n_mat * rows, cols) matrix.
+  Status GetStack(const std::string& name, int64_t n_mat, int64_t rows, int64_t cols, std::vector<WeightView>* out) {
+    const GgufTensorInfo* t = f_.FindTensor(name);
+    if (t == nullptr) return ModelFormatError("missing tensor " + name);
+    const std::vector<int64_t> want = {cols, rows, n_mat};
+    if (t->dims != want)
+      return ModelFormatError("tensor " + name + " has shape " + Shape(t->dims) + ", expected " + Shape(want) +
+                              " from the model config");
+    const size_t row_bytes = TensorRowBytes(t->type, cols);
+    if (row_bytes == 0 || row_bytes * static_cast<uint64_t>(rows * n_mat) != t->nbytes)
+      return ModelFormatError("tensor " + name + ": " + std::to_string(cols) + " columns do not make whole " +
+                              TensorTypeName(t->type) + " rows");
+    out->clear();
+    for (int64_t e = 0; e < n_mat; ++e) {
+      WeightView v;
+      v.type = t->type;
+      v.data = static_cast<const uint8_t*>(t->data) + e * rows * row_bytes;
+      v.rows = rows;
+      v.cols = cols;
+      v.row_bytes = row_bytes;
+      out->push_back(v);
+    }
+    n_params_ += t->n_elements();
+    return Status::Ok();
+  }
+
   int64_t n_params() const { return n_params_; }
 
  private:
@@ -121,7 +148,13 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     }
     LLM_RETURN_IF_ERROR(l.Get(p + "attn_output.weight", Kind::kMatrix, embd, q, &L.wo));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_norm.weight", Kind::kNorm, 1, embd, &L.ffn_norm));
-    if (c.fused_gate_up) {
+    if (c.n_expert > 0) {
+      const int64_t ne = c.n_expert, fe = c.n_ff_exp;
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_inp.weight", Kind::kMatrix, ne, embd, &L.router));
+      LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_gate_exps.weight", ne, fe, embd, &L.exp_gate));
+      LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_up_exps.weight", ne, fe, embd, &L.exp_up));
+      LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_down_exps.weight", ne, embd, fe, &L.exp_down));
+    } else if (c.fused_gate_up) {
       // ffn_up (Phi-3): gate rows then up rows, (2 n_ff, n_embd); llama.cpp's
       // fused SwiGLU takes silu of the first half times the second
       WeightView gu;
@@ -132,7 +165,7 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
       LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
       LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
     }
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
+    if (c.n_expert == 0) LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
     if (c.qkv_bias) {
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.bias", Kind::kNorm, 1, q, &L.bq));
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.bias", Kind::kNorm, 1, kv, &L.bk));

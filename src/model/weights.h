@@ -40,6 +40,11 @@ struct LayerWeights {
   WeightView w_gate;     // (n_ff, n_embd)   ffn_gate
   WeightView w_up;       // (n_ff, n_embd)   ffn_up
   WeightView w_down;     // (n_embd, n_ff)   ffn_down
+  // Mixture of Experts (config.n_expert > 0; w_gate/w_up/w_down empty):
+  WeightView router;                 // (n_expert, n_embd)   ffn_gate_inp
+  std::vector<WeightView> exp_gate;  // (n_expert) of (n_ff_exp, n_embd)  views into ffn_gate_exps
+  std::vector<WeightView> exp_up;    // (n_expert) of (n_ff_exp, n_embd)  views into ffn_up_exps
+  std::vector<WeightView> exp_down;  // (n_expert) of (n_embd, n_ff_exp)  views into ffn_down_exps
   // Qwen2 only (empty() otherwise): config.qkv_bias.
   WeightView bq;              // (n_head*head_dim) F32     attn_q.bias
   WeightView bk;              // (n_head_kv*head_dim) F32  attn_k.bias

@@ -35,6 +35,11 @@ const std::vector<SynthShape>& Shapes() {
     // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
     // that llama.cpp reads and does not apply.
     v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
+    // Mixture of Experts: 4 experts, 2 per token.
+    v.push_back({"tiny-mixtral", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
+                 4, 2, 0});
+    v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
+                 0, 4, 2, 96});
     return v;
   }();
   return shapes;
@@ -165,6 +170,11 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   if (s.arch == "qwen2") per_layer += Q + 2 * KV;
   if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
   if (s.arch == "gemma2") per_layer += 2 * E;
+  if (s.arch == "qwen3moe") per_layer += 2 * s.head_dim;
+  if (s.n_expert > 0) {
+    const int64_t FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
+    per_layer += s.n_expert * E + s.n_expert * 3 * E * FE - 3 * E * F;
+  }
   return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
 }
 
@@ -180,9 +190,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
   }
 
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3")
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
+      s.arch != "qwen3moe")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
-  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3", gemma2 = s.arch == "gemma2";
+  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe", gemma2 = s.arch == "gemma2";
+  const bool moe = s.n_expert > 0;
   const bool phi3 = s.arch == "phi3";
   const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
 
@@ -204,6 +216,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
   if (s.sliding_window > 0) w.AddUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (moe) {
+    w.AddUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
+    w.AddUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    if (s.n_ff_exp > 0) w.AddUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+  }
   if (gemma2) {
     // Gemma 2's keys; caps far below its 50 / 30 so that the tiny model's
     // scores and logits reach them (a cap they never reach tests nothing).
@@ -249,9 +266,17 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
     if (gemma2) plan.push_back({p + "post_attention_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
-    if (!phi3) plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
-    plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
-    plan.push_back({p + "ffn_up.weight", o.type, {E, phi3 ? 2 * F : F}, TensorPlan::kRandom});  // phi3: gate, up
+    if (moe) {
+      const int64_t NE = s.n_expert, FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
+      plan.push_back({p + "ffn_gate_inp.weight", o.type, {E, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_gate_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_down_exps.weight", o.type, {FE, E, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_up_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
+    } else {
+      if (!phi3) plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_up.weight", o.type, {E, phi3 ? 2 * F : F}, TensorPlan::kRandom});  // phi3: gate, up
+    }
     if (gemma2) plan.push_back({p + "post_ffw_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   }
   for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);

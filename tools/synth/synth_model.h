@@ -1,5 +1,5 @@
 // Synthetic models of the supported families (llama, qwen2, qwen3, gemma2,
-// phi3): a GGUF
+// phi3, qwen3moe, Mixtral-style llama): a GGUF
 // file of a named shape with random weights (fixed seed: the same file for
 // the same arguments on any machine and any thread count), with the tensor
 // names and metadata llama.cpp's converter writes for the family, so llmrt
@@ -40,10 +40,14 @@ struct SynthShape {
   // "llama"; "qwen2" (q/k/v biases, NEOX RoPE); "qwen3" (per-head q/k
   // RMSNorm, NEOX RoPE); "gemma2" (post-norms, soft-caps, alternating
   // sliding-window layers); "phi3" (fused attn_qkv and gate+up, partial
-  // rotary).
+  // rotary); "qwen3moe" (qwen3 with experts; a llama shape with n_expert is
+  // Mixtral-style).
   std::string arch = "llama";
   int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral, Gemma 2, Phi-3)
   int32_t rope_dim = 0;        // rotated dimensions per head; 0 = head_dim (Phi-3: partial)
+  int32_t n_expert = 0;        // > 0: Mixture of Experts (llama: Mixtral; qwen3moe)
+  int32_t n_expert_used = 0;
+  int32_t n_ff_exp = 0;        // qwen3moe's expert_feed_forward_length
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.

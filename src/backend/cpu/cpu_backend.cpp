@@ -85,6 +85,20 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wk, KV, E, p + "attn_k"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wv, KV, E, p + "attn_v"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wo, E, Q, p + "attn_output"));
+    if (c.n_expert > 0) {
+      const int64_t NE = c.n_expert, FE = c.n_ff_exp;
+      if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert || FE <= 0 ||
+          static_cast<int64_t>(L.exp_gate.size()) != NE || static_cast<int64_t>(L.exp_up.size()) != NE ||
+          static_cast<int64_t>(L.exp_down.size()) != NE)
+        return InvalidArgument("CPU backend: " + p + " expert counts disagree with the config");
+      LLM_RETURN_IF_ERROR(CheckMatrix(L.router, NE, E, p + "ffn_gate_inp"));
+      for (int64_t e = 0; e < NE; ++e) {
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_gate[e], FE, E, p + "ffn_gate_exps"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_up[e], FE, E, p + "ffn_up_exps"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_down[e], E, FE, p + "ffn_down_exps"));
+      }
+      continue;
+    }
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_gate, F, E, p + "ffn_gate"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
@@ -158,7 +172,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
 Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   try {
     if (n_tok > cap_tok_) {
-      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
+      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = std::max(cfg_.n_ff, cfg_.n_ff_exp);
       x_.resize(n_tok * E);
       xn_.resize(n_tok * E);
       q_.resize(n_tok * Q);
@@ -172,6 +186,13 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       x_out_.resize(n_tok * E);
       att_out_.resize(n_tok * Q);
       xq_.resize(n_tok * (std::max({E, Q, F}) / 32));
+      if (cfg_.n_expert > 0) {
+        const int64_t K = cfg_.n_expert_used;
+        moe_logits_.resize(n_tok * cfg_.n_expert);
+        moe_pick_.resize(n_tok * K);
+        moe_x_.resize(n_tok * E);
+        moe_y_.resize(n_tok * E);
+      }
       seq_of_.resize(n_tok);
       pos_.resize(n_tok);
       cap_tok_ = n_tok;

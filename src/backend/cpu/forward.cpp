@@ -9,6 +9,7 @@
 //                                              Gemma 2: scores soft-capped]
 //     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ)]
 //     xn = rmsnorm(x) ; f = (act(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ   (act: silu | gelu)
+//                                             [MoE: f = Σ_top-k w_e f_e(xn)]
 //     x += f                                  [Gemma: x += rmsnorm(f)]
 //   logits = rmsnorm(x[logit_rows]) · Woutᵀ   [soft-capped if the model says]
 //
@@ -169,12 +170,11 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
 // hb = act(xn·Wgᵀ) * (xn·Wuᵀ), act = silu (Llama) or gelu (Gemma), split over
 // the n_ff hidden units so that each thread finishes its own units' gate, up
 // and product.
-void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
-  const LayerWeights& L = w_.layers[layer];
-  const int64_t E = cfg_.n_embd, F = cfg_.n_ff;
+void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, const float* xn, int64_t n) {
+  const int64_t E = cfg_.n_embd, F = gate.rows;
   void (*const act_mul)(float*, const float*, int64_t) =
       cfg_.ffn_act == FfnActivation::kGeluTanh ? k_->gelu_mul : k_->silu_mul;
-  const WeightView* ws[2] = {&L.w_gate, &L.w_up};
+  const WeightView* ws[2] = {&gate, &up};
   const BlockQ8Act* xq = QuantizeInput(ws, 2, xn, n, E);
   auto units = [&](int64_t b, int64_t e, int) {
     MatMulArgs a;
@@ -186,10 +186,10 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
     a.ld_y = F;
     a.row_begin = b;
     a.row_end = e;
-    a.w = &L.w_gate;
+    a.w = &gate;
     a.y = hb_.data();
     k_->matmul(a);
-    a.w = &L.w_up;
+    a.w = &up;
     a.y = hb2_.data();
     k_->matmul(a);
     for (int64_t t = 0; t < n; ++t) act_mul(hb_.data() + t * F + b, hb2_.data() + t * F + b, e - b);
@@ -543,7 +543,11 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
 
     // ---- feed-forward block
     RmsNormRows(x, norms_->ffn[l].data(), n, xn_.data());  // xn: (n, n_embd)
-    FeedForwardUp(l, xn_.data(), n);                     // hb: (n, n_ff)
+    if (cfg_.n_expert > 0) {
+      MoeFeedForward(l, xn_.data(), n, x);  // x += Σ w_e expert_e(xn)
+      continue;
+    }
+    FeedForwardUp(L.w_gate, L.w_up, xn_.data(), n);  // hb: (n, n_ff)
     if (!cfg_.post_norms) {
       const MatJob down = {&L.w_down, x, true};  // x += hb · Wdᵀ
       MatMulJobs(&down, 1, hb_.data(), n);

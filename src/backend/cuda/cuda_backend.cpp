@@ -114,6 +114,7 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
   // The Llama block only: a llama file with a family's extras (q/k/v biases)
   // is refused too, never run without them.
   if (c.qkv_bias) return Unsupported("CUDA backend: q/k/v biases are not supported");
+  if (c.n_expert > 0) return Unsupported("CUDA backend: Mixture-of-Experts layers are not supported");
   if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
       c.n_ff <= 0)
     return InvalidArgument("CUDA backend: model dimensions must be positive");
