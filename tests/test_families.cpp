@@ -287,7 +287,7 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral", "gemma2",
-                                                                    "phi3", "mixtral", "qwen3moe"));
+                                                                    "phi3", "mixtral", "qwen3moe", "qwen2_yarn"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).
@@ -461,19 +461,6 @@ TEST(FamilyConfig, BiasesOnSomeLayersOrUnreadBiasesAreRefused) {
     EXPECT_FALSE(wt.ok()) << extra;
     EXPECT_NE(wt.status().message().find(extra), std::string::npos) << wt.status().message();
   }
-}
-
-// A YaRN file loads; the backend refuses it with a message (no YaRN yet).
-TEST(FamilyConfig, YarnIsRefusedByTheBackend) {
-  const Reference ref = LoadReference("qwen2");
-  std::unique_ptr<Model> m = SynthesizeAndLoad("qwen2_yarn", ref.json);
-  ASSERT_NE(m, nullptr);
-  ModelConfig c = m->config;
-  c.rope_scaling.type = RopeScalingType::kYarn;
-  c.rope_scaling.factor = 4.0f;
-  auto b = CreateCpuBackend(c, m->weights, KvCacheSpec{kBlock, 4}, 1);
-  EXPECT_EQ(b.status().code(), LLM_ERR_UNSUPPORTED);
-  EXPECT_NE(b.status().message().find("YaRN"), std::string::npos) << b.status().message();
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ TEST(RopeFreq, CpuRopeRotatesByTheFactoredAngle) {
   }
 }
 
-TEST(RopeFreq, BadFactorsAndYarnAreRefused) {
+TEST(RopeFreq, BadFactorsAreRefused) {
   ModelConfig c = Config();
   EXPECT_EQ(RopeInvFreq(c, std::vector<float>(7, 1.0f)).status().code(), LLM_ERR_INVALID_ARGUMENT);
   std::vector<float> f(8, 1.0f);
@@ -64,8 +64,33 @@ TEST(RopeFreq, BadFactorsAndYarnAreRefused) {
   EXPECT_EQ(RopeInvFreq(c, f).status().code(), LLM_ERR_INVALID_ARGUMENT);
   f[3] = NAN;
   EXPECT_EQ(RopeInvFreq(c, f).status().code(), LLM_ERR_INVALID_ARGUMENT);
+  c.rope_scaling.type = RopeScalingType::kYarn;  // no original context
+  EXPECT_EQ(RopeInvFreq(c, {}).status().code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+// YaRN: pairs that turn fewer than beta_slow times over the original context
+// are interpolated (divided by factor), those that turn more than beta_fast
+// times kept, a linear ramp between; cos and sin scaled by 1 + 0.1 ln factor.
+TEST(RopeFreq, YarnInterpolatesTheSlowPairsOnly) {
+  ModelConfig c = Config();
+  c.head_dim = c.rope_dim = 64;
+  c.rope_theta = 10000.0f;
+  auto base = RopeInvFreq(c, {});
   c.rope_scaling.type = RopeScalingType::kYarn;
-  EXPECT_EQ(RopeInvFreq(c, {}).status().code(), LLM_ERR_UNSUPPORTED);
+  c.rope_scaling.factor = 4.0f;
+  c.rope_scaling.original_ctx = 4096;
+  auto yarn = RopeInvFreq(c, {});
+  ASSERT_TRUE(base.ok() && yarn.ok());
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < 32; ++i) {
+    const double turns = 4096 * (*base)[i] / (2 * pi);
+    if (turns > 40) EXPECT_DOUBLE_EQ((*yarn)[i], (*base)[i]) << i;
+    if (turns < 0.8) EXPECT_NEAR((*yarn)[i], (*base)[i] / 4, 1e-12) << i;
+    EXPECT_LE((*yarn)[i], (*base)[i] * (1 + 1e-12)) << i;
+    EXPECT_GE((*yarn)[i], (*base)[i] / 4 * (1 - 1e-12)) << i;
+  }
+  EXPECT_NEAR(RopeMagnitude(c), 1 + 0.1 * std::log(4.0), 1e-12);
+  EXPECT_EQ(RopeMagnitude(c, /*local=*/true), 1.0);
 }
 
 }  // namespace

@@ -54,6 +54,9 @@ FAMILIES = {
     "llama3_rope_freqs": {"shape": "tiny-llama3", "rope_freqs": True},
     "qwen2": {"shape": "tiny-qwen2"},
     "qwen3": {"shape": "tiny-qwen3"},
+    # YaRN as Qwen2.5's long-context files write it (rope.scaling.type yarn,
+    # factor 4, original context 64 so the 96-token prompt runs past it).
+    "qwen2_yarn": {"shape": "tiny-qwen2-yarn"},
     # Mistral as its converter writes it: `llama` with key_length != n_embd /
     # n_head and attention.sliding_window (32 here, shorter than the prompts).
     # llama.cpp reads no window for `llama` (n_swa 0, recorded): every layer

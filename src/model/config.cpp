@@ -269,6 +269,18 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
   LLM_RETURN_IF_ERROR(r.Int("rope.scaling.original_context_length", 1, kMaxCtx, int64_t{0},
                             &c.rope_scaling.original_ctx));
+  if (c.rope_scaling.type == RopeScalingType::kYarn) {
+    // llama.cpp's YaRN: the original context defaults to the training one;
+    // beta_fast / beta_slow 32 / 1 unless the file says. The keys that tune
+    // its magnitude (attn_factor, log multipliers) are not read here:
+    // refused rather than ignored.
+    if (c.rope_scaling.original_ctx == 0) c.rope_scaling.original_ctx = c.n_ctx_train;
+    LLM_RETURN_IF_ERROR(r.Float("rope.scaling.yarn_beta_fast", 0.0, 1e6, &c.rope_scaling.beta_fast));
+    LLM_RETURN_IF_ERROR(r.Float("rope.scaling.yarn_beta_slow", 0.0, 1e6, &c.rope_scaling.beta_slow));
+    for (const char* k : {"rope.scaling.attn_factor", "rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor",
+                          "rope.scaling.yarn_attn_factor"})
+      if (file.Has(r.Key(k))) return Unsupported(r.Key(k) + " is not supported");
+  }
   LLM_RETURN_IF_ERROR(r.Float("rope.scaling.low_freq_factor", 0.0, 1e6,
                               &c.rope_scaling.low_freq_factor));
   LLM_RETURN_IF_ERROR(r.Float("rope.scaling.high_freq_factor", 0.0, 1e6,

@@ -19,6 +19,8 @@ struct RopeScaling {
   int32_t original_ctx = 0;            // context the model was trained at before scaling
   float low_freq_factor = 1.0f;        // llama3 only
   float high_freq_factor = 4.0f;       // llama3 only
+  float beta_fast = 32.0f;             // yarn only: the ramp between interpolated and kept pairs
+  float beta_slow = 1.0f;              // yarn only
 };
 
 // The transformer variant. Gemma 3 is a Llama block with extras, each a

@@ -21,10 +21,20 @@ namespace llm {
 
 // (rope_dim / 2) frequencies. local: a sliding-window layer's rotation (base
 // rope_theta_swa, no metadata scaling; Gemma 3). freq_factors: empty, or
-// rope_dim/2 positive finite values. UNSUPPORTED for YaRN (refused rather
-// than ignored).
+// rope_dim/2 positive finite values.
+//
+// YaRN (ggml's rope_yarn): pair i's angle mixes the interpolated angle
+// (divided by factor) and the original one with a ramp over the pair index,
+//   ramp_i = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1)
+//   inv_freq_i = f_i · ((1 - ramp_i) / factor + ramp_i)
+// lo / hi: the pairs whose wavelength fits beta_fast / beta_slow times in the
+// original context; and both cos and sin are scaled by RopeMagnitude.
 StatusOr<std::vector<double>> RopeInvFreq(const ModelConfig& config, std::span<const float> freq_factors,
                                           bool local = false);
+
+// The factor cos and sin are multiplied by: 1 + 0.1 ln(factor) for YaRN
+// (llama.cpp's mscale with attn_factor 1), else 1.
+double RopeMagnitude(const ModelConfig& config, bool local = false);
 
 // The F32 values of a model's rope_freqs.weight (empty when it has none),
 // checked: rope_dim/2 finite positive factors.

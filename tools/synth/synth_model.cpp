@@ -38,6 +38,10 @@ const std::vector<SynthShape>& Shapes() {
     // Mixture of Experts: 4 experts, 2 per token.
     v.push_back({"tiny-mixtral", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
                  4, 2, 0});
+    // Qwen2.5 with YaRN: original context 64, so pairs from 2 on are
+    // interpolated and the 96-token prompt runs past it.
+    v.push_back({"tiny-qwen2-yarn", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2", 0,
+                 0, 0, 0, 0, 4.0f, 64});
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
@@ -216,6 +220,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
   if (s.sliding_window > 0) w.AddUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (s.yarn_factor > 0.0f) {
+    w.AddString(a + "rope.scaling.type", "yarn");
+    w.AddFloat32(a + "rope.scaling.factor", s.yarn_factor);
+    w.AddUint32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn_original_ctx));
+  }
   if (moe) {
     w.AddUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     w.AddUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));

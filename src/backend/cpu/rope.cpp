@@ -10,14 +10,15 @@ StatusOr<Rope> Rope::Create(const ModelConfig& c, std::span<const float> freq_fa
   Rope r;
   LLM_ASSIGN_OR_RETURN(r.inv_freq_, RopeInvFreq(c, freq_factors, local));
   r.neox_ = c.rope_style == RopeStyle::kNeox;
+  r.magnitude_ = RopeMagnitude(c, local);
   return r;
 }
 
 void Rope::Angles(int64_t pos, float* cos_sin) const {
   for (size_t i = 0; i < inv_freq_.size(); ++i) {
     const double a = static_cast<double>(pos) * inv_freq_[i];
-    cos_sin[2 * i] = static_cast<float>(std::cos(a));
-    cos_sin[2 * i + 1] = static_cast<float>(std::sin(a));
+    cos_sin[2 * i] = static_cast<float>(std::cos(a) * magnitude_);
+    cos_sin[2 * i + 1] = static_cast<float>(std::sin(a) * magnitude_);
   }
 }
 

@@ -18,7 +18,6 @@ namespace llm::cpu {
 
 class Rope {
  public:
-  // UNSUPPORTED for scaling types this backend does not implement (YaRN).
   // freq_factors: the file's rope_freqs (empty: none). local: the rotation of
   // a sliding-window layer (base rope_theta_swa and no metadata scaling,
   // Gemma 3); otherwise base rope_theta with rope_scaling.
@@ -34,6 +33,7 @@ class Rope {
 
  private:
   std::vector<double> inv_freq_;  // (rope_dim / 2)
+  double magnitude_ = 1.0;        // cos and sin scaled by it (YaRN)
   bool neox_ = false;
 };
 

@@ -115,6 +115,8 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
   // is refused too, never run without them.
   if (c.qkv_bias) return Unsupported("CUDA backend: q/k/v biases are not supported");
   if (c.n_expert > 0) return Unsupported("CUDA backend: Mixture-of-Experts layers are not supported");
+  // Its angle kernel takes frequencies only; YaRN also scales cos and sin.
+  if (c.rope_scaling.type == RopeScalingType::kYarn) return Unsupported("CUDA backend: YaRN RoPE scaling is not supported");
   if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
       c.n_ff <= 0)
     return InvalidArgument("CUDA backend: model dimensions must be positive");
