@@ -42,6 +42,11 @@ const std::vector<SynthShape>& Shapes() {
     // interpolated and the 96-token prompt runs past it.
     v.push_back({"tiny-qwen2-yarn", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2", 0,
                  0, 0, 0, 0, 4.0f, 64});
+    // MoE benchmark pair (bench/results): 8 experts, top 2, of FFN 1024,
+    // against a dense model of the same active parameters (FFN 2048).
+    v.push_back({"bench-moe", 4096, 512, 4, 8, 4, 64, 1024, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
+                 8, 2, 0});
+    v.push_back({"bench-moe-dense", 4096, 512, 4, 8, 4, 64, 2048, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
