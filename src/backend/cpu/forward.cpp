@@ -355,7 +355,10 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   const int P = pool_.n_threads();
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
-  if (P < 2 || n_seqs < P || n_tok < 4 * P || lanes_off_) return false;
+  // A Mixture-of-Experts step stays in the shared pass: lanes would each
+  // read the experts their own tokens chose, and a routed expert would be
+  // read once per lane instead of once per step.
+  if (P < 2 || n_seqs < P || n_tok < 4 * P || lanes_off_ || cfg_.n_expert > 0) return false;
   // sequences in token order, logit rows ascending: then each lane's tokens
   // and logit rows are contiguous ranges of the batch's
   for (int64_t s = 0, next = 0; s < n_seqs; next += batch.seqs[s].n_tokens, ++s)
