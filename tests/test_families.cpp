@@ -218,6 +218,13 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
   auto b = CreateCpuBackend(m->config, m->weights, KvCacheSpec{kBlock, n_blocks}, 2);
   ASSERT_TRUE(b.ok()) << b.status().message();
 
+  // ---- the vocabulary llm-synth wrote tokenizes a text as llama.cpp does
+  if (const Json* tk = ref.json.Find("tokenize"); tk != nullptr) {
+    auto ids = m->tokenizer->Encode(tk->Find("text")->as_string(), false, false);
+    ASSERT_TRUE(ids.ok()) << ids.status().message();
+    EXPECT_EQ(*ids, JsonInts(*tk->Find("ids"))) << name << ": tokenization";
+  }
+
   // ---- each prompt alone, in chunks of 7 (blocks straddled)
   int32_t next_block = 0;
   for (size_t p = 0; p < ref.prompts.size(); ++p) {

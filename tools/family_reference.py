@@ -23,6 +23,9 @@ F32 caches). Recorded:
     the best and second-best logit at every step;
   * the perplexity of the first prompt (every position predicts the next
     token), from llama.cpp's logits;
+  * llama.cpp's token ids for a short text (the synthetic vocabulary: a
+    SentencePiece one, or for Qwen a byte-level BPE with the qwen2
+    pre-tokenizer);
   * for a family with rope_freqs.weight, the same model without that tensor:
     how far llama.cpp's logits move (the defect's size: a runtime that ignores
     the tensor is that far off).
@@ -44,6 +47,7 @@ N_CTX = 256
 GREEDY_PREFIX = 16
 GREEDY_TOKENS = 64
 MIN_MARGIN = 0.005
+TOKENIZE_TEXT = "The capital of France is Paris; it's 1234 km\n  away. <|im_end|>"
 INSTALL = "pip install llama-cpp-python==0.3.36 numpy"
 
 # Common llm-synth options: F32, sharp attention, norms that are not all ones.
@@ -210,6 +214,8 @@ def run(name, spec, tool, tmp):
         "prompts": ps,
         "logits_file": f"{name}.logits.bin",
         "greedy": {"prompt_ids": prefix, "ids": gen, "margins": margins},
+        "tokenize": {"text": TOKENIZE_TEXT,
+                     "ids": llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=False, special=False)},
         "perplexity": {"prompt": 0, "ppl": perplexity(logits[0], ps[0])},
         "attention_sharpness": attention_sharpness(path, ps[0]),
     }

@@ -1,6 +1,7 @@
 #include "synth_model.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <cmath>
 #include <thread>
@@ -159,6 +160,66 @@ void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w, const std::vector<std:
   w->AddBool("tokenizer.ggml.add_eos_token", false);
 }
 
+// A byte-level BPE vocabulary as Qwen's converter writes it (GPT-2 style,
+// pre-tokenizer "qwen2"): the 256 byte tokens in GPT-2's byte-to-unicode
+// spelling (id = byte), two-character merges of common English pairs, then
+// Qwen's control tokens at the end.
+void Gpt2Vocab(int32_t n_vocab, GgufStreamWriter* w) {
+  std::vector<std::string> byte_tok(256);
+  {
+    std::vector<int> bs, cs;
+    for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
+    for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
+    for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
+    cs = bs;
+    for (int b = 0, n = 0; b < 256; ++b)
+      if (std::find(bs.begin(), bs.end(), b) == bs.end()) bs.push_back(b), cs.push_back(256 + n++);
+    for (size_t i = 0; i < bs.size(); ++i) {
+      const int c = cs[i];
+      std::string u;
+      if (c < 0x80) {
+        u = static_cast<char>(c);
+      } else {  // two-byte UTF-8 (c < 0x800)
+        u += static_cast<char>(0xC0 | (c >> 6));
+        u += static_cast<char>(0x80 | (c & 0x3F));
+      }
+      byte_tok[bs[i]] = u;
+    }
+  }
+  static const char* const kPairs[][2] = {
+      {" ", "t"}, {" ", "a"}, {"h", "e"}, {"i", "n"}, {"t", "h"}, {"e", "r"}, {"a", "n"}, {"o", "n"}, {"r", "e"},
+      {" ", "s"}, {" ", "o"}, {" ", "w"}, {"e", "n"}, {"a", "t"}, {"o", "r"}, {" ", "c"}, {"e", "s"}, {" ", "f"},
+      {"i", "s"}, {"i", "t"}, {" ", "b"}, {" ", "p"}, {"a", "r"}, {"o", "u"}, {" ", "m"}, {"l", "e"}, {" ", "h"},
+      {"a", "l"}, {" ", "d"}, {"e", "d"}, {"i", "c"}, {" ", "i"}, {"s", "t"}, {" ", "l"}, {"a", "s"}, {" ", "n"},
+      {"o", "m"}, {"r", "o"}, {" ", "T"}, {" ", "C"}, {" ", "F"}};
+  static const char* const kSpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  std::vector<std::string> tokens(byte_tok), merges;
+  std::vector<int32_t> types(256, 1);
+  const int32_t n_merges = n_vocab - 256 - 3;
+  for (int32_t i = 0; i < n_merges && i < static_cast<int32_t>(std::size(kPairs)); ++i) {
+    const std::string a = byte_tok[static_cast<unsigned char>(kPairs[i][0][0])];
+    const std::string b = byte_tok[static_cast<unsigned char>(kPairs[i][1][0])];
+    merges.push_back(a + " " + b);
+    tokens.push_back(a + b);
+    types.push_back(1);
+  }
+  for (const char* t : kSpecials) {
+    tokens.push_back(t);
+    types.push_back(3);  // control
+  }
+  const uint32_t eos = static_cast<uint32_t>(tokens.size() - 3);  // <|endoftext|>
+  std::vector<std::string_view> tv(tokens.begin(), tokens.end()), mv(merges.begin(), merges.end());
+  w->AddString("tokenizer.ggml.model", "gpt2");
+  w->AddString("tokenizer.ggml.pre", "qwen2");
+  w->AddStringArray("tokenizer.ggml.tokens", tv);
+  w->AddInt32Array("tokenizer.ggml.token_type", types);
+  w->AddStringArray("tokenizer.ggml.merges", mv);
+  w->AddUint32("tokenizer.ggml.bos_token_id", eos);
+  w->AddUint32("tokenizer.ggml.eos_token_id", eos);
+  w->AddUint32("tokenizer.ggml.padding_token_id", eos);
+  w->AddBool("tokenizer.ggml.add_bos_token", false);
+}
+
 }  // namespace
 
 const SynthShape* FindSynthShape(std::string_view name) {
@@ -197,6 +258,8 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     n_vocab = static_cast<int32_t>(*n);
   } else if (n_vocab < 259) {
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
+  } else if (s.arch.rfind("qwen", 0) == 0 && n_vocab != 256 + 41 + 3) {
+    return InvalidArgument("llm-synth: the synthetic Qwen vocabulary has 300 tokens");
   }
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
@@ -245,6 +308,8 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
         return Unsupported("llm-synth: cannot copy metadata key " + std::string(key));
+  } else if (s.arch.rfind("qwen", 0) == 0) {
+    Gpt2Vocab(n_vocab, &w);
   } else {
     SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
                                                                 "<|end|>", "<|user|>"}
