@@ -294,7 +294,8 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral", "gemma2",
-                                                                    "phi3", "mixtral", "qwen3moe", "qwen2_yarn"));
+                                                                    "phi3", "mixtral", "qwen3moe", "qwen2_yarn",
+                                                                    "qwen2moe"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).
@@ -385,7 +386,7 @@ TEST(FamilyConfig, QwenReadsAsTheLlamaBlockWithItsExtras) {
   c = ConfigOf(FamilyKeys("qwen2").AddString("qwen2.rope.scaling.type", "longrope"), &keep);
   EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
   EXPECT_NE(c.status().message().find("longrope"), std::string::npos) << c.status().message();
-  c = ConfigOf(FamilyKeys("qwen2moe"), &keep);
+  c = ConfigOf(FamilyKeys("deepseek2"), &keep);
   EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
 }
 
@@ -442,6 +443,15 @@ TEST(FamilyConfig, ExpertsAndTheirRefusals) {
                &keep);
   EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(ConfigOf(FamilyKeys("qwen3moe"), &keep).status().code(), LLM_ERR_MODEL_FORMAT);
+  c = ConfigOf(FamilyKeys("qwen2moe")
+                   .AddUint32("qwen2moe.expert_count", 8)
+                   .AddUint32("qwen2moe.expert_used_count", 2)
+                   .AddUint32("qwen2moe.expert_feed_forward_length", 24)
+                   .AddUint32("qwen2moe.expert_shared_feed_forward_length", 40),
+               &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->expert_weights_norm);
+  EXPECT_EQ(c->n_ff_shexp, 40);
 }
 
 // Phi-3.5 / Phi-4-mini's LongRoPE factors are refused until implemented.

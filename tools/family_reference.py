@@ -84,6 +84,9 @@ FAMILIES = {
     # renormalised), as Mixtral (`llama` with expert_count) and qwen3moe.
     "mixtral": {"shape": "tiny-mixtral"},
     "qwen3moe": {"shape": "tiny-qwen3moe"},
+    # qwen2moe: biases, top-2 of 4 without renormalisation, a shared expert
+    # gated by sigmoid(x · ffn_gate_inp_shexp).
+    "qwen2moe": {"shape": "tiny-qwen2moe"},
 }
 
 

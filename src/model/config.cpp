@@ -158,19 +158,27 @@ void ReadQwen(ModelConfig* c) {
 // experts are refused, never run as something else.
 Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
   LLM_RETURN_IF_ERROR(r.Int("expert_count", 0, 1024, int64_t{0}, &c->n_expert));
-  if (c->arch_kind == ModelArch::kQwen3Moe && c->n_expert == 0) return ModelFormatError("qwen3moe without experts");
+  const bool qwen_moe = c->arch_kind == ModelArch::kQwen3Moe || c->arch_kind == ModelArch::kQwen2Moe;
+  if (qwen_moe && c->n_expert == 0) return ModelFormatError(c->arch + " without experts");
   if (c->n_expert == 0) return Status::Ok();
-  if (c->arch_kind != ModelArch::kLlama && c->arch_kind != ModelArch::kQwen3Moe)
+  if (c->arch_kind != ModelArch::kLlama && !qwen_moe)
     return Unsupported("experts in a " + c->arch + " model are not supported");
   LLM_RETURN_IF_ERROR(r.Int("expert_used_count", 1, c->n_expert, std::nullopt, &c->n_expert_used));
   c->n_ff_exp = c->n_ff;
-  if (c->arch_kind == ModelArch::kQwen3Moe)
-    LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  if (qwen_moe) LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  if (c->arch_kind == ModelArch::kQwen2Moe) {
+    // Qwen1.5-MoE / Qwen2-MoE, as llama.cpp runs them: the chosen weights
+    // are not renormalised, and a shared expert (its own FFN length) runs
+    // for every token, its output scaled by sigmoid(xn · ffn_gate_inp_shexp).
+    c->expert_weights_norm = false;
+    LLM_RETURN_IF_ERROR(r.Int("expert_shared_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_shexp));
+  }
   int32_t gating = 1;  // llama.cpp: 1 softmax, 2 sigmoid
   LLM_RETURN_IF_ERROR(r.Int("expert_gating_func", 0, 16, int64_t{1}, &gating));
   if (gating != 1) return Unsupported(r.Key("expert_gating_func") + " " + std::to_string(gating) + " (only softmax)");
-  if (file.Has(r.Key("expert_shared_count")) || file.FindTensor("blk.0.ffn_gate_shexp.weight") != nullptr)
-    return Unsupported("shared experts are not supported");
+  if (c->arch_kind != ModelArch::kQwen2Moe &&
+      (file.Has(r.Key("expert_shared_count")) || file.FindTensor("blk.0.ffn_gate_shexp.weight") != nullptr))
+    return Unsupported("shared experts are not supported outside qwen2moe");
   return Status::Ok();
 }
 
@@ -194,6 +202,8 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kGemma2;
   } else if (arch == "phi3") {
     c.arch_kind = ModelArch::kPhi3;
+  } else if (arch == "qwen2moe") {
+    c.arch_kind = ModelArch::kQwen2Moe;
   } else if (arch == "qwen3moe") {
     c.arch_kind = ModelArch::kQwen3Moe;
   } else if (arch == "qwen2") {
@@ -202,7 +212,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kQwen3;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama, qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2 and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -317,7 +327,8 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
   if (c.arch_kind == ModelArch::kGemma2) LLM_RETURN_IF_ERROR(ReadGemma2(file, r, &c));
   if (c.arch_kind == ModelArch::kPhi3) LLM_RETURN_IF_ERROR(ReadPhi3(file, &c));
-  if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe)
+  if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe ||
+      c.arch_kind == ModelArch::kQwen2Moe)
     ReadQwen(&c);
   LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
   return c;

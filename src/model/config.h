@@ -45,7 +45,7 @@ struct RopeScaling {
 // softmax of its logits, their weights renormalised to sum to 1, and the
 // token's FFN output is the weighted sum of those experts' SwiGLU outputs.
 enum class ModelArch : int32_t {
-  kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6
+  kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6, kQwen2Moe = 7
 };
 
 // Which values RoPE rotates together in a head: adjacent pairs (x[2i],
@@ -57,7 +57,7 @@ enum class RopeStyle : int32_t { kAdjacent = 0, kNeox = 1 };
 enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1 };
 
 struct ModelConfig {
-  std::string arch;        // general.architecture: "llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2" or "gemma3"
+  std::string arch;        // general.architecture: "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi3", "gemma2" or "gemma3"
   ModelArch arch_kind = ModelArch::kLlama;
   std::string name;        // general.name, may be empty
   int32_t n_vocab = 0;
@@ -82,6 +82,8 @@ struct ModelConfig {
   int32_t n_expert = 0;           // experts per MoE layer; 0 = a dense FFN
   int32_t n_expert_used = 0;      // experts each token is routed to (top-k)
   int32_t n_ff_exp = 0;           // an expert's hidden dimension (qwen3moe: its own key; llama: n_ff)
+  bool expert_weights_norm = true;  // chosen weights renormalised to sum 1 (qwen2moe: not)
+  int32_t n_ff_shexp = 0;         // > 0: a shared expert every token runs, gated by sigmoid(xn·w) (qwen2moe)
   bool fused_qkv = false;         // blk.N.attn_qkv.weight instead of attn_q/k/v (Phi-3; any family's file may)
   bool fused_gate_up = false;     // ffn_up.weight holds gate rows then up rows, no ffn_gate (Phi-3)
   bool qkv_bias = false;          // attn_{q,k,v}.bias added after the projections (Qwen2; any family's file may have them)

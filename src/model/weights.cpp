@@ -154,6 +154,13 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
       LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_gate_exps.weight", ne, fe, embd, &L.exp_gate));
       LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_up_exps.weight", ne, fe, embd, &L.exp_up));
       LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_down_exps.weight", ne, embd, fe, &L.exp_down));
+      if (c.n_ff_shexp > 0) {
+        const int64_t fs = c.n_ff_shexp;
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_inp_shexp.weight", Kind::kNorm, 1, embd, &L.shexp_gate_inp));
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_shexp.weight", Kind::kMatrix, fs, embd, &L.shexp_gate));
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up_shexp.weight", Kind::kMatrix, fs, embd, &L.shexp_up));
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down_shexp.weight", Kind::kMatrix, embd, fs, &L.shexp_down));
+      }
     } else if (c.fused_gate_up) {
       // ffn_up (Phi-3): gate rows then up rows, (2 n_ff, n_embd); llama.cpp's
       // fused SwiGLU takes silu of the first half times the second

@@ -45,6 +45,10 @@ struct LayerWeights {
   std::vector<WeightView> exp_gate;  // (n_expert) of (n_ff_exp, n_embd)  views into ffn_gate_exps
   std::vector<WeightView> exp_up;    // (n_expert) of (n_ff_exp, n_embd)  views into ffn_up_exps
   std::vector<WeightView> exp_down;  // (n_expert) of (n_embd, n_ff_exp)  views into ffn_down_exps
+  WeightView shexp_gate_inp;         // (n_embd)              ffn_gate_inp_shexp (config.n_ff_shexp > 0)
+  WeightView shexp_gate;             // (n_ff_shexp, n_embd)  ffn_gate_shexp
+  WeightView shexp_up;               // (n_ff_shexp, n_embd)  ffn_up_shexp
+  WeightView shexp_down;             // (n_embd, n_ff_shexp)  ffn_down_shexp
   // Qwen2 only (empty() otherwise): config.qkv_bias.
   WeightView bq;              // (n_head*head_dim) F32     attn_q.bias
   WeightView bk;              // (n_head_kv*head_dim) F32  attn_k.bias

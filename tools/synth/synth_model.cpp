@@ -48,6 +48,16 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"bench-moe", 4096, 512, 4, 8, 4, 64, 1024, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
                  8, 2, 0});
     v.push_back({"bench-moe-dense", 4096, 512, 4, 8, 4, 64, 2048, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
+    // Qwen2-MoE: q/k/v biases, 4 experts (top 2, not renormalised) and a
+    // gated shared expert.
+    {
+      SynthShape q{"tiny-qwen2moe", 300, 64, 2, 4, 2, 16, 256, 4096, 1000000.0f, 1e-6f, false, 0.0f, 8192, "qwen2moe"};
+      q.n_expert = 4;
+      q.n_expert_used = 2;
+      q.n_ff_exp = 96;
+      q.n_ff_shexp = 128;
+      v.push_back(q);
+    }
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
@@ -244,6 +254,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   if (s.n_expert > 0) {
     const int64_t FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
     per_layer += s.n_expert * E + s.n_expert * 3 * E * FE - 3 * E * F;
+    if (s.n_ff_shexp > 0) per_layer += E + 3 * E * s.n_ff_shexp;
   }
   return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
 }
@@ -263,9 +274,10 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   }
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
-      s.arch != "qwen3moe")
+      s.arch != "qwen3moe" && s.arch != "qwen2moe")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
-  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe", gemma2 = s.arch == "gemma2";
+  const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
+  const bool gemma2 = s.arch == "gemma2";
   const bool moe = s.n_expert > 0;
   const bool phi3 = s.arch == "phi3";
   const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
@@ -297,6 +309,8 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     w.AddUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     w.AddUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     if (s.n_ff_exp > 0) w.AddUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    if (s.n_ff_shexp > 0)
+      w.AddUint32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff_shexp));
   }
   if (gemma2) {
     // Gemma 2's keys; caps far below its 50 / 30 so that the tiny model's
@@ -351,6 +365,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       plan.push_back({p + "ffn_gate_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
       plan.push_back({p + "ffn_down_exps.weight", o.type, {FE, E, NE}, TensorPlan::kRandom});
       plan.push_back({p + "ffn_up_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
+      if (s.n_ff_shexp > 0) {
+        const int64_t FS = s.n_ff_shexp;
+        plan.push_back({p + "ffn_gate_inp_shexp.weight", TensorType::F32, {E}, TensorPlan::kBias});
+        plan.push_back({p + "ffn_gate_shexp.weight", o.type, {E, FS}, TensorPlan::kRandom});
+        plan.push_back({p + "ffn_down_shexp.weight", o.type, {FS, E}, TensorPlan::kRandom});
+        plan.push_back({p + "ffn_up_shexp.weight", o.type, {E, FS}, TensorPlan::kRandom});
+      }
     } else {
       if (!phi3) plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
       plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});

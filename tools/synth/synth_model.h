@@ -50,6 +50,7 @@ struct SynthShape {
   int32_t n_ff_exp = 0;        // qwen3moe's expert_feed_forward_length
   float yarn_factor = 0.0f;    // > 0: rope.scaling.type yarn with this factor (Qwen2.5 long context)
   int32_t yarn_original_ctx = 0;
+  int32_t n_ff_shexp = 0;      // qwen2moe's shared expert
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.

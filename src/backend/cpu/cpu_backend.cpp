@@ -97,6 +97,11 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
         LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_up[e], FE, E, p + "ffn_up_exps"));
         LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_down[e], E, FE, p + "ffn_down_exps"));
       }
+      if (c.n_ff_shexp > 0) {
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.shexp_gate, c.n_ff_shexp, E, p + "ffn_gate_shexp"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.shexp_up, c.n_ff_shexp, E, p + "ffn_up_shexp"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.shexp_down, E, c.n_ff_shexp, p + "ffn_down_shexp"));
+      }
       continue;
     }
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_gate, F, E, p + "ffn_gate"));
@@ -115,6 +120,10 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(L.ffn_norm, E, p + "ffn_norm"));
       norms->attn.push_back(std::move(an));
       norms->ffn.push_back(std::move(fn));
+      if (c.n_ff_shexp > 0) {
+        LLM_ASSIGN_OR_RETURN(auto g, NormToF32(L.shexp_gate_inp, E, p + "ffn_gate_inp_shexp"));
+        norms->shexp_gate.push_back(std::move(g));
+      }
       if (c.qkv_bias) {
         LLM_ASSIGN_OR_RETURN(auto bq, NormToF32(L.bq, Q, p + "attn_q.bias"));
         LLM_ASSIGN_OR_RETURN(auto bk, NormToF32(L.bk, KV, p + "attn_k.bias"));
@@ -172,7 +181,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
 Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   try {
     if (n_tok > cap_tok_) {
-      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = std::max(cfg_.n_ff, cfg_.n_ff_exp);
+      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = std::max({cfg_.n_ff, cfg_.n_ff_exp, cfg_.n_ff_shexp});
       x_.resize(n_tok * E);
       xn_.resize(n_tok * E);
       q_.resize(n_tok * Q);

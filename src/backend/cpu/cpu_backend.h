@@ -149,6 +149,7 @@ class CpuBackend final : public Backend {
     std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg_.post_norms
     std::vector<std::vector<float>> bq;         // (n_layer, q_dim) when cfg_.qkv_bias
     std::vector<std::vector<float>> bk, bv;     // (n_layer, kv_dim) when cfg_.qkv_bias
+    std::vector<std::vector<float>> shexp_gate; // (n_layer, n_embd) when cfg_.n_ff_shexp > 0
   };
   std::shared_ptr<const Norms> norms_;
 

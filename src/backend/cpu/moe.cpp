@@ -1,9 +1,11 @@
 // CpuBackend::MoeFeedForward: a Mixture-of-Experts FFN (Mixtral-style
-// `llama`, qwen3moe), as llama.cpp computes it:
+// `llama`, qwen3moe, qwen2moe), as llama.cpp computes it:
 //
 //   p = softmax(xn · Wrouterᵀ)                     (n, n_expert)
 //   chosen = the n_expert_used largest p per token; w = p[chosen] / Σ p[chosen]
+//            (qwen2moe: w = p[chosen], not renormalised)
 //   x += Σ_chosen w_e · down_e(silu(xn · gate_eᵀ) * (xn · up_eᵀ))
+//   [qwen2moe: x += sigmoid(xn · g) · shared(xn), a shared expert every token runs]
 //
 // Tokens are grouped by expert, so a step reads each routed expert's weights
 // once, whatever its batch, and an expert no token chose not at all:
@@ -51,7 +53,8 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
       chosen += p[best];
       ++moe_count_[best];
     }
-    for (int64_t j = 0; j < K; ++j) pick[j].weight /= chosen;
+    if (cfg_.expert_weights_norm)
+      for (int64_t j = 0; j < K; ++j) pick[j].weight /= chosen;
   }
 
   // ---- each routed expert once, over the tokens that chose it
@@ -71,6 +74,20 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
       float* xr = x + moe_rows_[i] / K * E;
       const float* yr = moe_y_.data() + i * E;
       for (int64_t d = 0; d < E; ++d) xr[d] += w * yr[d];
+    }
+  }
+
+  // ---- qwen2moe's shared expert: every token, scaled by sigmoid(xn · g)
+  if (cfg_.n_ff_shexp > 0) {
+    FeedForwardUp(L.shexp_gate, L.shexp_up, xn, n);  // hb: (n, n_ff_shexp)
+    const MatJob down = {&L.shexp_down, moe_y_.data(), false};
+    MatMulJobs(&down, 1, hb_.data(), n);  // y: (n, E)
+    const float* g = norms_->shexp_gate[layer].data();
+    for (int64_t t = 0; t < n; ++t) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < E; ++d) dot += xn[t * E + d] * g[d];
+      const float s = 1.0f / (1.0f + std::exp(-dot));
+      for (int64_t d = 0; d < E; ++d) x[t * E + d] += s * moe_y_[t * E + d];
     }
   }
 }
