@@ -26,7 +26,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "attention_decode.cuh"
 #include "attention_prefill.cuh"
 #include "backend/cpu/rope.h"
-#include "backend/cuda/rope_freq.h"
+#include "model/rope_freq.h"
 #include "embedding.cuh"
 #include "model/config.h"
 #include "rmsnorm.cuh"
@@ -251,11 +251,14 @@ TEST_F(CudaKernels, Argmax) {
 
 TEST_F(CudaKernels, RopeAnglesMatchCpuRope) {
   SCOPED_TRACE(Seed());
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     ModelConfig c;
     c.head_dim = 128;
     c.rope_dim = variant == 2 ? 64 : 128;
     c.rope_theta = variant == 0 ? 10000.0f : 500000.0f;
+    std::vector<float> factors;  // variant 3: a Llama 3.1 file's rope_freqs.weight
+    if (variant == 3)
+      for (int i = 0; i < c.rope_dim / 2; ++i) factors.push_back(i < 20 ? 1.0f : i < 40 ? 1.0f + (i - 20) * 0.35f : 8.0f);
     if (variant == 1) {  // Llama 3.1
       c.rope_scaling.type = RopeScalingType::kLlama3;
       c.rope_scaling.factor = 8.0f;
@@ -267,9 +270,9 @@ TEST_F(CudaKernels, RopeAnglesMatchCpuRope) {
       c.rope_scaling.factor = 4.0f;
     }
     SCOPED_TRACE("variant " + std::to_string(variant));
-    auto cpu_rope = cpu::Rope::Create(c);
+    auto cpu_rope = cpu::Rope::Create(c, factors);
     ASSERT_TRUE(cpu_rope.ok()) << cpu_rope.status().message();
-    auto inv = RopeInvFreq(c);
+    auto inv = RopeInvFreq(c, factors);
     ASSERT_TRUE(inv.ok()) << inv.status().message();
     const int P = c.rope_dim / 2;
     std::vector<int32_t> pos = {0, 1, 15, 16, 17, 511, 512, 8191, 8192, 131071};

@@ -188,11 +188,14 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     auto model = llm::Model::Load(p.model_path);
     if (!model.ok()) return Fail(model.status());
     const llm::ModelConfig& mc = (*model)->config;
-    // The CUDA backend runs the Llama block only; other architectures (Gemma 3)
-    // run on the CPU backend under AUTO and are refused for an explicit CUDA.
-    if (backend_kind == LLM_BACKEND_CUDA && mc.arch_kind != llm::ModelArch::kLlama) {
+    // The CUDA backend runs the Llama block only; other architectures (Gemma,
+    // Qwen, Phi-3) and llama files with q/k/v biases, experts or YaRN run on
+    // the CPU backend under AUTO and are refused for an explicit CUDA.
+    const bool cuda_runs = mc.arch_kind == llm::ModelArch::kLlama && !mc.qkv_bias && mc.n_expert == 0 &&
+                           mc.rope_scaling.type != llm::RopeScalingType::kYarn;
+    if (backend_kind == LLM_BACKEND_CUDA && !cuda_runs) {
       if (p.backend == LLM_BACKEND_CUDA)
-        return Fail(LLM_ERR_UNSUPPORTED, "the CUDA backend does not run '" + mc.arch + "' models (CPU only)");
+        return Fail(LLM_ERR_UNSUPPORTED, "the CUDA backend does not run this '" + mc.arch + "' model (CPU only)");
       backend_kind = LLM_BACKEND_CPU;
     }
 

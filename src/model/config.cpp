@@ -1,4 +1,5 @@
-// ModelConfig::FromGguf: Llama / Gemma 3 hyper-parameters from GGUF metadata.
+// ModelConfig::FromGguf: Llama / Qwen2 / Qwen3 / Phi-3 / Gemma 2 / Gemma 3 hyper-parameters
+// from GGUF metadata.
 //
 // Gemma 3 follows llama.cpp's reading of its GGUF (the files come from its
 // converter): norm weights already hold Gemma's (1 + w), so RMSNorm is the
@@ -72,6 +73,16 @@ Status Check(bool ok, const std::string& what) {
   return ok ? Status::Ok() : ModelFormatError(what);
 }
 
+// A soft-cap key, unchanged when absent; 0 (as some converters write for
+// "none") disables the cap, as in llama.cpp.
+Status ReadCap(const GgufFile& file, const std::string& key, float* out) {
+  if (!file.Has(key)) return Status::Ok();
+  LLM_ASSIGN_OR_RETURN(double cap, file.GetFloat(key));
+  if (!(cap >= 0.0 && cap <= 1e6)) return ModelFormatError("key " + key + " is outside [0, 1e6]");
+  *out = static_cast<float>(cap);
+  return Status::Ok();
+}
+
 // The Gemma 3 extras on top of the common keys read by FromGguf.
 Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
   c->rope_style = RopeStyle::kNeox;
@@ -90,13 +101,84 @@ Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
   }
   LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window_pattern", 0, kMaxLayers, int64_t{6}, &c->swa_pattern));
   LLM_RETURN_IF_ERROR(r.Float("rope.freq_base_swa", 0.0, 1e12, &c->rope_theta_swa));
-  // 0 (as some converters write for "none") disables the cap, as in llama.cpp.
-  const std::string cap_key = r.Key("final_logit_softcapping");
-  if (file.Has(cap_key)) {
-    LLM_ASSIGN_OR_RETURN(double cap, file.GetFloat(cap_key));
-    if (!(cap >= 0.0 && cap <= 1e6)) return ModelFormatError("key " + cap_key + " is outside [0, 1e6]");
-    c->final_logit_softcap = static_cast<float>(cap);
+  return ReadCap(file, r.Key("final_logit_softcapping"), &c->final_logit_softcap);
+}
+
+// Gemma 2 as llama.cpp reads it: Gemma 3's block without the q/k norms, with
+// attention logits soft-capped, layers alternating local / global (even
+// layers local: a period of 2), one RoPE base for both. Absent keys take
+// llama.cpp's defaults: window 4096, caps 50 (attention) and 30 (logits).
+Status ReadGemma2(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->ffn_act = FfnActivation::kGeluTanh;
+  c->embd_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->post_norms = true;
+  if (c->n_layer == 46) c->attn_scale = 1.0f / std::sqrt(static_cast<float>(c->n_embd / c->n_head));  // 27B
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window", 0, kMaxCtx, int64_t{4096}, &c->sliding_window));
+  c->swa_pattern = 2;
+  c->rope_theta_swa = c->rope_theta;
+  if (c->rope_scaling.type != RopeScalingType::kNone)
+    return Unsupported("gemma2 with RoPE scaling is not supported (local layers would drop it)");
+  c->attn_logit_softcap = 50.0f;
+  c->final_logit_softcap = 30.0f;
+  LLM_RETURN_IF_ERROR(ReadCap(file, r.Key("attn_logit_softcapping"), &c->attn_logit_softcap));
+  return ReadCap(file, r.Key("final_logit_softcapping"), &c->final_logit_softcap);
+}
+
+// Phi-3 as llama.cpp reads it: NEOX RoPE over rope.dimension_count of each
+// head (partial rotary: Phi-4-mini rotates 96 of 128), q/k/v fused in
+// attn_qkv and gate/up fused in ffn_up (no ffn_gate). Its
+// attention.sliding_window is not applied: llama.cpp reads the key for phi3
+// and then attends to every key (tests/data/families/phi3.json shows a
+// prompt longer than the window matching it); llmrt does the same.
+// LongRoPE (rope_factors_long / rope_factors_short, Phi-3.5 / Phi-4-mini)
+// is refused until it is implemented, never run without its factors.
+Status ReadPhi3(const GgufFile& file, ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->fused_gate_up = file.FindTensor("blk.0.ffn_gate.weight") == nullptr;
+  if (file.FindTensor("rope_factors_long.weight") != nullptr || file.FindTensor("rope_factors_short.weight") != nullptr)
+    return Unsupported("phi3 LongRoPE (rope_factors_long / rope_factors_short) is not supported yet");
+  return Status::Ok();
+}
+
+// Qwen2 / Qwen3 as llama.cpp reads them: their converter keeps the HF q/k
+// row order, so RoPE rotates the two halves of each head (NEOX); Qwen2 adds
+// biases to q, k and v (qkv_bias, read from the tensors for every family);
+// Qwen3 RMS-norms each q and k head before RoPE. A YaRN file loads and is
+// refused when a backend builds its RoPE table (model/rope_freq.h), with a
+// message, like any family's.
+void ReadQwen(ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  c->qk_norm = c->arch_kind == ModelArch::kQwen3 || c->arch_kind == ModelArch::kQwen3Moe;
+}
+
+// Mixture of Experts as llama.cpp runs Mixtral (`llama` with expert_count)
+// and qwen3moe: softmax gating, top n_expert_used, the chosen weights
+// renormalised. Other gating functions (expert_gating_func) and shared
+// experts are refused, never run as something else.
+Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  LLM_RETURN_IF_ERROR(r.Int("expert_count", 0, 1024, int64_t{0}, &c->n_expert));
+  const bool qwen_moe = c->arch_kind == ModelArch::kQwen3Moe || c->arch_kind == ModelArch::kQwen2Moe;
+  if (qwen_moe && c->n_expert == 0) return ModelFormatError(c->arch + " without experts");
+  if (c->n_expert == 0) return Status::Ok();
+  if (c->arch_kind != ModelArch::kLlama && !qwen_moe)
+    return Unsupported("experts in a " + c->arch + " model are not supported");
+  LLM_RETURN_IF_ERROR(r.Int("expert_used_count", 1, c->n_expert, std::nullopt, &c->n_expert_used));
+  c->n_ff_exp = c->n_ff;
+  if (qwen_moe) LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  if (c->arch_kind == ModelArch::kQwen2Moe) {
+    // Qwen1.5-MoE / Qwen2-MoE, as llama.cpp runs them: the chosen weights
+    // are not renormalised, and a shared expert (its own FFN length) runs
+    // for every token, its output scaled by sigmoid(xn · ffn_gate_inp_shexp).
+    c->expert_weights_norm = false;
+    LLM_RETURN_IF_ERROR(r.Int("expert_shared_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_shexp));
   }
+  int32_t gating = 1;  // llama.cpp: 1 softmax, 2 sigmoid
+  LLM_RETURN_IF_ERROR(r.Int("expert_gating_func", 0, 16, int64_t{1}, &gating));
+  if (gating != 1) return Unsupported(r.Key("expert_gating_func") + " " + std::to_string(gating) + " (only softmax)");
+  if (c->arch_kind != ModelArch::kQwen2Moe &&
+      (file.Has(r.Key("expert_shared_count")) || file.FindTensor("blk.0.ffn_gate_shexp.weight") != nullptr))
+    return Unsupported("shared experts are not supported outside qwen2moe");
   return Status::Ok();
 }
 
@@ -116,9 +198,21 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kLlama;
   } else if (arch == "gemma3") {
     c.arch_kind = ModelArch::kGemma3;
+  } else if (arch == "gemma2") {
+    c.arch_kind = ModelArch::kGemma2;
+  } else if (arch == "phi3") {
+    c.arch_kind = ModelArch::kPhi3;
+  } else if (arch == "qwen2moe") {
+    c.arch_kind = ModelArch::kQwen2Moe;
+  } else if (arch == "qwen3moe") {
+    c.arch_kind = ModelArch::kQwen3Moe;
+  } else if (arch == "qwen2") {
+    c.arch_kind = ModelArch::kQwen2;
+  } else if (arch == "qwen3") {
+    c.arch_kind = ModelArch::kQwen3;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2 and gemma3)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -185,11 +279,28 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
   LLM_RETURN_IF_ERROR(r.Int("rope.scaling.original_context_length", 1, kMaxCtx, int64_t{0},
                             &c.rope_scaling.original_ctx));
+  if (c.rope_scaling.type == RopeScalingType::kYarn) {
+    // llama.cpp's YaRN: the original context defaults to the training one;
+    // beta_fast / beta_slow 32 / 1 unless the file says. The keys that tune
+    // its magnitude (attn_factor, log multipliers) are not read here:
+    // refused rather than ignored.
+    if (c.rope_scaling.original_ctx == 0) c.rope_scaling.original_ctx = c.n_ctx_train;
+    LLM_RETURN_IF_ERROR(r.Float("rope.scaling.yarn_beta_fast", 0.0, 1e6, &c.rope_scaling.beta_fast));
+    LLM_RETURN_IF_ERROR(r.Float("rope.scaling.yarn_beta_slow", 0.0, 1e6, &c.rope_scaling.beta_slow));
+    for (const char* k : {"rope.scaling.attn_factor", "rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor",
+                          "rope.scaling.yarn_attn_factor"})
+      if (file.Has(r.Key(k))) return Unsupported(r.Key(k) + " is not supported");
+  }
   LLM_RETURN_IF_ERROR(r.Float("rope.scaling.low_freq_factor", 0.0, 1e6,
                               &c.rope_scaling.low_freq_factor));
   LLM_RETURN_IF_ERROR(r.Float("rope.scaling.high_freq_factor", 0.0, 1e6,
                               &c.rope_scaling.high_freq_factor));
   c.has_rope_freqs = file.FindTensor("rope_freqs.weight") != nullptr;
+  // Biases on q/k/v are optional in every family for llama.cpp; Qwen2's
+  // converter always writes them. ModelWeights requires all or none.
+  c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  c.fused_qkv = file.FindTensor("blk.0.attn_qkv.weight") != nullptr;
+  if (c.fused_qkv && c.qkv_bias) return Unsupported("q/k/v biases with a fused attn_qkv are not supported");
 
   // --- vocabulary: explicit size, else the tokenizer's, else the embedding's ---
   if (file.Has(r.Key("vocab_size"))) {
@@ -209,7 +320,17 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
 
   c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  // A `llama` file's attention.sliding_window (Mistral's converter writes
+  // it) is not applied: llama.cpp reads no window for `llama` either (its
+  // n_swa stays 0; tests/data/families/mistral.json records it), and these
+  // files are proven against llama.cpp. Every layer attends to all keys.
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
+  if (c.arch_kind == ModelArch::kGemma2) LLM_RETURN_IF_ERROR(ReadGemma2(file, r, &c));
+  if (c.arch_kind == ModelArch::kPhi3) LLM_RETURN_IF_ERROR(ReadPhi3(file, &c));
+  if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe ||
+      c.arch_kind == ModelArch::kQwen2Moe)
+    ReadQwen(&c);
+  LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
   return c;
 }
 

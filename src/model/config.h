@@ -1,4 +1,5 @@
-// Hyper-parameters of a Llama-family or Gemma 3 model, read from GGUF metadata.
+// Hyper-parameters of a Llama-family, Qwen2/Qwen3 or Gemma 3 model, read
+// from GGUF metadata.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,8 @@ struct RopeScaling {
   int32_t original_ctx = 0;            // context the model was trained at before scaling
   float low_freq_factor = 1.0f;        // llama3 only
   float high_freq_factor = 4.0f;       // llama3 only
+  float beta_fast = 32.0f;             // yarn only: the ramp between interpolated and kept pairs
+  float beta_slow = 1.0f;              // yarn only
 };
 
 // The transformer variant. Gemma 3 is a Llama block with extras, each a
@@ -29,7 +32,21 @@ struct RopeScaling {
 //               x += rmsnorm(h · Woᵀ)                  (post_attention_norm)
 //               x += rmsnorm(ffn_gelu(rmsnorm(x)))     (ffn_norm, post_ffw_norm)
 //   logits = rmsnorm(x) · Eᵀ  (tied), soft-capped if the file says so
-enum class ModelArch : int32_t { kLlama = 0, kGemma3 = 1 };
+//
+// Qwen2 and Qwen3 are the Llama block with NEOX RoPE and, for Qwen2, biases
+// on q/k/v; for Qwen3, Gemma's per-head q/k RMSNorm (qk_norm).
+// Gemma 2 is Gemma 3 without the q/k norms, with attention logits
+// soft-capped (attn_logit_softcap) and every other layer local.
+// Phi-3 is the Llama block with NEOX RoPE over part of each head, q/k/v in
+// one tensor and gate/up in one tensor (fused_qkv, fused_gate_up).
+//
+// Mixture of Experts (n_expert > 0: Mixtral-style `llama`, `qwen3moe`)
+// replaces the FFN: a router picks n_expert_used experts per token from the
+// softmax of its logits, their weights renormalised to sum to 1, and the
+// token's FFN output is the weighted sum of those experts' SwiGLU outputs.
+enum class ModelArch : int32_t {
+  kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6, kQwen2Moe = 7
+};
 
 // Which values RoPE rotates together in a head: adjacent pairs (x[2i],
 // x[2i+1]) — GGUF `llama`, whose converter permutes Q/K rows for it — or the
@@ -40,7 +57,7 @@ enum class RopeStyle : int32_t { kAdjacent = 0, kNeox = 1 };
 enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1 };
 
 struct ModelConfig {
-  std::string arch;        // general.architecture: "llama" or "gemma3"
+  std::string arch;        // general.architecture: "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi3", "gemma2" or "gemma3"
   ModelArch arch_kind = ModelArch::kLlama;
   std::string name;        // general.name, may be empty
   int32_t n_vocab = 0;
@@ -61,12 +78,20 @@ struct ModelConfig {
   // baked into that tensor, so rope_scaling.type stays as the metadata says.
   bool has_rope_freqs = false;
 
-  // ---- Gemma 3 extensions; the defaults are the Llama block.
+  // ---- family extensions (Gemma 3, Qwen); the defaults are the Llama block.
+  int32_t n_expert = 0;           // experts per MoE layer; 0 = a dense FFN
+  int32_t n_expert_used = 0;      // experts each token is routed to (top-k)
+  int32_t n_ff_exp = 0;           // an expert's hidden dimension (qwen3moe: its own key; llama: n_ff)
+  bool expert_weights_norm = true;  // chosen weights renormalised to sum 1 (qwen2moe: not)
+  int32_t n_ff_shexp = 0;         // > 0: a shared expert every token runs, gated by sigmoid(xn·w) (qwen2moe)
+  bool fused_qkv = false;         // blk.N.attn_qkv.weight instead of attn_q/k/v (Phi-3; any family's file may)
+  bool fused_gate_up = false;     // ffn_up.weight holds gate rows then up rows, no ffn_gate (Phi-3)
+  bool qkv_bias = false;          // attn_{q,k,v}.bias added after the projections (Qwen2; any family's file may have them)
   RopeStyle rope_style = RopeStyle::kAdjacent;
   FfnActivation ffn_act = FfnActivation::kSilu;
   float embd_scale = 1.0f;        // token embeddings are multiplied by this
   float attn_scale = 0.0f;        // q·k scale; 0 means 1/sqrt(head_dim)
-  bool qk_norm = false;           // attn_q_norm / attn_k_norm: RMSNorm over each head before RoPE
+  bool qk_norm = false;           // attn_q_norm / attn_k_norm: RMSNorm over each head before RoPE (Gemma 3, Qwen3)
   bool post_norms = false;        // post_attention_norm / post_ffw_norm on each sub-block's output
   // Local (sliding-window) attention: a query at position p of a local layer
   // sees keys p - sliding_window + 1 .. p; 0 = every layer global.
@@ -77,6 +102,7 @@ struct ModelConfig {
   int32_t swa_pattern = 0;
   float rope_theta_swa = 10000.0f;  // local layers' RoPE base; they use no RoPE scaling
   float final_logit_softcap = 0.0f; // > 0: logits = c * tanh(logits / c)
+  float attn_logit_softcap = 0.0f;  // > 0: scaled q·k scores = c * tanh(s / c) before the softmax (Gemma 2)
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }
@@ -85,7 +111,8 @@ struct ModelConfig {
   }
   float AttnScale() const;
 
-  // Reads and validates `llama` (and compatible) or `gemma3` metadata.
+  // Reads and validates `llama` (and compatible), `qwen2`, `qwen3` or
+  // `gemma3` metadata.
   static StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -1,5 +1,5 @@
-// ModelWeights::FromGguf: locate and check every Llama / Gemma 3 tensor in a
-// GGUF file.
+// ModelWeights::FromGguf: locate and check every Llama / Qwen / Gemma / Phi-3
+// tensor in a GGUF file.
 #include "model/weights.h"
 
 #include <string>
@@ -9,7 +9,7 @@
 namespace llm {
 namespace {
 
-enum class Kind { kNorm, kMatrix };
+enum class Kind { kNorm, kMatrix };  // kNorm: any F32 vector (norm weights, biases)
 
 std::string Shape(const std::vector<int64_t>& dims) {
   std::string s = "{";
@@ -39,7 +39,7 @@ class Loader {
     if (kind == Kind::kNorm) {
       if (t->type != TensorType::F32) {
         return Unsupported("tensor " + name + " is " + TensorTypeName(t->type) +
-                           "; norm weights must be F32");
+                           "; norm weights and biases must be F32");
       }
     }
     // Every type the GGUF reader accepts (tensor_type.h) is a matrix type the
@@ -58,12 +58,48 @@ class Loader {
     return Status::Ok();
   }
 
+  // A 3-D tensor of n_mat matrices (rows, cols) — GGUF dims {cols, rows,
+  // n_mat} — as n_mat row-range views of one (n_mat * rows, cols) matrix.
+  Status GetStack(const std::string& name, int64_t n_mat, int64_t rows, int64_t cols, std::vector<WeightView>* out) {
+    const GgufTensorInfo* t = f_.FindTensor(name);
+    if (t == nullptr) return ModelFormatError("missing tensor " + name);
+    const std::vector<int64_t> want = {cols, rows, n_mat};
+    if (t->dims != want)
+      return ModelFormatError("tensor " + name + " has shape " + Shape(t->dims) + ", expected " + Shape(want) +
+                              " from the model config");
+    const size_t row_bytes = TensorRowBytes(t->type, cols);
+    if (row_bytes == 0 || row_bytes * static_cast<uint64_t>(rows * n_mat) != t->nbytes)
+      return ModelFormatError("tensor " + name + ": " + std::to_string(cols) + " columns do not make whole " +
+                              TensorTypeName(t->type) + " rows");
+    out->clear();
+    for (int64_t e = 0; e < n_mat; ++e) {
+      WeightView v;
+      v.type = t->type;
+      v.data = static_cast<const uint8_t*>(t->data) + e * rows * row_bytes;
+      v.rows = rows;
+      v.cols = cols;
+      v.row_bytes = row_bytes;
+      out->push_back(v);
+    }
+    n_params_ += t->n_elements();
+    return Status::Ok();
+  }
+
   int64_t n_params() const { return n_params_; }
 
  private:
   const GgufFile& f_;
   int64_t n_params_ = 0;
 };
+
+// Rows [first, first + n) of a matrix view: a fused tensor's part (rows are
+// whole blocks of any type, so a row range is a plain byte range).
+WeightView SubRows(const WeightView& w, int64_t first, int64_t n) {
+  WeightView v = w;
+  v.data = static_cast<const uint8_t*>(w.data) + first * w.row_bytes;
+  v.rows = n;
+  return v;
+}
 
 }  // namespace
 
@@ -98,14 +134,50 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     LayerWeights& L = w.layers[i];
     std::string p = "blk." + std::to_string(i) + ".";
     LLM_RETURN_IF_ERROR(l.Get(p + "attn_norm.weight", Kind::kNorm, 1, embd, &L.attn_norm));
-    LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.weight", Kind::kMatrix, q, embd, &L.wq));
-    LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.weight", Kind::kMatrix, kv, embd, &L.wk));
-    LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.weight", Kind::kMatrix, kv, embd, &L.wv));
+    if (c.fused_qkv) {
+      // attn_qkv (Phi-3): the q, k and v rows end to end, (q + 2 kv, n_embd)
+      WeightView qkv;
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_qkv.weight", Kind::kMatrix, q + 2 * kv, embd, &qkv));
+      L.wq = SubRows(qkv, 0, q);
+      L.wk = SubRows(qkv, q, kv);
+      L.wv = SubRows(qkv, q + kv, kv);
+    } else {
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.weight", Kind::kMatrix, q, embd, &L.wq));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.weight", Kind::kMatrix, kv, embd, &L.wk));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.weight", Kind::kMatrix, kv, embd, &L.wv));
+    }
     LLM_RETURN_IF_ERROR(l.Get(p + "attn_output.weight", Kind::kMatrix, embd, q, &L.wo));
     LLM_RETURN_IF_ERROR(l.Get(p + "ffn_norm.weight", Kind::kNorm, 1, embd, &L.ffn_norm));
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
+    if (c.n_expert > 0) {
+      const int64_t ne = c.n_expert, fe = c.n_ff_exp;
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_inp.weight", Kind::kMatrix, ne, embd, &L.router));
+      LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_gate_exps.weight", ne, fe, embd, &L.exp_gate));
+      LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_up_exps.weight", ne, fe, embd, &L.exp_up));
+      LLM_RETURN_IF_ERROR(l.GetStack(p + "ffn_down_exps.weight", ne, embd, fe, &L.exp_down));
+      if (c.n_ff_shexp > 0) {
+        const int64_t fs = c.n_ff_shexp;
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_inp_shexp.weight", Kind::kNorm, 1, embd, &L.shexp_gate_inp));
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_shexp.weight", Kind::kMatrix, fs, embd, &L.shexp_gate));
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up_shexp.weight", Kind::kMatrix, fs, embd, &L.shexp_up));
+        LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down_shexp.weight", Kind::kMatrix, embd, fs, &L.shexp_down));
+      }
+    } else if (c.fused_gate_up) {
+      // ffn_up (Phi-3): gate rows then up rows, (2 n_ff, n_embd); llama.cpp's
+      // fused SwiGLU takes silu of the first half times the second
+      WeightView gu;
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, 2 * ff, embd, &gu));
+      L.w_gate = SubRows(gu, 0, ff);
+      L.w_up = SubRows(gu, ff, ff);
+    } else {
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate.weight", Kind::kMatrix, ff, embd, &L.w_gate));
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up.weight", Kind::kMatrix, ff, embd, &L.w_up));
+    }
+    if (c.n_expert == 0) LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down.weight", Kind::kMatrix, embd, ff, &L.w_down));
+    if (c.qkv_bias) {
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_q.bias", Kind::kNorm, 1, q, &L.bq));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_k.bias", Kind::kNorm, 1, kv, &L.bk));
+      LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.bias", Kind::kNorm, 1, kv, &L.bv));
+    }
     if (c.qk_norm) {
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_q_norm.weight", Kind::kNorm, 1, c.head_dim, &L.q_norm));
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_k_norm.weight", Kind::kNorm, 1, c.head_dim, &L.k_norm));
@@ -114,6 +186,19 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
       LLM_RETURN_IF_ERROR(
           l.Get(p + "post_attention_norm.weight", Kind::kNorm, 1, embd, &L.post_attn_norm));
       LLM_RETURN_IF_ERROR(l.Get(p + "post_ffw_norm.weight", Kind::kNorm, 1, embd, &L.post_ffn_norm));
+    }
+  }
+  // Tensors llama.cpp would apply and these backends do not: refused rather
+  // than silently ignored.
+  for (const char* name : {"output.bias", "blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_down.bias",
+                           "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias"}) {
+    if (file.FindTensor(name) != nullptr) return Unsupported(std::string("tensor ") + name + " is not supported");
+  }
+  for (int32_t i = 0; i < c.n_layer && !c.qkv_bias; ++i) {
+    for (const char* t : {"attn_q", "attn_k", "attn_v"}) {
+      const std::string name = "blk." + std::to_string(i) + "." + t + ".bias";
+      if (file.FindTensor(name) != nullptr)
+        return ModelFormatError("tensor " + name + " is present but blk.0.attn_q.bias is not (biases on some layers only)");
     }
   }
   w.n_params = l.n_params();

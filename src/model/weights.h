@@ -1,4 +1,4 @@
-// Views of a Llama / Gemma 3 model's weight tensors. The bytes stay where the loader put
+// Views of a Llama / Qwen / Gemma 3 model's weight tensors. The bytes stay where the loader put
 // them (a memory-mapped GGUF file); these structs only point into them.
 #pragma once
 
@@ -40,7 +40,20 @@ struct LayerWeights {
   WeightView w_gate;     // (n_ff, n_embd)   ffn_gate
   WeightView w_up;       // (n_ff, n_embd)   ffn_up
   WeightView w_down;     // (n_embd, n_ff)   ffn_down
-  // Gemma 3 only (empty() for Llama): config.qk_norm, config.post_norms.
+  // Mixture of Experts (config.n_expert > 0; w_gate/w_up/w_down empty):
+  WeightView router;                 // (n_expert, n_embd)   ffn_gate_inp
+  std::vector<WeightView> exp_gate;  // (n_expert) of (n_ff_exp, n_embd)  views into ffn_gate_exps
+  std::vector<WeightView> exp_up;    // (n_expert) of (n_ff_exp, n_embd)  views into ffn_up_exps
+  std::vector<WeightView> exp_down;  // (n_expert) of (n_embd, n_ff_exp)  views into ffn_down_exps
+  WeightView shexp_gate_inp;         // (n_embd)              ffn_gate_inp_shexp (config.n_ff_shexp > 0)
+  WeightView shexp_gate;             // (n_ff_shexp, n_embd)  ffn_gate_shexp
+  WeightView shexp_up;               // (n_ff_shexp, n_embd)  ffn_up_shexp
+  WeightView shexp_down;             // (n_embd, n_ff_shexp)  ffn_down_shexp
+  // Qwen2 only (empty() otherwise): config.qkv_bias.
+  WeightView bq;              // (n_head*head_dim) F32     attn_q.bias
+  WeightView bk;              // (n_head_kv*head_dim) F32  attn_k.bias
+  WeightView bv;              // (n_head_kv*head_dim) F32  attn_v.bias
+  // Gemma 3 and Qwen3 (empty() for Llama): config.qk_norm; Gemma 3: config.post_norms.
   WeightView q_norm;          // (head_dim) F32  attn_q_norm, shared by every query head
   WeightView k_norm;          // (head_dim) F32  attn_k_norm
   WeightView post_attn_norm;  // (n_embd) F32    post_attention_norm

@@ -1,7 +1,9 @@
-// llm-synth: writes a GGUF Llama model of a named shape with random weights.
+// llm-synth: writes a GGUF model (llama, qwen2 or qwen3 family) of a named
+// shape with random weights.
 //
 //   llm-synth --shape llama-3.1-8b --out /tmp/l8b.gguf [--vocab-from model.gguf]
 //             [--type bf16|f16|f32] [--seed N] [--std 0.02] [--threads N]
+//             [--norm-std S] [--bias-std S] [--no-rope-freqs]
 //   llm-synth --list
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +18,8 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32]\n"
-               "                 [--seed N] [--std S] [--threads N]\n"
+               "                 [--seed N] [--std S] [--threads N] [--norm-std S] [--bias-std S]\n"
+               "                 [--no-rope-freqs]\n"
                "       llm-synth --list\n");
   return 2;
 }
@@ -33,7 +36,7 @@ int main(int argc, char** argv) {
     if (a == "--list") {
       for (const std::string& n : llm::synth::SynthShapeNames()) {
         const llm::synth::SynthShape* s = llm::synth::FindSynthShape(n);
-        std::printf("%-14s %6.2f B params (vocab %d)\n", n.c_str(), llm::synth::SynthParams(*s, s->n_vocab) / 1e9,
+        std::printf("%-14s %-6s %6.2f B params (vocab %d)\n", n.c_str(), s->arch.c_str(), llm::synth::SynthParams(*s, s->n_vocab) / 1e9,
                     s->n_vocab);
       }
       return 0;
@@ -49,6 +52,12 @@ int main(int argc, char** argv) {
       o.seed = std::strtoull(v, nullptr, 10);
     } else if (a == "--std" && (v = next())) {
       o.stddev = std::strtof(v, nullptr);
+    } else if (a == "--norm-std" && (v = next())) {
+      o.norm_std = std::strtof(v, nullptr);
+    } else if (a == "--bias-std" && (v = next())) {
+      o.bias_std = std::strtof(v, nullptr);
+    } else if (a == "--no-rope-freqs") {
+      o.drop_rope_freqs = true;
     } else if (a == "--threads" && (v = next())) {
       o.threads = std::atoi(v);
     } else {

@@ -1,6 +1,7 @@
 #include "synth_model.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <cmath>
 #include <thread>
@@ -20,6 +21,45 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"llama-3.2-3b", 128256, 3072, 28, 24, 8, 128, 8192, 131072, 500000.0f, 1e-5f, true, 32.0f, 8192});
     v.push_back({"llama-3.1-8b", 128256, 4096, 32, 32, 8, 128, 14336, 131072, 500000.0f, 1e-5f, false, 8.0f, 8192});
     v.push_back({"llama-2-7b", 32000, 4096, 32, 32, 32, 128, 11008, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192});
+    // The families' test shapes (tests/test_families.cpp): a few hundred KB
+    // in F32. tiny-llama3's rope_freqs bite from pair 2 on (original context
+    // 64), so a prompt of ~100 tokens shows them; tiny-qwen3's heads are
+    // wider than n_embd / n_head, as Qwen3's are (explicit key_length).
+    v.push_back({"tiny-llama3", 300, 64, 2, 4, 2, 16, 128, 4096, 500000.0f, 1e-5f, false, 8.0f, 64, "llama"});
+    v.push_back({"tiny-qwen2", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2"});
+    v.push_back({"tiny-qwen3", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3"});
+    // Mistral: a `llama` file with heads wider than n_embd / n_head and a
+    // sliding window shorter than the test prompts.
+    v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
+    // Gemma 2: 4 layers, even ones local with a window of 32; head_dim 32.
+    v.push_back({"tiny-gemma2", 300, 64, 4, 4, 2, 32, 128, 4096, 10000.0f, 1e-6f, true, 0.0f, 8192, "gemma2", 32});
+    // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
+    // that llama.cpp reads and does not apply.
+    v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
+    // Mixture of Experts: 4 experts, 2 per token.
+    v.push_back({"tiny-mixtral", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
+                 4, 2, 0});
+    // Qwen2.5 with YaRN: original context 64, so pairs from 2 on are
+    // interpolated and the 96-token prompt runs past it.
+    v.push_back({"tiny-qwen2-yarn", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2", 0,
+                 0, 0, 0, 0, 4.0f, 64});
+    // MoE benchmark pair (bench/results): 8 experts, top 2, of FFN 1024,
+    // against a dense model of the same active parameters (FFN 2048).
+    v.push_back({"bench-moe", 4096, 512, 4, 8, 4, 64, 1024, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
+                 8, 2, 0});
+    v.push_back({"bench-moe-dense", 4096, 512, 4, 8, 4, 64, 2048, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
+    // Qwen2-MoE: q/k/v biases, 4 experts (top 2, not renormalised) and a
+    // gated shared expert.
+    {
+      SynthShape q{"tiny-qwen2moe", 300, 64, 2, 4, 2, 16, 256, 4096, 1000000.0f, 1e-6f, false, 0.0f, 8192, "qwen2moe"};
+      q.n_expert = 4;
+      q.n_expert_used = 2;
+      q.n_ff_exp = 96;
+      q.n_ff_shexp = 128;
+      v.push_back(q);
+    }
+    v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
+                 0, 4, 2, 96});
     return v;
   }();
   return shapes;
@@ -61,8 +101,16 @@ struct TensorPlan {
   std::string name;
   TensorType type;
   std::vector<int64_t> dims;
-  enum Fill { kRandom, kOnes, kRopeFreqs } fill;
+  enum Fill { kRandom, kOnes, kRopeFreqs, kBias, kQkNorm } fill;
 };
+
+// A tensor's random stream is keyed by its name, so leaving one tensor out
+// (drop_rope_freqs) changes no other.
+uint64_t NameKey(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
 
 // llama.cpp's rope_freqs for Llama 3.1 scaling: the factor each pair's
 // frequency is divided by.
@@ -84,7 +132,9 @@ std::vector<float> RopeFactors(const SynthShape& s) {
   return f;
 }
 
-void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w) {
+// `specials`: control tokens that end the vocabulary (a runtime may look
+// its family's up by text: llama.cpp does Phi-3's <|end|>).
+void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w, const std::vector<std::string>& specials = {}) {
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
@@ -97,10 +147,16 @@ void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w) {
     scores.push_back(0.0f);
     types.push_back(6);  // byte
   }
-  for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_vocab; ++i) {
+  const int32_t n_plain = n_vocab - static_cast<int32_t>(specials.size());
+  for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_plain; ++i) {
     tokens.push_back("\xE2\x96\x81t" + std::to_string(i));  // "▁t<i>"
     scores.push_back(-static_cast<float>(i));
     types.push_back(1);
+  }
+  for (const std::string& t : specials) {
+    tokens.push_back(t);
+    scores.push_back(0.0f);
+    types.push_back(3);  // control
   }
   std::vector<std::string_view> views(tokens.begin(), tokens.end());
   w->AddString("tokenizer.ggml.model", "llama");
@@ -112,6 +168,66 @@ void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w) {
   w->AddUint32("tokenizer.ggml.unknown_token_id", 0);
   w->AddBool("tokenizer.ggml.add_bos_token", true);
   w->AddBool("tokenizer.ggml.add_eos_token", false);
+}
+
+// A byte-level BPE vocabulary as Qwen's converter writes it (GPT-2 style,
+// pre-tokenizer "qwen2"): the 256 byte tokens in GPT-2's byte-to-unicode
+// spelling (id = byte), two-character merges of common English pairs, then
+// Qwen's control tokens at the end.
+void Gpt2Vocab(int32_t n_vocab, GgufStreamWriter* w) {
+  std::vector<std::string> byte_tok(256);
+  {
+    std::vector<int> bs, cs;
+    for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
+    for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
+    for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
+    cs = bs;
+    for (int b = 0, n = 0; b < 256; ++b)
+      if (std::find(bs.begin(), bs.end(), b) == bs.end()) bs.push_back(b), cs.push_back(256 + n++);
+    for (size_t i = 0; i < bs.size(); ++i) {
+      const int c = cs[i];
+      std::string u;
+      if (c < 0x80) {
+        u = static_cast<char>(c);
+      } else {  // two-byte UTF-8 (c < 0x800)
+        u += static_cast<char>(0xC0 | (c >> 6));
+        u += static_cast<char>(0x80 | (c & 0x3F));
+      }
+      byte_tok[bs[i]] = u;
+    }
+  }
+  static const char* const kPairs[][2] = {
+      {" ", "t"}, {" ", "a"}, {"h", "e"}, {"i", "n"}, {"t", "h"}, {"e", "r"}, {"a", "n"}, {"o", "n"}, {"r", "e"},
+      {" ", "s"}, {" ", "o"}, {" ", "w"}, {"e", "n"}, {"a", "t"}, {"o", "r"}, {" ", "c"}, {"e", "s"}, {" ", "f"},
+      {"i", "s"}, {"i", "t"}, {" ", "b"}, {" ", "p"}, {"a", "r"}, {"o", "u"}, {" ", "m"}, {"l", "e"}, {" ", "h"},
+      {"a", "l"}, {" ", "d"}, {"e", "d"}, {"i", "c"}, {" ", "i"}, {"s", "t"}, {" ", "l"}, {"a", "s"}, {" ", "n"},
+      {"o", "m"}, {"r", "o"}, {" ", "T"}, {" ", "C"}, {" ", "F"}};
+  static const char* const kSpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  std::vector<std::string> tokens(byte_tok), merges;
+  std::vector<int32_t> types(256, 1);
+  const int32_t n_merges = n_vocab - 256 - 3;
+  for (int32_t i = 0; i < n_merges && i < static_cast<int32_t>(std::size(kPairs)); ++i) {
+    const std::string a = byte_tok[static_cast<unsigned char>(kPairs[i][0][0])];
+    const std::string b = byte_tok[static_cast<unsigned char>(kPairs[i][1][0])];
+    merges.push_back(a + " " + b);
+    tokens.push_back(a + b);
+    types.push_back(1);
+  }
+  for (const char* t : kSpecials) {
+    tokens.push_back(t);
+    types.push_back(3);  // control
+  }
+  const uint32_t eos = static_cast<uint32_t>(tokens.size() - 3);  // <|endoftext|>
+  std::vector<std::string_view> tv(tokens.begin(), tokens.end()), mv(merges.begin(), merges.end());
+  w->AddString("tokenizer.ggml.model", "gpt2");
+  w->AddString("tokenizer.ggml.pre", "qwen2");
+  w->AddStringArray("tokenizer.ggml.tokens", tv);
+  w->AddInt32Array("tokenizer.ggml.token_type", types);
+  w->AddStringArray("tokenizer.ggml.merges", mv);
+  w->AddUint32("tokenizer.ggml.bos_token_id", eos);
+  w->AddUint32("tokenizer.ggml.eos_token_id", eos);
+  w->AddUint32("tokenizer.ggml.padding_token_id", eos);
+  w->AddBool("tokenizer.ggml.add_bos_token", false);
 }
 
 }  // namespace
@@ -130,7 +246,16 @@ std::vector<std::string> SynthShapeNames() {
 
 int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   const int64_t E = s.n_embd, Q = int64_t{s.n_head} * s.head_dim, KV = int64_t{s.n_head_kv} * s.head_dim, F = s.n_ff;
-  const int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
+  int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
+  if (s.arch == "qwen2") per_layer += Q + 2 * KV;
+  if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
+  if (s.arch == "gemma2") per_layer += 2 * E;
+  if (s.arch == "qwen3moe") per_layer += 2 * s.head_dim;
+  if (s.n_expert > 0) {
+    const int64_t FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
+    per_layer += s.n_expert * E + s.n_expert * 3 * E * FE - 3 * E * F;
+    if (s.n_ff_shexp > 0) per_layer += E + 3 * E * s.n_ff_shexp;
+  }
   return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
 }
 
@@ -144,11 +269,22 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     n_vocab = static_cast<int32_t>(*n);
   } else if (n_vocab < 259) {
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
+  } else if (s.arch.rfind("qwen", 0) == 0 && n_vocab != 256 + 41 + 3) {
+    return InvalidArgument("llm-synth: the synthetic Qwen vocabulary has 300 tokens");
   }
 
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
+      s.arch != "qwen3moe" && s.arch != "qwen2moe")
+    return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
+  const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
+  const bool gemma2 = s.arch == "gemma2";
+  const bool moe = s.n_expert > 0;
+  const bool phi3 = s.arch == "phi3";
+  const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
+
   GgufStreamWriter w;
-  const std::string a = "llama.";
-  w.AddString("general.architecture", "llama");
+  const std::string a = s.arch + ".";
+  w.AddString("general.architecture", s.arch);
   w.AddString("general.name", "synth-" + s.name);
   w.AddUint32("general.file_type", o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);
   w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
@@ -159,16 +295,39 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddUint32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   w.AddUint32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
   w.AddUint32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.AddUint32(a + "rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  w.AddUint32(a + "rope.dimension_count", static_cast<uint32_t>(rope_dim));
   w.AddFloat32(a + "rope.freq_base", s.rope_theta);
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
+  if (s.sliding_window > 0) w.AddUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (s.yarn_factor > 0.0f) {
+    w.AddString(a + "rope.scaling.type", "yarn");
+    w.AddFloat32(a + "rope.scaling.factor", s.yarn_factor);
+    w.AddUint32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn_original_ctx));
+  }
+  if (moe) {
+    w.AddUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
+    w.AddUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    if (s.n_ff_exp > 0) w.AddUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    if (s.n_ff_shexp > 0)
+      w.AddUint32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff_shexp));
+  }
+  if (gemma2) {
+    // Gemma 2's keys; caps far below its 50 / 30 so that the tiny model's
+    // scores and logits reach them (a cap they never reach tests nothing).
+    w.AddFloat32(a + "attn_logit_softcapping", 5.0f);
+    w.AddFloat32(a + "final_logit_softcapping", 4.0f);
+  }
   if (o.vocab != nullptr) {
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
         return Unsupported("llm-synth: cannot copy metadata key " + std::string(key));
+  } else if (s.arch.rfind("qwen", 0) == 0) {
+    Gpt2Vocab(n_vocab, &w);
   } else {
-    SyntheticVocab(n_vocab, &w);
+    SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
+                                                                "<|end|>", "<|user|>"}
+                                     : std::vector<std::string>{});
   }
 
   // ---- tensors (GGUF dims: ne0 = input features, the fastest)
@@ -177,18 +336,48 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   plan.push_back({"token_embd.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
   plan.push_back({"output_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   if (!s.tied_embeddings) plan.push_back({"output.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
-  if (s.llama3_factor > 0.0f) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
+  if (s.llama3_factor > 0.0f && !o.drop_rope_freqs) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     plan.push_back({p + "attn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
-    plan.push_back({p + "attn_q.weight", o.type, {E, Q}, TensorPlan::kRandom});
-    plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
-    plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    if (phi3) {
+      plan.push_back({p + "attn_qkv.weight", o.type, {E, Q + 2 * KV}, TensorPlan::kRandom});
+    } else {
+      plan.push_back({p + "attn_q.weight", o.type, {E, Q}, TensorPlan::kRandom});
+      plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
+      plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
+    }
+    if (qwen2) {
+      plan.push_back({p + "attn_q.bias", TensorType::F32, {Q}, TensorPlan::kBias});
+      plan.push_back({p + "attn_k.bias", TensorType::F32, {KV}, TensorPlan::kBias});
+      plan.push_back({p + "attn_v.bias", TensorType::F32, {KV}, TensorPlan::kBias});
+    }
+    if (qwen3) {
+      plan.push_back({p + "attn_q_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
+      plan.push_back({p + "attn_k_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
+    }
     plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
+    if (gemma2) plan.push_back({p + "post_attention_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
-    plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
-    plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
-    plan.push_back({p + "ffn_up.weight", o.type, {E, F}, TensorPlan::kRandom});
+    if (moe) {
+      const int64_t NE = s.n_expert, FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
+      plan.push_back({p + "ffn_gate_inp.weight", o.type, {E, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_gate_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_down_exps.weight", o.type, {FE, E, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_up_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
+      if (s.n_ff_shexp > 0) {
+        const int64_t FS = s.n_ff_shexp;
+        plan.push_back({p + "ffn_gate_inp_shexp.weight", TensorType::F32, {E}, TensorPlan::kBias});
+        plan.push_back({p + "ffn_gate_shexp.weight", o.type, {E, FS}, TensorPlan::kRandom});
+        plan.push_back({p + "ffn_down_shexp.weight", o.type, {FS, E}, TensorPlan::kRandom});
+        plan.push_back({p + "ffn_up_shexp.weight", o.type, {E, FS}, TensorPlan::kRandom});
+      }
+    } else {
+      if (!phi3) plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_down.weight", o.type, {F, E}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_up.weight", o.type, {E, phi3 ? 2 * F : F}, TensorPlan::kRandom});  // phi3: gate, up
+    }
+    if (gemma2) plan.push_back({p + "post_ffw_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   }
   for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);
   LLM_RETURN_IF_ERROR(w.Begin(path));
@@ -202,8 +391,25 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     const TensorPlan& t = plan[ti];
     int64_t n = 1;
     for (int64_t d : t.dims) n *= d;
+    const uint64_t key = o.seed * 0x100000001b3ull ^ NameKey(t.name);
     if (t.fill != TensorPlan::kRandom) {
-      std::vector<float> v = t.fill == TensorPlan::kOnes ? std::vector<float>(n, 1.0f) : RopeFactors(s);
+      std::vector<float> v;
+      if (t.fill == TensorPlan::kRopeFreqs) {
+        v = RopeFactors(s);
+      } else if (t.fill == TensorPlan::kBias) {
+        v.resize(n);
+        Normals(key, n, o.bias_std, v.data());
+      } else {
+        // q/k norm weights of 2: normed heads have q·k / sqrt(head_dim) of
+        // unit spread, near-uniform attention; trained Qwen3 models learn
+        // weights well above 1, and 2 gives scores of spread ~4.
+        v.assign(n, t.fill == TensorPlan::kQkNorm ? 2.0f : 1.0f);
+        if (o.norm_std > 0.0f) {
+          std::vector<float> d(n);
+          Normals(key, n, o.norm_std, d.data());
+          for (int64_t i = 0; i < n; ++i) v[i] += v[i] * d[i];
+        }
+      }
       LLM_RETURN_IF_ERROR(w.Write(v.data(), v.size() * sizeof(float)));
       continue;
     }
@@ -212,8 +418,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       const int batch = static_cast<int>(std::min<int64_t>(n_threads, n_chunks - c0));
       auto work = [&](int j) {
         const int64_t c = c0 + j, len = std::min(kChunk, n - c * kChunk);
-        Normals(o.seed * 0x100000001b3ull ^ (static_cast<uint64_t>(ti) << 40) ^ static_cast<uint64_t>(c), len,
-                o.stddev, f32[j].data());
+        Normals(key ^ (static_cast<uint64_t>(c) << 40), len, o.stddev, f32[j].data());
         Encode(t.type, f32[j].data(), len, enc[j].data());
       };
       std::vector<std::thread> pool;

@@ -1,8 +1,11 @@
-// Synthetic Llama models: a GGUF file of a named shape with random weights
-// (fixed seed: the same file for the same arguments on any machine and any
-// thread count), standard tensor names and `llama` metadata, so llmrt and
-// other GGUF runtimes load it. For benchmarks and tests at real model sizes
-// without downloading weights.
+// Synthetic models of the supported families (llama, qwen2, qwen3, gemma2,
+// phi3, qwen3moe, Mixtral-style llama): a GGUF
+// file of a named shape with random weights (fixed seed: the same file for
+// the same arguments on any machine and any thread count), with the tensor
+// names and metadata llama.cpp's converter writes for the family, so llmrt
+// and other GGUF runtimes load it. For benchmarks at real model sizes
+// without downloading weights, and for the families' tests against
+// llama.cpp (tools/family_reference.py) on tiny shapes.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,21 @@ struct SynthShape {
   // converter does); 0 = none.
   float llama3_factor = 0.0f;
   int32_t llama3_original_ctx = 8192;
+  // The family, as general.architecture and llama.cpp's tensor conventions:
+  // "llama"; "qwen2" (q/k/v biases, NEOX RoPE); "qwen3" (per-head q/k
+  // RMSNorm, NEOX RoPE); "gemma2" (post-norms, soft-caps, alternating
+  // sliding-window layers); "phi3" (fused attn_qkv and gate+up, partial
+  // rotary); "qwen3moe" (qwen3 with experts; a llama shape with n_expert is
+  // Mixtral-style).
+  std::string arch = "llama";
+  int32_t sliding_window = 0;  // > 0: written as attention.sliding_window (Mistral, Gemma 2, Phi-3)
+  int32_t rope_dim = 0;        // rotated dimensions per head; 0 = head_dim (Phi-3: partial)
+  int32_t n_expert = 0;        // > 0: Mixture of Experts (llama: Mixtral; qwen3moe)
+  int32_t n_expert_used = 0;
+  int32_t n_ff_exp = 0;        // qwen3moe's expert_feed_forward_length
+  float yarn_factor = 0.0f;    // > 0: rope.scaling.type yarn with this factor (Qwen2.5 long context)
+  int32_t yarn_original_ctx = 0;
+  int32_t n_ff_shexp = 0;      // qwen2moe's shared expert
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
@@ -43,6 +61,9 @@ struct SynthOptions {
   TensorType type = TensorType::BF16;  // of the 2-D weights: F32, F16 or BF16 (norms are F32)
   uint64_t seed = 1234;
   float stddev = 0.02f;                // weights ~ N(0, stddev); norms = 1
+  float norm_std = 0.0f;               // norms ~ 1 + N(0, norm_std), so a norm weight read wrongly shows
+  float bias_std = 0.5f;               // biases ~ N(0, bias_std) (qwen2's q/k/v)
+  bool drop_rope_freqs = false;        // leave rope_freqs.weight out (every other tensor unchanged)
   const GgufFile* vocab = nullptr;     // copy tokenizer.* from here; null: a synthetic SentencePiece vocabulary
   int threads = 0;                     // 0 = hardware concurrency
 };

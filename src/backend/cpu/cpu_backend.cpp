@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include "backend/validate.h"
+#include "model/rope_freq.h"
 #include "util/env.h"
 
 #include <algorithm>
@@ -64,10 +65,13 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (kv.block_size <= 0 || kv.n_blocks <= 0) return InvalidArgument("CPU backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer) return InvalidArgument("CPU backend: weights have the wrong layer count");
   if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CPU backend: negative sliding window");
-  if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || c.attn_scale < 0.0f)
+  if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f) ||
+      c.attn_scale < 0.0f)
     return InvalidArgument("CPU backend: invalid embedding scale, attention scale or logit soft-cap");
-  LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c));
-  LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, /*local=*/c.sliding_window > 0));
+  // rope_freqs (Llama 3.1+) divides every layer's frequencies, as in llama.cpp.
+  LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(c, w.rope_freqs));
+  LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c, freq_factors));
+  LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, freq_factors, /*local=*/c.sliding_window > 0));
 
   // ---- weights
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
@@ -82,6 +86,25 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wk, KV, E, p + "attn_k"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wv, KV, E, p + "attn_v"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wo, E, Q, p + "attn_output"));
+    if (c.n_expert > 0) {
+      const int64_t NE = c.n_expert, FE = c.n_ff_exp;
+      if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert || FE <= 0 ||
+          static_cast<int64_t>(L.exp_gate.size()) != NE || static_cast<int64_t>(L.exp_up.size()) != NE ||
+          static_cast<int64_t>(L.exp_down.size()) != NE)
+        return InvalidArgument("CPU backend: " + p + " expert counts disagree with the config");
+      LLM_RETURN_IF_ERROR(CheckMatrix(L.router, NE, E, p + "ffn_gate_inp"));
+      for (int64_t e = 0; e < NE; ++e) {
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_gate[e], FE, E, p + "ffn_gate_exps"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_up[e], FE, E, p + "ffn_up_exps"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.exp_down[e], E, FE, p + "ffn_down_exps"));
+      }
+      if (c.n_ff_shexp > 0) {
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.shexp_gate, c.n_ff_shexp, E, p + "ffn_gate_shexp"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.shexp_up, c.n_ff_shexp, E, p + "ffn_up_shexp"));
+        LLM_RETURN_IF_ERROR(CheckMatrix(L.shexp_down, E, c.n_ff_shexp, p + "ffn_down_shexp"));
+      }
+      continue;
+    }
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_gate, F, E, p + "ffn_gate"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
@@ -98,6 +121,18 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(L.ffn_norm, E, p + "ffn_norm"));
       norms->attn.push_back(std::move(an));
       norms->ffn.push_back(std::move(fn));
+      if (c.n_ff_shexp > 0) {
+        LLM_ASSIGN_OR_RETURN(auto g, NormToF32(L.shexp_gate_inp, E, p + "ffn_gate_inp_shexp"));
+        norms->shexp_gate.push_back(std::move(g));
+      }
+      if (c.qkv_bias) {
+        LLM_ASSIGN_OR_RETURN(auto bq, NormToF32(L.bq, Q, p + "attn_q.bias"));
+        LLM_ASSIGN_OR_RETURN(auto bk, NormToF32(L.bk, KV, p + "attn_k.bias"));
+        LLM_ASSIGN_OR_RETURN(auto bv, NormToF32(L.bv, KV, p + "attn_v.bias"));
+        norms->bq.push_back(std::move(bq));
+        norms->bk.push_back(std::move(bk));
+        norms->bv.push_back(std::move(bv));
+      }
       if (c.qk_norm) {
         LLM_ASSIGN_OR_RETURN(auto qn, NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
         LLM_ASSIGN_OR_RETURN(auto kn, NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));
@@ -146,7 +181,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
 Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   try {
     if (n_tok > cap_tok_) {
-      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
+      const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = std::max({cfg_.n_ff, cfg_.n_ff_exp, cfg_.n_ff_shexp});
       x_.resize(n_tok * E);
       xn_.resize(n_tok * E);
       q_.resize(n_tok * Q);
@@ -160,6 +195,13 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       x_out_.resize(n_tok * E);
       att_out_.resize(n_tok * Q);
       xq_.resize(n_tok * (std::max({E, Q, F}) / 32));
+      if (cfg_.n_expert > 0) {
+        const int64_t K = cfg_.n_expert_used;
+        moe_logits_.resize(n_tok * cfg_.n_expert);
+        moe_pick_.resize(n_tok * K);
+        moe_x_.resize(n_tok * E);
+        moe_y_.resize(n_tok * E);
+      }
       seq_of_.resize(n_tok);
       pos_.resize(n_tok);
       cap_tok_ = n_tok;

@@ -2,7 +2,8 @@
 //
 // Files: cpu_backend.cpp (creation, batch validation, KV block copies and
 // swaps),
-// forward.cpp (the forward pass), kernels*.{h,cpp} (matmul, attention,
+// forward.cpp (the forward pass), moe.cpp (Mixture-of-Experts FFN),
+// kernels*.{h,cpp} (matmul, attention,
 // norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
 #pragma once
 
@@ -89,7 +90,11 @@ class CpuBackend final : public Backend {
   void MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n);
   // x (n, k) -> xq_ when any of `ws` is block-quantized; the xq for MatMulArgs.
   const BlockQ8Act* QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, int64_t k);
-  void FeedForwardUp(int layer, const float* xn, int64_t n);
+  // hb = act(xn·gateᵀ) * (xn·upᵀ): (n, gate.rows), leading dimension gate.rows.
+  void FeedForwardUp(const WeightView& gate, const WeightView& up, const float* xn, int64_t n);
+  // moe.cpp: x += Σ_chosen w_e · down_e(act(xn·gate_eᵀ) * xn·up_eᵀ) for a
+  // Mixture-of-Experts layer; tokens grouped by expert.
+  void MoeFeedForward(int layer, const float* xn, int64_t n, float* x);
   void RopeAndStoreKv(int layer, const Batch& batch, int64_t n);
   void Attention(int layer, const Batch& batch, int64_t n);
   bool Parallel(int64_t macs) const;
@@ -133,8 +138,8 @@ class CpuBackend final : public Backend {
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
 
-  // ---- norm weights as F32, whatever their stored type; made once, shared
-  // with the lanes
+  // ---- norm weights (and Qwen2's q/k/v biases) as F32, whatever their
+  // stored type; made once, shared with the lanes
   struct Norms {
     std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
     std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
@@ -142,6 +147,9 @@ class CpuBackend final : public Backend {
     std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg_.qk_norm
     std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg_.post_norms
     std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg_.post_norms
+    std::vector<std::vector<float>> bq;         // (n_layer, q_dim) when cfg_.qkv_bias
+    std::vector<std::vector<float>> bk, bv;     // (n_layer, kv_dim) when cfg_.qkv_bias
+    std::vector<std::vector<float>> shexp_gate; // (n_layer, n_embd) when cfg_.n_ff_shexp > 0
   };
   std::shared_ptr<const Norms> norms_;
 
@@ -164,6 +172,17 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> seq_of_; // (n_tok)           batch sequence of each token
   std::vector<int64_t> pos_;    // (n_tok)           position of each token
   std::vector<float> scores_;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
+  // ---- Mixture of Experts (cfg_.n_expert > 0)
+  struct MoePick {
+    int32_t expert;
+    float weight;
+  };
+  std::vector<float> moe_logits_;   // (n_tok, n_expert) router logits
+  std::vector<MoePick> moe_pick_;   // (n_tok, n_expert_used) each token's experts and weights
+  std::vector<float> moe_x_;        // (n_tok, n_embd) one expert's tokens' inputs, gathered
+  std::vector<float> moe_y_;        // (n_tok, n_embd) their outputs
+  std::vector<int32_t> moe_rows_;   // tokens of one expert (pick indices t * n_expert_used + j)
+  std::vector<int32_t> moe_count_;  // (n_expert)
 };
 
 }  // namespace llm::cpu

@@ -1,13 +1,15 @@
-// The Llama / Gemma 3 forward pass on the CPU, over one batch of tokens from
-// any mix of sequences (backend.h). Reads top to bottom like the model:
+// The Llama / Qwen / Gemma 2 / Gemma 3 forward pass on the CPU, over one batch of tokens
+// from any mix of sequences (backend.h). Reads top to bottom like the model:
 //
 //   x = embed(tokens)                                  [Gemma: * sqrt(n_embd)]
 //   for each layer:
-//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ
-//     [Gemma: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
-//     h = attention(q, cache)                 [Gemma local layers: a window]
+//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ  [Qwen2: + bq, bk, bv]
+//     [Gemma, Qwen3: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
+//     h = attention(q, cache)                 [Gemma local layers: a window;
+//                                              Gemma 2: scores soft-capped]
 //     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ)]
 //     xn = rmsnorm(x) ; f = (act(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ   (act: silu | gelu)
+//                                             [MoE: f = Σ_top-k w_e f_e(xn)]
 //     x += f                                  [Gemma: x += rmsnorm(f)]
 //   logits = rmsnorm(x[logit_rows]) · Woutᵀ   [soft-capped if the model says]
 //
@@ -37,6 +39,11 @@ constexpr int64_t kParallelMacs = 16 * 1024;
 // c · tanh(v / c) with inv = 1 / c: the one expression for the shared pass
 // and the lanes' classifier chunks, so both give bitwise the same logits.
 inline float CapLogit(float v, float c, float inv) { return c * std::tanh(v * inv); }
+
+// y += b over n values (a bias row).
+inline void AddVector(float* y, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += b[i];
+}
 
 }  // namespace
 
@@ -163,12 +170,11 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
 // hb = act(xn·Wgᵀ) * (xn·Wuᵀ), act = silu (Llama) or gelu (Gemma), split over
 // the n_ff hidden units so that each thread finishes its own units' gate, up
 // and product.
-void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
-  const LayerWeights& L = w_.layers[layer];
-  const int64_t E = cfg_.n_embd, F = cfg_.n_ff;
+void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, const float* xn, int64_t n) {
+  const int64_t E = cfg_.n_embd, F = gate.rows;
   void (*const act_mul)(float*, const float*, int64_t) =
       cfg_.ffn_act == FfnActivation::kGeluTanh ? k_->gelu_mul : k_->silu_mul;
-  const WeightView* ws[2] = {&L.w_gate, &L.w_up};
+  const WeightView* ws[2] = {&gate, &up};
   const BlockQ8Act* xq = QuantizeInput(ws, 2, xn, n, E);
   auto units = [&](int64_t b, int64_t e, int) {
     MatMulArgs a;
@@ -180,10 +186,10 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
     a.ld_y = F;
     a.row_begin = b;
     a.row_end = e;
-    a.w = &L.w_gate;
+    a.w = &gate;
     a.y = hb_.data();
     k_->matmul(a);
-    a.w = &L.w_up;
+    a.w = &up;
     a.y = hb2_.data();
     k_->matmul(a);
     for (int64_t t = 0; t < n; ++t) act_mul(hb_.data() + t * F + b, hb2_.data() + t * F + b, e - b);
@@ -197,7 +203,8 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
 
 // ================================================================ RoPE, KV store
 
-// With qk_norm (Gemma) each head of q and k is RMS-normed over head_dim first.
+// With qkv_bias (Qwen2) the biases are added to q, k and v first; with
+// qk_norm (Gemma 3, Qwen3) each head of q and k is RMS-normed over head_dim.
 void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
@@ -207,9 +214,15 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const float* cos_sin = local ? cos_sin_local_.data() : cos_sin_.data();  // (n, rope_dim)
   const float* qn = cfg_.qk_norm ? norms_->q[layer].data() : nullptr;       // (head_dim)
   const float* kn = cfg_.qk_norm ? norms_->k[layer].data() : nullptr;       // (head_dim)
+  const bool bias = cfg_.qkv_bias;
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       const float* cs = cos_sin + t * rd;
+      if (bias) {
+        AddVector(q_.data() + t * Q, norms_->bq[layer].data(), Q);
+        AddVector(k_new_.data() + t * KV, norms_->bk[layer].data(), KV);
+        AddVector(v_new_.data() + t * KV, norms_->bv[layer].data(), KV);
+      }
       if (qn != nullptr) {
         for (int32_t h = 0; h < Hq; ++h) {
           float* qh = q_.data() + t * Q + h * hd;
@@ -287,6 +300,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.n_keys = pos_[t] + 1;
       a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
       a.scale = scale;
+      a.softcap = cfg_.attn_logit_softcap;
       const int64_t off = t * Q + static_cast<int64_t>(g) * n_rep * hd;  // query heads g*n_rep ..
       k_->attention(a, n_rep, q_.data() + off, scores, att_.data() + off);
     }
@@ -341,7 +355,10 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   const int P = pool_.n_threads();
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
-  if (P < 2 || n_seqs < P || n_tok < 4 * P || lanes_off_) return false;
+  // A Mixture-of-Experts step stays in the shared pass: lanes would each
+  // read the experts their own tokens chose, and a routed expert would be
+  // read once per lane instead of once per step.
+  if (P < 2 || n_seqs < P || n_tok < 4 * P || lanes_off_ || cfg_.n_expert > 0) return false;
   // sequences in token order, logit rows ascending: then each lane's tokens
   // and logit rows are contiguous ranges of the batch's
   for (int64_t s = 0, next = 0; s < n_seqs; next += batch.seqs[s].n_tokens, ++s)
@@ -529,7 +546,11 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
 
     // ---- feed-forward block
     RmsNormRows(x, norms_->ffn[l].data(), n, xn_.data());  // xn: (n, n_embd)
-    FeedForwardUp(l, xn_.data(), n);                     // hb: (n, n_ff)
+    if (cfg_.n_expert > 0) {
+      MoeFeedForward(l, xn_.data(), n, x);  // x += Σ w_e expert_e(xn)
+      continue;
+    }
+    FeedForwardUp(L.w_gate, L.w_up, xn_.data(), n);  // hb: (n, n_ff)
     if (!cfg_.post_norms) {
       const MatJob down = {&L.w_down, x, true};  // x += hb · Wdᵀ
       MatMulJobs(&down, 1, hb_.data(), n);

@@ -71,6 +71,7 @@ struct AttnArgs {
   // First attended position: 0, or n_keys - window for a sliding-window
   // layer. Keys before it stay in the pool, only masked out.
   int64_t first_key = 0;
+  float softcap = 0.0f;          // > 0: scores s = softcap * tanh(s / softcap) before the softmax (Gemma 2)
 };
 
 struct Kernels {

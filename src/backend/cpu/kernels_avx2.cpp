@@ -5,11 +5,13 @@
 // Every header is included before the pragma; the code inside the pragma lives
 // in its own namespace and uses no std:: templates, so nothing compiled for
 // AVX2 can be shared by the linker with code that runs on older CPUs.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "util/fp16.h"
 #include "backend/cpu/quant.h"
 #include "util/env.h"
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "util/fp16.h"
 #include "backend/cpu/quant.h"
 
 namespace llm::cpu {

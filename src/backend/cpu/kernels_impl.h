@@ -460,6 +460,11 @@ void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf
   // scores[g * ld + i]
   float* scores = scores_buf + (lo - base);
   const int64_t n = n_end - lo;
+  if (a.softcap > 0.0f) {  // llama.cpp's order: scale, tanh(s / cap), * cap
+    const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
+    for (int g = 0; g < n_q; ++g)
+      for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
+  }
   float inv[2];
   for (int g = 0; g < n_q; g += 2) {
     const int ng = n_q - g >= 2 ? 2 : 1;

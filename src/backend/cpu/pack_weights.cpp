@@ -47,7 +47,11 @@ Status CpuBackend::PackWeights() {
     return Status::Ok();
   };
   for (LayerWeights& L : w_.layers) {
-    for (WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) LLM_RETURN_IF_ERROR(pack(w));
+    for (WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.shexp_gate, &L.shexp_up,
+                          &L.shexp_down})
+      LLM_RETURN_IF_ERROR(pack(w));
+    for (std::vector<WeightView>* ws : {&L.exp_gate, &L.exp_up, &L.exp_down})
+      for (WeightView& w : *ws) LLM_RETURN_IF_ERROR(pack(&w));
   }
   return pack(&w_.output);
 }

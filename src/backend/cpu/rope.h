@@ -1,13 +1,14 @@
 // Rotary position embedding. Pair i of each head's first rope_dim values is
-// rotated by the angle pos * inv_freq[i], inv_freq[i] = theta^(-2i/rope_dim),
-// with linear or Llama 3 frequency scaling applied to inv_freq once at
-// construction. The pairs are (x[2i], x[2i+1]) in the GGUF `llama`
+// rotated by the angle pos * inv_freq[i], inv_freq from model/rope_freq.h
+// (theta^(-2i/rope_dim), the metadata's scaling, the file's rope_freqs
+// factors), computed once at construction. The pairs are (x[2i], x[2i+1]) in the GGUF `llama`
 // convention and (x[i], x[i + rope_dim/2]) in NEOX style (Gemma):
 //
 //   adjacent: [a0 b0 a1 b1 a2 b2 ...]     neox: [a0 a1 a2 ... | b0 b1 b2 ...]
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/config.h"
@@ -17,10 +18,11 @@ namespace llm::cpu {
 
 class Rope {
  public:
-  // UNSUPPORTED for scaling types this backend does not implement (YaRN).
-  // local: the rotation of a sliding-window layer (base rope_theta_swa and
-  // no scaling, Gemma 3); otherwise base rope_theta with rope_scaling.
-  static StatusOr<Rope> Create(const ModelConfig& config, bool local = false);
+  // freq_factors: the file's rope_freqs (empty: none). local: the rotation of
+  // a sliding-window layer (base rope_theta_swa and no metadata scaling,
+  // Gemma 3); otherwise base rope_theta with rope_scaling.
+  static StatusOr<Rope> Create(const ModelConfig& config, std::span<const float> freq_factors = {},
+                               bool local = false);
 
   int32_t n_pairs() const { return static_cast<int32_t>(inv_freq_.size()); }
 
@@ -31,6 +33,7 @@ class Rope {
 
  private:
   std::vector<double> inv_freq_;  // (rope_dim / 2)
+  double magnitude_ = 1.0;        // cos and sin scaled by it (YaRN)
   bool neox_ = false;
 };
 

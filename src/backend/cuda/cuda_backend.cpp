@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "attention_decode.cuh"
-#include "backend/cuda/rope_freq.h"
+#include "model/rope_freq.h"
 #include "backend/validate.h"
 #include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
 #include "util/env.h"
@@ -107,6 +107,12 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
                                                        const CudaBackendOptions& options) {
   if (kv == nullptr) return InvalidArgument("CUDA backend: KvCacheSpec is NULL");
   if (c.arch != "llama") return Unsupported("CUDA backend: architecture '" + c.arch + "' is not supported (only llama)");
+  // The Llama block only: a llama file with a family's extras (q/k/v biases)
+  // is refused too, never run without them.
+  if (c.qkv_bias) return Unsupported("CUDA backend: q/k/v biases are not supported");
+  if (c.n_expert > 0) return Unsupported("CUDA backend: Mixture-of-Experts layers are not supported");
+  // Its angle kernel takes frequencies only; YaRN also scales cos and sin.
+  if (c.rope_scaling.type == RopeScalingType::kYarn) return Unsupported("CUDA backend: YaRN RoPE scaling is not supported");
   if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
       c.n_ff <= 0)
     return InvalidArgument("CUDA backend: model dimensions must be positive");
@@ -150,7 +156,8 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
   LLM_CUBLAS_TRY(cublasSetWorkspace(cublas_, cublas_ws_.get(), cublas_ws_.bytes()), "cublasSetWorkspace");
 
   LLM_RETURN_IF_ERROR(UploadWeights(w));
-  LLM_ASSIGN_OR_RETURN(std::vector<double> inv_freq, RopeInvFreq(cfg_));
+  LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(cfg_, w.rope_freqs));
+  LLM_ASSIGN_OR_RETURN(std::vector<double> inv_freq, RopeInvFreq(cfg_, freq_factors));
   LLM_RETURN_IF_ERROR(inv_freq_.Allocate(inv_freq.size() * sizeof(double), "RoPE frequencies"));
   LLM_CUDA_TRY(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice),
                "upload RoPE frequencies");

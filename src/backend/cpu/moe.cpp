@@ -1,0 +1,95 @@
+// CpuBackend::MoeFeedForward: a Mixture-of-Experts FFN (Mixtral-style
+// `llama`, qwen3moe, qwen2moe), as llama.cpp computes it:
+//
+//   p = softmax(xn · Wrouterᵀ)                     (n, n_expert)
+//   chosen = the n_expert_used largest p per token; w = p[chosen] / Σ p[chosen]
+//            (qwen2moe: w = p[chosen], not renormalised)
+//   x += Σ_chosen w_e · down_e(silu(xn · gate_eᵀ) * (xn · up_eᵀ))
+//   [qwen2moe: x += sigmoid(xn · g) · shared(xn), a shared expert every token runs]
+//
+// Tokens are grouped by expert, so a step reads each routed expert's weights
+// once, whatever its batch, and an expert no token chose not at all:
+//
+//   picks (token, expert):  t0:{2,0}  t1:{2,3}  t2:{0,1}
+//   expert 0: rows [t0, t2] -> gather xn rows, gate/up/down on 2 rows
+//   expert 1: rows [t2]     ...            expert 2: rows [t0, t1] ...
+//   expert 3: rows [t1]
+//
+// Each expert's matmuls run over the thread pool like the dense FFN's. A
+// token's experts are added to x in expert order (llama.cpp adds them in
+// the order chosen; the sums differ in rounding only).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace llm::cpu {
+
+void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x) {
+  const LayerWeights& L = w_.layers[layer];
+  const int64_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used;
+
+  // ---- router: logits (n, NE), softmax, top-K, renormalised weights
+  const MatJob router = {&L.router, moe_logits_.data(), false};
+  MatMulJobs(&router, 1, xn, n);
+  moe_count_.assign(NE, 0);
+  for (int64_t t = 0; t < n; ++t) {
+    float* p = moe_logits_.data() + t * NE;
+    const float m = *std::max_element(p, p + NE);
+    float sum = 0.0f;
+    for (int64_t e = 0; e < NE; ++e) sum += p[e] = std::exp(p[e] - m);
+    for (int64_t e = 0; e < NE; ++e) p[e] /= sum;
+    MoePick* pick = moe_pick_.data() + t * K;
+    float chosen = 0.0f;
+    for (int64_t j = 0; j < K; ++j) {
+      int64_t best = -1;  // the largest p not yet chosen; ties to the lower index
+      for (int64_t e = 0; e < NE; ++e) {
+        bool taken = false;
+        for (int64_t i = 0; i < j; ++i) taken = taken || pick[i].expert == e;
+        if (!taken && (best < 0 || p[e] > p[best])) best = e;
+      }
+      pick[j] = MoePick{static_cast<int32_t>(best), p[best]};
+      chosen += p[best];
+      ++moe_count_[best];
+    }
+    if (cfg_.expert_weights_norm)
+      for (int64_t j = 0; j < K; ++j) pick[j].weight /= chosen;
+  }
+
+  // ---- each routed expert once, over the tokens that chose it
+  for (int64_t e = 0; e < NE; ++e) {
+    if (moe_count_[e] == 0) continue;
+    moe_rows_.clear();
+    for (int64_t r = 0; r < n * K; ++r)
+      if (moe_pick_[r].expert == e) moe_rows_.push_back(static_cast<int32_t>(r));
+    const int64_t c = static_cast<int64_t>(moe_rows_.size());
+    for (int64_t i = 0; i < c; ++i)
+      std::memcpy(moe_x_.data() + i * E, xn + moe_rows_[i] / K * E, E * sizeof(float));  // (c, E)
+    FeedForwardUp(L.exp_gate[e], L.exp_up[e], moe_x_.data(), c);                       // hb: (c, n_ff_exp)
+    const MatJob down = {&L.exp_down[e], moe_y_.data(), false};                         // y: (c, E)
+    MatMulJobs(&down, 1, hb_.data(), c);
+    for (int64_t i = 0; i < c; ++i) {
+      const float w = moe_pick_[moe_rows_[i]].weight;
+      float* xr = x + moe_rows_[i] / K * E;
+      const float* yr = moe_y_.data() + i * E;
+      for (int64_t d = 0; d < E; ++d) xr[d] += w * yr[d];
+    }
+  }
+
+  // ---- qwen2moe's shared expert: every token, scaled by sigmoid(xn · g)
+  if (cfg_.n_ff_shexp > 0) {
+    FeedForwardUp(L.shexp_gate, L.shexp_up, xn, n);  // hb: (n, n_ff_shexp)
+    const MatJob down = {&L.shexp_down, moe_y_.data(), false};
+    MatMulJobs(&down, 1, hb_.data(), n);  // y: (n, E)
+    const float* g = norms_->shexp_gate[layer].data();
+    for (int64_t t = 0; t < n; ++t) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < E; ++d) dot += xn[t * E + d] * g[d];
+      const float s = 1.0f / (1.0f + std::exp(-dot));
+      for (int64_t d = 0; d < E; ++d) x[t * E + d] += s * moe_y_[t * E + d];
+    }
+  }
+}
+
+}  // namespace llm::cpu
