@@ -11,6 +11,7 @@
 #include "capi/capi_util.h"
 #include "engine/engine.h"
 #include "llm.h"
+#include "spec/draft_model_proposer.h"
 #include "util/utf8.h"
 
 namespace {

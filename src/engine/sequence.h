@@ -47,6 +47,7 @@ struct Sequence {
   // ---- speculative decoding (spec/). The engine sets spec_k before a step
   // (drafts it would like to verify); the scheduler reserves that many
   // lookahead slots when it can (ScheduledChunk::n_lookahead).
+  int32_t spec_mode = 0;        // the request's LLM_SPEC_* (resolved: OFF, NGRAM or DRAFT)
   int32_t spec_k = 0;
   std::vector<int32_t> drafts;  // (<= spec_k) this step's drafts
   int32_t draft_computed = 0;   // tokens whose K/V are in the draft model's cache
