@@ -22,6 +22,7 @@
 #include <memory>
 #include <span>
 
+#include "core/defaults.h"
 #include "llm.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -31,7 +32,7 @@
 namespace llm {
 
 struct KvCacheSpec {
-  int32_t block_size = 16;  // tokens per block
+  int32_t block_size = defaults::kKvBlockSize;  // tokens per block
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
 };
 
@@ -139,7 +140,7 @@ struct CudaBackendOptions {
   int32_t device = 0;                // CUDA device ordinal
   // Share of the device's total memory this backend may use for weights,
   // activations and the KV pool together (vLLM's gpu_memory_utilization).
-  float gpu_memory_fraction = 0.90f;
+  float gpu_memory_fraction = defaults::kGpuMemoryFraction;
   // true: kv->n_blocks is an upper bound and the pool gets as many blocks as
   // fit in gpu_memory_fraction (at least one sequence's worth is not
   // guaranteed: see min_kv_blocks); false: exactly kv->n_blocks or
@@ -148,14 +149,14 @@ struct CudaBackendOptions {
   int32_t min_kv_blocks = 1;         // fewer than this fit: OUT_OF_MEMORY
   // Activation buffers are sized for this many tokens per step up front (a
   // larger batch grows them, outside any graph capture).
-  int32_t max_batch_tokens = 512;
+  int32_t max_batch_tokens = defaults::kMaxBatchTokens;
   // Decode steps (every sequence of the batch has exactly one new token) are
   // captured as CUDA graphs, one per batch-size bucket 1, 2, 4, ... up to
   // min(max_seqs, max_batch_tokens), the batch padded up to its bucket, and
   // replayed. false, or LLM_CUDA_GRAPHS=0 in the environment, launches every
   // step eagerly. A capture that fails falls back to eager launches.
   bool cuda_graphs = true;
-  int32_t max_seqs = 16;
+  int32_t max_seqs = defaults::kMaxSeqs;
   // Longest sequence (prompt + output) the engine will run; sizes the block
   // tables the graphs read. 0 = min(KV pool, 16384) positions. A step whose
   // tables do not fit runs eagerly.

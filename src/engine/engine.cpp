@@ -23,29 +23,6 @@ uint64_t RandomSeed() {
   }
 }
 
-// The swap space of `c` in slots of `block_bytes` (0: no swapping).
-StatusOr<int32_t> SwapSlots(const EngineConfig& c, int64_t block_bytes) {
-  if (c.preempt_mode == LLM_PREEMPT_RECOMPUTE) {
-    if (c.swap_space_bytes != 0) {
-      return InvalidArgument("swap_space_bytes is set but preempt_mode is RECOMPUTE (set LLM_PREEMPT_SWAP)");
-    }
-    return 0;
-  }
-  if (c.preempt_mode != LLM_PREEMPT_SWAP) {
-    return InvalidArgument("preempt_mode " + std::to_string(c.preempt_mode) + " is not an LLM_PREEMPT_* value");
-  }
-  if (block_bytes <= 0) return InternalError("the backend reports a KV block of no bytes");
-  const uint64_t block = static_cast<uint64_t>(block_bytes);
-  uint64_t bytes = c.swap_space_bytes;
-  if (bytes == 0) bytes = std::min(block * static_cast<uint64_t>(c.n_blocks), EngineConfig::kDefaultSwapBytes);
-  const uint64_t slots = bytes / block;
-  if (slots == 0) {
-    return InvalidArgument("swap_space_bytes " + std::to_string(bytes) + " holds no KV block (one block is " +
-                           std::to_string(block) + " bytes)");
-  }
-  if (slots > (uint64_t{1} << 24)) return InvalidArgument("swap_space_bytes is too large (over 2^24 KV blocks)");
-  return static_cast<int32_t>(slots);
-}
 }  // namespace
 
 // ------------------------------------------------------------ lifecycle
@@ -54,33 +31,31 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                                  std::unique_ptr<Backend> backend,
                                                  const EngineConfig& config, SpecSetup spec) {
   if (config.n_ctx <= 0 || config.block_size <= 0 || config.n_blocks <= 0 || config.max_seqs <= 0 ||
-      config.max_batch_tokens <= 0 || config.max_queued <= 0) {
+      config.max_batch_tokens <= 0 || config.max_queued <= 0 || config.n_swap_slots < 0) {
     return InvalidArgument("engine configuration has a non-positive size");
   }
-  LLM_ASSIGN_OR_RETURN(const int32_t n_swap_slots, SwapSlots(config, backend->kv_block_bytes()));
-  if (n_swap_slots > 0) LLM_RETURN_IF_ERROR(backend->ReserveSwapSpace(n_swap_slots));
-  std::unique_ptr<Engine> e(
-      new Engine(std::move(model), std::move(backend), config, std::move(spec), n_swap_slots));
+  if (config.n_swap_slots > 0) LLM_RETURN_IF_ERROR(backend->ReserveSwapSpace(config.n_swap_slots));
+  std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config, std::move(spec)));
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
   return e;
 }
 
 Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
-               SpecSetup spec, int32_t n_swap_slots)
+               SpecSetup spec)
     : model_(std::move(model)),
       backend_(std::move(backend)),
       config_(config),
       start_time_(Clock::now()),
-      kv_(config.n_blocks, config.block_size, /*prefix_caching=*/true, n_swap_slots),
+      kv_(config.n_blocks, config.block_size, /*prefix_caching=*/true, config.n_swap_slots),
       scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
-      spec_(model_->config.n_vocab, std::move(spec.draft)),
+      spec_(model_->config.n_vocab, std::move(spec.draft), spec.verify),
       batch_(model_->config.n_vocab) {
   scratch_.resize(model_->config.n_vocab);
   stats_.struct_size = sizeof(llm_stats);
   stats_.backend = backend_->kind();
   stats_.kv_blocks_total = config.n_blocks;
   stats_.kv_blocks_free = config.n_blocks;
-  stats_.swap_blocks_total = n_swap_slots;
+  stats_.swap_blocks_total = config.n_swap_slots;
   published_ = stats_;
   block_stamp_.assign(config.n_blocks, 0);
   block_fill_.assign(config.n_blocks, 0);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/defaults.h"
 #include "engine/batch_builder.h"
 #include "engine/event_queue.h"
 #include "engine/request_state.h"
@@ -30,27 +31,27 @@
 
 namespace llm {
 
+// Resolved: every field holds a real value (engine/context_builder.cpp turns
+// llm_ctx_params into this; the defaults are core/defaults.h's).
 struct EngineConfig {
   int32_t n_ctx = 0;             // max tokens per sequence
-  int32_t block_size = 16;
+  int32_t block_size = defaults::kKvBlockSize;
   int32_t n_blocks = 0;
-  int32_t max_seqs = 16;
-  int32_t max_batch_tokens = 512;
-  int32_t max_queued = 1024;
+  int32_t max_seqs = defaults::kMaxSeqs;
+  int32_t max_batch_tokens = defaults::kMaxBatchTokens;
+  int32_t max_queued = defaults::kMaxQueued;
   int32_t spec_mode = LLM_SPEC_OFF;  // what LLM_SPEC_AUTO requests get (resolved)
-  int32_t spec_k = 4;                // drafts per round when a request says 0
-  int32_t preempt_mode = LLM_PREEMPT_RECOMPUTE;
-  // LLM_PREEMPT_SWAP: host memory for swapped-out KV blocks (Create turns
-  // it into whole blocks of the backend's format); 0 = the pool's size, at
-  // most kDefaultSwapBytes. Must be 0 with RECOMPUTE.
-  uint64_t swap_space_bytes = 0;
-  static constexpr uint64_t kDefaultSwapBytes = uint64_t{1} << 30;
+  int32_t spec_k = defaults::kSpecK;  // drafts per round when a request says 0
+  // Host swap space for preemption by swapping, in KV blocks of the
+  // backend's format; 0: preemption recomputes.
+  int32_t n_swap_slots = 0;
 };
 
 // Speculative decoding set-up of an engine (spec/): the draft proposer, if a
 // draft model or self-drafting is configured.
 struct SpecSetup {
   std::unique_ptr<Proposer> draft;  // null: only n-gram drafting
+  VerifyPolicy verify = VerifyPolicy::kExact;  // tests only: see spec/verifier.h
 };
 
 class Engine {
@@ -80,7 +81,7 @@ class Engine {
 
  private:
   Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
-         SpecSetup spec, int32_t n_swap_slots);
+         SpecSetup spec);
   void Run();                           // the engine thread
   void Admit(std::unique_ptr<RequestState> req);
   void CancelRequest(uint64_t id);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/defaults.h"
 #include "engine/sequence.h"
 #include "llm.h"
 #include "sample/sampler.h"
@@ -20,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 struct RequestSpec {
   std::vector<int32_t> prompt;        // (n_prompt) token ids
   SamplingParams sampling;
-  int32_t max_tokens = 256;
+  int32_t max_tokens = defaults::kMaxTokens;
   std::vector<std::string> stop;
   bool ignore_eos = false;
   int32_t n = 1;
@@ -28,7 +29,7 @@ struct RequestSpec {
   bool prompt_logprobs = false;
   uint64_t cache_salt = 0;
   int32_t spec_mode = LLM_SPEC_OFF;   // resolved: OFF, NGRAM or DRAFT (never AUTO)
-  int32_t spec_k = 4;                 // drafts per round, >= 1
+  int32_t spec_k = defaults::kSpecK;  // drafts per round, >= 1
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
 };

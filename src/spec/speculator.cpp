@@ -6,8 +6,8 @@
 
 namespace llm {
 
-Speculator::Speculator(int32_t n_vocab, std::unique_ptr<Proposer> draft)
-    : n_vocab_(n_vocab), ngram_(std::make_unique<NgramProposer>()), draft_(std::move(draft)) {
+Speculator::Speculator(int32_t n_vocab, std::unique_ptr<Proposer> draft, VerifyPolicy policy)
+    : n_vocab_(n_vocab), policy_(policy), ngram_(std::make_unique<NgramProposer>()), draft_(std::move(draft)) {
   scratch_.resize(n_vocab);
   probs_.resize(n_vocab);
   resid_.resize(n_vocab);
@@ -47,7 +47,7 @@ Speculator::Verified Speculator::Verify(Sequence* seq, Sampler& sampler, const f
     const float* row = rows + static_cast<size_t>(i) * n_vocab_;
     std::memcpy(scratch_.data(), row, sizeof(float) * n_vocab_);  // the sampler edits its copy
     const int32_t d = i < n_drafts ? seq->drafts[i] : -1;
-    const int32_t t = VerifyPosition(sampler, scratch_.data(), seq->tokens, d, &probs_, &resid_);
+    const int32_t t = VerifyPosition(sampler, scratch_.data(), seq->tokens, d, &probs_, &resid_, policy_);
     seq->tokens.push_back(t);  // the history the next position's penalties see
     logprobs_.push_back(TokenLogprob(row, n_vocab_, t));
     if (t != d) break;

@@ -25,7 +25,7 @@ namespace llm {
 class Speculator {
  public:
   // draft: the draft-model proposer, or null (then only n-gram drafting).
-  Speculator(int32_t n_vocab, std::unique_ptr<Proposer> draft);
+  Speculator(int32_t n_vocab, std::unique_ptr<Proposer> draft, VerifyPolicy policy = VerifyPolicy::kExact);
 
   bool has_draft() const { return draft_ != nullptr; }
 
@@ -49,6 +49,7 @@ class Speculator {
 
  private:
   int32_t n_vocab_;
+  VerifyPolicy policy_;
   std::unique_ptr<Proposer> ngram_;
   std::unique_ptr<Proposer> draft_;  // null: no draft model
   // Reusable buffers.
