@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "engine/engine.h"
-#include "engine/seq_gen.h"
 
 namespace llm {
 
@@ -19,9 +18,9 @@ Batch BatchBuilder::Build(const SchedulerOutput& plan) {
     const int32_t n_drafts = static_cast<int32_t>(s->drafts.size());  // 0 unless speculating
     tokens_.insert(tokens_.end(), s->drafts.begin(), s->drafts.end());
     seqs_.push_back(BatchSeq{first, c.n_tokens + n_drafts, s->n_computed, s->block_table});
-    if (s->gen->req->spec.prompt_logprobs) {
+    if (Gen(s).req->spec.prompt_logprobs) {
       // Rows predicting prompt tokens 1 .. n_prompt-1 not yet scored.
-      for (int32_t p = std::max(s->n_computed, static_cast<int32_t>(s->gen->prompt_logprobs.size()));
+      for (int32_t p = std::max(s->n_computed, static_cast<int32_t>(Gen(s).prompt_logprobs.size()));
            p < std::min(s->n_computed + c.n_tokens, s->n_prompt - 1); ++p) {
         logit_rows_.push_back(first + (p - s->n_computed));
         rows_.push_back({s, p, LogitRow::kPromptLogprob});

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <random>
 
-#include "engine/seq_gen.h"
 
 namespace llm {
 
@@ -177,7 +176,9 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
   uint64_t base_seed = spec.sampling.seed;
   if (base_seed == LLM_SEED_RANDOM) base_seed = RandomSeed();
   for (int32_t i = 0; i < spec.n; ++i) {
-    auto seq = std::make_unique<Sequence>();
+    SamplingParams sp = spec.sampling;
+    sp.seed = base_seed + static_cast<uint64_t>(i);
+    auto seq = std::make_unique<EngineSeq>(sp, model_->config.n_vocab, spec.stop, r);
     seq->request_id = r->id;
     seq->seq_index = i;
     seq->priority = spec.priority;
@@ -191,9 +192,6 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     seq->cache_salt = spec.cache_salt;
     seq->spec_mode = spec.spec_mode;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
-    SamplingParams sp = spec.sampling;
-    sp.seed = base_seed + static_cast<uint64_t>(i);
-    seq->gen = std::make_unique<SeqGen>(sp, model_->config.n_vocab, spec.stop, r);
     // Parallel samples: only sequence 0 runs the prompt; the others fork
     // from it (sharing its blocks) when the prompt is done.
     if (i == 0) scheduler_.Add(seq.get());
@@ -222,7 +220,7 @@ void Engine::CancelRequest(uint64_t id) {
 }
 
 void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   RequestState* r = g.req;
   if (seq->seq_index == 0 && !r->forked) {
     // Samples that never split from this sequence end with it (first, so
@@ -279,15 +277,15 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
   ev.token = token;
   ev.text = std::string(text);
   ev.logprob = logprob;
-  ev.callback = seq->gen->req->spec.callback;
-  ev.user_data = seq->gen->req->spec.user_data;
+  ev.callback = Gen(seq).req->spec.callback;
+  ev.user_data = Gen(seq).req->spec.user_data;
   pending_events_.push_back(std::move(ev));
 }
 
 // Samples the token after `seq`'s last one from its logits row, streams it,
 // and ends the sequence when a stop condition holds.
 void Engine::SampleNext(Sequence* seq, const float* logits) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   const int32_t n_vocab = model_->config.n_vocab;
   if (g.sampler.is_plain_argmax()) {
     // what Sample() would pick, with its logprob, in one pass and no copy
@@ -301,7 +299,7 @@ void Engine::SampleNext(Sequence* seq, const float* logits) {
 }
 
 bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   const RequestSpec& spec = g.req->spec;
   const auto now = Clock::now();
   if (seq->n_generated() == 0) g.first_token = now;
@@ -333,7 +331,7 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
 // tokens it may still generate minus the bonus token, and no position past
 // the context.
 int32_t Engine::WantedDrafts(const Sequence& seq) const {
-  const RequestSpec& spec = seq.gen->req->spec;
+  const RequestSpec& spec = Gen(seq).req->spec;
   if (spec.spec_mode == LLM_SPEC_OFF || seq.n_pending() != 1 || seq.n_generated() < 1) return 0;
   const int32_t remaining = spec.max_tokens - seq.n_generated();
   const int32_t room = config_.n_ctx - static_cast<int32_t>(seq.tokens.size());
@@ -346,7 +344,7 @@ int32_t Engine::WantedDrafts(const Sequence& seq) const {
 // reach the prefix cache; the KV slots of rejected drafts are overwritten
 // later.
 void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   const Speculator::Verified v = spec_.Verify(seq, g.sampler, rows);
   g.draft_proposed += v.n_drafts;
   g.draft_accepted += v.accepted;
@@ -368,16 +366,16 @@ void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
 // sequence 0: the other samples take shared references to its blocks and
 // draw their first tokens from the same logits, each with its own sampler.
 void Engine::ForkChildren(Sequence* parent, const float* logits) {
-  RequestState* r = parent->gen->req;
+  RequestState* r = Gen(parent).req;
   r->forked = true;
   for (size_t i = 1; i < r->seqs.size(); ++i) {
     Sequence* c = r->seqs[i].get();
     if (c->state == SeqState::kFinished) continue;
     kv_.Fork(*parent, c);
     c->n_cached_prompt = parent->n_cached_prompt;
-    c->gen->scheduled = true;
-    c->gen->first_sched = parent->gen->first_sched;
-    c->gen->prompt_logprobs = parent->gen->prompt_logprobs;
+    Gen(c).scheduled = true;
+    Gen(c).first_sched = Gen(parent).first_sched;
+    Gen(c).prompt_logprobs = Gen(parent).prompt_logprobs;
     scheduler_.AddRunning(c);
     SampleNext(c, logits);
   }
@@ -516,7 +514,7 @@ void Engine::FailUnschedulable(const SchedulerOutput& plan) {
 // queue depth callers see.
 void Engine::MarkScheduled(const SchedulerOutput& plan, Clock::time_point now) {
   for (const ScheduledChunk& c : plan.chunks) {
-    SeqGen& g = *c.seq->gen;
+    SeqGen& g = Gen(c.seq);
     if (g.scheduled) continue;
     g.scheduled = true;
     g.first_sched = now;
@@ -555,13 +553,13 @@ void Engine::Postprocess() {
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].use != LogitRow::kPromptLogprob) continue;
     Sequence* s = rows[i].seq;
-    s->gen->prompt_logprobs.push_back(TokenLogprob(batch_.row(i), n_vocab, s->tokens[rows[i].pos + 1]));
+    Gen(s).prompt_logprobs.push_back(TokenLogprob(batch_.row(i), n_vocab, s->tokens[rows[i].pos + 1]));
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].use != LogitRow::kSample) continue;
     Sequence* s = rows[i].seq;
     const float* row = batch_.row(i);
-    if (s->seq_index == 0 && !s->gen->req->forked) ForkChildren(s, row);
+    if (s->seq_index == 0 && !Gen(s).req->forked) ForkChildren(s, row);
     if (!s->drafts.empty()) {
       VerifyDrafts(s, row);  // its draft rows follow `row`
     } else {

@@ -2,7 +2,14 @@
 // cached prefixes to new sequences, reserves the slots a step will write
 // (copying a shared, partially filled block before it is written), records
 // newly completed blocks in the prefix cache, forks sequences for parallel
-// sampling and frees sequences. The scheduler is its only caller.
+// sampling and frees sequences.
+//
+// Callers: the scheduler plans with it (attach, allocate, swap, free on
+// preemption and removal); the engine, after a step, commits what the step
+// computed (CommitComputed, also after verifying drafts), forks parallel
+// samples once their prompt is done (Fork), drops the swap state of a
+// sequence whose swap-out the backend failed (Free), and reads the pool's
+// figures for llm_get_stats.
 //
 //   block table of a sequence (block_size 4), n_computed = 10:
 //     logical  [ 0      | 1      | 2       ]
@@ -44,7 +51,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "engine/sequence.h"
+#include "core/sequence.h"
 #include "kv/block_pool.h"
 
 namespace llm {

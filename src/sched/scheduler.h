@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/defaults.h"
-#include "engine/sequence.h"
+#include "core/sequence.h"
 #include "kv/kv_cache_manager.h"
 
 namespace llm {

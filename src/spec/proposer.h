@@ -15,7 +15,7 @@
 
 #include <span>
 
-#include "engine/sequence.h"
+#include "core/sequence.h"
 #include "util/status.h"
 
 namespace llm {
