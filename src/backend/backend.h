@@ -26,7 +26,6 @@
 #include "llm.h"
 #include "model/config.h"
 #include "model/weights.h"
-#include "sample/sampler.h"
 #include "util/status.h"
 
 namespace llm {
@@ -67,31 +66,6 @@ class Backend {
   // table coverage) and returns INVALID_ARGUMENT rather than touching memory
   // out of range.
   virtual Status Forward(const Batch& batch, float* logits) = 0;
-
-  // Forward, then one token drawn per logit row on the backend's device, so
-  // the (n_logits, n_vocab) logits never travel to the host. sampling[i]
-  // belongs to batch.logit_rows[i] (same length). The chain is the host
-  // Sampler's (sample/sampler.h): penalties, then argmax when greedy, else
-  // top-k, softmax(logits / T), top-p, min-p, draw; the surviving tokens and
-  // their probabilities are the host's up to float rounding at a cut-off.
-  // The draw is a counter-based function of (params.seed, step), not the
-  // host Sampler's sequential stream: deterministic per request whatever
-  // its batch position, but not the same tokens as host sampling.
-  // tokens: (n_logits) out. logprobs: (n_logits) out or NULL: log p(token)
-  // under the raw logits (TokenLogprob's definition).
-  // Default: UNSUPPORTED, and the caller samples on the host from Forward's
-  // logits (also the path for what this does not do: grammars, logit bias,
-  // top-n logprobs, prompt logprobs, speculative verification).
-  struct DeviceSampling {
-    SamplingParams params;              // validated (ValidateSamplingParams)
-    std::span<const int32_t> history;   // prompt + generated so far
-    uint64_t step = 0;                  // RNG counter, e.g. tokens generated so far
-  };
-  virtual Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
-                               float* logprobs) {
-    (void)batch, (void)sampling, (void)tokens, (void)logprobs;
-    return Unsupported("this backend has no device sampling");
-  }
 
   // Copies one KV block (every layer, K and V) onto another: copy-on-write.
   virtual Status CopyKvBlock(int32_t src, int32_t dst) = 0;

@@ -45,7 +45,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       backend_(std::move(backend)),
       config_(config),
       start_time_(Clock::now()),
-      kv_(config.n_blocks, config.block_size, /*prefix_caching=*/true, config.n_swap_slots),
+      kv_(config.n_blocks, config.block_size, config.n_swap_slots),
       scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
       spec_(model_->config.n_vocab, std::move(spec.draft), spec.verify),
       batch_(model_->config.n_vocab) {

@@ -64,8 +64,9 @@ struct KvCopy {
 class KvCacheManager {
  public:
   // n_swap_slots: blocks of host swap space; 0 = no swapping (SwapOut
-  // always declines).
-  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching = true, int32_t n_swap_slots = 0);
+  // always declines). Prefix caching is always on; a request that must not
+  // start from cached blocks says so (Sequence::use_cached_prefix).
+  KvCacheManager(int32_t n_blocks, int32_t block_size, int32_t n_swap_slots = 0);
 
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
@@ -138,7 +139,6 @@ class KvCacheManager {
   void FreeSwapSlots(Sequence* seq);
 
   BlockPool pool_;
-  bool prefix_caching_;
   int32_t n_swap_slots_;
   std::vector<int32_t> swap_free_;  // free swap slot ids (a stack)
   uint64_t swapped_out_blocks_ = 0;
