@@ -160,7 +160,6 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       x_out_.resize(n_tok * E);
       att_out_.resize(n_tok * Q);
       xq_.resize(n_tok * (std::max({E, Q, F}) / 32));
-      seq_of_.resize(n_tok);
       pos_.resize(n_tok);
       cap_tok_ = n_tok;
     }
@@ -197,59 +196,18 @@ Status CpuBackend::MakeLanes() {
   return Status::Ok();
 }
 
-Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys_out) const {
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  for (int64_t i = 0; i < n; ++i) {
-    const llm_token t = batch.tokens[i];
-    if (t < 0 || t >= cfg_.n_vocab)
-      return InvalidArgument("batch token " + std::to_string(i) + " has id " + std::to_string(t) + ", outside [0, " +
-                             std::to_string(cfg_.n_vocab) + ")");
-  }
-  for (size_t i = 0; i < batch.logit_rows.size(); ++i) {
-    const int32_t r = batch.logit_rows[i];
-    if (r < 0 || r >= n) return InvalidArgument("logit row " + std::to_string(r) + " is not a token of the batch");
-  }
-  if (!batch.logit_rows.empty() && logits == nullptr) return InvalidArgument("logits output is NULL");
-
-  int64_t max_keys = 0;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const BatchSeq& q = batch.seqs[s];
-    if (q.n_tokens < 1 || q.first < 0 || q.n_past < 0 || static_cast<int64_t>(q.first) + q.n_tokens > n)
-      return InvalidArgument("batch sequence " + std::to_string(s) + " has an invalid token range");
-    const int64_t end = static_cast<int64_t>(q.n_past) + q.n_tokens;
-    if (end > capacity_)
-      return InvalidArgument("batch sequence " + std::to_string(s) + " reaches position " + std::to_string(end) +
-                             ", beyond the KV pool's " + std::to_string(capacity_));
-    const int64_t needed = (end + kv_.block_size - 1) / kv_.block_size;
-    if (static_cast<int64_t>(q.block_table.size()) < needed)
-      return InvalidArgument("batch sequence " + std::to_string(s) + " has a block table of " +
-                             std::to_string(q.block_table.size()) + " blocks, needs " + std::to_string(needed));
-    for (int64_t b = 0; b < needed; ++b)
-      if (q.block_table[b] < 0 || q.block_table[b] >= n_blocks_)
-        return InvalidArgument("batch sequence " + std::to_string(s) + " uses block id " +
-                               std::to_string(q.block_table[b]) + ", outside [0, " + std::to_string(n_blocks_) + ")");
-    if (end > max_keys) max_keys = end;
-  }
-  *max_keys_out = max_keys;
+Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys) {
+  const BatchLimits limits{cfg_.n_vocab, capacity_, kv_.block_size, n_blocks_};
+  LLM_ASSIGN_OR_RETURN(const BatchExtent e, CheckBatch(batch, logits != nullptr, limits, &seq_of_));
+  *max_keys = e.max_keys;
   return Status::Ok();
 }
 
 Status CpuBackend::Prepare(const Batch& batch, int64_t max_keys) {
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  LLM_RETURN_IF_ERROR(Reserve(n, max_keys));
-
-  for (int64_t i = 0; i < n; ++i) seq_of_[i] = -1;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const BatchSeq& q = batch.seqs[s];
-    for (int32_t i = 0; i < q.n_tokens; ++i) {
-      const int64_t t = q.first + i;
-      if (seq_of_[t] != -1) return InvalidArgument("batch token " + std::to_string(t) + " belongs to two sequences");
-      seq_of_[t] = static_cast<int32_t>(s);
-      pos_[t] = static_cast<int64_t>(q.n_past) + i;
-    }
+  LLM_RETURN_IF_ERROR(Reserve(static_cast<int64_t>(batch.tokens.size()), max_keys));
+  for (const BatchSeq& q : batch.seqs) {
+    for (int32_t i = 0; i < q.n_tokens; ++i) pos_[q.first + i] = static_cast<int64_t>(q.n_past) + i;
   }
-  for (int64_t i = 0; i < n; ++i)
-    if (seq_of_[i] == -1) return InvalidArgument("batch token " + std::to_string(i) + " belongs to no sequence");
   return Status::Ok();
 }
 

@@ -62,13 +62,10 @@ class CpuBackend final : public Backend {
   // nullptr when none are (the K/V are stored).
   const float* RunLayers(const Batch& batch);
 
-  // Checks the batch's tokens, logit rows and sequences against the model and
-  // the pool; *max_keys: the most positions a sequence attends to. Writes
-  // nothing, so the lanes' parent checks a batch without touching its own
-  // buffers.
-  Status Check(const Batch& batch, const float* logits, int64_t* max_keys) const;
-  // After Check: grows the buffers, fills seq_of_ and pos_, and checks that
-  // every token belongs to exactly one sequence.
+  // The shared batch check (backend/validate.h) against the model and the
+  // pool; fills seq_of_; *max_keys: the most positions a sequence attends to.
+  Status Check(const Batch& batch, const float* logits, int64_t* max_keys);
+  // After Check: grows the buffers and fills pos_.
   Status Prepare(const Batch& batch, int64_t max_keys);
   // Grows the activation buffers to hold n_tok tokens and n_keys attended
   // positions; no-op when they are already large enough.

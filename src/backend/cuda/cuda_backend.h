@@ -35,6 +35,7 @@
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
 #include "backend/cuda/cuda_util.h"
+#include "backend/validate.h"
 #include "common.cuh"
 #include "sample/sampler.h"
 #include "sampling.cuh"
@@ -97,10 +98,11 @@ class CudaBackend final : public Backend {
   Status UploadWeights(const ModelWeights& w);
   Status AllocateKvPool(KvCacheSpec* kv);
 
-  // Checks the batch against the model and the pool and builds this step's
-  // metadata (meta_, offsets below) on the host. need_logits: n_out > 0
-  // requires a host logits pointer.
+  // The shared batch check (backend/validate.h), then this step's metadata
+  // (meta_, offsets below) on the host. need_logits: n_out > 0 requires a
+  // host logits pointer.
   Status Validate(const Batch& batch, const float* logits, bool need_logits = true);
+  Status LayOutMetadata(const Batch& batch, const BatchExtent& extent);
   // Grows the activation buffers to n_tok tokens and n_out logit rows and
   // the metadata buffers to n_meta ints; no-op when large enough.
   Status Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta);
@@ -203,6 +205,7 @@ class CudaBackend final : public Backend {
 
   // ---- per-step metadata: built in meta_ (host), one copy to meta_dev_
   std::vector<int32_t> meta_;
+  std::vector<int32_t> tok_seq_;  // (n_tok) each token's sequence (the batch check's)
   PinnedBuffer meta_pinned_;
   DeviceBuffer meta_dev_;
   Offsets off_{};
