@@ -44,7 +44,7 @@ StatusOr<BatchExtent> CheckBatch(const Batch& batch, bool has_logits_out, const 
   if (n_out > 0 && !has_logits_out) return InvalidArgument("logits output is NULL");
 
   BatchExtent e;
-  const int32_t bs = limits.block_size;
+  const int64_t bs = limits.block_size;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const BatchSeq& q = batch.seqs[s];
     if (q.n_tokens < 1 || q.first < 0 || q.n_past < 0 || static_cast<int64_t>(q.first) + q.n_tokens > n)

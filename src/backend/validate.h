@@ -25,7 +25,7 @@ Status CheckWeightMatrix(const WeightView& w, int64_t rows, int64_t cols, const 
 struct BatchLimits {
   int32_t n_vocab = 0;
   int64_t capacity = 0;    // positions one sequence may reach (the pool's)
-  int32_t block_size = 0;
+  int64_t block_size = 0;
   int32_t n_blocks = 0;    // block ids are in [0, n_blocks)
 };
 

@@ -173,29 +173,6 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   return Status::Ok();
 }
 
-Status CpuBackend::MakeLanes() {
-  try {
-    for (int i = 0; i < pool_.n_threads(); ++i) {
-      std::unique_ptr<CpuBackend> l(new CpuBackend(cfg_, w_, rope_, rope_local_, 1));
-      // w_'s views point into this backend's packed copies: the lanes share
-      // them, the norms and the KV pool
-      l->norms_ = norms_;
-      l->kv_ = kv_;
-      l->n_blocks_ = n_blocks_;
-      l->capacity_ = capacity_;
-      l->pool_base_ = pool_base_;
-      lanes_.push_back(std::move(l));
-    }
-    lane_steps_ = std::vector<LaneStep>(lanes_.size());
-    lane_cut_.reserve(lanes_.size() + 1);
-  } catch (const std::bad_alloc&) {
-    lanes_.clear();
-    lane_steps_.clear();
-    return OutOfMemory("CPU backend: out of host memory");
-  }
-  return Status::Ok();
-}
-
 Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys) {
   const BatchLimits limits{cfg_.n_vocab, capacity_, kv_.block_size, n_blocks_};
   LLM_ASSIGN_OR_RETURN(const BatchExtent e, CheckBatch(batch, logits != nullptr, limits, &seq_of_));

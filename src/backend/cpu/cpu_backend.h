@@ -1,9 +1,9 @@
 // The CPU backend: the reference implementation of Backend (backend.h).
 //
 // Files: cpu_backend.cpp (creation, batch validation, KV block copies and
-// swaps),
-// forward.cpp (the forward pass), kernels*.{h,cpp} (matmul, attention,
-// norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
+// swaps), forward.cpp (the forward pass), lanes.cpp (the lane scheduler: a
+// step split by sequences over the threads), kernels*.{h,cpp} (matmul,
+// attention, norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
 #pragma once
 
 #include <atomic>
@@ -47,7 +47,7 @@ class CpuBackend final : public Backend {
   // weights (quant_pack.h), pointed to by w_'s views.
   Status PackWeights();
 
-  // forward.cpp: runs the batch as n_threads independent lanes, one per
+  // lanes.cpp: runs the batch as n_threads independent lanes, one per
   // thread, each the layers over its share of the sequences (no fork/join
   // inside), then the lanes' classifier rows in chunks any thread may take.
   // False when the batch does not split well.
@@ -77,7 +77,10 @@ class CpuBackend final : public Backend {
   // x += rmsnorm(y) * w row by row; y (n, n_embd) is normed in place (Gemma's
   // post-norms on a sub-block's output before the residual add).
   void AddNormedRows(float* y, const float* w, int64_t n, float* x);
-  void SoftCap(float* logits, int64_t n);
+  // logits (n_rows, n_vocab): vocabulary rows [row_begin, row_end) of the
+  // classifier, soft-capped when the model says (forward.cpp).
+  void ClassifierRows(const float* xn, const BlockQ8Act* xq, int64_t n_rows, float* logits, int64_t row_begin,
+                      int64_t row_end) const;
   struct MatJob {
     const WeightView* w;
     float* y;         // (n, w->rows), leading dimension w->rows
