@@ -41,7 +41,58 @@ class CpuBackend final : public Backend {
   const char* kernels_name() const { return k_->name; }
 
  private:
-  CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, Rope rope_local, int n_threads);
+  // ---- state shared by a backend and its lanes: fixed once Create has
+  // filled it (the KV pool's contents change, never its address)
+  struct Norms {  // norm weights as F32, whatever their stored type
+    std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
+    std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
+    std::vector<float> out;                     // (n_embd)
+    std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg.qk_norm
+    std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg.post_norms
+    std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg.post_norms
+  };
+  struct Shared {
+    Shared(const ModelConfig& config, const ModelWeights& weights, Rope r, Rope r_local)
+        : cfg(config), w(weights), k(&BestKernels()), rope(std::move(r)), rope_local(std::move(r_local)) {}
+    ModelConfig cfg;
+    ModelWeights w;  // views into the caller's weights (and into packed)
+    std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> packed;  // PackWeights' copies
+    const Kernels* k;
+    Rope rope;
+    Rope rope_local;  // sliding-window layers' rotation (== rope unless the model has local layers)
+    Norms norms;
+    // ---- paged KV pool (layout: kv_layout.h)
+    KvLayout kv;
+    int32_t n_blocks = 0;
+    int64_t capacity = 0;        // n_blocks * block_size positions
+    LargeArray<float> kv_pool;   // (n_blocks, block_floats)
+    bool lanes_off = false;      // LLM_CPU_LANES=0 (for measurements): always the shared pass
+  };
+
+  // ---- one backend's (or lane's) activations, grown to the largest batch
+  // seen and reused every step
+  struct Workspace {
+    int64_t cap_tok = 0;
+    int64_t cap_keys = 0;
+    std::vector<float> x;        // (n_tok, n_embd)   residual stream
+    std::vector<float> xn;       // (n_tok, n_embd)   normed input of a sub-block
+    std::vector<float> q;        // (n_tok, q_dim)    queries
+    std::vector<float> k_new;    // (n_tok, kv_dim)   this step's keys
+    std::vector<float> v_new;    // (n_tok, kv_dim)   this step's values
+    std::vector<float> att;      // (n_tok, q_dim)    attention output
+    std::vector<float> hb;       // (n_tok, n_ff)     act(gate) * up
+    std::vector<float> hb2;      // (n_tok, n_ff)     up
+    std::vector<float> cos_sin;  // (n_tok, rope_dim) rotation of each token's position
+    std::vector<float> cos_sin_local;  // (n_tok, rope_dim) the same for local layers, if any
+    std::vector<float> x_out;    // (n_tok, n_embd)   residual rows whose logits are wanted
+    std::vector<float> att_out;  // (n_tok, q_dim)    their attention output
+    std::vector<BlockQ8Act> xq;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
+    std::vector<int32_t> seq_of; // (n_tok)           batch sequence of each token
+    std::vector<int64_t> pos;    // (n_tok)           position of each token
+    std::vector<float> scores;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
+  };
+
+  CpuBackend(std::shared_ptr<Shared> shared, int n_threads);
 
   // pack_weights.cpp: the row-interleaved copies of the quantized matmul
   // weights (quant_pack.h), pointed to by w_'s views.
@@ -94,24 +145,27 @@ class CpuBackend final : public Backend {
   void Attention(int layer, const Batch& batch, int64_t n);
   bool Parallel(int64_t macs) const;
 
-  ModelConfig cfg_;
-  ModelWeights w_;  // views into the caller's weights (and into packed_)
-  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> packed_;  // PackWeights' copies
-  const Kernels* k_;
-  ThreadPool pool_;
-  Rope rope_;
-  Rope rope_local_;  // sliding-window layers' rotation (== rope_ unless the model has local layers)
+  std::shared_ptr<Shared> shared_;  // the lanes hold the same one
+  // The shared state's fields under the names the forward pass uses.
+  const ModelConfig& cfg_;
+  ModelWeights& w_;
+  const Kernels* const k_;
+  const Rope& rope_;
+  const Rope& rope_local_;
+  const Norms& norms_;
+  const KvLayout& kv_;
+  const int32_t& n_blocks_;
+  const int64_t& capacity_;
+  float* const pool_base_;  // the KV pool
 
-  // ---- paged KV pool (layout: kv_layout.h)
-  KvLayout kv_;
-  int32_t n_blocks_ = 0;
-  int64_t capacity_ = 0;  // n_blocks * block_size positions
-  LargeArray<float> kv_pool_;  // (n_blocks, block_floats)
-  float* pool_base_ = nullptr;  // kv_pool_, or for a lane its parent's pool
-  // Single-threaded backends over the same weights and pool, one per thread
+  ThreadPool pool_;  // n_threads for a backend, 1 for a lane
+  Workspace ws_;
+
+  // ---- the backend's own (not a lane's)
+  // Single-threaded backends over the same Shared, one per thread
   // (SplitBySequences); made on first use.
   std::vector<std::unique_ptr<CpuBackend>> lanes_;
-  // One lane's part of the current step (forward.cpp): its sub-batch and,
+  // One lane's part of the current step (lanes.cpp): its sub-batch and,
   // once its layers are done (ready), its normed classifier rows and how far
   // its chunks have been taken. Kept across steps, so a step allocates
   // nothing once the vectors have grown.
@@ -129,41 +183,8 @@ class CpuBackend final : public Backend {
   };
   std::vector<LaneStep> lane_steps_;  // (n_threads), with lanes_
   std::vector<int64_t> lane_cut_;     // (n_threads + 1) first sequence of each lane
-  bool lanes_off_ = false;  // LLM_CPU_LANES=0 (for measurements): always the shared pass
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
-
-  // ---- norm weights as F32, whatever their stored type; made once, shared
-  // with the lanes
-  struct Norms {
-    std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
-    std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
-    std::vector<float> out;                     // (n_embd)
-    std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg_.qk_norm
-    std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg_.post_norms
-    std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg_.post_norms
-  };
-  std::shared_ptr<const Norms> norms_;
-
-  // ---- activations, grown to the largest batch seen, reused every step
-  int64_t cap_tok_ = 0;
-  int64_t cap_keys_ = 0;
-  std::vector<float> x_;        // (n_tok, n_embd)   residual stream
-  std::vector<float> xn_;       // (n_tok, n_embd)   normed input of a sub-block
-  std::vector<float> q_;        // (n_tok, q_dim)    queries
-  std::vector<float> k_new_;    // (n_tok, kv_dim)   this step's keys
-  std::vector<float> v_new_;    // (n_tok, kv_dim)   this step's values
-  std::vector<float> att_;      // (n_tok, q_dim)    attention output
-  std::vector<float> hb_;       // (n_tok, n_ff)     act(gate) * up
-  std::vector<float> hb2_;      // (n_tok, n_ff)     up
-  std::vector<float> cos_sin_;  // (n_tok, rope_dim) rotation of each token's position
-  std::vector<float> cos_sin_local_;  // (n_tok, rope_dim) the same for local layers, if any
-  std::vector<float> x_out_;    // (n_tok, n_embd)   residual rows whose logits are wanted
-  std::vector<float> att_out_;  // (n_tok, q_dim)    their attention output
-  std::vector<BlockQ8Act> xq_;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
-  std::vector<int32_t> seq_of_; // (n_tok)           batch sequence of each token
-  std::vector<int64_t> pos_;    // (n_tok)           position of each token
-  std::vector<float> scores_;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
 };
 
 }  // namespace llm::cpu

@@ -40,10 +40,10 @@ bool CpuBackend::Parallel(int64_t macs) const { return pool_.n_threads() > 1 && 
 
 void CpuBackend::Embed(std::span<const llm_token> tokens) {
   const int64_t E = cfg_.n_embd;
-  for (size_t t = 0; t < tokens.size(); ++t) DequantizeRow(w_.token_embd, tokens[t], x_.data() + t * E);
+  for (size_t t = 0; t < tokens.size(); ++t) DequantizeRow(w_.token_embd, tokens[t], ws_.x.data() + t * E);
   if (cfg_.embd_scale != 1.0f) {
     const float s = cfg_.embd_scale;
-    float* x = x_.data();
+    float* x = ws_.x.data();
     for (int64_t i = 0, n = static_cast<int64_t>(tokens.size()) * E; i < n; ++i) x[i] *= s;
   }
 }
@@ -96,8 +96,8 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
   for (int j = 0; j < n_ws; ++j) any = any || IsBlockQuantized(ws[j]->type);
   if (!any) return nullptr;
   const int64_t nb = k / 32;  // k % 32 == 0: checked at creation for quantized weights
-  for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * k, k, xq_.data() + t * nb);
-  return xq_.data();
+  for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * k, k, ws_.xq.data() + t * nb);
+  return ws_.xq.data();
 }
 
 void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n) {
@@ -161,12 +161,12 @@ void CpuBackend::FeedForwardUp(int layer, const float* xn, int64_t n) {
     a.row_begin = b;
     a.row_end = e;
     a.w = &L.w_gate;
-    a.y = hb_.data();
+    a.y = ws_.hb.data();
     k_->matmul(a);
     a.w = &L.w_up;
-    a.y = hb2_.data();
+    a.y = ws_.hb2.data();
     k_->matmul(a);
-    for (int64_t t = 0; t < n; ++t) act_mul(hb_.data() + t * F + b, hb2_.data() + t * F + b, e - b);
+    for (int64_t t = 0; t < n; ++t) act_mul(ws_.hb.data() + t * F + b, ws_.hb2.data() + t * F + b, e - b);
   };
   if (Parallel(2 * n * F * E)) {
     pool_.ParallelFor(F, units);
@@ -184,28 +184,28 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   float* pool = pool_base_;
   const bool local = cfg_.IsLocalLayer(layer);
   const Rope& rope = local ? rope_local_ : rope_;
-  const float* cos_sin = local ? cos_sin_local_.data() : cos_sin_.data();  // (n, rope_dim)
-  const float* qn = cfg_.qk_norm ? norms_->q[layer].data() : nullptr;       // (head_dim)
-  const float* kn = cfg_.qk_norm ? norms_->k[layer].data() : nullptr;       // (head_dim)
+  const float* cos_sin = local ? ws_.cos_sin_local.data() : ws_.cos_sin.data();  // (n, rope_dim)
+  const float* qn = cfg_.qk_norm ? norms_.q[layer].data() : nullptr;       // (head_dim)
+  const float* kn = cfg_.qk_norm ? norms_.k[layer].data() : nullptr;       // (head_dim)
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       const float* cs = cos_sin + t * rd;
       if (qn != nullptr) {
         for (int32_t h = 0; h < Hq; ++h) {
-          float* qh = q_.data() + t * Q + h * hd;
+          float* qh = ws_.q.data() + t * Q + h * hd;
           k_->rmsnorm(qh, qn, hd, cfg_.rms_eps, qh);
         }
         for (int32_t h = 0; h < Hkv; ++h) {
-          float* kh = k_new_.data() + t * KV + h * hd;
+          float* kh = ws_.k_new.data() + t * KV + h * hd;
           k_->rmsnorm(kh, kn, hd, cfg_.rms_eps, kh);
         }
       }
-      rope.Apply(cs, q_.data() + t * Q, Hq, hd);
-      const float* k = k_new_.data() + t * KV;  // (Hkv, hd)
-      const float* v = v_new_.data() + t * KV;  // (Hkv, hd)
-      rope.Apply(cs, k_new_.data() + t * KV, Hkv, hd);
-      const int64_t p = pos_[t];
-      const int32_t block = batch.seqs[seq_of_[t]].block_table[p / bs];
+      rope.Apply(cs, ws_.q.data() + t * Q, Hq, hd);
+      const float* k = ws_.k_new.data() + t * KV;  // (Hkv, hd)
+      const float* v = ws_.v_new.data() + t * KV;  // (Hkv, hd)
+      rope.Apply(cs, ws_.k_new.data() + t * KV, Hkv, hd);
+      const int64_t p = ws_.pos[t];
+      const int32_t block = batch.seqs[ws_.seq_of[t]].block_table[p / bs];
       const int64_t slot = p % bs;
       float* base = pool + block * kv_.block_floats();
       for (int32_t h = 0; h < Hkv; ++h) {
@@ -248,14 +248,14 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   const float scale = cfg_.AttnScale();
   const int64_t window = cfg_.IsLocalLayer(layer) ? cfg_.sliding_window : 0;  // 0: all keys
   int64_t keys = 0;
-  for (int64_t t = 0; t < n; ++t) keys += window > 0 && pos_[t] + 1 > window ? window : pos_[t] + 1;
+  for (int64_t t = 0; t < n; ++t) keys += window > 0 && ws_.pos[t] + 1 > window ? window : ws_.pos[t] + 1;
 
   auto tasks = [&](int64_t b, int64_t e, int thread) {
-    float* scores = scores_.data() + static_cast<int64_t>(thread) * n_rep * cap_keys_;  // (n_rep, cap_keys)
+    float* scores = ws_.scores.data() + static_cast<int64_t>(thread) * n_rep * ws_.cap_keys;  // (n_rep, cap_keys)
     for (int64_t task = b; task < e; ++task) {
       const int64_t t = task / Hkv;
       const int32_t g = static_cast<int32_t>(task % Hkv);
-      const BatchSeq& s = batch.seqs[seq_of_[t]];
+      const BatchSeq& s = batch.seqs[ws_.seq_of[t]];
       AttnArgs a;
       a.pool = pool_base_;
       a.block_stride = kv_.block_floats();
@@ -264,11 +264,11 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.block_table = s.block_table.data();
       a.block_size = static_cast<int32_t>(kv_.block_size);
       a.head_dim = hd;
-      a.n_keys = pos_[t] + 1;
+      a.n_keys = ws_.pos[t] + 1;
       a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
       a.scale = scale;
       const int64_t off = t * Q + static_cast<int64_t>(g) * n_rep * hd;  // query heads g*n_rep ..
-      k_->attention(a, n_rep, q_.data() + off, scores, att_.data() + off);
+      k_->attention(a, n_rep, ws_.q.data() + off, scores, ws_.att.data() + off);
     }
   };
   if (Parallel(keys * cfg_.n_head * hd * 3)) {
@@ -340,22 +340,22 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
 
   // ---- embedding                                   x: (n_tok, n_embd)
   Embed(batch.tokens);
-  for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(pos_[t], cos_sin_.data() + t * cfg_.rope_dim);
+  for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(ws_.pos[t], ws_.cos_sin.data() + t * cfg_.rope_dim);
   if (cfg_.sliding_window > 0)
-    for (int64_t t = 0; t < n_tok; ++t) rope_local_.Angles(pos_[t], cos_sin_local_.data() + t * cfg_.rope_dim);
+    for (int64_t t = 0; t < n_tok; ++t) rope_local_.Angles(ws_.pos[t], ws_.cos_sin_local.data() + t * cfg_.rope_dim);
 
-  float* x = x_.data();      // (n, n_embd) residual stream; n shrinks in the last layer
-  float* att = att_.data();  // (n, q_dim)
+  float* x = ws_.x.data();      // (n, n_embd) residual stream; n shrinks in the last layer
+  float* att = ws_.att.data();  // (n, q_dim)
   int64_t n = n_tok;
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const LayerWeights& L = w_.layers[l];
 
     // ---- attention block
-    RmsNormRows(x, norms_->attn[l].data(), n, xn_.data());  // xn: (n, n_embd)
-    const MatJob qkv[3] = {{&L.wq, q_.data(), false},      // q: (n, n_head * head_dim)
-                           {&L.wk, k_new_.data(), false},  // k: (n, n_head_kv * head_dim)
-                           {&L.wv, v_new_.data(), false}}; // v: (n, n_head_kv * head_dim)
-    MatMulJobs(qkv, 3, xn_.data(), n);
+    RmsNormRows(x, norms_.attn[l].data(), n, ws_.xn.data());  // xn: (n, n_embd)
+    const MatJob qkv[3] = {{&L.wq, ws_.q.data(), false},      // q: (n, n_head * head_dim)
+                           {&L.wk, ws_.k_new.data(), false},  // k: (n, n_head_kv * head_dim)
+                           {&L.wv, ws_.v_new.data(), false}}; // v: (n, n_head_kv * head_dim)
+    MatMulJobs(qkv, 3, ws_.xn.data(), n);
     RopeAndStoreKv(l, batch, n);
     if (l == cfg_.n_layer - 1 && n_out == 0) return nullptr;  // K/V stored, nothing more wanted
     Attention(l, batch, n);                                   // att: (n, n_head * head_dim)
@@ -364,38 +364,38 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
       // keep only the logit rows: x, att: (n_out, ·)
       for (int64_t i = 0; i < n_out; ++i) {
         const int64_t r = batch.logit_rows[i];
-        std::memcpy(x_out_.data() + i * E, x + r * E, E * sizeof(float));
-        std::memcpy(att_out_.data() + i * Q, att + r * Q, Q * sizeof(float));
+        std::memcpy(ws_.x_out.data() + i * E, x + r * E, E * sizeof(float));
+        std::memcpy(ws_.att_out.data() + i * Q, att + r * Q, Q * sizeof(float));
       }
-      x = x_out_.data();
-      att = att_out_.data();
+      x = ws_.x_out.data();
+      att = ws_.att_out.data();
       n = n_out;
     }
     if (!cfg_.post_norms) {
       const MatJob wo = {&L.wo, x, true};  // x += att · Woᵀ
       MatMulJobs(&wo, 1, att, n);
     } else {
-      const MatJob wo = {&L.wo, xn_.data(), false};  // xn = att · Woᵀ
+      const MatJob wo = {&L.wo, ws_.xn.data(), false};  // xn = att · Woᵀ
       MatMulJobs(&wo, 1, att, n);
-      AddNormedRows(xn_.data(), norms_->post_attn[l].data(), n, x);  // x += rmsnorm(xn)
+      AddNormedRows(ws_.xn.data(), norms_.post_attn[l].data(), n, x);  // x += rmsnorm(xn)
     }
 
     // ---- feed-forward block
-    RmsNormRows(x, norms_->ffn[l].data(), n, xn_.data());  // xn: (n, n_embd)
-    FeedForwardUp(l, xn_.data(), n);                     // hb: (n, n_ff)
+    RmsNormRows(x, norms_.ffn[l].data(), n, ws_.xn.data());  // xn: (n, n_embd)
+    FeedForwardUp(l, ws_.xn.data(), n);                     // hb: (n, n_ff)
     if (!cfg_.post_norms) {
       const MatJob down = {&L.w_down, x, true};  // x += hb · Wdᵀ
-      MatMulJobs(&down, 1, hb_.data(), n);
+      MatMulJobs(&down, 1, ws_.hb.data(), n);
     } else {
-      const MatJob down = {&L.w_down, xn_.data(), false};  // xn = hb · Wdᵀ
-      MatMulJobs(&down, 1, hb_.data(), n);
-      AddNormedRows(xn_.data(), norms_->post_ffn[l].data(), n, x);  // x += rmsnorm(xn)
+      const MatJob down = {&L.w_down, ws_.xn.data(), false};  // xn = hb · Wdᵀ
+      MatMulJobs(&down, 1, ws_.hb.data(), n);
+      AddNormedRows(ws_.xn.data(), norms_.post_ffn[l].data(), n, x);  // x += rmsnorm(xn)
     }
   }
 
   // ---- final norm                                  xn: (n_out, n_embd)
-  RmsNormRows(x, norms_->out.data(), n, xn_.data());
-  return xn_.data();
+  RmsNormRows(x, norms_.out.data(), n, ws_.xn.data());
+  return ws_.xn.data();
 }
 
 }  // namespace llm::cpu

@@ -54,7 +54,7 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   const int P = pool_.n_threads();
   const int64_t n_tok = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
-  if (P < 2 || n_seqs < P || n_tok < 4 * P || lanes_off_) return false;
+  if (P < 2 || n_seqs < P || n_tok < 4 * P || shared_->lanes_off) return false;
   // sequences in token order, logit rows ascending: then each lane's tokens
   // and logit rows are contiguous ranges of the batch's
   for (int64_t s = 0, next = 0; s < n_seqs; next += batch.seqs[s].n_tokens, ++s)
@@ -155,15 +155,9 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
 Status CpuBackend::MakeLanes() {
   try {
     for (int i = 0; i < pool_.n_threads(); ++i) {
-      std::unique_ptr<CpuBackend> l(new CpuBackend(cfg_, w_, rope_, rope_local_, 1));
-      // w_'s views point into this backend's packed copies: the lanes share
-      // them, the norms and the KV pool
-      l->norms_ = norms_;
-      l->kv_ = kv_;
-      l->n_blocks_ = n_blocks_;
-      l->capacity_ = capacity_;
-      l->pool_base_ = pool_base_;
-      lanes_.push_back(std::move(l));
+      // one thread and its own workspace over the same weights, packed
+      // copies, norms and KV pool
+      lanes_.push_back(std::unique_ptr<CpuBackend>(new CpuBackend(shared_, 1)));
     }
     lane_steps_ = std::vector<LaneStep>(lanes_.size());
     lane_cut_.reserve(lanes_.size() + 1);
