@@ -6,7 +6,7 @@
 // include it downward, and it holds nothing but their shared fields. What
 // only the engine needs to sample and stream (sampler, text stream, timings,
 // its request) lives in the engine's own record, which extends this one
-// (engine/seq_gen.h), so scheduler and KV tests need no model.
+// (EngineSeq in engine/request_state.h), so scheduler and KV tests need no model.
 //
 //   tokens:   [ p0 p1 ... p(n_prompt-1) | g0 g1 ... g(k-1) ]
 //   KV cache:  tokens[0 .. n_computed) are in the cache
