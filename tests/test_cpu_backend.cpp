@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/rope.h"
+#include "backend/validate.h"
 #include "model/gguf.h"
 #include "support/test_paths.h"
 #include "util/fp16.h"
@@ -138,6 +139,33 @@ void ExpectBitwiseEqual(const std::vector<float>& a, const std::vector<float>& b
 
 // Every entry of the llama.cpp greedy golden file: prefill the prompt in one
 // batch, then decode 200 tokens one at a time.
+// The batch check both backends run (backend/validate.h): what it learns
+// for the layouts, and the faults only it names now (the CPU and CUDA
+// backends each had their own copy of these loops).
+TEST(BatchCheck, OwnershipExtentAndFirstFault) {
+  const BatchLimits lim{/*n_vocab=*/10, /*capacity=*/64, /*block_size=*/4, /*n_blocks=*/16};
+  const std::vector<int32_t> t0 = {0, 1}, t1 = {2, 3, 4};
+  const std::vector<llm_token> tok = {1, 2, 3, 4, 5};
+  std::vector<BatchSeq> seqs = {{0, 2, 5, t0}, {2, 3, 0, t1}};  // positions 5..6 and 0..2
+  const std::vector<int32_t> rows = {1, 4};
+  std::vector<int32_t> seq_of;
+  auto e = CheckBatch(Batch{tok, seqs, rows}, true, lim, &seq_of);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->max_keys, 7);
+  EXPECT_EQ(e->n_table_blocks, 2 + 1);
+  EXPECT_EQ(seq_of, (std::vector<int32_t>{0, 0, 1, 1, 1}));
+
+  EXPECT_EQ(CheckBatch(Batch{tok, seqs, rows}, false, lim, &seq_of).status().message(), "logits output is NULL");
+  seqs[1].first = 1;  // token 1 in both, token 4 in none
+  seqs[1].n_tokens = 3;
+  EXPECT_EQ(CheckBatch(Batch{tok, seqs, rows}, true, lim, &seq_of).status().message(),
+            "batch token 1 belongs to two sequences");
+  seqs[1].first = 2;
+  seqs[1].n_tokens = 2;
+  EXPECT_EQ(CheckBatch(Batch{tok, seqs, rows}, true, lim, &seq_of).status().message(),
+            "batch token 4 belongs to no sequence");
+}
+
 TEST(CpuBackend, GoldenGreedyMatchesLlamaCpp) {
   auto parsed = ParseJson(test::ReadFile(test::DataDir() + "/llama.cpp/stories260K-greedy.json"));
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();

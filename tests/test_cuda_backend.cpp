@@ -498,25 +498,11 @@ TEST(CudaBackend, DraftModelPoolIsSizedByTheDraft) {
 
 // ------------------------------------------------------------ device sampling
 
-TEST(CudaBackend, CpuBackendHasNoDeviceSampling) {
-  auto m = Model::Load((RepoDir() + "/models/stories260K-f32.gguf").c_str());
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  auto cpu = CreateCpuBackend((*m)->config, (*m)->weights, KvCacheSpec{16, 8}, 1);
-  ASSERT_TRUE(cpu.ok());
-  std::vector<llm_token> tok = {1};
-  std::vector<int32_t> table = {0};
-  BatchSeq s{0, 1, 0, table};
-  const int32_t row = 0;
-  Backend::DeviceSampling ds;
-  int32_t out = -1;
-  Status st = (*cpu)->ForwardSample(Batch{tok, std::span<const BatchSeq>(&s, 1), std::span<const int32_t>(&row, 1)},
-                                    std::span<const Backend::DeviceSampling>(&ds, 1), &out, nullptr);
-  EXPECT_EQ(st.code(), LLM_ERR_UNSUPPORTED);
-}
-
+#if LLM_HAVE_CUDA
 // ForwardSample against host sampling of the same backend's Forward logits:
 // greedy rows give the host's token (unless the top-2 gap is a near-tie),
 // sampled rows a token the host's distribution allows, logprobs agree.
+// (A CudaBackend method, not a Backend one: cuda_backend.h says why.)
 TEST(CudaBackend, ForwardSampleMatchesHostSampling) {
   SKIP_WITHOUT_DEVICE();
   const std::string path = SynthTiny();
@@ -525,8 +511,10 @@ TEST(CudaBackend, ForwardSampleMatchesHostSampling) {
   const int32_t V = (*m)->config.n_vocab;
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "graphs" : "eager");
-    std::unique_ptr<Backend> gpu = MakeGpu(**m, 80, graphs);
-    ASSERT_TRUE(gpu);
+    std::unique_ptr<Backend> backend = MakeGpu(**m, 80, graphs);
+    ASSERT_TRUE(backend);
+    auto* gpu = dynamic_cast<cuda::CudaBackend*>(backend.get());
+    ASSERT_NE(gpu, nullptr);
     std::vector<DecodeSeq> seqs(3);
     std::vector<std::vector<int32_t>> hist(3);
     for (size_t s = 0; s < 3; ++s) {
@@ -538,7 +526,7 @@ TEST(CudaBackend, ForwardSampleMatchesHostSampling) {
       seqs[s].n_past = 24;
       hist[s].assign(toks.begin(), toks.end());
     }
-    std::vector<Backend::DeviceSampling> ds(3);
+    std::vector<cuda::DeviceSampling> ds(3);
     ds[0].params.temperature = 0.0f;  // greedy with penalties
     ds[0].params.repetition_penalty = 1.3f;
     ds[0].params.frequency_penalty = 0.2f;
@@ -597,12 +585,13 @@ TEST(CudaBackend, ForwardSampleMatchesHostSampling) {
     const int32_t row = 0;
     int32_t out = 0;
     EXPECT_EQ(gpu->ForwardSample(Batch{toks, std::span<const BatchSeq>(&q, 1), std::span<const int32_t>(&row, 1)},
-                                 std::span<const Backend::DeviceSampling>(ds.data(), 2), &out, nullptr)
+                                 std::span<const cuda::DeviceSampling>(ds.data(), 2), &out, nullptr)
                   .code(),
               LLM_ERR_INVALID_ARGUMENT);
   }
   std::remove(path.c_str());
 }
+#endif  // LLM_HAVE_CUDA
 
 }  // namespace
 }  // namespace llm::test

@@ -156,7 +156,7 @@ void EvictAll(KvCacheManager& kv) {
 }
 
 TEST(KvCache, SwapOutCopiesPrivateBlocksAndFreesThemAll) {
-  KvCacheManager kv(8, 4, true, /*n_swap_slots=*/4);
+  KvCacheManager kv(8, 4, /*n_swap_slots=*/4);
   auto a = Seq(Range(10));
   Compute(kv, a.get());
   std::vector<int32_t> table = a->block_table;
@@ -189,7 +189,7 @@ TEST(KvCache, SwapOutCopiesPrivateBlocksAndFreesThemAll) {
 }
 
 TEST(KvCache, SwapInGrowsForThePendingTokensAllOrNothing) {
-  KvCacheManager kv(4, 4, true, /*n_swap_slots=*/4);
+  KvCacheManager kv(4, 4, /*n_swap_slots=*/4);
   auto a = Seq(Range(8));
   Compute(kv, a.get());
   std::vector<KvSwap> outs, ins;
@@ -209,7 +209,7 @@ TEST(KvCache, SwapInGrowsForThePendingTokensAllOrNothing) {
 }
 
 TEST(KvCache, SharedCachedBlocksStayAndAreTakenBack) {
-  KvCacheManager kv(16, 4, true, /*n_swap_slots=*/8);
+  KvCacheManager kv(16, 4, /*n_swap_slots=*/8);
   auto a = Seq(Range(10));
   Compute(kv, a.get());
   auto b = Seq(Range(14));
@@ -234,7 +234,7 @@ TEST(KvCache, SharedCachedBlocksStayAndAreTakenBack) {
 }
 
 TEST(KvCache, LostSharedBlockMeansRecompute) {
-  KvCacheManager kv(16, 4, true, /*n_swap_slots=*/8);
+  KvCacheManager kv(16, 4, /*n_swap_slots=*/8);
   auto a = Seq(Range(10));
   Compute(kv, a.get());
   auto b = Seq(Range(14));
@@ -254,7 +254,7 @@ TEST(KvCache, LostSharedBlockMeansRecompute) {
 }
 
 TEST(KvCache, ForkSharedPartialBlockIsCopied) {
-  KvCacheManager kv(16, 4, true, /*n_swap_slots=*/8);
+  KvCacheManager kv(16, 4, /*n_swap_slots=*/8);
   auto p = Seq(Range(6));
   Compute(kv, p.get());
   auto c = Seq(Range(6));
@@ -269,7 +269,7 @@ TEST(KvCache, ForkSharedPartialBlockIsCopied) {
 }
 
 TEST(KvCache, SwapOutDeclinesWithoutRoomAndFreeGivesSlotsBack) {
-  KvCacheManager kv(8, 4, true, /*n_swap_slots=*/2);
+  KvCacheManager kv(8, 4, /*n_swap_slots=*/2);
   auto a = Seq(Range(10));
   Compute(kv, a.get());
   std::vector<KvSwap> outs;
@@ -437,7 +437,7 @@ TEST(KvCacheProperty, TenThousandRandomOperations) {
   std::mt19937 rng(12345);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
   constexpr int32_t kBlocks = 40, kSlots = 10, kBs = 4;
-  KvCacheManager kv(kBlocks, kBs, true, kSlots);
+  KvCacheManager kv(kBlocks, kBs, kSlots);
   KvModel mem(kBlocks, kSlots, kBs);
   std::vector<std::unique_ptr<Sequence>> live;
   // A sequence that runs (not swapped out), or null.

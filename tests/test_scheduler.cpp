@@ -150,7 +150,7 @@ TEST(Scheduler, PreemptsLatestWhenBlocksRunOut) {
 // The same squeeze with a swap space: b's K/V go to host slots instead of
 // being dropped, and b resumes with its one pending token, no recompute.
 TEST(Scheduler, SwapPreemptionResumesWithoutRecompute) {
-  KvCacheManager kv(4, 4, /*prefix_caching=*/true, /*n_swap_slots=*/8);
+  KvCacheManager kv(4, 4, /*n_swap_slots=*/8);
   BlockPool& pool = kv.pool();
   Scheduler sched({4, 512}, &kv);
   auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
@@ -187,7 +187,7 @@ TEST(Scheduler, SwapPreemptionResumesWithoutRecompute) {
 }
 
 TEST(Scheduler, FullSwapSpaceFallsBackToRecompute) {
-  KvCacheManager kv(4, 4, /*prefix_caching=*/true, /*n_swap_slots=*/1);
+  KvCacheManager kv(4, 4, /*n_swap_slots=*/1);
   Scheduler sched({4, 512}, &kv);
   auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
   sched.Add(a.get());
@@ -203,7 +203,7 @@ TEST(Scheduler, FullSwapSpaceFallsBackToRecompute) {
 }
 
 TEST(Scheduler, RemovingASwappedOutSequenceFreesItsSlots) {
-  KvCacheManager kv(4, 4, /*prefix_caching=*/true, /*n_swap_slots=*/8);
+  KvCacheManager kv(4, 4, /*n_swap_slots=*/8);
   Scheduler sched({4, 512}, &kv);
   auto a = MakeSeq(8, 0), b = MakeSeq(7, 1);
   sched.Add(a.get());

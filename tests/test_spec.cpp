@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 
+#include "capi/capi_util.h"
+#include "engine/context_builder.h"
 #include "llm.h"
 #include "sample/sampler.h"
 #include "spec/ngram_proposer.h"
@@ -30,7 +32,7 @@ struct SpecCtx {
   bool f16_target = false;
 };
 
-llm_ctx* MakeCtx(const SpecCtx& c) {
+llm_ctx_params CtxParams(const SpecCtx& c) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   static const std::string f32 = ModelPathF32(), f16 = ModelPathF16();
@@ -41,6 +43,11 @@ llm_ctx* MakeCtx(const SpecCtx& c) {
   p.n_kv_blocks = c.n_kv_blocks;
   p.max_seqs = c.max_seqs;
   p.max_batch_tokens = 512;
+  return p;
+}
+
+llm_ctx* MakeCtx(const SpecCtx& c) {
+  const llm_ctx_params p = CtxParams(c);
   llm_ctx* ctx = nullptr;
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
   return ctx;
@@ -487,13 +494,22 @@ TEST(SpecDistribution, ChiSquareSpecEqualsNoSpecAndCatchesABrokenVerifier) {
   std::printf("[ spec ] chi-square spec vs plain: p = %.4g (df %d, acceptance %.3f)\n", p, df, acc);
   EXPECT_GT(p, 0.001);
 
-  spec_testing::g_always_accept = true;
-  const auto broken = FirstTwo(ctx, LLM_SPEC_DRAFT, n, 9000000);
-  spec_testing::g_always_accept = false;
+  llm_ctx_destroy(ctx);
+
+  // The same context with a verifier that accepts every draft, handed in
+  // through the context builder's test overrides (never the C API).
+  llm_ctx_params bp = CtxParams({nullptr, 1, 0, 64, false});
+  ContextOverrides broken_verifier;
+  broken_verifier.verify = VerifyPolicy::kAcceptEveryDraft;
+  broken_verifier.backend = LLM_BACKEND_CPU;  // as the suite runs AUTO contexts (LLM_BACKEND=cpu)
+  auto engine = BuildEngine(bp, broken_verifier);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  llm_ctx* broken_ctx = new llm_ctx{std::move(*engine)};
+  const auto broken = FirstTwo(broken_ctx, LLM_SPEC_DRAFT, n, 9000000);
   const double pb = ChiSquareP(plain, broken, &df);
   std::printf("[ spec ] chi-square always-accept vs plain: p = %.4g (df %d)\n", pb, df);
   EXPECT_LT(pb, 0.001);
-  llm_ctx_destroy(ctx);
+  llm_ctx_destroy(broken_ctx);
 }
 
 // ------------------------------------------------------------ API

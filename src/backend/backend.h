@@ -22,16 +22,16 @@
 #include <memory>
 #include <span>
 
+#include "core/defaults.h"
 #include "llm.h"
 #include "model/config.h"
 #include "model/weights.h"
-#include "sample/sampler.h"
 #include "util/status.h"
 
 namespace llm {
 
 struct KvCacheSpec {
-  int32_t block_size = 16;  // tokens per block
+  int32_t block_size = defaults::kKvBlockSize;  // tokens per block
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
 };
 
@@ -66,31 +66,6 @@ class Backend {
   // table coverage) and returns INVALID_ARGUMENT rather than touching memory
   // out of range.
   virtual Status Forward(const Batch& batch, float* logits) = 0;
-
-  // Forward, then one token drawn per logit row on the backend's device, so
-  // the (n_logits, n_vocab) logits never travel to the host. sampling[i]
-  // belongs to batch.logit_rows[i] (same length). The chain is the host
-  // Sampler's (sample/sampler.h): penalties, then argmax when greedy, else
-  // top-k, softmax(logits / T), top-p, min-p, draw; the surviving tokens and
-  // their probabilities are the host's up to float rounding at a cut-off.
-  // The draw is a counter-based function of (params.seed, step), not the
-  // host Sampler's sequential stream: deterministic per request whatever
-  // its batch position, but not the same tokens as host sampling.
-  // tokens: (n_logits) out. logprobs: (n_logits) out or NULL: log p(token)
-  // under the raw logits (TokenLogprob's definition).
-  // Default: UNSUPPORTED, and the caller samples on the host from Forward's
-  // logits (also the path for what this does not do: grammars, logit bias,
-  // top-n logprobs, prompt logprobs, speculative verification).
-  struct DeviceSampling {
-    SamplingParams params;              // validated (ValidateSamplingParams)
-    std::span<const int32_t> history;   // prompt + generated so far
-    uint64_t step = 0;                  // RNG counter, e.g. tokens generated so far
-  };
-  virtual Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
-                               float* logprobs) {
-    (void)batch, (void)sampling, (void)tokens, (void)logprobs;
-    return Unsupported("this backend has no device sampling");
-  }
 
   // Copies one KV block (every layer, K and V) onto another: copy-on-write.
   virtual Status CopyKvBlock(int32_t src, int32_t dst) = 0;
@@ -139,7 +114,7 @@ struct CudaBackendOptions {
   int32_t device = 0;                // CUDA device ordinal
   // Share of the device's total memory this backend may use for weights,
   // activations and the KV pool together (vLLM's gpu_memory_utilization).
-  float gpu_memory_fraction = 0.90f;
+  float gpu_memory_fraction = defaults::kGpuMemoryFraction;
   // true: kv->n_blocks is an upper bound and the pool gets as many blocks as
   // fit in gpu_memory_fraction (at least one sequence's worth is not
   // guaranteed: see min_kv_blocks); false: exactly kv->n_blocks or
@@ -148,14 +123,14 @@ struct CudaBackendOptions {
   int32_t min_kv_blocks = 1;         // fewer than this fit: OUT_OF_MEMORY
   // Activation buffers are sized for this many tokens per step up front (a
   // larger batch grows them, outside any graph capture).
-  int32_t max_batch_tokens = 512;
+  int32_t max_batch_tokens = defaults::kMaxBatchTokens;
   // Decode steps (every sequence of the batch has exactly one new token) are
   // captured as CUDA graphs, one per batch-size bucket 1, 2, 4, ... up to
   // min(max_seqs, max_batch_tokens), the batch padded up to its bucket, and
   // replayed. false, or LLM_CUDA_GRAPHS=0 in the environment, launches every
   // step eagerly. A capture that fails falls back to eager launches.
   bool cuda_graphs = true;
-  int32_t max_seqs = 16;
+  int32_t max_seqs = defaults::kMaxSeqs;
   // Longest sequence (prompt + output) the engine will run; sizes the block
   // tables the graphs read. 0 = min(KV pool, 16384) positions. A step whose
   // tables do not fit runs eagerly.

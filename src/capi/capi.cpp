@@ -6,10 +6,10 @@
 #include <cstring>
 #include <new>
 #include <string>
-#include <thread>
 
 #include "capi/capi_util.h"
-#include "engine/engine.h"
+#include "core/defaults.h"
+#include "engine/context_builder.h"
 #include "llm.h"
 #include "util/env.h"
 #include "util/utf8.h"
@@ -20,8 +20,14 @@ using namespace llm::capi;  // NOLINT: the shims' own helpers
 
 thread_local std::string t_last_error;
 
-// The default CPU KV pool's memory (llm_ctx_params.n_kv_blocks = 0).
-constexpr int64_t kDefaultCpuKvBytes = int64_t{256} << 20;
+// LLM_BACKEND=cpu|cuda replaces an AUTO backend (test suites, A/B runs).
+int32_t BackendFromEnvironment() {
+  switch (llm::ReadEnv().backend) {
+    case llm::EnvOptions::Backend::kCpu: return LLM_BACKEND_CPU;
+    case llm::EnvOptions::Backend::kCuda: return LLM_BACKEND_CUDA;
+    default: return LLM_BACKEND_AUTO;
+  }
+}
 
 llm_status ToSamplingParams(const llm_sampling_params* in, llm::SamplingParams* out) {
   llm_sampling_params p;
@@ -115,7 +121,7 @@ LLM_API llm_status llm_request_init(llm_request* r) {
   std::memset(r, 0, sizeof(*r));
   r->struct_size = sizeof(*r);
   r->tokenize_flags = LLM_TOKENIZE_ADD_SPECIAL;
-  r->max_tokens = 256;
+  r->max_tokens = llm::defaults::kMaxTokens;
   r->n = 1;
   return Ok();
 }
@@ -131,158 +137,11 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     if (params != nullptr) {
       if (llm_status s = CopyIn(params, kCtxParamsV1, "llm_ctx_params", &p); s != LLM_OK) return s;
     }
-    if (p.backend < LLM_BACKEND_AUTO || p.backend > LLM_BACKEND_CUDA)
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "backend " + std::to_string(p.backend) + " is not an LLM_BACKEND_* value");
-    if (p.n_threads < 0 || p.n_threads > 1024) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_threads must be in [0, 1024]");
-    if (p.n_ctx < 0 || p.n_ctx > (1 << 22)) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_ctx must be in [0, 4194304]");
-    if (p.kv_block_size < 0 || p.kv_block_size > 1024)
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "kv_block_size must be in [0, 1024]");
-    if (p.n_kv_blocks < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_kv_blocks must be >= 0");
-    if (p.max_seqs < 0 || p.max_seqs > 4096) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_seqs must be in [0, 4096]");
-    if (p.max_batch_tokens < 0 || p.max_batch_tokens > (1 << 20))
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "max_batch_tokens must be in [0, 1048576]");
-    if (p.max_queued < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_queued must be >= 0");
-    if (p.preempt_mode != LLM_PREEMPT_RECOMPUTE && p.preempt_mode != LLM_PREEMPT_SWAP)
-      return Fail(LLM_ERR_INVALID_ARGUMENT,
-                  "preempt_mode " + std::to_string(p.preempt_mode) + " is not an LLM_PREEMPT_* value");
-    if (p.preempt_mode == LLM_PREEMPT_RECOMPUTE && p.swap_space_bytes != 0)
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "swap_space_bytes needs preempt_mode LLM_PREEMPT_SWAP");
-    if (p.reserved1 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved1 must be 0");
-    if (p.reserved2 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved2 must be 0");
-    // Checked whatever the backend, so a bad value fails on a CPU-only machine
-    // too rather than only once the program meets a GPU. !(a && b) rejects NaN.
-    if (!(p.gpu_memory_fraction >= 0.0f && p.gpu_memory_fraction <= 1.0f))
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "gpu_memory_fraction must be in (0, 1], or 0 for the default 0.90 (got " +
-                                                std::to_string(p.gpu_memory_fraction) + ")");
-    if (p.self_draft_layers < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "self_draft_layers must be >= 0");
-    if (p.self_draft_layers > 0 && p.draft_model_path != nullptr)
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "draft_model_path and self_draft_layers are exclusive");
-    if (p.spec_mode < LLM_SPEC_AUTO || p.spec_mode > LLM_SPEC_DRAFT)
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode " + std::to_string(p.spec_mode) + " is not an LLM_SPEC_* value");
-    if (p.spec_k < 0 || p.spec_k > 32) return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_k must be in [0, 32]");
-    const bool want_draft = p.draft_model_path != nullptr || p.self_draft_layers > 0;
-    if (p.spec_mode == LLM_SPEC_DRAFT && !want_draft)
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode DRAFT needs draft_model_path or self_draft_layers");
-    // AUTO: CUDA when this build has it and a device is usable, else the CPU;
-    // the environment variable LLM_BACKEND=cpu|cuda overrides AUTO (test suites,
-    // A/B runs). An explicit CUDA request without a device fails here.
-    int32_t backend_kind = p.backend;
-    if (backend_kind == LLM_BACKEND_AUTO) {
-      const llm::EnvOptions::Backend env = llm::ReadEnv().backend;
-      if (env == llm::EnvOptions::Backend::kCpu) {
-        backend_kind = LLM_BACKEND_CPU;
-      } else if (env == llm::EnvOptions::Backend::kCuda) {
-        backend_kind = LLM_BACKEND_CUDA;
-      } else {
-        backend_kind = llm::CudaDeviceCount() > 0 ? LLM_BACKEND_CUDA : LLM_BACKEND_CPU;
-      }
-    }
-    if (backend_kind == LLM_BACKEND_CUDA && llm::CudaDeviceCount() == 0) {
-#if LLM_HAVE_CUDA
-      return Fail(LLM_ERR_UNSUPPORTED, "LLM_BACKEND_CUDA: no usable CUDA device (driver missing or no GPU)");
-#else
-      return Fail(LLM_ERR_UNSUPPORTED, "this build has no CUDA backend");
-#endif
-    }
-
-    auto model = llm::Model::Load(p.model_path);
-    if (!model.ok()) return Fail(model.status());
-    const llm::ModelConfig& mc = (*model)->config;
-    // The CUDA backend runs the Llama block only; other architectures (Gemma,
-    // Qwen, Phi-3) and llama files with q/k/v biases, experts or YaRN run on
-    // the CPU backend under AUTO and are refused for an explicit CUDA.
-    const bool cuda_runs = mc.arch_kind == llm::ModelArch::kLlama && !mc.qkv_bias && mc.n_expert == 0 &&
-                           mc.rope_scaling.type != llm::RopeScalingType::kYarn;
-    if (backend_kind == LLM_BACKEND_CUDA && !cuda_runs) {
-      if (p.backend == LLM_BACKEND_CUDA)
-        return Fail(LLM_ERR_UNSUPPORTED, "the CUDA backend does not run this '" + mc.arch + "' model (CPU only)");
-      backend_kind = LLM_BACKEND_CPU;
-    }
-
-    llm::EngineConfig ec;
-    ec.n_ctx = p.n_ctx > 0 ? p.n_ctx : mc.n_ctx_train;
-    ec.block_size = p.kv_block_size > 0 ? p.kv_block_size : 16;
-    ec.max_seqs = p.max_seqs > 0 ? p.max_seqs : 16;
-    ec.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
-    ec.max_queued = p.max_queued > 0 ? p.max_queued : 1024;
-    const int64_t blocks_per_seq = (int64_t{ec.n_ctx} + ec.block_size - 1) / ec.block_size;
-    int64_t n_blocks = p.n_kv_blocks > 0 ? p.n_kv_blocks : blocks_per_seq * ec.max_seqs;
-    if (p.n_kv_blocks == 0 && backend_kind != LLM_BACKEND_CUDA) {
-      // The CPU pool is committed at creation (backend.h), so the default is
-      // held to kDefaultCpuKvBytes (at least one full-length sequence): 16
-      // sequences of a long-context model would otherwise ask for gigabytes
-      // (SmolLM2, 8K context: 6 GiB). The CUDA backend sizes its own pool.
-      const int64_t budget = std::max<int64_t>(kDefaultCpuKvBytes / llm::CpuKvBlockBytes(mc, ec.block_size), 1);
-      n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
-    }
-    // A draft model runs on the CPU backend, its pool addressed by the
-    // target's block ids, so it holds as many blocks as the target's pool;
-    // load it now to size the pool by it. Beside a CUDA target the default
-    // pool is what fits on the GPU (tens of thousands of blocks on an H100),
-    // which in the draft's F32 blocks is tens of GiB of host memory committed
-    // at creation. So the default block count is also held to the draft's own
-    // budget: the CPU pool's default bytes, at least one full-length
-    // sequence. An explicit n_kv_blocks is taken as given.
-    std::unique_ptr<llm::Model> draft_model;
-    if (p.draft_model_path != nullptr) {
-      auto draft = llm::Model::Load(p.draft_model_path);
-      if (!draft.ok()) return Fail(draft.status());
-      if (llm::Status st = llm::CheckSameVocabulary(**model, **draft); !st.ok()) return Fail(st);
-      draft_model = std::move(*draft);
-    }
-    if (p.n_kv_blocks == 0 && backend_kind == LLM_BACKEND_CUDA && want_draft) {
-      llm::ModelConfig dc = draft_model != nullptr ? draft_model->config : mc;
-      if (draft_model == nullptr) dc.n_layer = std::clamp(p.self_draft_layers, 1, mc.n_layer);  // the prefix view
-      const int64_t budget = std::max<int64_t>(kDefaultCpuKvBytes / llm::CpuKvBlockBytes(dc, ec.block_size), 1);
-      n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
-    }
-    if (n_blocks > (int64_t{1} << 24)) return Fail(LLM_ERR_INVALID_ARGUMENT, "KV pool too large");
-    ec.n_blocks = static_cast<int32_t>(n_blocks);
-
-    ec.spec_mode = p.spec_mode != LLM_SPEC_AUTO ? p.spec_mode : want_draft ? LLM_SPEC_DRAFT : LLM_SPEC_OFF;
-    ec.spec_k = p.spec_k > 0 ? p.spec_k : 4;
-    ec.preempt_mode = p.preempt_mode;
-    ec.swap_space_bytes = p.swap_space_bytes;  // in blocks, and checked, by Engine::Create
-
-    llm::KvCacheSpec kv{ec.block_size, ec.n_blocks};
-    llm::StatusOr<std::unique_ptr<llm::Backend>> backend = llm::Unsupported("no backend");
-    if (backend_kind == LLM_BACKEND_CUDA) {
-      // The GPU pool is real memory: without an explicit n_kv_blocks it gets
-      // as many blocks as fit (up to the CPU default), and the engine follows.
-      llm::CudaBackendOptions co;
-      co.fit_kv_blocks = p.n_kv_blocks == 0;
-      co.max_batch_tokens = ec.max_batch_tokens;
-      co.max_seqs = ec.max_seqs;
-      co.max_seq_len = ec.n_ctx;
-      if (p.gpu_memory_fraction > 0.0f) co.gpu_memory_fraction = p.gpu_memory_fraction;  // else the 0.90 default
-      backend = llm::CreateCudaBackend(mc, (*model)->weights, &kv, co);
-      ec.n_blocks = kv.n_blocks;
-    } else {
-      backend = llm::CreateCpuBackend(mc, (*model)->weights, kv, p.n_threads);
-    }
-    if (!backend.ok()) return Fail(backend.status());
-
-    // Speculative decoding: the draft runs on its own backend and KV pool,
-    // addressed by the target's block ids (same KvCacheSpec).
-    llm::SpecSetup spec;
-    if (draft_model != nullptr) {
-      auto db = llm::CreateCpuBackend(draft_model->config, draft_model->weights, kv, p.n_threads);
-      if (!db.ok()) return Fail(db.status());
-      spec.draft = std::make_unique<llm::DraftModelProposer>(std::move(*db), mc.n_vocab, std::move(draft_model));
-    } else if (p.self_draft_layers > 0) {
-      auto view = llm::MakeLayerPrefixView(mc, (*model)->weights, p.self_draft_layers);
-      if (!view.ok()) return Fail(view.status());
-      // The backend keeps its own copy of the views; the weights stay in the
-      // target model, which the engine owns for as long as the proposer.
-      auto db = llm::CreateCpuBackend(view->config, view->weights, kv, p.n_threads);
-      if (!db.ok()) return Fail(db.status());
-      spec.draft = std::make_unique<llm::DraftModelProposer>(std::move(*db), mc.n_vocab, nullptr);
-    }
-    auto engine = llm::Engine::Create(std::move(*model), std::move(*backend), ec, std::move(spec));
+    llm::ContextOverrides overrides;
+    overrides.backend = BackendFromEnvironment();
+    auto engine = llm::BuildEngine(p, overrides);
     if (!engine.ok()) return Fail(engine.status());
-    auto* ctx = new llm_ctx;
-    ctx->engine = std::move(*engine);
-    *out_ctx = ctx;
+    *out_ctx = new llm_ctx{std::move(*engine)};
     return Ok();
   });
 }
@@ -307,18 +166,19 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     if (llm_status s = CopyIn(request, kRequestV1, "llm_request", &r); s != LLM_OK) return s;
     if (r.reserved0 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved0 must be 0");
     if (r.max_tokens <= 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "max_tokens must be > 0 (got " + std::to_string(r.max_tokens) + ")");
-    if (r.n < 1 || r.n > 64) return Fail(LLM_ERR_INVALID_ARGUMENT, "n must be in [1, 64]");
+    if (r.n < 1 || r.n > llm::defaults::kMaxParallel)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "n must be in [1, " + std::to_string(llm::defaults::kMaxParallel) + "]");
     if (r.ignore_eos != 0 && r.ignore_eos != 1) return Fail(LLM_ERR_INVALID_ARGUMENT, "ignore_eos must be 0 or 1");
     if (r.prompt_logprobs != 0 && r.prompt_logprobs != 1) return Fail(LLM_ERR_INVALID_ARGUMENT, "prompt_logprobs must be 0 or 1");
     if (r.tokenize_flags & ~uint32_t{LLM_TOKENIZE_ADD_SPECIAL | LLM_TOKENIZE_PARSE_SPECIAL})
       return Fail(LLM_ERR_INVALID_ARGUMENT, "unknown tokenize_flags bits");
-    if (r.n_stop < 0 || r.n_stop > 64) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_stop must be in [0, 64]");
+    if (r.n_stop < 0 || r.n_stop > llm::defaults::kMaxStops)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "n_stop must be in [0, " + std::to_string(llm::defaults::kMaxStops) + "]");
     if (r.n_stop > 0 && r.stop == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "stop is NULL but n_stop > 0");
     if (r.spec_mode < LLM_SPEC_AUTO || r.spec_mode > LLM_SPEC_DRAFT)
       return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode " + std::to_string(r.spec_mode) + " is not an LLM_SPEC_* value");
-    if (r.spec_k < 0 || r.spec_k > 32) return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_k must be in [0, 32]");
-    if (r.spec_mode == LLM_SPEC_DRAFT && !ctx->engine->has_draft())
-      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_mode DRAFT needs a context with draft_model_path or self_draft_layers");
+    if (r.spec_k < 0 || r.spec_k > llm::defaults::kMaxSpecK)
+      return Fail(LLM_ERR_INVALID_ARGUMENT, "spec_k must be in [0, " + std::to_string(llm::defaults::kMaxSpecK) + "]");
 
     llm::RequestSpec spec;
     if (llm_status s = ToSamplingParams(r.sampling, &spec.sampling); s != LLM_OK) return s;

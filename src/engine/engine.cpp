@@ -5,23 +5,8 @@
 #include <cstring>
 #include <random>
 
-#include "engine/seq_gen.h"
-#include "spec/verifier.h"
 
 namespace llm {
-
-// ------------------------------------------------------------ per request
-
-struct RequestState {
-  uint64_t id = 0;
-  RequestSpec spec;
-  Clock::time_point submit_time;
-  std::vector<std::unique_ptr<Sequence>> seqs;  // (n)
-  int32_t n_live = 0;
-  bool forked = false;         // n > 1: the samples have split from sequence 0
-  bool counted_queued = true;  // still counted in Engine::n_queued_
-};
-
 
 namespace {
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -37,29 +22,6 @@ uint64_t RandomSeed() {
   }
 }
 
-// The swap space of `c` in slots of `block_bytes` (0: no swapping).
-StatusOr<int32_t> SwapSlots(const EngineConfig& c, int64_t block_bytes) {
-  if (c.preempt_mode == LLM_PREEMPT_RECOMPUTE) {
-    if (c.swap_space_bytes != 0) {
-      return InvalidArgument("swap_space_bytes is set but preempt_mode is RECOMPUTE (set LLM_PREEMPT_SWAP)");
-    }
-    return 0;
-  }
-  if (c.preempt_mode != LLM_PREEMPT_SWAP) {
-    return InvalidArgument("preempt_mode " + std::to_string(c.preempt_mode) + " is not an LLM_PREEMPT_* value");
-  }
-  if (block_bytes <= 0) return InternalError("the backend reports a KV block of no bytes");
-  const uint64_t block = static_cast<uint64_t>(block_bytes);
-  uint64_t bytes = c.swap_space_bytes;
-  if (bytes == 0) bytes = std::min(block * static_cast<uint64_t>(c.n_blocks), EngineConfig::kDefaultSwapBytes);
-  const uint64_t slots = bytes / block;
-  if (slots == 0) {
-    return InvalidArgument("swap_space_bytes " + std::to_string(bytes) + " holds no KV block (one block is " +
-                           std::to_string(block) + " bytes)");
-  }
-  if (slots > (uint64_t{1} << 24)) return InvalidArgument("swap_space_bytes is too large (over 2^24 KV blocks)");
-  return static_cast<int32_t>(slots);
-}
 }  // namespace
 
 // ------------------------------------------------------------ lifecycle
@@ -68,29 +30,32 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
                                                  std::unique_ptr<Backend> backend,
                                                  const EngineConfig& config, SpecSetup spec) {
   if (config.n_ctx <= 0 || config.block_size <= 0 || config.n_blocks <= 0 || config.max_seqs <= 0 ||
-      config.max_batch_tokens <= 0 || config.max_queued <= 0) {
+      config.max_batch_tokens <= 0 || config.max_queued <= 0 || config.n_swap_slots < 0) {
     return InvalidArgument("engine configuration has a non-positive size");
   }
-  LLM_ASSIGN_OR_RETURN(const int32_t n_swap_slots, SwapSlots(config, backend->kv_block_bytes()));
-  if (n_swap_slots > 0) LLM_RETURN_IF_ERROR(backend->ReserveSwapSpace(n_swap_slots));
-  std::unique_ptr<Engine> e(
-      new Engine(std::move(model), std::move(backend), config, std::move(spec), n_swap_slots));
+  if (config.n_swap_slots > 0) LLM_RETURN_IF_ERROR(backend->ReserveSwapSpace(config.n_swap_slots));
+  std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config, std::move(spec)));
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
   return e;
 }
 
 Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, const EngineConfig& config,
-               SpecSetup spec, int32_t n_swap_slots)
+               SpecSetup spec)
     : model_(std::move(model)),
       backend_(std::move(backend)),
       config_(config),
-      draft_(std::move(spec.draft)),
-      kv_(config.n_blocks, config.block_size, /*prefix_caching=*/true, n_swap_slots),
+      start_time_(Clock::now()),
+      kv_(config.n_blocks, config.block_size, config.n_swap_slots),
       scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
-      start_time_(Clock::now()) {
+      spec_(model_->config.n_vocab, std::move(spec.draft), spec.verify),
+      batch_(model_->config.n_vocab) {
   scratch_.resize(model_->config.n_vocab);
-  probs_.resize(model_->config.n_vocab);
-  resid_.resize(model_->config.n_vocab);
+  stats_.struct_size = sizeof(llm_stats);
+  stats_.backend = backend_->kind();
+  stats_.kv_blocks_total = config.n_blocks;
+  stats_.kv_blocks_free = config.n_blocks;
+  stats_.swap_blocks_total = config.n_swap_slots;
+  published_ = stats_;
   block_stamp_.assign(config.n_blocks, 0);
   block_fill_.assign(config.n_blocks, 0);
 }
@@ -126,7 +91,7 @@ StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
     return Status(LLM_ERR_CONTEXT_OVERFLOW, "the request needs " + std::to_string(kv_.pool().BlocksFor(positions)) +
                                                 " KV blocks but the pool has " + std::to_string(config_.n_blocks));
   }
-  if (spec.spec_mode == LLM_SPEC_DRAFT && draft_ == nullptr) {
+  if (spec.spec_mode == LLM_SPEC_DRAFT && !spec_.has_draft()) {
     return InvalidArgument("spec_mode DRAFT needs a context created with draft_model_path or self_draft_layers");
   }
   if (spec.spec_mode != LLM_SPEC_OFF && spec.spec_mode != LLM_SPEC_NGRAM && spec.spec_mode != LLM_SPEC_DRAFT) {
@@ -148,9 +113,9 @@ StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
     req->id = id;
     live_.insert(id);
     ++n_queued_;
+    ++n_submitted_;
     inbox_.push_back(std::move(req));
   }
-  st_submitted_++;
   cv_.notify_all();
   return id;
 }
@@ -166,43 +131,13 @@ Status Engine::Cancel(uint64_t id) {
 }
 
 void Engine::GetStats(llm_stats* out) const {
-  std::memset(out, 0, sizeof(*out));
-  out->struct_size = sizeof(llm_stats);
-  out->backend = backend_->kind();
-  out->requests_submitted = st_submitted_;
-  out->requests_finished = st_finished_;
-  out->prompt_tokens = st_prompt_tokens_;
-  out->generated_tokens = st_generated_;
-  out->steps = st_steps_;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    *out = published_;
+    out->requests_submitted = n_submitted_;
     out->queue_depth = n_queued_;
   }
-  out->running = st_running_;
-  out->kv_blocks_total = config_.n_blocks;
-  out->kv_blocks_used = st_blocks_used_;
-  out->kv_blocks_free = config_.n_blocks - out->kv_blocks_used;
-  out->kv_blocks_cached = st_blocks_cached_;
-  out->prefix_cache_queried_tokens = st_prefix_queried_;
-  out->prefix_cache_hit_tokens = st_prefix_hit_;
-  out->preemptions = st_preemptions_;
-  out->waiting = st_waiting_;
-  out->kv_utilization = st_kv_utilization_;
-  out->draft_tokens_proposed = st_draft_proposed_;
-  out->draft_tokens_accepted = st_draft_accepted_;
-  out->spec_rounds = st_spec_rounds_;
-  out->swap_outs = st_swap_outs_;
-  out->swap_ins = st_swap_ins_;
-  out->swap_blocks_out = st_swap_blocks_out_;
-  out->swap_blocks_in = st_swap_blocks_in_;
-  out->swap_blocks_total = kv_.n_swap_slots();  // fixed at creation
-  out->swap_blocks_used = st_swap_used_;
   out->uptime_s = std::chrono::duration<double>(Clock::now() - start_time_).count();
-  double busy_s = static_cast<double>(st_busy_ns_) * 1e-9;
-  if (busy_s > 0) {
-    out->prompt_tokens_per_s = static_cast<double>(out->prompt_tokens) / busy_s;
-    out->generated_tokens_per_s = static_cast<double>(out->generated_tokens) / busy_s;
-  }
 }
 
 // ------------------------------------------------------------ engine thread
@@ -222,11 +157,8 @@ void Engine::Run() {
     inbox.clear();
     for (uint64_t id : cancels) CancelRequest(id);
     cancels.clear();
-    if (!scheduler_.idle()) {
-      Step();
-    } else {
-      PublishGauges();  // a cancel can empty the scheduler without a step
-    }
+    if (!scheduler_.idle()) Step();
+    Publish();  // before the events: a caller who sees a final event sees it counted
     events_.PushAll(&pending_events_);
   }
   // Shutdown: whatever is in flight ends as cancelled (nobody may poll it).
@@ -244,7 +176,9 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
   uint64_t base_seed = spec.sampling.seed;
   if (base_seed == LLM_SEED_RANDOM) base_seed = RandomSeed();
   for (int32_t i = 0; i < spec.n; ++i) {
-    auto seq = std::make_unique<Sequence>();
+    SamplingParams sp = spec.sampling;
+    sp.seed = base_seed + static_cast<uint64_t>(i);
+    auto seq = std::make_unique<EngineSeq>(sp, model_->config.n_vocab, spec.stop, r);
     seq->request_id = r->id;
     seq->seq_index = i;
     seq->priority = spec.priority;
@@ -256,11 +190,9 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
                                  static_cast<size_t>(config_.n_ctx)) + 1);
     seq->n_prompt = static_cast<int32_t>(spec.prompt.size());
     seq->cache_salt = spec.cache_salt;
+    seq->spec_mode = spec.spec_mode;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
-    SamplingParams sp = spec.sampling;
-    sp.seed = base_seed + static_cast<uint64_t>(i);
-    seq->gen = std::make_unique<SeqGen>(sp, model_->config.n_vocab, spec.stop, r);
-    if (!spec.rules.empty()) seq->gen->sampler.set_rules(&spec.rules);
+    if (!spec.rules.empty()) seq->gen.sampler.set_rules(&spec.rules);
     // Parallel samples: only sequence 0 runs the prompt; the others fork
     // from it (sharing its blocks) when the prompt is done.
     if (i == 0) scheduler_.Add(seq.get());
@@ -289,7 +221,7 @@ void Engine::CancelRequest(uint64_t id) {
 }
 
 void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   RequestState* r = g.req;
   if (seq->seq_index == 0 && !r->forked) {
     // Samples that never split from this sequence end with it (first, so
@@ -334,7 +266,7 @@ void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std:
     live_.erase(id);
     if (r->counted_queued) --n_queued_;
   }
-  st_finished_++;
+  stats_.requests_finished++;
   requests_.erase(id);  // destroys r and its sequences
 }
 
@@ -346,19 +278,19 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
   ev.token = token;
   ev.text = std::string(text);
   ev.logprob = logprob;
-  if (seq->gen->req->spec.top_logprobs > 0) {
+  if (Gen(seq).req->spec.top_logprobs > 0) {
     ev.has_top_logprobs = true;
-    for (const TopLogprob& t : seq->gen->top) ev.top_logprobs.push_back({t.token, t.logprob});
+    for (const TopLogprob& t : Gen(seq).top) ev.top_logprobs.push_back({t.token, t.logprob});
   }
-  ev.callback = seq->gen->req->spec.callback;
-  ev.user_data = seq->gen->req->spec.user_data;
+  ev.callback = Gen(seq).req->spec.callback;
+  ev.user_data = Gen(seq).req->spec.user_data;
   pending_events_.push_back(std::move(ev));
 }
 
 // Samples the token after `seq`'s last one from its logits row, streams it,
 // and ends the sequence when a stop condition holds.
 void Engine::SampleNext(Sequence* seq, const float* logits) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   const int32_t n_vocab = model_->config.n_vocab;
   if (g.req->spec.top_logprobs > 0) TopLogprobs(logits, n_vocab, g.req->spec.top_logprobs, &g.top_scratch, &g.top);
   if (g.sampler.is_plain_argmax()) {
@@ -373,13 +305,13 @@ void Engine::SampleNext(Sequence* seq, const float* logits) {
 }
 
 bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
   const RequestSpec& spec = g.req->spec;
   const auto now = Clock::now();
   if (seq->n_generated() == 0) g.first_token = now;
   g.last_token = now;
   seq->tokens.push_back(token);
-  st_generated_++;
+  stats_.generated_tokens++;
 
   const bool eog = (model_->tokenizer->IsEog(token) && !spec.ignore_eos) || spec.rules.IsStopToken(token);
   g.piece.clear();
@@ -405,82 +337,37 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
 // tokens it may still generate minus the bonus token, and no position past
 // the context.
 int32_t Engine::WantedDrafts(const Sequence& seq) const {
-  const RequestSpec& spec = seq.gen->req->spec;
+  const RequestSpec& spec = Gen(seq).req->spec;
   if (spec.spec_mode == LLM_SPEC_OFF || seq.n_pending() != 1 || seq.n_generated() < 1) return 0;
   const int32_t remaining = spec.max_tokens - seq.n_generated();
   const int32_t room = config_.n_ctx - static_cast<int32_t>(seq.tokens.size());
   return std::max(0, std::min({spec.spec_k, remaining - 1, room}));
 }
 
-// Asks the proposers for the drafts of the sequences the scheduler gave
-// lookahead slots. A proposer failure only means no drafts this step.
-void Engine::ProposeDrafts(const SchedulerOutput& plan) {
-  spec_ngram_.clear();
-  spec_draft_.clear();
-  for (const ScheduledChunk& c : plan.chunks) {
-    Sequence* s = c.seq;
-    s->drafts.clear();
-    s->spec_k = c.n_lookahead;
-    if (c.n_lookahead <= 0) continue;
-    (s->gen->req->spec.spec_mode == LLM_SPEC_DRAFT ? spec_draft_ : spec_ngram_).push_back(s);
-  }
-  if (!spec_ngram_.empty()) (void)ngram_.Propose(spec_ngram_);
-  if (draft_ != nullptr) {
-    // The draft's cache follows the target's copy-on-write copies (the draft
-    // may already hold K/V for the copied block's tokens).
-    for (const KvCopy& c : plan.copies) {
-      if (!draft_->CopyKvBlock(c.src, c.dst).ok()) {
-        for (const ScheduledChunk& ch : plan.chunks) ch.seq->draft_computed = 0;
-        break;
-      }
-    }
-    if (!spec_draft_.empty() && !draft_->Propose(spec_draft_).ok()) {
-      for (Sequence* s : spec_draft_) s->drafts.clear();
-    }
-  }
-}
-
-// Verifies `seq`'s drafts against the target's rows (spec/verifier.h) and
+// Verifies `seq`'s drafts against the target's rows (spec/speculator.h) and
 // emits the accepted run plus one correction or bonus token, truncated at the
 // first stop condition. Only verified tokens count as computed, so only they
 // reach the prefix cache; the KV slots of rejected drafts are overwritten
 // later.
 void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
-  SeqGen& g = *seq->gen;
+  SeqGen& g = Gen(seq);
+  const Speculator::Verified v = spec_.Verify(seq, g.sampler, rows);
+  g.draft_proposed += v.n_drafts;
+  g.draft_accepted += v.accepted;
+  stats_.draft_tokens_proposed += static_cast<uint64_t>(v.n_drafts);
+  stats_.draft_tokens_accepted += static_cast<uint64_t>(v.accepted);
+  stats_.spec_rounds++;
   const int32_t n_vocab = model_->config.n_vocab;
-  const int32_t n_drafts = static_cast<int32_t>(seq->drafts.size());
-  const size_t base = seq->tokens.size();
-  verified_lp_.clear();
-  for (int32_t i = 0; i <= n_drafts; ++i) {
-    const float* row = rows + static_cast<size_t>(i) * n_vocab;
-    std::memcpy(scratch_.data(), row, sizeof(float) * n_vocab);
-    const int32_t d = i < n_drafts ? seq->drafts[i] : -1;
-    const int32_t t = VerifyPosition(g.sampler, scratch_.data(), seq->tokens, d, &probs_, &resid_);
-    seq->tokens.push_back(t);  // the history the next position's penalties see
-    verified_lp_.push_back(TokenLogprob(row, n_vocab, t));
-    if (g.req->spec.top_logprobs > 0) {
-      if (verified_top_.size() <= static_cast<size_t>(i)) verified_top_.resize(static_cast<size_t>(i) + 1);
-      TopLogprobs(row, n_vocab, g.req->spec.top_logprobs, &g.top_scratch, &verified_top_[static_cast<size_t>(i)]);
-    }
-    if (t != d) break;
-  }
-  verified_.assign(seq->tokens.begin() + static_cast<std::ptrdiff_t>(base), seq->tokens.end());
-  seq->tokens.resize(base);
-  const int32_t accepted = static_cast<int32_t>(verified_.size()) - 1;
-  g.draft_proposed += n_drafts;
-  g.draft_accepted += accepted;
-  st_draft_proposed_ += static_cast<uint64_t>(n_drafts);
-  st_draft_accepted_ += static_cast<uint64_t>(accepted);
-  st_spec_rounds_++;
-  seq->drafts.clear();
-  for (int32_t j = 0; j <= accepted; ++j) {
-    if (g.req->spec.top_logprobs > 0) g.top.swap(verified_top_[static_cast<size_t>(j)]);
-    if (AppendToken(seq, verified_[j], verified_lp_[j])) return;  // finished: freed
+  for (int32_t j = 0; j <= v.accepted; ++j) {
+    // Row j is the distribution token j was verified under.
+    if (g.req->spec.top_logprobs > 0)
+      TopLogprobs(rows + static_cast<size_t>(j) * n_vocab, n_vocab, g.req->spec.top_logprobs, &g.top_scratch, &g.top);
+    if (AppendToken(seq, v.tokens[j], v.logprobs[j])) return;  // finished: freed
   }
   // The pending token was counted after the forward; the accepted drafts'
   // K/V (written this step) are now verified too, and may complete blocks
   // for the prefix cache.
-  seq->n_computed += accepted;
+  seq->n_computed += v.accepted;
   seq->draft_computed = std::min(seq->draft_computed, seq->n_computed);
   kv_.CommitComputed(seq);
 }
@@ -489,33 +376,44 @@ void Engine::VerifyDrafts(Sequence* seq, const float* rows) {
 // sequence 0: the other samples take shared references to its blocks and
 // draw their first tokens from the same logits, each with its own sampler.
 void Engine::ForkChildren(Sequence* parent, const float* logits) {
-  RequestState* r = parent->gen->req;
+  RequestState* r = Gen(parent).req;
   r->forked = true;
   for (size_t i = 1; i < r->seqs.size(); ++i) {
     Sequence* c = r->seqs[i].get();
     if (c->state == SeqState::kFinished) continue;
     kv_.Fork(*parent, c);
     c->n_cached_prompt = parent->n_cached_prompt;
-    c->gen->scheduled = true;
-    c->gen->first_sched = parent->gen->first_sched;
-    c->gen->prompt_logprobs = parent->gen->prompt_logprobs;
+    Gen(c).scheduled = true;
+    Gen(c).first_sched = Gen(parent).first_sched;
+    Gen(c).prompt_logprobs = Gen(parent).prompt_logprobs;
     scheduler_.AddRunning(c);
     SampleNext(c, logits);
   }
 }
 
-// The figures GetStats reads, refreshed after every step and whenever the
-// engine goes idle (a cancel can free the last blocks without a step).
-void Engine::PublishGauges() {
-  st_running_ = scheduler_.n_running();
-  st_waiting_ = scheduler_.n_waiting();
-  st_blocks_used_ = kv_.pool().n_used();
-  st_blocks_cached_ = kv_.pool().n_cached_free();
-  st_prefix_queried_ = kv_.queried_tokens();
-  st_prefix_hit_ = kv_.hit_tokens();
-  st_swap_used_ = kv_.n_swap_slots() - kv_.n_swap_free();
-  st_swap_blocks_out_ = kv_.swapped_out_blocks();
-  st_swap_blocks_in_ = kv_.swapped_in_blocks();
+// Hands the loop iteration's figures to GetStats, with the gauges read now
+// (a cancel can free the last blocks without a step). It runs before the
+// iteration's events reach the queue, so a caller who has polled a final
+// event sees it counted.
+void Engine::Publish() {
+  llm_stats& s = stats_;
+  s.running = scheduler_.n_running();
+  s.waiting = scheduler_.n_waiting();
+  s.kv_blocks_used = kv_.pool().n_used();
+  s.kv_blocks_free = s.kv_blocks_total - s.kv_blocks_used;
+  s.kv_blocks_cached = kv_.pool().n_cached_free();
+  s.prefix_cache_queried_tokens = kv_.queried_tokens();
+  s.prefix_cache_hit_tokens = kv_.hit_tokens();
+  s.swap_blocks_used = kv_.n_swap_slots() - kv_.n_swap_free();
+  s.swap_blocks_out = kv_.swapped_out_blocks();
+  s.swap_blocks_in = kv_.swapped_in_blocks();
+  const double busy_s = static_cast<double>(busy_ns_) * 1e-9;
+  if (busy_s > 0) {
+    s.prompt_tokens_per_s = static_cast<double>(s.prompt_tokens) / busy_s;
+    s.generated_tokens_per_s = static_cast<double>(s.generated_tokens) / busy_s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  published_ = s;
 }
 
 void Engine::RunSwapOuts(const SchedulerOutput& plan) {
@@ -524,7 +422,7 @@ void Engine::RunSwapOuts(const SchedulerOutput& plan) {
   if (n_out == 0) return;
   const Status st = backend_->SwapOutKvBlocks(plan.swap_outs);
   if (st.ok()) {
-    st_swap_outs_ += static_cast<uint64_t>(n_out);
+    stats_.swap_outs += static_cast<uint64_t>(n_out);
     return;
   }
   for (Sequence* s : plan.preempted) {
@@ -561,136 +459,123 @@ void Engine::MeasureKvUtilization() {
   if (allocated == 0) return;
   slots_allocated_ += static_cast<double>(allocated);
   slots_filled_ += static_cast<double>(filled);
-  st_kv_utilization_ = slots_filled_ / slots_allocated_;
+  stats_.kv_utilization = slots_filled_ / slots_allocated_;
 }
 
+// ------------------------------------------------------------ one step
+
+// schedule -> build the batch -> forward -> verify/sample -> postprocess.
 void Engine::Step() {
   const auto t0 = Clock::now();
-  // Decoding sequences that speculate ask for lookahead slots.
+  // ---- schedule
+  AskForLookahead();
+  SchedulerOutput plan = scheduler_.Schedule();
+  stats_.preemptions += plan.preempted.size();
+  RunSwapOuts(plan);  // before anything reuses the blocks they leave
+  for (Sequence* s : plan.no_room) {
+    Finish(s, LLM_FINISH_LENGTH, LLM_OK, "");  // out of the scheduler; Finish still reports it
+  }
+  if (plan.empty()) return FailUnschedulable(plan);
+  MarkScheduled(plan, t0);
+
+  // ---- build the batch: each chunk's pending tokens, then its drafts
+  spec_.Propose(plan);
+  const Batch batch = batch_.Build(plan);
+
+  // ---- forward
+  if (Status st = RunForward(plan, batch); !st.ok()) {
+    for (const ScheduledChunk& c : plan.chunks) Finish(c.seq, LLM_FINISH_ERROR, st.code(), st.message());
+    return;
+  }
+  CommitComputed(plan);
+
+  // ---- verify/sample, postprocess
+  Postprocess();
+  stats_.steps++;
+  MeasureKvUtilization();
+  busy_ns_ +=
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+// Decoding sequences that speculate ask for lookahead slots (the scheduler
+// grants them when the pool has room).
+void Engine::AskForLookahead() {
   for (auto& [id, r] : requests_) {
     if (r->spec.spec_mode == LLM_SPEC_OFF) continue;
     for (auto& s : r->seqs) s->spec_k = s->state == SeqState::kRunning ? WantedDrafts(*s) : 0;
   }
-  SchedulerOutput plan = scheduler_.Schedule();
-  st_preemptions_ += plan.preempted.size();
-  RunSwapOuts(plan);  // before anything reuses the blocks they leave
-  for (Sequence* s : plan.no_room) {
-    // Not in the scheduler any more; Finish() still releases and reports it.
-    Finish(s, LLM_FINISH_LENGTH, LLM_OK, "");
-  }
-  if (plan.empty()) {
-    if (!scheduler_.idle() && scheduler_.n_running() == 0 && plan.no_room.empty()) {
-      // Nothing runs and nothing can be admitted: fail the head of the queue
-      // rather than spin (only reachable with a pool too small for one prompt).
-      for (auto& [id, r] : requests_) {
-        for (auto& s : r->seqs) {
-          if (s->state == SeqState::kWaiting) {
-            Finish(s.get(), LLM_FINISH_ERROR, LLM_ERR_CONTEXT_OVERFLOW, "the KV pool cannot hold this sequence");
-            return;
-          }
-        }
+}
+
+// Nothing runs and nothing can be admitted: fail the head of the queue rather
+// than spin (only reachable with a pool too small for one prompt).
+void Engine::FailUnschedulable(const SchedulerOutput& plan) {
+  if (scheduler_.idle() || scheduler_.n_running() != 0 || !plan.no_room.empty()) return;
+  for (auto& [id, r] : requests_) {
+    for (auto& s : r->seqs) {
+      if (s->state == SeqState::kWaiting) {
+        Finish(s.get(), LLM_FINISH_ERROR, LLM_ERR_CONTEXT_OVERFLOW, "the KV pool cannot hold this sequence");
+        return;
       }
     }
-    return;
   }
+}
 
-  ProposeDrafts(plan);
-
-  // ---- build the batch. A speculating sequence runs its pending token and
-  // its drafts; their k+1 rows follow each other (the first one is `sample`).
-  struct RowUse {
-    Sequence* seq;
-    int32_t pos;   // position whose logits this row holds
-    bool sample;   // the row predicts the next new token (drafts' rows follow it)
-    bool draft;    // the row after a draft: read with its sample row
-  };
-  static thread_local std::vector<RowUse> rows;
-  rows.clear();
-  batch_tokens_.clear();
-  batch_seqs_.clear();
-  logit_rows_.clear();
+// First run of a sequence: its queueing time ends, and its request leaves the
+// queue depth callers see.
+void Engine::MarkScheduled(const SchedulerOutput& plan, Clock::time_point now) {
   for (const ScheduledChunk& c : plan.chunks) {
-    Sequence* s = c.seq;
-    SeqGen& g = *s->gen;
-    if (!g.scheduled) {
-      g.scheduled = true;
-      g.first_sched = t0;
-      RequestState* r = g.req;
-      if (r->counted_queued) {
-        r->counted_queued = false;
-        std::lock_guard<std::mutex> lock(mu_);
-        --n_queued_;
-      }
-    }
-    const int32_t first = static_cast<int32_t>(batch_tokens_.size());
-    batch_tokens_.insert(batch_tokens_.end(), s->tokens.begin() + s->n_computed,
-                         s->tokens.begin() + s->n_computed + c.n_tokens);
-    const int32_t n_drafts = static_cast<int32_t>(s->drafts.size());  // 0 unless speculating
-    batch_tokens_.insert(batch_tokens_.end(), s->drafts.begin(), s->drafts.end());
-    batch_seqs_.push_back(BatchSeq{first, c.n_tokens + n_drafts, s->n_computed, s->block_table});
-    if (g.req->spec.prompt_logprobs) {
-      // Rows predicting prompt tokens 1 .. n_prompt-1 not yet scored.
-      for (int32_t p = std::max(s->n_computed, static_cast<int32_t>(g.prompt_logprobs.size()));
-           p < std::min(s->n_computed + c.n_tokens, s->n_prompt - 1); ++p) {
-        logit_rows_.push_back(first + (p - s->n_computed));
-        rows.push_back({s, p, false, false});
-      }
-    }
-    if (s->n_computed + c.n_tokens == static_cast<int32_t>(s->tokens.size())) {
-      logit_rows_.push_back(first + c.n_tokens - 1);
-      rows.push_back({s, static_cast<int32_t>(s->tokens.size()) - 1, true, false});
-      for (int32_t d = 0; d < n_drafts; ++d) {
-        logit_rows_.push_back(first + c.n_tokens + d);
-        rows.push_back({s, static_cast<int32_t>(s->tokens.size()) + d, false, true});
-      }
+    SeqGen& g = Gen(c.seq);
+    if (g.scheduled) continue;
+    g.scheduled = true;
+    g.first_sched = now;
+    RequestState* r = g.req;
+    if (r->counted_queued) {
+      r->counted_queued = false;
+      std::lock_guard<std::mutex> lock(mu_);
+      --n_queued_;
     }
   }
-  const int32_t n_vocab = model_->config.n_vocab;
-  logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab));
+}
 
-  // ---- forward (after the swap-ins and copy-on-write copies the plan asked for)
+Status Engine::RunForward(const SchedulerOutput& plan, const Batch& batch) {
   Status st = backend_->SwapInKvBlocks(plan.swap_ins);
-  if (st.ok()) st_swap_ins_ += plan.swapped_in.size();
+  if (st.ok()) stats_.swap_ins += plan.swapped_in.size();
   for (size_t i = 0; st.ok() && i < plan.copies.size(); ++i) {
     st = backend_->CopyKvBlock(plan.copies[i].src, plan.copies[i].dst);
   }
-  Batch batch{batch_tokens_, batch_seqs_, logit_rows_};
-  if (st.ok()) st = backend_->Forward(batch, logits_.data());
-  if (!st.ok()) {
-    for (const ScheduledChunk& c : plan.chunks) Finish(c.seq, LLM_FINISH_ERROR, st.code(), st.message());
-    return;
-  }
+  if (st.ok()) st = backend_->Forward(batch, batch_.logits());
+  return st;
+}
+
+// The chunks' tokens are in the cache now; full blocks enter the prefix cache.
+void Engine::CommitComputed(const SchedulerOutput& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     const int32_t in_prompt = std::max(0, std::min(c.seq->n_prompt - c.seq->n_computed, c.n_tokens));
-    st_prompt_tokens_ += static_cast<uint64_t>(in_prompt);
+    stats_.prompt_tokens += static_cast<uint64_t>(in_prompt);
     c.seq->n_computed += c.n_tokens;
     kv_.CommitComputed(c.seq);
   }
+}
 
-  // ---- postprocess: prompt logprobs, then sampling (which may finish and
-  // free sequences, so it comes last and each sequence samples at most once).
+void Engine::Postprocess() {
+  const int32_t n_vocab = model_->config.n_vocab;
+  const std::span<const LogitRow> rows = batch_.rows();
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].sample || rows[i].draft) continue;
+    if (rows[i].use != LogitRow::kPromptLogprob) continue;
     Sequence* s = rows[i].seq;
-    const float* row = logits_.data() + i * n_vocab;
-    s->gen->prompt_logprobs.push_back(TokenLogprob(row, n_vocab, s->tokens[rows[i].pos + 1]));
+    Gen(s).prompt_logprobs.push_back(TokenLogprob(batch_.row(i), n_vocab, s->tokens[rows[i].pos + 1]));
   }
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (!rows[i].sample) continue;
+    if (rows[i].use != LogitRow::kSample) continue;
     Sequence* s = rows[i].seq;
-    const float* row = logits_.data() + i * n_vocab;
-    if (s->seq_index == 0 && !s->gen->req->forked) ForkChildren(s, row);
+    const float* row = batch_.row(i);
+    if (s->seq_index == 0 && !Gen(s).req->forked) ForkChildren(s, row);
     if (!s->drafts.empty()) {
       VerifyDrafts(s, row);  // its draft rows follow `row`
     } else {
       SampleNext(s, row);
     }
   }
-
-  st_steps_++;
-  MeasureKvUtilization();
-  PublishGauges();
-  st_busy_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
 }  // namespace llm

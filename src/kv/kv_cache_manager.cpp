@@ -10,8 +10,8 @@ std::span<const int32_t> BlockTokens(const Sequence& s, int32_t i, int32_t bs) {
 }
 }  // namespace
 
-KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching, int32_t n_swap_slots)
-    : pool_(n_blocks, block_size), prefix_caching_(prefix_caching), n_swap_slots_(std::max(n_swap_slots, 0)) {
+KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, int32_t n_swap_slots)
+    : pool_(n_blocks, block_size), n_swap_slots_(std::max(n_swap_slots, 0)) {
   // Popped from the back: slot 0 first, so consecutive swaps get runs of
   // consecutive slots (one copy each on the CUDA backend).
   for (int32_t i = n_swap_slots_ - 1; i >= 0; --i) swap_free_.push_back(i);
@@ -21,7 +21,7 @@ int32_t KvCacheManager::AttachCachedPrefix(Sequence* seq) {
   if (!seq->block_table.empty() || seq->n_computed != 0) return 0;
   const int32_t bs = pool_.block_size();
   const int32_t n_tokens = static_cast<int32_t>(seq->tokens.size());
-  if (!prefix_caching_ || !seq->use_cached_prefix) return 0;
+  if (!seq->use_cached_prefix) return 0;
   const int32_t max_blocks = (n_tokens - 1) / bs;  // leave the last token to compute
   BlockHash parent = 0;
   for (int32_t i = 0; i < max_blocks; ++i) {
@@ -59,7 +59,6 @@ bool KvCacheManager::AllocateSlots(Sequence* seq, int32_t n_new, int32_t n_looka
 }
 
 void KvCacheManager::CommitComputed(Sequence* seq) {
-  if (!prefix_caching_) return;
   const int32_t bs = pool_.block_size();
   const int32_t n_full = seq->n_computed / bs;
   for (int32_t i = static_cast<int32_t>(seq->block_hashes.size()); i < n_full; ++i) {
@@ -97,7 +96,7 @@ void KvCacheManager::FreeSwapSlots(Sequence* seq) {
 }
 
 std::optional<int32_t> KvCacheManager::LookupCached(const Sequence& seq, int32_t i) const {
-  if (!prefix_caching_ || i >= static_cast<int32_t>(seq.block_hashes.size())) return std::nullopt;
+  if (i >= static_cast<int32_t>(seq.block_hashes.size())) return std::nullopt;
   const BlockHash parent = i > 0 ? seq.block_hashes[i - 1] : 0;
   return pool_.Lookup(seq.block_hashes[i], parent, BlockTokens(seq, i, pool_.block_size()));
 }
@@ -111,7 +110,7 @@ bool KvCacheManager::SwapOut(Sequence* seq, std::vector<KvSwap>* outs) {
   // of its hash (so Lookup finds it) and someone else keeps it alive.
   auto left_in_cache = [&](int32_t i) {
     const int32_t b = seq->block_table[i];
-    return prefix_caching_ && i < static_cast<int32_t>(seq->block_hashes.size()) && pool_.ref_count(b) > 1 &&
+    return i < static_cast<int32_t>(seq->block_hashes.size()) && pool_.ref_count(b) > 1 &&
            pool_.is_cached(b) && pool_.hash_of(b) == seq->block_hashes[i];
   };
   int32_t n_copy = 0;

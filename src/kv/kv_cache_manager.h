@@ -2,7 +2,14 @@
 // cached prefixes to new sequences, reserves the slots a step will write
 // (copying a shared, partially filled block before it is written), records
 // newly completed blocks in the prefix cache, forks sequences for parallel
-// sampling and frees sequences. The scheduler is its only caller.
+// sampling and frees sequences.
+//
+// Callers: the scheduler plans with it (attach, allocate, swap, free on
+// preemption and removal); the engine, after a step, commits what the step
+// computed (CommitComputed, also after verifying drafts), forks parallel
+// samples once their prompt is done (Fork), drops the swap state of a
+// sequence whose swap-out the backend failed (Free), and reads the pool's
+// figures for llm_get_stats.
 //
 //   block table of a sequence (block_size 4), n_computed = 10:
 //     logical  [ 0      | 1      | 2       ]
@@ -44,7 +51,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "engine/sequence.h"
+#include "core/sequence.h"
 #include "kv/block_pool.h"
 
 namespace llm {
@@ -57,8 +64,9 @@ struct KvCopy {
 class KvCacheManager {
  public:
   // n_swap_slots: blocks of host swap space; 0 = no swapping (SwapOut
-  // always declines).
-  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching = true, int32_t n_swap_slots = 0);
+  // always declines). Prefix caching is always on; a request that must not
+  // start from cached blocks says so (Sequence::use_cached_prefix).
+  KvCacheManager(int32_t n_blocks, int32_t block_size, int32_t n_swap_slots = 0);
 
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
@@ -131,7 +139,6 @@ class KvCacheManager {
   void FreeSwapSlots(Sequence* seq);
 
   BlockPool pool_;
-  bool prefix_caching_;
   int32_t n_swap_slots_;
   std::vector<int32_t> swap_free_;  // free swap slot ids (a stack)
   uint64_t swapped_out_blocks_ = 0;

@@ -24,14 +24,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/sequence.h"
+#include "core/defaults.h"
+#include "core/sequence.h"
 #include "kv/kv_cache_manager.h"
 
 namespace llm {
 
 struct SchedulerConfig {
-  int32_t max_seqs = 16;           // sequences per step
-  int32_t max_batch_tokens = 512;  // tokens per step
+  int32_t max_seqs = defaults::kMaxSeqs;                // sequences per step
+  int32_t max_batch_tokens = defaults::kMaxBatchTokens;  // tokens per step
 };
 
 struct ScheduledChunk {

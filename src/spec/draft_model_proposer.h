@@ -34,7 +34,7 @@ class DraftModelProposer final : public Proposer {
 
   Status Propose(std::span<Sequence* const> seqs) override;
   // Copy-on-write copies the target made: the draft's cache follows.
-  Status CopyKvBlock(int32_t src, int32_t dst) { return backend_->CopyKvBlock(src, dst); }
+  Status CopyKvBlock(int32_t src, int32_t dst) override { return backend_->CopyKvBlock(src, dst); }
 
  private:
   std::unique_ptr<Model> owned_model_;  // declared first: destroyed after the backend

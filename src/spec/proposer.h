@@ -15,7 +15,7 @@
 
 #include <span>
 
-#include "engine/sequence.h"
+#include "core/sequence.h"
 #include "util/status.h"
 
 namespace llm {
@@ -27,6 +27,13 @@ class Proposer {
   // every sequence in `seqs`. Sequences of one call are batched where the
   // proposer can batch.
   virtual Status Propose(std::span<Sequence* const> seqs) = 0;
+  // A proposer with a KV cache of its own (a draft model, addressed by the
+  // target's block ids) follows the target's copy-on-write copies; one
+  // without has nothing to copy.
+  virtual Status CopyKvBlock(int32_t src, int32_t dst) {
+    (void)src, (void)dst;
+    return Status::Ok();
+  }
 };
 
 }  // namespace llm

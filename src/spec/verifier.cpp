@@ -4,10 +4,6 @@
 
 namespace llm {
 
-namespace spec_testing {
-std::atomic<bool> g_always_accept{false};
-}  // namespace spec_testing
-
 namespace {
 // Draws an index with probability w[i] / sum(w); -1 when the sum is 0.
 int32_t Draw(std::span<const float> w, Rng& rng) {
@@ -27,13 +23,13 @@ int32_t Draw(std::span<const float> w, Rng& rng) {
 }  // namespace
 
 int32_t RejectionSample(std::span<const float> p, std::span<const float> q, int32_t draft, Rng& rng,
-                        std::vector<float>* scratch) {
+                        std::vector<float>* scratch, VerifyPolicy policy) {
   const size_t n = p.size();
   const bool in_range = draft >= 0 && static_cast<size_t>(draft) < n;
   const double pd = in_range ? p[draft] : 0.0;
   const double qd = !in_range ? 0.0 : q.empty() ? 1.0 : q[draft];
   const double u = rng.NextDouble();
-  if (in_range && (spec_testing::g_always_accept.load(std::memory_order_relaxed) || (qd > 0.0 && u * qd < pd))) {
+  if (in_range && (policy == VerifyPolicy::kAcceptEveryDraft || (qd > 0.0 && u * qd < pd))) {
     return draft;
   }
   scratch->resize(n);
@@ -50,17 +46,17 @@ int32_t RejectionSample(std::span<const float> p, std::span<const float> q, int3
 }
 
 int32_t VerifyPosition(Sampler& sampler, float* logits, std::span<const int32_t> history, int32_t draft,
-                       std::vector<float>* probs, std::vector<float>* scratch) {
+                       std::vector<float>* probs, std::vector<float>* scratch, VerifyPolicy policy) {
   if (draft < 0 || sampler.greedy()) {
     // Greedy: the argmax decides, exactly as without speculation. Bonus
     // position: plain sampling.
     const int32_t t = sampler.Sample(logits, history);
-    if (draft >= 0 && spec_testing::g_always_accept.load(std::memory_order_relaxed)) return draft;
+    if (draft >= 0 && policy == VerifyPolicy::kAcceptEveryDraft) return draft;
     return t;
   }
   probs->resize(static_cast<size_t>(sampler.n_vocab()));
   sampler.Distribution(logits, history, probs->data());
-  return RejectionSample(*probs, {}, draft, sampler.rng(), scratch);
+  return RejectionSample(*probs, {}, draft, sampler.rng(), scratch, policy);
 }
 
 }  // namespace llm

@@ -16,7 +16,6 @@
 //   emitted: d1 .. da, then the correction (or the bonus when a = k)
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -25,18 +24,17 @@
 
 namespace llm {
 
-namespace spec_testing {
-// Test-only: a deliberately broken verifier that accepts every draft, so a
-// statistical test can show it notices. Never set outside tests.
-extern std::atomic<bool> g_always_accept;
-}  // namespace spec_testing
+// How drafts are judged. kAcceptEveryDraft is a verifier that is wrong on
+// purpose, so a statistical test can show that it notices (test_spec); the
+// engine is given it only through the context builder's test overrides.
+enum class VerifyPolicy { kExact, kAcceptEveryDraft };
 
 // One rejection-sampling step over explicit distributions. p: (n) the
 // target's probabilities; q: (n) the draft's, or empty for a one-hot q at
 // `draft`. Returns `draft` when accepted, else a token drawn from
 // normalize(max(0, p - q)). `scratch`: reused buffer.
 int32_t RejectionSample(std::span<const float> p, std::span<const float> q, int32_t draft, Rng& rng,
-                        std::vector<float>* scratch);
+                        std::vector<float>* scratch, VerifyPolicy policy = VerifyPolicy::kExact);
 
 // Verifies one position: `logits` is the target's raw row (modified, as by
 // Sampler::Sample), `history` the tokens before it, `draft` the proposed token
@@ -44,6 +42,7 @@ int32_t RejectionSample(std::span<const float> p, std::span<const float> q, int3
 // Returns the token to emit; it equals `draft` exactly when the draft is
 // accepted.
 int32_t VerifyPosition(Sampler& sampler, float* logits, std::span<const int32_t> history, int32_t draft,
-                       std::vector<float>* probs, std::vector<float>* scratch);
+                       std::vector<float>* probs, std::vector<float>* scratch,
+                       VerifyPolicy policy = VerifyPolicy::kExact);
 
 }  // namespace llm

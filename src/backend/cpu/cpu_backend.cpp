@@ -44,14 +44,19 @@ StatusOr<std::vector<float>> NormToF32(const WeightView& w, int64_t n, const std
 
 }  // namespace
 
-CpuBackend::CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, Rope rope_local,
-                       int n_threads)
-    : cfg_(config),
-      w_(weights),
-      k_(&BestKernels()),
-      pool_(n_threads),
-      rope_(std::move(rope)),
-      rope_local_(std::move(rope_local)) {}
+CpuBackend::CpuBackend(std::shared_ptr<Shared> shared, int n_threads)
+    : shared_(std::move(shared)),
+      cfg_(shared_->cfg),
+      w_(shared_->w),
+      k_(shared_->k),
+      rope_(shared_->rope),
+      rope_local_(shared_->rope_local),
+      norms_(shared_->norms),
+      kv_(shared_->kv),
+      n_blocks_(shared_->n_blocks),
+      capacity_(shared_->capacity),
+      pool_base_(shared_->kv_pool.get()),
+      pool_(n_threads) {}
 
 StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, const ModelWeights& w,
                                                       const KvCacheSpec& kv, int n_threads) {
@@ -110,10 +115,19 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
   }
 
+  // ---- KV pool, committed below (backend.h): a first write to a fresh page
+  // costs a fault and a page clear (on a VM, also the host's backing of
+  // it), measured at ~9% of a batched SmolLM2 run's time when it happened in
+  // the decode loop.
+  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size};
+  const int64_t block_floats = layout.block_floats();
+  if (block_floats > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
+    return OutOfMemory("CPU backend: KV pool size overflows");
+
   std::unique_ptr<CpuBackend> b;
   try {
-    b.reset(new CpuBackend(c, weights, std::move(rope), std::move(rope_local), n_threads));
-    auto norms = std::make_shared<Norms>();
+    auto shared = std::make_shared<Shared>(c, weights, std::move(rope), std::move(rope_local));
+    Norms* norms = &shared->norms;
     for (int l = 0; l < c.n_layer; ++l) {
       const LayerWeights& L = w.layers[l];
       const std::string p = "blk." + std::to_string(l) + ".";
@@ -147,7 +161,13 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       }
     }
     LLM_ASSIGN_OR_RETURN(norms->out, NormToF32(w.output_norm, E, "output_norm"));
-    b->norms_ = std::move(norms);
+    shared->kv = layout;
+    shared->n_blocks = kv.n_blocks;
+    shared->capacity = static_cast<int64_t>(kv.n_blocks) * kv.block_size;
+    shared->kv_pool = AllocZeroedArray<float>(static_cast<size_t>(block_floats) * kv.n_blocks);
+    if (!shared->kv_pool) return OutOfMemory("CPU backend: cannot allocate the KV pool");
+    if (ReadEnv().cpu_lanes_off) shared->lanes_off = true;
+    b.reset(new CpuBackend(std::move(shared), n_threads));
     LLM_RETURN_IF_ERROR(b->PackWeights());
   } catch (const std::bad_alloc&) {
     return OutOfMemory("CPU backend: out of host memory");
@@ -155,60 +175,46 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     return InternalError(std::string("CPU backend: cannot start threads: ") + e.what());
   }
 
-  // ---- KV pool, committed now (backend.h): a first write to a fresh page
-  // costs a fault and a page clear (on a VM, also the host's backing of
-  // it), measured at ~9% of a batched SmolLM2 run's time when it happened in
-  // the decode loop.
-  b->kv_ = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size};
-  b->n_blocks_ = kv.n_blocks;
-  b->capacity_ = static_cast<int64_t>(kv.n_blocks) * kv.block_size;
-  const int64_t block_floats = b->kv_.block_floats();
-  if (block_floats > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
-    return OutOfMemory("CPU backend: KV pool size overflows");
-  b->kv_pool_ = AllocZeroedArray<float>(static_cast<size_t>(block_floats) * kv.n_blocks);
-  if (!b->kv_pool_) return OutOfMemory("CPU backend: cannot allocate the KV pool");
-  b->pool_base_ = b->kv_pool_.get();
-  if (ReadEnv().cpu_lanes_off) b->lanes_off_ = true;
+  // ---- commit the KV pool: every page touched by the backend's threads
   const size_t pool_bytes = static_cast<size_t>(block_floats) * kv.n_blocks * sizeof(float);
   constexpr size_t kChunk = size_t{1} << 21;  // per task: one huge page
   b->pool_.ParallelFor(static_cast<int64_t>((pool_bytes + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1, int) {
     const size_t lo = static_cast<size_t>(c0) * kChunk, hi = std::min(pool_bytes, static_cast<size_t>(c1) * kChunk);
-    TouchPages(b->kv_pool_.get(), lo, hi);
+    TouchPages(b->pool_base_, lo, hi);
   });
   return std::unique_ptr<Backend>(std::move(b));
 }
 
 Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   try {
-    if (n_tok > cap_tok_) {
+    if (n_tok > ws_.cap_tok) {
       const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = std::max({cfg_.n_ff, cfg_.n_ff_exp, cfg_.n_ff_shexp});
-      x_.resize(n_tok * E);
-      xn_.resize(n_tok * E);
-      q_.resize(n_tok * Q);
-      k_new_.resize(n_tok * KV);
-      v_new_.resize(n_tok * KV);
-      att_.resize(n_tok * Q);
-      hb_.resize(n_tok * F);
-      hb2_.resize(n_tok * F);
-      cos_sin_.resize(n_tok * cfg_.rope_dim);
-      if (cfg_.sliding_window > 0) cos_sin_local_.resize(n_tok * cfg_.rope_dim);
-      x_out_.resize(n_tok * E);
-      att_out_.resize(n_tok * Q);
-      xq_.resize(n_tok * (std::max({E, Q, F}) / 32));
+      ws_.x.resize(n_tok * E);
+      ws_.xn.resize(n_tok * E);
+      ws_.q.resize(n_tok * Q);
+      ws_.k_new.resize(n_tok * KV);
+      ws_.v_new.resize(n_tok * KV);
+      ws_.att.resize(n_tok * Q);
+      ws_.hb.resize(n_tok * F);
+      ws_.hb2.resize(n_tok * F);
+      ws_.cos_sin.resize(n_tok * cfg_.rope_dim);
+      if (cfg_.sliding_window > 0) ws_.cos_sin_local.resize(n_tok * cfg_.rope_dim);
+      ws_.x_out.resize(n_tok * E);
+      ws_.att_out.resize(n_tok * Q);
+      ws_.xq.resize(n_tok * (std::max({E, Q, F}) / 32));
       if (cfg_.n_expert > 0) {
         const int64_t K = cfg_.n_expert_used;
-        moe_logits_.resize(n_tok * cfg_.n_expert);
-        moe_pick_.resize(n_tok * K);
-        moe_x_.resize(n_tok * E);
-        moe_y_.resize(n_tok * E);
+        ws_.moe_logits.resize(n_tok * cfg_.n_expert);
+        ws_.moe_pick.resize(n_tok * K);
+        ws_.moe_x.resize(n_tok * E);
+        ws_.moe_y.resize(n_tok * E);
       }
-      seq_of_.resize(n_tok);
-      pos_.resize(n_tok);
-      cap_tok_ = n_tok;
+      ws_.pos.resize(n_tok);
+      ws_.cap_tok = n_tok;
     }
-    if (n_keys > cap_keys_) {
-      scores_.resize(static_cast<size_t>(pool_.n_threads()) * (cfg_.n_head / cfg_.n_head_kv) * n_keys);
-      cap_keys_ = n_keys;
+    if (n_keys > ws_.cap_keys) {
+      ws_.scores.resize(static_cast<size_t>(pool_.n_threads()) * (cfg_.n_head / cfg_.n_head_kv) * n_keys);
+      ws_.cap_keys = n_keys;
     }
   } catch (const std::bad_alloc&) {
     return OutOfMemory("CPU backend: cannot grow activation buffers");
@@ -216,82 +222,18 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   return Status::Ok();
 }
 
-Status CpuBackend::MakeLanes() {
-  try {
-    for (int i = 0; i < pool_.n_threads(); ++i) {
-      std::unique_ptr<CpuBackend> l(new CpuBackend(cfg_, w_, rope_, rope_local_, 1));
-      // w_'s views point into this backend's packed copies: the lanes share
-      // them, the norms and the KV pool
-      l->norms_ = norms_;
-      l->kv_ = kv_;
-      l->n_blocks_ = n_blocks_;
-      l->capacity_ = capacity_;
-      l->pool_base_ = pool_base_;
-      lanes_.push_back(std::move(l));
-    }
-    lane_steps_ = std::vector<LaneStep>(lanes_.size());
-    lane_cut_.reserve(lanes_.size() + 1);
-  } catch (const std::bad_alloc&) {
-    lanes_.clear();
-    lane_steps_.clear();
-    return OutOfMemory("CPU backend: out of host memory");
-  }
-  return Status::Ok();
-}
-
-Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys_out) const {
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  for (int64_t i = 0; i < n; ++i) {
-    const llm_token t = batch.tokens[i];
-    if (t < 0 || t >= cfg_.n_vocab)
-      return InvalidArgument("batch token " + std::to_string(i) + " has id " + std::to_string(t) + ", outside [0, " +
-                             std::to_string(cfg_.n_vocab) + ")");
-  }
-  for (size_t i = 0; i < batch.logit_rows.size(); ++i) {
-    const int32_t r = batch.logit_rows[i];
-    if (r < 0 || r >= n) return InvalidArgument("logit row " + std::to_string(r) + " is not a token of the batch");
-  }
-  if (!batch.logit_rows.empty() && logits == nullptr) return InvalidArgument("logits output is NULL");
-
-  int64_t max_keys = 0;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const BatchSeq& q = batch.seqs[s];
-    if (q.n_tokens < 1 || q.first < 0 || q.n_past < 0 || static_cast<int64_t>(q.first) + q.n_tokens > n)
-      return InvalidArgument("batch sequence " + std::to_string(s) + " has an invalid token range");
-    const int64_t end = static_cast<int64_t>(q.n_past) + q.n_tokens;
-    if (end > capacity_)
-      return InvalidArgument("batch sequence " + std::to_string(s) + " reaches position " + std::to_string(end) +
-                             ", beyond the KV pool's " + std::to_string(capacity_));
-    const int64_t needed = (end + kv_.block_size - 1) / kv_.block_size;
-    if (static_cast<int64_t>(q.block_table.size()) < needed)
-      return InvalidArgument("batch sequence " + std::to_string(s) + " has a block table of " +
-                             std::to_string(q.block_table.size()) + " blocks, needs " + std::to_string(needed));
-    for (int64_t b = 0; b < needed; ++b)
-      if (q.block_table[b] < 0 || q.block_table[b] >= n_blocks_)
-        return InvalidArgument("batch sequence " + std::to_string(s) + " uses block id " +
-                               std::to_string(q.block_table[b]) + ", outside [0, " + std::to_string(n_blocks_) + ")");
-    if (end > max_keys) max_keys = end;
-  }
-  *max_keys_out = max_keys;
+Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys) {
+  const BatchLimits limits{cfg_.n_vocab, capacity_, kv_.block_size, n_blocks_};
+  LLM_ASSIGN_OR_RETURN(const BatchExtent e, CheckBatch(batch, logits != nullptr, limits, &ws_.seq_of));
+  *max_keys = e.max_keys;
   return Status::Ok();
 }
 
 Status CpuBackend::Prepare(const Batch& batch, int64_t max_keys) {
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  LLM_RETURN_IF_ERROR(Reserve(n, max_keys));
-
-  for (int64_t i = 0; i < n; ++i) seq_of_[i] = -1;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const BatchSeq& q = batch.seqs[s];
-    for (int32_t i = 0; i < q.n_tokens; ++i) {
-      const int64_t t = q.first + i;
-      if (seq_of_[t] != -1) return InvalidArgument("batch token " + std::to_string(t) + " belongs to two sequences");
-      seq_of_[t] = static_cast<int32_t>(s);
-      pos_[t] = static_cast<int64_t>(q.n_past) + i;
-    }
+  LLM_RETURN_IF_ERROR(Reserve(static_cast<int64_t>(batch.tokens.size()), max_keys));
+  for (const BatchSeq& q : batch.seqs) {
+    for (int32_t i = 0; i < q.n_tokens; ++i) ws_.pos[q.first + i] = static_cast<int64_t>(q.n_past) + i;
   }
-  for (int64_t i = 0; i < n; ++i)
-    if (seq_of_[i] == -1) return InvalidArgument("batch token " + std::to_string(i) + " belongs to no sequence");
   return Status::Ok();
 }
 
@@ -300,7 +242,7 @@ Status CpuBackend::CopyKvBlock(int32_t src, int32_t dst) {
     return InvalidArgument("CopyKvBlock: block id outside [0, " + std::to_string(n_blocks_) + ")");
   if (src == dst) return Status::Ok();
   const int64_t bf = kv_.block_floats();
-  std::memcpy(kv_pool_.get() + dst * bf, kv_pool_.get() + src * bf, static_cast<size_t>(bf) * sizeof(float));
+  std::memcpy(pool_base_ + dst * bf, pool_base_ + src * bf, static_cast<size_t>(bf) * sizeof(float));
   return Status::Ok();
 }
 
@@ -323,7 +265,7 @@ Status CpuBackend::SwapOutKvBlocks(std::span<const KvSwap> moves) {
   LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, "SwapOutKvBlocks"));
   const int64_t bf = kv_.block_floats();
   for (const KvSwap& m : moves)
-    std::memcpy(swap_.get() + m.slot * bf, kv_pool_.get() + m.block * bf, static_cast<size_t>(bf) * sizeof(float));
+    std::memcpy(swap_.get() + m.slot * bf, pool_base_ + m.block * bf, static_cast<size_t>(bf) * sizeof(float));
   return Status::Ok();
 }
 
@@ -331,7 +273,7 @@ Status CpuBackend::SwapInKvBlocks(std::span<const KvSwap> moves) {
   LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, "SwapInKvBlocks"));
   const int64_t bf = kv_.block_floats();
   for (const KvSwap& m : moves)
-    std::memcpy(kv_pool_.get() + m.block * bf, swap_.get() + m.slot * bf, static_cast<size_t>(bf) * sizeof(float));
+    std::memcpy(pool_base_ + m.block * bf, swap_.get() + m.slot * bf, static_cast<size_t>(bf) * sizeof(float));
   return Status::Ok();
 }
 

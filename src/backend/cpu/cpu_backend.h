@@ -1,10 +1,10 @@
 // The CPU backend: the reference implementation of Backend (backend.h).
 //
 // Files: cpu_backend.cpp (creation, batch validation, KV block copies and
-// swaps),
-// forward.cpp (the forward pass), moe.cpp (Mixture-of-Experts FFN),
-// kernels*.{h,cpp} (matmul, attention,
-// norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
+// swaps), forward.cpp (the forward pass), moe.cpp (Mixture-of-Experts FFN),
+// lanes.cpp (the lane scheduler: a step split by sequences over the
+// threads), kernels*.{h,cpp} (matmul,
+// attention, norms), rope.{h,cpp}, kv_layout.h (the paged pool's layout).
 #pragma once
 
 #include <atomic>
@@ -42,13 +42,78 @@ class CpuBackend final : public Backend {
   const char* kernels_name() const { return k_->name; }
 
  private:
-  CpuBackend(const ModelConfig& config, const ModelWeights& weights, Rope rope, Rope rope_local, int n_threads);
+  // ---- state shared by a backend and its lanes: fixed once Create has
+  // filled it (the KV pool's contents change, never its address)
+  struct Norms {  // norm weights (and Qwen2's q/k/v biases) as F32, whatever their stored type
+    std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
+    std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
+    std::vector<float> out;                     // (n_embd)
+    std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg.qk_norm
+    std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg.post_norms
+    std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg.post_norms
+    std::vector<std::vector<float>> bq;         // (n_layer, q_dim) when cfg.qkv_bias
+    std::vector<std::vector<float>> bk, bv;     // (n_layer, kv_dim) when cfg.qkv_bias
+    std::vector<std::vector<float>> shexp_gate; // (n_layer, n_embd) when cfg.n_ff_shexp > 0
+  };
+  struct Shared {
+    Shared(const ModelConfig& config, const ModelWeights& weights, Rope r, Rope r_local)
+        : cfg(config), w(weights), k(&BestKernels()), rope(std::move(r)), rope_local(std::move(r_local)) {}
+    ModelConfig cfg;
+    ModelWeights w;  // views into the caller's weights (and into packed)
+    std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> packed;  // PackWeights' copies
+    const Kernels* k;
+    Rope rope;
+    Rope rope_local;  // sliding-window layers' rotation (== rope unless the model has local layers)
+    Norms norms;
+    // ---- paged KV pool (layout: kv_layout.h)
+    KvLayout kv;
+    int32_t n_blocks = 0;
+    int64_t capacity = 0;        // n_blocks * block_size positions
+    LargeArray<float> kv_pool;   // (n_blocks, block_floats)
+    bool lanes_off = false;      // LLM_CPU_LANES=0 (for measurements): always the shared pass
+  };
+
+  // ---- one backend's (or lane's) activations, grown to the largest batch
+  // seen and reused every step
+  struct MoePick {
+    int32_t expert;
+    float weight;
+  };
+  struct Workspace {
+    int64_t cap_tok = 0;
+    int64_t cap_keys = 0;
+    std::vector<float> x;        // (n_tok, n_embd)   residual stream
+    std::vector<float> xn;       // (n_tok, n_embd)   normed input of a sub-block
+    std::vector<float> q;        // (n_tok, q_dim)    queries
+    std::vector<float> k_new;    // (n_tok, kv_dim)   this step's keys
+    std::vector<float> v_new;    // (n_tok, kv_dim)   this step's values
+    std::vector<float> att;      // (n_tok, q_dim)    attention output
+    std::vector<float> hb;       // (n_tok, n_ff)     act(gate) * up
+    std::vector<float> hb2;      // (n_tok, n_ff)     up
+    std::vector<float> cos_sin;  // (n_tok, rope_dim) rotation of each token's position
+    std::vector<float> cos_sin_local;  // (n_tok, rope_dim) the same for local layers, if any
+    std::vector<float> x_out;    // (n_tok, n_embd)   residual rows whose logits are wanted
+    std::vector<float> att_out;  // (n_tok, q_dim)    their attention output
+    std::vector<BlockQ8Act> xq;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
+    std::vector<int32_t> seq_of; // (n_tok)           batch sequence of each token
+    std::vector<int64_t> pos;    // (n_tok)           position of each token
+    std::vector<float> scores;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
+    // ---- Mixture of Experts (cfg.n_expert > 0)
+    std::vector<float> moe_logits;   // (n_tok, n_expert) router logits
+    std::vector<MoePick> moe_pick;   // (n_tok, n_expert_used) each token's experts and weights
+    std::vector<float> moe_x;        // (n_tok, n_embd) one expert's tokens' inputs, gathered
+    std::vector<float> moe_y;        // (n_tok, n_embd) their outputs
+    std::vector<int32_t> moe_rows;   // tokens of one expert (pick indices t * n_expert_used + j)
+    std::vector<int32_t> moe_count;  // (n_expert)
+  };
+
+  CpuBackend(std::shared_ptr<Shared> shared, int n_threads);
 
   // pack_weights.cpp: the row-interleaved copies of the quantized matmul
   // weights (quant_pack.h), pointed to by w_'s views.
   Status PackWeights();
 
-  // forward.cpp: runs the batch as n_threads independent lanes, one per
+  // lanes.cpp: runs the batch as n_threads independent lanes, one per
   // thread, each the layers over its share of the sequences (no fork/join
   // inside), then the lanes' classifier rows in chunks any thread may take.
   // False when the batch does not split well.
@@ -63,13 +128,10 @@ class CpuBackend final : public Backend {
   // nullptr when none are (the K/V are stored).
   const float* RunLayers(const Batch& batch);
 
-  // Checks the batch's tokens, logit rows and sequences against the model and
-  // the pool; *max_keys: the most positions a sequence attends to. Writes
-  // nothing, so the lanes' parent checks a batch without touching its own
-  // buffers.
-  Status Check(const Batch& batch, const float* logits, int64_t* max_keys) const;
-  // After Check: grows the buffers, fills seq_of_ and pos_, and checks that
-  // every token belongs to exactly one sequence.
+  // The shared batch check (backend/validate.h) against the model and the
+  // pool; fills seq_of_; *max_keys: the most positions a sequence attends to.
+  Status Check(const Batch& batch, const float* logits, int64_t* max_keys);
+  // After Check: grows the buffers and fills pos_.
   Status Prepare(const Batch& batch, int64_t max_keys);
   // Grows the activation buffers to hold n_tok tokens and n_keys attended
   // positions; no-op when they are already large enough.
@@ -81,7 +143,10 @@ class CpuBackend final : public Backend {
   // x += rmsnorm(y) * w row by row; y (n, n_embd) is normed in place (Gemma's
   // post-norms on a sub-block's output before the residual add).
   void AddNormedRows(float* y, const float* w, int64_t n, float* x);
-  void SoftCap(float* logits, int64_t n);
+  // logits (n_rows, n_vocab): vocabulary rows [row_begin, row_end) of the
+  // classifier, soft-capped when the model says (forward.cpp).
+  void ClassifierRows(const float* xn, const BlockQ8Act* xq, int64_t n_rows, float* logits, int64_t row_begin,
+                      int64_t row_end) const;
   struct MatJob {
     const WeightView* w;
     float* y;         // (n, w->rows), leading dimension w->rows
@@ -99,24 +164,27 @@ class CpuBackend final : public Backend {
   void Attention(int layer, const Batch& batch, int64_t n);
   bool Parallel(int64_t macs) const;
 
-  ModelConfig cfg_;
-  ModelWeights w_;  // views into the caller's weights (and into packed_)
-  std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> packed_;  // PackWeights' copies
-  const Kernels* k_;
-  ThreadPool pool_;
-  Rope rope_;
-  Rope rope_local_;  // sliding-window layers' rotation (== rope_ unless the model has local layers)
+  std::shared_ptr<Shared> shared_;  // the lanes hold the same one
+  // The shared state's fields under the names the forward pass uses.
+  const ModelConfig& cfg_;
+  ModelWeights& w_;
+  const Kernels* const k_;
+  const Rope& rope_;
+  const Rope& rope_local_;
+  const Norms& norms_;
+  const KvLayout& kv_;
+  const int32_t& n_blocks_;
+  const int64_t& capacity_;
+  float* const pool_base_;  // the KV pool
 
-  // ---- paged KV pool (layout: kv_layout.h)
-  KvLayout kv_;
-  int32_t n_blocks_ = 0;
-  int64_t capacity_ = 0;  // n_blocks * block_size positions
-  LargeArray<float> kv_pool_;  // (n_blocks, block_floats)
-  float* pool_base_ = nullptr;  // kv_pool_, or for a lane its parent's pool
-  // Single-threaded backends over the same weights and pool, one per thread
+  ThreadPool pool_;  // n_threads for a backend, 1 for a lane
+  Workspace ws_;
+
+  // ---- the backend's own (not a lane's)
+  // Single-threaded backends over the same Shared, one per thread
   // (SplitBySequences); made on first use.
   std::vector<std::unique_ptr<CpuBackend>> lanes_;
-  // One lane's part of the current step (forward.cpp): its sub-batch and,
+  // One lane's part of the current step (lanes.cpp): its sub-batch and,
   // once its layers are done (ready), its normed classifier rows and how far
   // its chunks have been taken. Kept across steps, so a step allocates
   // nothing once the vectors have grown.
@@ -134,55 +202,8 @@ class CpuBackend final : public Backend {
   };
   std::vector<LaneStep> lane_steps_;  // (n_threads), with lanes_
   std::vector<int64_t> lane_cut_;     // (n_threads + 1) first sequence of each lane
-  bool lanes_off_ = false;  // LLM_CPU_LANES=0 (for measurements): always the shared pass
   int32_t n_swap_slots_ = 0;
   LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
-
-  // ---- norm weights (and Qwen2's q/k/v biases) as F32, whatever their
-  // stored type; made once, shared with the lanes
-  struct Norms {
-    std::vector<std::vector<float>> attn;       // (n_layer, n_embd)
-    std::vector<std::vector<float>> ffn;        // (n_layer, n_embd)
-    std::vector<float> out;                     // (n_embd)
-    std::vector<std::vector<float>> q, k;       // (n_layer, head_dim) when cfg_.qk_norm
-    std::vector<std::vector<float>> post_attn;  // (n_layer, n_embd) when cfg_.post_norms
-    std::vector<std::vector<float>> post_ffn;   // (n_layer, n_embd) when cfg_.post_norms
-    std::vector<std::vector<float>> bq;         // (n_layer, q_dim) when cfg_.qkv_bias
-    std::vector<std::vector<float>> bk, bv;     // (n_layer, kv_dim) when cfg_.qkv_bias
-    std::vector<std::vector<float>> shexp_gate; // (n_layer, n_embd) when cfg_.n_ff_shexp > 0
-  };
-  std::shared_ptr<const Norms> norms_;
-
-  // ---- activations, grown to the largest batch seen, reused every step
-  int64_t cap_tok_ = 0;
-  int64_t cap_keys_ = 0;
-  std::vector<float> x_;        // (n_tok, n_embd)   residual stream
-  std::vector<float> xn_;       // (n_tok, n_embd)   normed input of a sub-block
-  std::vector<float> q_;        // (n_tok, q_dim)    queries
-  std::vector<float> k_new_;    // (n_tok, kv_dim)   this step's keys
-  std::vector<float> v_new_;    // (n_tok, kv_dim)   this step's values
-  std::vector<float> att_;      // (n_tok, q_dim)    attention output
-  std::vector<float> hb_;       // (n_tok, n_ff)     act(gate) * up
-  std::vector<float> hb2_;      // (n_tok, n_ff)     up
-  std::vector<float> cos_sin_;  // (n_tok, rope_dim) rotation of each token's position
-  std::vector<float> cos_sin_local_;  // (n_tok, rope_dim) the same for local layers, if any
-  std::vector<float> x_out_;    // (n_tok, n_embd)   residual rows whose logits are wanted
-  std::vector<float> att_out_;  // (n_tok, q_dim)    their attention output
-  std::vector<BlockQ8Act> xq_;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
-  std::vector<int32_t> seq_of_; // (n_tok)           batch sequence of each token
-  std::vector<int64_t> pos_;    // (n_tok)           position of each token
-  std::vector<float> scores_;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
-  // ---- Mixture of Experts (cfg_.n_expert > 0)
-  struct MoePick {
-    int32_t expert;
-    float weight;
-  };
-  std::vector<float> moe_logits_;   // (n_tok, n_expert) router logits
-  std::vector<MoePick> moe_pick_;   // (n_tok, n_expert_used) each token's experts and weights
-  std::vector<float> moe_x_;        // (n_tok, n_embd) one expert's tokens' inputs, gathered
-  std::vector<float> moe_y_;        // (n_tok, n_embd) their outputs
-  std::vector<int32_t> moe_rows_;   // tokens of one expert (pick indices t * n_expert_used + j)
-  std::vector<int32_t> moe_count_;  // (n_expert)
 };
 
 }  // namespace llm::cpu

@@ -31,16 +31,16 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
   const int64_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used;
 
   // ---- router: logits (n, NE), softmax, top-K, renormalised weights
-  const MatJob router = {&L.router, moe_logits_.data(), false};
+  const MatJob router = {&L.router, ws_.moe_logits.data(), false};
   MatMulJobs(&router, 1, xn, n);
-  moe_count_.assign(NE, 0);
+  ws_.moe_count.assign(NE, 0);
   for (int64_t t = 0; t < n; ++t) {
-    float* p = moe_logits_.data() + t * NE;
+    float* p = ws_.moe_logits.data() + t * NE;
     const float m = *std::max_element(p, p + NE);
     float sum = 0.0f;
     for (int64_t e = 0; e < NE; ++e) sum += p[e] = std::exp(p[e] - m);
     for (int64_t e = 0; e < NE; ++e) p[e] /= sum;
-    MoePick* pick = moe_pick_.data() + t * K;
+    MoePick* pick = ws_.moe_pick.data() + t * K;
     float chosen = 0.0f;
     for (int64_t j = 0; j < K; ++j) {
       int64_t best = -1;  // the largest p not yet chosen; ties to the lower index
@@ -51,7 +51,7 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
       }
       pick[j] = MoePick{static_cast<int32_t>(best), p[best]};
       chosen += p[best];
-      ++moe_count_[best];
+      ++ws_.moe_count[best];
     }
     if (cfg_.expert_weights_norm)
       for (int64_t j = 0; j < K; ++j) pick[j].weight /= chosen;
@@ -59,20 +59,20 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
 
   // ---- each routed expert once, over the tokens that chose it
   for (int64_t e = 0; e < NE; ++e) {
-    if (moe_count_[e] == 0) continue;
-    moe_rows_.clear();
+    if (ws_.moe_count[e] == 0) continue;
+    ws_.moe_rows.clear();
     for (int64_t r = 0; r < n * K; ++r)
-      if (moe_pick_[r].expert == e) moe_rows_.push_back(static_cast<int32_t>(r));
-    const int64_t c = static_cast<int64_t>(moe_rows_.size());
+      if (ws_.moe_pick[r].expert == e) ws_.moe_rows.push_back(static_cast<int32_t>(r));
+    const int64_t c = static_cast<int64_t>(ws_.moe_rows.size());
     for (int64_t i = 0; i < c; ++i)
-      std::memcpy(moe_x_.data() + i * E, xn + moe_rows_[i] / K * E, E * sizeof(float));  // (c, E)
-    FeedForwardUp(L.exp_gate[e], L.exp_up[e], moe_x_.data(), c);                       // hb: (c, n_ff_exp)
-    const MatJob down = {&L.exp_down[e], moe_y_.data(), false};                         // y: (c, E)
-    MatMulJobs(&down, 1, hb_.data(), c);
+      std::memcpy(ws_.moe_x.data() + i * E, xn + ws_.moe_rows[i] / K * E, E * sizeof(float));  // (c, E)
+    FeedForwardUp(L.exp_gate[e], L.exp_up[e], ws_.moe_x.data(), c);                       // hb: (c, n_ff_exp)
+    const MatJob down = {&L.exp_down[e], ws_.moe_y.data(), false};                         // y: (c, E)
+    MatMulJobs(&down, 1, ws_.hb.data(), c);
     for (int64_t i = 0; i < c; ++i) {
-      const float w = moe_pick_[moe_rows_[i]].weight;
-      float* xr = x + moe_rows_[i] / K * E;
-      const float* yr = moe_y_.data() + i * E;
+      const float w = ws_.moe_pick[ws_.moe_rows[i]].weight;
+      float* xr = x + ws_.moe_rows[i] / K * E;
+      const float* yr = ws_.moe_y.data() + i * E;
       for (int64_t d = 0; d < E; ++d) xr[d] += w * yr[d];
     }
   }
@@ -80,14 +80,14 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
   // ---- qwen2moe's shared expert: every token, scaled by sigmoid(xn · g)
   if (cfg_.n_ff_shexp > 0) {
     FeedForwardUp(L.shexp_gate, L.shexp_up, xn, n);  // hb: (n, n_ff_shexp)
-    const MatJob down = {&L.shexp_down, moe_y_.data(), false};
-    MatMulJobs(&down, 1, hb_.data(), n);  // y: (n, E)
-    const float* g = norms_->shexp_gate[layer].data();
+    const MatJob down = {&L.shexp_down, ws_.moe_y.data(), false};
+    MatMulJobs(&down, 1, ws_.hb.data(), n);  // y: (n, E)
+    const float* g = norms_.shexp_gate[layer].data();
     for (int64_t t = 0; t < n; ++t) {
       float dot = 0.0f;
       for (int64_t d = 0; d < E; ++d) dot += xn[t * E + d] * g[d];
       const float s = 1.0f / (1.0f + std::exp(-dot));
-      for (int64_t d = 0; d < E; ++d) x[t * E + d] += s * moe_y_[t * E + d];
+      for (int64_t d = 0; d < E; ++d) x[t * E + d] += s * ws_.moe_y[t * E + d];
     }
   }
 }

@@ -43,7 +43,7 @@ Status CpuBackend::PackWeights() {
     });
     if (!ok.load()) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
     w->packed = buf.get();
-    packed_.push_back(std::move(buf));
+    shared_->packed.push_back(std::move(buf));
     return Status::Ok();
   };
   for (LayerWeights& L : w_.layers) {

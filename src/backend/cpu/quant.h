@@ -36,6 +36,9 @@ namespace avx2 {
 void QuantizeActImpl(const float* x, int64_t n, BlockQ8Act* out);
 void QuantMatMulImpl(const MatMulArgs& a);
 QuantDotFn QuantDot(TensorType type);
+// The packed-rows half of QuantMatMulImpl (quant_avx2_packed.cpp): a.w is
+// packed (a.w->packed != nullptr).
+void PackedQuantMatMul(const MatMulArgs& a);
 }  // namespace avx2
 #endif
 

@@ -35,10 +35,19 @@
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
 #include "backend/cuda/cuda_util.h"
+#include "backend/validate.h"
 #include "common.cuh"
+#include "sample/sampler.h"
 #include "sampling.cuh"
 
 namespace llm::cuda {
+
+// One logits row's sampling on the device (CudaBackend::ForwardSample).
+struct DeviceSampling {
+  SamplingParams params;              // validated (ValidateSamplingParams)
+  std::span<const int32_t> history;   // prompt + generated so far
+  uint64_t step = 0;                  // RNG counter, e.g. tokens generated so far
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -48,13 +57,32 @@ class CudaBackend final : public Backend {
 
   int32_t kind() const override { return LLM_BACKEND_CUDA; }
   Status Forward(const Batch& batch, float* logits) override;
-  Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
-                       float* logprobs) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
   int64_t kv_block_bytes() const override { return kv_.block_stride() * static_cast<int64_t>(sizeof(bf16)); }
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
   Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
+
+  // Forward, then one token drawn per logit row on the device, so the
+  // (n_logits, n_vocab) logits never travel to the host. sampling[i] belongs
+  // to batch.logit_rows[i] (same length). The chain is the host Sampler's
+  // (sample/sampler.h): penalties, then argmax when greedy, else top-k,
+  // softmax(logits / T), top-p, min-p, draw; the surviving tokens and their
+  // probabilities are the host's up to float rounding at a cut-off. The draw
+  // is a counter-based function of (params.seed, step), not the host
+  // Sampler's sequential stream: deterministic per request whatever its
+  // batch position, but not the same tokens as host sampling.
+  // tokens: (n_logits) out. logprobs: (n_logits) out or NULL: log p(token)
+  // under the raw logits (TokenLogprob's definition).
+  //
+  // Not part of the Backend interface: the engine samples on the host, from
+  // Forward's logits, because it needs them for what this does not do (prompt
+  // logprobs, speculative verification, stop strings decided per token, and
+  // the sampling options beside the sampler). This is the device half of a
+  // decode-only fast path the engine may take later; test_cuda_backend
+  // checks it against host sampling so it stays correct until then.
+  Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
+                       float* logprobs);
 
   // Counters for tests and benchmarks: steps replayed from a graph, graphs
   // captured, captures that failed (those buckets run eagerly).
@@ -70,10 +98,11 @@ class CudaBackend final : public Backend {
   Status UploadWeights(const ModelWeights& w);
   Status AllocateKvPool(KvCacheSpec* kv);
 
-  // Checks the batch against the model and the pool and builds this step's
-  // metadata (meta_, offsets below) on the host. need_logits: n_out > 0
-  // requires a host logits pointer.
+  // The shared batch check (backend/validate.h), then this step's metadata
+  // (meta_, offsets below) on the host. need_logits: n_out > 0 requires a
+  // host logits pointer.
   Status Validate(const Batch& batch, const float* logits, bool need_logits = true);
+  Status LayOutMetadata(const Batch& batch, const BatchExtent& extent);
   // Grows the activation buffers to n_tok tokens and n_out logit rows and
   // the metadata buffers to n_meta ints; no-op when large enough.
   Status Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta);
@@ -179,6 +208,7 @@ class CudaBackend final : public Backend {
 
   // ---- per-step metadata: built in meta_ (host), one copy to meta_dev_
   std::vector<int32_t> meta_;
+  std::vector<int32_t> tok_seq_;  // (n_tok) each token's sequence (the batch check's)
   PinnedBuffer meta_pinned_;
   DeviceBuffer meta_dev_;
   Offsets off_{};

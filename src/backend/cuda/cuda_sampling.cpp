@@ -1,4 +1,4 @@
-// Device sampling through the backend (Backend::ForwardSample): the forward
+// Device sampling (CudaBackend::ForwardSample, cuda_backend.h): the forward
 // pass (graph or eager, as Forward), then kernels/sampling.cu on the logits
 // rows while they are still on the device; only token ids (and logprobs)
 // come back.

@@ -1,9 +1,12 @@
-// Sequence: one stream of tokens the engine generates. A request with n > 1
-// parallel samples owns n sequences.
+// Sequence: one stream of tokens the engine generates, as plain data. A
+// request with n > 1 parallel samples has n sequences.
 //
-// The scheduler reads and writes the scheduling fields; everything the engine
-// needs to sample and stream (sampler, text stream, timings) hangs off `gen`,
-// which the scheduler never touches, so scheduler tests need no model.
+// This record sits below the layers that use it: the scheduler (sched/), the
+// KV cache manager (kv/), the proposers (spec/) and the engine (engine/) all
+// include it downward, and it holds nothing but their shared fields. What
+// only the engine needs to sample and stream (sampler, text stream, timings,
+// its request) lives in the engine's own record, which extends this one
+// (EngineSeq in engine/request_state.h), so scheduler and KV tests need no model.
 //
 //   tokens:   [ p0 p1 ... p(n_prompt-1) | g0 g1 ... g(k-1) ]
 //   KV cache:  tokens[0 .. n_computed) are in the cache
@@ -12,12 +15,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 namespace llm {
-
-struct SeqGen;  // engine-side state (engine.cpp)
 
 enum class SeqState { kWaiting, kRunning, kFinished };
 
@@ -47,16 +47,10 @@ struct Sequence {
   // ---- speculative decoding (spec/). The engine sets spec_k before a step
   // (drafts it would like to verify); the scheduler reserves that many
   // lookahead slots when it can (ScheduledChunk::n_lookahead).
+  int32_t spec_mode = 0;        // the request's LLM_SPEC_* (resolved: OFF, NGRAM or DRAFT)
   int32_t spec_k = 0;
   std::vector<int32_t> drafts;  // (<= spec_k) this step's drafts
   int32_t draft_computed = 0;   // tokens whose K/V are in the draft model's cache
-
-  std::unique_ptr<SeqGen> gen;
-
-  Sequence();
-  ~Sequence();
-  Sequence(Sequence&&) noexcept;
-  Sequence& operator=(Sequence&&) noexcept;
 
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }

@@ -1,0 +1,41 @@
+// The defaults of llm_ctx_params and llm_request: the one table behind the
+// values include/llm.h documents ("0 = 16", "0 = 512", ...). Every layer that
+// has such a default (EngineConfig, SchedulerConfig, the CUDA backend's
+// options, llm_request_init, the context builder) takes it from here; llm.h's
+// comments are the specification, so a change here is a change there.
+#pragma once
+
+#include <cstdint>
+
+namespace llm::defaults {
+
+// ---- llm_ctx_params: what a zero field means
+inline constexpr int32_t kKvBlockSize = 16;          // kv_block_size: tokens per KV block
+inline constexpr int32_t kMaxSeqs = 16;              // max_seqs: sequences per engine step
+inline constexpr int32_t kMaxBatchTokens = 512;      // max_batch_tokens: tokens per engine step
+inline constexpr int32_t kMaxQueued = 1024;          // max_queued: pending requests before BUSY
+inline constexpr int32_t kSpecK = 4;                 // spec_k: drafts per speculation round
+inline constexpr float kGpuMemoryFraction = 0.90f;   // gpu_memory_fraction (CUDA)
+// n_kv_blocks on the CPU: enough for max_seqs full-length sequences, held to
+// this much KV memory (but at least one full-length sequence), because the
+// CPU pool is committed at creation (SmolLM2's 8K context x 16 sequences
+// would otherwise ask for 6 GiB).
+inline constexpr int64_t kCpuKvBytes = int64_t{256} << 20;
+// swap_space_bytes with preempt_mode SWAP: the KV pool's size, at most this.
+inline constexpr uint64_t kMaxSwapBytes = uint64_t{1} << 30;
+
+// ---- llm_ctx_params: ranges
+inline constexpr int32_t kMaxThreads = 1024;
+inline constexpr int32_t kMaxCtx = 1 << 22;
+inline constexpr int32_t kMaxKvBlockSize = 1024;
+inline constexpr int32_t kMaxMaxSeqs = 4096;
+inline constexpr int32_t kMaxMaxBatchTokens = 1 << 20;
+inline constexpr int64_t kMaxKvBlocks = int64_t{1} << 24;  // also the swap space's limit, in blocks
+inline constexpr int32_t kMaxSpecK = 32;
+
+// ---- llm_request
+inline constexpr int32_t kMaxTokens = 256;           // llm_request_init's max_tokens
+inline constexpr int32_t kMaxParallel = 64;          // n in [1, 64]
+inline constexpr int32_t kMaxStops = 64;             // n_stop in [0, 64]
+
+}  // namespace llm::defaults

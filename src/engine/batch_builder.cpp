@@ -1,0 +1,42 @@
+#include "engine/batch_builder.h"
+
+#include <algorithm>
+
+#include "engine/engine.h"
+
+namespace llm {
+
+Batch BatchBuilder::Build(const SchedulerOutput& plan) {
+  tokens_.clear();
+  seqs_.clear();
+  logit_rows_.clear();
+  rows_.clear();
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence* s = c.seq;
+    const int32_t first = static_cast<int32_t>(tokens_.size());
+    tokens_.insert(tokens_.end(), s->tokens.begin() + s->n_computed, s->tokens.begin() + s->n_computed + c.n_tokens);
+    const int32_t n_drafts = static_cast<int32_t>(s->drafts.size());  // 0 unless speculating
+    tokens_.insert(tokens_.end(), s->drafts.begin(), s->drafts.end());
+    seqs_.push_back(BatchSeq{first, c.n_tokens + n_drafts, s->n_computed, s->block_table});
+    if (Gen(s).req->spec.prompt_logprobs) {
+      // Rows predicting prompt tokens 1 .. n_prompt-1 not yet scored.
+      for (int32_t p = std::max(s->n_computed, static_cast<int32_t>(Gen(s).prompt_logprobs.size()));
+           p < std::min(s->n_computed + c.n_tokens, s->n_prompt - 1); ++p) {
+        logit_rows_.push_back(first + (p - s->n_computed));
+        rows_.push_back({s, p, LogitRow::kPromptLogprob});
+      }
+    }
+    if (s->n_computed + c.n_tokens == static_cast<int32_t>(s->tokens.size())) {
+      logit_rows_.push_back(first + c.n_tokens - 1);
+      rows_.push_back({s, static_cast<int32_t>(s->tokens.size()) - 1, LogitRow::kSample});
+      for (int32_t d = 0; d < n_drafts; ++d) {
+        logit_rows_.push_back(first + c.n_tokens + d);
+        rows_.push_back({s, static_cast<int32_t>(s->tokens.size()) + d, LogitRow::kDraft});
+      }
+    }
+  }
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab_));
+  return Batch{tokens_, seqs_, logit_rows_};
+}
+
+}  // namespace llm

@@ -1,0 +1,57 @@
+// BatchBuilder: lays out one step's plan as the backend's Batch (the
+// counterpart of nano-vllm's ModelRunner.prepare_*), and remembers what each
+// logits row it asks for is for.
+//
+// A speculating sequence runs its pending token and its drafts; their k+1
+// rows follow each other, the first one the sample row:
+//
+//   chunks:  A: prompt chunk p3..p6 (last)   B: pending g4 + drafts d1 d2
+//   tokens:  [ p3 p4 p5 p6 | g4 d1 d2 ]
+//   rows:    [ 3 (A kSample) | 4 (B kSample) 5 (B kDraft) 6 (B kDraft) ]
+//
+// A request that wants prompt logprobs adds a kPromptLogprob row for every
+// position of its chunk that predicts a prompt token not yet scored.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "sched/scheduler.h"
+
+namespace llm {
+
+struct LogitRow {
+  enum Use : uint8_t {
+    kPromptLogprob,  // scores prompt token pos + 1
+    kSample,         // predicts the next new token (a speculating sequence's draft rows follow it)
+    kDraft,          // the row after a draft: read with its sample row
+  };
+  Sequence* seq;
+  int32_t pos;  // position whose logits this row holds
+  Use use;
+};
+
+class BatchBuilder {
+ public:
+  explicit BatchBuilder(int32_t n_vocab) : n_vocab_(n_vocab) {}
+
+  // Lays out the plan's chunks (each with its drafts) and sizes the logits
+  // buffer. The Batch views this builder's buffers: valid until the next Build.
+  Batch Build(const SchedulerOutput& plan);
+
+  std::span<const LogitRow> rows() const { return rows_; }
+  float* logits() { return logits_.data(); }            // (rows, n_vocab)
+  const float* row(size_t i) const { return logits_.data() + i * static_cast<size_t>(n_vocab_); }
+
+ private:
+  int32_t n_vocab_;
+  std::vector<int32_t> tokens_;      // (n_tokens)
+  std::vector<BatchSeq> seqs_;       // (n_seqs)
+  std::vector<int32_t> logit_rows_;  // (n_logits) token index of each row
+  std::vector<LogitRow> rows_;       // (n_logits) what each row is for
+  std::vector<float> logits_;        // (n_logits, n_vocab)
+};
+
+}  // namespace llm

@@ -1,0 +1,217 @@
+#include "engine/context_builder.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "core/defaults.h"
+#include "spec/draft_model_proposer.h"
+
+namespace llm {
+
+namespace {
+
+template <typename T>
+std::string Str(T v) {
+  return std::to_string(v);
+}
+
+// AUTO: CUDA when this build has it and a device is usable, else the CPU;
+// an override (the environment's LLM_BACKEND) replaces AUTO. An explicit
+// CUDA request without a device fails here, before the model is loaded.
+StatusOr<int32_t> ChooseBackend(int32_t requested, int32_t override_kind) {
+  int32_t kind = requested;
+  if (kind == LLM_BACKEND_AUTO) {
+    kind = override_kind != LLM_BACKEND_AUTO ? override_kind
+           : CudaDeviceCount() > 0          ? LLM_BACKEND_CUDA
+                                            : LLM_BACKEND_CPU;
+  }
+  if (kind == LLM_BACKEND_CUDA && CudaDeviceCount() == 0) {
+#if LLM_HAVE_CUDA
+    return Unsupported("LLM_BACKEND_CUDA: no usable CUDA device (driver missing or no GPU)");
+#else
+    return Unsupported("this build has no CUDA backend");
+#endif
+  }
+  return kind;
+}
+
+// The CUDA backend runs the Llama block only; other architectures (Gemma,
+// Qwen, Phi-3) and llama files with q/k/v biases, experts or YaRN run on the
+// CPU backend when the caller left the choice to us (AUTO) and are refused
+// for an explicit CUDA.
+StatusOr<int32_t> FitBackendToModel(int32_t requested, int32_t kind, const ModelConfig& mc) {
+  const bool cuda_runs = mc.arch_kind == ModelArch::kLlama && !mc.qkv_bias && mc.n_expert == 0 &&
+                         mc.rope_scaling.type != RopeScalingType::kYarn;
+  if (kind != LLM_BACKEND_CUDA || cuda_runs) return kind;
+  if (requested == LLM_BACKEND_CUDA) return Unsupported("the CUDA backend does not run this '" + mc.arch + "' model (CPU only)");
+  return LLM_BACKEND_CPU;
+}
+
+// Zero fields take their defaults; the KV pool is sized for max_seqs
+// full-length sequences, on the CPU within defaults::kCpuKvBytes.
+// `draft` is the draft model's config when there is one (a loaded draft
+// model or the self-draft's layer prefix), else null.
+StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelConfig& mc, int32_t backend_kind,
+                                           const ModelConfig* draft) {
+  EngineConfig ec;
+  ec.n_ctx = p.n_ctx > 0 ? p.n_ctx : mc.n_ctx_train;
+  ec.block_size = p.kv_block_size > 0 ? p.kv_block_size : defaults::kKvBlockSize;
+  ec.max_seqs = p.max_seqs > 0 ? p.max_seqs : defaults::kMaxSeqs;
+  ec.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : defaults::kMaxBatchTokens;
+  ec.max_queued = p.max_queued > 0 ? p.max_queued : defaults::kMaxQueued;
+  const int64_t blocks_per_seq = (int64_t{ec.n_ctx} + ec.block_size - 1) / ec.block_size;
+  int64_t n_blocks = p.n_kv_blocks > 0 ? p.n_kv_blocks : blocks_per_seq * ec.max_seqs;
+  if (p.n_kv_blocks == 0 && backend_kind != LLM_BACKEND_CUDA) {
+    // The CPU pool is committed at creation (backend.h); the CUDA backend
+    // sizes its own pool to the device's memory.
+    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size), 1);
+    n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
+  }
+  if (p.n_kv_blocks == 0 && backend_kind == LLM_BACKEND_CUDA && draft != nullptr) {
+    // A draft runs on the CPU backend, its pool addressed by the target's
+    // block ids, so it holds as many blocks as the target's pool. Beside a
+    // CUDA target the default pool is what fits on the GPU (tens of
+    // thousands of blocks on an H100): in the draft's F32 blocks, tens of GiB
+    // of host memory committed at creation. So the default block count is
+    // also held to the draft's own budget (the CPU pool's default bytes, at
+    // least one full-length sequence). An explicit n_kv_blocks is taken as given.
+    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(*draft, ec.block_size), 1);
+    n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
+  }
+  if (n_blocks > defaults::kMaxKvBlocks) return InvalidArgument("KV pool too large");
+  ec.n_blocks = static_cast<int32_t>(n_blocks);
+  const bool has_draft = p.draft_model_path != nullptr || p.self_draft_layers > 0;
+  ec.spec_mode = p.spec_mode != LLM_SPEC_AUTO ? p.spec_mode : has_draft ? LLM_SPEC_DRAFT : LLM_SPEC_OFF;
+  ec.spec_k = p.spec_k > 0 ? p.spec_k : defaults::kSpecK;
+  return ec;
+}
+
+// The target's backend. The GPU pool is real memory: without an explicit
+// n_kv_blocks it gets as many blocks as fit (up to the CPU default), and
+// the engine follows (ec->n_blocks).
+StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_t kind, const Model& model,
+                                                 EngineConfig* ec) {
+  KvCacheSpec kv{ec->block_size, ec->n_blocks};
+  if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
+  CudaBackendOptions co;
+  co.fit_kv_blocks = p.n_kv_blocks == 0;
+  co.max_batch_tokens = ec->max_batch_tokens;
+  co.max_seqs = ec->max_seqs;
+  co.max_seq_len = ec->n_ctx;
+  co.gpu_memory_fraction = p.gpu_memory_fraction > 0.0f ? p.gpu_memory_fraction : defaults::kGpuMemoryFraction;
+  auto backend = CreateCudaBackend(model.config, model.weights, &kv, co);
+  ec->n_blocks = kv.n_blocks;
+  return backend;
+}
+
+// The draft model named by draft_model_path, or null; loaded before the
+// target's KV pool is sized, since a draft bounds it (ResolveEngineConfig).
+StatusOr<std::unique_ptr<Model>> LoadDraftModel(const llm_ctx_params& p, const Model& target) {
+  if (p.draft_model_path == nullptr) return std::unique_ptr<Model>();
+  LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> draft, Model::Load(p.draft_model_path));
+  LLM_RETURN_IF_ERROR(CheckSameVocabulary(target, *draft));
+  return draft;
+}
+
+// The config the draft runs with: the draft model's, or the self-draft's
+// layer prefix of the target; null without a draft.
+std::optional<ModelConfig> DraftConfig(const llm_ctx_params& p, const Model& target, const Model* draft) {
+  if (draft != nullptr) return draft->config;
+  if (p.self_draft_layers == 0) return std::nullopt;
+  ModelConfig dc = target.config;
+  dc.n_layer = std::clamp(p.self_draft_layers, 1, target.config.n_layer);
+  return dc;
+}
+
+// The draft proposer, if any: it runs on its own CPU backend and KV pool,
+// addressed by the target's block ids (same KvCacheSpec).
+StatusOr<std::unique_ptr<Proposer>> CreateDraft(const llm_ctx_params& p, const Model& target,
+                                                std::unique_ptr<Model> draft, const KvCacheSpec& kv) {
+  if (draft != nullptr) {
+    LLM_ASSIGN_OR_RETURN(auto backend, CreateCpuBackend(draft->config, draft->weights, kv, p.n_threads));
+    return std::unique_ptr<Proposer>(
+        std::make_unique<DraftModelProposer>(std::move(backend), target.config.n_vocab, std::move(draft)));
+  }
+  if (p.self_draft_layers == 0) return std::unique_ptr<Proposer>();
+  LLM_ASSIGN_OR_RETURN(LayerPrefixView view, MakeLayerPrefixView(target.config, target.weights, p.self_draft_layers));
+  // The backend keeps its own copy of the views; the weights stay in the
+  // target model, which the engine owns for as long as the proposer.
+  LLM_ASSIGN_OR_RETURN(auto backend, CreateCpuBackend(view.config, view.weights, kv, p.n_threads));
+  return std::unique_ptr<Proposer>(std::make_unique<DraftModelProposer>(std::move(backend), target.config.n_vocab, nullptr));
+}
+
+// The swap space in slots of `block_bytes` (0: preemption recomputes).
+StatusOr<int32_t> SwapSlots(const llm_ctx_params& p, int32_t n_blocks, int64_t block_bytes) {
+  if (p.preempt_mode == LLM_PREEMPT_RECOMPUTE) return 0;
+  if (block_bytes <= 0) return InternalError("the backend reports a KV block of no bytes");
+  const uint64_t block = static_cast<uint64_t>(block_bytes);
+  uint64_t bytes = p.swap_space_bytes;
+  if (bytes == 0) bytes = std::min(block * static_cast<uint64_t>(n_blocks), defaults::kMaxSwapBytes);
+  const uint64_t slots = bytes / block;
+  if (slots == 0) {
+    return InvalidArgument("swap_space_bytes " + Str(bytes) + " holds no KV block (one block is " + Str(block) +
+                           " bytes)");
+  }
+  if (slots > static_cast<uint64_t>(defaults::kMaxKvBlocks)) {
+    return InvalidArgument("swap_space_bytes is too large (over 2^24 KV blocks)");
+  }
+  return static_cast<int32_t>(slots);
+}
+
+}  // namespace
+
+Status CheckContextParams(const llm_ctx_params& p) {
+  namespace d = defaults;
+  if (p.backend < LLM_BACKEND_AUTO || p.backend > LLM_BACKEND_CUDA)
+    return InvalidArgument("backend " + Str(p.backend) + " is not an LLM_BACKEND_* value");
+  if (p.n_threads < 0 || p.n_threads > d::kMaxThreads)
+    return InvalidArgument("n_threads must be in [0, " + Str(d::kMaxThreads) + "]");
+  if (p.n_ctx < 0 || p.n_ctx > d::kMaxCtx) return InvalidArgument("n_ctx must be in [0, " + Str(d::kMaxCtx) + "]");
+  if (p.kv_block_size < 0 || p.kv_block_size > d::kMaxKvBlockSize)
+    return InvalidArgument("kv_block_size must be in [0, " + Str(d::kMaxKvBlockSize) + "]");
+  if (p.n_kv_blocks < 0) return InvalidArgument("n_kv_blocks must be >= 0");
+  if (p.max_seqs < 0 || p.max_seqs > d::kMaxMaxSeqs)
+    return InvalidArgument("max_seqs must be in [0, " + Str(d::kMaxMaxSeqs) + "]");
+  if (p.max_batch_tokens < 0 || p.max_batch_tokens > d::kMaxMaxBatchTokens)
+    return InvalidArgument("max_batch_tokens must be in [0, " + Str(d::kMaxMaxBatchTokens) + "]");
+  if (p.max_queued < 0) return InvalidArgument("max_queued must be >= 0");
+  if (p.preempt_mode != LLM_PREEMPT_RECOMPUTE && p.preempt_mode != LLM_PREEMPT_SWAP)
+    return InvalidArgument("preempt_mode " + Str(p.preempt_mode) + " is not an LLM_PREEMPT_* value");
+  if (p.preempt_mode == LLM_PREEMPT_RECOMPUTE && p.swap_space_bytes != 0)
+    return InvalidArgument("swap_space_bytes needs preempt_mode LLM_PREEMPT_SWAP");
+  if (p.reserved1 != 0) return InvalidArgument("reserved1 must be 0");
+  if (p.reserved2 != 0) return InvalidArgument("reserved2 must be 0");
+  // Checked whatever the backend, so a bad value fails on a CPU-only machine
+  // too rather than only once the program meets a GPU. !(a && b) rejects NaN.
+  if (!(p.gpu_memory_fraction >= 0.0f && p.gpu_memory_fraction <= 1.0f))
+    return InvalidArgument("gpu_memory_fraction must be in (0, 1], or 0 for the default 0.90 (got " +
+                           Str(p.gpu_memory_fraction) + ")");
+  if (p.self_draft_layers < 0) return InvalidArgument("self_draft_layers must be >= 0");
+  if (p.self_draft_layers > 0 && p.draft_model_path != nullptr)
+    return InvalidArgument("draft_model_path and self_draft_layers are exclusive");
+  if (p.spec_mode < LLM_SPEC_AUTO || p.spec_mode > LLM_SPEC_DRAFT)
+    return InvalidArgument("spec_mode " + Str(p.spec_mode) + " is not an LLM_SPEC_* value");
+  if (p.spec_k < 0 || p.spec_k > d::kMaxSpecK) return InvalidArgument("spec_k must be in [0, " + Str(d::kMaxSpecK) + "]");
+  if (p.spec_mode == LLM_SPEC_DRAFT && p.draft_model_path == nullptr && p.self_draft_layers == 0)
+    return InvalidArgument("spec_mode DRAFT needs draft_model_path or self_draft_layers");
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const ContextOverrides& overrides) {
+  LLM_RETURN_IF_ERROR(CheckContextParams(p));
+  LLM_ASSIGN_OR_RETURN(int32_t kind, ChooseBackend(p.backend, overrides.backend));
+  LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(p.model_path));
+  LLM_ASSIGN_OR_RETURN(kind, FitBackendToModel(p.backend, kind, model->config));
+  LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> draft, LoadDraftModel(p, *model));
+  const std::optional<ModelConfig> dc = DraftConfig(p, *model, draft.get());
+  LLM_ASSIGN_OR_RETURN(EngineConfig ec, ResolveEngineConfig(p, model->config, kind, dc ? &*dc : nullptr));
+  LLM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(p, kind, *model, &ec));
+  SpecSetup spec;
+  spec.verify = overrides.verify;
+  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft), KvCacheSpec{ec.block_size, ec.n_blocks}));
+  LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
+  return Engine::Create(std::move(model), std::move(backend), ec, std::move(spec));
+}
+
+}  // namespace llm
