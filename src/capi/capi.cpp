@@ -173,7 +173,13 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
       } else if (env != nullptr && std::strcmp(env, "cuda") == 0) {
         backend_kind = LLM_BACKEND_CUDA;
       } else {
+#if LLM_CUDA_EMULATED
+        // The emulator's "device" is a test harness, far slower than the CPU
+        // backend: it runs only when asked for (backend or LLM_BACKEND=cuda).
+        backend_kind = LLM_BACKEND_CPU;
+#else
         backend_kind = llm::CudaDeviceCount() > 0 ? LLM_BACKEND_CUDA : LLM_BACKEND_CPU;
+#endif
       }
     }
     if (backend_kind == LLM_BACKEND_CUDA && llm::CudaDeviceCount() == 0) {
