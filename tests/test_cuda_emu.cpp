@@ -18,6 +18,7 @@ TEST(CudaEmu, SkippedWithoutTheEmulator) { GTEST_SKIP() << "this build has no CU
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "device_util.cuh"
@@ -252,6 +253,56 @@ TEST(CudaEmu, DivergentBarriersAndDeadlocksFailTheLaunch) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
+
+// ---------------------------------------------------------------- race detector
+// Built where the detector is (EMULATE without sanitizers, GCC); absent, not
+// skipped, elsewhere: the CI stage fails on any skipped CUDA test.
+#if LLM_EMU_RACE_HOOKS
+// Thread t reads its neighbour's slot with no barrier after the writes.
+__global__ void RacyKernel(int* out) {
+  __shared__ int s[64];
+  s[threadIdx.x] = static_cast<int>(threadIdx.x);
+  out[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+}
+
+__global__ void RacyDynamicKernel(int* out) {
+  LLM_DYNAMIC_SMEM(int, s);
+  if (threadIdx.x == 40) s[3] = 1;  // thread 3 reads it in the same interval
+  __syncwarp();                     // synchronises warp 0 only
+  out[threadIdx.x] = s[threadIdx.x];
+}
+
+// Lanes exchange through shared memory with __syncwarp between: no race.
+__global__ void WarpSyncedKernel(int* out) {
+  __shared__ int s[32];
+  s[threadIdx.x] = static_cast<int>(threadIdx.x) * 3;
+  __syncwarp();
+  out[threadIdx.x] = s[threadIdx.x ^ 1];
+}
+
+TEST(CudaEmu, RaceDetectorCatchesAPlantedSharedMemoryRace) {
+  Buf<int> out(64);
+  testing::internal::CaptureStderr();
+  LLM_LAUNCH(RacyKernel, 1, 64, 0, nullptr, out.p);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  std::string msg = testing::internal::GetCapturedStderr();
+  EXPECT_NE(msg.find("RacyKernel"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("shared-memory race"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("static __shared__"), std::string::npos) << msg;
+
+  testing::internal::CaptureStderr();
+  LLM_LAUNCH(RacyDynamicKernel, 1, 64, 64 * sizeof(int), nullptr, out.p);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  msg = testing::internal::GetCapturedStderr();
+  EXPECT_NE(msg.find("byte 12 of the dynamic shared memory"), std::string::npos) << msg;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+
+  LLM_LAUNCH(WarpSyncedKernel, 1, 32, 0, nullptr, out.p);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  const std::vector<int> v = out.Get();
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(v[t], (t ^ 1) * 3);
+}
+#endif  // LLM_EMU_RACE_HOOKS
 
 // ---------------------------------------------------------------- memory
 TEST(CudaEmu, FreshAllocationsArePoisonedWithNaN) {

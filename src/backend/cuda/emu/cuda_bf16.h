@@ -11,7 +11,11 @@
 #include "cuda_runtime.h"
 
 struct __nv_bfloat16 {
-  unsigned short __x;
+  // Zero-initialised, unlike CUDA's: a class with only a defaulted default
+  // constructor gets a guard variable as a `static thread_local` (what
+  // __shared__ is here), and the guard's first-use write would look like a
+  // shared-memory race to the detector.
+  unsigned short __x = 0;
 
   __nv_bfloat16() = default;
   __nv_bfloat16(float f);  // NOLINT: CUDA's type converts implicitly too

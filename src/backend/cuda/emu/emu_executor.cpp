@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "emu_internal.h"
+#include "emu_race.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define LLM_EMU_ASAN 1
@@ -202,6 +203,7 @@ void SwitchFromFiber(Block* b, int to, bool dying) {
   if (to >= 0) {
     b->current = to;
     t_thread_idx = b->fibers[to].tid;
+    RaceSwitch(to, &b->warps[b->fibers[to].warp].gen);
     target = &b->fibers[to].ctx;
 #if LLM_EMU_ASAN
     bottom = b->fibers[to].stack;
@@ -251,6 +253,7 @@ void ReleaseBarrierIfComplete(Block* b) {
   if (b->bar_arrived > 0 && b->bar_arrived == b->live) {
     b->bar_arrived = 0;
     ++b->bar_gen;
+    RaceBarrier();
   }
 }
 
@@ -317,6 +320,7 @@ std::string RunBlock(Block& b, const std::function<void()>& body, size_t smem) {
   // comes back here when the last one exits or the block fails.
   b.current = 0;
   t_thread_idx = b.fibers[0].tid;
+  RaceBeginBlock(b.dyn_smem.empty() ? nullptr : b.dyn_smem.data(), smem, 0, &b.warps[0].gen);
 #if LLM_EMU_ASAN
   b.sched_stack = nullptr;
   __sanitizer_start_switch_fiber(&b.sched_fake, b.fibers[0].stack, kStackBytes);
@@ -325,6 +329,7 @@ std::string RunBlock(Block& b, const std::function<void()>& body, size_t smem) {
 #if LLM_EMU_ASAN
   __sanitizer_finish_switch_fiber(b.sched_fake, nullptr, nullptr);
 #endif
+  RaceEndBlock();
   if (!b.error.empty()) return b.error;
   if (b.live > 0) return "internal error: the scheduler was resumed with live threads";
   return "";
@@ -389,6 +394,12 @@ WarpView WarpExchange(CollectiveOp op, const void* payload, size_t bytes, unsign
   f.wait = Wait::kNone;
   // Valid until this warp's next-but-one collective, which needs this lane.
   return WarpView{&w.buf[slot][0][0], w.active[slot]};
+}
+
+void RaceFail(const std::string& why) {
+  Block* b = t_block;
+  Fail(b, why);
+  AbortFiber(b);
 }
 
 unsigned char* DynamicSmem() {
