@@ -17,11 +17,18 @@
 #include <cstring>
 
 // ------------------------------------------------------------ vector types
+// uint3 is a plain aggregate (as CUDA's): threadIdx & co. are thread-locals
+// of it, and a thread_local of a class type with constructors is reached
+// through a TLS init wrapper on every access.
+struct uint3 {
+  unsigned int x, y, z;
+};
 struct dim3 {
   unsigned int x = 1, y = 1, z = 1;
   constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}  // NOLINT: implicit, as CUDA's
+  constexpr operator uint3() const { return uint3{x, y, z}; }
 };
-using uint3 = dim3;
 struct alignas(16) uint4 {
   unsigned int x, y, z, w;
 };

@@ -32,7 +32,10 @@
 
 namespace llm::emu {
 
-extern thread_local dim3 t_thread_idx, t_block_idx, t_block_dim, t_grid_dim;
+// constinit: no dynamic initialisation, so other TUs read them directly
+// instead of through a TLS init wrapper (whose null check GCC 12 miscompiles
+// under UBSan: a `je` reads the flags of the wrapper test after an `lea`).
+extern thread_local constinit uint3 t_thread_idx, t_block_idx, t_block_dim, t_grid_dim;
 
 // Collective kinds: every lane of a warp must reach the same kind at a
 // rendezvous, or the launch fails ("divergent warp collective").

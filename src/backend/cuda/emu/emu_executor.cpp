@@ -38,7 +38,7 @@
 
 namespace llm::emu {
 
-thread_local dim3 t_thread_idx, t_block_idx, t_block_dim, t_grid_dim;
+thread_local constinit uint3 t_thread_idx{}, t_block_idx{}, t_block_dim{}, t_grid_dim{};
 
 namespace {
 

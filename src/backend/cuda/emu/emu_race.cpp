@@ -24,7 +24,7 @@
 
 namespace llm::emu {
 
-thread_local RaceState t_race;
+thread_local constinit RaceState t_race;
 
 namespace {
 

@@ -24,7 +24,7 @@ struct RaceState {
 [[noreturn]] void RaceFail(const std::string& why);
 
 #if LLM_EMU_RACE_HOOKS
-extern thread_local RaceState t_race;
+extern thread_local constinit RaceState t_race;
 void RaceBeginBlock(unsigned char* dyn, size_t dyn_bytes, int thread, const uint64_t* warp_gen);
 void RaceBarrier();
 void RaceEndBlock();
