@@ -67,7 +67,13 @@ endfunction()
 # (LLM_BACKEND=cpu), so results pinned to the F32 reference hold on machines
 # with a GPU too; the CUDA backend has its own tests.
 include(GoogleTest)
+# Tests of the CUDA backend (test_cuda_*) carry the label `cuda`:
+# `ctest -L cuda` runs them on a GPU or on the emulator (-DLLM_CUDA=EMULATE).
 function(llm_add_gtest name)
+  set(labels "")
+  if(name MATCHES "^test_cuda_")
+    set(labels LABELS cuda)
+  endif()
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE llmrt_static llmrt_test_support GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
@@ -81,5 +87,6 @@ function(llm_add_gtest name)
     # discovery script. (Discovery adds SKIP_REGULAR_EXPRESSION "[  SKIPPED ]".)
     PROPERTIES ENVIRONMENT "LLM_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
                ENVIRONMENT_MODIFICATION "LLM_BACKEND=set:cpu"
-               TIMEOUT 600)
+               TIMEOUT 600
+               ${labels})
 endfunction()

@@ -34,7 +34,7 @@ __host__ __device__ inline Smem SmemLayout(int32_t kt, int32_t hd, int32_t n_rep
 
 __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p, int32_t kt, float* ws_o,
                                                              float* ws_ml) {
-  extern __shared__ __align__(16) unsigned char smem[];
+  LLM_DYNAMIC_SMEM(unsigned char, smem);
   const int32_t hd = p.head_dim, n_rep = p.n_head / p.n_head_kv;
   const Smem L = SmemLayout(kt, hd, n_rep);
   bf16* sV = reinterpret_cast<bf16*>(smem + L.v);
@@ -283,10 +283,10 @@ cudaError_t LaunchDecodeAttention(const DecodeAttnParams& p, void* workspace, si
     cudaError_t e = cudaFuncSetAttribute(DecodeAttnKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total);
     if (e != cudaSuccess) return e;
   }
-  DecodeAttnKernel<<<dim3(q.n_splits, q.n_head_kv, q.n_items), kThreads, L.total, stream>>>(q, kt, ws_o, ws_ml);
+  LLM_LAUNCH(DecodeAttnKernel, dim3(q.n_splits, q.n_head_kv, q.n_items), kThreads, L.total, stream, q, kt, ws_o, ws_ml);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || q.n_splits == 1) return e;
-  DecodeCombineKernel<<<q.n_items * q.n_head, 128, 0, stream>>>(q, ws_o, ws_ml);
+  LLM_LAUNCH(DecodeCombineKernel, q.n_items * q.n_head, 128, 0, stream, q, ws_o, ws_ml);
   return cudaGetLastError();
 }
 

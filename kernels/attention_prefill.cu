@@ -8,20 +8,6 @@ constexpr int kBM = kPrefillTileQ;  // queries per CTA: 4 warps x 16 rows
 constexpr int kBN = 64;             // keys per tile
 constexpr int kThreads = 128;
 
-// D = A B + C for one m16n8k16 tile. Fragments (PTX ISA, "mma.m16n8k16"),
-// g = lane / 4, c = lane % 4:
-//   A (16x16, row): a[0] = (g, 2c..2c+1)  a[1] = (g+8, 2c..)  a[2] = (g, 2c+8..)  a[3] = (g+8, 2c+8..)
-//   B (16x8, col):  b[0] = (k 2c..2c+1, n g)  b[1] = (k 2c+8.., n g)
-//   C (16x8):       c[0..1] = (g, 2c..2c+1)   c[2..3] = (g+8, 2c..2c+1)
-// Each 32-bit register holds two bf16, the lower index in the low half.
-__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ uint32_t Ld32(const bf16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 template <int HD>
@@ -105,7 +91,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
 #pragma unroll
       for (int kc = 0; kc < HD / 16; ++kc) {
         const bf16* kr = sQK + (nt * 8 + gq) * KS + kc * 16 + 2 * c4;
-        Mma(sc[nt], qf[kc], Ld32(kr), Ld32(kr + 8));
+        dev::MmaBf16(sc[nt], qf[kc], Ld32(kr), Ld32(kr + 8));
       }
     }
     // ---- causal mask, scale to log2 units, row max
@@ -161,7 +147,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
 #pragma unroll
       for (int dt = 0; dt < HD / 8; ++dt) {
         const bf16* vr = sVt + (dt * 8 + gq) * VS + kk * 16 + 2 * c4;
-        Mma(o[dt], a, Ld32(vr), Ld32(vr + 8));
+        dev::MmaBf16(o[dt], a, Ld32(vr), Ld32(vr + 8));
       }
     }
   }
@@ -197,9 +183,9 @@ cudaError_t LaunchPrefillAttention(const PrefillAttnParams& p, cudaStream_t stre
   if (p.n_work == 0) return cudaSuccess;
   const dim3 grid(p.n_work, p.n_head);
   if (p.head_dim == 64) {
-    PrefillAttnKernel<64><<<grid, kThreads, 0, stream>>>(p);
+    LLM_LAUNCH(PrefillAttnKernel<64>, grid, kThreads, 0, stream, p);
   } else {
-    PrefillAttnKernel<128><<<grid, kThreads, 0, stream>>>(p);
+    LLM_LAUNCH(PrefillAttnKernel<128>, grid, kThreads, 0, stream, p);
   }
   return cudaGetLastError();
 }

@@ -1,3 +1,4 @@
+#include "device_util.cuh"
 #include "embedding.cuh"
 
 #include <cmath>
@@ -24,7 +25,7 @@ cudaError_t LaunchEmbedding(const bf16* table, int32_t n_vocab, int32_t n_embd, 
                             int32_t n_tok, float* out, cudaStream_t stream) {
   if (n_tok < 0 || n_embd <= 0 || n_vocab <= 0) return cudaErrorInvalidValue;
   if (n_tok == 0) return cudaSuccess;
-  EmbeddingKernel<<<n_tok, 256, 0, stream>>>(table, n_vocab, n_embd, tokens, out);
+  LLM_LAUNCH(EmbeddingKernel, n_tok, 256, 0, stream, table, n_vocab, n_embd, tokens, out);
   return cudaGetLastError();
 }
 

@@ -38,7 +38,7 @@ cudaError_t LaunchAddRmsNorm(float* x, const float* delta, const float* weight, 
                              int32_t n_rows, int32_t n_embd, float eps, bf16* out, cudaStream_t stream) {
   if (n_rows < 0 || n_embd <= 0 || !(eps >= 0.0f)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  AddRmsNormKernel<<<n_rows, kThreads, 0, stream>>>(x, delta, weight, rows, n_embd, eps, out);
+  LLM_LAUNCH(AddRmsNormKernel, n_rows, kThreads, 0, stream, x, delta, weight, rows, n_embd, eps, out);
   return cudaGetLastError();
 }
 

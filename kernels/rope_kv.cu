@@ -1,3 +1,4 @@
+#include "device_util.cuh"
 #include "rope_kv.cuh"
 
 namespace llm::cuda {
@@ -84,7 +85,7 @@ cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* in
                              float* cos_sin, cudaStream_t stream) {
   if (n_tok < 0 || n_pairs <= 0) return cudaErrorInvalidValue;
   if (n_tok == 0) return cudaSuccess;
-  RopeAnglesKernel<<<n_tok, 64, 0, stream>>>(pos, n_pairs, inv_freq, cos_sin);
+  LLM_LAUNCH(RopeAnglesKernel, n_tok, 64, 0, stream, pos, n_pairs, inv_freq, cos_sin);
   return cudaGetLastError();
 }
 
@@ -93,7 +94,7 @@ cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
       p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0)
     return cudaErrorInvalidValue;
   if (p.n_tok == 0) return cudaSuccess;
-  RopeStoreKvKernel<<<p.n_tok, 128, 0, stream>>>(p);
+  LLM_LAUNCH(RopeStoreKvKernel, p.n_tok, 128, 0, stream, p);
   return cudaGetLastError();
 }
 

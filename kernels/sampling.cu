@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(kSampleThreads) SampleKernel(SampleArgs a) {
 cudaError_t LaunchArgmax(const float* logits, int32_t n_rows, int32_t n_vocab, int32_t* out, cudaStream_t stream) {
   if (n_rows < 0 || n_vocab <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  ArgmaxKernel<<<n_rows, kThreads, 0, stream>>>(logits, n_vocab, out);
+  LLM_LAUNCH(ArgmaxKernel, n_rows, kThreads, 0, stream, logits, n_vocab, out);
   return cudaGetLastError();
 }
 
@@ -417,7 +417,7 @@ cudaError_t LaunchSample(const SampleArgs& a, cudaStream_t stream) {
   if (a.logits == nullptr || a.params == nullptr || a.tokens == nullptr || a.pen_tokens == nullptr ||
       a.pen_counts == nullptr || a.pen_raw == nullptr)
     return cudaErrorInvalidValue;
-  SampleKernel<<<a.n_rows, kSampleThreads, 0, stream>>>(a);
+  LLM_LAUNCH(SampleKernel, a.n_rows, kSampleThreads, 0, stream, a);
   return cudaGetLastError();
 }
 

@@ -1,3 +1,4 @@
+#include "device_util.cuh"
 #include "silu_mul.cuh"
 
 namespace llm::cuda {
@@ -20,7 +21,7 @@ cudaError_t LaunchSiluMul(const float* gate_up, int32_t n_tok, int32_t n_ff, bf1
   if (n_tok == 0) return cudaSuccess;
   const int64_t n = static_cast<int64_t>(n_tok) * n_ff;
   const int64_t blocks = (n + 255) / 256;
-  SiluMulKernel<<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(gate_up, n, n_ff, out);
+  LLM_LAUNCH(SiluMulKernel, static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256, 0, stream, gate_up, n, n_ff, out);
   return cudaGetLastError();
 }
 

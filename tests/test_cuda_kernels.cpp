@@ -812,7 +812,14 @@ TEST_F(CudaKernels, SampleKeepsToTheHostSupport) {
 // Frequencies over many (seed, step) draws against the host's probabilities.
 TEST_F(CudaKernels, SampleFrequenciesMatchHostDistribution) {
   SCOPED_TRACE(Seed());
+#if LLM_CUDA_EMULATED
+  // The emulator resumes each of a row's 512 threads at every barrier and
+  // shuffle (~40k fiber switches a row, ~1 ms): a twentieth of the draws; the
+  // tolerance below widens with 1/sqrt(R).
+  const int32_t V = 96, R = 2000;
+#else
   const int32_t V = 96, R = 40000;
+#endif
   std::vector<float> base = RandomF32(V, 1.5f);
   base[10] = base[11] = base[12] = 2.5f;  // ties across the top-k / top-p cuts
   struct Params {

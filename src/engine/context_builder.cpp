@@ -22,9 +22,14 @@ std::string Str(T v) {
 StatusOr<int32_t> ChooseBackend(int32_t requested, int32_t override_kind) {
   int32_t kind = requested;
   if (kind == LLM_BACKEND_AUTO) {
-    kind = override_kind != LLM_BACKEND_AUTO ? override_kind
-           : CudaDeviceCount() > 0          ? LLM_BACKEND_CUDA
-                                            : LLM_BACKEND_CPU;
+#if LLM_CUDA_EMULATED
+    // The emulator's "device" is a test harness, far slower than the CPU
+    // backend: it runs only when asked for (backend or LLM_BACKEND=cuda).
+    const bool device = false;
+#else
+    const bool device = CudaDeviceCount() > 0;
+#endif
+    kind = override_kind != LLM_BACKEND_AUTO ? override_kind : device ? LLM_BACKEND_CUDA : LLM_BACKEND_CPU;
   }
   if (kind == LLM_BACKEND_CUDA && CudaDeviceCount() == 0) {
 #if LLM_HAVE_CUDA
