@@ -1,6 +1,7 @@
 // The only file under src/ that calls getenv (see env.h).
 #include "util/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,6 +28,8 @@ EnvOptions ReadEnv() {
   e.cuda_debug = Is("LLM_CUDA_DEBUG", "1");
   e.cuda_force_decode_attention = Is("LLM_CUDA_ATTENTION", "decode");
   e.cuda_graphs_off = Is("LLM_CUDA_GRAPHS", "0");
+  e.emu_racecheck_off = Is("LLM_EMU_RACECHECK", "0");
+  if (const char* v = std::getenv("LLM_EMU_DEVICE_MIB"); v != nullptr) e.emu_device_mib = std::max(0L, std::atol(v));
   return e;
 }
 

@@ -28,6 +28,10 @@ struct EnvOptions {
   bool cuda_force_decode_attention = false;
   // LLM_CUDA_GRAPHS=0: no CUDA graph capture or replay.
   bool cuda_graphs_off = false;
+  // LLM_EMU_RACECHECK=0: the CUDA emulator's shared-memory race detector off.
+  bool emu_racecheck_off = false;
+  // LLM_EMU_DEVICE_MIB=N: the CUDA emulator's device memory, MiB (0: 16 GiB).
+  long emu_device_mib = 0;
 };
 
 // The switches as set now; unset or unrecognised values leave the defaults.

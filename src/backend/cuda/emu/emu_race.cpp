@@ -13,6 +13,7 @@
 // would collide with TSan's runtime, and ASan cannot share a TU with TSan's
 // instrumentation). LLM_EMU_RACECHECK=0 in the environment turns it off.
 #include "emu_race.h"
+#include "util/env.h"
 
 #if LLM_EMU_RACE_HOOKS
 
@@ -44,10 +45,7 @@ thread_local std::vector<Shadow> t_tls_shadow, t_dyn_shadow;
 thread_local uint32_t t_interval = 0;
 
 bool Enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LLM_EMU_RACECHECK");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  static const bool on = !ReadEnv().emu_racecheck_off;
   return on;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "emu_internal.h"
+#include "util/env.h"
 
 struct CUstream_st {
   unsigned int flags = 0;
@@ -59,8 +60,7 @@ State& S() {
 
 size_t DeviceBytes() {
   static const size_t bytes = [] {
-    const char* e = std::getenv("LLM_EMU_DEVICE_MIB");
-    const long mib = e != nullptr ? std::atol(e) : 0;
+    const long mib = ReadEnv().emu_device_mib;
     return (mib > 0 ? static_cast<size_t>(mib) : size_t{16384}) << 20;
   }();
   return bytes;
