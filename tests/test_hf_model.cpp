@@ -1,0 +1,209 @@
+// Hugging Face model directories (model/model_hf.cpp): a synthesized GGUF
+// (llm-synth, random F32 weights with sharp attention) and the HF directory
+// it was converted from (tools/synth/hf_writer.h: the inverse of llama.cpp's
+// converter, q/k rows un-permuted for `llama`) load to the same config and
+// give the same logits at every position of a prompt; the same directory
+// read with the wrong RoPE pairing does not, so the comparison can fail.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "hf_writer.h"
+#include "model/model.h"
+#include "synth_model.h"
+
+namespace llm {
+namespace {
+
+struct Pair {
+  std::unique_ptr<Model> gguf, hf;
+  std::string dir;
+};
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/llmrt_hf_" + std::to_string(::getpid()) + "_" + name;
+}
+
+// Synthesizes `shape` as GGUF, converts it to an HF directory, loads both.
+Pair Make(const char* shape_name, int shards) {
+  Pair p;
+  const synth::SynthShape* shape = synth::FindSynthShape(shape_name);
+  EXPECT_NE(shape, nullptr) << shape_name;
+  if (shape == nullptr) return p;
+  synth::SynthOptions o;
+  o.type = TensorType::F32;
+  o.seed = 11;
+  o.stddev = 0.25f;  // sharp attention, as tests/data/families uses
+  o.norm_std = 0.1f;
+  o.bpe_vocab = true;
+  o.threads = 1;
+  const std::string gguf = TempPath(std::string(shape_name) + ".gguf");
+  p.dir = TempPath(shape_name);
+  Status st = synth::WriteSynthModel(*shape, o, gguf);
+  EXPECT_TRUE(st.ok()) << st.message();
+  auto file = GgufFile::Open(gguf);
+  EXPECT_TRUE(file.ok()) << file.status().message();
+  if (!st.ok() || !file.ok()) return p;
+  st = synth::WriteHfDir(**file, p.dir, shards);
+  EXPECT_TRUE(st.ok()) << st.message();
+  auto g = Model::Load(gguf.c_str());
+  auto h = Model::Load(p.dir.c_str());
+  std::remove(gguf.c_str());
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(h.ok()) << h.status().message();
+  if (g.ok()) p.gguf = std::move(g).value();
+  if (h.ok()) p.hf = std::move(h).value();
+  return p;
+}
+
+std::vector<float> Logits(const Model& m, const ModelConfig& config, const std::vector<int32_t>& prompt) {
+  auto b = CreateCpuBackend(config, m.weights, KvCacheSpec{16, 16}, 1);
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  if (!b.ok()) return {};
+  const int32_t n = static_cast<int32_t>(prompt.size()), V = config.n_vocab;
+  std::vector<int32_t> table(16), rows(n);
+  std::iota(table.begin(), table.end(), 0);
+  std::iota(rows.begin(), rows.end(), 0);
+  BatchSeq s{0, n, 0, table};
+  std::vector<float> out(static_cast<size_t>(n) * V);
+  Status st = (*b)->Forward(Batch{prompt, std::span<const BatchSeq>(&s, 1), rows}, out.data());
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+// The worst |a - b| / max(|b|, 1).
+double WorstRel(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  double worst = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i])));
+    worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+  }
+  return worst;
+}
+
+class HfModel : public ::testing::TestWithParam<std::pair<const char*, int>> {};
+
+TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
+  const auto [shape, shards] = GetParam();
+  Pair p = Make(shape, shards);
+  ASSERT_TRUE(p.gguf && p.hf);
+  const ModelConfig &g = p.gguf->config, &h = p.hf->config;
+  EXPECT_EQ(h.arch, g.arch);
+  EXPECT_EQ(h.arch_kind, g.arch_kind);
+  EXPECT_EQ(h.n_vocab, g.n_vocab);
+  EXPECT_EQ(h.n_embd, g.n_embd);
+  EXPECT_EQ(h.n_layer, g.n_layer);
+  EXPECT_EQ(h.n_head, g.n_head);
+  EXPECT_EQ(h.n_head_kv, g.n_head_kv);
+  EXPECT_EQ(h.head_dim, g.head_dim);
+  EXPECT_EQ(h.n_ff, g.n_ff);
+  EXPECT_EQ(h.rope_dim, g.rope_dim);
+  EXPECT_EQ(h.n_ctx_train, g.n_ctx_train);
+  EXPECT_EQ(h.rope_theta, g.rope_theta);
+  EXPECT_EQ(h.rms_eps, g.rms_eps);
+  EXPECT_EQ(h.tied_embeddings, g.tied_embeddings);
+  EXPECT_EQ(h.qkv_bias, g.qkv_bias);
+  EXPECT_EQ(h.qk_norm, g.qk_norm);
+  EXPECT_EQ(h.sliding_window, g.sliding_window);
+  EXPECT_EQ(p.hf->weights.n_params, p.gguf->weights.n_params);
+  // llama GGUF rows are permuted for adjacent pairs; the HF rows are not
+  EXPECT_EQ(h.rope_style, RopeStyle::kNeox);
+  EXPECT_EQ(g.rope_style, g.arch == "llama" ? RopeStyle::kAdjacent : RopeStyle::kNeox);
+
+  const std::string text = "The cat sat on the mat, then it ran at the rat in 1999.";
+  auto ig = p.gguf->tokenizer->Encode(text, true, false);
+  auto ih = p.hf->tokenizer->Encode(text, true, false);
+  ASSERT_TRUE(ig.ok() && ih.ok());
+  EXPECT_EQ(*ih, *ig);
+
+  // a prompt longer than tiny-mistral's (unapplied) window of 32
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 48; ++i) prompt.push_back(static_cast<int32_t>((i * 37 + 5) % g.n_vocab));
+  const std::vector<float> lg = Logits(*p.gguf, g, prompt);
+  const std::vector<float> lh = Logits(*p.hf, h, prompt);
+  const double worst = WorstRel(lh, lg);
+  std::printf("%s: worst relative logit difference HF vs GGUF %.3g over %zu positions\n", shape, worst, prompt.size());
+  if (g.arch == "llama") {
+    // Not bitwise: the un-permuted rows put each head's dims in another
+    // order, so q·k is summed in another order (F32 rounding, ~1e-7 per
+    // score) and sharp attention over two layers amplifies it: 8.0e-6 here,
+    // a million times below the wrong pairing's shift checked below.
+    EXPECT_LE(worst, 2e-5);
+  } else {
+    EXPECT_EQ(worst, 0.0);  // Qwen rows are not permuted: the same arithmetic
+  }
+
+  // The comparison can fail: the same HF rows with the pairing llama.cpp
+  // uses for its permuted `llama` rows give different logits.
+  ModelConfig wrong = h;
+  wrong.rope_style = RopeStyle::kAdjacent;
+  const double moved = WorstRel(Logits(*p.hf, wrong, prompt), lg);
+  std::printf("%s: with adjacent RoPE pairs instead: %.3g\n", shape, moved);
+  EXPECT_GT(moved, 1e-2);
+
+  std::filesystem::remove_all(p.dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, HfModel,
+                         ::testing::Values(std::make_pair("tiny-mistral", 2), std::make_pair("tiny-qwen2", 1),
+                                           std::make_pair("tiny-qwen3", 3)),
+                         [](const auto& info) {
+                           std::string s = info.param.first;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+TEST(HfModel, RefusesUnsupportedAndBrokenDirectories) {
+  Pair p = Make("tiny-qwen2", 1);
+  ASSERT_TRUE(p.hf);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(p.dir + "/" + name, std::ios::binary | std::ios::trunc) << text;
+  };
+  auto refused = [&](llm_status code, const std::string& needle) {
+    auto m = Model::Load(p.dir.c_str());
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), code) << m.status().message();
+    EXPECT_NE(m.status().message().find(needle), std::string::npos) << m.status().message();
+  };
+  std::ifstream in(p.dir + "/config.json");
+  const std::string cfg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string c = cfg;
+    const size_t at = c.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) c.replace(at, from.size(), to);
+    write("config.json", c);
+  };
+  with("Qwen2ForCausalLM", "GPTNeoXForCausalLM");
+  refused(LLM_ERR_UNSUPPORTED, "GPTNeoXForCausalLM");
+  with("\"rope_scaling\":null", "\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2.0}");
+  refused(LLM_ERR_UNSUPPORTED, "dynamic");
+  with("\"num_hidden_layers\":2", "\"num_hidden_layers\":1");  // layer 1's tensors left over
+  refused(LLM_ERR_UNSUPPORTED, "model.layers.1.");
+  with("\"num_hidden_layers\":2", "\"num_hidden_layers\":3");
+  refused(LLM_ERR_MODEL_FORMAT, "missing tensor model.layers.2.");
+  with("\"intermediate_size\":128", "\"intermediate_size\":64");
+  refused(LLM_ERR_MODEL_FORMAT, "mlp.gate_proj.weight has shape [128, 64], expected [64, 64]");
+  write("config.json", "{");
+  refused(LLM_ERR_MODEL_FORMAT, "config.json");
+  write("config.json", cfg);
+  // a truncated weight file
+  const std::string st = p.dir + "/model.safetensors";
+  std::filesystem::resize_file(st, std::filesystem::file_size(st) - 4);
+  refused(LLM_ERR_MODEL_FORMAT, "truncated");
+  std::filesystem::remove(p.dir + "/config.json");
+  refused(LLM_ERR_UNSUPPORTED, "without config.json");
+  std::filesystem::remove_all(p.dir);
+}
+
+}  // namespace
+}  // namespace llm
