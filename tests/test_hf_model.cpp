@@ -33,13 +33,13 @@ std::string TempPath(const std::string& name) {
 }
 
 // Synthesizes `shape` as GGUF, converts it to an HF directory, loads both.
-Pair Make(const char* shape_name, int shards) {
+Pair Make(const char* shape_name, int shards, TensorType type = TensorType::F32) {
   Pair p;
   const synth::SynthShape* shape = synth::FindSynthShape(shape_name);
   EXPECT_NE(shape, nullptr) << shape_name;
   if (shape == nullptr) return p;
   synth::SynthOptions o;
-  o.type = TensorType::F32;
+  o.type = type;
   o.seed = 11;
   o.stddev = 0.25f;  // sharp attention, as tests/data/families uses
   o.norm_std = 0.1f;
@@ -90,11 +90,17 @@ double WorstRel(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
-class HfModel : public ::testing::TestWithParam<std::pair<const char*, int>> {};
+struct Case {
+  const char* shape;
+  int shards;
+  TensorType type;  // of the matrices (BF16: as real checkpoints, mapped in place)
+};
+
+class HfModel : public ::testing::TestWithParam<Case> {};
 
 TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
-  const auto [shape, shards] = GetParam();
-  Pair p = Make(shape, shards);
+  const auto [shape, shards, type] = GetParam();
+  Pair p = Make(shape, shards, type);
   ASSERT_TRUE(p.gguf && p.hf);
   const ModelConfig &g = p.gguf->config, &h = p.hf->config;
   EXPECT_EQ(h.arch, g.arch);
@@ -154,12 +160,14 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfModel,
-                         ::testing::Values(std::make_pair("tiny-mistral", 2), std::make_pair("tiny-qwen2", 1),
-                                           std::make_pair("tiny-qwen3", 3)),
+                         ::testing::Values(Case{"tiny-mistral", 2, TensorType::F32},
+                                           Case{"tiny-qwen2", 1, TensorType::F32},
+                                           Case{"tiny-qwen3", 3, TensorType::F32},
+                                           Case{"tiny-qwen3", 1, TensorType::BF16}),
                          [](const auto& info) {
-                           std::string s = info.param.first;
+                           std::string s = info.param.shape;
                            std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
+                           return s + (info.param.type == TensorType::BF16 ? "_bf16" : "");
                          });
 
 TEST(HfModel, RefusesUnsupportedAndBrokenDirectories) {
@@ -174,6 +182,20 @@ TEST(HfModel, RefusesUnsupportedAndBrokenDirectories) {
     EXPECT_EQ(m.status().code(), code) << m.status().message();
     EXPECT_NE(m.status().message().find(needle), std::string::npos) << m.status().message();
   };
+  // tokenizer_config.json's chat template, in the list form some models use
+  write("tokenizer_config.json",
+        R"({"eos_token":"<|im_end|>","chat_template":[{"name":"tool_use","template":"T"},)"
+        R"({"name":"default","template":"{{ messages[0]['content'] }}"}]})");
+  {
+    auto m = Model::Load(p.dir.c_str());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ((*m)->chat_template, "{{ messages[0]['content'] }}");
+    EXPECT_EQ((*m)->tokenizer->eos(), 299);  // <|im_end|>: after 256 bytes, 41 merges, <|endoftext|>, <|im_start|>
+  }
+  write("tokenizer_config.json", R"({"chat_template":7})");
+  refused(LLM_ERR_MODEL_FORMAT, "chat_template");
+  write("tokenizer_config.json", "{}");
+
   std::ifstream in(p.dir + "/config.json");
   const std::string cfg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto with = [&](const std::string& from, const std::string& to) {
