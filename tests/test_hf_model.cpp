@@ -17,6 +17,7 @@
 
 #include "backend/backend.h"
 #include "hf_writer.h"
+#include "llm.h"
 #include "model/model.h"
 #include "synth_model.h"
 
@@ -169,6 +170,26 @@ INSTANTIATE_TEST_SUITE_P(Families, HfModel,
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s + (info.param.type == TensorType::BF16 ? "_bf16" : "");
                          });
+
+// Through the C API: a directory as model_path, and its chat template.
+TEST(HfModel, CApiLoadsADirectoryAndAppliesItsChatTemplate) {
+  Pair p = Make("tiny-qwen2", 1);
+  ASSERT_TRUE(p.hf);
+  std::ofstream(p.dir + "/tokenizer_config.json", std::ios::trunc)
+      << R"({"eos_token":"<|im_end|>","chat_template":"{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"})";
+  llm_ctx_params params;
+  llm_ctx_params_init(&params);
+  params.model_path = p.dir.c_str();
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&params, &ctx), LLM_OK) << llm_last_error();
+  const llm_chat_message msgs[] = {{"user", "Hi"}};
+  char out[256];
+  size_t n = 0;
+  ASSERT_EQ(llm_chat_apply_template(ctx, nullptr, msgs, 1, 1, out, sizeof out, &n), LLM_OK) << llm_last_error();
+  EXPECT_EQ(std::string(out, n), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  llm_ctx_destroy(ctx);
+  std::filesystem::remove_all(p.dir);
+}
 
 TEST(HfModel, RefusesUnsupportedAndBrokenDirectories) {
   Pair p = Make("tiny-qwen2", 1);
