@@ -75,6 +75,9 @@ TEST(Safetensors, RefusesHostileHeaders) {
                      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                      d16),
                 "overlap");
+  // holes and trailing bytes (room for a hidden second payload)
+  ExpectRefused(File(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", d16), "hole before 'a'");
+  ExpectRefused(File(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", d16), "8 bytes after the last");
   // huge dims: the product overflows 64 bits; one dim past int64
   ExpectRefused(File(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})", d16),
                 "overflows");

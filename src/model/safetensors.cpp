@@ -190,14 +190,25 @@ Status SafetensorsFile::Parse(const uint8_t* data, size_t size) {
     tensors_.push_back(std::move(st));
   }
   // No two tensors may share a byte: sorted by begin, each must end before
-  // the next begins.
+  // the next begins. And, as the format requires (so that a file cannot
+  // hide a second payload: a polyglot), the tensors cover the data section
+  // without holes.
   std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < extents.size(); ++i) {
-    if (extents[i].begin < extents[i - 1].end) {
+  uint64_t covered = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    if (i > 0 && extents[i].begin < extents[i - 1].end) {
       return ModelFormatError(where + "tensors " + Quote(tensors_[extents[i - 1].tensor].name) + " and " +
                               Quote(tensors_[extents[i].tensor].name) + " overlap");
     }
+    if (extents[i].begin != covered)
+      return ModelFormatError(where + "bytes " + std::to_string(covered) + " to " + std::to_string(extents[i].begin) +
+                              " of the data section belong to no tensor (a hole before " +
+                              Quote(tensors_[extents[i].tensor].name) + ")");
+    covered = extents[i].end;
   }
+  if (covered != data_size)
+    return ModelFormatError(where + "the data section has " + std::to_string(data_size - covered) +
+                            " bytes after the last tensor");
   return Status::Ok();
 }
 

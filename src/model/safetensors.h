@@ -16,8 +16,9 @@
 // tensor's dtype (BF16, F16, F32 accepted; others LLM_ERR_UNSUPPORTED with
 // the name), shape (non-negative dims, the element count and byte size
 // computed with overflow checks), extent (begin <= end <= data size, end -
-// begin == elements * dtype size), that no two tensors' bytes overlap, and
-// that names are valid UTF-8 and unique. Failures are LLM_ERR_MODEL_FORMAT
+// begin == elements * dtype size), that no two tensors' bytes overlap and
+// that together they cover the data section without holes or trailing
+// bytes (as the format requires), and that names are valid UTF-8 and unique. Failures are LLM_ERR_MODEL_FORMAT
 // with the tensor's name.
 #pragma once
 
