@@ -15,6 +15,8 @@
 // Unlike llama.cpp's `llama` GGUF, q/k rows are not permuted: the config
 // says NEOX RoPE instead (hf_config.cpp). Every tensor of the checkpoint
 // must be one of these: an unknown one is refused, never ignored.
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_set>
 
@@ -40,6 +42,15 @@ class HfLoader {
     LLM_ASSIGN_OR_RETURN(const SafetensorsTensor* t, Find(name, {rows, cols}));
     out->type = t->type;
     out->data = t->data;
+    // The format does not align tensors (its writer pads only the header),
+    // and the backends read elements through typed pointers: a misaligned
+    // tensor is copied once into aligned memory rather than read in place.
+    const size_t elem = t->type == TensorType::F32 ? 4 : 2;
+    if (reinterpret_cast<uintptr_t>(t->data) % elem != 0) {
+      std::vector<float>& copy = owned_->emplace_back((t->nbytes + 3) / 4);
+      std::memcpy(copy.data(), t->data, t->nbytes);
+      out->data = copy.data();
+    }
     out->rows = rows;
     out->cols = cols;
     out->row_bytes = TensorRowBytes(t->type, cols);
@@ -52,10 +63,13 @@ class HfLoader {
     LLM_ASSIGN_OR_RETURN(const SafetensorsTensor* t, Find(name, {n}));
     std::vector<float>& v = owned_->emplace_back(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
+      // memcpy: the tensor may be misaligned (see Matrix)
+      const char* src = static_cast<const char*>(t->data);
       if (t->type == TensorType::F32) {
-        v[i] = static_cast<const float*>(t->data)[i];
+        std::memcpy(&v[i], src + 4 * i, 4);
       } else {
-        const uint16_t h = static_cast<const uint16_t*>(t->data)[i];
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
         v[i] = t->type == TensorType::BF16 ? Bf16ToF32(h) : F16ToF32(h);
       }
     }

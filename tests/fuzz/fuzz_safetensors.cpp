@@ -1,7 +1,9 @@
 // Fuzzes the safetensors reader (model/safetensors.h): any input must give
 // a clean result or a status with a message, never a crash or a read outside
 // the buffer. Every accepted tensor's extent is touched at both ends so
-// ASan checks it, and tensors are checked pairwise not to overlap.
+// ASan checks it, and tensors are checked pairwise not to overlap. An
+// accepted file is then read as the weights of a tiny Qwen2 checkpoint
+// (ModelWeights::FromSafetensors), whose shape checks must hold too.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +11,9 @@
 #include <vector>
 
 #include "fuzz/common.h"
+#include "model/config.h"
 #include "model/safetensors.h"
+#include "model/weights.h"
 
 using namespace llm;  // NOLINT
 
@@ -34,5 +38,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 1; i < extents.size(); ++i)
     LLM_FUZZ_CHECK(extents[i].first >= extents[i - 1].second, "overlapping tensors accepted");
   (void)sink;
+
+  ModelConfig c;
+  c.arch = "qwen2";
+  c.arch_kind = ModelArch::kQwen2;
+  c.n_vocab = 4, c.n_embd = 4, c.n_layer = 1, c.n_head = 2, c.n_head_kv = 1, c.head_dim = 2, c.n_ff = 4;
+  c.rope_dim = 2, c.qkv_bias = true, c.tied_embeddings = (size & 1) != 0;
+  auto set = SafetensorsSet::FromFile(std::move(parsed).value());
+  std::vector<std::vector<float>> owned;
+  auto w = ModelWeights::FromSafetensors(*set, c, &owned);
+  if (!w.ok()) LLM_FUZZ_CHECK(!w.status().message().empty(), "a weights error without a message");
   return 0;
 }
