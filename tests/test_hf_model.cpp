@@ -53,7 +53,9 @@ Pair Make(const char* shape_name, int shards, TensorType type = TensorType::F32)
   auto file = GgufFile::Open(gguf);
   EXPECT_TRUE(file.ok()) << file.status().message();
   if (!st.ok() || !file.ok()) return p;
-  st = synth::WriteHfDir(**file, p.dir, shards);
+  const std::string rope_scaling =
+      shape->llama3_factor > 0.0f ? synth::Llama3RopeScalingJson(shape->llama3_factor, shape->llama3_original_ctx) : "";
+  st = synth::WriteHfDir(**file, p.dir, shards, rope_scaling);
   EXPECT_TRUE(st.ok()) << st.message();
   auto g = Model::Load(gguf.c_str());
   auto h = Model::Load(p.dir.c_str());
@@ -121,7 +123,12 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
   EXPECT_EQ(h.qkv_bias, g.qkv_bias);
   EXPECT_EQ(h.qk_norm, g.qk_norm);
   EXPECT_EQ(h.sliding_window, g.sliding_window);
-  EXPECT_EQ(p.hf->weights.n_params, p.gguf->weights.n_params);
+  // rope_freqs.weight (GGUF) is rope_scaling in config.json (HF)
+  EXPECT_EQ(p.hf->weights.n_params, p.gguf->weights.n_params - (g.has_rope_freqs ? g.rope_dim / 2 : 0));
+  if (g.has_rope_freqs) {
+    EXPECT_EQ(h.rope_scaling.type, RopeScalingType::kLlama3);
+    EXPECT_FALSE(h.has_rope_freqs);
+  }
   // llama GGUF rows are permuted for adjacent pairs; the HF rows are not
   EXPECT_EQ(h.rope_style, RopeStyle::kNeox);
   EXPECT_EQ(g.rope_style, g.arch == "llama" ? RopeStyle::kAdjacent : RopeStyle::kNeox);
@@ -132,9 +139,10 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
   ASSERT_TRUE(ig.ok() && ih.ok());
   EXPECT_EQ(*ih, *ig);
 
-  // a prompt longer than tiny-mistral's (unapplied) window of 32
+  // longer than tiny-mistral's (unapplied) window of 32, and far enough for
+  // tiny-llama3's scaled low frequencies (original context 64) to matter
   std::vector<int32_t> prompt;
-  for (int i = 0; i < 48; ++i) prompt.push_back(static_cast<int32_t>((i * 37 + 5) % g.n_vocab));
+  for (int i = 0; i < 100; ++i) prompt.push_back(static_cast<int32_t>((i * 37 + 5) % g.n_vocab));
   const std::vector<float> lg = Logits(*p.gguf, g, prompt);
   const std::vector<float> lh = Logits(*p.hf, h, prompt);
   const double worst = WorstRel(lh, lg);
@@ -142,9 +150,11 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
   if (g.arch == "llama") {
     // Not bitwise: the un-permuted rows put each head's dims in another
     // order, so q·k is summed in another order (F32 rounding, ~1e-7 per
-    // score) and sharp attention over two layers amplifies it: 8.0e-6 here,
-    // a million times below the wrong pairing's shift checked below.
-    EXPECT_LE(worst, 2e-5);
+    // score) and sharp attention over two layers amplifies it: 1.6e-5 over
+    // 100 positions here (AVX2), half a million times below the wrong
+    // pairing's shift checked below. tiny-llama3 adds config.json's llama3
+    // rope_scaling computed in place of the GGUF's rope_freqs.weight.
+    EXPECT_LE(worst, 5e-5);
   } else {
     EXPECT_EQ(worst, 0.0);  // Qwen rows are not permuted: the same arithmetic
   }
@@ -156,12 +166,21 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
   const double moved = WorstRel(Logits(*p.hf, wrong, prompt), lg);
   std::printf("%s: with adjacent RoPE pairs instead: %.3g\n", shape, moved);
   EXPECT_GT(moved, 1e-2);
+  if (h.rope_scaling.type == RopeScalingType::kLlama3) {
+    // and the llama3 scaling read from config.json matters at these positions
+    ModelConfig unscaled = h;
+    unscaled.rope_scaling.type = RopeScalingType::kNone;
+    const double off = WorstRel(Logits(*p.hf, unscaled, prompt), lg);
+    std::printf("%s: without rope_scaling: %.3g\n", shape, off);
+    EXPECT_GT(off, 1e-2);
+  }
 
   std::filesystem::remove_all(p.dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfModel,
                          ::testing::Values(Case{"tiny-mistral", 2, TensorType::F32},
+                                           Case{"tiny-llama3", 1, TensorType::F32},
                                            Case{"tiny-qwen2", 1, TensorType::F32},
                                            Case{"tiny-qwen3", 3, TensorType::F32},
                                            Case{"tiny-qwen3", 1, TensorType::BF16}),

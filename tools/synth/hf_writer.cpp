@@ -167,7 +167,13 @@ Status WriteTokenizer(const GgufFile& g, const std::string& dir) {
 
 }  // namespace
 
-Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards) {
+std::string Llama3RopeScalingJson(float factor, int original_ctx) {
+  return "{\"rope_type\":\"llama3\",\"factor\":" + Num(factor) +
+         ",\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,\"original_max_position_embeddings\":" +
+         std::to_string(original_ctx) + "}";
+}
+
+Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const std::string& rope_scaling_json) {
   LLM_ASSIGN_OR_RETURN(std::string_view arch_sv, g.GetString("general.architecture"));
   const std::string arch(arch_sv);
   const char* hf_arch = arch == "llama" ? "LlamaForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM"
@@ -187,8 +193,9 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards) {
     LLM_ASSIGN_OR_RETURN(int64_t rd, I("rope.dimension_count"));
     if (rd != head_dim) return Unsupported("WriteHfDir: partial rotary dims");
   }
-  if (g.FindTensor("rope_freqs.weight") != nullptr || g.Has(arch + ".expert_count"))
-    return Unsupported("WriteHfDir: rope_freqs or experts have no HF form here");
+  if (g.Has(arch + ".expert_count")) return Unsupported("WriteHfDir: experts have no HF form here");
+  if (g.FindTensor("rope_freqs.weight") != nullptr && rope_scaling_json.empty())
+    return InvalidArgument("WriteHfDir: a GGUF with rope_freqs.weight needs the rope_scaling it was computed from");
   const auto n_vocab = g.ArrayLength("tokenizer.ggml.tokens");
   if (!n_vocab) return InvalidArgument("WriteHfDir: no tokenizer.ggml.tokens");
   const bool tied = g.FindTensor("output.weight") == nullptr;
@@ -203,12 +210,13 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards) {
       ",\"num_key_value_heads\":" + std::to_string(n_head_kv) + ",\"head_dim\":" + std::to_string(head_dim) +
       ",\"max_position_embeddings\":" + std::to_string(n_ctx) + ",\"vocab_size\":" + std::to_string(*n_vocab) +
       ",\"rms_norm_eps\":" + Num(eps) + ",\"rope_theta\":" + Num(theta) + ",\"hidden_act\":\"silu\"" +
-      ",\"tie_word_embeddings\":" + (tied ? "true" : "false") + ",\"rope_scaling\":null,\"torch_dtype\":\"bfloat16\"}";
+      ",\"tie_word_embeddings\":" + (tied ? "true" : "false") + ",\"rope_scaling\":" + (rope_scaling_json.empty() ? std::string("null") : rope_scaling_json) + ",\"torch_dtype\":\"bfloat16\"}";
   LLM_RETURN_IF_ERROR(WriteFile(dir + "/config.json", cfg));
   LLM_RETURN_IF_ERROR(WriteTokenizer(g, dir));
 
   std::vector<OutTensor> ts;
   for (const GgufTensorInfo& t : g.tensors()) {
+    if (t.name == "rope_freqs.weight") continue;  // config.json's rope_scaling instead
     const std::string name = HfName(t.name);
     if (name.empty()) return Unsupported("WriteHfDir: tensor " + t.name + " has no Hugging Face name here");
     OutTensor o{name, &t, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()), {}};

@@ -22,6 +22,15 @@
 
 namespace llm::synth {
 
-Status WriteHfDir(const GgufFile& gguf, const std::string& dir, int shards = 1);
+// rope_scaling_json: config.json's rope_scaling object. A GGUF with
+// rope_freqs.weight (Llama 3.1 style) needs it: the converter computed that
+// tensor from rope_scaling, which the GGUF no longer holds, and the
+// directory carries rope_scaling instead of the tensor.
+Status WriteHfDir(const GgufFile& gguf, const std::string& dir, int shards = 1,
+                  const std::string& rope_scaling_json = "");
+
+// The rope_scaling object for a shape llm-synth gave Llama 3.1 rope_freqs
+// (its llama3 factor and original context, low/high frequency factors 1 and 4).
+std::string Llama3RopeScalingJson(float factor, int original_ctx);
 
 }  // namespace llm::synth

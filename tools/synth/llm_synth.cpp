@@ -110,7 +110,10 @@ int main(int argc, char** argv) {
   std::printf("wrote %s (%s, %s)\n", out.c_str(), shape_name.c_str(), type.c_str());
   if (!hf_dir.empty()) {
     auto f = llm::GgufFile::Open(out);
-    st = f.ok() ? llm::synth::WriteHfDir(**f, hf_dir, shards) : f.status();
+    const std::string rope_scaling = shape->llama3_factor > 0.0f && !o.drop_rope_freqs
+                                         ? llm::synth::Llama3RopeScalingJson(shape->llama3_factor, shape->llama3_original_ctx)
+                                         : "";
+    st = f.ok() ? llm::synth::WriteHfDir(**f, hf_dir, shards, rope_scaling) : f.status();
     if (!st.ok()) {
       std::fprintf(stderr, "llm-synth: %s: %s\n", hf_dir.c_str(), st.message().c_str());
       return 1;
