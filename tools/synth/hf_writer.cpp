@@ -78,8 +78,14 @@ Status WriteSafetensors(const std::string& path, std::vector<OutTensor*> ts) {
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
   uint64_t off = 0;
   for (const OutTensor* t : ts) {
-    header += "," + JsonString(t->name) + ":{\"dtype\":\"" + Dtype(t->src->type) + "\",\"shape\":[";
-    for (size_t i = 0; i < t->shape.size(); ++i) header += (i ? "," : "") + std::to_string(t->shape[i]);
+    // appended piecewise: GCC 12 warns (-Wrestrict, falsely) on "lit" + std::string
+    header += ',';
+    header += JsonString(t->name);
+    header += std::string(":{\"dtype\":\"") + Dtype(t->src->type) + "\",\"shape\":[";
+    for (size_t i = 0; i < t->shape.size(); ++i) {
+      if (i) header += ',';
+      header += std::to_string(t->shape[i]);
+    }
     header += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + t->src->nbytes) + "]}";
     off += t->src->nbytes;
   }
@@ -124,14 +130,20 @@ Status WriteTokenizer(const GgufFile& g, const std::string& dir) {
   LLM_ASSIGN_OR_RETURN(auto merges, g.GetStringArray("tokenizer.ggml.merges"));
   std::string vocab, added;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    vocab += (i ? "," : "") + JsonString(tokens[i]) + ":" + std::to_string(i);
+    if (i) vocab += ',';
+    vocab += JsonString(tokens[i]);
+    vocab += ':';
+    vocab += std::to_string(i);
     if (types[i] == 3)
       added += std::string(added.empty() ? "" : ",") + "{\"id\":" + std::to_string(i) + ",\"content\":" +
                JsonString(tokens[i]) + ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
                "\"normalized\":false,\"special\":true}";
   }
   std::string m;
-  for (size_t i = 0; i < merges.size(); ++i) m += (i ? "," : "") + JsonString(merges[i]);
+  for (size_t i = 0; i < merges.size(); ++i) {
+    if (i) m += ',';
+    m += JsonString(merges[i]);
+  }
   // Qwen2's pre-tokenizer (the regex llama.cpp calls "qwen2"), then ByteLevel.
   const std::string regex =
       "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
@@ -151,7 +163,10 @@ Status WriteTokenizer(const GgufFile& g, const std::string& dir) {
     if (!g.Has(key)) continue;
     LLM_ASSIGN_OR_RETURN(int64_t id, g.GetInt(key));
     if (id < 0 || static_cast<size_t>(id) >= tokens.size()) return InvalidArgument(key + " out of range");
-    cfg += "\"" + std::string(k) + "_token\":" + JsonString(tokens[id]) + ",";
+    cfg += JsonString(std::string(k) + "_token");
+    cfg += ':';
+    cfg += JsonString(tokens[id]);
+    cfg += ',';
   }
   bool add_bos = false;
   if (g.Has("tokenizer.ggml.add_bos_token")) {
@@ -239,7 +254,10 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
     std::vector<OutTensor*> part;
     for (size_t i = s * per; i < std::min(ts.size(), (s + 1) * per); ++i) {
       part.push_back(&ts[i]);
-      map += (map.empty() ? "" : ",") + JsonString(ts[i].name) + ":" + JsonString(file);
+      if (!map.empty()) map += ',';
+      map += JsonString(ts[i].name);
+      map += ':';
+      map += JsonString(file);
     }
     LLM_RETURN_IF_ERROR(WriteSafetensors(dir + "/" + file, part));
   }
