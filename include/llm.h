@@ -201,8 +201,11 @@ enum { /* llm_ctx_params.preempt_mode: what happens to a running sequence when *
 typedef struct llm_ctx_params {
   uint32_t struct_size;       /* = sizeof(llm_ctx_params), set by init       */
   int32_t backend;            /* LLM_BACKEND_*; default AUTO                 */
-  const char* model_path;     /* GGUF file. NULL: the built-in stories260K  */
-                              /* model (if this build embeds it)            */
+  const char* model_path;     /* GGUF file, or a Hugging Face directory      */
+                              /* (config.json, *.safetensors,                */
+                              /* tokenizer.json: Llama, Mistral, Qwen2,      */
+                              /* Qwen3). NULL: the built-in stories260K      */
+                              /* model (if this build embeds it)             */
   int32_t n_threads;          /* CPU compute threads; 0 = all cores         */
   int32_t n_ctx;              /* max tokens per sequence (prompt+output);   */
                               /* 0 = the model's training context           */

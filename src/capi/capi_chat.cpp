@@ -57,6 +57,8 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
       auto s = model.file->GetString("tokenizer.chat_template");
       if (!s.ok()) return Fail(s.status());
       text = std::string(*s);
+    } else if (!model.chat_template.empty()) {
+      text = model.chat_template;  // a Hugging Face directory's tokenizer_config.json
     } else if (auto builtin = llm::BuiltinChatTemplate(model.config.arch)) {
       text = std::string(*builtin);  // e.g. Gemma 3 GGUFs without a template
     } else {

@@ -10,6 +10,7 @@
 namespace llm {
 
 class GgufFile;
+class Json;
 
 enum class RopeScalingType : int32_t { kNone = 0, kLinear = 1, kYarn = 2, kLlama3 = 3 };
 
@@ -114,6 +115,9 @@ struct ModelConfig {
   // Reads and validates `llama` (and compatible), `qwen2`, `qwen3` or
   // `gemma3` metadata.
   static StatusOr<ModelConfig> FromGguf(const GgufFile& file);
+  // Reads a Hugging Face config.json (Llama, Mistral, Qwen2, Qwen3): the
+  // config the GGUF converted from the same directory gives (hf_config.cpp).
+  static StatusOr<ModelConfig> FromHfConfig(const Json& config_json);
 };
 
 }  // namespace llm

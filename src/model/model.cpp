@@ -47,7 +47,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const char* path) {
   }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return Unsupported(std::string("'") + path + "' is a directory; only GGUF model files are supported");
+    return FromHfDir(path);
   }
   LLM_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
   return FromGguf(std::move(file));

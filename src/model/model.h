@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/safetensors.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -14,15 +16,20 @@
 namespace llm {
 
 struct Model {
-  std::unique_ptr<GgufFile> file;  // owns the mapping the weights point into
+  std::unique_ptr<GgufFile> file;  // owns the mapping the weights point into (GGUF)
+  std::unique_ptr<SafetensorsSet> safetensors;  // or these mappings (a Hugging Face directory)
+  std::vector<std::vector<float>> owned;        // F32 copies of an HF model's norms and biases
+  std::string chat_template;  // an HF directory's tokenizer_config.json chat_template; GGUF: in `file`
   ModelConfig config;
   ModelWeights weights;
   std::unique_ptr<Tokenizer> tokenizer;
 
-  // Loads a GGUF file; path == nullptr loads the model embedded in the
-  // library (UNSUPPORTED if this build has none).
+  // Loads a GGUF file, or a Hugging Face directory (config.json,
+  // *.safetensors, tokenizer.json); path == nullptr loads the model embedded
+  // in the library (UNSUPPORTED if this build has none).
   static StatusOr<std::unique_ptr<Model>> Load(const char* path);
   static StatusOr<std::unique_ptr<Model>> FromGguf(std::unique_ptr<GgufFile> file);
+  static StatusOr<std::unique_ptr<Model>> FromHfDir(const std::string& dir);  // model_hf.cpp
 };
 
 // True when this library carries a built-in model.

@@ -12,6 +12,8 @@
 
 namespace llm {
 
+class SafetensorsSet;
+
 // A row-major matrix (rows, cols) of `type`: row r starts at
 // data + r * row_bytes. For a linear layer y = W x, rows = out features and
 // cols = in features (GGUF dims are {cols, rows}: ne0 is the fastest).
@@ -71,6 +73,12 @@ struct ModelWeights {
   // Finds every tensor by its GGUF name (token_embd.weight, blk.N.attn_q.weight,
   // ...), checks its type and shape against `config`.
   static StatusOr<ModelWeights> FromGguf(const GgufFile& file, const ModelConfig& config);
+  // Finds every tensor of a Hugging Face checkpoint by its name
+  // (model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ...;
+  // weights_hf.cpp). Matrices stay in the mapping; norm weights and biases
+  // are converted to F32 into `owned`, which must live as long as the views.
+  static StatusOr<ModelWeights> FromSafetensors(const SafetensorsSet& set, const ModelConfig& config,
+                                                std::vector<std::vector<float>>* owned);
 };
 
 }  // namespace llm

@@ -4,13 +4,19 @@
 //   llm-synth --shape llama-3.1-8b --out /tmp/l8b.gguf [--vocab-from model.gguf]
 //             [--type bf16|f16|f32] [--seed N] [--std 0.02] [--threads N]
 //             [--norm-std S] [--bias-std S] [--no-rope-freqs]
+//             [--bpe-vocab] [--hf-dir DIR [--shards N]]
 //   llm-synth --list
+//
+// --hf-dir also writes the Hugging Face directory the GGUF would be
+// converted from by llama.cpp's convert_hf_to_gguf.py (hf_writer.h; llama,
+// qwen2, qwen3 with a BPE vocabulary: Qwen families, or --bpe-vocab).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "model/gguf.h"
+#include "hf_writer.h"
 #include "synth_model.h"
 
 namespace {
@@ -19,7 +25,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32]\n"
                "                 [--seed N] [--std S] [--threads N] [--norm-std S] [--bias-std S]\n"
-               "                 [--no-rope-freqs]\n"
+               "                 [--no-rope-freqs] [--bpe-vocab] [--hf-dir DIR [--shards N]]\n"
                "       llm-synth --list\n");
   return 2;
 }
@@ -27,7 +33,8 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string shape_name, out, vocab_path, type = "bf16";
+  std::string shape_name, out, vocab_path, type = "bf16", hf_dir;
+  int shards = 1;
   llm::synth::SynthOptions o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -56,6 +63,12 @@ int main(int argc, char** argv) {
       o.norm_std = std::strtof(v, nullptr);
     } else if (a == "--bias-std" && (v = next())) {
       o.bias_std = std::strtof(v, nullptr);
+    } else if (a == "--bpe-vocab") {
+      o.bpe_vocab = true;
+    } else if (a == "--hf-dir" && (v = next())) {
+      hf_dir = v;
+    } else if (a == "--shards" && (v = next())) {
+      shards = std::atoi(v);
     } else if (a == "--no-rope-freqs") {
       o.drop_rope_freqs = true;
     } else if (a == "--threads" && (v = next())) {
@@ -95,5 +108,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("wrote %s (%s, %s)\n", out.c_str(), shape_name.c_str(), type.c_str());
+  if (!hf_dir.empty()) {
+    auto f = llm::GgufFile::Open(out);
+    const std::string rope_scaling = shape->llama3_factor > 0.0f && !o.drop_rope_freqs
+                                         ? llm::synth::Llama3RopeScalingJson(shape->llama3_factor, shape->llama3_original_ctx)
+                                         : "";
+    st = f.ok() ? llm::synth::WriteHfDir(**f, hf_dir, shards, rope_scaling) : f.status();
+    if (!st.ok()) {
+      std::fprintf(stderr, "llm-synth: %s: %s\n", hf_dir.c_str(), st.message().c_str());
+      return 1;
+    }
+    std::printf("wrote %s (Hugging Face directory, %d shard(s))\n", hf_dir.c_str(), shards);
+  }
   return 0;
 }

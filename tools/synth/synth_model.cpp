@@ -269,7 +269,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     n_vocab = static_cast<int32_t>(*n);
   } else if (n_vocab < 259) {
     return InvalidArgument("llm-synth: a synthetic vocabulary needs at least 259 tokens");
-  } else if (s.arch.rfind("qwen", 0) == 0 && n_vocab != 256 + 41 + 3) {
+  } else if ((s.arch.rfind("qwen", 0) == 0 || o.bpe_vocab) && n_vocab != 256 + 41 + 3) {
     return InvalidArgument("llm-synth: the synthetic Qwen vocabulary has 300 tokens");
   }
 
@@ -322,7 +322,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
         return Unsupported("llm-synth: cannot copy metadata key " + std::string(key));
-  } else if (s.arch.rfind("qwen", 0) == 0) {
+  } else if (s.arch.rfind("qwen", 0) == 0 || o.bpe_vocab) {
     Gpt2Vocab(n_vocab, &w);
   } else {
     SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",

@@ -64,6 +64,8 @@ struct SynthOptions {
   float norm_std = 0.0f;               // norms ~ 1 + N(0, norm_std), so a norm weight read wrongly shows
   float bias_std = 0.5f;               // biases ~ N(0, bias_std) (qwen2's q/k/v)
   bool drop_rope_freqs = false;        // leave rope_freqs.weight out (every other tensor unchanged)
+  bool bpe_vocab = false;              // any family: Qwen's byte-level BPE vocabulary (300 tokens), which
+                                       // a Hugging Face tokenizer.json can express (WriteHfDir)
   const GgufFile* vocab = nullptr;     // copy tokenizer.* from here; null: a synthetic SentencePiece vocabulary
   int threads = 0;                     // 0 = hardware concurrency
 };

@@ -1,0 +1,148 @@
+// ModelConfig::FromHfConfig: a Hugging Face config.json mapped to the same
+// ModelConfig the GGUF path produces for the file llama.cpp's converter
+// writes from that directory.
+//
+// RoPE pairing: HF checkpoints keep q/k rows in the order their rotate_half
+// RoPE expects (pairs (x[i], x[i + d/2]): NEOX). llama.cpp's converter
+// permutes the q/k rows of `llama` files so that adjacent pairs (x[2i],
+// x[2i+1]) hold the same values; Qwen files it leaves unpermuted. Reading the
+// unpermuted HF rows, every family here is therefore NEOX — the same
+// rotation applied to the same values, only stored in another order
+// (tests/test_hf_model.cpp proves the logits equal).
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "model/config.h"
+#include "util/json.h"
+
+namespace llm {
+namespace {
+
+constexpr int64_t kMaxLayers = 1024, kMaxEmbd = 65536, kMaxHeads = 1024, kMaxHeadDim = 1024;
+constexpr int64_t kMaxFf = 1 << 20, kMaxVocab = 4 << 20, kMaxCtx = 1 << 24;
+
+// An integer key in [lo, hi]; `def` when absent or null (no default: required).
+Status Int(const Json& cfg, const char* key, int64_t lo, int64_t hi, std::optional<int64_t> def, int32_t* out) {
+  const Json* v = cfg.Find(key);
+  if (v == nullptr || v->is_null()) {
+    if (!def) return ModelFormatError(std::string("config.json: missing ") + key);
+    *out = static_cast<int32_t>(*def);
+    return Status::Ok();
+  }
+  if (!v->is_int() || v->as_int() < lo || v->as_int() > hi)
+    return ModelFormatError(std::string("config.json: ") + key + " is not an integer in [" + std::to_string(lo) +
+                            ", " + std::to_string(hi) + "]");
+  *out = static_cast<int32_t>(v->as_int());
+  return Status::Ok();
+}
+
+// A number in (lo, hi]; unchanged when absent or null.
+Status Float(const Json& cfg, const char* key, double lo, double hi, float* out) {
+  const Json* v = cfg.Find(key);
+  if (v == nullptr || v->is_null()) return Status::Ok();
+  if (!v->is_number() || !std::isfinite(v->as_double()) || v->as_double() <= lo || v->as_double() > hi)
+    return ModelFormatError(std::string("config.json: ") + key + " is not a number in (" + std::to_string(lo) + ", " +
+                            std::to_string(hi) + "]");
+  *out = static_cast<float>(v->as_double());
+  return Status::Ok();
+}
+
+bool Bool(const Json& cfg, const char* key, bool def) {
+  const Json* v = cfg.Find(key);
+  return v != nullptr && v->is_bool() ? v->as_bool() : def;
+}
+
+// rope_scaling: {"rope_type" (or older "type"): "linear" | "llama3" |
+// "yarn" | "default", "factor", ...}. Anything else is refused.
+Status ReadRopeScaling(const Json& cfg, ModelConfig* c) {
+  const Json* rs = cfg.Find("rope_scaling");
+  if (rs == nullptr || rs->is_null()) return Status::Ok();
+  if (!rs->is_object()) return ModelFormatError("config.json: rope_scaling is not an object");
+  const Json* t = rs->Find("rope_type");
+  if (t == nullptr) t = rs->Find("type");
+  const std::string type = t != nullptr && t->is_string() ? t->as_string() : "";
+  if (type == "default") return Status::Ok();
+  if (type == "linear") {
+    c->rope_scaling.type = RopeScalingType::kLinear;
+  } else if (type == "llama3") {
+    c->rope_scaling.type = RopeScalingType::kLlama3;
+  } else if (type == "yarn") {
+    c->rope_scaling.type = RopeScalingType::kYarn;
+    c->rope_scaling.original_ctx = c->n_ctx_train;
+    for (const char* k : {"attention_factor", "mscale", "mscale_all_dim"})
+      if (rs->Find(k) != nullptr) return Unsupported(std::string("config.json: rope_scaling.") + k + " is not supported");
+  } else {
+    return Unsupported("config.json: rope_scaling type '" + type + "' is not supported");
+  }
+  LLM_RETURN_IF_ERROR(Float(*rs, "factor", 0.0, 1e6, &c->rope_scaling.factor));
+  LLM_RETURN_IF_ERROR(Int(*rs, "original_max_position_embeddings", 1, kMaxCtx, c->rope_scaling.original_ctx,
+                          &c->rope_scaling.original_ctx));
+  LLM_RETURN_IF_ERROR(Float(*rs, "low_freq_factor", 0.0, 1e6, &c->rope_scaling.low_freq_factor));
+  LLM_RETURN_IF_ERROR(Float(*rs, "high_freq_factor", 0.0, 1e6, &c->rope_scaling.high_freq_factor));
+  LLM_RETURN_IF_ERROR(Float(*rs, "beta_fast", 0.0, 1e6, &c->rope_scaling.beta_fast));
+  return Float(*rs, "beta_slow", 0.0, 1e6, &c->rope_scaling.beta_slow);
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
+  if (!cfg.is_object()) return ModelFormatError("config.json is not a JSON object");
+  std::string hf_arch;
+  if (const Json* a = cfg.Find("architectures"); a != nullptr && a->is_array() && a->size() > 0)
+    hf_arch = a->array()[0].as_string();
+  std::string model_type;
+  if (const Json* t = cfg.Find("model_type"); t != nullptr) model_type = t->as_string();
+
+  ModelConfig c;
+  if (hf_arch == "LlamaForCausalLM" || hf_arch == "MistralForCausalLM" ||
+      (hf_arch.empty() && (model_type == "llama" || model_type == "mistral"))) {
+    c.arch = "llama", c.arch_kind = ModelArch::kLlama;
+  } else if (hf_arch == "Qwen2ForCausalLM" || (hf_arch.empty() && model_type == "qwen2")) {
+    c.arch = "qwen2", c.arch_kind = ModelArch::kQwen2;
+  } else if (hf_arch == "Qwen3ForCausalLM" || (hf_arch.empty() && model_type == "qwen3")) {
+    c.arch = "qwen3", c.arch_kind = ModelArch::kQwen3;
+  } else {
+    return Unsupported("config.json: architecture '" + (hf_arch.empty() ? model_type : hf_arch) +
+                       "' is not supported in a Hugging Face directory (only LlamaForCausalLM, MistralForCausalLM, "
+                       "Qwen2ForCausalLM and Qwen3ForCausalLM; convert others to GGUF)");
+  }
+  c.rope_style = RopeStyle::kNeox;  // unpermuted HF q/k rows: see the top of this file
+
+  LLM_RETURN_IF_ERROR(Int(cfg, "hidden_size", 1, kMaxEmbd, std::nullopt, &c.n_embd));
+  LLM_RETURN_IF_ERROR(Int(cfg, "num_hidden_layers", 1, kMaxLayers, std::nullopt, &c.n_layer));
+  LLM_RETURN_IF_ERROR(Int(cfg, "intermediate_size", 1, kMaxFf, std::nullopt, &c.n_ff));
+  LLM_RETURN_IF_ERROR(Int(cfg, "num_attention_heads", 1, kMaxHeads, std::nullopt, &c.n_head));
+  LLM_RETURN_IF_ERROR(Int(cfg, "num_key_value_heads", 1, kMaxHeads, c.n_head, &c.n_head_kv));
+  if (c.n_head % c.n_head_kv != 0)
+    return ModelFormatError("config.json: num_attention_heads is not a multiple of num_key_value_heads");
+  const Json* hd = cfg.Find("head_dim");
+  if ((hd == nullptr || hd->is_null()) && c.n_embd % c.n_head != 0)
+    return ModelFormatError("config.json: hidden_size is not a multiple of num_attention_heads and no head_dim");
+  LLM_RETURN_IF_ERROR(Int(cfg, "head_dim", 2, kMaxHeadDim, c.n_embd / c.n_head, &c.head_dim));
+  if (c.head_dim % 2 != 0 || c.head_dim < 2) return ModelFormatError("config.json: head dimension is odd or zero");
+  c.rope_dim = c.head_dim;
+  if (const Json* p = cfg.Find("partial_rotary_factor"); p != nullptr && !p->is_null() && p->as_double() != 1.0)
+    return Unsupported("config.json: partial_rotary_factor is not supported for " + hf_arch);
+  LLM_RETURN_IF_ERROR(Int(cfg, "max_position_embeddings", 1, kMaxCtx, std::nullopt, &c.n_ctx_train));
+  LLM_RETURN_IF_ERROR(Int(cfg, "vocab_size", 1, kMaxVocab, std::nullopt, &c.n_vocab));
+  LLM_RETURN_IF_ERROR(Float(cfg, "rope_theta", 0.0, 1e12, &c.rope_theta));
+  LLM_RETURN_IF_ERROR(Float(cfg, "rms_norm_eps", 0.0, 1.0, &c.rms_eps));
+  LLM_RETURN_IF_ERROR(ReadRopeScaling(cfg, &c));
+  if (const Json* act = cfg.Find("hidden_act"); act != nullptr && act->as_string() != "silu")
+    return Unsupported("config.json: hidden_act '" + act->as_string() + "' is not supported (only silu)");
+  // Llama and Mistral default to an untied lm_head, Qwen2/3 configs say.
+  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", false);
+  c.qkv_bias = c.arch_kind == ModelArch::kQwen2 || Bool(cfg, "attention_bias", false);
+  if (Bool(cfg, "mlp_bias", false)) return Unsupported("config.json: mlp_bias is not supported");
+  c.qk_norm = c.arch_kind == ModelArch::kQwen3;
+  // Sliding windows are not applied, as on the GGUF path: llama.cpp reads no
+  // window for `llama` (Mistral) files, and a Qwen config enables one only
+  // with use_sliding_window, refused here.
+  if (Bool(cfg, "use_sliding_window", false)) return Unsupported("config.json: use_sliding_window is not supported");
+  if (const Json* n = cfg.Find("num_local_experts"); n != nullptr && !n->is_null())
+    return Unsupported("config.json: Mixture-of-Experts models are not supported from safetensors yet");
+  return c;
+}
+
+}  // namespace llm
