@@ -166,11 +166,12 @@ TEST(CudaGraphs, GraphsOffWithEnvironment) {
 //      starts with A's first 4 blocks (a cached 64-token prefix, as prefix
 //      caching shares it) and which prefills 45 tokens of its own from 64;
 //   3) 40 graph-replayed decode steps of A and B (contexts 130..170 and
-//      109..149: past the 128-key tile of the capture step), then A alone.
+//      109..149), then 32 of A alone (to 202 keys: past the 3 key tiles of
+//      64 that a split plan made at the capture step would cover).
 // The weights are BF16 in the file, so both backends multiply the same
 // weights; what differs is the GPU's BF16 KV cache and BF16 activations into
 // the GEMMs, which stay below 2e-2 relative L2 (the bound of the other model
-// tests; the run prints the measured worst, 5.5e-3 on the emulator), while a
+// tests; the run prints the measured worst, 6.7e-3 on the emulator), while a
 // wrong head, block or tile moves the logits by far more.
 TEST(CudaGraphs, HeadDim128Gqa4ModelMatchesCpu) {
   SKIP_WITHOUT_DEVICE();
@@ -192,9 +193,9 @@ TEST(CudaGraphs, HeadDim128Gqa4ModelMatchesCpu) {
   ASSERT_TRUE(gpu);
 
   std::vector<int32_t> ta, tb;
-  for (int i = 0; i < 12; ++i) ta.push_back((i * 5 + 3) % 64);   // scattered, 192 positions
+  for (int i = 0; i < 16; ++i) ta.push_back(i * 4 + 2);          // scattered, 256 positions
   tb.assign(ta.begin(), ta.begin() + 4);                        // A's first 64 positions, shared
-  for (int i = 0; i < 8; ++i) tb.push_back(i * 5 + 4);          // then B's own (A's are 3 mod 5)
+  for (int i = 0; i < 8; ++i) tb.push_back(i * 4 + 1);          // then B's own (A's are 2 mod 4)
   std::vector<llm_token> prompt(200);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<llm_token>((i * 37 + 11) % V);
 
@@ -226,7 +227,7 @@ TEST(CudaGraphs, HeadDim128Gqa4ModelMatchesCpu) {
   }
   // 3) decode under graph replay, contexts growing
   int32_t na = 130, nb = 109;
-  for (int step = 0; step < 44; ++step) {
+  for (int step = 0; step < 72; ++step) {
     const bool both = step < 40;
     std::vector<llm_token> toks = {static_cast<llm_token>((step * 13 + 1) % V)};
     std::vector<BatchSeq> seqs = {{0, 1, na, ta}};
@@ -244,7 +245,7 @@ TEST(CudaGraphs, HeadDim128Gqa4ModelMatchesCpu) {
 #if LLM_HAVE_CUDA
   const auto& gs = dynamic_cast<cuda::CudaBackend*>(gpu.get())->graph_stats();
   EXPECT_EQ(gs.capture_failures, 0);
-  EXPECT_GE(gs.replays, 38);  // both buckets replay after their warm-up steps
+  EXPECT_GE(gs.replays, 64);  // both buckets replay after their warm-up steps
 #endif
 }
 
