@@ -15,10 +15,13 @@
 # runs rebuild only what changed. Each mutated file is restored from your
 # tree after its mutant (with a fresh mtime, so the next build recompiles it).
 #
-# Usage: scripts/cuda-mutants.sh [--only NAME,NAME..] [--work DIR] [--build-dir DIR]
+# Usage: scripts/cuda-mutants.sh [--only NAME,NAME..] [--tests REGEX] [--work DIR] [--build-dir DIR]
 #                                [--cmake-args "ARGS"] [--jobs N] [--test-timeout S]
 #                                [--compile-only] [--list]
 #
+#   --only        these mutants only (comma-separated; --list names them)
+#   --tests       only the ctest entries matching REGEX (ctest -R; names are
+#                 test_foo.Suite.Test), e.g. to check one mutant quickly
 #   --work        scratch folder (default build-mutants/ in the tree: ignored by git)
 #   --build-dir   build folder (default <work>/build-emu), configured with
 #                 --cmake-args (default "-DCMAKE_BUILD_TYPE=Release -DLLM_CUDA=EMULATE")
@@ -38,10 +41,12 @@ CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DLLM_CUDA=EMULATE"
 JOBS=$(nproc)
 TEST_TIMEOUT=1200
 ONLY=""
+TESTS=""
 COMPILE_ONLY=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --only) ONLY=${2:?--only needs names}; shift 2 ;;
+    --tests) TESTS=${2:?--tests needs a regex}; shift 2 ;;
     --work) WORK=${2:?--work needs a path}; shift 2 ;;
     --build-dir) BUILD=${2:?--build-dir needs a path}; shift 2 ;;
     --cmake-args) CMAKE_ARGS=${2?--cmake-args needs a string}; shift 2 ;;
@@ -123,15 +128,15 @@ if [[ $COMPILE_ONLY -eq 1 ]]; then
   done
 else
   # ---------------------------------------------------------------- build and test
-  if ctest --test-dir "$BUILD" -N -L cuda 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
-    SELECT=(-L cuda)
-  else
-    SELECT=(-R '^test_cuda_')
-  fi
-  mapfile -t TARGETS < <(ctest --test-dir "$BUILD" -N "${SELECT[@]}" | sed -n 's/^ *Test *#[0-9]*: *//p')
-  [[ ${#TARGETS[@]} -eq 0 ]] && { echo "cuda-mutants: no CUDA tests in $BUILD" >&2; exit 2; }
+  # The CUDA test executables (test_cuda_*), built before ctest can list
+  # their cases: the GoogleTest cases are discovered at test time
+  # (DISCOVERY_MODE PRE_TEST), one ctest entry test_foo.Suite.Test each.
+  mapfile -t TARGETS < <(cmake --build "$BUILD" --target help | sed -n -e 's/^\.\.\. \(test_cuda_[A-Za-z0-9_]*\).*/\1/p' -e 's/^\(test_cuda_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)
+  [[ ${#TARGETS[@]} -eq 0 ]] && { echo "cuda-mutants: no CUDA test targets in $BUILD" >&2; exit 2; }
+  SELECT=(-L cuda)
+  [[ -n "$TESTS" ]] && SELECT+=(-R "$TESTS")
   build() { cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}"; }
-  run_tests() { ctest --test-dir "$BUILD" "${SELECT[@]}" --output-on-failure --timeout "$TEST_TIMEOUT"; }
+  run_tests() { ctest --test-dir "$BUILD" "${SELECT[@]}" -j"$JOBS" --output-on-failure --timeout "$TEST_TIMEOUT"; }
 
   echo "== baseline: build and run ${TARGETS[*]}, unmutated"
   build > "$LOGS/baseline-build.log" 2>&1 || { echo "cuda-mutants: the unmutated tree does not build, see $LOGS/baseline-build.log" >&2; exit 2; }
