@@ -45,11 +45,13 @@ TEST(Safetensors, ReadsTensorsAndMetadata) {
   float a[2] = {1.0f, -2.0f};
   std::string data(reinterpret_cast<const char*>(a), 8);
   data += std::string("\x80\x3f\x00\x40", 4);  // two BF16: 1.0, 2.0
-  auto f = Parse(File(R"({"__metadata__":{"format":"pt"},)"
-                      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                      R"("b":{"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]},)"
-                      R"("e":{"dtype":"F16","shape":[0,4],"data_offsets":[12,12]}})",
-                      data));
+  // The parsed file points into these bytes: they outlive it.
+  const std::string bytes = File(R"({"__metadata__":{"format":"pt"},)"
+                                 R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                 R"("b":{"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]},)"
+                                 R"("e":{"dtype":"F16","shape":[0,4],"data_offsets":[12,12]}})",
+                                 data);
+  auto f = Parse(bytes);
   ASSERT_TRUE(f.ok()) << f.status().message();
   ASSERT_EQ((*f)->tensors().size(), 3u);
   const SafetensorsTensor* t = (*f)->Find("a");
