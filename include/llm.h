@@ -407,7 +407,33 @@ typedef struct llm_request {
                               /* most likely tokens (llm_event.top_logprobs)*/
                               /* Default 0                                  */
   int32_t reserved1;          /* must be 0                                  */
+  /* --- appended in 0.3 (issue 20: constrained decoding); an older caller's
+   *     smaller struct_size leaves constraint_kind at NONE --- */
+  int32_t constraint_kind;    /* LLM_CONSTRAINT_*; default NONE             */
+  int32_t n_choices;          /* CHOICE: the number of strings in choices   */
+  const char* constraint;     /* JSON_SCHEMA: the schema (JSON text);       */
+                              /* REGEX: the pattern; GRAMMAR: the grammar   */
+                              /* (docs/GRAMMAR.md, GBNF-compatible, root    */
+                              /* rule `root`); NULL for NONE, JSON_OBJECT   */
+                              /* and CHOICE. UTF-8, NUL-terminated; copied  */
+                              /* (compiled) at submit                       */
+  const char* const* choices; /* CHOICE: the output is exactly one of these */
+                              /* n_choices UTF-8 strings; copied at submit  */
 } llm_request;
+
+/* What a request's output must match (llm_request.constraint_kind). The
+ * constraint is compiled at llm_submit (an invalid one fails there with
+ * LLM_ERR_INVALID_ARGUMENT and a message naming the position); each sampled
+ * token then keeps the output a prefix of a matching string, and EOS/EOG is
+ * allowed exactly when the output so far is complete. */
+typedef enum llm_constraint_kind {
+  LLM_CONSTRAINT_NONE = 0,
+  LLM_CONSTRAINT_JSON_SCHEMA = 1, /* JSON text valid against `constraint`    */
+  LLM_CONSTRAINT_JSON_OBJECT = 2, /* any JSON object                         */
+  LLM_CONSTRAINT_REGEX = 3,       /* the whole output matches `constraint`   */
+  LLM_CONSTRAINT_CHOICE = 4,      /* exactly one of `choices`                */
+  LLM_CONSTRAINT_GRAMMAR = 5      /* the EBNF grammar in `constraint`        */
+} llm_constraint_kind;
 
 /* Fills *request with struct_size and defaults. */
 LLM_API llm_status llm_request_init(llm_request* request);

@@ -101,7 +101,12 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 128u);
+  EXPECT_EQ(sizeof(llm_request), 152u);
+  // appended in 0.3 (issue 20: constrained decoding)
+  PIN(llm_request, constraint_kind, 128);
+  PIN(llm_request, n_choices, 132);
+  PIN(llm_request, constraint, 136);
+  PIN(llm_request, choices, 144);
   // appended in 0.2 (issue 20)
   PIN(llm_request, stop_token_ids, 104);
   PIN(llm_request, n_stop_token_ids, 112);
