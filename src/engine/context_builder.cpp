@@ -97,7 +97,7 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
 // the engine follows (ec->n_blocks).
 StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_t kind, const Model& model,
                                                  EngineConfig* ec) {
-  KvCacheSpec kv{ec->block_size, ec->n_blocks};
+  KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx};
   if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
   CudaBackendOptions co;
   co.fit_kv_blocks = p.n_kv_blocks == 0;
