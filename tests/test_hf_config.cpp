@@ -121,7 +121,14 @@ TEST(HfConfig, RefusesWhatItCannotRun) {
   const Case cases[] = {
       {R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",)" + base + "}", LLM_ERR_UNSUPPORTED,
        "Gemma3ForCausalLM"},
-      {R"({"model_type":"phi3",)" + base + "}", LLM_ERR_UNSUPPORTED, "'phi3'"},
+      {R"({"model_type":"gemma2",)" + base + "}", LLM_ERR_UNSUPPORTED, "'gemma2'"},
+      {R"({"architectures":["Phi3ForCausalLM"],)" + base + R"(,"partial_rotary_factor":0.7})", LLM_ERR_MODEL_FORMAT,
+       "partial_rotary_factor"},
+      {R"({"architectures":["LlamaForCausalLM"],)" + base + R"(,"partial_rotary_factor":0.75})", LLM_ERR_UNSUPPORTED,
+       "partial_rotary_factor"},
+      {R"({"architectures":["Phi3ForCausalLM"],)" + base +
+           R"(,"rope_scaling":{"type":"longrope","long_factor":[1],"short_factor":[1]}})",
+       LLM_ERR_UNSUPPORTED, "longrope"},
       {R"({"architectures":["LlamaForCausalLM"],)" + base + R"(,"rope_scaling":{"rope_type":"longrope"}})",
        LLM_ERR_UNSUPPORTED, "longrope"},
       {R"({"architectures":["LlamaForCausalLM"],)" + base + R"(,"hidden_act":"gelu"})", LLM_ERR_UNSUPPORTED, "gelu"},

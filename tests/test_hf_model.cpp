@@ -183,7 +183,9 @@ INSTANTIATE_TEST_SUITE_P(Families, HfModel,
                                            Case{"tiny-llama3", 1, TensorType::F32},
                                            Case{"tiny-qwen2", 1, TensorType::F32},
                                            Case{"tiny-qwen3", 3, TensorType::F32},
-                                           Case{"tiny-qwen3", 1, TensorType::BF16}),
+                                           Case{"tiny-qwen3", 1, TensorType::BF16},
+                                           Case{"tiny-phi3", 2, TensorType::F32},
+                                           Case{"tiny-phi3", 1, TensorType::BF16}),
                          [](const auto& info) {
                            std::string s = info.param.shape;
                            std::replace(s.begin(), s.end(), '-', '_');

@@ -102,10 +102,15 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
     c.arch = "qwen2", c.arch_kind = ModelArch::kQwen2;
   } else if (hf_arch == "Qwen3ForCausalLM" || (hf_arch.empty() && model_type == "qwen3")) {
     c.arch = "qwen3", c.arch_kind = ModelArch::kQwen3;
+  } else if (hf_arch == "Phi3ForCausalLM" || (hf_arch.empty() && model_type == "phi3")) {
+    // Phi-3 / Phi-3.5 / Phi-4-mini: q/k/v in one qkv_proj and gate/up in one
+    // gate_up_proj, as llama.cpp's converter keeps them (attn_qkv, ffn_up).
+    c.arch = "phi3", c.arch_kind = ModelArch::kPhi3;
+    c.fused_qkv = c.fused_gate_up = true;
   } else {
     return Unsupported("config.json: architecture '" + (hf_arch.empty() ? model_type : hf_arch) +
                        "' is not supported in a Hugging Face directory (only LlamaForCausalLM, MistralForCausalLM, "
-                       "Qwen2ForCausalLM and Qwen3ForCausalLM; convert others to GGUF)");
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM; convert others to GGUF)");
   }
   c.rope_style = RopeStyle::kNeox;  // unpermuted HF q/k rows: see the top of this file
 
@@ -122,8 +127,17 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   LLM_RETURN_IF_ERROR(Int(cfg, "head_dim", 2, kMaxHeadDim, c.n_embd / c.n_head, &c.head_dim));
   if (c.head_dim % 2 != 0 || c.head_dim < 2) return ModelFormatError("config.json: head dimension is odd or zero");
   c.rope_dim = c.head_dim;
-  if (const Json* p = cfg.Find("partial_rotary_factor"); p != nullptr && !p->is_null() && p->as_double() != 1.0)
-    return Unsupported("config.json: partial_rotary_factor is not supported for " + hf_arch);
+  if (const Json* p = cfg.Find("partial_rotary_factor"); p != nullptr && !p->is_null() && p->as_double() != 1.0) {
+    // Phi's rotary part: the first head_dim * factor dims (rotate_half within
+    // them, NEOX), as llama.cpp's rope.dimension_count.
+    if (c.arch_kind != ModelArch::kPhi3)
+      return Unsupported("config.json: partial_rotary_factor is not supported for " + hf_arch);
+    const double f = p->is_number() ? p->as_double() : -1.0;
+    const double dims = f * c.head_dim;
+    if (!(f > 0.0 && f < 1.0) || dims != std::floor(dims) || static_cast<int64_t>(dims) % 2 != 0)
+      return ModelFormatError("config.json: partial_rotary_factor must give an even number of rotated dims");
+    c.rope_dim = static_cast<int32_t>(dims);
+  }
   LLM_RETURN_IF_ERROR(Int(cfg, "max_position_embeddings", 1, kMaxCtx, std::nullopt, &c.n_ctx_train));
   LLM_RETURN_IF_ERROR(Int(cfg, "vocab_size", 1, kMaxVocab, std::nullopt, &c.n_vocab));
   LLM_RETURN_IF_ERROR(Float(cfg, "rope_theta", 0.0, 1e12, &c.rope_theta));
@@ -137,8 +151,8 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   if (Bool(cfg, "mlp_bias", false)) return Unsupported("config.json: mlp_bias is not supported");
   c.qk_norm = c.arch_kind == ModelArch::kQwen3;
   // Sliding windows are not applied, as on the GGUF path: llama.cpp reads no
-  // window for `llama` (Mistral) files, and a Qwen config enables one only
-  // with use_sliding_window, refused here.
+  // window for `llama` (Mistral) files and applies none for phi3, and a Qwen
+  // config enables one only with use_sliding_window, refused here.
   if (Bool(cfg, "use_sliding_window", false)) return Unsupported("config.json: use_sliding_window is not supported");
   if (const Json* n = cfg.Find("num_local_experts"); n != nullptr && !n->is_null())
     return Unsupported("config.json: Mixture-of-Experts models are not supported from safetensors yet");

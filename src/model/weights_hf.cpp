@@ -1,5 +1,5 @@
 // ModelWeights::FromSafetensors: the tensors of a Hugging Face Llama /
-// Mistral / Qwen2 / Qwen3 checkpoint, under the names transformers gives
+// Mistral / Qwen2 / Qwen3 / Phi-3 checkpoint, under the names transformers gives
 // them, as the same views the GGUF path builds.
 //
 //   model.embed_tokens.weight                      token_embd    (vocab, embd)
@@ -11,6 +11,8 @@
 //   model.layers.N.self_attn.{q,k}_norm.weight     q_norm k_norm (head_dim, Qwen3)
 //   model.layers.N.post_attention_layernorm.weight ffn_norm      (embd)
 //   model.layers.N.mlp.{gate,up,down}_proj.weight  w_gate w_up w_down
+//   model.layers.N.self_attn.qkv_proj.weight       wq wk wv      (Phi-3: q, k, v rows end to end)
+//   model.layers.N.mlp.gate_up_proj.weight         w_gate w_up   (Phi-3: gate rows, then up rows)
 //
 // Unlike llama.cpp's `llama` GGUF, q/k rows are not permuted: the config
 // says NEOX RoPE instead (hf_config.cpp). Every tensor of the checkpoint
@@ -103,11 +105,19 @@ class HfLoader {
   int64_t n_params_ = 0;
 };
 
+// Rows [first, first + n) of a matrix view: a fused tensor's part.
+WeightView SubRows(const WeightView& w, int64_t first, int64_t n) {
+  WeightView v = w;
+  v.data = static_cast<const uint8_t*>(w.data) + first * w.row_bytes;
+  v.rows = n;
+  return v;
+}
+
 }  // namespace
 
 StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, const ModelConfig& c,
                                                      std::vector<std::vector<float>>* owned) {
-  if (c.n_expert > 0 || c.fused_qkv || c.fused_gate_up || c.post_norms)
+  if (c.n_expert > 0 || c.post_norms)
     return Unsupported("this model layout is not supported from safetensors");
   ModelWeights w;
   HfLoader l(set, owned);
@@ -126,9 +136,17 @@ StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, 
     LayerWeights& L = w.layers[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LLM_RETURN_IF_ERROR(l.Vector(p + "input_layernorm.weight", embd, &L.attn_norm));
-    LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.q_proj.weight", q, embd, &L.wq));
-    LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.k_proj.weight", kv, embd, &L.wk));
-    LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.v_proj.weight", kv, embd, &L.wv));
+    if (c.fused_qkv) {
+      WeightView qkv;
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.qkv_proj.weight", q + 2 * kv, embd, &qkv));
+      L.wq = SubRows(qkv, 0, q);
+      L.wk = SubRows(qkv, q, kv);
+      L.wv = SubRows(qkv, q + kv, kv);
+    } else {
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.q_proj.weight", q, embd, &L.wq));
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.k_proj.weight", kv, embd, &L.wk));
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.v_proj.weight", kv, embd, &L.wv));
+    }
     LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.o_proj.weight", embd, q, &L.wo));
     if (c.qkv_bias) {
       LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.q_proj.bias", q, &L.bq));
@@ -140,8 +158,15 @@ StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, 
       LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.k_norm.weight", c.head_dim, &L.k_norm));
     }
     LLM_RETURN_IF_ERROR(l.Vector(p + "post_attention_layernorm.weight", embd, &L.ffn_norm));
-    LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.gate_proj.weight", ff, embd, &L.w_gate));
-    LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.up_proj.weight", ff, embd, &L.w_up));
+    if (c.fused_gate_up) {
+      WeightView gu;
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.gate_up_proj.weight", 2 * ff, embd, &gu));
+      L.w_gate = SubRows(gu, 0, ff);
+      L.w_up = SubRows(gu, ff, ff);
+    } else {
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.gate_proj.weight", ff, embd, &L.w_gate));
+      LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.up_proj.weight", ff, embd, &L.w_up));
+    }
     LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.down_proj.weight", embd, ff, &L.w_down));
   }
   for (const SafetensorsTensor* t : set.All()) {

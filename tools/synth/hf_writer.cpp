@@ -101,8 +101,9 @@ Status WriteSafetensors(const std::string& path, std::vector<OutTensor*> ts) {
   return WriteFile(path, out);
 }
 
-// A GGUF name to transformers' (empty when it has none here).
-std::string HfName(const std::string& g) {
+// A GGUF name to transformers' (empty when it has none here). phi3's
+// ffn_up holds gate and up rows: transformers' gate_up_proj.
+std::string HfName(const std::string& g, bool phi3) {
   if (g == "token_embd.weight") return "model.embed_tokens.weight";
   if (g == "output_norm.weight") return "model.norm.weight";
   if (g == "output.weight") return "lm_head.weight";
@@ -117,6 +118,8 @@ std::string HfName(const std::string& g) {
       {"attn_q_norm.weight", "self_attn.q_norm.weight"},    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},              {"ffn_down.weight", "mlp.down_proj.weight"}};
+  if (phi3 && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
+  if (rest == "attn_qkv.weight") return "model.layers." + layer + ".self_attn.qkv_proj.weight";
   for (const auto& m : kMap)
     if (rest == m[0]) return "model.layers." + layer + "." + m[1];
   return "";
@@ -192,7 +195,7 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   LLM_ASSIGN_OR_RETURN(std::string_view arch_sv, g.GetString("general.architecture"));
   const std::string arch(arch_sv);
   const char* hf_arch = arch == "llama" ? "LlamaForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM"
-                        : arch == "qwen3" ? "Qwen3ForCausalLM" : nullptr;
+                        : arch == "qwen3" ? "Qwen3ForCausalLM" : arch == "phi3" ? "Phi3ForCausalLM" : nullptr;
   if (hf_arch == nullptr) return Unsupported("WriteHfDir: no Hugging Face layout for '" + arch + "'");
   auto I = [&](const char* k) -> StatusOr<int64_t> { return g.GetInt(arch + "." + k); };
   LLM_ASSIGN_OR_RETURN(int64_t n_head, I("attention.head_count"));
@@ -204,10 +207,14 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   LLM_ASSIGN_OR_RETURN(int64_t head_dim, I("attention.key_length"));
   LLM_ASSIGN_OR_RETURN(double theta, g.GetFloat(arch + ".rope.freq_base"));
   LLM_ASSIGN_OR_RETURN(double eps, g.GetFloat(arch + ".attention.layer_norm_rms_epsilon"));
+  std::string partial_rotary;  // Phi's partial_rotary_factor, when not all dims rotate
   if (g.Has(arch + ".rope.dimension_count")) {
     LLM_ASSIGN_OR_RETURN(int64_t rd, I("rope.dimension_count"));
-    if (rd != head_dim) return Unsupported("WriteHfDir: partial rotary dims");
+    if (rd != head_dim && arch != "phi3") return Unsupported("WriteHfDir: partial rotary dims");
+    if (rd != head_dim) partial_rotary = ",\"partial_rotary_factor\":" + Num(static_cast<double>(rd) / head_dim);
   }
+  if (g.FindTensor("rope_factors_long.weight") != nullptr)
+    return Unsupported("WriteHfDir: LongRoPE factors (config.json's rope_scaling lists) are not written here");
   if (g.Has(arch + ".expert_count")) return Unsupported("WriteHfDir: experts have no HF form here");
   if (g.FindTensor("rope_freqs.weight") != nullptr && rope_scaling_json.empty())
     return InvalidArgument("WriteHfDir: a GGUF with rope_freqs.weight needs the rope_scaling it was computed from");
@@ -224,7 +231,7 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
       ",\"intermediate_size\":" + std::to_string(n_ff) + ",\"num_attention_heads\":" + std::to_string(n_head) +
       ",\"num_key_value_heads\":" + std::to_string(n_head_kv) + ",\"head_dim\":" + std::to_string(head_dim) +
       ",\"max_position_embeddings\":" + std::to_string(n_ctx) + ",\"vocab_size\":" + std::to_string(*n_vocab) +
-      ",\"rms_norm_eps\":" + Num(eps) + ",\"rope_theta\":" + Num(theta) + ",\"hidden_act\":\"silu\"" +
+      ",\"rms_norm_eps\":" + Num(eps) + ",\"rope_theta\":" + Num(theta) + ",\"hidden_act\":\"silu\"" + partial_rotary +
       ",\"tie_word_embeddings\":" + (tied ? "true" : "false") + ",\"rope_scaling\":" + (rope_scaling_json.empty() ? std::string("null") : rope_scaling_json) + ",\"torch_dtype\":\"bfloat16\"}";
   LLM_RETURN_IF_ERROR(WriteFile(dir + "/config.json", cfg));
   LLM_RETURN_IF_ERROR(WriteTokenizer(g, dir));
@@ -232,7 +239,7 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   std::vector<OutTensor> ts;
   for (const GgufTensorInfo& t : g.tensors()) {
     if (t.name == "rope_freqs.weight") continue;  // config.json's rope_scaling instead
-    const std::string name = HfName(t.name);
+    const std::string name = HfName(t.name, arch == "phi3");
     if (name.empty()) return Unsupported("WriteHfDir: tensor " + t.name + " has no Hugging Face name here");
     OutTensor o{name, &t, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()), {}};
     if (arch == "llama" && t.dims.size() == 2) {
