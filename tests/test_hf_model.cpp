@@ -123,6 +123,15 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
   EXPECT_EQ(h.qkv_bias, g.qkv_bias);
   EXPECT_EQ(h.qk_norm, g.qk_norm);
   EXPECT_EQ(h.sliding_window, g.sliding_window);
+  EXPECT_EQ(h.swa_pattern, g.swa_pattern);
+  EXPECT_EQ(h.embd_scale, g.embd_scale);
+  EXPECT_EQ(h.attn_scale, g.attn_scale);
+  EXPECT_EQ(h.attn_logit_softcap, g.attn_logit_softcap);
+  EXPECT_EQ(h.final_logit_softcap, g.final_logit_softcap);
+  EXPECT_EQ(h.post_norms, g.post_norms);
+  EXPECT_EQ(h.ffn_act, g.ffn_act);
+  EXPECT_EQ(h.fused_qkv, g.fused_qkv);
+  EXPECT_EQ(h.fused_gate_up, g.fused_gate_up);
   // rope_freqs.weight (GGUF) is rope_scaling in config.json (HF)
   EXPECT_EQ(p.hf->weights.n_params, p.gguf->weights.n_params - (g.has_rope_freqs ? g.rope_dim / 2 : 0));
   if (g.has_rope_freqs) {
@@ -185,7 +194,9 @@ INSTANTIATE_TEST_SUITE_P(Families, HfModel,
                                            Case{"tiny-qwen3", 3, TensorType::F32},
                                            Case{"tiny-qwen3", 1, TensorType::BF16},
                                            Case{"tiny-phi3", 2, TensorType::F32},
-                                           Case{"tiny-phi3", 1, TensorType::BF16}),
+                                           Case{"tiny-phi3", 1, TensorType::BF16},
+                                           Case{"tiny-gemma2", 1, TensorType::F32},
+                                           Case{"tiny-gemma2", 2, TensorType::BF16}),
                          [](const auto& info) {
                            std::string s = info.param.shape;
                            std::replace(s.begin(), s.end(), '-', '_');

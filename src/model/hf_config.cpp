@@ -5,7 +5,7 @@
 // RoPE pairing: HF checkpoints keep q/k rows in the order their rotate_half
 // RoPE expects (pairs (x[i], x[i + d/2]): NEOX). llama.cpp's converter
 // permutes the q/k rows of `llama` files so that adjacent pairs (x[2i],
-// x[2i+1]) hold the same values; Qwen files it leaves unpermuted. Reading the
+// x[2i+1]) hold the same values; Qwen, Phi-3 and Gemma files it leaves unpermuted. Reading the
 // unpermuted HF rows, every family here is therefore NEOX — the same
 // rotation applied to the same values, only stored in another order
 // (tests/test_hf_model.cpp proves the logits equal).
@@ -84,6 +84,51 @@ Status ReadRopeScaling(const Json& cfg, ModelConfig* c) {
   return Float(*rs, "beta_slow", 0.0, 1e6, &c->rope_scaling.beta_slow);
 }
 
+// A soft cap: absent keeps the default, null disables it (transformers'
+// meaning of None), else a number in [0, 1e6].
+Status Cap(const Json& cfg, const char* key, float* out) {
+  const Json* v = cfg.Find(key);
+  if (v == nullptr) return Status::Ok();
+  if (v->is_null()) {
+    *out = 0.0f;
+    return Status::Ok();
+  }
+  if (!v->is_number() || !(v->as_double() >= 0.0 && v->as_double() <= 1e6))
+    return ModelFormatError(std::string("config.json: ") + key + " is not a number in [0, 1e6]");
+  *out = static_cast<float>(v->as_double());
+  return Status::Ok();
+}
+
+// Gemma 2 as transformers runs it and llama.cpp's converter writes it:
+// GeGLU (gelu_pytorch_tanh), embeddings scaled by sqrt(hidden_size),
+// post-attention / post-FFN norms, even layers local with sliding_window,
+// attention and final logits soft-capped, q·k scaled by
+// query_pre_attn_scalar^-1/2 (head_dim for 2B/9B, hidden_size / heads for
+// 27B: what llama.cpp's gemma2 uses). Its RMSNorm weights are stored minus 1
+// (HF multiplies by 1 + w): weights_hf.cpp adds the 1 the converter adds.
+Status ReadGemma2(const Json& cfg, ModelConfig* c) {
+  for (const char* key : {"hidden_activation", "hidden_act"}) {
+    const Json* act = cfg.Find(key);
+    if (act != nullptr && !act->is_null() && (!act->is_string() || act->as_string() != "gelu_pytorch_tanh"))
+      return Unsupported(std::string("config.json: gemma2 with ") + key + " other than gelu_pytorch_tanh");
+  }
+  c->ffn_act = FfnActivation::kGeluTanh;
+  c->embd_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->post_norms = true;
+  c->swa_pattern = 2;
+  c->rope_theta_swa = c->rope_theta;
+  if (c->rope_scaling.type != RopeScalingType::kNone)
+    return Unsupported("config.json: gemma2 with rope_scaling is not supported");
+  LLM_RETURN_IF_ERROR(Int(cfg, "sliding_window", 1, kMaxCtx, int64_t{4096}, &c->sliding_window));
+  int32_t scalar = 0;
+  LLM_RETURN_IF_ERROR(Int(cfg, "query_pre_attn_scalar", 1, int64_t{1} << 20, c->head_dim, &scalar));
+  if (scalar != c->head_dim) c->attn_scale = 1.0f / std::sqrt(static_cast<float>(scalar));
+  c->attn_logit_softcap = 50.0f;
+  c->final_logit_softcap = 30.0f;
+  LLM_RETURN_IF_ERROR(Cap(cfg, "attn_logit_softcapping", &c->attn_logit_softcap));
+  return Cap(cfg, "final_logit_softcapping", &c->final_logit_softcap);
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
@@ -102,6 +147,8 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
     c.arch = "qwen2", c.arch_kind = ModelArch::kQwen2;
   } else if (hf_arch == "Qwen3ForCausalLM" || (hf_arch.empty() && model_type == "qwen3")) {
     c.arch = "qwen3", c.arch_kind = ModelArch::kQwen3;
+  } else if (hf_arch == "Gemma2ForCausalLM" || (hf_arch.empty() && model_type == "gemma2")) {
+    c.arch = "gemma2", c.arch_kind = ModelArch::kGemma2;
   } else if (hf_arch == "Phi3ForCausalLM" || (hf_arch.empty() && model_type == "phi3")) {
     // Phi-3 / Phi-3.5 / Phi-4-mini: q/k/v in one qkv_proj and gate/up in one
     // gate_up_proj, as llama.cpp's converter keeps them (attn_qkv, ffn_up).
@@ -110,7 +157,7 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   } else {
     return Unsupported("config.json: architecture '" + (hf_arch.empty() ? model_type : hf_arch) +
                        "' is not supported in a Hugging Face directory (only LlamaForCausalLM, MistralForCausalLM, "
-                       "Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM; convert others to GGUF)");
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM and Gemma2ForCausalLM; convert others to GGUF)");
   }
   c.rope_style = RopeStyle::kNeox;  // unpermuted HF q/k rows: see the top of this file
 
@@ -143,10 +190,14 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   LLM_RETURN_IF_ERROR(Float(cfg, "rope_theta", 0.0, 1e12, &c.rope_theta));
   LLM_RETURN_IF_ERROR(Float(cfg, "rms_norm_eps", 0.0, 1.0, &c.rms_eps));
   LLM_RETURN_IF_ERROR(ReadRopeScaling(cfg, &c));
-  if (const Json* act = cfg.Find("hidden_act"); act != nullptr && act->as_string() != "silu")
+  if (c.arch_kind == ModelArch::kGemma2) {
+    LLM_RETURN_IF_ERROR(ReadGemma2(cfg, &c));
+  } else if (const Json* act = cfg.Find("hidden_act"); act != nullptr && act->as_string() != "silu") {
     return Unsupported("config.json: hidden_act '" + act->as_string() + "' is not supported (only silu)");
-  // Llama and Mistral default to an untied lm_head, Qwen2/3 configs say.
-  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", false);
+  }
+  // Llama and Mistral default to an untied lm_head, Qwen2/3 configs say;
+  // Gemma's config class ties it unless told otherwise.
+  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", c.arch_kind == ModelArch::kGemma2);
   c.qkv_bias = c.arch_kind == ModelArch::kQwen2 || Bool(cfg, "attention_bias", false);
   if (Bool(cfg, "mlp_bias", false)) return Unsupported("config.json: mlp_bias is not supported");
   c.qk_norm = c.arch_kind == ModelArch::kQwen3;

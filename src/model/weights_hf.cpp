@@ -1,5 +1,5 @@
 // ModelWeights::FromSafetensors: the tensors of a Hugging Face Llama /
-// Mistral / Qwen2 / Qwen3 / Phi-3 checkpoint, under the names transformers gives
+// Mistral / Qwen2 / Qwen3 / Phi-3 / Gemma 2 checkpoint, under the names transformers gives
 // them, as the same views the GGUF path builds.
 //
 //   model.embed_tokens.weight                      token_embd    (vocab, embd)
@@ -13,6 +13,8 @@
 //   model.layers.N.mlp.{gate,up,down}_proj.weight  w_gate w_up w_down
 //   model.layers.N.self_attn.qkv_proj.weight       wq wk wv      (Phi-3: q, k, v rows end to end)
 //   model.layers.N.mlp.gate_up_proj.weight         w_gate w_up   (Phi-3: gate rows, then up rows)
+//   Gemma 2: post_attention_layernorm is post_attn_norm, pre_feedforward_layernorm
+//   ffn_norm and post_feedforward_layernorm post_ffn_norm; every norm + 1.
 //
 // Unlike llama.cpp's `llama` GGUF, q/k rows are not permuted: the config
 // says NEOX RoPE instead (hf_config.cpp). Every tensor of the checkpoint
@@ -61,7 +63,8 @@ class HfLoader {
 
   // A vector (norm weight, bias) of n values, converted to F32: the
   // backends read norms and biases as F32, and HF stores them as BF16.
-  Status Vector(const std::string& name, int64_t n, WeightView* out) {
+  // `add` is added to each value (Gemma's norms are stored minus 1).
+  Status Vector(const std::string& name, int64_t n, WeightView* out, float add = 0.0f) {
     LLM_ASSIGN_OR_RETURN(const SafetensorsTensor* t, Find(name, {n}));
     std::vector<float>& v = owned_->emplace_back(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -74,6 +77,7 @@ class HfLoader {
         std::memcpy(&h, src + 2 * i, 2);
         v[i] = t->type == TensorType::BF16 ? Bf16ToF32(h) : F16ToF32(h);
       }
+      v[i] += add;
     }
     out->type = TensorType::F32;
     out->data = v.data();
@@ -117,13 +121,16 @@ WeightView SubRows(const WeightView& w, int64_t first, int64_t n) {
 
 StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, const ModelConfig& c,
                                                      std::vector<std::vector<float>>* owned) {
-  if (c.n_expert > 0 || c.post_norms)
+  const bool gemma2 = c.arch_kind == ModelArch::kGemma2;
+  if (c.n_expert > 0 || (c.post_norms && !gemma2))
     return Unsupported("this model layout is not supported from safetensors");
+  // Gemma's RMSNorm multiplies by 1 + w; llama.cpp's converter stores w + 1.
+  const float norm_add = gemma2 ? 1.0f : 0.0f;
   ModelWeights w;
   HfLoader l(set, owned);
   const int64_t embd = c.n_embd, vocab = c.n_vocab, ff = c.n_ff, q = c.q_dim(), kv = c.kv_dim();
   LLM_RETURN_IF_ERROR(l.Matrix("model.embed_tokens.weight", vocab, embd, &w.token_embd));
-  LLM_RETURN_IF_ERROR(l.Vector("model.norm.weight", embd, &w.output_norm));
+  LLM_RETURN_IF_ERROR(l.Vector("model.norm.weight", embd, &w.output_norm, norm_add));
   if (c.tied_embeddings) {
     // Some tied checkpoints still carry lm_head.weight (a copy): the config
     // decides, as in transformers, and the copy is left unread.
@@ -135,7 +142,7 @@ StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, 
   for (int32_t i = 0; i < c.n_layer; ++i) {
     LayerWeights& L = w.layers[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    LLM_RETURN_IF_ERROR(l.Vector(p + "input_layernorm.weight", embd, &L.attn_norm));
+    LLM_RETURN_IF_ERROR(l.Vector(p + "input_layernorm.weight", embd, &L.attn_norm, norm_add));
     if (c.fused_qkv) {
       WeightView qkv;
       LLM_RETURN_IF_ERROR(l.Matrix(p + "self_attn.qkv_proj.weight", q + 2 * kv, embd, &qkv));
@@ -157,7 +164,14 @@ StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, 
       LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.q_norm.weight", c.head_dim, &L.q_norm));
       LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.k_norm.weight", c.head_dim, &L.k_norm));
     }
-    LLM_RETURN_IF_ERROR(l.Vector(p + "post_attention_layernorm.weight", embd, &L.ffn_norm));
+    if (gemma2) {
+      // Gemma 2 names its four norms after their place around each sub-block.
+      LLM_RETURN_IF_ERROR(l.Vector(p + "post_attention_layernorm.weight", embd, &L.post_attn_norm, norm_add));
+      LLM_RETURN_IF_ERROR(l.Vector(p + "pre_feedforward_layernorm.weight", embd, &L.ffn_norm, norm_add));
+      LLM_RETURN_IF_ERROR(l.Vector(p + "post_feedforward_layernorm.weight", embd, &L.post_ffn_norm, norm_add));
+    } else {
+      LLM_RETURN_IF_ERROR(l.Vector(p + "post_attention_layernorm.weight", embd, &L.ffn_norm));
+    }
     if (c.fused_gate_up) {
       WeightView gu;
       LLM_RETURN_IF_ERROR(l.Matrix(p + "mlp.gate_up_proj.weight", 2 * ff, embd, &gu));

@@ -1,6 +1,6 @@
 // Writes a Hugging Face model directory holding the same model as a GGUF
 // file from llm-synth: the inverse of llama.cpp's convert_hf_to_gguf.py for
-// the families it covers (llama, qwen2, qwen3, phi3), so that converting the
+// the families it covers (llama, qwen2, qwen3, phi3, gemma2), so that converting the
 // directory back gives the GGUF's weights bit for bit:
 //
 //   config.json                 from the GGUF metadata (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)
