@@ -23,6 +23,7 @@
 #include <numeric>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -332,7 +333,12 @@ TEST(Families, RopeFreqsMoveTheLogitsFarBeyondTheTolerance) {
 // CUDA backend runs the Llama block only), its info names the architecture,
 // and a greedy request of text runs to its length.
 TEST(Families, RunThroughTheCApi) {
-  for (const char* name : {"qwen2", "qwen3", "qwen3moe"}) {
+  // every family's file, and the general.architecture its info must report
+  const std::pair<const char*, const char*> families[] = {
+      {"llama3_rope_freqs", "llama"}, {"qwen2", "qwen2"},  {"qwen3", "qwen3"},       {"mistral", "llama"},
+      {"gemma2", "gemma2"},           {"phi3", "phi3"},    {"mixtral", "llama"},     {"qwen3moe", "qwen3moe"},
+      {"qwen2_yarn", "qwen2"},        {"qwen2moe", "qwen2moe"}, {"phi35", "phi3"}, {"phi35_short", "phi3"}};
+  for (const auto& [name, arch] : families) {
     const Reference ref = LoadReference(name);
     ASSERT_FALSE(ref.prompts.empty());
     const std::string path = SynthesizeFile(std::string(name) + "_capi", ref.json);
@@ -347,7 +353,7 @@ TEST(Families, RunThroughTheCApi) {
     llm_model_info info{};
     info.struct_size = sizeof info;
     ASSERT_EQ(llm_model_get_info(ctx, &info), LLM_OK);
-    EXPECT_STREQ(info.arch, name);
+    EXPECT_STREQ(info.arch, arch) << name;
     const SeqResult r = Generate(ctx, "The capital of France is", 16);
     EXPECT_EQ(r.status, LLM_OK) << r.message;
     EXPECT_EQ(r.tokens.size(), 16u);
