@@ -155,8 +155,10 @@ TEST(HfConfig, RefusesWhatItCannotRun) {
     std::string needle;
   };
   const Case cases[] = {
-      {R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",)" + base + "}", LLM_ERR_UNSUPPORTED,
-       "Gemma3ForCausalLM"},
+      {R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",)" + base +
+           R"(,"attn_logit_softcapping":50.0})", LLM_ERR_UNSUPPORTED, "attn_logit_softcapping"},
+      {R"({"architectures":["Gemma3ForCausalLM"],)" + base +
+           R"(,"layer_types":["full_attention","sliding_attention"]})", LLM_ERR_UNSUPPORTED, "layer_types"},
       {R"({"model_type":"olmoe",)" + base + "}", LLM_ERR_UNSUPPORTED, "'olmoe'"},
       {R"({"architectures":["Gemma2ForCausalLM"],)" + base + R"(,"hidden_activation":"silu"})", LLM_ERR_UNSUPPORTED,
        "gelu_pytorch_tanh"},

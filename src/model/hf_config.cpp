@@ -106,7 +106,15 @@ Status Cap(const Json& cfg, const char* key, float* out) {
 // query_pre_attn_scalar^-1/2 (head_dim for 2B/9B, hidden_size / heads for
 // 27B: what llama.cpp's gemma2 uses). Its RMSNorm weights are stored minus 1
 // (HF multiplies by 1 + w): weights_hf.cpp adds the 1 the converter adds.
-Status ReadGemma2(const Json& cfg, ModelConfig* c) {
+//
+// Gemma 3 (Gemma3ForCausalLM, text): the same with q/k RMS norms, no
+// attention cap (refused if set: its GGUF path has none either) and no final
+// cap unless set, a window every sliding_window_pattern layers (default 6:
+// five local, one global; or the same period spelled out in layer_types),
+// local layers on rope_local_base_freq and global ones on rope_theta with
+// rope_scaling (linear in the 4B+ models).
+Status ReadGemma(const Json& cfg, ModelConfig* c) {
+  const bool gemma3 = c->arch_kind == ModelArch::kGemma3;
   for (const char* key : {"hidden_activation", "hidden_act"}) {
     const Json* act = cfg.Find(key);
     if (act != nullptr && !act->is_null() && (!act->is_string() || act->as_string() != "gelu_pytorch_tanh"))
@@ -115,17 +123,43 @@ Status ReadGemma2(const Json& cfg, ModelConfig* c) {
   c->ffn_act = FfnActivation::kGeluTanh;
   c->embd_scale = std::sqrt(static_cast<float>(c->n_embd));
   c->post_norms = true;
-  c->swa_pattern = 2;
-  c->rope_theta_swa = c->rope_theta;
-  if (c->rope_scaling.type != RopeScalingType::kNone)
-    return Unsupported("config.json: gemma2 with rope_scaling is not supported");
   LLM_RETURN_IF_ERROR(Int(cfg, "sliding_window", 1, kMaxCtx, int64_t{4096}, &c->sliding_window));
   int32_t scalar = 0;
   LLM_RETURN_IF_ERROR(Int(cfg, "query_pre_attn_scalar", 1, int64_t{1} << 20, c->head_dim, &scalar));
   if (scalar != c->head_dim) c->attn_scale = 1.0f / std::sqrt(static_cast<float>(scalar));
-  c->attn_logit_softcap = 50.0f;
-  c->final_logit_softcap = 30.0f;
-  LLM_RETURN_IF_ERROR(Cap(cfg, "attn_logit_softcapping", &c->attn_logit_softcap));
+  if (!gemma3) {
+    c->swa_pattern = 2;
+    c->rope_theta_swa = c->rope_theta;
+    if (c->rope_scaling.type != RopeScalingType::kNone)
+      return Unsupported("config.json: gemma2 with rope_scaling is not supported");
+    c->attn_logit_softcap = 50.0f;
+    c->final_logit_softcap = 30.0f;
+    LLM_RETURN_IF_ERROR(Cap(cfg, "attn_logit_softcapping", &c->attn_logit_softcap));
+    return Cap(cfg, "final_logit_softcapping", &c->final_logit_softcap);
+  }
+  c->qk_norm = true;
+  c->rope_theta_swa = 10000.0f;
+  LLM_RETURN_IF_ERROR(Float(cfg, "rope_local_base_freq", 0.0, 1e12, &c->rope_theta_swa));
+  LLM_RETURN_IF_ERROR(Int(cfg, "sliding_window_pattern", 1, kMaxLayers, int64_t{6}, &c->swa_pattern));
+  if (const Json* types = cfg.Find("layer_types"); types != nullptr && !types->is_null()) {
+    // The period of "full_attention" layers, which must repeat exactly.
+    if (!types->is_array() || types->size() != static_cast<size_t>(c->n_layer))
+      return ModelFormatError("config.json: layer_types must list num_hidden_layers entries");
+    int32_t period = 0;
+    for (size_t i = 0; i < types->size() && period == 0; ++i)
+      if (types->array()[i].as_string() == "full_attention") period = static_cast<int32_t>(i) + 1;
+    if (period == 0) period = c->n_layer + 1;  // no global layer
+    for (size_t i = 0; i < types->size(); ++i) {
+      const std::string& t = types->array()[i].as_string();
+      const bool global = static_cast<int32_t>(i % period) == period - 1;
+      if (t != (global ? "full_attention" : "sliding_attention"))
+        return Unsupported("config.json: layer_types is not a repeating local/global pattern");
+    }
+    c->swa_pattern = period;
+  }
+  const Json* attn_cap = cfg.Find("attn_logit_softcapping");
+  if (attn_cap != nullptr && !attn_cap->is_null())
+    return Unsupported("config.json: gemma3 with attn_logit_softcapping is not supported");
   return Cap(cfg, "final_logit_softcapping", &c->final_logit_softcap);
 }
 
@@ -149,6 +183,8 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
     c.arch = "qwen3", c.arch_kind = ModelArch::kQwen3;
   } else if (hf_arch == "Gemma2ForCausalLM" || (hf_arch.empty() && model_type == "gemma2")) {
     c.arch = "gemma2", c.arch_kind = ModelArch::kGemma2;
+  } else if (hf_arch == "Gemma3ForCausalLM" || (hf_arch.empty() && model_type == "gemma3_text")) {
+    c.arch = "gemma3", c.arch_kind = ModelArch::kGemma3;
   } else if (hf_arch == "Phi3ForCausalLM" || (hf_arch.empty() && model_type == "phi3")) {
     // Phi-3 / Phi-3.5 / Phi-4-mini: q/k/v in one qkv_proj and gate/up in one
     // gate_up_proj, as llama.cpp's converter keeps them (attn_qkv, ffn_up).
@@ -157,7 +193,8 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   } else {
     return Unsupported("config.json: architecture '" + (hf_arch.empty() ? model_type : hf_arch) +
                        "' is not supported in a Hugging Face directory (only LlamaForCausalLM, MistralForCausalLM, "
-                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM and Gemma2ForCausalLM; convert others to GGUF)");
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM; convert others "
+                       "to GGUF)");
   }
   c.rope_style = RopeStyle::kNeox;  // unpermuted HF q/k rows: see the top of this file
 
@@ -190,17 +227,18 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   LLM_RETURN_IF_ERROR(Float(cfg, "rope_theta", 0.0, 1e12, &c.rope_theta));
   LLM_RETURN_IF_ERROR(Float(cfg, "rms_norm_eps", 0.0, 1.0, &c.rms_eps));
   LLM_RETURN_IF_ERROR(ReadRopeScaling(cfg, &c));
-  if (c.arch_kind == ModelArch::kGemma2) {
-    LLM_RETURN_IF_ERROR(ReadGemma2(cfg, &c));
+  if (c.arch_kind == ModelArch::kGemma2 || c.arch_kind == ModelArch::kGemma3) {
+    LLM_RETURN_IF_ERROR(ReadGemma(cfg, &c));
   } else if (const Json* act = cfg.Find("hidden_act"); act != nullptr && act->as_string() != "silu") {
     return Unsupported("config.json: hidden_act '" + act->as_string() + "' is not supported (only silu)");
   }
   // Llama and Mistral default to an untied lm_head, Qwen2/3 configs say;
   // Gemma's config class ties it unless told otherwise.
-  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", c.arch_kind == ModelArch::kGemma2);
+  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", c.arch_kind == ModelArch::kGemma2 ||
+                                                          c.arch_kind == ModelArch::kGemma3);
   c.qkv_bias = c.arch_kind == ModelArch::kQwen2 || Bool(cfg, "attention_bias", false);
   if (Bool(cfg, "mlp_bias", false)) return Unsupported("config.json: mlp_bias is not supported");
-  c.qk_norm = c.arch_kind == ModelArch::kQwen3;
+  c.qk_norm = c.qk_norm || c.arch_kind == ModelArch::kQwen3;
   // Sliding windows are not applied, as on the GGUF path: llama.cpp reads no
   // window for `llama` (Mistral) files and applies none for phi3, and a Qwen
   // config enables one only with use_sliding_window, refused here.

@@ -1,5 +1,5 @@
 // ModelWeights::FromSafetensors: the tensors of a Hugging Face Llama /
-// Mistral / Qwen2 / Qwen3 / Phi-3 / Gemma 2 checkpoint, under the names transformers gives
+// Mistral / Qwen2 / Qwen3 / Phi-3 / Gemma 2 / Gemma 3 checkpoint, under the names transformers gives
 // them, as the same views the GGUF path builds.
 //
 //   model.embed_tokens.weight                      token_embd    (vocab, embd)
@@ -13,7 +13,7 @@
 //   model.layers.N.mlp.{gate,up,down}_proj.weight  w_gate w_up w_down
 //   model.layers.N.self_attn.qkv_proj.weight       wq wk wv      (Phi-3: q, k, v rows end to end)
 //   model.layers.N.mlp.gate_up_proj.weight         w_gate w_up   (Phi-3: gate rows, then up rows)
-//   Gemma 2: post_attention_layernorm is post_attn_norm, pre_feedforward_layernorm
+//   Gemma 2 and 3: post_attention_layernorm is post_attn_norm, pre_feedforward_layernorm
 //   ffn_norm and post_feedforward_layernorm post_ffn_norm; every norm + 1.
 //
 // Unlike llama.cpp's `llama` GGUF, q/k rows are not permuted: the config
@@ -121,7 +121,7 @@ WeightView SubRows(const WeightView& w, int64_t first, int64_t n) {
 
 StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, const ModelConfig& c,
                                                      std::vector<std::vector<float>>* owned) {
-  const bool gemma2 = c.arch_kind == ModelArch::kGemma2;
+  const bool gemma2 = c.arch_kind == ModelArch::kGemma2 || c.arch_kind == ModelArch::kGemma3;  // the same layout
   if (c.n_expert > 0 || (c.post_norms && !gemma2))
     return Unsupported("this model layout is not supported from safetensors");
   // Gemma's RMSNorm multiplies by 1 + w; llama.cpp's converter stores w + 1.
@@ -161,8 +161,8 @@ StatusOr<ModelWeights> ModelWeights::FromSafetensors(const SafetensorsSet& set, 
       LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.v_proj.bias", kv, &L.bv));
     }
     if (c.qk_norm) {
-      LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.q_norm.weight", c.head_dim, &L.q_norm));
-      LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.k_norm.weight", c.head_dim, &L.k_norm));
+      LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.q_norm.weight", c.head_dim, &L.q_norm, norm_add));
+      LLM_RETURN_IF_ERROR(l.Vector(p + "self_attn.k_norm.weight", c.head_dim, &L.k_norm, norm_add));
     }
     if (gemma2) {
       // Gemma 2 names its four norms after their place around each sub-block.

@@ -202,7 +202,7 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   const std::string arch(arch_sv);
   const char* hf_arch = arch == "llama" ? "LlamaForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM"
                         : arch == "qwen3" ? "Qwen3ForCausalLM" : arch == "phi3" ? "Phi3ForCausalLM"
-                        : arch == "gemma2" ? "Gemma2ForCausalLM" : nullptr;
+                        : arch == "gemma2" ? "Gemma2ForCausalLM" : arch == "gemma3" ? "Gemma3ForCausalLM" : nullptr;
   if (hf_arch == nullptr) return Unsupported("WriteHfDir: no Hugging Face layout for '" + arch + "'");
   auto I = [&](const char* k) -> StatusOr<int64_t> { return g.GetInt(arch + "." + k); };
   LLM_ASSIGN_OR_RETURN(int64_t n_head, I("attention.head_count"));
@@ -228,26 +228,43 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   const auto n_vocab = g.ArrayLength("tokenizer.ggml.tokens");
   if (!n_vocab) return InvalidArgument("WriteHfDir: no tokenizer.ggml.tokens");
   const bool tied = g.FindTensor("output.weight") == nullptr;
-  const bool gemma2 = arch == "gemma2";
-  std::string act = "silu", extra;
+  const bool gemma3 = arch == "gemma3", gemma2 = arch == "gemma2" || gemma3;  // gemma2: either Gemma's layout
+  std::string act = "silu", extra, model_type = arch;
   if (gemma2) {
-    // transformers' Gemma2Config; the GGUF's soft-caps and window, and
-    // query_pre_attn_scalar = head_dim (llama.cpp's scale for 2B/9B).
+    // transformers' Gemma2Config / Gemma3TextConfig; the GGUF's soft-caps
+    // (null when absent) and window, and query_pre_attn_scalar = head_dim
+    // (llama.cpp's scale below the 27B models).
     act = "gelu_pytorch_tanh";
     extra = ",\"hidden_activation\":\"gelu_pytorch_tanh\",\"query_pre_attn_scalar\":" + std::to_string(head_dim);
     for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping"}) {
-      LLM_ASSIGN_OR_RETURN(double cap, g.GetFloat(arch + "." + k));
-      extra += std::string(",\"") + k + "\":" + Num(cap);
+      std::string v = "null";
+      if (g.Has(arch + "." + k)) {
+        LLM_ASSIGN_OR_RETURN(double cap, g.GetFloat(arch + "." + k));
+        v = Num(cap);
+      }
+      extra += std::string(",\"") + k + "\":" + v;
     }
     LLM_ASSIGN_OR_RETURN(int64_t window, I("attention.sliding_window"));
     extra += ",\"sliding_window\":" + std::to_string(window);
+  }
+  if (gemma3) {
+    model_type = "gemma3_text";
+    double local_base = 10000.0;
+    if (g.Has(arch + ".rope.freq_base_swa")) {
+      LLM_ASSIGN_OR_RETURN(local_base, g.GetFloat(arch + ".rope.freq_base_swa"));
+    }
+    int64_t pattern = 6;
+    if (g.Has(arch + ".attention.sliding_window_pattern")) {
+      LLM_ASSIGN_OR_RETURN(pattern, I("attention.sliding_window_pattern"));
+    }
+    extra += ",\"rope_local_base_freq\":" + Num(local_base) + ",\"sliding_window_pattern\":" + std::to_string(pattern);
   }
 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError("cannot create " + dir + ": " + ec.message());
   const std::string cfg =
-      std::string("{\"architectures\":[\"") + hf_arch + "\"],\"model_type\":\"" + arch +
+      std::string("{\"architectures\":[\"") + hf_arch + "\"],\"model_type\":\"" + model_type +
       "\",\"hidden_size\":" + std::to_string(n_embd) + ",\"num_hidden_layers\":" + std::to_string(n_layer) +
       ",\"intermediate_size\":" + std::to_string(n_ff) + ",\"num_attention_heads\":" + std::to_string(n_head) +
       ",\"num_key_value_heads\":" + std::to_string(n_head_kv) + ",\"head_dim\":" + std::to_string(head_dim) +
@@ -269,7 +286,7 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
     }
     if (gemma2 && t.name.ends_with("norm.weight")) {
       // HF Gemma stores w where llama.cpp's converter writes w + 1
-      if (t.type != TensorType::F32) return Unsupported("WriteHfDir: gemma2 norms must be F32");
+      if (t.type != TensorType::F32) return Unsupported("WriteHfDir: Gemma norms must be F32");
       o.bytes.resize(t.nbytes);
       const char* src = static_cast<const char*>(t.data);
       for (size_t i = 0; i < t.nbytes / 4; ++i) {

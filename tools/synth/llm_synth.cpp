@@ -9,7 +9,7 @@
 //
 // --hf-dir also writes the Hugging Face directory the GGUF would be
 // converted from by llama.cpp's convert_hf_to_gguf.py (hf_writer.h; llama,
-// qwen2, qwen3, phi3, gemma2 with a BPE vocabulary: Qwen families, or --bpe-vocab).
+// qwen2, qwen3, phi3, gemma2, gemma3 with a BPE vocabulary: Qwen families, or --bpe-vocab).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -33,6 +33,9 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
     // Gemma 2: 4 layers, even ones local with a window of 32; head_dim 32.
     v.push_back({"tiny-gemma2", 300, 64, 4, 4, 2, 32, 128, 4096, 10000.0f, 1e-6f, true, 0.0f, 8192, "gemma2", 32});
+    // Gemma 3: 6 layers, five local (window 32, base 10000) then one global
+    // (base 1e6), q/k norms; for the HF-vs-GGUF test (no llama.cpp reference).
+    v.push_back({"tiny-gemma3", 300, 64, 6, 4, 1, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "gemma3", 32});
     // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
     // that llama.cpp reads and does not apply.
     v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
@@ -259,6 +262,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   if (s.arch == "qwen2") per_layer += Q + 2 * KV;
   if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
   if (s.arch == "gemma2") per_layer += 2 * E;
+  if (s.arch == "gemma3") per_layer += 2 * E + 2 * s.head_dim;
   if (s.arch == "qwen3moe") per_layer += 2 * s.head_dim;
   if (s.n_expert > 0) {
     const int64_t FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
@@ -283,10 +287,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   }
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
-      s.arch != "qwen3moe" && s.arch != "qwen2moe")
+      s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
   const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
-  const bool gemma2 = s.arch == "gemma2";
+  // Gemma 3 is Gemma 2's block (post-norms) with q/k norms, no attention cap.
+  const bool gemma3 = s.arch == "gemma3", gemma2 = s.arch == "gemma2" || gemma3;
   const bool moe = s.n_expert > 0;
   const bool phi3 = s.arch == "phi3";
   const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
@@ -327,12 +332,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     if (s.n_ff_shexp > 0)
       w.AddUint32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff_shexp));
   }
-  if (gemma2) {
+  if (gemma2 && !gemma3) {
     // Gemma 2's keys; caps far below its 50 / 30 so that the tiny model's
     // scores and logits reach them (a cap they never reach tests nothing).
     w.AddFloat32(a + "attn_logit_softcapping", 5.0f);
     w.AddFloat32(a + "final_logit_softcapping", 4.0f);
   }
+  if (gemma3) w.AddFloat32(a + "rope.freq_base_swa", 10000.0f);  // local layers' base (global: rope_theta)
   if (o.vocab != nullptr) {
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
@@ -376,7 +382,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       plan.push_back({p + "attn_k.bias", TensorType::F32, {KV}, TensorPlan::kBias});
       plan.push_back({p + "attn_v.bias", TensorType::F32, {KV}, TensorPlan::kBias});
     }
-    if (qwen3) {
+    if (qwen3 || gemma3) {
       plan.push_back({p + "attn_q_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
       plan.push_back({p + "attn_k_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
     }
