@@ -115,7 +115,7 @@ bool ParseIds(const char* text, std::vector<llm_token>* ids) {
       if (v > INT32_MAX) return false;
     }
     ids->push_back(static_cast<llm_token>(v));
-    if (*p == ',') ++p;
+    if (*p == ',' && p[1] != '\0') ++p;  // a trailing comma is malformed too
     else if (*p != '\0') return false;
   }
   return !ids->empty();
