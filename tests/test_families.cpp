@@ -517,6 +517,28 @@ TEST(Families, LongRopeFactorsAndAttentionFactorMatter) {
   }
 }
 
+// LongRoPE factors in a file of another family (llama.cpp would apply them
+// for `llama` too) are refused, not ignored.
+TEST(FamilyConfig, LongRopeFactorsOutsidePhi3AreRefused) {
+  GgufWriter w = MakeTinyLlama();
+  std::string bytes = w.Serialize();
+  auto f0 = GgufFile::FromMemory(bytes.data(), bytes.size());
+  ASSERT_TRUE(f0.ok());
+  auto c0 = ModelConfig::FromGguf(**f0);
+  ASSERT_TRUE(c0.ok()) << c0.status().message();
+  w.AddTensor("rope_factors_long.weight", TensorType::F32, {c0->rope_dim / 2});
+  w.AddTensor("rope_factors_short.weight", TensorType::F32, {c0->rope_dim / 2});
+  bytes = w.Serialize();
+  auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+  ASSERT_TRUE(f.ok());
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->has_longrope);
+  auto wt = ModelWeights::FromGguf(**f, *c);
+  EXPECT_EQ(wt.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(wt.status().message().find("phi3"), std::string::npos) << wt.status().message();
+}
+
 // Bias tensors the backends would not apply are refused, not ignored.
 TEST(FamilyConfig, BiasesOnSomeLayersOrUnreadBiasesAreRefused) {
   for (const char* extra : {"blk.1.attn_k.bias", "blk.0.attn_output.bias", "output.bias"}) {
