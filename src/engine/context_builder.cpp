@@ -215,7 +215,7 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const Con
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(p, kind, *model, &ec));
   SpecSetup spec;
   spec.verify = overrides.verify;
-  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft), KvCacheSpec{ec.block_size, ec.n_blocks}));
+  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft), KvCacheSpec{ec.block_size, ec.n_blocks, ec.n_ctx}));
   LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
   return Engine::Create(std::move(model), std::move(backend), ec, std::move(spec));
 }
