@@ -3,6 +3,7 @@
 //   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
 //           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
 //           [--stop STR]... [--ignore-eos] [--json] [--chat] [--system TEXT]
+//           [--prompt-ids ID,ID,...]
 //
 // Without -m it runs the model built into the library. --json prints one JSON
 // object at the end instead of streaming: prompt_tokens (ids), tokens
@@ -10,6 +11,9 @@
 // prompt as one user turn (after an optional --system turn) through the
 // model's chat template (llm_chat_apply_template: the GGUF's own, or the
 // built-in one for its architecture) and prints only the reply.
+// --prompt-ids submits those token ids verbatim instead of a text prompt (no
+// BOS added): how a reference continuation made from token ids is replayed.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,7 +68,7 @@ const char* FinishName(int32_t r) {
   std::fprintf(stderr,
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
-               "               [--ignore-eos] [--json] [--chat] [--system TEXT]\n");
+               "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n");
   std::exit(2);
 }
 
@@ -99,6 +103,24 @@ bool ChatPrompt(llm_ctx* ctx, const std::string& system, std::string* prompt, ui
   return true;
 }
 
+// "1,2,3" -> ids; false on anything else (empty, a sign, a non-digit, overflow).
+bool ParseIds(const char* text, std::vector<llm_token>* ids) {
+  ids->clear();
+  const char* p = text;
+  while (*p != '\0') {
+    if (*p < '0' || *p > '9') return false;
+    int64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; ++p) {
+      v = v * 10 + (*p - '0');
+      if (v > INT32_MAX) return false;
+    }
+    ids->push_back(static_cast<llm_token>(v));
+    if (*p == ',' && p[1] != '\0') ++p;  // a trailing comma is malformed too
+    else if (*p != '\0') return false;
+  }
+  return !ids->empty();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,6 +134,8 @@ int main(int argc, char** argv) {
   std::string system;
   bool chat = false;
   std::vector<const char*> stops;
+  std::vector<llm_token> prompt_ids;
+  bool use_ids = false;
   Output out;
 
   for (int i = 1; i < argc; ++i) {
@@ -134,8 +158,10 @@ int main(int argc, char** argv) {
     else if (a == "--json") out.json = true;
     else if (a == "--chat") chat = true;
     else if (a == "--system") { if (!v) Usage(); system = v; chat = true; ++i; }
+    else if (a == "--prompt-ids") { if (!v || !ParseIds(v, &prompt_ids)) Usage(); use_ids = true; ++i; }
     else Usage();
   }
+  if (use_ids && chat) Usage();
 
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&params, &ctx), "llm_ctx_create")) return 1;
@@ -144,7 +170,13 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  req.prompt = prompt.c_str();
+  if (use_ids) {
+    req.prompt = nullptr;
+    req.prompt_tokens = prompt_ids.data();
+    req.n_prompt_tokens = static_cast<int32_t>(prompt_ids.size());
+  } else {
+    req.prompt = prompt.c_str();
+  }
   req.sampling = &sampling;
   req.stop = stops.empty() ? nullptr : stops.data();
   req.n_stop = static_cast<int32_t>(stops.size());
@@ -155,7 +187,7 @@ int main(int argc, char** argv) {
     llm_ctx_destroy(ctx);
     return 1;
   }
-  if (!out.json && !chat) {
+  if (!out.json && !chat && !use_ids) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -166,7 +198,7 @@ int main(int argc, char** argv) {
 
   if (out.json) {
     std::string j = "{\"prompt_tokens\": [";
-    std::vector<llm_token> prompt_ids = cli::Tokenize(ctx, prompt, req.tokenize_flags);
+    if (!use_ids) prompt_ids = cli::Tokenize(ctx, prompt, req.tokenize_flags);
     for (size_t k = 0; k < prompt_ids.size(); ++k) j += (k ? ", " : "") + std::to_string(prompt_ids[k]);
     j += "], \"tokens\": [";
     for (size_t k = 0; k < out.tokens.size(); ++k) j += (k ? ", " : "") + std::to_string(out.tokens[k]);

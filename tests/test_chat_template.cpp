@@ -39,7 +39,18 @@ StatusOr<std::string> RenderText(const std::string& text, const Json& context = 
   return t->Render(globals, limits);
 }
 
-// ------------------------------------------------- the four model templates
+// ------------------------------------------------- the models' templates
+
+// A case whose messages carry only role and content strings and that passes
+// no tools goes through ChatTemplate::Apply (what llm_chat_apply_template
+// uses) as well as through the interpreter with the whole JSON context.
+bool IsPlainChat(const Json& c) {
+  if (c.Find("tools") != nullptr) return false;
+  for (const Json& m : c.Find("messages")->array())
+    for (const auto& [k, v] : m.object())
+      if ((k != "role" && k != "content") || !v.is_string()) return false;
+  return true;
+}
 
 class ModelTemplate : public ::testing::TestWithParam<const char*> {};
 
@@ -53,28 +64,50 @@ TEST_P(ModelTemplate, MatchesJinja2) {
   ChatTemplateOptions base;
   if (doc.Find("bos_token")->is_string()) base.bos_token = doc.Find("bos_token")->as_string();
   if (doc.Find("eos_token")->is_string()) base.eos_token = doc.Find("eos_token")->as_string();
+  const Json* extra = doc.Find("globals");
+  const bool has_extra = extra != nullptr && extra->size() > 0;
   const Json& cases = *doc.Find("cases");
   ASSERT_GE(cases.size(), 20u);
   for (const Json& c : cases.array()) {
-    std::vector<ChatMessage> messages;
-    for (const Json& m : c.Find("messages")->array())
-      messages.push_back({m.Find("role")->as_string(), m.Find("content")->as_string()});
-    ChatTemplateOptions opts = base;
-    opts.add_generation_prompt = c.Find("add_generation_prompt")->as_bool();
-    std::string label = name + "/" + c.Find("name")->as_string() + (opts.add_generation_prompt ? "+gen" : "");
-    auto out = (*tmpl)->Apply(messages, opts);
-    if (const Json* err = c.Find("error")) {
-      ASSERT_FALSE(out.ok()) << label;
-      EXPECT_EQ(out.status().code(), LLM_ERR_INVALID_ARGUMENT) << label;
-      EXPECT_EQ(out.status().message(), err->as_string()) << label;
-    } else {
-      ASSERT_TRUE(out.ok()) << label << ": " << out.status().message();
-      EXPECT_EQ(*out, c.Find("expected")->as_string()) << label;
+    const bool agp = c.Find("add_generation_prompt")->as_bool();
+    std::string label = name + "/" + c.Find("name")->as_string() + (agp ? "+gen" : "");
+    // The interpreter with transformers' variables, tools and tool calls included.
+    Dict globals;
+    globals.Set("messages", Value::FromJson(*c.Find("messages")));
+    const Json* tools = c.Find("tools");
+    globals.Set("tools", tools != nullptr ? Value::FromJson(*tools) : Value::None());
+    globals.Set("documents", Value::None());
+    globals.Set("add_generation_prompt", Value::Bool(agp));
+    if (base.bos_token) globals.Set("bos_token", Value::String(*base.bos_token));
+    if (base.eos_token) globals.Set("eos_token", Value::String(*base.eos_token));
+    if (extra != nullptr)
+      for (const auto& [k, v] : extra->object()) globals.Set(k, Value::FromJson(v));
+    std::vector<StatusOr<std::string>> outs;
+    outs.push_back((*tmpl)->jinja().Render(globals));
+    if (IsPlainChat(c) && !has_extra) {
+      std::vector<ChatMessage> messages;
+      for (const Json& m : c.Find("messages")->array())
+        messages.push_back({m.Find("role")->as_string(), m.Find("content")->as_string()});
+      ChatTemplateOptions opts = base;
+      opts.add_generation_prompt = agp;
+      outs.push_back((*tmpl)->Apply(messages, opts));
+    }
+    for (auto& out : outs) {
+      if (const Json* err = c.Find("error")) {
+        ASSERT_FALSE(out.ok()) << label;
+        EXPECT_EQ(out.status().code(), LLM_ERR_INVALID_ARGUMENT) << label;
+        EXPECT_EQ(out.status().message(), err->as_string()) << label;
+      } else {
+        ASSERT_TRUE(out.ok()) << label << ": " << out.status().message();
+        EXPECT_EQ(*out, c.Find("expected")->as_string()) << label;
+      }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ModelTemplate, ::testing::Values("llama3", "qwen3", "smollm2", "gemma3"));
+INSTANTIATE_TEST_SUITE_P(All, ModelTemplate,
+                         ::testing::Values("llama3", "qwen3", "smollm2", "gemma3", "qwen25", "phi35", "gemma2",
+                                           "mistral_nemo", "llama31", "llama32"));
 
 // ------------------------------------------------- interpreter unit cases
 

@@ -1,6 +1,6 @@
 // The model families against llama.cpp (llama with Llama 3.1 rope_freqs,
 // qwen2, qwen3, Mistral-style llama, gemma2, phi3, Mixtral-style llama,
-// qwen3moe): tiny synthesized models (llm-synth,
+// qwen3moe, qwen2moe, phi3 with Phi-3.5's LongRoPE): tiny synthesized models (llm-synth,
 // F32, sharp attention) run on the CPU backend, compared with the outputs
 // llama.cpp gave for the same files (tests/data/families/, written by
 // tools/family_reference.py through llama-cpp-python with F32 K/V and flash
@@ -23,10 +23,12 @@
 #include <numeric>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/model.h"
+#include "model/rope_freq.h"
 #include "llm.h"
 #include "support/api_helpers.h"
 #include "support/gguf_writer.h"
@@ -133,6 +135,9 @@ std::unique_ptr<Model> SynthesizeAndLoad(const std::string& name, const Json& re
 }
 
 constexpr int32_t kBlock = 16;
+// The context llama.cpp ran the references with (family_reference.py's
+// N_CTX, one sequence): LongRoPE picks its factors by it.
+constexpr int32_t kRefCtx = 256;
 
 // A shuffled block table with room for n_pos positions, from `next` on.
 std::vector<int32_t> Table(int32_t n_pos, int32_t* next, int32_t n_blocks) {
@@ -215,7 +220,12 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
     EXPECT_EQ(m->config.sliding_window, 0);
   }
   const int32_t n_blocks = 64;
-  auto b = CreateCpuBackend(m->config, m->weights, KvCacheSpec{kBlock, n_blocks}, 2);
+  if (name == "phi35" || name == "phi35_short") {
+    // LongRoPE: both factor tensors and the converter's attention factor
+    EXPECT_TRUE(m->config.has_longrope);
+    EXPECT_NEAR(m->config.rope_attn_factor, name == "phi35" ? std::sqrt(2.0) : std::sqrt(1.2), 1e-6);
+  }
+  auto b = CreateCpuBackend(m->config, m->weights, KvCacheSpec{kBlock, n_blocks, kRefCtx}, 2);
   ASSERT_TRUE(b.ok()) << b.status().message();
 
   // ---- the vocabulary llm-synth wrote tokenizes a text as llama.cpp does
@@ -295,7 +305,7 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(LlamaCpp, Families, ::testing::Values("llama3_rope_freqs", "qwen2", "qwen3", "mistral", "gemma2",
                                                                     "phi3", "mixtral", "qwen3moe", "qwen2_yarn",
-                                                                    "qwen2moe"));
+                                                                    "qwen2moe", "phi35", "phi35_short"));
 
 // The rope_freqs test can fail: llama.cpp's logits without the tensor are far
 // outside the tolerance, and so are llmrt's (the file is read, not ignored).
@@ -323,7 +333,12 @@ TEST(Families, RopeFreqsMoveTheLogitsFarBeyondTheTolerance) {
 // CUDA backend runs the Llama block only), its info names the architecture,
 // and a greedy request of text runs to its length.
 TEST(Families, RunThroughTheCApi) {
-  for (const char* name : {"qwen2", "qwen3", "qwen3moe"}) {
+  // every family's file, and the general.architecture its info must report
+  const std::pair<const char*, const char*> families[] = {
+      {"llama3_rope_freqs", "llama"}, {"qwen2", "qwen2"},  {"qwen3", "qwen3"},       {"mistral", "llama"},
+      {"gemma2", "gemma2"},           {"phi3", "phi3"},    {"mixtral", "llama"},     {"qwen3moe", "qwen3moe"},
+      {"qwen2_yarn", "qwen2"},        {"qwen2moe", "qwen2moe"}, {"phi35", "phi3"}, {"phi35_short", "phi3"}};
+  for (const auto& [name, arch] : families) {
     const Reference ref = LoadReference(name);
     ASSERT_FALSE(ref.prompts.empty());
     const std::string path = SynthesizeFile(std::string(name) + "_capi", ref.json);
@@ -338,7 +353,7 @@ TEST(Families, RunThroughTheCApi) {
     llm_model_info info{};
     info.struct_size = sizeof info;
     ASSERT_EQ(llm_model_get_info(ctx, &info), LLM_OK);
-    EXPECT_STREQ(info.arch, name);
+    EXPECT_STREQ(info.arch, arch) << name;
     const SeqResult r = Generate(ctx, "The capital of France is", 16);
     EXPECT_EQ(r.status, LLM_OK) << r.message;
     EXPECT_EQ(r.tokens.size(), 16u);
@@ -454,14 +469,74 @@ TEST(FamilyConfig, ExpertsAndTheirRefusals) {
   EXPECT_EQ(c->n_ff_shexp, 40);
 }
 
-// Phi-3.5 / Phi-4-mini's LongRoPE factors are refused until implemented.
-TEST(FamilyConfig, Phi3LongRopeIsRefused) {
+// LongRoPE wants both factor tensors; its attention factor is read.
+TEST(FamilyConfig, Phi3LongRope) {
   std::string keep;
   GgufWriter w = FamilyKeys("phi3");
   w.AddTensor("rope_factors_long.weight", TensorType::F32, {4});
   auto c = ConfigOf(w, &keep);
   EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
   EXPECT_NE(c.status().message().find("LongRoPE"), std::string::npos) << c.status().message();
+  w.AddTensor("rope_factors_short.weight", TensorType::F32, {4});
+  w.AddFloat32("phi3.rope.scaling.attn_factor", 1.25f);
+  c = ConfigOf(w, &keep);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->has_longrope);
+  EXPECT_FLOAT_EQ(c->rope_attn_factor, 1.25f);
+  GgufWriter zero = FamilyKeys("phi3");
+  zero.AddFloat32("phi3.rope.scaling.attn_factor", 0.0f);
+  c = ConfigOf(zero, &keep);
+  EXPECT_EQ(c.status().code(), LLM_ERR_MODEL_FORMAT) << c.status().message();
+  EXPECT_NE(c.status().message().find("attn_factor"), std::string::npos) << c.status().message();
+}
+
+// The LongRoPE details each matter: the same model with the other factor set
+// (a context within the original one) or without the attention factor is
+// far outside the tolerance of llama.cpp's logits.
+TEST(Families, LongRopeFactorsAndAttentionFactorMatter) {
+  const Reference ref = LoadReference("phi35");
+  ASSERT_FALSE(ref.prompts.empty());
+  std::unique_ptr<Model> m = SynthesizeAndLoad("phi35_mutants", ref.json);
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->config.has_longrope);
+  EXPECT_EQ(RopeFactorsFor(m->config, m->weights, kRefCtx).data, m->weights.rope_factors_long.data);
+  EXPECT_EQ(RopeFactorsFor(m->config, m->weights, 64).data, m->weights.rope_factors_short.data);
+  EXPECT_EQ(RopeFactorsFor(m->config, m->weights, 0).data, m->weights.rope_factors_long.data);  // n_ctx_train 4096
+  const int32_t V = m->config.n_vocab;
+  ModelConfig no_attn = m->config;
+  no_attn.rope_attn_factor = 1.0f;
+  struct Variant { const ModelConfig* config; int32_t n_ctx; const char* what; };
+  for (const Variant& v : {Variant{&m->config, 64, "short factors"}, Variant{&no_attn, kRefCtx, "attn_factor 1"}}) {
+    auto b = CreateCpuBackend(*v.config, m->weights, KvCacheSpec{kBlock, 16, v.n_ctx}, 1);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    int32_t next = 0;
+    const std::vector<int32_t> table = Table(static_cast<int32_t>(ref.prompts[0].size()), &next, 16);
+    const std::vector<float> got = PromptLogits(**b, ref.prompts[0], 32, V, table);
+    size_t at = 0;
+    EXPECT_GT(WorstRel(got.data(), ref.logits[0].data(), got.size(), &at), 100 * kRelTol) << v.what;
+  }
+}
+
+// LongRoPE factors in a file of another family (llama.cpp would apply them
+// for `llama` too) are refused, not ignored.
+TEST(FamilyConfig, LongRopeFactorsOutsidePhi3AreRefused) {
+  GgufWriter w = MakeTinyLlama();
+  std::string bytes = w.Serialize();
+  auto f0 = GgufFile::FromMemory(bytes.data(), bytes.size());
+  ASSERT_TRUE(f0.ok());
+  auto c0 = ModelConfig::FromGguf(**f0);
+  ASSERT_TRUE(c0.ok()) << c0.status().message();
+  w.AddTensor("rope_factors_long.weight", TensorType::F32, {c0->rope_dim / 2});
+  w.AddTensor("rope_factors_short.weight", TensorType::F32, {c0->rope_dim / 2});
+  bytes = w.Serialize();
+  auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+  ASSERT_TRUE(f.ok());
+  auto c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->has_longrope);
+  auto wt = ModelWeights::FromGguf(**f, *c);
+  EXPECT_EQ(wt.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(wt.status().message().find("phi3"), std::string::npos) << wt.status().message();
 }
 
 // Bias tensors the backends would not apply are refused, not ignored.

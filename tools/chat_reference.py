@@ -4,12 +4,18 @@
 tests/test_chat_template.cpp checks that llmrt's own Jinja interpreter
 (src/chat/) renders every conversation below byte for byte as jinja2 does.
 
+Besides the four original models it renders the model families' instruct
+templates (Qwen2.5, Phi-3.5, Gemma 2, Mistral Nemo, Llama 3.1 and 3.2; origin
+and license in tests/data/chat/templates/README.md) on the same conversations
+and on tool-use conversations (tools offered, a tool call and its result,
+parallel calls) where the template takes `tools`.
+
 The environment mirrors Hugging Face transformers' apply_chat_template:
 ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with the
 loopcontrols extension, keep_trailing_newline left False, a `tojson` filter
 that is json.dumps(ensure_ascii=False) (not jinja2's HTML-escaping one), the
 globals raise_exception and strftime_now, and the render arguments
-messages, tools=None, documents=None, add_generation_prompt, bos_token and
+messages, tools (None unless the case offers tools), documents=None, add_generation_prompt, bos_token and
 eos_token (a token the model does not have is left undefined).
 
 Usage:
@@ -48,6 +54,21 @@ MODELS = {
     "qwen3": {"bos_token": None, "eos_token": "<|im_end|>"},
     "smollm2": {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>"},
     "gemma3": {"bos_token": "<bos>", "eos_token": "<eos>"},
+    # The model families' instruct templates (issue 19), as published in each
+    # model's tokenizer_config.json and carried by llama.cpp's
+    # models/templates/ in the llama-cpp-python 0.3.36 sdist on PyPI
+    # (templates/README.md says which file is which model's).
+    "qwen25": {"bos_token": None, "eos_token": "<|im_end|>"},
+    "phi35": {"bos_token": "<s>", "eos_token": "<|endoftext|>"},
+    "gemma2": {"bos_token": "<bos>", "eos_token": "<eos>"},
+    "mistral_nemo": {"bos_token": "<s>", "eos_token": "</s>"},
+    # Llama 3.1 (3.3's is the same text) and 3.2 fall back on a date when the
+    # caller passes none (3.2 through strftime_now): the cases pin
+    # date_string so the renderings do not depend on the day they were made.
+    "llama31": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+                "extra": {"date_string": "26 Jul 2024"}},
+    "llama32": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+                "extra": {"date_string": "26 Jul 2024"}},
 }
 
 
@@ -107,6 +128,48 @@ CONVERSATIONS = [
     ("double_user", [msg("user", "one"), msg("user", "two")]),
     ("assistant_last", [msg("user", "Continue this:"), msg("assistant", "Once upon a time")]),
     ("system_only", [msg("system", "Only a system prompt.")]),
+]
+
+
+# Tool use as transformers passes it: `tools` a list of JSON-schema function
+# descriptions, an assistant turn with `tool_calls` (arguments a dict), the
+# tool's answer a `tool` message naming the call. Mistral's template wants
+# 9-character call ids; Llama 3.1 refuses two calls in one turn.
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather",
+    "description": "Get the current weather in a city.",
+    "parameters": {"type": "object",
+                   "properties": {"city": {"type": "string", "description": "City name, e.g. \"Paris\""},
+                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city"]}}}
+TIME_TOOL = {"type": "function", "function": {
+    "name": "get_time", "description": "Local time in a time zone.",
+    "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+
+
+def call(cid, name, args):
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+TOOL_CONVERSATIONS = [
+    ("tools_offered", [msg("system", "You can call tools."), msg("user", "Weather in Paris?")],
+     [WEATHER_TOOL, TIME_TOOL]),
+    ("tools_no_system", [msg("user", "What time is it in Tokyo?")], [TIME_TOOL]),
+    ("tools_round_trip", [
+        msg("user", "Weather in Paris?"),
+        {"role": "assistant", "content": "", "tool_calls": [call("call12345", "get_weather", {"city": "Paris", "unit": "celsius"})]},
+        {"role": "tool", "tool_call_id": "call12345", "name": "get_weather", "content": "{\"temp\": 21, \"sky\": \"clear\"}"},
+        msg("assistant", "It is 21 °C and clear in Paris."),
+        msg("user", "Thanks!"),
+    ], [WEATHER_TOOL]),
+    ("tools_parallel_calls", [
+        msg("system", "Be brief."),
+        msg("user", "Weather and time in Oslo?"),
+        {"role": "assistant", "content": "", "tool_calls": [call("callAAAAA", "get_weather", {"city": "Oslo"}),
+                                                            call("callBBBBB", "get_time", {"tz": "Europe/Oslo"})]},
+        {"role": "tool", "tool_call_id": "callAAAAA", "name": "get_weather", "content": "-3"},
+        {"role": "tool", "tool_call_id": "callBBBBB", "name": "get_time", "content": "14:05"},
+    ], [WEATHER_TOOL, TIME_TOOL]),
 ]
 
 
@@ -177,10 +240,11 @@ def make_env():
     return env
 
 
-def render(env, template_text, messages, add_generation_prompt, special):
-    kwargs = {k: v for k, v in special.items() if v is not None}
+def render(env, template_text, messages, add_generation_prompt, special, tools=None):
+    kwargs = {k: v for k, v in special.items() if v is not None and k != "extra"}
+    kwargs.update(special.get("extra", {}))
     template = env.from_string(template_text)
-    return template.render(messages=messages, tools=None, documents=None,
+    return template.render(messages=messages, tools=tools, documents=None,
                            add_generation_prompt=add_generation_prompt, **kwargs)
 
 
@@ -237,12 +301,21 @@ def main():
                 except TemplateError as e:
                     case["error"] = str(e)
                 cases.append(case)
+        for conv_name, messages, tools in TOOL_CONVERSATIONS:
+            for agp in (False, True):
+                case = {"name": conv_name, "add_generation_prompt": agp, "messages": messages, "tools": tools}
+                try:
+                    case["expected"] = render(env, text, messages, agp, special, tools)
+                except TemplateError as e:
+                    case["error"] = str(e)
+                cases.append(case)
         doc = {
             "command": "python3 tools/chat_reference.py",
             "generator": "jinja2 " + jinja2.__version__ + ", Python " + sys.version.split()[0],
             "template_file": "tests/data/chat/templates/" + name + ".jinja",
             "bos_token": special["bos_token"],
             "eos_token": special["eos_token"],
+            "globals": special.get("extra", {}),
             "cases": cases,
         }
         with open(os.path.join(OUT_DIR, name + ".json"), "w", encoding="utf-8") as f:

@@ -80,6 +80,12 @@ FAMILIES = {
     # attention.sliding_window 32 (llama.cpp reads it for phi3 and does not
     # apply it; the 96-token prompt shows which).
     "phi3": {"shape": "tiny-phi3"},
+    # Phi-3.5's LongRoPE: rope_factors_long / rope_factors_short and
+    # rope.scaling.attn_factor. llama.cpp takes the long factors when the
+    # context (N_CTX, 256) exceeds rope.scaling.original_context_length: 64
+    # here (long factors, attn_factor sqrt 2), 1024 in phi35_short (short ones).
+    "phi35": {"shape": "tiny-phi35"},
+    "phi35_short": {"shape": "tiny-phi35-short"},
     # Mixture of Experts: 4 experts, 2 per token (softmax, top-2,
     # renormalised), as Mixtral (`llama` with expert_count) and qwen3moe.
     "mixtral": {"shape": "tiny-mixtral"},

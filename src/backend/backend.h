@@ -33,6 +33,8 @@ namespace llm {
 struct KvCacheSpec {
   int32_t block_size = defaults::kKvBlockSize;  // tokens per block
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
+  int32_t n_ctx = 0;        // a sequence's longest context; LongRoPE picks its factors by it
+                            // (0: the model's training context)
 };
 
 // One KV block's move between the pool and the host swap space (preemption

@@ -42,12 +42,13 @@ StatusOr<int32_t> ChooseBackend(int32_t requested, int32_t override_kind) {
 }
 
 // The CUDA backend runs the Llama block only; other architectures (Gemma,
-// Qwen, Phi-3) and llama files with q/k/v biases, experts or YaRN run on the
-// CPU backend when the caller left the choice to us (AUTO) and are refused
+// Qwen, Phi-3) and llama files with q/k/v biases, experts, YaRN or a RoPE
+// attention factor (rope.scaling.attn_factor, which its RoPE does not apply)
+// run on the CPU backend when the caller left the choice to us (AUTO) and are refused
 // for an explicit CUDA.
 StatusOr<int32_t> FitBackendToModel(int32_t requested, int32_t kind, const ModelConfig& mc) {
   const bool cuda_runs = mc.arch_kind == ModelArch::kLlama && !mc.qkv_bias && mc.n_expert == 0 &&
-                         mc.rope_scaling.type != RopeScalingType::kYarn;
+                         mc.rope_scaling.type != RopeScalingType::kYarn && mc.rope_attn_factor == 1.0f;
   if (kind != LLM_BACKEND_CUDA || cuda_runs) return kind;
   if (requested == LLM_BACKEND_CUDA) return Unsupported("the CUDA backend does not run this '" + mc.arch + "' model (CPU only)");
   return LLM_BACKEND_CPU;
@@ -97,7 +98,7 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
 // the engine follows (ec->n_blocks).
 StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_t kind, const Model& model,
                                                  EngineConfig* ec) {
-  KvCacheSpec kv{ec->block_size, ec->n_blocks};
+  KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx};
   if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
   CudaBackendOptions co;
   co.fit_kv_blocks = p.n_kv_blocks == 0;
@@ -214,7 +215,7 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const Con
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(p, kind, *model, &ec));
   SpecSetup spec;
   spec.verify = overrides.verify;
-  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft), KvCacheSpec{ec.block_size, ec.n_blocks}));
+  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft), KvCacheSpec{ec.block_size, ec.n_blocks, ec.n_ctx}));
   LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
   return Engine::Create(std::move(model), std::move(backend), ec, std::move(spec));
 }

@@ -131,13 +131,20 @@ Status ReadGemma2(const GgufFile& file, const Reader& r, ModelConfig* c) {
 // attention.sliding_window is not applied: llama.cpp reads the key for phi3
 // and then attends to every key (tests/data/families/phi3.json shows a
 // prompt longer than the window matching it); llmrt does the same.
-// LongRoPE (rope_factors_long / rope_factors_short, Phi-3.5 / Phi-4-mini)
-// is refused until it is implemented, never run without its factors.
+// LongRoPE (Phi-3.5 / Phi-4-mini): rope_factors_long and
+// rope_factors_short, both or neither (has_longrope; the choice between them
+// is RopeFactorsFor's, rope_freq.h), with rope.scaling.attn_factor.
 Status ReadPhi3(const GgufFile& file, ModelConfig* c) {
   c->rope_style = RopeStyle::kNeox;
   c->fused_gate_up = file.FindTensor("blk.0.ffn_gate.weight") == nullptr;
-  if (file.FindTensor("rope_factors_long.weight") != nullptr || file.FindTensor("rope_factors_short.weight") != nullptr)
-    return Unsupported("phi3 LongRoPE (rope_factors_long / rope_factors_short) is not supported yet");
+  const bool has_long = file.FindTensor("rope_factors_long.weight") != nullptr;
+  const bool has_short = file.FindTensor("rope_factors_short.weight") != nullptr;
+  if (has_long != has_short)
+    return Unsupported("phi3 LongRoPE needs both rope_factors_long and rope_factors_short (the file has one)");
+  if (has_long && c->has_rope_freqs) return Unsupported("phi3 with both rope_freqs and LongRoPE factors");
+  if (has_long && c->rope_scaling.type != RopeScalingType::kNone)
+    return Unsupported("phi3 LongRoPE together with a rope.scaling.type is not supported");
+  c->has_longrope = has_long;
   return Status::Ok();
 }
 
@@ -290,6 +297,9 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     for (const char* k : {"rope.scaling.attn_factor", "rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor",
                           "rope.scaling.yarn_attn_factor"})
       if (file.Has(r.Key(k))) return Unsupported(r.Key(k) + " is not supported");
+  } else {
+    // Outside YaRN llama.cpp scales cos and sin by it (RopeMagnitude).
+    LLM_RETURN_IF_ERROR(r.Float("rope.scaling.attn_factor", 0.0, 1e6, &c.rope_attn_factor));  // (0, 1e6]
   }
   LLM_RETURN_IF_ERROR(r.Float("rope.scaling.low_freq_factor", 0.0, 1e6,
                               &c.rope_scaling.low_freq_factor));

@@ -78,6 +78,17 @@ struct ModelConfig {
   // rotation frequency of pair i is divided by rope_freqs[i]. The scaling is
   // baked into that tensor, so rope_scaling.type stays as the metadata says.
   bool has_rope_freqs = false;
+  // LongRoPE (Phi-3.5, Phi-4-mini): the file carries rope_factors_long and
+  // rope_factors_short.weight (rope_dim/2 F32 each), per-pair divisors like
+  // rope_freqs; llama.cpp takes the long ones when a sequence's context
+  // (n_ctx / n_seq_max there, our n_ctx) exceeds rope_scaling.original_ctx
+  // (default n_ctx_train), else the short ones (RopeFactorsFor, rope_freq.h).
+  bool has_longrope = false;
+  // rope.scaling.attn_factor (any family, default 1): cos and sin are
+  // multiplied by it (ggml_rope_ext's attn_factor, from llama.cpp's
+  // hparams.rope_attn_factor); Phi-3's converter writes
+  // sqrt(1 + ln(scale) / ln(original context)) with LongRoPE.
+  float rope_attn_factor = 1.0f;
 
   // ---- family extensions (Gemma 3, Qwen); the defaults are the Llama block.
   int32_t n_expert = 0;           // experts per MoE layer; 0 = a dense FFN

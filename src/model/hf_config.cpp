@@ -5,7 +5,7 @@
 // RoPE pairing: HF checkpoints keep q/k rows in the order their rotate_half
 // RoPE expects (pairs (x[i], x[i + d/2]): NEOX). llama.cpp's converter
 // permutes the q/k rows of `llama` files so that adjacent pairs (x[2i],
-// x[2i+1]) hold the same values; Qwen files it leaves unpermuted. Reading the
+// x[2i+1]) hold the same values; Qwen, Phi-3 and Gemma files it leaves unpermuted. Reading the
 // unpermuted HF rows, every family here is therefore NEOX — the same
 // rotation applied to the same values, only stored in another order
 // (tests/test_hf_model.cpp proves the logits equal).
@@ -84,6 +84,85 @@ Status ReadRopeScaling(const Json& cfg, ModelConfig* c) {
   return Float(*rs, "beta_slow", 0.0, 1e6, &c->rope_scaling.beta_slow);
 }
 
+// A soft cap: absent keeps the default, null disables it (transformers'
+// meaning of None), else a number in [0, 1e6].
+Status Cap(const Json& cfg, const char* key, float* out) {
+  const Json* v = cfg.Find(key);
+  if (v == nullptr) return Status::Ok();
+  if (v->is_null()) {
+    *out = 0.0f;
+    return Status::Ok();
+  }
+  if (!v->is_number() || !(v->as_double() >= 0.0 && v->as_double() <= 1e6))
+    return ModelFormatError(std::string("config.json: ") + key + " is not a number in [0, 1e6]");
+  *out = static_cast<float>(v->as_double());
+  return Status::Ok();
+}
+
+// Gemma 2 as transformers runs it and llama.cpp's converter writes it:
+// GeGLU (gelu_pytorch_tanh), embeddings scaled by sqrt(hidden_size),
+// post-attention / post-FFN norms, even layers local with sliding_window,
+// attention and final logits soft-capped, q·k scaled by
+// query_pre_attn_scalar^-1/2 (head_dim for 2B/9B, hidden_size / heads for
+// 27B: what llama.cpp's gemma2 uses). Its RMSNorm weights are stored minus 1
+// (HF multiplies by 1 + w): weights_hf.cpp adds the 1 the converter adds.
+//
+// Gemma 3 (Gemma3ForCausalLM, text): the same with q/k RMS norms, no
+// attention cap (refused if set: its GGUF path has none either) and no final
+// cap unless set, a window every sliding_window_pattern layers (default 6:
+// five local, one global; or the same period spelled out in layer_types),
+// local layers on rope_local_base_freq and global ones on rope_theta with
+// rope_scaling (linear in the 4B+ models).
+Status ReadGemma(const Json& cfg, ModelConfig* c) {
+  const bool gemma3 = c->arch_kind == ModelArch::kGemma3;
+  for (const char* key : {"hidden_activation", "hidden_act"}) {
+    const Json* act = cfg.Find(key);
+    if (act != nullptr && !act->is_null() && (!act->is_string() || act->as_string() != "gelu_pytorch_tanh"))
+      return Unsupported(std::string("config.json: gemma2 with ") + key + " other than gelu_pytorch_tanh");
+  }
+  c->ffn_act = FfnActivation::kGeluTanh;
+  c->embd_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->post_norms = true;
+  LLM_RETURN_IF_ERROR(Int(cfg, "sliding_window", 1, kMaxCtx, int64_t{4096}, &c->sliding_window));
+  int32_t scalar = 0;
+  LLM_RETURN_IF_ERROR(Int(cfg, "query_pre_attn_scalar", 1, int64_t{1} << 20, c->head_dim, &scalar));
+  if (scalar != c->head_dim) c->attn_scale = 1.0f / std::sqrt(static_cast<float>(scalar));
+  if (!gemma3) {
+    c->swa_pattern = 2;
+    c->rope_theta_swa = c->rope_theta;
+    if (c->rope_scaling.type != RopeScalingType::kNone)
+      return Unsupported("config.json: gemma2 with rope_scaling is not supported");
+    c->attn_logit_softcap = 50.0f;
+    c->final_logit_softcap = 30.0f;
+    LLM_RETURN_IF_ERROR(Cap(cfg, "attn_logit_softcapping", &c->attn_logit_softcap));
+    return Cap(cfg, "final_logit_softcapping", &c->final_logit_softcap);
+  }
+  c->qk_norm = true;
+  c->rope_theta_swa = 10000.0f;
+  LLM_RETURN_IF_ERROR(Float(cfg, "rope_local_base_freq", 0.0, 1e12, &c->rope_theta_swa));
+  LLM_RETURN_IF_ERROR(Int(cfg, "sliding_window_pattern", 1, kMaxLayers, int64_t{6}, &c->swa_pattern));
+  if (const Json* types = cfg.Find("layer_types"); types != nullptr && !types->is_null()) {
+    // The period of "full_attention" layers, which must repeat exactly.
+    if (!types->is_array() || types->size() != static_cast<size_t>(c->n_layer))
+      return ModelFormatError("config.json: layer_types must list num_hidden_layers entries");
+    int32_t period = 0;
+    for (size_t i = 0; i < types->size() && period == 0; ++i)
+      if (types->array()[i].as_string() == "full_attention") period = static_cast<int32_t>(i) + 1;
+    if (period == 0) period = c->n_layer + 1;  // no global layer
+    for (size_t i = 0; i < types->size(); ++i) {
+      const std::string& t = types->array()[i].as_string();
+      const bool global = static_cast<int32_t>(i % period) == period - 1;
+      if (t != (global ? "full_attention" : "sliding_attention"))
+        return Unsupported("config.json: layer_types is not a repeating local/global pattern");
+    }
+    c->swa_pattern = period;
+  }
+  const Json* attn_cap = cfg.Find("attn_logit_softcapping");
+  if (attn_cap != nullptr && !attn_cap->is_null())
+    return Unsupported("config.json: gemma3 with attn_logit_softcapping is not supported");
+  return Cap(cfg, "final_logit_softcapping", &c->final_logit_softcap);
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
@@ -102,10 +181,20 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
     c.arch = "qwen2", c.arch_kind = ModelArch::kQwen2;
   } else if (hf_arch == "Qwen3ForCausalLM" || (hf_arch.empty() && model_type == "qwen3")) {
     c.arch = "qwen3", c.arch_kind = ModelArch::kQwen3;
+  } else if (hf_arch == "Gemma2ForCausalLM" || (hf_arch.empty() && model_type == "gemma2")) {
+    c.arch = "gemma2", c.arch_kind = ModelArch::kGemma2;
+  } else if (hf_arch == "Gemma3ForCausalLM" || (hf_arch.empty() && model_type == "gemma3_text")) {
+    c.arch = "gemma3", c.arch_kind = ModelArch::kGemma3;
+  } else if (hf_arch == "Phi3ForCausalLM" || (hf_arch.empty() && model_type == "phi3")) {
+    // Phi-3 / Phi-3.5 / Phi-4-mini: q/k/v in one qkv_proj and gate/up in one
+    // gate_up_proj, as llama.cpp's converter keeps them (attn_qkv, ffn_up).
+    c.arch = "phi3", c.arch_kind = ModelArch::kPhi3;
+    c.fused_qkv = c.fused_gate_up = true;
   } else {
     return Unsupported("config.json: architecture '" + (hf_arch.empty() ? model_type : hf_arch) +
                        "' is not supported in a Hugging Face directory (only LlamaForCausalLM, MistralForCausalLM, "
-                       "Qwen2ForCausalLM and Qwen3ForCausalLM; convert others to GGUF)");
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM; convert others "
+                       "to GGUF)");
   }
   c.rope_style = RopeStyle::kNeox;  // unpermuted HF q/k rows: see the top of this file
 
@@ -122,23 +211,37 @@ StatusOr<ModelConfig> ModelConfig::FromHfConfig(const Json& cfg) {
   LLM_RETURN_IF_ERROR(Int(cfg, "head_dim", 2, kMaxHeadDim, c.n_embd / c.n_head, &c.head_dim));
   if (c.head_dim % 2 != 0 || c.head_dim < 2) return ModelFormatError("config.json: head dimension is odd or zero");
   c.rope_dim = c.head_dim;
-  if (const Json* p = cfg.Find("partial_rotary_factor"); p != nullptr && !p->is_null() && p->as_double() != 1.0)
-    return Unsupported("config.json: partial_rotary_factor is not supported for " + hf_arch);
+  if (const Json* p = cfg.Find("partial_rotary_factor"); p != nullptr && !p->is_null() && p->as_double() != 1.0) {
+    // Phi's rotary part: the first head_dim * factor dims (rotate_half within
+    // them, NEOX), as llama.cpp's rope.dimension_count.
+    if (c.arch_kind != ModelArch::kPhi3)
+      return Unsupported("config.json: partial_rotary_factor is not supported for " + hf_arch);
+    const double f = p->is_number() ? p->as_double() : -1.0;
+    const double dims = f * c.head_dim;
+    if (!(f > 0.0 && f < 1.0) || dims != std::floor(dims) || static_cast<int64_t>(dims) % 2 != 0)
+      return ModelFormatError("config.json: partial_rotary_factor must give an even number of rotated dims");
+    c.rope_dim = static_cast<int32_t>(dims);
+  }
   LLM_RETURN_IF_ERROR(Int(cfg, "max_position_embeddings", 1, kMaxCtx, std::nullopt, &c.n_ctx_train));
   LLM_RETURN_IF_ERROR(Int(cfg, "vocab_size", 1, kMaxVocab, std::nullopt, &c.n_vocab));
   LLM_RETURN_IF_ERROR(Float(cfg, "rope_theta", 0.0, 1e12, &c.rope_theta));
   LLM_RETURN_IF_ERROR(Float(cfg, "rms_norm_eps", 0.0, 1.0, &c.rms_eps));
   LLM_RETURN_IF_ERROR(ReadRopeScaling(cfg, &c));
-  if (const Json* act = cfg.Find("hidden_act"); act != nullptr && act->as_string() != "silu")
+  if (c.arch_kind == ModelArch::kGemma2 || c.arch_kind == ModelArch::kGemma3) {
+    LLM_RETURN_IF_ERROR(ReadGemma(cfg, &c));
+  } else if (const Json* act = cfg.Find("hidden_act"); act != nullptr && act->as_string() != "silu") {
     return Unsupported("config.json: hidden_act '" + act->as_string() + "' is not supported (only silu)");
-  // Llama and Mistral default to an untied lm_head, Qwen2/3 configs say.
-  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", false);
+  }
+  // Llama and Mistral default to an untied lm_head, Qwen2/3 configs say;
+  // Gemma's config class ties it unless told otherwise.
+  c.tied_embeddings = Bool(cfg, "tie_word_embeddings", c.arch_kind == ModelArch::kGemma2 ||
+                                                          c.arch_kind == ModelArch::kGemma3);
   c.qkv_bias = c.arch_kind == ModelArch::kQwen2 || Bool(cfg, "attention_bias", false);
   if (Bool(cfg, "mlp_bias", false)) return Unsupported("config.json: mlp_bias is not supported");
-  c.qk_norm = c.arch_kind == ModelArch::kQwen3;
+  c.qk_norm = c.qk_norm || c.arch_kind == ModelArch::kQwen3;
   // Sliding windows are not applied, as on the GGUF path: llama.cpp reads no
-  // window for `llama` (Mistral) files, and a Qwen config enables one only
-  // with use_sliding_window, refused here.
+  // window for `llama` (Mistral) files and applies none for phi3, and a Qwen
+  // config enables one only with use_sliding_window, refused here.
   if (Bool(cfg, "use_sliding_window", false)) return Unsupported("config.json: use_sliding_window is not supported");
   if (const Json* n = cfg.Find("num_local_experts"); n != nullptr && !n->is_null())
     return Unsupported("config.json: Mixture-of-Experts models are not supported from safetensors yet");

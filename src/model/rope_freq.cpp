@@ -68,15 +68,25 @@ StatusOr<std::vector<double>> RopeInvFreq(const ModelConfig& c, std::span<const 
 }
 
 double RopeMagnitude(const ModelConfig& c, bool local) {
+  // rope_attn_factor scales every layer's rotation in llama.cpp (cparams'
+  // yarn_attn_factor is multiplied by it and passed to each ggml_rope_ext).
+  const double attn = c.rope_attn_factor;
   const RopeScaling& s = c.rope_scaling;
-  if (local || s.type != RopeScalingType::kYarn || !(s.factor > 0.0f)) return 1.0;
-  return 1.0 + 0.1 * std::log(static_cast<double>(s.factor));
+  if (local || s.type != RopeScalingType::kYarn || !(s.factor > 0.0f)) return attn;
+  return attn * (1.0 + 0.1 * std::log(static_cast<double>(s.factor)));
+}
+
+const WeightView& RopeFactorsFor(const ModelConfig& c, const ModelWeights& w, int32_t n_ctx) {
+  if (!w.rope_freqs.empty() || !c.has_longrope) return w.rope_freqs;
+  const int32_t ctx = n_ctx > 0 ? n_ctx : c.n_ctx_train;
+  const int32_t original = c.rope_scaling.original_ctx > 0 ? c.rope_scaling.original_ctx : c.n_ctx_train;
+  return ctx > original ? w.rope_factors_long : w.rope_factors_short;
 }
 
 StatusOr<std::vector<float>> RopeFreqFactors(const ModelConfig& c, const WeightView& w) {
   if (w.empty()) return std::vector<float>{};
   if (w.type != TensorType::F32 || w.rows != 1 || w.cols != c.rope_dim / 2)
-    return InvalidArgument("rope_freqs.weight must be F32 with rope_dim / 2 values");
+    return InvalidArgument("rope_freqs / rope_factors weights must be F32 with rope_dim / 2 values");
   std::vector<float> f(static_cast<size_t>(w.cols));
   std::memcpy(f.data(), w.data, f.size() * sizeof(float));
   return f;

@@ -36,6 +36,14 @@ StatusOr<std::vector<double>> RopeInvFreq(const ModelConfig& config, std::span<c
 // (llama.cpp's mscale with attn_factor 1), else 1.
 double RopeMagnitude(const ModelConfig& config, bool local = false);
 
+// The per-pair divisors a context of n_ctx tokens per sequence runs with, as
+// llama.cpp's get_rope_factors picks them: rope_freqs.weight when the file
+// has it, else with LongRoPE rope_factors_long when n_ctx exceeds the
+// original context (rope.scaling.original_context_length, default
+// n_ctx_train) and rope_factors_short otherwise; else none (empty).
+// n_ctx 0 stands for n_ctx_train.
+const WeightView& RopeFactorsFor(const ModelConfig& config, const ModelWeights& weights, int32_t n_ctx);
+
 // The F32 values of a model's rope_freqs.weight (empty when it has none),
 // checked: rope_dim/2 finite positive factors.
 StatusOr<std::vector<float>> RopeFreqFactors(const ModelConfig& config, const WeightView& rope_freqs);

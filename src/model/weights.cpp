@@ -128,6 +128,16 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
   if (c.has_rope_freqs != !w.rope_freqs.empty()) {
     return InvalidArgument("config.has_rope_freqs disagrees with the file");
   }
+  LLM_RETURN_IF_ERROR(
+      l.Get("rope_factors_long.weight", Kind::kNorm, 1, c.rope_dim / 2, &w.rope_factors_long, true));
+  LLM_RETURN_IF_ERROR(
+      l.Get("rope_factors_short.weight", Kind::kNorm, 1, c.rope_dim / 2, &w.rope_factors_short, true));
+  if (!c.has_longrope && (!w.rope_factors_long.empty() || !w.rope_factors_short.empty())) {
+    return Unsupported("rope_factors_long / rope_factors_short (LongRoPE) are read for phi3 files only");
+  }
+  if (c.has_longrope && (w.rope_factors_long.empty() || w.rope_factors_short.empty())) {
+    return InvalidArgument("config.has_longrope disagrees with the file");
+  }
 
   w.layers.resize(c.n_layer);
   for (int32_t i = 0; i < c.n_layer; ++i) {

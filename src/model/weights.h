@@ -68,6 +68,8 @@ struct ModelWeights {
   WeightView output;       // (n_vocab, n_embd); == token_embd when tied
   std::vector<LayerWeights> layers;  // (n_layer)
   WeightView rope_freqs;   // (rope_dim/2) F32, optional (empty() when absent)
+  WeightView rope_factors_long;   // (rope_dim/2) F32, LongRoPE only (config.has_longrope)
+  WeightView rope_factors_short;  // (rope_dim/2) F32, LongRoPE only
   int64_t n_params = 0;     // elements of the tensors above (a tied output counted once)
 
   // Finds every tensor by its GGUF name (token_embd.weight, blk.N.attn_q.weight,

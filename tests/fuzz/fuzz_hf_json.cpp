@@ -1,4 +1,4 @@
-// Fuzzes the JSON parser and the tokenizer.json loader. The loader reads
+// Fuzzes the JSON parser, ModelConfig::FromHfConfig and the tokenizer.json loader. The loader reads
 // files, so each input is written to a private temporary folder:
 // everything before the first NUL byte is tokenizer.json, everything after
 // it (if there is a NUL) is tokenizer_config.json beside it. A loaded
@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "fuzz/common.h"
+#include "model/config.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json.h"
 
@@ -59,6 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The parser on its own (any depth limit, any input).
   auto j = ParseJson(tok_json, 64);
   if (!j.ok()) LLM_FUZZ_CHECK(!j.status().message().empty(), "JSON error without a message");
+  // The same text as a config.json (every family's keys: Gemma 2's caps and
+  // scalar, Phi-3's partial_rotary_factor, rope_scaling...).
+  if (j.ok()) {
+    auto c = ModelConfig::FromHfConfig(*j);
+    if (!c.ok()) LLM_FUZZ_CHECK(!c.status().message().empty(), "config.json error without a message");
+  }
 
   const std::string tok_path = Dir() + "/tokenizer.json";
   const std::string cfg_path = Dir() + "/tokenizer_config.json";

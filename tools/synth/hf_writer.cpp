@@ -101,8 +101,9 @@ Status WriteSafetensors(const std::string& path, std::vector<OutTensor*> ts) {
   return WriteFile(path, out);
 }
 
-// A GGUF name to transformers' (empty when it has none here).
-std::string HfName(const std::string& g) {
+// A GGUF name to transformers' (empty when it has none here). phi3's
+// ffn_up holds gate and up rows: transformers' gate_up_proj.
+std::string HfName(const std::string& g, bool phi3, bool gemma2) {
   if (g == "token_embd.weight") return "model.embed_tokens.weight";
   if (g == "output_norm.weight") return "model.norm.weight";
   if (g == "output.weight") return "lm_head.weight";
@@ -117,6 +118,14 @@ std::string HfName(const std::string& g) {
       {"attn_q_norm.weight", "self_attn.q_norm.weight"},    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},              {"ffn_down.weight", "mlp.down_proj.weight"}};
+  if (phi3 && rest == "ffn_up.weight") return "model.layers." + layer + ".mlp.gate_up_proj.weight";
+  if (gemma2) {
+    // Gemma 2's four norms, named after their place around each sub-block
+    if (rest == "post_attention_norm.weight") return "model.layers." + layer + ".post_attention_layernorm.weight";
+    if (rest == "ffn_norm.weight") return "model.layers." + layer + ".pre_feedforward_layernorm.weight";
+    if (rest == "post_ffw_norm.weight") return "model.layers." + layer + ".post_feedforward_layernorm.weight";
+  }
+  if (rest == "attn_qkv.weight") return "model.layers." + layer + ".self_attn.qkv_proj.weight";
   for (const auto& m : kMap)
     if (rest == m[0]) return "model.layers." + layer + "." + m[1];
   return "";
@@ -192,7 +201,8 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   LLM_ASSIGN_OR_RETURN(std::string_view arch_sv, g.GetString("general.architecture"));
   const std::string arch(arch_sv);
   const char* hf_arch = arch == "llama" ? "LlamaForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM"
-                        : arch == "qwen3" ? "Qwen3ForCausalLM" : nullptr;
+                        : arch == "qwen3" ? "Qwen3ForCausalLM" : arch == "phi3" ? "Phi3ForCausalLM"
+                        : arch == "gemma2" ? "Gemma2ForCausalLM" : arch == "gemma3" ? "Gemma3ForCausalLM" : nullptr;
   if (hf_arch == nullptr) return Unsupported("WriteHfDir: no Hugging Face layout for '" + arch + "'");
   auto I = [&](const char* k) -> StatusOr<int64_t> { return g.GetInt(arch + "." + k); };
   LLM_ASSIGN_OR_RETURN(int64_t n_head, I("attention.head_count"));
@@ -204,27 +214,62 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   LLM_ASSIGN_OR_RETURN(int64_t head_dim, I("attention.key_length"));
   LLM_ASSIGN_OR_RETURN(double theta, g.GetFloat(arch + ".rope.freq_base"));
   LLM_ASSIGN_OR_RETURN(double eps, g.GetFloat(arch + ".attention.layer_norm_rms_epsilon"));
+  std::string partial_rotary;  // Phi's partial_rotary_factor, when not all dims rotate
   if (g.Has(arch + ".rope.dimension_count")) {
     LLM_ASSIGN_OR_RETURN(int64_t rd, I("rope.dimension_count"));
-    if (rd != head_dim) return Unsupported("WriteHfDir: partial rotary dims");
+    if (rd != head_dim && arch != "phi3") return Unsupported("WriteHfDir: partial rotary dims");
+    if (rd != head_dim) partial_rotary = ",\"partial_rotary_factor\":" + Num(static_cast<double>(rd) / head_dim);
   }
+  if (g.FindTensor("rope_factors_long.weight") != nullptr)
+    return Unsupported("WriteHfDir: LongRoPE factors (config.json's rope_scaling lists) are not written here");
   if (g.Has(arch + ".expert_count")) return Unsupported("WriteHfDir: experts have no HF form here");
   if (g.FindTensor("rope_freqs.weight") != nullptr && rope_scaling_json.empty())
     return InvalidArgument("WriteHfDir: a GGUF with rope_freqs.weight needs the rope_scaling it was computed from");
   const auto n_vocab = g.ArrayLength("tokenizer.ggml.tokens");
   if (!n_vocab) return InvalidArgument("WriteHfDir: no tokenizer.ggml.tokens");
   const bool tied = g.FindTensor("output.weight") == nullptr;
+  const bool gemma3 = arch == "gemma3", gemma2 = arch == "gemma2" || gemma3;  // gemma2: either Gemma's layout
+  std::string act = "silu", extra, model_type = arch;
+  if (gemma2) {
+    // transformers' Gemma2Config / Gemma3TextConfig; the GGUF's soft-caps
+    // (null when absent) and window, and query_pre_attn_scalar = head_dim
+    // (llama.cpp's scale below the 27B models).
+    act = "gelu_pytorch_tanh";
+    extra = ",\"hidden_activation\":\"gelu_pytorch_tanh\",\"query_pre_attn_scalar\":" + std::to_string(head_dim);
+    for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+      std::string v = "null";
+      if (g.Has(arch + "." + k)) {
+        LLM_ASSIGN_OR_RETURN(double cap, g.GetFloat(arch + "." + k));
+        v = Num(cap);
+      }
+      extra += std::string(",\"") + k + "\":" + v;
+    }
+    LLM_ASSIGN_OR_RETURN(int64_t window, I("attention.sliding_window"));
+    extra += ",\"sliding_window\":" + std::to_string(window);
+  }
+  if (gemma3) {
+    model_type = "gemma3_text";
+    double local_base = 10000.0;
+    if (g.Has(arch + ".rope.freq_base_swa")) {
+      LLM_ASSIGN_OR_RETURN(local_base, g.GetFloat(arch + ".rope.freq_base_swa"));
+    }
+    int64_t pattern = 6;
+    if (g.Has(arch + ".attention.sliding_window_pattern")) {
+      LLM_ASSIGN_OR_RETURN(pattern, I("attention.sliding_window_pattern"));
+    }
+    extra += ",\"rope_local_base_freq\":" + Num(local_base) + ",\"sliding_window_pattern\":" + std::to_string(pattern);
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError("cannot create " + dir + ": " + ec.message());
   const std::string cfg =
-      std::string("{\"architectures\":[\"") + hf_arch + "\"],\"model_type\":\"" + arch +
+      std::string("{\"architectures\":[\"") + hf_arch + "\"],\"model_type\":\"" + model_type +
       "\",\"hidden_size\":" + std::to_string(n_embd) + ",\"num_hidden_layers\":" + std::to_string(n_layer) +
       ",\"intermediate_size\":" + std::to_string(n_ff) + ",\"num_attention_heads\":" + std::to_string(n_head) +
       ",\"num_key_value_heads\":" + std::to_string(n_head_kv) + ",\"head_dim\":" + std::to_string(head_dim) +
       ",\"max_position_embeddings\":" + std::to_string(n_ctx) + ",\"vocab_size\":" + std::to_string(*n_vocab) +
-      ",\"rms_norm_eps\":" + Num(eps) + ",\"rope_theta\":" + Num(theta) + ",\"hidden_act\":\"silu\"" +
+      ",\"rms_norm_eps\":" + Num(eps) + ",\"rope_theta\":" + Num(theta) + ",\"hidden_act\":\"" + act + "\"" + partial_rotary + extra +
       ",\"tie_word_embeddings\":" + (tied ? "true" : "false") + ",\"rope_scaling\":" + (rope_scaling_json.empty() ? std::string("null") : rope_scaling_json) + ",\"torch_dtype\":\"bfloat16\"}";
   LLM_RETURN_IF_ERROR(WriteFile(dir + "/config.json", cfg));
   LLM_RETURN_IF_ERROR(WriteTokenizer(g, dir));
@@ -232,12 +277,24 @@ Status WriteHfDir(const GgufFile& g, const std::string& dir, int shards, const s
   std::vector<OutTensor> ts;
   for (const GgufTensorInfo& t : g.tensors()) {
     if (t.name == "rope_freqs.weight") continue;  // config.json's rope_scaling instead
-    const std::string name = HfName(t.name);
+    const std::string name = HfName(t.name, arch == "phi3", gemma2);
     if (name.empty()) return Unsupported("WriteHfDir: tensor " + t.name + " has no Hugging Face name here");
     OutTensor o{name, &t, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()), {}};
     if (arch == "llama" && t.dims.size() == 2) {
       if (t.name.ends_with("attn_q.weight")) o.bytes = Unpermute(t, n_head);
       if (t.name.ends_with("attn_k.weight")) o.bytes = Unpermute(t, n_head_kv);
+    }
+    if (gemma2 && t.name.ends_with("norm.weight")) {
+      // HF Gemma stores w where llama.cpp's converter writes w + 1
+      if (t.type != TensorType::F32) return Unsupported("WriteHfDir: Gemma norms must be F32");
+      o.bytes.resize(t.nbytes);
+      const char* src = static_cast<const char*>(t.data);
+      for (size_t i = 0; i < t.nbytes / 4; ++i) {
+        float v;
+        std::memcpy(&v, src + 4 * i, 4);
+        v -= 1.0f;
+        std::memcpy(o.bytes.data() + 4 * i, &v, 4);
+      }
     }
     ts.push_back(std::move(o));
   }

@@ -1,9 +1,10 @@
 // Writes a Hugging Face model directory holding the same model as a GGUF
 // file from llm-synth: the inverse of llama.cpp's convert_hf_to_gguf.py for
-// the families it covers (llama, qwen2, qwen3), so that converting the
-// directory back gives the GGUF's weights bit for bit:
+// the families it covers (llama, qwen2, qwen3, phi3, gemma2, gemma3), so
+// that converting the directory back gives the GGUF's weights bit for bit:
 //
-//   config.json                 from the GGUF metadata (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)
+//   config.json                 from the GGUF metadata (LlamaForCausalLM, Qwen2/3ForCausalLM, Phi3ForCausalLM,
+//                               Gemma2/3ForCausalLM)
 //   model.safetensors           tensors under transformers' names, same dtypes;
 //   or model-0000N-of-0000M.safetensors + model.safetensors.index.json (shards > 1)
 //   tokenizer.json              the GGUF's byte-level BPE vocabulary (tokenizer.ggml.model "gpt2")

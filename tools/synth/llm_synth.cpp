@@ -4,12 +4,12 @@
 //   llm-synth --shape llama-3.1-8b --out /tmp/l8b.gguf [--vocab-from model.gguf]
 //             [--type bf16|f16|f32] [--seed N] [--std 0.02] [--threads N]
 //             [--norm-std S] [--bias-std S] [--no-rope-freqs]
-//             [--bpe-vocab] [--hf-dir DIR [--shards N]]
+//             [--bpe-vocab] [--hf-dir DIR [--shards N]] [--chat-template FILE]
 //   llm-synth --list
 //
 // --hf-dir also writes the Hugging Face directory the GGUF would be
 // converted from by llama.cpp's convert_hf_to_gguf.py (hf_writer.h; llama,
-// qwen2, qwen3 with a BPE vocabulary: Qwen families, or --bpe-vocab).
+// qwen2, qwen3, phi3, gemma2, gemma3 with a BPE vocabulary: Qwen families, or --bpe-vocab).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,7 +25,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32]\n"
                "                 [--seed N] [--std S] [--threads N] [--norm-std S] [--bias-std S]\n"
-               "                 [--no-rope-freqs] [--bpe-vocab] [--hf-dir DIR [--shards N]]\n"
+               "                 [--no-rope-freqs] [--bpe-vocab] [--hf-dir DIR [--shards N]] [--chat-template FILE]\n"
                "       llm-synth --list\n");
   return 2;
 }
@@ -71,6 +71,15 @@ int main(int argc, char** argv) {
       shards = std::atoi(v);
     } else if (a == "--no-rope-freqs") {
       o.drop_rope_freqs = true;
+    } else if (a == "--chat-template" && (v = next())) {
+      std::FILE* f = std::fopen(v, "rb");
+      if (f == nullptr) {
+        std::fprintf(stderr, "llm-synth: cannot open %s\n", v);
+        return 1;
+      }
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) o.chat_template.append(buf, n);
+      std::fclose(f);
     } else if (a == "--threads" && (v = next())) {
       o.threads = std::atoi(v);
     } else {

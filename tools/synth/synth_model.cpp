@@ -33,9 +33,21 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
     // Gemma 2: 4 layers, even ones local with a window of 32; head_dim 32.
     v.push_back({"tiny-gemma2", 300, 64, 4, 4, 2, 32, 128, 4096, 10000.0f, 1e-6f, true, 0.0f, 8192, "gemma2", 32});
+    // Gemma 3: 6 layers, five local (window 32, base 10000) then one global
+    // (base 1e6), q/k norms; for the HF-vs-GGUF test (no llama.cpp reference).
+    v.push_back({"tiny-gemma3", 300, 64, 6, 4, 1, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "gemma3", 32});
     // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
     // that llama.cpp reads and does not apply.
     v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
+    // Phi-3.5's LongRoPE: original context 64, so a context of 256 runs with
+    // the long factors (attn_factor sqrt(2)); -short: original 1024, the
+    // short factors at 256 (attn_factor sqrt(1.2)).
+    for (int32_t orig : {64, 1024}) {
+      SynthShape p{orig == 64 ? "tiny-phi35" : "tiny-phi35-short", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f,
+                   false, 0.0f, 8192, "phi3", 32, 24};
+      p.longrope_original_ctx = orig;
+      v.push_back(p);
+    }
     // Mixture of Experts: 4 experts, 2 per token.
     v.push_back({"tiny-mixtral", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 0, 0,
                  4, 2, 0});
@@ -101,7 +113,7 @@ struct TensorPlan {
   std::string name;
   TensorType type;
   std::vector<int64_t> dims;
-  enum Fill { kRandom, kOnes, kRopeFreqs, kBias, kQkNorm } fill;
+  enum Fill { kRandom, kOnes, kRopeFreqs, kBias, kQkNorm, kRopeLong, kRopeShort } fill;
 };
 
 // A tensor's random stream is keyed by its name, so leaving one tensor out
@@ -250,6 +262,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   if (s.arch == "qwen2") per_layer += Q + 2 * KV;
   if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
   if (s.arch == "gemma2") per_layer += 2 * E;
+  if (s.arch == "gemma3") per_layer += 2 * E + 2 * s.head_dim;
   if (s.arch == "qwen3moe") per_layer += 2 * s.head_dim;
   if (s.n_expert > 0) {
     const int64_t FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
@@ -274,10 +287,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   }
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
-      s.arch != "qwen3moe" && s.arch != "qwen2moe")
+      s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
   const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
-  const bool gemma2 = s.arch == "gemma2";
+  // Gemma 3 is Gemma 2's block (post-norms) with q/k norms, no attention cap.
+  const bool gemma3 = s.arch == "gemma3", gemma2 = s.arch == "gemma2" || gemma3;
   const bool moe = s.n_expert > 0;
   const bool phi3 = s.arch == "phi3";
   const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
@@ -305,6 +319,12 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     w.AddFloat32(a + "rope.scaling.factor", s.yarn_factor);
     w.AddUint32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn_original_ctx));
   }
+  if (s.longrope_original_ctx > 0) {
+    const double orig = s.longrope_original_ctx, scale = s.n_ctx / orig;
+    w.AddUint32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(s.longrope_original_ctx));
+    w.AddFloat32(a + "rope.scaling.attn_factor",
+                 scale > 1.0 ? static_cast<float>(std::sqrt(1.0 + std::log(scale) / std::log(orig))) : 1.0f);
+  }
   if (moe) {
     w.AddUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     w.AddUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
@@ -312,12 +332,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     if (s.n_ff_shexp > 0)
       w.AddUint32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff_shexp));
   }
-  if (gemma2) {
+  if (gemma2 && !gemma3) {
     // Gemma 2's keys; caps far below its 50 / 30 so that the tiny model's
     // scores and logits reach them (a cap they never reach tests nothing).
     w.AddFloat32(a + "attn_logit_softcapping", 5.0f);
     w.AddFloat32(a + "final_logit_softcapping", 4.0f);
   }
+  if (gemma3) w.AddFloat32(a + "rope.freq_base_swa", 10000.0f);  // local layers' base (global: rope_theta)
   if (o.vocab != nullptr) {
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
@@ -329,6 +350,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
                                                                 "<|end|>", "<|user|>"}
                                      : std::vector<std::string>{});
   }
+  if (!o.chat_template.empty()) {
+    if (o.vocab != nullptr && o.vocab->Has("tokenizer.chat_template"))
+      return InvalidArgument("llm-synth: --chat-template and a --vocab-from file that has one");
+    w.AddString("tokenizer.chat_template", o.chat_template);
+  }
 
   // ---- tensors (GGUF dims: ne0 = input features, the fastest)
   const int64_t E = s.n_embd, Q = int64_t{s.n_head} * s.head_dim, KV = int64_t{s.n_head_kv} * s.head_dim, F = s.n_ff;
@@ -337,6 +363,10 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   plan.push_back({"output_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   if (!s.tied_embeddings) plan.push_back({"output.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
   if (s.llama3_factor > 0.0f && !o.drop_rope_freqs) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
+  if (s.longrope_original_ctx > 0) {
+    plan.push_back({"rope_factors_long.weight", TensorType::F32, {rope_dim / 2}, TensorPlan::kRopeLong});
+    plan.push_back({"rope_factors_short.weight", TensorType::F32, {rope_dim / 2}, TensorPlan::kRopeShort});
+  }
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     plan.push_back({p + "attn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
@@ -352,7 +382,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       plan.push_back({p + "attn_k.bias", TensorType::F32, {KV}, TensorPlan::kBias});
       plan.push_back({p + "attn_v.bias", TensorType::F32, {KV}, TensorPlan::kBias});
     }
-    if (qwen3) {
+    if (qwen3 || gemma3) {
       plan.push_back({p + "attn_q_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
       plan.push_back({p + "attn_k_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
     }
@@ -396,6 +426,12 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       std::vector<float> v;
       if (t.fill == TensorPlan::kRopeFreqs) {
         v = RopeFactors(s);
+      } else if (t.fill == TensorPlan::kRopeLong || t.fill == TensorPlan::kRopeShort) {
+        // Phi-3.5's shapes: long factors rising from 1 to ~8 over the pairs,
+        // short ones near 1; different enough that the wrong pick shows.
+        v.resize(n);
+        for (int64_t i = 0; i < n; ++i)
+          v[i] = 1.0f + static_cast<float>(i) * (t.fill == TensorPlan::kRopeLong ? 0.6f : 0.02f);
       } else if (t.fill == TensorPlan::kBias) {
         v.resize(n);
         Normals(key, n, o.bias_std, v.data());

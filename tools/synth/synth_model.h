@@ -51,6 +51,10 @@ struct SynthShape {
   float yarn_factor = 0.0f;    // > 0: rope.scaling.type yarn with this factor (Qwen2.5 long context)
   int32_t yarn_original_ctx = 0;
   int32_t n_ff_shexp = 0;      // qwen2moe's shared expert
+  // > 0: Phi-3.5-style LongRoPE as its converter writes it: rope_factors_long
+  // and rope_factors_short.weight, rope.scaling.original_context_length this
+  // value and rope.scaling.attn_factor sqrt(1 + ln(n_ctx / it) / ln(it)).
+  int32_t longrope_original_ctx = 0;
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
@@ -67,6 +71,8 @@ struct SynthOptions {
   bool bpe_vocab = false;              // any family: Qwen's byte-level BPE vocabulary (300 tokens), which
                                        // a Hugging Face tokenizer.json can express (WriteHfDir)
   const GgufFile* vocab = nullptr;     // copy tokenizer.* from here; null: a synthetic SentencePiece vocabulary
+  std::string chat_template;           // tokenizer.chat_template when not empty (the family's real template,
+                                       // so the tools render what the real model's file would make them render)
   int threads = 0;                     // 0 = hardware concurrency
 };
 

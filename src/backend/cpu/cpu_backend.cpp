@@ -73,8 +73,9 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f) ||
       c.attn_scale < 0.0f)
     return InvalidArgument("CPU backend: invalid embedding scale, attention scale or logit soft-cap");
-  // rope_freqs (Llama 3.1+) divides every layer's frequencies, as in llama.cpp.
-  LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(c, w.rope_freqs));
+  // rope_freqs (Llama 3.1+) or LongRoPE's long or short factors (Phi-3.5)
+  // divide every layer's frequencies, as in llama.cpp.
+  LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(c, RopeFactorsFor(c, w, kv.n_ctx)));
   LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c, freq_factors));
   LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, freq_factors, /*local=*/c.sliding_window > 0));
 
