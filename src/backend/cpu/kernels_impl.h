@@ -405,6 +405,43 @@ inline void WeightedSumVHeads(const AttnArgs& a, const float* e, int64_t ld_e, i
   for (int g = 0; g < ng; ++g) WeightedSumV<T, 1, NC, K>(a, e + g * ld_e, ld_e, lo, n, inv + g, out + g * 8 * NC);
 }
 
+// The whole GQA group's weighted sums for head_dim 8*NC >= 64, where each
+// head keeps one accumulator chain per vector (K = 1 above): block by block,
+// every head of the group adds the block's keys while its V tile (a few KiB)
+// is in L1, so V is read from memory once per group instead of once per
+// head. A head's accumulators wait in its `out` row between blocks (stores
+// and loads are exact), so each head's operations and their order are those
+// of WeightedSumV<T, 1, NC, 1>: bitwise the same result, whatever n_q.
+template <typename T, int NC>
+inline void WeightedSumVGroup(const AttnArgs& a, const float* e, int64_t ld_e, int64_t lo, int64_t n,
+                              const float* inv, float* out, int n_q) {
+  const int64_t bs = a.block_size, hd = 8 * NC;
+  for (int g = 0; g < n_q; ++g)
+    for (int c = 0; c < NC; ++c) StoreU(out + g * hd + 8 * c, Zero());
+  for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
+    const T* vb = KvTile<T>(a, blk, a.v_offset);  // (bs, hd)
+    const float* vs = KvScales(a, vb);            // (bs) Q8_0 only
+    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+    const int64_t s0 = j0 < lo ? lo - j0 : 0;
+    for (int g = 0; g < n_q; ++g) {
+      float* o = out + g * hd;
+      const float* eg = e + g * ld_e;
+      V8 acc[NC];
+      for (int c = 0; c < NC; ++c) acc[c] = LoadU(o + 8 * c);
+      for (int64_t s = s0; s < cnt; ++s) {
+        float w = eg[j0 + s - lo];
+        if constexpr (kKvQ8<T>) w *= vs[s];
+        const V8 wv = Set1(w);
+        const T* v = vb + s * hd;
+        for (int c = 0; c < NC; ++c) acc[c] = Fma(wv, LoadKv8(v + 8 * c), acc[c]);
+      }
+      for (int c = 0; c < NC; ++c) StoreU(o + 8 * c, acc[c]);
+    }
+  }
+  for (int g = 0; g < n_q; ++g)
+    for (int c = 0; c < NC; ++c) StoreU(out + g * hd + 8 * c, Mul(LoadU(out + g * hd + 8 * c), Set1(inv[g])));
+}
+
 // Requests the start of a K or V tile (up to 16 cache lines) ahead of use. A
 // sequence's blocks lie a whole block (every layer's K and V) apart in the
 // pool, a stride hardware prefetchers do not follow; inside a tile they do.
@@ -505,6 +542,15 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
     const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
     for (int g = 0; g < n_q; ++g)
       for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
+  }
+  constexpr int kMaxGroup = 64;
+  if ((hd == 64 || hd == 128 || hd == 256) && n_q >= 2 && n_q <= kMaxGroup) {  // V read once per group
+    float inv_all[kMaxGroup];
+    for (int g = 0; g < n_q; ++g) inv_all[g] = 1.0f / SoftmaxWeights(scores + g * ld, n);
+    if (hd == 64) WeightedSumVGroup<T, 8>(a, scores, ld, lo, n_end, inv_all, out, n_q);
+    if (hd == 128) WeightedSumVGroup<T, 16>(a, scores, ld, lo, n_end, inv_all, out, n_q);
+    if (hd == 256) WeightedSumVGroup<T, 32>(a, scores, ld, lo, n_end, inv_all, out, n_q);
+    return;
   }
   float inv[2];
   for (int g = 0; g < n_q; g += 2) {
