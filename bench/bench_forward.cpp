@@ -9,11 +9,18 @@
 //            the engine runs under continuous batching); tok/s counts all
 //            B sequences' tokens
 //
+//   depth:   with `-d D`, the decode steps start with D tokens already in
+//            the cache (prefilled once, untimed, in chunks of 512): the
+//            attention's share of a step at a long context
+//
 // Each figure is the median of `-r` repetitions, each on a fresh cache
-// position 0 (the KV pool is reused; positions are simply rewritten).
+// position 0 (or D; the KV pool is reused; positions are simply rewritten).
+// `-k` picks the KV element type: f16 (the CPU default of a context), f32
+// or q8_0.
 //
 // usage: bench_forward [-m model.gguf] [-t threads] [-n decode_steps]
 //                      [-p prompt_tokens] [-r repetitions] [-b seqs -c context]
+//                      [-d depth] [-k f16|f32|q8_0]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,7 +54,8 @@ int Fail(const llm::Status& s) {
 
 int main(int argc, char** argv) {
   std::string model = std::string(LLM_SOURCE_DIR) + "/models/stories260K-f32.gguf";
-  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7, n_batch = 1, n_ctx = 64;
+  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7, n_batch = 1, n_ctx = 64, depth = 0;
+  std::string kv_name = "f16";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "-m") model = argv[i + 1];
@@ -57,16 +65,23 @@ int main(int argc, char** argv) {
     else if (a == "-r") reps = std::atoi(argv[i + 1]);
     else if (a == "-b") n_batch = std::atoi(argv[i + 1]);
     else if (a == "-c") n_ctx = std::atoi(argv[i + 1]);
+    else if (a == "-d") depth = std::atoi(argv[i + 1]);
+    else if (a == "-k") kv_name = argv[i + 1];
     else {
       std::fprintf(stderr,
                    "usage: %s [-m model.gguf] [-t threads] [-n decode_steps] [-p prompt_tokens] [-r reps] "
-                   "[-b seqs -c context]\n",
+                   "[-b seqs -c context] [-d depth] [-k f16|f32|q8_0]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (n_decode < 1 || n_prompt < 1 || reps < 1 || n_batch < 1 || n_ctx < 1) {
-    std::fprintf(stderr, "bench_forward: -n, -p, -r, -b and -c must be positive\n");
+  if (n_decode < 1 || n_prompt < 1 || reps < 1 || n_batch < 1 || n_ctx < 1 || depth < 0) {
+    std::fprintf(stderr, "bench_forward: -n, -p, -r, -b and -c must be positive, -d not negative\n");
+    return 2;
+  }
+  const int32_t kv_type = kv_name == "f32" ? LLM_KV_F32 : kv_name == "f16" ? LLM_KV_F16 : kv_name == "q8_0" ? LLM_KV_Q8_0 : -1;
+  if (kv_type < 0) {
+    std::fprintf(stderr, "bench_forward: -k must be f16, f32 or q8_0\n");
     return 2;
   }
 
@@ -80,7 +95,8 @@ int main(int argc, char** argv) {
 
   llm::KvCacheSpec kv;
   kv.block_size = 16;
-  const int max_pos = n_batch > 1 ? n_ctx + n_decode : std::max(n_decode + 1, n_prompt);
+  kv.kv_type = kv_type;
+  const int max_pos = n_batch > 1 ? n_ctx + n_decode : std::max(depth + n_decode + 1, n_prompt);
   const int blocks_per_seq = (max_pos + kv.block_size - 1) / kv.block_size;
   kv.n_blocks = blocks_per_seq * n_batch;
   auto created = llm::CreateCpuBackend(c, weights.value(), kv, threads);
@@ -165,17 +181,31 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (depth > 0) {  // the context the decode steps attend to, prefilled once
+    std::vector<int32_t> ctx(512);
+    for (int p0 = 0; p0 < depth; p0 += 512) {
+      const int n = std::min(512, depth - p0);
+      for (int i = 0; i < n; ++i) ctx[i] = p0 + i == 0 ? 1 : 3 + ((p0 + i) * 37) % (c.n_vocab - 3);
+      llm::Status st = step(ctx.data(), n, p0);
+      if (!st.ok()) return Fail(st);
+    }
+  }
+
   std::vector<double> decode_tps, prefill_tps;
   for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up
-    // ---- decode: greedy from BOS
+    // ---- decode: greedy from BOS (or from the depth-token context)
     int32_t tok = 1;
     const auto t0 = Clock::now();
     for (int i = 0; i < n_decode; ++i) {
-      llm::Status st = step(&tok, 1, i);
+      llm::Status st = step(&tok, 1, depth + i);
       if (!st.ok()) return Fail(st);
       tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const auto t1 = Clock::now();
+    if (depth > 0) {  // the prefill would overwrite the context
+      if (r > 0) decode_tps.push_back(n_decode / Seconds(t0, t1));
+      continue;
+    }
     // ---- prefill
     llm::Status st = step(prompt.data(), n_prompt, 0);
     if (!st.ok()) return Fail(st);
@@ -187,9 +217,11 @@ int main(int argc, char** argv) {
 
   std::printf("model    %s (n_embd %d, n_layer %d, n_head %d/%d, n_ff %d, vocab %d)\n", model.c_str(), c.n_embd,
               c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab);
-  std::printf("kernels  %s, threads %d, median of %d\n", llm::cpu::BestKernels().name, threads, reps);
-  std::printf("decode   %6d tokens  %10.0f tok/s  (%.2f us/token)\n", n_decode, Median(decode_tps),
-              1e6 / Median(decode_tps));
+  std::printf("kernels  %s, threads %d, median of %d, KV %s\n", llm::cpu::BestKernels().name, threads, reps,
+              kv_name.c_str());
+  std::printf("decode   %6d tokens  %10.0f tok/s  (%.2f us/token) at depth %d\n", n_decode, Median(decode_tps),
+              1e6 / Median(decode_tps), depth);
+  if (depth > 0) return 0;
   std::printf("prefill  %6d tokens  %10.0f tok/s  (%.3f ms/prompt)\n", n_prompt, Median(prefill_tps),
               1e3 * n_prompt / Median(prefill_tps));
   return 0;

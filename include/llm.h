@@ -194,6 +194,14 @@ enum { /* llm_ctx_params.preempt_mode: what happens to a running sequence when *
                              /* sequence is preempted by recompute instead.    */
 };
 
+enum { /* llm_ctx_params.kv_type: element type of the KV cache                 */
+  LLM_KV_AUTO = 0, /* the backend's own: F16 on the CPU, BF16 on CUDA          */
+  LLM_KV_F32 = 1,  /* 4 bytes per element (CPU only)                            */
+  LLM_KV_F16 = 2,  /* IEEE half, 2 bytes per element (CPU only)                 */
+  LLM_KV_Q8_0 = 3  /* int8 with one F32 scale per head_dim row of each          */
+                   /* position's K and V (CPU only)                             */
+};
+
 /* A request seed with this value draws a random seed. */
 #define LLM_SEED_RANDOM UINT64_MAX
 
@@ -214,7 +222,9 @@ typedef struct llm_ctx_params {
                               /* max_seqs full-length sequences, on the CPU */
                               /* capped at 256 MiB of KV memory (but at     */
                               /* least one full-length sequence). The CPU   */
-                              /* backend commits the pool at creation.      */
+                              /* backend reserves the pool at creation and  */
+                              /* commits it in 2 MiB steps as blocks are    */
+                              /* first written (llm_stats.kv_bytes).        */
   int32_t max_seqs;           /* sequences per engine step; 0 = 16          */
   int32_t max_batch_tokens;   /* token budget per engine step; 0 = 512      */
   int32_t max_queued;         /* pending requests before BUSY; 0 = 1024     */
@@ -251,12 +261,22 @@ typedef struct llm_ctx_params {
   uint64_t swap_space_bytes;  /* preempt_mode SWAP: host memory for         */
                               /* swapped-out KV blocks (page-locked on      */
                               /* CUDA), reserved at creation; whole blocks  */
-                              /* of the pool's format (F32 on the CPU, BF16 */
-                              /* on CUDA) count. 0 = the KV pool's size,    */
+                              /* of the pool's format (kv_type on the CPU,  */
+                              /* BF16 on CUDA) count. 0 = the KV pool's size, */
                               /* at most 1 GiB. Less than one block, or     */
                               /* over 2^24 blocks: INVALID_ARGUMENT. Must   */
                               /* be 0 with preempt_mode RECOMPUTE (else     */
                               /* INVALID_ARGUMENT).                         */
+  /* --- appended in 0.3: KV cache element type --- */
+  int32_t kv_type;            /* LLM_KV_*; default AUTO (F16 on the CPU:    */
+                              /* half of F32's memory per token, perplexity */
+                              /* within 0.1%). The CPU backend reads F32,   */
+                              /* F16 and Q8_0 in its attention kernels      */
+                              /* directly; CUDA keeps BF16 and refuses an   */
+                              /* explicit type with UNSUPPORTED. Another    */
+                              /* value: INVALID_ARGUMENT. Callers built     */
+                              /* against an older header get AUTO.          */
+  int32_t reserved3;          /* must be 0                                  */
 } llm_ctx_params;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */
@@ -560,6 +580,16 @@ typedef struct llm_stats {
   uint64_t swap_blocks_in;     /* ... and back into the pool                  */
   int32_t swap_blocks_total;   /* the swap space, in KV blocks (0: no swap)   */
   int32_t swap_blocks_used;    /* ... holding swapped-out sequences' blocks   */
+  /* --- appended in 0.3: memory held (bytes) --- */
+  uint64_t kv_bytes;           /* KV pool memory committed now: on the CPU    */
+                               /* the pool is reserved as address space and   */
+                               /* committed (in 2 MiB steps) as blocks are    */
+                               /* first written; on CUDA the whole pool       */
+  uint64_t kv_pool_bytes;      /* the whole pool, committed or not:           */
+                               /* kv_blocks_total blocks of the kv_type       */
+  uint64_t weight_bytes;       /* model weights: the mapped file's tensors    */
+                               /* plus packed or device copies                */
+  uint64_t scratch_bytes;      /* activation buffers and the swap space       */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the

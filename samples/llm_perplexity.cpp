@@ -9,7 +9,7 @@
 // All chunks are submitted at once and run batched by the engine; the
 // per-position log-probabilities come back in each request's final event.
 //
-//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS]
+//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv f16|f32|q8_0]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -34,8 +34,13 @@ int main(int argc, char** argv) {
     else if (a == "-f" && v) { file = v; ++i; }
     else if (a == "-c") { n_ctx = static_cast<int32_t>(cli::NumberArg("-c", v)); ++i; }
     else if (a == "-t") { params.n_threads = static_cast<int32_t>(cli::NumberArg("-t", v)); ++i; }
+    else if (a == "-kv" && v) {
+      const std::string t = v;
+      params.kv_type = t == "f32" ? LLM_KV_F32 : t == "f16" ? LLM_KV_F16 : t == "q8_0" ? LLM_KV_Q8_0 : -1;
+      ++i;
+    }
     else {
-      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS]\n");
+      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv f16|f32|q8_0]\n");
       return 2;
     }
   }

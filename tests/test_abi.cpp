@@ -51,13 +51,19 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_SPEC_DRAFT, 3);
   EXPECT_EQ(LLM_PREEMPT_RECOMPUTE, 0);
   EXPECT_EQ(LLM_PREEMPT_SWAP, 1);
+  EXPECT_EQ(LLM_KV_AUTO, 0);
+  EXPECT_EQ(LLM_KV_F32, 1);
+  EXPECT_EQ(LLM_KV_F16, 2);
+  EXPECT_EQ(LLM_KV_Q8_0, 3);
 }
 
 #ifdef LLM_ABI_64
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 88u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 96u);
+  PIN(llm_ctx_params, kv_type, 88);
+  PIN(llm_ctx_params, reserved3, 92);
   PIN(llm_ctx_params, swap_space_bytes, 80);
   PIN(llm_ctx_params, gpu_memory_fraction, 72);
   PIN(llm_ctx_params, reserved2, 76);
@@ -172,7 +178,11 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 200u);
+  EXPECT_EQ(sizeof(llm_stats), 232u);
+  PIN(llm_stats, kv_bytes, 200);
+  PIN(llm_stats, kv_pool_bytes, 208);
+  PIN(llm_stats, weight_bytes, 216);
+  PIN(llm_stats, scratch_bytes, 224);
   PIN(llm_stats, swap_outs, 160);
   PIN(llm_stats, swap_ins, 168);
   PIN(llm_stats, swap_blocks_out, 176);

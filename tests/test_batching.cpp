@@ -217,13 +217,19 @@ TEST(Batching, ParallelSamplesSharePrefill) {
 
 // ------------------------------------------------------------ swapping
 
-// Bytes of one KV block of `ctx`'s model on the CPU backend (F32, 16 tokens).
+// Bytes of one KV block of `ctx`'s model on the CPU backend (16 tokens of
+// the default F16 KV), computed from the model and checked against the
+// context's own figure.
 uint64_t CpuBlockBytes(llm_ctx* ctx) {
   llm_model_info info{};
   info.struct_size = sizeof info;
   EXPECT_EQ(llm_model_get_info(ctx, &info), LLM_OK);
-  return uint64_t{16} * 2 * static_cast<uint64_t>(info.n_layer) * static_cast<uint64_t>(info.n_head_kv) *
-         static_cast<uint64_t>(info.n_embd / info.n_head) * sizeof(float);
+  const uint64_t bytes = uint64_t{16} * 2 * static_cast<uint64_t>(info.n_layer) *
+                         static_cast<uint64_t>(info.n_head_kv) * static_cast<uint64_t>(info.n_embd / info.n_head) *
+                         sizeof(uint16_t);
+  const llm_stats st = Stats(ctx);
+  EXPECT_EQ(st.kv_pool_bytes, bytes * static_cast<uint64_t>(st.kv_blocks_total));
+  return bytes;
 }
 
 uint64_t PromptTokens(const std::vector<Job>& jobs) {

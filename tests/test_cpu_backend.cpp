@@ -469,7 +469,7 @@ TEST(CpuBackend, SwappedOutBlocksComeBackIntoOtherBlocks) {
   const int V = m->config.n_vocab;
   auto backend = MakeBackend(*m, 8, 16, 1);
   auto twin = MakeBackend(*m, 8, 16, 1);  // the same sequence, never swapped
-  EXPECT_EQ(backend->kv_block_bytes(), CpuKvBlockBytes(m->config, 16));
+  EXPECT_EQ(backend->kv_block_bytes(), CpuKvBlockBytes(m->config, 16, LLM_KV_F32));
   ASSERT_TRUE(backend->ReserveSwapSpace(4).ok());
   const std::vector<int32_t> prompt = SomeTokens(20, V, 9);  // block 0 full, block 1 holds 4
   SeqRunner a{backend.get(), V, {0, 1}};
@@ -747,10 +747,11 @@ TEST(CpuBackend, AttentionKernelMatchesReferenceForEveryGroupShape) {
       for (int64_t n_keys : {1, 7, 33, 80}) {
         for (int64_t first : {int64_t{0}, n_keys / 3}) {
           cpu::AttnArgs a;
-          a.pool = pool.data();
-          a.block_stride = block_floats;
+          a.pool = reinterpret_cast<const uint8_t*>(pool.data());
+          a.block_stride = block_floats * 4;
+          a.tile_bytes = tile * 4;
           a.k_offset = 0;
-          a.v_offset = tile;
+          a.v_offset = tile * 4;
           a.block_table = table.data();
           a.block_size = bs;
           a.head_dim = hd;

@@ -479,7 +479,7 @@ TEST(CudaBackend, DraftModelPoolIsSizedByTheDraft) {
   two.n_layer = 2;
   for (int self : {0, 1}) {
     SCOPED_TRACE(self ? "self-drafting (2 layers)" : "draft model");
-    const int64_t draft_block = CpuKvBlockBytes(self ? two : (*m)->config, 16);
+    const int64_t draft_block = CpuKvBlockBytes(self ? two : (*m)->config, 16, LLM_KV_AUTO);
     const int64_t cap = std::max<int64_t>((int64_t{256} << 20) / draft_block, per_seq);
     ASSERT_LT(cap, 65536) << "the case must ask for more blocks than the draft's budget";
     llm_ctx_params p = base;

@@ -35,6 +35,19 @@ struct KvCacheSpec {
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
   int32_t n_ctx = 0;        // a sequence's longest context; LongRoPE picks its factors by it
                             // (0: the model's training context)
+  // LLM_KV_*: the CPU pool's element type (AUTO = F16). The backend-level
+  // default stays F32, the CPU reference's exact format; a context passes
+  // llm_ctx_params.kv_type (AUTO unless the caller chose). The CUDA backend
+  // ignores it and keeps BF16 (contexts refuse another explicit type).
+  int32_t kv_type = LLM_KV_F32;
+};
+
+// Host or device memory a backend holds, for llm_stats.
+struct BackendMemory {
+  int64_t kv_committed = 0;  // KV pool bytes committed (touched) so far
+  int64_t kv_pool = 0;       // the whole pool, committed or not
+  int64_t weights = 0;       // weight bytes the backend reads (views and own copies)
+  int64_t scratch = 0;       // activation buffers and the swap space
 };
 
 // One KV block's move between the pool and the host swap space (preemption
@@ -87,6 +100,8 @@ class Backend {
 
   // Bytes of one KV block, all layers' K and V (one swap slot).
   virtual int64_t kv_block_bytes() const = 0;
+  // What the backend holds now. Called on the thread that runs Forward.
+  virtual BackendMemory memory() const { return BackendMemory{}; }
   // Allocates a swap space of n_slots blocks (page-locked on CUDA), replacing
   // any earlier one; 0 frees it. OUT_OF_MEMORY when the host lacks it.
   virtual Status ReserveSwapSpace(int32_t n_slots) = 0;
@@ -98,14 +113,17 @@ class Backend {
 
 // The reference backend. `weights` must outlive the backend. n_threads <= 0
 // means one per hardware core. The KV pool (kv.n_blocks blocks of
-// CpuKvBlockBytes each) is committed here, every page touched by the
-// backend's threads, so that no step of the serving loop stops on a page
-// fault of a block it uses for the first time.
+// CpuKvBlockBytes each) is reserved here as address space and committed as
+// blocks are first written, in 2 MiB steps touched by the backend's threads
+// before the step that needs them (so no layer of a step stops on a page
+// fault, and an idle context with a long window holds little).
+// kv.kv_type: F32, F16, Q8_0 or AUTO (= F16); INVALID_ARGUMENT otherwise.
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config,
                                                     const ModelWeights& weights,
                                                     const KvCacheSpec& kv, int n_threads);
-// Host memory of one CPU KV block: every layer's K and V, F32.
-int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size);
+// Host memory of one CPU KV block of kv_type (LLM_KV_*; AUTO = F16): every
+// layer's K and V.
+int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size, int32_t kv_type);
 
 // ---------------------------------------------------------------- CUDA
 //

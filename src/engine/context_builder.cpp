@@ -71,7 +71,7 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
   if (p.n_kv_blocks == 0 && backend_kind != LLM_BACKEND_CUDA) {
     // The CPU pool is committed at creation (backend.h); the CUDA backend
     // sizes its own pool to the device's memory.
-    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size), 1);
+    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size, p.kv_type), 1);
     n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
   }
   if (p.n_kv_blocks == 0 && backend_kind == LLM_BACKEND_CUDA && draft != nullptr) {
@@ -82,7 +82,7 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
     // of host memory committed at creation. So the default block count is
     // also held to the draft's own budget (the CPU pool's default bytes, at
     // least one full-length sequence). An explicit n_kv_blocks is taken as given.
-    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(*draft, ec.block_size), 1);
+    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(*draft, ec.block_size, LLM_KV_AUTO), 1);
     n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
   }
   if (n_blocks > defaults::kMaxKvBlocks) return InvalidArgument("KV pool too large");
@@ -98,8 +98,11 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
 // the engine follows (ec->n_blocks).
 StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_t kind, const Model& model,
                                                  EngineConfig* ec) {
-  KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx};
+  KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx, p.kv_type};
   if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
+  if (p.kv_type != LLM_KV_AUTO)
+    return Unsupported("kv_type " + Str(p.kv_type) + ": the CUDA backend keeps its KV cache in BF16 (use LLM_KV_AUTO, "
+                       "or the CPU backend for F32, F16 or Q8_0)");
   CudaBackendOptions co;
   co.fit_kv_blocks = p.n_kv_blocks == 0;
   co.max_batch_tokens = ec->max_batch_tokens;
@@ -188,6 +191,9 @@ Status CheckContextParams(const llm_ctx_params& p) {
     return InvalidArgument("swap_space_bytes needs preempt_mode LLM_PREEMPT_SWAP");
   if (p.reserved1 != 0) return InvalidArgument("reserved1 must be 0");
   if (p.reserved2 != 0) return InvalidArgument("reserved2 must be 0");
+  if (p.reserved3 != 0) return InvalidArgument("reserved3 must be 0");
+  if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q8_0)
+    return InvalidArgument("kv_type " + Str(p.kv_type) + " is not an LLM_KV_* value");
   // Checked whatever the backend, so a bad value fails on a CPU-only machine
   // too rather than only once the program meets a GPU. !(a && b) rejects NaN.
   if (!(p.gpu_memory_fraction >= 0.0f && p.gpu_memory_fraction <= 1.0f))
@@ -215,7 +221,8 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const Con
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(p, kind, *model, &ec));
   SpecSetup spec;
   spec.verify = overrides.verify;
-  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft), KvCacheSpec{ec.block_size, ec.n_blocks, ec.n_ctx}));
+  LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft),
+                                                KvCacheSpec{ec.block_size, ec.n_blocks, ec.n_ctx, LLM_KV_AUTO}));
   LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
   return Engine::Create(std::move(model), std::move(backend), ec, std::move(spec));
 }

@@ -55,6 +55,11 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
   stats_.kv_blocks_total = config.n_blocks;
   stats_.kv_blocks_free = config.n_blocks;
   stats_.swap_blocks_total = config.n_swap_slots;
+  const BackendMemory mem = backend_->memory();  // an idle context's, before any step
+  stats_.kv_bytes = static_cast<uint64_t>(mem.kv_committed);
+  stats_.kv_pool_bytes = static_cast<uint64_t>(mem.kv_pool);
+  stats_.weight_bytes = static_cast<uint64_t>(mem.weights);
+  stats_.scratch_bytes = static_cast<uint64_t>(mem.scratch);
   published_ = stats_;
   block_stamp_.assign(config.n_blocks, 0);
   block_fill_.assign(config.n_blocks, 0);
@@ -407,6 +412,11 @@ void Engine::Publish() {
   s.swap_blocks_used = kv_.n_swap_slots() - kv_.n_swap_free();
   s.swap_blocks_out = kv_.swapped_out_blocks();
   s.swap_blocks_in = kv_.swapped_in_blocks();
+  const BackendMemory mem = backend_->memory();
+  s.kv_bytes = static_cast<uint64_t>(mem.kv_committed);
+  s.kv_pool_bytes = static_cast<uint64_t>(mem.kv_pool);
+  s.weight_bytes = static_cast<uint64_t>(mem.weights);
+  s.scratch_bytes = static_cast<uint64_t>(mem.scratch);
   const double busy_s = static_cast<double>(busy_ns_) * 1e-9;
   if (busy_s > 0) {
     s.prompt_tokens_per_s = static_cast<double>(s.prompt_tokens) / busy_s;

@@ -50,11 +50,13 @@ for e in golden:
 ppl = json.load(open(os.path.join(reference, "stories260K-perplexity.json"), encoding="utf-8"))
 corpus = os.path.join(reference, "stories260K-corpus.txt")
 for run in ppl["runs"]:
+    # the KV type llama.cpp ran with ("f16 (llama.cpp default)" or "f32")
+    kv = run["kv_cache_type"].split()[0]
     cmd = [os.path.join(bin_dir, "llm-perplexity"), "-m", models["F32"], "-f", corpus,
-           "-c", str(run["n_ctx"]), "-t", "2"]
+           "-c", str(run["n_ctx"]), "-t", "2", "-kv", kv]
     out = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"perplexity: ([0-9.]+)", out.stdout)
-    what = f'llm-perplexity -c {run["n_ctx"]} (llama.cpp {run["kv_cache_type"]} KV: {run["final_ppl"]})'
+    what = f'llm-perplexity -c {run["n_ctx"]} -kv {kv} (llama.cpp {run["kv_cache_type"]} KV: {run["final_ppl"]})'
     if not m:
         check(False, what + ": no perplexity printed: " + out.stderr)
         continue

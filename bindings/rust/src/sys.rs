@@ -50,6 +50,10 @@ pub const LLM_SPEC_NGRAM: i32 = 2;
 pub const LLM_SPEC_DRAFT: i32 = 3;
 pub const LLM_PREEMPT_RECOMPUTE: i32 = 0;
 pub const LLM_PREEMPT_SWAP: i32 = 1;
+pub const LLM_KV_AUTO: i32 = 0;
+pub const LLM_KV_F32: i32 = 1;
+pub const LLM_KV_F16: i32 = 2;
+pub const LLM_KV_Q8_0: i32 = 3;
 
 pub const LLM_EVENT_TOKEN: i32 = 1;
 pub const LLM_EVENT_FINAL: i32 = 2;
@@ -111,6 +115,9 @@ pub struct llm_ctx_params {
     pub reserved2: i32,
     // appended in 0.1: preemption by swapping
     pub swap_space_bytes: u64,
+    // appended in 0.3: KV cache element type
+    pub kv_type: i32,
+    pub reserved3: i32,
 }
 
 #[repr(C)]
@@ -256,6 +263,11 @@ pub struct llm_stats {
     pub swap_blocks_in: u64,
     pub swap_blocks_total: i32,
     pub swap_blocks_used: i32,
+    // appended in 0.3: memory held (bytes)
+    pub kv_bytes: u64,
+    pub kv_pool_bytes: u64,
+    pub weight_bytes: u64,
+    pub scratch_bytes: u64,
 }
 
 #[repr(C)]

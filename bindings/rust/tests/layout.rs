@@ -45,7 +45,7 @@ fn rust_layout() -> Layout {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
                          max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
-                         swap_space_bytes }
+                         swap_space_bytes, kv_type, reserved3 }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed, logit_bias, n_logit_bias,
                               reserved1 }
@@ -65,7 +65,8 @@ fn rust_layout() -> Layout {
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
                     prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1,
                     kv_utilization, draft_tokens_proposed, draft_tokens_accepted, spec_rounds, swap_outs,
-                    swap_ins, swap_blocks_out, swap_blocks_in, swap_blocks_total, swap_blocks_used }
+                    swap_ins, swap_blocks_out, swap_blocks_in, swap_blocks_total, swap_blocks_used,
+                    kv_bytes, kv_pool_bytes, weight_bytes, scratch_bytes }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }
@@ -81,6 +82,7 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_BACKEND_AUTO, LLM_BACKEND_CPU, LLM_BACKEND_CUDA,
         LLM_SPEC_AUTO, LLM_SPEC_OFF, LLM_SPEC_NGRAM, LLM_SPEC_DRAFT,
         LLM_PREEMPT_RECOMPUTE, LLM_PREEMPT_SWAP,
+        LLM_KV_AUTO, LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0,
         LLM_EVENT_TOKEN, LLM_EVENT_FINAL,
         LLM_FINISH_NONE, LLM_FINISH_STOP, LLM_FINISH_LENGTH, LLM_FINISH_CANCELLED, LLM_FINISH_ERROR,
         LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,

@@ -17,12 +17,37 @@ StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config, c
   return cpu::CpuBackend::Create(config, weights, kv, n_threads);
 }
 
-int64_t CpuKvBlockBytes(const ModelConfig& c, int32_t block_size) {
-  return cpu::KvLayout{c.n_layer, c.n_head_kv, c.head_dim, block_size}.block_floats() * static_cast<int64_t>(sizeof(float));
-}
-
 namespace cpu {
 namespace {
+
+// LLM_KV_* -> the pool's element type; AUTO is F16 (half of F32's bytes,
+// perplexity within 0.1%: bench/results/2026-11-24-kv-type.md).
+StatusOr<KvElem> KvElemOf(int32_t kv_type) {
+  switch (kv_type) {
+    case LLM_KV_AUTO:
+    case LLM_KV_F16: return KvElem::kF16;
+    case LLM_KV_F32: return KvElem::kF32;
+    case LLM_KV_Q8_0: return KvElem::kQ8;
+    default: return InvalidArgument("CPU backend: unknown kv_type " + std::to_string(kv_type));
+  }
+}
+
+// Bytes of a matrix's own rows (its mapped tensor), 0 when absent.
+int64_t ViewBytes(const WeightView& w) { return w.empty() ? 0 : w.rows * static_cast<int64_t>(w.row_bytes); }
+
+int64_t WeightBytes(const ModelWeights& w) {
+  int64_t n = ViewBytes(w.token_embd) + ViewBytes(w.output_norm) + ViewBytes(w.rope_freqs);
+  if (w.output.data != w.token_embd.data) n += ViewBytes(w.output);
+  for (const LayerWeights& L : w.layers) {
+    for (const WeightView* v : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down,
+                                &L.router, &L.shexp_gate_inp, &L.shexp_gate, &L.shexp_up, &L.shexp_down, &L.bq, &L.bk,
+                                &L.bv, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.post_ffn_norm})
+      n += ViewBytes(*v);
+    for (const std::vector<WeightView>* vs : {&L.exp_gate, &L.exp_up, &L.exp_down})
+      for (const WeightView& v : *vs) n += ViewBytes(v);
+  }
+  return n;
+}
 
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
   return CheckWeightMatrix(w, rows, cols, name, "CPU backend");
@@ -43,6 +68,14 @@ StatusOr<std::vector<float>> NormToF32(const WeightView& w, int64_t n, const std
 }
 
 }  // namespace
+}  // namespace cpu
+
+int64_t CpuKvBlockBytes(const ModelConfig& c, int32_t block_size, int32_t kv_type) {
+  StatusOr<cpu::KvElem> e = cpu::KvElemOf(kv_type);
+  return cpu::KvLayout{c.n_layer, c.n_head_kv, c.head_dim, block_size, e.ok() ? *e : cpu::KvElem::kF16}.block_bytes();
+}
+
+namespace cpu {
 
 CpuBackend::CpuBackend(std::shared_ptr<Shared> shared, int n_threads)
     : shared_(std::move(shared)),
@@ -116,13 +149,15 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
   }
 
-  // ---- KV pool, committed below (backend.h): a first write to a fresh page
-  // costs a fault and a page clear (on a VM, also the host's backing of
-  // it), measured at ~9% of a batched SmolLM2 run's time when it happened in
-  // the decode loop.
-  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size};
-  const int64_t block_floats = layout.block_floats();
-  if (block_floats > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
+  // ---- KV pool, reserved here and committed as blocks are first written
+  // (CommitKvBlocks): a first write to a fresh page costs a fault and a page
+  // clear (on a VM, also the host's backing of it), measured at ~9% of a
+  // batched SmolLM2 run's time when it happened inside the decode loop, so
+  // a step's new chunks are touched by the thread pool before its layers.
+  LLM_ASSIGN_OR_RETURN(const KvElem elem, KvElemOf(kv.kv_type));
+  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size, elem};
+  const int64_t block_bytes = layout.block_bytes();
+  if (block_bytes > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
     return OutOfMemory("CPU backend: KV pool size overflows");
 
   std::unique_ptr<CpuBackend> b;
@@ -165,8 +200,11 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     shared->kv = layout;
     shared->n_blocks = kv.n_blocks;
     shared->capacity = static_cast<int64_t>(kv.n_blocks) * kv.block_size;
-    shared->kv_pool = AllocZeroedArray<float>(static_cast<size_t>(block_floats) * kv.n_blocks);
-    if (!shared->kv_pool) return OutOfMemory("CPU backend: cannot allocate the KV pool");
+    const int64_t pool_bytes = block_bytes * kv.n_blocks;
+    shared->kv_pool = AllocZeroedArray<uint8_t>(static_cast<size_t>(pool_bytes));
+    if (!shared->kv_pool) return OutOfMemory("CPU backend: cannot reserve the KV pool");
+    shared->chunk_committed.assign(static_cast<size_t>((pool_bytes + kCommitChunk - 1) / kCommitChunk), 0);
+    shared->weight_bytes = WeightBytes(w);
     if (ReadEnv().cpu_lanes_off) shared->lanes_off = true;
     b.reset(new CpuBackend(std::move(shared), n_threads));
     LLM_RETURN_IF_ERROR(b->PackWeights());
@@ -176,13 +214,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     return InternalError(std::string("CPU backend: cannot start threads: ") + e.what());
   }
 
-  // ---- commit the KV pool: every page touched by the backend's threads
-  const size_t pool_bytes = static_cast<size_t>(block_floats) * kv.n_blocks * sizeof(float);
-  constexpr size_t kChunk = size_t{1} << 21;  // per task: one huge page
-  b->pool_.ParallelFor(static_cast<int64_t>((pool_bytes + kChunk - 1) / kChunk), [&](int64_t c0, int64_t c1, int) {
-    const size_t lo = static_cast<size_t>(c0) * kChunk, hi = std::min(pool_bytes, static_cast<size_t>(c1) * kChunk);
-    TouchPages(b->pool_base_, lo, hi);
-  });
+  b->shared_->weight_bytes += b->shared_->packed_bytes;
   return std::unique_ptr<Backend>(std::move(b));
 }
 
@@ -242,9 +274,66 @@ Status CpuBackend::CopyKvBlock(int32_t src, int32_t dst) {
   if (src < 0 || src >= n_blocks_ || dst < 0 || dst >= n_blocks_)
     return InvalidArgument("CopyKvBlock: block id outside [0, " + std::to_string(n_blocks_) + ")");
   if (src == dst) return Status::Ok();
-  const int64_t bf = kv_.block_floats();
-  std::memcpy(pool_base_ + dst * bf, pool_base_ + src * bf, static_cast<size_t>(bf) * sizeof(float));
+  CommitKvBlocks(std::span<const int32_t>(&dst, 1));
+  const int64_t bb = kv_.block_bytes();
+  std::memcpy(pool_base_ + dst * bb, pool_base_ + src * bb, static_cast<size_t>(bb));
   return Status::Ok();
+}
+
+void CpuBackend::CommitKvBlocks(std::span<const int32_t> blocks) {
+  std::vector<uint8_t>& done = shared_->chunk_committed;
+  const int64_t bb = kv_.block_bytes();
+  new_chunks_.clear();
+  for (const int32_t blk : blocks) {
+    const int64_t c0 = blk * bb / kCommitChunk, c1 = ((blk + 1) * bb - 1) / kCommitChunk;
+    for (int64_t c = c0; c <= c1; ++c) {
+      if (done[c]) continue;
+      done[c] = 1;
+      new_chunks_.push_back(c);
+    }
+  }
+  if (new_chunks_.empty()) return;
+  const int64_t pool_bytes = bb * n_blocks_;
+  for (const int64_t c : new_chunks_) shared_->committed_bytes += std::min(kCommitChunk, pool_bytes - c * kCommitChunk);
+  auto touch = [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t lo = new_chunks_[i] * kCommitChunk;
+      TouchPages(pool_base_, static_cast<size_t>(lo), static_cast<size_t>(std::min(pool_bytes, lo + kCommitChunk)));
+    }
+  };
+  if (new_chunks_.size() > 1) {
+    pool_.ParallelFor(static_cast<int64_t>(new_chunks_.size()), touch);
+  } else {
+    touch(0, 1, 0);
+  }
+}
+
+void CpuBackend::CommitBatchBlocks(const Batch& batch) {
+  const int64_t bs = kv_.block_size;
+  for (const BatchSeq& q : batch.seqs) {
+    const int64_t b0 = q.n_past / bs, b1 = (static_cast<int64_t>(q.n_past) + q.n_tokens - 1) / bs;
+    CommitKvBlocks(q.block_table.subspan(static_cast<size_t>(b0), static_cast<size_t>(b1 - b0 + 1)));
+  }
+}
+
+BackendMemory CpuBackend::memory() const {
+  BackendMemory m;
+  m.kv_committed = shared_->committed_bytes;
+  m.kv_pool = kv_.block_bytes() * n_blocks_;
+  m.weights = shared_->weight_bytes;
+  auto ws_bytes = [](const Workspace& w) {
+    int64_t n = 0;
+    for (const std::vector<float>* v : {&w.x, &w.xn, &w.q, &w.k_new, &w.v_new, &w.att, &w.hb, &w.hb2, &w.cos_sin,
+                                        &w.cos_sin_local, &w.x_out, &w.att_out, &w.scores, &w.moe_logits, &w.moe_x,
+                                        &w.moe_y})
+      n += static_cast<int64_t>(v->capacity() * sizeof(float));
+    n += static_cast<int64_t>(w.xq.capacity() * sizeof(BlockQ8Act) + w.pos.capacity() * sizeof(int64_t) +
+                              w.moe_pick.capacity() * sizeof(MoePick));
+    return n;
+  };
+  m.scratch = ws_bytes(ws_) + static_cast<int64_t>(n_swap_slots_) * kv_.block_bytes();
+  for (const auto& lane : lanes_) m.scratch += ws_bytes(lane->ws_);
+  return m;
 }
 
 // On the CPU the "host" swap space is just more host memory: swapping costs a
@@ -254,9 +343,9 @@ Status CpuBackend::ReserveSwapSpace(int32_t n_slots) {
   swap_.reset();
   n_swap_slots_ = 0;
   if (n_slots == 0) return Status::Ok();
-  const int64_t bf = kv_.block_floats();
-  if (bf > std::numeric_limits<int64_t>::max() / 4 / n_slots) return OutOfMemory("CPU backend: swap space size overflows");
-  swap_ = AllocZeroedArray<float>(static_cast<size_t>(bf) * n_slots);
+  const int64_t bb = kv_.block_bytes();
+  if (bb > std::numeric_limits<int64_t>::max() / 4 / n_slots) return OutOfMemory("CPU backend: swap space size overflows");
+  swap_ = AllocZeroedArray<uint8_t>(static_cast<size_t>(bb) * n_slots);
   if (!swap_) return OutOfMemory("CPU backend: cannot allocate a swap space of " + std::to_string(n_slots) + " blocks");
   n_swap_slots_ = n_slots;
   return Status::Ok();
@@ -264,17 +353,19 @@ Status CpuBackend::ReserveSwapSpace(int32_t n_slots) {
 
 Status CpuBackend::SwapOutKvBlocks(std::span<const KvSwap> moves) {
   LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, "SwapOutKvBlocks"));
-  const int64_t bf = kv_.block_floats();
+  const int64_t bb = kv_.block_bytes();
   for (const KvSwap& m : moves)
-    std::memcpy(swap_.get() + m.slot * bf, pool_base_ + m.block * bf, static_cast<size_t>(bf) * sizeof(float));
+    std::memcpy(swap_.get() + m.slot * bb, pool_base_ + m.block * bb, static_cast<size_t>(bb));
   return Status::Ok();
 }
 
 Status CpuBackend::SwapInKvBlocks(std::span<const KvSwap> moves) {
   LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, "SwapInKvBlocks"));
-  const int64_t bf = kv_.block_floats();
-  for (const KvSwap& m : moves)
-    std::memcpy(pool_base_ + m.block * bf, swap_.get() + m.slot * bf, static_cast<size_t>(bf) * sizeof(float));
+  const int64_t bb = kv_.block_bytes();
+  for (const KvSwap& m : moves) {
+    CommitKvBlocks(std::span<const int32_t>(&m.block, 1));
+    std::memcpy(pool_base_ + m.block * bb, swap_.get() + m.slot * bb, static_cast<size_t>(bb));
+  }
   return Status::Ok();
 }
 

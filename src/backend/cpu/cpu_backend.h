@@ -34,7 +34,8 @@ class CpuBackend final : public Backend {
   int32_t kind() const override { return LLM_BACKEND_CPU; }
   Status Forward(const Batch& batch, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
-  int64_t kv_block_bytes() const override { return kv_.block_floats() * static_cast<int64_t>(sizeof(float)); }
+  int64_t kv_block_bytes() const override { return kv_.block_bytes(); }
+  BackendMemory memory() const override;
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
   Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
@@ -69,7 +70,14 @@ class CpuBackend final : public Backend {
     KvLayout kv;
     int32_t n_blocks = 0;
     int64_t capacity = 0;        // n_blocks * block_size positions
-    LargeArray<float> kv_pool;   // (n_blocks, block_floats)
+    LargeArray<uint8_t> kv_pool; // (n_blocks, block_bytes), reserved; committed by CommitKvBlocks
+    // The pool commits in kCommitChunk steps as blocks are first written:
+    // which chunks are touched, and their bytes. Only the backend (not a
+    // lane) changes them, before a step's layers run.
+    std::vector<uint8_t> chunk_committed;
+    int64_t committed_bytes = 0;
+    int64_t weight_bytes = 0;    // the tensors' own bytes plus `packed`
+    int64_t packed_bytes = 0;
     bool lanes_off = false;      // LLM_CPU_LANES=0 (for measurements): always the shared pass
   };
 
@@ -128,6 +136,13 @@ class CpuBackend final : public Backend {
   // nullptr when none are (the K/V are stored).
   const float* RunLayers(const Batch& batch);
 
+  // Commits the pool chunks holding `blocks` that are not committed yet
+  // (touching their pages on the thread pool).
+  static constexpr int64_t kCommitChunk = int64_t{1} << 21;  // one huge page
+  void CommitKvBlocks(std::span<const int32_t> blocks);
+  // The blocks each sequence of a checked batch writes this step.
+  void CommitBatchBlocks(const Batch& batch);
+
   // The shared batch check (backend/validate.h) against the model and the
   // pool; fills seq_of_; *max_keys: the most positions a sequence attends to.
   Status Check(const Batch& batch, const float* logits, int64_t* max_keys);
@@ -161,6 +176,10 @@ class CpuBackend final : public Backend {
   // Mixture-of-Experts layer; tokens grouped by expert.
   void MoeFeedForward(int layer, const float* xn, int64_t n, float* x);
   void RopeAndStoreKv(int layer, const Batch& batch, int64_t n);
+  // One position's K (transposed: a column of its tile) or V (a row) into
+  // the pool's element type.
+  void StoreKvColumn(uint8_t* tile, int64_t slot, const float* k) const;
+  void StoreKvRow(uint8_t* tile, int64_t slot, const float* v) const;
   void Attention(int layer, const Batch& batch, int64_t n);
   bool Parallel(int64_t macs) const;
 
@@ -175,7 +194,7 @@ class CpuBackend final : public Backend {
   const KvLayout& kv_;
   const int32_t& n_blocks_;
   const int64_t& capacity_;
-  float* const pool_base_;  // the KV pool
+  uint8_t* const pool_base_;  // the KV pool
 
   ThreadPool pool_;  // n_threads for a backend, 1 for a lane
   Workspace ws_;
@@ -203,7 +222,8 @@ class CpuBackend final : public Backend {
   std::vector<LaneStep> lane_steps_;  // (n_threads), with lanes_
   std::vector<int64_t> lane_cut_;     // (n_threads + 1) first sequence of each lane
   int32_t n_swap_slots_ = 0;
-  LargeArray<float> swap_;     // (n_swap_slots, block_floats) host swap space
+  LargeArray<uint8_t> swap_;   // (n_swap_slots, block_bytes) host swap space
+  std::vector<int64_t> new_chunks_;  // CommitKvBlocks' scratch
 };
 
 }  // namespace llm::cpu

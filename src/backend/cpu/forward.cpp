@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "util/fp16.h"
 
 namespace llm::cpu {
 namespace {
@@ -185,10 +186,51 @@ void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, con
 
 // With qkv_bias (Qwen2) the biases are added to q, k and v first; with
 // qk_norm (Gemma 3, Qwen3) each head of q and k is RMS-normed over head_dim.
+// One position's head_dim values into a K tile (column `slot` of (hd, bs):
+// transposed) or a V tile (row `slot` of (bs, hd)), in the pool's element
+// type (kv_layout.h). F16 rounds to nearest even; Q8_0 stores the row's
+// scale max|x| / 127 beside the tile and x / scale rounded to nearest.
+namespace {
+template <bool kColumn>
+void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
+  const int64_t hd = kv.head_dim, bs = kv.block_size;
+  const int64_t step = kColumn ? bs : 1, first = kColumn ? slot : slot * hd;
+  switch (kv.elem) {
+    case KvElem::kF32: {
+      float* t = reinterpret_cast<float*>(tile) + first;
+      for (int64_t d = 0; d < hd; ++d) t[d * step] = x[d];
+      return;
+    }
+    case KvElem::kF16: {
+      uint16_t* t = reinterpret_cast<uint16_t*>(tile) + first;
+      for (int64_t d = 0; d < hd; ++d) t[d * step] = F32ToF16(x[d]);
+      return;
+    }
+    case KvElem::kQ8: {
+      float amax = 0.0f;
+      for (int64_t d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(x[d]));
+      const float scale = amax / 127.0f, inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+      int8_t* t = reinterpret_cast<int8_t*>(tile) + first;
+      for (int64_t d = 0; d < hd; ++d) {
+        // clamped, and NaN (from a non-finite row) stored as 0: the cast is
+        // only defined for values in range
+        const float r = std::nearbyint(x[d] * inv);
+        t[d * step] = static_cast<int8_t>(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r == r ? r : 0.0f);
+      }
+      reinterpret_cast<float*>(tile + kv.scales_offset())[slot] = scale;
+      return;
+    }
+  }
+}
+}  // namespace
+
+void CpuBackend::StoreKvColumn(uint8_t* tile, int64_t slot, const float* k) const { StoreKv<true>(kv_, tile, slot, k); }
+void CpuBackend::StoreKvRow(uint8_t* tile, int64_t slot, const float* v) const { StoreKv<false>(kv_, tile, slot, v); }
+
 void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
-  float* pool = pool_base_;
+  uint8_t* pool = pool_base_;
   const bool local = cfg_.IsLocalLayer(layer);
   const Rope& rope = local ? rope_local_ : rope_;
   const float* cos_sin = local ? ws_.cos_sin_local.data() : ws_.cos_sin.data();  // (n, rope_dim)
@@ -220,12 +262,10 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
       const int64_t p = ws_.pos[t];
       const int32_t block = batch.seqs[ws_.seq_of[t]].block_table[p / bs];
       const int64_t slot = p % bs;
-      float* base = pool + block * kv_.block_floats();
+      uint8_t* base = pool + block * kv_.block_bytes();
       for (int32_t h = 0; h < Hkv; ++h) {
-        float* kt = base + kv_.KOffset(layer, h) + slot;        // column `slot` of (hd, bs)
-        float* vr = base + kv_.VOffset(layer, h) + slot * hd;   // row `slot` of (bs, hd)
-        for (int32_t d = 0; d < hd; ++d) kt[d * bs] = k[h * hd + d];
-        std::memcpy(vr, v + h * hd, hd * sizeof(float));
+        StoreKvColumn(base + kv_.KOffset(layer, h), slot, k + h * hd);  // column `slot` of (hd, bs)
+        StoreKvRow(base + kv_.VOffset(layer, h), slot, v + h * hd);     // row `slot` of (bs, hd)
       }
     }
   };
@@ -271,7 +311,10 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       const BatchSeq& s = batch.seqs[ws_.seq_of[t]];
       AttnArgs a;
       a.pool = pool_base_;
-      a.block_stride = kv_.block_floats();
+      a.elem = kv_.elem;
+      a.block_stride = kv_.block_bytes();
+      a.tile_bytes = kv_.tile_bytes();
+      a.scales_offset = kv_.scales_offset();
       a.k_offset = kv_.KOffset(layer, g);
       a.v_offset = kv_.VOffset(layer, g);
       a.block_table = s.block_table.data();
@@ -297,6 +340,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
 Status CpuBackend::Forward(const Batch& batch, float* logits) {
   int64_t max_keys = 0;
   LLM_RETURN_IF_ERROR(Check(batch, logits, &max_keys));
+  CommitBatchBlocks(batch);  // the lanes share the pool: commit before splitting
   if (Status st; SplitBySequences(batch, logits, &st)) return st;  // each lane prepares its share
   LLM_RETURN_IF_ERROR(Prepare(batch, max_keys));
   const float* xn = RunLayers(batch);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/kv_layout.h"
 #include "model/weights.h"
 
 namespace llm::cpu {
@@ -56,12 +57,15 @@ struct MatMulArgs {
 };
 
 // The query heads of one KV head (GQA group) against its keys 0 .. n_keys-1
-// in one layer of the paged pool (layout in kv_layout.h). Key j lives in
-// block block_table[j / block_size], slot j % block_size.
+// in one layer of the paged pool (layout and element types in kv_layout.h).
+// Key j lives in block block_table[j / block_size], slot j % block_size.
 struct AttnArgs {
-  const float* pool = nullptr;   // the whole KV pool
-  int64_t block_stride = 0;      // floats per block (all layers, K and V)
-  int64_t k_offset = 0;          // floats from a block's start to this (layer, head)'s K tile
+  const uint8_t* pool = nullptr; // the whole KV pool
+  KvElem elem = KvElem::kF32;    // element type of its tiles
+  int64_t block_stride = 0;      // bytes per block (all layers, K and V)
+  int64_t tile_bytes = 0;        // bytes of one (layer, K|V, head) tile
+  int64_t scales_offset = 0;     // Q8_0: bytes from a tile's start to its scales
+  int64_t k_offset = 0;          // bytes from a block's start to this (layer, head)'s K tile
   int64_t v_offset = 0;          // ... and to its V tile
   const int32_t* block_table = nullptr;
   int32_t block_size = 0;

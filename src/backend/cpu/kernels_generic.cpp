@@ -49,6 +49,7 @@ inline float HSum(V8 a) {
 }
 inline V8 LoadF16(const uint16_t* p) { LLM_V8_LANES(F16ToF32(p[i])); }
 inline V8 LoadBF16(const uint16_t* p) { LLM_V8_LANES(BF16ToF32(p[i])); }
+inline V8 LoadI8(const int8_t* p) { LLM_V8_LANES(static_cast<float>(p[i])); }
 #if defined(__GNUC__) || defined(__clang__)
 inline void Prefetch(const void* p) { __builtin_prefetch(p); }
 #else

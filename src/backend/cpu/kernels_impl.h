@@ -6,7 +6,7 @@
 //   V8 Add/Sub/Mul/Div/Min/Max(V8, V8); V8 Fma(a, b, c) = a*b + c;
 //   V8 RoundInt(V8) (to nearest), V8 Pow2(V8 n) (2^n for integral n in
 //   [-126, 127]); float HSum(V8) (fixed order);
-//   V8 LoadF16(const uint16_t*); V8 LoadBF16(const uint16_t*);
+//   V8 LoadF16(const uint16_t*); V8 LoadBF16(const uint16_t*); V8 LoadI8(const int8_t*);
 //   float ScalarFma(a, b, c): the same rounding as one lane of Fma;
 //   void Prefetch(const void*) (a hint; may do nothing).
 //
@@ -216,13 +216,42 @@ void MatMulImpl(const MatMulArgs& a) {
 // m = max s, e_j = exp(s_j - m), out = Σ e_j v_j / Σ e_j. Each head's
 // arithmetic runs in a fixed order that depends only on n_keys and head_dim,
 // never on n_q or on which head it is paired with.
+//
+// The pool holds F32, F16 or Q8_0 elements (kv_layout.h); each K/V vector is
+// converted to F32 in registers as it is loaded (F16C or int8 widening), so
+// no step converts the context. Q8_0's per-position scales multiply a key's
+// finished dot product and fold into a value's softmax weight.
+
+// Element access for the pool's three types.
+inline V8 LoadKv8(const float* p) { return LoadU(p); }
+inline V8 LoadKv8(const uint16_t* p) { return LoadF16(p); }
+inline V8 LoadKv8(const int8_t* p) { return LoadI8(p); }
+inline float KvToF32(float x) { return x; }
+inline float KvToF32(uint16_t h) { return F16ToF32(h); }
+inline float KvToF32(int8_t x) { return static_cast<float>(x); }
+template <typename T>
+constexpr bool kKvQ8 = sizeof(T) == 1;
+
+// One (layer, K|V, head) tile of block `blk` of the sequence.
+template <typename T>
+inline const T* KvTile(const AttnArgs& a, int64_t blk, int64_t off) {
+  return reinterpret_cast<const T*>(a.pool + a.block_table[blk] * a.block_stride + off);
+}
+// A Q8_0 tile's per-position scales (block_size floats); nullptr otherwise.
+template <typename T>
+inline const float* KvScales(const AttnArgs& a, const T* tile) {
+  if constexpr (kKvQ8<T>) return reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(tile) + a.scales_offset);
+  return nullptr;
+}
 
 // A group of 8 consecutive keys of one K tile waiting to be scored: its first
 // column in the tile, where its scores go in each head's row of scores, and
 // how many of the 8 exist (the rest are computed from stale slots inside the
 // tile and dropped).
+template <typename T>
 struct KeyGroup {
-  const float* k;
+  const T* k;
+  const float* ks;  // Q8_0: the 8 keys' scales
   int64_t dst;
   int64_t cnt;
 };
@@ -230,14 +259,14 @@ struct KeyGroup {
 // Scores of NV key groups for NG query heads (q: NG rows of hd): NG·NV
 // independent FMA chains over d hide the FMA latency. The groups may lie in
 // different blocks; each score is the same chain over d wherever it lies.
-template <int NG, int NV>
-inline void Scores8(const float* q, int hd, const KeyGroup* grp, int64_t bs, V8 scale, float* const* sb) {
+template <typename T, int NG, int NV>
+inline void Scores8(const float* q, int hd, const KeyGroup<T>* grp, int64_t bs, V8 scale, float* const* sb) {
   V8 acc[NG][NV];
   for (int g = 0; g < NG; ++g)
     for (int v = 0; v < NV; ++v) acc[g][v] = Zero();
   for (int d = 0; d < hd; ++d) {
     V8 k[NV];
-    for (int v = 0; v < NV; ++v) k[v] = LoadU(grp[v].k + d * bs);
+    for (int v = 0; v < NV; ++v) k[v] = LoadKv8(grp[v].k + d * bs);
     for (int g = 0; g < NG; ++g) {
       const V8 qd = Set1(q[g * hd + d]);
       for (int v = 0; v < NV; ++v) acc[g][v] = Fma(qd, k[v], acc[g][v]);
@@ -245,7 +274,8 @@ inline void Scores8(const float* q, int hd, const KeyGroup* grp, int64_t bs, V8 
   }
   for (int g = 0; g < NG; ++g) {
     for (int v = 0; v < NV; ++v) {
-      const V8 sc = Mul(acc[g][v], scale);
+      V8 sc = Mul(acc[g][v], scale);
+      if constexpr (kKvQ8<T>) sc = Mul(sc, LoadU(grp[v].ks));
       float* dst = sb[g] + grp[v].dst;
       if (grp[v].cnt == 8) {
         StoreU(dst, sc);
@@ -260,7 +290,8 @@ inline void Scores8(const float* q, int hd, const KeyGroup* grp, int64_t bs, V8 
 
 // Scores the n <= 4 pending groups for every head of the GQA group, two
 // heads at a time, into rows (n_q, ld).
-inline void ScorePending(const float* q, int n_q, int hd, const KeyGroup* grp, int n, int64_t bs, V8 scale,
+template <typename T>
+inline void ScorePending(const float* q, int n_q, int hd, const KeyGroup<T>* grp, int n, int64_t bs, V8 scale,
                          float* rows, int64_t ld) {
   for (int g = 0; g < n_q; g += 2) {
     const float* qg = q + g * hd;
@@ -268,19 +299,19 @@ inline void ScorePending(const float* q, int n_q, int hd, const KeyGroup* grp, i
     for (int i = 0; i < n;) {
       if (n_q - g >= 2) {
         if (n - i >= 4) {
-          Scores8<2, 4>(qg, hd, grp + i, bs, scale, sb), i += 4;
+          Scores8<T, 2, 4>(qg, hd, grp + i, bs, scale, sb), i += 4;
         } else if (n - i >= 2) {
-          Scores8<2, 2>(qg, hd, grp + i, bs, scale, sb), i += 2;
+          Scores8<T, 2, 2>(qg, hd, grp + i, bs, scale, sb), i += 2;
         } else {
-          Scores8<2, 1>(qg, hd, grp + i, bs, scale, sb), i += 1;
+          Scores8<T, 2, 1>(qg, hd, grp + i, bs, scale, sb), i += 1;
         }
       } else {
         if (n - i >= 4) {
-          Scores8<1, 4>(qg, hd, grp + i, bs, scale, sb), i += 4;
+          Scores8<T, 1, 4>(qg, hd, grp + i, bs, scale, sb), i += 4;
         } else if (n - i >= 2) {
-          Scores8<1, 2>(qg, hd, grp + i, bs, scale, sb), i += 2;
+          Scores8<T, 1, 2>(qg, hd, grp + i, bs, scale, sb), i += 2;
         } else {
-          Scores8<1, 1>(qg, hd, grp + i, bs, scale, sb), i += 1;
+          Scores8<T, 1, 1>(qg, hd, grp + i, bs, scale, sb), i += 1;
         }
       }
     }
@@ -297,28 +328,32 @@ struct VAcc {
   V8 acc[K][NG][NC];
 };
 
-template <int C, int NG, int NC, int K>
-inline void AddKey(VAcc<NG, NC, K>& a, const float* v, const float* e, int64_t ld_e, int64_t i) {
+// rs: the row's Q8_0 scale (unused for F32 and F16)
+template <int C, typename T, int NG, int NC, int K>
+inline void AddKey(VAcc<NG, NC, K>& a, const T* v, float rs, const float* e, int64_t ld_e, int64_t i) {
   V8 row[NC];
-  for (int c = 0; c < NC; ++c) row[c] = LoadU(v + 8 * c);
+  for (int c = 0; c < NC; ++c) row[c] = LoadKv8(v + 8 * c);
   for (int g = 0; g < NG; ++g) {
-    const V8 w = Set1(e[g * ld_e + i]);
+    float wg = e[g * ld_e + i];
+    if constexpr (kKvQ8<T>) wg *= rs;
+    const V8 w = Set1(wg);
     for (int c = 0; c < NC; ++c) a.acc[C][g][c] = Fma(w, row[c], a.acc[C][g][c]);
   }
 }
 
 // Key j0 + s, whose chain is (j0 + s) % K, at run time.
-template <int NG, int NC, int K>
-inline void AddKeyAnyChain(VAcc<NG, NC, K>& a, int64_t j, const float* v, const float* e, int64_t ld_e, int64_t i) {
+template <typename T, int NG, int NC, int K>
+inline void AddKeyAnyChain(VAcc<NG, NC, K>& a, int64_t j, const T* v, float rs, const float* e, int64_t ld_e,
+                           int64_t i) {
   switch (static_cast<int>(j % K)) {
-    case 0: AddKey<0>(a, v, e, ld_e, i); break;
-    case 1: if constexpr (K > 1) AddKey<1 % K>(a, v, e, ld_e, i); break;
-    case 2: if constexpr (K > 2) AddKey<2 % K>(a, v, e, ld_e, i); break;
-    default: if constexpr (K > 3) AddKey<3 % K>(a, v, e, ld_e, i); break;
+    case 0: AddKey<0>(a, v, rs, e, ld_e, i); break;
+    case 1: if constexpr (K > 1) AddKey<1 % K>(a, v, rs, e, ld_e, i); break;
+    case 2: if constexpr (K > 2) AddKey<2 % K>(a, v, rs, e, ld_e, i); break;
+    default: if constexpr (K > 3) AddKey<3 % K>(a, v, rs, e, ld_e, i); break;
   }
 }
 
-template <int NG, int NC, int K>
+template <typename T, int NG, int NC, int K>
 inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t ld_e, int64_t lo, int64_t n, const float* inv,
                          float* out) {
   static_assert(K == 1 || K == 2 || K == 4, "chains");
@@ -328,21 +363,23 @@ inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t ld_e, int64_
       for (int c = 0; c < NC; ++c) acc.acc[k][g][c] = Zero();
   const int64_t bs = a.block_size, hd = 8 * NC;
   for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
-    const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;  // (bs, hd)
+    const T* vb = KvTile<T>(a, blk, a.v_offset);  // (bs, hd)
+    const float* vs = KvScales(a, vb);            // (bs) Q8_0 only
+    auto rs = [&](int64_t s) { return kKvQ8<T> ? vs[s] : 1.0f; };
     const int64_t cnt = n - j0 < bs ? n - j0 : bs;
     int64_t s = j0 < lo ? lo - j0 : 0;
-    for (; s < cnt && (j0 + s) % K != 0; ++s) AddKeyAnyChain(acc, j0 + s, vb + s * hd, e, ld_e, j0 + s - lo);
+    for (; s < cnt && (j0 + s) % K != 0; ++s) AddKeyAnyChain(acc, j0 + s, vb + s * hd, rs(s), e, ld_e, j0 + s - lo);
     for (; s + K <= cnt; s += K) {
-      const float* v = vb + s * hd;
+      const T* v = vb + s * hd;
       const int64_t i = j0 + s - lo;
-      AddKey<0>(acc, v, e, ld_e, i);
-      if constexpr (K > 1) AddKey<1 % K>(acc, v + hd, e, ld_e, i + 1);
+      AddKey<0>(acc, v, rs(s), e, ld_e, i);
+      if constexpr (K > 1) AddKey<1 % K>(acc, v + hd, rs(s + 1), e, ld_e, i + 1);
       if constexpr (K > 2) {
-        AddKey<2 % K>(acc, v + 2 * hd, e, ld_e, i + 2);
-        AddKey<3 % K>(acc, v + 3 * hd, e, ld_e, i + 3);
+        AddKey<2 % K>(acc, v + 2 * hd, rs(s + 2), e, ld_e, i + 2);
+        AddKey<3 % K>(acc, v + 3 * hd, rs(s + 3), e, ld_e, i + 3);
       }
     }
-    for (; s < cnt; ++s) AddKeyAnyChain(acc, j0 + s, vb + s * hd, e, ld_e, j0 + s - lo);
+    for (; s < cnt; ++s) AddKeyAnyChain(acc, j0 + s, vb + s * hd, rs(s), e, ld_e, j0 + s - lo);
   }
   for (int g = 0; g < NG; ++g) {
     for (int c = 0; c < NC; ++c) {
@@ -357,23 +394,60 @@ inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t ld_e, int64_
 // Heads [g0, g0 + ng) of the group, ng <= 2, for head_dim 8*NC. Chains per
 // head: 4 for one-vector rows, 2 up to four vectors, else 1 (the row's own
 // vectors are independent chains already).
-template <int NC>
+template <typename T, int NC>
 inline void WeightedSumVHeads(const AttnArgs& a, const float* e, int64_t ld_e, int64_t lo, int64_t n,
                               const float* inv, float* out, int ng) {
   constexpr int K = NC == 1 ? 4 : NC <= 4 ? 2 : 1;
   if (ng == 2 && NC <= 2) {  // two heads' accumulators fit in registers
-    WeightedSumV<2, NC, K>(a, e, ld_e, lo, n, inv, out);
+    WeightedSumV<T, 2, NC, K>(a, e, ld_e, lo, n, inv, out);
     return;
   }
-  for (int g = 0; g < ng; ++g) WeightedSumV<1, NC, K>(a, e + g * ld_e, ld_e, lo, n, inv + g, out + g * 8 * NC);
+  for (int g = 0; g < ng; ++g) WeightedSumV<T, 1, NC, K>(a, e + g * ld_e, ld_e, lo, n, inv + g, out + g * 8 * NC);
+}
+
+// The whole GQA group's weighted sums for head_dim 8*NC >= 64, where each
+// head keeps one accumulator chain per vector (K = 1 above): block by block,
+// every head of the group adds the block's keys while its V tile (a few KiB)
+// is in L1, so V is read from memory once per group instead of once per
+// head. A head's accumulators wait in its `out` row between blocks (stores
+// and loads are exact), so each head's operations and their order are those
+// of WeightedSumV<T, 1, NC, 1>: bitwise the same result, whatever n_q.
+template <typename T, int NC>
+inline void WeightedSumVGroup(const AttnArgs& a, const float* e, int64_t ld_e, int64_t lo, int64_t n,
+                              const float* inv, float* out, int n_q) {
+  const int64_t bs = a.block_size, hd = 8 * NC;
+  for (int g = 0; g < n_q; ++g)
+    for (int c = 0; c < NC; ++c) StoreU(out + g * hd + 8 * c, Zero());
+  for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
+    const T* vb = KvTile<T>(a, blk, a.v_offset);  // (bs, hd)
+    const float* vs = KvScales(a, vb);            // (bs) Q8_0 only
+    const int64_t cnt = n - j0 < bs ? n - j0 : bs;
+    const int64_t s0 = j0 < lo ? lo - j0 : 0;
+    for (int g = 0; g < n_q; ++g) {
+      float* o = out + g * hd;
+      const float* eg = e + g * ld_e;
+      V8 acc[NC];
+      for (int c = 0; c < NC; ++c) acc[c] = LoadU(o + 8 * c);
+      for (int64_t s = s0; s < cnt; ++s) {
+        float w = eg[j0 + s - lo];
+        if constexpr (kKvQ8<T>) w *= vs[s];
+        const V8 wv = Set1(w);
+        const T* v = vb + s * hd;
+        for (int c = 0; c < NC; ++c) acc[c] = Fma(wv, LoadKv8(v + 8 * c), acc[c]);
+      }
+      for (int c = 0; c < NC; ++c) StoreU(o + 8 * c, acc[c]);
+    }
+  }
+  for (int g = 0; g < n_q; ++g)
+    for (int c = 0; c < NC; ++c) StoreU(out + g * hd + 8 * c, Mul(LoadU(out + g * hd + 8 * c), Set1(inv[g])));
 }
 
 // Requests the start of a K or V tile (up to 16 cache lines) ahead of use. A
 // sequence's blocks lie a whole block (every layer's K and V) apart in the
 // pool, a stride hardware prefetchers do not follow; inside a tile they do.
-inline void PrefetchTile(const float* p, int64_t floats) {
-  const int64_t lines = floats / 16 < 16 ? floats / 16 : 16;
-  for (int64_t i = 0; i < lines; ++i) Prefetch(p + 16 * i);
+inline void PrefetchTile(const void* p, int64_t bytes) {
+  const int64_t lines = bytes / 64 < 16 ? bytes / 64 : 16;
+  for (int64_t i = 0; i < lines; ++i) Prefetch(static_cast<const uint8_t*>(p) + 64 * i);
 }
 
 // e_j = exp(s_j - max s) in place over n >= 1 scores; returns Σ e_j.
@@ -409,7 +483,8 @@ inline float SoftmaxWeights(float* scores, int64_t n) {
   return sum;
 }
 
-void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
+template <typename T>
+void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
   const int64_t n_end = a.n_keys;
   const int64_t bs = a.block_size;
   const int hd = a.head_dim;
@@ -425,20 +500,21 @@ void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf
   // ---- scores. K tiles are requested kAhead blocks ahead of use and each
   // block's V tile as its K tile is scored, so the V pass finds them in cache.
   const V8 vscale = Set1(a.scale);
-  const int64_t tile = bs * hd, last_blk = (n_end - 1) / bs;
+  const int64_t tile = a.tile_bytes, last_blk = (n_end - 1) / bs;
   constexpr int64_t kAhead = 4;
   for (int64_t blk = base / bs; blk <= last_blk && blk < base / bs + kAhead; ++blk)
-    PrefetchTile(a.pool + a.block_table[blk] * a.block_stride + a.k_offset, tile);
-  KeyGroup pend[4];  // up to 4 groups of 8 keys, possibly from several blocks, scored together
+    PrefetchTile(KvTile<T>(a, blk, a.k_offset), tile);
+  KeyGroup<T> pend[4];  // up to 4 groups of 8 keys, possibly from several blocks, scored together
   int n_pend = 0;
   for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
-    if (blk + kAhead <= last_blk) PrefetchTile(a.pool + a.block_table[blk + kAhead] * a.block_stride + a.k_offset, tile);
-    PrefetchTile(a.pool + a.block_table[blk] * a.block_stride + a.v_offset, tile);
-    const float* kt = a.pool + a.block_table[blk] * a.block_stride + a.k_offset;  // (hd, bs)
+    if (blk + kAhead <= last_blk) PrefetchTile(KvTile<T>(a, blk + kAhead, a.k_offset), tile);
+    PrefetchTile(KvTile<T>(a, blk, a.v_offset), tile);
+    const T* kt = KvTile<T>(a, blk, a.k_offset);  // (hd, bs)
+    const float* ks = KvScales(a, kt);           // (bs) Q8_0 only
     const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
     if ((bs & 7) == 0) {
       for (int64_t s = 0; s < cnt; s += 8) {
-        pend[n_pend++] = KeyGroup{kt + s, j0 - base + s, cnt - s < 8 ? cnt - s : 8};
+        pend[n_pend++] = KeyGroup<T>{kt + s, kKvQ8<T> ? ks + s : nullptr, j0 - base + s, cnt - s < 8 ? cnt - s : 8};
         if (n_pend == 4) {
           ScorePending(q, n_q, hd, pend, n_pend, bs, vscale, scores_buf, ld);
           n_pend = 0;
@@ -449,8 +525,10 @@ void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf
     for (int g = 0; g < n_q; ++g) {
       for (int64_t s = 0; s < cnt; ++s) {
         float acc = 0.0f;
-        for (int d = 0; d < hd; ++d) acc = ScalarFma(q[g * hd + d], kt[d * bs + s], acc);
-        scores_buf[g * ld + j0 - base + s] = acc * a.scale;
+        for (int d = 0; d < hd; ++d) acc = ScalarFma(q[g * hd + d], KvToF32(kt[d * bs + s]), acc);
+        float sc = acc * a.scale;
+        if constexpr (kKvQ8<T>) sc *= ks[s];
+        scores_buf[g * ld + j0 - base + s] = sc;
       }
     }
   }
@@ -465,6 +543,15 @@ void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf
     for (int g = 0; g < n_q; ++g)
       for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
   }
+  constexpr int kMaxGroup = 64;
+  if ((hd == 64 || hd == 128 || hd == 256) && n_q >= 2 && n_q <= kMaxGroup) {  // V read once per group
+    float inv_all[kMaxGroup];
+    for (int g = 0; g < n_q; ++g) inv_all[g] = 1.0f / SoftmaxWeights(scores + g * ld, n);
+    if (hd == 64) WeightedSumVGroup<T, 8>(a, scores, ld, lo, n_end, inv_all, out, n_q);
+    if (hd == 128) WeightedSumVGroup<T, 16>(a, scores, ld, lo, n_end, inv_all, out, n_q);
+    if (hd == 256) WeightedSumVGroup<T, 32>(a, scores, ld, lo, n_end, inv_all, out, n_q);
+    return;
+  }
   float inv[2];
   for (int g = 0; g < n_q; g += 2) {
     const int ng = n_q - g >= 2 ? 2 : 1;
@@ -474,12 +561,12 @@ void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf
     const float* e = scores + g * ld;
     float* o = out + g * hd;
     switch (hd) {
-      case 8: WeightedSumVHeads<1>(a, e, ld, lo, n_end, inv, o, ng); continue;
-      case 16: WeightedSumVHeads<2>(a, e, ld, lo, n_end, inv, o, ng); continue;
-      case 32: WeightedSumVHeads<4>(a, e, ld, lo, n_end, inv, o, ng); continue;
-      case 64: WeightedSumVHeads<8>(a, e, ld, lo, n_end, inv, o, ng); continue;
-      case 128: WeightedSumVHeads<16>(a, e, ld, lo, n_end, inv, o, ng); continue;
-      case 256: WeightedSumVHeads<32>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 8: WeightedSumVHeads<T, 1>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 16: WeightedSumVHeads<T, 2>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 32: WeightedSumVHeads<T, 4>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 64: WeightedSumVHeads<T, 8>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 128: WeightedSumVHeads<T, 16>(a, e, ld, lo, n_end, inv, o, ng); continue;
+      case 256: WeightedSumVHeads<T, 32>(a, e, ld, lo, n_end, inv, o, ng); continue;
       default: break;
     }
     for (int h = 0; h < ng; ++h) {
@@ -487,12 +574,24 @@ void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf
       float* oh = o + h * hd;
       for (int d = 0; d < hd; ++d) oh[d] = 0.0f;
       for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
-        const float* vb = a.pool + a.block_table[blk] * a.block_stride + a.v_offset;
+        const T* vb = KvTile<T>(a, blk, a.v_offset);
+        const float* vs = KvScales(a, vb);
         const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
-        for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s)
-          for (int d = 0; d < hd; ++d) oh[d] = ScalarFma(eh[j0 + s - lo], vb[s * hd + d], oh[d]);
+        for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s) {
+          float w = eh[j0 + s - lo];
+          if constexpr (kKvQ8<T>) w *= vs[s];
+          for (int d = 0; d < hd; ++d) oh[d] = ScalarFma(w, KvToF32(vb[s * hd + d]), oh[d]);
+        }
       }
       for (int d = 0; d < hd; ++d) oh[d] *= inv[h];
     }
+  }
+}
+
+void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
+  switch (a.elem) {
+    case KvElem::kF16: AttentionTyped<uint16_t>(a, n_q, q, scores_buf, out); break;
+    case KvElem::kQ8: AttentionTyped<int8_t>(a, n_q, q, scores_buf, out); break;
+    default: AttentionTyped<float>(a, n_q, q, scores_buf, out); break;
   }
 }

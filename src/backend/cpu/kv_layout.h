@@ -1,4 +1,5 @@
-// Layout of the CPU backend's paged KV pool (F32).
+// Layout of the CPU backend's paged KV pool, in one of three element types
+// (llm_ctx_params.kv_type): F32, F16 or Q8_0.
 //
 // One allocation of n_blocks blocks. A block holds block_size consecutive
 // positions of one sequence for every layer, K and V, so CopyKvBlock is a
@@ -16,26 +17,47 @@
 // head_dim vertical FMAs; V keeps one position's head_dim values adjacent so
 // the weighted sum adds whole rows.
 //
-//   K[layer][kv_head] of position p, dim d:
-//     pool[block_table[p / bs] * block_floats + KOffset(layer, h) + d * bs + p % bs]
+//   K[layer][kv_head] of position p, dim d (element index in its tile):
+//     tile(block_table[p / bs], KOffset(layer, h)) [d * bs + p % bs]
 //   V[layer][kv_head] of position p, dim d:
-//     pool[block_table[p / bs] * block_floats + VOffset(layer, h) + (p % bs) * head_dim + d]
+//     tile(block_table[p / bs], VOffset(layer, h)) [(p % bs) * head_dim + d]
+//   where tile(b, off) = pool bytes + b * block_bytes() + off.
+//
+// Q8_0 stores int8 elements in the same places, followed inside each tile
+// by block_size F32 scales, one per position: that position's head_dim row
+// of K (or V) is scale * int8, scale = max|x| / 127. One scale per row (not
+// per 32 elements as in GGUF's Q8_0) keeps K's transposed layout: a key's
+// score is scale_j · Σ_d q_d · k8[d][j], so the scale multiplies the finished
+// dot product once, and V's scale folds into the softmax weight.
+//
+//   Q8_0 tile: [ int8 (head_dim * block_size) | F32 scale (block_size) ]
 #pragma once
 
 #include <cstdint>
 
 namespace llm::cpu {
 
+enum class KvElem : int32_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
+
 struct KvLayout {
   int64_t n_layer = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
+  KvElem elem = KvElem::kF32;
 
-  int64_t tile_floats() const { return head_dim * block_size; }                // one (layer, K|V, head)
-  int64_t block_floats() const { return n_layer * 2 * n_head_kv * tile_floats(); }
-  int64_t KOffset(int64_t layer, int64_t h) const { return ((layer * 2 + 0) * n_head_kv + h) * tile_floats(); }
-  int64_t VOffset(int64_t layer, int64_t h) const { return ((layer * 2 + 1) * n_head_kv + h) * tile_floats(); }
+  int64_t elem_bytes() const { return elem == KvElem::kF32 ? 4 : elem == KvElem::kF16 ? 2 : 1; }
+  // bytes from a Q8_0 tile's start to its scales (4-aligned)
+  int64_t scales_offset() const { return (head_dim * block_size + 3) / 4 * 4; }
+  // one (layer, K|V, head) tile, padded to 4 bytes so every tile (and a
+  // Q8_0 tile's scales) stays 4-aligned
+  int64_t tile_bytes() const {
+    if (elem == KvElem::kQ8) return scales_offset() + 4 * block_size;
+    return (head_dim * block_size * elem_bytes() + 3) / 4 * 4;
+  }
+  int64_t block_bytes() const { return n_layer * 2 * n_head_kv * tile_bytes(); }
+  int64_t KOffset(int64_t layer, int64_t h) const { return ((layer * 2 + 0) * n_head_kv + h) * tile_bytes(); }
+  int64_t VOffset(int64_t layer, int64_t h) const { return ((layer * 2 + 1) * n_head_kv + h) * tile_bytes(); }
 };
 
 }  // namespace llm::cpu

@@ -44,6 +44,7 @@ Status CpuBackend::PackWeights() {
     if (!ok.load()) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
     w->packed = buf.get();
     shared_->packed.push_back(std::move(buf));
+    shared_->packed_bytes += static_cast<int64_t>(bytes);
     return Status::Ok();
   };
   for (LayerWeights& L : w_.layers) {

@@ -59,6 +59,12 @@ class CudaBackend final : public Backend {
   Status Forward(const Batch& batch, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
   int64_t kv_block_bytes() const override { return kv_.block_stride() * static_cast<int64_t>(sizeof(bf16)); }
+  // The device pool is allocated whole at creation (BF16).
+  BackendMemory memory() const override {
+    BackendMemory m;
+    m.kv_pool = m.kv_committed = kv_block_bytes() * (static_cast<int64_t>(n_blocks_) + 1);
+    return m;
+  }
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
   Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
