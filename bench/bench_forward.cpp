@@ -11,9 +11,16 @@
 //
 // Each figure is the median of `-r` repetitions, each on a fresh cache
 // position 0 (the KV pool is reused; positions are simply rewritten).
+// `-d D` (single sequence): D tokens are prefilled once, untimed, and both
+// decode and prefill start at position D (like llama-bench -d D).
+// `-w MiB` (default 512, 0: off) first measures the streaming-read
+// bandwidth of the same number of threads over a buffer of that size, and
+// decode then reports the weight bytes read per token (as stored in the
+// file: what any runtime must stream) times tok/s beside it.
 //
 // usage: bench_forward [-m model.gguf] [-t threads] [-n decode_steps]
 //                      [-p prompt_tokens] [-r repetitions] [-b seqs -c context]
+//                      [-d depth] [-w bandwidth_buffer_MiB]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,10 +28,13 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/quant_pack.h"
+#include "util/env.h"
 #include "model/gguf.h"
 
 namespace {
@@ -38,6 +48,67 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Streaming-read bandwidth, bytes/s: `threads` threads each sum their slice
+// of a `mib`-MiB buffer (far larger than the caches), median of 7 passes
+// after one that faults the pages in. The sum is of 64-bit words so the
+// compiler vectorizes it into plain wide loads, as a matmul's weight stream.
+double StreamReadBandwidth(int threads, size_t mib) {
+  const size_t n = mib * (1u << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = i;
+  std::vector<uint64_t> sums(threads * 8);
+  std::vector<double> bw;
+  for (int pass = 0; pass < 8; ++pass) {
+    const auto t0 = Clock::now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        const size_t b = n * t / threads, e = n * (t + 1) / threads;
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        size_t i = b;
+        for (; i + 4 <= e; i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+        for (; i < e; ++i) s0 += buf[i];
+        sums[t * 8] = s0 + s1 + s2 + s3;
+      });
+    for (auto& t : ts) t.join();
+    if (pass > 0) bw.push_back(static_cast<double>(n * sizeof(uint64_t)) / Seconds(t0, Clock::now()));
+  }
+  volatile uint64_t sink = sums[0];
+  (void)sink;
+  return Median(bw);
+}
+
+// Bytes of weights one decode step reads, as stored in the file: every
+// tensor but the token embedding, of which one row is gathered, unless it is
+// also the classifier (tied: no output.weight).
+double WeightBytesPerToken(const llm::GgufFile& f) {
+  double bytes = 0;
+  const bool tied = f.FindTensor("output.weight") == nullptr;
+  for (const llm::GgufTensorInfo& t : f.tensors()) {
+    if (t.name == "token_embd.weight" && !tied) {
+      bytes += static_cast<double>(t.nbytes) / std::max<int64_t>(1, t.dims.size() > 1 ? t.dims[1] : 1);
+      continue;
+    }
+    bytes += static_cast<double>(t.nbytes);
+  }
+  return bytes;
+}
+
+// Bytes of matrices the CPU backend actually streams per decode step: the
+// packed copy where it makes one (quant_pack.h: wider than the file for
+// Q4_K, Q5_x, Q6_K), else the file's rows. Norms are left out (KBs).
+double StreamedBytesPerToken(const llm::ModelWeights& w) {
+  auto bytes = [](const llm::WeightView& v) -> double {
+    if (v.empty()) return 0;
+    if (!llm::ReadEnv().cpu_pack_off && llm::cpu::CanPackR8(v)) return static_cast<double>(llm::cpu::PackedR8Bytes(v));
+    return static_cast<double>(v.rows) * static_cast<double>(v.row_bytes);
+  };
+  double total = bytes(w.output);
+  for (const llm::LayerWeights& L : w.layers)
+    for (const llm::WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) total += bytes(*v);
+  return total;
+}
+
 int Fail(const llm::Status& s) {
   std::fprintf(stderr, "bench_forward: %s\n", s.message().c_str());
   return 1;
@@ -47,7 +118,7 @@ int Fail(const llm::Status& s) {
 
 int main(int argc, char** argv) {
   std::string model = std::string(LLM_SOURCE_DIR) + "/models/stories260K-f32.gguf";
-  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7, n_batch = 1, n_ctx = 64;
+  int threads = 1, n_decode = 128, n_prompt = 128, reps = 7, n_batch = 1, n_ctx = 64, depth = 0, bw_mib = 512;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "-m") model = argv[i + 1];
@@ -57,18 +128,22 @@ int main(int argc, char** argv) {
     else if (a == "-r") reps = std::atoi(argv[i + 1]);
     else if (a == "-b") n_batch = std::atoi(argv[i + 1]);
     else if (a == "-c") n_ctx = std::atoi(argv[i + 1]);
+    else if (a == "-d") depth = std::atoi(argv[i + 1]);
+    else if (a == "-w") bw_mib = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr,
                    "usage: %s [-m model.gguf] [-t threads] [-n decode_steps] [-p prompt_tokens] [-r reps] "
-                   "[-b seqs -c context]\n",
+                   "[-b seqs -c context] [-d depth] [-w bw_MiB]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (n_decode < 1 || n_prompt < 1 || reps < 1 || n_batch < 1 || n_ctx < 1) {
-    std::fprintf(stderr, "bench_forward: -n, -p, -r, -b and -c must be positive\n");
+  if (n_decode < 1 || n_prompt < 1 || reps < 1 || n_batch < 1 || n_ctx < 1 || depth < 0 || bw_mib < 0) {
+    std::fprintf(stderr, "bench_forward: -n, -p, -r, -b and -c must be positive, -d and -w not negative\n");
     return 2;
   }
+  // Measured before the model is loaded, so its pages do not compete.
+  const double stream_bw = bw_mib > 0 && n_batch == 1 ? StreamReadBandwidth(threads, bw_mib) : 0;
 
   auto file = llm::GgufFile::Open(model);
   if (!file.ok()) return Fail(file.status());
@@ -80,7 +155,7 @@ int main(int argc, char** argv) {
 
   llm::KvCacheSpec kv;
   kv.block_size = 16;
-  const int max_pos = n_batch > 1 ? n_ctx + n_decode : std::max(n_decode + 1, n_prompt);
+  const int max_pos = n_batch > 1 ? n_ctx + n_decode : depth + std::max(n_decode + 1, n_prompt);
   const int blocks_per_seq = (max_pos + kv.block_size - 1) / kv.block_size;
   kv.n_blocks = blocks_per_seq * n_batch;
   auto created = llm::CreateCpuBackend(c, weights.value(), kv, threads);
@@ -165,19 +240,29 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // ---- depth: the context decode and prefill run after, filled once in
+  // chunks the size of the engine's default batch.
+  for (int p = 0; p < depth;) {
+    std::vector<int32_t> chunk(std::min(512, depth - p));
+    for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = p + i == 0 ? 1 : 3 + ((p + i) * 37) % (c.n_vocab - 3);
+    llm::Status st = step(chunk.data(), static_cast<int>(chunk.size()), p);
+    if (!st.ok()) return Fail(st);
+    p += static_cast<int>(chunk.size());
+  }
+
   std::vector<double> decode_tps, prefill_tps;
   for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up
-    // ---- decode: greedy from BOS
+    // ---- decode: greedy from BOS (or from the depth's last token)
     int32_t tok = 1;
     const auto t0 = Clock::now();
     for (int i = 0; i < n_decode; ++i) {
-      llm::Status st = step(&tok, 1, i);
+      llm::Status st = step(&tok, 1, depth + i);
       if (!st.ok()) return Fail(st);
       tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const auto t1 = Clock::now();
     // ---- prefill
-    llm::Status st = step(prompt.data(), n_prompt, 0);
+    llm::Status st = step(prompt.data(), n_prompt, depth);
     if (!st.ok()) return Fail(st);
     const auto t2 = Clock::now();
     if (r == 0) continue;
@@ -187,10 +272,19 @@ int main(int argc, char** argv) {
 
   std::printf("model    %s (n_embd %d, n_layer %d, n_head %d/%d, n_ff %d, vocab %d)\n", model.c_str(), c.n_embd,
               c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab);
-  std::printf("kernels  %s, threads %d, median of %d\n", llm::cpu::BestKernels().name, threads, reps);
-  std::printf("decode   %6d tokens  %10.0f tok/s  (%.2f us/token)\n", n_decode, Median(decode_tps),
+  std::printf("kernels  %s, threads %d, median of %d, depth %d\n", llm::cpu::BestKernels().name, threads, reps,
+              depth);
+  std::printf("decode   %6d tokens  %10.2f tok/s  (%.2f us/token)\n", n_decode, Median(decode_tps),
               1e6 / Median(decode_tps));
-  std::printf("prefill  %6d tokens  %10.0f tok/s  (%.3f ms/prompt)\n", n_prompt, Median(prefill_tps),
+  std::printf("prefill  %6d tokens  %10.2f tok/s  (%.3f ms/prompt)\n", n_prompt, Median(prefill_tps),
               1e3 * n_prompt / Median(prefill_tps));
+  const double wbytes = WeightBytesPerToken(*file.value());
+  std::printf("weights  %.1f MB read per token (file layout); decode streams %.2f GB/s", wbytes / 1e6,
+              wbytes * Median(decode_tps) / 1e9);
+  if (stream_bw > 0) std::printf(", %.0f%% of streaming read %.2f GB/s", 100 * wbytes * Median(decode_tps) / stream_bw,
+                                 stream_bw / 1e9);
+  const double pbytes = StreamedBytesPerToken(weights.value());
+  std::printf("\nstreamed %.1f MB of matrices per token (CPU layout, packed where packed): %.2f GB/s\n", pbytes / 1e6,
+              pbytes * Median(decode_tps) / 1e9);
   return 0;
 }

@@ -17,7 +17,14 @@
 //         89-90 packed on the 2-vCPU EPYC), and even at one token with the
 //         weights streamed from memory the packed kernel is faster.
 // The mapped file pages of the original are then no longer read by the
-// matmuls (the token embedding gather still reads token_embd). The row
+// matmuls (the token embedding gather still reads token_embd), so when the
+// weights are a file mapping each matrix's pages are dropped from the
+// resident set as soon as it is packed (MmapFile::ReleasePages): resident
+// memory then holds the packed copy alone, and the peak one matrix more
+// (the 1B-shape Q4_0 file at a 4096-token context: see
+// bench/results/2026-11-24-cpu-peer.md). Pages read again (the embedding
+// rows a prompt gathers, the portable kernels) fault back in from the file;
+// LLM_CPU_RELEASE=0 keeps them all resident. The row
 // groups are packed by the backend's thread pool. LLM_CPU_PACK=0 turns
 // packing off (for measurements).
 #include <atomic>
@@ -27,12 +34,14 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/quant_pack.h"
 #include "util/env.h"
+#include "util/mmap_file.h"
 
 namespace llm::cpu {
 
 Status CpuBackend::PackWeights() {
   if (ReadEnv().cpu_pack_off) return Status::Ok();
-  auto pack = [this](WeightView* w) -> Status {
+  const bool release = w_.file_mapped && !ReadEnv().cpu_release_off;
+  auto pack = [this, release](WeightView* w) -> Status {
     if (!CanPackR8(*w)) return Status::Ok();
     const size_t bytes = PackedR8Bytes(*w);
     std::unique_ptr<uint8_t[], FreeDeleter> buf(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
@@ -44,6 +53,7 @@ Status CpuBackend::PackWeights() {
     if (!ok.load()) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
     w->packed = buf.get();
     shared_->packed.push_back(std::move(buf));
+    if (release) MmapFile::ReleasePages(w->data, static_cast<size_t>(w->rows) * w->row_bytes);
     return Status::Ok();
   };
   for (LayerWeights& L : w_.layers) {
