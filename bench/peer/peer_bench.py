@@ -60,7 +60,15 @@ def models(args, llama_bin):
         for t in args.types:
             q = os.path.join(args.work, f"{shape}-{t}.gguf")
             if not os.path.exists(q):
-                run([os.path.join(llama_bin, "llama-quantize"), f16, q + ".tmp", QTYPES[t], "2"])
+                if llama_bin:
+                    run([os.path.join(llama_bin, "llama-quantize"), f16, q + ".tmp", QTYPES[t], "2"])
+                else:
+                    import llama_cpp
+                    p = llama_cpp.llama_model_quantize_default_params()
+                    p.ftype = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}[t]
+                    p.nthread = 2
+                    if llama_cpp.llama_model_quantize(f16.encode(), (q + ".tmp").encode(), p) != 0:
+                        raise RuntimeError(f"quantizing {f16} to {t} failed")
                 os.rename(q + ".tmp", q)
             out.append((shape, t, q))
         if not args.keep_f16 and os.path.exists(f16):
@@ -83,7 +91,10 @@ def ours_bench(args, model, threads, depth):
 
 def llama_bench(args, llama_bin, model, threads, depth, tests):
     r = {}
-    cmd = [os.path.join(llama_bin, "llama-bench"), "-m", model, "-t", str(threads), "-r", "1", "-o", "json"]
+    if args.llama == "python":
+        cmd = [sys.executable, os.path.join(HERE, "llamacpp_py_bench.py"), "-m", model, "-t", str(threads), "-r", "1"]
+    else:
+        cmd = [os.path.join(llama_bin, "llama-bench"), "-m", model, "-t", str(threads), "-r", "1", "-o", "json"]
     if depth:
         cmd += ["-p", "0", "-n", str(args.n_gen), "-d", str(depth)]
     else:
@@ -103,15 +114,23 @@ def peak_rss_mb(cmd, env=None):
 def rss(args, llama_bin, model, ctx):
     ours = [os.path.join(args.build, "bin", "llm-run"), "-m", model, "-t", "2", "-n", "8", "-p", "Hello",
             "--ignore-eos"]
-    theirs = [os.path.join(llama_bin, "llama-completion"), "-m", model, "-t", "2", "-n", "8", "-p", "Hello",
-              "-no-cnv", "--ignore-eos"]
+    if args.llama == "python":
+        theirs = [sys.executable, os.path.join(HERE, "llamacpp_py_bench.py"), "-m", model, "-t", "2", "-n", "8",
+                  "-p", "8"]
+    else:
+        theirs = [os.path.join(llama_bin, "llama-completion"), "-m", model, "-t", "2", "-n", "8", "-p", "Hello",
+                  "-no-cnv", "--ignore-eos"]
     # llama.cpp's -c 0 is "the model's context"; llm-run's default (no -c) is the same.
     if ctx == "default":
-        theirs += ["-c", "0"]
+        theirs += ["-c", "0"]  # llamacpp_py_bench.py: the same meaning
     else:
         ours += ["-c", str(ctx)]
         theirs += ["-c", str(ctx)]
-    return peak_rss_mb(ours), peak_rss_mb(theirs)
+    theirs_mb = peak_rss_mb(theirs)
+    if args.llama == "python":
+        # The interpreter and the binding's own pages, which llama-completion would not have.
+        theirs_mb -= peak_rss_mb([sys.executable, "-c", "import llama_cpp; llama_cpp.llama_backend_init()"])
+    return peak_rss_mb(ours), theirs_mb
 
 
 def main():
@@ -129,6 +148,9 @@ def main():
     ap.add_argument("--llama-version", default="0.3.36", help="llama-cpp-python sdist version")
     ap.add_argument("--keep-f16", action="store_true")
     ap.add_argument("--json", help="also write the raw samples here")
+    ap.add_argument("--llama", choices=["auto", "tools", "python"], default="auto",
+                    help="llama.cpp side: its tools (llama-bench, llama-completion), or the same llama.cpp through "
+                         "the installed llama-cpp-python (llamacpp_py_bench.py); auto: the tools if built")
     args = ap.parse_args()
     for lst in ("shapes", "types", "threads", "tests", "rss_ctx"):
         setattr(args, lst, [x for x in getattr(args, lst).split(",") if x])
@@ -136,10 +158,19 @@ def main():
     if bad:
         ap.error(f"unknown type {bad}")
 
-    llama_bin = subprocess.run([os.path.join(HERE, "build_llamacpp.sh"), args.llama_version], check=True,
-                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    ver = subprocess.run([os.path.join(llama_bin, "llama-bench"), "--version"], capture_output=True, text=True)
-    version = (ver.stdout + ver.stderr).strip().splitlines()
+    if args.llama == "auto":
+        built = os.path.join(HERE, ".cache", f"llama.cpp-{args.llama_version}-build", "bin")
+        args.llama = "tools" if all(os.access(os.path.join(built, t), os.X_OK) for t in
+                                    ("llama-bench", "llama-quantize", "llama-completion")) else "python"
+    if args.llama == "tools":
+        llama_bin = subprocess.run([os.path.join(HERE, "build_llamacpp.sh"), args.llama_version], check=True,
+                                   capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        ver = subprocess.run([os.path.join(llama_bin, "llama-bench"), "--version"], capture_output=True, text=True)
+        version = (ver.stdout + ver.stderr).strip().splitlines()
+    else:
+        import llama_cpp  # the quantization below then goes through it too
+        llama_bin = None
+        version = [f"llama-cpp-python {llama_cpp.__version__} binding (libllama of the same sdist)"]
     log(f"llama.cpp: {version[0] if version else '?'} (llama-cpp-python {args.llama_version})")
     tests = set(args.tests)
 
