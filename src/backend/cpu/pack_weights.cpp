@@ -5,8 +5,9 @@
 // Q5_K, Q6_K) gets a copy in memory the backend owns; its WeightView in w_
 // points to it through `packed`, and both kernel tables read it (the SIMD one
 // the packed bytes, the portable one the original rows in the same order).
-// The copy is about as large as the original (Q4_0: 160 bytes per 8 blocks
-// of 18) except where a wider layout pays for itself:
+// The copy is as large as the original (Q4_0: 144 bytes per 8 blocks of 18;
+// Q4_1 160 per 8 of 20; Q8_0 272 per 8 of 34) except where a wider layout
+// pays for itself:
 //   Q4_K  sub-block scales as F32: 6 bits per weight, a kernel 4x the
 //         row-major one;
 //   Q6_K  8-bit quants with both 16-weight scales of a block: 9 bits per
@@ -50,7 +51,7 @@ Status CpuBackend::PackWeights() {
     pool_.ParallelFor((w->rows + kPackRows - 1) / kPackRows, [&](int64_t g0, int64_t g1, int) {
       if (!PackR8Groups(*w, buf.get(), g0, g1)) ok.store(false, std::memory_order_relaxed);
     });
-    if (!ok.load()) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
+    if (!ok.load()) return Status::Ok();  // a block the layout cannot hold (none now): keep the rows
     w->packed = buf.get();
     shared_->packed.push_back(std::move(buf));
     if (release) MmapFile::ReleasePages(w->data, static_cast<size_t>(w->rows) * w->row_bytes);

@@ -63,6 +63,18 @@ inline __m256 LoadScales(const uint16_t* h) {
 }
 inline __m256 LoadScales(const float* f) { return _mm256_loadu_ps(f); }
 
+// A 4-bit block's 8 row minimums; dw: its scales. PackedQ4_0 stores none:
+// Q4_0's d · (q - 8) is d · q + (-8 · d), and -8 · d is exact in F32, the
+// value an F16 minimum of -8 · d would load as.
+template <class B>
+inline __m256 LoadMins(const B& p, __m256 dw) {
+  if constexpr (std::is_same_v<B, PackedQ4_0>) {
+    return _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));
+  } else {
+    return LoadScales(p.m);
+  }
+}
+
 // 4 bytes of x, broadcast to all 8 32-bit lanes.
 inline __m256i Bcast4(const int8_t* x) {
   int32_t v;
@@ -71,7 +83,7 @@ inline __m256i Bcast4(const int8_t* x) {
 }
 
 // T tokens against one row group; xq[t]: token t's activation blocks.
-// B: PackedQ4 or PackedQ4F.
+// B: PackedQ4, PackedQ4_0 or PackedQ4F.
 template <class B, int T>
 inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -95,7 +107,7 @@ inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act
         __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
       }
     }
-    const __m256 dw = LoadScales(p.d), mw = LoadScales(p.m);
+    const __m256 dw = LoadScales(p.d), mw = LoadMins(p, dw);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256i isum = _mm256_madd_epi16(s[t], _mm256_set1_epi16(1));  // lane r: row r
@@ -139,8 +151,8 @@ inline void PackedQ4Tile2x4(const B* w0, const B* next0, const B* next1, int64_t
         __asm__("" : "+x"(s0[t]), "+x"(s1[t]));  // keep the sums in order
       }
     }
-    const __m256 dw0 = LoadScales(w0[b].d), mw0 = LoadScales(w0[b].m);
-    const __m256 dw1 = LoadScales(w1[b].d), mw1 = LoadScales(w1[b].m);
+    const __m256 dw0 = LoadScales(w0[b].d), mw0 = LoadMins(w0[b], dw0);
+    const __m256 dw1 = LoadScales(w1[b].d), mw1 = LoadMins(w1[b], dw1);
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       const BlockQ8Act& xv = xq[t][b];
@@ -282,7 +294,7 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
   }
 }
 
-// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4F,
+// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4F,
 // PackedQ5F, PackedQ6 or PackedQ8).
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
@@ -371,6 +383,8 @@ void PackedQuantMatMul(const MatMulArgs& a) {
     PackedMatMul<PackedQ4F>(a);
   } else if (a.w->type == TensorType::Q6_K) {
     PackedMatMul<PackedQ6>(a);
+  } else if (a.w->type == TensorType::Q4_0) {
+    PackedMatMul<PackedQ4_0>(a);
   } else {
     PackedMatMul<PackedQ4>(a);
   }
