@@ -38,7 +38,7 @@ bool PacksAsQ5(TensorType t) { return t == TensorType::Q5_0 || t == TensorType::
 size_t PackedBlockBytes(TensorType t) {
   return PacksAsQ8(t)               ? sizeof(PackedQ8)
          : PacksAsQ5(t)            ? sizeof(PackedQ5F)
-         : t == TensorType::Q4_K ? sizeof(PackedQ4F)
+         : t == TensorType::Q4_K ? sizeof(PackedQ4K) / 8
          : t == TensorType::Q6_K ? sizeof(PackedQ6)
          : t == TensorType::Q4_0 ? sizeof(PackedQ4_0)
                                  : sizeof(PackedQ4);
@@ -113,10 +113,17 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           for (int kk = 0; kk < 32; ++kk) p.qs[32 * (kk / 4) + 4 * r + kk % 4] = q[kk];
         } else if (w.type == TensorType::Q4_K) {
           // sub-block b % 8 of super-block b / 8 (layout in tensor_type.h)
+          // (nb is a multiple of 8: whole super-blocks, CanPackR8)
           const auto& blk = reinterpret_cast<const BlockQ4_K*>(src)[b / 8];
-          auto& p = reinterpret_cast<PackedQ4F*>(out)[idx];
+          auto& s = reinterpret_cast<PackedQ4K*>(out)[idx / 8];
           const int j = static_cast<int>(b % 8), c = j / 2;
-          SubBlockScale(blk.d, blk.dmin, blk.scales, j, &p.d[r], &p.m[r]);
+          auto& p = s.sub[j];
+          int sc = 0, mn = 0;
+          KScaleMin(j, blk.scales, &sc, &mn);
+          s.d[r] = blk.d;
+          s.dmin[r] = blk.dmin;
+          p.sc[r] = static_cast<uint8_t>(sc);
+          p.m[r] = static_cast<uint8_t>(mn);
           auto quant = [&](int k) {
             const uint8_t byte = blk.qs[32 * c + k];
             return static_cast<uint8_t>(j % 2 == 0 ? byte & 0x0F : byte >> 4);

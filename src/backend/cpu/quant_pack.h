@@ -46,15 +46,24 @@ struct PackedQ4_0 {
 };
 static_assert(sizeof(PackedQ4_0) == 144);
 
-// Q4_K: a sub-block's scale d · sc and minimum -dmin · m as F32 (exact: an
-// F16 times a 6-bit integer has at most 17 significant bits), quants as in
-// PackedQ4; weight = d · q + m. 6 bits per weight against Q4_K's 4.5.
-struct PackedQ4F {
-  float d[8];
-  float m[8];
+// Q4_K, one 256-weight super-block of 8 rows: the rows' F16 d and dmin as
+// in the file, then per 32-weight sub-block j the rows' 6-bit scale sc and
+// minimum m as bytes and the quants as in PackedQ4; weight =
+// (d · sc) · q - dmin · m. The kernel forms d · sc and dmin · m in F32,
+// exactly (an F16 times a 6-bit integer has at most 17 significant bits).
+// 4.625 bits per weight against Q4_K's 4.5 (the earlier layout kept the
+// products as F32 in every block: 6 bits, and decode streams every byte).
+struct PackedQ4KSub {
+  uint8_t sc[8];
+  uint8_t m[8];
   uint8_t qs[128];
 };
-static_assert(sizeof(PackedQ4F) == 192);
+struct PackedQ4K {
+  uint16_t d[8];
+  uint16_t dmin[8];
+  PackedQ4KSub sub[8];
+};
+static_assert(sizeof(PackedQ4K) == 32 + 8 * 144);
 
 // Q6_K: quants q - 32 laid out as PackedQ8's, the super-block scale d as
 // F16 and the two int8 scales of the block's 16-weight halves; weight =
@@ -92,7 +101,8 @@ bool CanPackR8(const WeightView& w);
 bool PacksAsQ8(TensorType t);
 // Whether type t packs to PackedQ5F blocks (Q5_0, Q5_1, Q5_K).
 bool PacksAsQ5(TensorType t);
-// Bytes of one packed block (8 rows, 32 weights) of type t.
+// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K: an eighth
+// of a PackedQ4K).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
