@@ -587,8 +587,10 @@ typedef struct llm_stats {
                                /* first written; on CUDA the whole pool       */
   uint64_t kv_pool_bytes;      /* the whole pool, committed or not:           */
                                /* kv_blocks_total blocks of the kv_type       */
-  uint64_t weight_bytes;       /* model weights: the mapped file's tensors    */
-                               /* plus packed or device copies                */
+  uint64_t weight_bytes;       /* model weights the backend reads: the mapped */
+                               /* file's tensors (less those whose packed CPU */
+                               /* copy replaced them) plus packed or device   */
+                               /* copies                                      */
   uint64_t scratch_bytes;      /* activation buffers and the swap space       */
 } llm_stats;
 

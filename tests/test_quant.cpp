@@ -497,9 +497,10 @@ TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   }
 }
 
-// Q4_0 is packed as unsigned quants with minimum -8·d stored in F16: exact
-// for every scale whose -8·d fits (subnormal scales included); a scale too
-// large for that makes the packing refuse.
+// Q4_0 is packed as unsigned quants with its F16 scale alone (the kernel
+// makes the minimum -8·d in F32): every scale packs, subnormal, huge and
+// non-finite ones included, and the packed block is Q4_0's own 18 bytes per
+// row.
 TEST(Quant, PackQ4_0ScaleEdgeCases) {
   WeightView w;
   w.type = TensorType::Q4_0;
@@ -509,17 +510,15 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
   BlockQ4_0 blk{};
   w.data = &blk;
   std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+  EXPECT_EQ(packed.size(), 8 * sizeof(BlockQ4_0));  // one group of 8 rows (7 of them zero), one block
   for (uint16_t h : {uint16_t{0x0000}, uint16_t{0x0001}, uint16_t{0x0080}, uint16_t{0x03FF}, uint16_t{0x8123},
-                     uint16_t{0x2E66}, uint16_t{0x6FFF}, uint16_t{0xEFFF}}) {
+                     uint16_t{0x2E66}, uint16_t{0x6FFF}, uint16_t{0xEFFF}, uint16_t{0x7000}, uint16_t{0x7BFF},
+                     uint16_t{0x7C00}, uint16_t{0xFE00}}) {
     blk.d = h;
     ASSERT_TRUE(cpu::PackR8(w, packed.data())) << std::hex << h;
-    const auto* p = reinterpret_cast<const cpu::PackedQ4*>(packed.data());
-    EXPECT_EQ(cpu::F16ToF32(p->m[0]), -8.0f * cpu::F16ToF32(h)) << std::hex << h;
+    const auto* p = reinterpret_cast<const cpu::PackedQ4_0*>(packed.data());
     EXPECT_EQ(p->d[0], h);
-  }
-  for (uint16_t h : {uint16_t{0x7000}, uint16_t{0x7BFF}, uint16_t{0x7C00}, uint16_t{0xFE00}}) {
-    blk.d = h;
-    EXPECT_FALSE(cpu::PackR8(w, packed.data())) << std::hex << h;
+    EXPECT_EQ(p->d[1], 0);
   }
 }
 

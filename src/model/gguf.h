@@ -87,6 +87,10 @@ class GgufFile {
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section
   const void* data() const { return base_; }
+  // Whether data() is a read-only private mapping of a file (Open), whose
+  // pages may be dropped and read again (MmapFile::ReleasePages); false for
+  // FromMemory, whose buffer belongs to the caller.
+  bool file_mapped() const { return map_ != nullptr; }
   size_t size() const { return size_; }
 
   // --- metadata ---------------------------------------------------------

@@ -212,6 +212,7 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     }
   }
   w.n_params = l.n_params();
+  w.file_mapped = file.file_mapped();
   return w;
 }
 

@@ -71,6 +71,10 @@ struct ModelWeights {
   WeightView rope_factors_long;   // (rope_dim/2) F32, LongRoPE only (config.has_longrope)
   WeightView rope_factors_short;  // (rope_dim/2) F32, LongRoPE only
   int64_t n_params = 0;     // elements of the tensors above (a tied output counted once)
+  // The matrices' `data` point into a read-only private file mapping
+  // (GgufFile::file_mapped): a backend that copies a matrix into its own
+  // layout may drop the original's resident pages (MmapFile::ReleasePages).
+  bool file_mapped = false;
 
   // Finds every tensor by its GGUF name (token_embd.weight, blk.N.attn_q.weight,
   // ...), checks its type and shape against `config`.

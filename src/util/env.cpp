@@ -24,6 +24,7 @@ EnvOptions ReadEnv() {
   }
   e.cpu_isa_generic = Is("LLM_CPU_ISA", "generic");
   e.cpu_pack_off = Is("LLM_CPU_PACK", "0");
+  e.cpu_release_off = Is("LLM_CPU_RELEASE", "0");
   e.cpu_lanes_off = Is("LLM_CPU_LANES", "0");
   e.cuda_debug = Is("LLM_CUDA_DEBUG", "1");
   e.cuda_force_decode_attention = Is("LLM_CUDA_ATTENTION", "decode");

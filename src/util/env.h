@@ -20,6 +20,9 @@ struct EnvOptions {
   bool cpu_isa_generic = false;
   // LLM_CPU_PACK=0: CPU matmuls read the GGUF rows, not the packed copy.
   bool cpu_pack_off = false;
+  // LLM_CPU_RELEASE=0: keep the mapped file pages of packed weights resident
+  // (for measuring what releasing them saves).
+  bool cpu_release_off = false;
   // LLM_CPU_LANES=0: one shared pass per step, no per-sequence lanes.
   bool cpu_lanes_off = false;
   // LLM_CUDA_DEBUG=1: synchronise and check after every CUDA launch (graphs off).

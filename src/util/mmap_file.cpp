@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace llm {
@@ -35,6 +36,16 @@ StatusOr<std::unique_ptr<MmapFile>> MmapFile::Open(const std::string& path) {
   }
   ::close(fd);  // the mapping keeps its own reference to the file
   return std::unique_ptr<MmapFile>(new MmapFile(data, size, path));
+}
+
+void MmapFile::ReleasePages(const void* p, size_t n) {
+  const long page_l = ::sysconf(_SC_PAGESIZE);
+  const uintptr_t page = page_l > 0 ? static_cast<uintptr_t>(page_l) : 4096;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;  // first whole page
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;          // end of the last one
+  // Pages shared with a neighbouring tensor stay. A failure only leaves the
+  // pages resident, as without the call.
+  if (e > b) (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
 MmapFile::~MmapFile() {

@@ -19,6 +19,14 @@ class MmapFile {
   MmapFile(const MmapFile&) = delete;
   MmapFile& operator=(const MmapFile&) = delete;
 
+  // Drops this process's resident pages of [p, p + n), a range inside a
+  // read-only private file mapping that nothing has written: the pages wholly
+  // inside the range leave the resident set at once and, if read again,
+  // fault back in from the file with the same bytes (MADV_DONTNEED). For
+  // data that has been copied elsewhere (packed weights): without it the
+  // copy and the mapped original would both stay resident.
+  static void ReleasePages(const void* p, size_t n);
+
   const void* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }

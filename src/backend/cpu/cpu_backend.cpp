@@ -214,7 +214,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     return InternalError(std::string("CPU backend: cannot start threads: ") + e.what());
   }
 
-  b->shared_->weight_bytes += b->shared_->packed_bytes;
+  b->shared_->weight_bytes += b->shared_->packed_bytes - b->shared_->released_bytes;
   return std::unique_ptr<Backend>(std::move(b));
 }
 

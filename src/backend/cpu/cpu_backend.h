@@ -78,6 +78,7 @@ class CpuBackend final : public Backend {
     int64_t committed_bytes = 0;
     int64_t weight_bytes = 0;    // the tensors' own bytes plus `packed`
     int64_t packed_bytes = 0;
+    int64_t released_bytes = 0;  // file bytes of packed matrices whose pages were dropped
     bool lanes_off = false;      // LLM_CPU_LANES=0 (for measurements): always the shared pass
   };
 

@@ -5,9 +5,13 @@
 // Q5_K, Q6_K) gets a copy in memory the backend owns; its WeightView in w_
 // points to it through `packed`, and both kernel tables read it (the SIMD one
 // the packed bytes, the portable one the original rows in the same order).
-// The copy is about as large as the original (Q4_0: 160 bytes per 8 blocks
-// of 18) except where a wider layout pays for itself:
-//   Q4_K  sub-block scales as F32: 6 bits per weight, a kernel 4x the
+// The copy is as large as the original (Q4_0: 144 bytes per 8 blocks of 18;
+// Q4_1 160 per 8 of 20; Q8_0 272 per 8 of 34) except where a wider layout
+// pays for itself:
+//   Q4_K  super-block d and dmin per 8 rows, sub-block scales and
+//         minimums as bytes: 4.625 bits per weight against 4.5 (the
+//         earlier F32 products per block, 6 bits, made decode stream a
+//         third more than the file: 0.75x llama.cpp), a kernel 4x the
 //         row-major one;
 //   Q6_K  8-bit quants with both 16-weight scales of a block: 9 bits per
 //         weight against 6.56, 2.5-3x the row-major kernel;
@@ -17,7 +21,14 @@
 //         89-90 packed on the 2-vCPU EPYC), and even at one token with the
 //         weights streamed from memory the packed kernel is faster.
 // The mapped file pages of the original are then no longer read by the
-// matmuls (the token embedding gather still reads token_embd). The row
+// matmuls (the token embedding gather still reads token_embd), so when the
+// weights are a file mapping each matrix's pages are dropped from the
+// resident set as soon as it is packed (MmapFile::ReleasePages): resident
+// memory then holds the packed copy alone, and the peak one matrix more
+// (the 1B-shape Q4_0 file at a 4096-token context: see
+// bench/results/2026-11-24-cpu-peer.md). Pages read again (the embedding
+// rows a prompt gathers, the portable kernels) fault back in from the file;
+// LLM_CPU_RELEASE=0 keeps them all resident. The row
 // groups are packed by the backend's thread pool. LLM_CPU_PACK=0 turns
 // packing off (for measurements).
 #include <atomic>
@@ -27,12 +38,14 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/quant_pack.h"
 #include "util/env.h"
+#include "util/mmap_file.h"
 
 namespace llm::cpu {
 
 Status CpuBackend::PackWeights() {
   if (ReadEnv().cpu_pack_off) return Status::Ok();
-  auto pack = [this](WeightView* w) -> Status {
+  const bool release = w_.file_mapped && !ReadEnv().cpu_release_off;
+  auto pack = [this, release](WeightView* w) -> Status {
     if (!CanPackR8(*w)) return Status::Ok();
     const size_t bytes = PackedR8Bytes(*w);
     std::unique_ptr<uint8_t[], FreeDeleter> buf(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
@@ -41,10 +54,16 @@ Status CpuBackend::PackWeights() {
     pool_.ParallelFor((w->rows + kPackRows - 1) / kPackRows, [&](int64_t g0, int64_t g1, int) {
       if (!PackR8Groups(*w, buf.get(), g0, g1)) ok.store(false, std::memory_order_relaxed);
     });
-    if (!ok.load()) return Status::Ok();  // a Q4_0 scale too large to pack: keep the rows
+    if (!ok.load()) return Status::Ok();  // a block the layout cannot hold (none now): keep the rows
     w->packed = buf.get();
     shared_->packed.push_back(std::move(buf));
     shared_->packed_bytes += static_cast<int64_t>(bytes);
+    if (release) {
+      // The file's pages of this matrix are no longer read: llm_stats'
+      // weight bytes count the packed copy in their place.
+      MmapFile::ReleasePages(w->data, static_cast<size_t>(w->rows) * w->row_bytes);
+      shared_->released_bytes += static_cast<int64_t>(w->rows) * w->row_bytes;
+    }
     return Status::Ok();
   };
   for (LayerWeights& L : w_.layers) {

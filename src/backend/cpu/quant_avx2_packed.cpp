@@ -57,11 +57,68 @@ inline void PrefetchBlock(const void* p) {
 }
 
 // A packed block's 8 row scales (or minimums): F16 (PackedQ4) or F32
-// (PackedQ4F).
+// (PackedQ5F).
 inline __m256 LoadScales(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 inline __m256 LoadScales(const float* f) { return _mm256_loadu_ps(f); }
+// 8 bytes as F32.
+inline __m256 LoadU8(const uint8_t* u) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
+}
+
+// The 4-bit layouts seen block by block: block b of a row group (w: the
+// group's first element) gives its quants, its 8 rows' scales dw and
+// minimums mw as F32, and the bytes to prefetch. PackedQ4 and PackedQ4_0
+// are one element per block; PackedQ4K one per 8 blocks (kSub), its header
+// of d and dmin shared by them.
+template <class B>
+inline constexpr int64_t kSub = std::is_same_v<B, PackedQ4K> ? 8 : 1;
+
+// A 4-bit block's 8 row minimums; dw: its scales. PackedQ4_0 stores none:
+// Q4_0's d · (q - 8) is d · q + (-8 · d), and -8 · d is exact in F32, the
+// value an F16 minimum of -8 · d would load as.
+template <class B>
+inline __m256 LoadMins(const B& p, __m256 dw) {
+  if constexpr (std::is_same_v<B, PackedQ4_0>) {
+    return _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));
+  } else {
+    return LoadScales(p.m);
+  }
+}
+
+template <class B>
+inline const uint8_t* Q4Quants(const B* w, int64_t b) {
+  if constexpr (kSub<B> == 8) {
+    return w[b / 8].sub[b % 8].qs;
+  } else {
+    return w[b].qs;
+  }
+}
+
+template <class B>
+inline void Q4ScalesMins(const B* w, int64_t b, __m256* dw, __m256* mw) {
+  if constexpr (kSub<B> == 8) {
+    const B& s = w[b / 8];
+    const PackedQ4KSub& p = s.sub[b % 8];
+    *dw = _mm256_mul_ps(LoadScales(s.d), LoadU8(p.sc));
+    // -(dmin · m), negated by its sign bit: exactly the value packed before
+    *mw = _mm256_xor_ps(_mm256_mul_ps(LoadScales(s.dmin), LoadU8(p.m)), _mm256_set1_ps(-0.0f));
+  } else {
+    *dw = LoadScales(w[b].d);
+    *mw = LoadMins(w[b], *dw);
+  }
+}
+
+template <class B>
+inline void Q4Prefetch(const B* next, int64_t b) {
+  if constexpr (kSub<B> == 8) {
+    if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(next[b / 8].d), _MM_HINT_T0);
+    PrefetchBlock<sizeof(PackedQ4KSub)>(&next[b / 8].sub[b % 8]);
+  } else {
+    PrefetchBlock<sizeof(B)>(next + b);
+  }
+}
 
 // 4 bytes of x, broadcast to all 8 32-bit lanes.
 inline __m256i Bcast4(const int8_t* x) {
@@ -71,14 +128,13 @@ inline __m256i Bcast4(const int8_t* x) {
 }
 
 // T tokens against one row group; xq[t]: token t's activation blocks.
-// B: PackedQ4 or PackedQ4F.
+// B: PackedQ4, PackedQ4_0 or PackedQ4K.
 template <class B, int T>
 inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(B)>(next + b);
-    const B& p = w[b];
-    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
+    Q4Prefetch(next, b);
+    const __m256i* q = reinterpret_cast<const __m256i*>(Q4Quants(w, b));
     // int16 lanes 2r, 2r+1: row r. |q| <= 15, |x| <= 127: 8 pair sums of at
     // most 2·15·127 each add up to at most 30480 < 2^15.
     __m256i s[T];
@@ -95,7 +151,8 @@ inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act
         __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
       }
     }
-    const __m256 dw = LoadScales(p.d), mw = LoadScales(p.m);
+    __m256 dw, mw;
+    Q4ScalesMins(w, b, &dw, &mw);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256i isum = _mm256_madd_epi16(s[t], _mm256_set1_epi16(1));  // lane r: row r
@@ -115,12 +172,12 @@ inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act
 template <class B>
 inline void PackedQ4Tile2x4(const B* w0, const B* next0, const B* next1, int64_t nb, const BlockQ8Act* const* xq,
                             __m256* acc) {
-  const B* w1 = w0 + nb;
+  const B* w1 = w0 + nb / kSub<B>;
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(B)>(next0 + b);
-    PrefetchBlock<sizeof(B)>(next1 + b);
-    const __m256i* q0 = reinterpret_cast<const __m256i*>(w0[b].qs);
-    const __m256i* q1 = reinterpret_cast<const __m256i*>(w1[b].qs);
+    Q4Prefetch(next0, b);
+    Q4Prefetch(next1, b);
+    const __m256i* q0 = reinterpret_cast<const __m256i*>(Q4Quants(w0, b));
+    const __m256i* q1 = reinterpret_cast<const __m256i*>(Q4Quants(w1, b));
     __m256i s0[4], s1[4];  // s0[t]: group 0 and token t (int16 lanes as in PackedQ4Tile)
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
@@ -139,8 +196,9 @@ inline void PackedQ4Tile2x4(const B* w0, const B* next0, const B* next1, int64_t
         __asm__("" : "+x"(s0[t]), "+x"(s1[t]));  // keep the sums in order
       }
     }
-    const __m256 dw0 = LoadScales(w0[b].d), mw0 = LoadScales(w0[b].m);
-    const __m256 dw1 = LoadScales(w1[b].d), mw1 = LoadScales(w1[b].m);
+    __m256 dw0, mw0, dw1, mw1;
+    Q4ScalesMins(w0, b, &dw0, &mw0);
+    Q4ScalesMins(w1, b, &dw1, &mw1);
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       const BlockQ8Act& xv = xq[t][b];
@@ -282,7 +340,7 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
   }
 }
 
-// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4F,
+// Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
 // PackedQ5F, PackedQ6 or PackedQ8).
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
@@ -300,7 +358,8 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   } else if constexpr (std::is_same_v<B, PackedQ5F>) {
     PackedQ5Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
-    PackedQ4Tile<B, T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
+    const int64_t stride = nb / kSub<B>;  // elements of B per row group
+    PackedQ4Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, acc);
   }
   StoreGroup<T>(a, g, t0, acc);
 }
@@ -318,8 +377,9 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
   for (int t = 0; t < 8; ++t) acc[t] = zero;
   for (int t = 0; t < 4; ++t) xq[t] = a.xq + (t0 + t) * a.ld_xq;
   const auto* w = static_cast<const B*>(a.w->packed);
-  PackedQ4Tile2x4<B>(w + g * nb, w + NextGroup(a, g + 2, g) * nb, w + NextGroup(a, g + 3, g + 1) * nb, nb, xq,
-                     acc);
+  const int64_t stride = nb / kSub<B>;  // elements of B per row group
+  PackedQ4Tile2x4<B>(w + g * stride, w + NextGroup(a, g + 2, g) * stride, w + NextGroup(a, g + 3, g + 1) * stride,
+                     nb, xq, acc);
   StoreGroup<4>(a, g, t0, acc);
   StoreGroup<4>(a, g + 1, t0, acc + 4);
 }
@@ -368,9 +428,11 @@ void PackedQuantMatMul(const MatMulArgs& a) {
   } else if (PacksAsQ5(a.w->type)) {
     PackedMatMul<PackedQ5F>(a);
   } else if (a.w->type == TensorType::Q4_K) {
-    PackedMatMul<PackedQ4F>(a);
+    PackedMatMul<PackedQ4K>(a);
   } else if (a.w->type == TensorType::Q6_K) {
     PackedMatMul<PackedQ6>(a);
+  } else if (a.w->type == TensorType::Q4_0) {
+    PackedMatMul<PackedQ4_0>(a);
   } else {
     PackedMatMul<PackedQ4>(a);
   }

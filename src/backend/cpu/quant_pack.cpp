@@ -11,32 +11,6 @@ namespace {
 // Quant k (0..31) of a Q4_0/Q4_1 block: nibble k of 32, low nibbles first.
 inline uint8_t Nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0x0F : qs[k - 16] >> 4; }
 
-// -8 · h for an F16 h, exactly: flip the sign, add 3 to the exponent (a
-// subnormal h is renormalised). False when the result does not fit in F16
-// (|h| >= 2^13, or h inf / NaN): such a weight is not packed.
-inline bool F16Times8Neg(uint16_t h, uint16_t* out) {
-  const uint16_t sign = static_cast<uint16_t>((h ^ 0x8000u) & 0x8000u);
-  const int e = (h >> 10) & 0x1F;
-  if (e != 0) {
-    if (e + 3 >= 0x1F) return false;
-    *out = static_cast<uint16_t>(sign | ((e + 3) << 10) | (h & 0x3FFu));
-    return true;
-  }
-  // subnormal: mant · 2^-24 · 8 = mant · 2^-21; still representable exactly
-  uint32_t v = (h & 0x3FFu) << 3;  // the subnormal's mantissa · 8, in units of 2^-24
-  if (v < 0x400u) {                 // still subnormal (or zero)
-    *out = static_cast<uint16_t>(sign | v);
-    return true;
-  }
-  int exp = 1;  // normal: v · 2^-24 = (1024 + f) · 2^(exp - 25)
-  while (v >= 0x800u) {
-    v >>= 1;  // exact: v has 3 trailing zero bits and needs at most 2 shifts
-    ++exp;
-  }
-  *out = static_cast<uint16_t>(sign | (exp << 10) | (v & 0x3FFu));
-  return true;
-}
-
 // Sub-block j's scale d · sc_j and minimum -dmin · m_j of a Q4_K / Q5_K
 // super-block, as F32: exact (an F16 times a 6-bit integer has at most 17
 // significant bits).
@@ -64,8 +38,9 @@ bool PacksAsQ5(TensorType t) { return t == TensorType::Q5_0 || t == TensorType::
 size_t PackedBlockBytes(TensorType t) {
   return PacksAsQ8(t)               ? sizeof(PackedQ8)
          : PacksAsQ5(t)            ? sizeof(PackedQ5F)
-         : t == TensorType::Q4_K ? sizeof(PackedQ4F)
+         : t == TensorType::Q4_K ? sizeof(PackedQ4K) / 8
          : t == TensorType::Q6_K ? sizeof(PackedQ6)
+         : t == TensorType::Q4_0 ? sizeof(PackedQ4_0)
                                  : sizeof(PackedQ4);
 }
 
@@ -138,10 +113,17 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           for (int kk = 0; kk < 32; ++kk) p.qs[32 * (kk / 4) + 4 * r + kk % 4] = q[kk];
         } else if (w.type == TensorType::Q4_K) {
           // sub-block b % 8 of super-block b / 8 (layout in tensor_type.h)
+          // (nb is a multiple of 8: whole super-blocks, CanPackR8)
           const auto& blk = reinterpret_cast<const BlockQ4_K*>(src)[b / 8];
-          auto& p = reinterpret_cast<PackedQ4F*>(out)[idx];
+          auto& s = reinterpret_cast<PackedQ4K*>(out)[idx / 8];
           const int j = static_cast<int>(b % 8), c = j / 2;
-          SubBlockScale(blk.d, blk.dmin, blk.scales, j, &p.d[r], &p.m[r]);
+          auto& p = s.sub[j];
+          int sc = 0, mn = 0;
+          KScaleMin(j, blk.scales, &sc, &mn);
+          s.d[r] = blk.d;
+          s.dmin[r] = blk.dmin;
+          p.sc[r] = static_cast<uint8_t>(sc);
+          p.m[r] = static_cast<uint8_t>(mn);
           auto quant = [&](int k) {
             const uint8_t byte = blk.qs[32 * c + k];
             return static_cast<uint8_t>(j % 2 == 0 ? byte & 0x0F : byte >> 4);
@@ -150,24 +132,26 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
             for (int i = 0; i < 4; ++i)
               p.qs[32 * v + 4 * r + i] = static_cast<uint8_t>(quant(4 * v + i) | (quant(4 * v + 16 + i) << 4));
         } else {
-          auto& p = reinterpret_cast<PackedQ4*>(out)[idx];
-          const uint8_t* qs = nullptr;
+          // vector v: low nibbles quants 4v .., high nibbles 4v + 16 ..
+          auto interleave = [r](const uint8_t* qs, uint8_t* dst) {
+            for (int v = 0; v < 4; ++v)
+              for (int i = 0; i < 4; ++i) {
+                const uint8_t lo = Nibble(qs, 4 * v + i), hi = Nibble(qs, 4 * v + 16 + i);
+                dst[32 * v + 4 * r + i] = static_cast<uint8_t>(lo | (hi << 4));
+              }
+          };
           if (w.type == TensorType::Q4_1) {
             const auto& blk = reinterpret_cast<const BlockQ4_1*>(src)[b];
+            auto& p = reinterpret_cast<PackedQ4*>(out)[idx];
             p.d[r] = blk.d;
             p.m[r] = blk.m;
-            qs = blk.qs;
+            interleave(blk.qs, p.qs);
           } else {
             const auto& blk = reinterpret_cast<const BlockQ4_0*>(src)[b];
+            auto& p = reinterpret_cast<PackedQ4_0*>(out)[idx];
             p.d[r] = blk.d;
-            if (!F16Times8Neg(blk.d, &p.m[r])) return false;
-            qs = blk.qs;
+            interleave(blk.qs, p.qs);
           }
-          for (int v = 0; v < 4; ++v)  // vector v: low nibbles quants 4v .., high nibbles 4v + 16 ..
-            for (int i = 0; i < 4; ++i) {
-              const uint8_t lo = Nibble(qs, 4 * v + i), hi = Nibble(qs, 4 * v + 16 + i);
-              p.qs[32 * v + 4 * r + i] = static_cast<uint8_t>(lo | (hi << 4));
-            }
         }
       }
     }

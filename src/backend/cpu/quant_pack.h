@@ -11,10 +11,12 @@
 //
 // Quant order: vector j, byte 4·r + i = quant 4j + i of row r.
 //
-// PackedQ4 (Q4_0 and Q4_1): qs[32·v + 4·r + i], v = 0..3, is one byte with
-// two 4-bit quants of row r: low nibble quant 4v + i, high nibble quant
-// 4v + 16 + i. Weight = d · q + m; Q4_0 (q - 8) is stored as m = -8 · d
-// (exact in F16).
+// PackedQ4 (Q4_1): qs[32·v + 4·r + i], v = 0..3, is one byte with two
+// 4-bit quants of row r: low nibble quant 4v + i, high nibble quant
+// 4v + 16 + i. Weight = d · q + m.
+// PackedQ4_0 (Q4_0): the same without m, which the kernel makes as -8 · d
+// (exact in F32): 144 bytes per 8 rows of 32 weights, Q4_0's own size, so a
+// decode step streams no more than the file holds (the F16 m cost 11%).
 // PackedQ8 (Q8_0): qs[32·j + 4·r + i], j = 0..7, is quant 4j + i of row r;
 // weight = d · q.
 // PackedQ5F (Q5_0, Q5_1, Q5_K): unsigned 5-bit quants, one per byte, laid
@@ -38,15 +40,30 @@ struct PackedQ4 {
 };
 static_assert(sizeof(PackedQ4) == 160);
 
-// Q4_K: a sub-block's scale d · sc and minimum -dmin · m as F32 (exact: an
-// F16 times a 6-bit integer has at most 17 significant bits), quants as in
-// PackedQ4; weight = d · q + m. 6 bits per weight against Q4_K's 4.5.
-struct PackedQ4F {
-  float d[8];
-  float m[8];
+struct PackedQ4_0 {
+  uint16_t d[8];  // F16 scales of rows 0..7; the minimum is -8·d
   uint8_t qs[128];
 };
-static_assert(sizeof(PackedQ4F) == 192);
+static_assert(sizeof(PackedQ4_0) == 144);
+
+// Q4_K, one 256-weight super-block of 8 rows: the rows' F16 d and dmin as
+// in the file, then per 32-weight sub-block j the rows' 6-bit scale sc and
+// minimum m as bytes and the quants as in PackedQ4; weight =
+// (d · sc) · q - dmin · m. The kernel forms d · sc and dmin · m in F32,
+// exactly (an F16 times a 6-bit integer has at most 17 significant bits).
+// 4.625 bits per weight against Q4_K's 4.5 (the earlier layout kept the
+// products as F32 in every block: 6 bits, and decode streams every byte).
+struct PackedQ4KSub {
+  uint8_t sc[8];
+  uint8_t m[8];
+  uint8_t qs[128];
+};
+struct PackedQ4K {
+  uint16_t d[8];
+  uint16_t dmin[8];
+  PackedQ4KSub sub[8];
+};
+static_assert(sizeof(PackedQ4K) == 32 + 8 * 144);
 
 // Q6_K: quants q - 32 laid out as PackedQ8's, the super-block scale d as
 // F16 and the two int8 scales of the block's 16-weight halves; weight =
@@ -84,13 +101,14 @@ bool CanPackR8(const WeightView& w);
 bool PacksAsQ8(TensorType t);
 // Whether type t packs to PackedQ5F blocks (Q5_0, Q5_1, Q5_K).
 bool PacksAsQ5(TensorType t);
-// Bytes of one packed block (8 rows, 32 weights) of type t.
+// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K: an eighth
+// of a PackedQ4K).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
 // Writes the packed copy of w to out (PackedR8Bytes(w) bytes): row group g,
 // block b at out + (g · (cols / 32) + b) · PackedBlockBytes(type).
-// False (out unusable) for a Q4_0 scale whose -8·d does not fit in F16.
+// Every packable weight packs (the bool is kept for layouts that may not).
 bool PackR8(const WeightView& w, uint8_t* out);
 // The same for row groups [g_begin, g_end) only (groups of kPackRows rows):
 // disjoint ranges may be packed in parallel.
