@@ -197,6 +197,9 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
                      d.wd.bytes();
     for (const DeviceMatrix* m : {&d.wqkv, &d.wo, &d.wgu, &d.wd}) note(*m);
   }
+  decode_weight_bytes_ = weight_bytes_;
+  if (output_w_ != &tok_embd_)
+    decode_weight_bytes_ -= static_cast<int64_t>(tok_embd_.bytes()) - static_cast<int64_t>(tok_embd_.bytes()) / V;
   if (largest > 0) {
     const int64_t elems = std::max(widest, std::min(largest, kDequantScratchElems));
     LLM_RETURN_IF_ERROR(dequant_scratch_.Allocate(static_cast<size_t>(elems) * sizeof(bf16), "dequantization scratch"));

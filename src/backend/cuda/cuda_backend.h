@@ -88,6 +88,10 @@ class CudaBackend final : public Backend {
   // Device memory holding the weights (matrices in their file's block
   // formats or BF16, norms F32); the dequantization scratch is not counted.
   int64_t weight_bytes() const { return weight_bytes_; }
+  // Weight bytes one batch-1 decode step reads: every layer's matrices and
+  // norms, the final norm, the classifier, one embedding row (the whole
+  // table when it is the tied classifier). cuda-bench's bandwidth figure.
+  int64_t decode_weight_bytes() const { return decode_weight_bytes_; }
   // True when every projection matrix stays block-quantized on the device.
   bool weights_quantized() const;
 
@@ -193,7 +197,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer out_norm_;    // (n_embd) F32
   DeviceBuffer inv_freq_;    // (rope_dim / 2) F64
   const DeviceMatrix* output_w_ = nullptr;
-  int64_t weight_bytes_ = 0;
+  int64_t weight_bytes_ = 0, decode_weight_bytes_ = 0;
   // Quantized weights dequantized here, a row chunk at a time, for products
   // of more than kQuantGemvMaxRows rows (MatMul).
   static constexpr int64_t kDequantScratchElems = int64_t{32} << 20;  // 64 MiB of bf16
