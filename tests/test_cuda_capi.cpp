@@ -223,7 +223,8 @@ TEST(CudaCApi, HeadDim128Gqa4EngineMatchesCpu) {
 // dequantize + GEMM path, each decode step through the quantized GEMV),
 // the CPU context multiplies the same blocks against Q8 activations. Greedy
 // tokens must agree up to a near-tie (the rule above). The emulator runs 6
-// steps (~2 s each on the shared VM), a GPU 48.
+// steps (3 under sanitizers; ~12 s of CPU in all in Release, 49 s wall on
+// the loaded 2-core VM), a GPU 48.
 TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
   SKIP_WITHOUT_DEVICE();
   const std::string path = RealModelPath(kSmolLM2);
@@ -231,7 +232,9 @@ TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
     if (std::getenv("CI")) FAIL() << path << " missing (scripts/fetch-models.sh)";
     GTEST_SKIP() << path << " not fetched";
   }
-#if LLM_CUDA_EMULATED
+#if LLM_CUDA_EMULATED && (defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
+  const int n_steps = 3;  // the CI's sanitizer stages: the same paths, fewer steps
+#elif LLM_CUDA_EMULATED
   const int n_steps = 6;
 #else
   const int n_steps = 48;
@@ -267,7 +270,7 @@ TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
     EXPECT_EQ(want.top[i][1].token, got.tokens[i]) << "at generated position " << i;
     EXPECT_LE(gap, kNearTie) << "at generated position " << i << ": not a near-tie";
   }
-  EXPECT_GE(i, 3u);
+  EXPECT_GE(i, std::min<size_t>(3, want.tokens.size()));
   llm_ctx_destroy(gpu);
   llm_ctx_destroy(cpu);
 }
