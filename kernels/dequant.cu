@@ -63,7 +63,8 @@ __global__ void DequantRowsKernel(QuantMatrix w, int32_t row0, int64_t n_chunks,
   }
 }
 
-__global__ void QuantEmbeddingKernel(QuantMatrix w, const int32_t* __restrict__ tokens, float* __restrict__ out) {
+__global__ void QuantEmbeddingKernel(QuantMatrix w, const int32_t* __restrict__ tokens, float scale,
+                                     float* __restrict__ out) {
   const int64_t t = blockIdx.x;
   const int32_t id = tokens[t];
   float* dst = out + t * w.cols;
@@ -76,7 +77,7 @@ __global__ void QuantEmbeddingKernel(QuantMatrix w, const int32_t* __restrict__ 
   for (int64_t c = threadIdx.x; c < w.cols / 32; c += blockDim.x) {
     float v[32];
     dev::DecodeChunk(type, row, c, v);
-    for (int k = 0; k < 32; ++k) dst[c * 32 + k] = v[k];
+    for (int k = 0; k < 32; ++k) dst[c * 32 + k] = v[k] * scale;
   }
 }
 
@@ -95,10 +96,10 @@ cudaError_t LaunchDequantRows(const QuantMatrix& w, int32_t row0, int32_t n_rows
 }
 
 cudaError_t LaunchQuantEmbedding(const QuantMatrix& w, const int32_t* tokens, int32_t n_tok, float* out,
-                                 cudaStream_t stream) {
-  if (CheckQuantMatrix(w) != cudaSuccess || n_tok < 0) return cudaErrorInvalidValue;
+                                 cudaStream_t stream, float scale) {
+  if (CheckQuantMatrix(w) != cudaSuccess || n_tok < 0 || !(scale > 0.0f)) return cudaErrorInvalidValue;
   if (n_tok == 0) return cudaSuccess;
-  LLM_LAUNCH(QuantEmbeddingKernel, n_tok, 64, 0, stream, w, tokens, out);
+  LLM_LAUNCH(QuantEmbeddingKernel, n_tok, 64, 0, stream, w, tokens, scale, out);
   return cudaGetLastError();
 }
 

@@ -11,10 +11,11 @@ namespace llm::cuda {
 // (the CPU backend's values, rounded to nearest-even BF16).
 cudaError_t LaunchDequantRows(const QuantMatrix& w, int32_t row0, int32_t n_rows, bf16* out, cudaStream_t stream);
 
-// out[t] (w.cols) F32 = row tokens[t] of w (exactly the CPU backend's
-// DequantizeRow), t < n_tok. A token outside [0, w.rows) (the host validates;
-// this is a guard) gives a row of NaN rather than an out-of-range read.
+// out[t] (w.cols) F32 = row tokens[t] of w * scale (exactly the CPU
+// backend's DequantizeRow and its embedding scale: Gemma's sqrt(n_embd)),
+// t < n_tok. A token outside [0, w.rows) (the host validates; this is a
+// guard) gives a row of NaN rather than an out-of-range read.
 cudaError_t LaunchQuantEmbedding(const QuantMatrix& w, const int32_t* tokens, int32_t n_tok, float* out,
-                                 cudaStream_t stream);
+                                 cudaStream_t stream, float scale = 1.0f);
 
 }  // namespace llm::cuda

@@ -225,12 +225,16 @@ TEST_F(CudaQuant, EmbeddingGatherIsTheCpuRow) {
     const std::vector<int32_t> tokens = {0, 49, 7, 7, 23, -1};  // the last one out of range: a NaN row
     Dev<int32_t> d_tok(tokens.size());
     d_tok.Upload(tokens);
+    // Gemma's scale sqrt(n_embd) as the CPU backend applies it: one F32 multiply.
+    const float scale = t == TensorType::Q6_K ? std::sqrt(640.0f) : 1.0f;
     Dev<float> out(tokens.size() * cols + 16);
-    LAUNCH_OK(LaunchQuantEmbedding(w.matrix(), d_tok.get(), static_cast<int32_t>(tokens.size()), out.get(), 0));
+    LAUNCH_OK(
+        LaunchQuantEmbedding(w.matrix(), d_tok.get(), static_cast<int32_t>(tokens.size()), out.get(), 0, scale));
     const std::vector<float> got = out.Download();
     for (size_t i = 0; i + 1 < tokens.size(); ++i) {
       const std::vector<float> ref = w.Row(tokens[i]);
-      for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(got[i * cols + c], ref[c]) << "token " << i << " col " << c;
+      for (int64_t c = 0; c < cols; ++c)
+        ASSERT_EQ(got[i * cols + c], ref[c] * scale) << "token " << i << " col " << c;
     }
     for (int64_t c = 0; c < cols; ++c) ASSERT_TRUE(std::isnan(got[(tokens.size() - 1) * cols + c]));
     for (size_t i = tokens.size() * cols; i < got.size(); ++i) ASSERT_TRUE(IsNanBits(got[i])) << "guard written";
@@ -419,6 +423,8 @@ TEST_F(CudaQuant, LaunchersRejectMalformedMatrices) {
   bad.part[0].type = 1;  // F16: not a block type
   EXPECT_EQ(LaunchQuantGemv(bad, xb, 1, y.get(), 0), cudaErrorInvalidValue);
   bad = w.matrix();
+  EXPECT_EQ(LaunchQuantEmbedding(w.matrix(), reinterpret_cast<const int32_t*>(x.get()), 1, y.get(), 0, 0.0f),
+            cudaErrorInvalidValue);
   bad.rows = 5;  // more than its parts hold
   EXPECT_EQ(LaunchDequantRows(bad, 0, 1, reinterpret_cast<bf16*>(x.get()), 0), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchDequantRows(w.matrix(), 2, 3, reinterpret_cast<bf16*>(x.get()), 0), cudaErrorInvalidValue);

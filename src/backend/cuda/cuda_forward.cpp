@@ -127,7 +127,7 @@ Status CudaBackend::RunStep(const StepView& v) {
   bf16* xn = xn_.get<bf16>();
   LLM_RETURN_IF_ERROR(Launched(
       tok_embd_.quantized()
-          ? LaunchQuantEmbedding(tok_embd_.quant(), meta + v.off.tokens, nt, x, stream_)
+          ? LaunchQuantEmbedding(tok_embd_.quant(), meta + v.off.tokens, nt, x, stream_, cfg_.embd_scale)
           : LaunchEmbedding(tok_embd_.bf16_data(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_),
       "embedding"));
   LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + v.off.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
