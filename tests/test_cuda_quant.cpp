@@ -10,9 +10,11 @@
 // activations, in another order than a double reference: each output within
 // 1e-5 of sum |w x| of the double product of the CPU's dequantized weights.
 // Against the CPU backend's own matmul (activations quantized to Q8 blocks,
-// integer dot products): relative L2 no larger than the CPU result's own
-// distance to the exact product (+1e-4), and < 2e-2 over 32 or more
-// outputs (worst printed).
+// integer dot products): no farther than the CPU result's own distance to
+// the exact product plus this kernel's bound, and relative L2 < 5e-2 over
+// 64 or more outputs (that is the CPU's Q8 error: worst printed, 1e-2
+// typical, 2.1e-2 the worst of 95 runs; the per-output bound above is the
+// tight check).
 //
 // Skips without CUDA (a GPU or the emulator).
 #include <gtest/gtest.h>
@@ -250,6 +252,7 @@ double CheckProduct(const std::vector<std::vector<float>>& wrows, const std::vec
                     const std::vector<float>& y, const WeightView* cpu_view, const std::string& what) {
   const int64_t rows = static_cast<int64_t>(wrows.size()), cols = static_cast<int64_t>(wrows[0].size());
   std::vector<double> exact(static_cast<size_t>(n * rows));
+  double mag2 = 0;  // sum over outputs of (sum |w x|)^2: a scale no cancellation shrinks
   for (int j = 0; j < n; ++j)
     for (int64_t r = 0; r < rows; ++r) {
       double& ref = exact[j * rows + r];
@@ -259,6 +262,7 @@ double CheckProduct(const std::vector<std::vector<float>>& wrows, const std::vec
         ref += p;
         mag += std::fabs(p);
       }
+      mag2 += mag * mag;
       const float got = y[j * rows + r];
       if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-30)) {
         ADD_FAILURE() << what << ": y[" << j << "][" << r << "] = " << got << ", reference " << ref << " (sum |wx| "
@@ -295,17 +299,18 @@ double CheckProduct(const std::vector<std::vector<float>>& wrows, const std::vec
       num_cpu += e * e;
       den_ref += exact[j * rows + r] * exact[j * rows + r];
     }
-  // The distance to the CPU backend must be its activation quantization's
-  // error (the CPU result against the exact product), both relative to the
-  // exact product's norm; and small where there are enough outputs for a
-  // relative L2 to mean something (one 32-weight row can cancel to ~0).
+  // The distance to the CPU backend is its activation quantization's error
+  // (the CPU result against the exact product) plus at most this kernel's
+  // own (1e-5 sum |w x| per output, checked above); and, relative to the
+  // exact product, small where there are enough outputs for a relative L2
+  // to mean something (a 32-weight row can cancel to ~0).
+  EXPECT_LE(std::sqrt(num), std::sqrt(num_cpu) + 1.01e-5 * std::sqrt(mag2))
+      << what << ": farther from the CPU backend's matmul than its Q8 error";
   const double rel = std::sqrt(num / std::max(den_ref, 1e-300));
-  const double cpu_err = std::sqrt(num_cpu / std::max(den_ref, 1e-300));
-  EXPECT_LE(rel, cpu_err + 1e-4) << what << ": farther from the CPU backend's matmul than its Q8 error";
-  if (rows * n >= 32) {
-    EXPECT_LT(rel, 2e-2) << what << ": against the CPU backend's matmul";
+  if (rows * n >= 64) {
+    EXPECT_LT(rel, 5e-2) << what << ": against the CPU backend's matmul";
   }
-  return rows * n >= 32 ? rel : 0.0;
+  return rows * n >= 64 ? rel : 0.0;
 }
 
 TEST_F(CudaQuant, GemvMatchesCpuForEveryTypeShapeAndBatch) {
