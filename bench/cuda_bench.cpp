@@ -10,6 +10,12 @@
 //   (c) per kernel: prefill attention TFLOP/s and decode attention GB/s for
 //       sequence lengths 512 .. 16k (Llama-3.1-8B attention shape)
 //   (d) TTFT of a 2k-token prompt (one Forward, logits of the last row)
+//   (e) the quantized GEMV kernel alone on Llama-3.1-8B matrix shapes
+//       (Q4_K and Q6_K blocks, n = 1 and 8): GB/s of weights streamed
+//
+// Bytes read per decode token are the device's: the weights as the backend
+// holds them (a Q4_K_M file's blocks, or BF16), from
+// CudaBackend::decode_weight_bytes(), plus the BF16 K and V of the context.
 //
 //   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only] [--no-throughput]
 //              [--no-kernels]
@@ -38,6 +44,8 @@
 #include "attention_decode.cuh"
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "quant_gemv.cuh"
 #include "llm.h"
 #include "model/model.h"
 #include "util/fp16.h"
@@ -255,6 +263,58 @@ double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) 
   return Median(t);
 }
 
+// ------------------------------------------------------------------ (e) quantized GEMV
+
+// y = x · Wᵀ for a (rows, cols) matrix of random `type` blocks (finite F16
+// scales), n activation rows; returns seconds per launch.
+double TimeQuantGemv(uint32_t type, int rows, int cols, int n, double* bytes) {
+  const int32_t be = llm::cuda::QuantBlockElems(type), bb = llm::cuda::QuantBlockBytes(type);
+  const size_t row_bytes = static_cast<size_t>(cols / be) * bb, total = row_bytes * rows;
+  std::vector<uint8_t> host(total);
+  std::mt19937 rng(7);
+  for (auto& b : host) b = static_cast<uint8_t>(rng());
+  const uint16_t scale = 0x2000;  // F16 ~0.0078: finite scales wherever they sit in the block
+  for (size_t off = 0; off < total; off += bb) {
+    const size_t at = type == 14 ? 208 : 0;  // Q6_K keeps d last
+    std::memcpy(host.data() + off + at, &scale, 2);
+    if (type == 12 || type == 13) std::memcpy(host.data() + off + 2, &scale, 2);
+  }
+  void *w = nullptr, *x = nullptr, *y = nullptr;
+  CK(cudaMalloc(&w, total));
+  CK(cudaMemcpy(w, host.data(), total, cudaMemcpyHostToDevice));
+  const std::vector<uint16_t> xs = RandomBf16(static_cast<size_t>(n) * cols, rng);
+  CK(cudaMalloc(&x, xs.size() * 2));
+  CK(cudaMemcpy(x, xs.data(), xs.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&y, static_cast<size_t>(n) * rows * 4));
+  llm::cuda::QuantMatrix m;
+  m.part[0] = llm::cuda::QuantPart{w, type, rows, static_cast<int64_t>(row_bytes)};
+  m.n_parts = 1;
+  m.rows = rows;
+  m.cols = cols;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) CK(llm::cuda::LaunchQuantGemv(m, static_cast<const bf16*>(x), n, static_cast<float*>(y), 0));
+  CK(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int i = 0; i < 20; ++i) {
+    CK(cudaEventRecord(e0));
+    CK(llm::cuda::LaunchQuantGemv(m, static_cast<const bf16*>(x), n, static_cast<float*>(y), 0));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms * 1e-3);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  CK(cudaFree(w));
+  CK(cudaFree(x));
+  CK(cudaFree(y));
+  *bytes = static_cast<double>(total);
+  return Median(t);
+}
+
 // ------------------------------------------------------------------ (a), (d) model
 
 double ForwardSeconds(llm::Backend* be, const std::vector<llm_token>& toks, int32_t n_past,
@@ -289,8 +349,15 @@ void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
     std::fprintf(stderr, "CUDA backend: %s\n", be.status().message().c_str());
     std::exit(1);
   }
-  Emit("load", "weights upload (host bf16 conversion + copy)",
+  Emit("load", "weights upload (quantized: copy; else host bf16 conversion + copy)",
        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "s");
+  const auto* cb = dynamic_cast<const llm::cuda::CudaBackend*>(be->get());
+  if (cb == nullptr) {
+    std::fprintf(stderr, "cuda-bench: not the CUDA backend\n");
+    std::exit(1);
+  }
+  Emit("load", "weights on the device", cb->weight_bytes() / 1e9, "GB",
+       cb->weights_quantized() ? "block-quantized (file format)" : "BF16");
   std::vector<int32_t> table(kv.n_blocks);
   std::iota(table.begin(), table.end(), 0);
   std::vector<float> logits(c.n_vocab);
@@ -305,13 +372,15 @@ void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
   t.erase(t.begin(), t.begin() + std::min<size_t>(8, t.size() / 4));  // warm-up
   const double step = Median(t);
   const double E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab, L = c.n_layer;
-  const double weight_bytes = 2.0 * (L * (E * (Q + 2 * KV) + Q * E + 3 * E * F) + V * E + E);  // bf16, + 1 embedding row
-  const double kv_bytes = 2.0 * 2 * L * KV * (prompt + steps / 2.0);                        // K+V read, mean context
+  const double weight_bytes = static_cast<double>(cb->decode_weight_bytes());  // as held on the device
+  const double kv_bytes = 2.0 * 2 * L * KV * (prompt + steps / 2.0);           // BF16 K+V read, mean context
   Emit("decode", "batch-1 decode tokens/s (ctx " + std::to_string(prompt) + "+)", 1.0 / step, "tok/s");
   Emit("decode", "time per token", step * 1e3, "ms");
   Emit("decode", "bytes read per token (weights + KV)", (weight_bytes + kv_bytes) / 1e9, "GB");
   Emit("decode", "achieved bandwidth", (weight_bytes + kv_bytes) / step / 1e9, "GB/s",
        "= " + std::to_string(static_cast<int>(100 * (weight_bytes + kv_bytes) / step / d2d)) + "% of D2D memcpy");
+  Emit("decode", "share of D2D copy bandwidth (goal >= 75)", 100.0 * (weight_bytes + kv_bytes) / step / d2d, "%",
+       cb->weights_quantized() ? "quantized weights" : "BF16 weights");
 
   // ---- (d) TTFT of a 2k prompt
   std::vector<llm_token> p2k(2048);
@@ -320,7 +389,7 @@ void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
   std::vector<double> tt;
   for (int i = 0; i < 5; ++i) tt.push_back(ForwardSeconds(be->get(), p2k, 0, table, &logits));
   const double ttft = Median(tt);
-  const double params = weight_bytes / 2.0;
+  const double params = L * (E * (Q + 2 * KV) + Q * E + 3 * E * F) + V * E;
   Emit("ttft", "TTFT, 2048-token prompt (one Forward)", ttft * 1e3, "ms");
   Emit("ttft", "prefill throughput", 2048.0 / ttft, "tok/s",
        "~" + std::to_string(static_cast<int>(2.0 * params * 2048 / ttft / 1e12)) + " TFLOP/s in GEMMs");
@@ -469,6 +538,19 @@ int main(int argc, char** argv) {
     const double td32 = TimeAttention(false, 32, len, &bytes);
     Emit("decode", "attention batch 32, ctx " + std::to_string(len), bytes / td32 / 1e9, "GB/s",
          std::to_string(td32 * 1e6) + " us");
+  }
+  for (const auto& [type, name] : {std::pair<uint32_t, const char*>{12, "Q4_K"}, {14, "Q6_K"}}) {
+    if (!kernels) break;
+    for (const auto& [rows, cols] : {std::pair<int, int>{28672, 4096}, {4096, 14336}}) {  // 8B gate|up, down
+      for (int n : {1, 8}) {
+        double bytes = 0;
+        const double tg = TimeQuantGemv(type, rows, cols, n, &bytes);
+        Emit("gemv", std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " n=" +
+                         std::to_string(n),
+             bytes / tg / 1e9, "GB/s",
+             std::to_string(static_cast<int>(100 * bytes / tg / d2d)) + "% of D2D, " + std::to_string(tg * 1e6) + " us");
+      }
+    }
   }
   if (!kernels_only) {
     if (model.empty()) {

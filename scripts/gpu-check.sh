@@ -5,11 +5,16 @@
 #   build    -DLLM_CUDA=ON for the device's architecture (sm_90 by default)
 #   tests    every CUDA test (ctest label `cuda`, else test_cuda_*), and the
 #            C API tests that name the CUDA backend
-#   memcheck compute-sanitizer memcheck on the kernel tests
-#   racecheck compute-sanitizer racecheck on the kernel tests
-#   bench    cuda-bench (a)-(d) on synthesized Llama 3.2 1B and Llama 3.1 8B
-#            shapes (llm-synth, BF16 random weights), device-to-device copy
-#            bandwidth included; (c) runs once (it does not depend on the model)
+#   memcheck compute-sanitizer memcheck on the kernel tests (test_cuda_kernels,
+#            test_cuda_quant's kernel cases)
+#   racecheck compute-sanitizer racecheck on the same
+#   bench    cuda-bench on synthesized Llama 3.1 8B shapes, BF16 and Q4_K_M
+#            (llm-synth --type q4_k_m: llama.cpp's mix of Q4_K/Q6_K blocks),
+#            and Llama 3.2 1B BF16: batch-1 decode as a share of the
+#            device-to-device copy bandwidth measured in the same run, and
+#            throughput at concurrency 1, 8, 64, 256; the kernel figures
+#            ((c) attention, (e) quantized GEMV) once, with the 1B model.
+#            Its parts can be run alone: synth, bench-8b, bench-8b-q4km, bench-1b
 #
 # and writes bench/results/<date>-<gpu>.md (date, device, commit, commands,
 # step table, benchmark tables, test and sanitizer summaries). Each step's
@@ -21,10 +26,12 @@
 # Usage: scripts/gpu-check.sh [--only STEP,STEP..] [--build-dir DIR] [--arch 90]
 #                             [--budget SECONDS] [--fresh] [--dry-run]
 #
-#   --only     run these steps (build,tests,memcheck,racecheck,bench); the
+#   --only     run these steps (build,tests,memcheck,racecheck,bench, or
+#              bench's parts synth,bench-8b,bench-8b-q4km,bench-1b); the
 #              report still lists every step recorded so far, so a session
 #              whose commands are limited to ~10 minutes can run the steps
-#              in turn (build,tests / memcheck,racecheck / bench) and get one
+#              in turn (build,tests / memcheck,racecheck / synth /
+#              bench-8b / bench-8b-q4km / bench-1b) and get one
 #              report. Steps need the build directory the build step left.
 #   --fresh    forget the statuses recorded by earlier runs
 #   --dry-run  print each step's command and run nothing on the GPU (the
@@ -32,7 +39,7 @@
 #
 # Environment: GPU_CHECK_JOBS (build parallelism, default nproc),
 # GPU_CHECK_MODELS (where the synthesized models go, default
-# <build-dir>/gpu-check/models; ~19 GB), OUT (when set, the report and logs
+# <build-dir>/gpu-check/models; ~24 GB), OUT (when set, the report and logs
 # are copied there too: the device runner brings that folder back).
 set -uo pipefail
 
@@ -59,7 +66,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 for s in ${ONLY//,/ }; do
-  case "$s" in build|tests|memcheck|racecheck|bench) ;; *) echo "gpu-check: unknown step '$s'" >&2; exit 2 ;; esac
+  case "$s" in build|tests|memcheck|racecheck|bench|synth|bench-8b|bench-8b-q4km|bench-1b) ;; *) echo "gpu-check: unknown step '$s'" >&2; exit 2 ;; esac
 done
 
 JOBS=${GPU_CHECK_JOBS:-$(nproc)}
@@ -73,6 +80,8 @@ START=$(date +%s)
 DEADLINE=$((START + BUDGET))
 
 wants() { [[ ",$ONLY," == *",$1,"* ]]; }
+# A part of the bench: named alone, or through `bench`.
+wants_bench() { wants bench || wants "$1"; }
 now() { date +%s; }
 
 # record NAME STATUS SECONDS COMMAND: one line per step in steps.tsv (the
@@ -141,7 +150,7 @@ if wants build; then
     [[ -z "$cuda_tests" ]] && cuda_tests=$(ctest --test-dir "$BUILD" -N -R '^test_cuda_' | sed -n 's/^ *Test *#[0-9]*: *//p')
     targets="$targets $(echo "$cuda_tests" | tr '\n' ' ')"
   else
-    targets="$targets test_cuda_kernels test_cuda_backend test_cuda_graphs"
+    targets="$targets test_cuda_kernels test_cuda_backend test_cuda_graphs test_cuda_quant"
   fi
   step build 600 "cmake --build '$BUILD' -j$JOBS --target $targets"
 fi
@@ -165,25 +174,40 @@ fi
 # statistics, not code paths, and which an instrumented run would spend
 # minutes on (the other sampling tests run the same kernel).
 SAN_FILTER="'--gtest_filter=-*SampleFrequencies*'"
+# The quantized kernels' cases (not the model-level ones: same kernels, minutes more).
+SAN_QUANT="'$BIN/test_cuda_quant' '--gtest_filter=CudaQuant.*'"
 if wants memcheck; then
-  step memcheck 330 "'$SANITIZER' --tool memcheck --error-exitcode 86 --print-limit 50 '$BIN/test_cuda_kernels' $SAN_FILTER"
+  step memcheck 330 "'$SANITIZER' --tool memcheck --error-exitcode 86 --print-limit 50 '$BIN/test_cuda_kernels' $SAN_FILTER &&
+    '$SANITIZER' --tool memcheck --error-exitcode 86 --print-limit 50 $SAN_QUANT"
 fi
 if wants racecheck; then
-  step racecheck 330 "'$SANITIZER' --tool racecheck --racecheck-report hazard --error-exitcode 86 --print-limit 50 '$BIN/test_cuda_kernels' $SAN_FILTER"
+  step racecheck 330 "'$SANITIZER' --tool racecheck --racecheck-report hazard --error-exitcode 86 --print-limit 50 '$BIN/test_cuda_kernels' $SAN_FILTER &&
+    '$SANITIZER' --tool racecheck --racecheck-report hazard --error-exitcode 86 --print-limit 50 $SAN_QUANT"
 fi
 
 # ---------------------------------------------------------------- bench
-if wants bench; then
-  mkdir -p "$MODELS"
-  L1="$MODELS/llama-3.2-1b.gguf"
-  L8="$MODELS/llama-3.1-8b.gguf"
-  # Both models are written in one step (the 8B one is ~16 GB); a model an
-  # earlier run left is reused (llm-synth's output is deterministic).
-  step synth 300 "for s in llama-3.2-1b:'$L1' llama-3.1-8b:'$L8'; do f=\${s#*:};
-      if [[ ! -s \$f ]]; then '$BIN/llm-synth' --shape \${s%%:*} --out \$f.tmp --threads $JOBS && mv -f \$f.tmp \$f || exit 1; fi;
+mkdir -p "$MODELS"
+L1="$MODELS/llama-3.2-1b.gguf"
+L8="$MODELS/llama-3.1-8b.gguf"
+L8Q="$MODELS/llama-3.1-8b-q4_k_m.gguf"
+if wants_bench synth; then
+  # The three models in one step (8B: ~16 GB BF16, ~4.9 GB Q4_K_M); a model
+  # an earlier run left is reused (llm-synth's output is deterministic).
+  step synth 480 "for s in llama-3.2-1b:bf16:'$L1' llama-3.1-8b:bf16:'$L8' llama-3.1-8b:q4_k_m:'$L8Q'; do
+      shape=\${s%%:*}; rest=\${s#*:}; type=\${rest%%:*}; f=\${rest#*:};
+      if [[ ! -s \$f ]]; then '$BIN/llm-synth' --shape \$shape --type \$type --out \$f.tmp --threads $JOBS && mv -f \$f.tmp \$f || exit 1; fi;
     done"
-  step bench-1b 300 "'$BIN/cuda-bench' --model '$L1' --json '$STATE/bench-1b.json'"
+fi
+# The 8B figures first: they are what issue 21 asks for (decode as a share
+# of the copy bandwidth, throughput at concurrency 64 and 256 beside 1).
+if wants_bench bench-8b; then
   step bench-8b 420 "'$BIN/cuda-bench' --model '$L8' --no-kernels --json '$STATE/bench-8b.json'"
+fi
+if wants_bench bench-8b-q4km; then
+  step bench-8b-q4km 420 "'$BIN/cuda-bench' --model '$L8Q' --no-kernels --json '$STATE/bench-8b-q4km.json'"
+fi
+if wants_bench bench-1b; then
+  step bench-1b 360 "'$BIN/cuda-bench' --model '$L1' --json '$STATE/bench-1b.json'"
 fi
 
 # ---------------------------------------------------------------- report
@@ -217,6 +241,33 @@ print("| --- | --- | ---: | --- | --- |")
 for r in doc.get("results", []):
     v = r["value"]
     print(f"| {r['section']} | {r['name']} | {v:.4g} | {r['unit']} | {r.get('note', '')} |")
+PY
+}
+
+# One row per model (LABEL:JSON): the decode share and the throughputs.
+glance_table() {
+  python3 - "$@" <<'PY'
+import json, sys
+print("| model | decode tok/s | GB read / token | share of D2D copy | tok/s @1 | @8 | @64 | @256 |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for arg in sys.argv[1:]:
+    label, path = arg.split(":", 1)
+    try:
+        rows = json.load(open(path)).get("results", [])
+    except Exception:
+        print(f"| {label} | (no results) | | | | | | |")
+        continue
+    def find(pred):
+        for r in rows:
+            if pred(r["name"]):
+                return f"{r['value']:.4g}"
+        return "-"
+    cells = [find(lambda n: n.startswith("batch-1 decode tokens/s")),
+             find(lambda n: n.startswith("bytes read per token")),
+             find(lambda n: n.startswith("share of D2D copy")) + " %"]
+    for c in (1, 8, 64, 256):
+        cells.append(find(lambda n, c=c: n.startswith(f"concurrency {c}:")))
+    print(f"| {label} | " + " | ".join(cells) + " |")
 PY
 }
 
@@ -263,7 +314,14 @@ summary_lines() {
   echo
   summary_lines memcheck '(ERROR SUMMARY|\[  PASSED  \]|\[  FAILED  \])'
   summary_lines racecheck '(RACECHECK SUMMARY|ERROR SUMMARY|\[  PASSED  \]|\[  FAILED  \])'
-  for b in 1b 8b; do
+  echo
+  echo "## Decode and throughput at a glance"
+  echo
+  echo "Batch-1 decode: bytes of weights (as held on the device) + KV read per token / time per token, as a share of"
+  echo "the device-to-device copy bandwidth of the same run (goal >= 75%). Generated tokens/s at each concurrency."
+  echo
+  glance_table "8B BF16:$STATE/bench-8b.json" "8B Q4_K_M:$STATE/bench-8b-q4km.json" "1B BF16:$STATE/bench-1b.json"
+  for b in 8b 8b-q4km 1b; do
     echo
     echo "## cuda-bench, synthesized Llama ${b^^} shape"
     echo

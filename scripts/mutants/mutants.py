@@ -89,6 +89,42 @@ MUTANTS = [
                    "&v.dec_splits,\n")],
         "units": ["src/backend/cuda/cuda_graphs.cpp"],
     },
+    {
+        "name": "quant-q4-nibble-swap",
+        "what": "quantized weights (GEMV, dequantization, embedding): a Q4_0/Q4_1 byte's low nibble read as "
+                "weight j + 16 and its high nibble as weight j (the GGUF order reversed)",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "        const float q0 = static_cast<float>((qs[j] & 0xF) - off), "
+                   "q1 = static_cast<float>((qs[j] >> 4) - off);\n",
+                   "        const float q0 = static_cast<float>((qs[j] >> 4) - off), "
+                   "q1 = static_cast<float>((qs[j] & 0xF) - off);\n")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
+        "name": "quant-q6k-wrong-scale",
+        "what": "quantized weights: a Q6_K chunk's second 16 weights use the first 16's scale",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "        v[l] = __fmul_rn(l < 16 ? ds0 : ds1, static_cast<float>(q));\n",
+                   "        v[l] = __fmul_rn(ds0, static_cast<float>(q));\n")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
+        "name": "quant-q4k-min-scale",
+        "what": "quantized weights: a Q4_K/Q5_K sub-block's minimum scaled by d instead of dmin",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "dm = __fmul_rn(dmin, static_cast<float>(mn));",
+                   "dm = __fmul_rn(d, static_cast<float>(mn));")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
+        "name": "quant-fused-part-boundary",
+        "what": "a fused quantized matrix ([Wq; Wk; Wv], [W_gate; W_up]): the first row of each later part "
+                "is read from the end of the part before it (off by one at the boundary)",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "  while (p + 1 < w.n_parts && r >= w.part[p].rows) r -= w.part[p++].rows;\n",
+                   "  while (p + 1 < w.n_parts && r > w.part[p].rows) r -= w.part[p++].rows;\n")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
 ]
 
 

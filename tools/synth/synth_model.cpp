@@ -1,7 +1,9 @@
 #include "synth_model.h"
+#include "synth_quant.h"
 
 #include <algorithm>
 #include <iterator>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <thread>
@@ -97,8 +99,6 @@ void Normals(uint64_t key, int64_t n, float sd, float* out) {
     if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
   }
 }
-
-size_t ElemBytes(TensorType t) { return t == TensorType::F32 ? 4 : 2; }
 
 void Encode(TensorType t, const float* src, int64_t n, char* dst) {
   if (t == TensorType::F32) {
@@ -275,6 +275,8 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
 Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::string& path) {
   if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
     return InvalidArgument("llm-synth: weight type must be F32, F16 or BF16");
+  if (o.q4_k_m && (s.arch != "llama" || s.n_expert > 0))
+    return InvalidArgument("llm-synth: the Q4_K_M mix is written for dense llama shapes only");
   int32_t n_vocab = s.n_vocab;
   if (o.vocab != nullptr) {
     const auto n = o.vocab->ArrayLength("tokenizer.ggml.tokens");
@@ -300,7 +302,8 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   const std::string a = s.arch + ".";
   w.AddString("general.architecture", s.arch);
   w.AddString("general.name", "synth-" + s.name);
-  w.AddUint32("general.file_type", o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);
+  w.AddUint32("general.file_type",
+              o.q4_k_m ? 15 : o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);  // 15: MOSTLY_Q4_K_M
   w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
   w.AddUint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
   w.AddUint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
@@ -409,6 +412,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     }
     if (gemma2) plan.push_back({p + "post_ffw_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   }
+  if (o.q4_k_m) {
+    for (TensorPlan& t : plan) {
+      if (t.fill != TensorPlan::kRandom) continue;
+      const int layer = t.name.rfind("blk.", 0) == 0 ? std::atoi(t.name.c_str() + 4) : -1;
+      t.type = Q4KMType(t.name, layer, s.n_layer, t.dims[0]);
+    }
+  }
   for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);
   LLM_RETURN_IF_ERROR(w.Begin(path));
 
@@ -455,7 +465,11 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       auto work = [&](int j) {
         const int64_t c = c0 + j, len = std::min(kChunk, n - c * kChunk);
         Normals(key ^ (static_cast<uint64_t>(c) << 40), len, o.stddev, f32[j].data());
-        Encode(t.type, f32[j].data(), len, enc[j].data());
+        if (o.q4_k_m) {
+          EncodeQuant(t.type, f32[j].data(), len, o.stddev, enc[j].data());
+        } else {
+          Encode(t.type, f32[j].data(), len, enc[j].data());
+        }
       };
       std::vector<std::thread> pool;
       for (int j = 1; j < batch; ++j) pool.emplace_back(work, j);
@@ -463,7 +477,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       for (auto& th : pool) th.join();
       for (int j = 0; j < batch; ++j) {
         const int64_t len = std::min(kChunk, n - (c0 + j) * kChunk);
-        LLM_RETURN_IF_ERROR(w.Write(enc[j].data(), static_cast<size_t>(len) * ElemBytes(t.type)));
+        LLM_RETURN_IF_ERROR(w.Write(enc[j].data(), EncodedBytes(t.type, len)));
       }
     }
   }

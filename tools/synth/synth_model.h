@@ -63,6 +63,9 @@ std::vector<std::string> SynthShapeNames();
 
 struct SynthOptions {
   TensorType type = TensorType::BF16;  // of the 2-D weights: F32, F16 or BF16 (norms are F32)
+  // llama family only: the 2-D weights in llama.cpp's Q4_K_M mix of Q4_K and
+  // Q6_K blocks instead of `type` (synth_quant.h), for GPU benchmarks.
+  bool q4_k_m = false;
   uint64_t seed = 1234;
   float stddev = 0.02f;                // weights ~ N(0, stddev); norms = 1
   float norm_std = 0.0f;               // norms ~ 1 + N(0, norm_std), so a norm weight read wrongly shows

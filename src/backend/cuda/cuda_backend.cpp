@@ -12,6 +12,7 @@
 #include "model/rope_freq.h"
 #include "backend/validate.h"
 #include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
+#include "dequant.cuh"
 #include "util/env.h"
 #include "util/fp16.h"
 
@@ -40,49 +41,6 @@ constexpr size_t kCublasWorkspace = 32u << 20;
 
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
   return CheckWeightMatrix(w, rows, cols, name, "CUDA backend");
-}
-
-// Rows of `parts` stacked, converted to BF16 on the host (block-quantized
-// types through the CPU backend's dequantization: simple, exact to the
-// reference, and paid once at load), uploaded in chunks.
-Status UploadStacked(std::initializer_list<const WeightView*> parts, DeviceBuffer* out, const std::string& name) {
-  int64_t rows = 0;
-  const int64_t cols = (*parts.begin())->cols;
-  for (const WeightView* p : parts) rows += p->rows;
-  LLM_RETURN_IF_ERROR(out->Allocate(static_cast<size_t>(rows * cols) * sizeof(uint16_t), name.c_str()));
-  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{16} << 20) / cols);  // ~32 MB of bf16
-  std::vector<uint16_t> host;
-  const unsigned n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  int64_t dst_row = 0;
-  for (const WeightView* p : parts) {
-    for (int64_t r0 = 0; r0 < p->rows; r0 += chunk_rows) {
-      const int64_t nr = std::min(chunk_rows, p->rows - r0);
-      try {
-        host.resize(static_cast<size_t>(nr * cols));
-        auto convert = [&](int64_t a, int64_t b) {
-          std::vector<float> row(static_cast<size_t>(cols));
-          for (int64_t r = a; r < b; ++r) {
-            cpu::DequantizeRow(*p, r0 + r, row.data());
-            uint16_t* dst = host.data() + r * cols;
-            for (int64_t c = 0; c < cols; ++c) dst[c] = F32ToBf16(row[c]);
-          }
-        };
-        const int64_t per = (nr + n_threads - 1) / n_threads;
-        std::vector<std::thread> pool;
-        for (unsigned t = 1; t < n_threads && t * per < nr; ++t)
-          pool.emplace_back(convert, t * per, std::min<int64_t>(nr, (t + 1) * per));
-        convert(0, std::min<int64_t>(nr, per));
-        for (auto& th : pool) th.join();
-      } catch (const std::exception& e) {
-        return OutOfMemory("CUDA backend: converting " + name + " on the host: " + e.what());
-      }
-      LLM_CUDA_TRY(cudaMemcpy(out->get<uint16_t>() + dst_row * cols, host.data(), host.size() * sizeof(uint16_t),
-                              cudaMemcpyHostToDevice),
-                   ("upload " + name).c_str());
-      dst_row += nr;
-    }
-  }
-  return Status::Ok();
 }
 
 // A norm weight (n) as F32 on the device.
@@ -202,12 +160,12 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
   }
-  LLM_RETURN_IF_ERROR(UploadStacked({&w.token_embd}, &tok_embd_, "token_embd"));
+  LLM_RETURN_IF_ERROR(tok_embd_.Upload({&w.token_embd}, "token_embd"));
   if (w.output.empty() || w.output.data == w.token_embd.data) {
-    output_w_ = tok_embd_.get<bf16>();  // tied embeddings
+    output_w_ = &tok_embd_;  // tied embeddings
   } else {
-    LLM_RETURN_IF_ERROR(UploadStacked({&w.output}, &output_, "output"));
-    output_w_ = output_.get<bf16>();
+    LLM_RETURN_IF_ERROR(output_.Upload({&w.output}, "output"));
+    output_w_ = &output_;
   }
   LLM_RETURN_IF_ERROR(UploadNorm(w.output_norm, E, &out_norm_, "output_norm"));
   layers_.resize(c.n_layer);
@@ -217,12 +175,43 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LLM_RETURN_IF_ERROR(UploadNorm(L.attn_norm, E, &d.attn_norm, p + "attn_norm"));
     LLM_RETURN_IF_ERROR(UploadNorm(L.ffn_norm, E, &d.ffn_norm, p + "ffn_norm"));
-    LLM_RETURN_IF_ERROR(UploadStacked({&L.wq, &L.wk, &L.wv}, &d.wqkv, p + "attn_qkv"));
-    LLM_RETURN_IF_ERROR(UploadStacked({&L.wo}, &d.wo, p + "attn_output"));
-    LLM_RETURN_IF_ERROR(UploadStacked({&L.w_gate, &L.w_up}, &d.wgu, p + "ffn_gate_up"));
-    LLM_RETURN_IF_ERROR(UploadStacked({&L.w_down}, &d.wd, p + "ffn_down"));
+    LLM_RETURN_IF_ERROR(d.wqkv.Upload({&L.wq, &L.wk, &L.wv}, p + "attn_qkv"));
+    LLM_RETURN_IF_ERROR(d.wo.Upload({&L.wo}, p + "attn_output"));
+    LLM_RETURN_IF_ERROR(d.wgu.Upload({&L.w_gate, &L.w_up}, p + "ffn_gate_up"));
+    LLM_RETURN_IF_ERROR(d.wd.Upload({&L.w_down}, p + "ffn_down"));
+  }
+  // Device bytes of the weights (what stats report against the file's
+  // tensor bytes), and the dequantization scratch the prefill path needs:
+  // the largest quantized matrix, capped (MatMul goes in row chunks).
+  weight_bytes_ = tok_embd_.bytes() + output_.bytes() + out_norm_.bytes();
+  int64_t largest = 0, widest = 0;
+  auto note = [&](const DeviceMatrix& m) {
+    if (!m.quantized()) return;
+    largest = std::max(largest, m.rows() * m.cols());
+    widest = std::max(widest, m.cols());
+  };
+  note(tok_embd_);
+  note(output_);
+  for (const Layer& d : layers_) {
+    weight_bytes_ += d.attn_norm.bytes() + d.ffn_norm.bytes() + d.wqkv.bytes() + d.wo.bytes() + d.wgu.bytes() +
+                     d.wd.bytes();
+    for (const DeviceMatrix* m : {&d.wqkv, &d.wo, &d.wgu, &d.wd}) note(*m);
+  }
+  decode_weight_bytes_ = weight_bytes_;
+  if (output_w_ != &tok_embd_)
+    decode_weight_bytes_ -= static_cast<int64_t>(tok_embd_.bytes()) - static_cast<int64_t>(tok_embd_.bytes()) / V;
+  if (largest > 0) {
+    const int64_t elems = std::max(widest, std::min(largest, kDequantScratchElems));
+    LLM_RETURN_IF_ERROR(dequant_scratch_.Allocate(static_cast<size_t>(elems) * sizeof(bf16), "dequantization scratch"));
   }
   return Status::Ok();
+}
+
+bool CudaBackend::weights_quantized() const {
+  if (layers_.empty()) return false;
+  for (const Layer& d : layers_)
+    if (!d.wqkv.quantized() || !d.wo.quantized() || !d.wgu.quantized() || !d.wd.quantized()) return false;
+  return true;
 }
 
 Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {

@@ -35,6 +35,7 @@
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
 #include "backend/cuda/cuda_util.h"
+#include "backend/cuda/cuda_weights.h"
 #include "backend/validate.h"
 #include "common.cuh"
 #include "sample/sampler.h"
@@ -90,6 +91,16 @@ class CudaBackend final : public Backend {
   Status ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
                        float* logprobs);
 
+  // Device memory holding the weights (matrices in their file's block
+  // formats or BF16, norms F32); the dequantization scratch is not counted.
+  int64_t weight_bytes() const { return weight_bytes_; }
+  // Weight bytes one batch-1 decode step reads: every layer's matrices and
+  // norms, the final norm, the classifier, one embedding row (the whole
+  // table when it is the tied classifier). cuda-bench's bandwidth figure.
+  int64_t decode_weight_bytes() const { return decode_weight_bytes_; }
+  // True when every projection matrix stays block-quantized on the device.
+  bool weights_quantized() const;
+
   // Counters for tests and benchmarks: steps replayed from a graph, graphs
   // captured, captures that failed (those buckets run eagerly).
   struct GraphStats {
@@ -112,8 +123,15 @@ class CudaBackend final : public Backend {
   // Grows the activation buffers to n_tok tokens and n_out logit rows and
   // the metadata buffers to n_meta ints; no-op when large enough.
   Status Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta);
-  // y (n, rows) F32 = x (n, cols) bf16 · W (rows, cols) bf16 ᵀ
-  Status Gemm(const bf16* w, int64_t rows, int64_t cols, const bf16* x, int64_t n, float* y, const char* what);
+  // y (n, rows) F32 = x (n, cols) bf16 · W (rows, cols) bf16 ᵀ; y's row
+  // stride ldy (0: rows).
+  Status Gemm(const bf16* w, int64_t rows, int64_t cols, const bf16* x, int64_t n, float* y, const char* what,
+              int64_t ldy = 0);
+  // y (n, w.rows) F32 = x (n, w.cols) bf16 · Wᵀ for any weight: BF16 through
+  // Gemm; quantized through the GEMV kernel for n <= kQuantGemvMaxRows
+  // (decode), else dequantized a row chunk at a time into dequant_scratch_
+  // and multiplied by Gemm (prefill, large decode batches).
+  Status MatMul(const DeviceMatrix& w, const bf16* x, int64_t n, float* y, const char* what, int layer = -1);
   // The launch's error, and with LLM_CUDA_DEBUG the kernel's.
   Status Launched(cudaError_t e, const char* what, int layer = -1);
 
@@ -170,21 +188,26 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer cublas_ws_;
 
-  // ---- weights, BF16 (norms F32)
+  // ---- weights: block-quantized in the file's bytes, else BF16 (cuda_weights.h); norms F32
   struct Layer {
     DeviceBuffer attn_norm;  // (n_embd) F32
-    DeviceBuffer wqkv;       // (q_dim + 2 kv_dim, n_embd)  [Wq; Wk; Wv]
-    DeviceBuffer wo;         // (n_embd, q_dim)
+    DeviceMatrix wqkv;       // (q_dim + 2 kv_dim, n_embd)  [Wq; Wk; Wv]
+    DeviceMatrix wo;         // (n_embd, q_dim)
     DeviceBuffer ffn_norm;   // (n_embd) F32
-    DeviceBuffer wgu;        // (2 n_ff, n_embd)            [W_gate; W_up]
-    DeviceBuffer wd;         // (n_embd, n_ff)
+    DeviceMatrix wgu;        // (2 n_ff, n_embd)            [W_gate; W_up]
+    DeviceMatrix wd;         // (n_embd, n_ff)
   };
   std::vector<Layer> layers_;
-  DeviceBuffer tok_embd_;    // (n_vocab, n_embd)
-  DeviceBuffer output_;      // (n_vocab, n_embd); empty when tied to tok_embd_
+  DeviceMatrix tok_embd_;    // (n_vocab, n_embd)
+  DeviceMatrix output_;      // (n_vocab, n_embd); empty when tied to tok_embd_
   DeviceBuffer out_norm_;    // (n_embd) F32
   DeviceBuffer inv_freq_;    // (rope_dim / 2) F64
-  const bf16* output_w_ = nullptr;
+  const DeviceMatrix* output_w_ = nullptr;
+  int64_t weight_bytes_ = 0, decode_weight_bytes_ = 0;
+  // Quantized weights dequantized here, a row chunk at a time, for products
+  // of more than kQuantGemvMaxRows rows (MatMul).
+  static constexpr int64_t kDequantScratchElems = int64_t{32} << 20;  // 64 MiB of bf16
+  DeviceBuffer dequant_scratch_;
 
   // ---- paged KV pool (layout: kernels/common.cuh)
   KvPoolLayout kv_;

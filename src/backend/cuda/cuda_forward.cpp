@@ -11,13 +11,16 @@
 //   logits = rmsnorm(x[logit_rows] + delta[logit_rows]) · Woutᵀ   -> host
 //
 // Everything runs on one stream; Forward returns after the logits are on the host.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "attention_decode.cuh"
 #include "backend/cuda/cuda_backend.h"
+#include "dequant.cuh"
 #include "embedding.cuh"
+#include "quant_gemv.cuh"
 #include "rmsnorm.cuh"
 #include "rope_kv.cuh"
 #include "silu_mul.cuh"
@@ -32,16 +35,34 @@ Status CudaBackend::Launched(cudaError_t e, const char* what, int layer) {
 }
 
 Status CudaBackend::Gemm(const bf16* w, int64_t rows, int64_t cols, const bf16* x, int64_t n, float* y,
-                         const char* what) {
+                         const char* what, int64_t ldy) {
   // Row-major y (n, rows) is column-major yᵀ (rows, n) = W (rows, cols) · xᵀ (cols, n);
   // row-major W is column-major Wᵀ, hence OP_T on it.
   const float alpha = 1.0f, beta = 0.0f;
   LLM_CUBLAS_TRY(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
                               static_cast<int>(cols), &alpha, w, CUDA_R_16BF, static_cast<int>(cols), x, CUDA_R_16BF,
-                              static_cast<int>(cols), &beta, y, CUDA_R_32F, static_cast<int>(rows), CUBLAS_COMPUTE_32F,
+                              static_cast<int>(cols), &beta, y, CUDA_R_32F, static_cast<int>(ldy > 0 ? ldy : rows), CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT),
                  what);
   if (debug_) return Launched(cudaSuccess, what);
+  return Status::Ok();
+}
+
+Status CudaBackend::MatMul(const DeviceMatrix& w, const bf16* x, int64_t n, float* y, const char* what, int layer) {
+  if (!w.quantized()) return Gemm(w.bf16_data(), w.rows(), w.cols(), x, n, y, what);
+  if (n <= 0) return Status::Ok();
+  if (n <= kQuantGemvMaxRows)
+    return Launched(LaunchQuantGemv(w.quant(), x, static_cast<int32_t>(n), y, stream_), what, layer);
+  // Larger batches: dequantize row chunks to BF16 and let cuBLAS (tensor
+  // cores) multiply them, each chunk's outputs a column range of y.
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(dequant_scratch_.bytes() / sizeof(bf16)) / w.cols());
+  bf16* scratch = dequant_scratch_.get<bf16>();
+  for (int64_t r0 = 0; r0 < w.rows(); r0 += chunk) {
+    const int64_t nr = std::min(chunk, w.rows() - r0);
+    LLM_RETURN_IF_ERROR(Launched(
+        LaunchDequantRows(w.quant(), static_cast<int32_t>(r0), static_cast<int32_t>(nr), scratch, stream_), what, layer));
+    LLM_RETURN_IF_ERROR(Gemm(scratch, nr, w.cols(), x, n, y + r0, what, w.rows()));
+  }
   return Status::Ok();
 }
 
@@ -96,7 +117,6 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
 }
 
 Status CudaBackend::RunStep(const StepView& v) {
-  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
   const int32_t nt = v.n_tok;
   const int64_t n = nt;
   const int32_t* meta = v.meta;
@@ -106,7 +126,9 @@ Status CudaBackend::RunStep(const StepView& v) {
   float* delta = delta_.get<float>();
   bf16* xn = xn_.get<bf16>();
   LLM_RETURN_IF_ERROR(Launched(
-      LaunchEmbedding(tok_embd_.get<bf16>(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_),
+      tok_embd_.quantized()
+          ? LaunchQuantEmbedding(tok_embd_.quant(), meta + v.off.tokens, nt, x, stream_, cfg_.embd_scale)
+          : LaunchEmbedding(tok_embd_.bf16_data(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_),
       "embedding"));
   LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + v.off.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
                                                 cos_sin_.get<float>(), stream_),
@@ -118,7 +140,7 @@ Status CudaBackend::RunStep(const StepView& v) {
     LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, l == 0 ? nullptr : delta, L.attn_norm.get<float>(), nullptr, nt,
                                                   cfg_.n_embd, cfg_.rms_eps, xn, stream_),
                                  "attn_norm", l));
-    LLM_RETURN_IF_ERROR(Gemm(L.wqkv.get<bf16>(), Q + 2 * KV, E, xn, n, qkv_.get<float>(), "qkv GEMM"));
+    LLM_RETURN_IF_ERROR(MatMul(L.wqkv, xn, n, qkv_.get<float>(), "qkv GEMM", l));
     RopeKvParams rp;
     rp.qkv = qkv_.get<float>();
     rp.cos_sin = cos_sin_.get<float>();
@@ -144,22 +166,22 @@ Status CudaBackend::RunStep(const StepView& v) {
     LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
     if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
     LLM_RETURN_IF_ERROR(Attention(l, v));
-    LLM_RETURN_IF_ERROR(Gemm(L.wo.get<bf16>(), E, Q, att_.get<bf16>(), n, delta, "attn_output GEMM"));
+    LLM_RETURN_IF_ERROR(MatMul(L.wo, att_.get<bf16>(), n, delta, "attn_output GEMM", l));
 
     // ---- feed-forward block
     LLM_RETURN_IF_ERROR(Launched(
         LaunchAddRmsNorm(x, delta, L.ffn_norm.get<float>(), nullptr, nt, cfg_.n_embd, cfg_.rms_eps, xn, stream_),
         "ffn_norm", l));
-    LLM_RETURN_IF_ERROR(Gemm(L.wgu.get<bf16>(), 2 * F, E, xn, n, gu_.get<float>(), "gate/up GEMM"));
+    LLM_RETURN_IF_ERROR(MatMul(L.wgu, xn, n, gu_.get<float>(), "gate/up GEMM", l));
     LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), nt, cfg_.n_ff, h_.get<bf16>(), stream_), "silu*up", l));
-    LLM_RETURN_IF_ERROR(Gemm(L.wd.get<bf16>(), E, F, h_.get<bf16>(), n, delta, "ffn_down GEMM"));
+    LLM_RETURN_IF_ERROR(MatMul(L.wd, h_.get<bf16>(), n, delta, "ffn_down GEMM", l));
   }
 
   // ---- final norm of the logit rows and classifier  logits: (n_out, n_vocab)
   LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, delta, out_norm_.get<float>(), meta + v.off.logit_rows, v.n_out,
                                                 cfg_.n_embd, cfg_.rms_eps, xn, stream_),
                                "output_norm"));
-  return Gemm(output_w_, V, E, xn, v.n_out, logits_.get<float>(), "classifier GEMM");
+  return MatMul(*output_w_, xn, v.n_out, logits_.get<float>(), "classifier GEMM");
 }
 
 Status CudaBackend::RunEager() {

@@ -1,0 +1,153 @@
+// Device decoding of GGUF block-quantized weights, 32 at a time (one
+// "chunk": a whole Q4_0..Q8_0 block, or one of the 8 sub-blocks of a K-quant
+// super-block). Included by the .cu files only.
+//
+// The arithmetic is the CPU backend's reference dequantization
+// (backend/cpu/quant_generic.cpp, DequantizeBlocks) operation for operation:
+// d * q, d * q + m, (d * sc) * q - (dmin * m), with the products rounded
+// separately (__fmul_rn: nvcc would otherwise contract d * q + m into one
+// FMA, which rounds differently), so a dequantized weight is the same float
+// on both backends. Blocks are read byte by byte: most block sizes (18, 22,
+// 34, 210 bytes) leave 16- and 32-bit fields unaligned.
+#pragma once
+
+#include <cstring>
+
+#include "device_util.cuh"
+#include "quant_matrix.cuh"
+
+namespace llm::cuda::dev {
+
+__device__ __forceinline__ float HalfBitsToFloat(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  uint32_t bits;
+  if (em >= 0x7c00u) {
+    bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13);  // inf / nan
+  } else if (em >= 0x400u) {
+    bits = sign | ((em << 13) + 0x38000000u);  // normal: exponent rebased by 127 - 15
+  } else {
+    const float f = static_cast<float>(em) * 5.9604644775390625e-8f;  // subnormal: em * 2^-24, exact
+    memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float r;
+  memcpy(&r, &bits, 4);
+  return r;
+}
+
+__device__ __forceinline__ float LoadHalf(const uint8_t* p) {
+  return HalfBitsToFloat(static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8);
+}
+
+__device__ __forceinline__ uint32_t LoadU32Bytes(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Byte offset of chunk c's block in a row of `type`.
+__device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
+  switch (type) {
+    case kQuantQ4_0: return c * 18;
+    case kQuantQ4_1: return c * 20;
+    case kQuantQ5_0: return c * 22;
+    case kQuantQ5_1: return c * 24;
+    case kQuantQ8_0: return c * 34;
+    case kQuantQ4_K: return (c >> 3) * 144;
+    case kQuantQ5_K: return (c >> 3) * 176;
+    default: return (c >> 3) * 210;  // Q6_K
+  }
+}
+
+// Weights 32c .. 32c+32 of a row of `type` starting at `row`, into v.
+__device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, int64_t c, float (&v)[32]) {
+  const uint8_t* b = row + ChunkBlockOffset(type, c);
+  switch (type) {
+    case kQuantQ8_0: {
+      const float d = LoadHalf(b);
+      for (int i = 0; i < 32; ++i) v[i] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(b[2 + i])));
+      return;
+    }
+    case kQuantQ4_0:
+    case kQuantQ4_1: {
+      // byte j: weight j in the low nibble, weight j + 16 in the high one
+      const bool has_min = type == kQuantQ4_1;
+      const float d = LoadHalf(b), m = has_min ? LoadHalf(b + 2) : 0.0f;
+      const uint8_t* qs = b + (has_min ? 4 : 2);
+      const int off = has_min ? 0 : 8;
+      for (int j = 0; j < 16; ++j) {
+        const float q0 = static_cast<float>((qs[j] & 0xF) - off), q1 = static_cast<float>((qs[j] >> 4) - off);
+        v[j] = has_min ? __fmul_rn(d, q0) + m : __fmul_rn(d, q0);
+        v[j + 16] = has_min ? __fmul_rn(d, q1) + m : __fmul_rn(d, q1);
+      }
+      return;
+    }
+    case kQuantQ5_0:
+    case kQuantQ5_1: {
+      // fifth bit of weight j: bit j of qh (little-endian u32)
+      const bool has_min = type == kQuantQ5_1;
+      const float d = LoadHalf(b), m = has_min ? LoadHalf(b + 2) : 0.0f;
+      const uint32_t qh = LoadU32Bytes(b + (has_min ? 4 : 2));
+      const uint8_t* qs = b + (has_min ? 8 : 6);
+      const int off = has_min ? 0 : 16;
+      for (int j = 0; j < 16; ++j) {
+        const int lo = (qs[j] & 0xF) | static_cast<int>((qh >> j) & 1u) << 4;
+        const int hi = (qs[j] >> 4) | static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+        const float q0 = static_cast<float>(lo - off), q1 = static_cast<float>(hi - off);
+        v[j] = has_min ? __fmul_rn(d, q0) + m : __fmul_rn(d, q0);
+        v[j + 16] = has_min ? __fmul_rn(d, q1) + m : __fmul_rn(d, q1);
+      }
+      return;
+    }
+    case kQuantQ4_K:
+    case kQuantQ5_K: {
+      // sub-block j = c % 8: the low (j even) or high nibbles of qs[32 (j/2) ..]
+      const bool q5 = type == kQuantQ5_K;
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b), dmin = LoadHalf(b + 2);
+      const uint8_t* sc = b + 4;
+      int s, mn;
+      if (j < 4) {
+        s = sc[j] & 63;
+        mn = sc[j + 4] & 63;
+      } else {
+        s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+        mn = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+      }
+      const float ds = __fmul_rn(d, static_cast<float>(s)), dm = __fmul_rn(dmin, static_cast<float>(mn));
+      const uint8_t* qh = b + 16;
+      const uint8_t* qs = b + (q5 ? 48 : 16) + 32 * (j >> 1);
+      const int shift = (j & 1) * 4;
+      for (int l = 0; l < 32; ++l) {
+        int q = (qs[l] >> shift) & 0xF;
+        if (q5) q |= ((qh[l] >> j) & 1) << 4;
+        v[l] = __fmul_rn(ds, static_cast<float>(q)) - dm;
+      }
+      return;
+    }
+    default: {  // Q6_K: half h = (c % 8) / 4, quarter k = c % 4 (model/tensor_type.h, UnpackQ6K)
+      const int h = static_cast<int>((c & 7) >> 2), k = static_cast<int>(c & 3);
+      const float d = LoadHalf(b + 208);
+      const uint8_t* ql = b + 64 * h + (k & 1) * 32;
+      const uint8_t* qh = b + 128 + 32 * h;
+      const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192) + 8 * h + 2 * k;
+      const int shift = k < 2 ? 0 : 4;
+      const float ds0 = __fmul_rn(d, static_cast<float>(scales[0])), ds1 = __fmul_rn(d, static_cast<float>(scales[1]));
+      for (int l = 0; l < 32; ++l) {
+        const int q = (((ql[l] >> shift) & 0xF) | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
+        v[l] = __fmul_rn(l < 16 ? ds0 : ds1, static_cast<float>(q));
+      }
+      return;
+    }
+  }
+}
+
+// Part and row within it of stacked row r of w (r < w.rows).
+__device__ __forceinline__ const uint8_t* QuantRow(const QuantMatrix& w, int64_t r, uint32_t* type) {
+  int p = 0;
+  while (p + 1 < w.n_parts && r >= w.part[p].rows) r -= w.part[p++].rows;
+  *type = w.part[p].type;
+  return static_cast<const uint8_t*>(w.part[p].data) + r * w.part[p].row_bytes;
+}
+
+}  // namespace llm::cuda::dev

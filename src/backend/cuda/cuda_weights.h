@@ -1,0 +1,36 @@
+// A weight matrix on the device: block-quantized GGUF types stay in their
+// file's bytes (kernels/quant_matrix.cuh says why no repacking), everything
+// else (F32, F16, BF16, or a fused matrix mixing quantized and plain parts)
+// becomes BF16 on the host at upload, as the backend always did.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "backend/cuda/cuda_util.h"
+#include "model/weights.h"
+#include "quant_matrix.cuh"
+
+namespace llm::cuda {
+
+class DeviceMatrix {
+ public:
+  // Uploads `parts` (same cols) stacked by rows, at most kMaxQuantParts of
+  // them when they are all block-quantized. `name` names it in errors.
+  // keep_quantized false forces BF16 (a debugging and comparison aid).
+  Status Upload(std::initializer_list<const WeightView*> parts, const std::string& name, bool keep_quantized = true);
+
+  bool quantized() const { return q_.n_parts > 0; }
+  const QuantMatrix& quant() const { return q_; }    // quantized() only
+  const bf16* bf16_data() const { return buf_.get<bf16>(); }  // !quantized() only
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  size_t bytes() const { return buf_.bytes(); }  // device memory held
+
+ private:
+  DeviceBuffer buf_;
+  QuantMatrix q_{};
+  int64_t rows_ = 0, cols_ = 0;
+};
+
+}  // namespace llm::cuda
