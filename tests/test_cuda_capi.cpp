@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "model/gguf.h"
 #include "support/api_helpers.h"
 #include "support/cuda_test_helpers.h"
 #include "support/real_models.h"
@@ -271,6 +272,18 @@ TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
     EXPECT_LE(gap, kNearTie) << "at generated position " << i << ": not a near-tie";
   }
   EXPECT_GE(i, std::min<size_t>(3, want.tokens.size()));
+  // The weights stay in the file's block formats on the device: what
+  // llm_stats reports is within 5% of the file's tensor bytes (issue 21).
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  uint64_t tensor_bytes = 0;
+  for (const GgufTensorInfo& t : file->tensors()) tensor_bytes += t.nbytes;
+  llm_stats st{};
+  st.struct_size = sizeof(st);
+  ASSERT_EQ(llm_get_stats(gpu, &st), LLM_OK);
+  std::printf("device weight bytes %llu, file tensor bytes %llu\n", static_cast<unsigned long long>(st.weight_bytes),
+              static_cast<unsigned long long>(tensor_bytes));
+  EXPECT_NEAR(static_cast<double>(st.weight_bytes), static_cast<double>(tensor_bytes), 0.05 * tensor_bytes);
   llm_ctx_destroy(gpu);
   llm_ctx_destroy(cpu);
 }

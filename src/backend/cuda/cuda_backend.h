@@ -64,6 +64,7 @@ class CudaBackend final : public Backend {
   BackendMemory memory() const override {
     BackendMemory m;
     m.kv_pool = m.kv_committed = kv_block_bytes() * (static_cast<int64_t>(n_blocks_) + 1);
+    m.weights = weight_bytes_;
     return m;
   }
   Status ReserveSwapSpace(int32_t n_slots) override;
