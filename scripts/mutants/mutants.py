@@ -89,6 +89,31 @@ MUTANTS = [
                    "&v.dec_splits,\n")],
         "units": ["src/backend/cuda/cuda_graphs.cpp"],
     },
+    {
+        "name": "window-off-by-one",
+        "what": "decode attention: a sliding-window layer's query sees one key more than its window "
+                "(lo = n_keys - window - 1)",
+        "edits": [("kernels/attention_decode.cu",
+                   "  const int32_t lo = p.window > 0 && n_keys > p.window ? n_keys - p.window : 0;\n",
+                   "  const int32_t lo = p.window > 0 && n_keys > p.window + 1 ? n_keys - p.window - 1 : 0;\n")],
+        "units": ["kernels/attention_decode.cu"],
+    },
+    {
+        "name": "prefill-softcap-dropped",
+        "what": "prefill attention: Gemma 2's attention-logit soft-cap not applied to the scores",
+        "edits": [("kernels/attention_prefill.cu",
+                   "  const bool capped = p.softcap > 0.0f;\n",
+                   "  const bool capped = false;\n")],
+        "units": ["kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "qk-norm-weight-dropped",
+        "what": "RoPE + KV store: q/k heads RMS-normed without their norm weights (Gemma 3, Qwen3)",
+        "edits": [("kernels/rope_kv.cu",
+                   "      x0 *= sInv[h] * w[a];\n      x1 *= sInv[h] * w[b];\n",
+                   "      x0 *= sInv[h];\n      x1 *= sInv[h];\n")],
+        "units": ["kernels/rope_kv.cu"],
+    },
 ]
 
 
