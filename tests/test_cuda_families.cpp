@@ -5,7 +5,7 @@
 //     RMSNorm per head, post-attention/post-FFN norms, sliding-window layers
 //     with their own RoPE base, GeGLU, the embedding scale, NEOX pairs; and
 //     Gemma 2's attention and final soft-caps on top. Logits at every
-//     position of a 100-token prompt (window 24) prefilled in two chunks
+//     position of a 150-token prompt (window 24) prefilled in two chunks
 //     beside a short sequence, then greedy decode steps, equal up to the
 //     first near-tie. The first part runs without a device: it proves that
 //     dropping any one feature (or moving the window by one) moves the CPU's
@@ -95,11 +95,11 @@ void MakeGemmaLike(const Model& m, bool softcaps, ModelConfig* c, ModelWeights* 
 
 // The prompt and the batches every model test runs.
 struct Script {
-  std::vector<llm_token> prompt;  // 100 tokens
-  std::vector<int32_t> ta = {5, 9, 2, 11, 40, 41, 42, 43, 44, 45}, tb = {20, 21};
+  std::vector<llm_token> prompt;  // 150 tokens
+  std::vector<int32_t> ta = {5, 9, 2, 11, 40, 41, 42, 43, 44, 45, 46, 47}, tb = {20, 21};
 };
 
-Script MakeScript(int32_t n_vocab, size_t n = 100) {
+Script MakeScript(int32_t n_vocab, size_t n = 150) {
   Script s;
   s.prompt.resize(n);
   for (size_t i = 0; i < n; ++i) s.prompt[i] = static_cast<llm_token>((i * 37 + 11) % n_vocab);
@@ -127,9 +127,11 @@ double CompareRows(Backend* cpu, Backend* gpu, const Batch& b, int32_t V, const 
   return worst;
 }
 
-// Prefill of the prompt in two chunks (70 + 30 tokens: the prefill kernel
-// reads the first chunk from the pool) with a 5-token sequence beside the
-// second (the decode kernel), logits at every position; then n_steps greedy
+// Prefill of the prompt in two chunks (70 + 80 tokens: the prefill kernel
+// reads the first chunk from the pool, and the second chunk's second query
+// tile starts past a whole key tile of out-of-window keys) with a 5-token
+// sequence beside the second (the decode kernel), logits at every position;
+// then n_steps greedy
 // decode steps of the long sequence, both backends fed the CPU's token while
 // they agree. Returns the worst row error; *agree: steps before the first
 // differing token, which must be a near-tie (see the rule in the body).
@@ -148,18 +150,18 @@ double RunScript(Backend* cpu, Backend* gpu, int32_t V, int n_steps, int* agree)
   {
     std::vector<llm_token> toks(s.prompt.begin() + 70, s.prompt.end());
     toks.insert(toks.end(), {7, 8, 9, 10, 11});
-    const std::vector<BatchSeq> seqs = {{0, 30, 70, s.ta}, {30, 5, 0, s.tb}};
-    std::vector<int32_t> rows(35);
-    for (int i = 0; i < 35; ++i) rows[i] = i;
+    const std::vector<BatchSeq> seqs = {{0, 80, 70, s.ta}, {80, 5, 0, s.tb}};
+    std::vector<int32_t> rows(85);
+    for (int i = 0; i < 85; ++i) rows[i] = i;
     const Batch b{toks, seqs, rows};
     const std::vector<float> want = Run(cpu, b, V), got = Run(gpu, b, V);
-    for (int r = 0; r < 35; ++r) {
+    for (int r = 0; r < 85; ++r) {
       const std::vector<float> w(want.begin() + r * V, want.begin() + (r + 1) * V);
       const std::vector<float> g(got.begin() + r * V, got.begin() + (r + 1) * V);
       const double e = RelL2(g, w);
       EXPECT_LE(e, kRowTol) << "prefill chunk 2 + short sequence: row " << r;
       worst = std::isnan(e) ? 1e30 : std::max(worst, e);
-      if (r == 29) {
+      if (r == 79) {
         last_cpu = w;
         last_gpu = g;
       }
@@ -183,7 +185,7 @@ double RunScript(Backend* cpu, Backend* gpu, int32_t V, int n_steps, int* agree)
     }
     ++*agree;
     const std::vector<llm_token> tok = {tc};
-    const BatchSeq q{0, 1, 100 + step, s.ta};
+    const BatchSeq q{0, 1, 150 + step, s.ta};
     const std::vector<int32_t> row = {0};
     const Batch b{tok, std::span<const BatchSeq>(&q, 1), row};
     last_cpu = Run(cpu, b, V);
@@ -200,8 +202,8 @@ std::vector<float> CpuPrefillLogits(const ModelConfig& c, const ModelWeights& w)
   EXPECT_TRUE(cpu.ok()) << cpu.status().message();
   if (!cpu.ok()) return {};
   Script s = MakeScript(c.n_vocab);
-  BatchSeq q{0, 100, 0, s.ta};
-  std::vector<int32_t> rows = {10, 30, 60, 99};
+  BatchSeq q{0, 150, 0, s.ta};
+  std::vector<int32_t> rows = {10, 30, 60, 99, 149};
   return Run(cpu->get(), Batch{s.prompt, std::span<const BatchSeq>(&q, 1), rows}, c.n_vocab);
 }
 

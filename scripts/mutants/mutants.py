@@ -99,6 +99,15 @@ MUTANTS = [
         "units": ["kernels/attention_decode.cu"],
     },
     {
+        "name": "prefill-tile-skip-past-window",
+        "what": "prefill attention: the first key tile read starts one tile late when the window begins "
+                "inside it (keys of the window's first tile dropped)",
+        "edits": [("kernels/attention_prefill.cu",
+                   "  for (int32_t kb = cta_lo / kBN * kBN; kb < kv_end; kb += kBN) {\n",
+                   "  for (int32_t kb = (cta_lo + kBN - 1) / kBN * kBN; kb < kv_end; kb += kBN) {\n")],
+        "units": ["kernels/attention_prefill.cu"],
+    },
+    {
         "name": "prefill-softcap-dropped",
         "what": "prefill attention: Gemma 2's attention-logit soft-cap not applied to the scores",
         "edits": [("kernels/attention_prefill.cu",
