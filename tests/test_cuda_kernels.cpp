@@ -429,12 +429,16 @@ TEST_F(CudaKernels, RopeStoreKv) {
 struct AttnCase {
   int Hq, Hkv, hd, bs;
   std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
+  int window = 0;        // > 0: sliding window (keys pos - window + 1 .. pos)
+  float softcap = 0.0f;  // > 0: scores capped (Gemma 2)
 };
 
 std::string Describe(const AttnCase& c) {
   std::string s = "Hq " + std::to_string(c.Hq) + " Hkv " + std::to_string(c.Hkv) + " hd " + std::to_string(c.hd) +
                   " bs " + std::to_string(c.bs) + " seqs";
   for (auto [p, n] : c.seqs) s += " (" + std::to_string(p) + "+" + std::to_string(n) + ")";
+  if (c.window > 0) s += " window " + std::to_string(c.window);
+  if (c.softcap > 0) s += " softcap " + std::to_string(c.softcap);
   return s;
 }
 
@@ -498,6 +502,8 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     p.n_head_kv = c.Hkv;
     p.head_dim = c.hd;
     p.scale = scale;
+    p.window = c.window;
+    p.softcap = c.softcap;
     int max_keys = 0;
     for (auto [past, n] : c.seqs) max_keys = std::max(max_keys, past + n);
     const int32_t slots = kind == 1 ? b.n_tok : 4096;
@@ -531,6 +537,8 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     p.n_head_kv = c.Hkv;
     p.head_dim = c.hd;
     p.scale = scale;
+    p.window = c.window;
+    p.softcap = c.softcap;
     LAUNCH_OK(LaunchPrefillAttention(p, 0));
   }
   std::vector<B16> out = d_out.Download();
@@ -543,19 +551,21 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     for (int h = 0; h < c.Hq; ++h) {
       const int g = h / n_rep;
       const B16* qr = q.data() + (static_cast<size_t>(t) * c.Hq + h) * c.hd;
-      std::vector<double> sc(pos + 1);
+      const int lo = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;  // first key seen
+      std::vector<double> sc(pos + 1, 0.0);
       double mx = -1e300;
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = lo; j <= pos; ++j) {
         double dot = 0;
         for (int d = 0; d < c.hd; ++d) dot += F(qr[d]) * static_cast<double>(F(pool[b.Index(1, false, s, j, g, d)]));
         sc[j] = dot * scale;
+        if (c.softcap > 0) sc[j] = c.softcap * std::tanh(sc[j] / c.softcap);
         mx = std::max(mx, sc[j]);
       }
       double sum = 0;
-      for (auto& v : sc) sum += (v = std::exp(v - mx));
+      for (int j = lo; j <= pos; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
       for (int d = 0; d < c.hd; ++d) {
         double acc = 0;
-        for (int j = 0; j <= pos; ++j) acc += sc[j] * F(pool[b.Index(1, true, s, j, g, d)]);
+        for (int j = lo; j <= pos; ++j) acc += sc[j] * F(pool[b.Index(1, true, s, j, g, d)]);
         ref.push_back(acc / sum);
         got.push_back(F(out[(static_cast<size_t>(t) * c.Hq + h) * c.hd + d]));
       }
@@ -619,6 +629,26 @@ TEST_F(CudaKernels, PrefillAttention) {
     }
   RunAttention(AttnCase{8, 2, 128, 32, {{33, 90}, {0, 7}}}, 3, rng_);  // block size 32
   RunAttention(AttnCase{8, 2, 64, 8, {{5, 70}}}, 3, rng_);              // block size 8
+}
+
+// Sliding windows (Gemma, Mistral) and soft-capped scores (Gemma 2), both
+// kernels: windows of one key, shorter than a key tile, and longer
+// than some contexts; the prefill kernel's tiles wholly before a window are
+// skipped (context 200 + 130, window 17); head_dim 256 (Gemma 3) decode only.
+TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {16, 1}, {100, 1}, {1000, 1}, {37, 5}};
+  const std::vector<std::pair<int, int>> ragged = {{0, 65}, {16, 100}, {200, 130}};
+  for (int window : {1, 17, 120})
+    for (float cap : {0.0f, 1.5f}) {
+      for (int rep : {1, 4, 8}) {
+        AttnCase c{2 * rep, 2, rep == 4 ? 128 : 64, 16, decode, window, cap};
+        for (int kind : {0, 4}) RunAttention(c, kind, rng_);
+        AttnCase p{2 * rep, 2, rep == 8 ? 128 : 64, 16, ragged, window, cap};
+        RunAttention(p, 3, rng_);
+      }
+      RunAttention(AttnCase{8, 1, 256, 16, decode, window, cap}, 0, rng_);
+    }
 }
 
 
