@@ -132,7 +132,7 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
   if (kv == nullptr) return InvalidArgument("CUDA backend: KvCacheSpec is NULL");
   // The family list and the features it lacks, shared with the context
   // builder's fallback (cuda_model_support.cpp).
-  if (Status st = CudaSupportsModel(c); !st.ok()) return Unsupported("CUDA backend: " + st.message());
+  if (Status st = CudaSupportsModel(c); !st.ok()) return st;
   if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CUDA backend: negative sliding window");
   if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f))
     return InvalidArgument("CUDA backend: invalid embedding scale or logit soft-cap");
