@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -275,8 +276,9 @@ TEST_P(GemmaOnTiny, LogitsAndGreedyMatchCpu) {
 INSTANTIATE_TEST_SUITE_P(CudaFamilies, GemmaOnTiny, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Gemma2Caps" : "Gemma3"; });
 
-// The families' synthesised shapes (tools/synth), BF16 weights.
-std::unique_ptr<Model> SynthFamily(const char* shape) {
+// The families' synthesised shapes (tools/synth), BF16 weights, as a file
+// the caller removes ("" on failure).
+std::string SynthFamilyFile(const char* shape) {
   const std::string path =
       ::testing::TempDir() + "/llmrt_cudafam_" + std::to_string(::getpid()) + "_" + shape + ".gguf";
   synth::SynthOptions o;
@@ -287,9 +289,15 @@ std::unique_ptr<Model> SynthFamily(const char* shape) {
   o.bias_std = 0.5f;
   const synth::SynthShape* s = synth::FindSynthShape(shape);
   EXPECT_NE(s, nullptr) << shape;
-  if (s == nullptr) return nullptr;
+  if (s == nullptr) return "";
   Status st = synth::WriteSynthModel(*s, o, path);
   EXPECT_TRUE(st.ok()) << st.message();
+  return st.ok() ? path : "";
+}
+
+std::unique_ptr<Model> SynthFamily(const char* shape) {
+  const std::string path = SynthFamilyFile(shape);
+  if (path.empty()) return nullptr;
   auto m = Model::Load(path.c_str());
   std::remove(path.c_str());
   EXPECT_TRUE(m.ok()) << m.status().message();
@@ -363,6 +371,48 @@ TEST(CudaFamilies, ExpertsStayOnTheCpu) {
     std::unique_ptr<Model> m = SynthFamily(shape);
     ASSERT_NE(m, nullptr);
     EXPECT_TRUE(CudaSupportsModel(m->config).ok()) << shape;
+  }
+}
+
+// The same through the C API: with LLM_BACKEND=cuda replacing AUTO, a MoE
+// model gets a CPU context and a dense one a CUDA context; an explicit CUDA
+// request for the MoE model is UNSUPPORTED and says why.
+TEST(CudaFamilies, ContextFallsBackToTheCpuForExperts) {
+  SKIP_WITHOUT_DEVICE();
+  const char* old_env = std::getenv("LLM_BACKEND");
+  const std::string saved = old_env ? old_env : "";
+  setenv("LLM_BACKEND", "cuda", 1);
+  auto backend_of = [](const std::string& path, int32_t backend, llm_status want) {
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    p.model_path = path.c_str();
+    p.backend = backend;
+    p.n_threads = 1;
+    p.n_ctx = 64;
+    p.max_seqs = 2;
+    llm_ctx* ctx = nullptr;
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), want) << llm_last_error();
+    if (ctx == nullptr) return -1;
+    llm_stats st;
+    std::memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    EXPECT_EQ(llm_get_stats(ctx, &st), LLM_OK);
+    llm_ctx_destroy(ctx);
+    return static_cast<int>(st.backend);
+  };
+  const std::string moe = SynthFamilyFile("tiny-mixtral"), dense = SynthFamilyFile("tiny-qwen2");
+  ASSERT_FALSE(moe.empty());
+  ASSERT_FALSE(dense.empty());
+  EXPECT_EQ(backend_of(moe, LLM_BACKEND_AUTO, LLM_OK), LLM_BACKEND_CPU);
+  EXPECT_EQ(backend_of(dense, LLM_BACKEND_AUTO, LLM_OK), LLM_BACKEND_CUDA);
+  EXPECT_EQ(backend_of(moe, LLM_BACKEND_CUDA, LLM_ERR_UNSUPPORTED), -1);
+  EXPECT_NE(std::string(llm_last_error()).find("Mixture-of-Experts"), std::string::npos) << llm_last_error();
+  std::remove(moe.c_str());
+  std::remove(dense.c_str());
+  if (old_env) {
+    setenv("LLM_BACKEND", saved.c_str(), 1);
+  } else {
+    unsetenv("LLM_BACKEND");
   }
 }
 
