@@ -466,7 +466,8 @@ LLM_API llm_status llm_request_init(llm_request* request);
  * Errors: NULL_ARGUMENT (out_ctx), STRUCT_SIZE, INVALID_ARGUMENT, IO (missing
  * file), MODEL_FORMAT (corrupt file), UNSUPPORTED (architecture, tensor type,
  * backend not built; LLM_BACKEND_CUDA for a model the CUDA backend does not
- * run — Gemma 3 runs on the CPU, which AUTO then picks), OUT_OF_MEMORY.
+ * run — Mixture-of-Experts models run on the CPU, which AUTO then picks; the
+ * dense families, Gemma 3 included, run on both), OUT_OF_MEMORY.
  * *out_ctx is set to NULL on failure. */
 LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ctx);
 

@@ -50,13 +50,15 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
   const SeqDesc seq = p.seqs[p.tok_seq[t]];
   const int32_t* table = p.block_tables + seq.table_offset;
   const int32_t n_keys = p.tok_pos[t] + 1;
+  // A sliding window drops the oldest keys: the splits divide [lo, n_keys).
+  const int32_t lo = p.window > 0 && n_keys > p.window ? n_keys - p.window : 0;
   int32_t keys_per_split = p.keys_per_split;
   if (p.dynamic_split) {  // whole tiles, so every split but the last is full
-    const int32_t tiles = (n_keys + kt - 1) / kt;
+    const int32_t tiles = (n_keys - lo + kt - 1) / kt;
     keys_per_split = (tiles + p.n_splits - 1) / p.n_splits * kt;
   }
   // 64-bit: split * keys_per_split may pass 2^31 for the empty trailing splits
-  const int64_t key_begin64 = static_cast<int64_t>(split) * keys_per_split;
+  const int64_t key_begin64 = lo + static_cast<int64_t>(split) * keys_per_split;
   const int32_t key_begin = static_cast<int32_t>(min(key_begin64, static_cast<int64_t>(n_keys)));
   const int32_t key_end = static_cast<int32_t>(min(static_cast<int64_t>(n_keys), key_begin64 + keys_per_split));
   const int32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -74,8 +76,11 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
     return;
   }
 
-  // Queries of the group, pre-scaled so that scores are in log2 units.
-  const float qscale = p.scale * dev::kLog2e;
+  // Queries of the group, pre-scaled so that scores are in log2 units; with
+  // a soft-cap the cap applies to the natural-unit score first.
+  const bool capped = p.softcap > 0.0f;
+  const float qscale = capped ? p.scale : p.scale * dev::kLog2e;
+  const float inv_cap = capped ? 1.0f / p.softcap : 0.0f;
   for (int32_t i = tid; i < n_rep * hd; i += kThreads) {
     const int32_t h = i / hd, d = i % hd;
     sQ[i] = __bfloat162float(p.q[(static_cast<int64_t>(t) * p.n_head + g * n_rep + h) * hd + d]) * qscale;
@@ -138,7 +143,7 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
           acc = fmaf(q[2 * d], kf.x, acc);
           acc = fmaf(q[2 * d + 1], kf.y, acc);
         }
-        s = acc;
+        s = capped ? p.softcap * tanhf(acc * inv_cap) * dev::kLog2e : acc;
       }
       sS[i] = s;
     }
@@ -257,7 +262,8 @@ size_t DecodeAttnWorkspaceBytes(int32_t max_slots, int32_t n_head, int32_t head_
 cudaError_t LaunchDecodeAttention(const DecodeAttnParams& p, void* workspace, size_t workspace_bytes,
                                   cudaStream_t stream) {
   if (p.n_items < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 ||
-      p.head_dim % 2 != 0 || p.head_dim > 256 || p.n_splits < 1 || p.kv.block_size <= 0)
+      p.head_dim % 2 != 0 || p.head_dim > 256 || p.n_splits < 1 || p.kv.block_size <= 0 || p.window < 0 ||
+      !(p.softcap >= 0.0f))
     return cudaErrorInvalidValue;
   const int32_t n_rep = p.n_head / p.n_head_kv, kt = DecodeKeyTile(p.head_dim);
   if (n_rep * p.head_dim > kMaxOutPerThread * kThreads) return cudaErrorInvalidValue;

@@ -5,8 +5,9 @@
 // takes one (item, kv head, split): the n_rep query heads that share the KV
 // head are done together, so each K/V row is read once per query group.
 //
-//   keys of item t: positions [0, pos[t]] of its sequence
-//   split s:        keys [s * keys_per_split, (s + 1) * keys_per_split)
+//   keys of item t: positions [lo, pos[t]] of its sequence, lo = 0, or
+//                   pos[t] - window + 1 on a sliding-window layer
+//   split s:        keys lo + [s * keys_per_split, (s + 1) * keys_per_split)
 //
 // With n_splits > 1 each split leaves its unnormalised output, running max
 // and sum in the workspace and a second kernel combines them.
@@ -32,6 +33,8 @@ struct DecodeAttnParams {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;               // even, <= 256
   float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
+  int32_t window = 0;                 // > 0: a query at position p sees keys p - window + 1 .. p only
+  float softcap = 0.0f;               // > 0: scaled scores s -> softcap * tanh(s / softcap) (Gemma 2)
   int32_t n_splits = 1;               // from PlanDecodeAttention
   int32_t keys_per_split = 0;         // multiple of DecodeKeyTile(head_dim); ignored when dynamic_split
   // 1: each item divides its own keys (tok_pos[t] + 1) over the n_splits in

@@ -52,14 +52,21 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
   const int32_t lim1 = r1 < n_q ? s.n_past + w.q0 + r1 : -1;
   const int32_t warp_rows = min(16, n_q - warp * 16);  // rows of this warp inside the sequence (may be <= 0)
   const int32_t warp_lim = warp_rows > 0 ? s.n_past + w.q0 + warp * 16 + warp_rows - 1 : -1;
-  const float sl2 = p.scale * dev::kLog2e;
+  // First key each row may see (sliding window; 0 without one). Rows past
+  // the sequence see nothing either way (lim = -1).
+  const int32_t win = p.window;
+  const int32_t lo0 = win > 0 ? lim0 - win + 1 : 0, lo1 = win > 0 ? lim1 - win + 1 : 0;
+  const int32_t warp_lo = win > 0 ? s.n_past + w.q0 + warp * 16 - win + 1 : 0;  // the warp's first row's
+  const int32_t cta_lo = win > 0 ? max(0, s.n_past + w.q0 - win + 1) : 0;
+  const bool capped = p.softcap > 0.0f;
+  const float sl2 = p.scale * dev::kLog2e, inv_cap = capped ? 1.0f / p.softcap : 0.0f;
 
   float o[HD / 8][4];
 #pragma unroll
   for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float m0 = dev::kNegInf, m1 = dev::kNegInf, l0 = 0.0f, l1 = 0.0f;
 
-  for (int32_t kb = 0; kb < kv_end; kb += kBN) {
+  for (int32_t kb = cta_lo / kBN * kBN; kb < kv_end; kb += kBN) {
     __syncthreads();  // Q fragments loaded / previous tile consumed
     // ---- K tile (key-major) and V tile (transposed) -> shared; keys >= kv_end are zeros
     for (int32_t c = tid; c < kBN * CH; c += kThreads) {
@@ -82,6 +89,7 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
     }
     __syncthreads();
     if (kb > warp_lim) continue;  // every key of this tile is in the future of this warp's rows
+    if (kb + kBN <= warp_lo) continue;  // every key of this tile is before this warp's windows
 
     // ---- S = Q K^T (16 x 64 per warp)
     float sc[kBN / 8][4];
@@ -101,8 +109,9 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int32_t key = kb + nt * 8 + 2 * c4 + (e & 1);
-        const bool ok = key <= (e < 2 ? lim0 : lim1);
-        sc[nt][e] = ok ? sc[nt][e] * sl2 : dev::kNegInf;
+        const bool ok = key <= (e < 2 ? lim0 : lim1) && key >= (e < 2 ? lo0 : lo1);
+        const float v = capped ? p.softcap * tanhf(sc[nt][e] * p.scale * inv_cap) * dev::kLog2e : sc[nt][e] * sl2;
+        sc[nt][e] = ok ? v : dev::kNegInf;
       }
       mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
       mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
@@ -178,7 +187,7 @@ bool PrefillAttentionSupports(int32_t head_dim) { return head_dim == 64 || head_
 
 cudaError_t LaunchPrefillAttention(const PrefillAttnParams& p, cudaStream_t stream) {
   if (p.n_work < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head > 65535 ||
-      !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0)
+      !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0 || p.window < 0 || !(p.softcap >= 0.0f))
     return cudaErrorInvalidValue;
   if (p.n_work == 0) return cudaSuccess;
   const dim3 grid(p.n_work, p.n_head);

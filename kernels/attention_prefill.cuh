@@ -7,7 +7,8 @@
 // Work items are (sequence, first query of a 64-query tile); the CTA of item
 // w and query head h covers queries [q0, q0 + 64) of that sequence and keys
 // [0, n_past + min(q0 + 64, n_tokens)), each query seeing keys up to its own
-// position.
+// position (on a sliding-window layer only the last `window` of them: key
+// tiles wholly before the first query's window are skipped).
 #pragma once
 
 #include "common.cuh"
@@ -33,6 +34,8 @@ struct PrefillAttnParams {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;             // 64 or 128
   float scale = 0.0f;
+  int32_t window = 0;               // > 0: a query at position p sees keys p - window + 1 .. p only
+  float softcap = 0.0f;             // > 0: scaled scores s -> softcap * tanh(s / softcap) (Gemma 2)
 };
 
 bool PrefillAttentionSupports(int32_t head_dim);

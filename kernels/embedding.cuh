@@ -1,4 +1,4 @@
-// Embedding gather: out[t] = float(table[tokens[t]]).
+// Embedding gather: out[t] = float(table[tokens[t]]) * scale (Gemma: sqrt(n_embd)).
 #pragma once
 
 #include "common.cuh"
@@ -9,6 +9,6 @@ namespace llm::cuda {
 // A token id outside [0, n_vocab) (the host validates; this is a guard)
 // gives a row of NaN rather than an out-of-range read.
 cudaError_t LaunchEmbedding(const bf16* table, int32_t n_vocab, int32_t n_embd, const int32_t* tokens,
-                            int32_t n_tok, float* out, cudaStream_t stream);
+                            int32_t n_tok, float* out, cudaStream_t stream, float scale = 1.0f);
 
 }  // namespace llm::cuda

@@ -32,7 +32,29 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One row per block, in place: y = y / sqrt(mean(y²) + eps) * weight. F32
+// throughout: the normed sub-block output is added to the residual stream
+// next, never rounded to BF16 first (the CPU backend's AddNormedRows).
+__global__ void __launch_bounds__(kThreads)
+    RmsNormInPlaceKernel(float* __restrict__ y, const float* __restrict__ weight, int32_t n_embd, float eps) {
+  __shared__ float scratch[32];
+  float* yr = y + static_cast<int64_t>(blockIdx.x) * n_embd;
+  float ss = 0.0f;
+  for (int32_t j = threadIdx.x; j < n_embd; j += kThreads) ss += yr[j] * yr[j];
+  ss = dev::BlockSum(ss, scratch);
+  const float inv = rsqrtf(ss / static_cast<float>(n_embd) + eps);
+  for (int32_t j = threadIdx.x; j < n_embd; j += kThreads) yr[j] = yr[j] * inv * weight[j];
+}
+
 }  // namespace
+
+cudaError_t LaunchRmsNormInPlace(float* y, const float* weight, int32_t n_rows, int32_t n_embd, float eps,
+                                 cudaStream_t stream) {
+  if (n_rows < 0 || n_embd <= 0 || !(eps >= 0.0f)) return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  LLM_LAUNCH(RmsNormInPlaceKernel, n_rows, kThreads, 0, stream, y, weight, n_embd, eps);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchAddRmsNorm(float* x, const float* delta, const float* weight, const int32_t* rows,
                              int32_t n_rows, int32_t n_embd, float eps, bf16* out, cudaStream_t stream) {

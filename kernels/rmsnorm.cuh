@@ -1,4 +1,4 @@
-// RMSNorm fused with the residual add.
+// RMSNorm fused with the residual add; RMSNorm in place (post-norms).
 #pragma once
 
 #include "common.cuh"
@@ -15,5 +15,11 @@ namespace llm::cuda {
 // With `rows` (pick the rows whose logits are wanted) x is left unchanged.
 cudaError_t LaunchAddRmsNorm(float* x, const float* delta, const float* weight, const int32_t* rows,
                              int32_t n_rows, int32_t n_embd, float eps, bf16* out, cudaStream_t stream);
+
+// Gemma's post-norms (post_attention_norm, post_ffw_norm): a sub-block's
+// output normed in place before the next LaunchAddRmsNorm adds it,
+//   y[i] = y[i] / sqrt(mean(y[i]²) + eps) * weight       y: (n_rows, n_embd) F32
+cudaError_t LaunchRmsNormInPlace(float* y, const float* weight, int32_t n_rows, int32_t n_embd, float eps,
+                                 cudaStream_t stream);
 
 }  // namespace llm::cuda

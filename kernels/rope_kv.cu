@@ -5,13 +5,13 @@ namespace llm::cuda {
 namespace {
 
 __global__ void RopeAnglesKernel(const int32_t* __restrict__ pos, int32_t n_pairs, const double* __restrict__ inv_freq,
-                                 float* __restrict__ cos_sin) {
+                                 double magnitude, float* __restrict__ cos_sin) {
   const int64_t t = blockIdx.x;
   for (int32_t i = threadIdx.x; i < n_pairs; i += blockDim.x) {
     double s, c;
     sincos(static_cast<double>(pos[t]) * inv_freq[i], &s, &c);
-    cos_sin[(t * n_pairs + i) * 2 + 0] = static_cast<float>(c);
-    cos_sin[(t * n_pairs + i) * 2 + 1] = static_cast<float>(s);
+    cos_sin[(t * n_pairs + i) * 2 + 0] = static_cast<float>(c * magnitude);
+    cos_sin[(t * n_pairs + i) * 2 + 1] = static_cast<float>(s * magnitude);
   }
 }
 
@@ -34,9 +34,17 @@ __device__ __forceinline__ bool PairOf(int32_t i, int32_t n_pairs, int32_t neox,
   return false;
 }
 
-// One block per token. Items: (n_head + n_head_kv) heads x head_dim/2 pairs
-// of q and k, then n_head_kv x head_dim values of v.
+// Value e of q | k | v row `src` with the bias added (Qwen2), before any norm.
+__device__ __forceinline__ float Biased(const float* src, const float* bias, int64_t e) {
+  return bias ? src[e] + bias[e] : src[e];
+}
+
+// One block per token. With q/k norms, first one thread per q and k head
+// finds its 1 / rms (sInv: (n_head + n_head_kv) F32 dynamic shared memory).
+// Items: (n_head + n_head_kv) heads x head_dim/2 pairs of q and k, then
+// n_head_kv x head_dim values of v.
 __global__ void RopeStoreKvKernel(RopeKvParams p) {
+  LLM_DYNAMIC_SMEM(float, sInv);
   const int32_t t = blockIdx.x;
   const int32_t hd = p.head_dim, half = hd / 2;
   const int64_t row = static_cast<int64_t>(p.n_head + 2 * p.n_head_kv) * hd;
@@ -49,13 +57,30 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
                        static_cast<int64_t>(pos % p.kv.block_size) * hd;  // + h * block_size * hd
   const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * hd;
 
+  const bool norm = p.q_norm != nullptr;
+  if (norm) {
+    for (int32_t h = threadIdx.x; h < p.n_head + p.n_head_kv; h += blockDim.x) {
+      float ss = 0.0f;
+      for (int32_t d = 0; d < hd; ++d) {
+        const float v = Biased(src, p.bias, static_cast<int64_t>(h) * hd + d);
+        ss += v * v;
+      }
+      sInv[h] = rsqrtf(ss / static_cast<float>(hd) + p.eps);
+    }
+    __syncthreads();
+  }
   const int32_t n_rot = (p.n_head + p.n_head_kv) * half;
   for (int32_t j = threadIdx.x; j < n_rot; j += blockDim.x) {
     const int32_t h = j / half, i = j % half;
     int32_t a, b;
     const bool rot = PairOf(i, p.n_pairs, p.neox, &a, &b);
-    const float* x = src + static_cast<int64_t>(h) * hd;  // q heads, then k heads (contiguous)
-    float x0 = x[a], x1 = x[b];
+    const int64_t e = static_cast<int64_t>(h) * hd;  // q heads, then k heads (contiguous)
+    float x0 = Biased(src, p.bias, e + a), x1 = Biased(src, p.bias, e + b);
+    if (norm) {
+      const float* w = h < p.n_head ? p.q_norm : p.k_norm;
+      x0 *= sInv[h] * w[a];
+      x1 *= sInv[h] * w[b];
+    }
     if (rot) {
       const float c = cs[2 * i], sn = cs[2 * i + 1];
       const float y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
@@ -73,28 +98,32 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
     }
   }
   const float* v = src + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd;
+  const float* vb = p.bias ? p.bias + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd : nullptr;
   for (int32_t j = threadIdx.x; j < p.n_head_kv * hd; j += blockDim.x) {
     const int32_t h = j / hd, d = j % hd;
-    p.kv.v[slot + h * head_stride + d] = __float2bfloat16_rn(v[j]);
+    p.kv.v[slot + h * head_stride + d] = __float2bfloat16_rn(Biased(v, vb, j));
   }
 }
 
 }  // namespace
 
 cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* inv_freq, int32_t n_pairs,
-                             float* cos_sin, cudaStream_t stream) {
-  if (n_tok < 0 || n_pairs <= 0) return cudaErrorInvalidValue;
+                             float* cos_sin, cudaStream_t stream, double magnitude) {
+  if (n_tok < 0 || n_pairs <= 0 || !(magnitude > 0.0)) return cudaErrorInvalidValue;
   if (n_tok == 0) return cudaSuccess;
-  LLM_LAUNCH(RopeAnglesKernel, n_tok, 64, 0, stream, pos, n_pairs, inv_freq, cos_sin);
+  LLM_LAUNCH(RopeAnglesKernel, n_tok, 64, 0, stream, pos, n_pairs, inv_freq, magnitude, cos_sin);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
   if (p.n_tok < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0 || p.head_dim % 2 != 0 ||
-      p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0)
+      p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0 ||
+      (p.q_norm == nullptr) != (p.k_norm == nullptr) || !(p.eps >= 0.0f))
     return cudaErrorInvalidValue;
   if (p.n_tok == 0) return cudaSuccess;
-  LLM_LAUNCH(RopeStoreKvKernel, p.n_tok, 128, 0, stream, p);
+  const size_t smem = p.q_norm ? static_cast<size_t>(p.n_head + p.n_head_kv) * sizeof(float) : 0;
+  if (smem > 48 * 1024) return cudaErrorInvalidValue;
+  LLM_LAUNCH(RopeStoreKvKernel, p.n_tok, 128, smem, stream, p);
   return cudaGetLastError();
 }
 

@@ -14,11 +14,12 @@
 
 namespace llm::cuda {
 
-// cos_sin[t][i] = {cos, sin}(pos[t] * inv_freq[i]), computed in double as the
-// CPU backend does. pos: (n_tok); inv_freq: (n_pairs) F64 (scaling applied);
+// cos_sin[t][i] = {cos, sin}(pos[t] * inv_freq[i]) * magnitude, computed in
+// double as the CPU backend does. pos: (n_tok); inv_freq: (n_pairs) F64
+// (scaling applied); magnitude: YaRN's attention factor (1 otherwise);
 // cos_sin: (n_tok, n_pairs, 2) F32.
 cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* inv_freq, int32_t n_pairs,
-                             float* cos_sin, cudaStream_t stream);
+                             float* cos_sin, cudaStream_t stream, double magnitude = 1.0);
 
 struct RopeKvParams {
   const float* qkv = nullptr;       // (n_tok, (n_head + 2 n_head_kv) * head_dim) F32: q | k | v of each token
@@ -35,6 +36,11 @@ struct RopeKvParams {
   int32_t head_dim = 0;             // even
   int32_t n_pairs = 0;              // rope_dim / 2, 1 .. head_dim / 2
   int32_t neox = 0;                 // 0: interleaved pairs, 1: rotate-half pairs
+  // Family extras, applied in the CPU backend's order (bias, norm, RoPE):
+  const float* bias = nullptr;      // (q_dim + 2 kv_dim) F32 or null: added to q | k | v (Qwen2)
+  const float* q_norm = nullptr;    // (head_dim) F32 or null: RMSNorm of each query head (Gemma 3, Qwen3)
+  const float* k_norm = nullptr;    // (head_dim) F32; null exactly when q_norm is
+  float eps = 0.0f;                 // the q/k norms' epsilon
 };
 
 cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream);

@@ -33,6 +33,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "rope_kv.cuh"
 #include "sampling.cuh"
 #include "silu_mul.cuh"
+#include "softcap.cuh"
 #include "sample/sampler.h"
 #include "util/fp16.h"
 
@@ -225,6 +226,77 @@ TEST_F(CudaKernels, SiluMul) {
   EXPECT_LT(RelL2(got, ref), 1e-2);
 }
 
+// ================================================================ family elementwise ops
+//
+// Gemma's: the embedding scale, GeGLU (the CPU backend's tanh gelu), the
+// post-norms' in-place RMSNorm, the final logit soft-cap. Outputs start as
+// the emulator's NaN poison (fresh device memory) except where in place.
+TEST_F(CudaKernels, FamilyElementwiseOps) {
+  SCOPED_TRACE(Seed());
+  {  // embedding * scale
+    const int V = 300, E = 640, T = 9;
+    const float scale = std::sqrt(640.0f);
+    std::vector<B16> table = RandomBf16(static_cast<size_t>(V) * E);
+    std::vector<int32_t> tok(T);
+    for (auto& t : tok) t = Uniform(0, V - 1);
+    Dev<B16> d_table(table.size());
+    Dev<int32_t> d_tok(T);
+    Dev<float> d_out(static_cast<size_t>(T) * E);
+    d_table.Upload(table);
+    d_tok.Upload(tok);
+    LAUNCH_OK(LaunchEmbedding(reinterpret_cast<const bf16*>(d_table.get()), V, E, d_tok.get(), T, d_out.get(), 0,
+                              scale));
+    std::vector<float> out = d_out.Download();
+    for (int t = 0; t < T; ++t)
+      for (int e = 0; e < E; ++e)
+        ASSERT_EQ(out[t * E + e], F(table[static_cast<size_t>(tok[t]) * E + e]) * scale) << t << "," << e;
+  }
+  {  // gelu_tanh(gate) * up
+    const int T = 7, Fd = 777;
+    std::vector<float> gu = RandomF32(static_cast<size_t>(T) * 2 * Fd, 3.0f);
+    Dev<float> d_gu(gu.size());
+    Dev<B16> d_out(static_cast<size_t>(T) * Fd);
+    d_gu.Upload(gu);
+    LAUNCH_OK(LaunchSiluMul(d_gu.get(), T, Fd, reinterpret_cast<bf16*>(d_out.get()), 0, /*gelu=*/true));
+    std::vector<B16> out = d_out.Download();
+    std::vector<double> got, ref;
+    for (int t = 0; t < T; ++t)
+      for (int f = 0; f < Fd; ++f) {
+        const double g = gu[t * 2 * Fd + f], u = gu[t * 2 * Fd + Fd + f];
+        ref.push_back(0.5 * g * (1.0 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u);
+        got.push_back(F(out[t * Fd + f]));
+      }
+    EXPECT_LT(RelL2(got, ref), 1e-2);
+  }
+  {  // in-place RMSNorm (post-norms), F32 throughout
+    const int T = 5, E = 1152;
+    const float eps = 1e-6f;
+    std::vector<float> y = RandomF32(static_cast<size_t>(T) * E, 4.0f), w = RandomF32(E, 0.3f);
+    for (auto& v : w) v += 1.0f;
+    Dev<float> d_y(y.size()), d_w(E);
+    d_y.Upload(y);
+    d_w.Upload(w);
+    LAUNCH_OK(LaunchRmsNormInPlace(d_y.get(), d_w.get(), T, E, eps, 0));
+    std::vector<float> out = d_y.Download();
+    for (int t = 0; t < T; ++t) {
+      double ss = 0;
+      for (int e = 0; e < E; ++e) ss += static_cast<double>(y[t * E + e]) * y[t * E + e];
+      const double inv = 1.0 / std::sqrt(ss / E + eps);
+      for (int e = 0; e < E; ++e) ASSERT_NEAR(out[t * E + e], y[t * E + e] * inv * w[e], 1e-4) << t << "," << e;
+    }
+  }
+  {  // final soft-cap
+    std::vector<float> x = RandomF32(100003, 40.0f);
+    Dev<float> d_x(x.size());
+    d_x.Upload(x);
+    LAUNCH_OK(LaunchSoftcap(d_x.get(), static_cast<int64_t>(x.size()), 30.0f, 0));
+    std::vector<float> out = d_x.Download();
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(out[i], 30.0 * std::tanh(x[i] / 30.0), 1e-4) << i;
+  }
+  EXPECT_EQ(LaunchSoftcap(nullptr, 10, 0.0f, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchRmsNormInPlace(nullptr, nullptr, 1, 0, 1e-6f, 0), cudaErrorInvalidValue);
+}
+
 // ================================================================ argmax
 
 TEST_F(CudaKernels, Argmax) {
@@ -336,15 +408,24 @@ struct PagedBatch {
 
 TEST_F(CudaKernels, RopeStoreKv) {
   SCOPED_TRACE(Seed());
-  struct Case { int Hq, Hkv, hd, n_pairs, neox; };
-  for (const Case& k : {Case{8, 2, 64, 32, 0}, Case{32, 8, 128, 64, 0}, Case{4, 4, 128, 32, 0}, Case{8, 1, 64, 32, 1},
-                        Case{8, 4, 8, 4, 0}}) {
+  // extras: q/k/v biases (Qwen2) and per-head q/k RMSNorm (Gemma 3, Qwen3)
+  // before the rotation; Gemma 3 270M's heads (4 x 256 over 1 KV head) and
+  // a partial rotary with norms among them.
+  struct Case { int Hq, Hkv, hd, n_pairs, neox, extras; };
+  for (const Case& k : {Case{8, 2, 64, 32, 0, 0}, Case{32, 8, 128, 64, 0, 0}, Case{4, 4, 128, 32, 0, 0},
+                        Case{8, 1, 64, 32, 1, 0}, Case{8, 4, 8, 4, 0, 0}, Case{4, 1, 256, 128, 1, 1},
+                        Case{8, 2, 32, 12, 1, 1}, Case{8, 2, 64, 32, 0, 1}}) {
     SCOPED_TRACE("Hq " + std::to_string(k.Hq) + " Hkv " + std::to_string(k.Hkv) + " hd " + std::to_string(k.hd) +
-                 " pairs " + std::to_string(k.n_pairs) + " neox " + std::to_string(k.neox));
+                 " pairs " + std::to_string(k.n_pairs) + " neox " + std::to_string(k.neox) + " extras " +
+                 std::to_string(k.extras));
     PagedBatch b{k.Hq, k.Hkv, k.hd, 16, {{15, 1}, {16, 17}, {0, 33}, {31, 2}}};
     b.Build(rng_);
     const int row = (k.Hq + 2 * k.Hkv) * k.hd, P = k.n_pairs;
     std::vector<float> qkv = RandomF32(static_cast<size_t>(b.n_tok) * row);
+    std::vector<float> bias = RandomF32(row, 0.5f), qn = RandomF32(k.hd, 0.3f), kn = RandomF32(k.hd, 0.3f);
+    for (auto& v : qn) v += 1.0f;
+    for (auto& v : kn) v += 1.0f;
+    const float eps = 1e-6f;
     ModelConfig c;
     c.head_dim = k.hd;
     c.rope_dim = 2 * P;
@@ -354,7 +435,10 @@ TEST_F(CudaKernels, RopeStoreKv) {
     std::vector<float> cs(static_cast<size_t>(b.n_tok) * P * 2);
     for (int t = 0; t < b.n_tok; ++t) cpu_rope->Angles(b.tok_pos[t], cs.data() + t * P * 2);
 
-    Dev<float> d_qkv(qkv.size()), d_cs(cs.size());
+    Dev<float> d_qkv(qkv.size()), d_cs(cs.size()), d_bias(bias.size()), d_qn(k.hd), d_kn(k.hd);
+    d_bias.Upload(bias);
+    d_qn.Upload(qn);
+    d_kn.Upload(kn);
     Dev<int32_t> d_seq(b.n_tok), d_pos(b.n_tok), d_tab(b.tables.size());
     Dev<SeqDesc> d_desc(b.desc.size());
     Dev<B16> d_q(static_cast<size_t>(b.n_tok) * k.Hq * k.hd), d_pool(b.n_blocks * b.layout.block_stride());
@@ -382,6 +466,12 @@ TEST_F(CudaKernels, RopeStoreKv) {
     p.head_dim = k.hd;
     p.n_pairs = P;
     p.neox = k.neox;
+    if (k.extras) {
+      p.bias = d_bias.get();
+      p.q_norm = d_qn.get();
+      p.k_norm = d_kn.get();
+      p.eps = eps;
+    }
     LAUNCH_OK(LaunchRopeStoreKv(p, 0));
     std::vector<B16> q = d_q.Download(), pool = d_pool.Download();
 
@@ -390,6 +480,16 @@ TEST_F(CudaKernels, RopeStoreKv) {
     for (int t = 0; t < b.n_tok; ++t) {
       std::vector<float> x(qkv.begin() + static_cast<int64_t>(t) * row, qkv.begin() + static_cast<int64_t>(t + 1) * row);
       const float* c2 = cs.data() + t * P * 2;
+      if (k.extras) {  // the CPU backend's order: bias, per-head norm, rotation
+        for (int i = 0; i < row; ++i) x[i] += bias[i];
+        for (int h = 0; h < k.Hq + k.Hkv; ++h) {
+          float* v = x.data() + h * k.hd;
+          double ss = 0;
+          for (int d = 0; d < k.hd; ++d) ss += static_cast<double>(v[d]) * v[d];
+          const double inv = 1.0 / std::sqrt(ss / k.hd + eps);
+          for (int d = 0; d < k.hd; ++d) v[d] = static_cast<float>(v[d] * inv * (h < k.Hq ? qn[d] : kn[d]));
+        }
+      }
       if (!k.neox) {
         cpu_rope->Apply(c2, x.data(), k.Hq + k.Hkv, k.hd);  // the CPU backend's own rotation
       } else {
@@ -429,12 +529,16 @@ TEST_F(CudaKernels, RopeStoreKv) {
 struct AttnCase {
   int Hq, Hkv, hd, bs;
   std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
+  int window = 0;        // > 0: sliding window (keys pos - window + 1 .. pos)
+  float softcap = 0.0f;  // > 0: scores capped (Gemma 2)
 };
 
 std::string Describe(const AttnCase& c) {
   std::string s = "Hq " + std::to_string(c.Hq) + " Hkv " + std::to_string(c.Hkv) + " hd " + std::to_string(c.hd) +
                   " bs " + std::to_string(c.bs) + " seqs";
   for (auto [p, n] : c.seqs) s += " (" + std::to_string(p) + "+" + std::to_string(n) + ")";
+  if (c.window > 0) s += " window " + std::to_string(c.window);
+  if (c.softcap > 0) s += " softcap " + std::to_string(c.softcap);
   return s;
 }
 
@@ -498,6 +602,8 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     p.n_head_kv = c.Hkv;
     p.head_dim = c.hd;
     p.scale = scale;
+    p.window = c.window;
+    p.softcap = c.softcap;
     int max_keys = 0;
     for (auto [past, n] : c.seqs) max_keys = std::max(max_keys, past + n);
     const int32_t slots = kind == 1 ? b.n_tok : 4096;
@@ -531,6 +637,8 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     p.n_head_kv = c.Hkv;
     p.head_dim = c.hd;
     p.scale = scale;
+    p.window = c.window;
+    p.softcap = c.softcap;
     LAUNCH_OK(LaunchPrefillAttention(p, 0));
   }
   std::vector<B16> out = d_out.Download();
@@ -543,19 +651,21 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
     for (int h = 0; h < c.Hq; ++h) {
       const int g = h / n_rep;
       const B16* qr = q.data() + (static_cast<size_t>(t) * c.Hq + h) * c.hd;
-      std::vector<double> sc(pos + 1);
+      const int lo = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;  // first key seen
+      std::vector<double> sc(pos + 1, 0.0);
       double mx = -1e300;
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = lo; j <= pos; ++j) {
         double dot = 0;
         for (int d = 0; d < c.hd; ++d) dot += F(qr[d]) * static_cast<double>(F(pool[b.Index(1, false, s, j, g, d)]));
         sc[j] = dot * scale;
+        if (c.softcap > 0) sc[j] = c.softcap * std::tanh(sc[j] / c.softcap);
         mx = std::max(mx, sc[j]);
       }
       double sum = 0;
-      for (auto& v : sc) sum += (v = std::exp(v - mx));
+      for (int j = lo; j <= pos; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
       for (int d = 0; d < c.hd; ++d) {
         double acc = 0;
-        for (int j = 0; j <= pos; ++j) acc += sc[j] * F(pool[b.Index(1, true, s, j, g, d)]);
+        for (int j = lo; j <= pos; ++j) acc += sc[j] * F(pool[b.Index(1, true, s, j, g, d)]);
         ref.push_back(acc / sum);
         got.push_back(F(out[(static_cast<size_t>(t) * c.Hq + h) * c.hd + d]));
       }
@@ -619,6 +729,26 @@ TEST_F(CudaKernels, PrefillAttention) {
     }
   RunAttention(AttnCase{8, 2, 128, 32, {{33, 90}, {0, 7}}}, 3, rng_);  // block size 32
   RunAttention(AttnCase{8, 2, 64, 8, {{5, 70}}}, 3, rng_);              // block size 8
+}
+
+// Sliding windows (Gemma, Mistral) and soft-capped scores (Gemma 2), both
+// kernels: windows of one key, shorter than a key tile, and longer
+// than some contexts; the prefill kernel's tiles wholly before a window are
+// skipped (context 200 + 130, window 17); head_dim 256 (Gemma 3) decode only.
+TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {16, 1}, {100, 1}, {1000, 1}, {37, 5}};
+  const std::vector<std::pair<int, int>> ragged = {{0, 65}, {16, 100}, {200, 130}};
+  for (int window : {1, 17, 120})
+    for (float cap : {0.0f, 1.5f}) {
+      for (int rep : {1, 4, 8}) {
+        AttnCase c{2 * rep, 2, rep == 4 ? 128 : 64, 16, decode, window, cap};
+        for (int kind : {0, 4}) RunAttention(c, kind, rng_);
+        AttnCase p{2 * rep, 2, rep == 8 ? 128 : 64, 16, ragged, window, cap};
+        RunAttention(p, 3, rng_);
+      }
+      RunAttention(AttnCase{8, 1, 256, 16, decode, window, cap}, 0, rng_);
+    }
 }
 
 

@@ -125,6 +125,40 @@ MUTANTS = [
                    "  while (p + 1 < w.n_parts && r > w.part[p].rows) r -= w.part[p++].rows;\n")],
         "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
     },
+    {
+        "name": "window-off-by-one",
+        "what": "decode attention: a sliding-window layer's query sees one key more than its window "
+                "(lo = n_keys - window - 1)",
+        "edits": [("kernels/attention_decode.cu",
+                   "  const int32_t lo = p.window > 0 && n_keys > p.window ? n_keys - p.window : 0;\n",
+                   "  const int32_t lo = p.window > 0 && n_keys > p.window + 1 ? n_keys - p.window - 1 : 0;\n")],
+        "units": ["kernels/attention_decode.cu"],
+    },
+    {
+        "name": "prefill-tile-skip-past-window",
+        "what": "prefill attention: the first key tile read starts one tile late when the window begins "
+                "inside it (keys of the window's first tile dropped)",
+        "edits": [("kernels/attention_prefill.cu",
+                   "  for (int32_t kb = cta_lo / kBN * kBN; kb < kv_end; kb += kBN) {\n",
+                   "  for (int32_t kb = (cta_lo + kBN - 1) / kBN * kBN; kb < kv_end; kb += kBN) {\n")],
+        "units": ["kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "prefill-softcap-dropped",
+        "what": "prefill attention: Gemma 2's attention-logit soft-cap not applied to the scores",
+        "edits": [("kernels/attention_prefill.cu",
+                   "  const bool capped = p.softcap > 0.0f;\n",
+                   "  const bool capped = false;\n")],
+        "units": ["kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "qk-norm-weight-dropped",
+        "what": "RoPE + KV store: q/k heads RMS-normed without their norm weights (Gemma 3, Qwen3)",
+        "edits": [("kernels/rope_kv.cu",
+                   "      x0 *= sInv[h] * w[a];\n      x1 *= sInv[h] * w[b];\n",
+                   "      x0 *= sInv[h];\n      x1 *= sInv[h];\n")],
+        "units": ["kernels/rope_kv.cu"],
+    },
 ]
 
 

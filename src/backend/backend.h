@@ -160,6 +160,12 @@ struct CudaBackendOptions {
 // Usable CUDA devices (0 without CUDA support, without a driver, or on error).
 int CudaDeviceCount();
 
+// Whether the CUDA backend runs this model: OK, or UNSUPPORTED saying which
+// feature it lacks (today: Mixture-of-Experts layers). Every build answers,
+// so the context builder can fall back to the CPU before loading anything
+// onto a device; CreateCudaBackend refuses such a model with the same message.
+Status CudaSupportsModel(const ModelConfig& config);
+
 // The CUDA backend: weights uploaded once as BF16 (block-quantized types are
 // dequantized on the host at upload), KV pool in device memory (BF16), logits
 // copied back to `logits` (host) by Forward. `kv` is in/out: on return

@@ -41,16 +41,16 @@ StatusOr<int32_t> ChooseBackend(int32_t requested, int32_t override_kind) {
   return kind;
 }
 
-// The CUDA backend runs the Llama block only; other architectures (Gemma,
-// Qwen, Phi-3) and llama files with q/k/v biases, experts, YaRN or a RoPE
-// attention factor (rope.scaling.attn_factor, which its RoPE does not apply)
-// run on the CPU backend when the caller left the choice to us (AUTO) and are refused
-// for an explicit CUDA.
+// The CUDA backend runs the dense families (Llama, Mistral, Qwen2, Qwen3,
+// Phi-3, Gemma 2, Gemma 3); what it does not run (CudaSupportsModel says
+// which feature: Mixture-of-Experts today) runs on the CPU backend when the
+// caller left the choice to us (AUTO) and is refused for an explicit CUDA,
+// with that reason in the message.
 StatusOr<int32_t> FitBackendToModel(int32_t requested, int32_t kind, const ModelConfig& mc) {
-  const bool cuda_runs = mc.arch_kind == ModelArch::kLlama && !mc.qkv_bias && mc.n_expert == 0 &&
-                         mc.rope_scaling.type != RopeScalingType::kYarn && mc.rope_attn_factor == 1.0f;
-  if (kind != LLM_BACKEND_CUDA || cuda_runs) return kind;
-  if (requested == LLM_BACKEND_CUDA) return Unsupported("the CUDA backend does not run this '" + mc.arch + "' model (CPU only)");
+  if (kind != LLM_BACKEND_CUDA) return kind;
+  const Status st = CudaSupportsModel(mc);
+  if (st.ok()) return kind;
+  if (requested == LLM_BACKEND_CUDA) return Unsupported("LLM_BACKEND_CUDA: " + st.message() + " (CPU only)");
   return LLM_BACKEND_CPU;
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "attention_decode.cuh"
 #include "model/rope_freq.h"
@@ -59,18 +60,40 @@ Status UploadNorm(const WeightView& w, int64_t n, DeviceBuffer* out, const std::
   return Status::Ok();
 }
 
+// Qwen2's q, k and v biases, end to end as the fused QKV GEMM's output
+// columns lie: (q_dim + 2 kv_dim) F32.
+Status UploadBiases(const LayerWeights& L, int64_t q, int64_t kv, DeviceBuffer* out, const std::string& p) {
+  std::vector<float> v(static_cast<size_t>(q + 2 * kv));
+  int64_t at = 0;
+  for (auto [w, n, name] : {std::tuple{&L.bq, q, "attn_q.bias"}, std::tuple{&L.bk, kv, "attn_k.bias"},
+                            std::tuple{&L.bv, kv, "attn_v.bias"}}) {
+    if (w->empty() || w->rows * w->cols != n || (w->rows != 1 && w->cols != 1))
+      return InvalidArgument("CUDA backend: bias " + p + name + " missing or not of size " + std::to_string(n));
+    if (w->type != TensorType::F32 && w->type != TensorType::F16 && w->type != TensorType::BF16)
+      return Unsupported("CUDA backend: bias " + p + name + " must be F32, F16 or BF16");
+    WeightView row = *w;
+    row.rows = 1;
+    row.cols = n;
+    cpu::DequantizeRow(row, 0, v.data() + at);
+    at += n;
+  }
+  LLM_RETURN_IF_ERROR(out->Allocate(v.size() * sizeof(float), (p + "attn_qkv.bias").c_str()));
+  LLM_CUDA_TRY(cudaMemcpy(out->get(), v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice),
+               ("upload " + p + "attn_qkv.bias").c_str());
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, const ModelWeights& w, KvCacheSpec* kv,
                                                        const CudaBackendOptions& options) {
   if (kv == nullptr) return InvalidArgument("CUDA backend: KvCacheSpec is NULL");
-  if (c.arch != "llama") return Unsupported("CUDA backend: architecture '" + c.arch + "' is not supported (only llama)");
-  // The Llama block only: a llama file with a family's extras (q/k/v biases)
-  // is refused too, never run without them.
-  if (c.qkv_bias) return Unsupported("CUDA backend: q/k/v biases are not supported");
-  if (c.n_expert > 0) return Unsupported("CUDA backend: Mixture-of-Experts layers are not supported");
-  // Its angle kernel takes frequencies only; YaRN also scales cos and sin.
-  if (c.rope_scaling.type == RopeScalingType::kYarn) return Unsupported("CUDA backend: YaRN RoPE scaling is not supported");
+  // The family list and the features it lacks, shared with the context
+  // builder's fallback (cuda_model_support.cpp).
+  if (Status st = CudaSupportsModel(c); !st.ok()) return st;
+  if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CUDA backend: negative sliding window");
+  if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f))
+    return InvalidArgument("CUDA backend: invalid embedding scale or logit soft-cap");
   if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
       c.n_ff <= 0)
     return InvalidArgument("CUDA backend: model dimensions must be positive");
@@ -119,6 +142,14 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
   LLM_RETURN_IF_ERROR(inv_freq_.Allocate(inv_freq.size() * sizeof(double), "RoPE frequencies"));
   LLM_CUDA_TRY(cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(double), cudaMemcpyHostToDevice),
                "upload RoPE frequencies");
+  rope_mag_ = RopeMagnitude(cfg_);
+  if (cfg_.sliding_window > 0) {  // local layers' rotation: the CPU backend's rope_local_
+    LLM_ASSIGN_OR_RETURN(std::vector<double> local, RopeInvFreq(cfg_, freq_factors, /*local=*/true));
+    LLM_RETURN_IF_ERROR(inv_freq_local_.Allocate(local.size() * sizeof(double), "local RoPE frequencies"));
+    LLM_CUDA_TRY(cudaMemcpy(inv_freq_local_.get(), local.data(), local.size() * sizeof(double), cudaMemcpyHostToDevice),
+                 "upload local RoPE frequencies");
+    rope_mag_local_ = RopeMagnitude(cfg_, /*local=*/true);
+  }
   LLM_RETURN_IF_ERROR(dec_ws_.Allocate(DecodeAttnWorkspaceBytes(kDecodeSlots, cfg_.n_head, cfg_.head_dim),
                                        "decode attention workspace"));
   // Graphs are off under LLM_CUDA_DEBUG (it synchronises after each launch,
@@ -179,6 +210,15 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(d.wo.Upload({&L.wo}, p + "attn_output"));
     LLM_RETURN_IF_ERROR(d.wgu.Upload({&L.w_gate, &L.w_up}, p + "ffn_gate_up"));
     LLM_RETURN_IF_ERROR(d.wd.Upload({&L.w_down}, p + "ffn_down"));
+    if (c.qkv_bias) LLM_RETURN_IF_ERROR(UploadBiases(L, Q, KV, &d.bias, p));
+    if (c.qk_norm) {
+      LLM_RETURN_IF_ERROR(UploadNorm(L.q_norm, c.head_dim, &d.q_norm, p + "attn_q_norm"));
+      LLM_RETURN_IF_ERROR(UploadNorm(L.k_norm, c.head_dim, &d.k_norm, p + "attn_k_norm"));
+    }
+    if (c.post_norms) {
+      LLM_RETURN_IF_ERROR(UploadNorm(L.post_attn_norm, E, &d.post_attn, p + "post_attention_norm"));
+      LLM_RETURN_IF_ERROR(UploadNorm(L.post_ffn_norm, E, &d.post_ffn, p + "post_ffw_norm"));
+    }
   }
   // Device bytes of the weights (what stats report against the file's
   // tensor bytes), and the dequantization scratch the prefill path needs:
@@ -194,7 +234,8 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
   note(output_);
   for (const Layer& d : layers_) {
     weight_bytes_ += d.attn_norm.bytes() + d.ffn_norm.bytes() + d.wqkv.bytes() + d.wo.bytes() + d.wgu.bytes() +
-                     d.wd.bytes();
+                     d.wd.bytes() + d.bias.bytes() + d.q_norm.bytes() + d.k_norm.bytes() + d.post_attn.bytes() +
+                     d.post_ffn.bytes();
     for (const DeviceMatrix* m : {&d.wqkv, &d.wo, &d.wgu, &d.wd}) note(*m);
   }
   decode_weight_bytes_ = weight_bytes_;
@@ -281,6 +322,8 @@ Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
     LLM_RETURN_IF_ERROR(gu_.Allocate(t * 2 * F * 4, "gate/up"));
     LLM_RETURN_IF_ERROR(h_.Allocate(t * F * 2, "ffn hidden"));
     LLM_RETURN_IF_ERROR(cos_sin_.Allocate(t * cfg_.rope_dim * 4, "rope angles"));
+    if (cfg_.sliding_window > 0)
+      LLM_RETURN_IF_ERROR(cos_sin_local_.Allocate(t * cfg_.rope_dim * 4, "local rope angles"));
     cap_tok_ = new_tok;
   }
   if (new_out > cap_out_) {

@@ -1,5 +1,5 @@
-// The CUDA backend: the same batched Llama forward as the CPU reference
-// (backend.h), with cuBLAS GEMMs (BF16 in, F32 accumulation and output) and
+// The CUDA backend: the same batched forward as the CPU reference (backend.h)
+// for every dense family the CPU runs (CudaSupportsModel), with cuBLAS GEMMs (BF16 in, F32 accumulation and output) and
 // the kernels of kernels/.
 //
 // Files: cuda_backend.cpp (creation, weight upload, KV pool, validation,
@@ -197,12 +197,20 @@ class CudaBackend final : public Backend {
     DeviceBuffer ffn_norm;   // (n_embd) F32
     DeviceMatrix wgu;        // (2 n_ff, n_embd)            [W_gate; W_up]
     DeviceMatrix wd;         // (n_embd, n_ff)
+    // Family extras (empty when the config does not use them):
+    DeviceBuffer bias;       // (q_dim + 2 kv_dim) F32  [bq; bk; bv]           qkv_bias (Qwen2)
+    DeviceBuffer q_norm;     // (head_dim) F32                                 qk_norm (Gemma 3, Qwen3)
+    DeviceBuffer k_norm;     // (head_dim) F32
+    DeviceBuffer post_attn;  // (n_embd) F32                                   post_norms (Gemma 2/3)
+    DeviceBuffer post_ffn;   // (n_embd) F32
   };
   std::vector<Layer> layers_;
   DeviceMatrix tok_embd_;    // (n_vocab, n_embd)
   DeviceMatrix output_;      // (n_vocab, n_embd); empty when tied to tok_embd_
   DeviceBuffer out_norm_;    // (n_embd) F32
   DeviceBuffer inv_freq_;    // (rope_dim / 2) F64
+  DeviceBuffer inv_freq_local_;  // (rope_dim / 2) F64: sliding-window layers' (rope_theta_swa, no scaling)
+  double rope_mag_ = 1.0, rope_mag_local_ = 1.0;  // YaRN's cos/sin magnitude (model/rope_freq.h)
   const DeviceMatrix* output_w_ = nullptr;
   int64_t weight_bytes_ = 0, decode_weight_bytes_ = 0;
   // Quantized weights dequantized here, a row chunk at a time, for products
@@ -233,6 +241,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer gu_;       // (n_tok, 2 n_ff) F32        gate | up
   DeviceBuffer h_;        // (n_tok, n_ff) bf16         silu(gate) * up
   DeviceBuffer cos_sin_;  // (n_tok, rope_dim) F32
+  DeviceBuffer cos_sin_local_;  // (n_tok, rope_dim) F32, sliding_window > 0 only
   DeviceBuffer logits_;   // (n_out, n_vocab) F32
   DeviceBuffer dec_ws_;   // decode attention split workspace (kDecodeSlots)
 

@@ -1,14 +1,19 @@
-// The Llama forward pass on the GPU, over one batch of tokens from any mix of
-// sequences (backend.h). Same order as the CPU reference (cpu/forward.cpp):
+// The forward pass on the GPU, over one batch of tokens from any mix of
+// sequences (backend.h), for every dense family the CPU backend runs. Same
+// order as the CPU reference (cpu/forward.cpp); the [bracketed] steps are a
+// family's, chosen per layer from the config:
 //
-//   x = embed(tokens)
+//   x = embed(tokens)                       [Gemma: * sqrt(n_embd)]
 //   for each layer:
 //     xn = rmsnorm(x += delta)              (delta: the previous sub-block's output; none before layer 0)
-//     qkv = xn·[Wq;Wk;Wv]ᵀ ; rope(q, k) ; store k, v in the pool
+//     qkv = xn·[Wq;Wk;Wv]ᵀ                  [Qwen2: + biases] [Gemma 3, Qwen3: q, k RMS-normed per head]
+//     rope(q, k) ; store k, v in the pool   [local layers: their own RoPE base]
 //     att = attention(q, pool)              decode kernel (few queries) / tensor-core prefill kernel
-//     delta = att·Woᵀ
-//     xn = rmsnorm(x += delta) ; gu = xn·[Wg;Wu]ᵀ ; h = silu(g)*u ; delta = h·Wdᵀ
-//   logits = rmsnorm(x[logit_rows] + delta[logit_rows]) · Woutᵀ   -> host
+//                                           [local layers: a sliding window; Gemma 2: soft-capped scores]
+//     delta = att·Woᵀ                       [Gemma: delta = rmsnorm(delta)]
+//     xn = rmsnorm(x += delta) ; gu = xn·[Wg;Wu]ᵀ ; h = act(g)*u ; delta = h·Wdᵀ
+//                                           (act: silu, Gemma: gelu) [Gemma: delta = rmsnorm(delta)]
+//   logits = rmsnorm(x[logit_rows] + delta[logit_rows]) · Woutᵀ   [soft-capped if the model says]  -> host
 //
 // Everything runs on one stream; Forward returns after the logits are on the host.
 #include <algorithm>
@@ -24,6 +29,7 @@
 #include "rmsnorm.cuh"
 #include "rope_kv.cuh"
 #include "silu_mul.cuh"
+#include "softcap.cuh"
 
 namespace llm::cuda {
 
@@ -77,6 +83,8 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
   // the model says otherwise (Gemma 3 27B's query_pre_attn_scalar, any file
   // whose head_dim is not the one its training scaled by).
   const float scale = cfg_.AttnScale();
+  const int32_t window = cfg_.IsLocalLayer(layer) ? cfg_.sliding_window : 0;  // 0: every key
+  const float softcap = cfg_.attn_logit_softcap;
   if (v.n_dec > 0) {
     DecodeAttnParams p;
     p.q = q_.get<bf16>();
@@ -92,6 +100,8 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
     p.n_head_kv = cfg_.n_head_kv;
     p.head_dim = cfg_.head_dim;
     p.scale = scale;
+    p.window = window;
+    p.softcap = softcap;
     p.n_splits = v.dec_splits;
     p.keys_per_split = v.dec_keys_per_split;
     p.dynamic_split = v.dec_dynamic;
@@ -111,6 +121,8 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
     p.n_head_kv = cfg_.n_head_kv;
     p.head_dim = cfg_.head_dim;
     p.scale = scale;
+    p.window = window;
+    p.softcap = softcap;
     LLM_RETURN_IF_ERROR(Launched(LaunchPrefillAttention(p, stream_), "prefill attention", layer));
   }
   return Status::Ok();
@@ -128,11 +140,17 @@ Status CudaBackend::RunStep(const StepView& v) {
   LLM_RETURN_IF_ERROR(Launched(
       tok_embd_.quantized()
           ? LaunchQuantEmbedding(tok_embd_.quant(), meta + v.off.tokens, nt, x, stream_, cfg_.embd_scale)
-          : LaunchEmbedding(tok_embd_.bf16_data(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_),
+          : LaunchEmbedding(tok_embd_.bf16_data(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_,
+                            cfg_.embd_scale),
       "embedding"));
   LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + v.off.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
-                                                cos_sin_.get<float>(), stream_),
+                                                cos_sin_.get<float>(), stream_, rope_mag_),
                                "rope angles"));
+  if (cfg_.sliding_window > 0)
+    LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + v.off.tok_pos, nt, inv_freq_local_.get<double>(),
+                                                  cfg_.rope_dim / 2, cos_sin_local_.get<float>(), stream_,
+                                                  rope_mag_local_),
+                                 "local rope angles"));
 
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const Layer& L = layers_[l];
@@ -143,7 +161,7 @@ Status CudaBackend::RunStep(const StepView& v) {
     LLM_RETURN_IF_ERROR(MatMul(L.wqkv, xn, n, qkv_.get<float>(), "qkv GEMM", l));
     RopeKvParams rp;
     rp.qkv = qkv_.get<float>();
-    rp.cos_sin = cos_sin_.get<float>();
+    rp.cos_sin = cfg_.IsLocalLayer(l) ? cos_sin_local_.get<float>() : cos_sin_.get<float>();
     rp.tok_seq = meta + v.off.tok_seq;
     rp.tok_pos = meta + v.off.tok_pos;
     rp.seqs = reinterpret_cast<const SeqDesc*>(meta + v.off.seqs);
@@ -163,25 +181,44 @@ Status CudaBackend::RunStep(const StepView& v) {
     // as the CPU backend's Rope reads it, never a constant that is right for
     // one family only.
     rp.neox = cfg_.rope_style == RopeStyle::kNeox ? 1 : 0;
+    rp.bias = cfg_.qkv_bias ? L.bias.get<float>() : nullptr;
+    rp.q_norm = cfg_.qk_norm ? L.q_norm.get<float>() : nullptr;
+    rp.k_norm = cfg_.qk_norm ? L.k_norm.get<float>() : nullptr;
+    rp.eps = cfg_.rms_eps;
     LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
     if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
     LLM_RETURN_IF_ERROR(Attention(l, v));
     LLM_RETURN_IF_ERROR(MatMul(L.wo, att_.get<bf16>(), n, delta, "attn_output GEMM", l));
+    if (cfg_.post_norms)
+      LLM_RETURN_IF_ERROR(Launched(
+          LaunchRmsNormInPlace(delta, L.post_attn.get<float>(), nt, cfg_.n_embd, cfg_.rms_eps, stream_),
+          "post_attention_norm", l));
 
     // ---- feed-forward block
     LLM_RETURN_IF_ERROR(Launched(
         LaunchAddRmsNorm(x, delta, L.ffn_norm.get<float>(), nullptr, nt, cfg_.n_embd, cfg_.rms_eps, xn, stream_),
         "ffn_norm", l));
     LLM_RETURN_IF_ERROR(MatMul(L.wgu, xn, n, gu_.get<float>(), "gate/up GEMM", l));
-    LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), nt, cfg_.n_ff, h_.get<bf16>(), stream_), "silu*up", l));
+    LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), nt, cfg_.n_ff, h_.get<bf16>(), stream_,
+                                               cfg_.ffn_act == FfnActivation::kGeluTanh),
+                                 "act*up", l));
     LLM_RETURN_IF_ERROR(MatMul(L.wd, h_.get<bf16>(), n, delta, "ffn_down GEMM", l));
+    if (cfg_.post_norms)
+      LLM_RETURN_IF_ERROR(Launched(
+          LaunchRmsNormInPlace(delta, L.post_ffn.get<float>(), nt, cfg_.n_embd, cfg_.rms_eps, stream_),
+          "post_ffw_norm", l));
   }
 
   // ---- final norm of the logit rows and classifier  logits: (n_out, n_vocab)
   LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, delta, out_norm_.get<float>(), meta + v.off.logit_rows, v.n_out,
                                                 cfg_.n_embd, cfg_.rms_eps, xn, stream_),
                                "output_norm"));
-  return MatMul(*output_w_, xn, v.n_out, logits_.get<float>(), "classifier GEMM");
+  LLM_RETURN_IF_ERROR(MatMul(*output_w_, xn, v.n_out, logits_.get<float>(), "classifier GEMM"));
+  if (cfg_.final_logit_softcap > 0.0f)
+    LLM_RETURN_IF_ERROR(Launched(LaunchSoftcap(logits_.get<float>(), static_cast<int64_t>(v.n_out) * cfg_.n_vocab,
+                                               cfg_.final_logit_softcap, stream_),
+                                 "final logit soft-cap"));
+  return Status::Ok();
 }
 
 Status CudaBackend::RunEager() {

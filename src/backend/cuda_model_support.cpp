@@ -1,0 +1,32 @@
+// Which model features the CUDA backend runs: one list, read by the CUDA
+// backend's Create and by the context builder (AUTO falls back to the CPU,
+// an explicit CUDA request is refused with this message). Compiled in every
+// build, CUDA or not.
+#include "backend/backend.h"
+
+namespace llm {
+
+Status CudaSupportsModel(const ModelConfig& c) {
+  // Router, top-k and per-expert GEMMs exist only in the CPU backend so far.
+  if (c.n_expert > 0)
+    return Unsupported("the CUDA backend does not run Mixture-of-Experts layers ('" + c.arch + "', " +
+                       std::to_string(c.n_expert) + " experts)");
+  // The per-sequence-context choice of LongRoPE factors (RopeFactorsFor) is
+  // the CPU backend's alone so far.
+  if (c.has_longrope)
+    return Unsupported("the CUDA backend does not run LongRoPE (rope_factors_long/short, '" + c.arch + "')");
+  switch (c.arch_kind) {
+    case ModelArch::kLlama:   // Llama, Mistral (explicit head_dim, sliding window)
+    case ModelArch::kGemma3:  // q/k norms, post-norms, local layers, GeGLU, embedding scale
+    case ModelArch::kGemma2:  // soft-caps, alternating sliding windows, post-norms
+    case ModelArch::kQwen2:   // q/k/v biases, YaRN
+    case ModelArch::kQwen3:   // per-head q/k norms
+    case ModelArch::kPhi3:    // fused QKV and gate/up (split into views at load), partial rotary
+      break;
+    default:
+      return Unsupported("the CUDA backend does not run the '" + c.arch + "' architecture");
+  }
+  return Status::Ok();
+}
+
+}  // namespace llm
