@@ -65,8 +65,10 @@ class ConstraintState {
  public:
   ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
 
-  // logits: (n_vocab) the position after `history` (prompt + generated).
-  void Apply(float* logits, std::span<const int32_t> history);
+  // logits: (n_vocab) the position after `history` (prompt + generated);
+  // every forbidden token gets -inf (ids beyond the tokenizer's vocabulary
+  // too).
+  void Apply(float* logits, int32_t n_vocab, std::span<const int32_t> history);
   // How many of `drafts` (proposed after `history`) the constraint allows in
   // a row; the matcher is left synced to `history`.
   size_t AllowedDrafts(std::span<const int32_t> history, std::span<const int32_t> drafts);
@@ -89,6 +91,7 @@ class ConstraintState {
   // an EOG, or a token forced from outside): the state stays at tokens_ and
   // only EOG is allowed after it.
   bool stuck_ = false;
+  int32_t stuck_token_ = -1;
   std::unordered_map<Matcher::StateId, std::vector<uint64_t>> masks_;
   std::vector<uint64_t> eog_only_;
 };

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "util/status.h"
@@ -89,8 +90,9 @@ class GrammarBuilder {
 
  private:
   Status CountElements(size_t n);
+  StatusOr<int32_t> AddRule(std::string name);
   Grammar g_;
-  std::vector<std::pair<std::string, int32_t>> names_;  // sorted lookup built lazily
+  std::unordered_map<std::string, int32_t> names_;
   int64_t n_elements_ = 0;
   int32_t n_helpers_ = 0;
 };

@@ -16,11 +16,13 @@
 // Not thread-safe: one Matcher per sequence, used by the engine thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "constrain/byte_program.h"
@@ -64,6 +66,10 @@ class Matcher {
 
   // Stacks in the arena (for limits and tests).
   size_t arena_size() const { return nodes_.size(); }
+  // A Step() failed because of kMaxStacksPerState / kMaxArenaNodes rather
+  // than the grammar: a highly ambiguous grammar (the stack set grows with
+  // the number of parses) stopped matching early.
+  bool limit_hit() const { return limit_hit_; }
   const ByteProgram& program() const { return *program_; }
 
   // ---- internals exposed to the mask walk (token_trie.cpp)
@@ -78,7 +84,7 @@ class Matcher {
   int32_t MakeNode(int32_t pos, int32_t parent);
   // Adds the kBytes-topped stacks reachable from node without consuming
   // input; sets *accept when the empty stack is reachable.
-  void Expand(int32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept, int depth);
+  void Expand(int32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept);
   const std::vector<int32_t>& Successors(int32_t node);  // memoised: stacks after the node's byte
   StateId Intern(std::vector<int32_t>* stacks, bool accept);
 
@@ -94,12 +100,17 @@ class Matcher {
   };
   std::vector<State> states_;
   std::unordered_map<uint64_t, std::vector<StateId>> state_index_;  // hash -> candidates
-  std::unordered_map<uint64_t, StateId> step_cache_;                // (state, byte) -> state
+  // (states) dense transitions, allocated on a state's first Step; kUnknown until computed.
+  static constexpr StateId kUnknown = -2;
+  std::vector<std::unique_ptr<std::array<StateId, 256>>> trans_;
   std::vector<StateId> history_;                                    // (1 + accepted tokens)
   StateId initial_ = kDead;
   std::vector<int32_t> scratch_;
+  std::vector<std::pair<int32_t, int32_t>> work_;  // Expand's worklist
+  std::unordered_set<uint64_t> visited_;           // Expand's (pos, parent) seen
   std::vector<uint32_t> seen_;  // (nodes) generation stamps for dedupe
   uint32_t gen_ = 0;
+  bool limit_hit_ = false;
 };
 
 }  // namespace llm::constrain
