@@ -465,6 +465,28 @@ TEST(ConstraintState, SyncsToHistoryRollsBackAndTrimsDrafts) {
   for (int32_t t = 0; t < tok.n_vocab(); ++t) EXPECT_EQ(Bit(mask, t), trie->IsEog(t)) << t;
 }
 
+TEST(ConstraintState, SequencesSharingAMatcherStayIndependent) {
+  auto model = Model::Load((test::RepoDir() + "/models/stories260K-f32.gguf").c_str());
+  ASSERT_TRUE(model.ok());
+  auto trie = TokenTrie::FromTokenizer(*(*model)->tokenizer);
+  const std::vector<std::string> choices = {"ab", "ba"};
+  auto program = CompileConstraint(LLM_CONSTRAINT_CHOICE, "", choices).value();
+  SharedMatcherPool pool;
+  auto shared = pool.Get(program);
+  EXPECT_EQ(pool.Get(program), shared) << "one SharedMatcher per live program";
+  ConstraintState x(shared, trie, 0), y(shared, trie, 0);
+  auto id_of = [&](char c) {
+    for (int32_t t = 0; t < trie->n_vocab(); ++t)
+      if (trie->in_trie(t) && trie->piece(t) == std::string(1, c)) return t;
+    return -1;
+  };
+  const std::vector<int32_t> a = {id_of('a')}, b = {id_of('b')};
+  const std::vector<uint64_t> ma = x.Mask(a), mb = y.Mask(b);
+  EXPECT_TRUE(Bit(ma, id_of('b')) && !Bit(ma, id_of('a')));
+  EXPECT_TRUE(Bit(mb, id_of('a')) && !Bit(mb, id_of('b')));
+  EXPECT_EQ(x.Mask(a), ma) << "y's walk did not disturb x";
+}
+
 TEST(ConstraintCache, CompilesOnceByContent) {
   ConstraintCache cache(2);
   auto a = cache.Get(LLM_CONSTRAINT_REGEX, "a+", {});

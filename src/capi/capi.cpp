@@ -141,7 +141,7 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     overrides.backend = BackendFromEnvironment();
     auto engine = llm::BuildEngine(p, overrides);
     if (!engine.ok()) return Fail(engine.status());
-    *out_ctx = new llm_ctx{std::move(*engine)};
+    *out_ctx = new llm_ctx{std::move(*engine), {}};
     return Ok();
   });
 }

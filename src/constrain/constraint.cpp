@@ -86,16 +86,34 @@ uint64_t ConstraintCache::hits() const {
   return hits_;
 }
 
+std::shared_ptr<SharedMatcher> SharedMatcherPool::Get(const std::shared_ptr<const ByteProgram>& program) {
+  // Forget entries no sequence uses any more.
+  std::erase_if(live_, [](const auto& e) { return e.second.expired(); });
+  std::shared_ptr<SharedMatcher> s = live_[program.get()].lock();
+  if (s == nullptr || s->matcher.arena_size() > kMaxArenaNodes / 2) {
+    s = std::make_shared<SharedMatcher>(program);
+    live_[program.get()] = s;
+  }
+  return s;
+}
+
 ConstraintState::ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie,
                                  int32_t n_prompt)
-    : trie_(std::move(trie)), matcher_(std::move(program)), n_prompt_(n_prompt) {
+    : ConstraintState(std::make_shared<SharedMatcher>(std::move(program)), std::move(trie), n_prompt) {}
+
+ConstraintState::ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie,
+                                 int32_t n_prompt)
+    : trie_(std::move(trie)), shared_(std::move(shared)), n_prompt_(n_prompt) {
+  states_.push_back(shared_->matcher.Initial());
   eog_only_.assign((static_cast<size_t>(trie_->n_vocab()) + 63) / 64, 0);
   for (int32_t t : trie_->eog()) eog_only_[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
 }
 
 bool ConstraintState::AcceptToken(int32_t token) {
   if (token < 0 || token >= trie_->n_vocab() || !trie_->in_trie(token)) return false;
-  if (!matcher_.Accept(trie_->piece(token))) return false;
+  const Matcher::StateId next = shared_->matcher.StepBytes(states_.back(), trie_->piece(token));
+  if (next == Matcher::kDead) return false;
+  states_.push_back(next);
   tokens_.push_back(token);
   return true;
 }
@@ -111,8 +129,8 @@ void ConstraintState::Sync(std::span<const int32_t> history) {
   size_t common = 0;
   while (common < tokens_.size() && common < gen.size() && tokens_[common] == gen[common]) ++common;
   if (common < tokens_.size()) {
-    matcher_.Rollback(tokens_.size() - common);
     tokens_.resize(common);
+    states_.resize(common + 1);
     stuck_ = false;
   }
   if (stuck_ && (gen.size() <= tokens_.size() || gen[tokens_.size()] != stuck_token_)) stuck_ = false;
@@ -129,14 +147,15 @@ void ConstraintState::Sync(std::span<const int32_t> history) {
 const std::vector<uint64_t>& ConstraintState::Mask(std::span<const int32_t> history) {
   Sync(history);
   if (stuck_) return eog_only_;
-  const Matcher::StateId s = matcher_.Current();
-  auto it = masks_.find(s);
-  if (it != masks_.end()) return it->second;
+  const Matcher::StateId s = states_.back();
+  auto& masks = shared_->masks;
+  auto it = masks.find(s);
+  if (it != masks.end()) return it->second;
   // A bounded cache: decoding revisits few states, but a pathological
   // grammar must not grow it without end.
-  if (masks_.size() >= 256) masks_.clear();
-  std::vector<uint64_t>& m = masks_[s];
-  trie_->ComputeMask(matcher_, s, &m);
+  if (masks.size() >= 256) masks.clear();
+  std::vector<uint64_t>& m = masks[s];
+  trie_->ComputeMask(shared_->matcher, s, &m);
   return m;
 }
 
@@ -161,21 +180,21 @@ size_t ConstraintState::AllowedDrafts(std::span<const int32_t> history, std::spa
   size_t n = 0;
   for (int32_t d : drafts) {
     if (trie_->IsEog(d)) {
-      if (matcher_.IsAccepting(matcher_.Current())) ++n;  // ends the sequence: nothing after it counts
+      if (shared_->matcher.IsAccepting(states_.back())) ++n;  // ends the sequence: nothing after it counts
       break;
     }
     if (!AcceptToken(d)) break;
     ++n;
   }
   const size_t accepted = tokens_.size() - (history.size() - std::min(history.size(), static_cast<size_t>(std::max(n_prompt_, 0))));
-  matcher_.Rollback(accepted);
   tokens_.resize(tokens_.size() - accepted);
+  states_.resize(tokens_.size() + 1);
   return n;
 }
 
 bool ConstraintState::Complete(std::span<const int32_t> history) {
   Sync(history);
-  return !stuck_ && matcher_.IsAccepting(matcher_.Current());
+  return !stuck_ && shared_->matcher.IsAccepting(states_.back());
 }
 
 }  // namespace llm::constrain

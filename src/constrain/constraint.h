@@ -42,7 +42,8 @@ StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std
 // recently used entry goes when full.
 class ConstraintCache {
  public:
-  explicit ConstraintCache(size_t capacity = 64) : capacity_(capacity) {}
+  ConstraintCache() = default;
+  explicit ConstraintCache(size_t capacity) : capacity_(capacity) {}
   StatusOr<std::shared_ptr<const ByteProgram>> Get(int32_t kind, std::string_view text,
                                                    std::span<const std::string> choices);
   size_t size() const;
@@ -50,7 +51,7 @@ class ConstraintCache {
 
  private:
   mutable std::mutex mu_;
-  size_t capacity_;
+  size_t capacity_ = 64;
   uint64_t tick_ = 0, hits_ = 0;
   struct Entry {
     std::shared_ptr<const ByteProgram> program;
@@ -59,10 +60,33 @@ class ConstraintCache {
   std::unordered_map<std::string, Entry> entries_;
 };
 
-// One sequence's constraint: a matcher synced to its generated tokens and a
-// cache of masks by matcher state. Engine thread only.
+// What all sequences of one compiled constraint share (engine thread only):
+// the matcher's state table and transitions, and the masks by state. A batch
+// of sequences under the same constraint then walks the token trie once per
+// state for all of them, not once per sequence.
+struct SharedMatcher {
+  explicit SharedMatcher(std::shared_ptr<const ByteProgram> p) : matcher(std::move(p)) {}
+  Matcher matcher;  // used through its state-level interface; its own token history stays empty
+  std::unordered_map<Matcher::StateId, std::vector<uint64_t>> masks;
+};
+
+// The engine's SharedMatcher per live program: one while any sequence uses
+// it; a fresh one once an old one's arena has grown past half its limit (its
+// current users keep it).
+class SharedMatcherPool {
+ public:
+  std::shared_ptr<SharedMatcher> Get(const std::shared_ptr<const ByteProgram>& program);
+
+ private:
+  std::unordered_map<const ByteProgram*, std::weak_ptr<SharedMatcher>> live_;
+};
+
+// One sequence's constraint: the matcher state after each of its generated
+// tokens, over a SharedMatcher. Engine thread only.
 class ConstraintState {
  public:
+  ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
+  // A SharedMatcher of its own.
   ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
 
   // logits: (n_vocab) the position after `history` (prompt + generated);
@@ -77,14 +101,15 @@ class ConstraintState {
   // The output so far is a complete match.
   bool Complete(std::span<const int32_t> history);
 
-  Matcher& matcher() { return matcher_; }
+  Matcher& matcher() { return shared_->matcher; }
 
  private:
   void Sync(std::span<const int32_t> history);
   bool AcceptToken(int32_t token);
 
   std::shared_ptr<const TokenTrie> trie_;
-  Matcher matcher_;
+  std::shared_ptr<SharedMatcher> shared_;
+  std::vector<Matcher::StateId> states_;  // (1 + tokens_) the state after each accepted token
   int32_t n_prompt_;
   std::vector<int32_t> tokens_;  // generated tokens the matcher has accepted (EOG excluded)
   // The first generated token the matcher could not accept (a stop token,
@@ -92,7 +117,6 @@ class ConstraintState {
   // only EOG is allowed after it.
   bool stuck_ = false;
   int32_t stuck_token_ = -1;
-  std::unordered_map<Matcher::StateId, std::vector<uint64_t>> masks_;
   std::vector<uint64_t> eog_only_;
 };
 
