@@ -1,0 +1,183 @@
+// The cost of constrained decoding (issue 20): decode time per token on a
+// model with and without a JSON-object constraint at batch 1 and batch B
+// (runs alternate, so drift in machine load hits both sides alike), the
+// uncached mask of the first state (a full trie walk), and compile time of a
+// large grammar.
+//
+//   constraint-bench [model.gguf] [rounds=3] [batch=16] [max_tokens=64]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "constrain/constraint.h"
+#include "constrain/gbnf_parser.h"
+#include "constrain/token_trie.h"
+#include "llm.h"
+#include "model/model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+struct RunResult {
+  double tpot_ms = 0;  // mean over sequences of the engine's time per output token
+  double tokens = 0;   // mean generated tokens per sequence
+  int stopped = 0;     // sequences that ended with EOS
+};
+
+RunResult RunBatch(llm_ctx* ctx, const char* prompt, int batch, int max_tokens, bool constrained, uint64_t seed) {
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0.8f;
+  std::vector<llm_request_id> ids;
+  for (int i = 0; i < batch; ++i) {
+    sp.seed = seed + static_cast<uint64_t>(i);
+    llm_request r;
+    llm_request_init(&r);
+    r.prompt = prompt;
+    r.tokenize_flags = LLM_TOKENIZE_PARSE_SPECIAL;
+    r.max_tokens = max_tokens;
+    r.sampling = &sp;
+    // Unconstrained runs ignore EOS so both sides decode about as many
+    // tokens at the same batch occupancy.
+    r.ignore_eos = constrained ? 0 : 1;
+    r.constraint_kind = constrained ? LLM_CONSTRAINT_JSON_OBJECT : LLM_CONSTRAINT_NONE;
+    llm_request_id id = 0;
+    if (llm_submit(ctx, &r, &id) != LLM_OK) {
+      std::fprintf(stderr, "submit: %s\n", llm_last_error());
+      std::exit(1);
+    }
+    ids.push_back(id);
+  }
+  RunResult res;
+  int finals = 0;
+  llm_event ev[64];
+  while (finals < batch) {
+    ev[0].struct_size = sizeof(llm_event);
+    uint32_t got = 0;
+    llm_poll(ctx, ev, 64, &got, 1000);
+    for (uint32_t k = 0; k < got; ++k) {
+      if (ev[k].type != LLM_EVENT_FINAL) continue;
+      ++finals;
+      res.tpot_ms += ev[k].metrics.tpot_ms / batch;
+      res.tokens += static_cast<double>(ev[k].metrics.generated_tokens) / batch;
+      res.stopped += ev[k].finish_reason == LLM_FINISH_STOP;
+    }
+  }
+  return res;
+}
+
+// A grammar the size of a large JSON Schema's: `n` object rules with eight
+// typed properties each, all reachable from root.
+std::string LargeGrammar(int n) {
+  std::string g = "root ::= obj0\n";
+  for (int i = 0; i < n; ++i) {
+    g += "obj" + std::to_string(i) + " ::= \"{\" ws";
+    for (int p = 0; p < 8; ++p) {
+      g += (p ? " \",\" ws " : " ") + std::string("\"\\\"field_") + std::to_string(i) + "_" + std::to_string(p) +
+           "\\\"\" ws \":\" ws ";
+      if (p == 7 && i + 1 < n) {
+        g += "obj" + std::to_string(i + 1);
+      } else {
+        const char* types[] = {"string", "number", "bool", "\"null\"", "string", "(\"a\" | \"b\" | \"c\")", "number", "string"};
+        g += types[p];
+      }
+      g += " ws";
+    }
+    g += " \"}\"\n";
+  }
+  g += "string ::= \"\\\"\" ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [\"\\\\/bfnrt])* \"\\\"\"\n"
+       "number ::= \"-\"? [0-9]{1,16} (\".\" [0-9]{1,16})?\n"
+       "bool ::= \"true\" | \"false\"\n"
+       "ws ::= [ \\t\\n]{0,8}\n";
+  return g;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string model = argc > 1 ? argv[1] : "models/pypi/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  const int big_batch = argc > 3 ? std::atoi(argv[3]) : 16;
+  const int max_tokens = argc > 4 ? std::atoi(argv[4]) : 64;
+
+  // ---- compile time of a large grammar, and the first (uncached) mask.
+  for (int n : {50, 200}) {
+    const std::string text = LargeGrammar(n);
+    double best = 1e9;
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = Clock::now();
+      auto p = llm::constrain::CompileConstraint(LLM_CONSTRAINT_GRAMMAR, text, {});
+      const auto t1 = Clock::now();
+      if (!p.ok()) {
+        std::fprintf(stderr, "compile: %s\n", p.status().message().c_str());
+        return 1;
+      }
+      best = std::min(best, Ms(t0, t1));
+    }
+    std::printf("compile: %d object rules, %zu bytes of grammar: %.2f ms (best of 5)\n", n, text.size(), best);
+  }
+  {
+    auto m = llm::Model::Load(model.c_str());
+    if (!m.ok()) {
+      std::fprintf(stderr, "%s\n", m.status().message().c_str());
+      return 1;
+    }
+    auto t0 = Clock::now();
+    auto trie = llm::constrain::TokenTrie::FromTokenizer(*(*m)->tokenizer);
+    auto t1 = Clock::now();
+    std::printf("token trie: %d tokens, %zu nodes, built in %.1f ms\n", trie->n_vocab(), trie->n_nodes(), Ms(t0, t1));
+    auto p = llm::constrain::CompileConstraint(LLM_CONSTRAINT_JSON_OBJECT, "", {});
+    llm::constrain::Matcher matcher(*p);
+    std::vector<uint64_t> mask;
+    const auto in_string = matcher.StepBytes(matcher.Initial(), "{\"");
+    t0 = Clock::now();
+    trie->ComputeMask(matcher, in_string, &mask);
+    t1 = Clock::now();
+    const auto t2 = Clock::now();
+    trie->ComputeMask(matcher, in_string, &mask);
+    const auto t3 = Clock::now();
+    std::printf("mask inside a JSON string: first walk %.2f ms, again (transitions memoised) %.2f ms\n", Ms(t0, t1),
+                Ms(t2, t3));
+  }
+
+  // ---- decode with and without the constraint, alternating.
+  llm_ctx_params cp;
+  llm_ctx_params_init(&cp);
+  cp.model_path = model.c_str();
+  llm_ctx* ctx = nullptr;
+  if (llm_ctx_create(&cp, &ctx) != LLM_OK) {
+    std::fprintf(stderr, "ctx: %s\n", llm_last_error());
+    return 1;
+  }
+  const char* prompt =
+      "<|im_start|>user\nList ten animals as a JSON object mapping each name to a short description.<|im_end|>\n"
+      "<|im_start|>assistant\n";
+  for (int batch : {1, big_batch}) {
+    std::vector<double> plain, constrained;
+    double plain_tok = 0, con_tok = 0;
+    int stopped = 0;
+    for (int r = 0; r < rounds; ++r) {
+      const RunResult a = RunBatch(ctx, prompt, batch, max_tokens, false, 100 + r * 64);
+      const RunResult b = RunBatch(ctx, prompt, batch, max_tokens, true, 100 + r * 64);
+      plain.push_back(a.tpot_ms);
+      constrained.push_back(b.tpot_ms);
+      plain_tok += a.tokens / rounds;
+      con_tok += b.tokens / rounds;
+      stopped += b.stopped;
+    }
+    std::sort(plain.begin(), plain.end());
+    std::sort(constrained.begin(), constrained.end());
+    const double pm = plain[plain.size() / 2], cm = constrained[constrained.size() / 2];
+    std::printf(
+        "batch %2d: time per output token, median of %d: plain %.2f ms, JSON object %.2f ms (%+.1f%%); tokens/seq "
+        "%.1f vs %.1f; constrained runs ending with EOS %d/%d\n",
+        batch, rounds, pm, cm, 100.0 * (cm - pm) / pm, plain_tok, con_tok, stopped, rounds * batch);
+  }
+  llm_ctx_destroy(ctx);
+  return 0;
+}
