@@ -194,6 +194,8 @@ void Routes::Register(httplib::Server* svr) {
       for (const char* s : prompter_->stops()) stops.push_back(s);
     }
 
+    std::vector<const char*> choices;
+    for (const std::string& c : g.choices) choices.push_back(c.c_str());
     std::vector<llm_request> reqs(g.prompts.size());
     for (size_t i = 0; i < reqs.size(); ++i) {
       llm_request& r = reqs[i];
@@ -228,12 +230,24 @@ void Routes::Register(httplib::Server* svr) {
       r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();
       r.n_stop_token_ids = static_cast<int32_t>(g.stop_token_ids.size());
       r.priority = g.priority;
+      r.constraint_kind = g.constraint_kind;
+      r.constraint = g.constraint.empty() ? nullptr : g.constraint.c_str();
+      r.choices = choices.empty() ? nullptr : choices.data();
+      r.n_choices = static_cast<int32_t>(choices.size());
     }
     std::shared_ptr<Job> job;
     std::string message;
     if (llm_status s = engine_->Submit(reqs, g.n, &job, &message); s != LLM_OK) {
       err = StatusError(s, message);
       if (s == LLM_ERR_CONTEXT_OVERFLOW) err.param = chat ? "messages" : "prompt";
+      // A constraint the engine refuses (an invalid schema, regex or grammar,
+      // or none supported by this build) is the request's problem: 400.
+      if (g.constraint_kind != LLM_CONSTRAINT_NONE && (s == LLM_ERR_INVALID_ARGUMENT || s == LLM_ERR_UNSUPPORTED)) {
+        err.http_status = 400;
+        err.type = "invalid_request_error";
+        err.code = s == LLM_ERR_UNSUPPORTED ? "unsupported" : "";
+        err.param = g.constraint_param;
+      }
       return SendError(res, err);
     }
     auto builder = std::make_unique<ResponseBuilder>(g, model_name_, [this](llm_token t) { return TokenText(t); });
