@@ -3,6 +3,7 @@ package llmrt
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -346,3 +347,53 @@ func TestSamplingOptions(t *testing.T) {
 		t.Errorf("top_logprobs 21: %v", err)
 	}
 }
+
+// Issue 20: constraint fields and tool-call parsing.
+func TestConstraintAndToolCalls(t *testing.T) {
+	c := open(t)
+	// A library whose engine has no constraints yet refuses a choice at
+	// submit with StatusUnsupported; with them, the output is one of the choices.
+	res, err := c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 8, Sampling: ptrTo(Greedy()),
+		ConstraintKind: ConstraintChoice, Choices: []string{"yes", "no"}})
+	if err == nil {
+		if txt := res.Text(); txt != "yes" && txt != "no" {
+			t.Fatalf("choice constraint gave %q", txt)
+		}
+	} else if !errors.Is(err, &Error{Status: StatusUnsupported}) {
+		t.Fatalf("choice constraint: %v", err)
+	}
+	if _, err := c.Complete(context.Background(), Request{Prompt: "hi", ConstraintKind: ConstraintRegex, Constraint: "a\x00b"}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("NUL in a constraint: %v", err)
+	}
+
+	got, err := ParseToolCalls(ToolFormatHermes, `<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>`)
+	if want := `{"content":"","tool_calls":[{"name":"f","arguments":{"x":1}}]}`; err != nil || got != want {
+		t.Fatalf("hermes: %q %v", got, err)
+	}
+	var parsed struct {
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			Name      string                 `json:"name"`
+			Arguments map[string]interface{} `json:"arguments"`
+		} `json:"tool_calls"`
+	}
+	got, err = ParseToolCalls(ToolFormatAuto, "Sure.\n[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 2}}]")
+	if err != nil || json.Unmarshal([]byte(got), &parsed) != nil || parsed.Content != "Sure." ||
+		len(parsed.ToolCalls) != 1 || parsed.ToolCalls[0].Name != "add" || parsed.ToolCalls[0].Arguments["a"] != 2.0 {
+		t.Fatalf("mistral: %q %v %+v", got, err, parsed)
+	}
+	// Content that grows when escaped takes the BUFFER_TOO_SMALL retry.
+	got, err = ParseToolCalls(ToolFormatGeneric, strings.Repeat("\n", 1000))
+	if want := `{"content":"` + strings.Repeat(`\n`, 1000) + `","tool_calls":[]}`; err != nil || got != want {
+		t.Fatalf("long content: %d bytes, %v", len(got), err)
+	}
+	_, err = ParseToolCalls(ToolFormatHermes, `<tool_call>{"name": `)
+	if e, ok := err.(*Error); !ok || e.Status != StatusInvalidArgument || !strings.Contains(e.Message, "truncated") {
+		t.Fatalf("truncated call: %v", err)
+	}
+	if f, err := c.ToolFormat(); err != nil || f != ToolFormatGeneric {
+		t.Fatalf("tool format of the built-in model: %v %v", f, err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
