@@ -321,15 +321,16 @@ StatusOr<ParsedReply> ParseToolCalls(ToolFormat format, std::string_view text) {
     else if (text.find(kPythonTag) != std::string_view::npos) format = ToolFormat::kLlama3;
     else format = ToolFormat::kGeneric;
   }
-  StatusOr<ParsedReply> r = Status::Ok();
-  switch (format) {
-    case ToolFormat::kHermes: r = ParseHermes(text); break;
-    case ToolFormat::kLlama3: r = ParseLlama3(text); break;
-    case ToolFormat::kMistral: r = ParseMistral(text); break;
-    case ToolFormat::kGeneric: r = ParseGeneric(text); break;
-    default:
-      return InvalidArgument("unknown tool-call format " + std::to_string(static_cast<int32_t>(format)));
-  }
+  auto parse = [&]() -> StatusOr<ParsedReply> {
+    switch (format) {
+      case ToolFormat::kHermes: return ParseHermes(text);
+      case ToolFormat::kLlama3: return ParseLlama3(text);
+      case ToolFormat::kMistral: return ParseMistral(text);
+      case ToolFormat::kGeneric: return ParseGeneric(text);
+      default: return InvalidArgument("unknown tool-call format " + std::to_string(static_cast<int32_t>(format)));
+    }
+  };
+  StatusOr<ParsedReply> r = parse();
   if (r.ok() && !r->calls.empty()) r->content = std::string(Trim(r->content));
   return r;
 }
