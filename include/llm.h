@@ -642,6 +642,24 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
                                            size_t n_messages, int32_t add_generation_prompt, char* out,
                                            size_t capacity, size_t* n_out);
 
+/* llm_chat_apply_template for conversations with tools: the messages as a
+ * JSON array of objects in OpenAI's / transformers' shape — "role" (a
+ * string), "content" (a string, null, or a list of parts) and whatever else
+ * a message carries ("tool_calls" of an assistant turn, with "arguments" an
+ * object as transformers wants them, "tool_call_id" and "name" of a
+ * role "tool" result, "reasoning_content"...) — reach the template as
+ * Python's json.loads would give them; tools_json is a JSON array of tool
+ * definitions ({"type": "function", "function": {"name", "description",
+ * "parameters"}}), the template's `tools`, or NULL (tools = None). Both
+ * NUL-terminated UTF-8, nested at most 32 levels. Everything else (template
+ * choice, the other variables, output protocol) is as llm_chat_apply_template.
+ * Errors: those of llm_chat_apply_template; INVALID_ARGUMENT also for JSON
+ * that does not parse (the message names the byte offset), a message that is
+ * not an object with a string "role", or tools_json that is not an array. */
+LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, const char* messages_json,
+                                                const char* tools_json, int32_t add_generation_prompt, char* out,
+                                                size_t capacity, size_t* n_out);
+
 /* ------------------------------------------------------------ tool calls */
 
 enum { /* tool-call formats: llm_chat_tool_format, llm_chat_parse_tool_calls */

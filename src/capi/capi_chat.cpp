@@ -10,6 +10,7 @@
 #include "chat/chat_template.h"
 #include "chat/tool_calls.h"
 #include "llm.h"
+#include "util/json.h"
 #include "util/utf8.h"
 
 namespace {
@@ -85,6 +86,53 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
     auto rendered = (*compiled)->Apply(msgs, opts);
     if (!rendered.ok()) return Fail(rendered.status());
 
+    *n_out = rendered->size();
+    if (rendered->size() > capacity)
+      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(rendered->size()) + " bytes");
+    if (!rendered->empty()) std::memcpy(out, rendered->data(), rendered->size());
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, const char* messages_json,
+                                                const char* tools_json, int32_t add_generation_prompt, char* out,
+                                                size_t capacity, size_t* n_out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(messages_json);
+  LLM_CHECK_ARG(n_out);
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (add_generation_prompt != 0 && add_generation_prompt != 1)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "add_generation_prompt must be 0 or 1");
+  return Guard([&]() -> llm_status {
+    // Well inside the template engine's value depth (jinja::kMaxValueDepth).
+    constexpr int kMaxDepth = 32;
+    if (!llm::IsValidUtf8(messages_json)) return Fail(LLM_ERR_INVALID_UTF8, "messages_json is not valid UTF-8");
+    auto messages = llm::ParseJson(messages_json, kMaxDepth);
+    if (!messages.ok()) return Fail(LLM_ERR_INVALID_ARGUMENT, "messages_json: " + messages.status().message());
+    std::optional<llm::Json> tools;
+    if (tools_json != nullptr) {
+      if (!llm::IsValidUtf8(tools_json)) return Fail(LLM_ERR_INVALID_UTF8, "tools_json is not valid UTF-8");
+      auto t = llm::ParseJson(tools_json, kMaxDepth);
+      if (!t.ok()) return Fail(LLM_ERR_INVALID_ARGUMENT, "tools_json: " + t.status().message());
+      tools = std::move(*t);
+    }
+    const llm::Model& model = ctx->engine->model();
+    std::string text;
+    if (tmpl != nullptr) {
+      text = tmpl;
+    } else {
+      auto t = ModelTemplate(model);
+      if (!t.ok()) return Fail(t.status());
+      text = std::move(*t);
+    }
+    auto compiled = llm::ChatTemplate::Create(text);
+    if (!compiled.ok()) return Fail(compiled.status());
+    llm::ChatTemplateOptions opts;
+    opts.add_generation_prompt = add_generation_prompt == 1;
+    opts.bos_token = SpecialText(*model.tokenizer, model.tokenizer->bos());
+    opts.eos_token = SpecialText(*model.tokenizer, model.tokenizer->eos());
+    auto rendered = (*compiled)->ApplyJson(*messages, tools ? &*tools : nullptr, opts);
+    if (!rendered.ok()) return Fail(rendered.status());
     *n_out = rendered->size();
     if (rendered->size() > capacity)
       return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(rendered->size()) + " bytes");
