@@ -321,21 +321,20 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
         return Bad(err, where + ".content", where + ".content must be a string or a list of content parts");
       }
     }
+    json raw = m;
+    raw["role"] = msg.role;
+    raw["content"] = msg.content;  // text parts joined; null as "" (templates test `in content`)
     // An assistant's earlier calls, as the text the model wrote for them.
     if (const json* tc = Field(m, "tool_calls"); tc != nullptr && !tc->empty()) {
       std::string text, problem;
       if (!ToolCallsAsText(*tc, &text, &problem)) return Bad(err, where + ".tool_calls", where + ": " + problem);
       msg.content += msg.content.empty() ? text : "\n" + text;
+      raw["tool_calls"] = ToolCallsForTemplate(*tc);
+      g->tool_history = true;
     }
+    if (msg.role == "tool") g->tool_history = true;
+    g->raw_messages.push_back(std::move(raw));
     g->messages.push_back(std::move(msg));
-  }
-  if (g->tools.active()) {
-    // The tools, described in the system message (the first one, or a new one).
-    const std::string prompt = ToolsSystemPrompt(g->tools);
-    if (g->messages.front().role == "system")
-      g->messages.front().content += (g->messages.front().content.empty() ? "" : "\n\n") + prompt;
-    else
-      g->messages.insert(g->messages.begin(), chat::Message{"system", prompt});
   }
   g->prompts.resize(1);  // rendered by the handler
   return true;

@@ -63,6 +63,11 @@ struct Generation {
   std::string constraint_param;         // the parameter it came from, for errors
   ToolSpec tools;                       // chat: tools / tool_choice
   std::vector<chat::Message> messages;  // chat: rendered into prompts[0] later
+  // chat: the messages in OpenAI's shape for templates that know tools
+  // (content strings, tool_calls arguments as objects), and whether any
+  // carries tool_calls or is a tool result.
+  json raw_messages = json::array();
+  bool tool_history = false;
   std::vector<PromptInput> prompts;     // choices are numbered prompt * n + sample
 };
 

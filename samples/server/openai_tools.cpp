@@ -141,6 +141,36 @@ std::string ToolsSystemPrompt(const ToolSpec& spec) {
   return s;
 }
 
+void AddToolsSystemPrompt(const ToolSpec& spec, std::vector<chat::Message>* messages) {
+  const std::string prompt = ToolsSystemPrompt(spec);
+  if (!messages->empty() && messages->front().role == "system")
+    messages->front().content += (messages->front().content.empty() ? "" : "\n\n") + prompt;
+  else
+    messages->insert(messages->begin(), chat::Message{"system", prompt});
+}
+
+json ToolsForTemplate(const ToolSpec& spec) {
+  json tools = json::array();
+  for (const json& t : spec.tools)
+    if (spec.choice != ToolSpec::Choice::kNamed || t["name"] == spec.named)
+      tools.push_back({{"type", "function"}, {"function", t}});
+  return tools;
+}
+
+json ToolCallsForTemplate(const json& tool_calls) {
+  json out = json::array();
+  for (const json& c : tool_calls) {
+    json call = c;
+    json& f = call["function"];
+    if (auto a = f.find("arguments"); a != f.end() && a->is_string()) {
+      json args = json::parse(a->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (!args.is_discarded()) f["arguments"] = std::move(args);
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 json ForcedCallSchema(const ToolSpec& spec) {
   json defs = json::object();
   json options = json::array();

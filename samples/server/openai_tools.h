@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../chat_prompt.h"
+
 namespace server {
 
 using nlohmann::json;
@@ -45,6 +47,18 @@ bool ParseTools(const json& body, ToolSpec* spec, ApiError* err);
 
 // The system text that tells the model its tools and how to call them.
 std::string ToolsSystemPrompt(const ToolSpec& spec);
+
+// Adds ToolsSystemPrompt to the first message when it is a system one, else
+// as a new system message in front (for templates that know no tools).
+void AddToolsSystemPrompt(const ToolSpec& spec, std::vector<chat::Message>* messages);
+
+// The tools as a template's `tools` list ([{"type": "function", "function": {...}}]).
+json ToolsForTemplate(const ToolSpec& spec);
+
+// An assistant message's tool_calls as templates expect them (transformers'
+// shape): arguments an object, not JSON text. The input is validated by
+// ToolCallsAsText.
+json ToolCallsForTemplate(const json& tool_calls);
 
 // The JSON Schema a forced call's output must match (spec.forced()).
 json ForcedCallSchema(const ToolSpec& spec);

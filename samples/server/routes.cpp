@@ -185,7 +185,19 @@ void Routes::Register(httplib::Server* svr) {
     for (const std::string& s : g.stop) stops.push_back(s.c_str());
     if (chat) {
       std::string message;
-      llm_status s = prompter_->Render(g.messages, &g.prompts[0].text, &g.prompts[0].flags, &message);
+      llm_status s;
+      if ((g.tools.active() || g.tool_history) && prompter_->tool_format() != LLM_TOOL_FORMAT_GENERIC) {
+        // A template that knows tools (Qwen, Hermes, Llama 3.1, Mistral)
+        // renders them, the earlier calls and their results itself; the
+        // model then writes calls in its own format, which the reply parser
+        // reads (LLM_TOOL_FORMAT_AUTO).
+        const std::string tools = g.tools.active() ? Dump(ToolsForTemplate(g.tools)) : std::string();
+        s = prompter_->RenderJson(Dump(g.raw_messages), g.tools.active() ? &tools : nullptr, &g.prompts[0].text,
+                                  &g.prompts[0].flags, &message);
+      } else {
+        if (g.tools.active()) AddToolsSystemPrompt(g.tools, &g.messages);
+        s = prompter_->Render(g.messages, &g.prompts[0].text, &g.prompts[0].flags, &message);
+      }
       if (s != LLM_OK) {
         err = StatusError(s, "chat template: " + message);
         err.param = "messages";

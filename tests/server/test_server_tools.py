@@ -299,6 +299,33 @@ try:
                                            extra_body={"regex": "[0-9]{1,2} degrees"})
         check(re.fullmatch("[0-9]{1,2} degrees", r.choices[0].message.content or "") is not None,
               "regex: %r" % r.choices[0].message.content)
+
+    # ------------------------------------------------------------ a template that knows tools (Qwen3's)
+    # The template renders the tools, the earlier calls and the results
+    # itself (llm_chat_apply_template_json); replies are parsed in any format.
+    proc2 = subprocess.Popen([server_bin, "-m", MODEL, "--port", "0", "-t", "2", "-c", "2048", "--chat-template",
+                              os.path.join(repo, "tests/data/chat/templates/qwen3.jinja")],
+                             stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+    try:
+        line2 = proc2.stdout.readline()
+        base2 = "http://127.0.0.1:%d" % int(line2.split("http://127.0.0.1:")[1].split()[0])
+        client2 = openai.OpenAI(base_url=base2 + "/v1", api_key="unused", max_retries=0, timeout=300)
+        plain2 = client2.chat.completions.create(model=NAME, messages=USER, max_tokens=8, temperature=0)
+        tools2 = client2.chat.completions.create(model=NAME, messages=USER, tools=TOOLS, max_tokens=60, temperature=0)
+        # Qwen3's tool block: its instructions, <tools>, one JSON line per tool.
+        check(tools2.usage.prompt_tokens > plain2.usage.prompt_tokens + 150,
+              "qwen3 template: the tools are rendered by the template (%d prompt tokens, %d without)"
+              % (tools2.usage.prompt_tokens, plain2.usage.prompt_tokens))
+        calls2 = tools2.choices[0].message.tool_calls or []
+        check(all(valid_call(c, SCHEMAS) is None for c in calls2),
+              "qwen3 template, auto: %s" % ([(c.function.name, c.function.arguments) for c in calls2]
+                                            or repr(tools2.choices[0].message.content)[:60]))
+        hist = client2.chat.completions.create(model=NAME, messages=turns, tools=TOOLS, max_tokens=8, temperature=0)
+        check(hist.usage.prompt_tokens > tools2.usage.prompt_tokens + 30,
+              "qwen3 template: an earlier call and its result render (%d prompt tokens)" % hist.usage.prompt_tokens)
+    finally:
+        proc2.send_signal(signal.SIGTERM)
+        proc2.wait(30)
 finally:
     proc.send_signal(signal.SIGTERM)
     try:
