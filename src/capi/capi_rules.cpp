@@ -26,8 +26,6 @@ llm_status ToTokenRules(const llm_request& r, const llm_sampling_params* samplin
       bias.emplace_back(sampling->logit_bias[i].token, sampling->logit_bias[i].bias);
   }
   if (r.reserved1 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved1 must be 0");
-  if (r.constraint_kind != LLM_CONSTRAINT_NONE)
-    return Fail(LLM_ERR_UNSUPPORTED, "constraint_kind " + std::to_string(r.constraint_kind) + " is not implemented yet");
   if (r.n_stop_token_ids < 0 || r.n_stop_token_ids > 1024)
     return Fail(LLM_ERR_INVALID_ARGUMENT, "n_stop_token_ids must be in [0, 1024]");
   if (r.n_stop_token_ids > 0 && r.stop_token_ids == nullptr)

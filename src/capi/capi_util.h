@@ -8,11 +8,13 @@
 #include <new>
 #include <string>
 
+#include "constrain/constraint.h"
 #include "engine/engine.h"
 #include "llm.h"
 
 struct llm_ctx {
   std::unique_ptr<llm::Engine> engine;
+  llm::constrain::ConstraintCache constraints;  // compiled constraints by content (capi_constraint.cpp)
 };
 
 namespace llm::capi {
@@ -58,6 +60,10 @@ llm_status CheckOutSize(const T* out, uint32_t v1_size, const char* what) {
 // them in *spec, whose prompt and ignore_eos are already set (capi_rules.cpp).
 llm_status ToTokenRules(const llm_request& r, const llm_sampling_params* sampling, const Tokenizer& tok,
                         RequestSpec* spec);
+
+// Checks request `r`'s constraint (constraint_kind, constraint, choices),
+// compiles it through `cache` and stores it in *spec (capi_constraint.cpp).
+llm_status ToConstraint(const llm_request& r, constrain::ConstraintCache& cache, RequestSpec* spec);
 
 // Runs `body`, turning any escaping exception into a status.
 template <typename F>

@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include "engine/constrained_drafts.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -193,6 +195,11 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     seq->spec_mode = spec.spec_mode;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
     if (!spec.rules.empty()) seq->gen.sampler.set_rules(&spec.rules);
+    if (spec.constraint != nullptr) {
+      if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
+      seq->gen.constraint = std::make_unique<constrain::ConstraintState>(spec.constraint, token_trie_, seq->n_prompt);
+      seq->gen.sampler.set_constraint(seq->gen.constraint.get());
+    }
     // Parallel samples: only sequence 0 runs the prompt; the others fork
     // from it (sharing its blocks) when the prompt is done.
     if (i == 0) scheduler_.Add(seq.get());
@@ -480,6 +487,7 @@ void Engine::Step() {
 
   // ---- build the batch: each chunk's pending tokens, then its drafts
   spec_.Propose(plan);
+  TrimDraftsToConstraints(plan);
   const Batch batch = batch_.Build(plan);
 
   // ---- forward

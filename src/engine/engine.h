@@ -137,6 +137,9 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   Speculator spec_;
+  // The vocabulary as a byte trie for constrained requests, built on the
+  // first one (constrain/token_trie.h).
+  std::shared_ptr<const constrain::TokenTrie> token_trie_;
   BatchBuilder batch_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
   uint64_t arrival_ = 0;

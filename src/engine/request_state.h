@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "constrain/constraint.h"
 #include "core/defaults.h"
 #include "core/sequence.h"
 #include "llm.h"
@@ -39,6 +40,9 @@ struct RequestSpec {
   bool prompt_logprobs = false;
   TokenRules rules;                   // logit bias, stop token ids, min_tokens (sample/token_rules.h)
   int32_t top_logprobs = 0;           // alternatives per token event, [0, 20]
+  // The compiled output constraint (constrain/constraint.h), shared by every
+  // request with the same one; null = none.
+  std::shared_ptr<const constrain::ByteProgram> constraint;
   uint64_t cache_salt = 0;
   int32_t spec_mode = LLM_SPEC_OFF;   // resolved: OFF, NGRAM or DRAFT (never AUTO)
   int32_t spec_k = defaults::kSpecK;  // drafts per round, >= 1
@@ -61,6 +65,7 @@ struct SeqGen {
   std::string piece;                   // scratch for one token's bytes
   std::vector<TopLogprob> top;         // the next token event's top_logprobs (request asked for them)
   std::vector<int32_t> top_scratch;    // (n_vocab) TopLogprobs' ids
+  std::unique_ptr<constrain::ConstraintState> constraint;  // the request has a constraint; the sampler points at it
   int32_t draft_proposed = 0;          // speculative decoding, this sequence
   int32_t draft_accepted = 0;
 };

@@ -205,6 +205,7 @@ int Bucket(float x) {  // x <= 0
 
 int32_t Sampler::Sample(float* logits, std::span<const int32_t> history) {
   if (rules_ != nullptr) rules_->Apply(logits, history.size());
+  if (constraint_ != nullptr) constraint_->Apply(logits, n_vocab_, history);
   ApplyPenalties(logits, history);
   if (p_.temperature == 0.0f || p_.top_k == 1) return Argmax(logits);
   const float inv_t = 1.0f / p_.temperature;
@@ -338,6 +339,7 @@ int32_t Sampler::SampleWide(float* logits, float inv_t, size_t k) {
 // the weights match Sample()'s (up to the order of float sums).
 void Sampler::Distribution(float* logits, std::span<const int32_t> history, float* probs) {
   if (rules_ != nullptr) rules_->Apply(logits, history.size());
+  if (constraint_ != nullptr) constraint_->Apply(logits, n_vocab_, history);
   ApplyPenalties(logits, history);
   const size_t n = static_cast<size_t>(n_vocab_);
   std::fill(probs, probs + n, 0.0f);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sample/token_rules.h"
+#include "constrain/constraint.h"
 #include "util/status.h"
 
 namespace llm {
@@ -86,7 +87,7 @@ class Sampler {
   // Sample() neither modifies the logits nor draws: it is Argmax(logits)
   // (greedy, no penalty in force), so a caller may skip copying the row.
   bool is_plain_argmax() const {
-    return greedy() && (rules_ == nullptr || rules_->empty()) && (p_.penalty_last_n == 0 || (p_.repetition_penalty == 1.0f && p_.frequency_penalty == 0.0f &&
+    return greedy() && (rules_ == nullptr || rules_->empty()) && constraint_ == nullptr && (p_.penalty_last_n == 0 || (p_.repetition_penalty == 1.0f && p_.frequency_penalty == 0.0f &&
                                                    p_.presence_penalty == 0.0f));
   }
   // The id of the largest logit; ties go to the lowest id, NaN never wins.
@@ -95,6 +96,10 @@ class Sampler {
   // logits first by Sample() and Distribution(); null = none. Not owned: the
   // request that holds them outlives its sequences' samplers.
   void set_rules(const TokenRules* rules) { rules_ = rules; }
+  // The sequence's output constraint, applied after the token rules by
+  // Sample() and Distribution() (forbidden tokens get -inf); null = none.
+  // Not owned: the sequence that holds it outlives its sampler's use.
+  void set_constraint(constrain::ConstraintState* c) { constraint_ = c; }
   // The sampler's own random stream, for draws made outside Sample().
   Rng& rng() { return rng_; }
 
@@ -117,6 +122,7 @@ class Sampler {
 
   SamplingParams p_;
   const TokenRules* rules_ = nullptr;
+  constrain::ConstraintState* constraint_ = nullptr;
   int32_t n_vocab_;
   Rng rng_;
   std::vector<Candidate> cand_;   // (n_vocab) scratch

@@ -1,0 +1,181 @@
+#include "constrain/constraint.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "constrain/choice.h"
+#include "constrain/gbnf_parser.h"
+#include "constrain/json_object.h"
+#include "constrain/regex_compiler.h"
+#include "llm.h"
+
+// The JSON-Schema compiler lives on its own branch (issue 20, `schema`);
+// until it is merged JSON_SCHEMA is UNSUPPORTED.
+#if __has_include("constrain/json_schema.h")
+#include "constrain/json_schema.h"
+#define LLM_HAVE_JSON_SCHEMA 1
+#else
+#define LLM_HAVE_JSON_SCHEMA 0
+#endif
+
+namespace llm::constrain {
+
+StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std::string_view text,
+                                                                std::span<const std::string> choices) {
+  StatusOr<Grammar> g = InvalidArgument("constraint_kind " + std::to_string(kind) + " is not a constraint");
+  switch (kind) {
+    case LLM_CONSTRAINT_GRAMMAR: g = ParseGrammar(text); break;
+    case LLM_CONSTRAINT_REGEX: g = CompileRegex(text); break;
+    case LLM_CONSTRAINT_CHOICE: g = CompileChoices(choices); break;
+    case LLM_CONSTRAINT_JSON_OBJECT: g = ParseGrammar(JsonObjectGrammar()); break;
+    case LLM_CONSTRAINT_JSON_SCHEMA: {
+#if LLM_HAVE_JSON_SCHEMA
+      auto gbnf = JsonSchemaToGrammar(text);
+      if (!gbnf.ok()) return gbnf.status();
+      g = ParseGrammar(*gbnf);
+      if (!g.ok()) return InternalError("the grammar compiled from the JSON schema does not parse: " + g.status().message());
+#else
+      return Unsupported("JSON_SCHEMA constraints are not available in this build");
+#endif
+      break;
+    }
+    default: break;
+  }
+  if (!g.ok()) return g.status();
+  return LowerToBytes(*g);
+}
+
+StatusOr<std::shared_ptr<const ByteProgram>> ConstraintCache::Get(int32_t kind, std::string_view text,
+                                                                  std::span<const std::string> choices) {
+  std::string key = std::to_string(kind) + ":";
+  if (kind == LLM_CONSTRAINT_CHOICE) {
+    for (const std::string& c : choices) key += std::to_string(c.size()) + ":" + c;
+  } else if (kind != LLM_CONSTRAINT_JSON_OBJECT) {
+    key += text;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      it->second.last_use = ++tick_;
+      ++hits_;
+      return it->second.program;
+    }
+  }
+  // Compile outside the lock: a large grammar must not hold up other
+  // submitters. Two threads compiling the same text both succeed; one wins.
+  auto p = CompileConstraint(kind, text, choices);
+  if (!p.ok()) return p.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() >= capacity_) {
+    auto oldest = std::min_element(entries_.begin(), entries_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
+    entries_.erase(oldest);
+  }
+  entries_[key] = Entry{*p, ++tick_};
+  return *p;
+}
+
+size_t ConstraintCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+uint64_t ConstraintCache::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
+ConstraintState::ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie,
+                                 int32_t n_prompt)
+    : trie_(std::move(trie)), matcher_(std::move(program)), n_prompt_(n_prompt) {
+  eog_only_.assign((static_cast<size_t>(trie_->n_vocab()) + 63) / 64, 0);
+  for (int32_t t : trie_->eog()) eog_only_[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+}
+
+bool ConstraintState::AcceptToken(int32_t token) {
+  if (token < 0 || token >= trie_->n_vocab() || !trie_->in_trie(token)) return false;
+  if (!matcher_.Accept(trie_->piece(token))) return false;
+  tokens_.push_back(token);
+  return true;
+}
+
+// Brings the matcher to history[n_prompt..]: roll back to the common prefix
+// with what it has accepted, then accept the rest. Sampling and
+// verification only ever extend the history by allowed tokens, so the
+// rollback is the rare case (a rejected draft, a sibling's fork, a
+// preempted sequence recomputing).
+void ConstraintState::Sync(std::span<const int32_t> history) {
+  const size_t start = std::min(history.size(), static_cast<size_t>(std::max(n_prompt_, 0)));
+  const std::span<const int32_t> gen = history.subspan(start);
+  size_t common = 0;
+  while (common < tokens_.size() && common < gen.size() && tokens_[common] == gen[common]) ++common;
+  if (common < tokens_.size()) {
+    matcher_.Rollback(tokens_.size() - common);
+    tokens_.resize(common);
+    stuck_ = false;
+  }
+  if (stuck_ && (gen.size() <= tokens_.size() || gen[tokens_.size()] != stuck_token_)) stuck_ = false;
+  if (stuck_) return;
+  for (size_t k = tokens_.size(); k < gen.size(); ++k) {
+    if (!AcceptToken(gen[k])) {
+      stuck_ = true;
+      stuck_token_ = gen[k];
+      return;
+    }
+  }
+}
+
+const std::vector<uint64_t>& ConstraintState::Mask(std::span<const int32_t> history) {
+  Sync(history);
+  if (stuck_) return eog_only_;
+  const Matcher::StateId s = matcher_.Current();
+  auto it = masks_.find(s);
+  if (it != masks_.end()) return it->second;
+  // A bounded cache: decoding revisits few states, but a pathological
+  // grammar must not grow it without end.
+  if (masks_.size() >= 256) masks_.clear();
+  std::vector<uint64_t>& m = masks_[s];
+  trie_->ComputeMask(matcher_, s, &m);
+  return m;
+}
+
+void ConstraintState::Apply(float* logits, int32_t n_vocab, std::span<const int32_t> history) {
+  const std::vector<uint64_t>& mask = Mask(history);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int32_t n = std::min(n_vocab, trie_->n_vocab());
+  for (int32_t w = 0; w * 64 < n; ++w) {
+    const uint64_t bits = mask[static_cast<size_t>(w)];
+    if (bits == ~uint64_t{0}) continue;
+    const int32_t end = std::min(n, w * 64 + 64);
+    for (int32_t t = w * 64; t < end; ++t) {
+      if (!((bits >> (t & 63)) & 1)) logits[t] = ninf;
+    }
+  }
+  for (int32_t t = n; t < n_vocab; ++t) logits[t] = ninf;
+}
+
+size_t ConstraintState::AllowedDrafts(std::span<const int32_t> history, std::span<const int32_t> drafts) {
+  Sync(history);
+  if (stuck_) return 0;
+  size_t n = 0;
+  for (int32_t d : drafts) {
+    if (trie_->IsEog(d)) {
+      if (matcher_.IsAccepting(matcher_.Current())) ++n;  // ends the sequence: nothing after it counts
+      break;
+    }
+    if (!AcceptToken(d)) break;
+    ++n;
+  }
+  const size_t accepted = tokens_.size() - (history.size() - std::min(history.size(), static_cast<size_t>(std::max(n_prompt_, 0))));
+  matcher_.Rollback(accepted);
+  tokens_.resize(tokens_.size() - accepted);
+  return n;
+}
+
+bool ConstraintState::Complete(std::span<const int32_t> history) {
+  Sync(history);
+  return !stuck_ && matcher_.IsAccepting(matcher_.Current());
+}
+
+}  // namespace llm::constrain

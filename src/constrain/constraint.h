@@ -1,0 +1,99 @@
+// Constraints in the engine (issue 20): compiling a request's constraint,
+// caching compiled programs by content, and the per-sequence state that
+// masks the sampler's logits.
+//
+//   llm_submit ─► ConstraintCache::Get(kind, text, choices) ─► ByteProgram (shared, immutable)
+//   engine: each sequence's Sampler holds a ConstraintState(program, trie):
+//     Apply(logits, history): sync the matcher to history[n_prompt..] (roll
+//     back to the common prefix, accept the rest), then -inf every token the
+//     state's mask forbids.
+//
+// Syncing to the history the sampler already receives is what makes n > 1
+// (forked samples), preemption (recompute), prefix caching and speculative
+// verification (several positions in one step; rejected drafts) all work
+// without the engine telling the constraint anything.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "constrain/byte_program.h"
+#include "constrain/matcher.h"
+#include "constrain/token_trie.h"
+#include "util/status.h"
+
+namespace llm::constrain {
+
+// kind: an llm_constraint_kind other than NONE. text: the schema, regex or
+// grammar (ignored for JSON_OBJECT and CHOICE). Errors: INVALID_ARGUMENT with
+// the position; UNSUPPORTED for JSON_SCHEMA when built without the schema
+// compiler.
+StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std::string_view text,
+                                                                std::span<const std::string> choices);
+
+// Compiled programs by content (kind + text + choices), for one context.
+// Thread-safe (llm_submit runs on callers' threads). Bounded: the least
+// recently used entry goes when full.
+class ConstraintCache {
+ public:
+  explicit ConstraintCache(size_t capacity = 64) : capacity_(capacity) {}
+  StatusOr<std::shared_ptr<const ByteProgram>> Get(int32_t kind, std::string_view text,
+                                                   std::span<const std::string> choices);
+  size_t size() const;
+  uint64_t hits() const;
+
+ private:
+  mutable std::mutex mu_;
+  size_t capacity_;
+  uint64_t tick_ = 0, hits_ = 0;
+  struct Entry {
+    std::shared_ptr<const ByteProgram> program;
+    uint64_t last_use;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+// One sequence's constraint: a matcher synced to its generated tokens and a
+// cache of masks by matcher state. Engine thread only.
+class ConstraintState {
+ public:
+  ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
+
+  // logits: (n_vocab) the position after `history` (prompt + generated);
+  // every forbidden token gets -inf (ids beyond the tokenizer's vocabulary
+  // too).
+  void Apply(float* logits, int32_t n_vocab, std::span<const int32_t> history);
+  // How many of `drafts` (proposed after `history`) the constraint allows in
+  // a row; the matcher is left synced to `history`.
+  size_t AllowedDrafts(std::span<const int32_t> history, std::span<const int32_t> drafts);
+  // The allowed-token mask after `history`, (ceil(n_vocab / 64)) words.
+  const std::vector<uint64_t>& Mask(std::span<const int32_t> history);
+  // The output so far is a complete match.
+  bool Complete(std::span<const int32_t> history);
+
+  Matcher& matcher() { return matcher_; }
+
+ private:
+  void Sync(std::span<const int32_t> history);
+  bool AcceptToken(int32_t token);
+
+  std::shared_ptr<const TokenTrie> trie_;
+  Matcher matcher_;
+  int32_t n_prompt_;
+  std::vector<int32_t> tokens_;  // generated tokens the matcher has accepted (EOG excluded)
+  // The first generated token the matcher could not accept (a stop token,
+  // an EOG, or a token forced from outside): the state stays at tokens_ and
+  // only EOG is allowed after it.
+  bool stuck_ = false;
+  int32_t stuck_token_ = -1;
+  std::unordered_map<Matcher::StateId, std::vector<uint64_t>> masks_;
+  std::vector<uint64_t> eog_only_;
+};
+
+}  // namespace llm::constrain
