@@ -351,16 +351,19 @@ func TestSamplingOptions(t *testing.T) {
 // Issue 20: constraint fields and tool-call parsing.
 func TestConstraintAndToolCalls(t *testing.T) {
 	c := open(t)
-	// A library whose engine has no constraints yet refuses a choice at
-	// submit with StatusUnsupported; with them, the output is one of the choices.
+	// A choice and a regex: the output is one of the choices / matches.
 	res, err := c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 8, Sampling: ptrTo(Greedy()),
 		ConstraintKind: ConstraintChoice, Choices: []string{"yes", "no"}})
-	if err == nil {
-		if txt := res.Text(); txt != "yes" && txt != "no" {
-			t.Fatalf("choice constraint gave %q", txt)
-		}
-	} else if !errors.Is(err, &Error{Status: StatusUnsupported}) {
+	if err != nil || (res.Text() != "yes" && res.Text() != "no") {
 		t.Fatalf("choice constraint: %v", err)
+	}
+	res, err = c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 8,
+		ConstraintKind: ConstraintRegex, Constraint: "[a-z]{2}[0-9]"})
+	if err != nil || len(res.Text()) != 3 || res.Text()[2] < '0' || res.Text()[2] > '9' {
+		t.Fatalf("regex constraint: %q %v", res.Text(), err)
+	}
+	if _, err := c.Complete(context.Background(), Request{Prompt: "hi", ConstraintKind: ConstraintGrammar, Constraint: "root ::= nothing"}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("a bad grammar: %v", err)
 	}
 	if _, err := c.Complete(context.Background(), Request{Prompt: "hi", ConstraintKind: ConstraintRegex, Constraint: "a\x00b"}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
 		t.Fatalf("NUL in a constraint: %v", err)

@@ -16,9 +16,7 @@ Starts the server with SmolLM2-135M-Instruct and checks:
   against the function's parameters, finish_reason "tool_calls", and streamed
   deltas that reassemble (index, id, name, argument pieces) to the same call;
   response_format json_schema / json_object, choice and regex outputs match.
-  These need the constraint engine: while llm_submit refuses constraints
-  (UNSUPPORTED), they must be 400s with code "unsupported" and the param
-  named, and the checks of the outputs are reported as skipped.
+  Invalid schemas / regexes / grammars are 400s naming the param.
 Exits 77 (skipped) without the model, openai or jsonschema.
 """
 import json
@@ -240,65 +238,60 @@ try:
 
     # ------------------------------------------------------------ constrained: forced calls, response_format
     status, probe = http(base_body(response_format={"type": "json_object"}))
-    constrained = status == 200
-    if not constrained:
-        check(status == 400 and probe["error"]["code"] == "unsupported" and probe["error"]["param"] == "response_format",
-              "without the constraint engine a constrained request is a 400 'unsupported': %s" % probe)
-        for body, param in [(base_body(tools=TOOLS, tool_choice="required"), "tool_choice"),
-                            (base_body(regex="[0-9]+"), "regex"), (base_body(choice=["yes", "no"]), "choice")]:
-            expect_400(body, param, "unsupported %s" % param)
-        print("SKIP the outputs of constrained requests: llm_submit refuses constraints in this build (%s)"
-              % probe["error"]["message"])
-    else:
-        for choice, allowed in [("required", ["get_weather", "add"]),
-                                ({"type": "function", "function": {"name": "add"}}, ["add"])]:
-            for temperature in (0, 1.0):
-                r = client.chat.completions.create(model=NAME, messages=USER, tools=TOOLS, tool_choice=choice,
-                                                   max_tokens=200, temperature=temperature, seed=7)
-                calls = r.choices[0].message.tool_calls or []
-                problems = [valid_call(c, allowed) for c in calls]
-                check(r.choices[0].finish_reason == "tool_calls" and len(calls) >= 1 and not any(problems),
-                      "tool_choice %s, temperature %g: %s %s" % (choice, temperature,
-                                                                 [(c.function.name, c.function.arguments) for c in calls],
-                                                                 problems))
-            calls, content, finish = stream_calls(messages=USER, tools=TOOLS, tool_choice=choice, max_tokens=200,
-                                                  temperature=0)
-            once = client.chat.completions.create(model=NAME, messages=USER, tools=TOOLS, tool_choice=choice,
-                                                  max_tokens=200, temperature=0).choices[0].message.tool_calls
-            got = [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
-            want = [(c.function.name, c.function.arguments) for c in once or []]
-            check(finish == "tool_calls" and got == want and all(calls[i]["id"] for i in calls),
-                  "tool_choice %s streamed: deltas reassemble to %s (not streamed: %s)" % (choice, got, want))
-
-        schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
-                                                   "age": {"type": "integer", "minimum": 0, "maximum": 150}},
-                  "required": ["name", "age"], "additionalProperties": False}
+    check(status == 200, "the engine accepts constraints (%d %s)" % (status, probe.get("error")))
+    expect_400(base_body(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nope"}}}),
+               "response_format", "an invalid schema, refused at submit")
+    expect_400(base_body(regex="(unclosed"), "regex", "an invalid regex")
+    expect_400(base_body(grammar="root ::= missing"), "grammar", "a grammar with an undefined rule")
+    for choice, allowed in [("required", ["get_weather", "add"]),
+                            ({"type": "function", "function": {"name": "add"}}, ["add"])]:
         for temperature in (0, 1.0):
-            r = client.chat.completions.create(
-                model=NAME, messages=[{"role": "user", "content": "Describe a person as JSON."}], max_tokens=200,
-                temperature=temperature, seed=3,
-                response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema,
-                                                                        "strict": True}})
-            try:
-                jsonschema.validate(json.loads(r.choices[0].message.content), schema)
-                ok = r.choices[0].finish_reason == "stop"
-            except (ValueError, jsonschema.ValidationError) as e:
-                ok = False
-            check(ok, "response_format json_schema, temperature %g: %r" % (temperature, r.choices[0].message.content))
-        r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=200, temperature=0,
-                                           response_format={"type": "json_object"})
+            r = client.chat.completions.create(model=NAME, messages=USER, tools=TOOLS, tool_choice=choice,
+                                               max_tokens=200, temperature=temperature, seed=7)
+            calls = r.choices[0].message.tool_calls or []
+            problems = [valid_call(c, allowed) for c in calls]
+            check(r.choices[0].finish_reason == "tool_calls" and len(calls) >= 1 and not any(problems),
+                  "tool_choice %s, temperature %g: %s %s" % (choice, temperature,
+                                                             [(c.function.name, c.function.arguments) for c in calls],
+                                                             problems))
+        calls, content, finish = stream_calls(messages=USER, tools=TOOLS, tool_choice=choice, max_tokens=200,
+                                              temperature=0)
+        once = client.chat.completions.create(model=NAME, messages=USER, tools=TOOLS, tool_choice=choice,
+                                              max_tokens=200, temperature=0).choices[0].message.tool_calls
+        got = [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
+        want = [(c.function.name, c.function.arguments) for c in once or []]
+        check(finish == "tool_calls" and got == want and all(calls[i]["id"] for i in calls),
+              "tool_choice %s streamed: deltas reassemble to %s (not streamed: %s)" % (choice, got, want))
+
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+              "required": ["name", "age"], "additionalProperties": False}
+    for temperature in (0, 1.0):
+        r = client.chat.completions.create(
+            model=NAME, messages=[{"role": "user", "content": "Describe a person as JSON."}], max_tokens=200,
+            temperature=temperature, seed=3,
+            response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": schema,
+                                                                    "strict": True}})
         try:
-            ok = isinstance(json.loads(r.choices[0].message.content), dict)
-        except ValueError:
+            jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+            ok = r.choices[0].finish_reason == "stop"
+        except (ValueError, jsonschema.ValidationError) as e:
             ok = False
-        check(ok, "response_format json_object: %r" % r.choices[0].message.content)
-        r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=20, temperature=0,
-                                           extra_body={"choice": ["sunny", "rainy", "cloudy"]})
-        check(r.choices[0].message.content in ("sunny", "rainy", "cloudy"), "choice: %r" % r.choices[0].message.content)
-        r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=20, temperature=0,
-                                           extra_body={"regex": "[0-9]{1,2} degrees"})
-        check(re.fullmatch("[0-9]{1,2} degrees", r.choices[0].message.content or "") is not None,
-              "regex: %r" % r.choices[0].message.content)
+        check(ok, "response_format json_schema, temperature %g: %r" % (temperature, r.choices[0].message.content))
+    r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=200, temperature=0,
+                                       response_format={"type": "json_object"})
+    try:
+        ok = isinstance(json.loads(r.choices[0].message.content), dict)
+    except ValueError:
+        ok = False
+    check(ok, "response_format json_object: %r" % r.choices[0].message.content)
+    r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=20, temperature=0,
+                                       extra_body={"choice": ["sunny", "rainy", "cloudy"]})
+    check(r.choices[0].message.content in ("sunny", "rainy", "cloudy"), "choice: %r" % r.choices[0].message.content)
+    r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=20, temperature=0,
+                                       extra_body={"regex": "[0-9]{1,2} degrees"})
+    check(re.fullmatch("[0-9]{1,2} degrees", r.choices[0].message.content or "") is not None,
+          "regex: %r" % r.choices[0].message.content)
 
     # ------------------------------------------------------------ a template that knows tools (Qwen3's)
     # The template renders the tools, the earlier calls and the results

@@ -239,16 +239,17 @@ static class Tests
     {
         using (var ctx = new LlmContext())
         {
-            // A library whose engine has no constraints yet refuses a choice at
-            // submit (Unsupported); with them, the output is one of the choices.
+            // A choice and a regex: the output is one of the choices / matches.
             var r = new GenerateRequest("Once upon a time") { MaxTokens = 8, Sampling = SamplingOptions.Greedy(),
                                                               ConstraintKind = ConstraintKind.Choice, Choices = new[] { "yes", "no" } };
-            try
-            {
-                var text = ctx.Generate(r).Text;
-                Check(text == "yes" || text == "no", "choice output " + text);
-            }
-            catch (LlmException e) { Check(e.Status == LlmStatus.Unsupported, "choice status " + e.Status); }
+            var text = ctx.Generate(r).Text;
+            Check(text == "yes" || text == "no", "choice output " + text);
+            r = new GenerateRequest("Once upon a time") { MaxTokens = 8, ConstraintKind = ConstraintKind.Regex, Constraint = "(ab|cd)[0-9]" };
+            text = ctx.Generate(r).Text;
+            Check(System.Text.RegularExpressions.Regex.IsMatch(text, "^(ab|cd)[0-9]$"), "regex output " + text);
+            r = new GenerateRequest("hi") { ConstraintKind = ConstraintKind.JsonSchema, Constraint = "{\"type\": 5}" };
+            try { ctx.Submit(r); Check(false, "a bad schema accepted"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "schema status " + e.Status); }
             r = new GenerateRequest("hi") { ConstraintKind = ConstraintKind.Regex, Constraint = "a\0b" };
             try { ctx.Submit(r); Check(false, "a NUL in the regex accepted"); }
             catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "status " + e.Status); }

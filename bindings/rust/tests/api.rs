@@ -263,14 +263,17 @@ fn logit_bias_min_tokens_stop_tokens_and_top_logprobs() {
 fn constrained_requests_and_tool_calls() {
     use llmrt::{parse_tool_calls, Constraint, ToolFormat};
     let ctx = Context::builtin().unwrap();
-    // A choice: a library whose engine has no constraints yet refuses it at
-    // submit with Unsupported; with them, the output is one of the choices.
+    // A choice and a regex: the output is one of the choices / matches.
     let choices = vec!["yes".to_string(), "no".to_string()];
     let r = Request::new("Once upon a time").max_tokens(8).greedy().constraint(Constraint::Choice(choices.clone()));
-    match ctx.generate(r) {
-        Ok(out) => assert!(choices.contains(&out.sequences[0].text), "{:?}", out.sequences[0].text),
-        Err(e) => assert_eq!(e.status(), Status::Unsupported, "{}", e.message()),
-    }
+    let out = ctx.generate(r).unwrap();
+    assert!(choices.contains(&out.sequences[0].text), "{:?}", out.sequences[0].text);
+    let r = Request::new("Once upon a time").max_tokens(8).temperature(1.0).seed(3)
+        .constraint(Constraint::Regex("[0-9]{3}".into()));
+    let text = ctx.generate(r).unwrap().sequences[0].text.clone();
+    assert!(text.len() == 3 && text.bytes().all(|b| b.is_ascii_digit()), "{text:?}");
+    let err = ctx.submit(Request::new("hi").constraint(Constraint::JsonSchema("{\"type\": 5}".into()))).err().unwrap();
+    assert_eq!(err.status(), Status::InvalidArgument);
     let err = ctx.submit(Request::new("hi").constraint(Constraint::Regex("a\0b".into()))).err().unwrap();
     assert_eq!(err.status(), Status::InvalidArgument);
 
