@@ -675,6 +675,73 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
                                            size_t n_messages, int32_t add_generation_prompt, char* out,
                                            size_t capacity, size_t* n_out);
 
+/* llm_chat_apply_template for conversations with tools: the messages as a
+ * JSON array of objects in OpenAI's / transformers' shape — "role" (a
+ * string), "content" (a string, null, or a list of parts) and whatever else
+ * a message carries ("tool_calls" of an assistant turn, with "arguments" an
+ * object as transformers wants them, "tool_call_id" and "name" of a
+ * role "tool" result, "reasoning_content"...) — reach the template as
+ * Python's json.loads would give them; tools_json is a JSON array of tool
+ * definitions ({"type": "function", "function": {"name", "description",
+ * "parameters"}}), the template's `tools`, or NULL (tools = None). Both
+ * NUL-terminated UTF-8, nested at most 32 levels. Everything else (template
+ * choice, the other variables, output protocol) is as llm_chat_apply_template.
+ * Errors: those of llm_chat_apply_template; INVALID_ARGUMENT also for JSON
+ * that does not parse (the message names the byte offset), a message that is
+ * not an object with a string "role", or tools_json that is not an array. */
+LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, const char* messages_json,
+                                                const char* tools_json, int32_t add_generation_prompt, char* out,
+                                                size_t capacity, size_t* n_out);
+
+/* ------------------------------------------------------------ tool calls */
+
+enum { /* tool-call formats: llm_chat_tool_format, llm_chat_parse_tool_calls */
+  LLM_TOOL_FORMAT_AUTO = 0,    /* parse: whichever marker below the text has   */
+  LLM_TOOL_FORMAT_GENERIC = 1, /* the whole reply is JSON: {"tool_calls":      */
+                               /* [call, ...]}, {"tool_call": call}, a call,   */
+                               /* or a list of calls; {"response": "text"} is  */
+                               /* content                                      */
+  LLM_TOOL_FORMAT_HERMES = 2,  /* Qwen2.5, Qwen3, Hermes: one or more          */
+                               /* <tool_call>call</tool_call>                  */
+  LLM_TOOL_FORMAT_LLAMA3 = 3,  /* Llama 3.x JSON tool calling: a call, or      */
+                               /* <|python_tag|> and ';'-separated calls       */
+  LLM_TOOL_FORMAT_MISTRAL = 4  /* [TOOL_CALLS][call, ...] or (v11 and later)   */
+                               /* [TOOL_CALLS]name[ARGS]{arguments}            */
+};
+/* A "call" above is a JSON object {"name": "...", "arguments": {...}}
+ * ("parameters" is accepted for "arguments", as Llama 3 writes it; arguments
+ * written as a string holding an object's JSON are parsed). */
+
+/* The format the model's chat template writes tool calls in (tmpl == NULL:
+ * the model's template, as llm_chat_apply_template finds it; else the given
+ * template text): HERMES when the template has <tool_call>, MISTRAL when it
+ * has [TOOL_CALLS], LLAMA3 for <|python_tag|> or a Llama 3 header template
+ * that describes "parameters", else GENERIC (also for a model without a
+ * template). Never AUTO. Thread-safe on one context.
+ * Errors: NULL_ARGUMENT (ctx, out_format). */
+LLM_API llm_status llm_chat_tool_format(llm_ctx* ctx, const char* tmpl, int32_t* out_format);
+
+/* Splits a model's reply into the tool calls in it and the remaining text.
+ * Needs no context: a pure function of the text, so it serves streamed text
+ * too (call it on what has arrived; a call still being written is reported
+ * as truncated, INVALID_ARGUMENT, until it is whole).
+ * format: LLM_TOOL_FORMAT_*. text[0..text_len): UTF-8 (NULL only when
+ * text_len is 0).
+ * Writes compact JSON, at most `capacity` bytes and no NUL, *n_out = the full
+ * byte count (BUFFER_TOO_SMALL when it does not fit, as llm_detokenize):
+ *   {"content": "text outside the calls",
+ *    "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+ * with an "id" member in a call where the model wrote one (Mistral). Text
+ * without a call gives {"content": text, "tool_calls": []}; with calls, the
+ * content is trimmed of surrounding whitespace. Arguments are always a JSON
+ * object (OpenAI's API wants them as a string: serialize it yourself).
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown format; a call's marker
+ * followed by something that is not a well-formed call: truncated JSON, no
+ * "name", arguments not an object, JSON nested over 64 levels — the message
+ * names the byte offset), INVALID_UTF8, BUFFER_TOO_SMALL. */
+LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, size_t text_len, char* out,
+                                             size_t capacity, size_t* n_out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

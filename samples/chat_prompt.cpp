@@ -56,6 +56,10 @@ bool Prompter::Init(llm_ctx* ctx, const std::string& template_text, std::string*
     return false;
   }
 
+  if (!fallback_) {
+    int32_t f = LLM_TOOL_FORMAT_GENERIC;
+    if (llm_chat_tool_format(ctx, template_.empty() ? nullptr : template_.c_str(), &f) == LLM_OK) tool_format_ = f;
+  }
   llm_model_info info{};
   info.struct_size = sizeof info;
   if (llm_model_get_info(ctx, &info) == LLM_OK && info.bos >= 0) {
@@ -86,9 +90,35 @@ llm_status Prompter::Render(const std::vector<Message>& messages, std::string* p
     return s;
   }
   prompt->resize(n);
-  const bool has_bos = !bos_text_.empty() && prompt->compare(0, bos_text_.size(), bos_text_) == 0;
-  *tokenize_flags = LLM_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0u : uint32_t{LLM_TOKENIZE_ADD_SPECIAL});
+  *tokenize_flags = Flags(*prompt);
   return LLM_OK;
+}
+
+llm_status Prompter::RenderJson(const std::string& messages_json, const std::string* tools_json, std::string* prompt,
+                                uint32_t* tokenize_flags, std::string* error) const {
+  const char* tmpl = template_.empty() ? nullptr : template_.c_str();
+  const char* tools = tools_json ? tools_json->c_str() : nullptr;
+  size_t n = 0;
+  prompt->assign(4096, '\0');
+  llm_status s = llm_chat_apply_template_json(ctx_, tmpl, messages_json.c_str(), tools, 1, prompt->data(),
+                                              prompt->size(), &n);
+  if (s == LLM_ERR_BUFFER_TOO_SMALL) {
+    prompt->assign(n, '\0');
+    s = llm_chat_apply_template_json(ctx_, tmpl, messages_json.c_str(), tools, 1, prompt->data(), prompt->size(), &n);
+  }
+  if (s != LLM_OK) {
+    *error = llm_last_error();
+    prompt->clear();
+    return s;
+  }
+  prompt->resize(n);
+  *tokenize_flags = Flags(*prompt);
+  return LLM_OK;
+}
+
+uint32_t Prompter::Flags(const std::string& prompt) const {
+  const bool has_bos = !bos_text_.empty() && prompt.compare(0, bos_text_.size(), bos_text_) == 0;
+  return LLM_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0u : uint32_t{LLM_TOKENIZE_ADD_SPECIAL});
 }
 
 }  // namespace chat

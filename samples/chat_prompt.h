@@ -54,6 +54,16 @@ class Prompter {
   llm_status Render(const std::vector<Message>& messages, std::string* prompt, uint32_t* tokenize_flags,
                     std::string* error) const;
 
+  // The same for a conversation in OpenAI's shape (a JSON array: tool_calls,
+  // role "tool" results...) and a JSON array of tools, or nullptr
+  // (llm_chat_apply_template_json); not for the fallback transcript.
+  llm_status RenderJson(const std::string& messages_json, const std::string* tools_json, std::string* prompt,
+                        uint32_t* tokenize_flags, std::string* error) const;
+
+  // The LLM_TOOL_FORMAT_* the template writes tool calls in: GENERIC when
+  // it knows no tools (then a caller describes them itself).
+  int32_t tool_format() const { return tool_format_; }
+
   // Stop strings every request should carry (the fallback's "\nuser:").
   const std::vector<const char*>& stops() const { return stops_; }
 
@@ -62,6 +72,9 @@ class Prompter {
   std::string template_;  // empty: the model's own
   std::string bos_text_;  // the BOS token rendered as text; "" if none
   bool fallback_ = false;
+  int32_t tool_format_ = LLM_TOOL_FORMAT_GENERIC;
+  // Sets the flags for a rendered prompt (BOS unless it starts with it).
+  uint32_t Flags(const std::string& prompt) const;
   std::vector<const char*> stops_;
 };
 

@@ -57,6 +57,14 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_KV_Q8_0, 3);
 }
 
+TEST(Abi, ToolFormatValues) {
+  EXPECT_EQ(LLM_TOOL_FORMAT_AUTO, 0);
+  EXPECT_EQ(LLM_TOOL_FORMAT_GENERIC, 1);
+  EXPECT_EQ(LLM_TOOL_FORMAT_HERMES, 2);
+  EXPECT_EQ(LLM_TOOL_FORMAT_LLAMA3, 3);
+  EXPECT_EQ(LLM_TOOL_FORMAT_MISTRAL, 4);
+}
+
 #ifdef LLM_ABI_64
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 

@@ -3,6 +3,7 @@ package llmrt
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -346,3 +347,56 @@ func TestSamplingOptions(t *testing.T) {
 		t.Errorf("top_logprobs 21: %v", err)
 	}
 }
+
+// Issue 20: constraint fields and tool-call parsing.
+func TestConstraintAndToolCalls(t *testing.T) {
+	c := open(t)
+	// A choice and a regex: the output is one of the choices / matches.
+	res, err := c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 8, Sampling: ptrTo(Greedy()),
+		ConstraintKind: ConstraintChoice, Choices: []string{"yes", "no"}})
+	if err != nil || (res.Text() != "yes" && res.Text() != "no") {
+		t.Fatalf("choice constraint: %v", err)
+	}
+	res, err = c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 8,
+		ConstraintKind: ConstraintRegex, Constraint: "[a-z]{2}[0-9]"})
+	if err != nil || len(res.Text()) != 3 || res.Text()[2] < '0' || res.Text()[2] > '9' {
+		t.Fatalf("regex constraint: %q %v", res.Text(), err)
+	}
+	if _, err := c.Complete(context.Background(), Request{Prompt: "hi", ConstraintKind: ConstraintGrammar, Constraint: "root ::= nothing"}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("a bad grammar: %v", err)
+	}
+	if _, err := c.Complete(context.Background(), Request{Prompt: "hi", ConstraintKind: ConstraintRegex, Constraint: "a\x00b"}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("NUL in a constraint: %v", err)
+	}
+
+	got, err := ParseToolCalls(ToolFormatHermes, `<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>`)
+	if want := `{"content":"","tool_calls":[{"name":"f","arguments":{"x":1}}]}`; err != nil || got != want {
+		t.Fatalf("hermes: %q %v", got, err)
+	}
+	var parsed struct {
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			Name      string                 `json:"name"`
+			Arguments map[string]interface{} `json:"arguments"`
+		} `json:"tool_calls"`
+	}
+	got, err = ParseToolCalls(ToolFormatAuto, "Sure.\n[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 2}}]")
+	if err != nil || json.Unmarshal([]byte(got), &parsed) != nil || parsed.Content != "Sure." ||
+		len(parsed.ToolCalls) != 1 || parsed.ToolCalls[0].Name != "add" || parsed.ToolCalls[0].Arguments["a"] != 2.0 {
+		t.Fatalf("mistral: %q %v %+v", got, err, parsed)
+	}
+	// Content that grows when escaped takes the BUFFER_TOO_SMALL retry.
+	got, err = ParseToolCalls(ToolFormatGeneric, strings.Repeat("\n", 1000))
+	if want := `{"content":"` + strings.Repeat(`\n`, 1000) + `","tool_calls":[]}`; err != nil || got != want {
+		t.Fatalf("long content: %d bytes, %v", len(got), err)
+	}
+	_, err = ParseToolCalls(ToolFormatHermes, `<tool_call>{"name": `)
+	if e, ok := err.(*Error); !ok || e.Status != StatusInvalidArgument || !strings.Contains(e.Message, "truncated") {
+		t.Fatalf("truncated call: %v", err)
+	}
+	if f, err := c.ToolFormat(); err != nil || f != ToolFormatGeneric {
+		t.Fatalf("tool format of the built-in model: %v %v", f, err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -69,6 +69,11 @@ type Request struct {
 	StopTokenIDs []int32 // end a sequence like EOS (even with IgnoreEOS)
 	MinTokens    int     // EOS and StopTokenIDs are masked until this many tokens exist
 	TopLogprobs  int     // 0..20 alternatives in each token event's TopLogprobs
+	// What the output must match: the kind, and its text (JSONSchema, Regex,
+	// Grammar) or Choices (Choice).
+	ConstraintKind ConstraintKind
+	Constraint     string
+	Choices        []string
 }
 
 // cRequest is a request in C memory, so no Go pointer reaches the library.
@@ -158,6 +163,27 @@ func newCRequest(q *Request) (*cRequest, error) {
 	}
 	r.req.min_tokens = C.int32_t(q.MinTokens)
 	r.req.top_logprobs = C.int32_t(q.TopLogprobs)
+	r.req.constraint_kind = C.int32_t(q.ConstraintKind)
+	if q.Constraint != "" {
+		if strings.IndexByte(q.Constraint, 0) >= 0 {
+			r.free()
+			return nil, &Error{Status: StatusInvalidArgument, Message: "constraint contains a NUL byte"}
+		}
+		r.req.constraint = r.cstring(q.Constraint)
+	}
+	if len(q.Choices) > 0 {
+		arr := (**C.char)(r.alloc(C.size_t(len(q.Choices)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+		ptrs := unsafe.Slice(arr, len(q.Choices))
+		for i, s := range q.Choices {
+			if strings.IndexByte(s, 0) >= 0 {
+				r.free()
+				return nil, &Error{Status: StatusInvalidArgument, Message: "choice contains a NUL byte"}
+			}
+			ptrs[i] = r.cstring(s)
+		}
+		r.req.choices = arr
+		r.req.n_choices = C.int32_t(len(q.Choices))
+	}
 	if len(q.Stop) > 0 {
 		arr := (**C.char)(r.alloc(C.size_t(len(q.Stop)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
 		ptrs := unsafe.Slice(arr, len(q.Stop))

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string_view>
 
 namespace server {
 namespace {
@@ -64,17 +65,71 @@ bool Bool(const json& body, const char* name, bool* out, ApiError* err) {
   return true;
 }
 
-bool EmptyOrAbsent(const json& body, const char* name) {
-  const json* f = Field(body, name);
-  return f == nullptr || ((f->is_object() || f->is_array()) && f->empty());
-}
-
 bool TokenListOrEmpty(const json& a, std::vector<llm_token>* out) {
   for (const json& t : a) {
     if (!t.is_number_integer()) return false;
     int64_t v = t.get<int64_t>();
     if (v < 0 || v > std::numeric_limits<llm_token>::max()) return false;
     out->push_back(static_cast<llm_token>(v));
+  }
+  return true;
+}
+
+bool SetConstraint(Generation* g, const char* param, int32_t kind, std::string text, ApiError* err) {
+  if (g->constraint_kind != LLM_CONSTRAINT_NONE)
+    return Bad(err, param, std::string(param) + " cannot be combined with " + g->constraint_param +
+                               ": a request has at most one output constraint");
+  g->constraint_kind = kind;
+  g->constraint = std::move(text);
+  g->constraint_param = param;
+  return true;
+}
+
+// response_format (OpenAI) and the extensions regex / grammar / choice (with
+// vLLM's guided_* names as aliases): what the output must match.
+bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
+  if (const json* rf = Field(body, "response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+      return Bad(err, "response_format", "response_format must be an object with a string \"type\"");
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "json_object") {
+      if (!SetConstraint(g, "response_format", LLM_CONSTRAINT_JSON_OBJECT, "", err)) return false;
+    } else if (type == "json_schema") {
+      const json* js = Field(*rf, "json_schema");
+      if (js == nullptr || !js->is_object())
+        return Bad(err, "response_format.json_schema", "response_format.json_schema must be an object");
+      if (const json* name = Field(*js, "name"); name == nullptr || !name->is_string())
+        return Bad(err, "response_format.json_schema.name", "response_format.json_schema.name must be a string");
+      if (const json* strict = Field(*js, "strict"); strict != nullptr && !strict->is_boolean())
+        return Bad(err, "response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
+      // strict or not, the output is held to the schema: the constraint is exact.
+      const json* schema = Field(*js, "schema");
+      if (schema != nullptr && !schema->is_object() && !schema->is_boolean())
+        return Bad(err, "response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON Schema");
+      const std::string text = schema == nullptr ? std::string("{}") : schema->dump();
+      if (!SetConstraint(g, "response_format", LLM_CONSTRAINT_JSON_SCHEMA, text, err)) return false;
+    } else if (type != "text") {
+      return Bad(err, "response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
+    }
+  }
+  for (const char* name : {"regex", "guided_regex", "grammar", "guided_grammar"}) {
+    const json* f = Field(body, name);
+    if (f == nullptr) continue;
+    if (!f->is_string() || f->get<std::string>().empty())
+      return Bad(err, name, std::string(name) + " must be a non-empty string");
+    const int32_t kind = std::string_view(name).ends_with("regex") ? LLM_CONSTRAINT_REGEX : LLM_CONSTRAINT_GRAMMAR;
+    if (!SetConstraint(g, name, kind, f->get<std::string>(), err)) return false;
+  }
+  for (const char* name : {"choice", "guided_choice"}) {
+    const json* f = Field(body, name);
+    if (f == nullptr) continue;
+    if (!f->is_array() || f->empty() || f->size() > 4096)
+      return Bad(err, name, std::string(name) + " must be a list of 1 to 4096 strings");
+    for (const json& c : *f) {
+      if (!c.is_string()) return Bad(err, name, std::string(name) + " must be a list of strings");
+      g->choices.push_back(c.get<std::string>());
+    }
+    if (!SetConstraint(g, name, LLM_CONSTRAINT_CHOICE, "", err)) return false;
   }
   return true;
 }
@@ -159,11 +214,7 @@ bool ParseCommon(const json& body, Generation* g, ApiError* err) {
   int64_t min_tokens = 0;
   if (!Integer(body, "min_tokens", 0, std::numeric_limits<int32_t>::max(), &min_tokens, err)) return false;
   g->min_tokens = static_cast<int32_t>(min_tokens);
-  if (const json* rf = Field(body, "response_format")) {
-    if (!rf->is_object() || rf->value("type", std::string("text")) != "text")
-      return Bad(err, "response_format", "only response_format {\"type\": \"text\"} is supported by this server");
-  }
-  return true;
+  return ParseConstraint(body, g, err);
 }
 
 bool MaxTokens(const json& body, const char* name, int32_t* out, ApiError* err) {
@@ -235,8 +286,12 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
   if (top_logprobs > 0 && !g->logprobs)
     return Bad(err, "top_logprobs", "top_logprobs needs logprobs set to true");
   g->top_logprobs = static_cast<int32_t>(top_logprobs);
-  if (!EmptyOrAbsent(body, "tools") || !EmptyOrAbsent(body, "functions"))
-    return Bad(err, "tools", "tools and functions are not supported by this server");
+  if (!ParseTools(body, &g->tools, err)) return false;
+  if (g->tools.forced()) {
+    // The call is forced by a schema over the allowed tools' arguments.
+    const char* param = body.contains("tool_choice") ? "tool_choice" : "function_call";
+    if (!SetConstraint(g, param, LLM_CONSTRAINT_JSON_SCHEMA, ForcedCallSchema(g->tools).dump(), err)) return false;
+  }
 
   const json* msgs = Field(body, "messages");
   if (msgs == nullptr) return Bad(err, "messages", "messages is required");
@@ -250,6 +305,7 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
     chat::Message msg;
     msg.role = role->get<std::string>();
     if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for it
+    if (msg.role == "function") msg.role = "tool";     // the deprecated name of a tool result
     if (const json* c = Field(m, "content")) {
       if (c->is_string()) {
         msg.content = c->get<std::string>();
@@ -265,6 +321,19 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
         return Bad(err, where + ".content", where + ".content must be a string or a list of content parts");
       }
     }
+    json raw = m;
+    raw["role"] = msg.role;
+    raw["content"] = msg.content;  // text parts joined; null as "" (templates test `in content`)
+    // An assistant's earlier calls, as the text the model wrote for them.
+    if (const json* tc = Field(m, "tool_calls"); tc != nullptr && !tc->empty()) {
+      std::string text, problem;
+      if (!ToolCallsAsText(*tc, &text, &problem)) return Bad(err, where + ".tool_calls", where + ": " + problem);
+      msg.content += msg.content.empty() ? text : "\n" + text;
+      raw["tool_calls"] = ToolCallsForTemplate(*tc);
+      g->tool_history = true;
+    }
+    if (msg.role == "tool") g->tool_history = true;
+    g->raw_messages.push_back(std::move(raw));
     g->messages.push_back(std::move(msg));
   }
   g->prompts.resize(1);  // rendered by the handler

@@ -10,6 +10,7 @@
 
 #include "../chat_prompt.h"
 #include "llm.h"
+#include "openai_tools.h"
 
 namespace server {
 
@@ -54,7 +55,19 @@ struct Generation {
   std::vector<std::string> stop;
   bool ignore_eos = false;     // extension (as vLLM)
   int32_t priority = 0;        // extension (as vLLM)
+  // Constrained output (response_format, the regex / grammar / choice
+  // extensions, or a forced tool call): llm_request's constraint fields.
+  int32_t constraint_kind = LLM_CONSTRAINT_NONE;
+  std::string constraint;               // schema JSON, regex or grammar text
+  std::vector<std::string> choices;     // CHOICE
+  std::string constraint_param;         // the parameter it came from, for errors
+  ToolSpec tools;                       // chat: tools / tool_choice
   std::vector<chat::Message> messages;  // chat: rendered into prompts[0] later
+  // chat: the messages in OpenAI's shape for templates that know tools
+  // (content strings, tool_calls arguments as objects), and whether any
+  // carries tool_calls or is a tool result.
+  json raw_messages = json::array();
+  bool tool_history = false;
   std::vector<PromptInput> prompts;     // choices are numbered prompt * n + sample
 };
 

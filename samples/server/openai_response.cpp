@@ -1,5 +1,6 @@
 #include "openai_response.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -32,7 +33,8 @@ std::string NewId(const char* prefix) {
 }
 
 ResponseBuilder::ResponseBuilder(const Generation& g, std::string model, TokenText token_text)
-    : chat_(g.chat),
+    : tools_(g.tools),
+      chat_(g.chat),
       logprobs_(g.logprobs),
       include_usage_(g.include_usage),
       top_logprobs_(g.top_logprobs),
@@ -151,12 +153,15 @@ json ResponseBuilder::Body() const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     json choice = {{"index", i}};
-    if (chat_)
+    const char* finish = FinishName(c.finish_reason);
+    if (chat_ && tools_.active())
+      choice["message"] = ToolMessage(c, &finish);
+    else if (chat_)
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     else
       choice["text"] = c.text;
     choice["logprobs"] = Logprobs(c);
-    choice["finish_reason"] = FinishName(c.finish_reason);
+    choice["finish_reason"] = finish;
     choices.push_back(std::move(choice));
   }
   j["choices"] = std::move(choices);
@@ -198,6 +203,11 @@ std::string ResponseBuilder::StreamEvents(const std::vector<SeqEvent>& events) {
     if (e.choice < 0 || static_cast<size_t>(e.choice) >= choices_.size()) continue;
     Choice& c = choices_[static_cast<size_t>(e.choice)];
     Record(e, &c);
+    if (chat_ && tools_.active()) {
+      c.text += e.text;
+      if (e.final) out += StreamToolEnd(e.choice, c);
+      continue;
+    }
     // Text (with the logprobs of the tokens that made it) as soon as there
     // is some; a token whose text is held back waits for the next chunk.
     if (!e.text.empty() || (e.final && !c.logprobs.empty())) {
@@ -221,6 +231,61 @@ std::string ResponseBuilder::StreamEvents(const std::vector<SeqEvent>& events) {
     }
   }
   return out;
+}
+
+json ResponseBuilder::ToolMessage(const Choice& c, const char** finish) const {
+  ReplyCalls rc;
+  if (!ExtractToolCalls(tools_, c.text, &rc)) return json{{"role", "assistant"}, {"content", c.text}};
+  *finish = "tool_calls";
+  return json{{"role", "assistant"},
+              {"content", rc.content.empty() ? json(nullptr) : json(rc.content)},
+              {"tool_calls", rc.calls}};
+}
+
+// The end of a tool-mode choice as OpenAI streams it: content (if any), then
+// per call a chunk with its index, id, type and name (arguments ""), then its
+// arguments in pieces, then the finish reason.
+std::string ResponseBuilder::StreamToolEnd(int index, const Choice& c) {
+  const char* object = "chat.completion.chunk";
+  std::string out;
+  if (c.finish_reason == LLM_FINISH_ERROR || c.finish_reason == LLM_FINISH_CANCELLED) {
+    const ApiError err = c.finish_reason == LLM_FINISH_ERROR
+                             ? StatusError(c.status, c.message)
+                             : StatusError(LLM_ERR_SHUTDOWN, "the request was cancelled: the server is shutting down");
+    return Sse(ErrorBody(err));
+  }
+  auto delta_chunk = [&](json delta, bool with_logprobs) {
+    json j = Envelope(object);
+    json choice = {{"index", index}, {"delta", std::move(delta)}};
+    choice["logprobs"] = with_logprobs ? Logprobs(c) : json(nullptr);
+    choice["finish_reason"] = nullptr;
+    j["choices"] = json::array({std::move(choice)});
+    return Sse(j);
+  };
+  ReplyCalls rc;
+  const bool calls = ExtractToolCalls(tools_, c.text, &rc);
+  if (!rc.content.empty()) out += delta_chunk({{"content", rc.content}}, !calls);
+  for (size_t i = 0; calls && i < rc.calls.size(); ++i) {
+    const json& call = rc.calls[i];
+    out += delta_chunk({{"tool_calls", json::array({{{"index", i},
+                                                      {"id", call["id"]},
+                                                      {"type", "function"},
+                                                      {"function", {{"name", call["function"]["name"]}, {"arguments", ""}}}}})}},
+                       false);
+    // Pieces of about 32 bytes, cut at character boundaries.
+    const std::string args = call["function"]["arguments"].get<std::string>();
+    for (size_t at = 0; at < args.size();) {
+      size_t end = std::min(args.size(), at + 32);
+      while (end < args.size() && (static_cast<unsigned char>(args[end]) & 0xC0) == 0x80) ++end;
+      out += delta_chunk({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", args.substr(at, end - at)}}}}})}},
+                         false);
+      at = end;
+    }
+  }
+  json j = Envelope(object);
+  j["choices"] = json::array(
+      {ChunkChoice(index, "", c, false, false, calls ? "tool_calls" : FinishName(c.finish_reason))});
+  return out + Sse(j);
 }
 
 std::string ResponseBuilder::StreamEnd() {

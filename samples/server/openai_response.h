@@ -73,6 +73,12 @@ class ResponseBuilder {
   json ChunkChoice(int index, const std::string& text, const Choice& c, bool with_logprobs, bool role,
                    const char* finish) const;
 
+  // Tool mode (chat with tools, tool_choice not none): a choice's text is
+  // held until its end and then sent as tool_calls or as content.
+  json ToolMessage(const Choice& c, const char** finish) const;
+  std::string StreamToolEnd(int index, const Choice& c);
+
+  const ToolSpec tools_;
   const bool chat_, logprobs_, include_usage_;
   const int32_t top_logprobs_;
   const int n_;

@@ -185,7 +185,19 @@ void Routes::Register(httplib::Server* svr) {
     for (const std::string& s : g.stop) stops.push_back(s.c_str());
     if (chat) {
       std::string message;
-      llm_status s = prompter_->Render(g.messages, &g.prompts[0].text, &g.prompts[0].flags, &message);
+      llm_status s;
+      if ((g.tools.active() || g.tool_history) && prompter_->tool_format() != LLM_TOOL_FORMAT_GENERIC) {
+        // A template that knows tools (Qwen, Hermes, Llama 3.1, Mistral)
+        // renders them, the earlier calls and their results itself; the
+        // model then writes calls in its own format, which the reply parser
+        // reads (LLM_TOOL_FORMAT_AUTO).
+        const std::string tools = g.tools.active() ? Dump(ToolsForTemplate(g.tools)) : std::string();
+        s = prompter_->RenderJson(Dump(g.raw_messages), g.tools.active() ? &tools : nullptr, &g.prompts[0].text,
+                                  &g.prompts[0].flags, &message);
+      } else {
+        if (g.tools.active()) AddToolsSystemPrompt(g.tools, &g.messages);
+        s = prompter_->Render(g.messages, &g.prompts[0].text, &g.prompts[0].flags, &message);
+      }
       if (s != LLM_OK) {
         err = StatusError(s, "chat template: " + message);
         err.param = "messages";
@@ -194,6 +206,8 @@ void Routes::Register(httplib::Server* svr) {
       for (const char* s : prompter_->stops()) stops.push_back(s);
     }
 
+    std::vector<const char*> choices;
+    for (const std::string& c : g.choices) choices.push_back(c.c_str());
     std::vector<llm_request> reqs(g.prompts.size());
     for (size_t i = 0; i < reqs.size(); ++i) {
       llm_request& r = reqs[i];
@@ -228,12 +242,24 @@ void Routes::Register(httplib::Server* svr) {
       r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();
       r.n_stop_token_ids = static_cast<int32_t>(g.stop_token_ids.size());
       r.priority = g.priority;
+      r.constraint_kind = g.constraint_kind;
+      r.constraint = g.constraint.empty() ? nullptr : g.constraint.c_str();
+      r.choices = choices.empty() ? nullptr : choices.data();
+      r.n_choices = static_cast<int32_t>(choices.size());
     }
     std::shared_ptr<Job> job;
     std::string message;
     if (llm_status s = engine_->Submit(reqs, g.n, &job, &message); s != LLM_OK) {
       err = StatusError(s, message);
       if (s == LLM_ERR_CONTEXT_OVERFLOW) err.param = chat ? "messages" : "prompt";
+      // A constraint the engine refuses (an invalid schema, regex or grammar,
+      // or none supported by this build) is the request's problem: 400.
+      if (g.constraint_kind != LLM_CONSTRAINT_NONE && (s == LLM_ERR_INVALID_ARGUMENT || s == LLM_ERR_UNSUPPORTED)) {
+        err.http_status = 400;
+        err.type = "invalid_request_error";
+        err.code = s == LLM_ERR_UNSUPPORTED ? "unsupported" : "";
+        err.param = g.constraint_param;
+      }
       return SendError(res, err);
     }
     auto builder = std::make_unique<ResponseBuilder>(g, model_name_, [this](llm_token t) { return TokenText(t); });

@@ -8,7 +8,9 @@
 #include "capi/capi_util.h"
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
+#include "chat/tool_calls.h"
 #include "llm.h"
+#include "util/json.h"
 #include "util/utf8.h"
 
 namespace {
@@ -21,6 +23,20 @@ std::optional<std::string> SpecialText(const llm::Tokenizer& tok, int32_t id) {
   std::string s;
   tok.AppendPiece(id, /*render_special=*/true, &s);
   return s;
+}
+
+// The model's own chat template: the GGUF key, a Hugging Face directory's
+// tokenizer_config.json, or the library's copy for its architecture.
+llm::StatusOr<std::string> ModelTemplate(const llm::Model& model) {
+  if (model.file && model.file->Has("tokenizer.chat_template")) {
+    auto s = model.file->GetString("tokenizer.chat_template");
+    if (!s.ok()) return s.status();
+    return std::string(*s);
+  }
+  if (!model.chat_template.empty()) return model.chat_template;
+  if (auto builtin = llm::BuiltinChatTemplate(model.config.arch)) return std::string(*builtin);
+  return llm::Status(LLM_ERR_UNSUPPORTED,
+                     "the model has no chat template (GGUF key tokenizer.chat_template); pass one as tmpl");
 }
 
 }  // namespace
@@ -53,17 +69,10 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
     std::string text;
     if (tmpl != nullptr) {
       text = tmpl;
-    } else if (model.file && model.file->Has("tokenizer.chat_template")) {
-      auto s = model.file->GetString("tokenizer.chat_template");
-      if (!s.ok()) return Fail(s.status());
-      text = std::string(*s);
-    } else if (!model.chat_template.empty()) {
-      text = model.chat_template;  // a Hugging Face directory's tokenizer_config.json
-    } else if (auto builtin = llm::BuiltinChatTemplate(model.config.arch)) {
-      text = std::string(*builtin);  // e.g. Gemma 3 GGUFs without a template
     } else {
-      return Fail(LLM_ERR_UNSUPPORTED,
-                  "the model has no chat template (GGUF key tokenizer.chat_template); pass one as tmpl");
+      auto t = ModelTemplate(model);
+      if (!t.ok()) return Fail(t.status());
+      text = std::move(*t);
     }
     // Compiling per call keeps the context free of template state; chat
     // templates compile in microseconds next to the prompt's prefill.
@@ -81,6 +90,89 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
     if (rendered->size() > capacity)
       return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(rendered->size()) + " bytes");
     if (!rendered->empty()) std::memcpy(out, rendered->data(), rendered->size());
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, const char* messages_json,
+                                                const char* tools_json, int32_t add_generation_prompt, char* out,
+                                                size_t capacity, size_t* n_out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(messages_json);
+  LLM_CHECK_ARG(n_out);
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (add_generation_prompt != 0 && add_generation_prompt != 1)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "add_generation_prompt must be 0 or 1");
+  return Guard([&]() -> llm_status {
+    // Well inside the template engine's value depth (jinja::kMaxValueDepth).
+    constexpr int kMaxDepth = 32;
+    if (!llm::IsValidUtf8(messages_json)) return Fail(LLM_ERR_INVALID_UTF8, "messages_json is not valid UTF-8");
+    auto messages = llm::ParseJson(messages_json, kMaxDepth);
+    if (!messages.ok()) return Fail(LLM_ERR_INVALID_ARGUMENT, "messages_json: " + messages.status().message());
+    std::optional<llm::Json> tools;
+    if (tools_json != nullptr) {
+      if (!llm::IsValidUtf8(tools_json)) return Fail(LLM_ERR_INVALID_UTF8, "tools_json is not valid UTF-8");
+      auto t = llm::ParseJson(tools_json, kMaxDepth);
+      if (!t.ok()) return Fail(LLM_ERR_INVALID_ARGUMENT, "tools_json: " + t.status().message());
+      tools = std::move(*t);
+    }
+    const llm::Model& model = ctx->engine->model();
+    std::string text;
+    if (tmpl != nullptr) {
+      text = tmpl;
+    } else {
+      auto t = ModelTemplate(model);
+      if (!t.ok()) return Fail(t.status());
+      text = std::move(*t);
+    }
+    auto compiled = llm::ChatTemplate::Create(text);
+    if (!compiled.ok()) return Fail(compiled.status());
+    llm::ChatTemplateOptions opts;
+    opts.add_generation_prompt = add_generation_prompt == 1;
+    opts.bos_token = SpecialText(*model.tokenizer, model.tokenizer->bos());
+    opts.eos_token = SpecialText(*model.tokenizer, model.tokenizer->eos());
+    auto rendered = (*compiled)->ApplyJson(*messages, tools ? &*tools : nullptr, opts);
+    if (!rendered.ok()) return Fail(rendered.status());
+    *n_out = rendered->size();
+    if (rendered->size() > capacity)
+      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(rendered->size()) + " bytes");
+    if (!rendered->empty()) std::memcpy(out, rendered->data(), rendered->size());
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_chat_tool_format(llm_ctx* ctx, const char* tmpl, int32_t* out_format) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(out_format);
+  return Guard([&]() -> llm_status {
+    const llm::Model& model = ctx->engine->model();
+    std::string text;
+    if (tmpl != nullptr) {
+      text = tmpl;
+    } else if (auto t = ModelTemplate(model); t.ok()) {
+      text = std::move(*t);
+    }  // no template at all: GENERIC, which needs none
+    *out_format = static_cast<int32_t>(llm::DetectToolFormat(text, model.config.arch));
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, size_t text_len, char* out,
+                                             size_t capacity, size_t* n_out) {
+  LLM_CHECK_ARG(n_out);
+  if (text_len > 0 && text == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "text is NULL but text_len > 0");
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (format < 0 || format >= llm::kToolFormatCount)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "unknown tool-call format " + std::to_string(format));
+  return Guard([&]() -> llm_status {
+    auto parsed = llm::ParseToolCalls(static_cast<llm::ToolFormat>(format),
+                                      std::string_view(text_len > 0 ? text : "", text_len));
+    if (!parsed.ok()) return Fail(parsed.status());
+    const std::string json = llm::ParsedReplyToJson(*parsed);
+    *n_out = json.size();
+    if (json.size() > capacity)
+      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(json.size()) + " bytes");
+    std::memcpy(out, json.data(), json.size());
     return Ok();
   });
 }

@@ -28,4 +28,25 @@ StatusOr<std::string> ChatTemplate::Apply(const std::vector<ChatMessage>& messag
   return template_->Render(globals);
 }
 
+StatusOr<std::string> ChatTemplate::ApplyJson(const Json& messages, const Json* tools,
+                                              const ChatTemplateOptions& opts) const {
+  using jinja::Value;
+  if (!messages.is_array()) return InvalidArgument("messages must be a JSON array");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    const Json* role = m.is_object() ? m.Find("role") : nullptr;
+    if (role == nullptr || !role->is_string())
+      return InvalidArgument("messages[" + std::to_string(i) + "] must be an object with a string \"role\"");
+  }
+  if (tools != nullptr && !tools->is_array()) return InvalidArgument("tools must be a JSON array");
+  jinja::Dict globals;
+  globals.Set("messages", Value::FromJson(messages));
+  globals.Set("tools", tools != nullptr ? Value::FromJson(*tools) : Value::None());
+  globals.Set("documents", Value::None());
+  globals.Set("add_generation_prompt", Value::Bool(opts.add_generation_prompt));
+  if (opts.bos_token) globals.Set("bos_token", Value::String(*opts.bos_token));
+  if (opts.eos_token) globals.Set("eos_token", Value::String(*opts.eos_token));
+  return template_->Render(globals);
+}
+
 }  // namespace llm

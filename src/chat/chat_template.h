@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chat/jinja_template.h"
+#include "util/json.h"
 #include "util/status.h"
 
 namespace llm {
@@ -40,6 +41,15 @@ class ChatTemplate {
   // documents = None. Errors: INVALID_ARGUMENT (a template error, or the
   // message of the template's raise_exception).
   StatusOr<std::string> Apply(const std::vector<ChatMessage>& messages, const ChatTemplateOptions& opts) const;
+
+  // The same with the conversation as OpenAI / transformers shape it:
+  // `messages` a JSON array of objects (role, content — a string, null or a
+  // list of parts — and whatever else they carry: tool_calls, tool_call_id,
+  // name, reasoning_content...), passed to the template as json.loads gives
+  // them; `tools` a JSON array (the template's `tools`) or nullptr (None).
+  // Errors: INVALID_ARGUMENT (a message that is not an object with a string
+  // role, tools not a list, a template error).
+  StatusOr<std::string> ApplyJson(const Json& messages, const Json* tools, const ChatTemplateOptions& opts) const;
 
   const jinja::Template& jinja() const { return *template_; }
 

@@ -4,12 +4,14 @@
 // within the render limits, never a crash, hang or unbounded allocation.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chat/chat_template.h"
 #include "fuzz/common.h"
+#include "util/json.h"
 
 using namespace llm;  // NOLINT
 
@@ -28,6 +30,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (size_t i = 0; i + 1 < parts.size(); i += 2) messages.push_back({parts[i], parts[i + 1]});
   }
+  // A conversation that is JSON ("[{...}]", after the NUL; a second NUL
+  // separates a tools list) goes through ApplyJson, as
+  // llm_chat_apply_template_json passes it.
+  std::optional<Json> json_messages, json_tools;
+  if (nul != std::string_view::npos && in.substr(nul + 1).starts_with("[")) {
+    std::string_view rest = in.substr(nul + 1);
+    const size_t cut = rest.find('\0');
+    if (auto j = ParseJson(rest.substr(0, cut), 32); j.ok()) json_messages = std::move(*j);
+    if (cut != std::string_view::npos)
+      if (auto t = ParseJson(rest.substr(cut + 1), 32); t.ok()) json_tools = std::move(*t);
+  }
   if (messages.empty()) {
     messages = {{"system", "Be brief."}, {"user", "Hello"}, {"assistant", "Hi!"}, {"user", "Tell a story"}};
   }
@@ -43,6 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opts.eos_token = "</s>";
     auto out = (*tmpl)->Apply(messages, opts);
     if (!out.ok()) LLM_FUZZ_CHECK(!out.status().message().empty(), "a render error without a message");
+    if (json_messages) {
+      auto j = (*tmpl)->ApplyJson(*json_messages, json_tools ? &*json_tools : nullptr, opts);
+      if (!j.ok()) LLM_FUZZ_CHECK(!j.status().message().empty(), "a JSON render error without a message");
+    }
   }
   return 0;
 }

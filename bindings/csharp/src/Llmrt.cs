@@ -137,6 +137,11 @@ namespace Llmrt
         public int MinTokens;
         /// <summary>0..20 alternatives in each token event's TopLogprobs.</summary>
         public int TopLogprobs;
+        /// <summary>What the output must match; Constraint holds the schema,
+        /// regex or grammar text, Choices the strings of a Choice.</summary>
+        public ConstraintKind ConstraintKind;
+        public string Constraint;
+        public string[] Choices;
 
         public GenerateRequest() { }
         public GenerateRequest(string prompt) { Prompt = prompt; }
@@ -347,6 +352,25 @@ namespace Llmrt
                 }
                 r.min_tokens = request.MinTokens;
                 r.top_logprobs = request.TopLogprobs;
+                r.constraint_kind = (int)request.ConstraintKind;
+                if (request.Constraint != null)
+                {
+                    if (request.Constraint.IndexOf('\0') >= 0) throw new LlmException(LlmStatus.InvalidArgument, "constraint contains a NUL character");
+                    var b = HGlobalBuffer.Utf8(request.Constraint); buffers.Add(b);
+                    r.constraint = b.DangerousGetHandle();
+                }
+                if (request.Choices != null && request.Choices.Length > 0)
+                {
+                    var arr = HGlobalBuffer.Alloc(IntPtr.Size * request.Choices.Length); buffers.Add(arr);
+                    for (int i = 0; i < request.Choices.Length; i++)
+                    {
+                        if (request.Choices[i].IndexOf('\0') >= 0) throw new LlmException(LlmStatus.InvalidArgument, "choice contains a NUL character");
+                        var b = HGlobalBuffer.Utf8(request.Choices[i]); buffers.Add(b);
+                        Marshal.WriteIntPtr(arr.DangerousGetHandle(), i * IntPtr.Size, b.DangerousGetHandle());
+                    }
+                    r.choices = arr.DangerousGetHandle();
+                    r.n_choices = request.Choices.Length;
+                }
                 long key = Interlocked.Increment(ref s_nextKey);
                 var stream = new RequestStream(this, key, Math.Max(1, request.N));
                 r.callback = s_callbackPtr;
@@ -429,6 +453,14 @@ namespace Llmrt
             LlmException.Check(st);
             Array.Resize(ref output, n);
             return output;
+        }
+
+        /// <summary>The format the model's chat template writes tool calls in.</summary>
+        public ToolFormat ToolFormat()
+        {
+            int f;
+            LlmException.Check(Native.llm_chat_tool_format(_handle, IntPtr.Zero, out f));
+            return (ToolFormat)f;
         }
 
         public static string Version { get { return Native.Utf8(Native.llm_version()); } }

@@ -95,6 +95,10 @@ namespace Llmrt
         // appended in 0.2
         public IntPtr stop_token_ids; // llm_token[n_stop_token_ids]
         public int n_stop_token_ids, min_tokens, top_logprobs, reserved1;
+        // appended in 0.3: constrained decoding
+        public int constraint_kind, n_choices;
+        public IntPtr constraint; // UTF-8 schema / regex / grammar
+        public IntPtr choices;    // const char*[n_choices]
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
@@ -122,6 +126,10 @@ namespace Llmrt
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_cancel(ContextHandle ctx, ulong id);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_poll(ContextHandle ctx, IntPtr events, uint capacity, out uint n, int timeoutMs);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_wakeup(ContextHandle ctx);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_chat_parse_tool_calls(int format, byte[] text, UIntPtr textLen, byte[] output, UIntPtr capacity, out UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_chat_tool_format(ContextHandle ctx, IntPtr tmpl, out int format);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int llm_tokenize(ContextHandle ctx, byte[] text, UIntPtr len, uint flags, int[] output, int capacity, out int n);
 

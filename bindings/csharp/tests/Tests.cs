@@ -57,7 +57,11 @@ static class Tests
         Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 64, "llm_sampling_params size");
         Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
         Check(Marshal.SizeOf(typeof(NativeEvent)) == 144, "llm_event size");
-        Check(Marshal.SizeOf(typeof(NativeRequest)) == 128, "llm_request size");
+        Check(Marshal.SizeOf(typeof(NativeRequest)) == 152, "llm_request size");
+        Check(Offset(typeof(NativeRequest), "constraint_kind") == 128, "llm_request.constraint_kind offset");
+        Check(Offset(typeof(NativeRequest), "n_choices") == 132, "llm_request.n_choices offset");
+        Check(Offset(typeof(NativeRequest), "constraint") == 136, "llm_request.constraint offset");
+        Check(Offset(typeof(NativeRequest), "choices") == 144, "llm_request.choices offset");
         Check(Marshal.SizeOf(typeof(NativeLogitBias)) == 8, "llm_logit_bias size");
         Check(Marshal.SizeOf(typeof(NativeTopLogprob)) == 8, "llm_top_logprob size");
         Check(Offset(typeof(NativeSamplingParams), "logit_bias") == 48, "llm_sampling_params.logit_bias offset");
@@ -231,6 +235,36 @@ static class Tests
         }
     }
 
+    static void ConstraintsAndToolCalls()
+    {
+        using (var ctx = new LlmContext())
+        {
+            // A choice and a regex: the output is one of the choices / matches.
+            var r = new GenerateRequest("Once upon a time") { MaxTokens = 8, Sampling = SamplingOptions.Greedy(),
+                                                              ConstraintKind = ConstraintKind.Choice, Choices = new[] { "yes", "no" } };
+            var text = ctx.Generate(r).Text;
+            Check(text == "yes" || text == "no", "choice output " + text);
+            r = new GenerateRequest("Once upon a time") { MaxTokens = 8, ConstraintKind = ConstraintKind.Regex, Constraint = "(ab|cd)[0-9]" };
+            text = ctx.Generate(r).Text;
+            Check(System.Text.RegularExpressions.Regex.IsMatch(text, "^(ab|cd)[0-9]$"), "regex output " + text);
+            r = new GenerateRequest("hi") { ConstraintKind = ConstraintKind.JsonSchema, Constraint = "{\"type\": 5}" };
+            try { ctx.Submit(r); Check(false, "a bad schema accepted"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "schema status " + e.Status); }
+            r = new GenerateRequest("hi") { ConstraintKind = ConstraintKind.Regex, Constraint = "a\0b" };
+            try { ctx.Submit(r); Check(false, "a NUL in the regex accepted"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "status " + e.Status); }
+            Check(ctx.ToolFormat() == ToolFormat.Generic, "the built-in model's tool format");
+        }
+        var json = ToolCalls.Parse(ToolFormat.Hermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call>");
+        Check(json == "{\"content\":\"\",\"tool_calls\":[{\"name\":\"f\",\"arguments\":{\"x\":1}}]}", "hermes: " + json);
+        json = ToolCalls.Parse(ToolFormat.Auto, "{\"name\": \"g\", \"arguments\": {\"city\": \"Zürich\"}}");
+        Check(json == "{\"content\":\"\",\"tool_calls\":[{\"name\":\"g\",\"arguments\":{\"city\":\"Zürich\"}}]}", "generic: " + json);
+        json = ToolCalls.Parse(ToolFormat.Generic, new string('\n', 1000)); // grows when escaped: the retry
+        Check(json == "{\"content\":\"" + string.Concat(Enumerable.Repeat("\\n", 1000)) + "\",\"tool_calls\":[]}", "long content");
+        try { ToolCalls.Parse(ToolFormat.Hermes, "<tool_call>{\"name\": "); Check(false, "a truncated call parsed"); }
+        catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument && e.NativeMessage.Contains("truncated"), "truncated: " + e.Message); }
+    }
+
     static int Main()
     {
         var tests = new Dictionary<string, Action>
@@ -242,6 +276,7 @@ static class Tests
             { "MissingModelFile", MissingModelFile },
             { "BadRequestAndDispose", BadRequestAndDispose },
             { "SamplingOptionsThroughTheAbi", SamplingOptionsThroughTheAbi },
+            { "ConstraintsAndToolCalls", ConstraintsAndToolCalls },
         };
         int passed = 0, failed = 0;
         foreach (var t in tests)

@@ -231,6 +231,14 @@ impl Context {
         }
     }
 
+    /// The format the model's chat template writes tool calls in.
+    pub fn tool_format(&self) -> Result<crate::ToolFormat, Error> {
+        let mut f = 0i32;
+        // SAFETY: a live context; NULL template = the model's own.
+        Error::check(unsafe { sys::llm_chat_tool_format(self.shared.raw, std::ptr::null(), &mut f) })?;
+        Ok(crate::ToolFormat::from_raw(f).unwrap_or(crate::ToolFormat::Generic))
+    }
+
     /// The underlying handle, for calls this wrapper does not cover. It stays
     /// valid while `self` lives; do not destroy it and do not call `llm_poll`
     /// on it (the pump thread owns polling).

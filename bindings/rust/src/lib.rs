@@ -16,11 +16,13 @@ mod error;
 mod event;
 mod request;
 pub mod sys;
+mod tools;
 
 pub use context::{Canceller, Completion, Context, ModelInfo, RequestHandle, Sequence};
 pub use error::{Error, Status};
 pub use event::{Event, FinishReason, Metrics};
-pub use request::{Backend, ContextParams, Prompt, Request, SamplingParams};
+pub use request::{Backend, Constraint, ContextParams, Prompt, Request, SamplingParams};
+pub use tools::{parse_tool_calls, ToolFormat};
 
 /// The loaded library's version ("0.1.0").
 pub fn version() -> String {

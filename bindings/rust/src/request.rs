@@ -126,6 +126,24 @@ pub enum Prompt {
     Tokens(Vec<i32>),
 }
 
+/// What a request's output must match (`llm_request.constraint_kind`);
+/// compiled at submit, where an invalid one is an `InvalidArgument` error.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Constraint {
+    #[default]
+    None,
+    /// JSON text valid against this JSON Schema (JSON text).
+    JsonSchema(String),
+    /// Any JSON object.
+    JsonObject,
+    /// The whole output matches this regular expression.
+    Regex(String),
+    /// Exactly one of these strings.
+    Choice(Vec<String>),
+    /// This EBNF grammar (GBNF-compatible, root rule `root`).
+    Grammar(String),
+}
+
 /// One generation request. Build it with [`Request::new`] and the setters.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -148,6 +166,8 @@ pub struct Request {
     pub min_tokens: i32,
     /// Alternatives (0..=20) each token event carries in `top_logprobs`.
     pub top_logprobs: i32,
+    /// What the output must match.
+    pub constraint: Constraint,
 }
 
 impl Request {
@@ -173,6 +193,7 @@ impl Request {
             stop_token_ids: Vec::new(),
             min_tokens: 0,
             top_logprobs: 0,
+            constraint: Constraint::None,
         }
     }
 
@@ -228,6 +249,10 @@ impl Request {
         self.top_logprobs = k;
         self
     }
+    pub fn constraint(mut self, c: Constraint) -> Self {
+        self.constraint = c;
+        self
+    }
 }
 
 /// The C view of a [`Request`]: owns every buffer the `llm_request` points
@@ -241,6 +266,9 @@ pub(crate) struct RawRequest {
     _stop_tokens: Vec<i32>,
     _stop: Vec<CString>,
     _stop_ptrs: Vec<*const std::os::raw::c_char>,
+    _constraint: Option<CString>,
+    _choices: Vec<CString>,
+    _choice_ptrs: Vec<*const std::os::raw::c_char>,
 }
 
 fn cstring(s: &str, what: &str) -> Result<CString, Error> {
@@ -278,6 +306,23 @@ impl RawRequest {
         req.n_stop_token_ids = stop_tokens.len() as i32;
         req.min_tokens = r.min_tokens;
         req.top_logprobs = r.top_logprobs;
+        let (kind, text, choices) = match &r.constraint {
+            Constraint::None => (sys::LLM_CONSTRAINT_NONE, None, Vec::new()),
+            Constraint::JsonSchema(t) => (sys::LLM_CONSTRAINT_JSON_SCHEMA, Some(cstring(t, "schema")?), Vec::new()),
+            Constraint::JsonObject => (sys::LLM_CONSTRAINT_JSON_OBJECT, None, Vec::new()),
+            Constraint::Regex(t) => (sys::LLM_CONSTRAINT_REGEX, Some(cstring(t, "regex")?), Vec::new()),
+            Constraint::Grammar(t) => (sys::LLM_CONSTRAINT_GRAMMAR, Some(cstring(t, "grammar")?), Vec::new()),
+            Constraint::Choice(c) => (
+                sys::LLM_CONSTRAINT_CHOICE,
+                None,
+                c.iter().map(|s| cstring(s, "choice")).collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        let choice_ptrs: Vec<_> = choices.iter().map(|s| s.as_ptr()).collect();
+        req.constraint_kind = kind;
+        req.constraint = text.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+        req.choices = if choice_ptrs.is_empty() { std::ptr::null() } else { choice_ptrs.as_ptr() };
+        req.n_choices = choice_ptrs.len() as i32;
         Ok(RawRequest {
             req,
             _prompt: prompt,
@@ -287,6 +332,9 @@ impl RawRequest {
             _stop_tokens: stop_tokens,
             _stop: stop,
             _stop_ptrs: stop_ptrs,
+            _constraint: text,
+            _choices: choices,
+            _choice_ptrs: choice_ptrs,
         })
     }
 }

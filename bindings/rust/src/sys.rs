@@ -72,6 +72,19 @@ pub const LLM_DETOKENIZE_STRIP_LEADING_SPACE: u32 = 2;
 
 pub const LLM_SEED_RANDOM: u64 = u64::MAX;
 
+pub const LLM_CONSTRAINT_NONE: i32 = 0;
+pub const LLM_CONSTRAINT_JSON_SCHEMA: i32 = 1;
+pub const LLM_CONSTRAINT_JSON_OBJECT: i32 = 2;
+pub const LLM_CONSTRAINT_REGEX: i32 = 3;
+pub const LLM_CONSTRAINT_CHOICE: i32 = 4;
+pub const LLM_CONSTRAINT_GRAMMAR: i32 = 5;
+
+pub const LLM_TOOL_FORMAT_AUTO: i32 = 0;
+pub const LLM_TOOL_FORMAT_GENERIC: i32 = 1;
+pub const LLM_TOOL_FORMAT_HERMES: i32 = 2;
+pub const LLM_TOOL_FORMAT_LLAMA3: i32 = 3;
+pub const LLM_TOOL_FORMAT_MISTRAL: i32 = 4;
+
 /// Runs one of the `llm_*_init` functions safely. They write the struct as
 /// the *loaded library* knows it, which may be larger than this mirror (a
 /// newer library), so they write into a roomy buffer; the mirror's part is
@@ -224,6 +237,11 @@ pub struct llm_request {
     pub min_tokens: i32,
     pub top_logprobs: i32,
     pub reserved1: i32,
+    // appended in 0.3: constrained decoding
+    pub constraint_kind: i32,
+    pub n_choices: i32,
+    pub constraint: *const c_char,
+    pub choices: *const *const c_char,
 }
 
 #[repr(C)]
@@ -289,6 +307,15 @@ pub struct llm_model_info {
 }
 
 extern "C" {
+    pub fn llm_chat_tool_format(ctx: *mut llm_ctx, tmpl: *const c_char, out_format: *mut i32) -> llm_status;
+    pub fn llm_chat_parse_tool_calls(
+        format: i32,
+        text: *const c_char,
+        text_len: usize,
+        out: *mut c_char,
+        capacity: usize,
+        n_out: *mut usize,
+    ) -> llm_status;
     pub fn llm_version() -> *const c_char;
     pub fn llm_version_number() -> u32;
     pub fn llm_status_str(status: llm_status) -> *const c_char;

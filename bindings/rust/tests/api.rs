@@ -258,3 +258,37 @@ fn logit_bias_min_tokens_stop_tokens_and_top_logprobs() {
     let err = ctx.submit(Request::new("hi").top_logprobs(21)).err().unwrap();
     assert_eq!(err.status(), Status::InvalidArgument);
 }
+
+#[test]
+fn constrained_requests_and_tool_calls() {
+    use llmrt::{parse_tool_calls, Constraint, ToolFormat};
+    let ctx = Context::builtin().unwrap();
+    // A choice and a regex: the output is one of the choices / matches.
+    let choices = vec!["yes".to_string(), "no".to_string()];
+    let r = Request::new("Once upon a time").max_tokens(8).greedy().constraint(Constraint::Choice(choices.clone()));
+    let out = ctx.generate(r).unwrap();
+    assert!(choices.contains(&out.sequences[0].text), "{:?}", out.sequences[0].text);
+    let r = Request::new("Once upon a time").max_tokens(8).temperature(1.0).seed(3)
+        .constraint(Constraint::Regex("[0-9]{3}".into()));
+    let text = ctx.generate(r).unwrap().sequences[0].text.clone();
+    assert!(text.len() == 3 && text.bytes().all(|b| b.is_ascii_digit()), "{text:?}");
+    let err = ctx.submit(Request::new("hi").constraint(Constraint::JsonSchema("{\"type\": 5}".into()))).err().unwrap();
+    assert_eq!(err.status(), Status::InvalidArgument);
+    let err = ctx.submit(Request::new("hi").constraint(Constraint::Regex("a\0b".into()))).err().unwrap();
+    assert_eq!(err.status(), Status::InvalidArgument);
+
+    let json =
+        parse_tool_calls(ToolFormat::Hermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call>")
+            .unwrap();
+    assert_eq!(json, r#"{"content":"","tool_calls":[{"name":"f","arguments":{"x":1}}]}"#);
+    let json = parse_tool_calls(ToolFormat::Auto, "[TOOL_CALLS]add[ARGS]{\"a\": 2}").unwrap();
+    assert_eq!(json, r#"{"content":"","tool_calls":[{"name":"add","arguments":{"a":2}}]}"#);
+    // Content that grows when escaped takes the BUFFER_TOO_SMALL retry.
+    let lines = "\n".repeat(1000);
+    let json = parse_tool_calls(ToolFormat::Generic, &lines).unwrap();
+    assert_eq!(json, format!(r#"{{"content":"{}","tool_calls":[]}}"#, "\\n".repeat(1000)));
+    let err = parse_tool_calls(ToolFormat::Hermes, "<tool_call>{\"name\": ").unwrap_err();
+    assert_eq!(err.status(), Status::InvalidArgument);
+    assert!(err.message().contains("truncated"), "{}", err.message());
+    assert_eq!(ctx.tool_format().unwrap(), ToolFormat::Generic); // stories260K has no template
+}

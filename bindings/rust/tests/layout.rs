@@ -59,7 +59,7 @@ fn rust_layout() -> Layout {
         llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
                       cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
-                      reserved1 }
+                      reserved1, constraint_kind, n_choices, constraint, choices }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
@@ -87,6 +87,10 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_FINISH_NONE, LLM_FINISH_STOP, LLM_FINISH_LENGTH, LLM_FINISH_CANCELLED, LLM_FINISH_ERROR,
         LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,
         LLM_DETOKENIZE_RENDER_SPECIAL, LLM_DETOKENIZE_STRIP_LEADING_SPACE,
+        LLM_CONSTRAINT_NONE, LLM_CONSTRAINT_JSON_SCHEMA, LLM_CONSTRAINT_JSON_OBJECT, LLM_CONSTRAINT_REGEX,
+        LLM_CONSTRAINT_CHOICE, LLM_CONSTRAINT_GRAMMAR,
+        LLM_TOOL_FORMAT_AUTO, LLM_TOOL_FORMAT_GENERIC, LLM_TOOL_FORMAT_HERMES, LLM_TOOL_FORMAT_LLAMA3,
+        LLM_TOOL_FORMAT_MISTRAL,
     ];
     v.push(("LLM_SEED_RANDOM".into(), sys::LLM_SEED_RANDOM));
     v
@@ -145,7 +149,10 @@ fn parse_header(src: &str) -> Header {
     let mut rest = src.as_str();
     while let Some(p) = rest.find("enum") {
         rest = &rest[p + 4..];
-        if !rest.trim_start().starts_with('{') {
+        // `enum {` or `typedef enum name {` (llm_constraint_kind).
+        let after = rest.trim_start();
+        let tag_end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+        if !after.starts_with('{') && !(tag_end > 0 && after[tag_end..].trim_start().starts_with('{')) {
             continue;
         }
         let open = rest.find('{').unwrap();

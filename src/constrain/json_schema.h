@@ -1,0 +1,41 @@
+// JSON Schema -> GBNF grammar (docs/GRAMMAR.md's dialect, root rule `root`).
+//
+// The grammar accepts JSON texts valid against the schema: sound always (an
+// output it accepts validates, format checks included), exact where that is
+// cheap, and where exactness is out of reach an under-approximation that
+// still has a valid completion for every prefix, so a model can always
+// finish. Where it narrows the schema:
+//   - whitespace: at most one run between tokens, " " or a newline and up to
+//     20 spaces/tabs, none before or after the root value;
+//   - strings: no \u escapes; numbers: at most 16 integer / 16 fraction
+//     digits, exponents of at most 2 digits, bounded numbers never use them;
+//   - a number range keeps integers and decimals whose integer part lies in
+//     it (minimum 0.5 starts at 1); a range containing no integer is refused;
+//   - objects: properties in schema order, required ones always, optional
+//     ones in any subset; other keys only when additionalProperties is true
+//     or a schema (absent counts as false once `properties` is given), and
+//     never a declared name; minProperties/maxProperties only where the
+//     required/declared counts already decide them;
+//   - arrays: all prefixItems present (if maxItems allows);
+//   - oneOf is compiled as anyOf (a value matching two branches would fail
+//     oneOf: schemas whose branches overlap are not protected);
+//   - allOf is merged when its branches are objects without
+//     additionalProperties, or otherwise do not conflict;
+//   - pattern: see schema_pattern.h; format: date, time, date-time, uuid,
+//     email, ipv4, hostname, uri (unknown formats are annotations, ignored).
+// Keywords that change validity but are not handled (not, if/then/else,
+// patternProperties, dependentRequired, uniqueItems: true, multipleOf, ...)
+// fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
+// malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace llm {
+
+StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json);
+
+}  // namespace llm

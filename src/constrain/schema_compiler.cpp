@@ -1,0 +1,508 @@
+#include "constrain/schema_compiler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "constrain/grammar_text.h"
+#include "constrain/json_schema.h"
+#include "constrain/schema_pattern.h"
+
+namespace llm {
+namespace schema {
+namespace {
+
+// Nesting of schemas inside schemas, chains of distinct $refs included (a
+// reference already compiled is a rule name, so recursion stops there): far
+// above real schemas, far below what would exhaust the stack.
+constexpr int kMaxDepth = 64;
+// Longest counted string repetition written out (maxLength above it is
+// narrowed to it: still sound).
+constexpr int64_t kMaxCountedLength = 4096;
+
+const char* const kUnsupported[] = {
+    "not", "if", "then", "else", "patternProperties", "dependentRequired", "dependentSchemas",
+    "dependencies", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+
+const std::map<std::string, std::string>& Builtins() {
+  static const std::map<std::string, std::string> m = {
+      {"ws", "( \" \" | \"\\n\" [ \\t]{0,20} )?"},
+      // One character of a JSON string; \u escapes are left out so that a
+      // counted repetition counts characters exactly (a surrogate pair would
+      // be two escapes for one character).
+      {"char", "[^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" [\"\\\\/bfnrt]"},
+      {"keychar", "[^\"\\\\\\x00-\\x1F\\x7F]"},
+      {"string", "\"\\\"\" char* \"\\\"\""},
+      {"integer", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )"},
+      {"number", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [+\\x2D]? [0-9]{1,2} )?"},
+      {"boolean", "\"true\" | \"false\""},
+      {"null", "\"null\""},
+      {"value", "object | array | string | number | boolean | null"},
+      {"object", "\"{\" ws ( string ws \":\" ws value ( ws \",\" ws string ws \":\" ws value )* ws )? \"}\""},
+      {"array", "\"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\""},
+  };
+  return m;
+}
+
+// The rules a builtin refers to.
+std::vector<std::string> BuiltinDeps(const std::string& name) {
+  if (name == "string") return {"char"};
+  if (name == "value") return {"object", "array", "string", "number", "boolean", "null"};
+  if (name == "object") return {"ws", "string", "value"};
+  if (name == "array") return {"ws", "value"};
+  return {};
+}
+
+std::string Alternatives(const std::vector<std::string>& alts) {
+  if (alts.size() == 1) return alts[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+  return out + " )";
+}
+
+bool IsWhole(double d) { return std::isfinite(d) && std::floor(d) == d; }
+
+// Whether `v` is of JSON Schema type `t`.
+bool HasType(const Json& v, const std::string& t) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_bool();
+  if (t == "string") return v.is_string();
+  if (t == "array") return v.is_array();
+  if (t == "object") return v.is_object();
+  if (t == "number") return v.is_number();
+  if (t == "integer") return v.is_number() && IsWhole(v.as_double());
+  return false;
+}
+
+}  // namespace
+
+std::string PointerJoin(const std::string& ptr, std::string_view key) {
+  std::string out = ptr + "/";
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string PointerJoin(const std::string& ptr, size_t index) { return ptr + "/" + std::to_string(index); }
+
+std::string Where(const std::string& ptr) { return ptr.empty() ? std::string("(root)") : ptr; }
+
+bool IsAnnotation(std::string_view k) {
+  static const char* const kAnnotations[] = {
+      "title", "description", "examples", "default", "$schema", "$id", "$comment", "$defs", "definitions",
+      "deprecated", "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "$vocabulary",
+      "contentMediaType", "contentEncoding", "contentSchema"};
+  for (const char* a : kAnnotations)
+    if (k == a) return true;
+  return false;
+}
+
+std::string Compiler::NewName(const std::string& hint) {
+  std::string base;
+  for (char c : hint) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
+    if (ok) base += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    else if (!base.empty() && base.back() != '-') base += '-';
+    if (base.size() >= 48) break;
+  }
+  while (!base.empty() && base.back() == '-') base.pop_back();
+  if (base.empty()) base = "r";
+  std::string name = base;
+  for (int i = 2; names_.count(name) || Builtins().count(name); ++i) name = base + "-" + std::to_string(i);
+  names_.insert(name);
+  return name;
+}
+
+std::string Compiler::AddRule(const std::string& hint, const std::string& body) {
+  std::string name = NewName(hint);
+  rules_.emplace_back(name, body);
+  return name;
+}
+
+std::string Compiler::Builtin(const std::string& name) {
+  if (names_.count(name)) return name;
+  names_.insert(name);
+  rules_.emplace_back(name, Builtins().at(name));
+  for (const auto& d : BuiltinDeps(name)) Builtin(d);
+  return name;
+}
+
+StatusOr<std::string> Compiler::Compile() {
+  names_.insert("root");
+  LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
+  std::string out = "root ::= " + body + "\n";
+  for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
+  return out;
+}
+
+StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::string& ptr) const {
+  if (ref.empty() || ref[0] != '#')
+    return Unsupported("$ref \"" + ref + "\" at " + Where(ptr) + ": only local references (\"#/...\") are supported");
+  const Json* cur = &root_;
+  size_t pos = 1;
+  while (pos < ref.size()) {
+    if (ref[pos] != '/') return InvalidArgument("$ref \"" + ref + "\" at " + Where(ptr) + " is not a JSON pointer");
+    size_t end = ref.find('/', pos + 1);
+    if (end == std::string::npos) end = ref.size();
+    std::string token;
+    for (size_t i = pos + 1; i < end; ++i) {
+      if (ref[i] == '~' && i + 1 < end && (ref[i + 1] == '0' || ref[i + 1] == '1')) {
+        token += ref[i + 1] == '0' ? '~' : '/';
+        ++i;
+      } else if (ref[i] == '%' && i + 2 < end && std::isxdigit(static_cast<unsigned char>(ref[i + 1])) &&
+                 std::isxdigit(static_cast<unsigned char>(ref[i + 2]))) {
+        token += static_cast<char>(std::stoi(ref.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        token += ref[i];
+      }
+    }
+    const Json* next = nullptr;
+    if (cur->is_object()) {
+      next = cur->Find(token);
+    } else if (cur->is_array() && !token.empty() && token.size() < 10 &&
+               std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const size_t i = std::stoul(token);
+      if (i < cur->array().size()) next = &cur->array()[i];
+    }
+    if (next == nullptr) return InvalidArgument("$ref \"" + ref + "\" at " + Where(ptr) + " points nowhere");
+    cur = next;
+    pos = end;
+  }
+  return cur;
+}
+
+StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& ptr) {
+  auto it = ref_rules_.find(ref);
+  if (it != ref_rules_.end()) return it->second;
+  LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(ref, ptr));
+  // Name the rule before compiling the target, so a recursive reference
+  // inside it finds the name.
+  std::string hint = ref.size() > 1 ? ref.substr(ref.rfind('/') + 1) : "root";
+  std::string name = NewName(hint);
+  ref_rules_[ref] = name;
+  LLM_ASSIGN_OR_RETURN(std::string body, Visit(*target, ref.substr(1), name));
+  rules_.emplace_back(name, body);
+  return name;
+}
+
+StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
+  const Json* all = s.Find("allOf");
+  if (!all->is_array() || all->array().empty())
+    return InvalidArgument("allOf at " + Where(ptr) + " must be a non-empty array");
+  std::vector<Json::Member> merged;
+  std::vector<std::string> required;
+  std::vector<Json::Member> properties;
+  int property_sources = 0;
+  bool closed = false;
+  auto add = [&](const Json& part, const std::string& where) -> Status {
+    if (!part.is_object()) return Unsupported("allOf at " + Where(where) + ": only object schemas can be merged");
+    if (part.Find("properties") || part.Find("required")) ++property_sources;
+    for (const auto& [k, v] : part.object()) {
+      if (k == "allOf" || IsAnnotation(k)) continue;
+      if (k == "$ref") return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
+      if (k == "additionalProperties" && !(v.is_bool() && v.as_bool())) closed = true;
+      if (k == "properties") {
+        if (!v.is_object()) return InvalidArgument("properties at " + Where(where) + " must be an object");
+        for (const auto& m : v.object()) {
+          auto same = std::find_if(properties.begin(), properties.end(), [&](const Json::Member& p) { return p.first == m.first; });
+          if (same == properties.end()) {
+            properties.push_back(m);
+            continue;
+          }
+          auto a = gbnf::JsonDump(same->second), b = gbnf::JsonDump(m.second);
+          if (!a.ok() || !b.ok() || *a != *b)
+            return Unsupported("allOf at " + Where(ptr) + ": property \"" + m.first + "\" defined twice differently");
+        }
+        continue;
+      }
+      if (k == "required") {
+        if (!v.is_array()) return InvalidArgument("required at " + Where(where) + " must be an array");
+        for (const auto& r : v.array())
+          if (r.is_string() && std::find(required.begin(), required.end(), r.as_string()) == required.end())
+            required.push_back(r.as_string());
+        continue;
+      }
+      auto same = std::find_if(merged.begin(), merged.end(), [&](const Json::Member& m) { return m.first == k; });
+      if (same == merged.end()) {
+        merged.emplace_back(k, v);
+        continue;
+      }
+      auto a = gbnf::JsonDump(same->second), b = gbnf::JsonDump(v);
+      if (!a.ok() || !b.ok() || *a != *b)
+        return Unsupported("allOf at " + Where(ptr) + ": \"" + k + "\" differs between branches");
+    }
+    return Status::Ok();
+  };
+  LLM_RETURN_IF_ERROR(add(s, ptr));
+  for (size_t i = 0; i < all->array().size(); ++i) {
+    const std::string where = PointerJoin(PointerJoin(ptr, "allOf"), i);
+    const Json* part = &all->array()[i];
+    for (int hops = 0; part->is_object() && part->Find("$ref"); ++hops) {
+      if (part->size() != 1 || hops > 32)
+        return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
+      const Json* r = part->Find("$ref");
+      if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
+      LLM_ASSIGN_OR_RETURN(part, Resolve(r->as_string(), where));
+    }
+    if (part->is_object() && part->Find("allOf")) return Unsupported("allOf at " + Where(where) + ": nested allOf");
+    if (part->is_bool()) {
+      if (!part->as_bool()) return InvalidArgument("allOf at " + Where(where) + ": a false schema (nothing validates)");
+      continue;
+    }
+    LLM_RETURN_IF_ERROR(add(*part, where));
+  }
+  // additionalProperties sees only its own schema's properties: merging it
+  // with another branch's properties would change what it forbids.
+  if (closed && property_sources > 1)
+    return Unsupported("allOf at " + Where(ptr) + ": additionalProperties with properties from several branches");
+  if (!properties.empty()) merged.emplace_back("properties", Json::Object(std::move(properties)));
+  if (!required.empty()) {
+    std::vector<Json> r;
+    for (auto& name : required) r.push_back(Json::String(name));
+    merged.emplace_back("required", Json::Array(std::move(r)));
+  }
+  return Json::Object(std::move(merged));
+}
+
+StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, const std::string& hint) {
+  if (s.is_bool()) {
+    if (s.as_bool()) return Builtin(kValue);
+    return InvalidArgument("the schema at " + Where(ptr) + " is false: no value validates");
+  }
+  if (!s.is_object()) return InvalidArgument("the schema at " + Where(ptr) + " must be an object or a boolean");
+  if (++depth_ > kMaxDepth) {
+    --depth_;
+    return Unsupported("the schema at " + Where(ptr) + " nests deeper than 64 levels");
+  }
+  struct DepthGuard {
+    int* d;
+    ~DepthGuard() { --*d; }
+  } guard{&depth_};
+
+  bool validating_siblings = false;  // beside $ref / anyOf: anything but annotations
+  for (const auto& [k, v] : s.object()) {
+    for (const char* u : kUnsupported)
+      if (k == u) return Unsupported("keyword \"" + k + "\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
+    if (k == "uniqueItems" && !(v.is_bool() && !v.as_bool()))
+      return Unsupported("keyword \"uniqueItems\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
+    if (!IsAnnotation(k) && k != "$ref" && k != "anyOf" && k != "oneOf" && k != "allOf") validating_siblings = true;
+  }
+  if (s.Find("allOf")) {
+    LLM_ASSIGN_OR_RETURN(Json merged, MergeAllOf(s, ptr));
+    return Visit(merged, ptr, hint);
+  }
+  if (const Json* ref = s.Find("$ref")) {
+    if (!ref->is_string()) return InvalidArgument("$ref at " + Where(ptr) + " must be a string");
+    if (validating_siblings || s.Find("anyOf") || s.Find("oneOf"))
+      return Unsupported("$ref at " + Where(ptr) + " beside validating keywords (wrap them in allOf)");
+    return Ref(ref->as_string(), ptr);
+  }
+  for (const char* comb : {"anyOf", "oneOf"}) {
+    const Json* alts = s.Find(comb);
+    if (!alts) continue;
+    const std::string p = PointerJoin(ptr, comb);
+    if (!alts->is_array() || alts->array().empty()) return InvalidArgument(std::string(comb) + " at " + Where(ptr) + " must be a non-empty array");
+    if (validating_siblings || (s.Find("anyOf") && s.Find("oneOf")))
+      return Unsupported(std::string(comb) + " at " + Where(ptr) + " beside validating keywords (move them into each branch)");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < alts->array().size(); ++i) {
+      LLM_ASSIGN_OR_RETURN(std::string e, Visit(alts->array()[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));
+      out.push_back(e);
+    }
+    return Alternatives(out);
+  }
+
+  // The types this schema admits.
+  std::vector<std::string> types;
+  if (const Json* t = s.Find("type")) {
+    if (t->is_string()) {
+      types.push_back(t->as_string());
+    } else if (t->is_array() && !t->array().empty()) {
+      for (const auto& e : t->array()) {
+        if (!e.is_string()) return InvalidArgument("type at " + Where(ptr) + " must be a string or an array of strings");
+        types.push_back(e.as_string());
+      }
+    } else {
+      return InvalidArgument("type at " + Where(ptr) + " must be a string or an array of strings");
+    }
+    for (const auto& t2 : types) {
+      static const char* const kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
+      if (std::none_of(std::begin(kTypes), std::end(kTypes), [&](const char* k) { return t2 == k; }))
+        return InvalidArgument("type at " + Where(ptr) + ": unknown type \"" + t2 + "\"");
+    }
+  }
+  if (s.Find("enum") || s.Find("const")) return EnumConst(s, ptr, types);
+  if (types.empty()) {
+    // No type: the keywords present say which types they constrain; values of
+    // the others would pass, but keeping to the constrained types is sound.
+    auto has = [&](std::initializer_list<const char*> ks) {
+      return std::any_of(ks.begin(), ks.end(), [&](const char* k) { return s.Find(k) != nullptr; });
+    };
+    if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
+    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) types.push_back("array");
+    if (has({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
+    if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
+    if (types.empty()) return Builtin(kValue);
+  }
+  if (const Json* n = s.Find("nullable"); n && n->as_bool() &&
+      std::find(types.begin(), types.end(), "null") == types.end()) {
+    types.push_back("null");
+  }
+  std::vector<std::string> alts;
+  for (const auto& t : types) {
+    // "number" already admits every integer.
+    if (t == "integer" && std::find(types.begin(), types.end(), "number") != types.end()) continue;
+    LLM_ASSIGN_OR_RETURN(std::string e, Typed(s, ptr, types.size() > 1 ? hint + "-" + t : hint, t));
+    alts.push_back(e);
+  }
+  return Alternatives(alts);
+}
+
+StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types) {
+  for (const auto& [k, v] : s.object()) {
+    if (k != "enum" && k != "const" && k != "type" && !IsAnnotation(k))
+      return Unsupported("\"" + k + "\" beside enum/const at " + Where(ptr) + " is not supported");
+  }
+  std::vector<const Json*> values;
+  if (const Json* c = s.Find("const")) values.push_back(c);
+  if (const Json* e = s.Find("enum")) {
+    if (!e->is_array()) return InvalidArgument("enum at " + Where(ptr) + " must be an array");
+    if (s.Find("const")) return Unsupported("enum beside const at " + Where(ptr) + " is not supported");
+    for (const auto& v : e->array()) values.push_back(&v);
+  }
+  std::vector<std::string> alts;
+  for (const Json* v : values) {
+    if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) { return HasType(*v, t); }))
+      continue;  // `type` rejects this value
+    auto text = gbnf::JsonDump(*v);
+    if (!text.ok()) return InvalidArgument(text.status().message() + " at " + Where(ptr));
+    alts.push_back(gbnf::Literal(*text));
+  }
+  if (alts.empty()) return InvalidArgument("enum/const at " + Where(ptr) + " leaves no valid value");
+  return Alternatives(alts);
+}
+
+StatusOr<std::string> Compiler::Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& t) {
+  if (t == "null") return Builtin("null");
+  if (t == "boolean") return Builtin("boolean");
+  if (t == "string") return String(s, ptr);
+  if (t == "integer") return Number(s, ptr, true);
+  if (t == "number") return Number(s, ptr, false);
+  if (t == "object") return Object(s, ptr, hint);
+  return Array(s, ptr, hint);
+}
+
+StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
+  auto count = [&](const char* k, int64_t* out) -> Status {
+    const Json* v = s.Find(k);
+    if (!v) return Status::Ok();
+    if (!v->is_int() || v->as_int() < 0) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
+    *out = v->as_int();
+    return Status::Ok();
+  };
+  int64_t min_len = 0, max_len = -1;
+  LLM_RETURN_IF_ERROR(count("minLength", &min_len));
+  LLM_RETURN_IF_ERROR(count("maxLength", &max_len));
+  const bool lengths = s.Find("minLength") || s.Find("maxLength");
+  const Json* format = s.Find("format");
+  std::optional<std::string> format_body;
+  if (format && format->is_string()) format_body = gbnf::FormatBody(format->as_string());
+  const Json* pattern = s.Find("pattern");
+  if (format_body && (pattern || lengths))
+    return Unsupported("format \"" + format->as_string() + "\" beside pattern/minLength/maxLength at " + Where(ptr) + " is not supported");
+  if (format_body) return "\"\\\"\" " + *format_body + " \"\\\"\"";
+  if (pattern) {
+    if (!pattern->is_string()) return InvalidArgument("pattern at " + Where(ptr) + " must be a string");
+    if (lengths) return Unsupported("pattern beside minLength/maxLength at " + Where(ptr) + " is not supported");
+    const std::string any = Builtin(kChar);
+    auto body = PatternToStringBody(pattern->as_string(), any);
+    if (!body.ok()) return Status(body.status().code(), body.status().message() + " (at " + Where(PointerJoin(ptr, "pattern")) + ")");
+    return "\"\\\"\" " + *body + " \"\\\"\"";
+  }
+  if (!lengths) return Builtin("string");
+  if (max_len >= 0 && max_len < min_len) return InvalidArgument("maxLength < minLength at " + Where(ptr));
+  if (min_len > kMaxCountedLength) return Unsupported("minLength above 4096 at " + Where(ptr) + " is not supported");
+  const std::string c = Builtin(kChar);
+  std::string rep;
+  if (max_len < 0) {
+    rep = min_len == 0 ? c + "*" : c + "{" + std::to_string(min_len) + ",}";
+  } else {
+    const int64_t hi = std::min(max_len, kMaxCountedLength);
+    if (hi == 0) return std::string("\"\\\"\\\"\"");
+    rep = c + "{" + std::to_string(min_len) + (hi == min_len ? "" : "," + std::to_string(hi)) + "}";
+  }
+  return "\"\\\"\" " + rep + " \"\\\"\"";
+}
+
+StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bool integer) {
+  // Each bound as the integer range it leaves: L <= x <= H for the integers
+  // of the range; exclusive bounds step past themselves.
+  std::optional<int64_t> lo, hi;
+  auto clamp = [](double d) { return static_cast<int64_t>(std::max(-1e18, std::min(1e18, d))); };
+  const Json* emin = s.Find("exclusiveMinimum");
+  const Json* emax = s.Find("exclusiveMaximum");
+  for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    const Json* v = s.Find(k);
+    if (v && !v->is_number() && !v->is_bool())
+      return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a number");
+  }
+  auto tighten_lo = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+  auto tighten_hi = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+  // Draft 4: exclusiveMinimum/Maximum are booleans modifying minimum/maximum.
+  const bool emin_flag = emin && emin->is_bool() && emin->as_bool();
+  const bool emax_flag = emax && emax->is_bool() && emax->as_bool();
+  if (const Json* v = s.Find("minimum"); v && v->is_number()) {
+    const double d = v->as_double();
+    tighten_lo(clamp(emin_flag ? std::floor(d) + 1 : std::ceil(d)));
+  }
+  if (const Json* v = s.Find("maximum"); v && v->is_number()) {
+    const double d = v->as_double();
+    tighten_hi(clamp(emax_flag ? std::ceil(d) - 1 : std::floor(d)));
+  }
+  if (emin && emin->is_number()) tighten_lo(clamp(std::floor(emin->as_double()) + 1));
+  if (emax && emax->is_number()) tighten_hi(clamp(std::ceil(emax->as_double()) - 1));
+  if (!lo && !hi) return Builtin(integer ? "integer" : "number");
+  if (lo && hi && *lo > *hi)
+    return (integer ? InvalidArgument("no integer lies within the bounds at " + Where(ptr))
+                    : Unsupported("a number range without an integer in it at " + Where(ptr) + " is not supported"));
+  LLM_ASSIGN_OR_RETURN(std::string ints, gbnf::IntRange(lo, hi));
+  if (integer) return ints;
+  // Decimals k.f lie strictly between k and k+1 (k >= 0) or between -(m+1)
+  // and -m (k = -m < 0, and "-0.f" in (-1, 0)): keep those whose whole
+  // interval lies within [lo, hi].
+  const std::string frac = "\".\" [0-9]{1,15}";
+  std::vector<std::string> alts = {ints};
+  const int64_t plo = lo ? std::max<int64_t>(*lo, 0) : 0;
+  if (!hi || plo <= *hi - 1) {
+    std::optional<int64_t> phi;
+    if (hi) phi = *hi - 1;
+    LLM_ASSIGN_OR_RETURN(std::string k, gbnf::IntRange(plo, phi));
+    alts.push_back(k + " " + frac);
+  }
+  const int64_t mlo = hi ? std::max<int64_t>(1, -*hi) : 1;
+  if (!lo || mlo <= -*lo - 1) {
+    std::optional<int64_t> mhi;
+    if (lo) mhi = -*lo - 1;
+    LLM_ASSIGN_OR_RETURN(std::string m, gbnf::IntRange(mlo, mhi));
+    alts.push_back("\"-\" " + m + " " + frac);
+  }
+  if ((!lo || *lo <= -1) && (!hi || *hi >= 0)) alts.push_back("\"-0\" " + frac);
+  return Alternatives(alts);
+}
+
+}  // namespace schema
+
+StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json) {
+  auto doc = ParseJson(schema_json, 128);
+  if (!doc.ok()) return InvalidArgument("JSON Schema: " + doc.status().message());
+  schema::Compiler c(*doc);
+  auto g = c.Compile();
+  if (!g.ok()) return Status(g.status().code(), "JSON Schema: " + g.status().message());
+  return g;
+}
+
+}  // namespace llm

@@ -1,0 +1,73 @@
+// The JSON Schema compiler's state (json_schema.h is the entry point): the
+// rules written so far, $ref targets already given a rule, and the visitor
+// that turns one (sub)schema into a grammar expression. Scalars, references
+// and combinators are in schema_compiler.cpp; objects and arrays in
+// schema_object.cpp.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "util/json.h"
+#include "util/status.h"
+
+namespace llm::schema {
+
+// Names of the shared rules (added to the grammar on first use).
+inline constexpr const char* kWs = "ws";
+inline constexpr const char* kChar = "char";
+inline constexpr const char* kKeyChar = "keychar";
+inline constexpr const char* kValue = "value";
+
+class Compiler {
+ public:
+  explicit Compiler(const Json& root) : root_(root) {}
+
+  // The whole grammar text, `root` first.
+  StatusOr<std::string> Compile();
+
+  // One schema at JSON pointer `ptr` as an expression; `hint` names the
+  // rules it creates.
+  StatusOr<std::string> Visit(const Json& s, const std::string& ptr, const std::string& hint);
+
+ private:
+  // A rule named after `hint` (made unique) with `body`; returns its name.
+  std::string AddRule(const std::string& hint, const std::string& body);
+  std::string NewName(const std::string& hint);
+  // Ensures a shared rule exists; returns its name.
+  std::string Builtin(const std::string& name);
+
+  StatusOr<std::string> Ref(const std::string& ref, const std::string& ptr);
+  StatusOr<const Json*> Resolve(const std::string& ref, const std::string& ptr) const;
+  StatusOr<Json> MergeAllOf(const Json& s, const std::string& ptr);
+  StatusOr<std::string> EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types);
+  StatusOr<std::string> Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& type);
+  StatusOr<std::string> String(const Json& s, const std::string& ptr);
+  StatusOr<std::string> Number(const Json& s, const std::string& ptr, bool integer);
+  StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
+  // A JSON string that is none of `names` (keys of additional properties).
+  std::string KeyNotIn(const std::vector<std::string>& names);
+
+  const Json& root_;
+  std::vector<std::pair<std::string, std::string>> rules_;  // name, body
+  std::set<std::string> names_;
+  std::map<std::string, std::string> ref_rules_;  // "#/..." -> rule name
+  int depth_ = 0;
+};
+
+// "/a/b" + key with ~ and / escaped (RFC 6901).
+std::string PointerJoin(const std::string& ptr, std::string_view key);
+std::string PointerJoin(const std::string& ptr, size_t index);
+// For messages: the pointer, or "(root)" for "".
+std::string Where(const std::string& ptr);
+
+// Keywords that never change validity.
+bool IsAnnotation(std::string_view key);
+
+}  // namespace llm::schema

@@ -1,0 +1,241 @@
+// Objects and arrays for the JSON Schema compiler (schema_compiler.h).
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "constrain/grammar_text.h"
+#include "constrain/schema_compiler.h"
+#include "util/utf8.h"
+
+namespace llm::schema {
+namespace {
+
+struct TrieNode {
+  bool terminal = false;
+  std::map<uint32_t, std::unique_ptr<TrieNode>> children;
+};
+
+// Keys as keychar (no escapes) sees them: a name holding '"', '\' or a
+// control character can never be typed as an extra key, so it needs no
+// exclusion.
+bool Typable(uint32_t cp) { return cp >= 0x20 && cp != '"' && cp != '\\' && cp != 0x7F; }
+
+// The rest of a key, the trie node `n` reached so far: anything that does
+// not end on a declared name.
+std::string NotIn(const TrieNode& n) {
+  std::vector<std::string> alts;
+  if (!n.terminal) alts.push_back("\"\\\"\"");
+  std::string excluded = "[^\"\\\\\\x00-\\x1F\\x7F";
+  for (const auto& [cp, child] : n.children) {
+    std::string c;
+    AppendUtf8(cp, &c);
+    alts.push_back(gbnf::Literal(c) + " " + NotIn(*child));
+    excluded += gbnf::ClassChar(cp);
+  }
+  alts.push_back(excluded + "] keychar* \"\\\"\"");
+  if (alts.size() == 1) return alts[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+  return out + " )";
+}
+
+}  // namespace
+
+std::string Compiler::KeyNotIn(const std::vector<std::string>& names) {
+  Builtin(kKeyChar);
+  TrieNode root;
+  for (const auto& name : names) {
+    TrieNode* n = &root;
+    bool typable = true;
+    for (size_t pos = 0; pos < name.size();) {
+      uint32_t cp = 0;
+      size_t len = 1;
+      if (!DecodeUtf8(name, pos, &cp, &len) || !Typable(cp)) {
+        typable = false;
+        break;
+      }
+      pos += len;
+      auto& child = n->children[cp];
+      if (!child) child = std::make_unique<TrieNode>();
+      n = child.get();
+    }
+    if (typable) n->terminal = true;
+  }
+  return "\"\\\"\" " + NotIn(root);
+}
+
+StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, const std::string& hint) {
+  const std::string ws = Builtin(kWs);
+  struct Prop {
+    std::string name;
+    const Json* schema;
+    std::string ptr;
+    bool required;
+  };
+  std::vector<Prop> props;
+  const Json* properties = s.Find("properties");
+  if (properties && !properties->is_object()) return InvalidArgument("properties at " + Where(ptr) + " must be an object");
+  std::vector<std::string> required;
+  if (const Json* r = s.Find("required")) {
+    if (!r->is_array()) return InvalidArgument("required at " + Where(ptr) + " must be an array");
+    for (size_t i = 0; i < r->array().size(); ++i) {
+      const Json& e = r->array()[i];
+      if (!e.is_string()) return InvalidArgument("required at " + Where(PointerJoin(PointerJoin(ptr, "required"), i)) + " must be a string");
+      if (std::find(required.begin(), required.end(), e.as_string()) == required.end()) required.push_back(e.as_string());
+    }
+  }
+  auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
+  if (properties) {
+    const std::string pp = PointerJoin(ptr, "properties");
+    for (const auto& [name, sub] : properties->object()) {
+      if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == name; }))
+        return InvalidArgument("properties at " + Where(ptr) + " names \"" + name + "\" twice");
+      props.push_back({name, &sub, PointerJoin(pp, name), is_required(name)});
+    }
+  }
+  // Extra keys: additionalProperties true or a schema; absent counts as true
+  // only for an object schema that declares no properties ("any object").
+  static const Json kTrue = Json::Bool(true);
+  const Json* extra = s.Find("additionalProperties");
+  if (!extra && !properties) extra = &kTrue;
+  if (extra && extra->is_bool() && !extra->as_bool()) extra = nullptr;
+  for (const auto& r : required) {
+    if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == r; })) continue;
+    if (s.Find("additionalProperties") && !extra)
+      return InvalidArgument("required property \"" + r + "\" at " + Where(ptr) + " is forbidden by additionalProperties: false");
+    // A required name without a schema of its own takes additionalProperties'.
+    props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true});
+  }
+  const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
+  if (const Json* v = s.Find("minProperties")) {
+    if (!v->is_int() || v->as_int() < 0) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (static_cast<uint64_t>(v->as_int()) > n_required)
+      return Unsupported("minProperties above the number of required properties at " + Where(ptr) + " is not supported");
+  }
+  if (const Json* v = s.Find("maxProperties")) {
+    if (!v->is_int() || v->as_int() < 0) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (extra || static_cast<uint64_t>(v->as_int()) < props.size())
+      return Unsupported("maxProperties below the number of possible properties at " + Where(ptr) + " is not supported");
+  }
+
+  // One rule per member: "name" ws ":" ws value.
+  std::vector<std::string> kv;
+  for (const auto& p : props) {
+    LLM_ASSIGN_OR_RETURN(std::string value, Visit(*p.schema, p.ptr, hint + "-" + p.name));
+    kv.push_back(AddRule(hint + "-" + p.name + "-kv", gbnf::Literal(gbnf::JsonString(p.name)) + " " + ws + " \":\" " + ws + " " + value));
+  }
+  std::string extra_kv;
+  if (extra) {
+    std::vector<std::string> declared;
+    for (const auto& p : props) declared.push_back(p.name);
+    LLM_ASSIGN_OR_RETURN(std::string value, Visit(*extra, PointerJoin(ptr, "additionalProperties"), hint + "-additional"));
+    extra_kv = AddRule(hint + "-additional-kv", KeyNotIn(declared) + " " + ws + " \":\" " + ws + " " + value);
+  }
+  // rest[i]: members i.. after at least one member was written, each behind
+  // a comma; optional ones may be left out.
+  const std::string comma = ws + " \",\" " + ws + " ";
+  std::vector<std::string> rest(props.size() + 1);
+  rest[props.size()] = extra ? "( " + comma + extra_kv + " )*" : "";
+  // (rest[0] is never needed: member 0 can only come first.)
+  for (size_t i = props.size(); i-- > 1;) {
+    std::string item = props[i].required ? comma + kv[i] : "( " + comma + kv[i] + " )?";
+    std::string body = rest[i + 1].empty() ? item : item + " " + rest[i + 1];
+    rest[i] = i + 1 < props.size() || extra ? AddRule(hint + "-rest-" + std::to_string(i), body) : body;
+  }
+  // First member: property i when all before it are left out (only optional
+  // ones can be), then the rest after it.
+  std::vector<std::string> first;
+  bool nullable = true;
+  for (size_t i = 0; i < props.size(); ++i) {
+    first.push_back(rest[i + 1].empty() ? kv[i] : kv[i] + " " + rest[i + 1]);
+    if (props[i].required) {
+      nullable = false;
+      break;
+    }
+  }
+  if (nullable && extra) first.push_back(extra_kv + " " + rest[props.size()]);
+  if (first.empty()) return "\"{\" " + ws + " \"}\"";
+  std::string members = first.size() == 1 ? first[0] : "( " + first[0];
+  for (size_t i = 1; i < first.size(); ++i) members += " | " + first[i];
+  if (first.size() > 1) members += " )";
+  const std::string body = nullable ? "\"{\" " + ws + " ( " + members + " " + ws + " )? \"}\""
+                                    : "\"{\" " + ws + " " + members + " " + ws + " \"}\"";
+  return AddRule(hint, body);
+}
+
+StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, const std::string& hint) {
+  const std::string ws = Builtin(kWs);
+  auto count = [&](const char* k, int64_t* out) -> Status {
+    const Json* v = s.Find(k);
+    if (!v) return Status::Ok();
+    if (!v->is_int() || v->as_int() < 0) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
+    *out = std::min<int64_t>(v->as_int(), 1 << 20);
+    return Status::Ok();
+  };
+  int64_t min_items = 0, max_items = -1;
+  LLM_RETURN_IF_ERROR(count("minItems", &min_items));
+  LLM_RETURN_IF_ERROR(count("maxItems", &max_items));
+  if (max_items >= 0 && max_items < min_items) return InvalidArgument("maxItems < minItems at " + Where(ptr));
+
+  // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
+  // the schema of the positions after them (nullptr: none allowed).
+  const Json* tuple = s.Find("prefixItems");
+  std::string tuple_ptr = PointerJoin(ptr, "prefixItems");
+  const Json* items = s.Find("items");
+  const Json* after = items;
+  std::string after_ptr = PointerJoin(ptr, "items");
+  static const Json kTrue = Json::Bool(true);
+  if (items && items->is_array()) {
+    if (tuple) return InvalidArgument("items at " + Where(ptr) + " is an array beside prefixItems");
+    tuple = items;
+    tuple_ptr = after_ptr;
+    after = s.Find("additionalItems");
+    after_ptr = PointerJoin(ptr, "additionalItems");
+    if (!after) after = &kTrue;
+  } else if (!items) {
+    after = tuple ? nullptr : &kTrue;  // extra tuple items: left out (sound)
+  }
+  if (tuple && !tuple->is_array()) return InvalidArgument("prefixItems at " + Where(ptr) + " must be an array");
+  if (after && after->is_bool() && !after->as_bool()) after = nullptr;
+
+  std::vector<std::string> seq;
+  const size_t n_tuple = tuple ? tuple->array().size() : 0;
+  const size_t n_fixed = max_items >= 0 ? std::min<size_t>(n_tuple, static_cast<size_t>(max_items)) : n_tuple;
+  for (size_t i = 0; i < n_fixed; ++i) {
+    LLM_ASSIGN_OR_RETURN(std::string e, Visit(tuple->array()[i], PointerJoin(tuple_ptr, i), hint + "-" + std::to_string(i)));
+    seq.push_back(e);
+  }
+  const int64_t more_min = std::max<int64_t>(0, min_items - static_cast<int64_t>(n_fixed));
+  int64_t more_max = max_items < 0 ? -1 : max_items - static_cast<int64_t>(n_fixed);
+  if (n_fixed < n_tuple || !after) more_max = 0;  // nothing may follow
+  if (more_max >= 0 && more_max < more_min)
+    return InvalidArgument("minItems at " + Where(ptr) + " cannot be met: no items allowed past the tuple");
+  std::string item;
+  if (more_max != 0) {
+    LLM_ASSIGN_OR_RETURN(item, Visit(*after, after_ptr, hint + "-item"));
+  }
+  const std::string comma = ws + " \",\" " + ws + " ";
+  std::string body;
+  if (!seq.empty()) {
+    body = seq[0];
+    for (size_t i = 1; i < seq.size(); ++i) body += " " + comma + seq[i];
+    if (more_max != 0) {
+      std::string rep = "{" + std::to_string(more_min) + "," + (more_max < 0 ? "" : std::to_string(more_max)) + "}";
+      if (more_min == 0 && more_max < 0) rep = "*";
+      body += " ( " + comma + item + " )" + rep;
+    }
+    return AddRule(hint, "\"[\" " + ws + " " + body + " " + ws + " \"]\"");
+  }
+  if (more_max == 0) return "\"[\" " + ws + " \"]\"";
+  // item ( , item ){min-1, max-1}, optional as a whole when min is 0.
+  const int64_t rmin = std::max<int64_t>(0, more_min - 1);
+  std::string rep;
+  if (more_max < 0) rep = rmin == 0 ? "*" : "{" + std::to_string(rmin) + ",}";
+  else if (more_max - 1 == 0) rep = "";
+  else rep = "{" + std::to_string(rmin) + "," + std::to_string(more_max - 1) + "}";
+  std::string list = item + (rep.empty() && more_max == 1 ? "" : " ( " + comma + item + " )" + rep);
+  body = more_min == 0 ? "\"[\" " + ws + " ( " + list + " " + ws + " )? \"]\"" : "\"[\" " + ws + " " + list + " " + ws + " \"]\"";
+  return AddRule(hint, body);
+}
+
+}  // namespace llm::schema

@@ -1,0 +1,509 @@
+// The JSON Schema compiler (src/constrain/json_schema.h): grammar structure,
+// errors that name the keyword and JSON pointer, and the language of each
+// keyword. Without the constraint engine at hand, a grammar without
+// recursion is checked by expanding it into a std::regex (GBNF's operators
+// map one to one onto ECMAScript's) and matching JSON texts against it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "constrain/grammar_text.h"
+#include "constrain/json_schema.h"
+#include "constrain/schema_pattern.h"
+
+namespace llm {
+namespace {
+
+std::string RegexEscape(char c) {
+  static const std::string kSpecial = "\\^$.|?*+()[]{}/";
+  char buf[8];
+  if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+    std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
+    return buf;
+  }
+  if (kSpecial.find(c) != std::string::npos) return std::string("\\") + c;
+  return std::string(1, c);
+}
+
+// GBNF expression -> ECMAScript regex; rule names expand through `rules`.
+// A recursive rule is unrolled three times, then matches nothing (JSON nested
+// deeper than that is not tested this way).
+std::string ToRegex(const std::string& e, const std::map<std::string, std::string>& rules,
+                    std::map<std::string, int>* active = nullptr) {
+  std::map<std::string, int> own;
+  if (active == nullptr) active = &own;
+  std::string out;
+  size_t i = 0;
+  while (i < e.size()) {
+    const char c = e[i];
+    if (c == ' ' || c == '\n') {
+      ++i;
+    } else if (c == '"') {
+      ++i;
+      std::string lit;
+      while (i < e.size() && e[i] != '"') {
+        if (e[i] == '\\') {
+          const char n = e[i + 1];
+          if (n == 'n') lit += '\n';
+          else if (n == 't') lit += '\t';
+          else if (n == 'r') lit += '\r';
+          else if (n == 'x') {
+            lit += static_cast<char>(std::stoi(e.substr(i + 2, 2), nullptr, 16));
+            i += 2;
+          } else lit += n;
+          i += 2;
+        } else {
+          lit += e[i++];
+        }
+      }
+      ++i;
+      out += "(?:";
+      for (char x : lit) out += RegexEscape(x);
+      out += ")";
+    } else if (c == '[') {
+      const size_t start = i;
+      ++i;
+      while (e[i] != ']') i += e[i] == '\\' ? 2 : 1;
+      ++i;
+      out += e.substr(start, i - start);
+    } else if (c == '(') {
+      out += "(?:";
+      ++i;
+    } else if (c == '{') {
+      const size_t end = e.find('}', i);
+      out += e.substr(i, end + 1 - i);
+      i = end + 1;
+    } else if (std::isalnum(static_cast<unsigned char>(c))) {
+      size_t end = i;
+      while (end < e.size() && (std::isalnum(static_cast<unsigned char>(e[end])) || e[end] == '-')) ++end;
+      const std::string name = e.substr(i, end - i);
+      auto it = rules.find(name);
+      if (it == rules.end()) {
+        ADD_FAILURE() << "undefined rule " << name;
+        return "";
+      }
+      if ((*active)[name] >= 3) {
+        out += "(?!)";
+      } else {
+        ++(*active)[name];
+        out += "(?:" + ToRegex(it->second, rules, active) + ")";
+        --(*active)[name];
+      }
+      i = end;
+    } else {
+      out += c;  // ) | * + ?
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> Rules(const std::string& grammar) {
+  std::map<std::string, std::string> rules;
+  std::istringstream in(grammar);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t p = line.find(" ::= ");
+    if (p == std::string::npos) continue;
+    EXPECT_EQ(rules.count(line.substr(0, p)), 0u) << "rule defined twice: " << line;
+    rules[line.substr(0, p)] = line.substr(p + 5);
+  }
+  return rules;
+}
+
+struct Lang {
+  std::regex re;
+  bool Accepts(const std::string& s) const { return std::regex_match(s, re); }
+};
+
+Lang Compile(const std::string& schema) {
+  auto g = JsonSchemaToGrammar(schema);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g.ok()) return {std::regex("$^")};
+  auto rules = Rules(*g);
+  return {std::regex(ToRegex("root", rules))};
+}
+
+Status Error(const std::string& schema) {
+  auto g = JsonSchemaToGrammar(schema);
+  EXPECT_FALSE(g.ok()) << schema << " compiled to\n" << (g.ok() ? *g : "");
+  return g.status();
+}
+
+TEST(JsonSchema, GrammarHasRootAndEveryReferencedRule) {
+  auto g = JsonSchemaToGrammar(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"$ref":"#/$defs/n"}},
+      "$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"}}}})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->rfind("root ::= ", 0), 0u);
+  auto rules = Rules(*g);
+  std::regex name(R"((^|[ (|])([a-z][a-z0-9-]*)(?=[ )|*+?{]|$))");
+  for (const auto& [n, body] : rules) {
+    std::string stripped = std::regex_replace(body, std::regex(R"("([^"\\]|\\.)*"|\[([^\]\\]|\\.)*\])"), " ");
+    for (std::sregex_iterator it(stripped.begin(), stripped.end(), name), end; it != end; ++it)
+      EXPECT_EQ(rules.count((*it)[2].str()), 1u) << "rule " << n << " uses undefined " << (*it)[2].str();
+  }
+}
+
+TEST(JsonSchema, ObjectRequiredAndOptionalInOrder) {
+  Lang l = Compile(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"boolean"},"c":{"type":"null"}},
+      "required":["b"]})");
+  EXPECT_TRUE(l.Accepts(R"({"b":true})"));
+  EXPECT_TRUE(l.Accepts(R"({"a":1,"b":false,"c":null})"));
+  EXPECT_TRUE(l.Accepts(R"({"a": -7, "b": true})"));
+  EXPECT_TRUE(l.Accepts("{\n  \"b\": true,\n  \"c\": null\n}"));
+  EXPECT_FALSE(l.Accepts(R"({"a":1})"));             // b missing
+  EXPECT_FALSE(l.Accepts(R"({"b":true,"a":1})"));    // out of order
+  EXPECT_FALSE(l.Accepts(R"({"b":true,"d":1})"));    // no extras once properties are given
+  EXPECT_FALSE(l.Accepts(R"({"b":true,})"));
+  EXPECT_FALSE(l.Accepts(R"({ "b":true})" "  "));   // nothing after the root
+  EXPECT_FALSE(l.Accepts("{\"b\":    true}"));      // one whitespace run of one space
+  EXPECT_FALSE(l.Accepts("{\n" + std::string(21, ' ') + "\"b\":true}"));  // indent bounded
+}
+
+TEST(JsonSchema, AllOptionalObjectAllowsEmpty) {
+  Lang l = Compile(R"({"properties":{"x":{"const":1},"y":{"const":2}},"additionalProperties":false})");
+  EXPECT_TRUE(l.Accepts("{}"));
+  EXPECT_TRUE(l.Accepts("{ }"));
+  EXPECT_TRUE(l.Accepts(R"({"y":2})"));
+  EXPECT_TRUE(l.Accepts(R"({"x":1,"y":2})"));
+  EXPECT_FALSE(l.Accepts(R"({"x":1,})"));
+  EXPECT_FALSE(l.Accepts(R"({,"y":2})"));
+}
+
+TEST(JsonSchema, AdditionalPropertiesNeverReuseADeclaredName) {
+  Lang l = Compile(R"({"properties":{"name":{"type":"string","maxLength":3}},"required":["name"],
+      "additionalProperties":{"type":"integer"}})");
+  EXPECT_TRUE(l.Accepts(R"({"name":"ab","n":1,"names":2,"nam":3,"":4})"));
+  EXPECT_FALSE(l.Accepts(R"({"name":"ab","name":1})"));
+  EXPECT_FALSE(l.Accepts(R"({"name":"ab","x":"s"})"));
+  Lang any = Compile(R"({"type":"object"})");
+  EXPECT_TRUE(any.Accepts(R"({"k":[1,{"z":null}],"k2":"v"})"));
+  EXPECT_TRUE(any.Accepts("{}"));
+}
+
+TEST(JsonSchema, RequiredWithoutPropertySchema) {
+  Lang l = Compile(R"({"type":"object","required":["id"]})");
+  EXPECT_TRUE(l.Accepts(R"({"id":[true]})"));
+  EXPECT_TRUE(l.Accepts(R"({"id":1,"other":2})"));
+  EXPECT_FALSE(l.Accepts(R"({"other":2})"));
+  Status s = Error(R"({"properties":{"a":{}},"required":["b"],"additionalProperties":false})");
+  EXPECT_EQ(s.code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(s.message().find("\"b\""), std::string::npos) << s.message();
+}
+
+TEST(JsonSchema, ArraysItemsCountsAndTuples) {
+  Lang l = Compile(R"({"type":"array","items":{"type":"integer","minimum":0,"maximum":9},"minItems":2,"maxItems":3})");
+  EXPECT_FALSE(l.Accepts("[1]"));
+  EXPECT_TRUE(l.Accepts("[1,2]"));
+  EXPECT_TRUE(l.Accepts("[1, 2, 3]"));
+  EXPECT_FALSE(l.Accepts("[1,2,3,4]"));
+  EXPECT_FALSE(l.Accepts("[1,10]"));
+  Lang t = Compile(R"({"prefixItems":[{"type":"string","maxLength":1},{"type":"boolean"}],"items":{"type":"null"}})");
+  EXPECT_TRUE(t.Accepts(R"(["a",true])"));
+  EXPECT_TRUE(t.Accepts(R"(["a",true,null,null])"));
+  EXPECT_FALSE(t.Accepts(R"([true,"a"])"));
+  Lang closed = Compile(R"({"items":[{"type":"boolean"}],"additionalItems":false})");
+  EXPECT_TRUE(closed.Accepts("[false]"));
+  EXPECT_FALSE(closed.Accepts("[false,true]"));
+  Lang empty = Compile(R"({"type":"array","maxItems":0})");
+  EXPECT_TRUE(empty.Accepts("[]"));
+  EXPECT_FALSE(empty.Accepts("[1]"));
+}
+
+TEST(JsonSchema, EnumConstAndTypeFilter) {
+  Lang l = Compile(R"({"enum":["a\"b",1.5,null,{"k":[1]}]})");
+  EXPECT_TRUE(l.Accepts(R"("a\"b")"));
+  EXPECT_TRUE(l.Accepts("1.5"));
+  EXPECT_TRUE(l.Accepts("null"));
+  EXPECT_TRUE(l.Accepts(R"({"k":[1]})"));
+  EXPECT_FALSE(l.Accepts("2"));
+  Lang typed = Compile(R"({"type":"string","enum":["x",1,"y"]})");
+  EXPECT_TRUE(typed.Accepts(R"("y")"));
+  EXPECT_FALSE(typed.Accepts("1"));
+  Lang c = Compile(R"({"const":"v"})");
+  EXPECT_TRUE(c.Accepts(R"("v")"));
+  EXPECT_FALSE(c.Accepts(R"("w")"));
+  EXPECT_EQ(Error(R"({"type":"integer","enum":["a"]})").code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+TEST(JsonSchema, TypesUnionNullableAnyOf) {
+  Lang l = Compile(R"({"type":["string","null"],"maxLength":2})");
+  EXPECT_TRUE(l.Accepts(R"("ab")"));
+  EXPECT_TRUE(l.Accepts("null"));
+  EXPECT_FALSE(l.Accepts(R"("abc")"));
+  Lang n = Compile(R"({"type":"integer","nullable":true})");
+  EXPECT_TRUE(n.Accepts("null"));
+  EXPECT_TRUE(n.Accepts("-12"));
+  EXPECT_FALSE(n.Accepts("1.5"));
+  Lang a = Compile(R"({"oneOf":[{"type":"boolean"},{"const":3}]})");
+  EXPECT_TRUE(a.Accepts("true"));
+  EXPECT_TRUE(a.Accepts("3"));
+  EXPECT_FALSE(a.Accepts("4"));
+  Lang any = Compile("{}");
+  EXPECT_TRUE(any.Accepts(R"([{"a":"b"},1e5,-0.25,"x",true,null])"));
+  Lang t = Compile("true");
+  EXPECT_TRUE(t.Accepts("7"));
+}
+
+TEST(JsonSchema, AllOfMergesObjects) {
+  Lang l = Compile(R"({"allOf":[{"$ref":"#/$defs/a"},{"properties":{"b":{"type":"boolean"}},"required":["b"]}],
+      "$defs":{"a":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}})");
+  EXPECT_TRUE(l.Accepts(R"({"a":1,"b":true})"));
+  EXPECT_FALSE(l.Accepts(R"({"a":1})"));
+  EXPECT_FALSE(l.Accepts(R"({"b":true})"));
+  EXPECT_EQ(Error(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})").code(),
+            LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(Error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})").code(), LLM_ERR_UNSUPPORTED);
+}
+
+TEST(JsonSchema, RefsIncludingRecursion) {
+  auto g = JsonSchemaToGrammar(R"({"$ref":"#/definitions/t","definitions":{"t":{"type":"object",
+      "properties":{"kids":{"type":"array","items":{"$ref":"#/definitions/t"}}}}}})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g->find("t ::= "), std::string::npos) << *g;
+  Lang l = Compile(R"({"properties":{"p":{"$ref":"#/$defs/p"},"q":{"$ref":"#/properties/p"}},"required":["p","q"],
+      "$defs":{"p":{"type":"integer","minimum":0,"maximum":3}}})");
+  EXPECT_TRUE(l.Accepts(R"({"p":3,"q":0})"));
+  EXPECT_FALSE(l.Accepts(R"({"p":4,"q":0})"));
+}
+
+TEST(JsonSchema, IntegerRangesAreExact) {
+  // Every integer in [-1300, 1300] against ranges of all shapes, bounded on
+  // both sides, one side, inclusive and exclusive.
+  struct Case {
+    const char* bounds;
+    int64_t lo, hi;
+  } cases[] = {
+      {R"("minimum":0,"maximum":150)", 0, 150},         {R"("minimum":-50,"maximum":50)", -50, 50},
+      {R"("minimum":7,"maximum":7)", 7, 7},             {R"("minimum":19,"maximum":1201)", 19, 1201},
+      {R"("minimum":-1201,"maximum":-19)", -1201, -19}, {R"("exclusiveMinimum":10)", 11, INT64_MAX},
+      {R"("exclusiveMaximum":-3)", INT64_MIN, -4},      {R"("minimum":-99)", -99, INT64_MAX},
+      {R"("maximum":1000)", INT64_MIN, 1000},           {R"("minimum":0.5,"maximum":9.5)", 1, 9},
+      {R"("minimum":3,"exclusiveMinimum":true)", 4, INT64_MAX},
+  };
+  for (const auto& c : cases) {
+    Lang l = Compile(std::string(R"({"type":"integer",)") + c.bounds + "}");
+    for (int64_t v = -1300; v <= 1300; ++v)
+      ASSERT_EQ(l.Accepts(std::to_string(v)), v >= c.lo && v <= c.hi) << c.bounds << " value " << v;
+    EXPECT_FALSE(l.Accepts("-0"));
+    EXPECT_FALSE(l.Accepts("007"));
+  }
+  Lang big = Compile(R"({"type":"integer","minimum":1000})");
+  EXPECT_TRUE(big.Accepts("9999999999999999"));
+  EXPECT_FALSE(big.Accepts("99999999999999999"));  // 17 digits: past the open-range cap
+  EXPECT_EQ(Error(R"({"type":"integer","minimum":5,"maximum":4})").code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+TEST(JsonSchema, NumberRangesAreSound) {
+  struct Case {
+    const char* bounds;
+    double lo, hi;
+    bool lo_excl, hi_excl;
+  } cases[] = {
+      {R"("minimum":0,"maximum":1)", 0, 1, false, false},
+      {R"("minimum":-40,"maximum":60)", -40, 60, false, false},
+      {R"("exclusiveMinimum":0,"maximum":3)", 0, 3, true, false},
+      {R"("minimum":-2.5,"exclusiveMaximum":2)", -2.5, 2, false, true},
+  };
+  std::mt19937 rng(7);
+  for (const auto& c : cases) {
+    Lang l = Compile(std::string(R"({"type":"number",)") + c.bounds + "}");
+    int accepted = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::uniform_int_distribution<int> ip(-60, 70), fp(0, 999), kind(0, 2);
+      std::string s = std::to_string(ip(rng));
+      if (kind(rng) == 1) s += "." + std::to_string(fp(rng));
+      if (kind(rng) == 2 && s[0] != '-') s = "-0." + std::to_string(fp(rng));
+      const double v = std::stod(s);
+      const bool valid = (c.lo_excl ? v > c.lo : v >= c.lo) && (c.hi_excl ? v < c.hi : v <= c.hi);
+      if (l.Accepts(s)) {
+        ++accepted;
+        ASSERT_TRUE(valid) << c.bounds << " accepted " << s;
+      }
+    }
+    EXPECT_GT(accepted, 10) << c.bounds;
+  }
+  Lang p = Compile(R"({"type":"number","minimum":0,"maximum":1})");
+  EXPECT_TRUE(p.Accepts("0.75"));
+  EXPECT_TRUE(p.Accepts("1"));
+  EXPECT_FALSE(p.Accepts("1.5"));
+  EXPECT_EQ(Error(R"({"type":"number","minimum":0.1,"maximum":0.9})").code(), LLM_ERR_UNSUPPORTED);
+}
+
+TEST(JsonSchema, StringLengthsCountCharactersNotEscapes) {
+  Lang l = Compile(R"({"type":"string","minLength":2,"maxLength":3})");
+  EXPECT_FALSE(l.Accepts(R"("a")"));
+  EXPECT_TRUE(l.Accepts(R"("ab")"));
+  EXPECT_TRUE(l.Accepts(R"("a\"b")"));
+  EXPECT_FALSE(l.Accepts(R"("abcd")"));
+  EXPECT_FALSE(l.Accepts(R"("a\u0041")"));  // \u escapes are left out
+  EXPECT_EQ(Error(R"({"type":"string","minLength":4,"maxLength":3})").code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+TEST(JsonSchema, FormatsAcceptOnlyValidValues) {
+  Lang date = Compile(R"({"type":"string","format":"date"})");
+  EXPECT_TRUE(date.Accepts(R"("2024-02-28")"));
+  EXPECT_TRUE(date.Accepts(R"("2024-12-31")"));
+  EXPECT_FALSE(date.Accepts(R"("2024-02-30")"));
+  EXPECT_FALSE(date.Accepts(R"("2024-04-31")"));
+  EXPECT_FALSE(date.Accepts(R"("2024-13-01")"));
+  Lang dt = Compile(R"({"format":"date-time"})");
+  EXPECT_TRUE(dt.Accepts(R"("2024-05-06T07:08:09Z")"));
+  EXPECT_TRUE(dt.Accepts(R"("2024-05-06T23:59:59.123+02:00")"));
+  EXPECT_FALSE(dt.Accepts(R"("2024-05-06T24:00:00Z")"));
+  EXPECT_FALSE(dt.Accepts(R"("2024-05-06T07:08Z")"));
+  Lang ip = Compile(R"({"format":"ipv4"})");
+  EXPECT_TRUE(ip.Accepts(R"("192.168.0.255")"));
+  EXPECT_FALSE(ip.Accepts(R"("192.168.0.256")"));
+  EXPECT_FALSE(ip.Accepts(R"("01.2.3.4")"));
+  Lang uuid = Compile(R"({"format":"uuid"})");
+  EXPECT_TRUE(uuid.Accepts(R"("123e4567-e89b-12d3-a456-426614174000")"));
+  EXPECT_FALSE(uuid.Accepts(R"("123e4567e89b12d3a456426614174000")"));
+  Lang email = Compile(R"({"format":"email"})");
+  EXPECT_TRUE(email.Accepts(R"("a.b+c@example.co.uk")"));
+  EXPECT_FALSE(email.Accepts(R"("no-at-sign")"));
+  Lang uri = Compile(R"({"format":"uri"})");
+  EXPECT_TRUE(uri.Accepts(R"("https://example.com/a/b?x=1#top")"));
+  EXPECT_FALSE(uri.Accepts(R"("example com")"));
+  Lang unknown = Compile(R"({"type":"string","format":"x-custom"})");
+  EXPECT_TRUE(unknown.Accepts(R"("anything")"));
+  EXPECT_EQ(Error(R"({"format":"date","maxLength":3})").code(), LLM_ERR_UNSUPPORTED);
+}
+
+// The pattern translation against std::regex's ECMAScript reading of the
+// same pattern, on random strings over a small alphabet.
+TEST(JsonSchema, PatternsMatchLikeTheRegex) {
+  const char* patterns[] = {
+      "^[0-9]{5}$", "^\\+?[0-9]{1,3}-[0-9]{3}$", "^(ab|c)*d?$", "^a.c$", "^[^a-c]+$", "b{2,}", "^(?:x|yz){1,2}$",
+      "^[a-c\\d_-]+$", "^\\w\\s\\W$", "a|^c", "^$", "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$", "^\\\\\"$", "^[\\]\\[]$"};
+  const std::string alphabet = "abcdxyz0129-_. +\\\"[]";
+  std::mt19937 rng(11);
+  for (const char* p : patterns) {
+    const std::string any = R"((?:[^"\\\x00-\x1F\x7F]|\\["\\/bfnrt]))";
+    auto body = PatternToStringBody(p, "char");
+    ASSERT_TRUE(body.ok()) << p << ": " << body.status().message();
+    const std::map<std::string, std::string> rules = {{"char", R"([^"\\\x00-\x1F\x7F] | "\\" ["\\/bfnrt])"}};
+    std::regex ours(ToRegex(*body, rules));
+    std::regex ref(p, std::regex::ECMAScript);
+    int matched = 0;
+    for (int i = 0; i < 4000; ++i) {
+      std::uniform_int_distribution<int> len(0, 7), ch(0, static_cast<int>(alphabet.size()) - 1);
+      std::string s;
+      for (int n = len(rng); n > 0; --n) s += alphabet[ch(rng)];
+      // The JSON form of s: what the grammar sees between the quotes.
+      std::string json = gbnf::JsonString(s);
+      json = json.substr(1, json.size() - 2);
+      const bool want = std::regex_search(s, ref);
+      const bool got = std::regex_match(json, ours);
+      ASSERT_EQ(got, want) << "pattern " << p << " string [" << s << "] json [" << json << "]";
+      matched += got;
+    }
+    (void)matched;
+  }
+}
+
+TEST(JsonSchema, PatternErrorsNameTheProblem) {
+  struct Case {
+    const char* pattern;
+    llm_status code;
+    const char* text;
+  } cases[] = {
+      {"(a)\\1", LLM_ERR_UNSUPPORTED, "backreference"}, {"(?=a)", LLM_ERR_UNSUPPORTED, "lookaround"},
+      {"a\\bc", LLM_ERR_UNSUPPORTED, "word boundary"},   {"a^b", LLM_ERR_UNSUPPORTED, "anchor"},
+      {"(ab", LLM_ERR_INVALID_ARGUMENT, "')'"},          {"[a-", LLM_ERR_INVALID_ARGUMENT, "unterminated"},
+      {"*a", LLM_ERR_INVALID_ARGUMENT, "nothing to repeat"}, {"a{3,1}", LLM_ERR_INVALID_ARGUMENT, "m < n"},
+      {"a{5000}", LLM_ERR_UNSUPPORTED, "1000"},
+  };
+  for (const auto& c : cases) {
+    std::string schema = std::string(R"({"properties":{"s":{"pattern":")") + c.pattern + "\"}}}";
+    // JSON-escape the backslashes of the pattern.
+    schema = std::regex_replace(schema, std::regex(R"(\\)"), R"(\\)");
+    Status s = Error(schema);
+    EXPECT_EQ(s.code(), c.code) << c.pattern << ": " << s.message();
+    EXPECT_NE(s.message().find(c.text), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("/properties/s/pattern"), std::string::npos) << s.message();
+  }
+}
+
+TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
+  struct Case {
+    const char* schema;
+    const char* where;
+  } cases[] = {
+      {R"({"properties":{"a":{"not":{"type":"null"}}}})", "/properties/a/not"},
+      {R"({"patternProperties":{"^x":{}}})", "/patternProperties"},
+      {R"({"items":{"if":{},"then":{}}})", "/items/if"},
+      {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
+      {R"({"$defs":{"d":{"dependentRequired":{}}},"$ref":"#/$defs/d"})", "/$defs/d/dependentRequired"},
+      {R"({"type":"integer","multipleOf":5})", "/multipleOf"},
+      {R"({"$ref":"other.json#/x"})", "local"},
+      {R"({"type":"object","properties":{"a":{}},"minProperties":2})", "minProperties"},
+  };
+  for (const auto& c : cases) {
+    Status s = Error(c.schema);
+    EXPECT_EQ(s.code(), LLM_ERR_UNSUPPORTED) << c.schema << ": " << s.message();
+    EXPECT_NE(s.message().find(c.where), std::string::npos) << c.schema << ": " << s.message();
+  }
+  // Annotations and unknown keywords pass; uniqueItems false is harmless.
+  EXPECT_TRUE(JsonSchemaToGrammar(R"({"title":"t","description":"d","examples":[1],"default":2,"$schema":"s",
+      "$id":"i","x-vendor":1,"type":"array","uniqueItems":false})").ok());
+}
+
+TEST(JsonSchema, MalformedSchemasAreInvalidArguments) {
+  const char* cases[] = {
+      "{", "[1,2]", R"({"type":"strin"})", R"({"type":3})", R"({"properties":[]})", R"({"required":"a"})",
+      R"({"$ref":"#/$defs/missing"})", R"({"anyOf":[]})", R"({"minLength":-1})", R"({"maxItems":1.5})",
+      R"({"properties":{"a":false},"required":["a"]})", R"({"enum":[]})", "false"};
+  for (const char* c : cases) {
+    Status s = Error(c);
+    EXPECT_EQ(s.code(), LLM_ERR_INVALID_ARGUMENT) << c << ": " << s.message();
+    EXPECT_FALSE(s.message().empty());
+  }
+  Status s = Error(R"({"properties":{"a":{"items":{"$ref":"#/nowhere"}}}})");
+  EXPECT_NE(s.message().find("/properties/a/items"), std::string::npos) << s.message();
+}
+
+TEST(JsonSchema, DeepNestingIsRefusedNotACrash) {
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += R"({"type":"array","items":)";
+  deep += "{}";
+  for (int i = 0; i < 100; ++i) deep += "}";
+  EXPECT_EQ(Error(deep).code(), LLM_ERR_UNSUPPORTED);
+  std::string ok;
+  for (int i = 0; i < 20; ++i) ok += R"({"type":"array","items":)";
+  ok += "{}";
+  for (int i = 0; i < 20; ++i) ok += "}";
+  EXPECT_TRUE(JsonSchemaToGrammar(ok).ok());
+}
+
+// Every schema of the suite compiles, quickly (the 50 ms budget of issue 20
+// covers this and the engine's grammar compile together).
+TEST(JsonSchema, SuiteCompilesFast) {
+  const std::filesystem::path dir = std::filesystem::path(LLM_SOURCE_DIR) / "tests/data/json_schemas";
+  int n = 0;
+  double worst_ms = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream f(e.path());
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto g = JsonSchemaToGrammar(ss.str());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(g.ok()) << e.path() << ": " << g.status().message();
+    worst_ms = std::max(worst_ms, ms);
+    ++n;
+  }
+  EXPECT_GE(n, 40);
+  EXPECT_LT(worst_ms, 50.0);
+}
+
+}  // namespace
+}  // namespace llm
