@@ -108,7 +108,7 @@ int Run(int argc, char** argv) {
   llm_ctx_params_init(&p);
   p.model_path = model.c_str();
   p.n_threads = threads;
-  p.n_ctx = 2048;
+  p.n_ctx = max_tokens + 1024;  // room for the prompt (the schema text) and max_tokens
   p.max_seqs = std::max(16, n);
   llm_ctx* ctx = nullptr;
   if (llm_ctx_create(&p, &ctx) != LLM_OK) {

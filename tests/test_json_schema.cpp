@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "constrain/byte_program.h"
+#include "constrain/gbnf_parser.h"
 #include "constrain/grammar_text.h"
 #include "constrain/json_schema.h"
 #include "constrain/schema_pattern.h"
@@ -483,8 +485,9 @@ TEST(JsonSchema, DeepNestingIsRefusedNotACrash) {
   EXPECT_TRUE(JsonSchemaToGrammar(ok).ok());
 }
 
-// Every schema of the suite compiles, quickly (the 50 ms budget of issue 20
-// covers this and the engine's grammar compile together).
+// Every schema of the suite compiles, and the constraint engine's GBNF
+// parser and byte lowering accept the grammar, quickly (the 50 ms budget of
+// issue 20 covers the two together).
 TEST(JsonSchema, SuiteCompilesFast) {
   const std::filesystem::path dir = std::filesystem::path(LLM_SOURCE_DIR) / "tests/data/json_schemas";
   int n = 0;
@@ -496,13 +499,20 @@ TEST(JsonSchema, SuiteCompilesFast) {
     ss << f.rdbuf();
     const auto t0 = std::chrono::steady_clock::now();
     auto g = JsonSchemaToGrammar(ss.str());
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_TRUE(g.ok()) << e.path() << ": " << g.status().message();
+    auto parsed = constrain::ParseGrammar(*g);
+    ASSERT_TRUE(parsed.ok()) << e.path() << ": " << parsed.status().message() << "\n" << *g;
+    auto program = constrain::LowerToBytes(*parsed);
+    ASSERT_TRUE(program.ok()) << e.path() << ": " << program.status().message();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     worst_ms = std::max(worst_ms, ms);
     ++n;
   }
   EXPECT_GE(n, 40);
-  EXPECT_LT(worst_ms, 50.0);
+  std::printf("slowest schema: %.2f ms (schema -> grammar -> parsed -> byte program)\n", worst_ms);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
+  EXPECT_LT(worst_ms, 50.0);  // timed only in optimised, uninstrumented builds
+#endif
 }
 
 }  // namespace

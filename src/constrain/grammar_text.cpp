@@ -244,7 +244,10 @@ std::optional<std::string> FormatBody(std::string_view f) {
       "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,6} )?"
       " ( \"Z\" | [+\\x2D] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )";
   static const std::string kLabel = "[a-zA-Z0-9] ( [a-zA-Z0-9\\x2D]{0,61} [a-zA-Z0-9] )?";
-  static const std::string kHost = kLabel + " ( \".\" " + kLabel + " )*";
+  // Counts are bounded (at most 8 labels, path segments, 64-character
+  // queries): every value stays finite, so a model cannot wander on forever
+  // inside a host name or a path (seen with SmolLM2 on unbounded `*`).
+  static const std::string kHost = kLabel + " ( \".\" " + kLabel + " ){0,7}";
   static const std::string kOctet = "( \"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9] )";
   if (f == "date") return kDate;
   if (f == "time") return kTime;
@@ -257,8 +260,8 @@ std::optional<std::string> FormatBody(std::string_view f) {
   if (f == "hostname") return kHost;
   if (f == "uri" || f == "url") {
     static const std::string kPchar = "[a-zA-Z0-9._~!$&'()*+,;=:@\\x2D]";
-    return "[a-zA-Z] [a-zA-Z0-9+.\\x2D]{0,15} \"://\" " + kHost + " ( \"/\" " + kPchar + "* )*" +
-           " ( \"?\" [a-zA-Z0-9._~!$&'()*+,;=:@/?\\x2D]* )? ( \"#\" [a-zA-Z0-9._~!$&'()*+,;=:@/?\\x2D]* )?";
+    return "[a-zA-Z] [a-zA-Z0-9+.\\x2D]{0,15} \"://\" " + kHost + " ( \"/\" " + kPchar + "{0,32} ){0,8}" +
+           " ( \"?\" [a-zA-Z0-9._~!$&'()*+,;=:@/?\\x2D]{0,64} )? ( \"#\" [a-zA-Z0-9._~!$&'()*+,;=:@/?\\x2D]{0,64} )?";
   }
   return std::nullopt;
 }

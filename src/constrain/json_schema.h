@@ -21,8 +21,12 @@
 //     oneOf: schemas whose branches overlap are not protected);
 //   - allOf is merged when its branches are objects without
 //     additionalProperties, or otherwise do not conflict;
-//   - pattern: see schema_pattern.h; format: date, time, date-time, uuid,
-//     email, ipv4, hostname, uri (unknown formats are annotations, ignored).
+//   - pattern: see schema_pattern.h (open repetitions stop 128 past their
+//     minimum); format: date, time, date-time, uuid, email, ipv4, hostname,
+//     uri, each of bounded length (unknown formats are annotations, ignored);
+//   - known gap: a recursion every value must take (a required property
+//     whose schema is "$ref": "#") has no finite value; that is not
+//     detected here (left recursion is, by the engine's grammar check).
 // Keywords that change validity but are not handled (not, if/then/else,
 // patternProperties, dependentRequired, uniqueItems: true, multipleOf, ...)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a

@@ -201,7 +201,9 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   auto add = [&](const Json& part, const std::string& where) -> Status {
     if (!part.is_object()) return Unsupported("allOf at " + Where(where) + ": only object schemas can be merged");
     if (part.Find("properties") || part.Find("required")) ++property_sources;
-    for (const auto& [k, v] : part.object()) {
+    for (const auto& member : part.object()) {
+      const std::string& k = member.first;  // (a named reference: lambdas below capture it)
+      const Json& v = member.second;
       if (k == "allOf" || IsAnnotation(k)) continue;
       if (k == "$ref") return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
       if (k == "additionalProperties" && !(v.is_bool() && v.as_bool())) closed = true;

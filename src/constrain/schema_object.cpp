@@ -87,7 +87,9 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   auto is_required = [&](const std::string& n) { return std::find(required.begin(), required.end(), n) != required.end(); };
   if (properties) {
     const std::string pp = PointerJoin(ptr, "properties");
-    for (const auto& [name, sub] : properties->object()) {
+    for (const auto& member : properties->object()) {
+      const std::string& name = member.first;  // (captured by the lambda below)
+      const Json& sub = member.second;
       if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == name; }))
         return InvalidArgument("properties at " + Where(ptr) + " names \"" + name + "\" twice");
       props.push_back({name, &sub, PointerJoin(pp, name), is_required(name)});

@@ -14,6 +14,12 @@ constexpr uint32_t kMaxCp = 0x10FFFF;
 // Counted repetitions above this would blow up the grammar the engine
 // expands; a pattern asking for more is refused rather than truncated.
 constexpr int kMaxRepeat = 1000;
+// Open repetitions (* + {n,}) and the free ends of an unanchored pattern
+// stop this many characters/repeats past their minimum: a sound narrowing
+// that keeps every string finite, so a model cannot wander on inside one
+// (SmolLM2 ran "[0-9]{3}" unanchored into the length limit 6 times in 20).
+constexpr int kOpenRepeat = 128;
+const std::string kOpenStar = "{0," + std::to_string(kOpenRepeat) + "}";
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // inclusive
 
@@ -112,9 +118,9 @@ class Parser {
         end = true;
       }
       std::string e;
-      if (!start) e = std::string(any_) + "*";
+      if (!start) e = std::string(any_) + kOpenStar;
       if (!seq.empty()) e += (e.empty() ? "" : " ") + seq;
-      if (!end) e += (e.empty() ? "" : " ") + std::string(any_) + "*";
+      if (!end) e += (e.empty() ? "" : " ") + std::string(any_) + kOpenStar;
       alts.push_back(e.empty() ? "\"\"" : e);
       if (pos_ >= p_.size()) break;
       if (Peek('|')) {
@@ -185,9 +191,12 @@ class Parser {
     while (pos_ < p_.size()) {
       const char c = p_[pos_];
       std::string suffix;
-      if (c == '*' || c == '+' || c == '?') {
+      if (c == '*' || c == '+') {
         ++pos_;
-        suffix = std::string(1, c);
+        suffix = "{" + std::string(c == '*' ? "0" : "1") + "," + std::to_string(kOpenRepeat + (c == '+')) + "}";
+      } else if (c == '?') {
+        ++pos_;
+        suffix = "?";
       } else if (c == '{') {
         ++pos_;
         LLM_ASSIGN_OR_RETURN(int lo, Number());
@@ -204,7 +213,8 @@ class Parser {
         if (!Peek('}')) return Err(InvalidArgument, "'}' expected");
         ++pos_;
         if (!open && hi < lo) return Err(InvalidArgument, "{n,m} with m < n");
-        suffix = "{" + std::to_string(lo) + (open ? "," : (hi != lo ? "," + std::to_string(hi) : "")) + "}";
+        if (open) hi = lo + kOpenRepeat;
+        suffix = "{" + std::to_string(lo) + (hi != lo ? "," + std::to_string(hi) : "") + "}";
       } else {
         break;
       }

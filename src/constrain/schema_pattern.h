@@ -10,7 +10,8 @@
 // re.search), so an unanchored side gets any characters.
 //
 // Sound, not complete: the expression never matches a string the pattern
-// rejects, but classes lose their control characters other than \t \n \r,
+// rejects, but open repetitions (* + {n,}) and unanchored ends stop 128
+// past their minimum, classes lose their control characters but \t \n \r,
 // \d \w \s mean their ASCII sets, and `.` (any character but newline) the
 // same. Backreferences, lookaround, word boundaries, inline flags and
 // anchors inside a pattern are errors (LLM_ERR_UNSUPPORTED), like syntax
