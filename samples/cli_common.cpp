@@ -48,6 +48,15 @@ double NumberArg(const char* opt, const char* value) {
   return v;
 }
 
+int32_t KvTypeArg(const char* opt, const char* value) {
+  const std::string t = value == nullptr ? "" : value;
+  if (t == "f16") return LLM_KV_F16;
+  if (t == "f32") return LLM_KV_F32;
+  if (t == "q8_0") return LLM_KV_Q8_0;
+  std::fprintf(stderr, "option %s: '%s' is not a KV cache type (f16, f32 or q8_0)\n", opt, t.c_str());
+  std::exit(2);
+}
+
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags) {
   int32_t n = 0;
   llm_status s = llm_tokenize(ctx, text.data(), text.size(), flags, nullptr, 0, &n);

@@ -18,6 +18,10 @@ void JsonString(const std::string& s, std::string* out);
 // Parses a number option or exits with a usage message.
 double NumberArg(const char* opt, const char* value);
 
+// Parses a KV cache type option (f16, f32, q8_0: LLM_KV_*) or exits with a
+// usage message.
+int32_t KvTypeArg(const char* opt, const char* value);
+
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags);
 
 }  // namespace cli

@@ -34,11 +34,7 @@ int main(int argc, char** argv) {
     else if (a == "-f" && v) { file = v; ++i; }
     else if (a == "-c") { n_ctx = static_cast<int32_t>(cli::NumberArg("-c", v)); ++i; }
     else if (a == "-t") { params.n_threads = static_cast<int32_t>(cli::NumberArg("-t", v)); ++i; }
-    else if (a == "-kv" && v) {
-      const std::string t = v;
-      params.kv_type = t == "f32" ? LLM_KV_F32 : t == "f16" ? LLM_KV_F16 : t == "q8_0" ? LLM_KV_Q8_0 : -1;
-      ++i;
-    }
+    else if (a == "-kv") { params.kv_type = cli::KvTypeArg("-kv", v); ++i; }
     else {
       std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv f16|f32|q8_0]\n");
       return 2;

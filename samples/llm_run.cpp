@@ -3,7 +3,7 @@
 //   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
 //           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
 //           [--stop STR]... [--ignore-eos] [--json] [--chat] [--system TEXT]
-//           [--prompt-ids ID,ID,...]
+//           [--prompt-ids ID,ID,...] [-kv f16|f32|q8_0]
 //
 // Without -m it runs the model built into the library. --json prints one JSON
 // object at the end instead of streaming: prompt_tokens (ids), tokens
@@ -68,7 +68,8 @@ const char* FinishName(int32_t r) {
   std::fprintf(stderr,
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
-               "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n");
+               "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
+               "               [-kv f16|f32|q8_0]\n");
   std::exit(2);
 }
 
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed") { if (!v) Usage(); sampling.seed = std::strtoull(v, nullptr, 10); ++i; }
     else if (a == "-t" || a == "--threads") params.n_threads = static_cast<int32_t>(num());
     else if (a == "-c" || a == "--ctx-size") params.n_ctx = static_cast<int32_t>(num());
+    else if (a == "-kv" || a == "--kv-type") { params.kv_type = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "--stop") { if (!v) Usage(); stops.push_back(v); ++i; }
     else if (a == "--ignore-eos") req.ignore_eos = 1;
     else if (a == "--json") out.json = true;

@@ -277,7 +277,7 @@ TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
   auto file = GgufFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status().message();
   uint64_t tensor_bytes = 0;
-  for (const GgufTensorInfo& t : file->tensors()) tensor_bytes += t.nbytes;
+  for (const GgufTensorInfo& t : (*file)->tensors()) tensor_bytes += t.nbytes;
   llm_stats st{};
   st.struct_size = sizeof(st);
   ASSERT_EQ(llm_get_stats(gpu, &st), LLM_OK);
