@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # CI: a ThreadSanitizer build of only the engine and concurrency tests
 # (C API contract, C-language API, golden generation, thread pool, API
-# misuse, the CPU backend's lanes and their shared classifier chunks), run
+# misuse, the CPU backend's lanes and their shared classifier chunks,
+# constrained requests sharing matcher state, the KV pool committed as used), run
 # with halt_on_error so any data race fails.
 #   tests/ci-tsan.sh            (BUILD_DIR overrides the build folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-ci-tsan}
-targets=(test_capi ctest_api test_golden test_thread_pool test_api_misuse test_cpu_backend)
+targets=(test_capi ctest_api test_golden test_thread_pool test_api_misuse test_cpu_backend test_constrain_api test_kv_type)
 # -O1 keeps the instrumented build fast to compile and still quick to run.
 cmake -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" -DLLM_SANITIZE=thread -DLLM_CUDA=OFF \
