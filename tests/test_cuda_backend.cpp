@@ -441,10 +441,10 @@ TEST(CudaBackend, DeviceSelectionThroughTheCApi) {
 
 // A CPU draft model beside a CUDA target: its pool, addressed by the target's
 // block ids, has as many blocks as the target's. The default block count is
-// held to the draft's host budget (256 MiB of its F32 blocks, at least one
-// full-length sequence) instead of whatever fits on the GPU: here 16
-// sequences of 64K tokens ask for 65536 blocks, 640 MiB on the GPU but 1.25
-// GiB of draft KV on the host. Self-drafting is held the same way. The same
+// held to the draft's host budget (256 MiB of its blocks, F16 by default,
+// at least one full-length sequence) instead of whatever fits on the GPU:
+// here a 128K-token context asks for 8192 blocks per sequence, far more
+// draft KV than the budget. Self-drafting is held the same way. The same
 // context without a draft says what the device fits, so the expectation
 // holds on a device of any size (a small one never reaches the cap).
 int32_t KvBlocksOf(const llm_ctx_params& p) {
@@ -470,10 +470,13 @@ TEST(CudaBackend, DraftModelPoolIsSizedByTheDraft) {
   base.model_path = path.c_str();
   base.backend = LLM_BACKEND_CUDA;
   base.n_threads = 1;
-  base.n_ctx = 65536;
+  // Large enough that the draft's 256 MiB budget binds even with the F16
+  // blocks (half of F32's) a context's CPU draft pool now holds.
+  constexpr int32_t kCtx = 131072;
+  base.n_ctx = kCtx;
   base.max_seqs = 16;
-  const int64_t per_seq = 65536 / 16;
-  const int32_t fits = KvBlocksOf(base);  // no draft: min(65536, what the device fits)
+  const int64_t per_seq = kCtx / 16;
+  const int32_t fits = KvBlocksOf(base);  // no draft: min(kCtx, what the device fits)
   ASSERT_GT(fits, 0);
   ModelConfig two = (*m)->config;
   two.n_layer = 2;
@@ -481,7 +484,7 @@ TEST(CudaBackend, DraftModelPoolIsSizedByTheDraft) {
     SCOPED_TRACE(self ? "self-drafting (2 layers)" : "draft model");
     const int64_t draft_block = CpuKvBlockBytes(self ? two : (*m)->config, 16, LLM_KV_AUTO);
     const int64_t cap = std::max<int64_t>((int64_t{256} << 20) / draft_block, per_seq);
-    ASSERT_LT(cap, 65536) << "the case must ask for more blocks than the draft's budget";
+    ASSERT_LT(cap, kCtx) << "the case must ask for more blocks than the draft's budget";
     llm_ctx_params p = base;
     if (self) {
       p.self_draft_layers = 2;
