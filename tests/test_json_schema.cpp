@@ -509,6 +509,10 @@ TEST(JsonSchema, RecursionIsUnrolledToAFixedDepth) {
   EXPECT_TRUE(t.Accepts(R"({"kids":[{"kids":[{"kids":[{"kids":[{}]}]}]}]})"));
   EXPECT_FALSE(t.Accepts(R"({"kids":[{"kids":[{"kids":[{"kids":[{"kids":[{}]}]}]}]}]})"));
   EXPECT_TRUE(t.Accepts(R"({"kids":[{"kids":[{"kids":[{"kids":[{"kids":[]}]}]}]}]})"));
+  // Through "#": the root is the first of the 5 levels.
+  Lang r = Compile(R"({"type":"object","properties":{"a":{"type":"integer"},"sub":{"$ref":"#"}},"required":["a"]})");
+  EXPECT_TRUE(r.Accepts(R"({"a":1,"sub":{"a":2,"sub":{"a":3,"sub":{"a":4,"sub":{"a":5}}}}})"));
+  EXPECT_FALSE(r.Accepts(R"({"a":1,"sub":{"a":2,"sub":{"a":3,"sub":{"a":4,"sub":{"a":5,"sub":{"a":6}}}}}})"));
 }
 
 TEST(JsonSchema, RecursionWithoutAFiniteValueIsRefused) {

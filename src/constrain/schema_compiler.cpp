@@ -159,6 +159,8 @@ std::string Compiler::Builtin(const std::string& name) {
 StatusOr<std::string> Compiler::Compile() {
   names_.insert("root");
   FindRecursiveRefs();
+  // The root is the first level of a recursion through "#".
+  if (recursive_.count("#")) recursion_ = 1;
   LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
   if (IsNever(body))
     return InvalidArgument("the schema's recursion has no finite value (every value needs another level; give the recursive $ref a null, optional or empty-array way out)");
