@@ -23,7 +23,8 @@
 //     additionalProperties, or otherwise do not conflict;
 //   - pattern: see schema_pattern.h (open repetitions stop 128 past their
 //     minimum); format: date, time, date-time, uuid, email, ipv4, hostname,
-//     uri, each of bounded length (unknown formats are annotations, ignored);
+//     uri, each of bounded length (email: local part <= 32 characters,
+//     2-4 domain labels of <= 24; unknown formats are annotations, ignored);
 //   - recursion: a $ref that can reach itself is unrolled 5 levels deep
 //     (kMaxRecursion, schema_compiler.h); at the last level it keeps only
 //     the ways out that need no further level (a null or other anyOf
