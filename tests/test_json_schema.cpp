@@ -114,8 +114,21 @@ std::map<std::string, std::string> Rules(const std::string& grammar) {
   while (std::getline(in, line)) {
     const size_t p = line.find(" ::= ");
     if (p == std::string::npos) continue;
-    EXPECT_EQ(rules.count(line.substr(0, p)), 0u) << "rule defined twice: " << line;
-    rules[line.substr(0, p)] = line.substr(p + 5);
+    const std::string name = line.substr(0, p);
+    EXPECT_EQ(rules.count(name), 0u) << "rule defined twice: " << line;
+    std::string body = line.substr(p + 5);
+    // The "any JSON" rules' counted bounds ({0,7} members, {0,64}
+    // characters) would blow up std::regex's NFA: read them as `*` here
+    // (AnyValueIsBounded checks the bounds on the grammar text).
+    if (name == "any-string" || name == "value" || name.rfind("value-", 0) == 0 || name.rfind("object-", 0) == 0 ||
+        name.rfind("array-", 0) == 0) {
+      for (size_t q; (q = body.find("{0,")) != std::string::npos;) body.replace(q, body.find('}', q) + 1 - q, "*");
+    }
+    // Likewise the free keys' bounds (json_schema.h): 16 keys, 64 characters.
+    for (const char* b : {"keychar{0,64}", "){0,15}"}) {
+      for (size_t q; (q = body.find(b)) != std::string::npos;) body.replace(q, std::string(b).size(), b[0] == ')' ? ")*" : "keychar*");
+    }
+    rules[name] = body;
   }
   return rules;
 }
@@ -269,7 +282,7 @@ TEST(JsonSchema, RefsIncludingRecursion) {
   auto g = JsonSchemaToGrammar(R"({"$ref":"#/definitions/t","definitions":{"t":{"type":"object",
       "properties":{"kids":{"type":"array","items":{"$ref":"#/definitions/t"}}}}}})");
   ASSERT_TRUE(g.ok()) << g.status().message();
-  EXPECT_NE(g->find("t ::= "), std::string::npos) << *g;
+  EXPECT_NE(g->find("t-0 ::= "), std::string::npos) << *g;  // level 0 of the unrolled recursion
   Lang l = Compile(R"({"properties":{"p":{"$ref":"#/$defs/p"},"q":{"$ref":"#/properties/p"}},"required":["p","q"],
       "$defs":{"p":{"type":"integer","minimum":0,"maximum":3}}})");
   EXPECT_TRUE(l.Accepts(R"({"p":3,"q":0})"));
@@ -470,6 +483,63 @@ TEST(JsonSchema, MalformedSchemasAreInvalidArguments) {
   }
   Status s = Error(R"({"properties":{"a":{"items":{"$ref":"#/nowhere"}}}})");
   EXPECT_NE(s.message().find("/properties/a/items"), std::string::npos) << s.message();
+}
+
+// Recursion is unrolled kMaxRecursion (5) levels deep; below that a
+// recursive $ref keeps only its ways out (null here), so every sampled
+// value ends (issue 20: schema 38 chained "next" until max_tokens).
+TEST(JsonSchema, RecursionIsUnrolledToAFixedDepth) {
+  const std::string list = R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer","minimum":0,"maximum":9},
+      "next":{"anyOf":[{"$ref":"#/$defs/n"},{"type":"null"}]}},"required":["v","next"],"additionalProperties":false}},
+      "$ref":"#/$defs/n"})";
+  auto chain = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += R"({"v":1,"next":)";
+    s += "null";
+    for (int i = 0; i < n; ++i) s += "}";
+    return s;
+  };
+  Lang l = Compile(list);
+  EXPECT_TRUE(l.Accepts(chain(1)));
+  EXPECT_TRUE(l.Accepts(chain(5)));
+  EXPECT_FALSE(l.Accepts(chain(6)));
+  // Optional property and array items as the way out: a tree 5 deep.
+  Lang t = Compile(R"({"$defs":{"t":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/t"}}}}},
+      "$ref":"#/$defs/t"})");
+  EXPECT_TRUE(t.Accepts(R"({"kids":[{"kids":[{"kids":[{"kids":[{}]}]}]}]})"));
+  EXPECT_FALSE(t.Accepts(R"({"kids":[{"kids":[{"kids":[{"kids":[{"kids":[{}]}]}]}]}]})"));
+  EXPECT_TRUE(t.Accepts(R"({"kids":[{"kids":[{"kids":[{"kids":[{"kids":[]}]}]}]}]})"));
+  // Through "#": the root is the first of the 5 levels.
+  Lang r = Compile(R"({"type":"object","properties":{"a":{"type":"integer"},"sub":{"$ref":"#"}},"required":["a"]})");
+  EXPECT_TRUE(r.Accepts(R"({"a":1,"sub":{"a":2,"sub":{"a":3,"sub":{"a":4,"sub":{"a":5}}}}})"));
+  EXPECT_FALSE(r.Accepts(R"({"a":1,"sub":{"a":2,"sub":{"a":3,"sub":{"a":4,"sub":{"a":5,"sub":{"a":6}}}}}})"));
+}
+
+TEST(JsonSchema, RecursionWithoutAFiniteValueIsRefused) {
+  Status s = Error(R"({"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}},"required":["next"]}},
+      "$ref":"#/$defs/n"})");
+  EXPECT_EQ(s.code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(s.message().find("recursion has no finite value"), std::string::npos) << s.message();
+  EXPECT_EQ(Error(R"({"$defs":{"a":{"type":"array","minItems":1,"items":{"$ref":"#/$defs/a"}}},"$ref":"#/$defs/a"})").code(),
+            LLM_ERR_INVALID_ARGUMENT);
+}
+
+// "Any JSON" nests at most 2 containers deep, with at most 8 members or
+// items and strings of at most 64 characters; free keys at most 16.
+TEST(JsonSchema, AnyValueIsBounded) {
+  Lang l = Compile("{}");
+  EXPECT_TRUE(l.Accepts(R"([{"a":1}])"));
+  EXPECT_FALSE(l.Accepts(R"([[{"a":1}]])"));
+  EXPECT_TRUE(l.Accepts(R"({"k":"x","l":[true,null,-1.5]})"));
+  auto g = JsonSchemaToGrammar("true");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g->find("char{0,64}"), std::string::npos) << *g;
+  EXPECT_NE(g->find("){0,7}"), std::string::npos) << *g;
+  EXPECT_EQ(g->find("char*"), std::string::npos) << *g;
+  auto free_keys = JsonSchemaToGrammar(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"integer"}})");
+  ASSERT_TRUE(free_keys.ok()) << free_keys.status().message();
+  EXPECT_NE(free_keys->find("){0,15}"), std::string::npos) << *free_keys;
+  EXPECT_EQ(free_keys->find("keychar*"), std::string::npos) << *free_keys;
 }
 
 TEST(JsonSchema, DeepNestingIsRefusedNotACrash) {

@@ -23,10 +23,19 @@
 //     additionalProperties, or otherwise do not conflict;
 //   - pattern: see schema_pattern.h (open repetitions stop 128 past their
 //     minimum); format: date, time, date-time, uuid, email, ipv4, hostname,
-//     uri, each of bounded length (unknown formats are annotations, ignored);
-//   - known gap: a recursion every value must take (a required property
-//     whose schema is "$ref": "#") has no finite value; that is not
-//     detected here (left recursion is, by the engine's grammar check).
+//     uri, each of bounded length (email: local part <= 32 characters,
+//     2-4 domain labels of <= 24; unknown formats are annotations, ignored);
+//   - recursion: a $ref that can reach itself is unrolled 5 levels deep
+//     (kMaxRecursion, schema_compiler.h); at the last level it keeps only
+//     the ways out that need no further level (a null or other anyOf
+//     branch, an omitted optional property, an array without items), and
+//     a schema with no such way out (a required property whose schema is
+//     "$ref": "#") is refused with LLM_ERR_INVALID_ARGUMENT;
+//   - "any JSON value" (true, {}, a free additionalProperties value):
+//     containers nest at most 2 deep with at most 8 members/items each,
+//     strings (keys included) at most 64 characters;
+//   - additional (free) keys: at most 16 per object, each at most 64
+//     characters past where it leaves every declared name;
 // Keywords that change validity but are not handled (not, if/then/else,
 // patternProperties, dependentRequired, uniqueItems: true, multipleOf, ...)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a

@@ -24,32 +24,58 @@ const char* const kUnsupported[] = {
     "dependencies", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
+// "Any JSON value" (schema true / {} / free additionalProperties values) is
+// bounded so that a sampled value always ends: containers nest at most
+// kAnyDepth deep and hold at most kAnyCount members/items, strings (keys
+// included) at most kAnyString characters. value-N may hold containers N
+// deep; "value" is value-kAnyDepth, value-0 a scalar.
+constexpr int kAnyDepth = 2;
+constexpr int kAnyCount = 8;
+constexpr int kAnyString = 64;
+
 const std::map<std::string, std::string>& Builtins() {
-  static const std::map<std::string, std::string> m = {
-      {"ws", "( \" \" | \"\\n\" [ \\t]{0,20} )?"},
-      // One character of a JSON string; \u escapes are left out so that a
-      // counted repetition counts characters exactly (a surrogate pair would
-      // be two escapes for one character).
-      {"char", "[^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" [\"\\\\/bfnrt]"},
-      {"keychar", "[^\"\\\\\\x00-\\x1F\\x7F]"},
-      {"string", "\"\\\"\" char* \"\\\"\""},
-      {"integer", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )"},
-      {"number", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [+\\x2D]? [0-9]{1,2} )?"},
-      {"boolean", "\"true\" | \"false\""},
-      {"null", "\"null\""},
-      {"value", "object | array | string | number | boolean | null"},
-      {"object", "\"{\" ws ( string ws \":\" ws value ( ws \",\" ws string ws \":\" ws value )* ws )? \"}\""},
-      {"array", "\"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\""},
-  };
+  static const std::map<std::string, std::string> m = [] {
+    std::map<std::string, std::string> b = {
+        {"ws", "( \" \" | \"\\n\" [ \\t]{0,20} )?"},
+        // One character of a JSON string; \u escapes are left out so that a
+        // counted repetition counts characters exactly (a surrogate pair would
+        // be two escapes for one character).
+        {"char", "[^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" [\"\\\\/bfnrt]"},
+        {"keychar", "[^\"\\\\\\x00-\\x1F\\x7F]"},
+        {"string", "\"\\\"\" char* \"\\\"\""},
+        {"integer", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )"},
+        {"number", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )? ( [eE] [+\\x2D]? [0-9]{1,2} )?"},
+        {"boolean", "\"true\" | \"false\""},
+        {"null", "\"null\""},
+    };
+    const std::string n = std::to_string(kAnyCount - 1);
+    b["any-string"] = "\"\\\"\" char{0," + std::to_string(kAnyString) + "} \"\\\"\"";
+    b["value-0"] = "any-string | number | boolean | null";
+    for (int d = 1; d <= kAnyDepth; ++d) {
+      const std::string v = "value-" + std::to_string(d - 1), k = std::to_string(d);
+      b["object-" + k] = "\"{\" ws ( any-string ws \":\" ws " + v + " ( ws \",\" ws any-string ws \":\" ws " + v + " ){0," + n + "} ws )? \"}\"";
+      b["array-" + k] = "\"[\" ws ( " + v + " ( ws \",\" ws " + v + " ){0," + n + "} ws )? \"]\"";
+      b[d == kAnyDepth ? std::string("value") : "value-" + k] = "object-" + k + " | array-" + k + " | " + v;
+    }
+    return b;
+  }();
   return m;
 }
 
 // The rules a builtin refers to.
 std::vector<std::string> BuiltinDeps(const std::string& name) {
-  if (name == "string") return {"char"};
-  if (name == "value") return {"object", "array", "string", "number", "boolean", "null"};
-  if (name == "object") return {"ws", "string", "value"};
-  if (name == "array") return {"ws", "value"};
+  if (name == "string" || name == "any-string") return {"char"};
+  if (name == "value-0") return {"any-string", "number", "boolean", "null"};
+  auto level = [&](const std::string& prefix) { return std::stoi(name.substr(prefix.size())); };
+  if (name.rfind("object-", 0) == 0 || name.rfind("array-", 0) == 0) {
+    const int d = level(name[0] == 'o' ? "object-" : "array-");
+    return {"ws", "any-string", "value-" + std::to_string(d - 1)};
+  }
+  if (name == "value" || name.rfind("value-", 0) == 0) {
+    const int d = name == "value" ? kAnyDepth : level("value-");
+    const std::string k = std::to_string(d);
+    return {"object-" + k, "array-" + k, "value-" + std::to_string(d - 1)};
+  }
   return {};
 }
 
@@ -132,7 +158,12 @@ std::string Compiler::Builtin(const std::string& name) {
 
 StatusOr<std::string> Compiler::Compile() {
   names_.insert("root");
+  FindRecursiveRefs();
+  // The root is the first level of a recursion through "#".
+  if (recursive_.count("#")) recursion_ = 1;
   LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
+  if (IsNever(body))
+    return InvalidArgument("the schema's recursion has no finite value (every value needs another level; give the recursive $ref a null, optional or empty-array way out)");
   std::string out = "root ::= " + body + "\n";
   for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
   return out;
@@ -175,17 +206,85 @@ StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::strin
   return cur;
 }
 
+namespace {
+
+// Every "$ref" string in `s`, not looking into $defs/definitions (those
+// only matter through a $ref to them).
+void CollectRefs(const Json& s, std::vector<std::string>* out, int depth) {
+  if (depth > 128) return;
+  if (s.is_array()) {
+    for (const auto& e : s.array()) CollectRefs(e, out, depth + 1);
+  } else if (s.is_object()) {
+    for (const auto& [k, v] : s.object()) {
+      if (k == "$ref" && v.is_string()) out->push_back(v.as_string());
+      else if (k != "$defs" && k != "definitions") CollectRefs(v, out, depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
+void Compiler::FindRecursiveRefs() {
+  // The reference graph: each $ref to the $refs inside its target.
+  std::map<std::string, std::vector<std::string>> edges;
+  std::vector<std::string> todo;
+  CollectRefs(root_, &todo, 0);
+  if (const Json* defs = root_.is_object() ? root_.Find("$defs") : nullptr) CollectRefs(*defs, &todo, 0);
+  if (const Json* defs = root_.is_object() ? root_.Find("definitions") : nullptr) CollectRefs(*defs, &todo, 0);
+  while (!todo.empty() && edges.size() < 4096) {
+    std::string r = todo.back();
+    todo.pop_back();
+    if (edges.count(r)) continue;
+    auto& out = edges[r];
+    auto target = Resolve(r, "");
+    if (target.ok()) CollectRefs(**target, &out, 0);
+    for (const auto& t : out) todo.push_back(t);
+  }
+  for (const auto& [r, next] : edges) {
+    std::set<std::string> seen;
+    std::vector<std::string> stack(next.begin(), next.end());
+    while (!stack.empty()) {
+      std::string x = stack.back();
+      stack.pop_back();
+      if (x == r) {
+        recursive_.insert(r);
+        break;
+      }
+      if (!seen.insert(x).second) continue;
+      auto it = edges.find(x);
+      if (it != edges.end()) stack.insert(stack.end(), it->second.begin(), it->second.end());
+    }
+  }
+}
+
 StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& ptr) {
-  auto it = ref_rules_.find(ref);
+  const bool recursive = recursive_.count(ref) > 0;
+  // A non-recursive target compiles the same at any level unless it reaches
+  // a recursive one; keying every $ref by the level keeps that simple (at
+  // most kMaxRecursion + 1 copies).
+  const std::pair<std::string, int> key(ref, recursion_);
+  auto it = ref_rules_.find(key);
   if (it != ref_rules_.end()) return it->second;
+  if (recursive && recursion_ >= kMaxRecursion) {
+    ref_rules_[key] = "";
+    return std::string();
+  }
+  if (rules_.size() > 20000)
+    return Unsupported("$ref \"" + ref + "\" at " + Where(ptr) + ": the schema is too large once its recursion is unrolled");
   LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(ref, ptr));
-  // Name the rule before compiling the target, so a recursive reference
-  // inside it finds the name.
   std::string hint = ref.size() > 1 ? ref.substr(ref.rfind('/') + 1) : "root";
+  if (recursive) hint += "-" + std::to_string(recursion_);
+  recursion_ += recursive ? 1 : 0;
+  auto body = Visit(*target, ref.substr(1), hint);
+  recursion_ -= recursive ? 1 : 0;
+  if (!body.ok()) return body.status();
+  if (IsNever(*body)) {
+    ref_rules_[key] = "";
+    return std::string();
+  }
   std::string name = NewName(hint);
-  ref_rules_[ref] = name;
-  LLM_ASSIGN_OR_RETURN(std::string body, Visit(*target, ref.substr(1), name));
-  rules_.emplace_back(name, body);
+  ref_rules_[key] = name;
+  rules_.emplace_back(name, *body);
   return name;
 }
 
@@ -313,9 +412,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     std::vector<std::string> out;
     for (size_t i = 0; i < alts->array().size(); ++i) {
       LLM_ASSIGN_OR_RETURN(std::string e, Visit(alts->array()[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));
-      out.push_back(e);
+      if (!IsNever(e)) out.push_back(e);
     }
-    return Alternatives(out);
+    return out.empty() ? std::string() : Alternatives(out);
   }
 
   // The types this schema admits.
@@ -359,9 +458,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     // "number" already admits every integer.
     if (t == "integer" && std::find(types.begin(), types.end(), "number") != types.end()) continue;
     LLM_ASSIGN_OR_RETURN(std::string e, Typed(s, ptr, types.size() > 1 ? hint + "-" + t : hint, t));
-    alts.push_back(e);
+    if (!IsNever(e)) alts.push_back(e);
   }
-  return Alternatives(alts);
+  return alts.empty() ? std::string() : Alternatives(alts);
 }
 
 StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types) {

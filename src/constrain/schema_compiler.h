@@ -24,6 +24,14 @@ inline constexpr const char* kChar = "char";
 inline constexpr const char* kKeyChar = "keychar";
 inline constexpr const char* kValue = "value";
 
+// Recursive $refs are unrolled: a reference to a schema that can reach
+// itself opens one more level, and at kMaxRecursion open levels it has no
+// value left; Visit then returns kNever (an empty expression), and the
+// enclosing schema drops what needs it (an anyOf branch, an optional
+// property, array items past minItems) or is itself kNever.
+inline constexpr int kMaxRecursion = 5;
+inline bool IsNever(const std::string& e) { return e.empty(); }
+
 class Compiler {
  public:
   explicit Compiler(const Json& root) : root_(root) {}
@@ -53,11 +61,16 @@ class Compiler {
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).
   std::string KeyNotIn(const std::vector<std::string>& names);
+  // Fills recursive_: the $refs whose target can reach the same $ref again.
+  void FindRecursiveRefs();
 
   const Json& root_;
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body
   std::set<std::string> names_;
-  std::map<std::string, std::string> ref_rules_;  // "#/..." -> rule name
+  // ("#/...", open recursion levels) -> rule name, or kNever.
+  std::map<std::pair<std::string, int>, std::string> ref_rules_;
+  std::set<std::string> recursive_;
+  int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
 };
 

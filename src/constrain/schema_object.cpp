@@ -10,6 +10,11 @@
 namespace llm::schema {
 namespace {
 
+// Free (additionalProperties) keys: at most this many per object, each of
+// at most about this many characters past a declared name's prefix.
+constexpr int kMaxExtraKeys = 16;
+constexpr int kMaxExtraKeyLength = 64;
+
 struct TrieNode {
   bool terminal = false;
   std::map<uint32_t, std::unique_ptr<TrieNode>> children;
@@ -32,7 +37,7 @@ std::string NotIn(const TrieNode& n) {
     alts.push_back(gbnf::Literal(c) + " " + NotIn(*child));
     excluded += gbnf::ClassChar(cp);
   }
-  alts.push_back(excluded + "] keychar* \"\\\"\"");
+  alts.push_back(excluded + "] keychar{0," + std::to_string(kMaxExtraKeyLength) + "} \"\\\"\"");
   if (alts.size() == 1) return alts[0];
   std::string out = "(";
   for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
@@ -121,23 +126,34 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   }
 
   // One rule per member: "name" ws ":" ws value.
+  // A property whose value is out of reach (kNever: recursion unrolled to
+  // its limit) is left out when optional; when required, so is the object.
   std::vector<std::string> kv;
+  std::vector<std::string> declared;
+  for (const auto& p : props) declared.push_back(p.name);
+  std::vector<Prop> kept;
   for (const auto& p : props) {
     LLM_ASSIGN_OR_RETURN(std::string value, Visit(*p.schema, p.ptr, hint + "-" + p.name));
+    if (IsNever(value)) {
+      if (p.required) return std::string();
+      continue;
+    }
+    kept.push_back(p);
     kv.push_back(AddRule(hint + "-" + p.name + "-kv", gbnf::Literal(gbnf::JsonString(p.name)) + " " + ws + " \":\" " + ws + " " + value));
   }
+  props = std::move(kept);
   std::string extra_kv;
   if (extra) {
-    std::vector<std::string> declared;
-    for (const auto& p : props) declared.push_back(p.name);
     LLM_ASSIGN_OR_RETURN(std::string value, Visit(*extra, PointerJoin(ptr, "additionalProperties"), hint + "-additional"));
-    extra_kv = AddRule(hint + "-additional-kv", KeyNotIn(declared) + " " + ws + " \":\" " + ws + " " + value);
+    if (IsNever(value)) extra = nullptr;
+    else extra_kv = AddRule(hint + "-additional-kv", KeyNotIn(declared) + " " + ws + " \":\" " + ws + " " + value);
   }
   // rest[i]: members i.. after at least one member was written, each behind
   // a comma; optional ones may be left out.
   const std::string comma = ws + " \",\" " + ws + " ";
   std::vector<std::string> rest(props.size() + 1);
-  rest[props.size()] = extra ? "( " + comma + extra_kv + " )*" : "";
+  // Extra keys: at most kMaxExtraKeys (json_schema.h), so that free keys end.
+  rest[props.size()] = extra ? "( " + comma + extra_kv + " ){0," + std::to_string(kMaxExtraKeys - 1) + "}" : "";
   // (rest[0] is never needed: member 0 can only come first.)
   for (size_t i = props.size(); i-- > 1;) {
     std::string item = props[i].required ? comma + kv[i] : "( " + comma + kv[i] + " )?";
@@ -205,6 +221,7 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   const size_t n_fixed = max_items >= 0 ? std::min<size_t>(n_tuple, static_cast<size_t>(max_items)) : n_tuple;
   for (size_t i = 0; i < n_fixed; ++i) {
     LLM_ASSIGN_OR_RETURN(std::string e, Visit(tuple->array()[i], PointerJoin(tuple_ptr, i), hint + "-" + std::to_string(i)));
+    if (IsNever(e)) return std::string();  // a position every array needs
     seq.push_back(e);
   }
   const int64_t more_min = std::max<int64_t>(0, min_items - static_cast<int64_t>(n_fixed));
@@ -215,6 +232,10 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   std::string item;
   if (more_max != 0) {
     LLM_ASSIGN_OR_RETURN(item, Visit(*after, after_ptr, hint + "-item"));
+    if (IsNever(item)) {  // items out of reach: only minItems 0 has a value
+      if (more_min > 0) return std::string();
+      more_max = 0;
+    }
   }
   const std::string comma = ws + " \",\" " + ws + " ";
   std::string body;
