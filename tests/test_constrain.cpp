@@ -419,6 +419,14 @@ TEST(TokenMask, ExactOnSmolLM2) {
 #endif
   CheckMasksByBruteForce(tok, Compile(LLM_CONSTRAINT_JSON_OBJECT, ""), walks, 25, 4);
   CheckMasksByBruteForce(tok, Compile(LLM_CONSTRAINT_REGEX, "[A-Z][a-z]+ (is|was) \\d{1,4}( years)?\\."), walks, 12, 5);
+  // A JSON Schema (issue 20's benchmark case): strings in several fields,
+  // numbers, arrays: states deep in nested rules.
+  CheckMasksByBruteForce(tok,
+                         Compile(LLM_CONSTRAINT_JSON_SCHEMA,
+                                 R"({"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array",)"
+                                 R"("items":{"type":"string"}},"n":{"type":"integer"},"x":{"type":"number"}},)"
+                                 R"("required":["name","tags","n"]})"),
+                         walks, 30, 6);
 }
 
 TEST(ConstraintState, SyncsToHistoryRollsBackAndTrimsDrafts) {
