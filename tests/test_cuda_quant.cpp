@@ -577,13 +577,10 @@ TEST(CudaQuantModels, SmolLM2WeightsStayQuantizedOnTheDevice) {
 // what the device computes): a 10-token prompt (dequantize + GEMM) and two
 // decode steps (GEMV) within 1.5e-2 relative L2 of the logits (BF16
 // activations and KV over 30 layers: ~1e-2 measured, printed).
-// 0.5 GB of F32 weights on the host: not under the sanitizers (the other
-// cases cover the same kernels there).
+// 0.5 GB of F32 weights on the host, under the sanitizers too (the CI's
+// emulator stages let no CUDA test skip).
 TEST(CudaQuantModels, SmolLM2LogitsMatchCpuOnDequantizedWeights) {
   SKIP_WITHOUT_DEVICE();
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "0.5 GB of F32 weights: not under sanitizers";
-#endif
   LLM_LOAD_REAL_MODEL_OR_SKIP(m, test::kSmolLM2);
   std::vector<std::vector<float>> store;
   ModelWeights wf = m->weights;
