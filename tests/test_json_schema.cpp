@@ -447,6 +447,18 @@ TEST(JsonSchema, PatternErrorsNameTheProblem) {
   }
 }
 
+// A pattern of 100000 nested groups (found by fuzz_json_schema: it overflowed
+// the stack of the pattern parser's recursive descent) is an error.
+TEST(JsonSchema, DeeplyNestedPatternGroupsAreRefused) {
+  const std::string pattern = std::string(100000, '(') + "a" + std::string(100000, ')');
+  Status s = Error(std::string(R"({"properties":{"s":{"pattern":")") + pattern + "\"}}}");
+  EXPECT_EQ(s.code(), LLM_ERR_INVALID_ARGUMENT) << s.message();
+  EXPECT_NE(s.message().find("nested deeper than"), std::string::npos) << s.message();
+  // 100 levels are still a pattern.
+  const std::string ok = std::string(100, '(') + "a" + std::string(100, ')');
+  EXPECT_TRUE(JsonSchemaToGrammar(std::string(R"({"properties":{"s":{"pattern":")") + ok + "\"}}}").ok());
+}
+
 TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
   struct Case {
     const char* schema;

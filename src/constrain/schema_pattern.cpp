@@ -334,6 +334,10 @@ class Parser {
   StatusOr<std::string> Atom() {
     const char c = p_[pos_];
     if (c == '(') {
+      // Each group level is three frames of this recursive descent: bound
+      // it, so a hostile pattern is an error and not a stack overflow.
+      if (depth_ >= kMaxGroupDepth)
+        return Err(InvalidArgument, "groups nested deeper than " + std::to_string(kMaxGroupDepth));
       ++pos_;
       if (Peek('?')) {
         ++pos_;
@@ -351,7 +355,10 @@ class Parser {
           return Err(Unsupported, "lookaround or inline flags '(?'");
         }
       }
-      LLM_ASSIGN_OR_RETURN(std::string inner, Alternation());
+      ++depth_;
+      auto group = Alternation();
+      --depth_;
+      LLM_ASSIGN_OR_RETURN(std::string inner, std::move(group));
       if (!Peek(')')) return Err(InvalidArgument, "')' expected");
       ++pos_;
       return inner.empty() ? std::string("\"\"") : inner;
@@ -380,6 +387,8 @@ class Parser {
   std::string_view p_;
   std::string_view any_;
   size_t pos_ = 0;
+  static constexpr int kMaxGroupDepth = 100;
+  int depth_ = 0;  // groups open around pos_
 };
 
 }  // namespace
