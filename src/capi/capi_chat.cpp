@@ -39,6 +39,29 @@ llm::StatusOr<std::string> ModelTemplate(const llm::Model& model) {
                      "the model has no chat template (GGUF key tokenizer.chat_template); pass one as tmpl");
 }
 
+// The template a call renders: the caller's, else the model's own.
+llm::StatusOr<std::string> TemplateText(const llm::Model& model, const char* tmpl) {
+  if (tmpl != nullptr) return std::string(tmpl);
+  return ModelTemplate(model);
+}
+
+llm::ChatTemplateOptions TemplateOptions(const llm::Model& model, int32_t add_generation_prompt) {
+  llm::ChatTemplateOptions opts;
+  opts.add_generation_prompt = add_generation_prompt == 1;
+  opts.bos_token = SpecialText(*model.tokenizer, model.tokenizer->bos());
+  opts.eos_token = SpecialText(*model.tokenizer, model.tokenizer->eos());
+  return opts;
+}
+
+// Copies a result into the caller's buffer (*n_out: its size, also when the
+// buffer is too small).
+llm_status CopyOut(const std::string& s, char* out, size_t capacity, size_t* n_out) {
+  *n_out = s.size();
+  if (s.size() > capacity) return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(s.size()) + " bytes");
+  if (!s.empty()) std::memcpy(out, s.data(), s.size());
+  return Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -66,31 +89,15 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
     }
 
     const llm::Model& model = ctx->engine->model();
-    std::string text;
-    if (tmpl != nullptr) {
-      text = tmpl;
-    } else {
-      auto t = ModelTemplate(model);
-      if (!t.ok()) return Fail(t.status());
-      text = std::move(*t);
-    }
+    auto text = TemplateText(model, tmpl);
+    if (!text.ok()) return Fail(text.status());
     // Compiling per call keeps the context free of template state; chat
     // templates compile in microseconds next to the prompt's prefill.
-    auto compiled = llm::ChatTemplate::Create(text);
+    auto compiled = llm::ChatTemplate::Create(*text);
     if (!compiled.ok()) return Fail(compiled.status());
-
-    llm::ChatTemplateOptions opts;
-    opts.add_generation_prompt = add_generation_prompt == 1;
-    opts.bos_token = SpecialText(*model.tokenizer, model.tokenizer->bos());
-    opts.eos_token = SpecialText(*model.tokenizer, model.tokenizer->eos());
-    auto rendered = (*compiled)->Apply(msgs, opts);
+    auto rendered = (*compiled)->Apply(msgs, TemplateOptions(model, add_generation_prompt));
     if (!rendered.ok()) return Fail(rendered.status());
-
-    *n_out = rendered->size();
-    if (rendered->size() > capacity)
-      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(rendered->size()) + " bytes");
-    if (!rendered->empty()) std::memcpy(out, rendered->data(), rendered->size());
-    return Ok();
+    return CopyOut(*rendered, out, capacity, n_out);
   });
 }
 
@@ -117,27 +124,14 @@ LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, 
       tools = std::move(*t);
     }
     const llm::Model& model = ctx->engine->model();
-    std::string text;
-    if (tmpl != nullptr) {
-      text = tmpl;
-    } else {
-      auto t = ModelTemplate(model);
-      if (!t.ok()) return Fail(t.status());
-      text = std::move(*t);
-    }
-    auto compiled = llm::ChatTemplate::Create(text);
+    auto text = TemplateText(model, tmpl);
+    if (!text.ok()) return Fail(text.status());
+    auto compiled = llm::ChatTemplate::Create(*text);
     if (!compiled.ok()) return Fail(compiled.status());
-    llm::ChatTemplateOptions opts;
-    opts.add_generation_prompt = add_generation_prompt == 1;
-    opts.bos_token = SpecialText(*model.tokenizer, model.tokenizer->bos());
-    opts.eos_token = SpecialText(*model.tokenizer, model.tokenizer->eos());
-    auto rendered = (*compiled)->ApplyJson(*messages, tools ? &*tools : nullptr, opts);
+    auto rendered = (*compiled)->ApplyJson(*messages, tools ? &*tools : nullptr,
+                                           TemplateOptions(model, add_generation_prompt));
     if (!rendered.ok()) return Fail(rendered.status());
-    *n_out = rendered->size();
-    if (rendered->size() > capacity)
-      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(rendered->size()) + " bytes");
-    if (!rendered->empty()) std::memcpy(out, rendered->data(), rendered->size());
-    return Ok();
+    return CopyOut(*rendered, out, capacity, n_out);
   });
 }
 
@@ -146,12 +140,8 @@ LLM_API llm_status llm_chat_tool_format(llm_ctx* ctx, const char* tmpl, int32_t*
   LLM_CHECK_ARG(out_format);
   return Guard([&]() -> llm_status {
     const llm::Model& model = ctx->engine->model();
-    std::string text;
-    if (tmpl != nullptr) {
-      text = tmpl;
-    } else if (auto t = ModelTemplate(model); t.ok()) {
-      text = std::move(*t);
-    }  // no template at all: GENERIC, which needs none
+    std::string text;  // stays empty without any template: GENERIC, which needs none
+    if (auto t = TemplateText(model, tmpl); t.ok()) text = std::move(*t);
     *out_format = static_cast<int32_t>(llm::DetectToolFormat(text, model.config.arch));
     return Ok();
   });
@@ -168,12 +158,7 @@ LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, s
     auto parsed = llm::ParseToolCalls(static_cast<llm::ToolFormat>(format),
                                       std::string_view(text_len > 0 ? text : "", text_len));
     if (!parsed.ok()) return Fail(parsed.status());
-    const std::string json = llm::ParsedReplyToJson(*parsed);
-    *n_out = json.size();
-    if (json.size() > capacity)
-      return Fail(LLM_ERR_BUFFER_TOO_SMALL, "need room for " + std::to_string(json.size()) + " bytes");
-    std::memcpy(out, json.data(), json.size());
-    return Ok();
+    return CopyOut(llm::ParsedReplyToJson(*parsed), out, capacity, n_out);
   });
 }
 
