@@ -17,6 +17,7 @@
 #include "constrain/constraint.h"
 #include "constrain/gbnf_parser.h"
 #include "constrain/json_object.h"
+#include "constrain/mask_cache.h"
 #include "constrain/matcher.h"
 #include "constrain/regex_compiler.h"
 #include "constrain/token_trie.h"
@@ -365,9 +366,12 @@ void CheckMasksByBruteForce(const Tokenizer& tok, const std::shared_ptr<const By
   std::vector<uint64_t> mask;
   for (int w = 0; w < walks; ++w) {
     Matcher m(program);
+    MaskCache cache(*trie);  // the engine's path: folded states, fix-ups
     for (int step = 0; step < steps; ++step) {
       const Matcher::StateId s = m.Current();
       trie->ComputeMask(m, s, &mask);
+      ASSERT_TRUE(cache.Get(m, s) == mask) << "the mask cache differs from the trie walk at walk " << w << " step "
+                                           << step;
       std::vector<int32_t> allowed;
       for (int32_t t = 0; t < tok.n_vocab(); ++t) {
         if (!trie->IsEog(t) && trie->in_trie(t) && m.StepBytes(s, trie->piece(t)) != Matcher::kDead) allowed.push_back(t);
@@ -427,6 +431,97 @@ TEST(TokenMask, ExactOnSmolLM2) {
                                  R"("items":{"type":"string"}},"n":{"type":"integer"},"x":{"type":"number"}},)"
                                  R"("required":["name","tags","n"]})"),
                          walks, 30, 6);
+}
+
+// The mask cache folds states deep inside a counted repetition onto one
+// (mask_cache.h). Step through every count of repetitions whose bytes make
+// up SmolLM2's longest tokens (runs of '#', '=', '-', spaces up to 81 bytes),
+// one byte at a time, and compare each state's cached mask with the trie
+// walk from that state, which TokenMask.ExactOnSmolLM2 checks by brute force.
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(TokenMask, FoldedRepetitionsExactAtEveryCount) {
+  LLM_LOAD_REAL_MODEL_OR_SKIP(model, test::kSmolLM2);
+  auto trie = TokenTrie::FromTokenizer(*model->tokenizer);
+  struct Case {
+    int kind;
+    const char* text;
+    std::string walk;  // the bytes stepped through, one state after each
+  };
+  const std::vector<Case> cases = {
+      {LLM_CONSTRAINT_REGEX, "[#=a-z -]{0,90}\\.", std::string(90, '#')},
+      {LLM_CONSTRAINT_REGEX, "(ab){2,40}c", Repeat("ab", 40)},
+      {LLM_CONSTRAINT_REGEX, "-{60}x", std::string(60, '-')},
+      {LLM_CONSTRAINT_JSON_SCHEMA, R"({"type":"string","minLength":20,"maxLength":70})", "\"" + std::string(70, '=')},
+      {LLM_CONSTRAINT_JSON_SCHEMA,
+       R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"string","maxLength":50},"maxItems":4}},"required":["a"]})",
+       "{\"a\":[\"" + std::string(50, ' ') + "\",\"" + std::string(45, '#')},
+  };
+  std::vector<uint64_t> walked;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto program = Compile(c.kind, c.text);
+    ASSERT_NE(program, nullptr);
+    ASSERT_FALSE(program->chains.empty());
+    Matcher m(program);
+    MaskCache cache(*trie);
+    Matcher::StateId s = m.Initial();
+    for (size_t i = 0; i <= c.walk.size(); ++i) {
+      const std::vector<uint64_t> cached = cache.Get(m, s);
+      trie->ComputeMask(m, s, &walked);
+      ASSERT_TRUE(cached == walked) << "after " << i << " bytes";
+      if (i == c.walk.size()) break;
+      s = m.Step(s, static_cast<uint8_t>(c.walk[i]));
+      ASSERT_NE(s, Matcher::kDead) << "byte " << i;
+    }
+    EXPECT_GT(cache.stats().folded, 0u) << "no state was folded: the test does not reach the folding path";
+  }
+}
+
+// The same on a vocabulary of every string over {a, #, x} up to 4 bytes,
+// where every run length is a token: the fold level sits at its floor and
+// each boundary of the folding argument (a required count, an optional one,
+// a state in the middle of a copy whose rest can match "") is met by some
+// token that is allowed on one side of it and not on the other.
+TEST(TokenMask, FoldedRepetitionsExactOnEveryShortToken) {
+  std::vector<std::string> pieces;
+  for (int len = 1; len <= 4; ++len) {
+    int n = 1;
+    for (int i = 0; i < len; ++i) n *= 3;
+    for (int v = 0; v < n; ++v) {
+      std::string p;
+      for (int i = 0, x = v; i < len; ++i, x /= 3) p += "a#x"[x % 3];
+      pieces.push_back(p);
+    }
+  }
+  pieces.push_back("");  // the end-of-generation token
+  const int32_t eog = static_cast<int32_t>(pieces.size()) - 1;
+  std::vector<uint8_t> excluded(pieces.size(), 0);
+  const TokenTrie trie(pieces, excluded, {eog});
+  std::vector<uint64_t> walked;
+  for (const char* re : {"(a#?){12}x", "(a#?){0,12}x", "(a#?){3,14}x", "(#?a){2,12}x", "[a#]{0,15}x"}) {
+    SCOPED_TRACE(re);
+    auto program = Compile(LLM_CONSTRAINT_REGEX, re);
+    ASSERT_NE(program, nullptr);
+    uint64_t folded = 0;
+    for (const std::string walk : {"a#a#a#a#a#a#a#a#a#a#", "aaaaaaaaaaaaaa", "a#aa#aaa#aaaa#", "#a#a#a#a#a#a#a"}) {
+      Matcher m(program);
+      MaskCache cache(trie);
+      Matcher::StateId s = m.Initial();
+      for (size_t i = 0; i <= walk.size() && s != Matcher::kDead; ++i) {
+        const std::vector<uint64_t> cached = cache.Get(m, s);
+        trie.ComputeMask(m, s, &walked);
+        ASSERT_TRUE(cached == walked) << "walk " << walk << " after " << i << " bytes";
+        if (i < walk.size()) s = m.Step(s, static_cast<uint8_t>(walk[i]));
+      }
+      folded += cache.stats().folded;
+    }
+    EXPECT_GT(folded, 0u);
+  }
 }
 
 TEST(ConstraintState, SyncsToHistoryRollsBackAndTrimsDrafts) {

@@ -89,6 +89,7 @@ class Lowerer {
         LLM_RETURN_IF_ERROR(Emit(static_cast<int32_t>(r), ops));
       }
     }
+    LowerRepeats();
     return std::shared_ptr<const ByteProgram>(std::move(p_));
   }
 
@@ -154,6 +155,57 @@ class Lowerer {
     if (any_ascii) LLM_RETURN_IF_ERROR(Emit(rule, {{ByteOp::kBytes, SetId(ascii)}}));
     for (const auto& ops : alts) LLM_RETURN_IF_ERROR(Emit(rule, ops));
     return ByteOp{ByteOp::kRule, rule};
+  }
+
+  // The bytes each rule can consume, through the rules it calls: a fixpoint
+  // over the reference graph (rules mostly call earlier ones, so it settles
+  // in a few passes; a grammar that does not within the bound gets "every
+  // byte" everywhere, which is an upper bound and so still sound).
+  std::vector<ByteSet> RuleBytes() const {
+    const size_t n = p_->rule_alts.size();
+    std::vector<ByteSet> bytes(n);
+    bool changed = true;
+    for (int pass = 0; changed && pass < 64; ++pass) {
+      changed = false;
+      for (size_t r = 0; r < n; ++r) {
+        ByteSet b = bytes[r];
+        for (int32_t a : p_->rule_alts[r]) {
+          for (size_t i = static_cast<size_t>(a); p_->ops[i].kind != ByteOp::kEnd; ++i) Add(&b, OpBytes(p_->ops[i], bytes));
+        }
+        if (!(b == bytes[r])) {
+          bytes[r] = b;
+          changed = true;
+        }
+      }
+    }
+    if (changed) {
+      ByteSet all;
+      all.AddRange(0, 255);
+      bytes.assign(n, all);
+    }
+    return bytes;
+  }
+
+  ByteSet OpBytes(const ByteOp& op, const std::vector<ByteSet>& rule_bytes) const {
+    return op.kind == ByteOp::kBytes ? p_->sets[static_cast<size_t>(op.arg)] : rule_bytes[static_cast<size_t>(op.arg)];
+  }
+  static void Add(ByteSet* to, const ByteSet& b) {
+    for (size_t w = 0; w < 4; ++w) to->bits[w] |= b.bits[w];
+  }
+
+  void LowerRepeats() {
+    if (g_.repeats.empty()) return;
+    const std::vector<ByteSet> rule_bytes = RuleBytes();
+    for (const CountedRepeat& rep : g_.repeats) {
+      RepeatChain c;
+      c.body_len = rep.body_len;
+      c.min = rep.min;
+      c.seq_start = p_->rule_alts[static_cast<size_t>(rep.seq_rule)][0];
+      for (int32_t o : rep.opt_rules) c.opt_start.push_back(p_->rule_alts[static_cast<size_t>(o)][0]);
+      const int32_t body = rep.min > 0 ? c.seq_start : c.opt_start[0];
+      for (int32_t i = 0; i < c.body_len; ++i) Add(&c.bytes, OpBytes(p_->ops[static_cast<size_t>(body + i)], rule_bytes));
+      p_->chains.push_back(std::move(c));
+    }
   }
 
   const Grammar& g_;

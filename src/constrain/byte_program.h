@@ -38,11 +38,26 @@ struct ByteOp {
   int32_t arg;  // kBytes: index into sets; kRule: rule id; kEnd: unused
 };
 
+// A counted repetition X{m,n} (grammar.h's CountedRepeat) in ops offsets:
+// copy i (0-based) of the m required ones is ops[seq_start + i * body_len,
+// + body_len); the optional copy with k copies left (this one included) is
+// ops[opt_start[k - 1], + body_len], the last op being the reference to the
+// next optional copy (for k >= 2). Every copy is lowered alike, so an offset
+// within one copy means the same in any other.
+struct RepeatChain {
+  int32_t body_len = 0;
+  int32_t min = 0;
+  int32_t seq_start = 0;
+  std::vector<int32_t> opt_start;
+  ByteSet bytes;  // every byte X can consume (through the rules it calls): an upper bound
+};
+
 struct ByteProgram {
   std::vector<ByteOp> ops;
   std::vector<ByteSet> sets;
   std::vector<std::vector<int32_t>> rule_alts;  // (n_rules) alternative start offsets into ops
   int32_t root = 0;
+  std::vector<RepeatChain> chains;
 };
 
 // Lowers a finished Grammar (GrammarBuilder::Finish). Fails only on limits.

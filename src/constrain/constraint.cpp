@@ -147,16 +147,11 @@ void ConstraintState::Sync(std::span<const int32_t> history) {
 const std::vector<uint64_t>& ConstraintState::Mask(std::span<const int32_t> history) {
   Sync(history);
   if (stuck_) return eog_only_;
-  const Matcher::StateId s = states_.back();
-  auto& masks = shared_->masks;
-  auto it = masks.find(s);
-  if (it != masks.end()) return it->second;
-  // A bounded cache: decoding revisits few states, but a pathological
-  // grammar must not grow it without end.
-  if (masks.size() >= 256) masks.clear();
-  std::vector<uint64_t>& m = masks[s];
-  trie_->ComputeMask(shared_->matcher, s, &m);
-  return m;
+  if (shared_->masks == nullptr || shared_->trie != trie_) {
+    shared_->trie = trie_;
+    shared_->masks = std::make_unique<MaskCache>(*trie_);
+  }
+  return shared_->masks->Get(shared_->matcher, states_.back());
 }
 
 void ConstraintState::Apply(float* logits, int32_t n_vocab, std::span<const int32_t> history) {

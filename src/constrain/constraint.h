@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "constrain/byte_program.h"
+#include "constrain/mask_cache.h"
 #include "constrain/matcher.h"
 #include "constrain/token_trie.h"
 #include "util/status.h"
@@ -67,7 +68,10 @@ class ConstraintCache {
 struct SharedMatcher {
   explicit SharedMatcher(std::shared_ptr<const ByteProgram> p) : matcher(std::move(p)) {}
   Matcher matcher;  // used through its state-level interface; its own token history stays empty
-  std::unordered_map<Matcher::StateId, std::vector<uint64_t>> masks;
+  // The masks by state, made with the first user's trie (an engine has one
+  // vocabulary); `trie` keeps it alive.
+  std::shared_ptr<const TokenTrie> trie;
+  std::unique_ptr<MaskCache> masks;
 };
 
 // The engine's SharedMatcher per live program: one while any sequence uses

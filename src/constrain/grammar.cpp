@@ -108,6 +108,9 @@ StatusOr<Element> GrammarBuilder::Repeat(const Alternative& body, int32_t min, i
                            " elements");
   Alternative seq;
   for (int32_t i = 0; i < min; ++i) seq.insert(seq.end(), body.begin(), body.end());
+  CountedRepeat rep;
+  rep.min = min;
+  rep.body_len = static_cast<int32_t>(body.size());
   if (max < 0) {
     LLM_ASSIGN_OR_RETURN(int32_t star, NewHelper(base));
     Alternative loop = body;
@@ -123,12 +126,16 @@ StatusOr<Element> GrammarBuilder::Repeat(const Alternative& body, int32_t min, i
       if (inner >= 0) a.push_back(Element::Ref(inner));
       LLM_RETURN_IF_ERROR(AddAlt(opt, std::move(a)));
       LLM_RETURN_IF_ERROR(AddAlt(opt, {}));
+      rep.opt_rules.push_back(opt);
       inner = opt;
     }
     seq.push_back(Element::Ref(inner));
   }
   LLM_ASSIGN_OR_RETURN(int32_t r, NewHelper(base));
   LLM_RETURN_IF_ERROR(AddAlt(r, std::move(seq)));
+  // Only counts long enough for the mask cache to fold are worth recording.
+  rep.seq_rule = r;
+  if (!body.empty() && (min > 2 || rep.opt_rules.size() > 2)) g_.repeats.push_back(std::move(rep));
   return Element::Ref(r);
 }
 

@@ -54,9 +54,22 @@ struct Rule {
   bool defined = false;  // false: referenced but never given a body (an error at Finish)
 };
 
+// Where GrammarBuilder::Repeat wrote out a counted repetition X{m,n}: m
+// copies of X in `seq_rule`'s only alternative, then (n > m) the chain
+// O_{n-m} ::= X O_{n-m-1} | "" ... O_1 ::= X | "". The mask cache
+// (mask_cache.h) uses this to treat positions deep inside a long count as
+// one position.
+struct CountedRepeat {
+  int32_t seq_rule = -1;
+  int32_t min = 0;
+  int32_t body_len = 0;            // elements of X
+  std::vector<int32_t> opt_rules;  // opt_rules[k - 1] = O_k
+};
+
 struct Grammar {
   std::vector<Rule> rules;
   int32_t root = -1;
+  std::vector<CountedRepeat> repeats;
 };
 
 // Sorts and merges ranges; drops empty ones and clamps to [0, kMaxCodePoint].

@@ -72,9 +72,16 @@ class Matcher {
   bool limit_hit() const { return limit_hit_; }
   const ByteProgram& program() const { return *program_; }
 
-  // ---- internals exposed to the mask walk (token_trie.cpp)
+  // ---- internals exposed to the mask walk (token_trie.cpp) and the mask cache
   // The stacks of a state: node ids whose top op is kBytes.
   std::span<const int32_t> Stacks(StateId s) const;
+  // The state whose stacks are s's with the position p of every node (the
+  // parents' too) replaced by map(p), and s's accept flag; s itself when map
+  // changes nothing, or when the arena is at its limit. `map` must send a
+  // position to one with the same op (mask_cache.h: one copy of a counted
+  // repetition to another).
+  template <class Map>
+  StateId MapPositions(StateId s, Map&& map);
 
  private:
   struct Node {
@@ -112,5 +119,27 @@ class Matcher {
   uint32_t gen_ = 0;
   bool limit_hit_ = false;
 };
+
+template <class Map>
+Matcher::StateId Matcher::MapPositions(StateId s, Map&& map) {
+  if (s < 0 || nodes_.size() > kMaxArenaNodes) return s;
+  std::vector<int32_t> out;
+  std::vector<int32_t> chain;
+  bool changed = false;
+  for (int32_t node : states_[static_cast<size_t>(s)].stacks) {
+    chain.clear();
+    for (int32_t n = node; n >= 0; n = nodes_[static_cast<size_t>(n)].parent) chain.push_back(n);
+    int32_t parent = -1;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const int32_t pos = nodes_[static_cast<size_t>(*it)].pos;
+      const int32_t mapped = map(pos);
+      changed |= mapped != pos;
+      parent = MakeNode(mapped, parent);
+    }
+    out.push_back(parent);
+  }
+  if (!changed) return s;
+  return Intern(&out, states_[static_cast<size_t>(s)].accept);
+}
 
 }  // namespace llm::constrain
