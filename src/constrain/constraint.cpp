@@ -1,6 +1,7 @@
 #include "constrain/constraint.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "constrain/choice.h"
@@ -94,6 +95,12 @@ std::shared_ptr<SharedMatcher> SharedMatcherPool::Get(const std::shared_ptr<cons
     s = std::make_shared<SharedMatcher>(program);
     live_[program.get()] = s;
   }
+  // Keep the most recently used ones alive between requests: an application
+  // sends the same schema again and again, and its structural states (keys,
+  // punctuation) then cost a trie walk only the first time.
+  std::erase(recent_, s);
+  recent_.insert(recent_.begin(), s);
+  if (recent_.size() > kKeptMatchers) recent_.pop_back();
   return s;
 }
 
@@ -158,12 +165,14 @@ void ConstraintState::Apply(float* logits, int32_t n_vocab, std::span<const int3
   const std::vector<uint64_t>& mask = Mask(history);
   const float ninf = -std::numeric_limits<float>::infinity();
   const int32_t n = std::min(n_vocab, trie_->n_vocab());
+  // Visit only the forbidden tokens: inside a JSON string nearly every token
+  // is allowed, and a pass testing every bit cost as much as the mask itself.
   for (int32_t w = 0; w * 64 < n; ++w) {
-    const uint64_t bits = mask[static_cast<size_t>(w)];
-    if (bits == ~uint64_t{0}) continue;
-    const int32_t end = std::min(n, w * 64 + 64);
-    for (int32_t t = w * 64; t < end; ++t) {
-      if (!((bits >> (t & 63)) & 1)) logits[t] = ninf;
+    uint64_t off = ~mask[static_cast<size_t>(w)];
+    if (w * 64 + 64 > n) off &= (uint64_t{1} << (n - w * 64)) - 1;
+    while (off != 0) {
+      logits[w * 64 + std::countr_zero(off)] = ninf;
+      off &= off - 1;
     }
   }
   for (int32_t t = n; t < n_vocab; ++t) logits[t] = ninf;

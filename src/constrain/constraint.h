@@ -74,15 +74,18 @@ struct SharedMatcher {
   std::unique_ptr<MaskCache> masks;
 };
 
-// The engine's SharedMatcher per live program: one while any sequence uses
-// it; a fresh one once an old one's arena has grown past half its limit (its
-// current users keep it).
+// The engine's SharedMatcher per program: one while any sequence uses it,
+// and the kKeptMatchers most recently used kept after their last sequence
+// ends (with their masks); a fresh one once an old one's arena has grown
+// past half its limit (its current users keep it).
+inline constexpr size_t kKeptMatchers = 8;
 class SharedMatcherPool {
  public:
   std::shared_ptr<SharedMatcher> Get(const std::shared_ptr<const ByteProgram>& program);
 
  private:
   std::unordered_map<const ByteProgram*, std::weak_ptr<SharedMatcher>> live_;
+  std::vector<std::shared_ptr<SharedMatcher>> recent_;  // most recent first
 };
 
 // One sequence's constraint: the matcher state after each of its generated

@@ -55,13 +55,39 @@ MaskCache::Fold MaskCache::MakeFold(const ByteSet& bytes) const {
   // most `run` copies, the one its state stands in included (a state inside
   // a copy has a byte op on top, so the token's first byte is that copy's).
   // A required count then behaves alike for every left > run, an optional
-  // one for every left >= run: so every left >= level folds onto level, and
-  // the tokens with run >= level are stepped (level >= 2: the copy folded
-  // onto must have its reference to the next, RepeatChain).
+  // one for every left >= run. So a copy with k left folds onto the level's
+  // copy for every token with run < min(k, level), and the tokens with
+  // longer runs are stepped (level >= 2: the copy folded onto must have its
+  // reference to the next, RepeatChain).
   Fold f;
   f.level = std::max(2, std::min(longest, r) + 1);
+  // Tokens with run >= 2, longest run first: a counting sort (the
+  // histogram gives each run's first slot).
+  std::vector<size_t> slot(hist.size() + 1, 0);
+  for (int32_t k = longest; k >= 2; --k) slot[static_cast<size_t>(k) - 1] = slot[static_cast<size_t>(k)] + hist[static_cast<size_t>(k)];
+  const size_t n_long = longest >= 2 ? slot[1] : 0;
+  f.by_run.resize(n_long);
+  f.runs.resize(n_long);
   for (int32_t t = 0; t < n; ++t) {
-    if (run[static_cast<size_t>(t)] >= f.level) f.fixups.push_back(t);
+    const int32_t k = run[static_cast<size_t>(t)];
+    if (k < 2) continue;
+    const size_t at = slot[static_cast<size_t>(k)]++;
+    f.by_run[at] = t;
+    f.runs[at] = k;
+  }
+  // Copies with fewer than `level` left fold too while stepping the tokens
+  // with run >= k costs well under a walk of the trie (a token dies at most
+  // k + 1 bytes in, where it must leave the repetition).
+  f.min_fold = f.level;
+  int64_t steps = 0;
+  size_t i = 0;
+  for (int32_t k = f.level; k >= 2; --k) {
+    for (; i < f.by_run.size() && f.runs[i] >= k; ++i) {
+      steps += std::min<int64_t>(static_cast<int64_t>(trie_.piece(f.by_run[i]).size()), k + 1);
+    }
+    // Every token's run grows the bill by one more step per lower k, too.
+    if (steps + static_cast<int64_t>(i) * (f.level - k) > static_cast<int64_t>(trie_.n_nodes()) / 2) break;
+    f.min_fold = k;
   }
   return f;
 }
@@ -97,19 +123,26 @@ const std::vector<uint64_t>& MaskCache::Get(Matcher& m, Matcher::StateId s) {
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
   const ByteProgram& p = m.program();
   if (indexed_ != &p) Index(p);
-  std::vector<int32_t> folded;  // repetitions moved to their fold level
+  // Repetitions moved to another copy, each with the fewest copies left
+  // among its moved frames (that bounds which tokens must be stepped).
+  std::vector<std::pair<int32_t, int32_t>> folded;
   const Matcher::StateId f = p.chains.empty() ? s : m.MapPositions(s, [&](int32_t pos) {
     const int32_t c = op_chain_[static_cast<size_t>(pos)];
     if (c < 0) return pos;
     const int32_t left = op_left_[static_cast<size_t>(pos)];
-    const int32_t level = FoldFor(p, c).level;
-    if (left <= level) return pos;  // folding left == level onto itself: nothing to do
-    if (std::find(folded.begin(), folded.end(), c) == folded.end()) folded.push_back(c);
+    const Fold& fold = FoldFor(p, c);
+    if (left == fold.level || left < fold.min_fold) return pos;
+    auto it = std::find_if(folded.begin(), folded.end(), [&](const auto& e) { return e.first == c; });
+    if (it == folded.end()) {
+      folded.emplace_back(c, left);
+    } else {
+      it->second = std::min(it->second, left);
+    }
     const RepeatChain& ch = p.chains[static_cast<size_t>(c)];
     // Required copy i = min - left moves to min - level; optional copy k = left to k = level.
-    const bool required = pos < ch.seq_start + ch.min * ch.body_len && pos >= ch.seq_start;
-    return required ? pos + (left - level) * ch.body_len
-                    : ch.opt_start[static_cast<size_t>(level) - 1] + (pos - ch.opt_start[static_cast<size_t>(left) - 1]);
+    const bool required = pos >= ch.seq_start && pos < ch.seq_start + ch.min * ch.body_len;
+    return required ? pos + (left - fold.level) * ch.body_len
+                    : ch.opt_start[static_cast<size_t>(fold.level) - 1] + (pos - ch.opt_start[static_cast<size_t>(left) - 1]);
   });
   std::vector<uint64_t>& mask = masks_[s];
   if (f == s) {
@@ -128,8 +161,13 @@ const std::vector<uint64_t>& MaskCache::Get(Matcher& m, Matcher::StateId s) {
     const uint64_t bit = uint64_t{1} << (t & 63);
     w = on ? (w | bit) : (w & ~bit);
   };
-  for (int32_t c : folded) {
-    for (int32_t t : FoldFor(p, c).fixups) set(t, m.StepBytes(s, trie_.piece(t)) != Matcher::kDead);
+  for (const auto& [c, fewest] : folded) {
+    const Fold& fold = FoldFor(p, c);
+    const int32_t from = std::min(fewest, fold.level);
+    for (size_t i = 0; i < fold.by_run.size() && fold.runs[i] >= from; ++i) {
+      const int32_t t = fold.by_run[i];
+      set(t, m.StepBytes(s, trie_.piece(t)) != Matcher::kDead);
+    }
   }
   // End-of-generation tokens: allowed when the output is complete, or when
   // nothing else is (ComputeMask's rule), judged on s's own tokens.

@@ -9,11 +9,13 @@
 // take at most L bytes from the repetition, exactly like one with any other
 // k' > L left: the token cannot reach the end of the count either way. So:
 //
-//   state s ─fold─► s' (every copy with k > S copies left moved to the copy
+//   state s ─fold─► s' (every copy with k copies left moved to the copy
 //                       with S left; S = min(longest such run, R) + 1)
-//   mask(s) = mask(s') for every token whose run of X's bytes is < S,
-//             and the few tokens with longer runs (at most kMaxFixups per
-//             repetition) are stepped through s itself.
+//   mask(s) = mask(s') for every token whose run of X's bytes is
+//             < min(k, S), and the tokens with longer runs (at most
+//             kMaxFixups per repetition for k >= S) are stepped through s
+//             itself. Copies with k < S fold while stepping those tokens
+//             costs well under a trie walk.
 //
 // Exact both ways (test_constrain checks every count of several repetitions
 // token by token against brute force). A token's "run" is the length of its
@@ -58,7 +60,9 @@ class MaskCache {
  private:
   struct Fold {
     int32_t level = 0;             // S: copies left that states fold onto
-    std::vector<int32_t> fixups;   // tokens whose run is S or more
+    int32_t min_fold = 0;          // copies with at least this many left fold (<= level)
+    std::vector<int32_t> by_run;   // tokens with run >= 2, longest run first
+    std::vector<int32_t> runs;     // their runs
   };
   void Index(const ByteProgram& p);
   const Fold& FoldFor(const ByteProgram& p, int32_t chain);
