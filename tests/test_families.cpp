@@ -39,8 +39,9 @@
 namespace llm::test {
 namespace {
 
-// |a - b| <= tol * max(|b|, 1); tol is the reference's rel_tol, 1e-3 unless
-// family_reference.py says why not (gemma2: llama.cpp's F16 GELU table).
+// |a - b| <= tol * max(|b|, 1), tol 1e-3 (a reference's rel_tol may only
+// tighten it). gemma2's reference comes from llama.cpp built without its F16
+// GELU table (GGML_GELU_FP16), which alone is 2.6e-3 away from an exact GELU.
 constexpr double kRelTol = 1e-3;
 constexpr double kPplTol = 0.005;  // relative
 
@@ -208,7 +209,7 @@ TEST_P(Families, LogitsGreedyAndPerplexityMatchLlamaCpp) {
     EXPECT_GT(ref.prompts[0].size(), 32u);  // longer than the file's window
   }
   const double tol = ref.json.Find("rel_tol") != nullptr ? ref.json.Find("rel_tol")->as_double() : kRelTol;
-  EXPECT_LE(tol, 5e-3);
+  EXPECT_LE(tol, kRelTol) << name << ": a reference may not loosen the tolerance";
   if (name == "phi3") {
     // fused tensors split into views, 24 of 32 dimensions rotated, and the
     // file's window (32, under a 96-token prompt) not applied, as llama.cpp
