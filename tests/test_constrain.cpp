@@ -5,7 +5,10 @@
 // token-level mask against a brute force over real vocabularies.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -457,6 +460,10 @@ TEST(TokenMask, FoldedRepetitionsExactAtEveryCount) {
       {LLM_CONSTRAINT_REGEX, "(ab){2,40}c", Repeat("ab", 40)},
       {LLM_CONSTRAINT_REGEX, "-{60}x", std::string(60, '-')},
       {LLM_CONSTRAINT_JSON_SCHEMA, R"({"type":"string","minLength":20,"maxLength":70})", "\"" + std::string(70, '=')},
+      // Fewer required copies than the fold level: the copy folded onto is
+      // the first required one, not one that does not exist.
+      {LLM_CONSTRAINT_JSON_SCHEMA, R"({"type":"string","minLength":13,"maxLength":60})", "\"" + std::string(60, 'a')},
+      {LLM_CONSTRAINT_REGEX, "[a-z#=]{11,12}[a-z#=]{14}\\.", std::string(26, '#')},
       {LLM_CONSTRAINT_JSON_SCHEMA,
        R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"string","maxLength":50},"maxItems":4}},"required":["a"]})",
        "{\"a\":[\"" + std::string(50, ' ') + "\",\"" + std::string(45, '#')},
@@ -521,6 +528,48 @@ TEST(TokenMask, FoldedRepetitionsExactOnEveryShortToken) {
       folded += cache.stats().folded;
     }
     EXPECT_GT(folded, 0u);
+  }
+}
+
+// Every schema of the suite: random walks of allowed SmolLM2 tokens, the
+// cached (folded) mask equal to the trie walk's at every step.
+TEST(TokenMask, CacheEqualsWalkOnTheSchemaSuite) {
+  LLM_LOAD_REAL_MODEL_OR_SKIP(model, test::kSmolLM2);
+  auto trie = TokenTrie::FromTokenizer(*model->tokenizer);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const int steps = 12, every = 4;  // a quarter of the schemas
+#else
+  const int steps = 48, every = 1;
+#endif
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(test::RepoDir() + "/tests/data/json_schemas")) {
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 40u);
+  std::mt19937 rng(9);
+  std::vector<uint64_t> walked;
+  for (size_t f = 0; f < files.size(); f += every) {
+    SCOPED_TRACE(files[f].filename().string());
+    std::ifstream in(files[f]);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto program = Compile(LLM_CONSTRAINT_JSON_SCHEMA, text.c_str());
+    ASSERT_NE(program, nullptr);
+    Matcher m(program);
+    MaskCache cache(*trie);
+    Matcher::StateId s = m.Initial();
+    for (int step = 0; step < steps && m.CanContinue(s); ++step) {
+      const std::vector<uint64_t> cached = cache.Get(m, s);
+      trie->ComputeMask(m, s, &walked);
+      ASSERT_TRUE(cached == walked) << "step " << step;
+      std::vector<int32_t> allowed;
+      for (int32_t t = 0; t < trie->n_vocab(); ++t) {
+        if (Bit(walked, t) && !trie->IsEog(t)) allowed.push_back(t);
+      }
+      if (allowed.empty()) break;
+      s = m.StepBytes(s, trie->piece(allowed[rng() % allowed.size()]));
+      ASSERT_NE(s, Matcher::kDead);
+    }
   }
 }
 

@@ -34,23 +34,14 @@ void MaskCache::Index(const ByteProgram& p) {
 }
 
 MaskCache::Fold MaskCache::MakeFold(const ByteSet& bytes) const {
-  const int32_t n = trie_.n_vocab();
-  std::vector<int32_t> run(static_cast<size_t>(n), 0);
-  std::vector<int32_t> hist;  // hist[r]: tokens whose run is r
-  for (int32_t t = 0; t < n; ++t) {
-    if (!trie_.in_trie(t)) continue;
-    const std::string& piece = trie_.piece(t);
-    size_t r = 0;
-    while (r < piece.size() && bytes.Has(static_cast<uint8_t>(piece[r]))) ++r;
-    run[static_cast<size_t>(t)] = static_cast<int32_t>(r);
-    if (hist.size() <= r) hist.resize(r + 1, 0);
-    ++hist[r];
-  }
+  Fold f;
+  f.runs = trie_.Runs(bytes);
+  const std::vector<int64_t>& tokens_at = f.runs->tokens_at;
   // The smallest R with at most kMaxFixups runs above it.
-  const int32_t longest = static_cast<int32_t>(hist.size()) - 1;
+  const int32_t longest = static_cast<int32_t>(tokens_at.size()) - 1;
   int32_t r = longest;
   size_t above = 0;
-  while (r > 1 && above + static_cast<size_t>(hist[static_cast<size_t>(r)]) <= kMaxFixups) above += hist[static_cast<size_t>(r--)];
+  while (r > 1 && above + static_cast<size_t>(tokens_at[static_cast<size_t>(r)]) <= kMaxFixups) above += tokens_at[static_cast<size_t>(r--)];
   // A token that can take at most `run` bytes from the repetition takes at
   // most `run` copies, the one its state stands in included (a state inside
   // a copy has a byte op on top, so the token's first byte is that copy's).
@@ -59,35 +50,18 @@ MaskCache::Fold MaskCache::MakeFold(const ByteSet& bytes) const {
   // copy for every token with run < min(k, level), and the tokens with
   // longer runs are stepped (level >= 2: the copy folded onto must have its
   // reference to the next, RepeatChain).
-  Fold f;
   f.level = std::max(2, std::min(longest, r) + 1);
-  // Tokens with run >= 2, longest run first: a counting sort (the
-  // histogram gives each run's first slot).
-  std::vector<size_t> slot(hist.size() + 1, 0);
-  for (int32_t k = longest; k >= 2; --k) slot[static_cast<size_t>(k) - 1] = slot[static_cast<size_t>(k)] + hist[static_cast<size_t>(k)];
-  const size_t n_long = longest >= 2 ? slot[1] : 0;
-  f.by_run.resize(n_long);
-  f.runs.resize(n_long);
-  for (int32_t t = 0; t < n; ++t) {
-    const int32_t k = run[static_cast<size_t>(t)];
-    if (k < 2) continue;
-    const size_t at = slot[static_cast<size_t>(k)]++;
-    f.by_run[at] = t;
-    f.runs[at] = k;
-  }
-  // Copies with fewer than `level` left fold too while stepping the tokens
-  // with run >= k costs well under a walk of the trie (a token dies at most
-  // k + 1 bytes in, where it must leave the repetition).
+  // Copies with fewer than `level` left fold too while the walk over the
+  // subtrees that hold their tokens with run >= k (AllowKeyed) stays well
+  // under a walk of the whole trie.
   f.min_fold = f.level;
-  int64_t steps = 0;
-  size_t i = 0;
-  for (int32_t k = f.level; k >= 2; --k) {
-    for (; i < f.by_run.size() && f.runs[i] >= k; ++i) {
-      steps += std::min<int64_t>(static_cast<int64_t>(trie_.piece(f.by_run[i]).size()), k + 1);
+  int64_t nodes = 0;
+  for (int32_t k = longest; k >= 2; --k) {
+    nodes += f.runs->nodes_at[static_cast<size_t>(k)];
+    if (k <= f.level) {
+      if (nodes > static_cast<int64_t>(trie_.n_nodes()) / 3) break;
+      f.min_fold = k;
     }
-    // Every token's run grows the bill by one more step per lower k, too.
-    if (steps + static_cast<int64_t>(i) * (f.level - k) > static_cast<int64_t>(trie_.n_nodes()) / 2) break;
-    f.min_fold = k;
   }
   return f;
 }
@@ -124,25 +98,31 @@ const std::vector<uint64_t>& MaskCache::Get(Matcher& m, Matcher::StateId s) {
   const ByteProgram& p = m.program();
   if (indexed_ != &p) Index(p);
   // Repetitions moved to another copy, each with the fewest copies left
-  // among its moved frames (that bounds which tokens must be stepped).
+  // among its moved frames, before or after the move (that bounds which
+  // tokens must be stepped).
   std::vector<std::pair<int32_t, int32_t>> folded;
   const Matcher::StateId f = p.chains.empty() ? s : m.MapPositions(s, [&](int32_t pos) {
     const int32_t c = op_chain_[static_cast<size_t>(pos)];
     if (c < 0) return pos;
     const int32_t left = op_left_[static_cast<size_t>(pos)];
     const Fold& fold = FoldFor(p, c);
-    if (left == fold.level || left < fold.min_fold) return pos;
+    const RepeatChain& ch = p.chains[static_cast<size_t>(c)];
+    const bool required = pos >= ch.seq_start && pos < ch.seq_start + ch.min * ch.body_len;
+    // The copy to move to must exist: the count has `min` required copies
+    // and opt_start.size() optional ones (and an optional copy folded onto
+    // needs its reference to the next: at least 2).
+    const int32_t to = std::min(fold.level, required ? ch.min : static_cast<int32_t>(ch.opt_start.size()));
+    if (left == to || left < fold.min_fold || (!required && to < 2)) return pos;
+    const int32_t bound = std::min(left, to);
     auto it = std::find_if(folded.begin(), folded.end(), [&](const auto& e) { return e.first == c; });
     if (it == folded.end()) {
-      folded.emplace_back(c, left);
+      folded.emplace_back(c, bound);
     } else {
-      it->second = std::min(it->second, left);
+      it->second = std::min(it->second, bound);
     }
-    const RepeatChain& ch = p.chains[static_cast<size_t>(c)];
-    // Required copy i = min - left moves to min - level; optional copy k = left to k = level.
-    const bool required = pos >= ch.seq_start && pos < ch.seq_start + ch.min * ch.body_len;
-    return required ? pos + (left - fold.level) * ch.body_len
-                    : ch.opt_start[static_cast<size_t>(fold.level) - 1] + (pos - ch.opt_start[static_cast<size_t>(left) - 1]);
+    // Required copy i = min - left moves to min - to; optional copy k = left to k = to.
+    return required ? pos + (left - to) * ch.body_len
+                    : ch.opt_start[static_cast<size_t>(to) - 1] + (pos - ch.opt_start[static_cast<size_t>(left) - 1]);
   });
   std::vector<uint64_t>& mask = masks_[s];
   if (f == s) {
@@ -161,13 +141,17 @@ const std::vector<uint64_t>& MaskCache::Get(Matcher& m, Matcher::StateId s) {
     const uint64_t bit = uint64_t{1} << (t & 63);
     w = on ? (w | bit) : (w & ~bit);
   };
+  // The tokens the fold does not vouch for: cleared, then set where their
+  // bytes lead to a live state from s (a walk of their subtrees only).
   for (const auto& [c, fewest] : folded) {
     const Fold& fold = FoldFor(p, c);
-    const int32_t from = std::min(fewest, fold.level);
-    for (size_t i = 0; i < fold.by_run.size() && fold.runs[i] >= from; ++i) {
-      const int32_t t = fold.by_run[i];
-      set(t, m.StepBytes(s, trie_.piece(t)) != Matcher::kDead);
-    }
+    const int32_t from = fewest;
+    const TokenRuns& runs = *fold.runs;
+    for (size_t i = 0; i < runs.by_run.size() && runs.runs[i] >= from; ++i) set(runs.by_run[i], false);
+  }
+  for (const auto& [c, fewest] : folded) {
+    const Fold& fold = FoldFor(p, c);
+    trie_.AllowKeyed(m, s, fold.runs->run, fold.runs->sub_max, fewest, &mask);
   }
   // End-of-generation tokens: allowed when the output is complete, or when
   // nothing else is (ComputeMask's rule), judged on s's own tokens.

@@ -14,8 +14,8 @@
 //   mask(s) = mask(s') for every token whose run of X's bytes is
 //             < min(k, S), and the tokens with longer runs (at most
 //             kMaxFixups per repetition for k >= S) are stepped through s
-//             itself. Copies with k < S fold while stepping those tokens
-//             costs well under a trie walk.
+//             itself (a walk of the trie's subtrees that hold them). Copies
+//             with k < S fold while that walk stays well under a whole one.
 //
 // Exact both ways (test_constrain checks every count of several repetitions
 // token by token against brute force). A token's "run" is the length of its
@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -61,8 +62,7 @@ class MaskCache {
   struct Fold {
     int32_t level = 0;             // S: copies left that states fold onto
     int32_t min_fold = 0;          // copies with at least this many left fold (<= level)
-    std::vector<int32_t> by_run;   // tokens with run >= 2, longest run first
-    std::vector<int32_t> runs;     // their runs
+    std::shared_ptr<const TokenRuns> runs;  // over the repetition's bytes
   };
   void Index(const ByteProgram& p);
   const Fold& FoldFor(const ByteProgram& p, int32_t chain);

@@ -1,6 +1,7 @@
 #include "constrain/matcher.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace llm::constrain {
 namespace {
@@ -108,14 +109,58 @@ Matcher::StateId Matcher::Intern(std::vector<int32_t>* stacks, bool accept) {
   return id;
 }
 
+// A state's first step fills its whole row: bytes that the same stacks
+// accept lead to the same state, and a state has few distinct such sets
+// (inside a JSON string: the string's characters, the quote, the
+// backslash, the rest), so the row costs a handful of successor
+// computations rather than 256. States with more than 64 stacks fill
+// their row one byte at a time.
+void Matcher::FillRow(StateId s) {
+  const std::vector<int32_t>& stacks = states_[static_cast<size_t>(s)].stacks;
+  if (stacks.size() > 64) return;
+  std::array<uint64_t, 256> sig{};
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const ByteOp& op = program_->ops[static_cast<size_t>(nodes_[static_cast<size_t>(stacks[i])].pos)];
+    const ByteSet& set = program_->sets[static_cast<size_t>(op.arg)];
+    for (int w = 0; w < 4; ++w) {
+      for (uint64_t bits = set.bits[static_cast<size_t>(w)]; bits != 0; bits &= bits - 1) {
+        sig[static_cast<size_t>(w * 64 + std::countr_zero(bits))] |= uint64_t{1} << i;
+      }
+    }
+  }
+  std::vector<std::pair<uint64_t, StateId>> done;
+  for (int b = 0; b < 256; ++b) {
+    const uint64_t g = sig[static_cast<size_t>(b)];
+    StateId r = kDead;
+    if (g != 0) {
+      auto it = std::find_if(done.begin(), done.end(), [&](const auto& e) { return e.first == g; });
+      if (it != done.end()) {
+        r = it->second;
+      } else {
+        const bool hit_before = limit_hit_;
+        r = Step(s, static_cast<uint8_t>(b));  // computes this byte's slot
+        // A byte that only reaches a limit stays unknown: limit_hit() is
+        // for the bytes a caller steps, so it is computed (and flagged)
+        // when one does.
+        if (!hit_before && limit_hit_) {
+          limit_hit_ = false;
+          r = kUnknown;
+        }
+        done.emplace_back(g, r);
+      }
+    }
+    (*trans_[static_cast<size_t>(s)])[static_cast<size_t>(b)] = r;
+  }
+}
+
 Matcher::StateId Matcher::Step(StateId s, uint8_t byte) {
   if (s < 0) return kDead;
-  auto& t = trans_[static_cast<size_t>(s)];
-  if (t == nullptr) {
-    t = std::make_unique<std::array<StateId, 256>>();
-    t->fill(kUnknown);
+  if (trans_[static_cast<size_t>(s)] == nullptr) {
+    trans_[static_cast<size_t>(s)] = std::make_unique<std::array<StateId, 256>>();
+    trans_[static_cast<size_t>(s)]->fill(kUnknown);
+    FillRow(s);
   }
-  StateId& slot = (*t)[byte];
+  StateId& slot = (*trans_[static_cast<size_t>(s)])[byte];
   if (slot != kUnknown) return slot;
   std::vector<int32_t> next;
   bool accept = false;

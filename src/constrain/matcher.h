@@ -47,6 +47,14 @@ class Matcher {
   StateId Initial() const { return initial_; }
   // The state after one more byte, or kDead.
   StateId Step(StateId s, uint8_t byte);
+  // s's row of next states by byte (s >= 0), for walks that step one state
+  // by many bytes: an entry may be kUnknown (then call Step). Stays valid
+  // while the matcher lives.
+  static constexpr StateId kUnknown = -2;
+  const StateId* Row(StateId s) {
+    if (trans_[static_cast<size_t>(s)] == nullptr) Step(s, 0);
+    return trans_[static_cast<size_t>(s)]->data();
+  }
   // The state after `bytes`, or kDead.
   StateId StepBytes(StateId s, std::string_view bytes);
   // An empty stack is in the state: the bytes so far form a complete match.
@@ -94,6 +102,7 @@ class Matcher {
   void Expand(int32_t pos, int32_t parent, std::vector<int32_t>* out, bool* accept);
   const std::vector<int32_t>& Successors(int32_t node);  // memoised: stacks after the node's byte
   StateId Intern(std::vector<int32_t>* stacks, bool accept);
+  void FillRow(StateId s);  // the first step from s: every byte's next state
 
   std::shared_ptr<const ByteProgram> program_;
   std::vector<Node> nodes_;
@@ -108,7 +117,6 @@ class Matcher {
   std::vector<State> states_;
   std::unordered_map<uint64_t, std::vector<StateId>> state_index_;  // hash -> candidates
   // (states) dense transitions, allocated on a state's first Step; kUnknown until computed.
-  static constexpr StateId kUnknown = -2;
   std::vector<std::unique_ptr<std::array<StateId, 256>>> trans_;
   std::vector<StateId> history_;                                    // (1 + accepted tokens)
   StateId initial_ = kDead;

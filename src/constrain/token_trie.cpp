@@ -96,9 +96,11 @@ void TokenTrie::ComputeMask(Matcher& m, Matcher::StateId s, std::vector<uint64_t
       const auto [n, st] = stack.back();
       stack.pop_back();
       const Node& node = nodes_[static_cast<size_t>(n)];
+      const Matcher::StateId* row = m.Row(st);
       for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) {
         const Node& child = nodes_[static_cast<size_t>(c)];
-        const Matcher::StateId next = m.Step(st, child.byte);
+        Matcher::StateId next = row[child.byte];
+        if (next == Matcher::kUnknown) next = m.Step(st, child.byte);
         if (next < 0) continue;
         for (int32_t k = 0; k < child.n_tokens; ++k) allow(token_ids_[static_cast<size_t>(child.first_token + k)]);
         any |= child.n_tokens > 0;
@@ -108,6 +110,86 @@ void TokenTrie::ComputeMask(Matcher& m, Matcher::StateId s, std::vector<uint64_t
   }
   if (m.IsAccepting(s) || !any) {
     for (int32_t t : eog_) allow(t);
+  }
+}
+
+std::shared_ptr<const TokenRuns> TokenTrie::Runs(const ByteSet& bytes) const {
+  {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    auto it = runs_.find(bytes.bits);
+    if (it != runs_.end()) return it->second;
+  }
+  auto r = std::make_shared<TokenRuns>();
+  r->run.assign(static_cast<size_t>(n_vocab_), 0);
+  for (int32_t t = 0; t < n_vocab_; ++t) {
+    if (excluded_[static_cast<size_t>(t)]) continue;
+    const std::string& piece = pieces_[static_cast<size_t>(t)];
+    size_t k = 0;
+    while (k < piece.size() && bytes.Has(static_cast<uint8_t>(piece[k]))) ++k;
+    r->run[static_cast<size_t>(t)] = static_cast<int32_t>(k);
+    if (r->tokens_at.size() <= k) r->tokens_at.resize(k + 1, 0);
+    ++r->tokens_at[k];
+  }
+  if (r->tokens_at.empty()) r->tokens_at.push_back(0);
+  const int32_t longest = static_cast<int32_t>(r->tokens_at.size()) - 1;
+  r->sub_max = SubtreeMax(r->run);
+  r->nodes_at.assign(r->tokens_at.size(), 0);
+  for (int32_t v : r->sub_max) {
+    if (v >= 0) ++r->nodes_at[static_cast<size_t>(v)];
+  }
+  // Tokens with run >= 2, longest first: a counting sort.
+  std::vector<int64_t> slot(r->tokens_at.size() + 1, 0);
+  for (int32_t k = longest; k >= 2; --k) slot[static_cast<size_t>(k) - 1] = slot[static_cast<size_t>(k)] + r->tokens_at[static_cast<size_t>(k)];
+  const size_t n_long = longest >= 2 ? static_cast<size_t>(slot[1]) : 0;
+  r->by_run.resize(n_long);
+  r->runs.resize(n_long);
+  for (int32_t t = 0; t < n_vocab_; ++t) {
+    const int32_t k = r->run[static_cast<size_t>(t)];
+    if (k < 2) continue;
+    const size_t at = static_cast<size_t>(slot[static_cast<size_t>(k)]++);
+    r->by_run[at] = t;
+    r->runs[at] = k;
+  }
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  if (runs_.size() >= 64) runs_.clear();  // a bound for hostile grammars with many byte sets
+  return runs_.emplace(bytes.bits, std::move(r)).first->second;
+}
+
+// Children come after their parent (breadth-first order), so one pass from
+// the last node back sees every child before its parent.
+std::vector<int32_t> TokenTrie::SubtreeMax(const std::vector<int32_t>& key) const {
+  std::vector<int32_t> best(nodes_.size(), -1);
+  for (size_t n = nodes_.size(); n-- > 0;) {
+    const Node& node = nodes_[n];
+    int32_t b = -1;
+    for (int32_t k = 0; k < node.n_tokens; ++k) b = std::max(b, key[static_cast<size_t>(token_ids_[static_cast<size_t>(node.first_token + k)])]);
+    for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) b = std::max(b, best[static_cast<size_t>(c)]);
+    best[n] = b;
+  }
+  return best;
+}
+
+void TokenTrie::AllowKeyed(Matcher& m, Matcher::StateId s, const std::vector<int32_t>& key,
+                           const std::vector<int32_t>& sub_max, int32_t min_key, std::vector<uint64_t>* mask) const {
+  if (s < 0 || sub_max.empty() || sub_max[0] < min_key) return;
+  std::vector<std::pair<int32_t, Matcher::StateId>> stack{{0, s}};
+  while (!stack.empty()) {
+    const auto [n, st] = stack.back();
+    stack.pop_back();
+    const Node& node = nodes_[static_cast<size_t>(n)];
+    const Matcher::StateId* row = m.Row(st);
+    for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) {
+      if (sub_max[static_cast<size_t>(c)] < min_key) continue;
+      const Node& child = nodes_[static_cast<size_t>(c)];
+      Matcher::StateId next = row[child.byte];
+      if (next == Matcher::kUnknown) next = m.Step(st, child.byte);
+      if (next < 0) continue;
+      for (int32_t k = 0; k < child.n_tokens; ++k) {
+        const int32_t t = token_ids_[static_cast<size_t>(child.first_token + k)];
+        if (key[static_cast<size_t>(t)] >= min_key) (*mask)[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+      }
+      if (child.n_children > 0) stack.emplace_back(c, next);
+    }
   }
 }
 

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,18 @@ class Tokenizer;
 }
 
 namespace llm::constrain {
+
+// For one byte set: each token's run (the length of its longest prefix made
+// of bytes in the set), the longest run in each trie subtree, and the
+// tokens with run >= 2 ordered longest run first (mask_cache.h).
+struct TokenRuns {
+  std::vector<int32_t> run;       // (n_vocab)
+  std::vector<int32_t> sub_max;   // (trie nodes), -1: no token below
+  std::vector<int32_t> by_run;    // tokens with run >= 2, longest run first
+  std::vector<int32_t> runs;      // their runs
+  std::vector<int64_t> tokens_at; // [r]: tokens whose run is r
+  std::vector<int64_t> nodes_at;  // [r]: nodes whose subtree's longest run is r
+};
 
 class TokenTrie {
  public:
@@ -41,6 +56,20 @@ class TokenTrie {
   // a token, as with byte-fallback and byte-level vocabularies).
   void ComputeMask(Matcher& m, Matcher::StateId s, std::vector<uint64_t>* mask) const;
 
+  // The runs over `bytes`, computed once per byte set and kept (every JSON
+  // string of every schema has the same bytes). Thread-safe.
+  std::shared_ptr<const TokenRuns> Runs(const ByteSet& bytes) const;
+  // A walk restricted to some tokens, for the mask cache (mask_cache.h).
+  // key: (n_vocab) a number per token. Returns, per trie node, the largest
+  // key of a token in its subtree (-1: none).
+  std::vector<int32_t> SubtreeMax(const std::vector<int32_t>& key) const;
+  // Sets the bit of every token t with key[t] >= min_key whose bytes lead to
+  // a live state from s; enters only subtrees holding such a token
+  // (sub_max = SubtreeMax(key)). Other bits are left alone, and so are the
+  // bits of such tokens that are not allowed: clear them first.
+  void AllowKeyed(Matcher& m, Matcher::StateId s, const std::vector<int32_t>& key, const std::vector<int32_t>& sub_max,
+                  int32_t min_key, std::vector<uint64_t>* mask) const;
+
  private:
   struct Node {
     int32_t first_child = -1;  // children are contiguous: [first_child, first_child + n_children)
@@ -57,6 +86,8 @@ class TokenTrie {
   std::vector<int32_t> eog_;
   std::vector<Node> nodes_;  // nodes_[0] = root
   std::vector<int32_t> token_ids_;
+  mutable std::mutex runs_mu_;
+  mutable std::map<std::array<uint64_t, 4>, std::shared_ptr<const TokenRuns>> runs_;
 };
 
 }  // namespace llm::constrain
