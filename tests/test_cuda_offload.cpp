@@ -98,6 +98,16 @@ void RunScenario(Backend* cpu, Backend* split, const ModelConfig& c) {
     std::vector<int32_t> rows = {29, 0, 46, 47, 49, 10};
     Compare(cpu, split, V, Batch{t, seqs, rows}, "chunk + prefill + short");
   }
+  // 2b) two fresh sequences of 6 tokens, rows ascending: the CPU half runs
+  //     them as per-thread lanes (lanes.cpp), each on its rows of the hidden states
+  {
+    std::vector<int32_t> tf = {16, 18}, tg = {19, 20};
+    std::vector<llm_token> t;
+    for (int i = 0; i < 12; ++i) t.push_back(tok(i + 700));
+    std::vector<BatchSeq> seqs = {{0, 6, 0, tf}, {6, 6, 0, tg}};
+    std::vector<int32_t> rows = {2, 5, 6, 11};
+    Compare(cpu, split, V, Batch{t, seqs, rows}, "two sequences as lanes");
+  }
   // 3) decode steps of all three
   for (int step = 0; step < 5; ++step) {
     std::vector<llm_token> t = {tok(step + 1), tok(step + 100), tok(step + 200)};
