@@ -160,6 +160,16 @@ void RunScenario(Backend* cpu, Backend* split, const ModelConfig& c) {
     EXPECT_EQ(split->Forward(Batch{t, std::span<const BatchSeq>(&bad, 1), rows}, l.data()).code(),
               LLM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(split->CopyKvBlock(0, kBlocks).code(), LLM_ERR_INVALID_ARGUMENT);
+    // logits NULL with rows wanted, over A's blocks: refused before either
+    // half stores anything, so A continues as on the CPU
+    const std::vector<int32_t> a_blocks = {6, 7, 8, 13, 14, 15};
+    BatchSeq over_a{0, 3, 0, a_blocks};
+    EXPECT_EQ(split->Forward(Batch{t, std::span<const BatchSeq>(&over_a, 1), rows}, nullptr).code(),
+              LLM_ERR_INVALID_ARGUMENT);
+    std::vector<llm_token> next = {tok(79)};
+    BatchSeq cont{0, 1, 77, a_blocks};
+    std::vector<int32_t> row0 = {0};
+    Compare(cpu, split, V, Batch{next, std::span<const BatchSeq>(&cont, 1), row0}, "after a refused batch");
   }
 }
 

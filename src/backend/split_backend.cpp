@@ -16,6 +16,11 @@ class SplitBackend final : public Backend {
   // The CUDA half checks the batch first (both halves check the same
   // limits: same n_blocks and block size), so a bad batch touches neither pool.
   Status Forward(const Batch& batch, float* logits) override {
+    // The one check the CUDA half cannot make for the CPU half (it is handed
+    // the hidden-state buffer, never NULL).
+    if (!batch.logit_rows.empty() && logits == nullptr)
+      return InvalidArgument("Forward: logits is NULL but " + std::to_string(batch.logit_rows.size()) +
+                             " logit rows are wanted");
     const size_t n = batch.tokens.size() * static_cast<size_t>(n_embd_);
     try {
       if (hidden_.size() < n) hidden_.resize(n);
