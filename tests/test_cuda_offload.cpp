@@ -25,6 +25,10 @@
 #include <unistd.h>
 #include <vector>
 
+#if LLM_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "backend/backend.h"
 #include "backend/split_backend.h"
 #include "model/gguf.h"
@@ -239,6 +243,40 @@ TEST(CudaOffload, Gemma2SplitMatchesCpu) {
 TEST(CudaOffload, TinyLlamaSplitMatchesCpu) {
   SKIP_WITHOUT_DEVICE();
   CheckShape("tiny", {1});
+}
+
+// gpu_memory_fraction sizes the device pool by the device layers alone: at
+// one layer of six on the device, a block costs a sixth of the device
+// memory, so the same budget holds about six times the blocks.
+TEST(CudaOffload, DevicePoolFitsByTheDeviceLayers) {
+  SKIP_WITHOUT_DEVICE();
+#if LLM_HAVE_CUDA
+  const std::string path = Synth("tiny-gemma3");
+  auto m = Model::Load(path.c_str());
+  std::remove(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ModelConfig& c = (*m)->config;
+  size_t free_b = 0, total_b = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+  // the backend's headroom (256 MiB) and its own buffers (cuBLAS workspace
+  // 32 MiB, activations, weights: under 40 MiB here), then ~8 MiB of pool
+  const double budget = static_cast<double>(total_b - free_b) + (256.0 + 48.0) * (1 << 20);
+  CudaBackendOptions o;
+  o.fit_kv_blocks = true;
+  o.cuda_graphs = false;
+  o.gpu_memory_fraction = static_cast<float>(budget / static_cast<double>(total_b));
+  KvCacheSpec full_kv{16, 1 << 20};
+  auto full = CreateCudaBackend(c, (*m)->weights, &full_kv, o);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  full->reset();
+  KvCacheSpec split_kv{16, 1 << 20};
+  auto split = CreateSplitBackend(c, (*m)->weights, &split_kv, o, 1, 1);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  std::printf("blocks that fit: whole model %d, one layer of %d on the device %d\n", full_kv.n_blocks, c.n_layer,
+              split_kv.n_blocks);
+  EXPECT_GT(full_kv.n_blocks, 100);
+  EXPECT_GT(split_kv.n_blocks, 4 * full_kv.n_blocks);
+#endif
 }
 
 TEST(CudaOffload, RejectsBadSplits) {
