@@ -285,11 +285,15 @@ typedef struct llm_ctx_params {
                               /* each layer's KV cache where the layer runs */
                               /* (for a model too large for the device;     */
                               /* gpu_memory_fraction then sizes the KV pool */
-                              /* by the device layers alone). -1 (default), */
+                              /* by the device layers alone; the host       */
+                              /* layers' KV is F16, the same block count,   */
+                              /* its default held to the CPU's 256 MiB      */
+                              /* unless n_kv_blocks is set; steps run       */
+                              /* without CUDA graphs). -1 (default),        */
                               /* or any value >= the model's layer count:   */
                               /* every layer on the GPU. 0: the CPU backend */
-                              /* runs everything (llm_stats and             */
-                              /* llm_model_info report LLM_BACKEND_CPU).    */
+                              /* runs everything (llm_stats.backend says    */
+                              /* LLM_BACKEND_CPU).                          */
                               /* < -1: INVALID_ARGUMENT. Ignored when the   */
                               /* backend is the CPU (chosen, or what AUTO   */
                               /* picked), as llama.cpp ignores -ngl without */
