@@ -308,6 +308,7 @@ CudaBackend::~CudaBackend() {
 }
 
 Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
+  if (partial()) n_out = 0;  // no classifier here: no logits buffer (n_out x n_vocab) on a device too small already
   const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
   const int64_t new_tok = std::max(cap_tok_, n_tok), new_out = std::max(cap_out_, n_out);
   const size_t xn_bytes = static_cast<size_t>(std::max(new_tok, new_out)) * E * 2;
