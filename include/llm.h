@@ -277,6 +277,29 @@ typedef struct llm_ctx_params {
                               /* value: INVALID_ARGUMENT. Callers built     */
                               /* against an older header get AUTO.          */
   int32_t reserved3;          /* must be 0                                  */
+  /* --- appended in 0.3: partial offload (llama.cpp's -ngl) --- */
+  int32_t n_gpu_layers;       /* With the CUDA backend: how many of the     */
+                              /* model's layers run on the GPU, the first   */
+                              /* ones; the rest, with the final norm and    */
+                              /* the classifier, run on the CPU backend,    */
+                              /* each layer's KV cache where the layer runs */
+                              /* (for a model too large for the device;     */
+                              /* gpu_memory_fraction then sizes the KV pool */
+                              /* by the device layers alone; the host       */
+                              /* layers' KV is F16, the same block count,   */
+                              /* its default held to the CPU's 256 MiB      */
+                              /* unless n_kv_blocks is set; steps run       */
+                              /* without CUDA graphs). -1 (default),        */
+                              /* or any value >= the model's layer count:   */
+                              /* every layer on the GPU. 0: the CPU backend */
+                              /* runs everything (llm_stats.backend says    */
+                              /* LLM_BACKEND_CPU).                          */
+                              /* < -1: INVALID_ARGUMENT. Ignored when the   */
+                              /* backend is the CPU (chosen, or what AUTO   */
+                              /* picked), as llama.cpp ignores -ngl without */
+                              /* a GPU. Callers built against an older      */
+                              /* header get -1.                             */
+  int32_t reserved4;          /* must be 0                                  */
 } llm_ctx_params;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */

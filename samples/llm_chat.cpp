@@ -1,7 +1,7 @@
 // llm-chat: an interactive chat over the model's chat template.
 //
 //   llm-chat [-m MODEL] [-t THREADS] [-c CTX] [-n MAX_TOKENS] [--temp T] [--top-p P] [--top-k K]
-//            [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-v]
+//            [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-ngl N] [-v]
 //
 // Reads one user turn per line from stdin (a terminal or a pipe; a line
 // ending in '\' continues on the next), renders the whole conversation with
@@ -76,7 +76,7 @@ const char* FinishName(int32_t r) {
 [[noreturn]] void Usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: llm-chat [-m MODEL] [-t THREADS] [-c CTX] [-n MAX_TOKENS] [--temp T] [--top-p P]\n"
-               "                [--top-k K] [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-v]\n"
+               "                [--top-k K] [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-ngl N] [-v]\n"
                "  -m, --model PATH      GGUF model (default: %s if present,\n"
                "                        else the built-in stories260K)\n"
                "  -t, --threads N       CPU threads (default: all cores)\n"
@@ -86,6 +86,8 @@ const char* FinishName(int32_t r) {
                "  --top-p P, --top-k K, --min-p M, --seed S   sampling (library defaults)\n"
                "  -s, --system TEXT     system prompt\n"
                "  --template FILE       Jinja chat template replacing the model's\n"
+               "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest\n"
+               "                        on the CPU (default -1: all; 0: none)\n"
                "  -v, --verbose         per-turn token counts and speed on stderr\n"
                "commands: /reset clears the history, /quit leaves\n",
                chat::kDefaultChatModel);
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
     if (a == "-m" || a == "--model") { model = str(); model_given = true; }
     else if (a == "-t" || a == "--threads") params.n_threads = static_cast<int32_t>(num());
     else if (a == "-c" || a == "--ctx-size") params.n_ctx = static_cast<int32_t>(num());
+    else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
     else if (a == "-n" || a == "--max-tokens") max_tokens = static_cast<int32_t>(num());
     else if (a == "--temp") sampling.temperature = static_cast<float>(num());
     else if (a == "--top-p") sampling.top_p = static_cast<float>(num());

@@ -69,7 +69,9 @@ const char* FinishName(int32_t r) {
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
-               "               [-kv f16|f32|q8_0]\n");
+               "               [-kv f16|f32|q8_0] [-ngl N]\n"
+               "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
+               "                          (default -1: all; 0: none, the CPU backend)\n");
   std::exit(2);
 }
 
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
     else if (a == "-t" || a == "--threads") params.n_threads = static_cast<int32_t>(num());
     else if (a == "-c" || a == "--ctx-size") params.n_ctx = static_cast<int32_t>(num());
     else if (a == "-kv" || a == "--kv-type") { params.kv_type = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
     else if (a == "--stop") { if (!v) Usage(); stops.push_back(v); ++i; }
     else if (a == "--ignore-eos") req.ignore_eos = 1;
     else if (a == "--json") out.json = true;

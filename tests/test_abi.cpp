@@ -69,9 +69,11 @@ TEST(Abi, ToolFormatValues) {
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 96u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 104u);
   PIN(llm_ctx_params, kv_type, 88);
   PIN(llm_ctx_params, reserved3, 92);
+  PIN(llm_ctx_params, n_gpu_layers, 96);
+  PIN(llm_ctx_params, reserved4, 100);
   PIN(llm_ctx_params, swap_space_bytes, 80);
   PIN(llm_ctx_params, gpu_memory_fraction, 72);
   PIN(llm_ctx_params, reserved2, 76);

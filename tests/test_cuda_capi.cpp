@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/gguf.h"
+#include "support/api_greedy.h"
 #include "support/api_helpers.h"
 #include "support/cuda_test_helpers.h"
 #include "support/real_models.h"
@@ -37,57 +38,11 @@ namespace {
 
 constexpr float kNearTie = 0.1f;
 
-struct GreedyRun {
-  std::vector<llm_token> tokens;
-  std::vector<std::vector<llm_top_logprob>> top;  // (tokens) the k most likely, under this context
-  llm_status status = LLM_OK;
-  llm_metrics metrics{};
-};
-
+// Greedy runs through the C API: support/api_greedy.h (shared with
+// test_cuda_offload and test_cuda_families).
+using GreedyRun = ApiGreedyRun;
 GreedyRun Greedy(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n, int32_t top_k = 2) {
-  GreedyRun run;
-  llm_sampling_params sp;
-  llm_sampling_params_init(&sp);
-  sp.temperature = 0.0f;
-  llm_request r;
-  llm_request_init(&r);
-  r.prompt_tokens = prompt.data();
-  r.n_prompt_tokens = static_cast<int32_t>(prompt.size());
-  r.max_tokens = n;
-  r.ignore_eos = 1;
-  r.top_logprobs = top_k;
-  r.sampling = &sp;
-  llm_request_id id = 0;
-  run.status = llm_submit(ctx, &r, &id);
-  if (run.status != LLM_OK) return run;
-  llm_event ev[32];
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  for (bool done = false; !done;) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "no final event within 5 minutes";
-      run.status = LLM_ERR_INTERNAL;
-      return run;
-    }
-    for (llm_event& e : ev) {
-      std::memset(&e, 0, sizeof e);
-      e.struct_size = sizeof e;
-    }
-    uint32_t n_ev = 0;
-    run.status = llm_poll(ctx, ev, 32, &n_ev, 1000);
-    if (run.status != LLM_OK) return run;
-    for (uint32_t i = 0; i < n_ev; ++i) {
-      if (ev[i].request_id != id) continue;
-      if (ev[i].type == LLM_EVENT_TOKEN) {
-        run.tokens.push_back(ev[i].token);
-        run.top.emplace_back(ev[i].top_logprobs, ev[i].top_logprobs + ev[i].n_top_logprobs);
-      } else if (ev[i].type == LLM_EVENT_FINAL) {
-        run.status = ev[i].status;
-        run.metrics = ev[i].metrics;
-        done = true;
-      }
-    }
-  }
-  return run;
+  return ApiGreedy(ctx, prompt, n, top_k);
 }
 
 llm_ctx* MakeContext(int32_t backend, const std::string& path = ModelPathF32(), int32_t max_batch_tokens = 0) {

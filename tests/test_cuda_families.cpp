@@ -36,6 +36,7 @@
 #include "backend/backend.h"
 #include "llm.h"
 #include "model/model.h"
+#include "support/api_greedy.h"
 #include "support/cuda_test_helpers.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
@@ -420,56 +421,7 @@ TEST(CudaFamilies, ContextFallsBackToTheCpuForExperts) {
 // dequantized to BF16 at upload) through the C API: the CPU context's greedy
 // tokens up to the first near-tie of the CPU's top two (0.1 nats, as
 // test_cuda_capi: the CPU multiplies the Q4_K weights themselves).
-struct GreedyRun {
-  std::vector<llm_token> tokens;
-  std::vector<std::vector<llm_top_logprob>> top;
-  llm_status status = LLM_OK;
-};
-
-GreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n) {
-  GreedyRun run;
-  llm_sampling_params sp;
-  llm_sampling_params_init(&sp);
-  sp.temperature = 0.0f;
-  llm_request r;
-  llm_request_init(&r);
-  r.prompt_tokens = prompt.data();
-  r.n_prompt_tokens = static_cast<int32_t>(prompt.size());
-  r.max_tokens = n;
-  r.ignore_eos = 1;
-  r.top_logprobs = 2;
-  r.sampling = &sp;
-  llm_request_id id = 0;
-  run.status = llm_submit(ctx, &r, &id);
-  if (run.status != LLM_OK) return run;
-  llm_event ev[32];
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  for (bool done = false; !done;) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "no final event within 5 minutes";
-      run.status = LLM_ERR_INTERNAL;
-      return run;
-    }
-    for (llm_event& e : ev) {
-      std::memset(&e, 0, sizeof e);
-      e.struct_size = sizeof e;
-    }
-    uint32_t n_ev = 0;
-    run.status = llm_poll(ctx, ev, 32, &n_ev, 1000);
-    if (run.status != LLM_OK) return run;
-    for (uint32_t i = 0; i < n_ev; ++i) {
-      if (ev[i].request_id != id) continue;
-      if (ev[i].type == LLM_EVENT_TOKEN) {
-        run.tokens.push_back(ev[i].token);
-        run.top.emplace_back(ev[i].top_logprobs, ev[i].top_logprobs + ev[i].n_top_logprobs);
-      } else if (ev[i].type == LLM_EVENT_FINAL) {
-        run.status = ev[i].status;
-        done = true;
-      }
-    }
-  }
-  return run;
-}
+using GreedyRun = ApiGreedyRun;  // support/api_greedy.h
 
 TEST(CudaFamilies, Gemma3_270mGreedyMatchesCpuThroughTheCApi) {
   SKIP_WITHOUT_DEVICE();

@@ -54,6 +54,7 @@ struct Options {
   int ctx = 2048;
   bool ctx_given = false;
   int kv_blocks = 0;
+  int n_gpu_layers = -1;  // llm_ctx_params.n_gpu_layers
   int max_batch_tokens = 0;
   int http_threads = 0;  // 0: 4 per sequence slot, at least 8
   std::string chat_template;
@@ -72,6 +73,8 @@ struct Options {
                "  -c, --ctx N             tokens per sequence (default 2048, at most the model's)\n"
                "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
                "  --max-batch-tokens N    token budget per engine step (default 512)\n"
+               "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
+               "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
                "  --chat-template FILE    Jinja chat template replacing the model's\n"
                "  -v, --verbose           log every request on stderr\n",
@@ -101,6 +104,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "-c" || a == "--ctx") { o.ctx = num(); o.ctx_given = true; }
     else if (a == "--kv-blocks") o.kv_blocks = num();
     else if (a == "--max-batch-tokens") o.max_batch_tokens = num();
+    else if (a == "-ngl" || a == "--n-gpu-layers") o.n_gpu_layers = num();
     else if (a == "--http-threads") o.http_threads = num();
     else if (a == "--chat-template") o.chat_template = str();
     else if (a == "-v" || a == "--verbose") o.verbose = true;
@@ -120,6 +124,7 @@ llm_ctx* CreateContext(const Options& o) {
   p.max_seqs = o.max_seqs;
   p.n_ctx = o.ctx;
   p.n_kv_blocks = o.kv_blocks;
+  p.n_gpu_layers = o.n_gpu_layers;
   p.max_batch_tokens = o.max_batch_tokens;
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&p, &ctx), "llm_ctx_create")) return nullptr;

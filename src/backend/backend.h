@@ -109,6 +109,15 @@ class Backend {
   // block. INVALID_ARGUMENT, copying nothing, for an id out of range.
   virtual Status SwapOutKvBlocks(std::span<const KvSwap> moves) = 0;
   virtual Status SwapInKvBlocks(std::span<const KvSwap> moves) = 0;
+
+  // Partial offload (split_backend.h): Forward for a backend made for the
+  // layers from first_layer > 0 on (CreateCpuBackend's), which reads the
+  // residual stream entering that layer, hidden (n_tokens, n_embd), instead
+  // of embedding batch.tokens. UNSUPPORTED where the backend has no such mode.
+  virtual Status ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) {
+    (void)batch, (void)hidden, (void)logits;
+    return Unsupported("this backend does not start from hidden states");
+  }
 };
 
 // The reference backend. `weights` must outlive the backend. n_threads <= 0
@@ -118,12 +127,16 @@ class Backend {
 // before the step that needs them (so no layer of a step stops on a page
 // fault, and an idle context with a long window holds little).
 // kv.kv_type: F32, F16, Q8_0 or AUTO (= F16); INVALID_ARGUMENT otherwise.
+// first_layer > 0 (partial offload, split_backend.h): the backend runs only
+// layers [first_layer, n_layer) + the classifier, from the hidden states
+// ForwardFromHidden is given; its pool and weight bytes hold those layers only.
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config,
                                                     const ModelWeights& weights,
-                                                    const KvCacheSpec& kv, int n_threads);
-// Host memory of one CPU KV block of kv_type (LLM_KV_*; AUTO = F16): every
-// layer's K and V.
-int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size, int32_t kv_type);
+                                                    const KvCacheSpec& kv, int n_threads,
+                                                    int32_t first_layer = 0);
+// Host memory of one CPU KV block of kv_type (LLM_KV_*; AUTO = F16): the K
+// and V of layers [first_layer, n_layer).
+int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size, int32_t kv_type, int32_t first_layer = 0);
 
 // ---------------------------------------------------------------- CUDA
 //
@@ -155,6 +168,15 @@ struct CudaBackendOptions {
   // tables the graphs read. 0 = min(KV pool, 16384) positions. A step whose
   // tables do not fit runs eagerly.
   int32_t max_seq_len = 0;
+  // Partial offload (split_backend.h): the backend runs the embedding and
+  // layers [0, n_layers) only, and Forward writes the residual stream
+  // leaving layer n_layers-1, (n_tokens, n_embd) F32, where the logits would
+  // go. Only those layers' weights are uploaded and the KV pool holds only
+  // them (so fit_kv_blocks counts only them). Such a backend runs every step
+  // eagerly (no CUDA graphs: the step ends in a host copy of all n_tokens
+  // rows, which the decode graphs, made for logit rows, do not capture).
+  // <= 0 or >= n_layer: the whole model.
+  int32_t n_layers = 0;
 };
 
 // Usable CUDA devices (0 without CUDA support, without a driver, or on error).

@@ -97,6 +97,7 @@ LLM_API llm_status llm_ctx_params_init(llm_ctx_params* p) {
   std::memset(p, 0, sizeof(*p));
   p->struct_size = sizeof(*p);
   p->backend = LLM_BACKEND_AUTO;
+  p->n_gpu_layers = -1;  // every layer on the GPU (when the backend is CUDA)
   return Ok();
 }
 

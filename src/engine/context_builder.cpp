@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/split_backend.h"
 #include "core/defaults.h"
 #include "spec/draft_model_proposer.h"
 
@@ -85,6 +86,14 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
     const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(*draft, ec.block_size, LLM_KV_AUTO), 1);
     n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
   }
+  if (p.n_kv_blocks == 0 && backend_kind == LLM_BACKEND_CUDA && p.n_gpu_layers > 0 && p.n_gpu_layers < mc.n_layer) {
+    // Partial offload: the upper layers' KV is a CPU pool with the device
+    // pool's block count, so the default is held to the CPU pool's budget
+    // for those layers too, as for a draft.
+    const int64_t budget =
+        std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size, p.kv_type, p.n_gpu_layers), 1);
+    n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
+  }
   if (n_blocks > defaults::kMaxKvBlocks) return InvalidArgument("KV pool too large");
   ec.n_blocks = static_cast<int32_t>(n_blocks);
   const bool has_draft = p.draft_model_path != nullptr || p.self_draft_layers > 0;
@@ -109,7 +118,14 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
   co.max_seqs = ec->max_seqs;
   co.max_seq_len = ec->n_ctx;
   co.gpu_memory_fraction = p.gpu_memory_fraction > 0.0f ? p.gpu_memory_fraction : defaults::kGpuMemoryFraction;
-  auto backend = CreateCudaBackend(model.config, model.weights, &kv, co);
+  // n_gpu_layers in (0, n_layer): partial offload, the upper layers on the
+  // CPU backend (split_backend.h); the device pool holds only the lower
+  // layers' KV, so fit_kv_blocks counts only them. 0 never gets here
+  // (BuildEngine chose the CPU backend); -1 or >= n_layer: all on the GPU.
+  const int32_t ngl = p.n_gpu_layers;
+  auto backend = ngl > 0 && ngl < model.config.n_layer
+                     ? CreateSplitBackend(model.config, model.weights, &kv, co, ngl, p.n_threads)
+                     : CreateCudaBackend(model.config, model.weights, &kv, co);
   ec->n_blocks = kv.n_blocks;
   return backend;
 }
@@ -192,6 +208,9 @@ Status CheckContextParams(const llm_ctx_params& p) {
   if (p.reserved1 != 0) return InvalidArgument("reserved1 must be 0");
   if (p.reserved2 != 0) return InvalidArgument("reserved2 must be 0");
   if (p.reserved3 != 0) return InvalidArgument("reserved3 must be 0");
+  if (p.reserved4 != 0) return InvalidArgument("reserved4 must be 0");
+  if (p.n_gpu_layers < -1)
+    return InvalidArgument("n_gpu_layers " + Str(p.n_gpu_layers) + " must be >= 0, or -1 for every layer");
   if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q8_0)
     return InvalidArgument("kv_type " + Str(p.kv_type) + " is not an LLM_KV_* value");
   // Checked whatever the backend, so a bad value fails on a CPU-only machine
@@ -215,6 +234,7 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const Con
   LLM_ASSIGN_OR_RETURN(int32_t kind, ChooseBackend(p.backend, overrides.backend));
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(p.model_path));
   LLM_ASSIGN_OR_RETURN(kind, FitBackendToModel(p.backend, kind, model->config));
+  if (kind == LLM_BACKEND_CUDA && p.n_gpu_layers == 0) kind = LLM_BACKEND_CPU;  // no layer on the GPU
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> draft, LoadDraftModel(p, *model));
   const std::optional<ModelConfig> dc = DraftConfig(p, *model, draft.get());
   LLM_ASSIGN_OR_RETURN(EngineConfig ec, ResolveEngineConfig(p, model->config, kind, dc ? &*dc : nullptr));

@@ -131,6 +131,9 @@ pub struct llm_ctx_params {
     // appended in 0.3: KV cache element type
     pub kv_type: i32,
     pub reserved3: i32,
+    // appended in 0.3: partial offload
+    pub n_gpu_layers: i32,
+    pub reserved4: i32,
 }
 
 #[repr(C)]

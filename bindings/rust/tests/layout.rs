@@ -45,7 +45,7 @@ fn rust_layout() -> Layout {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
                          max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
-                         swap_space_bytes, kv_type, reserved3 }
+                         swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4 }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed, logit_bias, n_logit_bias,
                               reserved1 }

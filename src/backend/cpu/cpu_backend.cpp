@@ -13,8 +13,8 @@
 namespace llm {
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config, const ModelWeights& weights,
-                                                    const KvCacheSpec& kv, int n_threads) {
-  return cpu::CpuBackend::Create(config, weights, kv, n_threads);
+                                                    const KvCacheSpec& kv, int n_threads, int32_t first_layer) {
+  return cpu::CpuBackend::Create(config, weights, kv, n_threads, first_layer);
 }
 
 namespace cpu {
@@ -35,8 +35,11 @@ StatusOr<KvElem> KvElemOf(int32_t kv_type) {
 // Bytes of a matrix's own rows (its mapped tensor), 0 when absent.
 int64_t ViewBytes(const WeightView& w) { return w.empty() ? 0 : w.rows * static_cast<int64_t>(w.row_bytes); }
 
-int64_t WeightBytes(const ModelWeights& w) {
-  int64_t n = ViewBytes(w.token_embd) + ViewBytes(w.output_norm) + ViewBytes(w.rope_freqs);
+// first_layer > 0: the token embedding is not read (the hidden states come
+// in) unless it is the tied classifier; the layers before are empty views.
+int64_t WeightBytes(const ModelWeights& w, int32_t first_layer) {
+  int64_t n = ViewBytes(w.output_norm) + ViewBytes(w.rope_freqs);
+  if (first_layer == 0 || w.output.data == w.token_embd.data) n += ViewBytes(w.token_embd);
   if (w.output.data != w.token_embd.data) n += ViewBytes(w.output);
   for (const LayerWeights& L : w.layers) {
     for (const WeightView* v : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down,
@@ -70,9 +73,10 @@ StatusOr<std::vector<float>> NormToF32(const WeightView& w, int64_t n, const std
 }  // namespace
 }  // namespace cpu
 
-int64_t CpuKvBlockBytes(const ModelConfig& c, int32_t block_size, int32_t kv_type) {
+int64_t CpuKvBlockBytes(const ModelConfig& c, int32_t block_size, int32_t kv_type, int32_t first_layer) {
   StatusOr<cpu::KvElem> e = cpu::KvElemOf(kv_type);
-  return cpu::KvLayout{c.n_layer, c.n_head_kv, c.head_dim, block_size, e.ok() ? *e : cpu::KvElem::kF16}.block_bytes();
+  return cpu::KvLayout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, block_size, e.ok() ? *e : cpu::KvElem::kF16}
+      .block_bytes();
 }
 
 namespace cpu {
@@ -84,6 +88,7 @@ CpuBackend::CpuBackend(std::shared_ptr<Shared> shared, int n_threads)
       k_(shared_->k),
       rope_(shared_->rope),
       rope_local_(shared_->rope_local),
+      first_layer_(shared_->kv.first_layer),
       norms_(shared_->norms),
       kv_(shared_->kv),
       n_blocks_(shared_->n_blocks),
@@ -92,7 +97,7 @@ CpuBackend::CpuBackend(std::shared_ptr<Shared> shared, int n_threads)
       pool_(n_threads) {}
 
 StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, const ModelWeights& w,
-                                                      const KvCacheSpec& kv, int n_threads) {
+                                                      const KvCacheSpec& kv, int n_threads, int32_t first_layer) {
   // ---- configuration
   if (c.n_vocab <= 0 || c.n_embd <= 0 || c.n_layer <= 0 || c.n_head <= 0 || c.n_head_kv <= 0 || c.head_dim <= 0 ||
       c.n_ff <= 0)
@@ -102,6 +107,9 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (!(c.rms_eps >= 0.0f)) return InvalidArgument("CPU backend: negative rms_eps");
   if (kv.block_size <= 0 || kv.n_blocks <= 0) return InvalidArgument("CPU backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer) return InvalidArgument("CPU backend: weights have the wrong layer count");
+  if (first_layer < 0 || first_layer >= c.n_layer)
+    return InvalidArgument("CPU backend: first layer " + std::to_string(first_layer) + " outside [0, " +
+                           std::to_string(c.n_layer) + ")");
   if (c.sliding_window < 0 || c.swa_pattern < 0) return InvalidArgument("CPU backend: negative sliding window");
   if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f) ||
       c.attn_scale < 0.0f)
@@ -118,7 +126,10 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   ModelWeights weights = w;
   if (weights.output.empty()) weights.output = weights.token_embd;  // tied embeddings
   LLM_RETURN_IF_ERROR(CheckMatrix(weights.output, V, E, "output"));
-  for (int l = 0; l < c.n_layer; ++l) {
+  // Layers another backend runs (partial offload): empty views, so nothing
+  // packs, counts or reads them.
+  for (int l = 0; l < first_layer; ++l) weights.layers[l] = LayerWeights{};
+  for (int l = first_layer; l < c.n_layer; ++l) {
     const LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wq, Q, E, p + "attn_q"));
@@ -155,7 +166,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   // batched SmolLM2 run's time when it happened inside the decode loop, so
   // a step's new chunks are touched by the thread pool before its layers.
   LLM_ASSIGN_OR_RETURN(const KvElem elem, KvElemOf(kv.kv_type));
-  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, kv.block_size, elem};
+  const KvLayout layout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, kv.block_size, elem, first_layer};
   const int64_t block_bytes = layout.block_bytes();
   if (block_bytes > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
     return OutOfMemory("CPU backend: KV pool size overflows");
@@ -163,37 +174,35 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   std::unique_ptr<CpuBackend> b;
   try {
     auto shared = std::make_shared<Shared>(c, weights, std::move(rope), std::move(rope_local));
+    // Indexed by the model's layer; layers below first_layer stay empty.
     Norms* norms = &shared->norms;
-    for (int l = 0; l < c.n_layer; ++l) {
+    const size_t NL = static_cast<size_t>(c.n_layer);
+    norms->attn.resize(NL);
+    norms->ffn.resize(NL);
+    if (c.n_ff_shexp > 0) norms->shexp_gate.resize(NL);
+    if (c.qkv_bias) norms->bq.resize(NL), norms->bk.resize(NL), norms->bv.resize(NL);
+    if (c.qk_norm) norms->q.resize(NL), norms->k.resize(NL);
+    if (c.post_norms) norms->post_attn.resize(NL), norms->post_ffn.resize(NL);
+    for (int l = first_layer; l < c.n_layer; ++l) {
       const LayerWeights& L = w.layers[l];
       const std::string p = "blk." + std::to_string(l) + ".";
-      LLM_ASSIGN_OR_RETURN(auto an, NormToF32(L.attn_norm, E, p + "attn_norm"));
-      LLM_ASSIGN_OR_RETURN(auto fn, NormToF32(L.ffn_norm, E, p + "ffn_norm"));
-      norms->attn.push_back(std::move(an));
-      norms->ffn.push_back(std::move(fn));
+      LLM_ASSIGN_OR_RETURN(norms->attn[l], NormToF32(L.attn_norm, E, p + "attn_norm"));
+      LLM_ASSIGN_OR_RETURN(norms->ffn[l], NormToF32(L.ffn_norm, E, p + "ffn_norm"));
       if (c.n_ff_shexp > 0) {
-        LLM_ASSIGN_OR_RETURN(auto g, NormToF32(L.shexp_gate_inp, E, p + "ffn_gate_inp_shexp"));
-        norms->shexp_gate.push_back(std::move(g));
+        LLM_ASSIGN_OR_RETURN(norms->shexp_gate[l], NormToF32(L.shexp_gate_inp, E, p + "ffn_gate_inp_shexp"));
       }
       if (c.qkv_bias) {
-        LLM_ASSIGN_OR_RETURN(auto bq, NormToF32(L.bq, Q, p + "attn_q.bias"));
-        LLM_ASSIGN_OR_RETURN(auto bk, NormToF32(L.bk, KV, p + "attn_k.bias"));
-        LLM_ASSIGN_OR_RETURN(auto bv, NormToF32(L.bv, KV, p + "attn_v.bias"));
-        norms->bq.push_back(std::move(bq));
-        norms->bk.push_back(std::move(bk));
-        norms->bv.push_back(std::move(bv));
+        LLM_ASSIGN_OR_RETURN(norms->bq[l], NormToF32(L.bq, Q, p + "attn_q.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->bk[l], NormToF32(L.bk, KV, p + "attn_k.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->bv[l], NormToF32(L.bv, KV, p + "attn_v.bias"));
       }
       if (c.qk_norm) {
-        LLM_ASSIGN_OR_RETURN(auto qn, NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
-        LLM_ASSIGN_OR_RETURN(auto kn, NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));
-        norms->q.push_back(std::move(qn));
-        norms->k.push_back(std::move(kn));
+        LLM_ASSIGN_OR_RETURN(norms->q[l], NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
+        LLM_ASSIGN_OR_RETURN(norms->k[l], NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));
       }
       if (c.post_norms) {
-        LLM_ASSIGN_OR_RETURN(auto pa, NormToF32(L.post_attn_norm, E, p + "post_attention_norm"));
-        LLM_ASSIGN_OR_RETURN(auto pf, NormToF32(L.post_ffn_norm, E, p + "post_ffw_norm"));
-        norms->post_attn.push_back(std::move(pa));
-        norms->post_ffn.push_back(std::move(pf));
+        LLM_ASSIGN_OR_RETURN(norms->post_attn[l], NormToF32(L.post_attn_norm, E, p + "post_attention_norm"));
+        LLM_ASSIGN_OR_RETURN(norms->post_ffn[l], NormToF32(L.post_ffn_norm, E, p + "post_ffw_norm"));
       }
     }
     LLM_ASSIGN_OR_RETURN(norms->out, NormToF32(w.output_norm, E, "output_norm"));
@@ -204,7 +213,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     shared->kv_pool = AllocZeroedArray<uint8_t>(static_cast<size_t>(pool_bytes));
     if (!shared->kv_pool) return OutOfMemory("CPU backend: cannot reserve the KV pool");
     shared->chunk_committed.assign(static_cast<size_t>((pool_bytes + kCommitChunk - 1) / kCommitChunk), 0);
-    shared->weight_bytes = WeightBytes(w);
+    shared->weight_bytes = WeightBytes(shared->w, first_layer);
     if (ReadEnv().cpu_lanes_off) shared->lanes_off = true;
     b.reset(new CpuBackend(std::move(shared), n_threads));
     LLM_RETURN_IF_ERROR(b->PackWeights());

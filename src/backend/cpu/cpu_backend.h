@@ -29,10 +29,13 @@ struct FreeDeleter {
 class CpuBackend final : public Backend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const ModelConfig& config, const ModelWeights& weights,
-                                                   const KvCacheSpec& kv, int n_threads);
+                                                   const KvCacheSpec& kv, int n_threads, int32_t first_layer = 0);
 
   int32_t kind() const override { return LLM_BACKEND_CPU; }
   Status Forward(const Batch& batch, float* logits) override;
+  // Layers [first_layer, n_layer) from hidden (n_tokens, n_embd): the
+  // residual stream entering first_layer (partial offload, split_backend.h).
+  Status ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
   int64_t kv_block_bytes() const override { return kv_.block_bytes(); }
   BackendMemory memory() const override;
@@ -191,6 +194,7 @@ class CpuBackend final : public Backend {
   const Kernels* const k_;
   const Rope& rope_;
   const Rope& rope_local_;
+  const int64_t& first_layer_;  // the first layer this backend runs (kv_.first_layer)
   const Norms& norms_;
   const KvLayout& kv_;
   const int32_t& n_blocks_;
@@ -199,6 +203,9 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;  // n_threads for a backend, 1 for a lane
   Workspace ws_;
+  // This step's residual stream entering first_layer_, (n_tok, n_embd), when
+  // it comes from another backend (ForwardFromHidden); nullptr: embed the tokens.
+  const float* hidden_in_ = nullptr;
 
   // ---- the backend's own (not a lane's)
   // Single-threaded backends over the same Shared, one per thread

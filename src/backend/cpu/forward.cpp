@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "util/fp16.h"
@@ -337,7 +338,19 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
 
 // ================================================================ forward
 
+Status CpuBackend::ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) {
+  if (hidden == nullptr && !batch.tokens.empty()) return InvalidArgument("CPU backend: hidden states are NULL");
+  hidden_in_ = hidden;
+  Status st = Forward(batch, logits);
+  hidden_in_ = nullptr;
+  return st;
+}
+
 Status CpuBackend::Forward(const Batch& batch, float* logits) {
+  // A backend for the upper layers only has nothing to embed tokens with.
+  if (first_layer_ > 0 && hidden_in_ == nullptr)
+    return InvalidArgument("CPU backend: runs layers from " + std::to_string(first_layer_) +
+                           " on and needs the hidden states entering them (ForwardFromHidden)");
   int64_t max_keys = 0;
   LLM_RETURN_IF_ERROR(Check(batch, logits, &max_keys));
   CommitBatchBlocks(batch);  // the lanes share the pool: commit before splitting
@@ -397,7 +410,12 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
   for (int64_t i = 0; identity_rows && i < n_out; ++i) identity_rows = batch.logit_rows[i] == i;
 
   // ---- embedding                                   x: (n_tok, n_embd)
-  Embed(batch.tokens);
+  // (or, for the upper layers of a split model, the lower layers' output)
+  if (hidden_in_ != nullptr) {
+    std::memcpy(ws_.x.data(), hidden_in_, static_cast<size_t>(n_tok * E) * sizeof(float));
+  } else {
+    Embed(batch.tokens);
+  }
   for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(ws_.pos[t], ws_.cos_sin.data() + t * cfg_.rope_dim);
   if (cfg_.sliding_window > 0)
     for (int64_t t = 0; t < n_tok; ++t) rope_local_.Angles(ws_.pos[t], ws_.cos_sin_local.data() + t * cfg_.rope_dim);
@@ -405,7 +423,7 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
   float* x = ws_.x.data();      // (n, n_embd) residual stream; n shrinks in the last layer
   float* att = ws_.att.data();  // (n, q_dim)
   int64_t n = n_tok;
-  for (int l = 0; l < cfg_.n_layer; ++l) {
+  for (int l = static_cast<int>(first_layer_); l < cfg_.n_layer; ++l) {
     const LayerWeights& L = w_.layers[l];
 
     // ---- attention block

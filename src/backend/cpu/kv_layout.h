@@ -40,11 +40,14 @@ namespace llm::cpu {
 enum class KvElem : int32_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
 
 struct KvLayout {
-  int64_t n_layer = 0;
+  int64_t n_layer = 0;    // layers the pool holds: first_layer .. first_layer + n_layer - 1
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
   KvElem elem = KvElem::kF32;
+  // Partial offload: a backend running only the model's layers from this one
+  // on keeps only theirs; the offsets take the model's (global) layer index.
+  int64_t first_layer = 0;
 
   int64_t elem_bytes() const { return elem == KvElem::kF32 ? 4 : elem == KvElem::kF16 ? 2 : 1; }
   // bytes from a Q8_0 tile's start to its scales (4-aligned)
@@ -56,8 +59,12 @@ struct KvLayout {
     return (head_dim * block_size * elem_bytes() + 3) / 4 * 4;
   }
   int64_t block_bytes() const { return n_layer * 2 * n_head_kv * tile_bytes(); }
-  int64_t KOffset(int64_t layer, int64_t h) const { return ((layer * 2 + 0) * n_head_kv + h) * tile_bytes(); }
-  int64_t VOffset(int64_t layer, int64_t h) const { return ((layer * 2 + 1) * n_head_kv + h) * tile_bytes(); }
+  int64_t KOffset(int64_t layer, int64_t h) const {
+    return (((layer - first_layer) * 2 + 0) * n_head_kv + h) * tile_bytes();
+  }
+  int64_t VOffset(int64_t layer, int64_t h) const {
+    return (((layer - first_layer) * 2 + 1) * n_head_kv + h) * tile_bytes();
+  }
 };
 
 }  // namespace llm::cpu

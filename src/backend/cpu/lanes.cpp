@@ -124,6 +124,9 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
   pool_.ParallelFor(P, [&](int64_t, int64_t, int) {
     for (int p; (p = next_lane.fetch_add(1, std::memory_order_relaxed)) < P;) {
       LaneStep& L = lanes[p];
+      // a lane's hidden states: its tokens' rows of the step's (partial offload)
+      const int64_t t0 = L.seqs.empty() ? 0 : batch.seqs[lane_cut_[p]].first;
+      lanes_[p]->hidden_in_ = hidden_in_ == nullptr ? nullptr : hidden_in_ + t0 * cfg_.n_embd;
       L.st = lanes_[p]->LaneLayers(L.batch, L.logits, &L.xn, &L.xq, &L.n_rows);
       L.ready.store(true, std::memory_order_release);
       classify(L);

@@ -109,7 +109,9 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
     return InvalidArgument("CUDA backend: weights have the wrong layer count");
   if (!(options.gpu_memory_fraction > 0.0f && options.gpu_memory_fraction <= 1.0f))
     return InvalidArgument("CUDA backend: gpu_memory_fraction must be in (0, 1]");
-  std::unique_ptr<CudaBackend> b(new CudaBackend(c, options));
+  CudaBackendOptions opt = options;
+  if (opt.n_layers <= 0 || opt.n_layers > c.n_layer) opt.n_layers = c.n_layer;
+  std::unique_ptr<CudaBackend> b(new CudaBackend(c, opt));
   LLM_RETURN_IF_ERROR(b->Init(w, kv));
   return std::unique_ptr<Backend>(std::move(b));
 }
@@ -154,7 +156,9 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
                                        "decode attention workspace"));
   // Graphs are off under LLM_CUDA_DEBUG (it synchronises after each launch,
   // which a capture forbids) and with LLM_CUDA_GRAPHS=0.
-  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off;
+  // A backend for the lower layers of a split model runs eagerly (backend.h:
+  // CudaBackendOptions::n_layers).
+  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off && !partial();
   const int32_t mbt = std::max(opt_.max_batch_tokens, 1);
   const int32_t max_bucket = std::max(1, std::min(std::max(opt_.max_seqs, 1), mbt));
   // Activations for the largest bucket too, before the KV pool takes the
@@ -179,8 +183,9 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
   const ModelConfig& c = cfg_;
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
   LLM_RETURN_IF_ERROR(CheckMatrix(w.token_embd, V, E, "token_embd"));
-  if (!w.output.empty()) LLM_RETURN_IF_ERROR(CheckMatrix(w.output, V, E, "output"));
-  for (int l = 0; l < c.n_layer; ++l) {
+  if (!w.output.empty() && !partial()) LLM_RETURN_IF_ERROR(CheckMatrix(w.output, V, E, "output"));
+  const int n_layers = opt_.n_layers;  // layers [0, n_layers) run here; the rest are another backend's
+  for (int l = 0; l < n_layers; ++l) {
     const LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wq, Q, E, p + "attn_q"));
@@ -192,15 +197,17 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
   }
   LLM_RETURN_IF_ERROR(tok_embd_.Upload({&w.token_embd}, "token_embd"));
-  if (w.output.empty() || w.output.data == w.token_embd.data) {
+  if (partial()) {
+    output_w_ = nullptr;  // the classifier and the final norm run on the other backend
+  } else if (w.output.empty() || w.output.data == w.token_embd.data) {
     output_w_ = &tok_embd_;  // tied embeddings
   } else {
     LLM_RETURN_IF_ERROR(output_.Upload({&w.output}, "output"));
     output_w_ = &output_;
   }
-  LLM_RETURN_IF_ERROR(UploadNorm(w.output_norm, E, &out_norm_, "output_norm"));
-  layers_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
+  if (!partial()) LLM_RETURN_IF_ERROR(UploadNorm(w.output_norm, E, &out_norm_, "output_norm"));
+  layers_.resize(n_layers);
+  for (int l = 0; l < n_layers; ++l) {
     const LayerWeights& L = w.layers[l];
     Layer& d = layers_[l];
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -256,7 +263,7 @@ bool CudaBackend::weights_quantized() const {
 }
 
 Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
-  kv_ = KvPoolLayout{cfg_.n_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size};
+  kv_ = KvPoolLayout{opt_.n_layers, cfg_.n_head_kv, cfg_.head_dim, kv->block_size};  // this backend's layers only
   const int64_t block_bytes = kv_.block_stride() * static_cast<int64_t>(sizeof(bf16));
   size_t free_b = 0, total_b = 0;
   LLM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
@@ -301,6 +308,7 @@ CudaBackend::~CudaBackend() {
 }
 
 Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
+  if (partial()) n_out = 0;  // no classifier here: no logits buffer (n_out x n_vocab) on a device too small already
   const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
   const int64_t new_tok = std::max(cap_tok_, n_tok), new_out = std::max(cap_out_, n_out);
   const size_t xn_bytes = static_cast<size_t>(std::max(new_tok, new_out)) * E * 2;

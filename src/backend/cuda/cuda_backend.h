@@ -101,6 +101,9 @@ class CudaBackend final : public Backend {
   int64_t decode_weight_bytes() const { return decode_weight_bytes_; }
   // True when every projection matrix stays block-quantized on the device.
   bool weights_quantized() const;
+  // Runs only layers [0, opt_.n_layers) and hands out hidden states
+  // (CudaBackendOptions::n_layers).
+  bool partial() const { return opt_.n_layers < cfg_.n_layer; }
 
   // Counters for tests and benchmarks: steps replayed from a graph, graphs
   // captured, captures that failed (those buckets run eagerly).
@@ -173,6 +176,8 @@ class CudaBackend final : public Backend {
   // reads a pinned staging buffer the next step rewrites (cuda_forward.cpp).
   Status SettleOnError(Status st);
   // Logits rows 0..n_out_ of logits_ to the host, then wait for the stream.
+  // A partial backend: the residual stream x_ + delta_ of all n_tok_ rows
+  // (n_tok, n_embd) instead.
   Status FinishLogits(float* logits);
   // Device sampling of logits_ rows 0..n (sampling.cu), then wait.
   Status SampleOnDevice(std::span<const DeviceSampling> sampling, int32_t* tokens, float* logprobs);
@@ -273,6 +278,8 @@ class CudaBackend final : public Backend {
   std::vector<int32_t> samp_pen_tok_, samp_pen_cnt_, samp_window_;
   PinnedBuffer samp_pinned_;
   DeviceBuffer samp_dev_;
+
+  std::vector<float> delta_host_;  // (n_tok, n_embd) a partial backend's last sub-block output
 };
 
 }  // namespace llm::cuda

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "attention_decode.cuh"
@@ -152,7 +153,8 @@ Status CudaBackend::RunStep(const StepView& v) {
                                                   rope_mag_local_),
                                  "local rope angles"));
 
-  for (int l = 0; l < cfg_.n_layer; ++l) {
+  const int n_layers = opt_.n_layers;  // < n_layer: a split model's lower layers (FinishLogits hands x + delta out)
+  for (int l = 0; l < n_layers; ++l) {
     const Layer& L = layers_[l];
     // ---- attention block
     LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, l == 0 ? nullptr : delta, L.attn_norm.get<float>(), nullptr, nt,
@@ -208,6 +210,7 @@ Status CudaBackend::RunStep(const StepView& v) {
           LaunchRmsNormInPlace(delta, L.post_ffn.get<float>(), nt, cfg_.n_embd, cfg_.rms_eps, stream_),
           "post_ffw_norm", l));
   }
+  if (partial()) return Status::Ok();  // residual stream: x + delta
 
   // ---- final norm of the logit rows and classifier  logits: (n_out, n_vocab)
   LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, delta, out_norm_.get<float>(), meta + v.off.logit_rows, v.n_out,
@@ -243,6 +246,26 @@ Status CudaBackend::RunEager() {
 }
 
 Status CudaBackend::FinishLogits(float* logits) {
+  if (partial()) {
+    // The residual stream leaving the last layer here is x + delta (the next
+    // norm would add them): both to the host, added there, as the device's
+    // add would round them.
+    const int64_t n = n_tok_ * cfg_.n_embd;
+    try {
+      delta_host_.resize(static_cast<size_t>(n));
+    } catch (const std::bad_alloc&) {
+      return OutOfMemory("CUDA backend: host buffer for hidden states");
+    }
+    LLM_CUDA_TRY(cudaMemcpyAsync(logits, x_.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost,
+                                 stream_),
+                 "copy hidden states to the host");
+    LLM_CUDA_TRY(cudaMemcpyAsync(delta_host_.data(), delta_.get(), static_cast<size_t>(n) * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_),
+                 "copy hidden states to the host");
+    LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "forward");
+    for (int64_t i = 0; i < n; ++i) logits[i] += delta_host_[i];
+    return Status::Ok();
+  }
   if (n_out_ > 0) {
     LLM_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), static_cast<size_t>(n_out_) * cfg_.n_vocab * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream_),
