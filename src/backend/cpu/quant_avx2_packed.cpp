@@ -241,15 +241,20 @@ inline void PackedQ8Tile(const PackedQ8* w, const PackedQ8* next, int64_t nb, co
   }
 }
 
-// Q6_K (PackedQ6K): each sub-block's 6-bit quants are rebuilt from the
-// nibbles and the 2-bit planes (an and, a shift and an or per vector) and
-// made signed, q - 32; then as PackedQ8Tile, with the products of quants
-// 0..15 and 16..31 summed apart and scaled by their int8 scales in int32 (the
-// integer sum of the row-major Q6_K dot) and one fma per block as for Q8_0.
+// Q6_K (PackedQ6K): each sub-block's unsigned 6-bit quants q are rebuilt
+// from the nibbles and the 2-bit planes (an and, a shift and an or per
+// vector) and meet the activations as unsigned bytes (a pair sum is at most
+// 2·63·128 < 2^15); Σ (q - 32)·x is then Σ q·x minus 32·Σ x of the 16
+// activations, which the matmul sums once per token and block (xs: token
+// t's pairs of them, quants 0..15 and 16..31, at xs[t][2b]) rather than once
+// per row group. The products of quants 0..15 and 16..31 are summed apart and
+// scaled by their int8 scales in int32: exactly the integer sum of the
+// row-major Q6_K dot (so results are those of the earlier 8-bit layout); then
+// one fma per block as for Q8_0.
 template <int T>
 inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb, const BlockQ8Act* const* xq,
-                          __m256* acc) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+                          const int32_t* const* xs, __m256* acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
     if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(next[b / 8].d), _MM_HINT_T0);
     PrefetchBlock<sizeof(PackedQ6KSub)>(&next[b / 8].sub[b % 8]);
@@ -265,17 +270,13 @@ inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb,
       // each byte (16-bit shifts: bits crossing a byte fall outside the mask)
       const __m256i ha = v % 2 == 0 ? _mm256_slli_epi16(h, 4) : h;
       const __m256i hb = v % 2 == 0 ? _mm256_slli_epi16(h, 2) : _mm256_srli_epi16(h, 2);
-      const __m256i qa = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(ha, high2)), off);
-      const __m256i qb = _mm256_sub_epi8(
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4), _mm256_and_si256(hb, high2)), off);
-      const __m256i ua = _mm256_abs_epi8(qa), ub = _mm256_abs_epi8(qb);
+      const __m256i qa = _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(ha, high2));
+      const __m256i qb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4), _mm256_and_si256(hb, high2));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const int8_t* x = xq[t][b].qs;
-        // |q| · sign(x, q) = q · x; a pair sum is at most 2·32·128 < 2^15
-        const __m256i xa = _mm256_sign_epi8(Bcast4(x + 4 * v), qa), xb = _mm256_sign_epi8(Bcast4(x + 16 + 4 * v), qb);
-        const __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, xa), _mm256_set1_epi16(1));
-        const __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(ub, xb), _mm256_set1_epi16(1));
+        const __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(qa, Bcast4(x + 4 * v)), ones);
+        const __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(qb, Bcast4(x + 16 + 4 * v)), ones);
         ia[t] = v == 0 ? pa : _mm256_add_epi32(ia[t], pa);
         ib[t] = v == 0 ? pb : _mm256_add_epi32(ib[t], pb);
         __asm__("" : "+x"(ia[t]), "+x"(ib[t]));  // keep the sums in order (no reassociation into a tree)
@@ -286,10 +287,28 @@ inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb,
     const __m256 dw = LoadScales(s.d);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(ia[t], sa), _mm256_mullo_epi32(ib[t], sb));
+      const __m256i da = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(32 * xs[t][2 * b]));
+      const __m256i db = _mm256_sub_epi32(ib[t], _mm256_set1_epi32(32 * xs[t][2 * b + 1]));
+      const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(da, sa), _mm256_mullo_epi32(db, sb));
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(isum), acc[t]);
     }
   }
+}
+
+// The activation sums PackedQ6KTile subtracts: for tokens [t0, t1), block b,
+// Σ of quants 0..15 and of 16..31 at out[2·(nb·(t - t0) + b)] and the next.
+inline void Q6KActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int32_t* out) {
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8_t* x = a.xq[t * a.ld_xq + b].qs;
+      int32_t lo = 0, hi = 0;
+      for (int i = 0; i < 16; ++i) {
+        lo += x[i];
+        hi += x[16 + i];
+      }
+      out[2 * (nb * (t - t0) + b)] = lo;
+      out[2 * (nb * (t - t0) + b) + 1] = hi;
+    }
 }
 
 // Q5_1 and Q5_K (PackedQ5F): the quants are unsigned, so they meet the
@@ -354,8 +373,10 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
 // PackedQ5F, PackedQ6K or PackedQ8).
+// xs: PackedQ6K's activation sums of tokens from t0 on (Q6KActSums), else
+// unused.
 template <class B, int T>
-inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
+inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs) {
   __m256 acc[T];
   const BlockQ8Act* xq[T];
   for (int t = 0; t < T; ++t) {
@@ -367,7 +388,9 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
     PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else if constexpr (std::is_same_v<B, PackedQ6K>) {
     const int64_t stride = nb / 8;  // super-blocks per row group
-    PackedQ6KTile<T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, acc);
+    const int32_t* xst[T];
+    for (int t = 0; t < T; ++t) xst[t] = xs + 2 * nb * t;
+    PackedQ6KTile<T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
   } else if constexpr (std::is_same_v<B, PackedQ5F>) {
     PackedQ5Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
@@ -409,6 +432,18 @@ void PackedMatMul(const MatMulArgs& a) {
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
+    thread_local std::vector<int32_t> xs;  // PackedQ6K: this token block's activation sums
+    if constexpr (std::is_same_v<B, PackedQ6K>) {
+      xs.resize(static_cast<size_t>(2 * nb * (te - tb)));
+      Q6KActSums(a, nb, tb, te, xs.data());
+    }
+    auto xs_at = [&](int64_t t) -> const int32_t* {
+      if constexpr (std::is_same_v<B, PackedQ6K>) {
+        return xs.data() + 2 * nb * (t - tb);
+      } else {
+        return nullptr;  // (no offset on an empty vector's null data())
+      }
+    };
     for (int64_t g = g0; g < g1;) {
       // Q8 pairs measured no faster (the Q8 tile has fewer broadcasts per
       // multiply and two groups of four tokens spill).
@@ -418,15 +453,15 @@ void PackedMatMul(const MatMulArgs& a) {
         if constexpr (!kQ8)
           for (; t + 4 <= te; t += 4) RunPackedQ4Pair<B>(a, nb, g, t);
       } else {
-        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t);
+        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t, xs_at(t));
       }
       for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) {
         int64_t u = t;
         if (u + 2 <= te) {
-          RunPacked<B, 2>(a, nb, gg, u);
+          RunPacked<B, 2>(a, nb, gg, u, xs_at(u));
           u += 2;
         }
-        if (u < te) RunPacked<B, 1>(a, nb, gg, u);
+        if (u < te) RunPacked<B, 1>(a, nb, gg, u, xs_at(u));
       }
       g += pair ? 2 : 1;
     }
