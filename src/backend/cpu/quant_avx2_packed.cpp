@@ -432,18 +432,14 @@ void PackedMatMul(const MatMulArgs& a) {
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
-    thread_local std::vector<int32_t> xs;  // PackedQ6K: this token block's activation sums
+    const int32_t* xs = nullptr;  // PackedQ6K: this token block's activation sums
     if constexpr (std::is_same_v<B, PackedQ6K>) {
-      xs.resize(static_cast<size_t>(2 * nb * (te - tb)));
-      Q6KActSums(a, nb, tb, te, xs.data());
+      thread_local std::vector<int32_t> sums;
+      sums.resize(static_cast<size_t>(2 * nb * (te - tb)));
+      Q6KActSums(a, nb, tb, te, sums.data());
+      xs = sums.data();
     }
-    auto xs_at = [&](int64_t t) -> const int32_t* {
-      if constexpr (std::is_same_v<B, PackedQ6K>) {
-        return xs.data() + 2 * nb * (t - tb);
-      } else {
-        return nullptr;  // (no offset on an empty vector's null data())
-      }
-    };
+    auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
     for (int64_t g = g0; g < g1;) {
       // Q8 pairs measured no faster (the Q8 tile has fewer broadcasts per
       // multiply and two groups of four tokens spill).
