@@ -128,7 +128,7 @@ double WeightBytesPerToken(const llm::GgufFile& f) {
 
 // Bytes of matrices the CPU backend actually streams per decode step: the
 // packed copy where it makes one (quant_pack.h: wider than the file for
-// Q4_K, Q5_x, Q6_K), else the file's rows. Norms are left out (KBs).
+// Q4_K and Q5_x), else the file's rows. Norms are left out (KBs).
 double StreamedBytesPerToken(const llm::ModelWeights& w) {
   auto bytes = [](const llm::WeightView& v) -> double {
     if (v.empty()) return 0;

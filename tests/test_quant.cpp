@@ -523,6 +523,22 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 }
 
 
+// The lean packed layouts stream no more bytes than the file: 8 rows of
+// Q4_0 and Q6_K pack to exactly their rows' bytes, Q4_K to 1/36 more (its
+// d and dmin per row).
+TEST(Quant, PackedBytesMatchTheFile) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    WeightView w;
+    w.type = t;
+    w.rows = 16;
+    w.cols = 512;
+    w.row_bytes = TensorRowBytes(t, w.cols);
+    const size_t file = static_cast<size_t>(w.rows) * w.row_bytes;
+    const size_t expect = t == TensorType::Q4_K ? file + file / 36 : file;
+    EXPECT_EQ(cpu::PackedR8Bytes(w), expect) << static_cast<int>(t);
+  }
+}
+
 // The packed kernels' integer sums at the range ends: every quant at its
 // extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31) against activations of
 // ±127, where the int16 pair sums come closest to overflowing (Q5: four pair

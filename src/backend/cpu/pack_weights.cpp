@@ -6,15 +6,14 @@
 // points to it through `packed`, and both kernel tables read it (the SIMD one
 // the packed bytes, the portable one the original rows in the same order).
 // The copy is as large as the original (Q4_0: 144 bytes per 8 blocks of 18;
-// Q4_1 160 per 8 of 20; Q8_0 272 per 8 of 34) except where a wider layout
-// pays for itself:
+// Q4_1 160 per 8 of 20; Q8_0 272 per 8 of 34; Q6_K 1680 per 8 super-blocks
+// of 210, its 4-bit and 2-bit quant planes kept apart as in the file) except
+// where a wider layout pays for itself:
 //   Q4_K  super-block d and dmin per 8 rows, sub-block scales and
 //         minimums as bytes: 4.625 bits per weight against 4.5 (the
 //         earlier F32 products per block, 6 bits, made decode stream a
 //         third more than the file: 0.75x llama.cpp), a kernel 4x the
 //         row-major one;
-//   Q6_K  8-bit quants with both 16-weight scales of a block: 9 bits per
-//         weight against 6.56, 2.5-3x the row-major kernel;
 //   Q5_0, Q5_1, Q5_K  unsigned 8-bit quants with F32 scales and minimums:
 //         10 bits per weight against 5.5-6; the 5-bit unpacking dominated
 //         their row-major kernels (Q5_K 22 GMAC/s at 8-16 tokens against

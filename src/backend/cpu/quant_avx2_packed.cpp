@@ -241,43 +241,74 @@ inline void PackedQ8Tile(const PackedQ8* w, const PackedQ8* next, int64_t nb, co
   }
 }
 
-// Q6_K (PackedQ6): as PackedQ8Tile, with the products of quants 0..15 and
-// 16..31 summed apart and scaled by their int8 scales in int32, the integer
-// sum of the row-major Q6_K dot; then one fma per block as for Q8_0.
+// Q6_K (PackedQ6K): each sub-block's unsigned 6-bit quants q are rebuilt
+// from the nibbles and the 2-bit planes (an and, a shift and an or per
+// vector) and meet the activations as unsigned bytes (a pair sum is at most
+// 2·63·128 < 2^15); Σ (q - 32)·x is then Σ q·x minus 32·Σ x of the 16
+// activations, which the matmul sums once per token and block (xs: token
+// t's pairs of them, quants 0..15 and 16..31, at xs[t][2b]) rather than once
+// per row group. The products of quants 0..15 and 16..31 are summed apart and
+// scaled by their int8 scales in int32: exactly the integer sum of the
+// row-major Q6_K dot (so results are those of the earlier 8-bit layout); then
+// one fma per block as for Q8_0.
 template <int T>
-inline void PackedQ6Tile(const PackedQ6* w, const PackedQ6* next, int64_t nb, const BlockQ8Act* const* xq,
-                         __m256* acc) {
+inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb, const BlockQ8Act* const* xq,
+                          const int32_t* const* xs, __m256* acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(PackedQ6)>(next + b);
-    const PackedQ6& p = w[b];
-    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);
+    if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(next[b / 8].d), _MM_HINT_T0);
+    PrefetchBlock<sizeof(PackedQ6KSub)>(&next[b / 8].sub[b % 8]);
+    const PackedQ6K& s = w[b / 8];
+    const PackedQ6KSub& p = s.sub[b % 8];
+    const __m256i* ql = reinterpret_cast<const __m256i*>(p.ql);
+    const __m256i* qh = reinterpret_cast<const __m256i*>(p.qh);
     __m256i ia[T], ib[T];  // quants 0..15, 16..31
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const __m256i wj = _mm256_loadu_si256(q + j);
-      const __m256i uj = _mm256_abs_epi8(wj);
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m256i l = _mm256_loadu_si256(ql + v), h = _mm256_loadu_si256(qh + v / 2);
+      // the high bits of this vector's low and high nibbles to bits 4-5 of
+      // each byte (16-bit shifts: bits crossing a byte fall outside the mask)
+      const __m256i ha = v % 2 == 0 ? _mm256_slli_epi16(h, 4) : h;
+      const __m256i hb = v % 2 == 0 ? _mm256_slli_epi16(h, 2) : _mm256_srli_epi16(h, 2);
+      const __m256i qa = _mm256_or_si256(_mm256_and_si256(l, low4), _mm256_and_si256(ha, high2));
+      const __m256i qb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), low4), _mm256_and_si256(hb, high2));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t][b].qs + 4 * j), wj);
-        const __m256i i32 = _mm256_madd_epi16(_mm256_maddubs_epi16(uj, xs), _mm256_set1_epi16(1));
-        if (j < 4) {
-          ia[t] = j == 0 ? i32 : _mm256_add_epi32(ia[t], i32);
-          __asm__("" : "+x"(ia[t]));
-        } else {
-          ib[t] = j == 4 ? i32 : _mm256_add_epi32(ib[t], i32);
-          __asm__("" : "+x"(ib[t]));
-        }
+        const int8_t* x = xq[t][b].qs;
+        const __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(qa, Bcast4(x + 4 * v)), ones);
+        const __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(qb, Bcast4(x + 16 + 4 * v)), ones);
+        ia[t] = v == 0 ? pa : _mm256_add_epi32(ia[t], pa);
+        ib[t] = v == 0 ? pb : _mm256_add_epi32(ib[t], pb);
+        __asm__("" : "+x"(ia[t]), "+x"(ib[t]));  // keep the sums in order (no reassociation into a tree)
       }
     }
     const __m256i sa = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.sc[0])));
     const __m256i sb = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.sc[1])));
-    const __m256 dw = LoadScales(p.d);
+    const __m256 dw = LoadScales(s.d);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(ia[t], sa), _mm256_mullo_epi32(ib[t], sb));
+      const __m256i da = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(32 * xs[t][2 * b]));
+      const __m256i db = _mm256_sub_epi32(ib[t], _mm256_set1_epi32(32 * xs[t][2 * b + 1]));
+      const __m256i isum = _mm256_add_epi32(_mm256_mullo_epi32(da, sa), _mm256_mullo_epi32(db, sb));
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(isum), acc[t]);
     }
   }
+}
+
+// The activation sums PackedQ6KTile subtracts: for tokens [t0, t1), block b,
+// Σ of quants 0..15 and of 16..31 at out[2·(nb·(t - t0) + b)] and the next.
+inline void Q6KActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int32_t* out) {
+  for (int64_t t = t0; t < t1; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8_t* x = a.xq[t * a.ld_xq + b].qs;
+      int32_t lo = 0, hi = 0;
+      for (int i = 0; i < 16; ++i) {
+        lo += x[i];
+        hi += x[16 + i];
+      }
+      out[2 * (nb * (t - t0) + b)] = lo;
+      out[2 * (nb * (t - t0) + b) + 1] = hi;
+    }
 }
 
 // Q5_1 and Q5_K (PackedQ5F): the quants are unsigned, so they meet the
@@ -341,9 +372,11 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 }
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
-// PackedQ5F, PackedQ6 or PackedQ8).
+// PackedQ5F, PackedQ6K or PackedQ8).
+// xs: PackedQ6K's activation sums of tokens from t0 on (Q6KActSums), else
+// unused.
 template <class B, int T>
-inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
+inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs) {
   __m256 acc[T];
   const BlockQ8Act* xq[T];
   for (int t = 0; t < T; ++t) {
@@ -353,8 +386,11 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   const auto* w = static_cast<const B*>(a.w->packed);
   if constexpr (std::is_same_v<B, PackedQ8>) {
     PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
-  } else if constexpr (std::is_same_v<B, PackedQ6>) {
-    PackedQ6Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
+  } else if constexpr (std::is_same_v<B, PackedQ6K>) {
+    const int64_t stride = nb / 8;  // super-blocks per row group
+    const int32_t* xst[T];
+    for (int t = 0; t < T; ++t) xst[t] = xs + 2 * nb * t;
+    PackedQ6KTile<T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
   } else if constexpr (std::is_same_v<B, PackedQ5F>) {
     PackedQ5Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
@@ -389,13 +425,21 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 // groups) meets the block's tokens 4 at a time.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
-  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6> ||
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> ||
                       std::is_same_v<B, PackedQ5F>;  // 8-bit quants
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
+    const int32_t* xs = nullptr;  // PackedQ6K: this token block's activation sums
+    if constexpr (std::is_same_v<B, PackedQ6K>) {
+      thread_local std::vector<int32_t> sums;
+      sums.resize(static_cast<size_t>(2 * nb * (te - tb)));
+      Q6KActSums(a, nb, tb, te, sums.data());
+      xs = sums.data();
+    }
+    auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
     for (int64_t g = g0; g < g1;) {
       // Q8 pairs measured no faster (the Q8 tile has fewer broadcasts per
       // multiply and two groups of four tokens spill).
@@ -405,15 +449,15 @@ void PackedMatMul(const MatMulArgs& a) {
         if constexpr (!kQ8)
           for (; t + 4 <= te; t += 4) RunPackedQ4Pair<B>(a, nb, g, t);
       } else {
-        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t);
+        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t, xs_at(t));
       }
       for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) {
         int64_t u = t;
         if (u + 2 <= te) {
-          RunPacked<B, 2>(a, nb, gg, u);
+          RunPacked<B, 2>(a, nb, gg, u, xs_at(u));
           u += 2;
         }
-        if (u < te) RunPacked<B, 1>(a, nb, gg, u);
+        if (u < te) RunPacked<B, 1>(a, nb, gg, u, xs_at(u));
       }
       g += pair ? 2 : 1;
     }
@@ -430,7 +474,7 @@ void PackedQuantMatMul(const MatMulArgs& a) {
   } else if (a.w->type == TensorType::Q4_K) {
     PackedMatMul<PackedQ4K>(a);
   } else if (a.w->type == TensorType::Q6_K) {
-    PackedMatMul<PackedQ6>(a);
+    PackedMatMul<PackedQ6K>(a);
   } else if (a.w->type == TensorType::Q4_0) {
     PackedMatMul<PackedQ4_0>(a);
   } else {

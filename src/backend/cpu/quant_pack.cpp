@@ -39,7 +39,7 @@ size_t PackedBlockBytes(TensorType t) {
   return PacksAsQ8(t)               ? sizeof(PackedQ8)
          : PacksAsQ5(t)            ? sizeof(PackedQ5F)
          : t == TensorType::Q4_K ? sizeof(PackedQ4K) / 8
-         : t == TensorType::Q6_K ? sizeof(PackedQ6)
+         : t == TensorType::Q6_K ? sizeof(PackedQ6K) / 8
          : t == TensorType::Q4_0 ? sizeof(PackedQ4_0)
                                  : sizeof(PackedQ4);
 }
@@ -101,16 +101,25 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           }
         } else if (w.type == TensorType::Q6_K) {
           // activation block b covers weights 32k .. 32k+32 of half h of
-          // super-block b / 8 (k = b % 4, h = b / 4 % 2)
+          // super-block b / 8 (k = b % 4, h = b / 4 % 2); layout in quant_pack.h
           const auto& blk = reinterpret_cast<const BlockQ6_K*>(src)[b / 8];
-          auto& p = reinterpret_cast<PackedQ6*>(out)[idx];
+          auto& s = reinterpret_cast<PackedQ6K*>(out)[idx / 8];
+          auto& p = s.sub[b % 8];
           const int h = static_cast<int>(b / 4 % 2), k = static_cast<int>(b % 4);
           int8_t q[32];
           UnpackQ6K(blk, h, k, q);
-          p.d[r] = blk.d;
+          auto quant = [&](int l) { return static_cast<uint8_t>(q[l] + 32); };  // in [0, 63]
+          s.d[r] = blk.d;
           p.sc[0][r] = blk.scales[8 * h + 2 * k];
           p.sc[1][r] = blk.scales[8 * h + 2 * k + 1];
-          for (int kk = 0; kk < 32; ++kk) p.qs[32 * (kk / 4) + 4 * r + kk % 4] = q[kk];
+          for (int v = 0; v < 4; ++v)
+            for (int i = 0; i < 4; ++i)
+              p.ql[32 * v + 4 * r + i] = static_cast<uint8_t>((quant(4 * v + i) & 0x0F) | (quant(4 * v + 16 + i) << 4));
+          for (int u = 0; u < 2; ++u)
+            for (int i = 0; i < 4; ++i)
+              p.qh[32 * u + 4 * r + i] =
+                  static_cast<uint8_t>((quant(8 * u + i) >> 4) | ((quant(8 * u + 16 + i) >> 4) << 2) |
+                                       ((quant(8 * u + 4 + i) >> 4) << 4) | ((quant(8 * u + 20 + i) >> 4) << 6));
         } else if (w.type == TensorType::Q4_K) {
           // sub-block b % 8 of super-block b / 8 (layout in tensor_type.h)
           // (nb is a multiple of 8: whole super-blocks, CanPackR8)

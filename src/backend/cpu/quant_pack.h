@@ -65,15 +65,26 @@ struct PackedQ4K {
 };
 static_assert(sizeof(PackedQ4K) == 32 + 8 * 144);
 
-// Q6_K: quants q - 32 laid out as PackedQ8's, the super-block scale d as
-// F16 and the two int8 scales of the block's 16-weight halves; weight =
-// d · sc[half] · q. 9 bits per weight against Q6_K's 6.56.
-struct PackedQ6 {
-  uint16_t d[8];
+// Q6_K, one 256-weight super-block of 8 rows: the rows' F16 d as in the
+// file, then per 32-weight sub-block j the rows' two int8 scales (quants
+// 0..15 and 16..31) and the unsigned 6-bit quants q (weight d · sc · (q - 32))
+// split as the file splits them: the low 4 bits as PackedQ4's nibbles (ql),
+// the high 2 bits in two vectors (qh). qh byte 32u + 4r + i holds, from bit 0
+// up, the high bits of row r's quants 8u + i, 8u + 16 + i, 8u + 4 + i and
+// 8u + 20 + i: those of ql vector 2u's low and high nibble, then of ql vector
+// 2u + 1's, so each comes out with one shift and one mask. 1680 bytes per 8
+// rows, Q6_K's own 8 × 210 (the earlier layout kept q - 32 as bytes: 9 bits
+// per weight against 6.5625, and decode streams every byte).
+struct PackedQ6KSub {
   int8_t sc[2][8];  // sc[0][r]: quants 0..15 of row r, sc[1][r]: 16..31
-  int8_t qs[256];
+  uint8_t ql[128];
+  uint8_t qh[64];
 };
-static_assert(sizeof(PackedQ6) == 288);
+struct PackedQ6K {
+  uint16_t d[8];
+  PackedQ6KSub sub[8];
+};
+static_assert(sizeof(PackedQ6K) == 8 * 210);
 
 struct PackedQ8 {
   uint16_t d[8];
@@ -101,8 +112,8 @@ bool CanPackR8(const WeightView& w);
 bool PacksAsQ8(TensorType t);
 // Whether type t packs to PackedQ5F blocks (Q5_0, Q5_1, Q5_K).
 bool PacksAsQ5(TensorType t);
-// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K: an eighth
-// of a PackedQ4K).
+// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K, Q6_K: an
+// eighth of a PackedQ4K, PackedQ6K).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
