@@ -10,7 +10,7 @@ void MaskCache::Index(const ByteProgram& p) {
   indexed_ = &p;
   op_chain_.assign(p.ops.size(), -1);
   op_left_.assign(p.ops.size(), 0);
-  chain_fold_.assign(p.chains.size(), -1);
+  folds_.assign(p.chains.size(), Fold{});
   for (size_t c = 0; c < p.chains.size(); ++c) {
     const RepeatChain& ch = p.chains[c];
     for (int32_t i = 0; i < ch.min; ++i) {
@@ -66,20 +66,12 @@ MaskCache::Fold MaskCache::MakeFold(const ByteSet& bytes) const {
   return f;
 }
 
+// The trie keeps the runs per byte set (every string of every schema has the
+// same bytes), so a repetition's fold is a lookup and a short scan.
 const MaskCache::Fold& MaskCache::FoldFor(const ByteProgram& p, int32_t chain) {
-  int32_t& idx = chain_fold_[static_cast<size_t>(chain)];
-  if (idx < 0) {
-    // Repetitions over the same bytes (every string of a schema) share one.
-    const ByteSet& bytes = p.chains[static_cast<size_t>(chain)].bytes;
-    for (size_t c = 0; c < p.chains.size() && idx < 0; ++c) {
-      if (chain_fold_[c] >= 0 && p.chains[c].bytes == bytes) idx = chain_fold_[c];
-    }
-    if (idx < 0) {
-      folds_.push_back(MakeFold(bytes));
-      idx = static_cast<int32_t>(folds_.size()) - 1;
-    }
-  }
-  return folds_[static_cast<size_t>(idx)];
+  Fold& f = folds_[static_cast<size_t>(chain)];
+  if (f.runs == nullptr) f = MakeFold(p.chains[static_cast<size_t>(chain)].bytes);
+  return f;
 }
 
 void MaskCache::Walk(Matcher& m, Matcher::StateId s, std::vector<uint64_t>* mask) {

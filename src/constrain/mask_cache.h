@@ -73,8 +73,7 @@ class MaskCache {
   const ByteProgram* indexed_ = nullptr;
   std::vector<int32_t> op_chain_;  // (ops) the repetition an op is a copy of, or -1
   std::vector<int32_t> op_left_;   // (ops) copies left, the op's own included
-  std::vector<int32_t> chain_fold_;  // (chains) index into folds_, -1 until needed
-  std::vector<Fold> folds_;
+  std::vector<Fold> folds_;        // (chains) made on first use (runs == nullptr until then)
   std::unordered_map<Matcher::StateId, std::vector<uint64_t>> masks_;
   Stats stats_;
 };

@@ -84,30 +84,38 @@ void TokenTrie::Build() {
   }
 }
 
+// Depth-first from s: a child is entered only when enter(child) and its byte
+// keeps a live state; on_token(t) for every token ending at an entered child.
+template <class Enter, class OnToken>
+void TokenTrie::WalkLive(Matcher& m, Matcher::StateId s, Enter enter, OnToken on_token) const {
+  if (s < 0) return;
+  std::vector<std::pair<int32_t, Matcher::StateId>> stack{{0, s}};
+  while (!stack.empty()) {
+    const auto [n, st] = stack.back();
+    stack.pop_back();
+    const Node& node = nodes_[static_cast<size_t>(n)];
+    const Matcher::StateId* row = m.Row(st);
+    for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) {
+      if (!enter(c)) continue;
+      const Node& child = nodes_[static_cast<size_t>(c)];
+      Matcher::StateId next = row[child.byte];
+      if (next == Matcher::kUnknown) next = m.Step(st, child.byte);
+      if (next < 0) continue;
+      for (int32_t k = 0; k < child.n_tokens; ++k) on_token(token_ids_[static_cast<size_t>(child.first_token + k)]);
+      if (child.n_children > 0) stack.emplace_back(c, next);
+    }
+  }
+}
+
 void TokenTrie::ComputeMask(Matcher& m, Matcher::StateId s, std::vector<uint64_t>* mask) const {
   const size_t words = (static_cast<size_t>(n_vocab_) + 63) / 64;
   mask->assign(words, 0);
   auto allow = [&](int32_t t) { (*mask)[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63); };
   bool any = false;
-  if (s >= 0) {
-    // Depth-first; a child is entered only when its byte keeps a live state.
-    std::vector<std::pair<int32_t, Matcher::StateId>> stack{{0, s}};
-    while (!stack.empty()) {
-      const auto [n, st] = stack.back();
-      stack.pop_back();
-      const Node& node = nodes_[static_cast<size_t>(n)];
-      const Matcher::StateId* row = m.Row(st);
-      for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) {
-        const Node& child = nodes_[static_cast<size_t>(c)];
-        Matcher::StateId next = row[child.byte];
-        if (next == Matcher::kUnknown) next = m.Step(st, child.byte);
-        if (next < 0) continue;
-        for (int32_t k = 0; k < child.n_tokens; ++k) allow(token_ids_[static_cast<size_t>(child.first_token + k)]);
-        any |= child.n_tokens > 0;
-        if (child.n_children > 0) stack.emplace_back(c, next);
-      }
-    }
-  }
+  WalkLive(m, s, [](int32_t) { return true; }, [&](int32_t t) {
+    allow(t);
+    any = true;
+  });
   if (m.IsAccepting(s) || !any) {
     for (int32_t t : eog_) allow(t);
   }
@@ -171,26 +179,12 @@ std::vector<int32_t> TokenTrie::SubtreeMax(const std::vector<int32_t>& key) cons
 
 void TokenTrie::AllowKeyed(Matcher& m, Matcher::StateId s, const std::vector<int32_t>& key,
                            const std::vector<int32_t>& sub_max, int32_t min_key, std::vector<uint64_t>* mask) const {
-  if (s < 0 || sub_max.empty() || sub_max[0] < min_key) return;
-  std::vector<std::pair<int32_t, Matcher::StateId>> stack{{0, s}};
-  while (!stack.empty()) {
-    const auto [n, st] = stack.back();
-    stack.pop_back();
-    const Node& node = nodes_[static_cast<size_t>(n)];
-    const Matcher::StateId* row = m.Row(st);
-    for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) {
-      if (sub_max[static_cast<size_t>(c)] < min_key) continue;
-      const Node& child = nodes_[static_cast<size_t>(c)];
-      Matcher::StateId next = row[child.byte];
-      if (next == Matcher::kUnknown) next = m.Step(st, child.byte);
-      if (next < 0) continue;
-      for (int32_t k = 0; k < child.n_tokens; ++k) {
-        const int32_t t = token_ids_[static_cast<size_t>(child.first_token + k)];
+  if (sub_max.empty() || sub_max[0] < min_key) return;
+  WalkLive(
+      m, s, [&](int32_t c) { return sub_max[static_cast<size_t>(c)] >= min_key; },
+      [&](int32_t t) {
         if (key[static_cast<size_t>(t)] >= min_key) (*mask)[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
-      }
-      if (child.n_children > 0) stack.emplace_back(c, next);
-    }
-  }
+      });
 }
 
 }  // namespace llm::constrain

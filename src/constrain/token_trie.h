@@ -79,6 +79,8 @@ class TokenTrie {
     uint8_t byte = 0;          // the edge byte into this node
   };
   void Build();
+  template <class Enter, class OnToken>
+  void WalkLive(Matcher& m, Matcher::StateId s, Enter enter, OnToken on_token) const;
 
   int32_t n_vocab_;
   std::vector<std::string> pieces_;
