@@ -497,6 +497,65 @@ TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   }
 }
 
+// The packed tiles with AVX-512 VNNI (vpdpbusd straight into int32 lanes;
+// Q8_0 as q + 128 against the activations, minus 128 · their sum) give
+// bitwise the outputs of the AVX2 tiles and of the portable packed matmul:
+// every packed type, row groups cut by the row range, token blocks of 32
+// and a partial one (the activation sums are kept per token block), and
+// accumulation. Skipped where the CPU has no AVX512VL + AVX512_VNNI.
+TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (Simd() == nullptr || !cpu::PackedVnniUsable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::mt19937 rng(77);
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
+    const int64_t rows = 45, cols = 512, n_tok = 41;  // 6 row groups (the last partial); token blocks 32 + 9
+    std::vector<uint8_t> m;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    WeightView w;
+    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+    ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+    WeightView wp = w;
+    wp.packed = packed.data();
+    std::vector<float> x = RandomFloats(n_tok * cols, rng);
+    for (int64_t i = 0; i < cols; ++i) x[5 * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);  // activations at ±127
+    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+    cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
+    cpu::MatMulArgs a;
+    a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+    std::vector<float> gen(n_tok * rows), avx2(n_tok * rows, -1.0f), vnni(n_tok * rows, -1.0f);
+    a.y = gen.data();
+    cpu::GenericKernels().matmul(a);
+    a.y = avx2.data();
+    cpu::avx2::PackedQuantMatMul(a);
+    a.y = vnni.data();
+    cpu::vnni::PackedQuantMatMul(a);
+    ASSERT_EQ(std::memcmp(avx2.data(), gen.data(), gen.size() * 4), 0);
+    ASSERT_EQ(std::memcmp(vnni.data(), gen.data(), gen.size() * 4), 0);
+    // row ranges that cut groups of 8, accumulated onto 2
+    std::vector<float> split(n_tok * rows, 2.0f);
+    a.y = split.data();
+    a.accumulate = true;
+    int64_t lo = 0;
+    for (int64_t hi : {int64_t{5}, int64_t{8}, int64_t{19}, int64_t{40}, rows}) {
+      a.row_begin = lo;
+      a.row_end = hi;
+      cpu::vnni::PackedQuantMatMul(a);
+      lo = hi;
+    }
+    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(split[i], 2.0f + gen[i]) << i;
+  }
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
+}
+
 // Q4_0 is packed as unsigned quants with its F16 scale alone (the kernel
 // makes the minimum -8·d in F32): every scale packs, subnormal, huge and
 // non-finite ones included, and the packed block is Q4_0's own 18 bytes per

@@ -18,6 +18,8 @@ struct EnvOptions {
   Backend backend = Backend::kAuto;
   // LLM_CPU_ISA=generic: the portable CPU kernels even where AVX2 is there.
   bool cpu_isa_generic = false;
+  // LLM_CPU_ISA=avx2: the AVX2 kernels without their AVX-512 VNNI tiles.
+  bool cpu_isa_avx2 = false;
   // LLM_CPU_PACK=0: CPU matmuls read the GGUF rows, not the packed copy.
   bool cpu_pack_off = false;
   // LLM_CPU_RELEASE=0: keep the mapped file pages of packed weights resident

@@ -106,6 +106,18 @@ static bool CpuHasF16c() {
 }
 #endif
 
+bool PackedVnniUsable() {
+#if defined(LLM_HAVE_AVX2_KERNELS)
+  const EnvOptions env = ReadEnv();
+  if (env.cpu_isa_generic || env.cpu_isa_avx2) return false;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 const Kernels& BestKernels() {
   if (ReadEnv().cpu_isa_generic) return GenericKernels();
 #if defined(LLM_HAVE_AVX2_KERNELS)

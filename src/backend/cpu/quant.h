@@ -40,6 +40,14 @@ QuantDotFn QuantDot(TensorType type);
 // packed (a.w->packed != nullptr).
 void PackedQuantMatMul(const MatMulArgs& a);
 }  // namespace avx2
+namespace vnni {
+// The same with AVX-512 VNNI (quant_vnni_packed.cpp): bitwise the same
+// outputs; call only where PackedVnniUsable().
+void PackedQuantMatMul(const MatMulArgs& a);
+}  // namespace vnni
+// Whether this CPU runs vnni::PackedQuantMatMul (AVX512F, AVX512VL,
+// AVX512_VNNI) and LLM_CPU_ISA leaves it on (kernels_avx2.cpp).
+bool PackedVnniUsable();
 #endif
 
 }  // namespace llm::cpu

@@ -437,7 +437,12 @@ QuantDotFn QuantDot(TensorType type) {
 
 void QuantMatMulImpl(const MatMulArgs& a) {
   if (a.w->packed != nullptr) {  // a CanPackR8 type, packed by the backend
-    PackedQuantMatMul(a);        // quant_avx2_packed.cpp
+    static const bool vnni = PackedVnniUsable();
+    if (vnni) {
+      vnni::PackedQuantMatMul(a);  // quant_vnni_packed.cpp
+    } else {
+      PackedQuantMatMul(a);        // quant_avx2_packed.cpp
+    }
     return;
   }
   switch (a.w->type) {
