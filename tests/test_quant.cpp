@@ -583,25 +583,31 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 
 
 // The lean packed layouts stream no more bytes than the file: 8 rows of
-// Q4_0 and Q6_K pack to exactly their rows' bytes, Q4_K to 1/36 more (its
-// d and dmin per row).
+// every packed type pack to exactly their rows' bytes, but Q4_K and Q5_K,
+// whose 6-bit scales and minimums pack as bytes (32 bytes more per 8 rows of
+// a super-block).
 TEST(Quant, PackedBytesMatchTheFile) {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
     WeightView w;
     w.type = t;
     w.rows = 16;
     w.cols = 512;
     w.row_bytes = TensorRowBytes(t, w.cols);
     const size_t file = static_cast<size_t>(w.rows) * w.row_bytes;
-    const size_t expect = t == TensorType::Q4_K ? file + file / 36 : file;
+    // the K-quants' 6-bit scales and minimums as bytes: 32 bytes more per 8
+    // rows of a super-block (Q4_K's 8 × 144 bytes, Q5_K's 8 × 176)
+    const size_t expect = t == TensorType::Q4_K   ? file + file / 36
+                          : t == TensorType::Q5_K ? file + file / 44
+                                                  : file;
     EXPECT_EQ(cpu::PackedR8Bytes(w), expect) << static_cast<int>(t);
   }
 }
 
 // The packed kernels' integer sums at the range ends: every quant at its
 // extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31) against activations of
-// ±127, where the int16 pair sums come closest to overflowing (Q5: four pair
-// sums in int16).
+// ±127, where the int16 pair sums come closest to overflowing (AVX2's Q5:
+// two vectors' pair sums in int16).
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
   for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
                        TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {

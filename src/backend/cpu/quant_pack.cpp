@@ -11,14 +11,16 @@ namespace {
 // Quant k (0..31) of a Q4_0/Q4_1 block: nibble k of 32, low nibbles first.
 inline uint8_t Nibble(const uint8_t* qs, int k) { return k < 16 ? qs[k] & 0x0F : qs[k - 16] >> 4; }
 
-// Sub-block j's scale d · sc_j and minimum -dmin · m_j of a Q4_K / Q5_K
-// super-block, as F32: exact (an F16 times a 6-bit integer has at most 17
-// significant bits).
-inline void SubBlockScale(uint16_t d, uint16_t dmin, const uint8_t* scales, int j, float* scale, float* min) {
-  int sc = 0, mn = 0;
-  KScaleMin(j, scales, &sc, &mn);
-  *scale = F16ToF32(d) * static_cast<float>(sc);
-  *min = -(F16ToF32(dmin) * static_cast<float>(mn));
+// Row r's 32 unsigned 5-bit quants q of one block into a 5-bit packed
+// block's nibbles qs and fifth bits qh (layout in quant_pack.h; qh starts
+// zeroed).
+inline void Interleave5(const uint8_t* q, int r, uint8_t* qs, uint8_t* qh) {
+  for (int v = 0; v < 4; ++v)
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t lo = q[4 * v + i], hi = q[4 * v + 16 + i];
+      qs[32 * v + 4 * r + i] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
+      qh[4 * r + i] = static_cast<uint8_t>(qh[4 * r + i] | ((lo >> 4) << v) | ((hi >> 4) << (4 + v)));
+    }
 }
 
 }  // namespace
@@ -33,11 +35,11 @@ bool CanPackR8(const WeightView& w) {
 
 bool PacksAsQ8(TensorType t) { return t == TensorType::Q8_0; }
 
-bool PacksAsQ5(TensorType t) { return t == TensorType::Q5_0 || t == TensorType::Q5_1 || t == TensorType::Q5_K; }
-
 size_t PackedBlockBytes(TensorType t) {
   return PacksAsQ8(t)               ? sizeof(PackedQ8)
-         : PacksAsQ5(t)            ? sizeof(PackedQ5F)
+         : t == TensorType::Q5_0 ? sizeof(PackedQ5_0)
+         : t == TensorType::Q5_1 ? sizeof(PackedQ5_1)
+         : t == TensorType::Q5_K ? sizeof(PackedQ5K) / 8
          : t == TensorType::Q4_K ? sizeof(PackedQ4K) / 8
          : t == TensorType::Q6_K ? sizeof(PackedQ6K) / 8
          : t == TensorType::Q4_0 ? sizeof(PackedQ4_0)
@@ -70,35 +72,47 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           for (int j = 0; j < 8; ++j)  // vector j: quants 4j .. 4j+3 of each row
             for (int i = 0; i < 4; ++i) p.qs[32 * j + 4 * r + i] = blk.qs[4 * j + i];
         } else if (w.type == TensorType::Q5_0 || w.type == TensorType::Q5_1) {
-          // d · q + m with q in [0, 31]; Q5_0's d · (q - 16) as m = -16 · d (exact)
-          auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
-          auto pack = [&](const auto& blk, float m) {
-            p.d[r] = F16ToF32(blk.d);
-            p.m[r] = m;
+          // q in [0, 31]: Q5_0's d · (q - 16) is d · q + m with m = -16 · d
+          uint8_t q[32];
+          auto quants = [&](const auto& blk) {
             uint32_t qh;
             std::memcpy(&qh, blk.qh, 4);
-            for (int k = 0; k < 32; ++k)
-              p.qs[32 * (k / 4) + 4 * r + k % 4] = static_cast<uint8_t>(Nibble(blk.qs, k) | (((qh >> k) & 1u) << 4));
+            for (int k = 0; k < 32; ++k) q[k] = static_cast<uint8_t>(Nibble(blk.qs, k) | (((qh >> k) & 1u) << 4));
           };
           if (w.type == TensorType::Q5_0) {
             const auto& blk = reinterpret_cast<const BlockQ5_0*>(src)[b];
-            pack(blk, -16.0f * F16ToF32(blk.d));
+            auto& p = reinterpret_cast<PackedQ5_0*>(out)[idx];
+            p.d[r] = blk.d;
+            quants(blk);
+            Interleave5(q, r, p.qs, p.qh);
           } else {
             const auto& blk = reinterpret_cast<const BlockQ5_1*>(src)[b];
-            pack(blk, F16ToF32(blk.m));
+            auto& p = reinterpret_cast<PackedQ5_1*>(out)[idx];
+            p.d[r] = blk.d;
+            p.m[r] = blk.m;
+            quants(blk);
+            Interleave5(q, r, p.qs, p.qh);
           }
         } else if (w.type == TensorType::Q5_K) {
           // sub-block j = b % 8 of super-block b / 8: nibbles as Q4_K's, the
           // fifth bit of weight l is bit j of qh[l] (tensor_type.h)
           const auto& blk = reinterpret_cast<const BlockQ5_K*>(src)[b / 8];
-          auto& p = reinterpret_cast<PackedQ5F*>(out)[idx];
+          auto& s = reinterpret_cast<PackedQ5K*>(out)[idx / 8];
           const int j = static_cast<int>(b % 8), c = j / 2;
-          SubBlockScale(blk.d, blk.dmin, blk.scales, j, &p.d[r], &p.m[r]);
+          auto& p = s.sub[j];
+          int sc = 0, mn = 0;
+          KScaleMin(j, blk.scales, &sc, &mn);
+          s.d[r] = blk.d;
+          s.dmin[r] = blk.dmin;
+          p.sc[r] = static_cast<uint8_t>(sc);
+          p.m[r] = static_cast<uint8_t>(mn);
+          uint8_t q[32];
           for (int l = 0; l < 32; ++l) {
             const uint8_t byte = blk.qs[32 * c + l];
             const int lo = j % 2 == 0 ? byte & 0x0F : byte >> 4;
-            p.qs[32 * (l / 4) + 4 * r + l % 4] = static_cast<uint8_t>(lo | (((blk.qh[l] >> j) & 1) << 4));
+            q[l] = static_cast<uint8_t>(lo | (((blk.qh[l] >> j) & 1) << 4));
           }
+          Interleave5(q, r, p.qs, p.qh);
         } else if (w.type == TensorType::Q6_K) {
           // activation block b covers weights 32k .. 32k+32 of half h of
           // super-block b / 8 (k = b % 4, h = b / 4 % 2); layout in quant_pack.h

@@ -19,8 +19,9 @@
 // decode step streams no more than the file holds (the F16 m cost 11%).
 // PackedQ8 (Q8_0): qs[32·j + 4·r + i], j = 0..7, is quant 4j + i of row r;
 // weight = d · q.
-// PackedQ5F (Q5_0, Q5_1, Q5_K): unsigned 5-bit quants, one per byte, laid
-// out as PackedQ8's; weight = d · q + m (Q5_0: m = -16 · d).
+// PackedQ5_0, PackedQ5_1, PackedQ5K: unsigned 5-bit quants q, their low
+// 4 bits as PackedQ4's nibbles and their fifth bits in one more vector qh
+// (below); weight = d · q + m (Q5_0: m = -16 · d).
 //
 // Rows past the matrix's end (rows % 8 != 0) are zero: scale 0, quants 0.
 #pragma once
@@ -92,16 +93,47 @@ struct PackedQ8 {
 };
 static_assert(sizeof(PackedQ8) == 272);
 
-// Q5_0 (d and -16 · d), Q5_1 (d and m of the block) and Q5_K (a
-// sub-block's d · sc and -dmin · m, exact as for PackedQ4F) as F32; quants q
-// in [0, 31] as bytes, so the multiply-add takes them unsigned. 10 bits per
-// weight against 5.5 (Q5_0, Q5_K) and 6 (Q5_1).
-struct PackedQ5F {
-  float d[8];
-  float m[8];
-  uint8_t qs[256];
+// The 5-bit formats: the quants' low 4 bits in qs as PackedQ4's nibbles,
+// their fifth bits in qh, where byte 4r + i holds, for row r, the fifth bit
+// of quant 4v + i at bit v and of quant 4v + 16 + i at bit 4 + v (v = 0..3):
+// nibble vector v's fifth bits come out with one 16-bit shift and a mask.
+// Each is the file's own size per weight (the earlier layout kept the quants
+// as bytes and the scales as F32: 10 bits per weight against Q5_0's and
+// Q5_K's 5.5, and decode streams every byte).
+//
+// Q5_0: the rows' F16 d; the minimum is -16 · d, made by the kernel in F32
+// (exact). 176 bytes per 8 rows of 32 weights, 8 × Q5_0's 22.
+struct PackedQ5_0 {
+  uint16_t d[8];
+  uint8_t qh[32];
+  uint8_t qs[128];
 };
-static_assert(sizeof(PackedQ5F) == 320);
+static_assert(sizeof(PackedQ5_0) == 176);
+
+// Q5_1: the rows' F16 d and m. 192 bytes, 8 × Q5_1's 24.
+struct PackedQ5_1 {
+  uint16_t d[8];
+  uint16_t m[8];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+static_assert(sizeof(PackedQ5_1) == 192);
+
+// Q5_K, one 256-weight super-block of 8 rows, as PackedQ4K with the fifth
+// bits: weight = (d · sc) · q - dmin · m. 5.625 bits per weight against
+// Q5_K's 5.5.
+struct PackedQ5KSub {
+  uint8_t sc[8];
+  uint8_t m[8];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+struct PackedQ5K {
+  uint16_t d[8];
+  uint16_t dmin[8];
+  PackedQ5KSub sub[8];
+};
+static_assert(sizeof(PackedQ5K) == 32 + 8 * 176);
 
 inline constexpr int64_t kPackRows = 8;
 
@@ -110,10 +142,8 @@ inline constexpr int64_t kPackRows = 8;
 bool CanPackR8(const WeightView& w);
 // Whether type t packs to PackedQ8 blocks (Q8_0).
 bool PacksAsQ8(TensorType t);
-// Whether type t packs to PackedQ5F blocks (Q5_0, Q5_1, Q5_K).
-bool PacksAsQ5(TensorType t);
-// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K, Q6_K: an
-// eighth of a PackedQ4K, PackedQ6K).
+// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K, Q5_K,
+// Q6_K: an eighth of a PackedQ4K, PackedQ5K, PackedQ6K).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);

@@ -29,12 +29,12 @@ namespace {
 // token, block b adds
 //
 //   acc = fma(d_w · d_x, float(isum), acc)     lane r = row r
-//   acc = fma(m_w, s_x, acc)                   [Q4_0 / Q4_1]
+//   acc = fma(m_w, s_x, acc)                   [the formats with a minimum]
 //
 // where isum (8 exact int32 dot products, one per row) comes from 8
 // multiply-adds of 8-row weight vectors with 4 activations broadcast to every
-// 32-bit lane, summed in int16 (Q4) or int32 (Q8), and one widening
-// multiply-add: lane r is row r's sum with no horizontal reduction. A row's
+// 32-bit lane (AVX2: summed in int16 or int32, then widened; VNNI: straight
+// into int32): lane r is row r's sum with no horizontal reduction. A row's
 // output is its lane after the last block: the same operations in the same
 // order whatever the tile, the row range or the batch, so results do not
 // depend on them.
@@ -55,43 +55,48 @@ inline void PrefetchBlock(const void* p) {
   for (int64_t off = 0; off < kBytes; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
 }
 
-// A packed block's 8 row scales (or minimums): F16 (PackedQ4) or F32
-// (PackedQ5F).
+// A packed block's 8 row scales (or minimums), F16.
 inline __m256 LoadScales(const uint16_t* h) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
-inline __m256 LoadScales(const float* f) { return _mm256_loadu_ps(f); }
 // 8 bytes as F32.
 inline __m256 LoadU8(const uint8_t* u) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
 }
 
-// The 4-bit layouts seen block by block: block b of a row group (w: the
+// The nibble layouts (4-bit quants, and 5-bit ones as nibbles plus a vector
+// of fifth bits) seen block by block: block b of a row group (w: the
 // group's first element) gives its quants, its 8 rows' scales dw and
-// minimums mw as F32, and the bytes to prefetch. PackedQ4 and PackedQ4_0
-// are one element per block; PackedQ4K one per 8 blocks (kSub), its header
-// of d and dmin shared by them.
+// minimums mw as F32, and the bytes to prefetch. PackedQ4, PackedQ4_0,
+// PackedQ5_0 and PackedQ5_1 are one element per block; PackedQ4K and
+// PackedQ5K one per 8 blocks (kSub), their header of d and dmin shared.
 template <class B>
-inline constexpr int64_t kSub = std::is_same_v<B, PackedQ4K> ? 8 : 1;
+inline constexpr int64_t kSub = std::is_same_v<B, PackedQ4K> || std::is_same_v<B, PackedQ5K> ? 8 : 1;
+template <class B>
+inline constexpr bool kFiveBit =
+    std::is_same_v<B, PackedQ5_0> || std::is_same_v<B, PackedQ5_1> || std::is_same_v<B, PackedQ5K>;
 
-// A 4-bit block's 8 row minimums; dw: its scales. PackedQ4_0 stores none:
-// Q4_0's d · (q - 8) is d · q + (-8 · d), and -8 · d is exact in F32, the
-// value an F16 minimum of -8 · d would load as.
+// Block b's quants: the element itself, or its sub-block.
+template <class B>
+inline const auto& NibbleBlock(const B* w, int64_t b) {
+  if constexpr (kSub<B> == 8) {
+    return w[b / 8].sub[b % 8];
+  } else {
+    return w[b];
+  }
+}
+
+// A block's 8 row minimums; dw: its scales. PackedQ4_0 and PackedQ5_0 store
+// none: Q4_0's d · (q - 8) is d · q + (-8 · d), Q5_0's d · (q - 16) is
+// d · q + (-16 · d), and those minimums are exact in F32.
 template <class B>
 inline __m256 LoadMins(const B& p, __m256 dw) {
   if constexpr (std::is_same_v<B, PackedQ4_0>) {
     return _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));
+  } else if constexpr (std::is_same_v<B, PackedQ5_0>) {
+    return _mm256_mul_ps(dw, _mm256_set1_ps(-16.0f));
   } else {
     return LoadScales(p.m);
-  }
-}
-
-template <class B>
-inline const uint8_t* Q4Quants(const B* w, int64_t b) {
-  if constexpr (kSub<B> == 8) {
-    return w[b / 8].sub[b % 8].qs;
-  } else {
-    return w[b].qs;
   }
 }
 
@@ -99,9 +104,9 @@ template <class B>
 inline void Q4ScalesMins(const B* w, int64_t b, __m256* dw, __m256* mw) {
   if constexpr (kSub<B> == 8) {
     const B& s = w[b / 8];
-    const PackedQ4KSub& p = s.sub[b % 8];
+    const auto& p = s.sub[b % 8];
     *dw = _mm256_mul_ps(LoadScales(s.d), LoadU8(p.sc));
-    // -(dmin · m), negated by its sign bit: exactly the value packed before
+    // -(dmin · m), negated by its sign bit: exactly the portable order's value
     *mw = _mm256_xor_ps(_mm256_mul_ps(LoadScales(s.dmin), LoadU8(p.m)), _mm256_set1_ps(-0.0f));
   } else {
     *dw = LoadScales(w[b].d);
@@ -113,9 +118,36 @@ template <class B>
 inline void Q4Prefetch(const B* next, int64_t b) {
   if constexpr (kSub<B> == 8) {
     if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(next[b / 8].d), _MM_HINT_T0);
-    PrefetchBlock<sizeof(PackedQ4KSub)>(&next[b / 8].sub[b % 8]);
+    PrefetchBlock<sizeof(next->sub[0])>(&next[b / 8].sub[b % 8]);
   } else {
     PrefetchBlock<sizeof(B)>(next + b);
+  }
+}
+
+// Vector v (0..3) of a block's quants qs as unsigned bytes: quants 4v + i of
+// each row (lo) and 4v + 16 + i (hi). h: a 5-bit block's fifth bits (its qh
+// vector), whose bits v and 4 + v of each byte go to bit 4 (16-bit shifts:
+// the bits that cross into the next byte land outside the mask).
+template <class B>
+inline void NibbleQuants(const uint8_t* qs, [[maybe_unused]] __m256i h, int v, __m256i* lo, __m256i* hi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i pv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs) + v);
+  *lo = _mm256_and_si256(pv, low4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(pv, 4), low4);
+  if constexpr (kFiveBit<B>) {
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(_mm256_slli_epi16(h, 4 - v), bit4));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_srli_epi16(h, v), bit4));
+  }
+}
+
+// A 5-bit block's fifth bits (zero for a 4-bit one).
+template <class B>
+inline __m256i FifthBits(const B* w, int64_t b) {
+  if constexpr (kFiveBit<B>) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(NibbleBlock(w, b).qh));
+  } else {
+    return _mm256_setzero_si256();
   }
 }
 
@@ -127,53 +159,81 @@ inline __m256i Bcast4(const int8_t* x) {
 }
 
 #if LLM_PACKED_VNNI
-// acc + the sums of four products u8(u) · s8(x) per 32-bit lane, or those
-// sums alone when `first`: exact (no int16 step, no saturation).
-inline __m256i DotAdd(bool first, __m256i acc, __m256i u, __m256i x) {
-  return _mm256_dpbusd_epi32(first ? _mm256_setzero_si256() : acc, u, x);
+// Adds to each 32-bit lane of acc the sum of its four products u8(u) ·
+// s8(x), or sets it to that sum when `first` (acc not read): exact, no
+// int16 step, no saturation.
+inline void DotAdd(bool first, __m256i& acc, __m256i u, __m256i x) {
+  acc = _mm256_dpbusd_epi32(first ? _mm256_setzero_si256() : acc, u, x);
+}
+
+// A nibble tile's vector v against activations xl (quants 4v..) and xh
+// (4v + 16..): int32 lane r of sa gains row r's four low products, of sb its
+// four high ones. Two chains, not one: a single sequence of eight dependent
+// vpdpbusd per block is latency-bound at one token (batch-1 decode).
+template <class B>
+inline void NibbleDot(int v, __m256i lo, __m256i hi, __m256i xl, __m256i xh, __m256i& sa, __m256i& sb) {
+  DotAdd(v == 0, sa, lo, xl);
+  DotAdd(v == 0, sb, hi, xh);
+}
+// Row r's block sum, in int32 lane r.
+inline __m256i NibbleSum(__m256i sa, __m256i sb) { return _mm256_add_epi32(sa, sb); }
+#else
+// The same in AVX2: unsigned-by-signed byte pairs summed in int16 lanes
+// (2r, 2r + 1: row r), widened into int32 lane r by a multiply-add with 1.
+// 4-bit quants: a vector's pair sums are at most 2 · 2·15·127 = 7620, so
+// all four vectors add up in int16 (30480 < 2^15) and widen once; 5-bit
+// ones reach 2 · 2·31·127 = 15748 per vector, so they widen after every
+// second vector.
+template <class B>
+inline void NibbleDot(int v, __m256i lo, __m256i hi, __m256i xl, __m256i xh, __m256i& s16, __m256i& s32) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i u = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+  if constexpr (kFiveBit<B>) {
+    if (v % 2 == 0) {
+      s16 = u;
+    } else {
+      const __m256i w = _mm256_madd_epi16(_mm256_add_epi16(s16, u), ones);
+      s32 = v == 1 ? w : _mm256_add_epi32(s32, w);
+    }
+  } else {
+    s16 = v == 0 ? u : _mm256_add_epi16(s16, u);
+    if (v == 3) s32 = _mm256_madd_epi16(s16, ones);
+  }
+  __asm__("" : "+x"(s16));  // keep the sums in order (no reassociation into a tree)
+}
+// Row r's block sum, in int32 lane r.
+inline __m256i NibbleSum(__m256i s16, __m256i s32) {
+  (void)s16;
+  return s32;
 }
 #endif
 
 // T tokens against one row group; xq[t]: token t's activation blocks.
-// B: PackedQ4, PackedQ4_0 or PackedQ4K.
+// B: a nibble layout (PackedQ4, PackedQ4_0, PackedQ4K, PackedQ5_0,
+// PackedQ5_1, PackedQ5K).
 template <class B, int T>
 inline void PackedQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq, __m256* acc) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     Q4Prefetch(next, b);
-    const __m256i* q = reinterpret_cast<const __m256i*>(Q4Quants(w, b));
-    // AVX2: int16 lanes 2r, 2r+1: row r. |q| <= 15, |x| <= 127: 8 pair sums
-    // of at most 2·15·127 each add up to at most 30480 < 2^15. VNNI: int32
-    // lane r: row r.
-    __m256i s[T];
+    const uint8_t* q = NibbleBlock(w, b).qs;
+    const __m256i h = FifthBits(w, b);
+    __m256i s16[T], s32[T];  // NibbleDot's running sums
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
-      const __m256i pv = _mm256_loadu_si256(q + v);
-      const __m256i lo = _mm256_and_si256(pv, low4), hi = _mm256_and_si256(_mm256_srli_epi16(pv, 4), low4);
+      __m256i lo, hi;
+      NibbleQuants<B>(q, h, v, &lo, &hi);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const int8_t* x = xq[t][b].qs;
-#if LLM_PACKED_VNNI
-        s[t] = DotAdd(v == 0, s[t], lo, Bcast4(x + 4 * v));
-        s[t] = _mm256_dpbusd_epi32(s[t], hi, Bcast4(x + 4 * v + 16));
-#else
-        const __m256i u = _mm256_add_epi16(_mm256_maddubs_epi16(lo, Bcast4(x + 4 * v)),
-                                           _mm256_maddubs_epi16(hi, Bcast4(x + 4 * v + 16)));
-        s[t] = v == 0 ? u : _mm256_add_epi16(s[t], u);
-        __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
-#endif
+        NibbleDot<B>(v, lo, hi, Bcast4(x + 4 * v), Bcast4(x + 4 * v + 16), s16[t], s32[t]);
       }
     }
     __m256 dw, mw;
     Q4ScalesMins(w, b, &dw, &mw);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-#if LLM_PACKED_VNNI
-      const __m256i isum = s[t];
-#else
-      const __m256i isum = _mm256_madd_epi16(s[t], _mm256_set1_epi16(1));  // lane r: row r
-#endif
       const BlockQ8Act& xv = xq[t][b];
+      const __m256i isum = NibbleSum(s16[t], s32[t]);  // lane r: row r
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xv.d)), _mm256_cvtepi32_ps(isum), acc[t]);
       acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xv.s), acc[t]);
     }
@@ -193,29 +253,21 @@ inline void PackedQ4Tile2x4(const B* w0, const B* next0, const B* next1, int64_t
   for (int64_t b = 0; b < nb; ++b) {
     Q4Prefetch(next0, b);
     Q4Prefetch(next1, b);
-    const __m256i* q0 = reinterpret_cast<const __m256i*>(Q4Quants(w0, b));
-    const __m256i* q1 = reinterpret_cast<const __m256i*>(Q4Quants(w1, b));
-    __m256i s0[4], s1[4];  // s0[t]: group 0 and token t (lanes as in PackedQ4Tile)
+    const uint8_t* q0 = NibbleBlock(w0, b).qs;
+    const uint8_t* q1 = NibbleBlock(w1, b).qs;
+    const __m256i h0 = FifthBits(w0, b), h1 = FifthBits(w1, b);
+    __m256i a16[4], a32[4], b16[4], b32[4];  // NibbleDot's sums; a: group 0, b: group 1; [t]: token t
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
-      const __m256i low4 = _mm256_set1_epi8(0x0F);
-      const __m256i p0 = _mm256_loadu_si256(q0 + v), p1 = _mm256_loadu_si256(q1 + v);
-      const __m256i lo0 = _mm256_and_si256(p0, low4), hi0 = _mm256_and_si256(_mm256_srli_epi16(p0, 4), low4);
-      const __m256i lo1 = _mm256_and_si256(p1, low4), hi1 = _mm256_and_si256(_mm256_srli_epi16(p1, 4), low4);
+      __m256i lo0, hi0, lo1, hi1;
+      NibbleQuants<B>(q0, h0, v, &lo0, &hi0);
+      NibbleQuants<B>(q1, h1, v, &lo1, &hi1);
 #pragma GCC unroll 4
       for (int t = 0; t < 4; ++t) {
         const int8_t* x = xq[t][b].qs;
         const __m256i xl = Bcast4(x + 4 * v), xh = Bcast4(x + 4 * v + 16);
-#if LLM_PACKED_VNNI
-        s0[t] = _mm256_dpbusd_epi32(DotAdd(v == 0, s0[t], lo0, xl), hi0, xh);
-        s1[t] = _mm256_dpbusd_epi32(DotAdd(v == 0, s1[t], lo1, xl), hi1, xh);
-#else
-        const __m256i u0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl), _mm256_maddubs_epi16(hi0, xh));
-        const __m256i u1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl), _mm256_maddubs_epi16(hi1, xh));
-        s0[t] = v == 0 ? u0 : _mm256_add_epi16(s0[t], u0);
-        s1[t] = v == 0 ? u1 : _mm256_add_epi16(s1[t], u1);
-        __asm__("" : "+x"(s0[t]), "+x"(s1[t]));  // keep the sums in order
-#endif
+        NibbleDot<B>(v, lo0, hi0, xl, xh, a16[t], a32[t]);
+        NibbleDot<B>(v, lo1, hi1, xl, xh, b16[t], b32[t]);
       }
     }
     __m256 dw0, mw0, dw1, mw1;
@@ -225,15 +277,9 @@ inline void PackedQ4Tile2x4(const B* w0, const B* next0, const B* next1, int64_t
     for (int t = 0; t < 4; ++t) {
       const BlockQ8Act& xv = xq[t][b];
       const __m256 xd = _mm256_set1_ps(xv.d), xs = _mm256_set1_ps(xv.s);
-#if LLM_PACKED_VNNI
-      const __m256i i0 = s0[t], i1 = s1[t];
-#else
-      const __m256i i0 = _mm256_madd_epi16(s0[t], _mm256_set1_epi16(1));
-      const __m256i i1 = _mm256_madd_epi16(s1[t], _mm256_set1_epi16(1));
-#endif
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw0, xd), _mm256_cvtepi32_ps(i0), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw0, xd), _mm256_cvtepi32_ps(NibbleSum(a16[t], a32[t])), acc[t]);
       acc[t] = _mm256_fmadd_ps(mw0, xs, acc[t]);
-      acc[4 + t] = _mm256_fmadd_ps(_mm256_mul_ps(dw1, xd), _mm256_cvtepi32_ps(i1), acc[4 + t]);
+      acc[4 + t] = _mm256_fmadd_ps(_mm256_mul_ps(dw1, xd), _mm256_cvtepi32_ps(NibbleSum(b16[t], b32[t])), acc[4 + t]);
       acc[4 + t] = _mm256_fmadd_ps(mw1, xs, acc[4 + t]);
     }
   }
@@ -259,7 +305,7 @@ inline void PackedQ8Tile(const PackedQ8* w, const PackedQ8* next, int64_t nb, co
 #if LLM_PACKED_VNNI
       const __m256i uj = _mm256_xor_si256(wj, _mm256_set1_epi8(-128));  // q + 128, unsigned
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) is[t] = DotAdd(j == 0, is[t], uj, Bcast4(xq[t][b].qs + 4 * j));
+      for (int t = 0; t < T; ++t) DotAdd(j == 0, is[t], uj, Bcast4(xq[t][b].qs + 4 * j));
 #else
       const __m256i uj = _mm256_abs_epi8(wj);  // |q| (as unsigned: -128 becomes 128)
 #pragma GCC unroll 4
@@ -319,8 +365,8 @@ inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb,
       for (int t = 0; t < T; ++t) {
         const int8_t* x = xq[t][b].qs;
 #if LLM_PACKED_VNNI
-        ia[t] = DotAdd(v == 0, ia[t], qa, Bcast4(x + 4 * v));
-        ib[t] = DotAdd(v == 0, ib[t], qb, Bcast4(x + 16 + 4 * v));
+        DotAdd(v == 0, ia[t], qa, Bcast4(x + 4 * v));
+        DotAdd(v == 0, ib[t], qb, Bcast4(x + 16 + 4 * v));
 #else
         const __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(qa, Bcast4(x + 4 * v)), ones);
         const __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(qb, Bcast4(x + 16 + 4 * v)), ones);
@@ -360,46 +406,6 @@ inline void ActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int
     }
 }
 
-// Q5_1 and Q5_K (PackedQ5F): the quants are unsigned, so they meet the
-// activations with no sign trick; a pair sum is at most 2·31·128 = 7936, so
-// four multiply-adds add up in int16 (31744 < 2^15) before each widening
-// add. Then the block's scale and minimum as in PackedQ4Tile.
-template <int T>
-inline void PackedQ5Tile(const PackedQ5F* w, const PackedQ5F* next, int64_t nb, const BlockQ8Act* const* xq,
-                         __m256* acc) {
-  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlock<sizeof(PackedQ5F)>(next + b);
-    const PackedQ5F& p = w[b];
-    const __m256i* q = reinterpret_cast<const __m256i*>(p.qs);  // q[j]: quants 4j .. 4j+3 of rows 0..7
-    [[maybe_unused]] __m256i s[T];  // AVX2: int16 sums of four vectors
-    __m256i is[T];                  // their int32 total
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const __m256i wj = _mm256_loadu_si256(q + j);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-#if LLM_PACKED_VNNI
-        is[t] = DotAdd(j == 0, is[t], wj, Bcast4(xq[t][b].qs + 4 * j));
-#else
-        const __m256i m = _mm256_maddubs_epi16(wj, Bcast4(xq[t][b].qs + 4 * j));
-        s[t] = j % 4 == 0 ? m : _mm256_add_epi16(s[t], m);
-        __asm__("" : "+x"(s[t]));  // keep the sums in order (no reassociation into a tree)
-        if (j == 3) is[t] = _mm256_madd_epi16(s[t], ones);
-        if (j == 7) is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(s[t], ones));
-#endif
-      }
-    }
-    const __m256 dw = LoadScales(p.d), mw = LoadScales(p.m);
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8Act& xv = xq[t][b];
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xv.d)), _mm256_cvtepi32_ps(is[t]), acc[t]);
-      acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xv.s), acc[t]);
-    }
-  }
-}
-
 // The group whose blocks a tile prefetches: `next` when the matrix has it,
 // else `self` (already loaded; no pointer past the packed copy).
 inline int64_t NextGroup(const MatMulArgs& a, int64_t next, int64_t self) {
@@ -426,7 +432,7 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 }
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
-// PackedQ5F, PackedQ6K or PackedQ8).
+// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K or PackedQ8).
 // xs: the activation sums of tokens from t0 on (ActSums) for PackedQ6K and
 // VNNI's PackedQ8, else unused.
 template <class B, int T>
@@ -447,8 +453,6 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
     const int32_t* xst[T];
     for (int t = 0; t < T; ++t) xst[t] = xs + 2 * nb * t;
     PackedQ6KTile<T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
-  } else if constexpr (std::is_same_v<B, PackedQ5F>) {
-    PackedQ5Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, acc);
   } else {
     const int64_t stride = nb / kSub<B>;  // elements of B per row group
     PackedQ4Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, acc);
@@ -456,7 +460,7 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
   StoreGroup<T>(a, g, t0, acc);
 }
 
-// Tokens t0 .. t0+3 against 4-bit row groups g and g + 1.
+// Tokens t0 .. t0+3 against nibble-layout row groups g and g + 1.
 template <class B>
 inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0) {
   // Zeros the compiler cannot see as zeros: acc lives on the stack (the
@@ -477,12 +481,11 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 }
 
 // Tokens in blocks of 32 (their activation blocks stay in L1/L2 while the
-// row groups sweep them); inside, each row group (4-bit: each pair of
+// row groups sweep them); inside, each row group (nibble layouts: each pair of
 // groups) meets the block's tokens 4 at a time.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
-  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> ||
-                      std::is_same_v<B, PackedQ5F>;  // 8-bit quants
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K>;  // not a nibble layout
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
@@ -525,8 +528,12 @@ void PackedMatMul(const MatMulArgs& a) {
 void PackedQuantMatMul(const MatMulArgs& a) {
   if (PacksAsQ8(a.w->type)) {
     PackedMatMul<PackedQ8>(a);
-  } else if (PacksAsQ5(a.w->type)) {
-    PackedMatMul<PackedQ5F>(a);
+  } else if (a.w->type == TensorType::Q5_0) {
+    PackedMatMul<PackedQ5_0>(a);
+  } else if (a.w->type == TensorType::Q5_1) {
+    PackedMatMul<PackedQ5_1>(a);
+  } else if (a.w->type == TensorType::Q5_K) {
+    PackedMatMul<PackedQ5K>(a);
   } else if (a.w->type == TensorType::Q4_K) {
     PackedMatMul<PackedQ4K>(a);
   } else if (a.w->type == TensorType::Q6_K) {
