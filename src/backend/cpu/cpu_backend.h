@@ -22,10 +22,6 @@
 
 namespace llm::cpu {
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
 class CpuBackend final : public Backend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const ModelConfig& config, const ModelWeights& weights,
@@ -64,7 +60,7 @@ class CpuBackend final : public Backend {
         : cfg(config), w(weights), k(&BestKernels()), rope(std::move(r)), rope_local(std::move(r_local)) {}
     ModelConfig cfg;
     ModelWeights w;  // views into the caller's weights (and into packed)
-    std::vector<std::unique_ptr<uint8_t[], FreeDeleter>> packed;  // PackWeights' copies
+    LargeArray<uint8_t> packed;  // PackWeights' copies, one region (huge pages where the OS gives them)
     const Kernels* k;
     Rope rope;
     Rope rope_local;  // sliding-window layers' rotation (== rope unless the model has local layers)
