@@ -6,19 +6,15 @@
 // points to it through `packed`, and both kernel tables read it (the SIMD one
 // the packed bytes, the portable one the original rows in the same order).
 // The copy is as large as the original (Q4_0: 144 bytes per 8 blocks of 18;
-// Q4_1 160 per 8 of 20; Q8_0 272 per 8 of 34; Q6_K 1680 per 8 super-blocks
-// of 210, its 4-bit and 2-bit quant planes kept apart as in the file) except
-// where a wider layout pays for itself:
-//   Q4_K  super-block d and dmin per 8 rows, sub-block scales and
-//         minimums as bytes: 4.625 bits per weight against 4.5 (the
-//         earlier F32 products per block, 6 bits, made decode stream a
-//         third more than the file: 0.75x llama.cpp), a kernel 4x the
-//         row-major one;
-//   Q5_0, Q5_1, Q5_K  unsigned 8-bit quants with F32 scales and minimums:
-//         10 bits per weight against 5.5-6; the 5-bit unpacking dominated
-//         their row-major kernels (Q5_K 22 GMAC/s at 8-16 tokens against
-//         89-90 packed on the 2-vCPU EPYC), and even at one token with the
-//         weights streamed from memory the packed kernel is faster.
+// Q4_1 160 per 8 of 20; Q5_0 176 per 8 of 22; Q5_1 192 per 8 of 24; Q8_0
+// 272 per 8 of 34; Q6_K 1680 per 8 super-blocks of 210, its 4-bit and 2-bit
+// quant planes kept apart as in the file), but for the K-quants with 6-bit
+// scales and minimums, Q4_K and Q5_K, which keep them as bytes beside the
+// super-block's d and dmin per 8 rows: 4.625 bits per weight against 4.5,
+// and 5.625 against 5.5. Decode streams every packed byte, so a wider
+// layout costs decode speed in proportion (the earlier Q4_K layout with F32
+// products per block, 6 bits, ran at 0.75x llama.cpp; the earlier 5-bit
+// one with byte quants, 10 bits, at 0.7x of the lean one).
 // The mapped file pages of the original are then no longer read by the
 // matmuls (the token embedding gather still reads token_embd), so when the
 // weights are a file mapping each matrix's pages are dropped from the
