@@ -418,8 +418,9 @@ typedef struct llm_request {
   int32_t n_prompt_tokens;    /* prompt is NULL                             */
   int32_t max_tokens;         /* > 0; tokens to generate at most; def 256   */
   const llm_sampling_params* sampling; /* NULL = defaults; copied at submit */
-  const char* const* stop;    /* n_stop stop strings (not included in the   */
-  int32_t n_stop;             /* output); copied at submit                   */
+  const char* const* stop;    /* n_stop (<= 64) stop strings of 1 to 4096   */
+  int32_t n_stop;             /* bytes (not included in the output); copied */
+                              /* at submit                                  */
   int32_t ignore_eos;         /* 1: do not stop at EOS/EOG tokens           */
   int32_t n;                  /* parallel samples from one prompt; def 1    */
   int32_t priority;           /* higher runs first; default 0               */

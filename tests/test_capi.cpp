@@ -226,6 +226,30 @@ TEST_F(Api, InvalidUtf8Prompt) {
   EXPECT_EQ(Submit(r), LLM_ERR_INVALID_UTF8);
 }
 
+TEST_F(Api, StopStringsHaveALengthLimit) {
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt = "hi";
+  r.max_tokens = 4;
+  const std::string at_limit(4096, 'x'), over(4097, 'x');
+  const char* stops[] = {at_limit.c_str()};
+  r.stop = stops;
+  r.n_stop = 1;
+  llm_request_id id = 0;
+  ASSERT_EQ(llm_submit(ctx_, &r, &id), LLM_OK) << llm_last_error();
+  llm_cancel(ctx_, id);
+  for (bool done = false; !done;) {  // drain it: the fixture's context is shared
+    llm_event ev[8];
+    for (llm_event& e : ev) e.struct_size = sizeof e;
+    uint32_t n = 0;
+    ASSERT_EQ(llm_poll(ctx_, ev, 8, &n, 1000), LLM_OK);
+    for (uint32_t i = 0; i < n; ++i) done |= ev[i].request_id == id && ev[i].type == LLM_EVENT_FINAL;
+  }
+  stops[0] = over.c_str();
+  EXPECT_EQ(Submit(r), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llm_last_error()).find("4096"), std::string::npos) << llm_last_error();
+}
+
 TEST_F(Api, PromptLongerThanContext) {
   std::string long_prompt;
   for (int i = 0; i < 100; ++i) long_prompt += "Once upon a time ";

@@ -6,6 +6,8 @@
 #include <limits>
 #include <string_view>
 
+#include "request_limits.h"
+
 namespace server {
 namespace {
 
@@ -98,8 +100,10 @@ bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
       const json* js = Field(*rf, "json_schema");
       if (js == nullptr || !js->is_object())
         return Bad(err, "response_format.json_schema", "response_format.json_schema must be an object");
-      if (const json* name = Field(*js, "name"); name == nullptr || !name->is_string())
-        return Bad(err, "response_format.json_schema.name", "response_format.json_schema.name must be a string");
+      if (const json* name = Field(*js, "name");
+          name == nullptr || !name->is_string() || name->get_ref<const std::string&>().size() > kMaxNameBytes)
+        return Bad(err, "response_format.json_schema.name",
+                   "response_format.json_schema.name must be a string of at most " + std::to_string(kMaxNameBytes) + " bytes");
       if (const json* strict = Field(*js, "strict"); strict != nullptr && !strict->is_boolean())
         return Bad(err, "response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
       // strict or not, the output is held to the schema: the constraint is exact.
@@ -137,8 +141,8 @@ bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
 // Fields both endpoints share: sampling, stop, n, stream, extensions.
 bool ParseCommon(const json& body, Generation* g, ApiError* err) {
   if (!body.is_object()) return Bad(err, "", "the request body must be a JSON object");
-  if (const json* m = Field(body, "model"); m != nullptr && !m->is_string())
-    return Bad(err, "model", "model must be a string");
+  if (const json* m = Field(body, "model"); m != nullptr && (!m->is_string() || m->get_ref<const std::string&>().size() > kMaxNameBytes))
+    return Bad(err, "model", "model must be a string of at most " + std::to_string(kMaxNameBytes) + " bytes");
 
   llm_sampling_params_init(&g->sampling);
   // OpenAI's defaults, not the library's: temperature 1, no nucleus cut, and
@@ -311,11 +315,12 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
         msg.content = c->get<std::string>();
       } else if (c->is_array()) {
         for (const json& part : *c) {
-          if (!part.is_object() || part.value("type", std::string()) != "text" || !part.contains("text") ||
-              !part["text"].is_string())
+          const json* type = part.is_object() ? Field(part, "type") : nullptr;
+          const json* text = part.is_object() ? Field(part, "text") : nullptr;
+          if (type == nullptr || *type != "text" || text == nullptr || !text->is_string())
             return Bad(err, where + ".content", "only text content parts are supported by this server");
           if (!msg.content.empty()) msg.content += "\n";
-          msg.content += part["text"].get<std::string>();
+          msg.content += text->get<std::string>();
         }
       } else {
         return Bad(err, where + ".content", where + ".content must be a string or a list of content parts");

@@ -5,6 +5,7 @@
 #include "llm.h"
 #include "openai_request.h"
 #include "openai_response.h"
+#include "request_limits.h"
 
 namespace server {
 namespace {
@@ -84,7 +85,7 @@ bool ParseTools(const json& body, ToolSpec* spec, ApiError* err) {
     for (size_t i = 0; i < t->size(); ++i) {
       const json& e = (*t)[i];
       const std::string where = "tools[" + std::to_string(i) + "]";
-      if (!e.is_object() || e.value("type", std::string()) != "function" || !e.contains("function"))
+      if (!e.is_object() || !e.contains("type") || e["type"] != "function" || !e.contains("function"))
         return Bad(err, where, where + " must be {\"type\": \"function\", \"function\": {...}}");
       if (!ParseFunction(e["function"], where + ".function", &spec->tools, err)) return false;
     }
@@ -163,7 +164,7 @@ json ToolCallsForTemplate(const json& tool_calls) {
     json call = c;
     json& f = call["function"];
     if (auto a = f.find("arguments"); a != f.end() && a->is_string()) {
-      json args = json::parse(a->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      json args = ParseBounded(a->get<std::string>(), kMaxValueDepth);
       if (!args.is_discarded()) f["arguments"] = std::move(args);
     }
     out.push_back(std::move(call));
@@ -195,7 +196,11 @@ bool ToolCallsAsText(const json& tool_calls, std::string* text, std::string* pro
     }
     json args = json::object();
     if (auto a = f->find("arguments"); a != f->end() && a->is_string()) {
-      args = json::parse(a->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (NestingDepth(a->get<std::string>(), kMaxValueDepth) > kMaxValueDepth) {
+        *problem = "function.arguments nests deeper than " + std::to_string(kMaxValueDepth) + " levels (the limit)";
+        return false;
+      }
+      args = ParseBounded(a->get<std::string>(), kMaxValueDepth);
       if (args.is_discarded()) args = *a;  // keep what the client sent, even if not JSON
     } else if (a != f->end() && a->is_object()) {
       args = *a;

@@ -2,14 +2,18 @@
 
 #include <httplib.h>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "metrics.h"
 #include "openai_request.h"
 #include "openai_response.h"
+#include "request_limits.h"
 
 namespace server {
 namespace {
@@ -105,6 +109,42 @@ bool FitToContext(llm_ctx* ctx, int32_t n_ctx, PromptInput* in, int32_t* max_tok
   return true;
 }
 
+// The body of a POST, read through our own receiver so that every body,
+// chunked ones included, stops at kMaxBodyBytes (cpp-httplib 0.11 applies
+// its payload limit to Content-Length bodies only).
+bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader, std::string* body) {
+  if (req.has_header("Content-Length") &&
+      std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > kMaxBodyBytes)
+    return false;
+  bool too_large = false;
+  reader([&](const char* data, size_t n) {
+    if (body->size() + n > kMaxBodyBytes) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  return !too_large;
+}
+
+// Hands the memory of a large request back to the system once its handler
+// is done with it. The strings and JSON nodes of a many-megabyte body are
+// freed into the worker thread's malloc arena, where they would stay
+// resident (each of the many workers has its own arena).
+struct TrimAfterLargeRequest {
+  size_t peak = 0;
+  ~TrimAfterLargeRequest() {
+    if (peak > kTrimAfterBytes) malloc_trim(0);
+  }
+  static constexpr size_t kTrimAfterBytes = size_t{1} << 20;
+};
+
+// The body as JSON, nesting and duplicate keys checked (request_limits.h).
+bool ParseBody(const std::string& text, json* body, ApiError* err) {
+  return ParseRequestBody(text, body, &err->param, &err->code, &err->message);
+}
+
 }  // namespace
 
 Routes::Routes(Engine* engine, const chat::Prompter* prompter, std::string model_name, bool log)
@@ -168,16 +208,40 @@ void Routes::Register(httplib::Server* svr) {
     res.set_content(text, kMetricsContentType);
   });
 
-  auto generate = [this](const httplib::Request& req, httplib::Response& res, bool chat) {
+  auto generate = [this](const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res,
+                         bool chat) {
     ++engine_->http_requests;
-    const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     ApiError err;
-    if (body.is_discarded()) {
-      err.message = "the request body is not valid JSON";
+    std::string text;
+    TrimAfterLargeRequest trim;
+    if (req.is_multipart_form_data()) {
+      err.http_status = 415;
+      err.message = "the request body must be JSON (got " + req.get_header_value("Content-Type") + ")";
+      res.set_header("Connection", "close");
       return SendError(res, err);
     }
+    const bool complete = ReadBody(req, reader, &text);
+    trim.peak = text.size();
+    if (!complete) {
+      err.http_status = 413;
+      err.message = "the request body is larger than " + std::to_string(kMaxBodyBytes) + " bytes (the limit)";
+      res.set_header("Connection", "close");
+      return SendError(res, err);
+    }
+    json body;
+    if (!ParseBody(text, &body, &err)) return SendError(res, err);
+    text = std::string();
     Generation g;
-    if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err))) return SendError(res, err);
+    try {
+      if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err)))
+        return SendError(res, err);
+    } catch (const json::exception& e) {
+      // A field of a type the parser did not expect, missed by its checks:
+      // still the request's fault, not the server's.
+      err = ApiError();
+      err.message = std::string("the request has a field of the wrong type (") + e.what() + ")";
+      return SendError(res, err);
+    }
 
     g.sampling.logit_bias = g.logit_bias.empty() ? nullptr : g.logit_bias.data();
     g.sampling.n_logit_bias = static_cast<int32_t>(g.logit_bias.size());
@@ -314,9 +378,13 @@ void Routes::Register(httplib::Server* svr) {
         });
   };
   svr->Post("/v1/chat/completions",
-            [generate](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
+            [generate](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+              generate(req, reader, res, true);
+            });
   svr->Post("/v1/completions",
-            [generate](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
+            [generate](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+              generate(req, reader, res, false);
+            });
 
   // Errors httplib produces itself (unknown path, bad method, body too
   // large) in OpenAI's shape too; ours already have a body.

@@ -187,6 +187,9 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
       if (r.stop[i] == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "stop[" + std::to_string(i) + "] is NULL");
       std::string_view sv(r.stop[i]);
       if (sv.empty()) return Fail(LLM_ERR_INVALID_ARGUMENT, "stop[" + std::to_string(i) + "] is empty");
+      if (sv.size() > llm::defaults::kMaxStopBytes)
+        return Fail(LLM_ERR_INVALID_ARGUMENT, "stop[" + std::to_string(i) + "] is longer than " +
+                                                  std::to_string(llm::defaults::kMaxStopBytes) + " bytes (the limit)");
       if (!llm::IsValidUtf8(sv)) return Fail(LLM_ERR_INVALID_UTF8, "stop[" + std::to_string(i) + "] is not valid UTF-8");
       spec.stop.emplace_back(sv);
     }

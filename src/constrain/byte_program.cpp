@@ -96,7 +96,7 @@ class Lowerer {
  private:
   Status Emit(int32_t rule, const std::vector<ByteOp>& ops) {
     if (p_->ops.size() + ops.size() + 1 > static_cast<size_t>(kMaxElements) * 4)
-      return InvalidArgument("grammar too large after lowering to bytes");
+      return LimitExceeded("grammar too large after lowering to bytes");
     p_->rule_alts[static_cast<size_t>(rule)].push_back(static_cast<int32_t>(p_->ops.size()));
     p_->ops.insert(p_->ops.end(), ops.begin(), ops.end());
     p_->ops.push_back({ByteOp::kEnd, 0});
@@ -122,7 +122,7 @@ class Lowerer {
     auto it = helpers_.find(key);
     if (it != helpers_.end()) return ByteOp{ByteOp::kRule, it->second};
     const int32_t rule = static_cast<int32_t>(p_->rule_alts.size());
-    if (rule >= kMaxRules * 2) return InvalidArgument("grammar too large: too many character classes");
+    if (rule >= kMaxRules * 2) return LimitExceeded("grammar too large: too many character classes");
     p_->rule_alts.emplace_back();
     helpers_.emplace(key, rule);
     std::vector<ByteSeq> seqs;

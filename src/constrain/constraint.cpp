@@ -34,6 +34,10 @@ StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std
       auto gbnf = JsonSchemaToGrammar(text);
       if (!gbnf.ok()) return gbnf.status();
       g = ParseGrammar(*gbnf);
+      // The grammar is ours: a limit it breaks is the schema's size (the
+      // caller's to fix), anything else is our bug.
+      if (!g.ok() && IsLimitExceeded(g.status()))
+        return InvalidArgument("JSON Schema: too large to compile: " + LimitWhat(g.status()));
       if (!g.ok()) return InternalError("the grammar compiled from the JSON schema does not parse: " + g.status().message());
 #else
       return Unsupported("JSON_SCHEMA constraints are not available in this build");

@@ -26,7 +26,7 @@ class Parser {
 
   StatusOr<Grammar> Run() {
     if (s_.size() > static_cast<size_t>(kMaxGrammarBytes))
-      return InvalidArgument("grammar longer than " + std::to_string(kMaxGrammarBytes) + " bytes");
+      return LimitExceeded("grammar longer than " + std::to_string(kMaxGrammarBytes) + " bytes");
     if (!IsValidUtf8(s_)) return InvalidArgument("grammar is not valid UTF-8");
     SkipSpace(true);
     while (i_ < s_.size()) {
@@ -109,7 +109,7 @@ class Parser {
   }
 
   Status ParseAlternates(const std::string& rule, int depth, std::vector<Alternative>* alts) {
-    if (depth > kMaxNesting) return Error("nesting deeper than " + std::to_string(kMaxNesting));
+    if (depth > kMaxNesting) return Error("limit: nesting deeper than " + std::to_string(kMaxNesting));
     while (true) {
       Alternative seq;
       LLM_RETURN_IF_ERROR(ParseSequence(rule, depth, &seq));
@@ -200,7 +200,7 @@ class Parser {
     int64_t v = 0;
     while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
       v = v * 10 + (s_[i_] - '0');
-      if (v > kMaxRepeat) return Error("repetition count above the limit of " + std::to_string(kMaxRepeat), start);
+      if (v > kMaxRepeat) return Error("limit: repetition count above " + std::to_string(kMaxRepeat), start);
       ++i_;
     }
     if (i_ == start) return -1;

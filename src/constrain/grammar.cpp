@@ -55,17 +55,28 @@ Element Element::Ref(int32_t rule) {
   return e;
 }
 
+Status LimitExceeded(const std::string& what) { return InvalidArgument("limit: " + what); }
+
+bool IsLimitExceeded(const Status& s) {
+  return s.code() == LLM_ERR_INVALID_ARGUMENT && s.message().find("limit: ") != std::string::npos;
+}
+
+std::string LimitWhat(const Status& s) {
+  const size_t at = s.message().find("limit: ");
+  return at == std::string::npos ? s.message() : s.message().substr(at + 7) + " (a grammar limit)";
+}
+
 Status GrammarBuilder::CountElements(size_t n) {
   n_elements_ += static_cast<int64_t>(n) + 1;
   if (n_elements_ > kMaxElements)
-    return InvalidArgument("grammar too large: more than " + std::to_string(kMaxElements) +
+    return LimitExceeded("grammar too large: more than " + std::to_string(kMaxElements) +
                            " elements after expanding repetitions");
   return Status::Ok();
 }
 
 StatusOr<int32_t> GrammarBuilder::AddRule(std::string name) {
   if (static_cast<int32_t>(g_.rules.size()) >= kMaxRules)
-    return InvalidArgument("grammar too large: more than " + std::to_string(kMaxRules) +
+    return LimitExceeded("grammar too large: more than " + std::to_string(kMaxRules) +
                            " rules after expanding repetitions");
   const int32_t id = static_cast<int32_t>(g_.rules.size());
   names_.emplace(name, id);
@@ -99,12 +110,12 @@ Status GrammarBuilder::AddAlt(int32_t rule, Alternative alt) {
 
 StatusOr<Element> GrammarBuilder::Repeat(const Alternative& body, int32_t min, int32_t max, const std::string& base) {
   if (min < 0 || min > kMaxRepeat || max > kMaxRepeat)
-    return InvalidArgument("repetition count above the limit of " + std::to_string(kMaxRepeat));
+    return LimitExceeded("repetition count above " + std::to_string(kMaxRepeat));
   if (max >= 0 && max < min) return InvalidArgument("repetition {m,n} with n < m");
   // Expanding m + (n - m) copies of the body: refuse before allocating.
   const int64_t copies = static_cast<int64_t>(max < 0 ? min + 1 : max);
   if (copies * static_cast<int64_t>(body.size() + 1) + n_elements_ > kMaxElements)
-    return InvalidArgument("grammar too large: a repetition expands to more than " + std::to_string(kMaxElements) +
+    return LimitExceeded("grammar too large: a repetition expands to more than " + std::to_string(kMaxElements) +
                            " elements");
   Alternative seq;
   for (int32_t i = 0; i < min; ++i) seq.insert(seq.end(), body.begin(), body.end());

@@ -31,6 +31,15 @@ inline constexpr int32_t kMaxGrammarBytes = 1 << 20;  // grammar / regex text
 
 inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
+// The INVALID_ARGUMENT for a breach of one of the limits above ("limit: "
+// + what), and the test for one: a grammar the JSON-Schema compiler wrote
+// that breaks a limit is a schema too large for us (the client's 400),
+// while any other error in it is our bug.
+Status LimitExceeded(const std::string& what);
+bool IsLimitExceeded(const Status& s);
+// The limit such a status names, without where in the grammar text it broke.
+std::string LimitWhat(const Status& s);
+
 struct CodeRange {
   uint32_t lo, hi;  // inclusive
 };

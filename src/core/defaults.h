@@ -5,6 +5,7 @@
 // comments are the specification, so a change here is a change there.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace llm::defaults {
@@ -37,5 +38,6 @@ inline constexpr int32_t kMaxSpecK = 32;
 inline constexpr int32_t kMaxTokens = 256;           // llm_request_init's max_tokens
 inline constexpr int32_t kMaxParallel = 64;          // n in [1, 64]
 inline constexpr int32_t kMaxStops = 64;             // n_stop in [0, 64]
+inline constexpr size_t kMaxStopBytes = 4096;        // each stop string, in bytes
 
 }  // namespace llm::defaults
