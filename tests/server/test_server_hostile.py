@@ -154,7 +154,11 @@ def raw(head, body=b"", timeout=60, body_chunks=None, delay=0.0):
         s.close()
 
 
+sent = [0]
+
+
 def post(path, body, content_type="application/json", timeout=60):
+    sent[0] += 1
     if isinstance(body, str):
         body = body.encode("utf-8", "surrogatepass")
     head = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
@@ -568,4 +572,4 @@ if failures:
     for f in failures[:80]:
         print("  " + f)
     sys.exit(1)
-print("all hostile cases answered 4xx, the server kept serving")
+print("all hostile cases answered 4xx, the server kept serving (%d requests)" % sent[0])
