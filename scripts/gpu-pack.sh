@@ -103,7 +103,15 @@ done
 # One group per test file: the suites it defines (from its own binary, which
 # the cuda-tests link built beside it), as a GoogleTest filter. Listing runs
 # no test and needs no device.
-read -ra files < "$BUILD/cuda-test-files.txt"
+# in order of worth: the kernels under everything, then the backend's
+# layers; files not named here follow in their order
+read -ra built < "$BUILD/cuda-test-files.txt"
+files=()
+for f in test_cuda_kernels test_cuda_quant test_cuda_backend test_cuda_graphs test_cuda_capi test_cuda_offload \
+         test_cuda_families; do
+  [[ " ${built[*]} " == *" $f "* ]] && files+=("$f")
+done
+for f in "${built[@]}"; do [[ " ${files[*]} " == *" $f "* ]] || files+=("$f"); done
 : > "$stage/groups.tsv"
 for f in "${files[@]}"; do
   suites=$("$BUILD/bin/$f" --gtest_list_tests | awk '/^[^ ]/ { s = $1; sub(/\.$/, "", s); print s }' | sort -u)
@@ -145,14 +153,15 @@ fi
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 dirty=""
 git diff --quiet HEAD -- 2>/dev/null || dirty=" (with uncommitted changes)"
-nvcc_v=$( (nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version 2>/dev/null) | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+nvcc_v=""
+[[ $EMULATE -eq 0 ]] && nvcc_v=$( (nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version 2>/dev/null) | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 {
   echo "commit: $commit$dirty"
   echo "subject: $(git log -1 --format=%s 2>/dev/null | cut -c1-120)"
   echo "built: $(date -u '+%F %T') UTC on $(uname -m), $(nproc) cores"
   echo "mode: $([[ $EMULATE -eq 1 ]] && echo emulator || echo gpu)"
   echo "flags: LLM_CUDA=$mode CMAKE_BUILD_TYPE=$(cache CMAKE_BUILD_TYPE) CMAKE_CUDA_ARCHITECTURES=$(cache CMAKE_CUDA_ARCHITECTURES) LLM_USE_MIMALLOC=$(cache LLM_USE_MIMALLOC) mimalloc=$([[ -n "$(cache LLM_MIMALLOC_LIB)" && "$(cache LLM_MIMALLOC_LIB)" != *NOTFOUND ]] && echo linked || echo no) LLM_SANITIZE=$(cache LLM_SANITIZE) CMAKE_EXE_LINKER_FLAGS=$(cache CMAKE_EXE_LINKER_FLAGS)"
-  echo "toolchain: $(cache CMAKE_CXX_COMPILER) $("$(cache CMAKE_CXX_COMPILER)" -dumpfullversion 2>/dev/null), nvcc ${nvcc_v:-none}, glibc $(ldd --version 2>/dev/null | head -n1 | awk '{print $NF}')"
+  echo "toolchain: $(cache CMAKE_CXX_COMPILER) $("$(cache CMAKE_CXX_COMPILER)" -dumpfullversion 2>/dev/null), nvcc ${nvcc_v:-none (emulator)}, glibc $(ldd --version 2>/dev/null | head -n1 | awk '{print $NF}')"
   echo "needs: $(ldd "$stage/bin/cuda-tests" 2>/dev/null | awk '/=>/ {print $1}' | grep -E 'cuda|cublas' | paste -sd' ' -)"
   echo "groups: $(cut -f1 "$stage/groups.tsv" | paste -sd' ' -)"
   (cd "$stage" && find bin -type f | sort | while read -r f; do
