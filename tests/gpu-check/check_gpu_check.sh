@@ -13,6 +13,11 @@
 #      and hung groups resumed without it), and the benchmarks skipped with
 #      the reason.
 #
+#   3. the GPU path's benchmark step, run on the emulator pack
+#      (GPU_CHECK_MODE=gpu, tiny models, --only bench, a 40 s budget): the
+#      8B Q4_K_M step runs under its cap (passing or cut short) and the
+#      report's table holds the figures cuda-bench wrote before the cut.
+#
 # Usage: tests/gpu-check/check_gpu_check.sh [PACK_DIR] [SAMPLE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,8 +38,8 @@ echo "check_gpu_check: a run killed at 5 s left its report ($(ls "$out/killed" |
 
 # 2. the full rehearsal
 t0=$(date +%s)
-scripts/gpu-check.sh --pack "$PACK" --out "$out/full" --work "$out/work" --budget "${GPU_CHECK_TEST_BUDGET:-400}" \
-  --sample "$SAMPLE" --cap-scale "${GPU_CHECK_TEST_CAP_SCALE:-3}" \
+scripts/gpu-check.sh --pack "$PACK" --out "$out/full" --work "$out/work" --budget "${GPU_CHECK_TEST_BUDGET:-1000}" \
+  --sample "$SAMPLE" --cap-scale "${GPU_CHECK_TEST_CAP_SCALE:-1}" \
   --extra-groups tests/gpu-check/fake-groups.tsv > "$out/full.log" 2>&1
 rc=$?
 cat "$out/full.log"
@@ -89,3 +94,22 @@ print(f"check_gpu_check: report OK: {len(real)} CUDA test groups passed (sampled
       f"and hang each shown with their test, benchmarks skipped on the emulator, commit {stamp_commit.split()[0][:12]}, "
       f"{len(files)} files")
 PY
+
+# 3. the benchmark step's mechanics (on a GPU they are the figures)
+GPU_CHECK_MODE=gpu GPU_CHECK_SHAPE=tiny scripts/gpu-check.sh --pack "$PACK" --out "$out/bench" --work "$out/work-bench" \
+  --budget 40 --only bench > "$out/bench.log" 2>&1
+python3 - "$out/bench" <<'PY' || { cat "$out/bench.log"; exit 1; }
+import json, os, sys
+doc = json.load(open(os.path.join(sys.argv[1], "gpu-check.json")))
+steps = {s["step"]: s for s in doc["steps"]}
+st = steps.get("bench-8b-q4km", {}).get("status")
+rows = doc["bench"].get("bench-8b-q4km", {}).get("results", [])
+md = open(os.path.join(sys.argv[1], "gpu-check.md")).read()
+ok = st in ("PASS", "TIMEOUT") and any(r["name"].startswith("device-to-device") for r in rows) \
+     and "| Llama 3.1 8B Q4_K_M | " in md and "device-to-device cudaMemcpy" in md
+if not ok:
+    print(f"check_gpu_check: FAIL: the bench step: {steps.get('bench-8b-q4km')}, {len(rows)} figures", file=sys.stderr)
+    sys.exit(1)
+print(f"check_gpu_check: the bench step ran on the emulator ({st}, {len(rows)} figures in the report)")
+PY
+echo "check_gpu_check: PASS"
