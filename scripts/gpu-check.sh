@@ -118,7 +118,11 @@ if [[ ! -f "$PACK/pack.tar.xz" ]]; then
   record pack "MISSING" 0 "no $PACK/pack.tar.xz: build it with scripts/gpu-pack.sh and carry it"
   [[ $BUILD_ON_DEVICE -eq 1 ]] || { report; exit 1; }
 else
-  tar -C "$PACK_DIR" -xJf "$PACK/pack.tar.xz" || { record pack "FAIL" $(( $(now) - t0 )) "cannot unpack"; report; exit 1; }
+  # (python's lzma where tar has no xz)
+  tar -C "$PACK_DIR" -xJf "$PACK/pack.tar.xz" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$PACK/pack.tar.xz" "$PACK_DIR" ||
+    { record pack "FAIL" $(( $(now) - t0 )) "cannot unpack $PACK/pack.tar.xz"; report; exit 1; }
+  chmod +x "$PACK_DIR"/bin/* 2>/dev/null
   cp "$PACK_DIR/STAMP" "$STATE/STAMP"
 fi
 MODE=$(sed -n 's/^mode: //p' "$STATE/STAMP" 2>/dev/null)

@@ -139,7 +139,6 @@ if [[ -n "$gtest_cfg" && -f "$gtest_cfg/GTestConfig.cmake" ]]; then
   rel=${libdir#"$prefix"/}
   mkdir -p "$stage/gtest/$rel/cmake" "$stage/gtest/include"
   cp -r "$gtest_cfg" "$stage/gtest/$rel/cmake/"
-  [[ -d "$gtest_cfg/../GMock" ]] || true
   cp "$libdir"/libgtest*.a "$libdir"/libgmock*.a "$stage/gtest/$rel/" 2>/dev/null || true
   cp -r "$prefix/include/gtest" "$stage/gtest/include/"
   [[ -d "$prefix/include/gmock" ]] && cp -r "$prefix/include/gmock" "$stage/gtest/include/"
