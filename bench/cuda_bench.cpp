@@ -46,9 +46,9 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "quant_gemv.cuh"
+#include "random_fill.cuh"
 #include "llm.h"
 #include "model/model.h"
-#include "util/fp16.h"
 
 namespace {
 
@@ -151,11 +151,13 @@ struct AttnSetup {
   }
 };
 
-std::vector<uint16_t> RandomBf16(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = llm::F32ToBf16(nd(rng));
-  return v;
+// Random inputs are made on the device (kernels/random_fill.cuh): the largest
+// case, 32 sequences of 16k keys, is a billion bf16 values, which a host
+// generator took most of a minute to make and copy.
+bf16* RandomBf16(AttnSetup& s, size_t n, uint64_t seed) {
+  bf16* p = s.Alloc<bf16>(n);
+  CK(llm::cuda::LaunchRandomFillBf16(p, static_cast<int64_t>(n), seed, 1.0f, 0));
+  return p;
 }
 
 // n_seqs sequences of `len` keys each; prefill: all len tokens are queries
@@ -167,7 +169,7 @@ double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) 
   const int n_blocks = blocks_per_seq * n_seqs;
   llm::cuda::KvPoolLayout layout{1, s.Hkv, s.hd, s.bs};
   const size_t pool_elems = static_cast<size_t>(n_blocks) * layout.block_stride();
-  bf16* pool = reinterpret_cast<bf16*>(s.Upload(RandomBf16(pool_elems, rng)));
+  bf16* pool = RandomBf16(s, pool_elems, 42);
   std::vector<int32_t> tables(n_blocks);
   std::iota(tables.begin(), tables.end(), 0);
   std::shuffle(tables.begin(), tables.end(), rng);
@@ -184,7 +186,7 @@ double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) 
     n_tok += nq;
   }
   const size_t q_elems = static_cast<size_t>(n_tok) * s.Hq * s.hd;
-  bf16* qd = reinterpret_cast<bf16*>(s.Upload(RandomBf16(q_elems, rng)));
+  bf16* qd = RandomBf16(s, q_elems, 43);
   bf16* out = s.Alloc<bf16>(q_elems);
   auto* d_seqs = s.Upload(seqs);
   int32_t* d_tables = s.Upload(tables);
@@ -270,21 +272,16 @@ double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) 
 double TimeQuantGemv(uint32_t type, int rows, int cols, int n, double* bytes) {
   const int32_t be = llm::cuda::QuantBlockElems(type), bb = llm::cuda::QuantBlockBytes(type);
   const size_t row_bytes = static_cast<size_t>(cols / be) * bb, total = row_bytes * rows;
-  std::vector<uint8_t> host(total);
-  std::mt19937 rng(7);
-  for (auto& b : host) b = static_cast<uint8_t>(rng());
   const uint16_t scale = 0x2000;  // F16 ~0.0078: finite scales wherever they sit in the block
-  for (size_t off = 0; off < total; off += bb) {
-    const size_t at = type == 14 ? 208 : 0;  // Q6_K keeps d last
-    std::memcpy(host.data() + off + at, &scale, 2);
-    if (type == 12 || type == 13) std::memcpy(host.data() + off + 2, &scale, 2);
-  }
+  const int32_t at0 = type == 14 ? 208 : 0;                // Q6_K keeps d last
+  const int32_t at1 = type == 12 || type == 13 ? 2 : -1;   // Q4_K/Q5_K: dmin after d
   void *w = nullptr, *x = nullptr, *y = nullptr;
   CK(cudaMalloc(&w, total));
-  CK(cudaMemcpy(w, host.data(), total, cudaMemcpyHostToDevice));
-  const std::vector<uint16_t> xs = RandomBf16(static_cast<size_t>(n) * cols, rng);
-  CK(cudaMalloc(&x, xs.size() * 2));
-  CK(cudaMemcpy(x, xs.data(), xs.size() * 2, cudaMemcpyHostToDevice));
+  CK(llm::cuda::LaunchRandomFillBlocks(static_cast<uint8_t*>(w), static_cast<int64_t>(total / bb), bb, 7, at0, at1,
+                                       scale, 0));
+  const size_t n_x = static_cast<size_t>(n) * cols;
+  CK(cudaMalloc(&x, n_x * 2));
+  CK(llm::cuda::LaunchRandomFillBf16(static_cast<bf16*>(x), static_cast<int64_t>(n_x), 8, 1.0f, 0));
   CK(cudaMalloc(&y, static_cast<size_t>(n) * rows * 4));
   llm::cuda::QuantMatrix m;
   m.part[0] = llm::cuda::QuantPart{w, type, rows, static_cast<int64_t>(row_bytes)};

@@ -90,3 +90,49 @@ function(llm_add_gtest name)
                TIMEOUT 600
                ${labels})
 endfunction()
+
+# llm_unpack_test_data(ARCHIVE): the reference files kept compressed in the
+# tree (tests/data/*/*.tar.xz, so the tracked tree stays small enough to
+# travel to a GPU machine) are unpacked beside their archive at configure
+# time, where every test, fuzzer and script reads them as before. The
+# unpacked files are ignored by git (.gitignore). A stamp beside the archive
+# (.NAME.unpacked: the archive's SHA-256, then the files it holds) skips the
+# work when nothing changed; the files go through a private temporary folder
+# and are renamed into place, so two builds configuring at once do not see
+# half-written files.
+function(llm_unpack_test_data archive)
+  get_filename_component(dir ${archive} DIRECTORY)
+  get_filename_component(name ${archive} NAME)
+  set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${archive})
+  file(SHA256 ${archive} hash)
+  set(stamp ${dir}/.${name}.unpacked)
+  if(EXISTS ${stamp})
+    file(STRINGS ${stamp} lines)
+    list(POP_FRONT lines old_hash)
+    set(complete TRUE)
+    foreach(f ${lines})
+      if(NOT EXISTS ${dir}/${f})
+        set(complete FALSE)
+      endif()
+    endforeach()
+    if(complete AND old_hash STREQUAL hash)
+      return()
+    endif()
+  endif()
+  string(SHA1 tag "${CMAKE_BINARY_DIR}")
+  set(tmp ${dir}/.unpack-${tag})
+  file(REMOVE_RECURSE ${tmp})
+  file(ARCHIVE_EXTRACT INPUT ${archive} DESTINATION ${tmp} TOUCH)
+  file(GLOB_RECURSE files LIST_DIRECTORIES false RELATIVE ${tmp} ${tmp}/*)
+  foreach(f ${files})
+    get_filename_component(sub ${dir}/${f} DIRECTORY)
+    file(MAKE_DIRECTORY ${sub})
+    file(RENAME ${tmp}/${f} ${dir}/${f})
+  endforeach()
+  file(REMOVE_RECURSE ${tmp})
+  list(JOIN files "\n" listing)
+  file(WRITE ${stamp}.tmp-${tag} "${hash}\n${listing}\n")
+  file(RENAME ${stamp}.tmp-${tag} ${stamp})
+  list(LENGTH files n)
+  message(STATUS "llmrt: unpacked ${n} reference files from tests/data/.../${name}")
+endfunction()

@@ -33,6 +33,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "rope_kv.cuh"
 #include "sampling.cuh"
 #include "silu_mul.cuh"
+#include "random_fill.cuh"
 #include "softcap.cuh"
 #include "sample/sampler.h"
 #include "util/fp16.h"
@@ -295,6 +296,45 @@ TEST_F(CudaKernels, FamilyElementwiseOps) {
   }
   EXPECT_EQ(LaunchSoftcap(nullptr, 10, 0.0f, 0), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRmsNormInPlace(nullptr, nullptr, 1, 0, 1e-6f, 0), cudaErrorInvalidValue);
+}
+
+// ================================================================ random fills (cuda-bench's inputs)
+//
+// Deterministic (a hash of seed and index: the same in any launch shape),
+// roughly normal with the asked deviation, and the blocks' scale bytes where
+// asked, covering a tail that is not a whole 8-byte word.
+TEST_F(CudaKernels, RandomFills) {
+  const int64_t n = 100003;
+  Dev<B16> a(n), b(n);
+  LAUNCH_OK(LaunchRandomFillBf16(reinterpret_cast<bf16*>(a.get()), n, 5, 2.0f, 0));
+  LAUNCH_OK(LaunchRandomFillBf16(reinterpret_cast<bf16*>(b.get()), n, 5, 2.0f, 0));
+  const std::vector<B16> va = a.Download(), vb = b.Download();
+  EXPECT_EQ(va, vb);
+  double sum = 0, sq = 0;
+  for (B16 x : va) {
+    ASSERT_TRUE(std::isfinite(F(x)));
+    sum += F(x);
+    sq += static_cast<double>(F(x)) * F(x);
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.05);
+  EXPECT_NEAR(std::sqrt(sq / n), 2.0, 0.05);
+  LAUNCH_OK(LaunchRandomFillBf16(reinterpret_cast<bf16*>(b.get()), n, 6, 2.0f, 0));
+  EXPECT_NE(va, b.Download());
+
+  const int32_t bb = 210, blocks = 37;  // 7770 bytes: the last word is partial
+  Dev<uint8_t> q(static_cast<size_t>(bb) * blocks + 8);
+  LAUNCH_OK(LaunchRandomFillBlocks(q.get(), blocks, bb, 9, 208, 0, 0x2000, 0));
+  const std::vector<uint8_t> vq = q.Download();
+  int distinct_first = 0;
+  for (int32_t k = 0; k < blocks; ++k) {
+    const uint8_t* blk = vq.data() + static_cast<size_t>(k) * bb;
+    EXPECT_EQ(blk[208] | blk[209] << 8, 0x2000) << k;
+    EXPECT_EQ(blk[0] | blk[1] << 8, 0x2000) << k;
+    distinct_first += blk[2] != blk[3];
+  }
+  EXPECT_GT(distinct_first, blocks / 2);  // random elsewhere
+  for (size_t i = static_cast<size_t>(bb) * blocks; i < vq.size(); ++i) EXPECT_EQ(vq[i], 0xFF) << i;  // untouched
+  EXPECT_EQ(LaunchRandomFillBlocks(q.get(), blocks, bb, 9, 209, -1, 0x2000, 0), cudaErrorInvalidValue);
 }
 
 // ================================================================ argmax
