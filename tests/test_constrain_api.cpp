@@ -261,5 +261,28 @@ TEST(ConstrainApi, SchemasPastTheGrammarLimitsAreInvalidArgumentsNamingTheLimit)
   llm_ctx_destroy(ctx);
 }
 
+// A schema whose matching runs into the matcher's limit (an anyOf of 2000
+// objects: 6000 parses after "{", kMaxStacksPerState is 4096) must not end
+// as a "stop" with an empty or partial value: the sequence ends with an
+// error that says why.
+TEST(ConstrainApi, AConstraintAtTheMatcherLimitEndsWithAnErrorNotAStop) {
+  llm_ctx* ctx = MakeCtx();
+  ASSERT_NE(ctx, nullptr);
+  std::string schema = R"({"anyOf":[)";
+  for (int i = 0; i < 2000; ++i)
+    schema += std::string(i ? "," : "") + R"({"type":"object","properties":{"k)" + std::to_string(i) +
+              R"(":{"type":"integer"}},"required":["k)" + std::to_string(i) + R"("]})";
+  schema += "]}";
+  for (float temperature : {0.0f, 0.8f}) {
+    Req r("Hi", LLM_CONSTRAINT_JSON_SCHEMA, schema.c_str(), temperature);
+    auto out = Submit(ctx, r.r);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].finish_reason, LLM_FINISH_ERROR) << "text: '" << out[0].text << "'";
+    EXPECT_EQ(out[0].status, LLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(out[0].message.find("too ambiguous"), std::string::npos) << out[0].message;
+  }
+  llm_ctx_destroy(ctx);
+}
+
 }  // namespace
 }  // namespace llm::test

@@ -2,8 +2,6 @@
 
 #include <httplib.h>
 
-#include <malloc.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -128,18 +126,6 @@ bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
   return !too_large;
 }
 
-// Hands the memory of a large request back to the system once its handler
-// is done with it. The strings and JSON nodes of a many-megabyte body are
-// freed into the worker thread's malloc arena, where they would stay
-// resident (each of the many workers has its own arena).
-struct TrimAfterLargeRequest {
-  size_t peak = 0;
-  ~TrimAfterLargeRequest() {
-    if (peak > kTrimAfterBytes) malloc_trim(0);
-  }
-  static constexpr size_t kTrimAfterBytes = size_t{1} << 20;
-};
-
 // The body as JSON, nesting and duplicate keys checked (request_limits.h).
 bool ParseBody(const std::string& text, json* body, ApiError* err) {
   return ParseRequestBody(text, body, &err->param, &err->code, &err->message);
@@ -213,7 +199,7 @@ void Routes::Register(httplib::Server* svr) {
     ++engine_->http_requests;
     ApiError err;
     std::string text;
-    TrimAfterLargeRequest trim;
+    IdleTrim::Scope trim(&idle_trim_);
     if (req.is_multipart_form_data()) {
       err.http_status = 415;
       err.message = "the request body must be JSON (got " + req.get_header_value("Content-Type") + ")";
@@ -221,7 +207,7 @@ void Routes::Register(httplib::Server* svr) {
       return SendError(res, err);
     }
     const bool complete = ReadBody(req, reader, &text);
-    trim.peak = text.size();
+    trim.set_body_bytes(text.size());
     if (!complete) {
       err.http_status = 413;
       err.message = "the request body is larger than " + std::to_string(kMaxBodyBytes) + " bytes (the limit)";
@@ -335,7 +321,13 @@ void Routes::Register(httplib::Server* svr) {
         events.clear();
         if (job->Wait(&events, milliseconds(1000))) builder->Apply(events);
       }
-      if (builder->Failed(&err)) return SendError(res, err);
+      if (builder->Failed(&err)) {
+        // A constraint the matcher cannot follow to the end (too ambiguous)
+        // is the request's parameter at fault.
+        if (err.http_status == 400 && err.param.empty() && g.constraint_kind != LLM_CONSTRAINT_NONE)
+          err.param = g.constraint_param;
+        return SendError(res, err);
+      }
       return SendJson(res, 200, builder->Body());
     }
 

@@ -8,6 +8,7 @@
 
 #include "../chat_prompt.h"
 #include "engine.h"
+#include "idle_trim.h"
 
 namespace httplib {
 class Server;
@@ -31,6 +32,7 @@ class Routes {
   int32_t n_ctx_ = 0;
   int64_t created_;
   bool log_;
+  IdleTrim idle_trim_;
 };
 
 }  // namespace server

@@ -205,4 +205,16 @@ bool ConstraintState::Complete(std::span<const int32_t> history) {
   return !stuck_ && shared_->matcher.IsAccepting(states_.back());
 }
 
+bool ConstraintState::DeadEnd(std::span<const int32_t> history) {
+  Sync(history);
+  if (stuck_) return true;
+  if (shared_->matcher.IsAccepting(states_.back())) return false;
+  // The mask lets end-of-generation through where nothing else is allowed
+  // (so that a sampler always has a token): look past those.
+  const std::vector<uint64_t>& mask = Mask(history);
+  for (size_t w = 0; w < mask.size(); ++w)
+    if ((mask[w] & ~eog_only_[w]) != 0) return false;
+  return true;
+}
+
 }  // namespace llm::constrain

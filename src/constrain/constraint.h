@@ -107,6 +107,12 @@ class ConstraintState {
   const std::vector<uint64_t>& Mask(std::span<const int32_t> history);
   // The output so far is a complete match.
   bool Complete(std::span<const int32_t> history);
+  // No token can follow `history` and it is not a complete match either: the
+  // matcher reached one of its limits (matcher.h: more parses at once than
+  // kMaxStacksPerState, e.g. a very wide anyOf), or a token could not be
+  // matched. Sampling would pick a token the constraint forbids, or end an
+  // incomplete value: the caller ends the sequence with an error instead.
+  bool DeadEnd(std::span<const int32_t> history);
 
   Matcher& matcher() { return shared_->matcher; }
 

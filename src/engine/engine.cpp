@@ -312,6 +312,15 @@ void Engine::SampleNext(Sequence* seq, const float* logits) {
     AppendToken(seq, p.token, p.logprob);
     return;
   }
+  if (g.constraint != nullptr && g.constraint->DeadEnd(seq->tokens)) {
+    // Nothing the constraint allows can follow: a token sampled now would
+    // break it, and stopping would return an incomplete value as finished.
+    Finish(seq, LLM_FINISH_ERROR, LLM_ERR_INVALID_ARGUMENT,
+           "the output constraint can match no further token: its grammar is too ambiguous for the matcher "
+           "(more than " + std::to_string(constrain::kMaxStacksPerState) +
+               " parses at one point, e.g. a very wide anyOf); narrow the schema");
+    return;
+  }
   std::memcpy(scratch_.data(), logits, sizeof(float) * n_vocab);  // the sampler edits its copy
   const int32_t token = g.sampler.Sample(scratch_.data(), seq->tokens);
   AppendToken(seq, token, TokenLogprob(logits, n_vocab, token));
