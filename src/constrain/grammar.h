@@ -70,6 +70,9 @@ struct Grammar {
   std::vector<Rule> rules;
   int32_t root = -1;
   std::vector<CountedRepeat> repeats;
+  // The output is JSON whose objects must not repeat a key (json_keys.h):
+  // set by CompileConstraint for JSON_OBJECT and for schemas with free keys.
+  bool unique_keys = false;
 };
 
 // Sorts and merges ranges; drops empty ones and clamps to [0, kMaxCodePoint].

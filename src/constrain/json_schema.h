@@ -35,7 +35,8 @@
 //     containers nest at most 2 deep with at most 8 members/items each,
 //     strings (keys included) at most 64 characters;
 //   - additional (free) keys: at most 16 per object, each at most 64
-//     characters past where it leaves every declared name;
+//     characters past where it leaves every declared name; never a key
+//     already written in the same object (json_keys.h, beside the grammar);
 // Keywords that change validity but are not handled (not, if/then/else,
 // patternProperties, dependentRequired, uniqueItems: true, multipleOf, ...)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
@@ -49,6 +50,9 @@
 
 namespace llm {
 
-StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json);
+// free_keys (optional): set when some object of the grammar admits keys
+// the schema does not name (additionalProperties, "any value"), whose
+// uniqueness the grammar cannot express (Grammar::unique_keys).
+StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json, bool* free_keys = nullptr);
 
 }  // namespace llm

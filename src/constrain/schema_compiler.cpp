@@ -597,12 +597,13 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
 
 }  // namespace schema
 
-StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json) {
+StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json, bool* free_keys) {
   auto doc = ParseJson(schema_json, 128);
   if (!doc.ok()) return InvalidArgument("JSON Schema: " + doc.status().message());
   schema::Compiler c(*doc);
   auto g = c.Compile();
   if (!g.ok()) return Status(g.status().code(), "JSON Schema: " + g.status().message());
+  if (free_keys) *free_keys = c.free_keys();
   return g;
 }
 

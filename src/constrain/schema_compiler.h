@@ -38,6 +38,8 @@ class Compiler {
 
   // The whole grammar text, `root` first.
   StatusOr<std::string> Compile();
+  // After Compile: some object admits keys the schema does not name.
+  bool free_keys() const { return names_.count(kKeyChar) > 0 || names_.count("object-1") > 0; }
 
   // One schema at JSON pointer `ptr` as an expression; `hint` names the
   // rules it creates.
