@@ -15,10 +15,14 @@
 #include <string>
 
 #include "constrain/byte_program.h"
+#include "constrain/constraint.h"
+#include "constrain/matcher.h"
 #include "constrain/gbnf_parser.h"
 #include "constrain/grammar_text.h"
 #include "constrain/json_schema.h"
 #include "constrain/schema_pattern.h"
+#include "llm.h"
+#include "util/json.h"
 
 namespace llm {
 namespace {
@@ -595,6 +599,47 @@ TEST(JsonSchema, SuiteCompilesFast) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
   EXPECT_LT(worst_ms, 50.0);  // timed only in optimised, uninstrumented builds
 #endif
+}
+
+// tests/data/constrain/schema_vectors.json (tools/gen_schema_vectors.py):
+// validity from PyPI jsonschema. Through the matcher, every accepted
+// instance is valid, and every valid one not marked "narrowed" is accepted;
+// the schemas to refuse are refused with a message naming the keyword, and
+// never as an internal error.
+TEST(JsonSchemaVectors, MatchJsonschemaOrRefuseByName) {
+  std::ifstream f(std::string(LLM_SOURCE_DIR) + "/tests/data/constrain/schema_vectors.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto cases = ParseJson(ss.str());
+  ASSERT_TRUE(cases.ok()) << cases.status().message();
+  int n_checked = 0;
+  for (const Json& c : cases->array()) {
+    const std::string name = c.Find("name")->as_string();
+    SCOPED_TRACE(name);
+    auto schema = gbnf::JsonDump(*c.Find("schema"));
+    ASSERT_TRUE(schema.ok());
+    auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, *schema, {});
+    if (c.Find("expect")->as_string() == "refuse") {
+      EXPECT_FALSE(program.ok()) << *schema;
+      if (program.ok()) continue;
+      const auto code = program.status().code();
+      EXPECT_TRUE(code == LLM_ERR_INVALID_ARGUMENT || code == LLM_ERR_UNSUPPORTED) << program.status().message();
+      EXPECT_NE(program.status().message().find(c.Find("refuse_has")->as_string()), std::string::npos)
+          << program.status().message();
+      continue;
+    }
+    ASSERT_TRUE(program.ok()) << *schema << ": " << program.status().message();
+    constrain::Matcher m(*program);
+    for (const Json& inst : c.Find("instances")->array()) {
+      const std::string& text = inst.Find("json")->as_string();
+      const bool valid = inst.Find("valid")->as_bool();
+      const bool accepted = m.Matches(text);
+      EXPECT_TRUE(!accepted || valid) << "accepted an invalid instance: " << text;
+      EXPECT_TRUE(accepted || !valid || inst.Find("narrowed")->as_bool()) << "rejected a valid instance: " << text;
+      ++n_checked;
+    }
+  }
+  EXPECT_GT(n_checked, 0);
 }
 
 }  // namespace

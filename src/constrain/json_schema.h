@@ -17,8 +17,11 @@
 //     never a declared name; minProperties/maxProperties only where the
 //     required/declared counts already decide them;
 //   - arrays: all prefixItems present (if maxItems allows);
-//   - oneOf is compiled as anyOf (a value matching two branches would fail
-//     oneOf: schemas whose branches overlap are not protected);
+//   - oneOf is compiled as anyOf when its branches are provably disjoint
+//     (types, const/enum values, number ranges, or a required property the
+//     other branch forbids or gives disjoint values: schema_oneof.cpp), so
+//     an output matches exactly one; otherwise it is refused
+//     (LLM_ERR_UNSUPPORTED naming the two branches);
 //   - allOf is merged when its branches are objects without
 //     additionalProperties, or otherwise do not conflict;
 //   - pattern: see schema_pattern.h (open repetitions stop 128 past their

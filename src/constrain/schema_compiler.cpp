@@ -409,6 +409,20 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (!alts->is_array() || alts->array().empty()) return InvalidArgument(std::string(comb) + " at " + Where(ptr) + " must be a non-empty array");
     if (validating_siblings || (s.Find("anyOf") && s.Find("oneOf")))
       return Unsupported(std::string(comb) + " at " + Where(ptr) + " beside validating keywords (move them into each branch)");
+    if (std::string_view(comb) == "oneOf") {
+      // The grammar is anyOf's: exact only when no value matches two branches.
+      std::vector<const Json*> branches;
+      for (const auto& b : alts->array()) branches.push_back(&b);
+      size_t i = 0, j = 0;
+      auto resolve = [&](const std::string& r) -> const Json* {
+        auto t = Resolve(r, ptr);
+        return t.ok() ? *t : nullptr;
+      };
+      if (FindOverlap(branches, resolve, &i, &j))
+        return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
+                           " are not provably disjoint (oneOf needs exactly one branch to match; give them different "
+                           "types, const/enum values or ranges, or a required property whose values differ; or use anyOf)");
+    }
     std::vector<std::string> out;
     for (size_t i = 0; i < alts->array().size(); ++i) {
       LLM_ASSIGN_OR_RETURN(std::string e, Visit(alts->array()[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));

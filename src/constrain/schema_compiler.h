@@ -5,6 +5,7 @@
 // schema_object.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -84,5 +85,12 @@ std::string Where(const std::string& ptr);
 
 // Keywords that never change validity.
 bool IsAnnotation(std::string_view key);
+
+// The target of a "$ref" string, or nullptr.
+using RefResolver = std::function<const Json*(const std::string&)>;
+// oneOf (schema_oneof.cpp): false when every two branches are provably
+// disjoint (no value matches both); otherwise true with the first pair not
+// proven so in *first < *second.
+bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second);
 
 }  // namespace llm::schema

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Reference data for the JSON Schema compiler's exactness tests (issue 29,
+tests/test_json_schema.cpp, JsonSchemaVectors.*).
+
+Each case is a schema, what the compiler must do with it ("compile", or
+"refuse" with a message naming a keyword), and instances written compactly
+(json.dumps with separators (',', ':'), keys in the order given). Whether an
+instance is valid comes from PyPI `jsonschema` (the validator for the
+schema's declared $schema, draft 2020-12 when none), never from llmrt. The
+test checks, through the constraint matcher:
+  - every instance the grammar accepts is valid (soundness: no exceptions);
+  - every valid instance is accepted, unless the case marks it "narrowed"
+    (a documented narrowing of json_schema.h: property order, whitespace,
+    number spelling, bounded "any value").
+
+    python3 tools/gen_schema_vectors.py > tests/data/constrain/schema_vectors.json
+"""
+import json
+import sys
+
+import jsonschema
+
+# (name, schema, expect, instances, narrowed) -- expect: "compile" or
+# ("refuse", "keyword in the message"); narrowed: indices of valid
+# instances the grammar may leave out.
+CASES = [
+    # ---- oneOf: exactly one branch
+    ("oneof_true_branches", {"oneOf": [True, True, True]}, ("refuse", "oneOf"), [], []),
+    ("oneof_integer_number", {"oneOf": [{"type": "integer"}, {"type": "number"}]}, ("refuse", "branches 0 and 1"), [], []),
+    ("oneof_untyped_minimum", {"oneOf": [{"type": "integer"}, {"minimum": 2}]}, ("refuse", "oneOf"), [], []),
+    ("oneof_enum_overlap", {"oneOf": [{"const": 1}, {"enum": [1.0, 2]}]}, ("refuse", "oneOf"), [], []),
+    ("oneof_types", {"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}, "compile",
+     ["a", 3, None, 2.5, True, [], {}], []),
+    ("oneof_enums", {"oneOf": [{"const": 1}, {"enum": [3, 2]}, {"enum": ["1"]}]}, "compile",
+     [1, 2, 3, "1", 4, "2"], []),
+    ("oneof_ranges", {"oneOf": [{"type": "integer", "maximum": 0}, {"type": "integer", "exclusiveMinimum": 0}]},
+     "compile", [-3, 0, 1, 7], []),
+    ("oneof_ranges_touch", {"oneOf": [{"type": "integer", "maximum": 0}, {"type": "integer", "minimum": 0}]},
+     ("refuse", "oneOf"), [], []),
+    ("oneof_discriminator",
+     {"oneOf": [
+         {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+         {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}, "y": {"type": "string"}}, "required": ["kind", "y"]},
+     ]}, "compile",
+     [{"kind": "a"}, {"kind": "a", "x": 1}, {"kind": "b", "y": ""}, {"kind": "c", "y": "z"}, {"kind": "d"},
+      {"kind": "b"}, {"x": 1}], []),
+    ("oneof_required_forbidden",
+     {"oneOf": [
+         {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+         {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": False},
+     ]}, "compile",
+     [{"a": 1}, {"b": 2}, {}, {"a": 1, "b": 2}], [3]),
+    ("oneof_untyped_required",
+     {"oneOf": [{"required": ["a"]}, {"properties": {"a": False}}]}, ("refuse", "oneOf"), [], []),
+    ("oneof_refs",
+     {"$defs": {"A": {"type": "object", "properties": {"t": {"const": 1}}, "required": ["t"], "additionalProperties": False},
+                "B": {"type": "object", "properties": {"t": {"const": 2}}, "required": ["t"], "additionalProperties": False}},
+      "oneOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}, {"type": "array", "maxItems": 0}]}, "compile",
+     [{"t": 1}, {"t": 2}, {"t": 3}, [], [1]], []),
+    ("oneof_nullable_object",
+     {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"a": {"type": "boolean"}}}]}, "compile",
+     [None, {}, {"a": True}, {"a": None}, 0], []),
+]
+
+
+def validator_for(schema):
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def main():
+    out = []
+    names = set()
+    for name, schema, expect, instances, narrowed in CASES:
+        assert name not in names, name
+        names.add(name)
+        v = validator_for(schema)
+        case = {"name": name, "schema": schema}
+        if expect == "compile":
+            case["expect"] = "compile"
+        else:
+            case["expect"], case["refuse_has"] = expect
+        case["instances"] = [
+            {"json": json.dumps(i, separators=(",", ":"), ensure_ascii=False), "valid": v.is_valid(i),
+             "narrowed": k in narrowed}
+            for k, i in enumerate(instances)
+        ]
+        for k in narrowed:
+            assert case["instances"][k]["valid"], f"{name}: narrowed instance {k} is not valid anyway"
+        out.append(case)
+    sys.stdout.write("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in out) + "\n]\n")
+
+
+if __name__ == "__main__":
+    main()
