@@ -616,8 +616,7 @@ TEST(JsonSchemaVectors, MatchJsonschemaOrRefuseByName) {
   for (const Json& c : cases->array()) {
     const std::string name = c.Find("name")->as_string();
     SCOPED_TRACE(name);
-    auto schema = gbnf::JsonDump(*c.Find("schema"));
-    ASSERT_TRUE(schema.ok());
+    const std::string* schema = &c.Find("schema")->as_string();
     auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, *schema, {});
     if (c.Find("expect")->as_string() == "refuse") {
       EXPECT_FALSE(program.ok()) << *schema;
@@ -628,7 +627,8 @@ TEST(JsonSchemaVectors, MatchJsonschemaOrRefuseByName) {
           << program.status().message();
       continue;
     }
-    ASSERT_TRUE(program.ok()) << *schema << ": " << program.status().message();
+    EXPECT_TRUE(program.ok()) << *schema << ": " << program.status().message();
+    if (!program.ok()) continue;
     constrain::Matcher m(*program);
     for (const Json& inst : c.Find("instances")->array()) {
       const std::string& text = inst.Find("json")->as_string();

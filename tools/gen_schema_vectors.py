@@ -60,6 +60,33 @@ CASES = [
     ("oneof_nullable_object",
      {"oneOf": [{"type": "null"}, {"type": "object", "properties": {"a": {"type": "boolean"}}}]}, "compile",
      [None, {}, {"a": True}, {"a": None}, 0], []),
+    # ---- false subschemas mean what they mean
+    ("false_property", {"properties": {"foo": {"type": "integer"}, "bar": False}}, "compile",
+     [{}, {"foo": 1}, {"bar": 1}, {"foo": 1, "bar": 2}, {"foo": "x"}], []),
+    ("false_property_with_extras",
+     {"type": "object", "properties": {"bar": False}, "additionalProperties": {"type": "integer"}}, "compile",
+     [{}, {"a": 1}, {"bar": 1}, {"a": 1, "bar": 1}, {"a": "x"}], []),
+    ("anyof_true_false", {"anyOf": [True, False]}, "compile", [1, "a", None, {}, []], [3, 4]),
+    ("anyof_false_branch", {"anyOf": [{"type": "integer"}, False]}, "compile", [1, "a"], []),
+    ("oneof_false_branch", {"oneOf": [False, {"type": "string"}, False]}, "compile", ["a", 1], []),
+    ("items_false", {"type": "array", "items": False}, "compile", [[], [1], [None]], []),
+    ("prefix_then_items_false", {"prefixItems": [{"type": "integer"}], "items": False, "type": "array"}, "compile",
+     [[1], [1, 2], ["a"]], []),
+    ("prefix_false_position", {"type": "array", "prefixItems": [{"type": "integer"}, False]}, "compile",
+     [[], [1], [1, 2], ["a"]], [0]),
+    ("allof_false_in_anyof", {"anyOf": [{"allOf": [{"type": "integer"}, False]}, {"type": "string"}]}, "compile",
+     ["a", 1], []),
+    ("const_type_mismatch_branch", {"anyOf": [{"type": "string", "const": 1}, {"type": "boolean"}]}, "compile",
+     [1, True, "1"], []),
+    ("root_false", False, ("refuse", "no value satisfies"), [], []),
+    ("required_false_property", {"properties": {"a": False}, "required": ["a"]}, ("refuse", "no value"), [], []),
+    # ---- integers written as 2.0 are integers (2020-12)
+    ("min_length_float", {"type": "string", "minLength": 2.0, "maxLength": 3.0}, "compile",
+     ["", "a", "ab", "abc", "abcd"], []),
+    ("max_items_float", {"type": "array", "items": {"type": "integer"}, "maxItems": 2.0}, "compile",
+     [[], [1], [1, 2], [1, 2, 3]], []),
+    ("min_properties_float", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                              "minProperties": 1.0}, "compile", [{"a": 1}, {}], []),
 ]
 
 
@@ -76,7 +103,8 @@ def main():
         assert name not in names, name
         names.add(name)
         v = validator_for(schema)
-        case = {"name": name, "schema": schema}
+        # The schema as text too: numbers keep their spelling (2.0 stays 2.0).
+        case = {"name": name, "schema": json.dumps(schema, ensure_ascii=False)}
         if expect == "compile":
             case["expect"] = "compile"
         else:

@@ -22,6 +22,11 @@
 //     other branch forbids or gives disjoint values: schema_oneof.cpp), so
 //     an output matches exactly one; otherwise it is refused
 //     (LLM_ERR_UNSUPPORTED naming the two branches);
+//   - false (and an enum/const its type rejects) is "no value": an anyOf
+//     or oneOf branch dropped, an optional property that must be absent,
+//     no items past the tuple (or from a false prefixItems position on);
+//     a whole schema with no value is refused (LLM_ERR_INVALID_ARGUMENT);
+//   - counts (minLength, maxItems, ...) may be written as 2.0;
 //   - allOf is merged when its branches are objects without
 //     additionalProperties, or otherwise do not conflict;
 //   - pattern: see schema_pattern.h (open repetitions stop 128 past their

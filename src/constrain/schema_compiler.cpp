@@ -116,6 +116,18 @@ std::string PointerJoin(const std::string& ptr, size_t index) { return ptr + "/"
 
 std::string Where(const std::string& ptr) { return ptr.empty() ? std::string("(root)") : ptr; }
 
+bool CountValue(const Json& v, int64_t* out) {
+  if (v.is_int()) {
+    if (v.as_int() < 0) return false;
+    *out = std::min<int64_t>(v.as_int(), int64_t{1} << 40);
+    return true;
+  }
+  const double d = v.as_double();
+  if (!v.is_number() || !IsWhole(d) || d < 0) return false;
+  *out = d >= 0x1p40 ? int64_t{1} << 40 : static_cast<int64_t>(d);
+  return true;
+}
+
 bool IsAnnotation(std::string_view k) {
   static const char* const kAnnotations[] = {
       "title", "description", "examples", "default", "$schema", "$id", "$comment", "$defs", "definitions",
@@ -162,8 +174,11 @@ StatusOr<std::string> Compiler::Compile() {
   // The root is the first level of a recursion through "#".
   if (recursive_.count("#")) recursion_ = 1;
   LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
-  if (IsNever(body))
-    return InvalidArgument("the schema's recursion has no finite value (every value needs another level; give the recursive $ref a null, optional or empty-array way out)");
+  if (IsNever(body)) {
+    if (!recursive_.empty())
+      return InvalidArgument("no value satisfies the schema: its recursion has no finite value (every value needs another level; give the recursive $ref a null, optional or empty-array way out), or a false subschema, an empty enum or a contradiction leaves nothing");
+    return InvalidArgument("no value satisfies the schema (a false subschema, an empty enum, or a const/enum its type rejects, leaves nothing)");
+  }
   std::string out = "root ::= " + body + "\n";
   for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
   return out;
@@ -351,7 +366,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     }
     if (part->is_object() && part->Find("allOf")) return Unsupported("allOf at " + Where(where) + ": nested allOf");
     if (part->is_bool()) {
-      if (!part->as_bool()) return InvalidArgument("allOf at " + Where(where) + ": a false schema (nothing validates)");
+      if (!part->as_bool()) return Json::Bool(false);  // nothing validates
       continue;
     }
     LLM_RETURN_IF_ERROR(add(*part, where));
@@ -370,10 +385,9 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
 }
 
 StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, const std::string& hint) {
-  if (s.is_bool()) {
-    if (s.as_bool()) return Builtin(kValue);
-    return InvalidArgument("the schema at " + Where(ptr) + " is false: no value validates");
-  }
+  // false: no value (an enclosing schema drops the branch, property or
+  // items that need it, like a recursion out of levels).
+  if (s.is_bool()) return s.as_bool() ? Builtin(kValue) : std::string();
   if (!s.is_object()) return InvalidArgument("the schema at " + Where(ptr) + " must be an object or a boolean");
   if (++depth_ > kMaxDepth) {
     --depth_;
@@ -497,7 +511,7 @@ StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr,
     if (!text.ok()) return InvalidArgument(text.status().message() + " at " + Where(ptr));
     alts.push_back(gbnf::Literal(*text));
   }
-  if (alts.empty()) return InvalidArgument("enum/const at " + Where(ptr) + " leaves no valid value");
+  if (alts.empty()) return std::string();  // no valid value: like false
   return Alternatives(alts);
 }
 
@@ -515,8 +529,7 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   auto count = [&](const char* k, int64_t* out) -> Status {
     const Json* v = s.Find(k);
     if (!v) return Status::Ok();
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
-    *out = v->as_int();
+    if (!CountValue(*v, out)) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
     return Status::Ok();
   };
   int64_t min_len = 0, max_len = -1;

@@ -86,6 +86,11 @@ std::string Where(const std::string& ptr);
 // Keywords that never change validity.
 bool IsAnnotation(std::string_view key);
 
+// A count keyword's value (minLength, maxItems, ...): a non-negative
+// integer, written as one or not (2020-12: 2.0 is an integer), capped at
+// 2^40; false for anything else.
+bool CountValue(const Json& v, int64_t* out);
+
 // The target of a "$ref" string, or nullptr.
 using RefResolver = std::function<const Json*(const std::string&)>;
 // oneOf (schema_oneof.cpp): false when every two branches are provably

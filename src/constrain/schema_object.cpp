@@ -115,13 +115,15 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   }
   const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
   if (const Json* v = s.Find("minProperties")) {
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (static_cast<uint64_t>(v->as_int()) > n_required)
+    int64_t n = 0;
+    if (!CountValue(*v, &n)) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (static_cast<uint64_t>(n) > n_required)
       return Unsupported("minProperties above the number of required properties at " + Where(ptr) + " is not supported");
   }
   if (const Json* v = s.Find("maxProperties")) {
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (extra || static_cast<uint64_t>(v->as_int()) < props.size())
+    int64_t n = 0;
+    if (!CountValue(*v, &n)) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (extra || static_cast<uint64_t>(n) < props.size())
       return Unsupported("maxProperties below the number of possible properties at " + Where(ptr) + " is not supported");
   }
 
@@ -186,8 +188,8 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   auto count = [&](const char* k, int64_t* out) -> Status {
     const Json* v = s.Find(k);
     if (!v) return Status::Ok();
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
-    *out = std::min<int64_t>(v->as_int(), 1 << 20);
+    if (!CountValue(*v, out)) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
+    *out = std::min<int64_t>(*out, 1 << 20);
     return Status::Ok();
   };
   int64_t min_items = 0, max_items = -1;
@@ -218,15 +220,21 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
 
   std::vector<std::string> seq;
   const size_t n_tuple = tuple ? tuple->array().size() : 0;
-  const size_t n_fixed = max_items >= 0 ? std::min<size_t>(n_tuple, static_cast<size_t>(max_items)) : n_tuple;
+  size_t n_fixed = max_items >= 0 ? std::min<size_t>(n_tuple, static_cast<size_t>(max_items)) : n_tuple;
+  bool tuple_closed = false;  // a position with no value (false): the array ends before it
   for (size_t i = 0; i < n_fixed; ++i) {
     LLM_ASSIGN_OR_RETURN(std::string e, Visit(tuple->array()[i], PointerJoin(tuple_ptr, i), hint + "-" + std::to_string(i)));
-    if (IsNever(e)) return std::string();  // a position every array needs
+    if (IsNever(e)) {
+      if (static_cast<int64_t>(i) < min_items) return std::string();  // a position every array needs
+      n_fixed = i;
+      tuple_closed = true;
+      break;
+    }
     seq.push_back(e);
   }
   const int64_t more_min = std::max<int64_t>(0, min_items - static_cast<int64_t>(n_fixed));
   int64_t more_max = max_items < 0 ? -1 : max_items - static_cast<int64_t>(n_fixed);
-  if (n_fixed < n_tuple || !after) more_max = 0;  // nothing may follow
+  if (n_fixed < n_tuple || tuple_closed || !after) more_max = 0;  // nothing may follow
   if (more_max >= 0 && more_max < more_min)
     return InvalidArgument("minItems at " + Where(ptr) + " cannot be met: no items allowed past the tuple");
   std::string item;
