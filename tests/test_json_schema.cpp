@@ -601,6 +601,37 @@ TEST(JsonSchema, SuiteCompilesFast) {
 #endif
 }
 
+// A schema's size is never an internal error (issue 29: the server answered
+// 500): long counted lengths share their rules, counts past the written-out
+// limit are narrowed (maxLength, maxItems) or refused by name (minLength),
+// and a grammar over the limits is LLM_ERR_INVALID_ARGUMENT.
+TEST(JsonSchema, LimitsAreRefusalsNeverInternal) {
+  auto compile = [](const std::string& schema) { return constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, schema, {}); };
+  std::string many = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 40; ++i) many += (i ? "," : "") + std::string("\"f") + std::to_string(i) + R"(":{"type":"string","maxLength":5000})";
+  many += "}}";
+  auto a = compile(many);
+  EXPECT_TRUE(a.ok()) << a.status().message();
+  auto b = compile(R"({"type":"array","items":{"type":"integer"},"maxItems":100000})");
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  if (b.ok()) {
+    constrain::Matcher m(*b);
+    EXPECT_TRUE(m.Matches("[1,2,3]"));
+  }
+  auto c = compile(R"({"type":"string","minLength":100000})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(c.status().message().find("minLength"), std::string::npos) << c.status().message();
+  std::string distinct = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 40; ++i)
+    distinct += (i ? "," : "") + std::string("\"f") + std::to_string(i) + R"(":{"type":"string","maxLength":)" + std::to_string(3000 + i) + "}";
+  distinct += "}}";
+  auto d = compile(distinct);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), LLM_ERR_INVALID_ARGUMENT) << d.status().message();
+  EXPECT_NE(d.status().message().find("too large"), std::string::npos) << d.status().message();
+}
+
 // tests/data/constrain/schema_vectors.json (tools/gen_schema_vectors.py):
 // validity from PyPI jsonschema. Through the matcher, every accepted
 // instance is valid, and every valid one not marked "narrowed" is accepted;

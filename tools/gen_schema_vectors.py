@@ -87,6 +87,17 @@ CASES = [
      [[], [1], [1, 2], [1, 2, 3]], []),
     ("min_properties_float", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
                               "minProperties": 1.0}, "compile", [{"a": 1}, {}], []),
+    # ---- rule names cannot collide (URL-ish names, names like a grammar helper's)
+    ("rule_names_urlish",
+     {"type": "object",
+      "properties": {"x": {"$ref": "#/definitions/http:~1~1a.b~1c"}, "y": {"$ref": "#/definitions/http:~1~1a-b~1c"},
+                     "z": {"$ref": "#/definitions/c-1"}},
+      "definitions": {"http://a.b/c": {"type": "array", "items": {"type": "integer"}},
+                      "http://a-b/c": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                      "c-1": {"type": "string", "maxLength": 2}},
+      "required": ["x", "y", "z"]}, "compile",
+     [{"x": [1, 2], "y": ["a"], "z": "ab"}, {"x": ["a"], "y": [], "z": ""}, {"x": [], "y": [1], "z": ""},
+      {"x": [], "y": [], "z": "abc"}], []),
 ]
 
 

@@ -38,6 +38,14 @@ StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std
       auto gbnf = JsonSchemaToGrammar(text, &free_keys);
       if (!gbnf.ok()) return gbnf.status();
       g = ParseGrammar(*gbnf);
+      // The schema is too large once written out (the grammar's limits:
+      // grammar.h): the client's to fix, so INVALID_ARGUMENT, not internal.
+      if (!g.ok() && g.status().code() == LLM_ERR_INVALID_ARGUMENT &&
+          (g.status().message().find("too large") != std::string::npos ||
+           g.status().message().find("above the limit") != std::string::npos ||
+           g.status().message().find("longer than") != std::string::npos))
+        return InvalidArgument("JSON Schema: too large to compile (" + g.status().message() +
+                               "); long counted lengths (maxLength, maxItems) and many large subschemas add up");
       if (!g.ok()) return InternalError("the grammar compiled from the JSON schema does not parse: " + g.status().message());
       g->unique_keys = free_keys;
 #else

@@ -88,7 +88,8 @@ class GrammarBuilder {
  public:
   // The id of the rule called `name`, created (undefined) on first use.
   StatusOr<int32_t> RuleId(const std::string& name);
-  // A fresh anonymous rule named after `base` (e.g. "root-3").
+  // A fresh anonymous rule named after `base` ("root#3": no name the
+  // grammar text spells can collide with it).
   StatusOr<int32_t> NewHelper(const std::string& base);
   // Adds an alternative to a rule (and marks it defined).
   Status AddAlt(int32_t rule, Alternative alt);

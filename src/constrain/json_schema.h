@@ -26,7 +26,11 @@
 //     or oneOf branch dropped, an optional property that must be absent,
 //     no items past the tuple (or from a false prefixItems position on);
 //     a whole schema with no value is refused (LLM_ERR_INVALID_ARGUMENT);
-//   - counts (minLength, maxItems, ...) may be written as 2.0;
+//   - counts (minLength, maxItems, ...) may be written as 2.0; maxLength
+//     and maxItems above 4096 are narrowed to 4096, minLength/minItems
+//     above it refused (LLM_ERR_INVALID_ARGUMENT naming the keyword);
+//     strings of one length range share one rule; a schema whose grammar
+//     passes the grammar limits (docs/GRAMMAR.md) is LLM_ERR_INVALID_ARGUMENT;
 //   - allOf is merged when its branches are objects without
 //     additionalProperties, or otherwise do not conflict;
 //   - pattern: see schema_pattern.h (open repetitions stop 128 past their

@@ -552,18 +552,24 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
     return "\"\\\"\" " + *body + " \"\\\"\"";
   }
   if (!lengths) return Builtin("string");
-  if (max_len >= 0 && max_len < min_len) return InvalidArgument("maxLength < minLength at " + Where(ptr));
-  if (min_len > kMaxCountedLength) return Unsupported("minLength above 4096 at " + Where(ptr) + " is not supported");
+  if (max_len >= 0 && max_len < min_len) return std::string();  // no string: like false
+  if (min_len > kMaxCountedLength)
+    return InvalidArgument("minLength " + std::to_string(min_len) + " at " + Where(ptr) + " is above the limit of " +
+                           std::to_string(kMaxCountedLength) + " characters");
+  const int64_t hi = max_len < 0 ? -1 : std::min(max_len, kMaxCountedLength);
+  if (hi == 0) return std::string("\"\\\"\\\"\"");
+  // One rule per count: a schema with many fields of the same maxLength
+  // pays for the written-out copies once.
+  const std::string key = std::to_string(min_len) + "," + std::to_string(hi);
+  if (auto it = counted_strings_.find(key); it != counted_strings_.end()) return it->second;
   const std::string c = Builtin(kChar);
   std::string rep;
-  if (max_len < 0) {
-    rep = min_len == 0 ? c + "*" : c + "{" + std::to_string(min_len) + ",}";
-  } else {
-    const int64_t hi = std::min(max_len, kMaxCountedLength);
-    if (hi == 0) return std::string("\"\\\"\\\"\"");
-    rep = c + "{" + std::to_string(min_len) + (hi == min_len ? "" : "," + std::to_string(hi)) + "}";
-  }
-  return "\"\\\"\" " + rep + " \"\\\"\"";
+  if (hi < 0) rep = min_len == 0 ? c + "*" : c + "{" + std::to_string(min_len) + ",}";
+  else rep = c + "{" + std::to_string(min_len) + (hi == min_len ? "" : "," + std::to_string(hi)) + "}";
+  const std::string name = AddRule("string-" + std::to_string(min_len) + "-" + (hi < 0 ? std::string("n") : std::to_string(hi)),
+                                   "\"\\\"\" " + rep + " \"\\\"\"");
+  counted_strings_[key] = name;
+  return name;
 }
 
 StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bool integer) {

@@ -73,6 +73,7 @@ class Compiler {
   // ("#/...", open recursion levels) -> rule name, or kNever.
   std::map<std::pair<std::string, int>, std::string> ref_rules_;
   std::set<std::string> recursive_;
+  std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
 };

@@ -14,6 +14,7 @@ namespace {
 // at most about this many characters past a declared name's prefix.
 constexpr int kMaxExtraKeys = 16;
 constexpr int kMaxExtraKeyLength = 64;
+constexpr int64_t kMaxCountedItems = 4096;
 
 struct TrieNode {
   bool terminal = false;
@@ -195,7 +196,13 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   int64_t min_items = 0, max_items = -1;
   LLM_RETURN_IF_ERROR(count("minItems", &min_items));
   LLM_RETURN_IF_ERROR(count("maxItems", &max_items));
-  if (max_items >= 0 && max_items < min_items) return InvalidArgument("maxItems < minItems at " + Where(ptr));
+  if (max_items >= 0 && max_items < min_items) return std::string();  // no array: like false
+  // Counts are written out (grammar.h): above kMaxCountedItems, maxItems is
+  // narrowed to it (sound), minItems refused.
+  if (min_items > kMaxCountedItems)
+    return InvalidArgument("minItems " + std::to_string(min_items) + " at " + Where(ptr) + " is above the limit of " +
+                           std::to_string(kMaxCountedItems) + " items");
+  if (max_items > kMaxCountedItems) max_items = kMaxCountedItems;
 
   // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
   // the schema of the positions after them (nullptr: none allowed).
