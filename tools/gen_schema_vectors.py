@@ -98,6 +98,23 @@ CASES = [
       "required": ["x", "y", "z"]}, "compile",
      [{"x": [1, 2], "y": ["a"], "z": "ab"}, {"x": ["a"], "y": [], "z": ""}, {"x": [], "y": [1], "z": ""},
       {"x": [], "y": [], "z": "abc"}], []),
+    # ---- pattern with minLength/maxLength: both hold
+    ("pattern_and_lengths", {"type": "string", "pattern": "^[a-c]+$", "minLength": 2, "maxLength": 4}, "compile",
+     ["", "a", "ab", "abc", "abca", "abcab", "ad", "cc"], []),
+    ("pattern_unanchored_and_max", {"type": "string", "pattern": "b", "maxLength": 3}, "compile",
+     ["b", "ab", "abc", "xbx", "abcd", "aaa", "bbbb", ""], []),
+    ("pattern_min_only", {"type": "string", "pattern": "^x*$", "minLength": 3}, "compile",
+     ["", "xx", "xxx", "xxxxxxx", "xxy"], []),
+    ("pattern_lengths_redundant", {"type": "string", "pattern": "^[0-9]{5}$", "minLength": 5, "maxLength": 5}, "compile",
+     ["12345", "1234", "123456", "abcde"], []),
+    ("pattern_lengths_escapes", {"type": "string", "pattern": "^[\"\\\\a]*$", "maxLength": 2}, "compile",
+     ["", "\"", "\\", "a\"", "\"\"\"", "b"], []),
+    ("pattern_lengths_impossible_branch",
+     {"anyOf": [{"type": "string", "pattern": "^a{5}$", "maxLength": 3}, {"type": "integer"}]}, "compile",
+     ["aaaaa", 1, "aaa"], []),
+    ("pattern_nested_quantifiers",
+     {"type": "string", "pattern": "^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$"},
+     "compile", ["http://example.com/a/b", "example.co", "https://x.io/", "ftp://x", "a.b", "x.abcdefgh1"], []),
 ]
 
 

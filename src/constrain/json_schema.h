@@ -33,8 +33,10 @@
 //     passes the grammar limits (docs/GRAMMAR.md) is LLM_ERR_INVALID_ARGUMENT;
 //   - allOf is merged when its branches are objects without
 //     additionalProperties, or otherwise do not conflict;
-//   - pattern: see schema_pattern.h (open repetitions stop 128 past their
-//     minimum); format: date, time, date-time, uuid, email, ipv4, hostname,
+//   - pattern: a deterministic automaton (schema_pattern.h), intersected
+//     with minLength/maxLength; the free end of an unanchored pattern stops
+//     128 characters on; every prefix it admits can be completed, so EOS is
+//     allowed only once the string is whole; format: date, time, date-time, uuid, email, ipv4, hostname,
 //     uri, each of bounded length (email: local part <= 32 characters,
 //     2-4 domain labels of <= 24; unknown formats are annotations, ignored);
 //   - recursion: a $ref that can reach itself is unrolled 5 levels deep

@@ -545,11 +545,30 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   if (format_body) return "\"\\\"\" " + *format_body + " \"\\\"\"";
   if (pattern) {
     if (!pattern->is_string()) return InvalidArgument("pattern at " + Where(ptr) + " must be a string");
-    if (lengths) return Unsupported("pattern beside minLength/maxLength at " + Where(ptr) + " is not supported");
+    if (max_len >= 0 && max_len < min_len) return std::string();  // no string: like false
     const std::string any = Builtin(kChar);
-    auto body = PatternToStringBody(pattern->as_string(), any);
-    if (!body.ok()) return Status(body.status().code(), body.status().message() + " (at " + Where(PointerJoin(ptr, "pattern")) + ")");
-    return "\"\\\"\" " + *body + " \"\\\"\"";
+    const std::string where = Where(PointerJoin(ptr, "pattern"));
+    auto a = CompilePattern(pattern->as_string(), min_len, max_len, any, where);
+    if (!a.ok()) {
+      const std::string m = a.status().message();
+      return Status(a.status().code(), m.find(where) == std::string::npos ? m + " (at " + where + ")" : m);
+    }
+    if (a->states.empty()) return std::string();  // no string matches within the lengths
+    // One rule per automaton state, all named before any is written.
+    std::vector<std::string> names;
+    for (size_t i = 0; i < a->states.size(); ++i) names.push_back(NewName("pattern"));
+    for (size_t i = 0; i < a->states.size(); ++i) {
+      const auto& st = a->states[i];
+      std::string body = st.tail;
+      if (body.empty()) {
+        std::vector<std::string> alts;
+        for (const auto& e : st.edges) alts.push_back(e.chars + " " + names[static_cast<size_t>(e.to)]);
+        if (st.accept) alts.push_back("\"\"");
+        body = alts.size() == 1 ? alts[0] : Alternatives(alts);
+      }
+      rules_.emplace_back(names[i], body);
+    }
+    return "\"\\\"\" " + names[0] + " \"\\\"\"";
   }
   if (!lengths) return Builtin("string");
   if (max_len >= 0 && max_len < min_len) return std::string();  // no string: like false
