@@ -280,7 +280,8 @@ TEST(JsonSchema, AllOfMergesObjects) {
   EXPECT_FALSE(l.Accepts(R"({"b":true})"));
   EXPECT_EQ(Error(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})").code(),
             LLM_ERR_UNSUPPORTED);
-  EXPECT_EQ(Error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})").code(), LLM_ERR_UNSUPPORTED);
+  // Types intersect: none in common is no value at all.
+  EXPECT_EQ(Error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})").code(), LLM_ERR_INVALID_ARGUMENT);
 }
 
 TEST(JsonSchema, RefsIncludingRecursion) {

@@ -31,8 +31,15 @@
 //     above it refused (LLM_ERR_INVALID_ARGUMENT naming the keyword);
 //     strings of one length range share one rule; a schema whose grammar
 //     passes the grammar limits (docs/GRAMMAR.md) is LLM_ERR_INVALID_ARGUMENT;
-//   - allOf is merged when its branches are objects without
-//     additionalProperties, or otherwise do not conflict;
+//   - allOf is merged keyword by keyword ($refs resolved, nested allOf
+//     flattened): the tighter bound, the common types and enum values, a
+//     property or items schema given twice as the allOf of both; what
+//     cannot be merged exactly (two different formats, additionalProperties
+//     beside properties from another branch, a recursive $ref) is refused;
+//   - keywords beside $ref hold too (allOf [$ref, siblings]), and so do
+//     keywords beside anyOf/oneOf (merged into every branch); beside
+//     enum/const they drop the values their grammar rejects;
+//   - unknown keywords are annotations (ignored), as JSON Schema says;
 //   - pattern: a deterministic automaton (schema_pattern.h), intersected
 //     with minLength/maxLength; the free end of an unanchored pattern stops
 //     128 characters on; every prefix it admits can be completed, so EOS is

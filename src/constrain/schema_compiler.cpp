@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 
+#include "constrain/byte_program.h"
+#include "constrain/gbnf_parser.h"
 #include "constrain/grammar_text.h"
+#include "constrain/matcher.h"
 #include "constrain/json_schema.h"
 #include "constrain/schema_pattern.h"
 
@@ -128,14 +133,21 @@ bool CountValue(const Json& v, int64_t* out) {
   return true;
 }
 
+// The keywords that can change validity, in any draft (draft-04 to
+// 2020-12; "nullable" is OpenAPI's). Everything else is an annotation:
+// title, $comment, readOnly, vendor extensions, typos; JSON Schema says an
+// unknown keyword is ignored.
 bool IsAnnotation(std::string_view k) {
-  static const char* const kAnnotations[] = {
-      "title", "description", "examples", "default", "$schema", "$id", "$comment", "$defs", "definitions",
-      "deprecated", "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "$vocabulary",
-      "contentMediaType", "contentEncoding", "contentSchema"};
-  for (const char* a : kAnnotations)
-    if (k == a) return true;
-  return false;
+  static const char* const kValidating[] = {
+      "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+      "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "contains",
+      "maxContains", "minContains", "maxProperties", "minProperties", "required", "dependentRequired",
+      "dependentSchemas", "dependencies", "properties", "patternProperties", "additionalProperties",
+      "propertyNames", "items", "prefixItems", "additionalItems", "unevaluatedItems", "unevaluatedProperties",
+      "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "nullable"};
+  for (const char* a : kValidating)
+    if (k == a) return false;
+  return true;
 }
 
 std::string Compiler::NewName(const std::string& hint) {
@@ -303,6 +315,71 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& p
   return name;
 }
 
+namespace {
+
+// Two values of one keyword from different allOf branches, as one value
+// that means both (nullopt: not merged here). *none: no value satisfies both.
+std::optional<Json> MergeKeyword(const std::string& k, const Json& a, const Json& b, bool* none) {
+  auto same = [](const Json& x, const Json& y) {
+    auto p = gbnf::JsonDump(x), q = gbnf::JsonDump(y);
+    return p.ok() && q.ok() && *p == *q;
+  };
+  if (same(a, b)) return a;
+  static const char* const kLower[] = {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"};
+  static const char* const kUpper[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"};
+  if (a.is_number() && b.is_number()) {
+    for (const char* l : kLower)
+      if (k == l) return a.as_double() >= b.as_double() ? a : b;
+    for (const char* u : kUpper)
+      if (k == u) return a.as_double() <= b.as_double() ? a : b;
+  }
+  if (k == "type") {
+    auto list = [](const Json& t) {
+      std::vector<std::string> out;
+      if (t.is_string()) out.push_back(t.as_string());
+      for (const auto& e : t.array()) out.push_back(e.as_string());
+      return out;
+    };
+    const auto x = list(a), y = list(b);
+    std::vector<Json> both;
+    for (const auto& t : x) {
+      for (const auto& u : y) {
+        std::string m;
+        if (t == u) m = t;
+        else if ((t == "integer" && u == "number") || (t == "number" && u == "integer")) m = "integer";
+        if (!m.empty() && std::none_of(both.begin(), both.end(), [&](const Json& j) { return j.as_string() == m; }))
+          both.push_back(Json::String(m));
+      }
+    }
+    if (both.empty()) *none = true;
+    return Json::Array(std::move(both));
+  }
+  if (k == "enum" && a.is_array() && b.is_array()) {
+    std::vector<Json> both;
+    for (const auto& v : a.array())
+      if (std::any_of(b.array().begin(), b.array().end(), [&](const Json& w) { return same(v, w); })) both.push_back(v);
+    if (both.empty()) *none = true;
+    return Json::Array(std::move(both));
+  }
+  if (k == "const" || k == "format") {  // two different values
+    if (k == "const") *none = true;
+    return k == "const" ? std::optional<Json>(a) : std::nullopt;
+  }
+  // Keywords whose value is a schema: both schemas hold.
+  static const char* const kSchemas[] = {"items", "contains", "propertyNames", "additionalItems"};
+  for (const char* sk : kSchemas)
+    if (k == sk && !a.is_array() && !b.is_array()) return Json::Object({{"allOf", Json::Array({a, b})}});
+  if (k == "required") return std::nullopt;  // (merged by the caller)
+  return std::nullopt;
+}
+
+}  // namespace
+
+// allOf as one schema: branches (and the schema around them) merged
+// keyword by keyword, $refs resolved, nested allOf flattened; a keyword
+// given twice keeps the tighter bound, the common types or enum values,
+// or both schemas (properties, items: allOf of the two); what cannot be
+// merged exactly is refused naming the keyword.
 StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   const Json* all = s.Find("allOf");
   if (!all->is_array() || all->array().empty())
@@ -311,15 +388,13 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   std::vector<std::string> required;
   std::vector<Json::Member> properties;
   int property_sources = 0;
-  bool closed = false;
+  bool closed = false, none = false;
   auto add = [&](const Json& part, const std::string& where) -> Status {
-    if (!part.is_object()) return Unsupported("allOf at " + Where(where) + ": only object schemas can be merged");
     if (part.Find("properties") || part.Find("required")) ++property_sources;
     for (const auto& member : part.object()) {
       const std::string& k = member.first;  // (a named reference: lambdas below capture it)
       const Json& v = member.second;
-      if (k == "allOf" || IsAnnotation(k)) continue;
-      if (k == "$ref") return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
+      if (k == "allOf" || k == "$ref" || IsAnnotation(k)) continue;
       if (k == "additionalProperties" && !(v.is_bool() && v.as_bool())) closed = true;
       if (k == "properties") {
         if (!v.is_object()) return InvalidArgument("properties at " + Where(where) + " must be an object");
@@ -330,8 +405,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
             continue;
           }
           auto a = gbnf::JsonDump(same->second), b = gbnf::JsonDump(m.second);
-          if (!a.ok() || !b.ok() || *a != *b)
-            return Unsupported("allOf at " + Where(ptr) + ": property \"" + m.first + "\" defined twice differently");
+          if (!a.ok() || !b.ok() || *a != *b) same->second = Json::Object({{"allOf", Json::Array({same->second, m.second})}});
         }
         continue;
       }
@@ -347,30 +421,41 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
         merged.emplace_back(k, v);
         continue;
       }
-      auto a = gbnf::JsonDump(same->second), b = gbnf::JsonDump(v);
-      if (!a.ok() || !b.ok() || *a != *b)
-        return Unsupported("allOf at " + Where(ptr) + ": \"" + k + "\" differs between branches");
+      auto both = MergeKeyword(k, same->second, v, &none);
+      if (!both) return Unsupported("allOf at " + Where(ptr) + ": \"" + k + "\" differs between branches and cannot be merged");
+      same->second = std::move(*both);
     }
     return Status::Ok();
   };
-  LLM_RETURN_IF_ERROR(add(s, ptr));
-  for (size_t i = 0; i < all->array().size(); ++i) {
-    const std::string where = PointerJoin(PointerJoin(ptr, "allOf"), i);
-    const Json* part = &all->array()[i];
-    for (int hops = 0; part->is_object() && part->Find("$ref"); ++hops) {
-      if (part->size() != 1 || hops > 32)
-        return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
-      const Json* r = part->Find("$ref");
-      if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
-      LLM_ASSIGN_OR_RETURN(part, Resolve(r->as_string(), where));
-    }
-    if (part->is_object() && part->Find("allOf")) return Unsupported("allOf at " + Where(where) + ": nested allOf");
+  // The parts: the schema itself, then each branch; a branch's own $ref
+  // and allOf are parts too (flattened, bounded).
+  std::vector<std::pair<const Json*, std::string>> todo = {{&s, ptr}};
+  for (size_t n = 0; n < todo.size(); ++n) {
+    if (n > 256) return Unsupported("allOf at " + Where(ptr) + ": more than 256 schemas to merge");
+    const Json* part = todo[n].first;
+    const std::string where = todo[n].second;
     if (part->is_bool()) {
       if (!part->as_bool()) return Json::Bool(false);  // nothing validates
       continue;
     }
+    if (!part->is_object()) return InvalidArgument("the schema at " + Where(where) + " must be an object or a boolean");
+    if (const Json* r = part->Find("$ref")) {
+      if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
+      if (recursive_.count(r->as_string()))
+        return Unsupported("allOf at " + Where(where) + ": a recursive $ref cannot be merged");
+      LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(r->as_string(), where));
+      todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {target, r->as_string().substr(1)});
+    }
+    if (const Json* sub = part->Find("allOf"); sub && n > 0) {  // (right after the part: properties keep their order)
+      if (!sub->is_array()) return InvalidArgument("allOf at " + Where(where) + " must be an array");
+      for (size_t i = sub->array().size(); i-- > 0;)
+        todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {&sub->array()[i], PointerJoin(PointerJoin(where, "allOf"), i)});
+    }
+    if (n == 0)
+      for (size_t i = 0; i < all->array().size(); ++i) todo.emplace_back(&all->array()[i], PointerJoin(PointerJoin(ptr, "allOf"), i));
     LLM_RETURN_IF_ERROR(add(*part, where));
   }
+  if (none) return Json::Bool(false);
   // additionalProperties sees only its own schema's properties: merging it
   // with another branch's properties would change what it forbids.
   if (closed && property_sources > 1)
@@ -410,23 +495,51 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     LLM_ASSIGN_OR_RETURN(Json merged, MergeAllOf(s, ptr));
     return Visit(merged, ptr, hint);
   }
+  // The keywords beside $ref or anyOf/oneOf: they hold too (intersection).
+  auto siblings = [&](std::initializer_list<const char*> drop) {
+    std::vector<Json::Member> rest;
+    for (const auto& m : s.object())
+      if (!IsAnnotation(m.first) && std::none_of(drop.begin(), drop.end(), [&](const char* d) { return m.first == d; }))
+        rest.push_back(m);
+    return Json::Object(std::move(rest));
+  };
   if (const Json* ref = s.Find("$ref")) {
     if (!ref->is_string()) return InvalidArgument("$ref at " + Where(ptr) + " must be a string");
-    if (validating_siblings || s.Find("anyOf") || s.Find("oneOf"))
-      return Unsupported("$ref at " + Where(ptr) + " beside validating keywords (wrap them in allOf)");
-    return Ref(ref->as_string(), ptr);
+    if (!validating_siblings && !s.Find("anyOf") && !s.Find("oneOf")) return Ref(ref->as_string(), ptr);
+    // {"$ref": R, k: v...} is allOf [R, {k: v...}] (2019-09 and later; what
+    // draft-07 authors mean too, and stricter than draft-07's "ignore the
+    // siblings", so sound under both readings).
+    if (recursive_.count(ref->as_string()))
+      return Unsupported("$ref \"" + ref->as_string() + "\" at " + Where(ptr) +
+                         " beside validating keywords: a recursive reference cannot be merged with them");
+    std::vector<Json> parts = {Json::Object({{"$ref", *ref}}), siblings({"$ref"})};
+    return Visit(Json::Object({{"allOf", Json::Array(std::move(parts))}}), ptr, hint);
   }
   for (const char* comb : {"anyOf", "oneOf"}) {
     const Json* alts = s.Find(comb);
     if (!alts) continue;
     const std::string p = PointerJoin(ptr, comb);
     if (!alts->is_array() || alts->array().empty()) return InvalidArgument(std::string(comb) + " at " + Where(ptr) + " must be a non-empty array");
-    if (validating_siblings || (s.Find("anyOf") && s.Find("oneOf")))
-      return Unsupported(std::string(comb) + " at " + Where(ptr) + " beside validating keywords (move them into each branch)");
+    if (s.Find("anyOf") && s.Find("oneOf"))
+      return Unsupported("anyOf beside oneOf at " + Where(ptr) + " is not supported (nest one in allOf)");
+    // Siblings hold in every branch: each branch is merged with them
+    // (allOf [branch, siblings]: MergeAllOf), and that is what is compiled
+    // and, for oneOf, proven disjoint.
+    std::vector<Json> merged;
+    std::vector<const Json*> branches;
+    for (size_t i = 0; i < alts->array().size(); ++i) {
+      const Json& branch = alts->array()[i];
+      if (!validating_siblings) {
+        branches.push_back(&branch);
+        continue;
+      }
+      const Json both = Json::Object({{"allOf", Json::Array({branch, siblings({"anyOf", "oneOf"})})}});
+      LLM_ASSIGN_OR_RETURN(Json m, MergeAllOf(both, PointerJoin(p, i)));
+      merged.push_back(std::move(m));
+    }
+    for (const Json& m : merged) branches.push_back(&m);
     if (std::string_view(comb) == "oneOf") {
       // The grammar is anyOf's: exact only when no value matches two branches.
-      std::vector<const Json*> branches;
-      for (const auto& b : alts->array()) branches.push_back(&b);
       size_t i = 0, j = 0;
       auto resolve = [&](const std::string& r) -> const Json* {
         auto t = Resolve(r, ptr);
@@ -438,8 +551,8 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
                            "types, const/enum values or ranges, or a required property whose values differ; or use anyOf)");
     }
     std::vector<std::string> out;
-    for (size_t i = 0; i < alts->array().size(); ++i) {
-      LLM_ASSIGN_OR_RETURN(std::string e, Visit(alts->array()[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));
+    for (size_t i = 0; i < branches.size(); ++i) {
+      LLM_ASSIGN_OR_RETURN(std::string e, Visit(*branches[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));
       if (!IsNever(e)) out.push_back(e);
     }
     return out.empty() ? std::string() : Alternatives(out);
@@ -492,9 +605,34 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
 }
 
 StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types) {
-  for (const auto& [k, v] : s.object()) {
-    if (k != "enum" && k != "const" && k != "type" && !IsAnnotation(k))
-      return Unsupported("\"" + k + "\" beside enum/const at " + Where(ptr) + " is not supported");
+  // Other validating keywords hold too: a value stays when the grammar of
+  // the rest of the schema accepts its text (sound: that grammar never
+  // accepts an invalid value; it may drop a valid one it narrows away,
+  // e.g. an object whose keys are not in schema order).
+  std::vector<Json::Member> rest;
+  for (const auto& m : s.object())
+    if (m.first != "enum" && m.first != "const" && m.first != "type" && !IsAnnotation(m.first)) rest.push_back(m);
+  std::unique_ptr<constrain::Matcher> check;
+  if (!rest.empty()) {
+    // Every type, each under the keywords that apply to it (an untyped
+    // schema would narrow to the types its keywords name: minLength beside
+    // enum [7, "ab"] must keep 7).
+    std::vector<Json> all_types;
+    for (const char* t : {"null", "boolean", "object", "array", "number", "string"}) all_types.push_back(Json::String(t));
+    rest.emplace_back("type", Json::Array(std::move(all_types)));
+    Compiler sub(root_);
+    sub.recursive_ = recursive_;
+    sub.depth_ = depth_;
+    auto body = sub.Visit(Json::Object(std::move(rest)), ptr, "root");
+    if (!body.ok()) return body.status();
+    if (IsNever(*body)) return std::string();
+    std::string text = "root ::= " + *body + "\n";
+    for (const auto& [name, rule] : sub.rules_) text += name + " ::= " + rule + "\n";
+    auto g = constrain::ParseGrammar(text);
+    if (!g.ok()) return InvalidArgument("the keywords beside enum/const at " + Where(ptr) + ": " + g.status().message());
+    auto program = constrain::LowerToBytes(*g);
+    if (!program.ok()) return InvalidArgument("the keywords beside enum/const at " + Where(ptr) + ": " + program.status().message());
+    check = std::make_unique<constrain::Matcher>(*program);
   }
   std::vector<const Json*> values;
   if (const Json* c = s.Find("const")) values.push_back(c);
@@ -509,6 +647,7 @@ StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr,
       continue;  // `type` rejects this value
     auto text = gbnf::JsonDump(*v);
     if (!text.ok()) return InvalidArgument(text.status().message() + " at " + Where(ptr));
+    if (check && !check->Matches(*text)) continue;  // the other keywords reject it
     alts.push_back(gbnf::Literal(*text));
   }
   if (alts.empty()) return std::string();  // no valid value: like false
