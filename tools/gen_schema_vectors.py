@@ -151,6 +151,24 @@ CASES = [
      {"$defs": {"p": {"type": "object", "properties": {"a": {"type": "integer"}}}},
       "allOf": [{"$ref": "#/$defs/p", "required": ["a"]}, {"properties": {"b": {"type": "boolean"}}}]}, "compile",
      [{"a": 1}, {"a": 1, "b": True}, {"b": True}, {"a": "x"}], []),
+    # ---- $ref by $anchor and by $id inside the document
+    ("ref_anchor", {"$defs": {"a": {"$anchor": "foo", "type": "integer"}}, "$ref": "#foo"}, "compile", [1, "x"], []),
+    ("ref_anchor_draft7", {"$schema": "http://json-schema.org/draft-07/schema#",
+                           "definitions": {"a": {"$id": "#foo", "type": "integer"}},
+                           "properties": {"x": {"$ref": "#foo"}}, "type": "object"}, "compile",
+     [{"x": 1}, {"x": "a"}, {}], []),
+    ("ref_id_relative", {"$id": "http://example.com/root.json", "type": "object",
+                         "properties": {"i": {"$ref": "item.json"}, "j": {"$ref": "http://example.com/item.json#/properties/n"}},
+                         "$defs": {"item": {"$id": "item.json", "type": "object",
+                                            "properties": {"n": {"type": "integer"}}, "required": ["n"]}}},
+     "compile", [{"i": {"n": 1}, "j": 2}, {"i": {}}, {"j": "x"}, {}], []),
+    ("ref_urn", {"$id": "urn:example:root", "$defs": {"s": {"$id": "urn:example:s", "type": "string", "maxLength": 2}},
+                 "$ref": "urn:example:s"}, "compile", ["ab", "abc", 1], []),
+    ("ref_recursive_by_anchor",
+     {"$defs": {"node": {"$anchor": "node", "type": "object",
+                         "properties": {"next": {"anyOf": [{"$ref": "#node"}, {"type": "null"}]}}, "required": ["next"]}},
+      "$ref": "#node"}, "compile", [{"next": None}, {"next": {"next": None}}, {"next": 1}], []),
+    ("ref_external", {"$ref": "http://example.com/other.json"}, ("refuse", "$ref"), [], []),
 ]
 
 

@@ -46,6 +46,9 @@
 //     allowed only once the string is whole; format: date, time, date-time, uuid, email, ipv4, hostname,
 //     uri, each of bounded length (email: local part <= 32 characters,
 //     2-4 domain labels of <= 24; unknown formats are annotations, ignored);
+//   - $ref: JSON pointers, $anchor (draft-07: "$id": "#name") and
+//     $id-relative URIs inside the document (schema_refs.cpp); a document
+//     outside the schema is never fetched (LLM_ERR_UNSUPPORTED);
 //   - recursion: a $ref that can reach itself is unrolled 5 levels deep
 //     (kMaxRecursion, schema_compiler.h); at the last level it keeps only
 //     the ways out that need no further level (a null or other anyOf

@@ -182,6 +182,7 @@ std::string Compiler::Builtin(const std::string& name) {
 
 StatusOr<std::string> Compiler::Compile() {
   names_.insert("root");
+  IndexIds();
   FindRecursiveRefs();
   // The root is the first level of a recursion through "#".
   if (recursive_.count("#")) recursion_ = 1;
@@ -196,9 +197,8 @@ StatusOr<std::string> Compiler::Compile() {
   return out;
 }
 
-StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::string& ptr) const {
-  if (ref.empty() || ref[0] != '#')
-    return Unsupported("$ref \"" + ref + "\" at " + Where(ptr) + ": only local references (\"#/...\") are supported");
+StatusOr<const Json*> Compiler::Resolve(const std::string& ref_in, const std::string& ptr) const {
+  LLM_ASSIGN_OR_RETURN(const std::string ref, Canonical(ref_in, ptr));
   const Json* cur = &root_;
   size_t pos = 1;
   while (pos < ref.size()) {
@@ -235,16 +235,16 @@ StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::strin
 
 namespace {
 
-// Every "$ref" string in `s`, not looking into $defs/definitions (those
-// only matter through a $ref to them).
-void CollectRefs(const Json& s, std::vector<std::string>* out, int depth) {
+// Every "$ref" string in `s` (at pointer `ptr`) with where it stands, not
+// looking into $defs/definitions (those only matter through a $ref to them).
+void CollectRefs(const Json& s, const std::string& ptr, std::vector<std::pair<std::string, std::string>>* out, int depth) {
   if (depth > 128) return;
   if (s.is_array()) {
-    for (const auto& e : s.array()) CollectRefs(e, out, depth + 1);
+    for (size_t i = 0; i < s.array().size(); ++i) CollectRefs(s.array()[i], PointerJoin(ptr, i), out, depth + 1);
   } else if (s.is_object()) {
     for (const auto& [k, v] : s.object()) {
-      if (k == "$ref" && v.is_string()) out->push_back(v.as_string());
-      else if (k != "$defs" && k != "definitions") CollectRefs(v, out, depth + 1);
+      if (k == "$ref" && v.is_string()) out->emplace_back(v.as_string(), ptr);
+      else if (k != "$defs" && k != "definitions" && k != "enum" && k != "const") CollectRefs(v, PointerJoin(ptr, k), out, depth + 1);
     }
   }
 }
@@ -252,19 +252,31 @@ void CollectRefs(const Json& s, std::vector<std::string>* out, int depth) {
 }  // namespace
 
 void Compiler::FindRecursiveRefs() {
-  // The reference graph: each $ref to the $refs inside its target.
+  // The reference graph over canonical references ("#/pointer"): each $ref
+  // to the $refs inside its target.
   std::map<std::string, std::vector<std::string>> edges;
-  std::vector<std::string> todo;
-  CollectRefs(root_, &todo, 0);
-  if (const Json* defs = root_.is_object() ? root_.Find("$defs") : nullptr) CollectRefs(*defs, &todo, 0);
-  if (const Json* defs = root_.is_object() ? root_.Find("definitions") : nullptr) CollectRefs(*defs, &todo, 0);
+  std::vector<std::pair<std::string, std::string>> found;
+  auto canonical = [&](std::vector<std::pair<std::string, std::string>>& refs) {
+    std::vector<std::string> out;
+    for (const auto& [r, at] : refs) {
+      auto c = Canonical(r, at);
+      if (c.ok()) out.push_back(*c);
+    }
+    refs.clear();
+    return out;
+  };
+  CollectRefs(root_, "", &found, 0);
+  if (const Json* defs = root_.is_object() ? root_.Find("$defs") : nullptr) CollectRefs(*defs, "/$defs", &found, 0);
+  if (const Json* defs = root_.is_object() ? root_.Find("definitions") : nullptr) CollectRefs(*defs, "/definitions", &found, 0);
+  std::vector<std::string> todo = canonical(found);
   while (!todo.empty() && edges.size() < 4096) {
     std::string r = todo.back();
     todo.pop_back();
     if (edges.count(r)) continue;
-    auto& out = edges[r];
     auto target = Resolve(r, "");
-    if (target.ok()) CollectRefs(**target, &out, 0);
+    if (target.ok()) CollectRefs(**target, r.substr(1), &found, 0);
+    auto& out = edges[r];
+    out = canonical(found);
     for (const auto& t : out) todo.push_back(t);
   }
   for (const auto& [r, next] : edges) {
@@ -284,7 +296,10 @@ void Compiler::FindRecursiveRefs() {
   }
 }
 
-StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& ptr) {
+StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string& ptr) {
+  // Every spelling of a target ("#foo", "item.json", "#/$defs/item") is
+  // its canonical "#/pointer": one rule, one recursion count.
+  LLM_ASSIGN_OR_RETURN(const std::string ref, Canonical(ref_in, ptr));
   const bool recursive = recursive_.count(ref) > 0;
   // A non-recursive target compiles the same at any level unless it reaches
   // a recursive one; keying every $ref by the level keeps that simple (at
@@ -441,7 +456,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     if (!part->is_object()) return InvalidArgument("the schema at " + Where(where) + " must be an object or a boolean");
     if (const Json* r = part->Find("$ref")) {
       if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
-      if (recursive_.count(r->as_string()))
+      if (auto c = Canonical(r->as_string(), where); c.ok() && recursive_.count(*c))
         return Unsupported("allOf at " + Where(where) + ": a recursive $ref cannot be merged");
       LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(r->as_string(), where));
       todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {target, r->as_string().substr(1)});
@@ -509,7 +524,7 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     // {"$ref": R, k: v...} is allOf [R, {k: v...}] (2019-09 and later; what
     // draft-07 authors mean too, and stricter than draft-07's "ignore the
     // siblings", so sound under both readings).
-    if (recursive_.count(ref->as_string()))
+    if (auto c = Canonical(ref->as_string(), ptr); c.ok() && recursive_.count(*c))
       return Unsupported("$ref \"" + ref->as_string() + "\" at " + Where(ptr) +
                          " beside validating keywords: a recursive reference cannot be merged with them");
     std::vector<Json> parts = {Json::Object({{"$ref", *ref}}), siblings({"$ref"})};

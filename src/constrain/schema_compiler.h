@@ -54,7 +54,16 @@ class Compiler {
   std::string Builtin(const std::string& name);
 
   StatusOr<std::string> Ref(const std::string& ref, const std::string& ptr);
+  // The schema a $ref at pointer `ptr` names: JSON pointers, $anchor (and
+  // draft-07 "$id": "#name") and $id-relative URIs inside the document
+  // (schema_refs.cpp); anything else is UNSUPPORTED.
   StatusOr<const Json*> Resolve(const std::string& ref, const std::string& ptr) const;
+  // The reference as "#" + a JSON pointer from the root.
+  StatusOr<std::string> Canonical(const std::string& ref, const std::string& ptr) const;
+  // Fills ids_ and anchors_ (schema_refs.cpp).
+  void IndexIds();
+  // The base URI in force at a pointer (the $ids on the way down).
+  std::string BaseAt(const std::string& ptr) const;
   StatusOr<Json> MergeAllOf(const Json& s, const std::string& ptr);
   StatusOr<std::string> EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types);
   StatusOr<std::string> Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& type);
@@ -73,6 +82,9 @@ class Compiler {
   // ("#/...", open recursion levels) -> rule name, or kNever.
   std::map<std::pair<std::string, int>, std::string> ref_rules_;
   std::set<std::string> recursive_;
+  std::map<std::string, std::string> ids_;      // absolute URI of a resource ($id) -> its pointer
+  std::map<std::string, std::string> anchors_;  // URI "#" anchor -> pointer
+  std::string root_base_;                       // the root's $id, or ""
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
