@@ -40,6 +40,9 @@
 //     keywords beside anyOf/oneOf (merged into every branch); beside
 //     enum/const they drop the values their grammar rejects;
 //   - unknown keywords are annotations (ignored), as JSON Schema says;
+//   - dependentRequired / dependentSchemas / draft-07 dependencies: a case
+//     split per trigger property (absent | present with what it needs),
+//     at most 4 triggers per object;
 //   - pattern: a deterministic automaton (schema_pattern.h), intersected
 //     with minLength/maxLength; the free end of an unanchored pattern stops
 //     128 characters on; every prefix it admits can be completed, so EOS is
@@ -62,7 +65,7 @@
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object (json_keys.h, beside the grammar);
 // Keywords that change validity but are not handled (not, if/then/else,
-// patternProperties, dependentRequired, uniqueItems: true, multipleOf, ...)
+// patternProperties, uniqueItems: true, multipleOf, ...)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
 #pragma once

@@ -25,8 +25,7 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxCountedLength = 4096;
 
 const char* const kUnsupported[] = {
-    "not", "if", "then", "else", "patternProperties", "dependentRequired", "dependentSchemas",
-    "dependencies", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
+    "not", "if", "then", "else", "patternProperties", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
@@ -405,7 +404,11 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   int property_sources = 0;
   bool closed = false, none = false;
   auto add = [&](const Json& part, const std::string& where) -> Status {
-    if (part.Find("properties") || part.Find("required")) ++property_sources;
+    // A branch whose properties only forbid names (false) does not change
+    // what another branch's additionalProperties forbids.
+    if (const Json* pr = part.Find("properties"); pr && pr->is_object() &&
+        std::any_of(pr->object().begin(), pr->object().end(), [](const Json::Member& m) { return !(m.second.is_bool() && !m.second.as_bool()); }))
+      ++property_sources;
     for (const auto& member : part.object()) {
       const std::string& k = member.first;  // (a named reference: lambdas below capture it)
       const Json& v = member.second;
@@ -573,6 +576,11 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     return out.empty() ? std::string() : Alternatives(out);
   }
 
+  if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies")) {
+    LLM_ASSIGN_OR_RETURN(Json split, SplitDependencies(s, ptr));
+    return Visit(split, ptr, hint);
+  }
+
   // The types this schema admits.
   std::vector<std::string> types;
   if (const Json* t = s.Find("type")) {
@@ -617,6 +625,69 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (!IsNever(e)) alts.push_back(e);
   }
   return alts.empty() ? std::string() : Alternatives(alts);
+}
+
+// dependentRequired / dependentSchemas (draft-07's dependencies: an array
+// is the first, a schema the second) as a case split on the first
+// trigger property t (the rest stay for the next level):
+//   anyOf [ allOf [rest, {properties: {t: false}}],                 t absent
+//           allOf [rest, {required: [t, ...names]}, schema] ]      t present
+// The two cases are disjoint, each exact; at most kMaxTriggers triggers
+// (2^k object variants).
+StatusOr<Json> Compiler::SplitDependencies(const Json& s, const std::string& ptr) {
+  constexpr size_t kMaxTriggers = 4;
+  size_t n_triggers = 0;
+  std::string kw;
+  const Json* first = nullptr;
+  std::string trigger;
+  for (const char* k : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+    const Json* d = s.Find(k);
+    if (!d) continue;
+    if (!d->is_object()) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be an object");
+    n_triggers += d->size();
+    if (!first && d->size() > 0) {
+      first = &d->object()[0].second;
+      trigger = d->object()[0].first;
+      kw = k;
+    }
+  }
+  if (n_triggers > kMaxTriggers)
+    return Unsupported("dependentRequired/dependentSchemas/dependencies at " + Where(ptr) + ": more than " +
+                       std::to_string(kMaxTriggers) + " trigger properties (each doubles the object's grammar)");
+  // The schema without the first trigger (and without empty keywords).
+  std::vector<Json::Member> rest;
+  for (const auto& m : s.object()) {
+    if (m.first != kw) {
+      if ((m.first == "dependentRequired" || m.first == "dependentSchemas" || m.first == "dependencies") && m.second.size() == 0) continue;
+      rest.push_back(m);
+      continue;
+    }
+    std::vector<Json::Member> left(m.second.object().begin() + 1, m.second.object().end());
+    if (!left.empty()) rest.emplace_back(m.first, Json::Object(std::move(left)));
+  }
+  // Free keys stay free in both cases: the compiler reads an absent
+  // additionalProperties as false once properties are named (json_schema.h),
+  // and the split names the trigger.
+  if (!s.Find("properties") && !s.Find("additionalProperties") && !s.Find("patternProperties"))
+    rest.emplace_back("additionalProperties", Json::Bool(true));
+  Json base = Json::Object(std::move(rest));
+  if (!first) return base;
+  const std::string where = PointerJoin(PointerJoin(ptr, kw), trigger);
+  std::vector<Json> present = {base};
+  std::vector<Json> names = {Json::String(trigger)};
+  const bool as_names = kw == "dependentRequired" || (kw == "dependencies" && first->is_array());
+  if (as_names) {
+    if (!first->is_array()) return InvalidArgument(kw + " at " + Where(where) + " must be an array of names");
+    for (const auto& n : first->array()) {
+      if (!n.is_string()) return InvalidArgument(kw + " at " + Where(where) + " must be an array of names");
+      names.push_back(n);
+    }
+  } else {
+    present.push_back(*first);
+  }
+  present.push_back(Json::Object({{"required", Json::Array(std::move(names))}}));
+  Json absent = Json::Object({{"allOf", Json::Array({base, Json::Object({{"properties", Json::Object({{trigger, Json::Bool(false)}})}})})}});
+  return Json::Object({{"anyOf", Json::Array({std::move(absent), Json::Object({{"allOf", Json::Array(std::move(present))}})})}});
 }
 
 StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types) {

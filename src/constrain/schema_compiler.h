@@ -65,6 +65,7 @@ class Compiler {
   // The base URI in force at a pointer (the $ids on the way down).
   std::string BaseAt(const std::string& ptr) const;
   StatusOr<Json> MergeAllOf(const Json& s, const std::string& ptr);
+  StatusOr<Json> SplitDependencies(const Json& s, const std::string& ptr);
   StatusOr<std::string> EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types);
   StatusOr<std::string> Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& type);
   StatusOr<std::string> String(const Json& s, const std::string& ptr);

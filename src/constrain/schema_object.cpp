@@ -109,8 +109,7 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   if (extra && extra->is_bool() && !extra->as_bool()) extra = nullptr;
   for (const auto& r : required) {
     if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == r; })) continue;
-    if (s.Find("additionalProperties") && !extra)
-      return InvalidArgument("required property \"" + r + "\" at " + Where(ptr) + " is forbidden by additionalProperties: false");
+    if (s.Find("additionalProperties") && !extra) return std::string();  // required yet forbidden: no object
     // A required name without a schema of its own takes additionalProperties'.
     props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true});
   }
