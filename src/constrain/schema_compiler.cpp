@@ -401,19 +401,25 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   std::vector<Json::Member> merged;
   std::vector<std::string> required;
   std::vector<Json::Member> properties;
-  int property_sources = 0;
-  bool closed = false, none = false;
+  // additionalProperties applies to every name its own schema's properties
+  // do not list, and items to every position its own prefixItems do not
+  // cover: which part brought them decides whether a merge is exact.
+  std::vector<size_t> closed_parts, property_parts, items_parts, prefix_parts;
+  bool none = false;
+  size_t part_index = 0;
   auto add = [&](const Json& part, const std::string& where) -> Status {
     // A branch whose properties only forbid names (false) does not change
     // what another branch's additionalProperties forbids.
     if (const Json* pr = part.Find("properties"); pr && pr->is_object() &&
         std::any_of(pr->object().begin(), pr->object().end(), [](const Json::Member& m) { return !(m.second.is_bool() && !m.second.as_bool()); }))
-      ++property_sources;
+      property_parts.push_back(part_index);
+    if (const Json* ap = part.Find("additionalProperties"); ap && !(ap->is_bool() && ap->as_bool())) closed_parts.push_back(part_index);
+    if (const Json* it = part.Find("items"); it && !(it->is_bool() && it->as_bool())) items_parts.push_back(part_index);
+    if (part.Find("prefixItems")) prefix_parts.push_back(part_index);
     for (const auto& member : part.object()) {
       const std::string& k = member.first;  // (a named reference: lambdas below capture it)
       const Json& v = member.second;
       if (k == "allOf" || k == "$ref" || IsAnnotation(k)) continue;
-      if (k == "additionalProperties" && !(v.is_bool() && v.as_bool())) closed = true;
       if (k == "properties") {
         if (!v.is_object()) return InvalidArgument("properties at " + Where(where) + " must be an object");
         for (const auto& m : v.object()) {
@@ -471,13 +477,32 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     }
     if (n == 0)
       for (size_t i = 0; i < all->array().size(); ++i) todo.emplace_back(&all->array()[i], PointerJoin(PointerJoin(ptr, "allOf"), i));
+    part_index = n;
     LLM_RETURN_IF_ERROR(add(*part, where));
   }
   if (none) return Json::Bool(false);
-  // additionalProperties sees only its own schema's properties: merging it
-  // with another branch's properties would change what it forbids.
-  if (closed && property_sources > 1)
-    return Unsupported("allOf at " + Where(ptr) + ": additionalProperties with properties from several branches");
+  // additionalProperties sees only its own schema's properties: merged with
+  // another branch's properties it would stop applying to them.
+  for (size_t c : closed_parts)
+    for (size_t q : property_parts)
+      if (q != c || closed_parts.size() > 1)
+        return Unsupported("allOf at " + Where(ptr) + ": additionalProperties with properties from several branches");
+  // items beside another branch's prefixItems: the tuple positions must
+  // satisfy items too (items then applies past the tuple as before).
+  for (size_t i : items_parts) {
+    for (size_t q : prefix_parts) {
+      if (q == i) continue;
+      if (items_parts.size() > 1 || prefix_parts.size() > 1)
+        return Unsupported("allOf at " + Where(ptr) + ": items and prefixItems from several branches");
+      auto it = std::find_if(merged.begin(), merged.end(), [](const Json::Member& m) { return m.first == "items"; });
+      auto pf = std::find_if(merged.begin(), merged.end(), [](const Json::Member& m) { return m.first == "prefixItems"; });
+      if (it == merged.end() || pf == merged.end() || !pf->second.is_array() || it->second.is_array())
+        return Unsupported("allOf at " + Where(ptr) + ": items and prefixItems from several branches");
+      std::vector<Json> both;
+      for (const Json& p : pf->second.array()) both.push_back(Json::Object({{"allOf", Json::Array({p, it->second})}}));
+      pf->second = Json::Array(std::move(both));
+    }
+  }
   if (!properties.empty()) merged.emplace_back("properties", Json::Object(std::move(properties)));
   if (!required.empty()) {
     std::vector<Json> r;
