@@ -474,9 +474,9 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
     const char* schema;
     const char* where;
   } cases[] = {
-      {R"({"properties":{"a":{"not":{"type":"null"}}}})", "/properties/a/not"},
+      {R"({"properties":{"a":{"not":{"pattern":"x"}}}})", "/properties/a/not/pattern"},
       {R"({"patternProperties":{"^x":{}}})", "/patternProperties"},
-      {R"({"items":{"if":{},"then":{}}})", "/items/if"},
+      {R"({"items":{"if":{"pattern":"a"},"then":{}}})", "/items/if/pattern"},
       {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
       {R"({"$defs":{"d":{"propertyNames":{"maxLength":3}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames"},
       {R"({"type":"integer","multipleOf":5})", "/multipleOf"},

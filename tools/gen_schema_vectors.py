@@ -192,6 +192,28 @@ CASES = [
      [{}, {"a": 1, "b": 2}, {"a": 1}, {"c": 1}, {"c": 1, "a": 1, "b": 2}], [4]),
     ("dependencies_too_many", {"type": "object", "dependentRequired": {"a": [], "b": [], "c": [], "d": [], "e": []}},
      ("refuse", "dependentRequired"), [], []),
+    # ---- not and if/then/else where the negation is a schema
+    ("not_type", {"not": {"type": ["string", "null"]}}, "compile", [1, "a", None, True, [], {}], [4, 5]),
+    ("not_integer_refused", {"not": {"type": "integer"}}, ("refuse", "type"), [], []),
+    ("not_false_property", {"type": "object", "properties": {"foo": {"not": {}}, "bar": {"type": "integer"}}}, "compile",
+     [{}, {"bar": 1}, {"foo": 1}, {"foo": 1, "bar": 1}], []),
+    ("not_required", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                      "not": {"required": ["a", "b"]}}, "compile",
+     [{}, {"a": 1}, {"b": 2}, {"a": 1, "b": 2}], []),
+    ("not_minimum", {"type": "integer", "not": {"minimum": 3}}, "compile", [2, 3, -5, 100], []),
+    ("not_untyped_bounds", {"not": {"minimum": 3}}, "compile", ["a", 2, 5, None], []),
+    ("not_untyped_required", {"not": {"required": ["a"]}}, "compile", [1, {}, {"a": 1}, {"b": 1}], []),
+    ("not_untyped_min_length", {"not": {"minLength": 2}}, "compile", ["", "a", "ab", 7], []),
+    ("not_const_bool", {"type": "boolean", "not": {"const": True}}, "compile", [True, False], []),
+    ("not_pattern_refused", {"not": {"pattern": "a"}}, ("refuse", "pattern"), [], []),
+    ("if_then_else_required",
+     {"type": "object", "properties": {"kind": {"type": "string", "maxLength": 3}, "n": {"type": "integer"}},
+      "if": {"required": ["kind"]}, "then": {"required": ["n"]}, "else": {"properties": {"n": {"maximum": 0}}}},
+     "compile", [{}, {"n": -1}, {"n": 5}, {"kind": "a"}, {"kind": "a", "n": 5}], []),
+    ("if_then_number", {"type": "integer", "if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"maximum": 5}},
+     "compile", [-11, -10, -1, 0, 5, 6], []),
+    ("then_without_if", {"type": "integer", "then": {"minimum": 5}}, "compile", [1, 7], []),
+    ("if_without_then_else", {"type": "integer", "if": {"minimum": 5}}, "compile", [1, 7], []),
 ]
 
 

@@ -40,6 +40,10 @@
 //     keywords beside anyOf/oneOf (merged into every branch); beside
 //     enum/const they drop the values their grammar rejects;
 //   - unknown keywords are annotations (ignored), as JSON Schema says;
+//   - not / if-then-else: where the negation of the schema is a schema
+//     again (types but integer alone, required, bounds, lengths, counts,
+//     boolean/null consts, properties of those: schema_negate.cpp); if S
+//     then T else E is anyOf [S and T, not-S and E], exact;
 //   - dependentRequired / dependentSchemas / draft-07 dependencies: a case
 //     split per trigger property (absent | present with what it needs),
 //     at most 4 triggers per object;
@@ -64,8 +68,9 @@
 //   - additional (free) keys: at most 16 per object, each at most 64
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object (json_keys.h, beside the grammar);
-// Keywords that change validity but are not handled (not, if/then/else,
-// patternProperties, uniqueItems: true, multipleOf, ...)
+// Keywords that change validity but are not handled (patternProperties,
+// propertyNames, contains, uniqueItems: true, multipleOf, unevaluated*, a
+// not/if whose negation is no schema, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
 #pragma once

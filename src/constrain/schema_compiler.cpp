@@ -25,7 +25,7 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxCountedLength = 4096;
 
 const char* const kUnsupported[] = {
-    "not", "if", "then", "else", "patternProperties", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
+    "patternProperties", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
@@ -196,8 +196,12 @@ StatusOr<std::string> Compiler::Compile() {
   return out;
 }
 
-StatusOr<const Json*> Compiler::Resolve(const std::string& ref_in, const std::string& ptr) const {
-  LLM_ASSIGN_OR_RETURN(const std::string ref, Canonical(ref_in, ptr));
+StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::string& ptr) const {
+  LLM_ASSIGN_OR_RETURN(const std::string canonical, Canonical(ref, ptr));
+  return ResolvePointer(canonical, ptr);
+}
+
+StatusOr<const Json*> Compiler::ResolvePointer(const std::string& ref, const std::string& ptr) const {
   const Json* cur = &root_;
   size_t pos = 1;
   while (pos < ref.size()) {
@@ -272,7 +276,7 @@ void Compiler::FindRecursiveRefs() {
     std::string r = todo.back();
     todo.pop_back();
     if (edges.count(r)) continue;
-    auto target = Resolve(r, "");
+    auto target = ResolvePointer(r, "");
     if (target.ok()) CollectRefs(**target, r.substr(1), &found, 0);
     auto& out = edges[r];
     out = canonical(found);
@@ -312,7 +316,7 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string
   }
   if (rules_.size() > 20000)
     return Unsupported("$ref \"" + ref + "\" at " + Where(ptr) + ": the schema is too large once its recursion is unrolled");
-  LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(ref, ptr));
+  LLM_ASSIGN_OR_RETURN(const Json* target, ResolvePointer(ref, ptr));
   std::string hint = ref.size() > 1 ? ref.substr(ref.rfind('/') + 1) : "root";
   if (recursive) hint += "-" + std::to_string(recursion_);
   recursion_ += recursive ? 1 : 0;
@@ -465,10 +469,10 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     if (!part->is_object()) return InvalidArgument("the schema at " + Where(where) + " must be an object or a boolean");
     if (const Json* r = part->Find("$ref")) {
       if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
-      if (auto c = Canonical(r->as_string(), where); c.ok() && recursive_.count(*c))
-        return Unsupported("allOf at " + Where(where) + ": a recursive $ref cannot be merged");
-      LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(r->as_string(), where));
-      todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {target, r->as_string().substr(1)});
+      LLM_ASSIGN_OR_RETURN(const std::string c, Canonical(r->as_string(), where));
+      if (recursive_.count(c)) return Unsupported("allOf at " + Where(where) + ": a recursive $ref cannot be merged");
+      LLM_ASSIGN_OR_RETURN(const Json* target, ResolvePointer(c, where));
+      todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {target, c.substr(1)});
     }
     if (const Json* sub = part->Find("allOf"); sub && n > 0) {  // (right after the part: properties keep their order)
       if (!sub->is_array()) return InvalidArgument("allOf at " + Where(where) + " must be an array");
@@ -533,6 +537,10 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (k == "uniqueItems" && !(v.is_bool() && !v.as_bool()))
       return Unsupported("keyword \"uniqueItems\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
     if (!IsAnnotation(k) && k != "$ref" && k != "anyOf" && k != "oneOf" && k != "allOf") validating_siblings = true;
+  }
+  if (s.Find("not") || s.Find("if") || s.Find("then") || s.Find("else")) {
+    LLM_ASSIGN_OR_RETURN(Json split, Conditionals(s, ptr));
+    return Visit(split, ptr, hint);
   }
   if (s.Find("allOf")) {
     LLM_ASSIGN_OR_RETURN(Json merged, MergeAllOf(s, ptr));

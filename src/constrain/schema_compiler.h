@@ -58,6 +58,8 @@ class Compiler {
   // draft-07 "$id": "#name") and $id-relative URIs inside the document
   // (schema_refs.cpp); anything else is UNSUPPORTED.
   StatusOr<const Json*> Resolve(const std::string& ref, const std::string& ptr) const;
+  // A canonical reference ("#" + a JSON pointer from the root).
+  StatusOr<const Json*> ResolvePointer(const std::string& ref, const std::string& ptr) const;
   // The reference as "#" + a JSON pointer from the root.
   StatusOr<std::string> Canonical(const std::string& ref, const std::string& ptr) const;
   // Fills ids_ and anchors_ (schema_refs.cpp).
@@ -66,6 +68,10 @@ class Compiler {
   std::string BaseAt(const std::string& ptr) const;
   StatusOr<Json> MergeAllOf(const Json& s, const std::string& ptr);
   StatusOr<Json> SplitDependencies(const Json& s, const std::string& ptr);
+  // not / if-then-else (schema_negate.cpp): s as allOf [rest, ¬not, cases].
+  StatusOr<Json> Conditionals(const Json& s, const std::string& ptr);
+  // ¬s as a schema, or UNSUPPORTED naming the keyword that has none here.
+  StatusOr<Json> Negate(const Json& s, const std::string& ptr, int depth);
   StatusOr<std::string> EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types);
   StatusOr<std::string> Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& type);
   StatusOr<std::string> String(const Json& s, const std::string& ptr);
