@@ -44,6 +44,10 @@
 //     again (types but integer alone, required, bounds, lengths, counts,
 //     boolean/null consts, properties of those: schema_negate.cpp); if S
 //     then T else E is anyOf [S and T, not-S and E], exact;
+//   - unevaluatedProperties / unevaluatedItems once allOf/$ref/anyOf are
+//     merged (the evaluated set is then the schema's own properties or
+//     tuple): additionalProperties / items past the tuple; inside an allOf
+//     or $ref branch, or beside dependentSchemas/contains, refused;
 //   - dependentRequired / dependentSchemas / draft-07 dependencies: a case
 //     split per trigger property (absent | present with what it needs),
 //     at most 4 triggers per object;

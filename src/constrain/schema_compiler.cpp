@@ -26,7 +26,7 @@ constexpr int64_t kMaxCountedLength = 4096;
 
 const char* const kUnsupported[] = {
     "patternProperties", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+    "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
 // bounded so that a sampled value always ends: containers nest at most
@@ -119,6 +119,18 @@ std::string PointerJoin(const std::string& ptr, std::string_view key) {
 std::string PointerJoin(const std::string& ptr, size_t index) { return ptr + "/" + std::to_string(index); }
 
 std::string Where(const std::string& ptr) { return ptr.empty() ? std::string("(root)") : ptr; }
+
+Json WithAllOf(const Json& s, std::vector<Json> parts) {
+  std::vector<Json::Member> out;
+  std::vector<Json> all;
+  for (const auto& m : s.object()) {
+    if (m.first == "allOf" && m.second.is_array()) all = m.second.array();
+    else out.push_back(m);
+  }
+  for (auto& p : parts) all.push_back(std::move(p));
+  out.emplace_back("allOf", Json::Array(std::move(all)));
+  return Json::Object(std::move(out));
+}
 
 bool CountValue(const Json& v, int64_t* out) {
   if (v.is_int()) {
@@ -420,6 +432,11 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     if (const Json* ap = part.Find("additionalProperties"); ap && !(ap->is_bool() && ap->as_bool())) closed_parts.push_back(part_index);
     if (const Json* it = part.Find("items"); it && !(it->is_bool() && it->as_bool())) items_parts.push_back(part_index);
     if (part.Find("prefixItems")) prefix_parts.push_back(part_index);
+    // unevaluatedProperties/Items see what their own schema evaluates: in a
+    // branch, merging would let the other branches' properties escape them.
+    for (const char* u : {"unevaluatedProperties", "unevaluatedItems"})
+      if (part_index > 0 && part.Find(u))
+        return Unsupported(std::string(u) + " at " + Where(PointerJoin(where, u)) + " inside an allOf/$ref branch is not supported");
     for (const auto& member : part.object()) {
       const std::string& k = member.first;  // (a named reference: lambdas below capture it)
       const Json& v = member.second;
@@ -563,8 +580,7 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (auto c = Canonical(ref->as_string(), ptr); c.ok() && recursive_.count(*c))
       return Unsupported("$ref \"" + ref->as_string() + "\" at " + Where(ptr) +
                          " beside validating keywords: a recursive reference cannot be merged with them");
-    std::vector<Json> parts = {Json::Object({{"$ref", *ref}}), siblings({"$ref"})};
-    return Visit(Json::Object({{"allOf", Json::Array(std::move(parts))}}), ptr, hint);
+    return Visit(WithAllOf(siblings({"$ref"}), {Json::Object({{"$ref", *ref}})}), ptr, hint);
   }
   for (const char* comb : {"anyOf", "oneOf"}) {
     const Json* alts = s.Find(comb);
@@ -584,7 +600,7 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
         branches.push_back(&branch);
         continue;
       }
-      const Json both = Json::Object({{"allOf", Json::Array({branch, siblings({"anyOf", "oneOf"})})}});
+      const Json both = WithAllOf(siblings({"anyOf", "oneOf"}), {branch});
       LLM_ASSIGN_OR_RETURN(Json m, MergeAllOf(both, PointerJoin(p, i)));
       merged.push_back(std::move(m));
     }
@@ -609,6 +625,28 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     return out.empty() ? std::string() : Alternatives(out);
   }
 
+  if (s.Find("unevaluatedProperties") || s.Find("unevaluatedItems")) {
+    // By now allOf/$ref/anyOf/not/if are merged away: what this schema
+    // evaluates is its own properties (items), so unevaluatedProperties
+    // (Items) is additionalProperties (items past prefixItems), or nothing
+    // when those are already given.
+    if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies") || s.Find("contains"))
+      return Unsupported("unevaluatedProperties/unevaluatedItems at " + Where(ptr) +
+                         " beside dependentSchemas/contains (what they evaluate varies) is not supported");
+    std::vector<Json::Member> out;
+    for (const auto& m : s.object()) {
+      if (m.first == "unevaluatedProperties") {
+        if (!s.Find("additionalProperties")) out.emplace_back("additionalProperties", m.second);
+      } else if (m.first == "unevaluatedItems") {
+        const Json* items = s.Find("items");
+        if (!items) out.emplace_back("items", m.second);
+        else if (items->is_array() && !s.Find("additionalItems")) out.emplace_back("additionalItems", m.second);
+      } else {
+        out.push_back(m);
+      }
+    }
+    return Visit(Json::Object(std::move(out)), ptr, hint);
+  }
   if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies")) {
     LLM_ASSIGN_OR_RETURN(Json split, SplitDependencies(s, ptr));
     return Visit(split, ptr, hint);
@@ -719,8 +757,9 @@ StatusOr<Json> Compiler::SplitDependencies(const Json& s, const std::string& ptr
     present.push_back(*first);
   }
   present.push_back(Json::Object({{"required", Json::Array(std::move(names))}}));
-  Json absent = Json::Object({{"allOf", Json::Array({base, Json::Object({{"properties", Json::Object({{trigger, Json::Bool(false)}})}})})}});
-  return Json::Object({{"anyOf", Json::Array({std::move(absent), Json::Object({{"allOf", Json::Array(std::move(present))}})})}});
+  present.erase(present.begin());
+  Json absent = WithAllOf(base, {Json::Object({{"properties", Json::Object({{trigger, Json::Bool(false)}})}})});
+  return Json::Object({{"anyOf", Json::Array({std::move(absent), WithAllOf(base, std::move(present))})}});
 }
 
 StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types) {

@@ -103,6 +103,10 @@ std::string PointerJoin(const std::string& ptr, size_t index);
 // For messages: the pointer, or "(root)" for "".
 std::string Where(const std::string& ptr);
 
+// `s` (an object schema) with `parts` appended to its allOf: s stays the
+// merge's first part, whose unevaluatedProperties/Items see every part.
+Json WithAllOf(const Json& s, std::vector<Json> parts);
+
 // Keywords that never change validity.
 bool IsAnnotation(std::string_view key);
 

@@ -130,7 +130,7 @@ StatusOr<Json> Compiler::Conditionals(const Json& s, const std::string& ptr) {
   std::vector<Json::Member> rest;
   for (const auto& m : s.object())
     if (m.first != "not" && m.first != "if" && m.first != "then" && m.first != "else") rest.push_back(m);
-  std::vector<Json> parts = {Json::Object(std::move(rest))};
+  std::vector<Json> parts;
   if (const Json* n = s.Find("not")) {
     LLM_ASSIGN_OR_RETURN(Json nn, Negate(*n, PointerJoin(ptr, "not"), 0));
     parts.push_back(std::move(nn));
@@ -145,7 +145,8 @@ StatusOr<Json> Compiler::Conditionals(const Json& s, const std::string& ptr) {
     parts.push_back(Json::Object({{"anyOf", Json::Array({Json::Object({{"allOf", Json::Array(std::move(yes))}}),
                                                          Json::Object({{"allOf", Json::Array(std::move(no))}})})}}));
   }
-  return Json::Object({{"allOf", Json::Array(std::move(parts))}});
+  if (parts.empty()) return Json::Object(std::move(rest));
+  return WithAllOf(Json::Object(std::move(rest)), std::move(parts));
 }
 
 }  // namespace llm::schema
