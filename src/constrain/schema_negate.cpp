@@ -127,6 +127,11 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
 }
 
 StatusOr<Json> Compiler::Conditionals(const Json& s, const std::string& ptr) {
+  // A negation names properties (to forbid or contradict them) that a
+  // validator does not count as evaluated: beside unevaluated*, refused.
+  for (const char* u : {"unevaluatedProperties", "unevaluatedItems"})
+    if (s.Find(u) && (s.Find("not") || (s.Find("if") && (s.Find("then") || s.Find("else")))))
+      return Unsupported(std::string(u) + " at " + Where(ptr) + " beside not/if is not supported");
   std::vector<Json::Member> rest;
   for (const auto& m : s.object())
     if (m.first != "not" && m.first != "if" && m.first != "then" && m.first != "else") rest.push_back(m);
