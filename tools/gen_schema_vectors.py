@@ -237,6 +237,18 @@ CASES = [
     ("unevaluated_items_allof", {"type": "array", "allOf": [{"prefixItems": [{"type": "integer"}, {"type": "string"}]}],
                                  "unevaluatedItems": {"type": "boolean"}}, "compile",
      [[1, "a"], [1, "a", True], [1, "a", 2], [1]], [3]),
+    # ---- contains / minContains
+    ("contains_basic", {"type": "array", "contains": {"type": "integer", "minimum": 5}}, "compile",
+     [[], [1], [5], [1, 7, 2], ["a", 9], [4, 4]], []),
+    ("contains_with_items", {"type": "array", "items": {"type": "integer"}, "contains": {"const": 3}}, "compile",
+     [[3], [1, 3], [1, 2], [3, "a"], []], []),
+    ("contains_min_two", {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 10}, "minContains": 2},
+     "compile", [[10], [10, 11], [1, 10, 2, 12], [10, 1]], []),
+    ("contains_min_zero", {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 10}, "minContains": 0},
+     "compile", [[], [1], [10]], []),
+    ("contains_max_refused", {"type": "array", "contains": {"type": "integer"}, "maxContains": 1},
+     ("refuse", "maxContains"), [], []),
+    ("contains_untyped", {"contains": {"const": "x"}}, "compile", [["x"], [], "x", 1], [2, 3]),
 ]
 
 

@@ -16,7 +16,9 @@
 //     or a schema (absent counts as false once `properties` is given), and
 //     never a declared name; minProperties/maxProperties only where the
 //     required/declared counts already decide them;
-//   - arrays: all prefixItems present (if maxItems allows);
+//   - arrays: all prefixItems present (if maxItems allows); contains with
+//     minContains <= 4 (items marked as hits), not beside maxContains,
+//     prefixItems or item counts;
 //   - oneOf is compiled as anyOf when its branches are provably disjoint
 //     (types, const/enum values, number ranges, or a required property the
 //     other branch forbids or gives disjoint values: schema_oneof.cpp), so

@@ -25,7 +25,7 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxCountedLength = 4096;
 
 const char* const kUnsupported[] = {
-    "patternProperties", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
+    "patternProperties", "multipleOf", "propertyNames",
     "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
@@ -679,7 +679,7 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
       return std::any_of(ks.begin(), ks.end(), [&](const char* k) { return s.Find(k) != nullptr; });
     };
     if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
-    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) types.push_back("array");
+    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) types.push_back("array");
     if (has({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
     if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
     if (types.empty()) return Builtin(kValue);

@@ -78,6 +78,8 @@ class Compiler {
   StatusOr<std::string> Number(const Json& s, const std::string& ptr, bool integer);
   StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
+                                 const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).
   std::string KeyNotIn(const std::vector<std::string>& names);
   // Fills recursive_: the $refs whose target can reach the same $ref again.

@@ -183,6 +183,48 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   return AddRule(hint, body);
 }
 
+// contains S (at least minContains items, default 1, satisfy S): the
+// items, with minContains of them marked as satisfying S too:
+//   "[" (item ",")* hit ( ("," item)* "," hit ){k-1} ("," item)* "]"
+// (ambiguous where items could be hits either way, which the matcher's
+// stack sets absorb: k is at most 4). maxContains needs the other items
+// to fail S, and minItems/maxItems/prefixItems to count hits and items
+// together: those are refused.
+StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
+                                         const std::string& ptr, const std::string& hint) {
+  int64_t k = 1;
+  if (const Json* v = s.Find("minContains"); v && !CountValue(*v, &k))
+    return InvalidArgument("minContains at " + Where(ptr) + " must be a non-negative integer");
+  const bool vacuous = k == 0 || (contains.is_bool() && contains.as_bool() && k <= std::max<int64_t>(min_items, 0));
+  for (const char* bad : {"maxContains", "prefixItems", "uniqueItems"})
+    if (const Json* v = s.Find(bad); v && !(std::string(bad) == "uniqueItems" && v->is_bool() && !v->as_bool()))
+      return Unsupported(std::string(bad) + " beside contains at " + Where(ptr) + " is not supported");
+  if (const Json* it = s.Find("items"); it && it->is_array())
+    return Unsupported("items (an array) beside contains at " + Where(ptr) + " is not supported");
+  if (!vacuous && (min_items > k || max_items >= 0))
+    return Unsupported("minItems/maxItems beside contains at " + Where(ptr) + " is not supported");
+  if (k > 4) return Unsupported("minContains above 4 at " + Where(ptr) + " is not supported");
+  std::vector<Json::Member> rest;
+  for (const auto& m : s.object())
+    if (m.first != "contains" && m.first != "minContains") rest.push_back(m);
+  if (vacuous) return Array(Json::Object(std::move(rest)), ptr, hint);
+  static const Json kTrue = Json::Bool(true);
+  const Json* items = s.Find("items");
+  if (!items) items = &kTrue;
+  LLM_ASSIGN_OR_RETURN(std::string item, Visit(*items, PointerJoin(ptr, "items"), hint + "-item"));
+  LLM_ASSIGN_OR_RETURN(Json both, MergeAllOf(Json::Object({{"allOf", Json::Array({*items, contains})}}), PointerJoin(ptr, "contains")));
+  LLM_ASSIGN_OR_RETURN(std::string hit, Visit(both, PointerJoin(ptr, "contains"), hint + "-contains"));
+  if (IsNever(hit)) return std::string();  // no item can satisfy contains
+  const std::string ws = Builtin(kWs);
+  const std::string comma = ws + " \",\" " + ws;
+  std::string body = "\"[\" " + ws + " ";
+  if (!IsNever(item)) body += "( " + item + " " + comma + " )* ";
+  body += hit;
+  for (int64_t j = 1; j < k; ++j) body += IsNever(item) ? " " + comma + " " + hit : " ( " + comma + " " + item + " )* " + comma + " " + hit;
+  if (!IsNever(item)) body += " ( " + comma + " " + item + " )*";
+  return AddRule(hint, body + " " + ws + " \"]\"");
+}
+
 StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, const std::string& hint) {
   const std::string ws = Builtin(kWs);
   auto count = [&](const char* k, int64_t* out) -> Status {
@@ -196,6 +238,7 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   LLM_RETURN_IF_ERROR(count("minItems", &min_items));
   LLM_RETURN_IF_ERROR(count("maxItems", &max_items));
   if (max_items >= 0 && max_items < min_items) return std::string();  // no array: like false
+  if (const Json* contains = s.Find("contains")) return Contains(s, *contains, min_items, max_items, ptr, hint);
   // Counts are written out (grammar.h): above kMaxCountedItems, maxItems is
   // narrowed to it (sound), minItems refused.
   if (min_items > kMaxCountedItems)
