@@ -479,7 +479,7 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
       {R"({"items":{"if":{"pattern":"a"},"then":{}}})", "/items/if/pattern"},
       {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
       {R"({"$defs":{"d":{"propertyNames":{"maxLength":3}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames"},
-      {R"({"type":"integer","multipleOf":5})", "/multipleOf"},
+      {R"({"type":"integer","multipleOf":5,"maximum":100000})", "/multipleOf"},
       {R"({"$ref":"other.json#/x"})", "only references inside the schema"},
       {R"({"type":"object","properties":{"a":{}},"minProperties":2})", "minProperties"},
   };

@@ -249,6 +249,15 @@ CASES = [
     ("contains_max_refused", {"type": "array", "contains": {"type": "integer"}, "maxContains": 1},
      ("refuse", "maxContains"), [], []),
     ("contains_untyped", {"contains": {"const": "x"}}, "compile", [["x"], [], "x", 1], [2, 3]),
+    # ---- multipleOf on integers
+    ("multiple_of_int", {"type": "integer", "multipleOf": 7}, "compile", [0, 7, 14, -21, 8, 700, 701, 1.5], []),
+    ("multiple_of_untyped", {"multipleOf": 2}, "compile", [0, 4, 7, 4.5, "a", None], [4, 5]),
+    ("multiple_of_fraction_on_number", {"type": "number", "multipleOf": 1.5}, "compile", [0, 3, 4.5, 35, 1.5, 2],
+     [2, 4]),
+    ("multiple_of_tiny_on_integer", {"type": "integer", "multipleOf": 1e-8}, "compile", [1, 12345, 0.5], []),
+    ("multiple_of_range", {"type": "integer", "multipleOf": 5, "minimum": 3, "maximum": 21}, "compile",
+     [0, 5, 10, 20, 21, 25, 7], []),
+    ("multiple_of_non_negative", {"type": "integer", "multipleOf": 3, "minimum": 0}, "compile", [0, 3, 99, -3, 100], []),
 ]
 
 

@@ -9,6 +9,9 @@
 //     20 spaces/tabs, none before or after the root value;
 //   - strings: no \u escapes; numbers: at most 16 integer / 16 fraction
 //     digits, exponents of at most 2 digits, bounded numbers never use them;
+//   - multipleOf: integers that are multiples (a number's fractional
+//     multiples left out); a range holding at most 256 of them listed, or
+//     unbounded (or from 0) by a remainder automaton, step <= 10000;
 //   - a number range keeps integers and decimals whose integer part lies in
 //     it (minimum 0.5 starts at 1); a range containing no integer is refused;
 //   - objects: properties in schema order, required ones always, optional

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <optional>
 
 #include "constrain/byte_program.h"
@@ -25,7 +26,7 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxCountedLength = 4096;
 
 const char* const kUnsupported[] = {
-    "patternProperties", "multipleOf", "propertyNames",
+    "patternProperties", "propertyNames",
     "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
@@ -681,7 +682,7 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
     if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) types.push_back("array");
     if (has({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
-    if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
+    if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})) types.push_back("number");
     if (types.empty()) return Builtin(kValue);
   }
   if (const Json* n = s.Find("nullable"); n && n->as_bool() &&
@@ -888,6 +889,65 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   return name;
 }
 
+// multipleOf m = p/q (q a power of ten): an integer n is a multiple iff
+// n is a multiple of step = p / gcd(p, q). Numbers are narrowed to those
+// integers (sound: each is a multiple of m). The integers of a bounded
+// range are listed when there are at most 256; without bounds (or with
+// minimum 0 and no maximum) a remainder automaton over the decimal digits:
+// state r after the digits so far, r' = (10 r + d) mod step, accepting at
+// 0 (step <= 10000).
+StatusOr<std::string> Compiler::MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi,
+                                           const std::string& ptr) {
+  const std::string where = Where(PointerJoin(ptr, "multipleOf"));
+  if (!m.is_number() || !(m.as_double() > 0)) return InvalidArgument("multipleOf at " + where + " must be a number above 0");
+  int64_t p = 0, q = 1;
+  if (m.is_int()) {
+    p = m.as_int();
+  } else {
+    const double v = m.as_double();
+    for (int d = 0; d <= 12 && p == 0; ++d, q *= 10) {
+      const double x = v * static_cast<double>(q);
+      if (x < 9e15 && std::fabs(x - std::round(x)) < 1e-9 * std::max(1.0, x)) p = static_cast<int64_t>(std::llround(x));
+      if (p != 0) break;
+    }
+    if (p == 0) return Unsupported("multipleOf " + std::to_string(v) + " at " + where + " is not supported (more than 12 decimals)");
+  }
+  const int64_t step = p / std::gcd(p, q);
+  if (lo && hi) {
+    if (*lo > *hi) return std::string();
+    const int64_t first = *lo >= 0 ? (*lo + step - 1) / step * step : -((-*lo) / step * step);
+    std::vector<std::string> alts;
+    for (int64_t n = first; n <= *hi && alts.size() <= 256; n += step) alts.push_back(gbnf::Literal(std::to_string(n)));
+    if (alts.size() > 256)
+      return Unsupported("multipleOf at " + where + " with a range holding more than 256 multiples is not supported");
+    if (alts.empty()) return std::string();  // no multiple in range
+    return Alternatives(alts);
+  }
+  if (hi || (lo && *lo != 0 && *lo != 1))
+    return Unsupported("multipleOf at " + where + " beside a maximum, or a minimum other than 0, is not supported");
+  if (step == 1) return lo ? gbnf::IntRange(lo, hi) : StatusOr<std::string>(Builtin("integer"));
+  if (step > 10000) return Unsupported("multipleOf at " + where + ": the step " + std::to_string(step) + " is above 10000");
+  const bool positive = lo.has_value();  // minimum 0 (or 1): no sign, and 0 only for minimum 0
+  std::vector<std::string> names;
+  for (int64_t r = 0; r < step; ++r) names.push_back(NewName("multiple-of-" + std::to_string(step) + "-r" + std::to_string(r)));
+  auto digits = [&](int64_t r, int first_digit) {
+    std::map<int64_t, std::string> by_target;
+    for (int d = first_digit; d <= 9; ++d) by_target[(10 * r + d) % step] += static_cast<char>('0' + d);
+    std::vector<std::string> alts;
+    for (const auto& [t, ds] : by_target) alts.push_back("[" + ds + "] " + names[static_cast<size_t>(t)]);
+    return alts;
+  };
+  for (int64_t r = 0; r < step; ++r) {
+    std::vector<std::string> alts = digits(r, 0);
+    if (r == 0) alts.push_back("\"\"");
+    rules_.emplace_back(names[static_cast<size_t>(r)], Alternatives(alts));
+  }
+  std::vector<std::string> start = digits(0, 1);  // a first digit 1-9 from remainder 0
+  std::string nonzero = Alternatives(start);
+  if (positive) return *lo == 0 ? "( \"0\" | " + nonzero + " )" : nonzero;
+  return "( \"0\" | \"-\"? " + nonzero + " )";
+}
+
 StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bool integer) {
   // Each bound as the integer range it leaves: L <= x <= H for the integers
   // of the range; exclusive bounds step past themselves.
@@ -915,6 +975,7 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
   }
   if (emin && emin->is_number()) tighten_lo(clamp(std::floor(emin->as_double()) + 1));
   if (emax && emax->is_number()) tighten_hi(clamp(std::ceil(emax->as_double()) - 1));
+  if (const Json* m = s.Find("multipleOf")) return MultipleOf(*m, lo, hi, ptr);
   if (!lo && !hi) return Builtin(integer ? "integer" : "number");
   if (lo && hi && *lo > *hi)
     return (integer ? InvalidArgument("no integer lies within the bounds at " + Where(ptr))

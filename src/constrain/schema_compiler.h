@@ -76,6 +76,7 @@ class Compiler {
   StatusOr<std::string> Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& type);
   StatusOr<std::string> String(const Json& s, const std::string& ptr);
   StatusOr<std::string> Number(const Json& s, const std::string& ptr, bool integer);
+  StatusOr<std::string> MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi, const std::string& ptr);
   StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
