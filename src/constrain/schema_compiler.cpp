@@ -477,7 +477,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   // and allOf are parts too (flattened, bounded).
   std::vector<std::pair<const Json*, std::string>> todo = {{&s, ptr}};
   for (size_t n = 0; n < todo.size(); ++n) {
-    if (n > 256) return Unsupported("allOf at " + Where(ptr) + ": more than 256 schemas to merge");
+    if (n > 256) return InvalidArgument("allOf at " + Where(ptr) + ": more than 256 schemas to merge (the limit)");
     const Json* part = todo[n].first;
     const std::string where = todo[n].second;
     if (part->is_bool()) {
@@ -724,7 +724,7 @@ StatusOr<Json> Compiler::SplitDependencies(const Json& s, const std::string& ptr
     }
   }
   if (n_triggers > kMaxTriggers)
-    return Unsupported("dependentRequired/dependentSchemas/dependencies at " + Where(ptr) + ": more than " +
+    return InvalidArgument("dependentRequired/dependentSchemas/dependencies at " + Where(ptr) + ": more than " +
                        std::to_string(kMaxTriggers) + " trigger properties (each doubles the object's grammar)");
   // The schema without the first trigger (and without empty keywords).
   std::vector<Json::Member> rest;
@@ -919,14 +919,14 @@ StatusOr<std::string> Compiler::MultipleOf(const Json& m, std::optional<int64_t>
     std::vector<std::string> alts;
     for (int64_t n = first; n <= *hi && alts.size() <= 256; n += step) alts.push_back(gbnf::Literal(std::to_string(n)));
     if (alts.size() > 256)
-      return Unsupported("multipleOf at " + where + " with a range holding more than 256 multiples is not supported");
+      return InvalidArgument("multipleOf at " + where + ": a range holding more than 256 multiples (the limit)");
     if (alts.empty()) return std::string();  // no multiple in range
     return Alternatives(alts);
   }
   if (hi || (lo && *lo != 0 && *lo != 1))
     return Unsupported("multipleOf at " + where + " beside a maximum, or a minimum other than 0, is not supported");
   if (step == 1) return lo ? gbnf::IntRange(lo, hi) : StatusOr<std::string>(Builtin("integer"));
-  if (step > 10000) return Unsupported("multipleOf at " + where + ": the step " + std::to_string(step) + " is above 10000");
+  if (step > 10000) return InvalidArgument("multipleOf at " + where + ": the step " + std::to_string(step) + " is above 10000");
   const bool positive = lo.has_value();  // minimum 0 (or 1): no sign, and 0 only for minimum 0
   std::vector<std::string> names;
   for (int64_t r = 0; r < step; ++r) names.push_back(NewName("multiple-of-" + std::to_string(step) + "-r" + std::to_string(r)));

@@ -203,7 +203,7 @@ StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, in
     return Unsupported("items (an array) beside contains at " + Where(ptr) + " is not supported");
   if (!vacuous && (min_items > k || max_items >= 0))
     return Unsupported("minItems/maxItems beside contains at " + Where(ptr) + " is not supported");
-  if (k > 4) return Unsupported("minContains above 4 at " + Where(ptr) + " is not supported");
+  if (k > 4) return InvalidArgument("minContains " + std::to_string(k) + " at " + Where(ptr) + " is above the limit of 4");
   std::vector<Json::Member> rest;
   for (const auto& m : s.object())
     if (m.first != "contains" && m.first != "minContains") rest.push_back(m);

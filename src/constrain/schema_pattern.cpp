@@ -563,7 +563,7 @@ StatusOr<Dfa> Determinize(const Nfa& nfa, int start, int final_state, const std:
   intern({start});
   std::vector<std::vector<int>> by_block(d.blocks.size());
   for (size_t i = 0; i < sets.size(); ++i) {
-    if (sets.size() > kMaxDfaStates) return Unsupported("pattern at " + where + ": more than " + std::to_string(kMaxDfaStates) + " automaton states");
+    if (sets.size() > kMaxDfaStates) return InvalidArgument("pattern at " + where + ": more than " + std::to_string(kMaxDfaStates) + " automaton states");
     for (auto& v : by_block) v.clear();
     for (int x : sets[i]) {
       const NfaState& st = nfa.states[static_cast<size_t>(x)];
@@ -602,7 +602,7 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
     if (!a.end) cat.kids.push_back(any_star);
     parser.nodes.push_back(std::move(cat));
     const Frag f = Build(parser.nodes, static_cast<int>(parser.nodes.size()) - 1, &nfa);
-    if (nfa.overflow) return Unsupported("pattern at " + where + ": expands to more than " + std::to_string(kMaxNfaStates) + " states");
+    if (nfa.overflow) return InvalidArgument("pattern at " + where + ": expands to more than " + std::to_string(kMaxNfaStates) + " states");
     nfa.states[static_cast<size_t>(start)].eps.push_back(f.start);
     nfa.states[static_cast<size_t>(f.end)].eps.push_back(final_state);
   }

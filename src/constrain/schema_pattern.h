@@ -25,8 +25,9 @@
 // \d \w \s mean their ASCII sets, `.` any character but newline.
 // Backreferences, lookaround, word boundaries, inline flags and anchors
 // inside a pattern are errors (LLM_ERR_UNSUPPORTED), like syntax errors
-// (LLM_ERR_INVALID_ARGUMENT), each naming the byte offset; so are patterns
-// whose automata pass the limits in schema_pattern.cpp.
+// (LLM_ERR_INVALID_ARGUMENT), each naming the byte offset; a pattern whose
+// automata pass the limits in schema_pattern.cpp (100000 NFA states, 4000
+// DFA states, 20000 with the length counter) is LLM_ERR_INVALID_ARGUMENT.
 #pragma once
 
 #include <cstdint>
