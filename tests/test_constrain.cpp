@@ -107,6 +107,16 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
   EXPECT_NE(ErrorOf("root ::= \"\xff\"").find("UTF-8"), std::string::npos);
 }
 
+// Helper rules (repetitions) never take the name of a rule defined further
+// down: "a-1" below is the user's rule, not a's repetition (issue 29: the
+// schema compiler names rules "x", "x-2", ... and real schemas made them meet).
+TEST(Gbnf, HelperRulesNeverShadowLaterRules) {
+  Matcher m = Gbnf("root ::= a b\na ::= \"x\"*\nb ::= a-1 a-2\na-1 ::= \"y\"\na-2 ::= \"z\"\n");
+  EXPECT_TRUE(m.Matches("xxyz"));
+  EXPECT_TRUE(m.Matches("yz"));
+  EXPECT_FALSE(m.Matches("xx"));
+}
+
 TEST(Gbnf, LeftRecursionIsRejectedClearly) {
   const std::string e = ErrorOf("root ::= expr\nexpr ::= expr \"+\" term | term\nterm ::= [0-9]");
   EXPECT_NE(e.find("left-recursive"), std::string::npos) << e;

@@ -72,6 +72,7 @@ class Lowerer {
 
   StatusOr<std::shared_ptr<const ByteProgram>> Run() {
     p_ = std::make_shared<ByteProgram>();
+    p_->unique_keys = g_.unique_keys;
     p_->rule_alts.resize(g_.rules.size());
     p_->root = g_.root;
     // Rules first (helpers for wide classes are appended as they appear).

@@ -58,6 +58,7 @@ struct ByteProgram {
   std::vector<std::vector<int32_t>> rule_alts;  // (n_rules) alternative start offsets into ops
   int32_t root = 0;
   std::vector<RepeatChain> chains;
+  bool unique_keys = false;  // Grammar::unique_keys
 };
 
 // Lowers a finished Grammar (GrammarBuilder::Finish). Fails only on limits.

@@ -28,17 +28,23 @@ StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std
     case LLM_CONSTRAINT_GRAMMAR: g = ParseGrammar(text); break;
     case LLM_CONSTRAINT_REGEX: g = CompileRegex(text); break;
     case LLM_CONSTRAINT_CHOICE: g = CompileChoices(choices); break;
-    case LLM_CONSTRAINT_JSON_OBJECT: g = ParseGrammar(JsonObjectGrammar()); break;
+    case LLM_CONSTRAINT_JSON_OBJECT:
+      g = ParseGrammar(JsonObjectGrammar());
+      if (g.ok()) g->unique_keys = true;
+      break;
     case LLM_CONSTRAINT_JSON_SCHEMA: {
 #if LLM_HAVE_JSON_SCHEMA
-      auto gbnf = JsonSchemaToGrammar(text);
+      bool free_keys = false;
+      auto gbnf = JsonSchemaToGrammar(text, &free_keys);
       if (!gbnf.ok()) return gbnf.status();
       g = ParseGrammar(*gbnf);
       // The grammar is ours: a limit it breaks is the schema's size (the
       // caller's to fix), anything else is our bug.
       if (!g.ok() && IsLimitExceeded(g.status()))
-        return InvalidArgument("JSON Schema: too large to compile: " + LimitWhat(g.status()));
+        return InvalidArgument("JSON Schema: too large to compile: " + LimitWhat(g.status()) +
+                               "; long counted lengths (maxLength, maxItems) and many large subschemas add up");
       if (!g.ok()) return InternalError("the grammar compiled from the JSON schema does not parse: " + g.status().message());
+      g->unique_keys = free_keys;
 #else
       return Unsupported("JSON_SCHEMA constraints are not available in this build");
 #endif
@@ -116,6 +122,7 @@ ConstraintState::ConstraintState(std::shared_ptr<SharedMatcher> shared, std::sha
                                  int32_t n_prompt)
     : trie_(std::move(trie)), shared_(std::move(shared)), n_prompt_(n_prompt) {
   states_.push_back(shared_->matcher.Initial());
+  if (shared_->matcher.program().unique_keys) keys_ = std::make_unique<JsonKeys>();
   eog_only_.assign((static_cast<size_t>(trie_->n_vocab()) + 63) / 64, 0);
   for (int32_t t : trie_->eog()) eog_only_[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
 }
@@ -124,6 +131,7 @@ bool ConstraintState::AcceptToken(int32_t token) {
   if (token < 0 || token >= trie_->n_vocab() || !trie_->in_trie(token)) return false;
   const Matcher::StateId next = shared_->matcher.StepBytes(states_.back(), trie_->piece(token));
   if (next == Matcher::kDead) return false;
+  if (keys_ && !keys_->Accept(trie_->piece(token))) return false;
   states_.push_back(next);
   tokens_.push_back(token);
   return true;
@@ -140,8 +148,7 @@ void ConstraintState::Sync(std::span<const int32_t> history) {
   size_t common = 0;
   while (common < tokens_.size() && common < gen.size() && tokens_[common] == gen[common]) ++common;
   if (common < tokens_.size()) {
-    tokens_.resize(common);
-    states_.resize(common + 1);
+    Truncate(common);
     stuck_ = false;
   }
   if (stuck_ && (gen.size() <= tokens_.size() || gen[tokens_.size()] != stuck_token_)) stuck_ = false;
@@ -162,7 +169,39 @@ const std::vector<uint64_t>& ConstraintState::Mask(std::span<const int32_t> hist
     shared_->trie = trie_;
     shared_->masks = std::make_unique<MaskCache>(*trie_);
   }
-  return shared_->masks->Get(shared_->matcher, states_.back());
+  const std::vector<uint64_t>& mask = shared_->masks->Get(shared_->matcher, states_.back());
+  return keys_ ? WithoutRepeatedKeys(mask) : mask;
+}
+
+void ConstraintState::Truncate(size_t n_tokens) {
+  tokens_.resize(n_tokens);
+  states_.resize(n_tokens + 1);
+  if (keys_) keys_->Truncate(n_tokens);
+}
+
+// Only tokens with enough '"' bytes to close a key can repeat one, and the
+// trie lists them most quotes first: inside a string value that is the
+// few tokens with three or more, so the filter costs next to nothing.
+const std::vector<uint64_t>& ConstraintState::WithoutRepeatedKeys(const std::vector<uint64_t>& mask) {
+  const int32_t need = keys_->MinQuotesForRepeat();
+  bool copied = false;
+  for (int32_t t : trie_->quoted()) {
+    if (trie_->quotes(t) < need) break;
+    const uint64_t bit = uint64_t{1} << (t & 63);
+    if ((mask[static_cast<size_t>(t) >> 6] & bit) == 0 || keys_->Allows(trie_->piece(t))) continue;
+    if (!copied) {
+      filtered_ = mask;
+      copied = true;
+    }
+    filtered_[static_cast<size_t>(t) >> 6] &= ~bit;
+  }
+  if (!copied) return mask;
+  // Every way on repeats a key (a free key at its length limit spelling an
+  // earlier one): as at any dead end, EOG lets the sequence end.
+  if (std::all_of(filtered_.begin(), filtered_.end(), [](uint64_t w) { return w == 0; })) {
+    for (int32_t t : trie_->eog()) filtered_[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+  }
+  return filtered_;
 }
 
 void ConstraintState::Apply(float* logits, int32_t n_vocab, std::span<const int32_t> history) {
@@ -195,8 +234,7 @@ size_t ConstraintState::AllowedDrafts(std::span<const int32_t> history, std::spa
     ++n;
   }
   const size_t accepted = tokens_.size() - (history.size() - std::min(history.size(), static_cast<size_t>(std::max(n_prompt_, 0))));
-  tokens_.resize(tokens_.size() - accepted);
-  states_.resize(tokens_.size() + 1);
+  Truncate(tokens_.size() - accepted);
   return n;
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "constrain/byte_program.h"
+#include "constrain/json_keys.h"
 #include "constrain/mask_cache.h"
 #include "constrain/matcher.h"
 #include "constrain/token_trie.h"
@@ -119,6 +120,10 @@ class ConstraintState {
  private:
   void Sync(std::span<const int32_t> history);
   bool AcceptToken(int32_t token);
+  void Truncate(size_t n_tokens);
+  // `mask` less the tokens that would repeat a key (json_keys.h): mask
+  // itself when none does, else filtered_.
+  const std::vector<uint64_t>& WithoutRepeatedKeys(const std::vector<uint64_t>& mask);
 
   std::shared_ptr<const TokenTrie> trie_;
   std::shared_ptr<SharedMatcher> shared_;
@@ -131,6 +136,8 @@ class ConstraintState {
   bool stuck_ = false;
   int32_t stuck_token_ = -1;
   std::vector<uint64_t> eog_only_;
+  std::unique_ptr<JsonKeys> keys_;  // the program's unique_keys: the keys of each open object
+  std::vector<uint64_t> filtered_;
 };
 
 }  // namespace llm::constrain

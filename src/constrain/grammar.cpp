@@ -93,7 +93,9 @@ StatusOr<int32_t> GrammarBuilder::RuleId(const std::string& name) {
 StatusOr<int32_t> GrammarBuilder::NewHelper(const std::string& base) {
   std::string name;
   do {
-    name = base + "-" + std::to_string(++n_helpers_);
+    // "#" cannot occur in a rule name the grammar text spells, so a helper
+    // never takes the name of a rule defined further down (issue 29).
+    name = base + "#" + std::to_string(++n_helpers_);
   } while (names_.count(name) != 0);
   LLM_ASSIGN_OR_RETURN(int32_t id, AddRule(std::move(name)));
   g_.rules[static_cast<size_t>(id)].defined = true;

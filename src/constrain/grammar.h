@@ -79,6 +79,9 @@ struct Grammar {
   std::vector<Rule> rules;
   int32_t root = -1;
   std::vector<CountedRepeat> repeats;
+  // The output is JSON whose objects must not repeat a key (json_keys.h):
+  // set by CompileConstraint for JSON_OBJECT and for schemas with free keys.
+  bool unique_keys = false;
 };
 
 // Sorts and merges ranges; drops empty ones and clamps to [0, kMaxCodePoint].
@@ -94,7 +97,8 @@ class GrammarBuilder {
  public:
   // The id of the rule called `name`, created (undefined) on first use.
   StatusOr<int32_t> RuleId(const std::string& name);
-  // A fresh anonymous rule named after `base` (e.g. "root-3").
+  // A fresh anonymous rule named after `base` ("root#3": no name the
+  // grammar text spells can collide with it).
   StatusOr<int32_t> NewHelper(const std::string& base);
   // Adds an alternative to a rule (and marks it defined).
   Status AddAlt(int32_t rule, Alternative alt);

@@ -9,6 +9,9 @@
 //     20 spaces/tabs, none before or after the root value;
 //   - strings: no \u escapes; numbers: at most 16 integer / 16 fraction
 //     digits, exponents of at most 2 digits, bounded numbers never use them;
+//   - multipleOf: integers that are multiples (a number's fractional
+//     multiples left out); a range holding at most 256 of them listed, or
+//     unbounded (or from 0) by a remainder automaton, step <= 10000;
 //   - a number range keeps integers and decimals whose integer part lies in
 //     it (minimum 0.5 starts at 1); a range containing no integer is refused;
 //   - objects: properties in schema order, required ones always, optional
@@ -16,15 +19,52 @@
 //     or a schema (absent counts as false once `properties` is given), and
 //     never a declared name; minProperties/maxProperties only where the
 //     required/declared counts already decide them;
-//   - arrays: all prefixItems present (if maxItems allows);
-//   - oneOf is compiled as anyOf (a value matching two branches would fail
-//     oneOf: schemas whose branches overlap are not protected);
-//   - allOf is merged when its branches are objects without
-//     additionalProperties, or otherwise do not conflict;
-//   - pattern: see schema_pattern.h (open repetitions stop 128 past their
-//     minimum); format: date, time, date-time, uuid, email, ipv4, hostname,
+//   - arrays: all prefixItems present (if maxItems allows); contains with
+//     minContains <= 4 (items marked as hits), not beside maxContains,
+//     prefixItems or item counts;
+//   - oneOf is compiled as anyOf when its branches are provably disjoint
+//     (types, const/enum values, number ranges, or a required property the
+//     other branch forbids or gives disjoint values: schema_oneof.cpp), so
+//     an output matches exactly one; otherwise it is refused
+//     (LLM_ERR_UNSUPPORTED naming the two branches);
+//   - false (and an enum/const its type rejects) is "no value": an anyOf
+//     or oneOf branch dropped, an optional property that must be absent,
+//     no items past the tuple (or from a false prefixItems position on);
+//     a whole schema with no value is refused (LLM_ERR_INVALID_ARGUMENT);
+//   - counts (minLength, maxItems, ...) may be written as 2.0; maxLength
+//     and maxItems above 4096 are narrowed to 4096, minLength/minItems
+//     above it refused (LLM_ERR_INVALID_ARGUMENT naming the keyword);
+//     strings of one length range share one rule; a schema whose grammar
+//     passes the grammar limits (docs/GRAMMAR.md) is LLM_ERR_INVALID_ARGUMENT;
+//   - allOf is merged keyword by keyword ($refs resolved, nested allOf
+//     flattened): the tighter bound, the common types and enum values, a
+//     property or items schema given twice as the allOf of both; what
+//     cannot be merged exactly (two different formats, additionalProperties
+//     beside properties from another branch, a recursive $ref) is refused;
+//   - keywords beside $ref hold too (allOf [$ref, siblings]), and so do
+//     keywords beside anyOf/oneOf (merged into every branch); beside
+//     enum/const they drop the values their grammar rejects;
+//   - unknown keywords are annotations (ignored), as JSON Schema says;
+//   - not / if-then-else: where the negation of the schema is a schema
+//     again (types but integer alone, required, bounds, lengths, counts,
+//     boolean/null consts, properties of those: schema_negate.cpp); if S
+//     then T else E is anyOf [S and T, not-S and E], exact;
+//   - unevaluatedProperties / unevaluatedItems once allOf/$ref/anyOf are
+//     merged (the evaluated set is then the schema's own properties or
+//     tuple): additionalProperties / items past the tuple; inside an allOf
+//     or $ref branch, or beside dependentSchemas/contains, refused;
+//   - dependentRequired / dependentSchemas / draft-07 dependencies: a case
+//     split per trigger property (absent | present with what it needs),
+//     at most 4 triggers per object;
+//   - pattern: a deterministic automaton (schema_pattern.h), intersected
+//     with minLength/maxLength; the free end of an unanchored pattern stops
+//     128 characters on; every prefix it admits can be completed, so EOS is
+//     allowed only once the string is whole; format: date, time, date-time, uuid, email, ipv4, hostname,
 //     uri, each of bounded length (email: local part <= 32 characters,
 //     2-4 domain labels of <= 24; unknown formats are annotations, ignored);
+//   - $ref: JSON pointers, $anchor (draft-07: "$id": "#name") and
+//     $id-relative URIs inside the document (schema_refs.cpp); a document
+//     outside the schema is never fetched (LLM_ERR_UNSUPPORTED);
 //   - recursion: a $ref that can reach itself is unrolled 5 levels deep
 //     (kMaxRecursion, schema_compiler.h); at the last level it keeps only
 //     the ways out that need no further level (a null or other anyOf
@@ -35,9 +75,11 @@
 //     containers nest at most 2 deep with at most 8 members/items each,
 //     strings (keys included) at most 64 characters;
 //   - additional (free) keys: at most 16 per object, each at most 64
-//     characters past where it leaves every declared name;
-// Keywords that change validity but are not handled (not, if/then/else,
-// patternProperties, dependentRequired, uniqueItems: true, multipleOf, ...)
+//     characters past where it leaves every declared name; never a key
+//     already written in the same object (json_keys.h, beside the grammar);
+// Keywords that change validity but are not handled (patternProperties,
+// propertyNames, contains, uniqueItems: true, multipleOf, unevaluated*, a
+// not/if whose negation is no schema, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
 #pragma once
@@ -49,6 +91,9 @@
 
 namespace llm {
 
-StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json);
+// free_keys (optional): set when some object of the grammar admits keys
+// the schema does not name (additionalProperties, "any value"), whose
+// uniqueness the grammar cannot express (Grammar::unique_keys).
+StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json, bool* free_keys = nullptr);
 
 }  // namespace llm

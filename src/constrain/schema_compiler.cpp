@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <numeric>
+#include <optional>
 
+#include "constrain/byte_program.h"
+#include "constrain/gbnf_parser.h"
 #include "constrain/grammar_text.h"
+#include "constrain/matcher.h"
 #include "constrain/json_schema.h"
 #include "constrain/schema_pattern.h"
 
@@ -20,9 +26,8 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxCountedLength = 4096;
 
 const char* const kUnsupported[] = {
-    "not", "if", "then", "else", "patternProperties", "dependentRequired", "dependentSchemas",
-    "dependencies", "contains", "minContains", "maxContains", "multipleOf", "propertyNames",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+    "patternProperties", "propertyNames",
+    "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
 // bounded so that a sampled value always ends: containers nest at most
@@ -116,14 +121,45 @@ std::string PointerJoin(const std::string& ptr, size_t index) { return ptr + "/"
 
 std::string Where(const std::string& ptr) { return ptr.empty() ? std::string("(root)") : ptr; }
 
+Json WithAllOf(const Json& s, std::vector<Json> parts) {
+  std::vector<Json::Member> out;
+  std::vector<Json> all;
+  for (const auto& m : s.object()) {
+    if (m.first == "allOf" && m.second.is_array()) all = m.second.array();
+    else out.push_back(m);
+  }
+  for (auto& p : parts) all.push_back(std::move(p));
+  out.emplace_back("allOf", Json::Array(std::move(all)));
+  return Json::Object(std::move(out));
+}
+
+bool CountValue(const Json& v, int64_t* out) {
+  if (v.is_int()) {
+    if (v.as_int() < 0) return false;
+    *out = std::min<int64_t>(v.as_int(), int64_t{1} << 40);
+    return true;
+  }
+  const double d = v.as_double();
+  if (!v.is_number() || !IsWhole(d) || d < 0) return false;
+  *out = d >= 0x1p40 ? int64_t{1} << 40 : static_cast<int64_t>(d);
+  return true;
+}
+
+// The keywords that can change validity, in any draft (draft-04 to
+// 2020-12; "nullable" is OpenAPI's). Everything else is an annotation:
+// title, $comment, readOnly, vendor extensions, typos; JSON Schema says an
+// unknown keyword is ignored.
 bool IsAnnotation(std::string_view k) {
-  static const char* const kAnnotations[] = {
-      "title", "description", "examples", "default", "$schema", "$id", "$comment", "$defs", "definitions",
-      "deprecated", "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "$vocabulary",
-      "contentMediaType", "contentEncoding", "contentSchema"};
-  for (const char* a : kAnnotations)
-    if (k == a) return true;
-  return false;
+  static const char* const kValidating[] = {
+      "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+      "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "contains",
+      "maxContains", "minContains", "maxProperties", "minProperties", "required", "dependentRequired",
+      "dependentSchemas", "dependencies", "properties", "patternProperties", "additionalProperties",
+      "propertyNames", "items", "prefixItems", "additionalItems", "unevaluatedItems", "unevaluatedProperties",
+      "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "nullable"};
+  for (const char* a : kValidating)
+    if (k == a) return false;
+  return true;
 }
 
 std::string Compiler::NewName(const std::string& hint) {
@@ -158,20 +194,27 @@ std::string Compiler::Builtin(const std::string& name) {
 
 StatusOr<std::string> Compiler::Compile() {
   names_.insert("root");
+  IndexIds();
   FindRecursiveRefs();
   // The root is the first level of a recursion through "#".
   if (recursive_.count("#")) recursion_ = 1;
   LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
-  if (IsNever(body))
-    return InvalidArgument("the schema's recursion has no finite value (every value needs another level; give the recursive $ref a null, optional or empty-array way out)");
+  if (IsNever(body)) {
+    if (!recursive_.empty())
+      return InvalidArgument("no value satisfies the schema: its recursion has no finite value (every value needs another level; give the recursive $ref a null, optional or empty-array way out), or a false subschema, an empty enum or a contradiction leaves nothing");
+    return InvalidArgument("no value satisfies the schema (a false subschema, an empty enum, or a const/enum its type rejects, leaves nothing)");
+  }
   std::string out = "root ::= " + body + "\n";
   for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
   return out;
 }
 
 StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::string& ptr) const {
-  if (ref.empty() || ref[0] != '#')
-    return Unsupported("$ref \"" + ref + "\" at " + Where(ptr) + ": only local references (\"#/...\") are supported");
+  LLM_ASSIGN_OR_RETURN(const std::string canonical, Canonical(ref, ptr));
+  return ResolvePointer(canonical, ptr);
+}
+
+StatusOr<const Json*> Compiler::ResolvePointer(const std::string& ref, const std::string& ptr) const {
   const Json* cur = &root_;
   size_t pos = 1;
   while (pos < ref.size()) {
@@ -208,16 +251,16 @@ StatusOr<const Json*> Compiler::Resolve(const std::string& ref, const std::strin
 
 namespace {
 
-// Every "$ref" string in `s`, not looking into $defs/definitions (those
-// only matter through a $ref to them).
-void CollectRefs(const Json& s, std::vector<std::string>* out, int depth) {
+// Every "$ref" string in `s` (at pointer `ptr`) with where it stands, not
+// looking into $defs/definitions (those only matter through a $ref to them).
+void CollectRefs(const Json& s, const std::string& ptr, std::vector<std::pair<std::string, std::string>>* out, int depth) {
   if (depth > 128) return;
   if (s.is_array()) {
-    for (const auto& e : s.array()) CollectRefs(e, out, depth + 1);
+    for (size_t i = 0; i < s.array().size(); ++i) CollectRefs(s.array()[i], PointerJoin(ptr, i), out, depth + 1);
   } else if (s.is_object()) {
     for (const auto& [k, v] : s.object()) {
-      if (k == "$ref" && v.is_string()) out->push_back(v.as_string());
-      else if (k != "$defs" && k != "definitions") CollectRefs(v, out, depth + 1);
+      if (k == "$ref" && v.is_string()) out->emplace_back(v.as_string(), ptr);
+      else if (k != "$defs" && k != "definitions" && k != "enum" && k != "const") CollectRefs(v, PointerJoin(ptr, k), out, depth + 1);
     }
   }
 }
@@ -225,19 +268,31 @@ void CollectRefs(const Json& s, std::vector<std::string>* out, int depth) {
 }  // namespace
 
 void Compiler::FindRecursiveRefs() {
-  // The reference graph: each $ref to the $refs inside its target.
+  // The reference graph over canonical references ("#/pointer"): each $ref
+  // to the $refs inside its target.
   std::map<std::string, std::vector<std::string>> edges;
-  std::vector<std::string> todo;
-  CollectRefs(root_, &todo, 0);
-  if (const Json* defs = root_.is_object() ? root_.Find("$defs") : nullptr) CollectRefs(*defs, &todo, 0);
-  if (const Json* defs = root_.is_object() ? root_.Find("definitions") : nullptr) CollectRefs(*defs, &todo, 0);
+  std::vector<std::pair<std::string, std::string>> found;
+  auto canonical = [&](std::vector<std::pair<std::string, std::string>>& refs) {
+    std::vector<std::string> out;
+    for (const auto& [r, at] : refs) {
+      auto c = Canonical(r, at);
+      if (c.ok()) out.push_back(*c);
+    }
+    refs.clear();
+    return out;
+  };
+  CollectRefs(root_, "", &found, 0);
+  if (const Json* defs = root_.is_object() ? root_.Find("$defs") : nullptr) CollectRefs(*defs, "/$defs", &found, 0);
+  if (const Json* defs = root_.is_object() ? root_.Find("definitions") : nullptr) CollectRefs(*defs, "/definitions", &found, 0);
+  std::vector<std::string> todo = canonical(found);
   while (!todo.empty() && edges.size() < 4096) {
     std::string r = todo.back();
     todo.pop_back();
     if (edges.count(r)) continue;
+    auto target = ResolvePointer(r, "");
+    if (target.ok()) CollectRefs(**target, r.substr(1), &found, 0);
     auto& out = edges[r];
-    auto target = Resolve(r, "");
-    if (target.ok()) CollectRefs(**target, &out, 0);
+    out = canonical(found);
     for (const auto& t : out) todo.push_back(t);
   }
   for (const auto& [r, next] : edges) {
@@ -257,7 +312,10 @@ void Compiler::FindRecursiveRefs() {
   }
 }
 
-StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& ptr) {
+StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string& ptr) {
+  // Every spelling of a target ("#foo", "item.json", "#/$defs/item") is
+  // its canonical "#/pointer": one rule, one recursion count.
+  LLM_ASSIGN_OR_RETURN(const std::string ref, Canonical(ref_in, ptr));
   const bool recursive = recursive_.count(ref) > 0;
   // A non-recursive target compiles the same at any level unless it reaches
   // a recursive one; keying every $ref by the level keeps that simple (at
@@ -271,7 +329,7 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& p
   }
   if (rules_.size() > 20000)
     return Unsupported("$ref \"" + ref + "\" at " + Where(ptr) + ": the schema is too large once its recursion is unrolled");
-  LLM_ASSIGN_OR_RETURN(const Json* target, Resolve(ref, ptr));
+  LLM_ASSIGN_OR_RETURN(const Json* target, ResolvePointer(ref, ptr));
   std::string hint = ref.size() > 1 ? ref.substr(ref.rfind('/') + 1) : "root";
   if (recursive) hint += "-" + std::to_string(recursion_);
   recursion_ += recursive ? 1 : 0;
@@ -288,6 +346,71 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref, const std::string& p
   return name;
 }
 
+namespace {
+
+// Two values of one keyword from different allOf branches, as one value
+// that means both (nullopt: not merged here). *none: no value satisfies both.
+std::optional<Json> MergeKeyword(const std::string& k, const Json& a, const Json& b, bool* none) {
+  auto same = [](const Json& x, const Json& y) {
+    auto p = gbnf::JsonDump(x), q = gbnf::JsonDump(y);
+    return p.ok() && q.ok() && *p == *q;
+  };
+  if (same(a, b)) return a;
+  static const char* const kLower[] = {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"};
+  static const char* const kUpper[] = {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"};
+  if (a.is_number() && b.is_number()) {
+    for (const char* l : kLower)
+      if (k == l) return a.as_double() >= b.as_double() ? a : b;
+    for (const char* u : kUpper)
+      if (k == u) return a.as_double() <= b.as_double() ? a : b;
+  }
+  if (k == "type") {
+    auto list = [](const Json& t) {
+      std::vector<std::string> out;
+      if (t.is_string()) out.push_back(t.as_string());
+      for (const auto& e : t.array()) out.push_back(e.as_string());
+      return out;
+    };
+    const auto x = list(a), y = list(b);
+    std::vector<Json> both;
+    for (const auto& t : x) {
+      for (const auto& u : y) {
+        std::string m;
+        if (t == u) m = t;
+        else if ((t == "integer" && u == "number") || (t == "number" && u == "integer")) m = "integer";
+        if (!m.empty() && std::none_of(both.begin(), both.end(), [&](const Json& j) { return j.as_string() == m; }))
+          both.push_back(Json::String(m));
+      }
+    }
+    if (both.empty()) *none = true;
+    return Json::Array(std::move(both));
+  }
+  if (k == "enum" && a.is_array() && b.is_array()) {
+    std::vector<Json> both;
+    for (const auto& v : a.array())
+      if (std::any_of(b.array().begin(), b.array().end(), [&](const Json& w) { return same(v, w); })) both.push_back(v);
+    if (both.empty()) *none = true;
+    return Json::Array(std::move(both));
+  }
+  if (k == "const" || k == "format") {  // two different values
+    if (k == "const") *none = true;
+    return k == "const" ? std::optional<Json>(a) : std::nullopt;
+  }
+  // Keywords whose value is a schema: both schemas hold.
+  static const char* const kSchemas[] = {"items", "contains", "propertyNames", "additionalItems"};
+  for (const char* sk : kSchemas)
+    if (k == sk && !a.is_array() && !b.is_array()) return Json::Object({{"allOf", Json::Array({a, b})}});
+  if (k == "required") return std::nullopt;  // (merged by the caller)
+  return std::nullopt;
+}
+
+}  // namespace
+
+// allOf as one schema: branches (and the schema around them) merged
+// keyword by keyword, $refs resolved, nested allOf flattened; a keyword
+// given twice keeps the tighter bound, the common types or enum values,
+// or both schemas (properties, items: allOf of the two); what cannot be
+// merged exactly is refused naming the keyword.
 StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   const Json* all = s.Find("allOf");
   if (!all->is_array() || all->array().empty())
@@ -295,17 +418,30 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   std::vector<Json::Member> merged;
   std::vector<std::string> required;
   std::vector<Json::Member> properties;
-  int property_sources = 0;
-  bool closed = false;
+  // additionalProperties applies to every name its own schema's properties
+  // do not list, and items to every position its own prefixItems do not
+  // cover: which part brought them decides whether a merge is exact.
+  std::vector<size_t> closed_parts, property_parts, items_parts, prefix_parts;
+  bool none = false;
+  size_t part_index = 0;
   auto add = [&](const Json& part, const std::string& where) -> Status {
-    if (!part.is_object()) return Unsupported("allOf at " + Where(where) + ": only object schemas can be merged");
-    if (part.Find("properties") || part.Find("required")) ++property_sources;
+    // A branch whose properties only forbid names (false) does not change
+    // what another branch's additionalProperties forbids.
+    if (const Json* pr = part.Find("properties"); pr && pr->is_object() &&
+        std::any_of(pr->object().begin(), pr->object().end(), [](const Json::Member& m) { return !(m.second.is_bool() && !m.second.as_bool()); }))
+      property_parts.push_back(part_index);
+    if (const Json* ap = part.Find("additionalProperties"); ap && !(ap->is_bool() && ap->as_bool())) closed_parts.push_back(part_index);
+    if (const Json* it = part.Find("items"); it && !(it->is_bool() && it->as_bool())) items_parts.push_back(part_index);
+    if (part.Find("prefixItems")) prefix_parts.push_back(part_index);
+    // unevaluatedProperties/Items see what their own schema evaluates: in a
+    // branch, merging would let the other branches' properties escape them.
+    for (const char* u : {"unevaluatedProperties", "unevaluatedItems"})
+      if (part_index > 0 && part.Find(u))
+        return Unsupported(std::string(u) + " at " + Where(PointerJoin(where, u)) + " inside an allOf/$ref branch is not supported");
     for (const auto& member : part.object()) {
       const std::string& k = member.first;  // (a named reference: lambdas below capture it)
       const Json& v = member.second;
-      if (k == "allOf" || IsAnnotation(k)) continue;
-      if (k == "$ref") return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
-      if (k == "additionalProperties" && !(v.is_bool() && v.as_bool())) closed = true;
+      if (k == "allOf" || k == "$ref" || IsAnnotation(k)) continue;
       if (k == "properties") {
         if (!v.is_object()) return InvalidArgument("properties at " + Where(where) + " must be an object");
         for (const auto& m : v.object()) {
@@ -315,8 +451,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
             continue;
           }
           auto a = gbnf::JsonDump(same->second), b = gbnf::JsonDump(m.second);
-          if (!a.ok() || !b.ok() || *a != *b)
-            return Unsupported("allOf at " + Where(ptr) + ": property \"" + m.first + "\" defined twice differently");
+          if (!a.ok() || !b.ok() || *a != *b) same->second = Json::Object({{"allOf", Json::Array({same->second, m.second})}});
         }
         continue;
       }
@@ -332,34 +467,64 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
         merged.emplace_back(k, v);
         continue;
       }
-      auto a = gbnf::JsonDump(same->second), b = gbnf::JsonDump(v);
-      if (!a.ok() || !b.ok() || *a != *b)
-        return Unsupported("allOf at " + Where(ptr) + ": \"" + k + "\" differs between branches");
+      auto both = MergeKeyword(k, same->second, v, &none);
+      if (!both) return Unsupported("allOf at " + Where(ptr) + ": \"" + k + "\" differs between branches and cannot be merged");
+      same->second = std::move(*both);
     }
     return Status::Ok();
   };
-  LLM_RETURN_IF_ERROR(add(s, ptr));
-  for (size_t i = 0; i < all->array().size(); ++i) {
-    const std::string where = PointerJoin(PointerJoin(ptr, "allOf"), i);
-    const Json* part = &all->array()[i];
-    for (int hops = 0; part->is_object() && part->Find("$ref"); ++hops) {
-      if (part->size() != 1 || hops > 32)
-        return Unsupported("allOf at " + Where(where) + ": a $ref beside other keywords");
-      const Json* r = part->Find("$ref");
-      if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
-      LLM_ASSIGN_OR_RETURN(part, Resolve(r->as_string(), where));
-    }
-    if (part->is_object() && part->Find("allOf")) return Unsupported("allOf at " + Where(where) + ": nested allOf");
+  // The parts: the schema itself, then each branch; a branch's own $ref
+  // and allOf are parts too (flattened, bounded).
+  std::vector<std::pair<const Json*, std::string>> todo = {{&s, ptr}};
+  for (size_t n = 0; n < todo.size(); ++n) {
+    if (n > 256) return InvalidArgument("allOf at " + Where(ptr) + ": more than 256 schemas to merge (the limit)");
+    const Json* part = todo[n].first;
+    const std::string where = todo[n].second;
     if (part->is_bool()) {
-      if (!part->as_bool()) return InvalidArgument("allOf at " + Where(where) + ": a false schema (nothing validates)");
+      if (!part->as_bool()) return Json::Bool(false);  // nothing validates
       continue;
     }
+    if (!part->is_object()) return InvalidArgument("the schema at " + Where(where) + " must be an object or a boolean");
+    if (const Json* r = part->Find("$ref")) {
+      if (!r->is_string()) return InvalidArgument("$ref at " + Where(where) + " must be a string");
+      LLM_ASSIGN_OR_RETURN(const std::string c, Canonical(r->as_string(), where));
+      if (recursive_.count(c)) return Unsupported("allOf at " + Where(where) + ": a recursive $ref cannot be merged");
+      LLM_ASSIGN_OR_RETURN(const Json* target, ResolvePointer(c, where));
+      todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {target, c.substr(1)});
+    }
+    if (const Json* sub = part->Find("allOf"); sub && n > 0) {  // (right after the part: properties keep their order)
+      if (!sub->is_array()) return InvalidArgument("allOf at " + Where(where) + " must be an array");
+      for (size_t i = sub->array().size(); i-- > 0;)
+        todo.insert(todo.begin() + static_cast<std::ptrdiff_t>(n) + 1, {&sub->array()[i], PointerJoin(PointerJoin(where, "allOf"), i)});
+    }
+    if (n == 0)
+      for (size_t i = 0; i < all->array().size(); ++i) todo.emplace_back(&all->array()[i], PointerJoin(PointerJoin(ptr, "allOf"), i));
+    part_index = n;
     LLM_RETURN_IF_ERROR(add(*part, where));
   }
-  // additionalProperties sees only its own schema's properties: merging it
-  // with another branch's properties would change what it forbids.
-  if (closed && property_sources > 1)
-    return Unsupported("allOf at " + Where(ptr) + ": additionalProperties with properties from several branches");
+  if (none) return Json::Bool(false);
+  // additionalProperties sees only its own schema's properties: merged with
+  // another branch's properties it would stop applying to them.
+  for (size_t c : closed_parts)
+    for (size_t q : property_parts)
+      if (q != c || closed_parts.size() > 1)
+        return Unsupported("allOf at " + Where(ptr) + ": additionalProperties with properties from several branches");
+  // items beside another branch's prefixItems: the tuple positions must
+  // satisfy items too (items then applies past the tuple as before).
+  for (size_t i : items_parts) {
+    for (size_t q : prefix_parts) {
+      if (q == i) continue;
+      if (items_parts.size() > 1 || prefix_parts.size() > 1)
+        return Unsupported("allOf at " + Where(ptr) + ": items and prefixItems from several branches");
+      auto it = std::find_if(merged.begin(), merged.end(), [](const Json::Member& m) { return m.first == "items"; });
+      auto pf = std::find_if(merged.begin(), merged.end(), [](const Json::Member& m) { return m.first == "prefixItems"; });
+      if (it == merged.end() || pf == merged.end() || !pf->second.is_array() || it->second.is_array())
+        return Unsupported("allOf at " + Where(ptr) + ": items and prefixItems from several branches");
+      std::vector<Json> both;
+      for (const Json& p : pf->second.array()) both.push_back(Json::Object({{"allOf", Json::Array({p, it->second})}}));
+      pf->second = Json::Array(std::move(both));
+    }
+  }
   if (!properties.empty()) merged.emplace_back("properties", Json::Object(std::move(properties)));
   if (!required.empty()) {
     std::vector<Json> r;
@@ -370,10 +535,9 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
 }
 
 StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, const std::string& hint) {
-  if (s.is_bool()) {
-    if (s.as_bool()) return Builtin(kValue);
-    return InvalidArgument("the schema at " + Where(ptr) + " is false: no value validates");
-  }
+  // false: no value (an enclosing schema drops the branch, property or
+  // items that need it, like a recursion out of levels).
+  if (s.is_bool()) return s.as_bool() ? Builtin(kValue) : std::string();
   if (!s.is_object()) return InvalidArgument("the schema at " + Where(ptr) + " must be an object or a boolean");
   if (++depth_ > kMaxDepth) {
     --depth_;
@@ -392,29 +556,101 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
       return Unsupported("keyword \"uniqueItems\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
     if (!IsAnnotation(k) && k != "$ref" && k != "anyOf" && k != "oneOf" && k != "allOf") validating_siblings = true;
   }
+  if (s.Find("not") || s.Find("if") || s.Find("then") || s.Find("else")) {
+    LLM_ASSIGN_OR_RETURN(Json split, Conditionals(s, ptr));
+    return Visit(split, ptr, hint);
+  }
   if (s.Find("allOf")) {
     LLM_ASSIGN_OR_RETURN(Json merged, MergeAllOf(s, ptr));
     return Visit(merged, ptr, hint);
   }
+  // The keywords beside $ref or anyOf/oneOf: they hold too (intersection).
+  auto siblings = [&](std::initializer_list<const char*> drop) {
+    std::vector<Json::Member> rest;
+    for (const auto& m : s.object())
+      if (!IsAnnotation(m.first) && std::none_of(drop.begin(), drop.end(), [&](const char* d) { return m.first == d; }))
+        rest.push_back(m);
+    return Json::Object(std::move(rest));
+  };
   if (const Json* ref = s.Find("$ref")) {
     if (!ref->is_string()) return InvalidArgument("$ref at " + Where(ptr) + " must be a string");
-    if (validating_siblings || s.Find("anyOf") || s.Find("oneOf"))
-      return Unsupported("$ref at " + Where(ptr) + " beside validating keywords (wrap them in allOf)");
-    return Ref(ref->as_string(), ptr);
+    if (!validating_siblings && !s.Find("anyOf") && !s.Find("oneOf")) return Ref(ref->as_string(), ptr);
+    // {"$ref": R, k: v...} is allOf [R, {k: v...}] (2019-09 and later; what
+    // draft-07 authors mean too, and stricter than draft-07's "ignore the
+    // siblings", so sound under both readings).
+    if (auto c = Canonical(ref->as_string(), ptr); c.ok() && recursive_.count(*c))
+      return Unsupported("$ref \"" + ref->as_string() + "\" at " + Where(ptr) +
+                         " beside validating keywords: a recursive reference cannot be merged with them");
+    return Visit(WithAllOf(siblings({"$ref"}), {Json::Object({{"$ref", *ref}})}), ptr, hint);
   }
   for (const char* comb : {"anyOf", "oneOf"}) {
     const Json* alts = s.Find(comb);
     if (!alts) continue;
     const std::string p = PointerJoin(ptr, comb);
     if (!alts->is_array() || alts->array().empty()) return InvalidArgument(std::string(comb) + " at " + Where(ptr) + " must be a non-empty array");
-    if (validating_siblings || (s.Find("anyOf") && s.Find("oneOf")))
-      return Unsupported(std::string(comb) + " at " + Where(ptr) + " beside validating keywords (move them into each branch)");
-    std::vector<std::string> out;
+    if (s.Find("anyOf") && s.Find("oneOf"))
+      return Unsupported("anyOf beside oneOf at " + Where(ptr) + " is not supported (nest one in allOf)");
+    // Siblings hold in every branch: each branch is merged with them
+    // (allOf [branch, siblings]: MergeAllOf), and that is what is compiled
+    // and, for oneOf, proven disjoint.
+    std::vector<Json> merged;
+    std::vector<const Json*> branches;
     for (size_t i = 0; i < alts->array().size(); ++i) {
-      LLM_ASSIGN_OR_RETURN(std::string e, Visit(alts->array()[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));
+      const Json& branch = alts->array()[i];
+      if (!validating_siblings) {
+        branches.push_back(&branch);
+        continue;
+      }
+      const Json both = WithAllOf(siblings({"anyOf", "oneOf"}), {branch});
+      LLM_ASSIGN_OR_RETURN(Json m, MergeAllOf(both, PointerJoin(p, i)));
+      merged.push_back(std::move(m));
+    }
+    for (const Json& m : merged) branches.push_back(&m);
+    if (std::string_view(comb) == "oneOf") {
+      // The grammar is anyOf's: exact only when no value matches two branches.
+      size_t i = 0, j = 0;
+      auto resolve = [&](const std::string& r) -> const Json* {
+        auto t = Resolve(r, ptr);
+        return t.ok() ? *t : nullptr;
+      };
+      if (FindOverlap(branches, resolve, &i, &j))
+        return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
+                           " are not provably disjoint (oneOf needs exactly one branch to match; give them different "
+                           "types, const/enum values or ranges, or a required property whose values differ; or use anyOf)");
+    }
+    std::vector<std::string> out;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      LLM_ASSIGN_OR_RETURN(std::string e, Visit(*branches[i], PointerJoin(p, i), hint + "-" + std::to_string(i)));
       if (!IsNever(e)) out.push_back(e);
     }
     return out.empty() ? std::string() : Alternatives(out);
+  }
+
+  if (s.Find("unevaluatedProperties") || s.Find("unevaluatedItems")) {
+    // By now allOf/$ref/anyOf/not/if are merged away: what this schema
+    // evaluates is its own properties (items), so unevaluatedProperties
+    // (Items) is additionalProperties (items past prefixItems), or nothing
+    // when those are already given.
+    if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies") || s.Find("contains"))
+      return Unsupported("unevaluatedProperties/unevaluatedItems at " + Where(ptr) +
+                         " beside dependentSchemas/contains (what they evaluate varies) is not supported");
+    std::vector<Json::Member> out;
+    for (const auto& m : s.object()) {
+      if (m.first == "unevaluatedProperties") {
+        if (!s.Find("additionalProperties")) out.emplace_back("additionalProperties", m.second);
+      } else if (m.first == "unevaluatedItems") {
+        const Json* items = s.Find("items");
+        if (!items) out.emplace_back("items", m.second);
+        else if (items->is_array() && !s.Find("additionalItems")) out.emplace_back("additionalItems", m.second);
+      } else {
+        out.push_back(m);
+      }
+    }
+    return Visit(Json::Object(std::move(out)), ptr, hint);
+  }
+  if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies")) {
+    LLM_ASSIGN_OR_RETURN(Json split, SplitDependencies(s, ptr));
+    return Visit(split, ptr, hint);
   }
 
   // The types this schema admits.
@@ -444,9 +680,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
       return std::any_of(ks.begin(), ks.end(), [&](const char* k) { return s.Find(k) != nullptr; });
     };
     if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
-    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) types.push_back("array");
+    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) types.push_back("array");
     if (has({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
-    if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
+    if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})) types.push_back("number");
     if (types.empty()) return Builtin(kValue);
   }
   if (const Json* n = s.Find("nullable"); n && n->as_bool() &&
@@ -463,10 +699,99 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
   return alts.empty() ? std::string() : Alternatives(alts);
 }
 
+// dependentRequired / dependentSchemas (draft-07's dependencies: an array
+// is the first, a schema the second) as a case split on the first
+// trigger property t (the rest stay for the next level):
+//   anyOf [ allOf [rest, {properties: {t: false}}],                 t absent
+//           allOf [rest, {required: [t, ...names]}, schema] ]      t present
+// The two cases are disjoint, each exact; at most kMaxTriggers triggers
+// (2^k object variants).
+StatusOr<Json> Compiler::SplitDependencies(const Json& s, const std::string& ptr) {
+  constexpr size_t kMaxTriggers = 4;
+  size_t n_triggers = 0;
+  std::string kw;
+  const Json* first = nullptr;
+  std::string trigger;
+  for (const char* k : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+    const Json* d = s.Find(k);
+    if (!d) continue;
+    if (!d->is_object()) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be an object");
+    n_triggers += d->size();
+    if (!first && d->size() > 0) {
+      first = &d->object()[0].second;
+      trigger = d->object()[0].first;
+      kw = k;
+    }
+  }
+  if (n_triggers > kMaxTriggers)
+    return InvalidArgument("dependentRequired/dependentSchemas/dependencies at " + Where(ptr) + ": more than " +
+                       std::to_string(kMaxTriggers) + " trigger properties (each doubles the object's grammar)");
+  // The schema without the first trigger (and without empty keywords).
+  std::vector<Json::Member> rest;
+  for (const auto& m : s.object()) {
+    if (m.first != kw) {
+      if ((m.first == "dependentRequired" || m.first == "dependentSchemas" || m.first == "dependencies") && m.second.size() == 0) continue;
+      rest.push_back(m);
+      continue;
+    }
+    std::vector<Json::Member> left(m.second.object().begin() + 1, m.second.object().end());
+    if (!left.empty()) rest.emplace_back(m.first, Json::Object(std::move(left)));
+  }
+  // Free keys stay free in both cases: the compiler reads an absent
+  // additionalProperties as false once properties are named (json_schema.h),
+  // and the split names the trigger.
+  if (!s.Find("properties") && !s.Find("additionalProperties") && !s.Find("patternProperties"))
+    rest.emplace_back("additionalProperties", Json::Bool(true));
+  Json base = Json::Object(std::move(rest));
+  if (!first) return base;
+  const std::string where = PointerJoin(PointerJoin(ptr, kw), trigger);
+  std::vector<Json> present = {base};
+  std::vector<Json> names = {Json::String(trigger)};
+  const bool as_names = kw == "dependentRequired" || (kw == "dependencies" && first->is_array());
+  if (as_names) {
+    if (!first->is_array()) return InvalidArgument(kw + " at " + Where(where) + " must be an array of names");
+    for (const auto& n : first->array()) {
+      if (!n.is_string()) return InvalidArgument(kw + " at " + Where(where) + " must be an array of names");
+      names.push_back(n);
+    }
+  } else {
+    present.push_back(*first);
+  }
+  present.push_back(Json::Object({{"required", Json::Array(std::move(names))}}));
+  present.erase(present.begin());
+  Json absent = WithAllOf(base, {Json::Object({{"properties", Json::Object({{trigger, Json::Bool(false)}})}})});
+  return Json::Object({{"anyOf", Json::Array({std::move(absent), WithAllOf(base, std::move(present))})}});
+}
+
 StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types) {
-  for (const auto& [k, v] : s.object()) {
-    if (k != "enum" && k != "const" && k != "type" && !IsAnnotation(k))
-      return Unsupported("\"" + k + "\" beside enum/const at " + Where(ptr) + " is not supported");
+  // Other validating keywords hold too: a value stays when the grammar of
+  // the rest of the schema accepts its text (sound: that grammar never
+  // accepts an invalid value; it may drop a valid one it narrows away,
+  // e.g. an object whose keys are not in schema order).
+  std::vector<Json::Member> rest;
+  for (const auto& m : s.object())
+    if (m.first != "enum" && m.first != "const" && m.first != "type" && !IsAnnotation(m.first)) rest.push_back(m);
+  std::unique_ptr<constrain::Matcher> check;
+  if (!rest.empty()) {
+    // Every type, each under the keywords that apply to it (an untyped
+    // schema would narrow to the types its keywords name: minLength beside
+    // enum [7, "ab"] must keep 7).
+    std::vector<Json> all_types;
+    for (const char* t : {"null", "boolean", "object", "array", "number", "string"}) all_types.push_back(Json::String(t));
+    rest.emplace_back("type", Json::Array(std::move(all_types)));
+    Compiler sub(root_);
+    sub.recursive_ = recursive_;
+    sub.depth_ = depth_;
+    auto body = sub.Visit(Json::Object(std::move(rest)), ptr, "root");
+    if (!body.ok()) return body.status();
+    if (IsNever(*body)) return std::string();
+    std::string text = "root ::= " + *body + "\n";
+    for (const auto& [name, rule] : sub.rules_) text += name + " ::= " + rule + "\n";
+    auto g = constrain::ParseGrammar(text);
+    if (!g.ok()) return InvalidArgument("the keywords beside enum/const at " + Where(ptr) + ": " + g.status().message());
+    auto program = constrain::LowerToBytes(*g);
+    if (!program.ok()) return InvalidArgument("the keywords beside enum/const at " + Where(ptr) + ": " + program.status().message());
+    check = std::make_unique<constrain::Matcher>(*program);
   }
   std::vector<const Json*> values;
   if (const Json* c = s.Find("const")) values.push_back(c);
@@ -481,9 +806,10 @@ StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr,
       continue;  // `type` rejects this value
     auto text = gbnf::JsonDump(*v);
     if (!text.ok()) return InvalidArgument(text.status().message() + " at " + Where(ptr));
+    if (check && !check->Matches(*text)) continue;  // the other keywords reject it
     alts.push_back(gbnf::Literal(*text));
   }
-  if (alts.empty()) return InvalidArgument("enum/const at " + Where(ptr) + " leaves no valid value");
+  if (alts.empty()) return std::string();  // no valid value: like false
   return Alternatives(alts);
 }
 
@@ -501,8 +827,7 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   auto count = [&](const char* k, int64_t* out) -> Status {
     const Json* v = s.Find(k);
     if (!v) return Status::Ok();
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
-    *out = v->as_int();
+    if (!CountValue(*v, out)) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
     return Status::Ok();
   };
   int64_t min_len = 0, max_len = -1;
@@ -518,25 +843,109 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   if (format_body) return "\"\\\"\" " + *format_body + " \"\\\"\"";
   if (pattern) {
     if (!pattern->is_string()) return InvalidArgument("pattern at " + Where(ptr) + " must be a string");
-    if (lengths) return Unsupported("pattern beside minLength/maxLength at " + Where(ptr) + " is not supported");
+    if (max_len >= 0 && max_len < min_len) return std::string();  // no string: like false
     const std::string any = Builtin(kChar);
-    auto body = PatternToStringBody(pattern->as_string(), any);
-    if (!body.ok()) return Status(body.status().code(), body.status().message() + " (at " + Where(PointerJoin(ptr, "pattern")) + ")");
-    return "\"\\\"\" " + *body + " \"\\\"\"";
+    const std::string where = Where(PointerJoin(ptr, "pattern"));
+    auto a = CompilePattern(pattern->as_string(), min_len, max_len, any, where);
+    if (!a.ok()) {
+      const std::string m = a.status().message();
+      return Status(a.status().code(), m.find(where) == std::string::npos ? m + " (at " + where + ")" : m);
+    }
+    if (a->states.empty()) return std::string();  // no string matches within the lengths
+    // One rule per automaton state, all named before any is written.
+    std::vector<std::string> names;
+    for (size_t i = 0; i < a->states.size(); ++i) names.push_back(NewName("pattern"));
+    for (size_t i = 0; i < a->states.size(); ++i) {
+      const auto& st = a->states[i];
+      std::string body = st.tail;
+      if (body.empty()) {
+        std::vector<std::string> alts;
+        for (const auto& e : st.edges) alts.push_back(e.chars + " " + names[static_cast<size_t>(e.to)]);
+        if (st.accept) alts.push_back("\"\"");
+        body = alts.size() == 1 ? alts[0] : Alternatives(alts);
+      }
+      rules_.emplace_back(names[i], body);
+    }
+    return "\"\\\"\" " + names[0] + " \"\\\"\"";
   }
   if (!lengths) return Builtin("string");
-  if (max_len >= 0 && max_len < min_len) return InvalidArgument("maxLength < minLength at " + Where(ptr));
-  if (min_len > kMaxCountedLength) return Unsupported("minLength above 4096 at " + Where(ptr) + " is not supported");
+  if (max_len >= 0 && max_len < min_len) return std::string();  // no string: like false
+  if (min_len > kMaxCountedLength)
+    return InvalidArgument("minLength " + std::to_string(min_len) + " at " + Where(ptr) + " is above the limit of " +
+                           std::to_string(kMaxCountedLength) + " characters");
+  const int64_t hi = max_len < 0 ? -1 : std::min(max_len, kMaxCountedLength);
+  if (hi == 0) return std::string("\"\\\"\\\"\"");
+  // One rule per count: a schema with many fields of the same maxLength
+  // pays for the written-out copies once.
+  const std::string key = std::to_string(min_len) + "," + std::to_string(hi);
+  if (auto it = counted_strings_.find(key); it != counted_strings_.end()) return it->second;
   const std::string c = Builtin(kChar);
   std::string rep;
-  if (max_len < 0) {
-    rep = min_len == 0 ? c + "*" : c + "{" + std::to_string(min_len) + ",}";
+  if (hi < 0) rep = min_len == 0 ? c + "*" : c + "{" + std::to_string(min_len) + ",}";
+  else rep = c + "{" + std::to_string(min_len) + (hi == min_len ? "" : "," + std::to_string(hi)) + "}";
+  const std::string name = AddRule("string-" + std::to_string(min_len) + "-" + (hi < 0 ? std::string("n") : std::to_string(hi)),
+                                   "\"\\\"\" " + rep + " \"\\\"\"");
+  counted_strings_[key] = name;
+  return name;
+}
+
+// multipleOf m = p/q (q a power of ten): an integer n is a multiple iff
+// n is a multiple of step = p / gcd(p, q). Numbers are narrowed to those
+// integers (sound: each is a multiple of m). The integers of a bounded
+// range are listed when there are at most 256; without bounds (or with
+// minimum 0 and no maximum) a remainder automaton over the decimal digits:
+// state r after the digits so far, r' = (10 r + d) mod step, accepting at
+// 0 (step <= 10000).
+StatusOr<std::string> Compiler::MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi,
+                                           const std::string& ptr) {
+  const std::string where = Where(PointerJoin(ptr, "multipleOf"));
+  if (!m.is_number() || !(m.as_double() > 0)) return InvalidArgument("multipleOf at " + where + " must be a number above 0");
+  int64_t p = 0, q = 1;
+  if (m.is_int()) {
+    p = m.as_int();
   } else {
-    const int64_t hi = std::min(max_len, kMaxCountedLength);
-    if (hi == 0) return std::string("\"\\\"\\\"\"");
-    rep = c + "{" + std::to_string(min_len) + (hi == min_len ? "" : "," + std::to_string(hi)) + "}";
+    const double v = m.as_double();
+    for (int d = 0; d <= 12 && p == 0; ++d, q *= 10) {
+      const double x = v * static_cast<double>(q);
+      if (x < 9e15 && std::fabs(x - std::round(x)) < 1e-9 * std::max(1.0, x)) p = static_cast<int64_t>(std::llround(x));
+      if (p != 0) break;
+    }
+    if (p == 0) return Unsupported("multipleOf " + std::to_string(v) + " at " + where + " is not supported (more than 12 decimals)");
   }
-  return "\"\\\"\" " + rep + " \"\\\"\"";
+  const int64_t step = p / std::gcd(p, q);
+  if (lo && hi) {
+    if (*lo > *hi) return std::string();
+    const int64_t first = *lo >= 0 ? (*lo + step - 1) / step * step : -((-*lo) / step * step);
+    std::vector<std::string> alts;
+    for (int64_t n = first; n <= *hi && alts.size() <= 256; n += step) alts.push_back(gbnf::Literal(std::to_string(n)));
+    if (alts.size() > 256)
+      return InvalidArgument("multipleOf at " + where + ": a range holding more than 256 multiples (the limit)");
+    if (alts.empty()) return std::string();  // no multiple in range
+    return Alternatives(alts);
+  }
+  if (hi || (lo && *lo != 0 && *lo != 1))
+    return Unsupported("multipleOf at " + where + " beside a maximum, or a minimum other than 0, is not supported");
+  if (step == 1) return lo ? gbnf::IntRange(lo, hi) : StatusOr<std::string>(Builtin("integer"));
+  if (step > 10000) return InvalidArgument("multipleOf at " + where + ": the step " + std::to_string(step) + " is above 10000");
+  const bool positive = lo.has_value();  // minimum 0 (or 1): no sign, and 0 only for minimum 0
+  std::vector<std::string> names;
+  for (int64_t r = 0; r < step; ++r) names.push_back(NewName("multiple-of-" + std::to_string(step) + "-r" + std::to_string(r)));
+  auto digits = [&](int64_t r, int first_digit) {
+    std::map<int64_t, std::string> by_target;
+    for (int d = first_digit; d <= 9; ++d) by_target[(10 * r + d) % step] += static_cast<char>('0' + d);
+    std::vector<std::string> alts;
+    for (const auto& [t, ds] : by_target) alts.push_back("[" + ds + "] " + names[static_cast<size_t>(t)]);
+    return alts;
+  };
+  for (int64_t r = 0; r < step; ++r) {
+    std::vector<std::string> alts = digits(r, 0);
+    if (r == 0) alts.push_back("\"\"");
+    rules_.emplace_back(names[static_cast<size_t>(r)], Alternatives(alts));
+  }
+  std::vector<std::string> start = digits(0, 1);  // a first digit 1-9 from remainder 0
+  std::string nonzero = Alternatives(start);
+  if (positive) return *lo == 0 ? "( \"0\" | " + nonzero + " )" : nonzero;
+  return "( \"0\" | \"-\"? " + nonzero + " )";
 }
 
 StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bool integer) {
@@ -566,6 +975,7 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
   }
   if (emin && emin->is_number()) tighten_lo(clamp(std::floor(emin->as_double()) + 1));
   if (emax && emax->is_number()) tighten_hi(clamp(std::ceil(emax->as_double()) - 1));
+  if (const Json* m = s.Find("multipleOf")) return MultipleOf(*m, lo, hi, ptr);
   if (!lo && !hi) return Builtin(integer ? "integer" : "number");
   if (lo && hi && *lo > *hi)
     return (integer ? InvalidArgument("no integer lies within the bounds at " + Where(ptr))
@@ -597,12 +1007,13 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
 
 }  // namespace schema
 
-StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json) {
+StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json, bool* free_keys) {
   auto doc = ParseJson(schema_json, 128);
   if (!doc.ok()) return InvalidArgument("JSON Schema: " + doc.status().message());
   schema::Compiler c(*doc);
   auto g = c.Compile();
   if (!g.ok()) return Status(g.status().code(), "JSON Schema: " + g.status().message());
+  if (free_keys) *free_keys = c.free_keys();
   return g;
 }
 

@@ -5,6 +5,7 @@
 // schema_object.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -38,6 +39,8 @@ class Compiler {
 
   // The whole grammar text, `root` first.
   StatusOr<std::string> Compile();
+  // After Compile: some object admits keys the schema does not name.
+  bool free_keys() const { return names_.count(kKeyChar) > 0 || names_.count("object-1") > 0; }
 
   // One schema at JSON pointer `ptr` as an expression; `hint` names the
   // rules it creates.
@@ -51,14 +54,33 @@ class Compiler {
   std::string Builtin(const std::string& name);
 
   StatusOr<std::string> Ref(const std::string& ref, const std::string& ptr);
+  // The schema a $ref at pointer `ptr` names: JSON pointers, $anchor (and
+  // draft-07 "$id": "#name") and $id-relative URIs inside the document
+  // (schema_refs.cpp); anything else is UNSUPPORTED.
   StatusOr<const Json*> Resolve(const std::string& ref, const std::string& ptr) const;
+  // A canonical reference ("#" + a JSON pointer from the root).
+  StatusOr<const Json*> ResolvePointer(const std::string& ref, const std::string& ptr) const;
+  // The reference as "#" + a JSON pointer from the root.
+  StatusOr<std::string> Canonical(const std::string& ref, const std::string& ptr) const;
+  // Fills ids_ and anchors_ (schema_refs.cpp).
+  void IndexIds();
+  // The base URI in force at a pointer (the $ids on the way down).
+  std::string BaseAt(const std::string& ptr) const;
   StatusOr<Json> MergeAllOf(const Json& s, const std::string& ptr);
+  StatusOr<Json> SplitDependencies(const Json& s, const std::string& ptr);
+  // not / if-then-else (schema_negate.cpp): s as allOf [rest, ¬not, cases].
+  StatusOr<Json> Conditionals(const Json& s, const std::string& ptr);
+  // ¬s as a schema, or UNSUPPORTED naming the keyword that has none here.
+  StatusOr<Json> Negate(const Json& s, const std::string& ptr, int depth);
   StatusOr<std::string> EnumConst(const Json& s, const std::string& ptr, const std::vector<std::string>& types);
   StatusOr<std::string> Typed(const Json& s, const std::string& ptr, const std::string& hint, const std::string& type);
   StatusOr<std::string> String(const Json& s, const std::string& ptr);
   StatusOr<std::string> Number(const Json& s, const std::string& ptr, bool integer);
+  StatusOr<std::string> MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi, const std::string& ptr);
   StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
+                                 const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).
   std::string KeyNotIn(const std::vector<std::string>& names);
   // Fills recursive_: the $refs whose target can reach the same $ref again.
@@ -70,6 +92,10 @@ class Compiler {
   // ("#/...", open recursion levels) -> rule name, or kNever.
   std::map<std::pair<std::string, int>, std::string> ref_rules_;
   std::set<std::string> recursive_;
+  std::map<std::string, std::string> ids_;      // absolute URI of a resource ($id) -> its pointer
+  std::map<std::string, std::string> anchors_;  // URI "#" anchor -> pointer
+  std::string root_base_;                       // the root's $id, or ""
+  std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
 };
@@ -80,7 +106,23 @@ std::string PointerJoin(const std::string& ptr, size_t index);
 // For messages: the pointer, or "(root)" for "".
 std::string Where(const std::string& ptr);
 
+// `s` (an object schema) with `parts` appended to its allOf: s stays the
+// merge's first part, whose unevaluatedProperties/Items see every part.
+Json WithAllOf(const Json& s, std::vector<Json> parts);
+
 // Keywords that never change validity.
 bool IsAnnotation(std::string_view key);
+
+// A count keyword's value (minLength, maxItems, ...): a non-negative
+// integer, written as one or not (2020-12: 2.0 is an integer), capped at
+// 2^40; false for anything else.
+bool CountValue(const Json& v, int64_t* out);
+
+// The target of a "$ref" string, or nullptr.
+using RefResolver = std::function<const Json*(const std::string&)>;
+// oneOf (schema_oneof.cpp): false when every two branches are provably
+// disjoint (no value matches both); otherwise true with the first pair not
+// proven so in *first < *second.
+bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second);
 
 }  // namespace llm::schema

@@ -14,6 +14,7 @@ namespace {
 // at most about this many characters past a declared name's prefix.
 constexpr int kMaxExtraKeys = 16;
 constexpr int kMaxExtraKeyLength = 64;
+constexpr int64_t kMaxCountedItems = 4096;
 
 struct TrieNode {
   bool terminal = false;
@@ -108,20 +109,21 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   if (extra && extra->is_bool() && !extra->as_bool()) extra = nullptr;
   for (const auto& r : required) {
     if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == r; })) continue;
-    if (s.Find("additionalProperties") && !extra)
-      return InvalidArgument("required property \"" + r + "\" at " + Where(ptr) + " is forbidden by additionalProperties: false");
+    if (s.Find("additionalProperties") && !extra) return std::string();  // required yet forbidden: no object
     // A required name without a schema of its own takes additionalProperties'.
     props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true});
   }
   const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
   if (const Json* v = s.Find("minProperties")) {
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (static_cast<uint64_t>(v->as_int()) > n_required)
+    int64_t n = 0;
+    if (!CountValue(*v, &n)) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (static_cast<uint64_t>(n) > n_required)
       return Unsupported("minProperties above the number of required properties at " + Where(ptr) + " is not supported");
   }
   if (const Json* v = s.Find("maxProperties")) {
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (extra || static_cast<uint64_t>(v->as_int()) < props.size())
+    int64_t n = 0;
+    if (!CountValue(*v, &n)) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (extra || static_cast<uint64_t>(n) < props.size())
       return Unsupported("maxProperties below the number of possible properties at " + Where(ptr) + " is not supported");
   }
 
@@ -181,19 +183,68 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   return AddRule(hint, body);
 }
 
+// contains S (at least minContains items, default 1, satisfy S): the
+// items, with minContains of them marked as satisfying S too:
+//   "[" (item ",")* hit ( ("," item)* "," hit ){k-1} ("," item)* "]"
+// (ambiguous where items could be hits either way, which the matcher's
+// stack sets absorb: k is at most 4). maxContains needs the other items
+// to fail S, and minItems/maxItems/prefixItems to count hits and items
+// together: those are refused.
+StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
+                                         const std::string& ptr, const std::string& hint) {
+  int64_t k = 1;
+  if (const Json* v = s.Find("minContains"); v && !CountValue(*v, &k))
+    return InvalidArgument("minContains at " + Where(ptr) + " must be a non-negative integer");
+  const bool vacuous = k == 0 || (contains.is_bool() && contains.as_bool() && k <= std::max<int64_t>(min_items, 0));
+  for (const char* bad : {"maxContains", "prefixItems", "uniqueItems"})
+    if (const Json* v = s.Find(bad); v && !(std::string(bad) == "uniqueItems" && v->is_bool() && !v->as_bool()))
+      return Unsupported(std::string(bad) + " beside contains at " + Where(ptr) + " is not supported");
+  if (const Json* it = s.Find("items"); it && it->is_array())
+    return Unsupported("items (an array) beside contains at " + Where(ptr) + " is not supported");
+  if (!vacuous && (min_items > k || max_items >= 0))
+    return Unsupported("minItems/maxItems beside contains at " + Where(ptr) + " is not supported");
+  if (k > 4) return InvalidArgument("minContains " + std::to_string(k) + " at " + Where(ptr) + " is above the limit of 4");
+  std::vector<Json::Member> rest;
+  for (const auto& m : s.object())
+    if (m.first != "contains" && m.first != "minContains") rest.push_back(m);
+  if (vacuous) return Array(Json::Object(std::move(rest)), ptr, hint);
+  static const Json kTrue = Json::Bool(true);
+  const Json* items = s.Find("items");
+  if (!items) items = &kTrue;
+  LLM_ASSIGN_OR_RETURN(std::string item, Visit(*items, PointerJoin(ptr, "items"), hint + "-item"));
+  LLM_ASSIGN_OR_RETURN(Json both, MergeAllOf(Json::Object({{"allOf", Json::Array({*items, contains})}}), PointerJoin(ptr, "contains")));
+  LLM_ASSIGN_OR_RETURN(std::string hit, Visit(both, PointerJoin(ptr, "contains"), hint + "-contains"));
+  if (IsNever(hit)) return std::string();  // no item can satisfy contains
+  const std::string ws = Builtin(kWs);
+  const std::string comma = ws + " \",\" " + ws;
+  std::string body = "\"[\" " + ws + " ";
+  if (!IsNever(item)) body += "( " + item + " " + comma + " )* ";
+  body += hit;
+  for (int64_t j = 1; j < k; ++j) body += IsNever(item) ? " " + comma + " " + hit : " ( " + comma + " " + item + " )* " + comma + " " + hit;
+  if (!IsNever(item)) body += " ( " + comma + " " + item + " )*";
+  return AddRule(hint, body + " " + ws + " \"]\"");
+}
+
 StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, const std::string& hint) {
   const std::string ws = Builtin(kWs);
   auto count = [&](const char* k, int64_t* out) -> Status {
     const Json* v = s.Find(k);
     if (!v) return Status::Ok();
-    if (!v->is_int() || v->as_int() < 0) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
-    *out = std::min<int64_t>(v->as_int(), 1 << 20);
+    if (!CountValue(*v, out)) return InvalidArgument(std::string(k) + " at " + Where(ptr) + " must be a non-negative integer");
+    *out = std::min<int64_t>(*out, 1 << 20);
     return Status::Ok();
   };
   int64_t min_items = 0, max_items = -1;
   LLM_RETURN_IF_ERROR(count("minItems", &min_items));
   LLM_RETURN_IF_ERROR(count("maxItems", &max_items));
-  if (max_items >= 0 && max_items < min_items) return InvalidArgument("maxItems < minItems at " + Where(ptr));
+  if (max_items >= 0 && max_items < min_items) return std::string();  // no array: like false
+  if (const Json* contains = s.Find("contains")) return Contains(s, *contains, min_items, max_items, ptr, hint);
+  // Counts are written out (grammar.h): above kMaxCountedItems, maxItems is
+  // narrowed to it (sound), minItems refused.
+  if (min_items > kMaxCountedItems)
+    return InvalidArgument("minItems " + std::to_string(min_items) + " at " + Where(ptr) + " is above the limit of " +
+                           std::to_string(kMaxCountedItems) + " items");
+  if (max_items > kMaxCountedItems) max_items = kMaxCountedItems;
 
   // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
   // the schema of the positions after them (nullptr: none allowed).
@@ -218,15 +269,21 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
 
   std::vector<std::string> seq;
   const size_t n_tuple = tuple ? tuple->array().size() : 0;
-  const size_t n_fixed = max_items >= 0 ? std::min<size_t>(n_tuple, static_cast<size_t>(max_items)) : n_tuple;
+  size_t n_fixed = max_items >= 0 ? std::min<size_t>(n_tuple, static_cast<size_t>(max_items)) : n_tuple;
+  bool tuple_closed = false;  // a position with no value (false): the array ends before it
   for (size_t i = 0; i < n_fixed; ++i) {
     LLM_ASSIGN_OR_RETURN(std::string e, Visit(tuple->array()[i], PointerJoin(tuple_ptr, i), hint + "-" + std::to_string(i)));
-    if (IsNever(e)) return std::string();  // a position every array needs
+    if (IsNever(e)) {
+      if (static_cast<int64_t>(i) < min_items) return std::string();  // a position every array needs
+      n_fixed = i;
+      tuple_closed = true;
+      break;
+    }
     seq.push_back(e);
   }
   const int64_t more_min = std::max<int64_t>(0, min_items - static_cast<int64_t>(n_fixed));
   int64_t more_max = max_items < 0 ? -1 : max_items - static_cast<int64_t>(n_fixed);
-  if (n_fixed < n_tuple || !after) more_max = 0;  // nothing may follow
+  if (n_fixed < n_tuple || tuple_closed || !after) more_max = 0;  // nothing may follow
   if (more_max >= 0 && more_max < more_min)
     return InvalidArgument("minItems at " + Where(ptr) + " cannot be met: no items allowed past the tuple");
   std::string item;

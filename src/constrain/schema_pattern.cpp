@@ -1,6 +1,8 @@
 #include "constrain/schema_pattern.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -14,12 +16,16 @@ constexpr uint32_t kMaxCp = 0x10FFFF;
 // Counted repetitions above this would blow up the grammar the engine
 // expands; a pattern asking for more is refused rather than truncated.
 constexpr int kMaxRepeat = 1000;
-// Open repetitions (* + {n,}) and the free ends of an unanchored pattern
-// stop this many characters/repeats past their minimum: a sound narrowing
-// that keeps every string finite, so a model cannot wander on inside one
-// (SmolLM2 ran "[0-9]{3}" unanchored into the length limit 6 times in 20).
-constexpr int kOpenRepeat = 128;
-const std::string kOpenStar = "{0," + std::to_string(kOpenRepeat) + "}";
+// The free end of an unanchored pattern (an accepting state every
+// character leads back to) stops this many characters on: a sound
+// narrowing that keeps the string finite, so a model cannot wander on
+// inside it (SmolLM2 ran "[0-9]{3}" unanchored into the length limit 6
+// times in 20).
+constexpr int kFreeTail = 128;
+// Bounds on the automata of one pattern (hostile patterns are refused).
+constexpr size_t kMaxNfaStates = 100000;
+constexpr size_t kMaxDfaStates = 4000;
+constexpr size_t kMaxRules = 20000;  // after the product with length bounds
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // inclusive
 
@@ -56,6 +62,23 @@ bool Contains(const Ranges& r, uint32_t cp) {
 const Ranges kDigit = {{'0', '9'}};
 const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 const Ranges kSpace = {{'\t', '\r'}, {' ', ' '}};
+
+// The characters a JSON string can hold as SetExpr writes them: raw from
+// U+0020 (but 0x7F and surrogates), and ", \, \t, \n, \r escaped.
+const Ranges& Writable() {
+  static const Ranges w = {{'\t', '\n'}, {'\r', '\r'}, {0x20, 0x7E}, {0x80, 0xD7FF}, {0xE000, kMaxCp}};
+  return w;
+}
+
+Ranges Intersect(const Ranges& a, const Ranges& b) {
+  Ranges out;
+  for (auto x : Normalize(a))
+    for (auto y : b) {
+      const uint32_t lo = std::max(x.first, y.first), hi = std::min(x.second, y.second);
+      if (lo <= hi) out.push_back({lo, hi});
+    }
+  return Normalize(out);
+}
 
 // A set of characters as JSON-string text: the characters a JSON string may
 // hold raw (U+0020 and up, except " and \ and surrogates) in one class,
@@ -99,29 +122,46 @@ std::string SetExpr(const Ranges& set) {
   return out + ")";
 }
 
+
+// The pattern as a tree, then a Thompson NFA over character sets, then a
+// DFA (subset construction over the blocks the sets' boundaries cut the
+// code points into). The grammar written from the DFA is deterministic:
+// one stack per state whatever the nesting of quantifiers, so the matcher
+// never meets the ambiguity that (a*)* written as GBNF has (its stack sets
+// grew with the number of parses and hit the limit, a dead end where EOS
+// was allowed inside the string).
+struct Node {
+  enum Kind { kSet, kCat, kAlt, kRep } kind;
+  Ranges set;              // kSet (writable characters only)
+  std::vector<int> kids;   // kCat, kAlt; kRep: one
+  int min = 0, max = -1;   // kRep; max -1: open
+};
+
 class Parser {
  public:
-  Parser(std::string_view p, std::string_view any) : p_(p), any_(any) {}
+  explicit Parser(std::string_view p) : p_(p) {}
 
-  StatusOr<std::string> Top() {
-    std::vector<std::string> alts;
+  // Top-level alternatives, each with whether it is anchored at the start
+  // and at the end.
+  struct TopAlt {
+    int node;
+    bool start, end;
+  };
+  StatusOr<std::vector<TopAlt>> Top() {
+    std::vector<TopAlt> alts;
     while (true) {
       bool start = false;
       if (Peek('^')) {
         ++pos_;
         start = true;
       }
-      LLM_ASSIGN_OR_RETURN(std::string seq, Sequence(/*top=*/true));
+      LLM_ASSIGN_OR_RETURN(int seq, Sequence(/*top=*/true));
       bool end = false;
       if (Peek('$')) {
         ++pos_;
         end = true;
       }
-      std::string e;
-      if (!start) e = std::string(any_) + kOpenStar;
-      if (!seq.empty()) e += (e.empty() ? "" : " ") + seq;
-      if (!end) e += (e.empty() ? "" : " ") + std::string(any_) + kOpenStar;
-      alts.push_back(e.empty() ? "\"\"" : e);
+      alts.push_back({seq, start, end});
       if (pos_ >= p_.size()) break;
       if (Peek('|')) {
         ++pos_;
@@ -130,9 +170,10 @@ class Parser {
       if (Peek('$') || Peek('^')) return Err(Unsupported, "an anchor inside the pattern");
       return Err(InvalidArgument, "unbalanced ')'");
     }
-    if (alts.size() == 1) return alts[0];
-    return Join(alts);
+    return alts;
   }
+
+  std::vector<Node> nodes;
 
  private:
   using MakeStatus = Status (*)(std::string);
@@ -141,38 +182,36 @@ class Parser {
     return make("pattern: " + what + " at offset " + std::to_string(pos_));
   }
   bool Peek(char c) const { return pos_ < p_.size() && p_[pos_] == c; }
-
-  static std::string Join(const std::vector<std::string>& alts) {
-    std::string out = "(";
-    for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + (alts[i].empty() ? "\"\"" : alts[i]);
-    return out + ")";
+  int Add(Node n) {
+    nodes.push_back(std::move(n));
+    return static_cast<int>(nodes.size()) - 1;
   }
 
-  StatusOr<std::string> Alternation() {
-    std::vector<std::string> alts;
+  StatusOr<int> Alternation() {
+    Node alt{Node::kAlt, {}, {}};
     while (true) {
-      LLM_ASSIGN_OR_RETURN(std::string seq, Sequence(false));
-      alts.push_back(seq);
+      LLM_ASSIGN_OR_RETURN(int seq, Sequence(false));
+      alt.kids.push_back(seq);
       if (!Peek('|')) break;
       ++pos_;
     }
-    if (alts.size() == 1) return alts[0].empty() ? std::string("\"\"") : alts[0];
-    return Join(alts);
+    if (alt.kids.size() == 1) return alt.kids[0];
+    return Add(std::move(alt));
   }
 
   // Items until '|', ')' or the end (and, at the top, before a final '$').
-  StatusOr<std::string> Sequence(bool top) {
-    std::string out;
+  StatusOr<int> Sequence(bool top) {
+    Node cat{Node::kCat, {}, {}};
     while (pos_ < p_.size() && !Peek('|') && !Peek(')')) {
       if (top && Peek('$') && pos_ + 1 == p_.size()) break;
       if (top && Peek('$') && pos_ + 1 < p_.size() && p_[pos_ + 1] == '|') break;
       if (Peek('^') || Peek('$')) return Err(Unsupported, "an anchor inside the pattern");
-      LLM_ASSIGN_OR_RETURN(std::string atom, Atom());
-      LLM_ASSIGN_OR_RETURN(std::string q, Quantified(atom));
-      out += (out.empty() ? "" : " ") + q;
+      LLM_ASSIGN_OR_RETURN(int atom, Atom());
+      LLM_ASSIGN_OR_RETURN(int q, Quantified(atom));
+      cat.kids.push_back(q);
     }
     if (top && Peek(')')) return Err(InvalidArgument, "unbalanced ')'");
-    return out;
+    return Add(std::move(cat));
   }
 
   StatusOr<int> Number() {
@@ -187,40 +226,40 @@ class Parser {
     return static_cast<int>(v);
   }
 
-  StatusOr<std::string> Quantified(std::string atom) {
+  StatusOr<int> Quantified(int atom) {
     while (pos_ < p_.size()) {
       const char c = p_[pos_];
-      std::string suffix;
+      int lo = 0, hi = -1;
       if (c == '*' || c == '+') {
         ++pos_;
-        suffix = "{" + std::string(c == '*' ? "0" : "1") + "," + std::to_string(kOpenRepeat + (c == '+')) + "}";
+        lo = c == '+' ? 1 : 0;
       } else if (c == '?') {
         ++pos_;
-        suffix = "?";
+        hi = 1;
       } else if (c == '{') {
         ++pos_;
-        LLM_ASSIGN_OR_RETURN(int lo, Number());
-        int hi = lo;
-        bool open = false;
+        LLM_ASSIGN_OR_RETURN(lo, Number());
+        hi = lo;
         if (Peek(',')) {
           ++pos_;
           if (Peek('}')) {
-            open = true;
+            hi = -1;
           } else {
             LLM_ASSIGN_OR_RETURN(hi, Number());
           }
         }
         if (!Peek('}')) return Err(InvalidArgument, "'}' expected");
         ++pos_;
-        if (!open && hi < lo) return Err(InvalidArgument, "{n,m} with m < n");
-        if (open) hi = lo + kOpenRepeat;
-        suffix = "{" + std::to_string(lo) + (hi != lo ? "," + std::to_string(hi) : "") + "}";
+        if (hi >= 0 && hi < lo) return Err(InvalidArgument, "{n,m} with m < n");
       } else {
         break;
       }
       if (Peek('?')) ++pos_;  // lazy: the same language
       else if (Peek('+')) return Err(Unsupported, "a possessive quantifier");
-      atom = "(" + atom + ")" + suffix;
+      Node rep{Node::kRep, {}, {atom}};
+      rep.min = lo;
+      rep.max = hi;
+      atom = Add(std::move(rep));
     }
     return atom;
   }
@@ -236,7 +275,6 @@ class Parser {
     }
     return v;
   }
-
   // After a backslash: a set of characters (single ones as one range).
   StatusOr<Ranges> Escape(bool in_class) {
     if (pos_ >= p_.size()) return Err(InvalidArgument, "a trailing backslash");
@@ -284,7 +322,7 @@ class Parser {
     return Ranges{{cp, cp}};
   }
 
-  StatusOr<std::string> Class() {
+  StatusOr<int> Class() {
     bool negate = false;
     if (Peek('^')) {
       negate = true;
@@ -326,12 +364,12 @@ class Parser {
       set.insert(set.end(), lo.begin(), lo.end());
     }
     if (negate) set = Complement(set);
-    std::string e = SetExpr(set);
-    if (e.empty()) return Err(Unsupported, "a class no JSON string character can match");
-    return e;
+    set = Intersect(set, Writable());
+    if (set.empty()) return Err(Unsupported, "a class no JSON string character can match");
+    return Add(Node{Node::kSet, std::move(set), {}});
   }
 
-  StatusOr<std::string> Atom() {
+  StatusOr<int> Atom() {
     const char c = p_[pos_];
     if (c == '(') {
       // Each group level is three frames of this recursive descent: bound
@@ -358,44 +396,372 @@ class Parser {
       ++depth_;
       auto group = Alternation();
       --depth_;
-      LLM_ASSIGN_OR_RETURN(std::string inner, std::move(group));
+      LLM_ASSIGN_OR_RETURN(int inner, std::move(group));
       if (!Peek(')')) return Err(InvalidArgument, "')' expected");
       ++pos_;
-      return inner.empty() ? std::string("\"\"") : inner;
+      return inner;
     }
     if (c == '[') {
       ++pos_;
       return Class();
     }
+    Ranges set;
     if (c == '.') {
       ++pos_;
-      return SetExpr(Complement({{'\n', '\n'}}));
-    }
-    if (c == '*' || c == '+' || c == '?' || c == '{') return Err(InvalidArgument, "nothing to repeat");
-    Ranges set;
-    if (c == '\\') {
+      set = Complement({{'\n', '\n'}});
+    } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+      return Err(InvalidArgument, "nothing to repeat");
+    } else if (c == '\\') {
       ++pos_;
       LLM_ASSIGN_OR_RETURN(set, Escape(false));
     } else {
       LLM_ASSIGN_OR_RETURN(set, Literal());
     }
-    std::string e = SetExpr(set);
-    if (e.empty()) return Err(Unsupported, "a character a JSON string cannot hold");
-    return e;
+    set = Intersect(set, Writable());
+    if (set.empty()) return Err(Unsupported, "a character a JSON string cannot hold");
+    return Add(Node{Node::kSet, std::move(set), {}});
   }
 
   std::string_view p_;
-  std::string_view any_;
   size_t pos_ = 0;
   static constexpr int kMaxGroupDepth = 100;
   int depth_ = 0;  // groups open around pos_
 };
 
+// ---- Thompson NFA
+struct NfaState {
+  std::vector<int> eps;
+  int set = -1;   // index into Nfa::sets: one character of it leads to `next`
+  int next = -1;
+};
+struct Nfa {
+  std::vector<NfaState> states;
+  std::vector<Ranges> sets;
+  bool overflow = false;
+  int New() {
+    if (states.size() >= kMaxNfaStates) overflow = true;
+    states.emplace_back();
+    return static_cast<int>(states.size()) - 1;
+  }
+};
+struct Frag {
+  int start, end;
+};
+
+Frag Build(const std::vector<Node>& nodes, int n, Nfa* nfa) {
+  const Node& node = nodes[static_cast<size_t>(n)];
+  const int s = nfa->New(), e = nfa->New();
+  if (nfa->overflow) return {s, e};
+  switch (node.kind) {
+    case Node::kSet:
+      nfa->sets.push_back(node.set);
+      nfa->states[static_cast<size_t>(s)].set = static_cast<int>(nfa->sets.size()) - 1;
+      nfa->states[static_cast<size_t>(s)].next = e;
+      break;
+    case Node::kCat: {
+      int cur = s;
+      for (int k : node.kids) {
+        const Frag f = Build(nodes, k, nfa);
+        if (nfa->overflow) return {s, e};
+        nfa->states[static_cast<size_t>(cur)].eps.push_back(f.start);
+        cur = f.end;
+      }
+      nfa->states[static_cast<size_t>(cur)].eps.push_back(e);
+      break;
+    }
+    case Node::kAlt:
+      for (int k : node.kids) {
+        const Frag f = Build(nodes, k, nfa);
+        if (nfa->overflow) return {s, e};
+        nfa->states[static_cast<size_t>(s)].eps.push_back(f.start);
+        nfa->states[static_cast<size_t>(f.end)].eps.push_back(e);
+      }
+      break;
+    case Node::kRep: {
+      int cur = s;
+      for (int i = 0; i < node.min; ++i) {  // the required copies
+        const Frag f = Build(nodes, node.kids[0], nfa);
+        if (nfa->overflow) return {s, e};
+        nfa->states[static_cast<size_t>(cur)].eps.push_back(f.start);
+        cur = f.end;
+      }
+      if (node.max < 0) {  // then a loop
+        const Frag f = Build(nodes, node.kids[0], nfa);
+        if (nfa->overflow) return {s, e};
+        nfa->states[static_cast<size_t>(cur)].eps.push_back(f.start);
+        nfa->states[static_cast<size_t>(f.end)].eps.push_back(cur);
+      } else {  // or optional copies, each a way out
+        for (int i = node.min; i < node.max; ++i) {
+          const Frag f = Build(nodes, node.kids[0], nfa);
+          if (nfa->overflow) return {s, e};
+          nfa->states[static_cast<size_t>(cur)].eps.push_back(f.start);
+          nfa->states[static_cast<size_t>(cur)].eps.push_back(e);
+          cur = f.end;
+        }
+      }
+      nfa->states[static_cast<size_t>(cur)].eps.push_back(e);
+      break;
+    }
+  }
+  return {s, e};
+}
+
+void Closure(const Nfa& nfa, std::vector<int>* set) {
+  std::vector<char> seen(nfa.states.size(), 0);
+  std::vector<int> stack = *set;
+  for (int x : *set) seen[static_cast<size_t>(x)] = 1;
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    for (int y : nfa.states[static_cast<size_t>(x)].eps)
+      if (!seen[static_cast<size_t>(y)]) {
+        seen[static_cast<size_t>(y)] = 1;
+        set->push_back(y);
+        stack.push_back(y);
+      }
+  }
+  std::sort(set->begin(), set->end());
+}
+
+// ---- DFA over character blocks
+struct Dfa {
+  std::vector<std::pair<uint32_t, uint32_t>> blocks;  // the alphabet: disjoint code point ranges
+  std::vector<std::vector<int>> next;                  // (states, blocks) -1: none
+  std::vector<bool> accept;
+};
+
+StatusOr<Dfa> Determinize(const Nfa& nfa, int start, int final_state, const std::string& where) {
+  Dfa d;
+  std::vector<uint32_t> cuts = {0};  // the blocks partition all code points
+  for (const auto& set : nfa.sets)
+    for (auto [a, b] : set) {
+      cuts.push_back(a);
+      if (b < kMaxCp) cuts.push_back(b + 1);
+    }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const uint32_t lo = cuts[i], hi = i + 1 < cuts.size() ? cuts[i + 1] - 1 : kMaxCp;
+    if (!Intersect({{lo, hi}}, Writable()).empty()) d.blocks.push_back({lo, hi});
+  }
+  // Which blocks each set covers (a block lies wholly inside or outside).
+  std::vector<std::vector<int>> covers(nfa.sets.size());
+  for (size_t k = 0; k < nfa.sets.size(); ++k)
+    for (size_t b = 0; b < d.blocks.size(); ++b)
+      if (Contains(nfa.sets[k], d.blocks[b].first)) covers[k].push_back(static_cast<int>(b));
+  std::map<std::vector<int>, int> ids;
+  std::vector<std::vector<int>> sets;
+  auto intern = [&](std::vector<int> s) -> int {
+    Closure(nfa, &s);
+    auto [it, fresh] = ids.emplace(s, static_cast<int>(sets.size()));
+    if (fresh) {
+      sets.push_back(std::move(s));
+      d.accept.push_back(std::binary_search(sets.back().begin(), sets.back().end(), final_state));
+    }
+    return it->second;
+  };
+  intern({start});
+  std::vector<std::vector<int>> by_block(d.blocks.size());
+  for (size_t i = 0; i < sets.size(); ++i) {
+    if (sets.size() > kMaxDfaStates) return InvalidArgument("pattern at " + where + ": more than " + std::to_string(kMaxDfaStates) + " automaton states");
+    for (auto& v : by_block) v.clear();
+    for (int x : sets[i]) {
+      const NfaState& st = nfa.states[static_cast<size_t>(x)];
+      if (st.set < 0) continue;
+      for (int b : covers[static_cast<size_t>(st.set)]) by_block[static_cast<size_t>(b)].push_back(st.next);
+    }
+    std::vector<int> row(d.blocks.size(), -1);
+    for (size_t b = 0; b < d.blocks.size(); ++b) {
+      if (by_block[b].empty()) continue;
+      std::sort(by_block[b].begin(), by_block[b].end());
+      by_block[b].erase(std::unique(by_block[b].begin(), by_block[b].end()), by_block[b].end());
+      row[b] = intern(by_block[b]);
+    }
+    d.next.push_back(std::move(row));
+  }
+  return d;
+}
+
 }  // namespace
 
-StatusOr<std::string> PatternToStringBody(std::string_view pattern, std::string_view any_char) {
-  Parser p(pattern, any_char);
-  return p.Top();
+StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_len, int64_t max_len,
+                                          std::string_view any_char, const std::string& where) {
+  Parser parser(pattern);
+  LLM_ASSIGN_OR_RETURN(auto alts, parser.Top());
+  // A pattern is searched: an unanchored side gets any characters.
+  const int any = static_cast<int>(parser.nodes.size());
+  parser.nodes.push_back(Node{Node::kSet, Writable(), {}});
+  const int any_star = static_cast<int>(parser.nodes.size());
+  parser.nodes.push_back(Node{Node::kRep, {}, {any}});
+  Nfa nfa;
+  const int start = nfa.New(), final_state = nfa.New();
+  for (const auto& a : alts) {
+    Node cat{Node::kCat, {}, {}};
+    if (!a.start) cat.kids.push_back(any_star);
+    cat.kids.push_back(a.node);
+    if (!a.end) cat.kids.push_back(any_star);
+    parser.nodes.push_back(std::move(cat));
+    const Frag f = Build(parser.nodes, static_cast<int>(parser.nodes.size()) - 1, &nfa);
+    if (nfa.overflow) return InvalidArgument("pattern at " + where + ": expands to more than " + std::to_string(kMaxNfaStates) + " states");
+    nfa.states[static_cast<size_t>(start)].eps.push_back(f.start);
+    nfa.states[static_cast<size_t>(f.end)].eps.push_back(final_state);
+  }
+  LLM_ASSIGN_OR_RETURN(Dfa dfa, Determinize(nfa, start, final_state, where));
+  const size_t n = dfa.accept.size(), nb = dfa.blocks.size();
+
+  // Free tails: accepting states every writable character leads back to.
+  std::vector<bool> sink(n, false);
+  for (size_t q = 0; q < n; ++q) {
+    if (!dfa.accept[q]) continue;
+    sink[q] = std::all_of(dfa.next[q].begin(), dfa.next[q].end(), [&](int t) { return t == static_cast<int>(q); });
+  }
+  // The lengths the pattern itself allows, over states that can still
+  // accept: when they lie within the bounds, no counter is needed (and the
+  // mask cache keeps seeing the same few states).
+  std::vector<bool> can_accept(n, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t q = 0; q < n; ++q) {
+      if (can_accept[q]) continue;
+      bool l = dfa.accept[q];
+      for (int t : dfa.next[q]) l = l || (t >= 0 && can_accept[static_cast<size_t>(t)]);
+      if (l) can_accept[q] = changed = true;
+    }
+  }
+  int64_t shortest = -1, longest = 0;  // longest -1: unbounded
+  {
+    std::vector<int64_t> dist(n, -1);
+    std::vector<size_t> queue = {0};
+    dist[0] = 0;
+    for (size_t h = 0; h < queue.size(); ++h) {
+      const size_t q = queue[h];
+      if (dfa.accept[q] && shortest < 0) shortest = dist[q];
+      for (int t : dfa.next[q])
+        if (t >= 0 && dist[static_cast<size_t>(t)] < 0) {
+          dist[static_cast<size_t>(t)] = dist[q] + 1;
+          queue.push_back(static_cast<size_t>(t));
+        }
+    }
+    // Longest: a cycle through live, non-sink states is unbounded; else a
+    // longest path (memoised depth-first), a sink adding its free tail.
+    std::vector<int> mark(n, 0);  // 0 new, 1 on the path, 2 done
+    std::vector<int64_t> best(n, 0);
+    bool cyclic = false;
+    std::function<void(size_t)> dfs = [&](size_t q) {
+      mark[q] = 1;
+      int64_t b = sink[q] ? kFreeTail : 0;
+      if (!sink[q]) {
+        for (int t : dfa.next[q]) {
+          if (t < 0 || !can_accept[static_cast<size_t>(t)]) continue;
+          if (mark[static_cast<size_t>(t)] == 1) cyclic = true;
+          if (mark[static_cast<size_t>(t)] == 0) dfs(static_cast<size_t>(t));
+          b = std::max(b, best[static_cast<size_t>(t)] + 1);
+        }
+      }
+      best[q] = b;
+      mark[q] = 2;
+    };
+    if (can_accept[0]) dfs(0);
+    longest = cyclic ? -1 : best[0];
+  }
+  if (shortest >= min_len && max_len >= 0 && longest >= 0 && longest <= max_len) max_len = -1, min_len = 0;
+  if (shortest >= min_len && max_len < 0) min_len = 0;
+  // A counter up to max_len multiplies the states: narrow max_len (sound)
+  // to what the limit allows, as long as it stays at or above min_len.
+  if (max_len >= 0 && static_cast<size_t>(max_len + 1) * n > kMaxRules) {
+    const int64_t fit = static_cast<int64_t>(kMaxRules / n) - 1;
+    if (fit < min_len || fit < shortest)
+      return InvalidArgument("pattern at " + where + " with maxLength " + std::to_string(max_len) +
+                             ": the pattern's automaton times the length counter passes " + std::to_string(kMaxRules) + " states");
+    max_len = fit;
+  }
+
+  // The product with a length counter k (characters so far): k runs to
+  // max_len, or saturates at min_len when there is no maximum; without
+  // bounds there is no counter (k = 0 throughout).
+  const bool counted = min_len > 0 || max_len >= 0;
+  auto succ_k = [&](int64_t k) -> int64_t {
+    if (!counted) return 0;
+    if (max_len >= 0) return k + 1 <= max_len ? k + 1 : -1;
+    return std::min(k + 1, min_len);
+  };
+  // A sink's tail at count k: characters [lo, hi] more.
+  auto tail = [&](int64_t k, int64_t* lo, int64_t* hi) {
+    *lo = std::max<int64_t>(0, min_len - k);
+    *hi = max_len >= 0 ? max_len - k : *lo + kFreeTail;
+    if (max_len < 0 && min_len == 0) *hi = kFreeTail;
+    if (*hi > *lo + kFreeTail) *hi = *lo + kFreeTail;
+  };
+  auto accepting = [&](size_t q, int64_t k) {
+    if (sink[q]) {
+      int64_t lo, hi;
+      tail(k, &lo, &hi);
+      return lo <= hi;
+    }
+    return dfa.accept[q] && (!counted || (k >= min_len && (max_len < 0 || k <= max_len)));
+  };
+  // Explore (q, k) from (start, 0); a sink ends the exploration (its tail
+  // is one counted repetition).
+  std::map<std::pair<int, int64_t>, int> id;
+  std::vector<std::pair<int, int64_t>> states;
+  auto get = [&](int q, int64_t k) {
+    auto [it, fresh] = id.emplace(std::make_pair(q, k), static_cast<int>(states.size()));
+    if (fresh) states.push_back({q, k});
+    return it->second;
+  };
+  get(0, 0);
+  std::vector<std::vector<std::pair<int, int>>> edges;  // (states) (block, to)
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states.size() > kMaxRules)
+      return InvalidArgument("pattern at " + where + " with minLength/maxLength " + std::to_string(min_len) + "/" +
+                             std::to_string(max_len) + ": more than " + std::to_string(kMaxRules) + " automaton states");
+    const auto [q, k] = states[i];
+    edges.emplace_back();
+    if (sink[static_cast<size_t>(q)]) continue;
+    const int64_t k2 = succ_k(k);
+    if (k2 < 0) continue;
+    for (size_t b = 0; b < nb; ++b) {
+      const int t = dfa.next[static_cast<size_t>(q)][b];
+      if (t >= 0) edges[i].push_back({static_cast<int>(b), get(t, k2)});
+    }
+  }
+  // Keep the states from which an accepting one is reachable: a string
+  // the grammar lets the model start can always be finished.
+  std::vector<bool> live(states.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = states.size(); i-- > 0;) {
+      if (live[i]) continue;
+      bool l = accepting(static_cast<size_t>(states[i].first), states[i].second);
+      for (auto [b, t] : edges[i]) l = l || live[static_cast<size_t>(t)];
+      if (l) {
+        live[i] = true;
+        changed = true;
+      }
+    }
+  }
+  PatternAutomaton out;
+  if (!live[0]) return out;  // no string: the caller's "no value"
+  std::vector<int> rule(states.size(), -1);
+  for (size_t i = 0; i < states.size(); ++i)
+    if (live[i]) rule[i] = static_cast<int>(out.states.size()), out.states.emplace_back();
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (!live[i]) continue;
+    PatternAutomaton::State& st = out.states[static_cast<size_t>(rule[i])];
+    const auto [q, k] = states[i];
+    if (sink[static_cast<size_t>(q)]) {
+      int64_t lo, hi;
+      tail(k, &lo, &hi);
+      st.tail = std::string(any_char) + "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+      continue;
+    }
+    st.accept = accepting(static_cast<size_t>(q), k);
+    std::map<int, Ranges> by_target;
+    for (auto [b, t] : edges[i])
+      if (live[static_cast<size_t>(t)]) by_target[rule[static_cast<size_t>(t)]].push_back(dfa.blocks[static_cast<size_t>(b)]);
+    for (auto& [t, set] : by_target) st.edges.push_back({SetExpr(set), t});
+  }
+  return out;
 }
 
 }  // namespace llm

@@ -20,6 +20,13 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces, const std::vector<u
   std::sort(eog_.begin(), eog_.end());
   eog_.erase(std::unique(eog_.begin(), eog_.end()), eog_.end());
   std::erase_if(eog_, [&](int32_t t) { return t < 0 || t >= n_vocab_; });
+  quotes_.assign(pieces_.size(), 0);
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    if (excluded_[i]) continue;
+    quotes_[i] = static_cast<uint8_t>(std::min<size_t>(255, std::count(pieces_[i].begin(), pieces_[i].end(), '"')));
+    if (quotes_[i] > 0) quoted_.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(quoted_.begin(), quoted_.end(), [&](int32_t a, int32_t b) { return quotes_[static_cast<size_t>(a)] > quotes_[static_cast<size_t>(b)]; });
   Build();
 }
 

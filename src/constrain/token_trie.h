@@ -48,6 +48,11 @@ class TokenTrie {
   bool in_trie(int32_t id) const { return !excluded_[static_cast<size_t>(id)]; }
   const std::vector<int32_t>& eog() const { return eog_; }
   bool IsEog(int32_t id) const;
+  // The tokens in the trie holding a '"' byte, most quotes first, and each
+  // one's count (capped at 255): the only tokens that can close a JSON key
+  // (json_keys.h).
+  const std::vector<int32_t>& quoted() const { return quoted_; }
+  int32_t quotes(int32_t id) const { return quotes_[static_cast<size_t>(id)]; }
   size_t n_nodes() const { return nodes_.size(); }
 
   // mask: (ceil(n_vocab / 64)) words, bit t set iff token t is allowed in
@@ -86,6 +91,8 @@ class TokenTrie {
   std::vector<std::string> pieces_;
   std::vector<uint8_t> excluded_;
   std::vector<int32_t> eog_;
+  std::vector<int32_t> quoted_;
+  std::vector<uint8_t> quotes_;  // (n_vocab)
   std::vector<Node> nodes_;  // nodes_[0] = root
   std::vector<int32_t> token_ids_;
   mutable std::mutex runs_mu_;
