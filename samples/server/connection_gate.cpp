@@ -80,6 +80,7 @@ class GateStream : public httplib::Stream {
     if (PollOne(sock_, POLLIN, ReadWait()) <= 0) return -1;
     while (true) {
       ssize_t n = ::recv(sock_, ptr, size, 0);
+      if (n > 0 && !Count(ptr, static_cast<size_t>(n))) return -1;
       if (n >= 0 || errno != EINTR) return n;
     }
   }
@@ -102,9 +103,26 @@ class GateStream : public httplib::Stream {
     return std::clamp(left, milliseconds(0), opt_.read_timeout);
   }
 
+  // Counts `n` bytes just read; false when the request passes a limit
+  // (GateOptions::max_head_bytes before its blank line, max_request_bytes
+  // in all).
+  bool Count(const char* p, size_t n) {
+    read_ += n;
+    for (size_t i = 0; i < n && !head_done_; ++i) {  // "\r\n\r\n", across reads
+      const char want = (crlf_ % 2 == 0) ? '\r' : '\n';
+      crlf_ = p[i] == want ? crlf_ + 1 : (p[i] == '\r' ? 1 : 0);
+      if (crlf_ == 4) head_done_ = true;
+    }
+    if (!head_done_ && read_ > opt_.max_head_bytes) return false;
+    return read_ <= opt_.max_request_bytes;
+  }
+
   int sock_;
   const GateOptions& opt_;
   Clock::time_point deadline_;
+  size_t read_ = 0;
+  bool head_done_ = false;
+  int crlf_ = 0;  // how much of "\r\n\r\n" the last bytes were
 };
 
 // What httplib owns and deletes: a handle on the server's pool.

@@ -51,6 +51,13 @@ struct GateOptions {
   std::chrono::milliseconds request_timeout{30000};        // all reads of one request
   std::chrono::milliseconds write_timeout{30000};          // one write of a response
   size_t max_parked = 4096;  // beyond this the longest-parked connection is closed
+  // The most one request may send: its head (request line and headers;
+  // cpp-httplib 0.11 bounds each line but not their number), and head and
+  // body together on the wire (the body limit, 16 MiB, plus chunk framing).
+  // Past either the connection is closed: a client cannot grow a worker's
+  // memory by sending headers, or a body, without end.
+  size_t max_head_bytes = size_t{64} << 10;
+  size_t max_request_bytes = size_t{18} << 20;
 };
 
 // A worker pool plus the gate thread. It is the server's TaskQueue (accepted

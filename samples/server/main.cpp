@@ -1,7 +1,8 @@
 // llm-server: an OpenAI-compatible HTTP server over one llm_ctx.
 //
 //   llm-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [-t THREADS] [--max-seqs 16] [-c CTX]
-//              [--kv-blocks N] [--max-batch-tokens N] [--http-threads N] [--chat-template FILE] [-v]
+//              [--kv-blocks N] [--max-batch-tokens N] [--http-threads N] [--chat-template FILE]
+//              [--api-key KEY]... [--api-key-file FILE] [--allowed-host NAME]... [-v]
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions (both with
 // "stream": true as server-sent events), GET /v1/models, GET /v1/stats
@@ -34,6 +35,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../chat_prompt.h"
 #include "../cli_common.h"
@@ -62,6 +64,9 @@ struct Options {
   int max_batch_tokens = 0;
   int http_threads = 0;  // 0: 4 per sequence slot, at least 8
   std::string chat_template;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
+  std::vector<std::string> allowed_hosts;
   bool verbose = false;
 };
 
@@ -81,6 +86,11 @@ struct Options {
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
                "  --chat-template FILE    Jinja chat template replacing the model's\n"
+               "  --api-key KEY           require this key (Authorization: Bearer KEY, or x-api-key) on\n"
+               "                          every endpoint but /health; repeat for several\n"
+               "  --api-key-file FILE     keys from FILE, one per line\n"
+               "  --allowed-host NAME     also answer requests whose Host (or Origin) is NAME; a server\n"
+               "                          bound to a loopback address answers local names only\n"
                "  -v, --verbose           log every request on stderr\n",
                chat::kDefaultChatModel);
   std::exit(code);
@@ -111,6 +121,9 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "-ngl" || a == "--n-gpu-layers") o.n_gpu_layers = num();
     else if (a == "--http-threads") o.http_threads = num();
     else if (a == "--chat-template") o.chat_template = str();
+    else if (a == "--api-key") o.api_keys.push_back(str());
+    else if (a == "--api-key-file") o.api_key_file = str();
+    else if (a == "--allowed-host") o.allowed_hosts.push_back(str());
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "-h" || a == "--help") Usage(0);
     else Usage(2);
@@ -203,6 +216,26 @@ int main(int argc, char** argv) {
                  "'role: content' transcript (--chat-template FILE supplies one)\n",
                  name.c_str());
 
+  server::AccessPolicy access;
+  access.api_keys = opt.api_keys;
+  access.allowed_hosts = opt.allowed_hosts;
+  access.loopback_bind = server::IsLoopbackAddress(opt.host);
+  if (!opt.api_key_file.empty() && !server::ReadKeyFile(opt.api_key_file, &access.api_keys, &error)) {
+    std::fprintf(stderr, "llm-server: %s\n", error.c_str());
+    llm_ctx_destroy(ctx);
+    return 2;
+  }
+  for (const std::string& k : access.api_keys) {
+    if (k.empty()) {
+      std::fprintf(stderr, "llm-server: an API key may not be empty\n");
+      llm_ctx_destroy(ctx);
+      return 2;
+    }
+  }
+  if (access.api_keys.empty() && !access.loopback_bind)
+    std::fprintf(stderr, "llm-server: warning: listening on %s without an API key (--api-key): anyone who reaches it can use it\n",
+                 opt.host.c_str());
+
   server::Engine engine(ctx);
   server::Routes routes(&engine, &prompter, name, opt.verbose);
   const int http_threads = opt.http_threads > 0 ? opt.http_threads : std::max(8, 4 * opt.max_seqs);
@@ -221,6 +254,7 @@ int main(int argc, char** argv) {
   svr.set_read_timeout(2, 0);
 #endif
   svr.set_payload_max_length(server::kMaxBodyBytes);
+  server::InstallAccessCheck(&svr, std::move(access));
   routes.Register(&svr);
 
   int port = opt.port;

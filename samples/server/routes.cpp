@@ -133,6 +133,24 @@ bool ParseBody(const std::string& text, json* body, ApiError* err) {
 
 }  // namespace
 
+void InstallAccessCheck(httplib::Server* svr, AccessPolicy policy) {
+  svr->set_pre_routing_handler([policy = std::move(policy)](const httplib::Request& req, httplib::Response& res) {
+    const AccessDecision d =
+        CheckAccess(policy, req.path, req.get_header_value("Host"), req.get_header_value("Origin"),
+                    req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+    if (d.http_status == 0) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    e.http_status = d.http_status;
+    e.message = d.message;
+    e.type = d.http_status == 401 ? "authentication_error" : "permission_error";
+    e.code = d.http_status == 401 ? "invalid_api_key" : "host_not_allowed";
+    if (d.http_status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    res.set_header("Connection", "close");  // the body, if any, is not read
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 Routes::Routes(Engine* engine, const chat::Prompter* prompter, std::string model_name, bool log)
     : engine_(engine),
       prompter_(prompter),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../chat_prompt.h"
+#include "access.h"
 #include "engine.h"
 #include "idle_trim.h"
 
@@ -15,6 +16,10 @@ class Server;
 }
 
 namespace server {
+
+// Puts `policy` (access.h) in front of every route: a request it refuses is
+// answered 401 or 403 before its body is read.
+void InstallAccessCheck(httplib::Server* svr, AccessPolicy policy);
 
 class Routes {
  public:

@@ -197,7 +197,7 @@ try:
         s = socket.socket()
         s.settimeout(10)
         s.connect(("127.0.0.1", port))
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         slow.append(s)
     trickling = threading.Event()
     trickling.set()
@@ -383,7 +383,7 @@ try:
     body = json.dumps({"model": "m", "prompt": "Once upon a time", "max_tokens": 900, "temperature": 0,
                        "ignore_eos": True, "stream": True})
     sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
     got = b""
     while got.count(b"data: ") < 6:

@@ -15,7 +15,8 @@ built to break it:
   out of range (1e308, 1e999, -0, 40-digit integers, NaN and Infinity
   literals); invalid UTF-8 and lone surrogates in every string; duplicate
   keys; truncated bodies; bodies that are not JSON under other content types;
-  a 100 MB body (with a length and chunked); a body sent a byte at a time;
+  a 100 MB body (with a length and chunked); 200,000 header lines and a
+  100 KB header line; a body sent a byte at a time;
 - schemas past the grammar's limits: an anyOf of 2,000 objects, an enum of
   100,000 strings, minItems 1000000, maxLength 5000.
 After every case the server must have answered 4xx (never 5xx, never a
@@ -166,7 +167,7 @@ def post(path, body, content_type="application/json", timeout=60):
     if corpus_dir is not None:
         # A seed of at most 4 KiB whose Content-Length says what it holds.
         kept = body[:4096 - 200]
-        seed = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+        seed = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
                 % (path, content_type, len(kept))).encode() + kept
         import hashlib
         with open(os.path.join(corpus_dir, hashlib.sha1(seed).hexdigest()[:16]), "wb") as f:
@@ -503,7 +504,7 @@ try:
     still_serving("truncated bodies")
     # a Content-Length larger than what is sent, then the client goes away
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"messages\":")
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"messages\":")
     s.close()
     still_serving("body shorter than its Content-Length")
 
@@ -514,14 +515,14 @@ try:
                      ("application/json; charset=utf-16", '{"m'),
                      ("application/xml", "<messages/>")]:
         case("content type %s" % ct, "/v1/chat/completions", body, content_type=ct)
-    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n"
+    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n"
                    b"Connection: close\r\n\r\n0123456789")
     expect_4xx("gzip content encoding with garbage", st, resp)
     still_serving("gzip content encoding")
 
     # -------------------------------------------- 100 MB bodies
     hundred = 100 << 20
-    st, resp = raw(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    st, resp = raw(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Content-Length: %d\r\nConnection: close\r\n\r\n" % hundred).encode(),
                    body_chunks=(b"[" * (1 << 20) for _ in range(100)), timeout=60)
     check(st == 413 or st is None, "100 MB body with a length: 413 or closed (%s %r)" % (st, resp[:120]))
@@ -531,25 +532,34 @@ try:
         for _ in range(100):
             yield b"100000\r\n" + b"[" * (1 << 20) + b"\r\n"
         yield b"0\r\n\r\n"
-    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                    b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n", body_chunks=chunked_body(), timeout=60)
     check(st == 413 or st is None, "100 MB chunked body: 413 or closed (%s %r)" % (st, resp[:120]))
     still_serving("100 MB chunked body")
-    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n"
+    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999999999999999\r\n"
                    b"Connection: close\r\n\r\n{}")
     check(st is None or 400 <= st < 500, "absurd Content-Length: 4xx or closed (%s)" % st)
     still_serving("absurd Content-Length")
 
+    # ------------------------------------------------------ header floods
+    flood = b"".join(b"X-Flood-%d: %s\r\n" % (i, b"v" * 40) for i in range(200000))  # ~10 MB of headers
+    st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n", body_chunks=[flood, b"\r\n"], timeout=60)
+    check(st is None or 400 <= st < 500, "200000 header lines: 4xx or closed (%s)" % st)
+    still_serving("header flood")
+    st, resp = raw(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " + b"a" * 100000 + b"\r\n\r\n", timeout=30)
+    check(st is None or 400 <= st < 500, "a 100 KB header line: 4xx or closed (%s)" % st)
+    still_serving("long header line")
+
     # ------------------------------------------------------ slow bodies
     body = json.dumps(NORMAL_CHAT).encode()
-    st, resp = raw(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    st, resp = raw(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)).encode(),
                    body_chunks=(body[i:i + 1] for i in range(len(body))), delay=0.02, timeout=60)
     check(st == 200, "a body sent a byte every 20 ms is served (%s)" % st)
     slow = []
     for _ in range(20):
         s = socket.create_connection(("127.0.0.1", port))
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n{")
         slow.append(s)
     t0 = time.time()
     still_serving("20 clients stalled mid-body")
