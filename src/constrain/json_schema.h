@@ -11,7 +11,7 @@
 //     digits, exponents of at most 2 digits, bounded numbers never use them;
 //   - multipleOf: integers that are multiples (a number's fractional
 //     multiples left out); a range holding at most 256 of them listed, or
-//     unbounded (or from 0) by a remainder automaton, step <= 10000;
+//     unbounded (or from 0) by a remainder automaton, step <= 1000;
 //   - a number range keeps integers and decimals whose integer part lies in
 //     it (minimum 0.5 starts at 1); a range containing no integer is refused;
 //   - objects: properties in schema order, required ones always, optional

@@ -98,6 +98,7 @@ class Compiler {
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
+  int64_t visits_ = 0;  // Visit calls (kMaxVisits)
 };
 
 // "/a/b" + key with ~ and / escaped (RFC 6901).
@@ -123,6 +124,8 @@ using RefResolver = std::function<const Json*(const std::string&)>;
 // oneOf (schema_oneof.cpp): false when every two branches are provably
 // disjoint (no value matches both); otherwise true with the first pair not
 // proven so in *first < *second.
-bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second);
+// *exhausted: the proof ran out of its work budget (hostile schemas).
+bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second,
+                 bool* exhausted);
 
 }  // namespace llm::schema

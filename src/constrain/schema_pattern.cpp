@@ -668,7 +668,9 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
   if (shortest >= min_len && max_len < 0) min_len = 0;
   // A counter up to max_len multiplies the states: narrow max_len (sound)
   // to what the limit allows, as long as it stays at or above min_len.
-  if (max_len >= 0 && static_cast<size_t>(max_len + 1) * n > kMaxRules) {
+  // (An acyclic DFA needs no narrowing: each state is reached at few
+  // lengths, so the product stays near its own size.)
+  if (longest < 0 && max_len >= 0 && static_cast<size_t>(max_len + 1) * n > kMaxRules) {
     const int64_t fit = static_cast<int64_t>(kMaxRules / n) - 1;
     if (fit < min_len || fit < shortest)
       return InvalidArgument("pattern at " + where + " with maxLength " + std::to_string(max_len) +
