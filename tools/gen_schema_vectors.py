@@ -258,6 +258,20 @@ CASES = [
     ("multiple_of_range", {"type": "integer", "multipleOf": 5, "minimum": 3, "maximum": 21}, "compile",
      [0, 5, 10, 20, 21, 25, 7], []),
     ("multiple_of_non_negative", {"type": "integer", "multipleOf": 3, "minimum": 0}, "compile", [0, 3, 99, -3, 100], []),
+    # ---- uniqueItems over small finite item sets
+    ("unique_enum", {"type": "array", "items": {"enum": ["r", "w", "x"]}, "uniqueItems": True}, "compile",
+     [[], ["r"], ["r", "w"], ["w", "r", "x"], ["r", "r"], ["r", "w", "r"], ["y"]], []),
+    ("unique_bool_min", {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True, "minItems": 2}, "compile",
+     [[True, False], [False, True], [True], [True, True], []], []),
+    ("unique_numbers_by_value", {"type": "array", "items": {"enum": [1, 1.0, 2]}, "uniqueItems": True}, "compile",
+     [[1, 2], [1, 1], [2, 1], [1.0, 1]], []),
+    ("unique_max_one", {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 1}, "compile",
+     [[], ["a"], ["a", "b"]], []),
+    ("unique_strings_refused", {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+     ("refuse", "uniqueItems"), [], []),
+    ("unique_untyped", {"items": {"enum": [1, 2]}, "uniqueItems": True}, "compile", [[1, 2], [1, 1], "a"], [2]),
+    ("unique_untyped_any_items", {"uniqueItems": True}, ("refuse", "uniqueItems"), [], []),
+    ("unique_false", {"type": "array", "items": {"type": "integer"}, "uniqueItems": False}, "compile", [[1, 1]], []),
 ]
 
 

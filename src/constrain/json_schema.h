@@ -19,6 +19,8 @@
 //     or a schema (absent counts as false once `properties` is given), and
 //     never a declared name; minProperties/maxProperties only where the
 //     required/declared counts already decide them;
+//   - uniqueItems: over items from a small enum/const/boolean/null set (the
+//     values not picked yet; <= 6), or when maxItems <= 1; else refused;
 //   - arrays: all prefixItems present (if maxItems allows); contains with
 //     minContains <= 4 (items marked as hits), not beside maxContains,
 //     prefixItems or item counts;
@@ -78,8 +80,8 @@
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object (json_keys.h, beside the grammar);
 // Keywords that change validity but are not handled (patternProperties,
-// propertyNames, contains, uniqueItems: true, multipleOf, unevaluated*, a
-// not/if whose negation is no schema, ...; docs/GRAMMAR.md lists them)
+// propertyNames, maxContains, uniqueItems over other items, a not/if whose
+// negation is no schema, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
 #pragma once

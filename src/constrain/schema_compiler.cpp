@@ -561,8 +561,6 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
   for (const auto& [k, v] : s.object()) {
     for (const char* u : kUnsupported)
       if (k == u) return Unsupported("keyword \"" + k + "\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
-    if (k == "uniqueItems" && !(v.is_bool() && !v.as_bool()))
-      return Unsupported("keyword \"uniqueItems\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
     if (!IsAnnotation(k) && k != "$ref" && k != "anyOf" && k != "oneOf" && k != "allOf") validating_siblings = true;
   }
   if (s.Find("not") || s.Find("if") || s.Find("then") || s.Find("else")) {
@@ -692,7 +690,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
       return std::any_of(ks.begin(), ks.end(), [&](const char* k) { return s.Find(k) != nullptr; });
     };
     if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
-    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) types.push_back("array");
+    const Json* unique = s.Find("uniqueItems");
+    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"}) || (unique && unique->as_bool()))
+      types.push_back("array");
     if (has({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
     if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})) types.push_back("number");
     if (types.empty()) return Builtin(kValue);

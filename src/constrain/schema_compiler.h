@@ -79,6 +79,8 @@ class Compiler {
   StatusOr<std::string> MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi, const std::string& ptr);
   StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
+                                    const std::string& hint);
   StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
                                  const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).

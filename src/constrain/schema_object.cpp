@@ -1,5 +1,7 @@
 // Objects and arrays for the JSON Schema compiler (schema_compiler.h).
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -24,6 +26,13 @@ struct TrieNode {
 // Keys as keychar (no escapes) sees them: a name holding '"', '\' or a
 // control character can never be typed as an extra key, so it needs no
 // exclusion.
+std::string Alternatives(const std::vector<std::string>& alts) {
+  if (alts.size() == 1) return alts[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+  return out + " )";
+}
+
 bool Typable(uint32_t cp) { return cp >= 0x20 && cp != '"' && cp != '\\' && cp != 0x7F; }
 
 // The rest of a key, the trie node `n` reached so far: anything that does
@@ -225,6 +234,103 @@ StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, in
   return AddRule(hint, body + " " + ws + " \"]\"");
 }
 
+// uniqueItems over items from a small finite set (an enum/const, boolean,
+// null; at most 6 values): the array picks values it has not picked yet,
+// the state being the set picked so far (2^k rules), exact with the item
+// counts. Other items would have to be compared at run time (refused); an
+// array of at most one item is unique anyway (Array drops the keyword).
+StatusOr<std::string> Compiler::UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
+                                            const std::string& hint) {
+  const std::string where = Where(PointerJoin(ptr, "uniqueItems"));
+  if (s.Find("prefixItems") || (s.Find("items") && s.Find("items")->is_array()) || s.Find("contains"))
+    return Unsupported("uniqueItems at " + where + " beside prefixItems/contains is not supported");
+  const Json* items = s.Find("items");
+  for (int hops = 0; items && items->is_object() && items->size() == 1 && items->Find("$ref") && hops < 16; ++hops) {
+    LLM_ASSIGN_OR_RETURN(items, Resolve(items->Find("$ref")->as_string(), PointerJoin(ptr, "items")));
+  }
+  std::vector<Json> values;
+  bool finite = false;
+  if (items && items->is_object()) {
+    std::vector<std::string> types;
+    if (const Json* t = items->Find("type")) {
+      if (t->is_string()) types.push_back(t->as_string());
+      for (const auto& e : t->array()) types.push_back(e.as_string());
+    }
+    auto typed = [&](const Json& v) {
+      if (types.empty()) return true;
+      for (const auto& t : types) {
+        if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_bool()) || (t == "string" && v.is_string()) ||
+            (t == "number" && v.is_number()) || (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+            (t == "integer" && v.is_number() && std::floor(v.as_double()) == v.as_double()))
+          return true;
+      }
+      return false;
+    };
+    bool only_simple = true;
+    for (const auto& m : items->object())
+      if (m.first != "type" && m.first != "enum" && m.first != "const" && IsAnnotation(m.first) == false) only_simple = false;
+    std::vector<const Json*> listed;
+    if (const Json* c = items->Find("const")) listed.push_back(c);
+    else if (const Json* e = items->Find("enum"); e && e->is_array()) for (const auto& v : e->array()) listed.push_back(&v);
+    if (only_simple && !listed.empty()) {
+      finite = true;
+      for (const Json* v : listed) {
+        if (!typed(*v)) continue;
+        auto a = gbnf::JsonDump(*v);
+        bool dup = false;
+        for (const auto& w : values) {
+          auto b = gbnf::JsonDump(w);
+          dup = dup || (a.ok() && b.ok() && *a == *b) || (v->is_number() && w.is_number() && v->as_double() == w.as_double());
+        }
+        if (!dup) values.push_back(*v);
+      }
+    } else if (only_simple && !types.empty() &&
+               std::all_of(types.begin(), types.end(), [](const std::string& t) { return t == "boolean" || t == "null"; })) {
+      finite = true;
+      for (const auto& t : types) {
+        if (t == "boolean") {
+          values.push_back(Json::Bool(true));
+          values.push_back(Json::Bool(false));
+        } else {
+          values.push_back(Json::Null());
+        }
+      }
+    }
+  }
+  if (!finite)
+    return Unsupported("uniqueItems at " + where + " is supported only over items from a small enum/const/boolean/null set (or maxItems <= 1)");
+  if (values.size() > 6) return InvalidArgument("uniqueItems at " + where + ": more than 6 distinct item values (the limit)");
+  const int k = static_cast<int>(values.size());
+  const int64_t hi = max_items < 0 ? k : std::min<int64_t>(max_items, k);
+  if (min_items > hi) return std::string();  // not enough distinct values
+  const std::string ws = Builtin(kWs);
+  std::vector<std::string> lits;
+  for (const auto& v : values) {
+    LLM_ASSIGN_OR_RETURN(std::string t, gbnf::JsonDump(v));
+    lits.push_back(gbnf::Literal(t));
+  }
+  // rule[S]: the rest of the array after the values in S (S non-empty).
+  std::vector<std::string> names(static_cast<size_t>(1) << k);
+  for (uint32_t set = 1; set < (1u << k); ++set) names[set] = NewName(hint + "-unique");
+  for (uint32_t set = 1; set < (1u << k); ++set) {
+    const int n = std::popcount(set);
+    std::vector<std::string> alts;
+    if (n < hi)
+      for (int i = 0; i < k; ++i)
+        if (!(set >> i & 1)) alts.push_back(ws + " \",\" " + ws + " " + lits[static_cast<size_t>(i)] + " " + names[set | (1u << i)]);
+    if (n >= min_items) alts.push_back("\"\"");
+    rules_.emplace_back(names[set], alts.empty() ? "\"\"" : Alternatives(alts));
+  }
+  std::vector<std::string> first;
+  if (hi > 0)
+    for (int i = 0; i < k; ++i) first.push_back(lits[static_cast<size_t>(i)] + " " + names[1u << i]);
+  std::string body = "\"[\" " + ws + " ";
+  if (first.empty()) body += "\"]\"";
+  else if (min_items == 0) body += "( " + Alternatives(first) + " " + ws + " )? \"]\"";
+  else body += Alternatives(first) + " " + ws + " \"]\"";
+  return AddRule(hint, body);
+}
+
 StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, const std::string& hint) {
   const std::string ws = Builtin(kWs);
   auto count = [&](const char* k, int64_t* out) -> Status {
@@ -245,6 +351,9 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
     return InvalidArgument("minItems " + std::to_string(min_items) + " at " + Where(ptr) + " is above the limit of " +
                            std::to_string(kMaxCountedItems) + " items");
   if (max_items > kMaxCountedItems) max_items = kMaxCountedItems;
+
+  if (const Json* u = s.Find("uniqueItems"); u && u->as_bool() && !(max_items >= 0 && max_items <= 1))
+    return UniqueItems(s, min_items, max_items, ptr, hint);
 
   // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
   // the schema of the positions after them (nullptr: none allowed).
