@@ -272,6 +272,19 @@ CASES = [
     ("unique_untyped", {"items": {"enum": [1, 2]}, "uniqueItems": True}, "compile", [[1, 2], [1, 1], "a"], [2]),
     ("unique_untyped_any_items", {"uniqueItems": True}, ("refuse", "uniqueItems"), [], []),
     ("unique_false", {"type": "array", "items": {"type": "integer"}, "uniqueItems": False}, "compile", [[1, 1]], []),
+    # ---- minProperties / maxProperties with optional properties
+    ("min_properties_optional", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                                 "minProperties": 1, "additionalProperties": False}, "compile",
+     [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}], []),
+    ("max_properties_optional", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                                                                  "c": {"type": "integer"}}, "maxProperties": 2}, "compile",
+     [{}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}, {"c": 3}], []),
+    ("min_max_with_extras", {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+                             "additionalProperties": {"type": "string"}, "minProperties": 2, "maxProperties": 3}, "compile",
+     [{"id": 1}, {"id": 1, "x": "a"}, {"id": 1, "x": "a", "y": "b"}, {"id": 1, "x": "a", "y": "b", "z": "c"}], []),
+    ("min_properties_beyond_declared", {"type": "object", "properties": {"a": {}}, "minProperties": 2}, "compile",
+     [{"a": 1}, {"a": 1, "b": 2}, {"b": 1, "c": 2}], []),
+    ("max_properties_free", {"type": "object", "maxProperties": 1}, "compile", [{}, {"a": 1}, {"a": 1, "b": 2}], []),
 ]
 
 

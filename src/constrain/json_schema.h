@@ -17,8 +17,9 @@
 //   - objects: properties in schema order, required ones always, optional
 //     ones in any subset; other keys only when additionalProperties is true
 //     or a schema (absent counts as false once `properties` is given), and
-//     never a declared name; minProperties/maxProperties only where the
-//     required/declared counts already decide them;
+//     never a declared name; minProperties/maxProperties counted in the
+//     members' rules when the required/declared counts do not decide them
+//     (an absent additionalProperties is then true if min needs it);
 //   - uniqueItems: over items from a small enum/const/boolean/null set (the
 //     values not picked yet; <= 6), or when maxItems <= 1; else refused;
 //   - arrays: all prefixItems present (if maxItems allows); contains with

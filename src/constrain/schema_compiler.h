@@ -79,6 +79,9 @@ class Compiler {
   StatusOr<std::string> MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi, const std::string& ptr);
   StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> CountedMembers(const std::vector<std::string>& kv, const std::vector<bool>& required,
+                                       const std::string& extra_kv, int64_t min_props, int64_t max_props,
+                                       const std::string& ptr, const std::string& hint);
   StatusOr<std::string> UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
                                     const std::string& hint);
   StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,

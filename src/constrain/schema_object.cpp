@@ -1,5 +1,6 @@
 // Objects and arrays for the JSON Schema compiler (schema_compiler.h).
 #include <algorithm>
+#include <functional>
 #include <bit>
 #include <cmath>
 #include <map>
@@ -79,6 +80,61 @@ std::string Compiler::KeyNotIn(const std::vector<std::string>& names) {
   return "\"\\\"\" " + NotIn(root);
 }
 
+// An object whose member count is bounded (minProperties above the
+// required count, or maxProperties below the possible one): the members in
+// schema order, then free keys, with the count c written so far in the
+// rule: R(i, c) = the members from i on; c saturates at the bound that
+// matters. Optional members are written only while c < max, the object
+// ends only once c >= min; free keys at most 16 past the declared ones.
+StatusOr<std::string> Compiler::CountedMembers(const std::vector<std::string>& kv, const std::vector<bool>& required,
+                                               const std::string& extra_kv, int64_t min_props, int64_t max_props,
+                                               const std::string& ptr, const std::string& hint) {
+  const std::string ws = Builtin(kWs);
+  const int64_t n = static_cast<int64_t>(kv.size());
+  const int64_t cap = max_props >= 0 ? max_props : min_props;  // counts above cap behave alike
+  const int64_t extra_limit = n + kMaxExtraKeys;
+  if ((n + 1) * (cap + 1) + (cap + 1) > 20000)
+    return InvalidArgument("minProperties/maxProperties at " + Where(ptr) + ": more than 20000 rules to count the members (the limit)");
+  std::map<std::pair<int64_t, int64_t>, std::string> memo;  // (i, c) -> rule name, "" = no way to finish
+  std::function<std::string(int64_t, int64_t, int64_t)> rule = [&](int64_t i, int64_t c, int64_t written) -> std::string {
+    const int64_t key_c = std::min(c, cap);
+    const std::pair<int64_t, int64_t> key(i, i < n ? key_c : key_c * 1000 + std::min<int64_t>(written, extra_limit));
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    memo[key] = "";  // (no recursion through the same key: i or written grows)
+    const std::string sep = c > 0 ? ws + " \",\" " + ws + " " : std::string();
+    const bool can_write = max_props < 0 || c < max_props;
+    std::vector<std::string> alts;
+    if (i < n) {
+      if (can_write) {
+        const std::string next = rule(i + 1, c + 1, written + 1);
+        if (!next.empty()) alts.push_back(sep + kv[static_cast<size_t>(i)] + " " + next);
+      }
+      if (!required[static_cast<size_t>(i)]) {
+        const std::string skip = rule(i + 1, c, written);
+        if (!skip.empty()) alts.push_back(skip);
+      }
+    } else {
+      if (c >= min_props) alts.push_back(c > 0 ? ws : std::string("\"\""));
+      if (!extra_kv.empty() && can_write && written < extra_limit) {
+        const std::string next = rule(n, c + 1, written + 1);
+        if (!next.empty()) alts.push_back(sep + extra_kv + " " + next);
+      }
+    }
+    if (alts.empty()) return "";
+    std::string body = alts.size() == 1 ? alts[0] : "(";
+    if (alts.size() > 1) {
+      for (size_t a = 0; a < alts.size(); ++a) body += (a ? " | " : " ") + alts[a];
+      body += " )";
+    }
+    const std::string name = AddRule(hint + "-count", body);
+    memo[key] = name;
+    return name;
+  };
+  const std::string members = rule(0, 0, 0);
+  if (members.empty()) return std::string();  // no count fits
+  return AddRule(hint, "\"{\" " + ws + " " + members + " \"}\"");
+}
+
 StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, const std::string& hint) {
   const std::string ws = Builtin(kWs);
   struct Prop {
@@ -123,17 +179,20 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
     props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true});
   }
   const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
+  // minProperties / maxProperties: when the required and possible counts
+  // do not already decide them, the members are counted (CountedMembers).
+  int64_t min_props = 0, max_props = -1;
   if (const Json* v = s.Find("minProperties")) {
-    int64_t n = 0;
-    if (!CountValue(*v, &n)) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (static_cast<uint64_t>(n) > n_required)
-      return Unsupported("minProperties above the number of required properties at " + Where(ptr) + " is not supported");
+    if (!CountValue(*v, &min_props)) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (static_cast<uint64_t>(min_props) <= n_required) min_props = 0;
+    // More members than the declared ones: an absent additionalProperties
+    // is true (the narrowing to false would leave no object).
+    if (!extra && !s.Find("additionalProperties") && static_cast<uint64_t>(min_props) > props.size()) extra = &kTrue;
   }
   if (const Json* v = s.Find("maxProperties")) {
-    int64_t n = 0;
-    if (!CountValue(*v, &n)) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (extra || static_cast<uint64_t>(n) < props.size())
-      return Unsupported("maxProperties below the number of possible properties at " + Where(ptr) + " is not supported");
+    if (!CountValue(*v, &max_props)) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (!extra && static_cast<uint64_t>(max_props) >= props.size()) max_props = -1;
+    if (max_props >= 0 && static_cast<uint64_t>(max_props) < n_required) return std::string();  // no object
   }
 
   // One rule per member: "name" ws ":" ws value.
@@ -158,6 +217,11 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
     LLM_ASSIGN_OR_RETURN(std::string value, Visit(*extra, PointerJoin(ptr, "additionalProperties"), hint + "-additional"));
     if (IsNever(value)) extra = nullptr;
     else extra_kv = AddRule(hint + "-additional-kv", KeyNotIn(declared) + " " + ws + " \":\" " + ws + " " + value);
+  }
+  if (min_props > 0 || max_props >= 0) {
+    std::vector<bool> req;
+    for (const auto& p : props) req.push_back(p.required);
+    return CountedMembers(kv, req, extra ? extra_kv : std::string(), min_props, max_props, ptr, hint);
   }
   // rest[i]: members i.. after at least one member was written, each behind
   // a comma; optional ones may be left out.
