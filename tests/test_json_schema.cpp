@@ -475,10 +475,10 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
     const char* where;
   } cases[] = {
       {R"({"properties":{"a":{"not":{"pattern":"x"}}}})", "/properties/a/not/pattern"},
-      {R"({"patternProperties":{"^x":{}}})", "/patternProperties"},
+      {R"({"propertyNames":{"format":"email"}})", "/propertyNames/format"},
       {R"({"items":{"if":{"pattern":"a"},"then":{}}})", "/items/if/pattern"},
       {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
-      {R"({"$defs":{"d":{"propertyNames":{"maxLength":3}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames"},
+      {R"({"$defs":{"d":{"propertyNames":{"format":"ipv4"}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames/format"},
       {R"({"type":"integer","multipleOf":5,"maximum":100000})", "/multipleOf"},
       {R"({"$ref":"other.json#/x"})", "only references inside the schema"},
       {R"({"type":"array","contains":{},"maxContains":1})", "maxContains"},

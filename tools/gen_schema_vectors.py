@@ -285,6 +285,24 @@ CASES = [
     ("min_properties_beyond_declared", {"type": "object", "properties": {"a": {}}, "minProperties": 2}, "compile",
      [{"a": 1}, {"a": 1, "b": 2}, {"b": 1, "c": 2}], []),
     ("max_properties_free", {"type": "object", "maxProperties": 1}, "compile", [{}, {"a": 1}, {"a": 1, "b": 2}], []),
+    # ---- patternProperties / propertyNames
+    ("pattern_properties", {"type": "object", "patternProperties": {"^x-": {"type": "integer"}, "^s_": {"type": "string"}}},
+     "compile", [{}, {"x-a": 1}, {"x-a": "no"}, {"s_b": "ok"}, {"s_b": 2}, {"other": True}, {"x-a": 1, "s_b": "c"}], []),
+    ("pattern_properties_closed",
+     {"type": "object", "properties": {"x-fixed": {"minimum": 5}}, "patternProperties": {"^x-": {"type": "integer"}},
+      "additionalProperties": False}, "compile",
+     [{"x-fixed": 5}, {"x-fixed": 4}, {"x-fixed": 5.5}, {"x-a": 2}, {"y": 1}, {"x-fixed": 6, "x-b": 1}], []),
+    ("pattern_properties_overlap", {"type": "object", "patternProperties": {"a": {"type": "integer"}, "b": {"minimum": 3}},
+                                    "additionalProperties": {"type": "string"}}, "compile",
+     [{"ab": 3}, {"ab": 2}, {"a": 1}, {"b": 1}, {"b": 4.5}, {"c": "s"}, {"c": 1}], []),
+    ("property_names_pattern", {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}, "compile",
+     [{}, {"abc": 1}, {"aB": 1}, {"a1": 1}, {"": 1}], []),
+    ("property_names_max_length", {"type": "object", "properties": {"long_name": {}}, "propertyNames": {"maxLength": 3},
+                                   "additionalProperties": True}, "compile",
+     [{}, {"abc": 1}, {"abcd": 1}, {"long_name": 1}], []),
+    ("property_names_enum", {"type": "object", "propertyNames": {"enum": ["a", "b"]}}, "compile",
+     [{}, {"a": 1}, {"a": 1, "b": 2}, {"c": 1}], []),
+    ("property_names_false", {"type": "object", "propertyNames": False}, "compile", [{}, {"a": 1}], []),
 ]
 
 

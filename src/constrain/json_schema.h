@@ -48,6 +48,9 @@
 //     keywords beside anyOf/oneOf (merged into every branch); beside
 //     enum/const they drop the values their grammar rejects;
 //   - unknown keywords are annotations (ignored), as JSON Schema says;
+//   - patternProperties / propertyNames: free keys as the product of the
+//     patterns' automata with the declared names (schema_keys.cpp), the
+//     key's closing quote leading into the matching patterns' schema;
 //   - not / if-then-else: where the negation of the schema is a schema
 //     again (types but integer alone, required, bounds, lengths, counts,
 //     boolean/null consts, properties of those: schema_negate.cpp); if S
@@ -80,9 +83,9 @@
 //   - additional (free) keys: at most 16 per object, each at most 64
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object (json_keys.h, beside the grammar);
-// Keywords that change validity but are not handled (patternProperties,
-// propertyNames, maxContains, uniqueItems over other items, a not/if whose
-// negation is no schema, ...; docs/GRAMMAR.md lists them)
+// Keywords that change validity but are not handled (maxContains,
+// uniqueItems over other items, a not/if whose negation is no schema,
+// propertyNames by format, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
 #pragma once

@@ -29,7 +29,6 @@ constexpr int64_t kMaxVisits = 100000;
 constexpr size_t kMaxCompiledRules = 40000;
 
 const char* const kUnsupported[] = {
-    "patternProperties", "propertyNames",
     "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
@@ -689,7 +688,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     auto has = [&](std::initializer_list<const char*> ks) {
       return std::any_of(ks.begin(), ks.end(), [&](const char* k) { return s.Find(k) != nullptr; });
     };
-    if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
+    if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties", "patternProperties",
+             "propertyNames"}))
+      types.push_back("object");
     const Json* unique = s.Find("uniqueItems");
     if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"}) || (unique && unique->as_bool()))
       types.push_back("array");

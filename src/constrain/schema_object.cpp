@@ -1,5 +1,6 @@
 // Objects and arrays for the JSON Schema compiler (schema_compiler.h).
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <bit>
 #include <cmath>
@@ -142,6 +143,7 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
     const Json* schema;
     std::string ptr;
     bool required;
+    bool own = true;  // declared in properties (else a required name alone)
   };
   std::vector<Prop> props;
   const Json* properties = s.Find("properties");
@@ -176,7 +178,34 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
     if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == r; })) continue;
     if (s.Find("additionalProperties") && !extra) return std::string();  // required yet forbidden: no object
     // A required name without a schema of its own takes additionalProperties'.
-    props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true});
+    props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true, false});
+  }
+  // patternProperties / propertyNames (schema_keys.cpp): a declared name a
+  // pattern matches takes that pattern's schema too (instead of
+  // additionalProperties' for a required name alone); one propertyNames
+  // rejects cannot appear.
+  const bool keyed = s.Find("patternProperties") || s.Find("propertyNames");
+  std::deque<Json> owned;
+  if (keyed) {
+    if (s.Find("minProperties") || s.Find("maxProperties"))
+      return Unsupported("minProperties/maxProperties beside patternProperties/propertyNames at " + Where(ptr) + " is not supported");
+    std::vector<Prop> allowed;
+    for (auto& p : props) {
+      LLM_ASSIGN_OR_RETURN(auto rules, NameRules(s, p.name, ptr));
+      if (!rules.first) {
+        if (p.required) return std::string();  // a required name propertyNames forbids: no object
+        continue;
+      }
+      if (!rules.second.empty()) {
+        std::vector<Json> parts;
+        if (p.own) parts.push_back(*p.schema);
+        for (const Json* x : rules.second) parts.push_back(*x);
+        owned.push_back(parts.size() == 1 ? parts[0] : Json::Object({{"allOf", Json::Array(std::move(parts))}}));
+        p.schema = &owned.back();
+      }
+      allowed.push_back(p);
+    }
+    props = std::move(allowed);
   }
   const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
   // minProperties / maxProperties: when the required and possible counts
@@ -213,7 +242,11 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   }
   props = std::move(kept);
   std::string extra_kv;
-  if (extra) {
+  if (keyed) {
+    LLM_ASSIGN_OR_RETURN(std::string keys, PatternKeys(s, declared, extra, ptr, hint));
+    extra = keys.empty() ? nullptr : &kTrue;  // (from here on: whether free keys exist)
+    if (!keys.empty()) extra_kv = AddRule(hint + "-additional-kv", keys);
+  } else if (extra) {
     LLM_ASSIGN_OR_RETURN(std::string value, Visit(*extra, PointerJoin(ptr, "additionalProperties"), hint + "-additional"));
     if (IsNever(value)) extra = nullptr;
     else extra_kv = AddRule(hint + "-additional-kv", KeyNotIn(declared) + " " + ws + " \":\" " + ws + " " + value);
