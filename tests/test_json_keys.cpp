@@ -296,13 +296,15 @@ std::string RandomFreeSchema(std::mt19937& rng, int depth) {
       default: return RandomFreeSchema(rng, depth - 1);
     }
   };
-  switch (rng() % 6) {
+  switch (rng() % 8) {
     case 0: return R"({"type":"object"})";
     case 1: return R"({"type":"object","additionalProperties":)" + value() + "}";
     case 2: return R"({"properties":{"a":)" + value() + R"(},"additionalProperties":)" + value() + "}";
     case 3: return R"({"type":"object","properties":{"b":)" + value() + R"(},"required":["b"],"additionalProperties":)" + value() + "}";
     case 4: return R"({"type":"array","items":)" + RandomFreeSchema(rng, depth - 1 < 0 ? 0 : depth - 1) + ",\"maxItems\":3}";
-    default: return R"({"additionalProperties":{"type":"object","additionalProperties":)" + value() + "}}";
+    case 5: return R"({"additionalProperties":{"type":"object","additionalProperties":)" + value() + "}}";
+    case 6: return R"({"type":"object","patternProperties":{"^a":)" + value() + R"(,"b":)" + value() + "}}";
+    default: return R"({"type":"object","propertyNames":{"pattern":"^[ab1]+$"},"additionalProperties":)" + value() + "}";
   }
 }
 
@@ -330,6 +332,13 @@ TEST(JsonKeysMask, FixedKeysNeedNoTracker) {
                          R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false})");
   EXPECT_FALSE(program->unique_keys);
   EXPECT_FALSE(Compile(LLM_CONSTRAINT_REGEX, "\\{\"a\":1,\"a\":1\\}")->unique_keys) << "a regex is taken literally";
+  // Keys from patternProperties alone are free keys too.
+  auto pattern_keys = Compile(LLM_CONSTRAINT_JSON_SCHEMA,
+                              R"({"type":"object","patternProperties":{"^[ab]+$":{"type":"integer"}},"additionalProperties":false})");
+  EXPECT_TRUE(pattern_keys->unique_keys);
+  WalkStats stats;
+  WalkAndCheck(SmallVocab(), pattern_keys, 100, 60, 3, "{}:,\"ab1", &stats);
+  EXPECT_GT(stats.refused, 10);
 }
 
 TEST(JsonKeysMask, ExactOnSmolLM2) {

@@ -475,13 +475,13 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
     const char* where;
   } cases[] = {
       {R"({"properties":{"a":{"not":{"pattern":"x"}}}})", "/properties/a/not/pattern"},
-      {R"({"patternProperties":{"^x":{}}})", "/patternProperties"},
+      {R"({"propertyNames":{"format":"email"}})", "/propertyNames/format"},
       {R"({"items":{"if":{"pattern":"a"},"then":{}}})", "/items/if/pattern"},
       {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
-      {R"({"$defs":{"d":{"propertyNames":{"maxLength":3}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames"},
+      {R"({"$defs":{"d":{"propertyNames":{"format":"ipv4"}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames/format"},
       {R"({"type":"integer","multipleOf":5,"maximum":100000})", "/multipleOf"},
       {R"({"$ref":"other.json#/x"})", "only references inside the schema"},
-      {R"({"type":"object","properties":{"a":{}},"minProperties":2})", "minProperties"},
+      {R"({"type":"array","contains":{},"maxContains":1})", "maxContains"},
   };
   for (const auto& c : cases) {
     Status s = Error(c.schema);
@@ -765,6 +765,46 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
   std::printf("refused by file:%s\n", refused.c_str());
   EXPECT_GE(schemas, 300);
 #endif
+}
+
+
+// Hostile schemas (issue 29): deep not, a huge multipleOf, exponential
+// case splits and oneOf, long patterns: refused (or compiled) in bounded
+// time, never an internal error.
+TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
+  std::vector<std::string> cases;
+  std::string deep_not = "{}";
+  for (int i = 0; i < 100; ++i) deep_not = R"({"not":)" + deep_not + "}";
+  cases.push_back(deep_not);
+  cases.push_back(R"({"type":"integer","multipleOf":1e300})");
+  cases.push_back(R"({"type":"integer","multipleOf":9999,"minimum":0})");
+  // Four triggers per level, objects nested 12 deep: 16 variants per level.
+  std::string nested = R"({"type":"integer"})";
+  for (int i = 0; i < 12; ++i)
+    nested = R"({"type":"object","properties":{"a":{},"b":{},"c":{},"d":{},"x":)" + nested +
+             R"(},"dependentRequired":{"a":["x"],"b":["x"],"c":["x"],"d":["x"]}})";
+  cases.push_back(nested);
+  std::string ifs = R"({"type":"integer"})";
+  for (int i = 0; i < 20; ++i)
+    ifs = R"({"type":"object","properties":{"k":{"type":"string"},"v":)" + ifs + R"(},"if":{"required":["k"]},"then":{"required":["v"]}})";
+  cases.push_back(ifs);
+  std::string oneof = R"({"oneOf":[)";
+  for (int i = 0; i < 300; ++i) oneof += (i ? "," : "") + std::string(R"({"const":)") + std::to_string(i) + "}";
+  cases.push_back(oneof + "]}");
+  cases.push_back(R"({"type":"string","pattern":"^(a|b)*a(a|b){14}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^[a-z]{1,1000}$","minLength":500,"maxLength":900})");
+  for (const auto& c : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto p = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, c, {});
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!p.ok())
+      EXPECT_TRUE(p.status().code() == LLM_ERR_INVALID_ARGUMENT || p.status().code() == LLM_ERR_UNSUPPORTED)
+          << c.substr(0, 200) << ": " << p.status().message();
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
+    EXPECT_LT(ms, 3000.0) << c.substr(0, 200) << (p.ok() ? " compiled" : ": " + p.status().message());
+#endif
+    std::printf("%8.1f ms  %s  %.60s\n", ms, p.ok() ? "compiled" : "refused ", p.ok() ? c.c_str() : p.status().message().c_str());
+  }
 }
 
 

@@ -2,7 +2,7 @@
 """Checks JSON-Schema-constrained samples (issue 20's acceptance suite).
 
 Each sample line (written by `schema-suite run`, bench/schema_suite.cpp) must
-parse as JSON, validate against its schema with the PyPI `jsonschema`
+parse as JSON without a repeated key in any object, validate against its schema with the PyPI `jsonschema`
 package, format checking on (the draft's own format checker: date, time and
 date-time through rfc3339-validator, email, ipv4, uuid, ...; formats whose
 optional checker package is missing, e.g. uri without rfc3987, are not
@@ -34,6 +34,15 @@ except ImportError:
 
 def reject_constant(name):
     raise ValueError("non-JSON constant " + name)
+
+
+def reject_duplicate_keys(pairs):
+    # json.loads keeps the last of repeated keys: a validator would see
+    # something other than what the model wrote (issue 29).
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("repeated key " + repr(next(k for k in keys if keys.count(k) > 1)))
+    return dict(pairs)
 
 
 def main():
@@ -81,7 +90,7 @@ def main():
         schema = schemas[name]
         cls = validator_for(schema, default=jsonschema.Draft202012Validator)
         try:
-            value = json.loads(s["text"], parse_constant=reject_constant)
+            value = json.loads(s["text"], parse_constant=reject_constant, object_pairs_hook=reject_duplicate_keys)
             cls(schema, format_checker=cls.FORMAT_CHECKER).validate(value)
             st["valid"] += 1
         except Exception as e:  # noqa: BLE001 -- any failure is reported

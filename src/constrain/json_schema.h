@@ -11,14 +11,17 @@
 //     digits, exponents of at most 2 digits, bounded numbers never use them;
 //   - multipleOf: integers that are multiples (a number's fractional
 //     multiples left out); a range holding at most 256 of them listed, or
-//     unbounded (or from 0) by a remainder automaton, step <= 10000;
+//     unbounded (or from 0) by a remainder automaton, step <= 1000;
 //   - a number range keeps integers and decimals whose integer part lies in
 //     it (minimum 0.5 starts at 1); a range containing no integer is refused;
 //   - objects: properties in schema order, required ones always, optional
 //     ones in any subset; other keys only when additionalProperties is true
 //     or a schema (absent counts as false once `properties` is given), and
-//     never a declared name; minProperties/maxProperties only where the
-//     required/declared counts already decide them;
+//     never a declared name; minProperties/maxProperties counted in the
+//     members' rules when the required/declared counts do not decide them
+//     (an absent additionalProperties is then true if min needs it);
+//   - uniqueItems: over items from a small enum/const/boolean/null set (the
+//     values not picked yet; <= 6), or when maxItems <= 1; else refused;
 //   - arrays: all prefixItems present (if maxItems allows); contains with
 //     minContains <= 4 (items marked as hits), not beside maxContains,
 //     prefixItems or item counts;
@@ -45,6 +48,9 @@
 //     keywords beside anyOf/oneOf (merged into every branch); beside
 //     enum/const they drop the values their grammar rejects;
 //   - unknown keywords are annotations (ignored), as JSON Schema says;
+//   - patternProperties / propertyNames: free keys as the product of the
+//     patterns' automata with the declared names (schema_keys.cpp), the
+//     key's closing quote leading into the matching patterns' schema;
 //   - not / if-then-else: where the negation of the schema is a schema
 //     again (types but integer alone, required, bounds, lengths, counts,
 //     boolean/null consts, properties of those: schema_negate.cpp); if S
@@ -77,9 +83,9 @@
 //   - additional (free) keys: at most 16 per object, each at most 64
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object (json_keys.h, beside the grammar);
-// Keywords that change validity but are not handled (patternProperties,
-// propertyNames, contains, uniqueItems: true, multipleOf, unevaluated*, a
-// not/if whose negation is no schema, ...; docs/GRAMMAR.md lists them)
+// Keywords that change validity but are not handled (maxContains,
+// uniqueItems over other items, a not/if whose negation is no schema,
+// propertyNames by format, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.
 #pragma once

@@ -24,9 +24,11 @@ constexpr int kMaxDepth = 64;
 // Longest counted string repetition written out (maxLength above it is
 // narrowed to it: still sound).
 constexpr int64_t kMaxCountedLength = 4096;
+// The compiler's total work: subschemas visited, rules written.
+constexpr int64_t kMaxVisits = 100000;
+constexpr size_t kMaxCompiledRules = 40000;
 
 const char* const kUnsupported[] = {
-    "patternProperties", "propertyNames",
     "$dynamicRef", "$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
@@ -539,6 +541,12 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
   // items that need it, like a recursion out of levels).
   if (s.is_bool()) return s.as_bool() ? Builtin(kValue) : std::string();
   if (!s.is_object()) return InvalidArgument("the schema at " + Where(ptr) + " must be an object or a boolean");
+  // Case splits (dependencies, if/then/else) and merges copy subschemas:
+  // bound the total work, so a hostile schema is refused in bounded time.
+  if (++visits_ > kMaxVisits || rules_.size() > kMaxCompiledRules)
+    return InvalidArgument("the schema at " + Where(ptr) + " expands past the compiler's limits (" +
+                           std::to_string(kMaxVisits) + " subschemas or " + std::to_string(kMaxCompiledRules) +
+                           " rules once case splits and merges are written out)");
   if (++depth_ > kMaxDepth) {
     --depth_;
     return Unsupported("the schema at " + Where(ptr) + " nests deeper than 64 levels");
@@ -552,8 +560,6 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
   for (const auto& [k, v] : s.object()) {
     for (const char* u : kUnsupported)
       if (k == u) return Unsupported("keyword \"" + k + "\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
-    if (k == "uniqueItems" && !(v.is_bool() && !v.as_bool()))
-      return Unsupported("keyword \"uniqueItems\" at " + Where(PointerJoin(ptr, k)) + " is not supported");
     if (!IsAnnotation(k) && k != "$ref" && k != "anyOf" && k != "oneOf" && k != "allOf") validating_siblings = true;
   }
   if (s.Find("not") || s.Find("if") || s.Find("then") || s.Find("else")) {
@@ -609,11 +615,14 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (std::string_view(comb) == "oneOf") {
       // The grammar is anyOf's: exact only when no value matches two branches.
       size_t i = 0, j = 0;
+      bool exhausted = false;
       auto resolve = [&](const std::string& r) -> const Json* {
         auto t = Resolve(r, ptr);
         return t.ok() ? *t : nullptr;
       };
-      if (FindOverlap(branches, resolve, &i, &j))
+      if (FindOverlap(branches, resolve, &i, &j, &exhausted) && exhausted)
+        return InvalidArgument("oneOf at " + Where(ptr) + ": too many branches to prove disjoint (the limit: 200000 steps)");
+      if (i != j)
         return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
                            " are not provably disjoint (oneOf needs exactly one branch to match; give them different "
                            "types, const/enum values or ranges, or a required property whose values differ; or use anyOf)");
@@ -679,8 +688,12 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     auto has = [&](std::initializer_list<const char*> ks) {
       return std::any_of(ks.begin(), ks.end(), [&](const char* k) { return s.Find(k) != nullptr; });
     };
-    if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) types.push_back("object");
-    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"})) types.push_back("array");
+    if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties", "patternProperties",
+             "propertyNames"}))
+      types.push_back("object");
+    const Json* unique = s.Find("uniqueItems");
+    if (has({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains"}) || (unique && unique->as_bool()))
+      types.push_back("array");
     if (has({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
     if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})) types.push_back("number");
     if (types.empty()) return Builtin(kValue);
@@ -895,7 +908,7 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
 // range are listed when there are at most 256; without bounds (or with
 // minimum 0 and no maximum) a remainder automaton over the decimal digits:
 // state r after the digits so far, r' = (10 r + d) mod step, accepting at
-// 0 (step <= 10000).
+// 0 (step <= 1000).
 StatusOr<std::string> Compiler::MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi,
                                            const std::string& ptr) {
   const std::string where = Where(PointerJoin(ptr, "multipleOf"));
@@ -910,7 +923,9 @@ StatusOr<std::string> Compiler::MultipleOf(const Json& m, std::optional<int64_t>
       if (x < 9e15 && std::fabs(x - std::round(x)) < 1e-9 * std::max(1.0, x)) p = static_cast<int64_t>(std::llround(x));
       if (p != 0) break;
     }
-    if (p == 0) return Unsupported("multipleOf " + std::to_string(v) + " at " + where + " is not supported (more than 12 decimals)");
+    if (p == 0)
+      return Unsupported("multipleOf " + std::to_string(v) + " at " + where +
+                         " is not supported (only integers below 9e15 and decimals of at most 12 places)");
   }
   const int64_t step = p / std::gcd(p, q);
   if (lo && hi) {
@@ -926,7 +941,7 @@ StatusOr<std::string> Compiler::MultipleOf(const Json& m, std::optional<int64_t>
   if (hi || (lo && *lo != 0 && *lo != 1))
     return Unsupported("multipleOf at " + where + " beside a maximum, or a minimum other than 0, is not supported");
   if (step == 1) return lo ? gbnf::IntRange(lo, hi) : StatusOr<std::string>(Builtin("integer"));
-  if (step > 10000) return InvalidArgument("multipleOf at " + where + ": the step " + std::to_string(step) + " is above 10000");
+  if (step > 1000) return InvalidArgument("multipleOf at " + where + ": the step " + std::to_string(step) + " is above the limit of 1000");
   const bool positive = lo.has_value();  // minimum 0 (or 1): no sign, and 0 only for minimum 0
   std::vector<std::string> names;
   for (int64_t r = 0; r < step; ++r) names.push_back(NewName("multiple-of-" + std::to_string(step) + "-r" + std::to_string(r)));

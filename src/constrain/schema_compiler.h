@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "constrain/schema_pattern.h"
 #include "util/json.h"
 #include "util/status.h"
 
@@ -40,7 +41,7 @@ class Compiler {
   // The whole grammar text, `root` first.
   StatusOr<std::string> Compile();
   // After Compile: some object admits keys the schema does not name.
-  bool free_keys() const { return names_.count(kKeyChar) > 0 || names_.count("object-1") > 0; }
+  bool free_keys() const { return names_.count(kKeyChar) > 0 || names_.count("object-1") > 0 || pattern_keys_; }
 
   // One schema at JSON pointer `ptr` as an expression; `hint` names the
   // rules it creates.
@@ -79,6 +80,17 @@ class Compiler {
   StatusOr<std::string> MultipleOf(const Json& m, std::optional<int64_t> lo, std::optional<int64_t> hi, const std::string& ptr);
   StatusOr<std::string> Object(const Json& s, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Array(const Json& s, const std::string& ptr, const std::string& hint);
+  // patternProperties / propertyNames (schema_keys.cpp).
+  Status KeyAutomata(const Json& s, const std::string& ptr, std::vector<CharDfa>* names,
+                     std::vector<std::pair<CharDfa, const Json*>>* patterns);
+  StatusOr<std::pair<bool, std::vector<const Json*>>> NameRules(const Json& s, const std::string& name, const std::string& ptr);
+  StatusOr<std::string> PatternKeys(const Json& s, const std::vector<std::string>& declared, const Json* additional,
+                                    const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> CountedMembers(const std::vector<std::string>& kv, const std::vector<bool>& required,
+                                       const std::string& extra_kv, int64_t min_props, int64_t max_props,
+                                       const std::string& ptr, const std::string& hint);
+  StatusOr<std::string> UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
+                                    const std::string& hint);
   StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
                                  const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).
@@ -98,6 +110,8 @@ class Compiler {
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
+  int64_t visits_ = 0;  // Visit calls (kMaxVisits)
+  bool pattern_keys_ = false;  // PatternKeys wrote free keys
 };
 
 // "/a/b" + key with ~ and / escaped (RFC 6901).
@@ -123,6 +137,8 @@ using RefResolver = std::function<const Json*(const std::string&)>;
 // oneOf (schema_oneof.cpp): false when every two branches are provably
 // disjoint (no value matches both); otherwise true with the first pair not
 // proven so in *first < *second.
-bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second);
+// *exhausted: the proof ran out of its work budget (hostile schemas).
+bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second,
+                 bool* exhausted);
 
 }  // namespace llm::schema

@@ -1,5 +1,9 @@
 // Objects and arrays for the JSON Schema compiler (schema_compiler.h).
 #include <algorithm>
+#include <deque>
+#include <functional>
+#include <bit>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -24,6 +28,13 @@ struct TrieNode {
 // Keys as keychar (no escapes) sees them: a name holding '"', '\' or a
 // control character can never be typed as an extra key, so it needs no
 // exclusion.
+std::string Alternatives(const std::vector<std::string>& alts) {
+  if (alts.size() == 1) return alts[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+  return out + " )";
+}
+
 bool Typable(uint32_t cp) { return cp >= 0x20 && cp != '"' && cp != '\\' && cp != 0x7F; }
 
 // The rest of a key, the trie node `n` reached so far: anything that does
@@ -70,6 +81,61 @@ std::string Compiler::KeyNotIn(const std::vector<std::string>& names) {
   return "\"\\\"\" " + NotIn(root);
 }
 
+// An object whose member count is bounded (minProperties above the
+// required count, or maxProperties below the possible one): the members in
+// schema order, then free keys, with the count c written so far in the
+// rule: R(i, c) = the members from i on; c saturates at the bound that
+// matters. Optional members are written only while c < max, the object
+// ends only once c >= min; free keys at most 16 past the declared ones.
+StatusOr<std::string> Compiler::CountedMembers(const std::vector<std::string>& kv, const std::vector<bool>& required,
+                                               const std::string& extra_kv, int64_t min_props, int64_t max_props,
+                                               const std::string& ptr, const std::string& hint) {
+  const std::string ws = Builtin(kWs);
+  const int64_t n = static_cast<int64_t>(kv.size());
+  const int64_t cap = max_props >= 0 ? max_props : min_props;  // counts above cap behave alike
+  const int64_t extra_limit = n + kMaxExtraKeys;
+  if ((n + 1) * (cap + 1) + (cap + 1) > 20000)
+    return InvalidArgument("minProperties/maxProperties at " + Where(ptr) + ": more than 20000 rules to count the members (the limit)");
+  std::map<std::pair<int64_t, int64_t>, std::string> memo;  // (i, c) -> rule name, "" = no way to finish
+  std::function<std::string(int64_t, int64_t, int64_t)> rule = [&](int64_t i, int64_t c, int64_t written) -> std::string {
+    const int64_t key_c = std::min(c, cap);
+    const std::pair<int64_t, int64_t> key(i, i < n ? key_c : key_c * 1000 + std::min<int64_t>(written, extra_limit));
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    memo[key] = "";  // (no recursion through the same key: i or written grows)
+    const std::string sep = c > 0 ? ws + " \",\" " + ws + " " : std::string();
+    const bool can_write = max_props < 0 || c < max_props;
+    std::vector<std::string> alts;
+    if (i < n) {
+      if (can_write) {
+        const std::string next = rule(i + 1, c + 1, written + 1);
+        if (!next.empty()) alts.push_back(sep + kv[static_cast<size_t>(i)] + " " + next);
+      }
+      if (!required[static_cast<size_t>(i)]) {
+        const std::string skip = rule(i + 1, c, written);
+        if (!skip.empty()) alts.push_back(skip);
+      }
+    } else {
+      if (c >= min_props) alts.push_back(c > 0 ? ws : std::string("\"\""));
+      if (!extra_kv.empty() && can_write && written < extra_limit) {
+        const std::string next = rule(n, c + 1, written + 1);
+        if (!next.empty()) alts.push_back(sep + extra_kv + " " + next);
+      }
+    }
+    if (alts.empty()) return "";
+    std::string body = alts.size() == 1 ? alts[0] : "(";
+    if (alts.size() > 1) {
+      for (size_t a = 0; a < alts.size(); ++a) body += (a ? " | " : " ") + alts[a];
+      body += " )";
+    }
+    const std::string name = AddRule(hint + "-count", body);
+    memo[key] = name;
+    return name;
+  };
+  const std::string members = rule(0, 0, 0);
+  if (members.empty()) return std::string();  // no count fits
+  return AddRule(hint, "\"{\" " + ws + " " + members + " \"}\"");
+}
+
 StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, const std::string& hint) {
   const std::string ws = Builtin(kWs);
   struct Prop {
@@ -77,6 +143,7 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
     const Json* schema;
     std::string ptr;
     bool required;
+    bool own = true;  // declared in properties (else a required name alone)
   };
   std::vector<Prop> props;
   const Json* properties = s.Find("properties");
@@ -111,20 +178,50 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
     if (std::any_of(props.begin(), props.end(), [&](const Prop& p) { return p.name == r; })) continue;
     if (s.Find("additionalProperties") && !extra) return std::string();  // required yet forbidden: no object
     // A required name without a schema of its own takes additionalProperties'.
-    props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true});
+    props.push_back({r, extra ? extra : &kTrue, PointerJoin(ptr, "additionalProperties"), true, false});
+  }
+  // patternProperties / propertyNames (schema_keys.cpp): a declared name a
+  // pattern matches takes that pattern's schema too (instead of
+  // additionalProperties' for a required name alone); one propertyNames
+  // rejects cannot appear.
+  const bool keyed = s.Find("patternProperties") || s.Find("propertyNames");
+  std::deque<Json> owned;
+  if (keyed) {
+    if (s.Find("minProperties") || s.Find("maxProperties"))
+      return Unsupported("minProperties/maxProperties beside patternProperties/propertyNames at " + Where(ptr) + " is not supported");
+    std::vector<Prop> allowed;
+    for (auto& p : props) {
+      LLM_ASSIGN_OR_RETURN(auto rules, NameRules(s, p.name, ptr));
+      if (!rules.first) {
+        if (p.required) return std::string();  // a required name propertyNames forbids: no object
+        continue;
+      }
+      if (!rules.second.empty()) {
+        std::vector<Json> parts;
+        if (p.own) parts.push_back(*p.schema);
+        for (const Json* x : rules.second) parts.push_back(*x);
+        owned.push_back(parts.size() == 1 ? parts[0] : Json::Object({{"allOf", Json::Array(std::move(parts))}}));
+        p.schema = &owned.back();
+      }
+      allowed.push_back(p);
+    }
+    props = std::move(allowed);
   }
   const size_t n_required = static_cast<size_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
+  // minProperties / maxProperties: when the required and possible counts
+  // do not already decide them, the members are counted (CountedMembers).
+  int64_t min_props = 0, max_props = -1;
   if (const Json* v = s.Find("minProperties")) {
-    int64_t n = 0;
-    if (!CountValue(*v, &n)) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (static_cast<uint64_t>(n) > n_required)
-      return Unsupported("minProperties above the number of required properties at " + Where(ptr) + " is not supported");
+    if (!CountValue(*v, &min_props)) return InvalidArgument("minProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (static_cast<uint64_t>(min_props) <= n_required) min_props = 0;
+    // More members than the declared ones: an absent additionalProperties
+    // is true (the narrowing to false would leave no object).
+    if (!extra && !s.Find("additionalProperties") && static_cast<uint64_t>(min_props) > props.size()) extra = &kTrue;
   }
   if (const Json* v = s.Find("maxProperties")) {
-    int64_t n = 0;
-    if (!CountValue(*v, &n)) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
-    if (extra || static_cast<uint64_t>(n) < props.size())
-      return Unsupported("maxProperties below the number of possible properties at " + Where(ptr) + " is not supported");
+    if (!CountValue(*v, &max_props)) return InvalidArgument("maxProperties at " + Where(ptr) + " must be a non-negative integer");
+    if (!extra && static_cast<uint64_t>(max_props) >= props.size()) max_props = -1;
+    if (max_props >= 0 && static_cast<uint64_t>(max_props) < n_required) return std::string();  // no object
   }
 
   // One rule per member: "name" ws ":" ws value.
@@ -145,10 +242,19 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   }
   props = std::move(kept);
   std::string extra_kv;
-  if (extra) {
+  if (keyed) {
+    LLM_ASSIGN_OR_RETURN(std::string keys, PatternKeys(s, declared, extra, ptr, hint));
+    extra = keys.empty() ? nullptr : &kTrue;  // (from here on: whether free keys exist)
+    if (!keys.empty()) extra_kv = AddRule(hint + "-additional-kv", keys);
+  } else if (extra) {
     LLM_ASSIGN_OR_RETURN(std::string value, Visit(*extra, PointerJoin(ptr, "additionalProperties"), hint + "-additional"));
     if (IsNever(value)) extra = nullptr;
     else extra_kv = AddRule(hint + "-additional-kv", KeyNotIn(declared) + " " + ws + " \":\" " + ws + " " + value);
+  }
+  if (min_props > 0 || max_props >= 0) {
+    std::vector<bool> req;
+    for (const auto& p : props) req.push_back(p.required);
+    return CountedMembers(kv, req, extra ? extra_kv : std::string(), min_props, max_props, ptr, hint);
   }
   // rest[i]: members i.. after at least one member was written, each behind
   // a comma; optional ones may be left out.
@@ -225,6 +331,103 @@ StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, in
   return AddRule(hint, body + " " + ws + " \"]\"");
 }
 
+// uniqueItems over items from a small finite set (an enum/const, boolean,
+// null; at most 6 values): the array picks values it has not picked yet,
+// the state being the set picked so far (2^k rules), exact with the item
+// counts. Other items would have to be compared at run time (refused); an
+// array of at most one item is unique anyway (Array drops the keyword).
+StatusOr<std::string> Compiler::UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
+                                            const std::string& hint) {
+  const std::string where = Where(PointerJoin(ptr, "uniqueItems"));
+  if (s.Find("prefixItems") || (s.Find("items") && s.Find("items")->is_array()) || s.Find("contains"))
+    return Unsupported("uniqueItems at " + where + " beside prefixItems/contains is not supported");
+  const Json* items = s.Find("items");
+  for (int hops = 0; items && items->is_object() && items->size() == 1 && items->Find("$ref") && hops < 16; ++hops) {
+    LLM_ASSIGN_OR_RETURN(items, Resolve(items->Find("$ref")->as_string(), PointerJoin(ptr, "items")));
+  }
+  std::vector<Json> values;
+  bool finite = false;
+  if (items && items->is_object()) {
+    std::vector<std::string> types;
+    if (const Json* t = items->Find("type")) {
+      if (t->is_string()) types.push_back(t->as_string());
+      for (const auto& e : t->array()) types.push_back(e.as_string());
+    }
+    auto typed = [&](const Json& v) {
+      if (types.empty()) return true;
+      for (const auto& t : types) {
+        if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_bool()) || (t == "string" && v.is_string()) ||
+            (t == "number" && v.is_number()) || (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+            (t == "integer" && v.is_number() && std::floor(v.as_double()) == v.as_double()))
+          return true;
+      }
+      return false;
+    };
+    bool only_simple = true;
+    for (const auto& m : items->object())
+      if (m.first != "type" && m.first != "enum" && m.first != "const" && IsAnnotation(m.first) == false) only_simple = false;
+    std::vector<const Json*> listed;
+    if (const Json* c = items->Find("const")) listed.push_back(c);
+    else if (const Json* e = items->Find("enum"); e && e->is_array()) for (const auto& v : e->array()) listed.push_back(&v);
+    if (only_simple && !listed.empty()) {
+      finite = true;
+      for (const Json* v : listed) {
+        if (!typed(*v)) continue;
+        auto a = gbnf::JsonDump(*v);
+        bool dup = false;
+        for (const auto& w : values) {
+          auto b = gbnf::JsonDump(w);
+          dup = dup || (a.ok() && b.ok() && *a == *b) || (v->is_number() && w.is_number() && v->as_double() == w.as_double());
+        }
+        if (!dup) values.push_back(*v);
+      }
+    } else if (only_simple && !types.empty() &&
+               std::all_of(types.begin(), types.end(), [](const std::string& t) { return t == "boolean" || t == "null"; })) {
+      finite = true;
+      for (const auto& t : types) {
+        if (t == "boolean") {
+          values.push_back(Json::Bool(true));
+          values.push_back(Json::Bool(false));
+        } else {
+          values.push_back(Json::Null());
+        }
+      }
+    }
+  }
+  if (!finite)
+    return Unsupported("uniqueItems at " + where + " is supported only over items from a small enum/const/boolean/null set (or maxItems <= 1)");
+  if (values.size() > 6) return InvalidArgument("uniqueItems at " + where + ": more than 6 distinct item values (the limit)");
+  const int k = static_cast<int>(values.size());
+  const int64_t hi = max_items < 0 ? k : std::min<int64_t>(max_items, k);
+  if (min_items > hi) return std::string();  // not enough distinct values
+  const std::string ws = Builtin(kWs);
+  std::vector<std::string> lits;
+  for (const auto& v : values) {
+    LLM_ASSIGN_OR_RETURN(std::string t, gbnf::JsonDump(v));
+    lits.push_back(gbnf::Literal(t));
+  }
+  // rule[S]: the rest of the array after the values in S (S non-empty).
+  std::vector<std::string> names(static_cast<size_t>(1) << k);
+  for (uint32_t set = 1; set < (1u << k); ++set) names[set] = NewName(hint + "-unique");
+  for (uint32_t set = 1; set < (1u << k); ++set) {
+    const int n = std::popcount(set);
+    std::vector<std::string> alts;
+    if (n < hi)
+      for (int i = 0; i < k; ++i)
+        if (!(set >> i & 1)) alts.push_back(ws + " \",\" " + ws + " " + lits[static_cast<size_t>(i)] + " " + names[set | (1u << i)]);
+    if (n >= min_items) alts.push_back("\"\"");
+    rules_.emplace_back(names[set], alts.empty() ? "\"\"" : Alternatives(alts));
+  }
+  std::vector<std::string> first;
+  if (hi > 0)
+    for (int i = 0; i < k; ++i) first.push_back(lits[static_cast<size_t>(i)] + " " + names[1u << i]);
+  std::string body = "\"[\" " + ws + " ";
+  if (first.empty()) body += "\"]\"";
+  else if (min_items == 0) body += "( " + Alternatives(first) + " " + ws + " )? \"]\"";
+  else body += Alternatives(first) + " " + ws + " \"]\"";
+  return AddRule(hint, body);
+}
+
 StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, const std::string& hint) {
   const std::string ws = Builtin(kWs);
   auto count = [&](const char* k, int64_t* out) -> Status {
@@ -245,6 +448,9 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
     return InvalidArgument("minItems " + std::to_string(min_items) + " at " + Where(ptr) + " is above the limit of " +
                            std::to_string(kMaxCountedItems) + " items");
   if (max_items > kMaxCountedItems) max_items = kMaxCountedItems;
+
+  if (const Json* u = s.Find("uniqueItems"); u && u->as_bool() && !(max_items >= 0 && max_items <= 1))
+    return UniqueItems(s, min_items, max_items, ptr, hint);
 
   // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
   // the schema of the positions after them (nullptr: none allowed).

@@ -212,18 +212,23 @@ class Prover {
   }
 
   const RefResolver& resolve_;
-  int budget_ = 20000;
+  int budget_ = 200000;
+
+ public:
+  bool exhausted() const { return budget_ < 0; }
 };
 
 }  // namespace
 
-bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second) {
+bool FindOverlap(const std::vector<const Json*>& branches, const RefResolver& resolve, size_t* first, size_t* second,
+                 bool* exhausted) {
   Prover p(resolve);
   for (size_t i = 0; i < branches.size(); ++i) {
     for (size_t j = i + 1; j < branches.size(); ++j) {
       if (!p.Disjoint(*branches[i], *branches[j], 0)) {
         *first = i;
         *second = j;
+        *exhausted = p.exhausted();
         return true;
       }
     }

@@ -668,7 +668,9 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
   if (shortest >= min_len && max_len < 0) min_len = 0;
   // A counter up to max_len multiplies the states: narrow max_len (sound)
   // to what the limit allows, as long as it stays at or above min_len.
-  if (max_len >= 0 && static_cast<size_t>(max_len + 1) * n > kMaxRules) {
+  // (An acyclic DFA needs no narrowing: each state is reached at few
+  // lengths, so the product stays near its own size.)
+  if (longest < 0 && max_len >= 0 && static_cast<size_t>(max_len + 1) * n > kMaxRules) {
     const int64_t fit = static_cast<int64_t>(kMaxRules / n) - 1;
     if (fit < min_len || fit < shortest)
       return InvalidArgument("pattern at " + where + " with maxLength " + std::to_string(max_len) +
@@ -762,6 +764,64 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
     for (auto& [t, set] : by_target) st.edges.push_back({SetExpr(set), t});
   }
   return out;
+}
+
+StatusOr<CharDfa> PatternToDfa(std::string_view pattern, const std::string& where) {
+  Parser parser(pattern);
+  LLM_ASSIGN_OR_RETURN(auto alts, parser.Top());
+  const int any = static_cast<int>(parser.nodes.size());
+  parser.nodes.push_back(Node{Node::kSet, Writable(), {}});
+  const int any_star = static_cast<int>(parser.nodes.size());
+  parser.nodes.push_back(Node{Node::kRep, {}, {any}});
+  Nfa nfa;
+  const int start = nfa.New(), final_state = nfa.New();
+  for (const auto& a : alts) {
+    Node cat{Node::kCat, {}, {}};
+    if (!a.start) cat.kids.push_back(any_star);
+    cat.kids.push_back(a.node);
+    if (!a.end) cat.kids.push_back(any_star);
+    parser.nodes.push_back(std::move(cat));
+    const Frag f = Build(parser.nodes, static_cast<int>(parser.nodes.size()) - 1, &nfa);
+    if (nfa.overflow) return InvalidArgument("pattern at " + where + ": expands to more than " + std::to_string(kMaxNfaStates) + " states");
+    nfa.states[static_cast<size_t>(start)].eps.push_back(f.start);
+    nfa.states[static_cast<size_t>(f.end)].eps.push_back(final_state);
+  }
+  LLM_ASSIGN_OR_RETURN(Dfa dfa, Determinize(nfa, start, final_state, where));
+  const size_t n = dfa.accept.size();
+  std::vector<bool> live(n, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t q = 0; q < n; ++q) {
+      if (live[q]) continue;
+      bool l = dfa.accept[q];
+      for (int t : dfa.next[q]) l = l || (t >= 0 && live[static_cast<size_t>(t)]);
+      if (l) live[q] = changed = true;
+    }
+  }
+  CharDfa out;
+  out.edges.resize(n);
+  out.accept = dfa.accept;
+  for (size_t q = 0; q < n; ++q) {
+    if (!live[q]) continue;
+    std::map<int, Ranges> by_target;
+    for (size_t b = 0; b < dfa.blocks.size(); ++b) {
+      const int t = dfa.next[q][b];
+      if (t >= 0 && live[static_cast<size_t>(t)]) by_target[t].push_back(dfa.blocks[b]);
+    }
+    for (auto& [t, set] : by_target) out.edges[q].push_back({Intersect(set, Writable()), t});
+  }
+  if (!live[0]) out.edges.clear(), out.accept.clear();
+  return out;
+}
+
+std::string CharsExpr(const std::vector<std::pair<uint32_t, uint32_t>>& set) { return SetExpr(set); }
+
+int32_t CharDfa::Run(int32_t q, uint32_t cp) const {
+  if (q < 0 || static_cast<size_t>(q) >= edges.size()) return -1;
+  for (const auto& e : edges[static_cast<size_t>(q)])
+    for (auto [a, b] : e.chars)
+      if (cp >= a && cp <= b) return e.to;
+  return -1;
 }
 
 }  // namespace llm

@@ -52,6 +52,23 @@ struct PatternAutomaton {
   std::vector<State> states;  // states[0] is the start; empty: no string qualifies
 };
 
+// A pattern's DFA over code points (search semantics, as above), for
+// keys (patternProperties, propertyNames): states that cannot accept have
+// no edges; empty when no string matches. Edges' sets are disjoint.
+struct CharDfa {
+  struct Edge {
+    std::vector<std::pair<uint32_t, uint32_t>> chars;  // code point ranges, writable in a JSON string
+    int32_t to;
+  };
+  std::vector<std::vector<Edge>> edges;  // (states) state 0 is the start
+  std::vector<bool> accept;
+  // The state after cp from q, or -1.
+  int32_t Run(int32_t q, uint32_t cp) const;
+};
+StatusOr<CharDfa> PatternToDfa(std::string_view pattern, const std::string& where);
+// One JSON string character of the set, as a grammar expression.
+std::string CharsExpr(const std::vector<std::pair<uint32_t, uint32_t>>& set);
+
 // min_len 0 / max_len -1: no bound. `any_char` names a rule matching one
 // JSON string character (escapes included); `where` locates messages.
 StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_len, int64_t max_len,

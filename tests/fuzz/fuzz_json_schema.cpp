@@ -1,13 +1,21 @@
-// Fuzzes the JSON Schema compiler (src/constrain/json_schema.h): any input
-// either compiles or fails with a message; a compiled grammar starts with
-// its root rule and every line is one rule definition.
+// Fuzzes the JSON Schema compiler (src/constrain/json_schema.h) through the
+// whole constraint path (schema -> grammar -> parsed -> byte program): any
+// input either compiles or is refused with a message as INVALID_ARGUMENT or
+// UNSUPPORTED, never an internal error (issue 29: the server's 500s); a
+// compiled grammar starts with its root rule, every line is one rule, and
+// the matcher runs over the input's own bytes within its limits. Seeds in
+// corpus/json_schema cover the keywords of issue 29 (not, if/then/else,
+// contains, dependent*, unevaluated*, $anchor/$id, multipleOf, patterns with
+// nested quantifiers and lengths).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "constrain/constraint.h"
 #include "constrain/json_schema.h"
 #include "fuzz/common.h"
+#include "llm.h"
 
 using namespace llm;  // NOLINT
 
@@ -29,5 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LLM_FUZZ_CHECK(s.substr(line, end - line).find(" ::= ") != std::string::npos, "a line that is not a rule");
     line = end + 1;
   }
+  auto p = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, text, {});
+  if (!p.ok()) {
+    LLM_FUZZ_CHECK(p.status().code() == LLM_ERR_INVALID_ARGUMENT || p.status().code() == LLM_ERR_UNSUPPORTED,
+                   "a compiled schema's grammar refused with an unexpected code (internal)");
+    return 0;
+  }
+  constrain::Matcher m(*p);
+  (void)m.Matches(text.substr(0, 256));
   return 0;
 }
