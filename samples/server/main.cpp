@@ -3,6 +3,7 @@
 //   llm-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [-t THREADS] [--max-seqs 16] [-c CTX]
 //              [--kv-blocks N] [--max-batch-tokens N] [--http-threads N] [--chat-template FILE]
 //              [--api-key KEY]... [--api-key-file FILE] [--allowed-host NAME]... [-v]
+//   (and llama-server's common flags: options.h)
 //
 // Endpoints: POST /v1/chat/completions, POST /v1/completions (both with
 // "stream": true as server-sent events), GET /v1/models, GET /v1/stats
@@ -43,6 +44,7 @@
 #include "connection_gate.h"
 #endif
 #include "engine.h"
+#include "options.h"
 #include "request_limits.h"
 #include "routes.h"
 
@@ -50,90 +52,7 @@ namespace {
 
 constexpr size_t kThreadStackBytes = size_t{8} << 20;
 
-struct Options {
-  std::string model;
-  bool model_given = false;
-  std::string host = "127.0.0.1";
-  int port = 8080;
-  int threads = 0;
-  int max_seqs = 16;
-  int ctx = 2048;
-  bool ctx_given = false;
-  int kv_blocks = 0;
-  int n_gpu_layers = -1;  // llm_ctx_params.n_gpu_layers
-  int max_batch_tokens = 0;
-  int http_threads = 0;  // 0: 4 per sequence slot, at least 8
-  std::string chat_template;
-  std::vector<std::string> api_keys;
-  std::string api_key_file;
-  std::vector<std::string> allowed_hosts;
-  bool verbose = false;
-};
-
-[[noreturn]] void Usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: llm-server [options]\n"
-               "  -m, --model PATH        GGUF model (default: %s if present,\n"
-               "                          else the built-in stories260K); its file stem is the model id\n"
-               "  --host ADDR             address to bind (default 127.0.0.1)\n"
-               "  --port N                port (default 8080; 0 = any free port)\n"
-               "  -t, --threads N         CPU compute threads (default: all cores)\n"
-               "  --max-seqs N            sequences batched per step (default 16)\n"
-               "  -c, --ctx N             tokens per sequence (default 2048, at most the model's)\n"
-               "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
-               "  --max-batch-tokens N    token budget per engine step (default 512)\n"
-               "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
-               "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
-               "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
-               "  --chat-template FILE    Jinja chat template replacing the model's\n"
-               "  --api-key KEY           require this key (Authorization: Bearer KEY, or x-api-key) on\n"
-               "                          every endpoint but /health; repeat for several\n"
-               "  --api-key-file FILE     keys from FILE, one per line\n"
-               "  --allowed-host NAME     also answer requests whose Host (or Origin) is NAME; a server\n"
-               "                          bound to a loopback address answers local names only\n"
-               "  -v, --verbose           log every request on stderr\n",
-               chat::kDefaultChatModel);
-  std::exit(code);
-}
-
-Options ParseArgs(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    auto str = [&]() -> std::string {
-      if (v == nullptr) Usage(2);
-      ++i;
-      return v;
-    };
-    auto num = [&] {
-      ++i;
-      return static_cast<int>(cli::NumberArg(a.c_str(), v));
-    };
-    if (a == "-m" || a == "--model") { o.model = str(); o.model_given = true; }
-    else if (a == "--host") o.host = str();
-    else if (a == "--port") o.port = num();
-    else if (a == "-t" || a == "--threads") o.threads = num();
-    else if (a == "--max-seqs") o.max_seqs = num();
-    else if (a == "-c" || a == "--ctx") { o.ctx = num(); o.ctx_given = true; }
-    else if (a == "--kv-blocks") o.kv_blocks = num();
-    else if (a == "--max-batch-tokens") o.max_batch_tokens = num();
-    else if (a == "-ngl" || a == "--n-gpu-layers") o.n_gpu_layers = num();
-    else if (a == "--http-threads") o.http_threads = num();
-    else if (a == "--chat-template") o.chat_template = str();
-    else if (a == "--api-key") o.api_keys.push_back(str());
-    else if (a == "--api-key-file") o.api_key_file = str();
-    else if (a == "--allowed-host") o.allowed_hosts.push_back(str());
-    else if (a == "-v" || a == "--verbose") o.verbose = true;
-    else if (a == "-h" || a == "--help") Usage(0);
-    else Usage(2);
-  }
-  if (o.port < 0 || o.port > 65535 || o.max_seqs < 1 || o.ctx < 1 || o.http_threads < 0) Usage(2);
-  if (!o.model_given) o.model = chat::FindDefaultModel();
-  return o;
-}
-
-llm_ctx* CreateContext(const Options& o) {
+llm_ctx* CreateContext(const server::Options& o) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   p.model_path = o.model.empty() ? nullptr : o.model.c_str();
@@ -143,6 +62,7 @@ llm_ctx* CreateContext(const Options& o) {
   p.n_kv_blocks = o.kv_blocks;
   p.n_gpu_layers = o.n_gpu_layers;
   p.max_batch_tokens = o.max_batch_tokens;
+  p.kv_type = o.kv_type;
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&p, &ctx), "llm_ctx_create")) return nullptr;
   // The default context length is no longer than the model was trained for.
@@ -160,7 +80,7 @@ llm_ctx* CreateContext(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt = ParseArgs(argc, argv);
+  server::Options opt = server::ParseArgs(argc, argv);
 
   // Before any thread starts: SIGINT/SIGTERM are taken by sigwait below
   // (every thread inherits the mask), and a write to a closed socket is an
@@ -202,7 +122,7 @@ int main(int argc, char** argv) {
 
   llm_ctx* ctx = CreateContext(opt);
   if (ctx == nullptr) return 1;
-  const std::string name = chat::ModelName(opt.model);
+  const std::string name = opt.alias.empty() ? chat::ModelName(opt.model) : opt.alias;
   chat::Prompter prompter;
   std::string error;
   if (!prompter.Init(ctx, template_text, &error)) {

@@ -1,0 +1,173 @@
+#include "options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "../chat_prompt.h"
+#include "../cli_common.h"
+#include "llm.h"
+
+namespace server {
+namespace {
+
+[[noreturn]] void Usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: llm-server [options]\n"
+               "  -m, --model PATH        GGUF model (default: %s if present,\n"
+               "                          else the built-in stories260K); its file stem is the model id\n"
+               "  -a, --alias NAME        the model id to serve instead of the file stem\n"
+               "  --host ADDR             address to bind (default 127.0.0.1)\n"
+               "  --port N                port (default 8080; 0 = any free port)\n"
+               "  -t, --threads N         CPU compute threads (default: all cores)\n"
+               "  --max-seqs N, -np N     sequences batched per step (default 16)\n"
+               "  -c, --ctx N             tokens per sequence (default 2048, at most the model's)\n"
+               "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
+               "  -ctk, -ctv TYPE         KV cache element type: f32, f16 or q8_0 (both the same; CPU)\n"
+               "  --max-batch-tokens N, -b N  token budget per engine step (default 512)\n"
+               "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
+               "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
+               "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
+               "  --chat-template FILE    Jinja chat template replacing the model's\n"
+               "  --api-key KEY           require this key (Authorization: Bearer KEY, or x-api-key) on\n"
+               "                          every endpoint but /health; repeat for several\n"
+               "  --api-key-file FILE     keys from FILE, one per line\n"
+               "  --allowed-host NAME     also answer requests whose Host (or Origin) is NAME; a server\n"
+               "                          bound to a loopback address answers local names only\n"
+               "  -v, --verbose           log every request on stderr\n"
+               "llama-server's flags -ub, -fa, --jinja, --metrics, --slots, --mlock, --no-mmap,\n"
+               "--cont-batching, --no-webui, -to are accepted (each changes nothing here: a warning\n"
+               "says so); --lora, --mmproj, --embedding, --reranking, --context-shift, -sm, -ts,\n"
+               "--rope-scaling, --grammar, -md are refused by name.\n",
+               chat::kDefaultChatModel);
+  std::exit(code);
+}
+
+[[noreturn]] void Refuse(const std::string& flag, const char* why) {
+  std::fprintf(stderr, "llm-server: %s is not supported: %s\n", flag.c_str(), why);
+  std::exit(2);
+}
+
+int KvType(const std::string& flag, const char* v) {
+  if (v == nullptr) Usage(2);
+  const std::string_view t(v);
+  if (t == "f32") return LLM_KV_F32;
+  if (t == "f16") return LLM_KV_F16;
+  if (t == "q8_0") return LLM_KV_Q8_0;
+  Refuse(flag + " " + std::string(t), "the KV cache holds f32, f16 or q8_0 here");
+}
+
+// llama-server flags that change nothing here, and how many values each takes.
+struct Ignored {
+  const char* flag;
+  int values;
+  const char* why;
+};
+constexpr Ignored kIgnored[] = {
+    {"-ub", 1, "the engine sizes its own micro-batches"},
+    {"--ubatch-size", 1, "the engine sizes its own micro-batches"},
+    {"--jinja", 0, "chat templates are always rendered with Jinja"},
+    {"--metrics", 0, "/metrics is always served"},
+    {"--slots", 0, "sequences are scheduled continuously, without slots"},
+    {"--mlock", 0, "weights are memory-mapped; the system keeps what is used"},
+    {"--no-mmap", 0, "model files are always memory-mapped"},
+    {"--cont-batching", 0, "batching is always continuous"},
+    {"-cb", 0, "batching is always continuous"},
+    {"--no-webui", 0, "there is no web UI"},
+    {"-to", 1, "requests end at max_tokens or when the client goes away"},
+    {"--timeout", 1, "requests end at max_tokens or when the client goes away"},
+    {"--log-disable", 0, "logging is off unless -v"},
+    {"--no-warmup", 0, "there is no warm-up run"},
+};
+
+// llama-server flags that would change results and are not supported.
+struct Refused {
+  const char* flag;
+  const char* why;
+};
+constexpr Refused kRefused[] = {
+    {"--lora", "LoRA adapters are not supported"},
+    {"--lora-scaled", "LoRA adapters are not supported"},
+    {"--mmproj", "image input (multimodal projectors) is not supported yet"},
+    {"--embedding", "embeddings are not supported yet"},
+    {"--embeddings", "embeddings are not supported yet"},
+    {"--reranking", "reranking is not supported yet"},
+    {"--rerank", "reranking is not supported yet"},
+    {"--context-shift", "a full context ends the request (finish_reason length); it is never shifted"},
+    {"-sm", "multi-GPU splits are not supported"},
+    {"--split-mode", "multi-GPU splits are not supported"},
+    {"-ts", "multi-GPU splits are not supported"},
+    {"--tensor-split", "multi-GPU splits are not supported"},
+    {"--rope-scaling", "RoPE scaling comes from the model file only"},
+    {"--rope-freq-base", "RoPE frequencies come from the model file only"},
+    {"--grammar", "a server-wide grammar is not supported (send one per request)"},
+    {"-md", "a draft model for the server is not supported yet"},
+    {"--model-draft", "a draft model for the server is not supported yet"},
+};
+
+}  // namespace
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  int kv_k = 0, kv_v = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto str = [&]() -> std::string {
+      if (v == nullptr) Usage(2);
+      ++i;
+      return v;
+    };
+    auto num = [&] {
+      ++i;
+      return static_cast<int>(cli::NumberArg(a.c_str(), v));
+    };
+    if (a == "-m" || a == "--model") { o.model = str(); o.model_given = true; }
+    else if (a == "-a" || a == "--alias") o.alias = str();
+    else if (a == "--host") o.host = str();
+    else if (a == "--port") o.port = num();
+    else if (a == "-t" || a == "--threads") o.threads = num();
+    else if (a == "--max-seqs" || a == "-np" || a == "--parallel") o.max_seqs = num();
+    else if (a == "-c" || a == "--ctx" || a == "--ctx-size") { o.ctx = num(); o.ctx_given = true; }
+    else if (a == "--kv-blocks") o.kv_blocks = num();
+    else if (a == "-ctk" || a == "--cache-type-k") { kv_k = KvType(a, v); ++i; }
+    else if (a == "-ctv" || a == "--cache-type-v") { kv_v = KvType(a, v); ++i; }
+    else if (a == "--max-batch-tokens" || a == "-b" || a == "--batch-size") o.max_batch_tokens = num();
+    else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
+    else if (a == "--http-threads" || a == "--threads-http") o.http_threads = num();
+    else if (a == "--chat-template" || a == "--chat-template-file") o.chat_template = str();
+    else if (a == "--api-key") o.api_keys.push_back(str());
+    else if (a == "--api-key-file") o.api_key_file = str();
+    else if (a == "--allowed-host") o.allowed_hosts.push_back(str());
+    else if (a == "-v" || a == "--verbose") o.verbose = true;
+    else if (a == "-h" || a == "--help") Usage(0);
+    else if (a == "-fa" || a == "--flash-attn") {
+      // llama-server takes on|off|auto after it (older versions: nothing).
+      if (v != nullptr && (!std::strcmp(v, "on") || !std::strcmp(v, "off") || !std::strcmp(v, "auto"))) ++i;
+      std::fprintf(stderr, "llm-server: warning: %s changes nothing here: attention is always fused\n", a.c_str());
+    } else {
+      bool known = false;
+      for (const Ignored& g : kIgnored) {
+        if (a != g.flag) continue;
+        if (g.values > 0 && v == nullptr) Usage(2);
+        i += g.values;
+        std::fprintf(stderr, "llm-server: warning: %s changes nothing here: %s\n", a.c_str(), g.why);
+        known = true;
+      }
+      for (const Refused& r : kRefused)
+        if (a == r.flag) Refuse(a, r.why);
+      if (!known) {
+        std::fprintf(stderr, "llm-server: unknown option %s\n", a.c_str());
+        Usage(2);
+      }
+    }
+  }
+  if (kv_k != kv_v && kv_k != 0 && kv_v != 0) Refuse("-ctk/-ctv of different types", "K and V share one element type here");
+  o.kv_type = kv_k != 0 ? kv_k : kv_v;
+  if (o.port < 0 || o.port > 65535 || o.max_seqs < 1 || o.ctx < 1 || o.http_threads < 0) Usage(2);
+  if (!o.model_given) o.model = chat::FindDefaultModel();
+  return o;
+}
+
+}  // namespace server

@@ -1,0 +1,42 @@
+// llm-server's command line: its own options, and llama.cpp's llama-server
+// flags that applications pass when they start a server as a subprocess
+// (`-np`, `--jinja`, `-fa`, `-ctk/-ctv`, `--alias`, ...). A llama-server
+// flag that means something here is mapped onto it; one that changes
+// nothing here (a performance knob of llama.cpp's, a default we always
+// have) is accepted with a warning on stderr; one that would change the
+// results and is not supported (`--lora`, `--mmproj`, `--embedding`, ...) is
+// refused, naming it, with exit status 2.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace server {
+
+struct Options {
+  std::string model;
+  bool model_given = false;
+  std::string alias;  // the model id served; default the file stem
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 0;
+  int max_seqs = 16;
+  int ctx = 2048;
+  bool ctx_given = false;
+  int kv_blocks = 0;
+  int kv_type = 0;        // llm_ctx_params.kv_type (LLM_KV_*); 0 = AUTO
+  int n_gpu_layers = -1;  // llm_ctx_params.n_gpu_layers
+  int max_batch_tokens = 0;
+  int http_threads = 0;  // 0: 4 per sequence slot, at least 8
+  std::string chat_template;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
+  std::vector<std::string> allowed_hosts;
+  bool verbose = false;
+};
+
+// Parses argv; prints usage and exits on -h (0) or a bad or refused
+// argument (2). Warnings for accepted-but-meaningless flags go to stderr.
+Options ParseArgs(int argc, char** argv);
+
+}  // namespace server

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""llm-server started the way applications start llama.cpp's llama-server.
+
+  test_server_flags.py LLM_SERVER REPO_DIR
+
+- A llama-server command line (-m -c -ngl -np --jinja -fa on -ctk/-ctv q8_0
+  --alias -b -ub --metrics --slots --mlock --no-mmap) starts the server; the
+  alias is the model id, a chat request is served, and each flag that
+  changes nothing here is named in a warning.
+- Flags that would change results and are not supported (--lora, --mmproj,
+  --embedding, --context-shift), K and V of different types, and an unknown
+  flag end the process with status 2 and a message naming the flag.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+
+server_bin, repo = sys.argv[1:3]
+model = os.path.join(repo, "models/stories260K-f32.gguf")
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+cmd = [server_bin, "-m", model, "-c", "256", "-ngl", "0", "-np", "4", "--jinja", "-fa", "on", "-ctk", "q8_0",
+       "-ctv", "q8_0", "--alias", "my-story", "-b", "256", "-ub", "128", "--metrics", "--slots", "--mlock",
+       "--no-mmap", "--host", "127.0.0.1", "--port", "0", "-t", "1"]
+proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+line = [None]
+t = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
+t.start()
+t.join(60)
+try:
+    check(line[0] is not None and "listening on http://127.0.0.1:" in line[0], "a llama-server command line starts it: %r" % line[0])
+    if line[0] and "http://127.0.0.1:" in line[0]:
+        base = "http://127.0.0.1:%s" % line[0].split("http://127.0.0.1:")[1].split()[0]
+        models = json.loads(urllib.request.urlopen(base + "/v1/models", timeout=30).read())
+        check([m["id"] for m in models["data"]] == ["my-story"], "--alias names the model: %s" % models)
+        body = json.dumps({"model": "my-story", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 4}).encode()
+        req = urllib.request.Request(base + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"})
+        r = json.loads(urllib.request.urlopen(req, timeout=60).read())
+        check(r["choices"][0]["finish_reason"] in ("stop", "length"), "a chat request is served")
+        stats = json.loads(urllib.request.urlopen(base + "/v1/stats", timeout=30).read())
+        check(stats["backend"] == "cpu", "-ngl 0 runs on the CPU: %s" % stats["backend"])
+finally:
+    proc.terminate()
+    _, err = proc.communicate(timeout=30)
+for flag in ["-fa", "--jinja", "-ub", "--metrics", "--slots", "--mlock", "--no-mmap"]:
+    check(("warning: %s changes nothing here" % flag) in err, "%s is named in a warning" % flag)
+
+for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"), (["--embedding"], "--embedding"),
+                    (["--context-shift"], "--context-shift"), (["-ctk", "f16", "-ctv", "q8_0"], "-ctk/-ctv"),
+                    (["-ctk", "q4_0"], "-ctk q4_0"), (["--no-such-flag"], "--no-such-flag")]:
+    p = subprocess.run([server_bin, "-m", model, "--port", "0"] + extra, capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and name in p.stderr, "%s: exit 2 naming it (%d, %r)" % (" ".join(extra), p.returncode, p.stderr[:160]))
+
+if failures:
+    print("\n%d FAILED" % len(failures))
+    sys.exit(1)
+print("llama-server flags checked")
