@@ -44,6 +44,7 @@
 #include "connection_gate.h"
 #endif
 #include "engine.h"
+#include "native_routes.h"
 #include "options.h"
 #include "request_limits.h"
 #include "routes.h"
@@ -176,6 +177,18 @@ int main(int argc, char** argv) {
   svr.set_payload_max_length(server::kMaxBodyBytes);
   server::InstallAccessCheck(&svr, std::move(access));
   routes.Register(&svr);
+  {
+    llm_model_info mi{};
+    mi.struct_size = sizeof mi;
+    llm_model_get_info(ctx, &mi);
+    server::NativeInfo native;
+    native.ctx = ctx;
+    native.prompter = &prompter;
+    native.model_name = name;
+    native.n_ctx = mi.n_ctx;
+    native.total_slots = opt.max_seqs;
+    server::RegisterNativeRoutes(&svr, std::move(native));
+  }
 
   int port = opt.port;
   if (port == 0) {

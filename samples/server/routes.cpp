@@ -8,22 +8,17 @@
 #include <memory>
 #include <vector>
 
+#include "http_body.h"
 #include "metrics.h"
 #include "openai_request.h"
 #include "openai_response.h"
+#include "prompt_render.h"
 #include "request_limits.h"
 
 namespace server {
 namespace {
 
 using std::chrono::milliseconds;
-
-void SendJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
-}
-
-void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, e.http_status, ErrorBody(e)); }
 
 // What a streaming response needs beyond the handler's return: the content
 // provider and its releaser run later, on the same worker thread.
@@ -105,30 +100,6 @@ bool FitToContext(llm_ctx* ctx, int32_t n_ctx, PromptInput* in, int32_t* max_tok
   // positions must fit: the engine stops with "length" at the context's end.
   *max_tokens = static_cast<int32_t>(n_ctx - n_prompt + 1);
   return true;
-}
-
-// The body of a POST, read through our own receiver so that every body,
-// chunked ones included, stops at kMaxBodyBytes (cpp-httplib 0.11 applies
-// its payload limit to Content-Length bodies only).
-bool ReadBody(const httplib::Request& req, const httplib::ContentReader& reader, std::string* body) {
-  if (req.has_header("Content-Length") &&
-      std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > kMaxBodyBytes)
-    return false;
-  bool too_large = false;
-  reader([&](const char* data, size_t n) {
-    if (body->size() + n > kMaxBodyBytes) {
-      too_large = true;
-      return false;
-    }
-    body->append(data, n);
-    return true;
-  });
-  return !too_large;
-}
-
-// The body as JSON, nesting and duplicate keys checked (request_limits.h).
-bool ParseBody(const std::string& text, json* body, ApiError* err) {
-  return ParseRequestBody(text, body, &err->param, &err->code, &err->message);
 }
 
 }  // namespace
@@ -216,25 +187,12 @@ void Routes::Register(httplib::Server* svr) {
                          bool chat) {
     ++engine_->http_requests;
     ApiError err;
-    std::string text;
     IdleTrim::Scope trim(&idle_trim_);
-    if (req.is_multipart_form_data()) {
-      err.http_status = 415;
-      err.message = "the request body must be JSON (got " + req.get_header_value("Content-Type") + ")";
-      res.set_header("Connection", "close");
-      return SendError(res, err);
-    }
-    const bool complete = ReadBody(req, reader, &text);
-    trim.set_body_bytes(text.size());
-    if (!complete) {
-      err.http_status = 413;
-      err.message = "the request body is larger than " + std::to_string(kMaxBodyBytes) + " bytes (the limit)";
-      res.set_header("Connection", "close");
-      return SendError(res, err);
-    }
     json body;
-    if (!ParseBody(text, &body, &err)) return SendError(res, err);
-    text = std::string();
+    size_t body_bytes = 0;
+    const bool read = ReadJsonBody(req, reader, res, &body, &body_bytes);
+    trim.set_body_bytes(body_bytes);
+    if (!read) return;
     Generation g;
     try {
       if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err)))
@@ -252,25 +210,7 @@ void Routes::Register(httplib::Server* svr) {
     std::vector<const char*> stops;
     for (const std::string& s : g.stop) stops.push_back(s.c_str());
     if (chat) {
-      std::string message;
-      llm_status s;
-      if ((g.tools.active() || g.tool_history) && prompter_->tool_format() != LLM_TOOL_FORMAT_GENERIC) {
-        // A template that knows tools (Qwen, Hermes, Llama 3.1, Mistral)
-        // renders them, the earlier calls and their results itself; the
-        // model then writes calls in its own format, which the reply parser
-        // reads (LLM_TOOL_FORMAT_AUTO).
-        const std::string tools = g.tools.active() ? Dump(ToolsForTemplate(g.tools)) : std::string();
-        s = prompter_->RenderJson(Dump(g.raw_messages), g.tools.active() ? &tools : nullptr, &g.prompts[0].text,
-                                  &g.prompts[0].flags, &message);
-      } else {
-        if (g.tools.active()) AddToolsSystemPrompt(g.tools, &g.messages);
-        s = prompter_->Render(g.messages, &g.prompts[0].text, &g.prompts[0].flags, &message);
-      }
-      if (s != LLM_OK) {
-        err = StatusError(s, "chat template: " + message);
-        err.param = "messages";
-        return SendError(res, err);
-      }
+      if (!RenderChatPrompt(*prompter_, &g, &err)) return SendError(res, err);
       for (const char* s : prompter_->stops()) stops.push_back(s);
     }
 

@@ -1,6 +1,7 @@
 // Fuzzes llm-server's whole request path: the input is the raw bytes of one
 // HTTP request (request line, headers, body), read by cpp-httplib from an
-// in-memory stream and dispatched to the server's own routes (routes.cpp:
+// in-memory stream and dispatched to the server's own routes (the native
+// ones of native_routes.cpp too; routes.cpp:
 // body reading and its limits, the JSON body's depth and duplicate-key
 // checks, the OpenAI request parsers, tools and tool calls, the chat
 // template, llm_submit with its constraint compilation) on one context
@@ -21,6 +22,7 @@
 
 #include "../../samples/chat_prompt.h"
 #include "../../samples/server/engine.h"
+#include "../../samples/server/native_routes.h"
 #include "../../samples/server/request_limits.h"
 #include "../../samples/server/routes.h"
 #include "fuzz/common.h"
@@ -101,6 +103,13 @@ World& TheWorld() {
     w->routes = new server::Routes(w->engine, &w->prompter, "stories260K-f32", /*log=*/false);
     w->svr.set_payload_max_length(server::kMaxBodyBytes);
     w->routes->Register(&w->svr);
+    server::NativeInfo native;
+    native.ctx = w->ctx;
+    native.prompter = &w->prompter;
+    native.model_name = "stories260K-f32";
+    native.n_ctx = 64;
+    native.total_slots = 4;
+    server::RegisterNativeRoutes(&w->svr, native);
     return w;
   }();
   return *w;

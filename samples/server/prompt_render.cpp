@@ -1,0 +1,32 @@
+#include "prompt_render.h"
+
+#include "openai_response.h"
+#include "openai_tools.h"
+
+namespace server {
+
+bool RenderChatPrompt(const chat::Prompter& prompter, Generation* g, ApiError* err) {
+  if (g->prompts.empty()) g->prompts.resize(1);
+  std::string message;
+  llm_status s;
+  if ((g->tools.active() || g->tool_history) && prompter.tool_format() != LLM_TOOL_FORMAT_GENERIC) {
+    // A template that knows tools (Qwen, Hermes, Llama 3.1, Mistral)
+    // renders them, the earlier calls and their results itself; the model
+    // then writes calls in its own format, which the reply parser reads
+    // (LLM_TOOL_FORMAT_AUTO).
+    const std::string tools = g->tools.active() ? Dump(ToolsForTemplate(g->tools)) : std::string();
+    s = prompter.RenderJson(Dump(g->raw_messages), g->tools.active() ? &tools : nullptr, &g->prompts[0].text,
+                            &g->prompts[0].flags, &message);
+  } else {
+    if (g->tools.active()) AddToolsSystemPrompt(g->tools, &g->messages);
+    s = prompter.Render(g->messages, &g->prompts[0].text, &g->prompts[0].flags, &message);
+  }
+  if (s != LLM_OK) {
+    *err = StatusError(s, "chat template: " + message);
+    err->param = "messages";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace server
