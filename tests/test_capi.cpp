@@ -260,6 +260,18 @@ TEST_F(Api, PromptLongerThanContext) {
   EXPECT_NE(std::string(llm_last_error()).find("context"), std::string::npos);
 }
 
+// A prompt longer than any tokenization of it could fit is refused before
+// the tokenizer runs (its message counts bytes, not tokens).
+TEST_F(Api, PromptFarLongerThanContextIsRefusedBeforeTokenizing) {
+  const std::string huge(8u << 20, 'a');
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt = huge.c_str();
+  r.max_tokens = 4;
+  EXPECT_EQ(Submit(r), LLM_ERR_CONTEXT_OVERFLOW);
+  EXPECT_NE(std::string(llm_last_error()).find("bytes"), std::string::npos) << llm_last_error();
+}
+
 TEST_F(Api, TokenIdsOutOfVocabulary) {
   llm_token toks[] = {1, 99999};
   llm_request r;

@@ -195,6 +195,15 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     }
     const llm::Model& model = ctx->engine->model();
     if (r.prompt != nullptr) {
+      // A text that cannot fit the context however it tokenizes is refused
+      // before the tokenizer spends seconds on megabytes of it.
+      const size_t n_ctx = static_cast<size_t>(ctx->engine->config().n_ctx);
+      const size_t bound = 3 * model.tokenizer->max_token_bytes() * (n_ctx + 8);
+      const size_t bytes = std::strlen(r.prompt);
+      if (bytes > bound)
+        return Fail(LLM_ERR_CONTEXT_OVERFLOW, "the prompt (" + std::to_string(bytes) + " bytes) is longer than the context of " +
+                                                  std::to_string(n_ctx) + " tokens can hold (a token covers at most " +
+                                                  std::to_string(model.tokenizer->max_token_bytes()) + " bytes of text)");
       auto ids = model.tokenizer->Encode(r.prompt, (r.tokenize_flags & LLM_TOKENIZE_ADD_SPECIAL) != 0,
                                          (r.tokenize_flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0);
       if (!ids.ok()) return Fail(ids.status());

@@ -192,6 +192,8 @@ Status Tokenizer::Init() {
       case kTokenUserDefined: pieces_[i] = text; break;
       default: break;  // control, unknown, unused: nothing unless rendered
     }
+    // A special token parsed from the text covers its own text's bytes.
+    max_token_bytes_ = std::max({max_token_bytes_, pieces_[i].size(), text.size()});
   }
   return Status::Ok();
 }

@@ -83,6 +83,12 @@ class Tokenizer {
   const TokenizerData& data() const { return data_; }
   // Id of an exact token text, or -1.
   int32_t TokenId(std::string_view text) const;
+  // The most bytes of input text one token can stand for (its decoded piece
+  // or, for a special token, its text): a text of B bytes encodes to at
+  // least B / (3 * max_token_bytes()) tokens, NFC normalisation's growth of
+  // at most 3x included. Lets a caller refuse a text too long for a context
+  // without tokenizing it.
+  size_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
   Tokenizer() = default;
@@ -107,6 +113,7 @@ class Tokenizer {
   int32_t byte_ids_[256];             // byte -> token id (SPM <0xNN>, BPE byte char), -1 if none
   std::vector<std::string> pieces_;   // id -> decoded bytes (precomputed: decode is a copy)
   std::unique_ptr<PreTokenizer> pre_;
+  size_t max_token_bytes_ = 1;
 };
 
 }  // namespace llm

@@ -227,9 +227,12 @@ def expect_4xx(what, status, body, allow_ok=False):
 
 
 def case(what, path, body, content_type="application/json", allow_ok=False, timeout=60):
+    t0 = time.time()
     st, resp = post(path, body, content_type, timeout)
     expect_4xx(what, st, resp, allow_ok)
     still_serving(what)
+    if os.environ.get("SECTION_TIMES") and time.time() - t0 > 1.0:
+        print("        %.1f s: %s" % (time.time() - t0, what), flush=True)
     return st, resp
 
 
@@ -313,6 +316,15 @@ if "--crash-cases" in args:
     print("%d FAILED" % len(failures) if failures else "the three requests got 4xx")
     sys.exit(1 if failures else 0)
 
+section_t0 = [time.time(), "start"]
+
+
+def section(name):
+    if os.environ.get("SECTION_TIMES"):
+        print("%6.1f s  %s" % (time.time() - section_t0[0], section_t0[1]), flush=True)
+    section_t0[0], section_t0[1] = time.time(), name
+
+
 depths = [1000, 100000] if quick else [1000, 10000, 100000, 1000000]
 warm_rss = None
 
@@ -330,6 +342,7 @@ try:
         case(what, path, body)
 
     # ------------------------------------------------ deep nesting
+    section('deep nesting')
     for depth in depths:
         for variant in (0, 1):
             for name, (key, shape, kind) in CHAT_FIELDS.items():
@@ -357,6 +370,7 @@ try:
         check(st == (200 if ok else 400), "schema of about %d levels: %s %s" % (d, st, resp[:200]))
 
     # ----------------------------------------- schemas past the grammar's limits
+    section("schemas past the grammar's limits")
     for what, schema in [
         ("anyOf of 2000 objects", {"anyOf": [{"type": "object", "properties": {"k%d" % i: {"type": "integer"}}, "required": ["k%d" % i]} for i in range(2000)]}),
         ("enum of 100000 strings", {"enum": ["value-%d" % i for i in range(100000)]}),
@@ -372,6 +386,7 @@ try:
             check(b"param" in resp and b"response_format" in resp, "schema: %s names the parameter: %r" % (what, resp[:200]))
 
     # -------------------------------------------- huge arrays and strings
+    section('huge arrays and strings')
     n_big = 200000 if quick else 1000000
     huge_string = json.dumps("a" * (8 << 20))
     huge_array = "[" + ",".join(["1"] * n_big) + "]"
@@ -392,6 +407,7 @@ try:
     case("many prompts", "/v1/completions", with_field({"max_tokens": 4}, "prompt", huge_strings))
 
     # ---------------------------------------------------- wrong types
+    section('wrong types')
     wrong = ["1", "-1", "1.5", '"x"', "true", "null", "[]", "{}", "[1]", '{"a":1}', '[[]]', '[{}]', '""']
     chat_keys = ["messages", "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p",
                  "n", "stop", "stream", "stream_options", "logit_bias", "logprobs", "top_logprobs", "seed",
@@ -450,6 +466,7 @@ try:
         still_serving("completions: wrong types in " + key)
 
     # ------------------------------------------------ numbers out of range
+    section('numbers out of range')
     numbers = ["1e308", "-1e308", "1e999", "-1e999", "-0", "-0.0", "1e-400", "123456789012345678901234567890",
                "-123456789012345678901234567890", "18446744073709551616", "9223372036854775808", "NaN", "Infinity",
                "-Infinity", "0x10", "01", "1.", ".5", "+1"]
@@ -467,6 +484,7 @@ try:
              '{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","minimum":%s,"maxLength":%s,"minItems":%s}}}' % (v, v, v)), allow_ok=True)
 
     # ------------------------------------- invalid UTF-8 and lone surrogates
+    section('invalid UTF-8 and lone surrogates')
     bad_strings = [b'"\xff\xfe"', b'"\xc3"', b'"\xed\xa0\x80"', b'"\xf4\x90\x80\x80"', b'"\\ud800"', b'"\\udc00x"',
                    b'"\\ud800\\u0041"', b'"\xc0\xaf"', b'"a\x00b"', b'"\\u0000"']
     for s in bad_strings:
@@ -487,6 +505,7 @@ try:
         still_serving("bad strings %r" % s)
 
     # ------------------------------------------------------ duplicate keys
+    section('duplicate keys')
     case("duplicate top-level key", "/v1/chat/completions",
          '{"max_tokens":4,"messages":[{"role":"user","content":"x"}],"max_tokens":100000}')
     case("duplicate key in a message", "/v1/chat/completions",
@@ -497,6 +516,7 @@ try:
          '{"max_tokens":4,"messages":[{"role":"user","content":"x"}],' + ",".join(['"n":1'] * 100000) + "}")
 
     # ----------------------------------------------- truncated bodies
+    section('truncated bodies')
     full = json.dumps(dict(NORMAL_CHAT, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}))
     for cut in range(1, len(full), max(1, len(full) // 24)):
         st, resp = post("/v1/chat/completions", full[:cut])
@@ -509,6 +529,7 @@ try:
     still_serving("body shorter than its Content-Length")
 
     # ------------------------------------------------ content types
+    section('content types')
     for ct, body in [("application/x-www-form-urlencoded", "messages=hi&max_tokens=4"),
                      ("multipart/form-data; boundary=xx", "--xx\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--xx--\r\n"),
                      ("text/plain", "hello"), ("application/octet-stream", "\x00\x01\x02"),
@@ -521,6 +542,7 @@ try:
     still_serving("gzip content encoding")
 
     # -------------------------------------------- 100 MB bodies
+    section('100 MB bodies')
     hundred = 100 << 20
     st, resp = raw(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Content-Length: %d\r\nConnection: close\r\n\r\n" % hundred).encode(),
@@ -542,6 +564,7 @@ try:
     still_serving("absurd Content-Length")
 
     # ------------------------------------------------------ header floods
+    section('header floods')
     flood = b"".join(b"X-Flood-%d: %s\r\n" % (i, b"v" * 40) for i in range(200000))  # ~10 MB of headers
     st, resp = raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n", body_chunks=[flood, b"\r\n"], timeout=60)
     check(st is None or 400 <= st < 500, "200000 header lines: 4xx or closed (%s)" % st)
@@ -551,6 +574,7 @@ try:
     still_serving("long header line")
 
     # ------------------------------------------------------ slow bodies
+    section('slow bodies')
     body = json.dumps(NORMAL_CHAT).encode()
     st, resp = raw(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)).encode(),
@@ -568,6 +592,7 @@ try:
         s.close()
 
     # ------------------------------------------------------------ RSS
+    section('RSS')
     for _ in range(3):
         still_serving("cool-down")
     time.sleep(1)
