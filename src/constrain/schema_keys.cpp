@@ -77,11 +77,13 @@ Status Compiler::KeyAutomata(const Json& s, const std::string& ptr, std::vector<
         } else if ((k == "enum" && v.is_array()) || k == "const") {
           re = "^(?:";
           bool first = true;
-          for (const Json* e : k == "const" ? std::vector<const Json*>{&v} : [&] {
-                 std::vector<const Json*> o;
-                 for (const auto& x : v.array()) o.push_back(&x);
-                 return o;
-               }()) {
+          // (no lambda over the structured binding v: clang 14, the fuzz
+          // build's compiler, cannot capture one)
+          std::vector<const Json*> values;
+          if (k == "const") values.push_back(&v);
+          else
+            for (const auto& x : v.array()) values.push_back(&x);
+          for (const Json* e : values) {
             if (!e->is_string()) continue;
             re += (first ? "" : "|") + RegexEscape(e->as_string());
             first = false;
