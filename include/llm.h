@@ -33,8 +33,8 @@
  * ============================================================================
  *  Each llm_ctx runs one engine thread of its own (plus `n_threads` compute
  *  workers). llm_submit, llm_cancel, llm_poll, llm_wakeup, llm_get_stats,
- *  llm_tokenize, llm_detokenize and llm_model_get_info are thread-safe on one
- *  context. Token callbacks run inside llm_poll, on the thread that calls
+ *  llm_tokenize, llm_detokenize, llm_model_get_info and the llm_kv_*
+ *  functions (which take turns) are thread-safe on one context. Token callbacks run inside llm_poll, on the thread that calls
  *  llm_poll, never on the engine thread. llm_ctx_destroy must not race any
  *  other call on the same context. llm_last_error() is thread-local.
  *  A context belongs to no thread: it may be created, used, polled and

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -139,7 +140,10 @@ void RoundTrip(const std::string& path, CtxOptions o, int n_prompt = 40, int n_g
   ASSERT_EQ(Import(b.p, stream, &n_in), LLM_OK) << llm_last_error();
   EXPECT_EQ(n_in, want);
   int32_t n_again = 0;
-  EXPECT_EQ(Export(b.p, conv, &n_again), stream) << "B's re-export differs from A's stream";
+  const std::string again = Export(b.p, conv, &n_again);
+  EXPECT_EQ(again.size(), stream.size());
+  const auto diff = std::mismatch(again.begin(), again.end(), stream.begin(), stream.end());
+  EXPECT_TRUE(again == stream) << "B's re-export differs from A's stream at byte " << (diff.first - again.begin());
   EXPECT_EQ(n_again, want);
 
   const ApiGreedyRun ra = ApiGreedy(a.p, conv, 16);
@@ -500,6 +504,35 @@ TEST(KvState, CallbackMisuseAndErrors) {
   EXPECT_EQ(Import(a.p, empty, &n), LLM_ERR_KV_CORRUPT);
   EXPECT_EQ(Import(a.p, std::string("GGUF and more bytes than a header"), &n), LLM_ERR_KV_CORRUPT);
   EXPECT_NE(std::string(llm_last_error()).find("magic"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llm
+
+namespace llm {
+namespace {
+
+// Regenerates the fuzz target's seed corpus (tests/fuzz/corpus/kv_reader):
+//   build/bin/test_kv_state --gtest_also_run_disabled_tests --gtest_filter='*WriteFuzzSeeds'
+TEST(KvState, DISABLED_WriteFuzzSeeds) {
+  const std::string dir = std::string(LLM_SOURCE_DIR) + "/tests/fuzz/corpus/kv_reader";
+  std::filesystem::create_directories(dir);
+  auto save = [&](const std::string& name, const std::string& bytes) {
+    std::FILE* f = std::fopen((dir + "/" + name).c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  };
+  int32_t n = 0;
+  save("stories-f16-1block", StoriesStream(LLM_KV_F16, 20, 4, &n));
+  save("stories-q8-2blocks", StoriesStream(LLM_KV_Q8_0, 40, 4, &n));
+  save("stories-f32-empty", StoriesStream(LLM_KV_F32, 8, 2, &n));
+  const std::string g3 = SynthPath("tiny-gemma3");
+  {
+    Ctx c(g3, {LLM_KV_Q8_0});
+    save("gemma3-q8-1block", Export(c.p, Converse(c.p, 20, 4), &n));
+  }
+  std::filesystem::remove(g3);
 }
 
 }  // namespace
