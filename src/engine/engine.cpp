@@ -202,15 +202,21 @@ Status Engine::RunPaused(const std::function<Status(KvCacheManager& kv, Backend&
       return Status(LLM_ERR_SHUTDOWN, "the context is shutting down");
     }
   }
+  // Resumes the engine however fn ends (an exception included: the C API's
+  // Guard turns it into a status, and the engine must not stay parked).
+  struct Resume {
+    Engine* e;
+    ~Resume() {
+      e->pauser_.store(std::thread::id{});
+      {
+        std::lock_guard<std::mutex> lock(e->mu_);
+        e->pause_requested_ = false;
+      }
+      e->cv_.notify_all();
+    }
+  } resume{this};
   pauser_.store(std::this_thread::get_id());
-  Status st = fn(kv_, *backend_);
-  pauser_.store(std::thread::id{});
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pause_requested_ = false;
-  }
-  cv_.notify_all();
-  return st;
+  return fn(kv_, *backend_);
 }
 
 StatusOr<int32_t> Engine::ExportKv(std::span<const int32_t> tokens, uint64_t cache_salt,
