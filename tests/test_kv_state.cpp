@@ -438,6 +438,82 @@ TEST(KvState, PoolFullImportsTheLongestPrefixThatFits) {
   EXPECT_EQ(r.metrics.cached_prompt_tokens, 32);
 }
 
+// An import while a request runs in a pool it needs all of: the import may
+// take only free blocks, the request evicts them as it grows, and its
+// greedy output is the same as in a context without the import.
+TEST(KvState, ImportBesideARunningRequest) {
+  int32_t n = 0;
+  const std::string s = StoriesStream(LLM_KV_F16, 60, 20, &n);
+  ASSERT_EQ(n, 64);
+  std::vector<llm_token> prompt = Prompt(180);  // 12 of the 14 blocks once admitted
+  for (llm_token& t : prompt) t = t == 1 ? 1 : (t * 3) % 250 + 3;  // unlike the stream's tokens
+  ApiGreedyRun want;
+  {
+    Ctx ref(test::ModelPathF32(), {LLM_KV_F16, 16, 14});
+    want = ApiGreedy(ref.p, prompt, 40);
+    ASSERT_EQ(want.status, LLM_OK);
+  }
+  Ctx c(test::ModelPathF32(), {LLM_KV_F16, 16, 14});  // 224 slots for 220 tokens
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0.0f;
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt_tokens = prompt.data();
+  r.n_prompt_tokens = static_cast<int32_t>(prompt.size());
+  r.max_tokens = 40;
+  r.ignore_eos = 1;
+  r.sampling = &sp;
+  llm_request_id id = 0;
+  ASSERT_EQ(llm_submit(c.p, &r, &id), LLM_OK);
+  // Once its first token is out, the request holds 12 blocks: 32 tokens fit.
+  std::vector<llm_token> tokens;
+  llm_status final_status = LLM_ERR_INTERNAL;
+  bool done = false, imported = false, done_before_import = false;
+  int32_t got = -1;
+  for (int polls = 0; !done && polls < 6000; ++polls) {
+    llm_event ev[8];
+    for (llm_event& e : ev) {
+      std::memset(&e, 0, sizeof e);
+      e.struct_size = sizeof e;
+    }
+    uint32_t n_ev = 0;
+    ASSERT_EQ(llm_poll(c.p, ev, 8, &n_ev, 10), LLM_OK);
+    for (uint32_t i = 0; i < n_ev; ++i) {
+      if (ev[i].type == LLM_EVENT_TOKEN) tokens.push_back(ev[i].token);
+      if (ev[i].type == LLM_EVENT_FINAL) final_status = ev[i].status, done = true;
+    }
+    if (!imported && !tokens.empty()) {
+      EXPECT_EQ(Import(c.p, s, &got), LLM_OK) << llm_last_error();
+      imported = true;
+      // Every event of the steps before the import is queued by now: no
+      // final among them means the request was running during the import.
+      llm_event after[64];
+      for (llm_event& e : after) {
+        std::memset(&e, 0, sizeof e);
+        e.struct_size = sizeof e;
+      }
+      uint32_t n_after = 0;
+      ASSERT_EQ(llm_poll(c.p, after, 64, &n_after, 0), LLM_OK);
+      done_before_import = done;
+      for (uint32_t i = 0; i < n_after; ++i) {
+        if (after[i].type == LLM_EVENT_TOKEN) tokens.push_back(after[i].token);
+        if (after[i].type == LLM_EVENT_FINAL) final_status = after[i].status, done = done_before_import = true;
+      }
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(imported);
+  RecordProperty("imported_tokens", got);
+  if (!done_before_import) {
+    EXPECT_EQ(got, 32) << "the request held 12 of the 14 blocks: only 2 were free";
+  } else {
+    EXPECT_LE(got, 64);  // it may have finished first, releasing its blocks
+  }
+  EXPECT_EQ(final_status, LLM_OK);
+  EXPECT_EQ(tokens, want.tokens);
+}
+
 TEST(KvState, SaltPartitionsTheCache) {
   Ctx a(test::ModelPathF32(), {LLM_KV_F16});
   const std::vector<llm_token> conv = Converse(a.p, 40, 8);
