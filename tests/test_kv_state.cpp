@@ -390,6 +390,7 @@ TEST(KvState, RefusesTruncationAtEveryCut) {
   const std::string s = StoriesStream(LLM_KV_Q8_0, 40, 8, &n);
   ASSERT_EQ(n, 32);
   Ctx b(test::ModelPathF32(), {LLM_KV_Q8_0});
+  const size_t blocks_at = s.find("BLCK");  // where the header's sections end
   for (size_t cut = 0; cut < s.size(); ++cut) {
     const std::string t = s.substr(0, cut);
     int32_t got = -1;
@@ -397,6 +398,11 @@ TEST(KvState, RefusesTruncationAtEveryCut) {
     ASSERT_EQ(st, LLM_ERR_KV_CORRUPT) << "cut at " << cut << " of " << s.size() << ": " << llm_last_error();
     ASSERT_NE(std::string(llm_last_error()).find("truncated"), std::string::npos) << llm_last_error();
     ASSERT_LE(got, 32);
+    if (cut >= blocks_at) {
+      ASSERT_GE(got, 0) << "cut at " << cut << ": the header was accepted, so the count is reported";
+    } else {
+      ASSERT_EQ(got, -1) << "cut at " << cut << ": nothing accepted, the count is left alone";
+    }
   }
   ExpectServes(b.p, s, 32);
 }
@@ -420,6 +426,8 @@ TEST(KvState, RefusesEveryFlippedByte) {
     std::memcpy(&block_len, s.data() + blocks_at + 8, 8);
     if (i >= blocks_at && i < s.size() - 24 && (i - blocks_at) % (16 + block_len) >= 16) {
       ASSERT_EQ(st, LLM_ERR_KV_CORRUPT) << "byte " << i << ": " << llm_last_error();
+      ASSERT_GE(got, 0) << "byte " << i << ": the verified blocks before it are reported";
+      ASSERT_LE(got, 32);
     }
   }
   ExpectServes(b.p, s, 32);

@@ -32,7 +32,7 @@ llm_status Export(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens, uint6
 llm_status Import(llm_ctx* ctx, uint64_t salt, const llm::kvstate::ReadFn& read, int32_t* out_n_tokens) {
   llm::kvstate::ImportResult r = ctx->engine->ImportKv(salt, read);
   // Set on errors too once blocks may have landed (the header was accepted).
-  if (r.status.ok() || r.n_blocks_read > 0 || r.n_tokens > 0) *out_n_tokens = r.n_tokens;
+  if (r.status.ok() || r.header_ok) *out_n_tokens = r.n_tokens;
   if (!r.status.ok()) return Fail(r.status);
   return llm::capi::Ok();
 }

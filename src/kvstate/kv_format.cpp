@@ -264,7 +264,7 @@ Status StreamReader::ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* g)
   if (!in.done()) return KvCorrupt("KV stream: the geometry section (GEOM) is malformed");
   for (int32_t w : g->window)
     if (w < 0) return KvCorrupt("KV stream: negative sliding window");
-  // n_layer * n_head_kv * head_dim * block_size < 2^54: no overflow below
+  // 2 * 4 * n_layer * n_head_kv * head_dim * block_size < 2^60: no overflow
   if (g->wire().block_bytes() > kMaxBlockBytes)
     return KvCorrupt("KV stream: a block of " + std::to_string(g->wire().block_bytes()) + " bytes is larger than " +
                      std::to_string(kMaxBlockBytes));

@@ -52,6 +52,7 @@ ImportResult ImportKv(const KvTarget& t, uint64_t salt, const ReadFn& read) {
   if (r.status.ok())
     r.status = CheckCompatible(header, t.model->fingerprint, ContextGeometry(t.model->config, wire));
   if (!r.status.ok()) return r;
+  r.header_ok = true;
 
   BlockPool& pool = *t.pool;
   const KvWireLayout from = header.geometry.wire();

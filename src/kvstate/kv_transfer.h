@@ -46,6 +46,7 @@ struct ImportResult {
   Status status;          // OK, or why the import stopped early / was refused
   int32_t n_tokens = 0;   // tokens now reusable from the cache (also on error:
                           // the verified blocks before the failure stay)
+  bool header_ok = false;      // the header was read and accepted
   int32_t n_blocks_read = 0;   // blocks taken from the stream
   bool pool_full = false;      // stopped because no free block was left
 };
