@@ -33,8 +33,8 @@
  * ============================================================================
  *  Each llm_ctx runs one engine thread of its own (plus `n_threads` compute
  *  workers). llm_submit, llm_cancel, llm_poll, llm_wakeup, llm_get_stats,
- *  llm_tokenize, llm_detokenize and llm_model_get_info are thread-safe on one
- *  context. Token callbacks run inside llm_poll, on the thread that calls
+ *  llm_tokenize, llm_detokenize, llm_model_get_info and the llm_kv_*
+ *  functions (which take turns) are thread-safe on one context. Token callbacks run inside llm_poll, on the thread that calls
  *  llm_poll, never on the engine thread. llm_ctx_destroy must not race any
  *  other call on the same context. llm_last_error() is thread-local.
  *  A context belongs to no thread: it may be created, used, polled and
@@ -124,7 +124,11 @@ enum {
   LLM_ERR_BUFFER_TOO_SMALL = 12,/* output buffer too small; size reported    */
   LLM_ERR_BACKEND = 13,         /* the compute backend failed                */
   LLM_ERR_SHUTDOWN = 14,        /* the context is shutting down              */
-  LLM_ERR_INTERNAL = 15         /* a bug: please report it                   */
+  LLM_ERR_INTERNAL = 15,        /* a bug: please report it                   */
+  LLM_ERR_KV_MISMATCH = 16,     /* a KV stream from another model, another   */
+                                /* KV geometry or a newer format version     */
+  LLM_ERR_KV_CORRUPT = 17       /* a KV stream truncated, malformed or with a */
+                                /* bad checksum                              */
 };
 
 /* A static, never-NULL name for a status code ("LLM_ERR_BUSY"); unknown
@@ -765,6 +769,82 @@ LLM_API llm_status llm_chat_tool_format(llm_ctx* ctx, const char* tmpl, int32_t*
  * names the byte offset), INVALID_UTF8, BUFFER_TOO_SMALL. */
 LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, size_t text_len, char* out,
                                              size_t capacity, size_t* n_out);
+
+/* ------------------------------------------------------------ KV state
+ *
+ * A context's prefix cache can leave it and come back: export the KV of a
+ * token sequence the cache holds (e.g. a finished request's prompt + output
+ * ids: its full blocks stay cached until evicted) as a versioned stream,
+ * and import such a stream into the prefix cache of a context running the
+ * same model (docs/KV_FORMAT.md). A later llm_submit whose prompt starts
+ * with the imported tokens (and has the same cache_salt) reuses them; its
+ * final event's metrics.cached_prompt_tokens shows it.
+ *
+ *  - Only full blocks are cached, so an export covers the longest cached
+ *    prefix of `tokens` that is a whole number of blocks
+ *    (llm_ctx_params.kv_block_size tokens each; 16 by default).
+ *  - A stream carries a model fingerprint (architecture, every tensor's name,
+ *    type and shape, a hash of sampled weight bytes) and the KV geometry;
+ *    an import checks both before it reads a block, and checks each block's
+ *    checksum and chained hash before it uses it. A stream of another
+ *    element type (F32, F16, Q8_0: llm_ctx_params.kv_type) converts.
+ *  - Threads: the engine waits between two steps while an export or import
+ *    runs (requests keep queueing; their steps resume after), and the
+ *    callbacks run on the calling thread. Concurrent calls on one context
+ *    take turns. A callback may call any llm_* function on the context but
+ *    llm_ctx_destroy and another llm_kv_* (INVALID_ARGUMENT).
+ *  - The CPU backend exports and imports; the CUDA backend and partial
+ *    offload answer LLM_ERR_UNSUPPORTED for now. */
+
+/* Writes `size` bytes of the stream; returns 0, or nonzero to stop the
+ * export (it then fails with LLM_ERR_IO). */
+typedef int32_t (*llm_kv_write_fn)(void* user_data, const void* data, size_t size);
+/* Reads up to `size` bytes into `buf` and sets *n_read; fewer than `size`
+ * (0 included) only at the end of the stream. Returns 0, or nonzero for an
+ * error (the import then fails with LLM_ERR_IO). */
+typedef int32_t (*llm_kv_read_fn)(void* user_data, void* buf, size_t size, size_t* n_read);
+
+/* Streams the cached KV of tokens[0..n_tokens) through `write`, block by
+ * block (one block in memory at a time), as cached under `cache_salt`
+ * (llm_request.cache_salt). *out_n_tokens = tokens exported: a multiple of
+ * the block size, 0 when the cache holds no full block of them (a valid
+ * stream without blocks is still written).
+ * Errors: NULL_ARGUMENT (ctx, write, out_n_tokens; tokens when n_tokens >
+ * 0), INVALID_ARGUMENT (n_tokens < 0; called from a KV callback), IO (the
+ * callback said no; what it wrote is an incomplete stream, which an import
+ * refuses), UNSUPPORTED (CUDA backend), SHUTDOWN. */
+LLM_API llm_status llm_kv_export(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens, uint64_t cache_salt,
+                                 llm_kv_write_fn write, void* user_data, int32_t* out_n_tokens);
+
+/* Reads a stream through `read` into the prefix cache under `cache_salt`.
+ * *out_n_tokens = how many leading tokens of the stream's sequence are now
+ * reusable; it is set on LLM_OK and also on the errors below after the
+ * header was accepted (the blocks verified before a bad one stay usable:
+ * each was checked on its own). Blocks the cache already holds are reused,
+ * not copied. An import never evicts a block a running sequence uses: when
+ * the free (and evictable cached) blocks run out it stops there, returns
+ * LLM_OK and imports the longest prefix that fits — *out_n_tokens is then
+ * smaller than the stream's token count — leaving the rest of the stream
+ * unread.
+ * Errors: NULL_ARGUMENT (ctx, read, out_n_tokens), KV_MISMATCH (another
+ * model, another KV geometry — layers, KV heads, head dim, block size,
+ * sliding windows — or a newer format version; the message says what
+ * differs), KV_CORRUPT (truncated, malformed, bad checksum; the message
+ * names the byte offset), IO (the callback failed), INVALID_ARGUMENT (called
+ * from a KV callback), UNSUPPORTED (CUDA backend), SHUTDOWN. The context
+ * keeps serving after any of them. */
+LLM_API llm_status llm_kv_import(llm_ctx* ctx, uint64_t cache_salt, llm_kv_read_fn read, void* user_data,
+                                 int32_t* out_n_tokens);
+
+/* llm_kv_export into the file `path` (written beside it under a temporary
+ * name, then renamed over it: an existing file is replaced only by a
+ * complete stream). Errors: those of llm_kv_export; IO when the file
+ * cannot be written. */
+LLM_API llm_status llm_kv_export_file(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens, uint64_t cache_salt,
+                                      const char* path, int32_t* out_n_tokens);
+/* llm_kv_import from the file `path`. Errors: those of llm_kv_import; IO
+ * when the file cannot be opened or read. */
+LLM_API llm_status llm_kv_import_file(llm_ctx* ctx, uint64_t cache_salt, const char* path, int32_t* out_n_tokens);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <type_traits>
 
 #include "llm.h"
 
@@ -27,6 +28,25 @@ TEST(Abi, StatusValues) {
   EXPECT_EQ(LLM_ERR_BACKEND, 13);
   EXPECT_EQ(LLM_ERR_SHUTDOWN, 14);
   EXPECT_EQ(LLM_ERR_INTERNAL, 15);
+  EXPECT_EQ(LLM_ERR_KV_MISMATCH, 16);
+  EXPECT_EQ(LLM_ERR_KV_CORRUPT, 17);
+}
+
+// The KV state functions' signatures (issue 30): a change fails to compile.
+TEST(Abi, KvStateSignatures) {
+  static_assert(std::is_same_v<llm_kv_write_fn, int32_t (*)(void*, const void*, size_t)>);
+  static_assert(std::is_same_v<llm_kv_read_fn, int32_t (*)(void*, void*, size_t, size_t*)>);
+  static_assert(std::is_same_v<decltype(&llm_kv_export),
+                               llm_status (*)(llm_ctx*, const llm_token*, int32_t, uint64_t, llm_kv_write_fn, void*,
+                                              int32_t*)>);
+  static_assert(std::is_same_v<decltype(&llm_kv_import),
+                               llm_status (*)(llm_ctx*, uint64_t, llm_kv_read_fn, void*, int32_t*)>);
+  static_assert(std::is_same_v<decltype(&llm_kv_export_file),
+                               llm_status (*)(llm_ctx*, const llm_token*, int32_t, uint64_t, const char*, int32_t*)>);
+  static_assert(std::is_same_v<decltype(&llm_kv_import_file),
+                               llm_status (*)(llm_ctx*, uint64_t, const char*, int32_t*)>);
+  EXPECT_STREQ(llm_status_str(LLM_ERR_KV_MISMATCH), "LLM_ERR_KV_MISMATCH");
+  EXPECT_STREQ(llm_status_str(LLM_ERR_KV_CORRUPT), "LLM_ERR_KV_CORRUPT");
 }
 
 TEST(Abi, EnumValues) {

@@ -243,5 +243,31 @@ TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
   llm_ctx_destroy(cpu);
 }
 
+// KV export/import (issue 30) is CPU-only in this slice: a CUDA context says
+// so with a status and a message, and keeps serving.
+namespace {
+int32_t DiscardKv(void*, const void*, size_t) { return 0; }
+int32_t EmptyKv(void*, void*, size_t, size_t* n) {
+  *n = 0;
+  return 0;
+}
+}  // namespace
+
+TEST(CudaCApi, KvExportImportAreUnsupported) {
+  SKIP_WITHOUT_DEVICE();
+  llm_ctx* gpu = MakeContext(LLM_BACKEND_CUDA);
+  ASSERT_NE(gpu, nullptr);
+  const std::vector<llm_token> prompt{1, 400, 401, 402};
+  int32_t n = -1;
+  EXPECT_EQ(llm_kv_export(gpu, prompt.data(), 4, 0, DiscardKv, nullptr, &n), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("cannot export"), std::string::npos) << llm_last_error();
+  EXPECT_EQ(llm_kv_import(gpu, 0, EmptyKv, nullptr, &n), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(n, -1);
+  const GreedyRun r = Greedy(gpu, prompt, 4);
+  EXPECT_EQ(r.status, LLM_OK);
+  EXPECT_EQ(r.tokens.size(), 4u);
+  llm_ctx_destroy(gpu);
+}
+
 }  // namespace
 }  // namespace llm::test

@@ -22,6 +22,7 @@
 #include <memory>
 #include <span>
 
+#include "backend/kv_wire.h"
 #include "core/defaults.h"
 #include "llm.h"
 #include "model/config.h"
@@ -109,6 +110,25 @@ class Backend {
   // block. INVALID_ARGUMENT, copying nothing, for an id out of range.
   virtual Status SwapOutKvBlocks(std::span<const KvSwap> moves) = 0;
   virtual Status SwapInKvBlocks(std::span<const KvSwap> moves) = 0;
+
+  // ---- KV blocks in the wire layout (kv_wire.h): the KV stream format
+  // (src/kvstate/, docs/KV_FORMAT.md) reads and writes pool blocks through
+  // these. The layout is this backend's pool's, element type included;
+  // n_layer == 0 when the backend cannot (the default: CUDA and partial
+  // offload for now). Called on the thread that runs Forward, or while it
+  // is paused (Engine::RunPaused).
+  virtual KvWireLayout kv_wire_layout() const { return KvWireLayout{}; }
+  // Copies block `block`'s K and V into out (kv_wire_layout().block_bytes()
+  // bytes) / from in into the block. INVALID_ARGUMENT for a block id out of
+  // range or a wrong size; UNSUPPORTED where kv_wire_layout() is empty.
+  virtual Status ReadKvBlock(int32_t block, std::span<uint8_t> out) {
+    (void)block, (void)out;
+    return Unsupported("this backend cannot export its KV cache yet");
+  }
+  virtual Status WriteKvBlock(int32_t block, std::span<const uint8_t> in) {
+    (void)block, (void)in;
+    return Unsupported("this backend cannot import a KV cache yet");
+  }
 
   // Partial offload (split_backend.h): Forward for a backend made for the
   // layers from first_layer > 0 on (CreateCpuBackend's), which reads the

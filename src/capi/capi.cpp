@@ -86,6 +86,8 @@ LLM_API const char* llm_status_str(llm_status status) {
     case LLM_ERR_BACKEND: return "LLM_ERR_BACKEND";
     case LLM_ERR_SHUTDOWN: return "LLM_ERR_SHUTDOWN";
     case LLM_ERR_INTERNAL: return "LLM_ERR_INTERNAL";
+    case LLM_ERR_KV_MISMATCH: return "LLM_ERR_KV_MISMATCH";
+    case LLM_ERR_KV_CORRUPT: return "LLM_ERR_KV_CORRUPT";
     default: return "LLM_ERR_UNKNOWN";
   }
 }

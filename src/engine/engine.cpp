@@ -73,6 +73,7 @@ Engine::~Engine() {
     stop_ = true;
   }
   cv_.notify_all();
+  paused_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -155,7 +156,15 @@ void Engine::Run() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancel_inbox_.empty() || !scheduler_.idle(); });
+      cv_.wait(lock, [&] {
+        return stop_ || pause_requested_ || !inbox_.empty() || !cancel_inbox_.empty() || !scheduler_.idle();
+      });
+      if (pause_requested_ && !stop_) {  // RunPaused: wait here, between steps
+        paused_ = true;
+        paused_cv_.notify_all();
+        cv_.wait(lock, [&] { return stop_ || !pause_requested_; });
+        paused_ = false;
+      }
       if (stop_) break;
       inbox.swap(inbox_);
       cancels.swap(cancel_inbox_);
@@ -175,6 +184,61 @@ void Engine::Run() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& r : inbox_) live_.erase(r->id);
   inbox_.clear();
+}
+
+Status Engine::RunPaused(const std::function<Status(KvCacheManager& kv, Backend& backend)>& fn) {
+  if (pauser_.load() == std::this_thread::get_id())
+    return InvalidArgument("a KV export or import of this context is already running on this thread "
+                           "(called from its own callback)");
+  std::lock_guard<std::mutex> turn(pause_turn_);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stop_) return Status(LLM_ERR_SHUTDOWN, "the context is shutting down");
+    pause_requested_ = true;
+    cv_.notify_all();
+    paused_cv_.wait(lock, [&] { return paused_ || stop_; });
+    if (!paused_) {
+      pause_requested_ = false;
+      return Status(LLM_ERR_SHUTDOWN, "the context is shutting down");
+    }
+  }
+  // Resumes the engine however fn ends (an exception included: the C API's
+  // Guard turns it into a status, and the engine must not stay parked).
+  struct Resume {
+    Engine* e;
+    ~Resume() {
+      e->pauser_.store(std::thread::id{});
+      {
+        std::lock_guard<std::mutex> lock(e->mu_);
+        e->pause_requested_ = false;
+      }
+      e->cv_.notify_all();
+    }
+  } resume{this};
+  pauser_.store(std::this_thread::get_id());
+  return fn(kv_, *backend_);
+}
+
+StatusOr<int32_t> Engine::ExportKv(std::span<const int32_t> tokens, uint64_t cache_salt,
+                                   const kvstate::WriteFn& write) {
+  int32_t n = 0;
+  Status st = RunPaused([&](KvCacheManager& kv, Backend& backend) -> Status {
+    const kvstate::KvTarget target{&kv.pool(), &backend, model_.get()};
+    LLM_ASSIGN_OR_RETURN(n, kvstate::ExportKv(target, tokens, cache_salt, write));
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return n;
+}
+
+kvstate::ImportResult Engine::ImportKv(uint64_t cache_salt, const kvstate::ReadFn& read) {
+  kvstate::ImportResult r;
+  Status st = RunPaused([&](KvCacheManager& kv, Backend& backend) -> Status {
+    r = kvstate::ImportKv({&kv.pool(), &backend, model_.get()}, cache_salt, read);
+    return Status::Ok();
+  });
+  if (!st.ok()) r.status = st;
+  return r;
 }
 
 void Engine::Admit(std::unique_ptr<RequestState> req) {

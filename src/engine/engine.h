@@ -7,8 +7,10 @@
 // thread only; callers hand work over through `mu_`-guarded inboxes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +25,7 @@
 #include "engine/event_queue.h"
 #include "engine/request_state.h"
 #include "kv/kv_cache_manager.h"
+#include "kvstate/kv_transfer.h"
 #include "model/model.h"
 #include "sched/scheduler.h"
 #include "spec/proposer.h"
@@ -73,6 +76,20 @@ class Engine {
   // The statistics as of the last published loop iteration (Publish), in
   // one consistent snapshot: every field of a full-size struct.
   void GetStats(llm_stats* out) const;
+
+  // ---- work on the engine's own state from a caller's thread
+  // Runs `fn` on the calling thread while the engine thread waits between
+  // two steps, so fn may read and change what only the engine thread
+  // touches otherwise (the KV pool, the backend's memory). Requests keep
+  // queueing meanwhile; their steps wait. Callers take turns; a call from
+  // inside fn on the same thread (a callback calling back) fails with
+  // INVALID_ARGUMENT instead of deadlocking; SHUTDOWN once the engine stops.
+  Status RunPaused(const std::function<Status(KvCacheManager& kv, Backend& backend)>& fn);
+
+  // The KV stream of the cached prefix of `tokens` (kvstate/kv_transfer.h),
+  // and its import into the prefix cache.
+  StatusOr<int32_t> ExportKv(std::span<const int32_t> tokens, uint64_t cache_salt, const kvstate::WriteFn& write);
+  kvstate::ImportResult ImportKv(uint64_t cache_salt, const kvstate::ReadFn& read);
 
   const Model& model() const { return *model_; }
   const EngineConfig& config() const { return config_; }
@@ -125,6 +142,11 @@ class Engine {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool pause_requested_ = false;        // RunPaused wants the engine to wait
+  bool paused_ = false;                 // the engine thread is waiting for it
+  std::condition_variable paused_cv_;   // signals paused_
+  std::mutex pause_turn_;               // RunPaused callers take turns
+  std::atomic<std::thread::id> pauser_{};  // the thread inside RunPaused, if any
   std::vector<std::unique_ptr<RequestState>> inbox_;
   std::vector<uint64_t> cancel_inbox_;
   std::unordered_set<uint64_t> live_;   // submitted and not yet finished

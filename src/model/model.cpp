@@ -30,6 +30,9 @@ StatusOr<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<GgufFile> file)
                             " tokens but the model's vocabulary is " +
                             std::to_string(model->config.n_vocab));
   }
+  model->fingerprint.arch = model->config.arch;
+  for (const GgufTensorInfo& t : file->tensors())
+    AddFingerprintTensor(&model->fingerprint, t.name, t.type, t.dims, t.data, t.nbytes);
   model->file = std::move(file);
   return model;
 }

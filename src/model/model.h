@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/fingerprint.h"
 #include "model/gguf.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
@@ -23,6 +24,9 @@ struct Model {
   ModelConfig config;
   ModelWeights weights;
   std::unique_ptr<Tokenizer> tokenizer;
+  // What identifies these weights to a KV stream (model/fingerprint.h),
+  // computed at load, before a backend may drop the mapping's pages.
+  ModelFingerprint fingerprint;
 
   // Loads a GGUF file, or a Hugging Face directory (config.json,
   // *.safetensors, tokenizer.json); path == nullptr loads the model embedded

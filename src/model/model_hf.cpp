@@ -75,6 +75,9 @@ StatusOr<std::unique_ptr<Model>> Model::FromHfDir(const std::string& dir) {
     if (!tok_data.token_types.empty()) tok_data.token_types.push_back(kTokenUnused);
   }
   LLM_ASSIGN_OR_RETURN(model->tokenizer, Tokenizer::Create(std::move(tok_data)));
+  model->fingerprint.arch = model->config.arch;
+  for (const SafetensorsTensor* t : model->safetensors->All())
+    AddFingerprintTensor(&model->fingerprint, t->name, t->type, t->shape, t->data, t->nbytes);
   return model;
 }
 

@@ -33,6 +33,8 @@ inline Status ModelFormatError(std::string m) { return {LLM_ERR_MODEL_FORMAT, st
 inline Status IoError(std::string m) { return {LLM_ERR_IO, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {LLM_ERR_UNSUPPORTED, std::move(m)}; }
 inline Status OutOfMemory(std::string m) { return {LLM_ERR_OUT_OF_MEMORY, std::move(m)}; }
+inline Status KvMismatch(std::string m) { return {LLM_ERR_KV_MISMATCH, std::move(m)}; }
+inline Status KvCorrupt(std::string m) { return {LLM_ERR_KV_CORRUPT, std::move(m)}; }
 inline Status InternalError(std::string m) { return {LLM_ERR_INTERNAL, std::move(m)}; }
 
 template <typename T>

@@ -38,6 +38,9 @@ class CpuBackend final : public Backend {
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
   Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
+  KvWireLayout kv_wire_layout() const override;
+  Status ReadKvBlock(int32_t block, std::span<uint8_t> out) override;
+  Status WriteKvBlock(int32_t block, std::span<const uint8_t> in) override;
 
   const char* kernels_name() const { return k_->name; }
 

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/kv_wire.h"
 #include "util/fp16.h"
 
 namespace llm::cpu {
@@ -208,16 +209,8 @@ void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
       return;
     }
     case KvElem::kQ8: {
-      float amax = 0.0f;
-      for (int64_t d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(x[d]));
-      const float scale = amax / 127.0f, inv = scale > 0.0f ? 1.0f / scale : 0.0f;
-      int8_t* t = reinterpret_cast<int8_t*>(tile) + first;
-      for (int64_t d = 0; d < hd; ++d) {
-        // clamped, and NaN (from a non-finite row) stored as 0: the cast is
-        // only defined for values in range
-        const float r = std::nearbyint(x[d] * inv);
-        t[d * step] = static_cast<int8_t>(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r == r ? r : 0.0f);
-      }
+      // the rule of the KV wire format's Q8_0 too (backend/kv_wire.h)
+      const float scale = QuantizeRowQ8(x, hd, reinterpret_cast<int8_t*>(tile) + first, step);
       reinterpret_cast<float*>(tile + kv.scales_offset())[slot] = scale;
       return;
     }

@@ -1,0 +1,73 @@
+#include "kvstate/kv_convert.h"
+
+#include <cstring>
+#include <vector>
+
+#include "util/fp16.h"
+
+namespace llm::kvstate {
+
+void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* out) {
+  const int64_t hd = w.head_dim;
+  switch (w.elem) {
+    case LLM_KV_F32:
+      std::memcpy(out, tile + p * hd * 4, static_cast<size_t>(hd * 4));
+      return;
+    case LLM_KV_F16: {
+      for (int64_t d = 0; d < hd; ++d) {
+        uint16_t h;
+        std::memcpy(&h, tile + (p * hd + d) * 2, 2);
+        out[d] = F16ToF32(h);
+      }
+      return;
+    }
+    default: {  // Q8_0
+      float scale;
+      std::memcpy(&scale, tile + p * 4, 4);
+      const auto* q = reinterpret_cast<const int8_t*>(tile + 4 * w.block_size + p * hd);
+      for (int64_t d = 0; d < hd; ++d) out[d] = scale * static_cast<float>(q[d]);
+      return;
+    }
+  }
+}
+
+namespace {
+void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x) {
+  const int64_t hd = w.head_dim;
+  switch (w.elem) {
+    case LLM_KV_F32:
+      std::memcpy(tile + p * hd * 4, x, static_cast<size_t>(hd * 4));
+      return;
+    case LLM_KV_F16:
+      for (int64_t d = 0; d < hd; ++d) {
+        const uint16_t h = F32ToF16(x[d]);
+        std::memcpy(tile + (p * hd + d) * 2, &h, 2);
+      }
+      return;
+    default: {  // Q8_0
+      const float scale = QuantizeRowQ8(x, hd, reinterpret_cast<int8_t*>(tile + 4 * w.block_size + p * hd), 1);
+      std::memcpy(tile + p * 4, &scale, 4);
+      return;
+    }
+  }
+}
+}  // namespace
+
+void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
+                    std::span<uint8_t> out) {
+  std::vector<float> row(static_cast<size_t>(from.head_dim));
+  for (int64_t l = 0; l < from.n_layer; ++l) {
+    for (int64_t kv = 0; kv < 2; ++kv) {
+      for (int64_t h = 0; h < from.n_head_kv; ++h) {
+        const uint8_t* src = in.data() + from.TileOffset(l, kv, h);
+        uint8_t* dst = out.data() + to.TileOffset(l, kv, h);
+        for (int64_t p = 0; p < from.block_size; ++p) {
+          DecodeKvRow(from, src, p, row.data());
+          EncodeKvRow(to, dst, p, row.data());
+        }
+      }
+    }
+  }
+}
+
+}  // namespace llm::kvstate

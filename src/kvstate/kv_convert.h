@@ -1,0 +1,25 @@
+// Element-type conversion of KV blocks in the wire layout (backend/kv_wire.h),
+// for an import into a pool of another type than the stream's:
+//
+//   F16 -> F32, Q8_0 -> F32     exact (the values the source pool held)
+//   F32 -> F16                  round to nearest even (as the CPU pool stores)
+//   any -> Q8_0                 per-row scale max|x| / 127 (QuantizeRowQ8, the
+//                               CPU pool's own rule)
+//   Q8_0 -> F16                 via F32: the F16 nearest to scale * q
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backend/kv_wire.h"
+
+namespace llm::kvstate {
+
+// `from` and `to` differ only in elem; in and out have their block_bytes().
+void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
+                    std::span<uint8_t> out);
+
+// Row `p` of a tile of `w`'s element type as F32 (head_dim values).
+void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* out);
+
+}  // namespace llm::kvstate
