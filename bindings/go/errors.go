@@ -31,6 +31,8 @@ const (
 	StatusBackend         Status = C.LLM_ERR_BACKEND
 	StatusShutdown        Status = C.LLM_ERR_SHUTDOWN
 	StatusInternal        Status = C.LLM_ERR_INTERNAL
+	StatusKVMismatch      Status = C.LLM_ERR_KV_MISMATCH
+	StatusKVCorrupt       Status = C.LLM_ERR_KV_CORRUPT
 )
 
 // String gives the library's name for the code ("LLM_ERR_BUSY").

@@ -18,7 +18,8 @@ namespace Llmrt
     {
         Ok = 0, InvalidArgument = 1, NullArgument = 2, StructSize = 3, Io = 4, ModelFormat = 5,
         Unsupported = 6, OutOfMemory = 7, Busy = 8, NotFound = 9, ContextOverflow = 10,
-        InvalidUtf8 = 11, BufferTooSmall = 12, Backend = 13, Shutdown = 14, Internal = 15
+        InvalidUtf8 = 11, BufferTooSmall = 12, Backend = 13, Shutdown = 14, Internal = 15,
+        KvMismatch = 16, KvCorrupt = 17
     }
 
     /// <summary>A failed call: the status and the library's message.</summary>

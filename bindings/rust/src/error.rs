@@ -21,6 +21,10 @@ pub enum Status {
     Backend,
     Shutdown,
     Internal,
+    /// A KV stream made for another model or KV geometry (llm_kv_import).
+    KvMismatch,
+    /// A KV stream that is truncated or corrupted (llm_kv_import).
+    KvCorrupt,
     /// A code this binding does not know (from a newer library).
     Other(i32),
 }
@@ -43,6 +47,8 @@ impl Status {
             sys::LLM_ERR_BACKEND => Status::Backend,
             sys::LLM_ERR_SHUTDOWN => Status::Shutdown,
             sys::LLM_ERR_INTERNAL => Status::Internal,
+            sys::LLM_ERR_KV_MISMATCH => Status::KvMismatch,
+            sys::LLM_ERR_KV_CORRUPT => Status::KvCorrupt,
             other => Status::Other(other),
         }
     }
@@ -64,6 +70,8 @@ impl Status {
             Status::Backend => sys::LLM_ERR_BACKEND,
             Status::Shutdown => sys::LLM_ERR_SHUTDOWN,
             Status::Internal => sys::LLM_ERR_INTERNAL,
+            Status::KvMismatch => sys::LLM_ERR_KV_MISMATCH,
+            Status::KvCorrupt => sys::LLM_ERR_KV_CORRUPT,
             Status::Other(c) => c,
         }
     }

@@ -39,6 +39,8 @@ pub const LLM_ERR_BUFFER_TOO_SMALL: llm_status = 12;
 pub const LLM_ERR_BACKEND: llm_status = 13;
 pub const LLM_ERR_SHUTDOWN: llm_status = 14;
 pub const LLM_ERR_INTERNAL: llm_status = 15;
+pub const LLM_ERR_KV_MISMATCH: llm_status = 16;
+pub const LLM_ERR_KV_CORRUPT: llm_status = 17;
 
 pub const LLM_BACKEND_AUTO: i32 = 0;
 pub const LLM_BACKEND_CPU: i32 = 1;
