@@ -810,8 +810,17 @@ StatusOr<std::string> Compiler::EnumConst(const Json& s, const std::string& ptr,
   if (const Json* c = s.Find("const")) values.push_back(c);
   if (const Json* e = s.Find("enum")) {
     if (!e->is_array()) return InvalidArgument("enum at " + Where(ptr) + " must be an array");
-    if (s.Find("const")) return Unsupported("enum beside const at " + Where(ptr) + " is not supported");
-    for (const auto& v : e->array()) values.push_back(&v);
+    if (const Json* c = s.Find("const")) {  // both: the enum's values equal to the const
+      auto a = gbnf::JsonDump(*c);
+      values.clear();
+      for (const auto& v : e->array()) {
+        auto b = gbnf::JsonDump(v);
+        if (a.ok() && b.ok() && (*a == *b || (v.is_number() && c->is_number() && v.as_double() == c->as_double())))
+          values.push_back(&v);
+      }
+    } else {
+      for (const auto& v : e->array()) values.push_back(&v);
+    }
   }
   std::vector<std::string> alts;
   for (const Json* v : values) {
