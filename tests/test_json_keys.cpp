@@ -35,6 +35,12 @@ class RepeatFinder {
     Value();
     return repeat_;
   }
+  // When the input ends inside a key: its raw text so far and the keys its
+  // object has.
+  bool in_key = false;
+  bool between = false;  // in an object after "{", "," or a member: a key or "}" next
+  std::string raw_key;
+  std::vector<std::string> keys_before;
 
  private:
   bool End() const { return i_ >= s_.size(); }
@@ -69,16 +75,29 @@ class RepeatFinder {
     std::set<std::string> keys;
     for (;;) {
       Ws();
-      if (End()) return false;
+      if (End()) {
+        between = true;
+        keys_before.assign(keys.begin(), keys.end());
+        return false;
+      }
       if (s_[i_] == '}') {
         ++i_;
         return true;
       }
       if (s_[i_] == ',') ++i_;
       Ws();
-      if (End()) return false;
+      if (End()) {
+        between = true;
+        keys_before.assign(keys.begin(), keys.end());
+        return false;
+      }
       std::string raw;
-      if (!String(&raw)) return false;
+      if (!String(&raw)) {
+        in_key = true;
+        raw_key = raw;
+        keys_before.assign(keys.begin(), keys.end());
+        return false;
+      }
       auto key = ParseJson("\"" + raw + "\"");
       if (!keys.insert(key.ok() ? key->as_string() : raw).second) repeat_ = true;
       Ws();
@@ -107,6 +126,30 @@ class RepeatFinder {
 };
 
 bool RepeatsAKey(std::string_view s) { return RepeatFinder(s).Run(); }
+
+// A dead end by brute force: the output ends inside a key, and no byte
+// sequence the grammar allows closes it on a name its object lacks.
+bool DeadKey(Matcher& m, Matcher::StateId s, const std::string& out, int depth) {
+  RepeatFinder f(out);
+  f.Run();
+  if (!(f.in_key || f.between) || depth > 24) return false;
+  if (f.between && f.keys_before.empty()) return false;  // no key to repeat
+  auto decoded = ParseJson("\"" + f.raw_key + "\"");
+  if (f.in_key && decoded.ok()) {
+    const std::string& p = decoded->as_string();
+    if (std::none_of(f.keys_before.begin(), f.keys_before.end(), [&](const std::string& k) { return k.compare(0, p.size(), p) == 0; }))
+      return false;  // no existing key starts so: whatever closes it is new
+  }
+  for (int b = 0; b < 256; ++b) {
+    if (f.between && std::strchr(" \t\n\r", b) != nullptr && b != 0) continue;  // whitespace leads to the same place
+    const Matcher::StateId t = m.Step(s, static_cast<uint8_t>(b));
+    if (t == Matcher::kDead) continue;
+    const std::string o2 = out + static_cast<char>(b);
+    if (RepeatsAKey(o2)) continue;
+    if (!DeadKey(m, t, o2, depth + 1)) return false;
+  }
+  return true;
+}
 
 // A parsed value with a repeated key at any depth.
 bool HasRepeat(const Json& v) {
@@ -194,6 +237,7 @@ std::shared_ptr<const TokenTrie> SmallVocab() {
 struct WalkStats {
   int completed = 0;       // walks that ended on a complete value
   int refused = 0;         // tokens the key check took out of a mask
+  int dead_ends = 0;       // tokens after which every way to close the key repeats one
 };
 
 // Random walks through `program` with a ConstraintState (the engine's
@@ -219,10 +263,21 @@ void WalkAndCheck(const std::shared_ptr<const TokenTrie>& trie, const std::share
       const std::vector<uint64_t> mask = cs.Mask(history);
       const Matcher::StateId s = ref.Current();
       std::vector<int32_t> allowed;
+      RepeatFinder here(out);
+      here.Run();
       for (int32_t t = 0; t < trie->n_vocab(); ++t) {
-        if (trie->IsEog(t) || !trie->in_trie(t) || ref.StepBytes(s, trie->piece(t)) == Matcher::kDead) continue;
-        if (trie->piece(t).find('"') != std::string::npos && RepeatsAKey(out + trie->piece(t))) {
-          stats->refused += RepeatsAKey(out) ? 0 : 1;
+        if (trie->IsEog(t) || !trie->in_trie(t)) continue;
+        const Matcher::StateId s2 = ref.StepBytes(s, trie->piece(t));
+        if (s2 == Matcher::kDead) continue;
+        const bool quoted = trie->piece(t).find('"') != std::string::npos;
+        if (quoted && RepeatsAKey(out + trie->piece(t))) {
+          ++stats->refused;
+          continue;
+        }
+        const bool full = trie->n_vocab() < 1000;  // a small vocabulary: every token against the brute force
+        if ((full || quoted || here.in_key || trie->piece(t).find(',') != std::string::npos) &&
+            DeadKey(ref, s2, out + trie->piece(t), 0)) {
+          ++stats->dead_ends;
           continue;
         }
         allowed.push_back(t);
@@ -339,6 +394,20 @@ TEST(JsonKeysMask, FixedKeysNeedNoTracker) {
   WalkStats stats;
   WalkAndCheck(SmallVocab(), pattern_keys, 100, 60, 3, "{}:,\"ab1", &stats);
   EXPECT_GT(stats.refused, 10);
+}
+
+// A finite key language (propertyNames enum, a closed set of pattern keys)
+// runs out: once "a" and "b" are written, a third key would have to repeat
+// one. The token that starts it is a dead end and is masked like a repeat;
+// EOS only ever comes at the end (issue 29).
+TEST(JsonKeysMask, KeysThatCanOnlyRepeatAreDeadEnds) {
+  WalkStats stats;
+  for (const char* schema : {R"({"type":"object","propertyNames":{"enum":["a","b"]}})",
+                             R"({"type":"object","patternProperties":{"^(a|ab|b)$":{"type":"integer"}},"additionalProperties":false})"}) {
+    SCOPED_TRACE(schema);
+    WalkAndCheck(SmallVocab(), Compile(LLM_CONSTRAINT_JSON_SCHEMA, schema), 150, 60, 11, "{}:,\"ab1", &stats);
+  }
+  EXPECT_GT(stats.dead_ends, 10);
 }
 
 TEST(JsonKeysMask, ExactOnSmolLM2) {

@@ -808,6 +808,64 @@ TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
 }
 
 
+// Every schema of the vectors that compiles, random walks over a
+// vocabulary where every printable byte has a token (so a dead end can only
+// come from the grammar): whenever end-of-sequence is allowed, the output
+// is a complete JSON value. Covers the keywords of issue 29 (contains'
+// ambiguity, case splits, key automata, counted members, uniqueItems).
+TEST(JsonSchemaEos, EveryVectorSchemaStopsOnlyWhenComplete) {
+  std::vector<std::string> pieces = {"\"", "\":", "\",\"", "{\"", "\"}", "[", "]", "true", "null", "12", "-1", ""};
+  for (char c = 0x20; c < 0x7F; ++c) pieces.push_back(std::string(1, c));
+  std::swap(pieces[11], pieces.back());  // EOG last
+  std::vector<uint8_t> excluded(pieces.size(), 0);
+  excluded.back() = 1;
+  const int32_t eog = static_cast<int32_t>(pieces.size()) - 1;
+  auto trie = std::make_shared<const constrain::TokenTrie>(pieces, excluded, std::vector<int32_t>{eog});
+  std::ifstream f(std::string(LLM_SOURCE_DIR) + "/tests/data/constrain/schema_vectors.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto cases = ParseJson(ss.str());
+  ASSERT_TRUE(cases.ok());
+  std::mt19937 rng(17);
+  int stops = 0, schemas = 0;
+  for (const Json& c : cases->array()) {
+    if (c.Find("expect")->as_string() != "compile") continue;
+    SCOPED_TRACE(c.Find("name")->as_string());
+    auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, c.Find("schema")->as_string(), {});
+    ASSERT_TRUE(program.ok());
+    ++schemas;
+    for (int w = 0; w < 6; ++w) {
+      constrain::ConstraintState cs(*program, trie, 0);
+      std::vector<int32_t> history;
+      std::string out;
+      for (int step = 0; step < 80; ++step) {
+        const std::vector<uint64_t> mask = cs.Mask(history);
+        std::vector<int32_t> allowed;
+        bool eos = false;
+        for (int32_t t = 0; t < trie->n_vocab(); ++t) {
+          if (!((mask[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1)) continue;
+          if (t == eog) eos = true;
+          else allowed.push_back(t);
+        }
+        if (eos) {
+          ++stops;
+          ASSERT_TRUE(ParseJson(out).ok()) << "EOS allowed after [" << out << "]";
+        }
+        if (allowed.empty() || (eos && rng() % 3 == 0)) break;
+        // Lean on structure, so walks close values rather than wander.
+        int32_t pick = allowed[rng() % allowed.size()];
+        for (int tries = 0; tries < 4 && trie->piece(pick).find_first_of("\"]}:,") == std::string::npos; ++tries)
+          pick = allowed[rng() % allowed.size()];
+        history.push_back(pick);
+        out += trie->piece(pick);
+      }
+    }
+  }
+  EXPECT_GT(schemas, 80);
+  EXPECT_GT(stops, 200);
+}
+
+
 // A schema's size is never an internal error (issue 29: the server answered
 // 500): long counted lengths share their rules, counts past the written-out
 // limit are narrowed (maxLength, maxItems) or refused by name (minLength),

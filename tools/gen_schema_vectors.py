@@ -303,6 +303,10 @@ CASES = [
     ("property_names_enum", {"type": "object", "propertyNames": {"enum": ["a", "b"]}}, "compile",
      [{}, {"a": 1}, {"a": 1, "b": 2}, {"c": 1}], []),
     ("property_names_false", {"type": "object", "propertyNames": False}, "compile", [{}, {"a": 1}], []),
+    ("enum_and_const", {"enum": ["US", "CA", 1], "const": "CA"}, "compile", ["CA", "US", 1], []),
+    ("enum_and_const_none", {"anyOf": [{"enum": ["US"], "const": "CA"}, {"type": "null"}]}, "compile", ["CA", None], []),
+    ("pattern_props_min_zero", {"type": "object", "patternProperties": {"^a": {"type": "integer"}}, "minProperties": 0},
+     "compile", [{}, {"ab": 1}, {"ab": "x"}], []),
 ]
 
 

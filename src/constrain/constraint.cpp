@@ -179,25 +179,118 @@ void ConstraintState::Truncate(size_t n_tokens) {
   if (keys_) keys_->Truncate(n_tokens);
 }
 
-// Only tokens with enough '"' bytes to close a key can repeat one, and the
-// trie lists them most quotes first: inside a string value that is the
-// few tokens with three or more, so the filter costs next to nothing.
+namespace {
+
+bool PrefixOfSome(const std::string& p, const std::vector<std::string>& keys) {
+  return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return k.compare(0, p.size(), p) == 0; });
+}
+
+// From matcher state s inside a key spelled `partial` so far (a prefix of
+// some of `keys`), whether some continuation closes the key on a name not
+// in `keys`. Only bytes that keep the key a prefix of an existing one need
+// a look further: any other byte leaves every existing key behind, and the
+// grammar (whose every prefix can be completed) then closes a new one.
+bool CanFinishKey(Matcher& m, Matcher::StateId s, const std::string& partial, const std::vector<std::string>& keys) {
+  for (int b = 0; b < 256; ++b) {
+    const Matcher::StateId t = m.Step(s, static_cast<uint8_t>(b));
+    if (t == Matcher::kDead) continue;
+    if (b == '"') {
+      if (std::find(keys.begin(), keys.end(), partial) == keys.end()) return true;
+      continue;
+    }
+    if (b == '\\') {
+      static const std::pair<char, char> kEscapes[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', '\b'},
+                                                       {'f', '\f'}, {'n', '\n'}, {'r', '\r'}, {'t', '\t'}};
+      if (m.Step(t, 'u') != Matcher::kDead) return true;  // (\uXXXX: taken as a way out)
+      for (auto [e, c] : kEscapes) {
+        const Matcher::StateId t2 = m.Step(t, static_cast<uint8_t>(e));
+        if (t2 == Matcher::kDead) continue;
+        const std::string p = partial + c;
+        if (!PrefixOfSome(p, keys) || CanFinishKey(m, t2, p, keys)) return true;
+      }
+      continue;
+    }
+    const std::string p = partial + static_cast<char>(b);
+    if (!PrefixOfSome(p, keys) || CanFinishKey(m, t, p, keys)) return true;
+  }
+  return false;
+}
+
+// From matcher state s between an object's members (expecting a key after
+// "{" or ",", or after a member's value), whether the object can go on
+// without repeating a key: close, or open a key that can finish on a new
+// name. Whitespace is stepped over (twice at most: the grammars' runs are
+// one space, or a newline and indentation, which leads to the same place).
+bool CanGoOn(Matcher& m, Matcher::StateId s, bool expect_key, const std::vector<std::string>& keys, int depth) {
+  if (m.Step(s, '}') != Matcher::kDead) return true;
+  if (expect_key) {
+    const Matcher::StateId q = m.Step(s, '"');
+    if (q != Matcher::kDead && (keys.empty() || CanFinishKey(m, q, "", keys))) return true;
+  } else if (const Matcher::StateId c = m.Step(s, ','); c != Matcher::kDead && CanGoOn(m, c, true, keys, 0)) {
+    return true;
+  }
+  if (depth < 2)
+    for (uint8_t b : {' ', '\n', '\t', '\r'})
+      if (const Matcher::StateId t = m.Step(s, b); t != Matcher::kDead && CanGoOn(m, t, expect_key, keys, depth + 1)) return true;
+  return false;
+}
+
+}  // namespace
+
+// A token is taken out when its bytes close a key the same open object
+// already has, or leave a key that can only close on such a name (a dead
+// end, where only EOS would be left). Only tokens with '"' bytes can do
+// either from outside a key, and the trie lists them most quotes first:
+// with no key in any open object, only those with enough quotes to write
+// two keys are looked at. Inside a key, the other candidates are the
+// tokens that spell on along an existing key (TokensAlong).
 const std::vector<uint64_t>& ConstraintState::WithoutRepeatedKeys(const std::vector<uint64_t>& mask) {
   const int32_t need = keys_->MinQuotesForRepeat();
+  const bool any = keys_->AnyOpenKeys();
+  Matcher& m = shared_->matcher;
   bool copied = false;
-  for (int32_t t : trie_->quoted()) {
-    if (trie_->quotes(t) < need) break;
+  JsonKeys::KeyView v;
+  auto forbidden = [&](int32_t t) {
+    const std::string& piece = trie_->piece(t);
+    if (!keys_->Peek(piece, &v)) return true;
+    if (!any) return false;
+    if (v.expect_key || v.after_member) {
+      if (v.keys.empty()) return false;
+      const Matcher::StateId s2 = m.StepBytes(states_.back(), piece);
+      return s2 == Matcher::kDead || !CanGoOn(m, s2, v.expect_key, v.keys, 0);
+    }
+    if (!v.in_key || !v.exact || !PrefixOfSome(v.partial, v.keys)) return false;
+    const Matcher::StateId s2 = m.StepBytes(states_.back(), piece);
+    return s2 == Matcher::kDead || !CanFinishKey(m, s2, v.partial, v.keys);
+  };
+  auto forbid = [&](int32_t t) {
     const uint64_t bit = uint64_t{1} << (t & 63);
-    if ((mask[static_cast<size_t>(t) >> 6] & bit) == 0 || keys_->Allows(trie_->piece(t))) continue;
+    if ((mask[static_cast<size_t>(t) >> 6] & bit) == 0 || !forbidden(t)) return;
     if (!copied) {
       filtered_ = mask;
       copied = true;
     }
     filtered_[static_cast<size_t>(t) >> 6] &= ~bit;
+  };
+  for (int32_t t : trie_->quoted()) {
+    if (!any && trie_->quotes(t) < need) break;
+    forbid(t);
+  }
+  if (any && !keys_->InString())
+    for (int32_t t : trie_->commas()) forbid(t);  // a new member whose every key would repeat
+  if (any && keys_->Peek("", &v) && v.in_key && v.exact) {
+    const std::vector<std::string> keys = v.keys;
+    const std::string partial = v.partial;
+    for (const auto& k : keys)
+      if (k.size() > partial.size() && k.compare(0, partial.size(), partial) == 0)
+        trie_->TokensAlong(std::string_view(k).substr(partial.size()), [&](int32_t t) {
+          if (trie_->quotes(t) == 0) forbid(t);  // (quoted ones were looked at above)
+        });
   }
   if (!copied) return mask;
-  // Every way on repeats a key (a free key at its length limit spelling an
-  // earlier one): as at any dead end, EOG lets the sequence end.
+  // Every way on repeats a key (a dead end the token before could not see
+  // coming: EOS was allowed only if it completed a value): as at any dead
+  // end, EOG lets the sequence end.
   if (std::all_of(filtered_.begin(), filtered_.end(), [](uint64_t w) { return w == 0; })) {
     for (int32_t t : trie_->eog()) filtered_[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   }

@@ -196,6 +196,24 @@ bool JsonKeys::Allows(std::string_view bytes) {
   return ok;
 }
 
+bool JsonKeys::Peek(std::string_view bytes, KeyView* view) {
+  State st = states_.back();
+  const bool ok = Run(&st, bytes);
+  if (ok) {
+    view->in_key = st.mode == kKey || st.mode == kKeyEscape || st.mode == kKeyHex;
+    view->exact = st.mode == kKey && st.high == 0;
+    view->expect_key = st.mode == kMemberKey;
+    const bool in_object = st.frame >= 0 && frames_[static_cast<size_t>(st.frame)].object;
+    view->after_member = st.mode == kAfter && in_object;
+    view->partial = st.key;
+    view->keys.clear();
+    if (view->in_key || view->expect_key || view->after_member)
+      for (int32_t k = st.keys; k >= 0; k = keys_[static_cast<size_t>(k)].next) view->keys.push_back(keys_[static_cast<size_t>(k)].text);
+  }
+  Restore(states_.back());
+  return ok;
+}
+
 void JsonKeys::Truncate(size_t n) {
   if (n + 1 >= states_.size()) return;
   states_.resize(n + 1);

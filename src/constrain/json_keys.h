@@ -43,6 +43,28 @@ class JsonKeys {
   // need no check (ConstraintState::Mask).
   int MinQuotesForRepeat() const;
 
+  // Where `bytes` would leave the output (nothing changes): inside a key or
+  // not, the key so far and the keys its object already has. False when
+  // they complete a repeated key. ConstraintState uses it to refuse a
+  // token after which every way to close the key repeats one (a dead end:
+  // propertyNames {"enum": ["a", "b"]} once "a" and "b" are written).
+  struct KeyView {
+    bool in_key = false;
+    bool expect_key = false;    // in an object, after "{" or ","
+    bool after_member = false;  // in an object, after a member's value
+    bool exact = true;  // false: inside an escape, the key so far is not known
+    std::string partial;
+    std::vector<std::string> keys;
+  };
+  bool Peek(std::string_view bytes, KeyView* view);
+  // Some open object has a key: a repeat or a dead end is possible at all.
+  bool AnyOpenKeys() const { return states_.back().open_keys > 0; }
+  // Inside a string (a key or a value): a ',' there is text, not a member.
+  bool InString() const {
+    const Mode m = states_.back().mode;
+    return m == kString || m == kStringEscape || m == kKey || m == kKeyEscape || m == kKeyHex;
+  }
+
  private:
   enum Mode : uint8_t {
     kValue,      // a value (or, in an array, "]") comes next

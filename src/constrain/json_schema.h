@@ -65,9 +65,11 @@
 //   - pattern: a deterministic automaton (schema_pattern.h), intersected
 //     with minLength/maxLength; the free end of an unanchored pattern stops
 //     128 characters on; every prefix it admits can be completed, so EOS is
-//     allowed only once the string is whole; format: date, time, date-time, uuid, email, ipv4, hostname,
-//     uri, each of bounded length (email: local part <= 32 characters,
-//     2-4 domain labels of <= 24; unknown formats are annotations, ignored);
+//     allowed only once the string is whole;
+//   - format: date, time, date-time, uuid, email, ipv4, hostname, uri, each
+//     of bounded length (email: local part <= 32 characters, 2-4 domain
+//     labels of <= 24; unknown formats are annotations, ignored); beside
+//     pattern or lengths, refused;
 //   - $ref: JSON pointers, $anchor (draft-07: "$id": "#name") and
 //     $id-relative URIs inside the document (schema_refs.cpp); a document
 //     outside the schema is never fetched (LLM_ERR_UNSUPPORTED);
@@ -82,7 +84,8 @@
 //     strings (keys included) at most 64 characters;
 //   - additional (free) keys: at most 16 per object, each at most 64
 //     characters past where it leaves every declared name; never a key
-//     already written in the same object (json_keys.h, beside the grammar);
+//     already written in the same object, nor a token after which every
+//     key would be one (json_keys.h, beside the grammar);
 // Keywords that change validity but are not handled (maxContains,
 // uniqueItems over other items, a not/if whose negation is no schema,
 // propertyNames by format, ...; docs/GRAMMAR.md lists them)

@@ -1,8 +1,12 @@
 // The JSON Schema compiler's state (json_schema.h is the entry point): the
 // rules written so far, $ref targets already given a rule, and the visitor
 // that turns one (sub)schema into a grammar expression. Scalars, references
-// and combinators are in schema_compiler.cpp; objects and arrays in
-// schema_object.cpp.
+// and combinators are in schema_compiler.cpp; allOf merges and dependency
+// splits in schema_merge.cpp; not / if in schema_negate.cpp; oneOf's
+// disjointness in schema_oneof.cpp; $ref resolution in schema_refs.cpp;
+// objects and arrays in schema_object.cpp, their free keys under
+// patternProperties / propertyNames in schema_keys.cpp; patterns in
+// schema_pattern.cpp.
 #pragma once
 
 #include <functional>

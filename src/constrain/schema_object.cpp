@@ -187,7 +187,8 @@ StatusOr<std::string> Compiler::Object(const Json& s, const std::string& ptr, co
   const bool keyed = s.Find("patternProperties") || s.Find("propertyNames");
   std::deque<Json> owned;
   if (keyed) {
-    if (s.Find("minProperties") || s.Find("maxProperties"))
+    const Json* mn = s.Find("minProperties");
+    if ((mn && !(mn->is_number() && mn->as_double() <= 0)) || s.Find("maxProperties"))
       return Unsupported("minProperties/maxProperties beside patternProperties/propertyNames at " + Where(ptr) + " is not supported");
     std::vector<Prop> allowed;
     for (auto& p : props) {

@@ -25,6 +25,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces, const std::vector<u
     if (excluded_[i]) continue;
     quotes_[i] = static_cast<uint8_t>(std::min<size_t>(255, std::count(pieces_[i].begin(), pieces_[i].end(), '"')));
     if (quotes_[i] > 0) quoted_.push_back(static_cast<int32_t>(i));
+    else if (pieces_[i].find(',') != std::string::npos) commas_.push_back(static_cast<int32_t>(i));
   }
   std::stable_sort(quoted_.begin(), quoted_.end(), [&](int32_t a, int32_t b) { return quotes_[static_cast<size_t>(a)] > quotes_[static_cast<size_t>(b)]; });
   Build();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "constrain/matcher.h"
@@ -52,6 +53,9 @@ class TokenTrie {
   // one's count (capped at 255): the only tokens that can close a JSON key
   // (json_keys.h).
   const std::vector<int32_t>& quoted() const { return quoted_; }
+  // The tokens in the trie holding a ',' but no '"' (they can start a new
+  // member, which may be a dead end: json_keys.h).
+  const std::vector<int32_t>& commas() const { return commas_; }
   int32_t quotes(int32_t id) const { return quotes_[static_cast<size_t>(id)]; }
   size_t n_nodes() const { return nodes_.size(); }
 
@@ -64,6 +68,21 @@ class TokenTrie {
   // The runs over `bytes`, computed once per byte set and kept (every JSON
   // string of every schema has the same bytes). Thread-safe.
   std::shared_ptr<const TokenRuns> Runs(const ByteSet& bytes) const;
+  // f(t) for every token that is a prefix of s (the trie walked along s).
+  template <class F>
+  void TokensAlong(std::string_view s, F f) const {
+    int32_t n = 0;
+    for (char ch : s) {
+      const Node& node = nodes_[static_cast<size_t>(n)];
+      int32_t next = -1;
+      for (int32_t c = node.first_child; c < node.first_child + node.n_children && next < 0; ++c)
+        if (nodes_[static_cast<size_t>(c)].byte == static_cast<uint8_t>(ch)) next = c;
+      if (next < 0) return;
+      n = next;
+      const Node& at = nodes_[static_cast<size_t>(n)];
+      for (int32_t k = 0; k < at.n_tokens; ++k) f(token_ids_[static_cast<size_t>(at.first_token + k)]);
+    }
+  }
   // A walk restricted to some tokens, for the mask cache (mask_cache.h).
   // key: (n_vocab) a number per token. Returns, per trie node, the largest
   // key of a token in its subtree (-1: none).
@@ -92,6 +111,7 @@ class TokenTrie {
   std::vector<uint8_t> excluded_;
   std::vector<int32_t> eog_;
   std::vector<int32_t> quoted_;
+  std::vector<int32_t> commas_;
   std::vector<uint8_t> quotes_;  // (n_vocab)
   std::vector<Node> nodes_;  // nodes_[0] = root
   std::vector<int32_t> token_ids_;
