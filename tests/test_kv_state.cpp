@@ -514,7 +514,11 @@ TEST(KvState, ImportBesideARunningRequest) {
   EXPECT_TRUE(imported);
   RecordProperty("imported_tokens", got);
   if (!done_before_import) {
-    EXPECT_EQ(got, 32) << "the request held 12 of the 14 blocks: only 2 were free";
+    // It held at least 12 of the 14 blocks (more if it ran on before the
+    // import: how far depends on the machine's load), so at most 2 were
+    // free: 32 tokens at most, whole blocks.
+    EXPECT_LE(got, 32) << "an import never takes the blocks of a running request";
+    EXPECT_EQ(got % 16, 0);
   } else {
     EXPECT_LE(got, 64);  // it may have finished first, releasing its blocks
   }

@@ -72,12 +72,8 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-bool AppendUtf8(uint32_t cp, std::string* out) {
-  bool ok = true;
-  if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
-    cp = 0xFFFD;
-    ok = false;
-  }
+void AppendWtf8(uint32_t cp, std::string* out) {
+  if (cp > 0x10FFFF) cp = 0xFFFD;
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));
   } else if (cp < 0x800) {
@@ -93,6 +89,11 @@ bool AppendUtf8(uint32_t cp, std::string* out) {
     out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
     out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
+}
+
+bool AppendUtf8(uint32_t cp, std::string* out) {
+  const bool ok = !((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF);
+  AppendWtf8(ok ? cp : 0xFFFD, out);
   return ok;
 }
 

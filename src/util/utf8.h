@@ -20,6 +20,10 @@ bool DecodeUtf8(std::string_view s, size_t pos, uint32_t* cp, size_t* len);
 // Appends the UTF-8 form of cp. Surrogates and values above U+10FFFF are
 // written as U+FFFD; returns false in that case.
 bool AppendUtf8(uint32_t cp, std::string* out);
+// The same encoding for any cp <= U+10FFFF, lone surrogates included
+// (WTF-8): where code units, not characters, must stay apart (JSON keys
+// written with \u escapes). Larger values are written as U+FFFD.
+void AppendWtf8(uint32_t cp, std::string* out);
 
 // Number of bytes of the UTF-8 sequence that lead byte `b` starts (1..4);
 // 1 for a continuation or invalid byte.

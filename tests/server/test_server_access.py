@@ -14,10 +14,11 @@ pass; and no key ever appears in what the server logs.
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
+import time
+
+import server_proc
 
 server_bin, repo = sys.argv[1:3]
 model = os.path.join(repo, "models/stories260K-f32.gguf")
@@ -34,19 +35,9 @@ def check(ok, what):
 keyfile = tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False)
 keyfile.write("# test keys\n%s\n" % KEY2)
 keyfile.close()
-proc = subprocess.Popen([server_bin, "-m", model, "--port", "0", "-t", "1", "--max-seqs", "2", "-c", "128", "-v",
-                         "--api-key", KEY1, "--api-key-file", keyfile.name, "--allowed-host", "my-box.lan"],
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-line = [None]
-t = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
-t.start()
-t.join(60)
-if not line[0] or "listening on http://127.0.0.1:" not in line[0]:
-    proc.kill()
-    sys.exit("server did not start: %r" % line[0])
-port = int(line[0].split("http://127.0.0.1:")[1].split()[0])
-log = []
-threading.Thread(target=lambda: [log.append(l) for l in proc.stderr], daemon=True).start()
+proc, port, log = server_proc.start(server_bin, ["-m", model, "-t", "1", "--max-seqs", "2", "-c", "128", "-v",
+                                                 "--api-key", KEY1, "--api-key-file", keyfile.name,
+                                                 "--allowed-host", "my-box.lan"], timeout=60)
 
 
 def request(method, path, headers, body=b""):
@@ -114,10 +105,10 @@ try:
     except ImportError:
         print("(openai not installed: its checks skipped)")
 finally:
-    proc.terminate()
-    proc.wait(30)
+    server_proc.stop(proc)
     os.unlink(keyfile.name)
 
+time.sleep(0.5)  # the log reader's last lines
 text = "".join(log)
 check(len(log) > 10, "the server logged the requests (-v): %d lines" % len(log))
 check(KEY1 not in text and KEY2 not in text and KEY1[:12] not in text, "no key appears in the server's log")

@@ -15,8 +15,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
+import time
 import urllib.request
+
+import server_proc
 
 server_bin, repo = sys.argv[1:3]
 model = os.path.join(repo, "models/stories260K-f32.gguf")
@@ -29,29 +31,24 @@ def check(ok, what):
         failures.append(what)
 
 
-cmd = [server_bin, "-m", model, "-c", "256", "-ngl", "0", "-np", "4", "--jinja", "-fa", "on", "-ctk", "q8_0",
-       "-ctv", "q8_0", "--alias", "my-story", "-b", "256", "-ub", "128", "--metrics", "--slots", "--mlock",
-       "--no-mmap", "--host", "127.0.0.1", "--port", "0", "-t", "1"]
-proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-line = [None]
-t = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
-t.start()
-t.join(60)
+args = ["-m", model, "-c", "256", "-ngl", "0", "-np", "4", "--jinja", "-fa", "on", "-ctk", "q8_0", "-ctv", "q8_0",
+        "--alias", "my-story", "-b", "256", "-ub", "128", "--metrics", "--slots", "--mlock", "--no-mmap",
+        "--host", "127.0.0.1", "-t", "1"]
+proc, port, log = server_proc.start(server_bin, args, timeout=60)
 try:
-    check(line[0] is not None and "listening on http://127.0.0.1:" in line[0], "a llama-server command line starts it: %r" % line[0])
-    if line[0] and "http://127.0.0.1:" in line[0]:
-        base = "http://127.0.0.1:%s" % line[0].split("http://127.0.0.1:")[1].split()[0]
-        models = json.loads(urllib.request.urlopen(base + "/v1/models", timeout=30).read())
-        check([m["id"] for m in models["data"]] == ["my-story"], "--alias names the model: %s" % models)
-        body = json.dumps({"model": "my-story", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 4}).encode()
-        req = urllib.request.Request(base + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"})
-        r = json.loads(urllib.request.urlopen(req, timeout=60).read())
-        check(r["choices"][0]["finish_reason"] in ("stop", "length"), "a chat request is served")
-        stats = json.loads(urllib.request.urlopen(base + "/v1/stats", timeout=30).read())
-        check(stats["backend"] == "cpu", "-ngl 0 runs on the CPU: %s" % stats["backend"])
+    base = "http://127.0.0.1:%d" % port
+    models = json.loads(urllib.request.urlopen(base + "/v1/models", timeout=30).read())
+    check([m["id"] for m in models["data"]] == ["my-story"], "--alias names the model: %s" % models)
+    body = json.dumps({"model": "my-story", "messages": [{"role": "user", "content": "Once"}], "max_tokens": 4}).encode()
+    req = urllib.request.Request(base + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    r = json.loads(urllib.request.urlopen(req, timeout=60).read())
+    check(r["choices"][0]["finish_reason"] in ("stop", "length"), "a chat request is served")
+    stats = json.loads(urllib.request.urlopen(base + "/v1/stats", timeout=30).read())
+    check(stats["backend"] == "cpu", "-ngl 0 runs on the CPU: %s" % stats["backend"])
 finally:
-    proc.terminate()
-    _, err = proc.communicate(timeout=30)
+    server_proc.stop(proc)
+time.sleep(0.5)  # the log reader's last lines
+err = "".join(log)
 for flag in ["-fa", "--jinja", "-ub", "--metrics", "--slots", "--mlock", "--no-mmap"]:
     check(("warning: %s changes nothing here" % flag) in err, "%s is named in a warning" % flag)
 

@@ -30,10 +30,10 @@ Content-Length to match): the seed corpus of tests/fuzz/fuzz_server.cpp.
 import json
 import os
 import socket
-import subprocess
 import sys
-import threading
 import time
+
+import server_proc
 
 args = sys.argv[1:]
 server_bin, repo = args[0], args[1]
@@ -62,28 +62,13 @@ stderr_lines = []
 
 
 def start_server():
-    global proc, port
-    proc = subprocess.Popen([server_bin, "-m", model, "--port", "0", "-t", "2", "--max-seqs", "4", "-c", "256"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = [None]
-    t = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
-    t.start()
-    t.join(120)
-    if not line[0] or "listening on http://127.0.0.1:" not in line[0]:
-        proc.kill()
-        sys.exit("server did not start: %r" % line[0])
-    port = int(line[0].split("http://127.0.0.1:")[1].split()[0])
-    threading.Thread(target=lambda p=proc: [stderr_lines.append(l) for l in p.stderr], daemon=True).start()
+    global proc, port, stderr_lines
+    proc, port, stderr_lines = server_proc.start(server_bin, ["-m", model, "-t", "2", "--max-seqs", "4", "-c", "256"])
 
 
 def stop_server():
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            failures.append("the server did not stop on SIGTERM")
+    if not server_proc.stop(proc):
+        failures.append("the server did not stop on SIGTERM")
 
 
 start_server()

@@ -11,11 +11,11 @@ completion's usage.prompt_tokens), /props, and bad inputs are 400s.
 """
 import json
 import os
-import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
+
+import server_proc
 
 server_bin, repo = sys.argv[1:3]
 model = os.path.join(repo, "models/pypi/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -30,16 +30,8 @@ def check(ok, what):
         failures.append(what)
 
 
-proc = subprocess.Popen([server_bin, "-m", model, "--port", "0", "-t", "2", "--max-seqs", "3", "-c", "512"],
-                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-line = [None]
-t = threading.Thread(target=lambda: line.__setitem__(0, proc.stdout.readline()), daemon=True)
-t.start()
-t.join(120)
-if not line[0] or "http://127.0.0.1:" not in line[0]:
-    proc.kill()
-    sys.exit("server did not start: %r" % line[0])
-base = "http://127.0.0.1:%s" % line[0].split("http://127.0.0.1:")[1].split()[0]
+proc, port, _ = server_proc.start(server_bin, ["-m", model, "-t", "2", "--max-seqs", "3", "-c", "512"])
+base = "http://127.0.0.1:%d" % port
 
 
 def post(path, body):
@@ -89,8 +81,7 @@ try:
         st, r = post(path, body)
         check(st == 400 and r["error"]["param"] == param, "%s %s: 400 naming %s (%s %s)" % (path, body, param, st, r))
 finally:
-    proc.terminate()
-    proc.wait(30)
+    server_proc.stop(proc)
 if failures:
     print("\n%d FAILED" % len(failures))
     sys.exit(1)
