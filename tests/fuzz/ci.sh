@@ -9,4 +9,4 @@ if ! command -v clang++ >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; t
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get install -y -qq clang libclang-rt-dev >/dev/null
 fi
-JOBS=${JOBS:-2} BUILD_DIR=${BUILD_DIR:-build-ci-fuzz} exec tests/fuzz/run.sh "${1:-60}"
+FUZZ_OPT=${FUZZ_OPT:-"-O1 -gline-tables-only"} JOBS=${JOBS:-2} BUILD_DIR=${BUILD_DIR:-build-ci-fuzz} exec tests/fuzz/run.sh "${1:-60}"
