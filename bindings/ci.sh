@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds and tests the Rust, Go and C# bindings (and the C++ wrappers in
-# include/llm.hpp) against libllmrt.
+# Builds and tests the Rust, Go, C# and Python bindings (and the C++ wrappers
+# in include/llm.hpp) against libllmrt.
 #
 #   bash bindings/ci.sh            # builds the library into build-bind/ first
 #   LLMRT_LIB_DIR=/path/lib bash bindings/ci.sh   # uses that library instead
@@ -43,11 +43,11 @@ if [ -z "${LLMRT_LIB_DIR:-}" ]; then
   echo "== building libllmrt into $build"
   if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLLM_CUDA=OFF >/dev/null &&
          cmake --build "$build" -j"$(nproc)" --target llmrt >/dev/null; }; then
-    echo "cannot build libllmrt"; echo "0 passed, 4 failed"; exit 1
+    echo "cannot build libllmrt"; echo "0 passed, 5 failed"; exit 1
   fi
   export LLMRT_LIB_DIR=$build/lib
 fi
-[ -e "$LLMRT_LIB_DIR/libllmrt.so" ] || { echo "no libllmrt.so in $LLMRT_LIB_DIR"; echo "0 passed, 4 failed"; exit 1; }
+[ -e "$LLMRT_LIB_DIR/libllmrt.so" ] || { echo "no libllmrt.so in $LLMRT_LIB_DIR"; echo "0 passed, 5 failed"; exit 1; }
 export LLMRT_INCLUDE_DIR=${LLMRT_INCLUDE_DIR:-$repo/include}
 export LLMRT_GOLDEN=${LLMRT_GOLDEN:-$here/testdata/golden-greedy.tsv}
 export LD_LIBRARY_PATH=$LLMRT_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -93,10 +93,25 @@ cpp_suite() {
   "$out/test_llm_hpp" && "$out/cpp_stream" "Once upon a time" 20 >/dev/null
 }
 
+# ---------------------------------------------------------------- Python
+python_suite() {
+  # A fresh virtual environment, the package installed with pip around the
+  # library built above (LLMRT_PREBUILT_LIB: no second compile), then its
+  # pytest suite run from outside the source tree (the installed package).
+  local venv=$build/pyvenv
+  python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv || return 1
+  rm -rf "$venv" && python3 -m venv "$venv" &&
+  LLMRT_PREBUILT_LIB="$LLMRT_LIB_DIR/libllmrt.so" "$venv/bin/pip" install --quiet "$here/python[test]" &&
+  (cd "$build" && unset LLMRT_LIB_DIR &&
+   "$venv/bin/python" -c 'import llmrt._lib as l, sys; p = l.lib._name; print("llmrt loads", p); sys.exit("site-packages" not in p)' &&
+   "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/python/tests")
+}
+
 suite rust rust_suite
 suite go go_suite
 suite csharp csharp_suite
 suite cpp cpp_suite
+suite python python_suite
 
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"

@@ -1,0 +1,204 @@
+"""ctypes mirrors of the structs in include/llm.h (field for field, same order).
+
+Each struct starts with ``struct_size``; the library accepts any size it has
+shipped, so a mirror that lags the header keeps working, and
+``tests/test_abi.py`` checks that these mirrors are the header's current size.
+"""
+from __future__ import annotations
+
+import ctypes as C
+
+llm_status = C.c_int32
+llm_token = C.c_int32
+llm_request_id = C.c_uint64
+
+EVENT_CALLBACK = C.CFUNCTYPE(None, C.c_void_p, C.c_void_p)
+KV_WRITE_FN = C.CFUNCTYPE(C.c_int32, C.c_void_p, C.c_void_p, C.c_size_t)
+KV_READ_FN = C.CFUNCTYPE(C.c_int32, C.c_void_p, C.c_void_p, C.c_size_t, C.POINTER(C.c_size_t))
+
+
+class CtxParams(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("backend", C.c_int32),
+        ("model_path", C.c_char_p),
+        ("n_threads", C.c_int32),
+        ("n_ctx", C.c_int32),
+        ("kv_block_size", C.c_int32),
+        ("n_kv_blocks", C.c_int32),
+        ("max_seqs", C.c_int32),
+        ("max_batch_tokens", C.c_int32),
+        ("max_queued", C.c_int32),
+        ("preempt_mode", C.c_int32),
+        ("draft_model_path", C.c_char_p),
+        ("self_draft_layers", C.c_int32),
+        ("spec_mode", C.c_int32),
+        ("spec_k", C.c_int32),
+        ("reserved1", C.c_int32),
+        ("gpu_memory_fraction", C.c_float),
+        ("reserved2", C.c_int32),
+        ("swap_space_bytes", C.c_uint64),
+        ("kv_type", C.c_int32),
+        ("reserved3", C.c_int32),
+        ("n_gpu_layers", C.c_int32),
+        ("reserved4", C.c_int32),
+    ]
+
+
+class LogitBias(C.Structure):
+    _fields_ = [("token", llm_token), ("bias", C.c_float)]
+
+
+class SamplingParams(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("temperature", C.c_float),
+        ("top_k", C.c_int32),
+        ("top_p", C.c_float),
+        ("min_p", C.c_float),
+        ("repetition_penalty", C.c_float),
+        ("frequency_penalty", C.c_float),
+        ("presence_penalty", C.c_float),
+        ("penalty_last_n", C.c_int32),
+        ("seed", C.c_uint64),
+        ("logit_bias", C.POINTER(LogitBias)),
+        ("n_logit_bias", C.c_int32),
+        ("reserved1", C.c_int32),
+    ]
+
+
+class Metrics(C.Structure):
+    _fields_ = [
+        ("prompt_tokens", C.c_int32),
+        ("cached_prompt_tokens", C.c_int32),
+        ("generated_tokens", C.c_int32),
+        ("draft_tokens_proposed", C.c_int32),
+        ("draft_tokens_accepted", C.c_int32),
+        ("preemptions", C.c_int32),
+        ("queue_ms", C.c_double),
+        ("ttft_ms", C.c_double),
+        ("tpot_ms", C.c_double),
+        ("total_ms", C.c_double),
+    ]
+
+
+class TopLogprob(C.Structure):
+    _fields_ = [("token", llm_token), ("logprob", C.c_float)]
+
+
+class Event(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("type", C.c_int32),
+        ("request_id", llm_request_id),
+        ("seq_index", C.c_int32),
+        ("token", llm_token),
+        ("text", C.c_void_p),  # bytes, read with text_len (may hold NULs? no: UTF-8 text)
+        ("text_len", C.c_uint32),
+        ("logprob", C.c_float),
+        ("finish_reason", C.c_int32),
+        ("status", llm_status),
+        ("message", C.c_char_p),
+        ("metrics", Metrics),
+        ("prompt_logprobs", C.POINTER(C.c_float)),
+        ("n_prompt_logprobs", C.c_int32),
+        ("reserved0", C.c_int32),
+        ("top_logprobs", C.POINTER(TopLogprob)),
+        ("n_top_logprobs", C.c_int32),
+        ("reserved1", C.c_int32),
+    ]
+
+
+class Request(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("tokenize_flags", C.c_uint32),
+        ("prompt", C.c_char_p),
+        ("prompt_tokens", C.POINTER(llm_token)),
+        ("n_prompt_tokens", C.c_int32),
+        ("max_tokens", C.c_int32),
+        ("sampling", C.POINTER(SamplingParams)),
+        ("stop", C.POINTER(C.c_char_p)),
+        ("n_stop", C.c_int32),
+        ("ignore_eos", C.c_int32),
+        ("n", C.c_int32),
+        ("priority", C.c_int32),
+        ("prompt_logprobs", C.c_int32),
+        ("reserved0", C.c_int32),
+        ("callback", C.c_void_p),
+        ("user_data", C.c_void_p),
+        ("cache_salt", C.c_uint64),
+        ("spec_mode", C.c_int32),
+        ("spec_k", C.c_int32),
+        ("stop_token_ids", C.POINTER(llm_token)),
+        ("n_stop_token_ids", C.c_int32),
+        ("min_tokens", C.c_int32),
+        ("top_logprobs", C.c_int32),
+        ("reserved1", C.c_int32),
+        ("constraint_kind", C.c_int32),
+        ("n_choices", C.c_int32),
+        ("constraint", C.c_char_p),
+        ("choices", C.POINTER(C.c_char_p)),
+    ]
+
+
+class Stats(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("backend", C.c_int32),
+        ("requests_submitted", C.c_uint64),
+        ("requests_finished", C.c_uint64),
+        ("prompt_tokens", C.c_uint64),
+        ("generated_tokens", C.c_uint64),
+        ("steps", C.c_uint64),
+        ("queue_depth", C.c_int32),
+        ("running", C.c_int32),
+        ("kv_blocks_total", C.c_int32),
+        ("kv_blocks_used", C.c_int32),
+        ("kv_blocks_free", C.c_int32),
+        ("kv_blocks_cached", C.c_int32),
+        ("uptime_s", C.c_double),
+        ("prompt_tokens_per_s", C.c_double),
+        ("generated_tokens_per_s", C.c_double),
+        ("prefix_cache_queried_tokens", C.c_uint64),
+        ("prefix_cache_hit_tokens", C.c_uint64),
+        ("preemptions", C.c_uint64),
+        ("waiting", C.c_int32),
+        ("reserved1", C.c_int32),
+        ("kv_utilization", C.c_double),
+        ("draft_tokens_proposed", C.c_uint64),
+        ("draft_tokens_accepted", C.c_uint64),
+        ("spec_rounds", C.c_uint64),
+        ("swap_outs", C.c_uint64),
+        ("swap_ins", C.c_uint64),
+        ("swap_blocks_out", C.c_uint64),
+        ("swap_blocks_in", C.c_uint64),
+        ("swap_blocks_total", C.c_int32),
+        ("swap_blocks_used", C.c_int32),
+        ("kv_bytes", C.c_uint64),
+        ("kv_pool_bytes", C.c_uint64),
+        ("weight_bytes", C.c_uint64),
+        ("scratch_bytes", C.c_uint64),
+    ]
+
+
+class ModelInfo(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("n_vocab", C.c_int32),
+        ("n_ctx_train", C.c_int32),
+        ("n_ctx", C.c_int32),
+        ("n_embd", C.c_int32),
+        ("n_layer", C.c_int32),
+        ("n_head", C.c_int32),
+        ("n_head_kv", C.c_int32),
+        ("bos", llm_token),
+        ("eos", llm_token),
+        ("n_params", C.c_int64),
+        ("arch", C.c_char_p),
+        ("name", C.c_char_p),
+    ]
+
+
+class ChatMessage(C.Structure):
+    _fields_ = [("role", C.c_char_p), ("content", C.c_char_p)]
