@@ -123,7 +123,10 @@ int main(int argc, char** argv) {
 
   llm_ctx* ctx = CreateContext(opt);
   if (ctx == nullptr) return 1;
-  const std::string name = opt.alias.empty() ? chat::ModelName(opt.model) : opt.alias;
+  // --alias "a,b,c" (llama-server): every alias names the model, the first
+  // in sorted order is its id; --tags are shown beside them.
+  const std::vector<std::string> aliases = server::SplitList(opt.alias);
+  const std::string name = aliases.empty() ? chat::ModelName(opt.model) : aliases.front();
   chat::Prompter prompter;
   std::string error;
   if (!prompter.Init(ctx, template_text, &error)) {
@@ -159,6 +162,8 @@ int main(int argc, char** argv) {
 
   server::Engine engine(ctx);
   server::Routes routes(&engine, &prompter, name, opt.verbose);
+  routes.set_defaults(opt.defaults);
+  routes.set_labels(aliases, server::SplitList(opt.tags));
   const int http_threads = opt.http_threads > 0 ? opt.http_threads : std::max(8, 4 * opt.max_seqs);
 #if LLM_SERVER_GATE
   // Workers serve only connections with bytes to read (connection_gate.h).
@@ -187,6 +192,9 @@ int main(int argc, char** argv) {
     native.model_name = name;
     native.n_ctx = mi.n_ctx;
     native.total_slots = opt.max_seqs;
+    native.model_path = opt.model;
+    native.slots = opt.slots;
+    native.defaults = opt.defaults;
     server::RegisterNativeRoutes(&svr, std::move(native));
   }
 

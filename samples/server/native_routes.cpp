@@ -137,12 +137,36 @@ void RegisterNativeRoutes(httplib::Server* svr, NativeInfo info) {
   post("/detokenize", Detokenize, info);
   post("/apply-template", ApplyTemplate, info);
   svr->Get("/props", [info](const httplib::Request&, httplib::Response& res) {
+    const RequestDefaults& d = info.defaults;
+    json params = {{"n_predict", d.n_predict},
+                   {"seed", d.seed ? json(*d.seed) : json(0xFFFFFFFFu)},
+                   {"temperature", d.temperature ? *d.temperature : 0.8},
+                   {"top_k", d.top_k ? *d.top_k : 40},
+                   {"top_p", d.top_p ? *d.top_p : 0.95},
+                   {"min_p", d.min_p ? *d.min_p : 0.05},
+                   {"repeat_penalty", d.repeat_penalty ? *d.repeat_penalty : 1.0}};
     SendJson(res, 200,
-             {{"default_generation_settings", {{"n_ctx", info.n_ctx}, {"model", info.model_name}}},
+             {{"default_generation_settings", {{"n_ctx", info.n_ctx}, {"model", info.model_name}, {"params", params}}},
               {"model_alias", info.model_name},
+              {"model_path", info.model_path.empty() ? std::string("stories260K.gguf (built in)") : info.model_path},
               {"total_slots", info.total_slots},
               {"build_info", std::string("llmrt ") + llm_version()},
               {"modalities", {{"vision", false}, {"audio", false}}}});
+  });
+  svr->Get("/slots", [info](const httplib::Request&, httplib::Response& res) {
+    if (!info.slots) {
+      SendJson(res, 501, {{"error", {{"code", 501}, {"message", "This server does not support the slots endpoint (--no-slots)."},
+                                      {"type", "not_supported_error"}}}});
+      return;
+    }
+    llm_stats s{};
+    s.struct_size = sizeof s;
+    llm_get_stats(info.ctx, &s);
+    json slots = json::array();
+    for (int32_t i = 0; i < info.total_slots; ++i)
+      slots.push_back({{"id", i}, {"id_task", -1}, {"n_ctx", info.n_ctx}, {"speculative", false},
+                       {"is_processing", i < s.running}});
+    SendJson(res, 200, slots);
   });
 }
 

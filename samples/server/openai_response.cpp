@@ -93,7 +93,7 @@ bool ResponseBuilder::Failed(ApiError* err) const {
 
 json ResponseBuilder::Envelope(const char* object) const {
   json j = {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
-  if (chat_) j["system_fingerprint"] = Fingerprint();
+  j["system_fingerprint"] = Fingerprint();
   return j;
 }
 

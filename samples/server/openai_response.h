@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "openai_request.h"
+#include "response_writer.h"
 
 namespace server {
 
@@ -21,7 +22,7 @@ std::string NewId(const char* prefix);
 // Accumulates the choices of one Generation from its events and renders
 // them, as one body or as a stream of chunks. Not thread-safe: one handler
 // owns it.
-class ResponseBuilder {
+class ResponseBuilder : public ResponseWriter {
  public:
   using TokenText = std::function<std::string(llm_token)>;
 
@@ -30,19 +31,19 @@ class ResponseBuilder {
   // Streaming: the chunks before any token (chat: the assistant role of
   // every choice), the chunks for a batch of events, and the end (the usage
   // chunk when asked for, then "data: [DONE]"). Each returns SSE text.
-  std::string StreamStart();
-  std::string StreamEvents(const std::vector<SeqEvent>& events);
-  std::string StreamEnd();
+  std::string StreamStart() override;
+  std::string StreamEvents(const std::vector<SeqEvent>& events) override;
+  std::string StreamEnd() override;
 
   // Non-streaming: apply events, then render the whole response.
-  void Apply(const std::vector<SeqEvent>& events);
-  json Body() const;
+  void Apply(const std::vector<SeqEvent>& events) override;
+  json Body() const override;
 
   // True when every choice has its FINAL event.
-  bool done() const { return finished_ == choices_.size(); }
+  bool done() const override { return finished_ == choices_.size(); }
   // The first failure among the FINAL events (an error, or a cancellation
   // the client did not ask for); false when all ended normally.
-  bool Failed(ApiError* err) const;
+  bool Failed(ApiError* err) const override;
 
  private:
   struct Alternative {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <string_view>
 
 #include "../chat_prompt.h"
@@ -17,7 +18,9 @@ namespace {
                "usage: llm-server [options]\n"
                "  -m, --model PATH        GGUF model (default: %s if present,\n"
                "                          else the built-in stories260K); its file stem is the model id\n"
-               "  -a, --alias NAME        the model id to serve instead of the file stem\n"
+               "  -a, --alias NAME        the model id to serve instead of the file stem (\"a,b\": several\n"
+               "                          names, the first in sorted order is the id)\n"
+               "  --tags LIST             comma-separated labels /v1/models shows\n"
                "  --host ADDR             address to bind (default 127.0.0.1)\n"
                "  --port N                port (default 8080; 0 = any free port)\n"
                "  -t, --threads N         CPU compute threads (default: all cores)\n"
@@ -35,11 +38,18 @@ namespace {
                "  --api-key-file FILE     keys from FILE, one per line\n"
                "  --allowed-host NAME     also answer requests whose Host (or Origin) is NAME; a server\n"
                "                          bound to a loopback address answers local names only\n"
+               "  --temp T, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --seed S\n"
+               "                          sampling defaults of every request that does not set its own\n"
+               "  -n, --n-predict N       max_tokens of a request that sets none (default -1: until EOS or\n"
+               "                          the context's end; /v1/completions: 16)\n"
+               "  --slots, --no-slots     serve GET /slots (default) or answer it 501\n"
                "  -v, --verbose           log every request on stderr\n"
-               "llama-server's flags -ub, -fa, --jinja, --metrics, --slots, --mlock, --no-mmap,\n"
-               "--cont-batching, --no-webui, -to are accepted (each changes nothing here: a warning\n"
-               "says so); --lora, --mmproj, --embedding, --reranking, --context-shift, -sm, -ts,\n"
-               "--rope-scaling, --grammar, -md are refused by name.\n",
+               "llama-server's flags -ub, -fa, --jinja, --no-jinja, --metrics, --mlock, --no-mmap,\n"
+               "--cont-batching, --no-webui, --no-ui, -to, --offline, --kv-unified, --swa-full,\n"
+               "--cache-ram, --cache-reuse, --no-warmup are accepted (each changes nothing here: a\n"
+               "warning says so); --lora, --mmproj, --embedding, --reranking, --context-shift, -sm,\n"
+               "-ts, --rope-scaling, --grammar, -md, --reasoning-format other than none are refused\n"
+               "by name.\n",
                chat::kDefaultChatModel);
   std::exit(code);
 }
@@ -47,6 +57,17 @@ namespace {
 [[noreturn]] void Refuse(const std::string& flag, const char* why) {
   std::fprintf(stderr, "llm-server: %s is not supported: %s\n", flag.c_str(), why);
   std::exit(2);
+}
+
+double Real(const std::string& flag, const char* v, double lo, double hi) {
+  if (v == nullptr) Usage(2);
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x >= lo && x <= hi)) {
+    std::fprintf(stderr, "llm-server: %s takes a number in [%g, %g] (got %s)\n", flag.c_str(), lo, hi, v);
+    std::exit(2);
+  }
+  return x;
 }
 
 int KvType(const std::string& flag, const char* v) {
@@ -69,7 +90,6 @@ constexpr Ignored kIgnored[] = {
     {"--ubatch-size", 1, "the engine sizes its own micro-batches"},
     {"--jinja", 0, "chat templates are always rendered with Jinja"},
     {"--metrics", 0, "/metrics is always served"},
-    {"--slots", 0, "sequences are scheduled continuously, without slots"},
     {"--mlock", 0, "weights are memory-mapped; the system keeps what is used"},
     {"--no-mmap", 0, "model files are always memory-mapped"},
     {"--cont-batching", 0, "batching is always continuous"},
@@ -79,6 +99,16 @@ constexpr Ignored kIgnored[] = {
     {"--timeout", 1, "requests end at max_tokens or when the client goes away"},
     {"--log-disable", 0, "logging is off unless -v"},
     {"--no-warmup", 0, "there is no warm-up run"},
+    {"--no-jinja", 0, "chat templates are always rendered with Jinja (as llama.cpp's built-in formats render them)"},
+    {"--no-ui", 0, "there is no web UI"},
+    {"--offline", 0, "models are never downloaded"},
+    {"--kv-unified", 0, "every sequence shares one paged KV pool"},
+    {"-kvu", 0, "every sequence shares one paged KV pool"},
+    {"--swa-full", 0, "sliding-window layers keep what the window needs"},
+    {"--cache-ram", 1, "the prefix cache lives in the KV pool"},
+    {"-cram", 1, "the prefix cache lives in the KV pool"},
+    {"--cache-reuse", 1, "prompts reuse cached KV blocks by prefix"},
+    {"--no-cache-idle-slots", 0, "there are no slots"},
 };
 
 // llama-server flags that would change results and are not supported.
@@ -108,6 +138,19 @@ constexpr Refused kRefused[] = {
 
 }  // namespace
 
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from <= list.size()) {
+    const size_t comma = std::min(list.find(',', from), list.size());
+    if (comma > from) out.push_back(list.substr(from, comma - from));
+    from = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Options ParseArgs(int argc, char** argv) {
   Options o;
   int kv_k = 0, kv_v = 0;
@@ -125,6 +168,7 @@ Options ParseArgs(int argc, char** argv) {
     };
     if (a == "-m" || a == "--model") { o.model = str(); o.model_given = true; }
     else if (a == "-a" || a == "--alias") o.alias = str();
+    else if (a == "--tags") o.tags = str();
     else if (a == "--host") o.host = str();
     else if (a == "--port") o.port = num();
     else if (a == "-t" || a == "--threads") o.threads = num();
@@ -141,6 +185,22 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--api-key-file") o.api_key_file = str();
     else if (a == "--allowed-host") o.allowed_hosts.push_back(str());
     else if (a == "-v" || a == "--verbose") o.verbose = true;
+    else if (a == "--slots") o.slots = true;
+    else if (a == "--no-slots") o.slots = false;
+    else if (a == "--temp") o.defaults.temperature = std::max(0.0, Real(a, v, -100, 2)), ++i;  // < 0: greedy
+    else if (a == "--top-p") o.defaults.top_p = Real(a, v, 0, 1), ++i;
+    else if (a == "--min-p") o.defaults.min_p = Real(a, v, 0, 1), ++i;
+    else if (a == "--repeat-penalty") o.defaults.repeat_penalty = Real(a, v, 0, 10), ++i;
+    else if (a == "--top-k") o.defaults.top_k = std::max(0, num());
+    else if (a == "--seed" || a == "-s") {
+      const int64_t s = cli::NumberArg(a.c_str(), v);
+      ++i;
+      if (s != -1) o.defaults.seed = static_cast<uint64_t>(s);  // -1: random, as in llama.cpp
+    } else if (a == "-n" || a == "--n-predict" || a == "--predict") o.defaults.n_predict = num();
+    else if (a == "--reasoning-format") {
+      const std::string f = str();
+      if (f != "none") Refuse(a + " " + f, "reasoning output is not separated from the answer yet (only \"none\")");
+    }
     else if (a == "-h" || a == "--help") Usage(0);
     else if (a == "-fa" || a == "--flash-attn") {
       // llama-server takes on|off|auto after it (older versions: nothing).

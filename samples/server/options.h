@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "request_defaults.h"
+
 namespace server {
 
 struct Options {
   std::string model;
   bool model_given = false;
-  std::string alias;  // the model id served; default the file stem
+  std::string alias;  // the model id served; default the file stem ("a,b": several, the first sorted is the id)
+  std::string tags;   // --tags "x,y": labels /v1/models shows
   std::string host = "127.0.0.1";
   int port = 8080;
   int threads = 0;
@@ -33,7 +36,12 @@ struct Options {
   std::string api_key_file;
   std::vector<std::string> allowed_hosts;
   bool verbose = false;
+  bool slots = true;  // GET /slots answers (--no-slots: 501, as llama-server)
+  RequestDefaults defaults;  // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed, -n
 };
+
+// "b,a,,b" -> {"a", "b"}: sorted, unique, no empty items.
+std::vector<std::string> SplitList(const std::string& list);
 
 // Parses argv; prints usage and exits on -h (0) or a bad or refused
 // argument (2). Warnings for accepted-but-meaningless flags go to stderr.

@@ -10,6 +10,7 @@
 
 #include "http_body.h"
 #include "metrics.h"
+#include "native_completion.h"
 #include "openai_request.h"
 #include "openai_response.h"
 #include "prompt_render.h"
@@ -24,7 +25,7 @@ using std::chrono::milliseconds;
 // provider and its releaser run later, on the same worker thread.
 struct StreamState {
   std::shared_ptr<Job> job;
-  std::unique_ptr<ResponseBuilder> builder;
+  std::unique_ptr<ResponseWriter> builder;
   bool started = false;
   bool ended = false;
 };
@@ -141,10 +142,210 @@ std::string Routes::TokenText(llm_token token) const {
   return std::string(buf, n);
 }
 
+bool Routes::TokenizeText(const std::string& text, bool add_special, std::vector<llm_token>* out) const {
+  const uint32_t flags = add_special ? LLM_TOKENIZE_ADD_SPECIAL : 0u;
+  std::vector<llm_token> ids(text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
+  int32_t n = 0;
+  if (llm_tokenize(engine_->ctx(), text.data(), text.size(), flags, ids.data(), static_cast<int32_t>(ids.size()), &n) !=
+      LLM_OK)
+    return false;
+  out->insert(out->end(), ids.begin(), ids.begin() + n);
+  return true;
+}
+
+std::string Routes::PromptText(const PromptInput& in) const {
+  std::vector<llm_token> ids = in.tokens;
+  if (!in.is_tokens) {
+    ids.resize(in.text.size() + 8);
+    int32_t n = 0;
+    if (llm_tokenize(engine_->ctx(), in.text.data(), in.text.size(), in.flags, ids.data(),
+                     static_cast<int32_t>(ids.size()), &n) != LLM_OK)
+      return in.text;
+    ids.resize(static_cast<size_t>(n));
+  }
+  std::string out(ids.size() * 8 + 16, '\0');
+  size_t n = 0;
+  llm_status s = llm_detokenize(engine_->ctx(), ids.data(), static_cast<int32_t>(ids.size()),
+                                LLM_DETOKENIZE_RENDER_SPECIAL, out.data(), out.size(), &n);
+  if (s == LLM_ERR_BUFFER_TOO_SMALL) {
+    out.resize(n);
+    s = llm_detokenize(engine_->ctx(), ids.data(), static_cast<int32_t>(ids.size()), LLM_DETOKENIZE_RENDER_SPECIAL,
+                       out.data(), out.size(), &n);
+  }
+  if (s != LLM_OK) return in.text;
+  out.resize(n);
+  return out;
+}
+
+void Routes::Generate(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res,
+                      Api api) {
+  const bool chat = api == Api::kChat;
+  ++engine_->http_requests;
+  ApiError err;
+  IdleTrim::Scope trim(&idle_trim_);
+  json body;
+  size_t body_bytes = 0;
+  const bool read = ReadJsonBody(req, reader, res, &body, &body_bytes);
+  trim.set_body_bytes(body_bytes);
+  if (!read) return;
+  Generation g;
+  NativeOptions native;
+  try {
+    bool ok = false;
+    if (api == Api::kNative) {
+      auto tokenize = [this](const std::string& text, bool add_special, std::vector<llm_token>* out) {
+        return TokenizeText(text, add_special, out);
+      };
+      ok = ParseNativeCompletion(body, defaults_, tokenize, &g, &native, &err);
+      for (size_t i = 0; ok && i < g.prompts.size(); ++i) native.prompt_texts.push_back(PromptText(g.prompts[i]));
+    } else {
+      ok = chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err);
+      if (ok) ApplyRequestDefaults(body, defaults_, &g);
+    }
+    if (!ok) return SendError(res, err);
+  } catch (const json::exception& e) {
+    // A field of a type the parser did not expect, missed by its checks:
+    // still the request's fault, not the server's.
+    err = ApiError();
+    err.message = std::string("the request has a field of the wrong type (") + e.what() + ")";
+    return SendError(res, err);
+  }
+
+  g.sampling.logit_bias = g.logit_bias.empty() ? nullptr : g.logit_bias.data();
+  g.sampling.n_logit_bias = static_cast<int32_t>(g.logit_bias.size());
+  std::vector<const char*> stops;
+  for (const std::string& s : g.stop) stops.push_back(s.c_str());
+  if (chat) {
+    if (!RenderChatPrompt(*prompter_, &g, &err)) return SendError(res, err);
+    for (const char* s : prompter_->stops()) stops.push_back(s);
+  }
+
+  std::vector<const char*> choices;
+  for (const std::string& c : g.choices) choices.push_back(c.c_str());
+  std::vector<llm_request> reqs(g.prompts.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    llm_request& r = reqs[i];
+    llm_request_init(&r);
+    const PromptInput& in = g.prompts[i];
+    if (in.is_tokens) {
+      r.prompt_tokens = in.tokens.data();
+      r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
+    } else {
+      r.prompt = in.text.c_str();
+      r.tokenize_flags = in.flags;
+    }
+    r.max_tokens = g.max_tokens;
+    if (g.max_tokens == 0) {
+      // No max_tokens: until EOS or the end of the context (as OpenAI's and
+      // llama.cpp's servers do). Only the prompt's length says how much
+      // room that is, so it is tokenized here and submitted as those ids.
+      if (!FitToContext(engine_->ctx(), n_ctx_, &g.prompts[i], &r.max_tokens, &err)) {
+        err.param = chat ? "messages" : "prompt";
+        return SendError(res, err);
+      }
+      r.prompt = nullptr;
+      r.prompt_tokens = in.tokens.data();
+      r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
+    }
+    r.sampling = &g.sampling;
+    r.stop = stops.empty() ? nullptr : stops.data();
+    r.n_stop = static_cast<int32_t>(stops.size());
+    r.ignore_eos = g.ignore_eos ? 1 : 0;
+    r.top_logprobs = g.top_logprobs;
+    r.min_tokens = g.min_tokens;
+    r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();
+    r.n_stop_token_ids = static_cast<int32_t>(g.stop_token_ids.size());
+    r.priority = g.priority;
+    r.constraint_kind = g.constraint_kind;
+    r.constraint = g.constraint.empty() ? nullptr : g.constraint.c_str();
+    r.choices = choices.empty() ? nullptr : choices.data();
+    r.n_choices = static_cast<int32_t>(choices.size());
+  }
+  std::shared_ptr<Job> job;
+  std::string message;
+  if (llm_status s = engine_->Submit(reqs, g.n, &job, &message); s != LLM_OK) {
+    err = StatusError(s, message);
+    if (s == LLM_ERR_CONTEXT_OVERFLOW) err.param = chat ? "messages" : "prompt";
+    // A constraint the engine refuses (an invalid schema, regex or grammar,
+    // or none supported by this build) is the request's problem: 400.
+    if (g.constraint_kind != LLM_CONSTRAINT_NONE && (s == LLM_ERR_INVALID_ARGUMENT || s == LLM_ERR_UNSUPPORTED)) {
+      err.http_status = 400;
+      err.type = "invalid_request_error";
+      err.code = s == LLM_ERR_UNSUPPORTED ? "unsupported" : "";
+      err.param = g.constraint_param;
+    }
+    return SendError(res, err);
+  }
+  auto token_text = [this](llm_token t) { return TokenText(t); };
+  std::unique_ptr<ResponseWriter> builder;
+  if (api == Api::kNative)
+    builder = std::make_unique<NativeCompletionWriter>(g, std::move(native), model_name_, token_text);
+  else
+    builder = std::make_unique<ResponseBuilder>(g, model_name_, token_text);
+
+  if (!g.stream) {
+    // The client's connection is not watched here; max_tokens bounds the wait.
+    std::vector<SeqEvent> events;
+    while (!builder->done()) {
+      events.clear();
+      if (job->Wait(&events, milliseconds(1000))) builder->Apply(events);
+    }
+    if (builder->Failed(&err)) {
+      // A constraint the matcher cannot follow to the end (too ambiguous)
+      // is the request's parameter at fault.
+      if (err.http_status == 400 && err.param.empty() && g.constraint_kind != LLM_CONSTRAINT_NONE)
+        err.param = g.constraint_param;
+      return SendError(res, err);
+    }
+    return SendJson(res, 200, builder->Body());
+  }
+
+  auto state = std::make_shared<StreamState>();
+  state->job = std::move(job);
+  state->builder = std::move(builder);
+  ++engine_->active_streams;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      // Called again and again until sink.done(); returning false (or a
+      // failed write) ends the response and the connection.
+      [state](size_t, httplib::DataSink& sink) {
+        std::string out;
+        if (!state->started) {
+          state->started = true;
+          out = state->builder->StreamStart();
+        }
+        std::vector<SeqEvent> events;
+        if (state->job->Wait(&events, milliseconds(100))) out += state->builder->StreamEvents(events);
+        const bool done = state->builder->done();
+        if (done) out += state->builder->StreamEnd();
+        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+        if (done) {
+          state->ended = true;
+          sink.done();
+        }
+        return true;
+      },
+      // Runs when the response is destroyed, sent or not: a client that
+      // went away mid-stream gets its requests cancelled, which frees
+      // their KV blocks at the engine's next step.
+      [this, state](bool) {
+        --engine_->active_streams;
+        if (!state->ended && state->job->Cancel(engine_->ctx())) {
+          ++engine_->cancelled_on_disconnect;
+          if (log_) std::fprintf(stderr, "llm-server: client went away; request cancelled\n");
+        }
+      });
+}
+
 void Routes::Register(httplib::Server* svr) {
   auto model_json = [this] {
-    return json{{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmrt"},
-                {"max_model_len", n_ctx_}};
+    json m{{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmrt"},
+           {"max_model_len", n_ctx_}};
+    if (!aliases_.empty()) m["aliases"] = aliases_;
+    if (!tags_.empty()) m["tags"] = tags_;
+    return m;
   };
 
   svr->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -154,9 +355,11 @@ void Routes::Register(httplib::Server* svr) {
       SendJson(res, 200, {{"status", "ok"}});
   });
 
-  svr->Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
-  });
+  for (const char* path : {"/v1/models", "/models"}) {
+    svr->Get(path, [model_json](const httplib::Request&, httplib::Response& res) {
+      SendJson(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+    });
+  }
 
   svr->Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
@@ -183,158 +386,15 @@ void Routes::Register(httplib::Server* svr) {
     res.set_content(text, kMetricsContentType);
   });
 
-  auto generate = [this](const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res,
-                         bool chat) {
-    ++engine_->http_requests;
-    ApiError err;
-    IdleTrim::Scope trim(&idle_trim_);
-    json body;
-    size_t body_bytes = 0;
-    const bool read = ReadJsonBody(req, reader, res, &body, &body_bytes);
-    trim.set_body_bytes(body_bytes);
-    if (!read) return;
-    Generation g;
-    try {
-      if (!(chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err)))
-        return SendError(res, err);
-    } catch (const json::exception& e) {
-      // A field of a type the parser did not expect, missed by its checks:
-      // still the request's fault, not the server's.
-      err = ApiError();
-      err.message = std::string("the request has a field of the wrong type (") + e.what() + ")";
-      return SendError(res, err);
-    }
-
-    g.sampling.logit_bias = g.logit_bias.empty() ? nullptr : g.logit_bias.data();
-    g.sampling.n_logit_bias = static_cast<int32_t>(g.logit_bias.size());
-    std::vector<const char*> stops;
-    for (const std::string& s : g.stop) stops.push_back(s.c_str());
-    if (chat) {
-      if (!RenderChatPrompt(*prompter_, &g, &err)) return SendError(res, err);
-      for (const char* s : prompter_->stops()) stops.push_back(s);
-    }
-
-    std::vector<const char*> choices;
-    for (const std::string& c : g.choices) choices.push_back(c.c_str());
-    std::vector<llm_request> reqs(g.prompts.size());
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      llm_request& r = reqs[i];
-      llm_request_init(&r);
-      const PromptInput& in = g.prompts[i];
-      if (in.is_tokens) {
-        r.prompt_tokens = in.tokens.data();
-        r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
-      } else {
-        r.prompt = in.text.c_str();
-        r.tokenize_flags = in.flags;
-      }
-      r.max_tokens = g.max_tokens;
-      if (g.max_tokens == 0) {
-        // No max_tokens: until EOS or the end of the context (as OpenAI's and
-        // llama.cpp's servers do). Only the prompt's length says how much
-        // room that is, so it is tokenized here and submitted as those ids.
-        if (!FitToContext(engine_->ctx(), n_ctx_, &g.prompts[i], &r.max_tokens, &err)) {
-          err.param = chat ? "messages" : "prompt";
-          return SendError(res, err);
-        }
-        r.prompt = nullptr;
-        r.prompt_tokens = in.tokens.data();
-        r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
-      }
-      r.sampling = &g.sampling;
-      r.stop = stops.empty() ? nullptr : stops.data();
-      r.n_stop = static_cast<int32_t>(stops.size());
-      r.ignore_eos = g.ignore_eos ? 1 : 0;
-      r.top_logprobs = g.top_logprobs;
-      r.min_tokens = g.min_tokens;
-      r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();
-      r.n_stop_token_ids = static_cast<int32_t>(g.stop_token_ids.size());
-      r.priority = g.priority;
-      r.constraint_kind = g.constraint_kind;
-      r.constraint = g.constraint.empty() ? nullptr : g.constraint.c_str();
-      r.choices = choices.empty() ? nullptr : choices.data();
-      r.n_choices = static_cast<int32_t>(choices.size());
-    }
-    std::shared_ptr<Job> job;
-    std::string message;
-    if (llm_status s = engine_->Submit(reqs, g.n, &job, &message); s != LLM_OK) {
-      err = StatusError(s, message);
-      if (s == LLM_ERR_CONTEXT_OVERFLOW) err.param = chat ? "messages" : "prompt";
-      // A constraint the engine refuses (an invalid schema, regex or grammar,
-      // or none supported by this build) is the request's problem: 400.
-      if (g.constraint_kind != LLM_CONSTRAINT_NONE && (s == LLM_ERR_INVALID_ARGUMENT || s == LLM_ERR_UNSUPPORTED)) {
-        err.http_status = 400;
-        err.type = "invalid_request_error";
-        err.code = s == LLM_ERR_UNSUPPORTED ? "unsupported" : "";
-        err.param = g.constraint_param;
-      }
-      return SendError(res, err);
-    }
-    auto builder = std::make_unique<ResponseBuilder>(g, model_name_, [this](llm_token t) { return TokenText(t); });
-
-    if (!g.stream) {
-      // The client's connection is not watched here; max_tokens bounds the wait.
-      std::vector<SeqEvent> events;
-      while (!builder->done()) {
-        events.clear();
-        if (job->Wait(&events, milliseconds(1000))) builder->Apply(events);
-      }
-      if (builder->Failed(&err)) {
-        // A constraint the matcher cannot follow to the end (too ambiguous)
-        // is the request's parameter at fault.
-        if (err.http_status == 400 && err.param.empty() && g.constraint_kind != LLM_CONSTRAINT_NONE)
-          err.param = g.constraint_param;
-        return SendError(res, err);
-      }
-      return SendJson(res, 200, builder->Body());
-    }
-
-    auto state = std::make_shared<StreamState>();
-    state->job = std::move(job);
-    state->builder = std::move(builder);
-    ++engine_->active_streams;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        // Called again and again until sink.done(); returning false (or a
-        // failed write) ends the response and the connection.
-        [state](size_t, httplib::DataSink& sink) {
-          std::string out;
-          if (!state->started) {
-            state->started = true;
-            out = state->builder->StreamStart();
-          }
-          std::vector<SeqEvent> events;
-          if (state->job->Wait(&events, milliseconds(100))) out += state->builder->StreamEvents(events);
-          const bool done = state->builder->done();
-          if (done) out += state->builder->StreamEnd();
-          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-          if (done) {
-            state->ended = true;
-            sink.done();
-          }
-          return true;
-        },
-        // Runs when the response is destroyed, sent or not: a client that
-        // went away mid-stream gets its requests cancelled, which frees
-        // their KV blocks at the engine's next step.
-        [this, state](bool) {
-          --engine_->active_streams;
-          if (!state->ended && state->job->Cancel(engine_->ctx())) {
-            ++engine_->cancelled_on_disconnect;
-            if (log_) std::fprintf(stderr, "llm-server: client went away; request cancelled\n");
-          }
-        });
+  auto post = [this, svr](const char* path, Api api) {
+    svr->Post(path, [this, api](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) { Generate(req, reader, res, api); });
   };
-  svr->Post("/v1/chat/completions",
-            [generate](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-              generate(req, reader, res, true);
-            });
-  svr->Post("/v1/completions",
-            [generate](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-              generate(req, reader, res, false);
-            });
+  post("/v1/chat/completions", Api::kChat);
+  post("/chat/completions", Api::kChat);
+  post("/v1/completions", Api::kCompletion);
+  post("/completion", Api::kNative);  // llama.cpp's native API
+  post("/completions", Api::kNative);
 
   // Errors httplib produces itself (unknown path, bad method, body too
   // large) in OpenAI's shape too; ours already have a body.

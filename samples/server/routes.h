@@ -1,18 +1,25 @@
 // The HTTP endpoints: OpenAI's /v1/chat/completions, /v1/completions and
-// /v1/models, plus /v1/stats (llm_get_stats as JSON), /metrics (the same in
-// Prometheus' text format) and /health.
+// /v1/models, llama.cpp's native /completion (native_completion.h), plus
+// /v1/stats (llm_get_stats as JSON), /metrics (the same in Prometheus' text
+// format) and /health.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../chat_prompt.h"
 #include "access.h"
 #include "engine.h"
 #include "idle_trim.h"
+#include "openai_request.h"
+#include "request_defaults.h"
 
 namespace httplib {
 class Server;
+class ContentReader;
+struct Request;
+struct Response;
 }
 
 namespace server {
@@ -26,10 +33,24 @@ class Routes {
   // engine and prompter must outlive the server the routes are registered on.
   Routes(Engine* engine, const chat::Prompter* prompter, std::string model_name, bool log);
 
+  // The server's sampling flags (request_defaults.h); set before Register.
+  void set_defaults(const RequestDefaults& d) { defaults_ = d; }
+  // The model's other names and its labels, shown by /v1/models.
+  void set_labels(std::vector<std::string> aliases, std::vector<std::string> tags) {
+    aliases_ = std::move(aliases);
+    tags_ = std::move(tags);
+  }
+
   void Register(httplib::Server* svr);
 
  private:
+  enum class Api { kChat, kCompletion, kNative };
+  void Generate(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res, Api api);
+
   std::string TokenText(llm_token token) const;
+  bool TokenizeText(const std::string& text, bool add_special, std::vector<llm_token>* out) const;
+  // A prompt as its tokens spell it, special tokens rendered ("<s> Hello").
+  std::string PromptText(const PromptInput& in) const;
 
   Engine* engine_;
   const chat::Prompter* prompter_;
@@ -37,6 +58,8 @@ class Routes {
   int32_t n_ctx_ = 0;
   int64_t created_;
   bool log_;
+  RequestDefaults defaults_;
+  std::vector<std::string> aliases_, tags_;
   IdleTrim idle_trim_;
 };
 

@@ -49,7 +49,7 @@ finally:
     server_proc.stop(proc)
 time.sleep(0.5)  # the log reader's last lines
 err = "".join(log)
-for flag in ["-fa", "--jinja", "-ub", "--metrics", "--slots", "--mlock", "--no-mmap"]:
+for flag in ["-fa", "--jinja", "-ub", "--metrics", "--mlock", "--no-mmap"]:
     check(("warning: %s changes nothing here" % flag) in err, "%s is named in a warning" % flag)
 
 for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"), (["--embedding"], "--embedding"),
