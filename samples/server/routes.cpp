@@ -10,7 +10,9 @@
 
 #include "http_body.h"
 #include "metrics.h"
+#include "messages_api.h"
 #include "native_completion.h"
+#include "responses_api.h"
 #include "openai_request.h"
 #include "openai_response.h"
 #include "prompt_render.h"
@@ -179,7 +181,7 @@ std::string Routes::PromptText(const PromptInput& in) const {
 
 void Routes::Generate(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res,
                       Api api) {
-  const bool chat = api == Api::kChat;
+  const bool chat = api != Api::kCompletion && api != Api::kNative;
   ++engine_->http_requests;
   ApiError err;
   IdleTrim::Scope trim(&idle_trim_);
@@ -198,6 +200,12 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       };
       ok = ParseNativeCompletion(body, defaults_, tokenize, &g, &native, &err);
       for (size_t i = 0; ok && i < g.prompts.size(); ++i) native.prompt_texts.push_back(PromptText(g.prompts[i]));
+    } else if (api == Api::kResponses || api == Api::kMessages) {
+      // A chat completion underneath (chat_adapter.h).
+      json as_chat;
+      ok = (api == Api::kResponses ? ResponsesToChat(body, &as_chat, &err) : MessagesToChat(body, &as_chat, &err)) &&
+           ParseChatRequest(as_chat, &g, &err);
+      if (ok) ApplyRequestDefaults(as_chat, defaults_, &g);
     } else {
       ok = chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err);
       if (ok) ApplyRequestDefaults(body, defaults_, &g);
@@ -280,6 +288,10 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
   std::unique_ptr<ResponseWriter> builder;
   if (api == Api::kNative)
     builder = std::make_unique<NativeCompletionWriter>(g, std::move(native), model_name_, token_text);
+  else if (api == Api::kResponses)
+    builder = std::make_unique<ResponsesWriter>(g, body, model_name_, token_text);
+  else if (api == Api::kMessages)
+    builder = std::make_unique<MessagesWriter>(g, model_name_, token_text);
   else
     builder = std::make_unique<ResponseBuilder>(g, model_name_, token_text);
 
@@ -395,6 +407,8 @@ void Routes::Register(httplib::Server* svr) {
   post("/v1/completions", Api::kCompletion);
   post("/completion", Api::kNative);  // llama.cpp's native API
   post("/completions", Api::kNative);
+  post("/v1/responses", Api::kResponses);  // OpenAI's Responses API
+  post("/v1/messages", Api::kMessages);    // Anthropic's Messages API
 
   // Errors httplib produces itself (unknown path, bad method, body too
   // large) in OpenAI's shape too; ours already have a body.

@@ -44,7 +44,7 @@ class Routes {
   void Register(httplib::Server* svr);
 
  private:
-  enum class Api { kChat, kCompletion, kNative };
+  enum class Api { kChat, kCompletion, kNative, kResponses, kMessages };
   void Generate(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res, Api api);
 
   std::string TokenText(llm_token token) const;
