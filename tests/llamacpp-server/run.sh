@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs llama.cpp's own server test suite (tools/server/tests/unit in the
+# llama.cpp source the llama-cpp-python sdist carries) against llm-server,
+# through launcher.py (the only adapted part: models come from this machine,
+# not from Hugging Face). Not part of CI: it downloads the sdist (~75 MB) and
+# takes ~10 minutes. Prints pytest's summary and the failures grouped by
+# reason (summarize.py, from pytest's JUnit XML report).
+#
+#   tests/llamacpp-server/run.sh [pytest args...]     e.g. run.sh unit/test_completion.py
+#
+# Environment: LLM_SERVER_BIN (default build/bin/llm-server), LLAMA_CPP_PYTHON
+# (sdist version, default 0.3.36), WORK (default build/llamacpp-server).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+version=${LLAMA_CPP_PYTHON:-0.3.36}
+work=${WORK:-$repo/build/llamacpp-server}
+mkdir -p "$work"
+sdist="$work/llama_cpp_python-$version.tar.gz"
+[ -f "$sdist" ] || pip download --quiet --no-binary :all: --no-deps "llama-cpp-python==$version" -d "$work"
+tests="$work/llama_cpp_python-$version/vendor/llama.cpp/tools/server/tests"
+[ -d "$tests" ] || tar -C "$work" -xzf "$sdist" "llama_cpp_python-$version/vendor/llama.cpp/tools/server/tests"
+venv="$work/venv"
+if [ ! -x "$venv/bin/pytest" ]; then
+  python3 -m venv "$venv"
+  # requirements.txt pins old versions; the newest of each serves the suite.
+  "$venv/bin/pip" install --quiet pytest aiohttp requests wget numpy openai prometheus-client filelock
+fi
+export LLM_SERVER_BIN=${LLM_SERVER_BIN:-$repo/build/bin/llm-server}
+export LLAMA_SERVER_BIN_PATH="$here/launcher.py"
+cd "$tests"
+set +e
+"$venv/bin/python" -m pytest -q -p no:cacheprovider --junitxml="$work/last-run.xml" "${@:-unit/}" > "$work/last-run.log" 2>&1
+set -e
+tail -n 1 "$work/last-run.log"
+python3 "$here/summarize.py" "$work/last-run.xml"
