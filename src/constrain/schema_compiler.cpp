@@ -27,6 +27,9 @@ constexpr int64_t kMaxCountedLength = 4096;
 // The compiler's total work: subschemas visited, rules written.
 constexpr int64_t kMaxVisits = 100000;
 constexpr size_t kMaxCompiledRules = 40000;
+// oneOf whose branches overlap is compiled as branch k and the negations of
+// the others: k^2 negations, so only for a few branches.
+constexpr size_t kMaxNegatedOneOf = 8;
 
 const char* const kUnsupported[] = {
     "$dynamicRef", "$recursiveRef"};
@@ -422,10 +425,30 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
       };
       if (FindOverlap(branches, resolve, &i, &j, &exhausted) && exhausted)
         return InvalidArgument("oneOf at " + Where(ptr) + ": too many branches to prove disjoint (the limit: 200000 steps)");
-      if (i != j)
-        return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
-                           " are not provably disjoint (oneOf needs exactly one branch to match; give them different "
-                           "types, const/enum values or ranges, or a required property whose values differ; or use anyOf)");
+      if (i != j) {
+        // Made disjoint: branch k and none of the others (exact where
+        // every branch has a negation, schema_negate.cpp). The others are
+        // negated as written: the siblings hold in branch k already.
+        auto refused = [&](const std::string& why) {
+          return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
+                             " are not provably disjoint and cannot be made so (" + why +
+                             "; oneOf needs exactly one branch to match; give them different types, const/enum values "
+                             "or ranges, or a required property whose values differ; or use anyOf)");
+        };
+        if (branches.size() > kMaxNegatedOneOf)
+          return refused("more than " + std::to_string(kMaxNegatedOneOf) + " branches to negate");
+        std::vector<std::string> out;
+        for (size_t k = 0; k < branches.size(); ++k) {
+          std::vector<Json> parts = {*branches[k]};
+          for (size_t o = 0; o < branches.size(); ++o)
+            if (o != k) parts.push_back(Json::Object({{"not", alts->array()[o]}}));
+          auto e = Visit(Json::Object({{"allOf", Json::Array(std::move(parts))}}), PointerJoin(p, k),
+                         hint + "-" + std::to_string(k));
+          if (!e.ok()) return e.status().code() == LLM_ERR_UNSUPPORTED ? refused(e.status().message()) : e.status();
+          if (!IsNever(*e)) out.push_back(*e);
+        }
+        return out.empty() ? std::string() : Alternatives(out);
+      }
     }
     std::vector<std::string> out;
     for (size_t i = 0; i < branches.size(); ++i) {

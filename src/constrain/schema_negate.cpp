@@ -8,7 +8,10 @@
 //   minimum v (and the others)   a number < v (other types satisfy it)
 //   minLength n (and the others) a string of <= n-1 characters ...
 //   const/enum of true/false/null the other values of that finite set
+//   const/enum of numbers        other types, or numbers below, between
+//                                or above the listed ones
 //   properties {p: S}            an object with p present and ¬S
+//   not S / allOf / anyOf        S / anyOf of the negations / allOf of them
 // joined by anyOf (¬(a ∧ b) = ¬a ∨ ¬b). Anything else is refused naming
 // the keyword. Then
 //   not S                  = allOf [rest, ¬S]
@@ -16,6 +19,7 @@
 // (the two cases are disjoint: exact); "if" without then/else and
 // then/else without "if" change nothing.
 #include <algorithm>
+#include <cmath>
 
 #include "constrain/schema_compiler.h"
 
@@ -57,7 +61,7 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
   auto refuse = [&](const std::string& k) {
     return Unsupported("\"" + k + "\" at " + Where(PointerJoin(ptr, k)) +
                        " inside not/if cannot be negated exactly (only type, required, bounds, lengths, counts, "
-                       "boolean/null consts and properties of those)");
+                       "boolean/null/number consts, properties of those, and not/allOf/anyOf of those)");
   };
   // A bound on type T holds for every other type: its negation is a T
   // outside the bound (the keyword k2 with value v).
@@ -94,21 +98,50 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
       }
       const std::string other = (is_min ? "max" : "min") + k.substr(3);
       bound(t, other.c_str(), Json::Int(is_min ? n - 1 : n + 1));
-    } else if (k == "const" || k == "enum") {
+    } else if (k == "const" || (k == "enum" && v.is_array())) {
       std::vector<const Json*> vals;
       if (k == "const") vals.push_back(&v);
       else for (const auto& e : v.array()) vals.push_back(&e);
       bool t = false, f = false, null = false;
+      std::vector<double> numbers;
       for (const Json* e : vals) {
         if (e->is_bool()) (e->as_bool() ? t : f) = true;
         else if (e->is_null()) null = true;
+        else if (e->is_number() && std::isfinite(e->as_double())) numbers.push_back(e->as_double());
         else return refuse(k);
       }
       std::vector<std::string> gone;
       if (null) gone.push_back("null");
       if (t || f) gone.push_back("boolean");
+      if (!numbers.empty()) gone.push_back("number");
       alts.push_back(Types(gone));
       if (t != f) alts.push_back(Json::Object({{"const", Json::Bool(!t)}}));  // the other boolean
+      // The numbers between and around the listed ones: open intervals,
+      // each kept where it holds an integer (the number grammar's decimals
+      // lie between integers of its range, so an interval without one has
+      // nothing the grammar writes: left out, a narrowing).
+      std::sort(numbers.begin(), numbers.end());
+      for (size_t i = 0; i <= numbers.size() && !numbers.empty(); ++i) {
+        std::vector<Json::Member> iv = {{"type", Json::String("number")}};
+        if (i > 0) iv.emplace_back("exclusiveMinimum", Json::Number(numbers[i - 1]));
+        if (i < numbers.size()) iv.emplace_back("exclusiveMaximum", Json::Number(numbers[i]));
+        if (i > 0 && i < numbers.size() && std::floor(numbers[i - 1]) + 1 > std::ceil(numbers[i]) - 1) continue;
+        alts.push_back(Json::Object(std::move(iv)));
+      }
+    } else if (k == "not") {  // ¬¬S = S
+      alts.push_back(v);
+    } else if (k == "allOf" && v.is_array()) {  // ¬(a ∧ b) = ¬a ∨ ¬b
+      for (size_t i = 0; i < v.array().size(); ++i) {
+        LLM_ASSIGN_OR_RETURN(Json n, Negate(v.array()[i], PointerJoin(PointerJoin(ptr, "allOf"), i), depth + 1));
+        alts.push_back(std::move(n));
+      }
+    } else if (k == "anyOf" && v.is_array()) {  // ¬(a ∨ b) = ¬a ∧ ¬b
+      std::vector<Json> each;
+      for (size_t i = 0; i < v.array().size(); ++i) {
+        LLM_ASSIGN_OR_RETURN(Json n, Negate(v.array()[i], PointerJoin(PointerJoin(ptr, "anyOf"), i), depth + 1));
+        each.push_back(std::move(n));
+      }
+      alts.push_back(each.size() == 1 ? each[0] : Json::Object({{"allOf", Json::Array(std::move(each))}}));
     } else if (k == "properties" && v.is_object()) {
       for (const auto& [name, sub] : v.object()) {
         LLM_ASSIGN_OR_RETURN(Json ns, Negate(sub, PointerJoin(PointerJoin(ptr, "properties"), name), depth + 1));
