@@ -302,6 +302,16 @@ CASES = [
      "compile", [[], [1], [10]], []),
     ("contains_max_refused", {"type": "array", "contains": {"type": "integer"}, "maxContains": 1},
      ("refuse", "maxContains"), [], []),
+    # maxContains: the other items fail contains (its negation), hits counted
+    ("contains_max", {"type": "array", "contains": {"const": 1}, "maxContains": 2}, "compile",
+     [[], [1], [1, 1], [1, 1, 1], [2, 1, 3, 1], [1, 2, 1, 1], [2, 3]], []),
+    ("contains_min_max", {"contains": {"type": "number", "minimum": 5}, "minContains": 2, "maxContains": 3,
+                          "items": {"type": "integer"}}, "compile",
+     [[], [5], [5, 6], [1, 5, 2, 6], [5, 6, 7], [5, 6, 7, 8], [5, 6, "x"], [5.5, 6], {}], [8]),
+    ("contains_max_zero", {"type": "array", "contains": {"type": "boolean"}, "minContains": 0, "maxContains": 0}, "compile",
+     [[], [1], [True], [None, "a"], [1, False]], []),
+    ("contains_min_above_max", {"type": "array", "contains": {"const": 1}, "minContains": 3, "maxContains": 1},
+     ("refuse", "no value"), [], []),
     ("contains_untyped", {"contains": {"const": "x"}}, "compile", [["x"], [], "x", 1], [2, 3]),
     # ---- multipleOf on integers
     ("multiple_of_int", {"type": "integer", "multipleOf": 7}, "compile", [0, 7, 14, -21, 8, 700, 701, 1.5], []),

@@ -95,6 +95,8 @@ class Compiler {
                                        const std::string& ptr, const std::string& hint);
   StatusOr<std::string> UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
                                     const std::string& hint);
+  StatusOr<std::string> CountedContains(const Json& s, const Json& contains, int64_t k, int64_t m, int64_t min_items,
+                                        int64_t max_items, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
                                  const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).
