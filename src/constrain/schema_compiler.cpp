@@ -152,7 +152,7 @@ bool IsAnnotation(std::string_view k) {
       "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "nullable"};
   for (const char* a : kValidating)
     if (k == a) return false;
-  return true;
+  return k != kNonIntegral;
 }
 
 std::string Compiler::NewName(const std::string& hint) {
@@ -397,8 +397,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (!alts) continue;
     const std::string p = PointerJoin(ptr, comb);
     if (!alts->is_array() || alts->array().empty()) return InvalidArgument(std::string(comb) + " at " + Where(ptr) + " must be a non-empty array");
-    if (s.Find("anyOf") && s.Find("oneOf"))
-      return Unsupported("anyOf beside oneOf at " + Where(ptr) + " is not supported (nest one in allOf)");
+    // anyOf beside oneOf: each anyOf branch holds with the oneOf (kept in
+    // the siblings, compiled in the branch's own visit).
+    const bool with_one_of = std::string_view(comb) == "anyOf" && s.Find("oneOf");
     // Siblings hold in every branch: each branch is merged with them
     // (allOf [branch, siblings]: MergeAllOf), and that is what is compiled
     // and, for oneOf, proven disjoint.
@@ -406,11 +407,11 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     std::vector<const Json*> branches;
     for (size_t i = 0; i < alts->array().size(); ++i) {
       const Json& branch = alts->array()[i];
-      if (!validating_siblings) {
+      if (!validating_siblings && !with_one_of) {
         branches.push_back(&branch);
         continue;
       }
-      const Json both = WithAllOf(siblings({"anyOf", "oneOf"}), {branch});
+      const Json both = WithAllOf(with_one_of ? siblings({"anyOf"}) : siblings({"anyOf", "oneOf"}), {branch});
       LLM_ASSIGN_OR_RETURN(Json m, MergeAllOf(both, PointerJoin(p, i)));
       merged.push_back(std::move(m));
     }
@@ -437,11 +438,17 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
         };
         if (branches.size() > kMaxNegatedOneOf)
           return refused("more than " + std::to_string(kMaxNegatedOneOf) + " branches to negate");
+        std::vector<Json> negated;
+        for (size_t o = 0; o < branches.size(); ++o) {
+          auto n = Negate(alts->array()[o], PointerJoin(p, o), 0);
+          if (!n.ok()) return n.status().code() == LLM_ERR_UNSUPPORTED ? refused(n.status().message()) : n.status();
+          negated.push_back(std::move(*n));
+        }
         std::vector<std::string> out;
         for (size_t k = 0; k < branches.size(); ++k) {
           std::vector<Json> parts = {*branches[k]};
           for (size_t o = 0; o < branches.size(); ++o)
-            if (o != k) parts.push_back(Json::Object({{"not", alts->array()[o]}}));
+            if (o != k) parts.push_back(negated[o]);
           auto e = Visit(Json::Object({{"allOf", Json::Array(std::move(parts))}}), PointerJoin(p, k),
                          hint + "-" + std::to_string(k));
           if (!e.ok()) return e.status().code() == LLM_ERR_UNSUPPORTED ? refused(e.status().message()) : e.status();
@@ -758,18 +765,38 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
   }
   if (emin && emin->is_number()) tighten_lo(clamp(std::floor(emin->as_double()) + 1));
   if (emax && emax->is_number()) tighten_hi(clamp(std::ceil(emax->as_double()) - 1));
+  // Not an integer (¬integer): the decimals below, with a last digit that
+  // is not 0; exponents left out (a narrowing).
+  const bool fraction = s.Find(kNonIntegral) != nullptr;
+  if (fraction && (integer || s.Find("multipleOf"))) return std::string();  // (multiples are narrowed to integers)
   if (const Json* m = s.Find("multipleOf")) return MultipleOf(*m, lo, hi, ptr);
+  if (!lo && !hi && fraction) return std::string("\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) \".\" [0-9]{0,14} [1-9]");
   if (!lo && !hi) return Builtin(integer ? "integer" : "number");
+  // Bounds no number meets (a case split or oneOf branch left empty): no value.
+  double rlo = -HUGE_VAL, rhi = HUGE_VAL;
+  bool rlo_open = false, rhi_open = false;
+  for (const char* k : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    const Json* v = s.Find(k);
+    if (!v || !v->is_number()) continue;
+    const double d = v->as_double();
+    const std::string_view name = k;
+    const bool lower = name == "minimum" || name == "exclusiveMinimum";
+    const bool open = name.starts_with("exclusive") || (lower ? emin_flag : emax_flag);
+    if (lower && (d > rlo || (d == rlo && open))) rlo = d, rlo_open = open;
+    if (!lower && (d < rhi || (d == rhi && open))) rhi = d, rhi_open = open;
+  }
+  if (rlo > rhi || (rlo == rhi && (rlo_open || rhi_open))) return std::string();
   if (lo && hi && *lo > *hi)
-    return (integer ? InvalidArgument("no integer lies within the bounds at " + Where(ptr))
+    return (integer ? StatusOr<std::string>(std::string())  // no integer in range: no value
                     : Unsupported("a number range without an integer in it at " + Where(ptr) + " is not supported"));
   LLM_ASSIGN_OR_RETURN(std::string ints, gbnf::IntRange(lo, hi));
   if (integer) return ints;
   // Decimals k.f lie strictly between k and k+1 (k >= 0) or between -(m+1)
   // and -m (k = -m < 0, and "-0.f" in (-1, 0)): keep those whose whole
   // interval lies within [lo, hi].
-  const std::string frac = "\".\" [0-9]{1,15}";
-  std::vector<std::string> alts = {ints};
+  const std::string frac = fraction ? "\".\" [0-9]{0,14} [1-9]" : "\".\" [0-9]{1,15}";
+  std::vector<std::string> alts;
+  if (!fraction) alts.push_back(ints);
   const int64_t plo = lo ? std::max<int64_t>(*lo, 0) : 0;
   if (!hi || plo <= *hi - 1) {
     std::optional<int64_t> phi;
@@ -785,7 +812,7 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
     alts.push_back("\"-\" " + m + " " + frac);
   }
   if ((!lo || *lo <= -1) && (!hi || *hi >= 0)) alts.push_back("\"-0\" " + frac);
-  return Alternatives(alts);
+  return alts.empty() ? std::string() : Alternatives(alts);
 }
 
 }  // namespace schema

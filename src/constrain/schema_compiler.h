@@ -36,6 +36,10 @@ inline constexpr const char* kValue = "value";
 // enclosing schema drops what needs it (an anyOf branch, an optional
 // property, array items past minItems) or is itself kNever.
 inline constexpr int kMaxRecursion = 5;
+// A keyword only the compiler writes (the negation of "type": "integer",
+// schema_negate.cpp): beside "type": "number", a number that is not an
+// integer. (A schema that spells it itself only narrows: sound.)
+inline constexpr const char* kNonIntegral = "\x01non-integral";
 inline bool IsNever(const std::string& e) { return e.empty(); }
 
 class Compiler {

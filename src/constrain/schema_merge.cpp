@@ -2,6 +2,8 @@
 // (schema_compiler.h): schemas rewritten into schemas the rest of the
 // compiler reads (Visit calls these, then visits what they return).
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "constrain/grammar_text.h"
@@ -38,6 +40,18 @@ std::optional<Json> MergeKeyword(const std::string& k, const Json& a, const Json
       if (k == l) return a.as_double() >= b.as_double() ? a : b;
     for (const char* u : kUpper)
       if (k == u) return a.as_double() <= b.as_double() ? a : b;
+  }
+  if (k == "multipleOf" && a.is_number() && b.is_number() && a.as_double() > 0 && b.as_double() > 0) {
+    // Both hold: their least common multiple (integers), or the one the
+    // other divides.
+    if (a.is_int() && b.is_int()) {
+      const int64_t l = std::lcm(a.as_int(), b.as_int());
+      if (l > 0 && l <= (int64_t{1} << 50)) return Json::Int(l);
+    }
+    auto divides = [](double x, double y) { const double r = y / x; return std::fabs(r - std::round(r)) < 1e-12 * std::max(1.0, r); };
+    if (divides(a.as_double(), b.as_double())) return b;
+    if (divides(b.as_double(), a.as_double())) return a;
+    return std::nullopt;
   }
   if (k == "type") {
     auto list = [](const Json& t) {

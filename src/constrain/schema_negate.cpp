@@ -2,8 +2,8 @@
 // A grammar cannot take a complement, so ¬S is written as a schema when S
 // is made of keywords whose negation is a schema again:
 //   false / true / {}            true / false / false
-//   type T                       the other types (integer alone is refused:
-//                                its complement holds the fractions)
+//   type T                       the other types (beside integer alone:
+//                                numbers that are not integers, kNonIntegral)
 //   required [a, b]              an object without a, or without b
 //   minimum v (and the others)   a number < v (other types satisfy it)
 //   minLength n (and the others) a string of <= n-1 characters ...
@@ -76,7 +76,10 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
       for (const auto& e : v.array()) listed.push_back(e.as_string());
       const bool has_int = std::find(listed.begin(), listed.end(), "integer") != listed.end();
       const bool has_num = std::find(listed.begin(), listed.end(), "number") != listed.end();
-      if (has_int && !has_num) return refuse("type");
+      if (has_int && !has_num) {  // the other types, and the numbers that are not integers
+        listed.push_back("number");
+        alts.push_back(Json::Object({{"type", Json::String("number")}, {kNonIntegral, Json::Bool(true)}}));
+      }
       alts.push_back(Types(listed));
     } else if (k == "required" && v.is_array()) {
       for (const auto& n : v.array()) {  // (non-objects satisfy required)
