@@ -774,6 +774,17 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
 }
 
 
+// The negation of a string const never lets the same string through
+// spelled with escapes (the vectors write instances compactly, unescaped).
+TEST(JsonSchema, NegatedStringConstRejectsEscapedSpellings) {
+  auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, R"({"not":{"enum":["ab","b"]}})", {});
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  constrain::Matcher m(*program);
+  for (const char* same : {R"("ab")", R"("\u0061b")", R"("a\u0062")", R"("\u0062")", R"("b")"})
+    EXPECT_FALSE(m.Matches(same)) << same;
+  for (const char* other : {R"("a")", R"("abc")", R"("")", R"("c")", "1", "null"}) EXPECT_TRUE(m.Matches(other)) << other;
+}
+
 // Hostile schemas (issue 29): deep not, a huge multipleOf, exponential
 // case splits and oneOf, long patterns: refused (or compiled) in bounded
 // time, never an internal error.

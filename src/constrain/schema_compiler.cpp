@@ -152,7 +152,7 @@ bool IsAnnotation(std::string_view k) {
       "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "nullable"};
   for (const char* a : kValidating)
     if (k == a) return false;
-  return k != kNonIntegral;
+  return k != kNonIntegral && k != kNotStrings;
 }
 
 std::string Compiler::NewName(const std::string& hint) {
@@ -626,6 +626,14 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   std::optional<std::string> format_body;
   if (format && format->is_string()) format_body = gbnf::FormatBody(format->as_string());
   const Json* pattern = s.Find("pattern");
+  if (const Json* none = s.Find(kNotStrings)) {  // (written by Negate: an array of strings)
+    if (format || pattern || lengths)
+      return Unsupported("a string const/enum negated (not/if/oneOf) beside pattern/format/minLength/maxLength at " +
+                         Where(ptr) + " is not supported");
+    std::vector<std::string> names;
+    for (const Json& n : none->array()) names.push_back(n.as_string());
+    return KeyNotIn(names);
+  }
   if (format_body && (pattern || lengths))
     return Unsupported("format \"" + format->as_string() + "\" beside pattern/minLength/maxLength at " + Where(ptr) + " is not supported");
   if (format_body) return "\"\\\"\" " + *format_body + " \"\\\"\"";

@@ -40,6 +40,14 @@ inline constexpr int kMaxRecursion = 5;
 // schema_negate.cpp): beside "type": "number", a number that is not an
 // integer. (A schema that spells it itself only narrows: sound.)
 inline constexpr const char* kNonIntegral = "\x01non-integral";
+// Also compiler-only: beside "type": "string", a string that is none of
+// the listed ones (the negation of a string const/enum).
+inline constexpr const char* kNotStrings = "\x01not-strings";
+// Marks a schema that holds without evaluating anything (a negation's
+// output: a failed "if" and "not" give no annotations), so the
+// unevaluatedProperties/Items beside it still apply to the names and
+// positions it lists (MergeAllOf). An annotation to everything else.
+inline constexpr const char* kNoAnnotations = "\x01no-annotations";
 inline bool IsNever(const std::string& e) { return e.empty(); }
 
 class Compiler {

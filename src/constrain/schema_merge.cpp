@@ -53,6 +53,11 @@ std::optional<Json> MergeKeyword(const std::string& k, const Json& a, const Json
     if (divides(b.as_double(), a.as_double())) return a;
     return std::nullopt;
   }
+  if (k == kNotStrings && a.is_array() && b.is_array()) {  // none of either list
+    std::vector<Json> both = a.array();
+    for (const Json& v : b.array()) both.push_back(v);
+    return Json::Array(std::move(both));
+  }
   if (k == "type") {
     auto list = [](const Json& t) {
       std::vector<std::string> out;
@@ -110,6 +115,7 @@ struct Part {
   const Json* tail = nullptr;       // items past the tuple (items, or additionalItems beside an items array)
   const Json* unevaluated_items = nullptr;  // unevaluatedItems (a branch's)
   bool patterns = false;            // patternProperties
+  bool quiet = false;               // kNoAnnotations here or above: lists no evaluated names
   bool varies = false;              // anyOf/oneOf/not/if/dependent*/contains: what it evaluates depends on the value
 };
 
@@ -224,6 +230,8 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     const int id = static_cast<int>(parts.size());
     parts.push_back(Part{});
     parts.back().parent = todo[n].parent;
+    parts.back().quiet = (todo[n].parent >= 0 && parts[static_cast<size_t>(todo[n].parent)].quiet) ||
+                         (part->is_object() && part->Find(kNoAnnotations));
     if (part->is_bool()) {
       if (!part->as_bool()) return Json::Bool(false);  // nothing validates
       continue;
@@ -258,6 +266,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   struct Closed {
     std::vector<std::string> names;
     Json schema;
+    bool quiet;
   };
   std::vector<Closed> closed;
   bool any_patterns = false;
@@ -265,6 +274,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   for (size_t p = 0; p < parts.size(); ++p) {
     const Part& part = parts[p];
     Closed c;
+    c.quiet = part.quiet;
     if (part.additional) {
       for (const auto& m : part.props) c.names.push_back(m.first);
       c.schema = *part.additional;
@@ -279,6 +289,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
           return Unsupported("unevaluatedProperties at " + Where(PointerJoin(todo[p].where, "unevaluatedProperties")) +
                              " inside an allOf/$ref branch beside anyOf/oneOf/not/if/dependentSchemas/patternProperties"
                              " (what they evaluate varies) is not supported");
+        if (parts[q].quiet && !part.quiet) continue;
         everything = everything || parts[q].additional || (q != p && parts[q].unevaluated_props);
         for (const auto& m : parts[q].props) c.names.push_back(m.first);
       }
@@ -308,15 +319,25 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
       if (!a.ok() || !b.ok() || *a != *b) same->second = Json::Object({{"allOf", Json::Array({same->second, m.second})}});
     }
   }
+  // The schema's own unevaluatedProperties (Visit reads it once merged)
+  // applies as well to the names only quiet parts list.
+  const Json* own_unevaluated = s.Find("unevaluatedProperties");
+  if (std::any_of(closed.begin(), closed.end(), [](const Closed& c) { return !c.quiet; })) own_unevaluated = nullptr;
   for (auto& [name, schema] : properties) {
     std::vector<Json> both = {schema};
     for (const Closed& c : closed)
       if (std::find(c.names.begin(), c.names.end(), name) == c.names.end()) both.push_back(c.schema);
+    if (own_unevaluated &&
+        std::none_of(parts.begin(), parts.end(), [&](const Part& p) {
+          return !p.quiet && std::any_of(p.props.begin(), p.props.end(), [&](const Json::Member& m) { return m.first == name; });
+        }))
+      both.push_back(*own_unevaluated);
     schema = both.size() == 1 ? both[0] : AllOfOf(std::move(both));
   }
   if (!closed.empty()) {
     std::vector<Json> rest;
     for (const Closed& c : closed) rest.push_back(c.schema);
+    if (own_unevaluated) rest.push_back(*own_unevaluated);
     merged.emplace_back("additionalProperties", AllOfOf(std::move(rest)));
   }
 
@@ -325,13 +346,14 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   struct Items {
     std::vector<Json> tuple;
     const Json* tail;
+    bool quiet;
   };
   std::vector<Items> items;
   bool any_tuple = false;
   for (size_t p = 0; p < parts.size(); ++p) {
     const Part& part = parts[p];
     if (part.tuple || part.tail) {
-      items.push_back({part.tuple ? part.tuple->array() : std::vector<Json>{}, part.tail});
+      items.push_back({part.tuple ? part.tuple->array() : std::vector<Json>{}, part.tail, part.quiet});
       any_tuple = any_tuple || part.tuple;
     }
     if (!part.unevaluated_items) continue;
@@ -339,6 +361,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
     bool everything = false;
     for (size_t q = p; q < parts.size(); ++q) {
       if (!within(q, p)) continue;
+      if (parts[q].quiet && !part.quiet) continue;
       if (parts[q].varies)
         return Unsupported("unevaluatedItems at " + Where(PointerJoin(todo[p].where, "unevaluatedItems")) +
                            " inside an allOf/$ref branch beside anyOf/oneOf/not/if/contains (what they evaluate varies)"
@@ -347,12 +370,17 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
       if (parts[q].tuple) evaluated = std::max(evaluated, parts[q].tuple->array().size());
     }
     if (everything) continue;
-    items.push_back({std::vector<Json>(evaluated, Json::Bool(true)), part.unevaluated_items});
+    items.push_back({std::vector<Json>(evaluated, Json::Bool(true)), part.unevaluated_items, part.quiet});
     any_tuple = any_tuple || evaluated > 0;
   }
   if (!items.empty()) {
-    size_t length = 0;
-    for (const Items& it : items) length = std::max(length, it.tuple.size());
+    size_t length = 0, evaluated = 0;
+    const Json* own_unevaluated_items = s.Find("unevaluatedItems");
+    for (const Items& it : items) {
+      length = std::max(length, it.tuple.size());
+      if (!it.quiet) evaluated = std::max(evaluated, it.tuple.size());
+      if (!it.quiet && it.tail) own_unevaluated_items = nullptr;  // every position evaluated
+    }
     std::vector<Json> tuple;
     for (size_t i = 0; i < length; ++i) {
       std::vector<Json> at;
@@ -360,6 +388,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
         if (i < it.tuple.size()) at.push_back(it.tuple[i]);
         else if (it.tail) at.push_back(*it.tail);
       }
+      if (own_unevaluated_items && i >= evaluated) at.push_back(*own_unevaluated_items);
       tuple.push_back(AllOfOf(std::move(at)));
     }
     std::vector<Json> tails;
@@ -369,6 +398,7 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
         tails.push_back(*it.tail);
         has_tail = true;
       }
+    if (has_tail && own_unevaluated_items) tails.push_back(*own_unevaluated_items);
     if (any_tuple) merged.emplace_back("prefixItems", Json::Array(std::move(tuple)));
     if (has_tail) merged.emplace_back("items", AllOfOf(std::move(tails)));
   }

@@ -10,6 +10,7 @@
 //   const/enum of true/false/null the other values of that finite set
 //   const/enum of numbers        other types, or numbers below, between
 //                                or above the listed ones
+//   const/enum of strings        other types, or another string (kNotStrings)
 //   properties {p: S}            an object with p present and ¬S
 //   not S / allOf / anyOf        S / anyOf of the negations / allOf of them
 // joined by anyOf (¬(a ∧ b) = ¬a ∨ ¬b). Anything else is refused naming
@@ -61,7 +62,7 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
   auto refuse = [&](const std::string& k) {
     return Unsupported("\"" + k + "\" at " + Where(PointerJoin(ptr, k)) +
                        " inside not/if cannot be negated exactly (only type, required, bounds, lengths, counts, "
-                       "boolean/null/number consts, properties of those, and not/allOf/anyOf of those)");
+                       "scalar consts and enums, properties of those, and not/allOf/anyOf of those)");
   };
   // A bound on type T holds for every other type: its negation is a T
   // outside the bound (the keyword k2 with value v).
@@ -85,7 +86,8 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
       for (const auto& n : v.array()) {  // (non-objects satisfy required)
         alts.push_back(Json::Object({{"type", Json::String("object")},
                                      {"properties", Json::Object({{n.as_string(), Json::Bool(false)}})},
-                                     {"additionalProperties", Json::Bool(true)}}));
+                                     {"additionalProperties", Json::Bool(true)},
+                                     {kNoAnnotations, Json::Bool(true)}}));
       }
     } else if ((k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum") && v.is_number()) {
       const char* opposite = k == "minimum" ? "exclusiveMaximum" : k == "maximum" ? "exclusiveMinimum" : k == "exclusiveMinimum" ? "maximum" : "minimum";
@@ -107,13 +109,19 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
       else for (const auto& e : v.array()) vals.push_back(&e);
       bool t = false, f = false, null = false;
       std::vector<double> numbers;
+      std::vector<Json> strings;
+      std::vector<std::string> gone;
       for (const Json* e : vals) {
         if (e->is_bool()) (e->as_bool() ? t : f) = true;
         else if (e->is_null()) null = true;
         else if (e->is_number() && std::isfinite(e->as_double())) numbers.push_back(e->as_double());
+        else if (e->is_string()) strings.push_back(*e);
         else return refuse(k);
       }
-      std::vector<std::string> gone;
+      if (!strings.empty()) {  // the other strings (kNotStrings, a trie of the listed ones)
+        gone.push_back("string");
+        alts.push_back(Json::Object({{"type", Json::String("string")}, {kNotStrings, Json::Array(strings)}}));
+      }
       if (null) gone.push_back("null");
       if (t || f) gone.push_back("boolean");
       if (!numbers.empty()) gone.push_back("number");
@@ -131,8 +139,14 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
         if (i > 0 && i < numbers.size() && std::floor(numbers[i - 1]) + 1 > std::ceil(numbers[i]) - 1) continue;
         alts.push_back(Json::Object(std::move(iv)));
       }
-    } else if (k == "not") {  // ¬¬S = S
-      alts.push_back(v);
+    } else if (k == "not") {  // ¬¬S = S (whose annotations the outer not drops)
+      if (v.is_object()) {
+        std::vector<Json::Member> marked = v.object();
+        marked.emplace_back(kNoAnnotations, Json::Bool(true));
+        alts.push_back(Json::Object(std::move(marked)));
+      } else {
+        alts.push_back(v);
+      }
     } else if (k == "allOf" && v.is_array()) {  // ¬(a ∧ b) = ¬a ∨ ¬b
       for (size_t i = 0; i < v.array().size(); ++i) {
         LLM_ASSIGN_OR_RETURN(Json n, Negate(v.array()[i], PointerJoin(PointerJoin(ptr, "allOf"), i), depth + 1));
@@ -152,7 +166,8 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
         alts.push_back(Json::Object({{"type", Json::String("object")},
                                      {"properties", Json::Object({{name, ns}})},
                                      {"required", Json::Array({Json::String(name)})},
-                                     {"additionalProperties", Json::Bool(true)}}));
+                                     {"additionalProperties", Json::Bool(true)},
+                                     {kNoAnnotations, Json::Bool(true)}}));
       }
     } else {
       return refuse(k);
@@ -164,10 +179,8 @@ StatusOr<Json> Compiler::Negate(const Json& s, const std::string& ptr, int depth
 
 StatusOr<Json> Compiler::Conditionals(const Json& s, const std::string& ptr) {
   // A negation names properties (to forbid or contradict them) that a
-  // validator does not count as evaluated: beside unevaluated*, refused.
-  for (const char* u : {"unevaluatedProperties", "unevaluatedItems"})
-    if (s.Find(u) && (s.Find("not") || (s.Find("if") && (s.Find("then") || s.Find("else")))))
-      return Unsupported(std::string(u) + " at " + Where(ptr) + " beside not/if is not supported");
+  // validator does not count as evaluated: its objects carry
+  // kNoAnnotations, so unevaluated* beside it still reach them.
   std::vector<Json::Member> rest;
   for (const auto& m : s.object())
     if (m.first != "not" && m.first != "if" && m.first != "then" && m.first != "else") rest.push_back(m);
