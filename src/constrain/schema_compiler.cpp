@@ -470,16 +470,26 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     // evaluates is its own properties (items), so unevaluatedProperties
     // (Items) is additionalProperties (items past prefixItems), or nothing
     // when those are already given.
-    if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies") || s.Find("contains"))
-      return Unsupported("unevaluatedProperties/unevaluatedItems at " + Where(ptr) +
-                         " beside dependentSchemas/contains (what they evaluate varies) is not supported");
+    // dependentSchemas: split first (SplitDependencies): the dependent
+    // schema evaluates in the case where it applies, like an allOf part.
+    if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies")) {
+      LLM_ASSIGN_OR_RETURN(Json split, SplitDependencies(s, ptr));
+      return Visit(split, ptr, hint);
+    }
+    // contains evaluates the items it matches: past the tuple an item
+    // matches contains or unevaluatedItems (contains still counts its hits).
+    const Json* contains = s.Find("contains");
+    const Json* uitems = s.Find("unevaluatedItems");
+    if (contains && uitems && (s.Find("items") || s.Find("additionalItems")))
+      contains = nullptr;  // every item evaluated already: unevaluatedItems is moot
     std::vector<Json::Member> out;
     for (const auto& m : s.object()) {
       if (m.first == "unevaluatedProperties") {
         if (!s.Find("additionalProperties")) out.emplace_back("additionalProperties", m.second);
       } else if (m.first == "unevaluatedItems") {
         const Json* items = s.Find("items");
-        if (!items) out.emplace_back("items", m.second);
+        if (!items && contains) out.emplace_back("items", Json::Object({{"anyOf", Json::Array({*contains, m.second})}}));
+        else if (!items) out.emplace_back("items", m.second);
         else if (items->is_array() && !s.Find("additionalItems")) out.emplace_back("additionalItems", m.second);
       } else {
         out.push_back(m);

@@ -452,7 +452,10 @@ StatusOr<Json> Compiler::SplitDependencies(const Json& s, const std::string& ptr
   // Free keys stay free in both cases: the compiler reads an absent
   // additionalProperties as false once properties are named (json_schema.h),
   // and the split names the trigger.
-  if (!s.Find("properties") && !s.Find("additionalProperties") && !s.Find("patternProperties"))
+  // (Not beside unevaluatedProperties, which it would make moot: that one
+  // becomes additionalProperties once the cases are merged.)
+  if (!s.Find("properties") && !s.Find("additionalProperties") && !s.Find("patternProperties") &&
+      !s.Find("unevaluatedProperties"))
     rest.emplace_back("additionalProperties", Json::Bool(true));
   Json base = Json::Object(std::move(rest));
   if (!first) return base;
