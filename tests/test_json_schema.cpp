@@ -770,6 +770,9 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
   for (const auto& [file, n] : refused_by) refused += " " + file + ":" + std::to_string(n);
   std::printf("refused by file:%s\n", refused.c_str());
   EXPECT_GE(schemas, 300);
+  // Issue 29's goal: at least 90% of the suite's schemas compile (the rest
+  // refused by name: no value at all, \p{...}, metaschema references, ...).
+  EXPECT_GE(compiled * 10, schemas * 9) << compiled << " of " << schemas << " compiled";
 #endif
 }
 

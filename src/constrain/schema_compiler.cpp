@@ -31,8 +31,7 @@ constexpr size_t kMaxCompiledRules = 40000;
 // the others: k^2 negations, so only for a few branches.
 constexpr size_t kMaxNegatedOneOf = 8;
 
-const char* const kUnsupported[] = {
-    "$dynamicRef", "$recursiveRef"};
+const char* const kUnsupported[] = {"$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
 // bounded so that a sampled value always ends: containers nest at most
@@ -189,6 +188,7 @@ StatusOr<std::string> Compiler::Compile() {
   names_.insert("root");
   IndexIds();
   FindRecursiveRefs();
+  scope_.push_back(root_base_);
   // The root is the first level of a recursion through "#".
   if (recursive_.count("#")) recursion_ = 1;
   LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
@@ -313,7 +313,10 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string
   // A non-recursive target compiles the same at any level unless it reaches
   // a recursive one; keying every $ref by the level keeps that simple (at
   // most kMaxRecursion + 1 copies).
-  const std::pair<std::string, int> key(ref, recursion_);
+  std::pair<std::string, int> key(ref, recursion_);
+  const std::string base = dynamic_ ? BaseAt(ref.substr(1)) : std::string();
+  if (dynamic_)
+    for (const auto& r : scope_) key.first += "\x01" + r;
   auto it = ref_rules_.find(key);
   if (it != ref_rules_.end()) return it->second;
   if (recursive && recursion_ >= kMaxRecursion) {
@@ -326,7 +329,10 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string
   std::string hint = ref.size() > 1 ? ref.substr(ref.rfind('/') + 1) : "root";
   if (recursive) hint += "-" + std::to_string(recursion_);
   recursion_ += recursive ? 1 : 0;
+  const bool entered = dynamic_ && scope_.back() != base;  // a $ref into another resource
+  if (entered) scope_.push_back(base);
   auto body = Visit(*target, ref.substr(1), hint);
+  if (entered) scope_.pop_back();
   recursion_ -= recursive ? 1 : 0;
   if (!body.ok()) return body.status();
   if (IsNever(*body)) {
@@ -359,6 +365,39 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     ~DepthGuard() { --*d; }
   } guard{&depth_};
 
+  // A schema with its own $id is a resource of the dynamic scope.
+  bool entered = false;
+  if (dynamic_ && (s.Find("$id") || s.Find("id"))) {
+    const std::string base = BaseAt(ptr);
+    entered = scope_.back() != base;
+    if (entered) scope_.push_back(base);
+  }
+  struct ScopeGuard {
+    std::vector<std::string>* scope;
+    bool entered;
+    ~ScopeGuard() {
+      if (entered) scope->pop_back();
+    }
+  } scope_guard{&scope_, entered};
+  if (const Json* dref = s.Find("$dynamicRef")) {
+    // Resolved against the scope (schema_refs.cpp), then an ordinary
+    // $ref to its target. Only where the schema stands in the document
+    // (not a copy a merge made): its base URI and scope are known there.
+    if (!dref->is_string()) return InvalidArgument("$dynamicRef at " + Where(ptr) + " must be a string");
+    auto here = ResolvePointer("#" + ptr, ptr);
+    if (!here.ok() || *here != &s)
+      return Unsupported("$dynamicRef at " + Where(ptr) + " inside a merged allOf/anyOf/if branch is not supported");
+    LLM_ASSIGN_OR_RETURN(const std::string target, DynamicTarget(dref->as_string(), ptr));
+    std::vector<Json::Member> rest;
+    for (const auto& m : s.object())
+      if (m.first != "$dynamicRef") rest.push_back(m);
+    bool alone = std::all_of(rest.begin(), rest.end(), [](const Json::Member& m) { return IsAnnotation(m.first); });
+    if (alone) return Ref(target, "");
+    if (s.Find("$ref")) return Unsupported("$dynamicRef beside $ref at " + Where(ptr) + " is not supported");
+    // Beside other keywords: allOf [them, the target] (its pointer is from the root).
+    rest.emplace_back("$ref", Json::String(kResolvedRef + target));
+    return Visit(Json::Object(std::move(rest)), ptr, hint);
+  }
   bool validating_siblings = false;  // beside $ref / anyOf: anything but annotations
   for (const auto& [k, v] : s.object()) {
     for (const char* u : kUnsupported)

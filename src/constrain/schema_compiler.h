@@ -43,6 +43,9 @@ inline constexpr const char* kNonIntegral = "\x01non-integral";
 // Also compiler-only: beside "type": "string", a string that is none of
 // the listed ones (the negation of a string const/enum).
 inline constexpr const char* kNotStrings = "\x01not-strings";
+// Prefixes a "#pointer" from the root that the compiler resolved itself
+// ($dynamicRef): Canonical takes it as it is, wherever it stands.
+inline constexpr const char* kResolvedRef = "\x01";
 // Marks a schema that holds without evaluating anything (a negation's
 // output: a failed "if" and "not" give no annotations), so the
 // unevaluatedProperties/Items beside it still apply to the names and
@@ -71,6 +74,10 @@ class Compiler {
   std::string Builtin(const std::string& name);
 
   StatusOr<std::string> Ref(const std::string& ref, const std::string& ptr);
+  // $dynamicRef (schema_refs.cpp): the static target, or, when that one
+  // bookends with a $dynamicAnchor of the same name, the outermost
+  // resource of the dynamic scope (scope_) that has one; as "#pointer".
+  StatusOr<std::string> DynamicTarget(const std::string& ref, const std::string& ptr) const;
   // The schema a $ref at pointer `ptr` names: JSON pointers, $anchor (and
   // draft-07 "$id": "#name") and $id-relative URIs inside the document
   // (schema_refs.cpp); anything else is UNSUPPORTED.
@@ -124,6 +131,12 @@ class Compiler {
   std::set<std::string> recursive_;
   std::map<std::string, std::string> ids_;      // absolute URI of a resource ($id) -> its pointer
   std::map<std::string, std::string> anchors_;  // URI "#" anchor -> pointer
+  std::map<std::string, std::string> dynamic_anchors_;  // URI "#" $dynamicAnchor -> pointer
+  // The resources (base URIs) the visit is inside, outermost first: the
+  // dynamic scope of $dynamicRef. Part of the $ref rules' key once the
+  // document has a $dynamicRef (a target compiles per scope).
+  std::vector<std::string> scope_;
+  bool dynamic_ = false;
   std::string root_base_;                       // the root's $id, or ""
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
