@@ -323,7 +323,9 @@ StatusOr<Json> Compiler::MergeAllOf(const Json& s, const std::string& ptr) {
   // applies as well to the names only quiet parts list.
   const Json* own_unevaluated = s.Find("unevaluatedProperties");
   if (std::any_of(closed.begin(), closed.end(), [](const Closed& c) { return !c.quiet; })) own_unevaluated = nullptr;
-  for (auto& [name, schema] : properties) {
+  for (auto& member : properties) {
+    const std::string& name = member.first;  // (not a structured binding: lambdas capture it, clang 14)
+    Json& schema = member.second;
     std::vector<Json> both = {schema};
     for (const Closed& c : closed)
       if (std::find(c.names.begin(), c.names.end(), name) == c.names.end()) both.push_back(c.schema);
