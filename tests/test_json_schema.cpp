@@ -811,6 +811,22 @@ TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
   std::string oneof = R"({"oneOf":[)";
   for (int i = 0; i < 300; ++i) oneof += (i ? "," : "") + std::string(R"({"const":)") + std::to_string(i) + "}";
   cases.push_back(oneof + "]}");
+  // Overlapping oneOf made disjoint by negation, nested: 8 branches a level,
+  // each negated once per level (schema_compiler.cpp, kMaxNegatedOneOf).
+  std::string overlap = R"({"type":"integer"})";
+  for (int i = 0; i < 6; ++i) {
+    std::string o = R"({"type":"object","properties":{"v":)" + overlap + R"(},"oneOf":[)";
+    for (int j = 0; j < 8; ++j) o += (j ? "," : "") + std::string(R"({"minProperties":)") + std::to_string(j) + "}";
+    overlap = o + "]}";
+  }
+  cases.push_back(overlap);
+  // Negations of wide anyOf/allOf alternating 8 deep, and maxContains over them.
+  std::string alternating = R"({"minimum":1})";
+  for (int i = 0; i < 8; ++i)
+    alternating = std::string(i % 2 ? R"({"allOf":[)" : R"({"anyOf":[)") + alternating + "," + alternating + "," +
+                  R"({"maximum":)" + std::to_string(i) + "}]}";
+  cases.push_back(R"({"not":)" + alternating + "}");
+  cases.push_back(R"({"type":"array","maxContains":256,"contains":)" + alternating + "}");
   cases.push_back(R"({"type":"string","pattern":"^(a|b)*a(a|b){14}$"})");
   cases.push_back(R"({"type":"string","pattern":"^[a-z]{1,1000}$","minLength":500,"maxLength":900})");
   for (const auto& c : cases) {
