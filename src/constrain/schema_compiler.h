@@ -1,12 +1,15 @@
 // The JSON Schema compiler's state (json_schema.h is the entry point): the
 // rules written so far, $ref targets already given a rule, and the visitor
 // that turns one (sub)schema into a grammar expression. Scalars, references
-// and combinators are in schema_compiler.cpp; allOf merges and dependency
-// splits in schema_merge.cpp; not / if in schema_negate.cpp; oneOf's
-// disjointness in schema_oneof.cpp; $ref resolution in schema_refs.cpp;
-// objects and arrays in schema_object.cpp, their free keys under
-// patternProperties / propertyNames in schema_keys.cpp; patterns in
-// schema_pattern.cpp.
+// and combinators are in schema_compiler.cpp (an overlapping oneOf made
+// disjoint by negation there too); allOf merges (what each branch
+// evaluates: additionalProperties, items, unevaluated*) and dependency
+// splits in schema_merge.cpp; not / if and every negation in
+// schema_negate.cpp; oneOf's disjointness proofs in schema_oneof.cpp; $ref
+// and $dynamicRef resolution in schema_refs.cpp; objects and arrays
+// (contains, maxContains, uniqueItems) in schema_object.cpp, their free
+// keys under patternProperties / propertyNames in schema_keys.cpp;
+// patterns in schema_pattern.cpp.
 #pragma once
 
 #include <functional>
