@@ -253,6 +253,7 @@ void CollectRefs(const Json& s, const std::string& ptr, std::vector<std::pair<st
   } else if (s.is_object()) {
     for (const auto& [k, v] : s.object()) {
       if (k == "$ref" && v.is_string()) out->emplace_back(v.as_string(), ptr);
+      else if (k == "$dynamicRef" && v.is_string()) out->emplace_back("\x02" + v.as_string(), ptr);  // (every target it may take)
       else if (k != "$defs" && k != "definitions" && k != "enum" && k != "const") CollectRefs(v, PointerJoin(ptr, k), out, depth + 1);
     }
   }
@@ -268,8 +269,16 @@ void Compiler::FindRecursiveRefs() {
   auto canonical = [&](std::vector<std::pair<std::string, std::string>>& refs) {
     std::vector<std::string> out;
     for (const auto& [r, at] : refs) {
-      auto c = Canonical(r, at);
+      const bool dynamic = !r.empty() && r[0] == '\x02';
+      auto c = Canonical(dynamic ? r.substr(1) : r, at);
       if (c.ok()) out.push_back(*c);
+      // A $dynamicRef may land on any $dynamicAnchor of its name.
+      const size_t hash = r.find('#');
+      if (!dynamic || hash == std::string::npos || hash + 1 >= r.size() || r[hash + 1] == '/') continue;
+      const std::string suffix = r.substr(hash);
+      for (const auto& [uri, target] : dynamic_anchors_)
+        if (uri.size() >= suffix.size() && uri.compare(uri.size() - suffix.size(), suffix.size(), suffix) == 0)
+          out.push_back("#" + target);
     }
     refs.clear();
     return out;
