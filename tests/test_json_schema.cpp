@@ -285,8 +285,12 @@ TEST(JsonSchema, AllOfMergesObjects) {
   EXPECT_TRUE(l.Accepts(R"({"a":1,"b":true})"));
   EXPECT_FALSE(l.Accepts(R"({"a":1})"));
   EXPECT_FALSE(l.Accepts(R"({"b":true})"));
-  EXPECT_EQ(Error(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})").code(),
-            LLM_ERR_UNSUPPORTED);
+  // additionalProperties sees only its own branch's properties: another
+  // branch's "b" is one of its additional names, here forbidden.
+  Lang closed = Compile(R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},{"properties":{"b":{}}}]})");
+  EXPECT_TRUE(closed.Accepts(R"({"a":1})"));
+  EXPECT_FALSE(closed.Accepts(R"({"a":1,"b":2})"));
+  EXPECT_FALSE(closed.Accepts(R"({"b":2})"));
   // Types intersect: none in common is no value at all.
   EXPECT_EQ(Error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})").code(), LLM_ERR_INVALID_ARGUMENT);
 }
@@ -481,7 +485,7 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
       {R"({"$defs":{"d":{"propertyNames":{"format":"ipv4"}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames/format"},
       {R"({"type":"integer","multipleOf":5,"maximum":100000})", "/multipleOf"},
       {R"({"$ref":"other.json#/x"})", "only references inside the schema"},
-      {R"({"type":"array","contains":{},"maxContains":1})", "maxContains"},
+      {R"({"type":"array","contains":{"pattern":"a"},"maxContains":1})", "/contains/pattern"},
   };
   for (const auto& c : cases) {
     Status s = Error(c.schema);
@@ -741,6 +745,8 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
       EXPECT_TRUE(code == LLM_ERR_INVALID_ARGUMENT || code == LLM_ERR_UNSUPPORTED)
           << where << ": " << schema << ": " << program.status().message();
       ++refused_by[c->Find("file")->as_string()];
+      // SUITE_REFUSALS=1 lists every refusal (which keywords to attack next).
+      if (std::getenv("SUITE_REFUSALS")) std::printf("refused %s: %s\n", where.c_str(), program.status().message().c_str());
       continue;
     }
     ++compiled;
@@ -764,9 +770,23 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
   for (const auto& [file, n] : refused_by) refused += " " + file + ":" + std::to_string(n);
   std::printf("refused by file:%s\n", refused.c_str());
   EXPECT_GE(schemas, 300);
+  // Issue 29's goal: at least 90% of the suite's schemas compile (the rest
+  // refused by name: no value at all, \p{...}, metaschema references, ...).
+  EXPECT_GE(compiled * 10, schemas * 9) << compiled << " of " << schemas << " compiled";
 #endif
 }
 
+
+// The negation of a string const never lets the same string through
+// spelled with escapes (the vectors write instances compactly, unescaped).
+TEST(JsonSchema, NegatedStringConstRejectsEscapedSpellings) {
+  auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, R"({"not":{"enum":["ab","b"]}})", {});
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  constrain::Matcher m(*program);
+  for (const char* same : {R"("ab")", R"("\u0061b")", R"("a\u0062")", R"("\u0062")", R"("b")"})
+    EXPECT_FALSE(m.Matches(same)) << same;
+  for (const char* other : {R"("a")", R"("abc")", R"("")", R"("c")", "1", "null"}) EXPECT_TRUE(m.Matches(other)) << other;
+}
 
 // Hostile schemas (issue 29): deep not, a huge multipleOf, exponential
 // case splits and oneOf, long patterns: refused (or compiled) in bounded
@@ -791,6 +811,22 @@ TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
   std::string oneof = R"({"oneOf":[)";
   for (int i = 0; i < 300; ++i) oneof += (i ? "," : "") + std::string(R"({"const":)") + std::to_string(i) + "}";
   cases.push_back(oneof + "]}");
+  // Overlapping oneOf made disjoint by negation, nested: 8 branches a level,
+  // each negated once per level (schema_compiler.cpp, kMaxNegatedOneOf).
+  std::string overlap = R"({"type":"integer"})";
+  for (int i = 0; i < 6; ++i) {
+    std::string o = R"({"type":"object","properties":{"v":)" + overlap + R"(},"oneOf":[)";
+    for (int j = 0; j < 8; ++j) o += (j ? "," : "") + std::string(R"({"minProperties":)") + std::to_string(j) + "}";
+    overlap = o + "]}";
+  }
+  cases.push_back(overlap);
+  // Negations of wide anyOf/allOf alternating 8 deep, and maxContains over them.
+  std::string alternating = R"({"minimum":1})";
+  for (int i = 0; i < 8; ++i)
+    alternating = std::string(i % 2 ? R"({"allOf":[)" : R"({"anyOf":[)") + alternating + "," + alternating + "," +
+                  R"({"maximum":)" + std::to_string(i) + "}]}";
+  cases.push_back(R"({"not":)" + alternating + "}");
+  cases.push_back(R"({"type":"array","maxContains":256,"contains":)" + alternating + "}");
   cases.push_back(R"({"type":"string","pattern":"^(a|b)*a(a|b){14}$"})");
   cases.push_back(R"({"type":"string","pattern":"^[a-z]{1,1000}$","minLength":500,"maxLength":900})");
   for (const auto& c : cases) {

@@ -13,7 +13,8 @@
 //     multiples left out); a range holding at most 256 of them listed, or
 //     unbounded (or from 0) by a remainder automaton, step <= 1000;
 //   - a number range keeps integers and decimals whose integer part lies in
-//     it (minimum 0.5 starts at 1); a range containing no integer is refused;
+//     it (minimum 0.5 starts at 1); a range containing no integer is refused
+//     (one no number meets is no value);
 //   - objects: properties in schema order, required ones always, optional
 //     ones in any subset; other keys only when additionalProperties is true
 //     or a schema (absent counts as false once `properties` is given), and
@@ -23,13 +24,15 @@
 //   - uniqueItems: over items from a small enum/const/boolean/null set (the
 //     values not picked yet; <= 6), or when maxItems <= 1; else refused;
 //   - arrays: all prefixItems present (if maxItems allows); contains with
-//     minContains <= 4 (items marked as hits), not beside maxContains,
-//     prefixItems or item counts;
+//     minContains <= 4 (items marked as hits); with maxContains (<= 256)
+//     each item a hit or a miss (the negation of contains), hits counted;
+//     not beside prefixItems or item counts;
 //   - oneOf is compiled as anyOf when its branches are provably disjoint
 //     (types, const/enum values, number ranges, or a required property the
 //     other branch forbids or gives disjoint values: schema_oneof.cpp), so
-//     an output matches exactly one; otherwise it is refused
-//     (LLM_ERR_UNSUPPORTED naming the two branches);
+//     an output matches exactly one; otherwise (<= 8 branches) as anyOf of
+//     "branch k and the negation of every other"; where a negation is
+//     missing it is refused (LLM_ERR_UNSUPPORTED naming the two branches);
 //   - false (and an enum/const its type rejects) is "no value": an anyOf
 //     or oneOf branch dropped, an optional property that must be absent,
 //     no items past the tuple (or from a false prefixItems position on);
@@ -41,24 +44,33 @@
 //     passes the grammar limits (docs/GRAMMAR.md) is LLM_ERR_INVALID_ARGUMENT;
 //   - allOf is merged keyword by keyword ($refs resolved, nested allOf
 //     flattened): the tighter bound, the common types and enum values, a
-//     property or items schema given twice as the allOf of both; what
-//     cannot be merged exactly (two different formats, additionalProperties
-//     beside properties from another branch, a recursive $ref) is refused;
+//     property or items schema given twice as the allOf of both, multipleOf
+//     as the least common multiple; additionalProperties (items past a
+//     tuple) of one branch applies to the names (positions) its own branch
+//     leaves, so another branch's property gets both schemas; what cannot
+//     be merged exactly (two different formats, additionalProperties beside
+//     another branch's patternProperties, a recursive $ref) is refused;
 //   - keywords beside $ref hold too (allOf [$ref, siblings]), and so do
-//     keywords beside anyOf/oneOf (merged into every branch); beside
-//     enum/const they drop the values their grammar rejects;
+//     keywords beside anyOf/oneOf (merged into every branch; anyOf beside
+//     oneOf: the oneOf in every anyOf branch); beside enum/const they drop
+//     the values their grammar rejects;
 //   - unknown keywords are annotations (ignored), as JSON Schema says;
 //   - patternProperties / propertyNames: free keys as the product of the
 //     patterns' automata with the declared names (schema_keys.cpp), the
 //     key's closing quote leading into the matching patterns' schema;
 //   - not / if-then-else: where the negation of the schema is a schema
-//     again (types but integer alone, required, bounds, lengths, counts,
-//     boolean/null consts, properties of those: schema_negate.cpp); if S
-//     then T else E is anyOf [S and T, not-S and E], exact;
+//     again (types, integer's being the decimals with a non-zero last
+//     digit; required, bounds, lengths, counts, scalar consts and enums,
+//     properties of those, not/allOf/anyOf of those: schema_negate.cpp);
+//     if S then T else E is anyOf [S and T, not-S and E], exact;
 //   - unevaluatedProperties / unevaluatedItems once allOf/$ref/anyOf are
 //     merged (the evaluated set is then the schema's own properties or
-//     tuple): additionalProperties / items past the tuple; inside an allOf
-//     or $ref branch, or beside dependentSchemas/contains, refused;
+//     tuple): additionalProperties / items past the tuple; in an allOf or
+//     $ref branch, over what that branch's subtree evaluates; a negation
+//     (not, a failed if) evaluates nothing; beside contains, an item past
+//     the tuple matches contains or unevaluatedItems; beside
+//     dependentSchemas once split; in a branch whose subtree varies
+//     (anyOf, not, if, contains), refused;
 //   - dependentRequired / dependentSchemas / draft-07 dependencies: a case
 //     split per trigger property (absent | present with what it needs),
 //     at most 4 triggers per object;
@@ -73,6 +85,10 @@
 //   - $ref: JSON pointers, $anchor (draft-07: "$id": "#name") and
 //     $id-relative URIs inside the document (schema_refs.cpp); a document
 //     outside the schema is never fetched (LLM_ERR_UNSUPPORTED);
+//   - $dynamicRef: resolved at compile time against the resources the
+//     visit is inside (the outermost $dynamicAnchor of that name when the
+//     static target bookends with one), then a $ref; inside a copy a merge
+//     made (an allOf/anyOf/if branch) refused;
 //   - recursion: a $ref that can reach itself is unrolled 5 levels deep
 //     (kMaxRecursion, schema_compiler.h); at the last level it keeps only
 //     the ways out that need no further level (a null or other anyOf
@@ -86,7 +102,7 @@
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object, nor a token after which every
 //     key would be one (json_keys.h, beside the grammar);
-// Keywords that change validity but are not handled (maxContains,
+// Keywords that change validity but are not handled ($recursiveRef,
 // uniqueItems over other items, a not/if whose negation is no schema,
 // propertyNames by format, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a

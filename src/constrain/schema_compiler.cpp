@@ -27,9 +27,11 @@ constexpr int64_t kMaxCountedLength = 4096;
 // The compiler's total work: subschemas visited, rules written.
 constexpr int64_t kMaxVisits = 100000;
 constexpr size_t kMaxCompiledRules = 40000;
+// oneOf whose branches overlap is compiled as branch k and the negations of
+// the others: k^2 negations, so only for a few branches.
+constexpr size_t kMaxNegatedOneOf = 8;
 
-const char* const kUnsupported[] = {
-    "$dynamicRef", "$recursiveRef"};
+const char* const kUnsupported[] = {"$recursiveRef"};
 
 // "Any JSON value" (schema true / {} / free additionalProperties values) is
 // bounded so that a sampled value always ends: containers nest at most
@@ -149,7 +151,7 @@ bool IsAnnotation(std::string_view k) {
       "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef", "nullable"};
   for (const char* a : kValidating)
     if (k == a) return false;
-  return true;
+  return k != kNonIntegral && k != kNotStrings;
 }
 
 std::string Compiler::NewName(const std::string& hint) {
@@ -186,6 +188,7 @@ StatusOr<std::string> Compiler::Compile() {
   names_.insert("root");
   IndexIds();
   FindRecursiveRefs();
+  scope_.push_back(root_base_);
   // The root is the first level of a recursion through "#".
   if (recursive_.count("#")) recursion_ = 1;
   LLM_ASSIGN_OR_RETURN(std::string body, Visit(root_, "", "root"));
@@ -250,6 +253,7 @@ void CollectRefs(const Json& s, const std::string& ptr, std::vector<std::pair<st
   } else if (s.is_object()) {
     for (const auto& [k, v] : s.object()) {
       if (k == "$ref" && v.is_string()) out->emplace_back(v.as_string(), ptr);
+      else if (k == "$dynamicRef" && v.is_string()) out->emplace_back("\x02" + v.as_string(), ptr);  // (every target it may take)
       else if (k != "$defs" && k != "definitions" && k != "enum" && k != "const") CollectRefs(v, PointerJoin(ptr, k), out, depth + 1);
     }
   }
@@ -265,8 +269,16 @@ void Compiler::FindRecursiveRefs() {
   auto canonical = [&](std::vector<std::pair<std::string, std::string>>& refs) {
     std::vector<std::string> out;
     for (const auto& [r, at] : refs) {
-      auto c = Canonical(r, at);
+      const bool dynamic = !r.empty() && r[0] == '\x02';
+      auto c = Canonical(dynamic ? r.substr(1) : r, at);
       if (c.ok()) out.push_back(*c);
+      // A $dynamicRef may land on any $dynamicAnchor of its name.
+      const size_t hash = r.find('#');
+      if (!dynamic || hash == std::string::npos || hash + 1 >= r.size() || r[hash + 1] == '/') continue;
+      const std::string suffix = r.substr(hash);
+      for (const auto& [uri, target] : dynamic_anchors_)
+        if (uri.size() >= suffix.size() && uri.compare(uri.size() - suffix.size(), suffix.size(), suffix) == 0)
+          out.push_back("#" + target);
     }
     refs.clear();
     return out;
@@ -310,7 +322,10 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string
   // A non-recursive target compiles the same at any level unless it reaches
   // a recursive one; keying every $ref by the level keeps that simple (at
   // most kMaxRecursion + 1 copies).
-  const std::pair<std::string, int> key(ref, recursion_);
+  std::pair<std::string, int> key(ref, recursion_);
+  const std::string base = dynamic_ ? BaseAt(ref.substr(1)) : std::string();
+  if (dynamic_)
+    for (const auto& r : scope_) key.first += "\x01" + r;
   auto it = ref_rules_.find(key);
   if (it != ref_rules_.end()) return it->second;
   if (recursive && recursion_ >= kMaxRecursion) {
@@ -323,7 +338,10 @@ StatusOr<std::string> Compiler::Ref(const std::string& ref_in, const std::string
   std::string hint = ref.size() > 1 ? ref.substr(ref.rfind('/') + 1) : "root";
   if (recursive) hint += "-" + std::to_string(recursion_);
   recursion_ += recursive ? 1 : 0;
+  const bool entered = dynamic_ && scope_.back() != base;  // a $ref into another resource
+  if (entered) scope_.push_back(base);
   auto body = Visit(*target, ref.substr(1), hint);
+  if (entered) scope_.pop_back();
   recursion_ -= recursive ? 1 : 0;
   if (!body.ok()) return body.status();
   if (IsNever(*body)) {
@@ -356,6 +374,39 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     ~DepthGuard() { --*d; }
   } guard{&depth_};
 
+  // A schema with its own $id is a resource of the dynamic scope.
+  bool entered = false;
+  if (dynamic_ && (s.Find("$id") || s.Find("id"))) {
+    const std::string base = BaseAt(ptr);
+    entered = scope_.back() != base;
+    if (entered) scope_.push_back(base);
+  }
+  struct ScopeGuard {
+    std::vector<std::string>* scope;
+    bool entered;
+    ~ScopeGuard() {
+      if (entered) scope->pop_back();
+    }
+  } scope_guard{&scope_, entered};
+  if (const Json* dref = s.Find("$dynamicRef")) {
+    // Resolved against the scope (schema_refs.cpp), then an ordinary
+    // $ref to its target. Only where the schema stands in the document
+    // (not a copy a merge made): its base URI and scope are known there.
+    if (!dref->is_string()) return InvalidArgument("$dynamicRef at " + Where(ptr) + " must be a string");
+    auto here = ResolvePointer("#" + ptr, ptr);
+    if (!here.ok() || *here != &s)
+      return Unsupported("$dynamicRef at " + Where(ptr) + " inside a merged allOf/anyOf/if branch is not supported");
+    LLM_ASSIGN_OR_RETURN(const std::string target, DynamicTarget(dref->as_string(), ptr));
+    std::vector<Json::Member> rest;
+    for (const auto& m : s.object())
+      if (m.first != "$dynamicRef") rest.push_back(m);
+    bool alone = std::all_of(rest.begin(), rest.end(), [](const Json::Member& m) { return IsAnnotation(m.first); });
+    if (alone) return Ref(target, "");
+    if (s.Find("$ref")) return Unsupported("$dynamicRef beside $ref at " + Where(ptr) + " is not supported");
+    // Beside other keywords: allOf [them, the target] (its pointer is from the root).
+    rest.emplace_back("$ref", Json::String(kResolvedRef + target));
+    return Visit(Json::Object(std::move(rest)), ptr, hint);
+  }
   bool validating_siblings = false;  // beside $ref / anyOf: anything but annotations
   for (const auto& [k, v] : s.object()) {
     for (const char* u : kUnsupported)
@@ -394,8 +445,9 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     if (!alts) continue;
     const std::string p = PointerJoin(ptr, comb);
     if (!alts->is_array() || alts->array().empty()) return InvalidArgument(std::string(comb) + " at " + Where(ptr) + " must be a non-empty array");
-    if (s.Find("anyOf") && s.Find("oneOf"))
-      return Unsupported("anyOf beside oneOf at " + Where(ptr) + " is not supported (nest one in allOf)");
+    // anyOf beside oneOf: each anyOf branch holds with the oneOf (kept in
+    // the siblings, compiled in the branch's own visit).
+    const bool with_one_of = std::string_view(comb) == "anyOf" && s.Find("oneOf");
     // Siblings hold in every branch: each branch is merged with them
     // (allOf [branch, siblings]: MergeAllOf), and that is what is compiled
     // and, for oneOf, proven disjoint.
@@ -403,11 +455,11 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     std::vector<const Json*> branches;
     for (size_t i = 0; i < alts->array().size(); ++i) {
       const Json& branch = alts->array()[i];
-      if (!validating_siblings) {
+      if (!validating_siblings && !with_one_of) {
         branches.push_back(&branch);
         continue;
       }
-      const Json both = WithAllOf(siblings({"anyOf", "oneOf"}), {branch});
+      const Json both = WithAllOf(with_one_of ? siblings({"anyOf"}) : siblings({"anyOf", "oneOf"}), {branch});
       LLM_ASSIGN_OR_RETURN(Json m, MergeAllOf(both, PointerJoin(p, i)));
       merged.push_back(std::move(m));
     }
@@ -422,10 +474,36 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
       };
       if (FindOverlap(branches, resolve, &i, &j, &exhausted) && exhausted)
         return InvalidArgument("oneOf at " + Where(ptr) + ": too many branches to prove disjoint (the limit: 200000 steps)");
-      if (i != j)
-        return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
-                           " are not provably disjoint (oneOf needs exactly one branch to match; give them different "
-                           "types, const/enum values or ranges, or a required property whose values differ; or use anyOf)");
+      if (i != j) {
+        // Made disjoint: branch k and none of the others (exact where
+        // every branch has a negation, schema_negate.cpp). The others are
+        // negated as written: the siblings hold in branch k already.
+        auto refused = [&](const std::string& why) {
+          return Unsupported("oneOf at " + Where(ptr) + ": branches " + std::to_string(i) + " and " + std::to_string(j) +
+                             " are not provably disjoint and cannot be made so (" + why +
+                             "; oneOf needs exactly one branch to match; give them different types, const/enum values "
+                             "or ranges, or a required property whose values differ; or use anyOf)");
+        };
+        if (branches.size() > kMaxNegatedOneOf)
+          return refused("more than " + std::to_string(kMaxNegatedOneOf) + " branches to negate");
+        std::vector<Json> negated;
+        for (size_t o = 0; o < branches.size(); ++o) {
+          auto n = Negate(alts->array()[o], PointerJoin(p, o), 0);
+          if (!n.ok()) return n.status().code() == LLM_ERR_UNSUPPORTED ? refused(n.status().message()) : n.status();
+          negated.push_back(std::move(*n));
+        }
+        std::vector<std::string> out;
+        for (size_t k = 0; k < branches.size(); ++k) {
+          std::vector<Json> parts = {*branches[k]};
+          for (size_t o = 0; o < branches.size(); ++o)
+            if (o != k) parts.push_back(negated[o]);
+          auto e = Visit(Json::Object({{"allOf", Json::Array(std::move(parts))}}), PointerJoin(p, k),
+                         hint + "-" + std::to_string(k));
+          if (!e.ok()) return e.status().code() == LLM_ERR_UNSUPPORTED ? refused(e.status().message()) : e.status();
+          if (!IsNever(*e)) out.push_back(*e);
+        }
+        return out.empty() ? std::string() : Alternatives(out);
+      }
     }
     std::vector<std::string> out;
     for (size_t i = 0; i < branches.size(); ++i) {
@@ -440,16 +518,26 @@ StatusOr<std::string> Compiler::Visit(const Json& s, const std::string& ptr, con
     // evaluates is its own properties (items), so unevaluatedProperties
     // (Items) is additionalProperties (items past prefixItems), or nothing
     // when those are already given.
-    if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies") || s.Find("contains"))
-      return Unsupported("unevaluatedProperties/unevaluatedItems at " + Where(ptr) +
-                         " beside dependentSchemas/contains (what they evaluate varies) is not supported");
+    // dependentSchemas: split first (SplitDependencies): the dependent
+    // schema evaluates in the case where it applies, like an allOf part.
+    if (s.Find("dependentRequired") || s.Find("dependentSchemas") || s.Find("dependencies")) {
+      LLM_ASSIGN_OR_RETURN(Json split, SplitDependencies(s, ptr));
+      return Visit(split, ptr, hint);
+    }
+    // contains evaluates the items it matches: past the tuple an item
+    // matches contains or unevaluatedItems (contains still counts its hits).
+    const Json* contains = s.Find("contains");
+    const Json* uitems = s.Find("unevaluatedItems");
+    if (contains && uitems && (s.Find("items") || s.Find("additionalItems")))
+      contains = nullptr;  // every item evaluated already: unevaluatedItems is moot
     std::vector<Json::Member> out;
     for (const auto& m : s.object()) {
       if (m.first == "unevaluatedProperties") {
         if (!s.Find("additionalProperties")) out.emplace_back("additionalProperties", m.second);
       } else if (m.first == "unevaluatedItems") {
         const Json* items = s.Find("items");
-        if (!items) out.emplace_back("items", m.second);
+        if (!items && contains) out.emplace_back("items", Json::Object({{"anyOf", Json::Array({*contains, m.second})}}));
+        else if (!items) out.emplace_back("items", m.second);
         else if (items->is_array() && !s.Find("additionalItems")) out.emplace_back("additionalItems", m.second);
       } else {
         out.push_back(m);
@@ -596,6 +684,14 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
   std::optional<std::string> format_body;
   if (format && format->is_string()) format_body = gbnf::FormatBody(format->as_string());
   const Json* pattern = s.Find("pattern");
+  if (const Json* none = s.Find(kNotStrings)) {  // (written by Negate: an array of strings)
+    if (format || pattern || lengths)
+      return Unsupported("a string const/enum negated (not/if/oneOf) beside pattern/format/minLength/maxLength at " +
+                         Where(ptr) + " is not supported");
+    std::vector<std::string> names;
+    for (const Json& n : none->array()) names.push_back(n.as_string());
+    return KeyNotIn(names);
+  }
   if (format_body && (pattern || lengths))
     return Unsupported("format \"" + format->as_string() + "\" beside pattern/minLength/maxLength at " + Where(ptr) + " is not supported");
   if (format_body) return "\"\\\"\" " + *format_body + " \"\\\"\"";
@@ -735,18 +831,38 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
   }
   if (emin && emin->is_number()) tighten_lo(clamp(std::floor(emin->as_double()) + 1));
   if (emax && emax->is_number()) tighten_hi(clamp(std::ceil(emax->as_double()) - 1));
+  // Not an integer (¬integer): the decimals below, with a last digit that
+  // is not 0; exponents left out (a narrowing).
+  const bool fraction = s.Find(kNonIntegral) != nullptr;
+  if (fraction && (integer || s.Find("multipleOf"))) return std::string();  // (multiples are narrowed to integers)
   if (const Json* m = s.Find("multipleOf")) return MultipleOf(*m, lo, hi, ptr);
+  if (!lo && !hi && fraction) return std::string("\"-\"? ( \"0\" | [1-9] [0-9]{0,15} ) \".\" [0-9]{0,14} [1-9]");
   if (!lo && !hi) return Builtin(integer ? "integer" : "number");
+  // Bounds no number meets (a case split or oneOf branch left empty): no value.
+  double rlo = -HUGE_VAL, rhi = HUGE_VAL;
+  bool rlo_open = false, rhi_open = false;
+  for (const char* k : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    const Json* v = s.Find(k);
+    if (!v || !v->is_number()) continue;
+    const double d = v->as_double();
+    const std::string_view name = k;
+    const bool lower = name == "minimum" || name == "exclusiveMinimum";
+    const bool open = name.starts_with("exclusive") || (lower ? emin_flag : emax_flag);
+    if (lower && (d > rlo || (d == rlo && open))) rlo = d, rlo_open = open;
+    if (!lower && (d < rhi || (d == rhi && open))) rhi = d, rhi_open = open;
+  }
+  if (rlo > rhi || (rlo == rhi && (rlo_open || rhi_open))) return std::string();
   if (lo && hi && *lo > *hi)
-    return (integer ? InvalidArgument("no integer lies within the bounds at " + Where(ptr))
+    return (integer ? StatusOr<std::string>(std::string())  // no integer in range: no value
                     : Unsupported("a number range without an integer in it at " + Where(ptr) + " is not supported"));
   LLM_ASSIGN_OR_RETURN(std::string ints, gbnf::IntRange(lo, hi));
   if (integer) return ints;
   // Decimals k.f lie strictly between k and k+1 (k >= 0) or between -(m+1)
   // and -m (k = -m < 0, and "-0.f" in (-1, 0)): keep those whose whole
   // interval lies within [lo, hi].
-  const std::string frac = "\".\" [0-9]{1,15}";
-  std::vector<std::string> alts = {ints};
+  const std::string frac = fraction ? "\".\" [0-9]{0,14} [1-9]" : "\".\" [0-9]{1,15}";
+  std::vector<std::string> alts;
+  if (!fraction) alts.push_back(ints);
   const int64_t plo = lo ? std::max<int64_t>(*lo, 0) : 0;
   if (!hi || plo <= *hi - 1) {
     std::optional<int64_t> phi;
@@ -762,7 +878,7 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
     alts.push_back("\"-\" " + m + " " + frac);
   }
   if ((!lo || *lo <= -1) && (!hi || *hi >= 0)) alts.push_back("\"-0\" " + frac);
-  return Alternatives(alts);
+  return alts.empty() ? std::string() : Alternatives(alts);
 }
 
 }  // namespace schema

@@ -1,12 +1,15 @@
 // The JSON Schema compiler's state (json_schema.h is the entry point): the
 // rules written so far, $ref targets already given a rule, and the visitor
 // that turns one (sub)schema into a grammar expression. Scalars, references
-// and combinators are in schema_compiler.cpp; allOf merges and dependency
-// splits in schema_merge.cpp; not / if in schema_negate.cpp; oneOf's
-// disjointness in schema_oneof.cpp; $ref resolution in schema_refs.cpp;
-// objects and arrays in schema_object.cpp, their free keys under
-// patternProperties / propertyNames in schema_keys.cpp; patterns in
-// schema_pattern.cpp.
+// and combinators are in schema_compiler.cpp (an overlapping oneOf made
+// disjoint by negation there too); allOf merges (what each branch
+// evaluates: additionalProperties, items, unevaluated*) and dependency
+// splits in schema_merge.cpp; not / if and every negation in
+// schema_negate.cpp; oneOf's disjointness proofs in schema_oneof.cpp; $ref
+// and $dynamicRef resolution in schema_refs.cpp; objects and arrays
+// (contains, maxContains, uniqueItems) in schema_object.cpp, their free
+// keys under patternProperties / propertyNames in schema_keys.cpp;
+// patterns in schema_pattern.cpp.
 #pragma once
 
 #include <functional>
@@ -36,6 +39,21 @@ inline constexpr const char* kValue = "value";
 // enclosing schema drops what needs it (an anyOf branch, an optional
 // property, array items past minItems) or is itself kNever.
 inline constexpr int kMaxRecursion = 5;
+// A keyword only the compiler writes (the negation of "type": "integer",
+// schema_negate.cpp): beside "type": "number", a number that is not an
+// integer. (A schema that spells it itself only narrows: sound.)
+inline constexpr const char* kNonIntegral = "\x01non-integral";
+// Also compiler-only: beside "type": "string", a string that is none of
+// the listed ones (the negation of a string const/enum).
+inline constexpr const char* kNotStrings = "\x01not-strings";
+// Prefixes a "#pointer" from the root that the compiler resolved itself
+// ($dynamicRef): Canonical takes it as it is, wherever it stands.
+inline constexpr const char* kResolvedRef = "\x01";
+// Marks a schema that holds without evaluating anything (a negation's
+// output: a failed "if" and "not" give no annotations), so the
+// unevaluatedProperties/Items beside it still apply to the names and
+// positions it lists (MergeAllOf). An annotation to everything else.
+inline constexpr const char* kNoAnnotations = "\x01no-annotations";
 inline bool IsNever(const std::string& e) { return e.empty(); }
 
 class Compiler {
@@ -59,6 +77,10 @@ class Compiler {
   std::string Builtin(const std::string& name);
 
   StatusOr<std::string> Ref(const std::string& ref, const std::string& ptr);
+  // $dynamicRef (schema_refs.cpp): the static target, or, when that one
+  // bookends with a $dynamicAnchor of the same name, the outermost
+  // resource of the dynamic scope (scope_) that has one; as "#pointer".
+  StatusOr<std::string> DynamicTarget(const std::string& ref, const std::string& ptr) const;
   // The schema a $ref at pointer `ptr` names: JSON pointers, $anchor (and
   // draft-07 "$id": "#name") and $id-relative URIs inside the document
   // (schema_refs.cpp); anything else is UNSUPPORTED.
@@ -95,6 +117,8 @@ class Compiler {
                                        const std::string& ptr, const std::string& hint);
   StatusOr<std::string> UniqueItems(const Json& s, int64_t min_items, int64_t max_items, const std::string& ptr,
                                     const std::string& hint);
+  StatusOr<std::string> CountedContains(const Json& s, const Json& contains, int64_t k, int64_t m, int64_t min_items,
+                                        int64_t max_items, const std::string& ptr, const std::string& hint);
   StatusOr<std::string> Contains(const Json& s, const Json& contains, int64_t min_items, int64_t max_items,
                                  const std::string& ptr, const std::string& hint);
   // A JSON string that is none of `names` (keys of additional properties).
@@ -110,6 +134,12 @@ class Compiler {
   std::set<std::string> recursive_;
   std::map<std::string, std::string> ids_;      // absolute URI of a resource ($id) -> its pointer
   std::map<std::string, std::string> anchors_;  // URI "#" anchor -> pointer
+  std::map<std::string, std::string> dynamic_anchors_;  // URI "#" $dynamicAnchor -> pointer
+  // The resources (base URIs) the visit is inside, outermost first: the
+  // dynamic scope of $dynamicRef. Part of the $ref rules' key once the
+  // document has a $dynamicRef (a target compiles per scope).
+  std::vector<std::string> scope_;
+  bool dynamic_ = false;
   std::string root_base_;                       // the root's $id, or ""
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
   int recursion_ = 0;  // recursive $refs being compiled (open levels)

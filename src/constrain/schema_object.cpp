@@ -302,8 +302,13 @@ StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, in
   int64_t k = 1;
   if (const Json* v = s.Find("minContains"); v && !CountValue(*v, &k))
     return InvalidArgument("minContains at " + Where(ptr) + " must be a non-negative integer");
+  if (const Json* v = s.Find("maxContains")) {
+    int64_t m = 0;
+    if (!CountValue(*v, &m)) return InvalidArgument("maxContains at " + Where(ptr) + " must be a non-negative integer");
+    return CountedContains(s, contains, k, m, min_items, max_items, ptr, hint);
+  }
   const bool vacuous = k == 0 || (contains.is_bool() && contains.as_bool() && k <= std::max<int64_t>(min_items, 0));
-  for (const char* bad : {"maxContains", "prefixItems", "uniqueItems"})
+  for (const char* bad : {"prefixItems", "uniqueItems"})
     if (const Json* v = s.Find(bad); v && !(std::string(bad) == "uniqueItems" && v->is_bool() && !v->as_bool()))
       return Unsupported(std::string(bad) + " beside contains at " + Where(ptr) + " is not supported");
   if (const Json* it = s.Find("items"); it && it->is_array())
@@ -330,6 +335,65 @@ StatusOr<std::string> Compiler::Contains(const Json& s, const Json& contains, in
   for (int64_t j = 1; j < k; ++j) body += IsNever(item) ? " " + comma + " " + hit : " ( " + comma + " " + item + " )* " + comma + " " + hit;
   if (!IsNever(item)) body += " ( " + comma + " " + item + " )*";
   return AddRule(hint, body + " " + ws + " \"]\"");
+}
+
+// contains S with maxContains m (and minContains k): each item is a hit
+// (items ∧ S) or a miss (items ∧ ¬S, schema_negate.cpp), disjoint, so
+// the hits are counted exactly by the rule the list is in:
+//   rest[c] ::= "," (miss rest[c] | hit rest[c+1])  | ""   (c >= k)
+// one rule per count c <= m. Without a negation of S it is refused.
+StatusOr<std::string> Compiler::CountedContains(const Json& s, const Json& contains, int64_t k, int64_t m,
+                                                int64_t min_items, int64_t max_items, const std::string& ptr,
+                                                const std::string& hint) {
+  constexpr int64_t kMaxCounted = 256;
+  if (k > m) return std::string();  // no count of hits satisfies both
+  for (const char* bad : {"prefixItems", "uniqueItems"})
+    if (const Json* v = s.Find(bad); v && !(std::string(bad) == "uniqueItems" && v->is_bool() && !v->as_bool()))
+      return Unsupported(std::string(bad) + " beside contains at " + Where(ptr) + " is not supported");
+  if (const Json* it = s.Find("items"); it && it->is_array())
+    return Unsupported("items (an array) beside contains at " + Where(ptr) + " is not supported");
+  if (min_items > 0 || max_items >= 0)
+    return Unsupported("minItems/maxItems beside contains and maxContains at " + Where(ptr) + " is not supported");
+  if (m > kMaxCounted)
+    return InvalidArgument("maxContains " + std::to_string(m) + " at " + Where(ptr) + " is above the limit of " +
+                           std::to_string(kMaxCounted));
+  static const Json kTrue = Json::Bool(true);
+  const Json* items = s.Find("items");
+  if (!items) items = &kTrue;
+  const std::string cptr = PointerJoin(ptr, "contains");
+  auto negated = Negate(contains, cptr, 0);
+  if (!negated.ok()) {
+    if (negated.status().code() != LLM_ERR_UNSUPPORTED) return negated.status();
+    return Unsupported("maxContains at " + Where(ptr) + " needs the items that fail contains, and " +
+                       negated.status().message());
+  }
+  LLM_ASSIGN_OR_RETURN(Json hit_schema, MergeAllOf(Json::Object({{"allOf", Json::Array({*items, contains})}}), cptr));
+  LLM_ASSIGN_OR_RETURN(std::string hit, Visit(hit_schema, cptr, hint + "-contains"));
+  LLM_ASSIGN_OR_RETURN(std::string miss,
+                       Visit(Json::Object({{"allOf", Json::Array({*items, *negated})}}), PointerJoin(ptr, "maxContains"),
+                             hint + "-other"));
+  const std::string ws = Builtin(kWs);
+  const std::string comma = ws + " \",\" " + ws + " ";
+  std::vector<std::string> rest(static_cast<size_t>(m) + 1);
+  for (auto& r : rest) r = NewName(hint + "-counted");
+  for (int64_t c = 0; c <= m; ++c) {
+    std::vector<std::string> alts;
+    if (!IsNever(miss)) alts.push_back(comma + miss + " " + rest[static_cast<size_t>(c)]);
+    if (c < m && !IsNever(hit)) alts.push_back(comma + hit + " " + rest[static_cast<size_t>(c + 1)]);
+    if (c >= k) alts.push_back("\"\"");
+    rules_.emplace_back(rest[static_cast<size_t>(c)], alts.empty() ? "\"\"" : Alternatives(alts));
+  }
+  std::vector<std::string> first;
+  if (!IsNever(miss)) first.push_back(miss + " " + rest[0]);
+  if (m > 0 && !IsNever(hit)) first.push_back(hit + " " + rest[1]);
+  std::string body = "\"[\" " + ws + " ";
+  if (first.empty()) {
+    if (k > 0) return std::string();
+    body += "\"]\"";
+  } else {
+    body += (k == 0 ? "( " + Alternatives(first) + " " + ws + " )? " : Alternatives(first) + " " + ws + " ") + "\"]\"";
+  }
+  return AddRule(hint, body);
 }
 
 // uniqueItems over items from a small finite set (an enum/const, boolean,

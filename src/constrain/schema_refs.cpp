@@ -107,6 +107,9 @@ void Compiler::IndexIds() {
       }
       for (const char* k : {"$anchor", "$dynamicAnchor"})
         if (const Json* a = it.s->Find(k); a && a->is_string()) anchors_.emplace(it.base + "#" + a->as_string(), it.ptr);
+      if (const Json* a = it.s->Find("$dynamicAnchor"); a && a->is_string())
+        dynamic_anchors_.emplace(it.base + "#" + a->as_string(), it.ptr);
+      if (it.s->Find("$dynamicRef")) dynamic_ = true;
       for (const auto& [k, v] : it.s->object()) {
         if (k == "enum" || k == "const" || k == "examples" || k == "default") continue;  // values, not schemas
         if (v.is_object() || v.is_array()) todo.push_back({&v, PointerJoin(it.ptr, k), it.base, it.depth + 1});
@@ -152,6 +155,8 @@ std::string Compiler::BaseAt(const std::string& ptr) const {
 }
 
 StatusOr<std::string> Compiler::Canonical(const std::string& ref, const std::string& ptr) const {
+  // A target the compiler resolved itself ($dynamicRef): a pointer from the root.
+  if (ref.rfind(kResolvedRef, 0) == 0) return ref.substr(1);
   // The common case, in documents without $id: a pointer already.
   if ((ref.empty() || ref[0] == '#') && (ref.size() < 2 || ref[1] == '/') && ids_.empty()) return ref.empty() ? "#" : ref;
   const size_t hash = ref.find('#');
@@ -174,6 +179,19 @@ StatusOr<std::string> Compiler::Canonical(const std::string& ref, const std::str
   auto a = anchors_.find(target + "#" + frag);
   if (a == anchors_.end()) return InvalidArgument("$ref \"" + ref + "\" at " + Where(ptr) + ": no $anchor \"" + frag + "\" in that schema");
   return "#" + a->second;
+}
+
+StatusOr<std::string> Compiler::DynamicTarget(const std::string& ref, const std::string& ptr) const {
+  LLM_ASSIGN_OR_RETURN(const std::string target, Canonical(ref, ptr));
+  const size_t hash = ref.find('#');
+  const std::string frag = hash == std::string::npos ? "" : ref.substr(hash + 1);
+  if (frag.empty() || frag[0] == '/') return target;  // a pointer: as $ref
+  LLM_ASSIGN_OR_RETURN(const Json* t, ResolvePointer(target, ptr));
+  const Json* anchor = t->is_object() ? t->Find("$dynamicAnchor") : nullptr;
+  if (!anchor || !anchor->is_string() || anchor->as_string() != frag) return target;  // no bookend: as $ref
+  for (const std::string& resource : scope_)
+    if (auto it = dynamic_anchors_.find(resource + "#" + frag); it != dynamic_anchors_.end()) return "#" + it->second;
+  return target;
 }
 
 }  // namespace llm::schema

@@ -6,7 +6,9 @@
 // the matcher runs over the input's own bytes within its limits. Seeds in
 // corpus/json_schema cover the keywords of issue 29 (not, if/then/else,
 // contains, dependent*, unevaluated*, $anchor/$id, multipleOf, patterns with
-// nested quantifiers and lengths).
+// nested quantifiers and lengths), and from 50_ on: unevaluated* in
+// branches and beside not/if/contains, overlapping oneOf made disjoint by
+// negation, maxContains, $dynamicRef, not over combinators.
 #include <cstddef>
 #include <cstdint>
 #include <string>
