@@ -39,8 +39,9 @@ float BitsFloat(uint32_t b) {
   return f;
 }
 
-const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
+                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
+                                TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 
 // Byte offsets of a block's F16 scale fields.
 std::vector<int> F16Fields(TensorType t) {
@@ -50,6 +51,8 @@ std::vector<int> F16Fields(TensorType t) {
     case TensorType::Q4_K:
     case TensorType::Q5_K: return {0, 2};
     case TensorType::Q6_K: return {208};
+    case TensorType::Q3_K: return {108};
+    case TensorType::Q2_K: return {80, 82};
     default: return {0};
   }
 }
@@ -109,7 +112,11 @@ TEST(Quant, LayoutTable) {
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 640), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 1024), 4 * sizeof(BlockQ4_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_1, 576), 18 * sizeof(BlockQ4_1));
-  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(10), 256), 0u);  // Q2_K: not read
+  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(16), 256), 0u);  // IQ2_XXS: not read
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ4_XS, 4096), 16 * sizeof(BlockIQ4_XS));
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ4_NL, 96), 3 * sizeof(BlockIQ4_NL));
+  EXPECT_EQ(TensorRowBytes(TensorType::Q3_K, 512), 2 * sizeof(BlockQ3_K));
+  EXPECT_EQ(TensorRowBytes(TensorType::Q2_K, 96), 0u);  // not whole super-blocks
 }
 
 TEST(Quant, DequantizationMatchesGgufPy) {
@@ -128,6 +135,25 @@ TEST(Quant, DequantizationMatchesGgufPy) {
       }
     }
   }
+}
+
+// The IQ4 codebook (model/quant_tables.h, generated) is gguf-py's: every one
+// of the 16 indices occurs in the random IQ4_NL vector, and each element
+// gguf-py dequantized is d times the table's value for its index.
+TEST(Quant, IQ4CodebookMatchesGgufPy) {
+  bool seen[16] = {};
+  for (const QuantVector& v : kQuantVectors) {
+    if (v.type != TensorType::IQ4_NL) continue;
+    for (size_t i = 0; i < v.n_values; ++i) {
+      const auto& b = reinterpret_cast<const BlockIQ4_NL*>(v.bytes)[i / 32];
+      const int l = static_cast<int>(i % 32);
+      const int idx = l < 16 ? b.qs[l] & 0xF : b.qs[l - 16] >> 4;
+      seen[idx] = true;
+      EXPECT_EQ(BitsFloat(v.values[i]), cpu::F16ToF32(b.d) * static_cast<float>(kIQ4NLValues[idx]))
+          << v.name << " element " << i << " index " << idx;
+    }
+  }
+  for (int k = 0; k < 16; ++k) EXPECT_TRUE(seen[k]) << "index " << k << " not in the vectors";
 }
 
 // DequantizeRow (embedding lookups) agrees with DequantizeBlocks on a row.

@@ -117,6 +117,38 @@ MUTANTS = [
         "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
     },
     {
+        "name": "quant-iq4-grid-index",
+        "what": "quantized weights: an IQ4_NL weight's low index looked up one grid entry off (index ^ 1)",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "        v[j] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] & 0xF]));\n",
+                   "        v[j] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[(b[2 + j] & 0xF) ^ 1]));\n")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
+        "name": "quant-iq4xs-scale-shift",
+        "what": "quantized weights: an IQ4_XS sub-block's 6-bit scale offset by 31 instead of 32",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "static_cast<int>((sh >> (2 * j)) & 3u) << 4) - 32;",
+                   "static_cast<int>((sh >> (2 * j)) & 3u) << 4) - 31;")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
+        "name": "quant-q3k-sign-bit",
+        "what": "quantized weights: a Q3_K quant's high bit read with the wrong polarity (minus 4 when set)",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "const int q = ((qs[l] >> shift) & 3) - ((b[l] >> j) & 1 ? 0 : 4);",
+                   "const int q = ((qs[l] >> shift) & 3) - ((b[l] >> j) & 1 ? 4 : 0);")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
+        "name": "quant-q2k-min-scale",
+        "what": "quantized weights: a Q2_K group's minimum scaled by d instead of dmin",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "ml[h] = __fmul_rn(dmin, static_cast<float>(b[2 * j + h] >> 4));",
+                   "ml[h] = __fmul_rn(d, static_cast<float>(b[2 * j + h] >> 4));")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
         "name": "quant-fused-part-boundary",
         "what": "a fused quantized matrix ([Wq; Wk; Wv], [W_gate; W_up]): the first row of each later part "
                 "is read from the end of the part before it (off by one at the boundary)",
