@@ -8,7 +8,8 @@ namespace llm::cuda {
 
 int32_t QuantBlockElems(uint32_t type) {
   switch (type) {
-    case kQuantQ4_0: case kQuantQ4_1: case kQuantQ5_0: case kQuantQ5_1: case kQuantQ8_0: case kQuantIQ4_NL: return 32;
+    case kQuantQ4_0: case kQuantQ4_1: case kQuantQ5_0: case kQuantQ5_1: case kQuantQ8_0: case kQuantIQ4_NL:
+    case kQuantMXFP4: return 32;
     case kQuantQ2_K: case kQuantQ3_K: case kQuantQ4_K: case kQuantQ5_K: case kQuantQ6_K: case kQuantIQ4_XS:
       return 256;
     default: return 0;
@@ -29,6 +30,7 @@ int32_t QuantBlockBytes(uint32_t type) {
     case kQuantQ3_K: return 110;
     case kQuantIQ4_NL: return 18;
     case kQuantIQ4_XS: return 136;
+    case kQuantMXFP4: return 17;
     default: return 0;
   }
 }

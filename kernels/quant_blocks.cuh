@@ -1,6 +1,7 @@
 // Device decoding of GGUF block-quantized weights, 32 at a time (one
-// "chunk": a whole Q4_0..Q8_0 or IQ4_NL block, or one of the 8 sub-blocks of
-// a K-quant (Q2_K..Q6_K) or IQ4_XS super-block). Included by the .cu files only.
+// "chunk": a whole Q4_0..Q8_0, IQ4_NL or MXFP4 block, or one of the 8
+// sub-blocks of a K-quant (Q2_K..Q6_K) or IQ4_XS super-block). Included by
+// the .cu files only.
 //
 // The arithmetic is the CPU backend's reference dequantization
 // (backend/cpu/quant_generic.cpp, DequantizeBlocks) operation for operation:
@@ -60,6 +61,7 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
     case kQuantQ3_K: return (c >> 3) * 110;
     case kQuantIQ4_NL: return c * 18;
     case kQuantIQ4_XS: return (c >> 3) * 136;
+    case kQuantMXFP4: return c * 17;
     default: return (c >> 3) * 210;  // Q6_K
   }
 }
@@ -167,6 +169,17 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
       for (int j = 0; j < 16; ++j) {
         v[j] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] & 0xF]));
         v[j + 16] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] >> 4]));
+      }
+      return;
+    }
+    case kQuantMXFP4: {  // E8M0 exponent e: scale 2^(e - 128) (model/tensor_type.h, MXFP4Scale); codes as IQ4_NL's
+      const uint32_t e = b[0];
+      const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+      float d;
+      memcpy(&d, &bits, 4);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] & 0xF]));
+        v[j + 16] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] >> 4]));
       }
       return;
     }

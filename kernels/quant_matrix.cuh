@@ -33,6 +33,7 @@ enum : uint32_t {
   kQuantQ6_K = 14,
   kQuantIQ4_NL = 20,
   kQuantIQ4_XS = 23,
+  kQuantMXFP4 = 39,
 };
 
 // Rows [0, rows) of one tensor: row r at data + r * row_bytes.

@@ -10,7 +10,8 @@ Blocks are random bytes (every quant, scale and high bit pattern occurs) with
 the F16 scale fields replaced by random finite values of either sign, so the
 expected floats are finite. Deterministic: a fixed seed.
 
-For the low-bit types gguf-py cannot quantize (IQ4_NL, IQ4_XS, Q3_K, Q2_K) a
+MXFP4's second vector holds N(0, 0.02) weights quantized by gguf-py. For the
+low-bit types gguf-py cannot quantize (IQ4_NL, IQ4_XS, Q3_K, Q2_K) a
 second vector holds blocks of N(0, 0.02) weights quantized by the simple
 quantizers below (nearest grid point under a max-based scale: not llama.cpp's
 search, but the scale and quant distributions of a real file); their
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from gguf.quants import IQ4_NL, dequantize
+from gguf.quants import IQ4_NL, dequantize, quantize
 
 # type, blocks per vector, byte offsets of the F16 fields in a block
 FORMATS = [
@@ -37,10 +38,12 @@ FORMATS = [
     (T.IQ4_XS, 2, [0]),
     (T.Q3_K, 2, [108]),
     (T.Q2_K, 2, [80, 82]),
+    (T.MXFP4, 8, []),
 ]
 SIZES = {T.Q4_0: (32, 18), T.Q4_1: (32, 20), T.Q5_0: (32, 22), T.Q5_1: (32, 24),
          T.Q8_0: (32, 34), T.Q4_K: (256, 144), T.Q5_K: (256, 176), T.Q6_K: (256, 210),
-         T.IQ4_NL: (32, 18), T.IQ4_XS: (256, 136), T.Q3_K: (256, 110), T.Q2_K: (256, 84)}
+         T.IQ4_NL: (32, 18), T.IQ4_XS: (256, 136), T.Q3_K: (256, 110), T.Q2_K: (256, 84),
+         T.MXFP4: (32, 17)}
 
 
 def f16_bytes(v):
@@ -161,9 +164,15 @@ def main():
         for off in f16_offsets:
             scale = (rng.uniform(0.002, 0.05, size=n_blocks) * rng.choice([-1, 1], size=n_blocks)).astype(np.float16)
             raw[:, off:off + 2] = scale.view(np.uint8).reshape(n_blocks, 2)
+        if qtype == T.MXFP4:  # E8M0 exponents: the subnormal scales (0, 1) and 2^-28 .. 2^3
+            raw[:, 0] = np.concatenate([[0, 1], rng.integers(100, 132, size=n_blocks - 2)]).astype(np.uint8)
         values = dequantize(raw.reshape(-1), qtype).astype(np.float32).reshape(-1)
         assert values.size == n_blocks * elems and np.all(np.isfinite(values))
         emit(qtype.name, qtype.name, raw, values)
+    # MXFP4: gguf-py quantizes it itself
+    weights = rng.normal(0.0, 0.02, size=(16, 32)).astype(np.float32)
+    raw = quantize(weights, T.MXFP4).reshape(16, 17)
+    emit("MXFP4_real", "MXFP4", raw, dequantize(raw.reshape(-1), T.MXFP4).astype(np.float32).reshape(-1))
     for qtype, (quantizer, n_weights) in QUANTIZERS.items():
         if qtype not in [f[0] for f in FORMATS]:
             continue

@@ -149,6 +149,14 @@ MUTANTS = [
         "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
     },
     {
+        "name": "quant-mxfp4-scale-exponent",
+        "what": "quantized weights: an MXFP4 block's E8M0 scale read as 2^(e - 127) instead of 2^(e - 128)",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;",
+                   "const uint32_t bits = e < 2 ? 0x00200000u << e : e << 23;")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
         "name": "quant-fused-part-boundary",
         "what": "a fused quantized matrix ([Wq; Wk; Wv], [W_gate; W_up]): the first row of each later part "
                 "is read from the end of the part before it (off by one at the boundary)",

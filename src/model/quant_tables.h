@@ -11,4 +11,9 @@ inline constexpr int8_t kIQ4NLValues[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
 
+// MXFP4: the E2M1 value of each 4-bit code, doubled (the block scale is halved).
+inline constexpr int8_t kE2M1Values[16] = {
+    0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+};
+
 }  // namespace llm

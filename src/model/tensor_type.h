@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "model/quant_tables.h"
 
@@ -31,6 +32,7 @@ enum class TensorType : uint32_t {
   IQ4_NL = 20,
   IQ4_XS = 23,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 // ---------------------------------------------------------------- 32-weight blocks
@@ -240,12 +242,33 @@ inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
   return (lo | hi << 4) - 32;
 }
 
-// The 32 int8 values (kIQ4NLValues) of 16 index bytes, in weight order.
-inline void UnpackIQ4(const uint8_t* qs, int8_t* q) {
+// The 32 int8 values (of `table`, 16 entries) of 16 index bytes, in weight
+// order.
+inline void UnpackIQ4(const uint8_t* qs, int8_t* q, const int8_t* table = kIQ4NLValues) {
   for (int j = 0; j < 16; ++j) {
-    q[j] = kIQ4NLValues[qs[j] & 0xF];
-    q[j + 16] = kIQ4NLValues[qs[j] >> 4];
+    q[j] = table[qs[j] & 0xF];
+    q[j + 16] = table[qs[j] >> 4];
   }
+}
+
+// ---------------------------------------------------------------- MXFP4
+//
+// OCP microscaling FP4: 32 weights share an E8M0 exponent e; each weight is
+// a 4-bit E2M1 code in the nibble order of Q4_0. value = 2^(e - 128) *
+// kE2M1Values[code] (the codebook holds the E2M1 values doubled, the scale
+// is halved to match: 2^(e - 127) * E2M1 value).
+struct BlockMXFP4 {
+  uint8_t e;       // E8M0 shared exponent
+  uint8_t qs[16];  // E2M1 codes
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// 2^(e - 128) as an F32 (subnormal for e < 2; finite for every e).
+inline float MXFP4Scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // Weights per block and bytes per block of a matrix type (1 and the element
@@ -265,6 +288,7 @@ constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* blo
     case TensorType::Q6_K: *block_elems = 256, *block_bytes = sizeof(BlockQ6_K); return true;
     case TensorType::IQ4_NL: *block_elems = 32, *block_bytes = sizeof(BlockIQ4_NL); return true;
     case TensorType::IQ4_XS: *block_elems = 256, *block_bytes = sizeof(BlockIQ4_XS); return true;
+    case TensorType::MXFP4: *block_elems = 32, *block_bytes = sizeof(BlockMXFP4); return true;
     case TensorType::Q2_K: *block_elems = 256, *block_bytes = sizeof(BlockQ2_K); return true;
     case TensorType::Q3_K: *block_elems = 256, *block_bytes = sizeof(BlockQ3_K); return true;
   }

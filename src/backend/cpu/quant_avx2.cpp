@@ -5,7 +5,7 @@
 // Each 32-weight (sub-)block is unpacked to 32 int8 lanes in weight order,
 // then
 //   unsigned weights (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): maddubs(w, x)
-//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS):
+//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4):
 //                                              maddubs(|w|, sign(x, w))
 // gives 16 exact int16 pair sums (|w| <= 63 or 127 · |x| <= 127 · 2 fits), a
 // madd widens them to 8 int32 lanes, and one FMA adds them, scaled by
@@ -178,10 +178,10 @@ struct UnpackQ8_0 {
   __m256i operator()(const BlockQ8_0& b) const { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
-// IQ4_NL / IQ4_XS: the indices looked up in kIQ4NLValues with one shuffle.
-inline __m256i IQ4Values(const uint8_t* qs) {
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+// IQ4_NL / IQ4_XS / MXFP4: the indices looked up in a 16-entry codebook
+// (kIQ4NLValues, kE2M1Values) with one shuffle.
+inline __m256i IQ4Values(const uint8_t* qs, const int8_t* codebook = kIQ4NLValues) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codebook)));
   return _mm256_shuffle_epi8(table, Nibbles(qs));
 }
 struct UnpackIQ4_NL {
@@ -194,6 +194,25 @@ using Q5_0 = Fmt32<BlockQ5_0, true, false, UnpackQ5_0>;
 using Q5_1 = Fmt32<BlockQ5_1, false, true, UnpackQ5_1>;
 using Q8_0 = Fmt32<BlockQ8_0, true, false, UnpackQ8_0>;
 using IQ4NL = Fmt32<BlockIQ4_NL, true, false, UnpackIQ4_NL>;
+
+// MXFP4: up to 8 blocks of 32 per group, each with its E8M0 scale as an F32
+// lane and its codes looked up in kE2M1Values.
+struct MXFP4 {
+  static constexpr bool kSigned = true, kMin = false, kMul = false;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int n, Group* o) {
+    const BlockMXFP4* b = reinterpret_cast<const BlockMXFP4*>(row) + 8 * group;
+    alignas(32) float sc[8] = {};
+    for (int g = 0; g < 8; ++g) {
+      if (kFull || g < n) {
+        sc[g] = MXFP4Scale(b[g].e);
+        SetSigned(IQ4Values(b[g].qs, kE2M1Values), &o->q[g], &o->sg[g]);
+      }
+    }
+    o->scale = _mm256_load_ps(sc);
+  }
+};
 
 // IQ4_XS: a group is one super-block; sub-block j's float scale is
 // d · (ls_j - 32) (exact), its quants the looked-up int8 values.
@@ -533,6 +552,7 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::IQ4_XS: return DotOne<IQ4XS>;
     case TensorType::Q3_K: return DotOne<Q3K>;
     case TensorType::Q2_K: return DotOne<Q2K>;
+    case TensorType::MXFP4: return DotOne<MXFP4>;
     default: return nullptr;
   }
 }
@@ -560,6 +580,7 @@ void QuantMatMulImpl(const MatMulArgs& a) {
     case TensorType::IQ4_XS: MatMulT<IQ4XS>(a); break;
     case TensorType::Q3_K: MatMulT<Q3K>(a); break;
     case TensorType::Q2_K: MatMulT<Q2K>(a); break;
+    case TensorType::MXFP4: MatMulT<MXFP4>(a); break;
     default: break;  // rejected at backend creation
   }
 }

@@ -177,6 +177,14 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
         for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]);
       }
       break;
+    case TensorType::MXFP4:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockMXFP4*>(p)[i];
+        const float d = MXFP4Scale(b.e);
+        UnpackIQ4(b.qs, q, kE2M1Values);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]);
+      }
+      break;
     case TensorType::IQ4_XS:
       for (int64_t i = 0; i < n / 256; ++i) {
         const auto& b = reinterpret_cast<const BlockIQ4_XS*>(p)[i];
@@ -346,6 +354,18 @@ float DotIQ4_NL(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
+// MXFP4: as IQ4_NL with its own codebook and the E8M0 scale 2^(e - 128).
+float DotMXFP4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockMXFP4*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackIQ4(b[i].qs, q, kE2M1Values);
+    sum += MXFP4Scale(b[i].e) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+  }
+  return sum;
+}
+
 // IQ4_XS: sub-block j of super-block i meets activation block 8i + j; its
 // scale d · (ls_j - 32) is exact in F32 (an F16 times a 6-bit integer).
 float DotIQ4_XS(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
@@ -424,6 +444,7 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::IQ4_XS: return DotIQ4_XS;
     case TensorType::Q3_K: return DotQ3_K;
     case TensorType::Q2_K: return DotQ2_K;
+    case TensorType::MXFP4: return DotMXFP4;
     default: return nullptr;
   }
 }
