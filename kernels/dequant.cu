@@ -8,8 +8,10 @@ namespace llm::cuda {
 
 int32_t QuantBlockElems(uint32_t type) {
   switch (type) {
-    case kQuantQ4_0: case kQuantQ4_1: case kQuantQ5_0: case kQuantQ5_1: case kQuantQ8_0: return 32;
-    case kQuantQ4_K: case kQuantQ5_K: case kQuantQ6_K: return 256;
+    case kQuantQ4_0: case kQuantQ4_1: case kQuantQ5_0: case kQuantQ5_1: case kQuantQ8_0: case kQuantIQ4_NL:
+    case kQuantMXFP4: return 32;
+    case kQuantQ2_K: case kQuantQ3_K: case kQuantQ4_K: case kQuantQ5_K: case kQuantQ6_K: case kQuantIQ4_XS:
+      return 256;
     default: return 0;
   }
 }
@@ -24,6 +26,11 @@ int32_t QuantBlockBytes(uint32_t type) {
     case kQuantQ4_K: return 144;
     case kQuantQ5_K: return 176;
     case kQuantQ6_K: return 210;
+    case kQuantQ2_K: return 84;
+    case kQuantQ3_K: return 110;
+    case kQuantIQ4_NL: return 18;
+    case kQuantIQ4_XS: return 136;
+    case kQuantMXFP4: return 17;
     default: return 0;
   }
 }

@@ -1,6 +1,7 @@
 // Device decoding of GGUF block-quantized weights, 32 at a time (one
-// "chunk": a whole Q4_0..Q8_0 block, or one of the 8 sub-blocks of a K-quant
-// super-block). Included by the .cu files only.
+// "chunk": a whole Q4_0..Q8_0, IQ4_NL or MXFP4 block, or one of the 8
+// sub-blocks of a K-quant (Q2_K..Q6_K) or IQ4_XS super-block). Included by
+// the .cu files only.
 //
 // The arithmetic is the CPU backend's reference dequantization
 // (backend/cpu/quant_generic.cpp, DequantizeBlocks) operation for operation:
@@ -15,6 +16,7 @@
 
 #include "device_util.cuh"
 #include "quant_matrix.cuh"
+#include "quant_tables.cuh"
 
 namespace llm::cuda::dev {
 
@@ -55,6 +57,11 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
     case kQuantQ8_0: return c * 34;
     case kQuantQ4_K: return (c >> 3) * 144;
     case kQuantQ5_K: return (c >> 3) * 176;
+    case kQuantQ2_K: return (c >> 3) * 84;
+    case kQuantQ3_K: return (c >> 3) * 110;
+    case kQuantIQ4_NL: return c * 18;
+    case kQuantIQ4_XS: return (c >> 3) * 136;
+    case kQuantMXFP4: return c * 17;
     default: return (c >> 3) * 210;  // Q6_K
   }
 }
@@ -122,6 +129,69 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
         int q = (qs[l] >> shift) & 0xF;
         if (q5) q |= ((qh[l] >> j) & 1) << 4;
         v[l] = __fmul_rn(ds, static_cast<float>(q)) - dm;
+      }
+      return;
+    }
+    case kQuantQ3_K: {  // sub-block j = c % 8: 2-bit fields at bits 2(j % 4) of qs[32 (j / 4) ..], high bit j of hmask
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 108);
+      const uint8_t* sc = b + 96;
+      const uint8_t* qs = b + 32 + 32 * (j >> 2);
+      const int shift = 2 * (j & 3);
+      float dl[2];
+      for (int h = 0; h < 2; ++h) {  // groups 2j, 2j + 1: 6-bit scales (model/tensor_type.h, Q3KScale)
+        const int i = 2 * j + h;
+        const int lo = (i < 8 ? sc[i] : sc[i - 8] >> 4) & 0xF, hi = (sc[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
+        dl[h] = __fmul_rn(d, static_cast<float>((lo | hi << 4) - 32));
+      }
+      for (int l = 0; l < 32; ++l) {
+        const int q = ((qs[l] >> shift) & 3) - ((b[l] >> j) & 1 ? 0 : 4);
+        v[l] = __fmul_rn(dl[l >> 4], static_cast<float>(q));
+      }
+      return;
+    }
+    case kQuantQ2_K: {  // sub-block j = c % 8: groups 2j, 2j + 1 with 4-bit scale and minimum each
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 80), dmin = LoadHalf(b + 82);
+      const uint8_t* qs = b + 16 + 32 * (j >> 2);
+      const int shift = 2 * (j & 3);
+      float dl[2], ml[2];
+      for (int h = 0; h < 2; ++h) {
+        dl[h] = __fmul_rn(d, static_cast<float>(b[2 * j + h] & 0xF));
+        ml[h] = __fmul_rn(dmin, static_cast<float>(b[2 * j + h] >> 4));
+      }
+      for (int l = 0; l < 32; ++l)
+        v[l] = __fmul_rn(dl[l >> 4], static_cast<float>((qs[l] >> shift) & 3)) - ml[l >> 4];
+      return;
+    }
+    case kQuantIQ4_NL: {  // byte j: index of weight j low, of weight j + 16 high
+      const float d = LoadHalf(b);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] & 0xF]));
+        v[j + 16] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] >> 4]));
+      }
+      return;
+    }
+    case kQuantMXFP4: {  // E8M0 exponent e: scale 2^(e - 128) (model/tensor_type.h, MXFP4Scale); codes as IQ4_NL's
+      const uint32_t e = b[0];
+      const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+      float d;
+      memcpy(&d, &bits, 4);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] & 0xF]));
+        v[j + 16] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] >> 4]));
+      }
+      return;
+    }
+    case kQuantIQ4_XS: {  // sub-block j = c % 8: scale bits in scales_l[j / 2], scales_h; indices at 8 + 16j
+      const int j = static_cast<int>(c & 7);
+      const uint32_t sh = static_cast<uint32_t>(b[2]) | static_cast<uint32_t>(b[3]) << 8;
+      const int ls = (((b[4 + j / 2] >> (4 * (j & 1))) & 0xF) | static_cast<int>((sh >> (2 * j)) & 3u) << 4) - 32;
+      const float dl = __fmul_rn(LoadHalf(b), static_cast<float>(ls));
+      const uint8_t* qs = b + 8 + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        v[l] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] & 0xF]));
+        v[l + 16] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] >> 4]));
       }
       return;
     }

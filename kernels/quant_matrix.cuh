@@ -26,9 +26,14 @@ enum : uint32_t {
   kQuantQ5_0 = 6,
   kQuantQ5_1 = 7,
   kQuantQ8_0 = 8,
+  kQuantQ2_K = 10,
+  kQuantQ3_K = 11,
   kQuantQ4_K = 12,
   kQuantQ5_K = 13,
   kQuantQ6_K = 14,
+  kQuantIQ4_NL = 20,
+  kQuantIQ4_XS = 23,
+  kQuantMXFP4 = 39,
 };
 
 // Rows [0, rows) of one tensor: row r at data + r * row_bytes.

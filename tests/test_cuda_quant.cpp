@@ -31,6 +31,7 @@ TEST(CudaQuant, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA su
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -98,8 +99,10 @@ class Dev {
   size_t n_;
 };
 
-constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
+                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
+                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
+                                 TensorType::MXFP4};
 
 std::string Name(TensorType t) { return TensorTypeName(t); }
 
@@ -136,6 +139,9 @@ class QuantWeights {
       uint8_t* b = bytes_.data() + off;
       switch (type) {
         case TensorType::Q6_K: put(b + 208, scale(rng)); break;
+        case TensorType::Q3_K: put(b + 108, scale(rng)); break;
+        case TensorType::Q2_K: put(b + 80, scale(rng)), put(b + 82, scale(rng)); break;
+        case TensorType::MXFP4: b[0] = static_cast<uint8_t>(110 + byte(rng) % 20); break;  // E8M0: 2^-18 .. 2^1
         case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
           put(b, scale(rng));
           put(b + 2, type == TensorType::Q4_1 || type == TensorType::Q5_1 ? mn(rng) : scale(rng));
@@ -436,7 +442,7 @@ TEST_F(CudaQuant, LaunchersRejectMalformedMatrices) {
   cudaGetLastError();
 }
 
-// A Q4_K_M file end to end on the CUDA backend: the synthesized `tiny`
+// A synthesized quantized mix end to end on the CUDA backend, e.g. Q4_K_M: the synthesized `tiny`
 // Llama written in llama.cpp's Q4_K_M mix (llm-synth --type q4_k_m: Q4_K,
 // with attn_v of layer 1, every ffn_down... and output in Q6_K, so the fused
 // [Wq; Wk; Wv] of layer 1 mixes types). Device weight bytes within 5% of the
@@ -447,21 +453,17 @@ TEST_F(CudaQuant, LaunchersRejectMalformedMatrices) {
 // within 4e-2 (it multiplies against Q8-quantized activations: ~2e-2
 // measured), and the same argmax, or a near-tie within 0.05 of the logit
 // range.
-TEST(CudaQuantModels, SynthQ4KMForwardMatchesCpu) {
-  SKIP_WITHOUT_DEVICE();
-  const std::string path = ::testing::TempDir() + "/llmrt_q4km_" + std::to_string(::getpid()) + ".gguf";
-  synth::SynthOptions so;
-  so.q4_k_m = true;
-  so.stddev = 0.05f;
+void CheckSynthMixOnDevice(const synth::SynthOptions& so, const char* label,
+                           const std::function<void(const ModelWeights&)>& check_types) {
+  const std::string path = ::testing::TempDir() + "/llmrt_mix_" + std::to_string(::getpid()) + ".gguf";
   const Status written = synth::WriteSynthModel(*synth::FindSynthShape("tiny"), so, path);
   ASSERT_TRUE(written.ok()) << written.message();
   auto m = Model::Load(path.c_str());
   std::remove(path.c_str());
   ASSERT_TRUE(m.ok()) << m.status().message();
   const ModelWeights& w = (*m)->weights;
-  ASSERT_EQ(w.layers[0].wq.type, TensorType::Q4_K);
-  ASSERT_EQ(w.layers[1].wv.type, TensorType::Q6_K);
-  ASSERT_EQ(w.output.type, TensorType::Q6_K);
+  check_types(w);
+  if (::testing::Test::HasFatalFailure()) return;
   int64_t file = 0;
   for (const GgufTensorInfo& t : (*m)->file->tensors())
     if (t.name != "rope_freqs.weight") file += static_cast<int64_t>(t.nbytes);
@@ -476,7 +478,7 @@ TEST(CudaQuantModels, SynthQ4KMForwardMatchesCpu) {
   ASSERT_NE(cb, nullptr);
   EXPECT_TRUE(cb->weights_quantized());
   const double ratio = static_cast<double>(cb->weight_bytes()) / static_cast<double>(file);
-  std::printf("synthesized tiny Q4_K_M: %lld weight bytes on the device, %lld tensor bytes in the file (%.4f)\n",
+  std::printf("synthesized tiny %s: %lld weight bytes on the device, %lld tensor bytes in the file (%.4f)\n", label,
               static_cast<long long>(cb->weight_bytes()), static_cast<long long>(file), ratio);
   EXPECT_LE(ratio, 1.05);
   EXPECT_GE(ratio, 0.95);
@@ -538,8 +540,37 @@ TEST(CudaQuantModels, SynthQ4KMForwardMatchesCpu) {
     n_past += static_cast<int32_t>(toks.size());
     toks = {static_cast<llm_token>(top_w)};
   }
-  std::printf("worst relative L2 of the logits against the CPU backend: %.4g (its Q8 activations), %.4g (F32 weights)\n",
-              worst, worst_exact);
+  std::printf("%s: worst relative L2 of the logits against the CPU backend: %.4g (its Q8 activations), "
+              "%.4g (F32 weights)\n", label, worst, worst_exact);
+}
+
+TEST(CudaQuantModels, SynthQ4KMForwardMatchesCpu) {
+  SKIP_WITHOUT_DEVICE();
+  synth::SynthOptions so;
+  so.q4_k_m = true;
+  so.stddev = 0.05f;
+  CheckSynthMixOnDevice(so, "Q4_K_M", [](const ModelWeights& w) {
+    ASSERT_EQ(w.layers[0].wq.type, TensorType::Q4_K);
+    ASSERT_EQ(w.layers[1].wv.type, TensorType::Q6_K);
+    ASSERT_EQ(w.output.type, TensorType::Q6_K);
+  });
+}
+
+// The same for the low-bit mix (llm-synth --type lowbit): IQ4_XS, IQ4_NL,
+// Q3_K, Q2_K and Q6_K matrices, the fused [Wq; Wk; Wv] Q3_K|Q3_K|IQ4_NL and
+// [W_gate; W_up] Q2_K|Q2_K.
+TEST(CudaQuantModels, SynthLowBitForwardMatchesCpu) {
+  SKIP_WITHOUT_DEVICE();
+  synth::SynthOptions so;
+  so.low_bit = true;
+  so.stddev = 0.05f;
+  CheckSynthMixOnDevice(so, "low-bit", [](const ModelWeights& w) {
+    ASSERT_EQ(w.token_embd.type, TensorType::IQ4_XS);
+    ASSERT_EQ(w.layers[0].wq.type, TensorType::Q3_K);
+    ASSERT_EQ(w.layers[0].wv.type, TensorType::IQ4_NL);
+    ASSERT_EQ(w.layers[1].w_gate.type, TensorType::Q2_K);
+    ASSERT_EQ(w.layers[1].w_down.type, TensorType::IQ4_XS);
+  });
 }
 
 // ================================================================ real models: device memory

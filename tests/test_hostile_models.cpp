@@ -263,6 +263,14 @@ std::vector<Case> Suite() {
     std::memcpy(b.data() + f, &bogus, 4);
     c.push_back({"unknown tensor type", b, fmt_or_unsup});
   }
+  // The low-bit types over a row of 16 weights: not a whole block (IQ4_NL's
+  // and MXFP4's 32; Q2_K's, Q3_K's and IQ4_XS's 256), so no block of the
+  // tensor is whole.
+  for (uint32_t type : {10u, 11u, 20u, 23u, 39u}) {
+    std::string b = tiny;
+    std::memcpy(b.data() + TensorTypeField(b, "blk.0.attn_k.weight"), &type, 4);
+    c.push_back({"partial low-bit block, type " + std::to_string(type), b, fmt});
+  }
 
   // --- names and values ---
   c.push_back({"invalid UTF-8 in a key", ModelWithKeys([](GgufWriter& w) { w.AddUint32("bad.\xff\xfe.key", 1); }), fmt});

@@ -39,8 +39,10 @@ float BitsFloat(uint32_t b) {
   return f;
 }
 
-const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
+                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
+                                TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
+                                TensorType::MXFP4};
 
 // Byte offsets of a block's F16 scale fields.
 std::vector<int> F16Fields(TensorType t) {
@@ -50,6 +52,9 @@ std::vector<int> F16Fields(TensorType t) {
     case TensorType::Q4_K:
     case TensorType::Q5_K: return {0, 2};
     case TensorType::Q6_K: return {208};
+    case TensorType::Q3_K: return {108};
+    case TensorType::Q2_K: return {80, 82};
+    case TensorType::MXFP4: return {0};  // byte 0, the E8M0 exponent (RandomRow: e in [110, 129])
     default: return {0};
   }
 }
@@ -72,6 +77,8 @@ std::vector<uint8_t> RandomRow(TensorType t, int64_t cols, std::mt19937& rng) {
                                                (static_cast<int>((m * 2 - 1) * 1024) & 0x3ff));
       std::memcpy(row.data() + blk * bb + off, &h, 2);
     }
+    // MXFP4's scale is one E8M0 byte: 2^(e - 128) in 2^-18 .. 2^1
+    if (t == TensorType::MXFP4) row[blk * bb] = static_cast<uint8_t>(110 + byte(rng) % 20);
   }
   return row;
 }
@@ -109,7 +116,12 @@ TEST(Quant, LayoutTable) {
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 640), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 1024), 4 * sizeof(BlockQ4_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_1, 576), 18 * sizeof(BlockQ4_1));
-  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(10), 256), 0u);  // Q2_K: not read
+  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(16), 256), 0u);  // IQ2_XXS: not read
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ4_XS, 4096), 16 * sizeof(BlockIQ4_XS));
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ4_NL, 96), 3 * sizeof(BlockIQ4_NL));
+  EXPECT_EQ(TensorRowBytes(TensorType::Q3_K, 512), 2 * sizeof(BlockQ3_K));
+  EXPECT_EQ(TensorRowBytes(TensorType::Q2_K, 96), 0u);  // not whole super-blocks
+  EXPECT_EQ(TensorRowBytes(TensorType::MXFP4, 2880), 90 * sizeof(BlockMXFP4));  // gpt-oss's row
 }
 
 TEST(Quant, DequantizationMatchesGgufPy) {
@@ -128,6 +140,49 @@ TEST(Quant, DequantizationMatchesGgufPy) {
       }
     }
   }
+}
+
+// The IQ4 codebook (model/quant_tables.h, generated) is gguf-py's: every one
+// of the 16 indices occurs in the random IQ4_NL vector, and each element
+// gguf-py dequantized is d times the table's value for its index.
+TEST(Quant, IQ4CodebookMatchesGgufPy) {
+  bool seen[16] = {};
+  for (const QuantVector& v : kQuantVectors) {
+    if (v.type != TensorType::IQ4_NL) continue;
+    for (size_t i = 0; i < v.n_values; ++i) {
+      const auto& b = reinterpret_cast<const BlockIQ4_NL*>(v.bytes)[i / 32];
+      const int l = static_cast<int>(i % 32);
+      const int idx = l < 16 ? b.qs[l] & 0xF : b.qs[l - 16] >> 4;
+      seen[idx] = true;
+      EXPECT_EQ(BitsFloat(v.values[i]), cpu::F16ToF32(b.d) * static_cast<float>(kIQ4NLValues[idx]))
+          << v.name << " element " << i << " index " << idx;
+    }
+  }
+  for (int k = 0; k < 16; ++k) EXPECT_TRUE(seen[k]) << "index " << k << " not in the vectors";
+}
+
+// The MXFP4 codebook (kE2M1Values) and E8M0 scale against gguf-py: every
+// code and the subnormal exponents 0 and 1 occur in the random vector, and
+// each element is MXFP4Scale(e) times the table's value for its code.
+TEST(Quant, MXFP4CodebookAndScaleMatchGgufPy) {
+  bool seen[16] = {}, subnormal = false;
+  for (const QuantVector& v : kQuantVectors) {
+    if (v.type != TensorType::MXFP4) continue;
+    for (size_t i = 0; i < v.n_values; ++i) {
+      const auto& b = reinterpret_cast<const BlockMXFP4*>(v.bytes)[i / 32];
+      const int l = static_cast<int>(i % 32);
+      const int code = l < 16 ? b.qs[l] & 0xF : b.qs[l - 16] >> 4;
+      seen[code] = true;
+      subnormal = subnormal || b.e < 2;
+      EXPECT_EQ(BitsFloat(v.values[i]), MXFP4Scale(b.e) * static_cast<float>(kE2M1Values[code]))
+          << v.name << " element " << i << " code " << code << " e " << int{b.e};
+    }
+  }
+  for (int k = 0; k < 16; ++k) EXPECT_TRUE(seen[k]) << "code " << k << " not in the vectors";
+  EXPECT_TRUE(subnormal);
+  EXPECT_EQ(MXFP4Scale(128), 1.0f);
+  EXPECT_EQ(MXFP4Scale(255), 0x1p127f);
+  EXPECT_EQ(MXFP4Scale(0), 0x1p-128f);
 }
 
 // DequantizeRow (embedding lookups) agrees with DequantizeBlocks on a row.

@@ -3,13 +3,16 @@
 // types the backends can read are named here.
 //
 // A block-quantized row is a sequence of blocks; each block holds a fixed
-// number of weights (32, or 256 for the K-quants) and its own scales. The
-// layouts below are the GGUF/ggml ones, field for field (all little-endian;
-// "F16" fields are IEEE half floats stored as uint16_t).
+// number of weights (32, or 256 for the K-quants and IQ4_XS) and its own
+// scales. The layouts below are the GGUF/ggml ones, field for field (all
+// little-endian; "F16" fields are IEEE half floats stored as uint16_t).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "model/quant_tables.h"
 
 namespace llm {
 
@@ -21,10 +24,15 @@ enum class TensorType : uint32_t {
   Q5_0 = 6,
   Q5_1 = 7,
   Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 // ---------------------------------------------------------------- 32-weight blocks
@@ -150,6 +158,119 @@ inline void UnpackQ6K(const BlockQ6_K& b, int h, int k, int8_t* q) {
   }
 }
 
+// ---------------------------------------------------------------- low-bit K-quants
+//
+// Q3_K and Q2_K: 16 groups of 16 weights, each with its own scale. Their 2-bit
+// quant fields share one layout: weight 32j + l (j = 4h + s, h = 0..1,
+// s = 0..3, l = 0..31) is bits 2s, 2s+1 of qs[32h + l], and weight i uses
+// group i / 16.
+
+// Q3_K: value = d * (sc_i - 32) * q, q in [-4, 3]: the 2-bit field minus 4
+// unless bit j of hmask[l] (the "high" bit of weight 32j + l) is set. The
+// 6-bit scales sc_i pack into scales[12]: low 4 bits in the nibbles of
+// bytes 0..7 (i < 8: low nibble of byte i; i >= 8: high nibble of byte
+// i - 8), high 2 bits in bits 2(i / 4), +1 of byte 8 + i % 4.
+struct BlockQ3_K {
+  uint8_t hmask[32];   // high bits
+  uint8_t qs[64];      // 2-bit fields
+  uint8_t scales[12];  // 6-bit scales, packed as above
+  uint16_t d;          // F16 super-scale
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
+// Signed scale (sc_i - 32, in [-32, 31]) of group i (0..15) of a Q3_K block.
+inline int Q3KScale(const uint8_t* scales, int i) {
+  const int lo = (i < 8 ? scales[i] : scales[i - 8] >> 4) & 0xF;
+  const int hi = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return (lo | hi << 4) - 32;
+}
+
+// Quants (in [-4, 3]) of weights 32j .. 32j+32 of a Q3_K block.
+inline void UnpackQ3K(const BlockQ3_K& b, int j, int8_t* q) {
+  const uint8_t* qs = b.qs + 32 * (j / 4);
+  const int shift = 2 * (j % 4);
+  for (int l = 0; l < 32; ++l)
+    q[l] = static_cast<int8_t>(((qs[l] >> shift) & 3) - ((b.hmask[l] >> j) & 1 ? 0 : 4));
+}
+
+// Q2_K: value = d * (scales[i] & 15) * q - dmin * (scales[i] >> 4),
+// q in [0, 3] the 2-bit field.
+struct BlockQ2_K {
+  uint8_t scales[16];  // per group: 4-bit scale (low), 4-bit minimum (high)
+  uint8_t qs[64];      // 2-bit fields
+  uint16_t d;          // F16 super-scale of the scales
+  uint16_t dmin;       // F16 super-scale of the minimums
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// Quants (in [0, 3]) of weights 32j .. 32j+32 of a Q2_K block.
+inline void UnpackQ2K(const BlockQ2_K& b, int j, int8_t* q) {
+  const uint8_t* qs = b.qs + 32 * (j / 4);
+  const int shift = 2 * (j % 4);
+  for (int l = 0; l < 32; ++l) q[l] = static_cast<int8_t>((qs[l] >> shift) & 3);
+}
+
+// ---------------------------------------------------------------- non-linear 4-bit
+//
+// IQ4_NL and IQ4_XS: a 4-bit index per weight into the 16 int8 values of
+// kIQ4NLValues (model/quant_tables.h); nibble order as Q4_0's (byte j of 16:
+// weight j low, weight j + 16 high).
+
+// value = d * kIQ4NLValues[index]
+struct BlockIQ4_NL {
+  uint16_t d;      // F16 scale
+  uint8_t qs[16];  // indices
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// 8 sub-blocks of 32 weights; value = d * (ls_j - 32) * kIQ4NLValues[index]
+// with the 6-bit ls_j of sub-block j: low 4 bits the nibble j % 2 of
+// scales_l[j / 2], high 2 bits bits 2j, 2j+1 of scales_h. Sub-block j's
+// indices are qs[16j .. 16j+16).
+struct BlockIQ4_XS {
+  uint16_t d;           // F16 super-scale
+  uint16_t scales_h;    // high 2 bits of the 8 scales
+  uint8_t scales_l[4];  // low 4 bits
+  uint8_t qs[128];      // indices
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// Signed scale (ls_j - 32, in [-32, 31]) of sub-block j (0..7) of an IQ4_XS block.
+inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
+  const int lo = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+  const int hi = (b.scales_h >> (2 * j)) & 3;
+  return (lo | hi << 4) - 32;
+}
+
+// The 32 int8 values (of `table`, 16 entries) of 16 index bytes, in weight
+// order.
+inline void UnpackIQ4(const uint8_t* qs, int8_t* q, const int8_t* table = kIQ4NLValues) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = table[qs[j] & 0xF];
+    q[j + 16] = table[qs[j] >> 4];
+  }
+}
+
+// ---------------------------------------------------------------- MXFP4
+//
+// OCP microscaling FP4: 32 weights share an E8M0 exponent e; each weight is
+// a 4-bit E2M1 code in the nibble order of Q4_0. value = 2^(e - 128) *
+// kE2M1Values[code] (the codebook holds the E2M1 values doubled, the scale
+// is halved to match: 2^(e - 127) * E2M1 value).
+struct BlockMXFP4 {
+  uint8_t e;       // E8M0 shared exponent
+  uint8_t qs[16];  // E2M1 codes
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// 2^(e - 128) as an F32 (subnormal for e < 2; finite for every e).
+inline float MXFP4Scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // Weights per block and bytes per block of a matrix type (1 and the element
 // size for F32/F16/BF16); false for a type this build does not read.
 constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* block_bytes) {
@@ -165,6 +286,11 @@ constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* blo
     case TensorType::Q4_K: *block_elems = 256, *block_bytes = sizeof(BlockQ4_K); return true;
     case TensorType::Q5_K: *block_elems = 256, *block_bytes = sizeof(BlockQ5_K); return true;
     case TensorType::Q6_K: *block_elems = 256, *block_bytes = sizeof(BlockQ6_K); return true;
+    case TensorType::IQ4_NL: *block_elems = 32, *block_bytes = sizeof(BlockIQ4_NL); return true;
+    case TensorType::IQ4_XS: *block_elems = 256, *block_bytes = sizeof(BlockIQ4_XS); return true;
+    case TensorType::MXFP4: *block_elems = 32, *block_bytes = sizeof(BlockMXFP4); return true;
+    case TensorType::Q2_K: *block_elems = 256, *block_bytes = sizeof(BlockQ2_K); return true;
+    case TensorType::Q3_K: *block_elems = 256, *block_bytes = sizeof(BlockQ3_K); return true;
   }
   return false;
 }

@@ -66,6 +66,10 @@ struct SynthOptions {
   // llama family only: the 2-D weights in llama.cpp's Q4_K_M mix of Q4_K and
   // Q6_K blocks instead of `type` (synth_quant.h), for GPU benchmarks.
   bool q4_k_m = false;
+  // llama family only: the 2-D weights in the low-bit mix of IQ4_XS, IQ4_NL,
+  // Q3_K, Q2_K and Q6_K blocks (synth_quant.h, LowBitType), for the low-bit
+  // types' tests.
+  bool low_bit = false;
   uint64_t seed = 1234;
   float stddev = 0.02f;                // weights ~ N(0, stddev); norms = 1
   float norm_std = 0.0f;               // norms ~ 1 + N(0, norm_std), so a norm weight read wrongly shows

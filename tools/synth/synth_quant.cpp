@@ -65,6 +65,117 @@ void EncodeQ8_0(const float* x, char* b) {
     b[2 + i] = static_cast<char>(d > 0.0f ? Clamp(std::lround(x[i] / d), -127, 127) : 0);
 }
 
+// The nearest of the 16 values d · kIQ4NLValues[k] to x.
+int NearestIQ4(float x, float d) {
+  int best = 0;
+  float err = std::fabs(x - d * kIQ4NLValues[0]);
+  for (int k = 1; k < 16; ++k) {
+    const float e = std::fabs(x - d * kIQ4NLValues[k]);
+    if (e < err) err = e, best = k;
+  }
+  return best;
+}
+
+// 32 weights as IQ4 indices under scale d, in the nibble order of Q4_0.
+void PutIQ4(const float* x, float d, uint8_t* qs) {
+  for (int j = 0; j < 16; ++j)
+    qs[j] = static_cast<uint8_t>(NearestIQ4(x[j], d) | NearestIQ4(x[j + 16], d) << 4);
+}
+
+float AbsMax(const float* x, int n) {
+  float m = 0.0f;
+  for (int i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  return m;
+}
+
+// d = max|x| / 127 (the largest value meets ±127 or 113).
+void EncodeIQ4NL(const float* x, char* b) {
+  const uint16_t dh = F32ToF16(AbsMax(x, 32) / 127.0f);
+  std::memcpy(b, &dh, 2);
+  PutIQ4(x, F16ToF32(dh), reinterpret_cast<uint8_t*>(b + 2));
+}
+
+// Sub-block j's scale max|x_j| / 127 as d · (ls_j - 32), ls_j in [32, 63].
+void EncodeIQ4XS(const float* x, char* b) {
+  float s[8], smax = 0.0f;
+  for (int j = 0; j < 8; ++j) smax = std::max(smax, s[j] = AbsMax(x + 32 * j, 32) / 127.0f);
+  const uint16_t dh = F32ToF16(smax / 31.0f);
+  const float d = F16ToF32(dh);
+  uint16_t sh = 0;
+  auto* sl = reinterpret_cast<uint8_t*>(b + 4);
+  std::memset(sl, 0, 4);
+  for (int j = 0; j < 8; ++j) {
+    const int ls = d > 0.0f ? Clamp(std::lround(s[j] / d), 0, 31) + 32 : 32;
+    sl[j / 2] = static_cast<uint8_t>(sl[j / 2] | (ls & 0xF) << (4 * (j % 2)));
+    sh = static_cast<uint16_t>(sh | (ls >> 4) << (2 * j));
+    PutIQ4(x + 32 * j, d * static_cast<float>(ls - 32), reinterpret_cast<uint8_t*>(b + 8 + 16 * j));
+  }
+  std::memcpy(b, &dh, 2);
+  std::memcpy(b + 2, &sh, 2);
+}
+
+// The 2-bit fields of 256 quants q (0..3) in Q3_K's / Q2_K's order: weight
+// 32j + l (j = 4h + s) at bits 2s of byte 32h + l.
+void Put2Bits(const int* q, uint8_t* qs) {
+  std::memset(qs, 0, 64);
+  for (int j = 0; j < 8; ++j)
+    for (int l = 0; l < 32; ++l) qs[32 * (j / 4) + l] |= static_cast<uint8_t>((q[32 * j + l] & 3) << (2 * (j % 4)));
+}
+
+// Group g's scale max|x_g| / 4 as d · sc_g, sc_g in [0, 31] (stored + 32).
+void EncodeQ3K(const float* x, char* b) {
+  float s[16], smax = 0.0f;
+  for (int g = 0; g < 16; ++g) smax = std::max(smax, s[g] = AbsMax(x + 16 * g, 16) / 4.0f);
+  const uint16_t dh = F32ToF16(smax / 31.0f);
+  const float d = F16ToF32(dh);
+  auto* u = reinterpret_cast<uint8_t*>(b);
+  std::memset(u, 0, 110);
+  int q[256], low[256];
+  for (int g = 0; g < 16; ++g) {
+    const int sc = d > 0.0f ? Clamp(std::lround(s[g] / d), 0, 31) : 0;
+    const float dl = d * static_cast<float>(sc);
+    const int stored = sc + 32;
+    u[96 + g % 8] = static_cast<uint8_t>(u[96 + g % 8] | (stored & 0xF) << (4 * (g / 8)));
+    u[104 + g % 4] = static_cast<uint8_t>(u[104 + g % 4] | (stored >> 4) << (2 * (g / 4)));
+    for (int l = 0; l < 16; ++l) {
+      const int i = 16 * g + l;
+      q[i] = dl > 0.0f ? Clamp(std::lround(x[i] / dl), -4, 3) : 0;
+      low[i] = q[i] >= 0 ? q[i] : q[i] + 4;
+      if (q[i] >= 0) u[i % 32] = static_cast<uint8_t>(u[i % 32] | 1 << (i / 32));  // the high bit: no -4
+    }
+  }
+  Put2Bits(low, u + 32);
+  std::memcpy(b + 108, &dh, 2);
+}
+
+// Group g: minimum max(0, -min x_g) = dmin · m_g and scale (max - min) / 3 =
+// d · sc_g, both 4-bit; q = round((x + dmin · m_g) / (d · sc_g)) in [0, 3].
+void EncodeQ2K(const float* x, char* b) {
+  float sc[16], mn[16], scmax = 0.0f, mnmax = 0.0f;
+  for (int g = 0; g < 16; ++g) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int l = 0; l < 16; ++l) lo = std::min(lo, x[16 * g + l]), hi = std::max(hi, x[16 * g + l]);
+    mn[g] = -lo;
+    sc[g] = (hi - lo) / 3.0f;
+    scmax = std::max(scmax, sc[g]);
+    mnmax = std::max(mnmax, mn[g]);
+  }
+  const uint16_t dh = F32ToF16(scmax / 15.0f), mh = F32ToF16(mnmax / 15.0f);
+  const float d = F16ToF32(dh), dmin = F16ToF32(mh);
+  auto* u = reinterpret_cast<uint8_t*>(b);
+  int q[256];
+  for (int g = 0; g < 16; ++g) {
+    const int isc = d > 0.0f ? Clamp(std::lround(sc[g] / d), 0, 15) : 0;
+    const int imn = dmin > 0.0f ? Clamp(std::lround(mn[g] / dmin), 0, 15) : 0;
+    u[g] = static_cast<uint8_t>(isc | imn << 4);
+    const float dl = d * static_cast<float>(isc), ml = dmin * static_cast<float>(imn);
+    for (int l = 0; l < 16; ++l) q[16 * g + l] = dl > 0.0f ? Clamp(std::lround((x[16 * g + l] + ml) / dl), 0, 3) : 0;
+  }
+  Put2Bits(q, u + 16);
+  std::memcpy(b + 80, &dh, 2);
+  std::memcpy(b + 82, &mh, 2);
+}
+
 bool UseMoreBits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 }  // namespace
@@ -86,6 +197,18 @@ void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* 
     case TensorType::Q8_0:
       for (int64_t i = 0; i < n / 32; ++i) EncodeQ8_0(src + 32 * i, dst + 34 * i);
       return;
+    case TensorType::Q3_K:
+      for (int64_t i = 0; i < n / 256; ++i) EncodeQ3K(src + 256 * i, dst + 110 * i);
+      return;
+    case TensorType::Q2_K:
+      for (int64_t i = 0; i < n / 256; ++i) EncodeQ2K(src + 256 * i, dst + 84 * i);
+      return;
+    case TensorType::IQ4_NL:
+      for (int64_t i = 0; i < n / 32; ++i) EncodeIQ4NL(src + 32 * i, dst + 18 * i);
+      return;
+    case TensorType::IQ4_XS:
+      for (int64_t i = 0; i < n / 256; ++i) EncodeIQ4XS(src + 256 * i, dst + 136 * i);
+      return;
     default: {  // F16
       auto* d = reinterpret_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) d[i] = F32ToF16(src[i]);
@@ -102,6 +225,26 @@ TensorType Q4KMType(const std::string& name, int layer, int n_layer, int64_t col
     t = UseMoreBits(layer, n_layer) ? TensorType::Q6_K : TensorType::Q4_K;
   }
   if (cols % 256 != 0) t = cols % 32 == 0 ? TensorType::Q8_0 : TensorType::F16;
+  return t;
+}
+
+}  // namespace llm::synth
+
+namespace llm::synth {
+
+TensorType LowBitType(const std::string& name, int64_t cols) {
+  auto is = [&](const char* part) { return name.find(part) != std::string::npos; };
+  TensorType t = TensorType::IQ4_XS;
+  if (name == "output.weight") {
+    t = TensorType::Q6_K;
+  } else if (is("attn_v.weight")) {
+    t = TensorType::IQ4_NL;
+  } else if (is("attn_q.weight") || is("attn_k.weight")) {
+    t = TensorType::Q3_K;
+  } else if (is("ffn_gate.weight") || is("ffn_up.weight")) {
+    t = TensorType::Q2_K;
+  }
+  if (cols % 256 != 0) t = cols % 32 == 0 ? TensorType::IQ4_NL : TensorType::F16;
   return t;
 }
 

@@ -1,7 +1,8 @@
-// Block-quantized encodings for synthesized models (llm-synth --type q4_k_m):
-// random weights written straight into Q4_K, Q6_K or Q8_0 blocks, and the
-// per-tensor type choice of llama.cpp's Q4_K_M mix, so a benchmark can
-// measure an 8B-shape Q4_K_M file without downloading one.
+// Block-quantized encodings for synthesized models (llm-synth --type q4_k_m|lowbit):
+// random weights written straight into Q2_K, Q3_K, Q4_K, Q6_K, Q8_0, IQ4_NL
+// or IQ4_XS blocks, and the per-tensor type choice of llama.cpp's Q4_K_M mix (so a
+// benchmark can measure an 8B-shape Q4_K_M file without downloading one) or
+// of a low-bit mix (so tests run every type a downloaded file may hold).
 //
 // Q4_K and Q6_K use one fixed scale for the whole tensor (every sub-block's
 // 6-bit scale and minimum the same, sized from the weights' standard
@@ -31,5 +32,14 @@ void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* 
 // Q4_K. Rows of `cols` that are not a whole number of 256-weight blocks fall
 // back to Q8_0 (32), else F16.
 TensorType Q4KMType(const std::string& name, int layer, int n_layer, int64_t cols);
+
+// The low-bit mix (llm-synth --type lowbit), after the "dynamic" quants that
+// mix non-linear and low-bit K-quant tensors: output Q6_K, attn_v IQ4_NL,
+// attn_q and attn_k Q3_K (so the fused [Wq; Wk; Wv] mixes types), ffn_gate
+// and ffn_up Q2_K, every other matrix IQ4_XS; rows that are not whole 256-weight blocks fall
+// back to IQ4_NL (32), as llama.cpp's quantizer does, else F16. Encoded with
+// per-block scales from the block's largest weight and the nearest grid
+// value (a plain quantizer, not llama.cpp's search).
+TensorType LowBitType(const std::string& name, int64_t cols);
 
 }  // namespace llm::synth

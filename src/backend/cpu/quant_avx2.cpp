@@ -4,8 +4,9 @@
 //
 // Each 32-weight (sub-)block is unpacked to 32 int8 lanes in weight order,
 // then
-//   unsigned weights (Q4_1, Q5_1, Q4_K, Q5_K): maddubs(w, x)
-//   signed weights (Q4_0, Q5_0, Q8_0, Q6_K):   maddubs(|w|, sign(x, w))
+//   unsigned weights (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): maddubs(w, x)
+//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4):
+//                                              maddubs(|w|, sign(x, w))
 // gives 16 exact int16 pair sums (|w| <= 63 or 127 · |x| <= 127 · 2 fits), a
 // madd widens them to 8 int32 lanes, and one FMA adds them, scaled by
 // d_w · d_x, to a float accumulator (per group of 8 blocks: see "groups"
@@ -85,10 +86,24 @@ inline float HSum(__m256 a) {
 struct Group {
   __m256i q[8];    // unsigned formats: the quants; signed: |w|
   __m256i sg[8];   // signed formats: w (the sign source of sign(x, w))
-  __m256i mul[8];  // Q6_K: int16 multipliers of the pair sums
+  __m256i mul[8];  // Q6_K, Q3_K, Q2_K: int16 multipliers of the pair sums
+  __m256i mmul[8]; // Q2_K: int16 multipliers (16-weight minimums) of the activations' pair sums
   __m256 scale;    // lane g: scale of sub-block g (0 past the row's end)
-  __m256 min;      // lane g: coefficient of s_x (formats with a minimum)
+  __m256 min;      // lane g: coefficient of s_x (formats with a minimum);
+                   // Q2_K: of d_x times the minimums' integer sum
 };
+
+// Q2_K's minimums change every 16 weights, finer than the activations' sum
+// s_x (per 32): its format sets kMin16 and the tile meets them with the
+// activations' own integer pair sums instead.
+template <class F>
+constexpr bool Min16() {
+  if constexpr (requires { F::kMin16; }) {
+    return F::kMin16;
+  } else {
+    return false;
+  }
+}
 
 inline void SetSigned(__m256i w, __m256i* q, __m256i* sg) {
   *q = _mm256_sign_epi8(w, w);
@@ -163,11 +178,57 @@ struct UnpackQ8_0 {
   __m256i operator()(const BlockQ8_0& b) const { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
+// IQ4_NL / IQ4_XS / MXFP4: the indices looked up in a 16-entry codebook
+// (kIQ4NLValues, kE2M1Values) with one shuffle.
+inline __m256i IQ4Values(const uint8_t* qs, const int8_t* codebook = kIQ4NLValues) {
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codebook)));
+  return _mm256_shuffle_epi8(table, Nibbles(qs));
+}
+struct UnpackIQ4_NL {
+  __m256i operator()(const BlockIQ4_NL& b) const { return IQ4Values(b.qs); }
+};
+
 using Q4_0 = Fmt32<BlockQ4_0, true, false, UnpackQ4_0>;
 using Q4_1 = Fmt32<BlockQ4_1, false, true, UnpackQ4_1>;
 using Q5_0 = Fmt32<BlockQ5_0, true, false, UnpackQ5_0>;
 using Q5_1 = Fmt32<BlockQ5_1, false, true, UnpackQ5_1>;
 using Q8_0 = Fmt32<BlockQ8_0, true, false, UnpackQ8_0>;
+using IQ4NL = Fmt32<BlockIQ4_NL, true, false, UnpackIQ4_NL>;
+
+// MXFP4: up to 8 blocks of 32 per group, each with its E8M0 scale as an F32
+// lane and its codes looked up in kE2M1Values.
+struct MXFP4 {
+  static constexpr bool kSigned = true, kMin = false, kMul = false;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int n, Group* o) {
+    const BlockMXFP4* b = reinterpret_cast<const BlockMXFP4*>(row) + 8 * group;
+    alignas(32) float sc[8] = {};
+    for (int g = 0; g < 8; ++g) {
+      if (kFull || g < n) {
+        sc[g] = MXFP4Scale(b[g].e);
+        SetSigned(IQ4Values(b[g].qs, kE2M1Values), &o->q[g], &o->sg[g]);
+      }
+    }
+    o->scale = _mm256_load_ps(sc);
+  }
+};
+
+// IQ4_XS: a group is one super-block; sub-block j's float scale is
+// d · (ls_j - 32) (exact), its quants the looked-up int8 values.
+struct IQ4XS {
+  static constexpr bool kSigned = true, kMin = false, kMul = false;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
+    const auto& b = reinterpret_cast<const BlockIQ4_XS*>(row)[group];
+    alignas(32) int32_t ls[8];
+    for (int j = 0; j < 8; ++j) ls[j] = IQ4XSScale(b, j);
+    o->scale = _mm256_mul_ps(_mm256_set1_ps(H2F(b.d)),
+                             _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ls))));
+    for (int j = 0; j < 8; ++j) SetSigned(IQ4Values(b.qs + 16 * j), &o->q[j], &o->sg[j]);
+  }
+};
 
 inline void ScalesMinsK4(const uint8_t* q, uint8_t* sc, uint8_t* m) {
   for (int j = 0; j < 4; ++j) {
@@ -252,6 +313,55 @@ struct Q6K {
   }
 };
 
+// The 2-bit fields of Q3_K / Q2_K weights 32j .. 32j+32 (j = 4h + s), from
+// the 32 bytes qs + 32h: bits 2s, 2s+1 of each (tensor_type.h).
+inline __m256i TwoBits(const uint8_t* qs, int j) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (j / 4)));
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+}
+
+// Q3_K (layout in tensor_type.h): a group is one super-block; sub-block j's
+// quants the 2-bit fields minus 4 where hmask's bit j is clear, its two
+// 16-weight signed scales applied by the madd; the float scale is d.
+struct Q3K {
+  static constexpr bool kSigned = true, kMin = false, kMul = true;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
+    const auto& b = reinterpret_cast<const BlockQ3_K*>(row)[group];
+    o->scale = _mm256_set1_ps(H2F(b.d));
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+    for (int j = 0; j < 8; ++j) {
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << j));
+      const __m256i high = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
+      const __m256i q = _mm256_sub_epi8(TwoBits(b.qs, j), _mm256_andnot_si256(high, _mm256_set1_epi8(4)));
+      SetSigned(q, &o->q[j], &o->sg[j]);
+      o->mul[j] = Combine(_mm_set1_epi16(static_cast<int16_t>(Q3KScale(b.scales, 2 * j))),
+                          _mm_set1_epi16(static_cast<int16_t>(Q3KScale(b.scales, 2 * j + 1))));
+    }
+  }
+};
+
+// Q2_K: unsigned 2-bit quants with 4-bit 16-weight scales (the madd's
+// multipliers, float scale d) and 4-bit 16-weight minimums (kMin16: met by
+// the activations' pair sums, coefficient -dmin).
+struct Q2K {
+  static constexpr bool kSigned = false, kMin = true, kMul = true, kMin16 = true;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
+    const auto& b = reinterpret_cast<const BlockQ2_K*>(row)[group];
+    o->scale = _mm256_set1_ps(H2F(b.d));
+    o->min = _mm256_set1_ps(-H2F(b.dmin));
+    for (int j = 0; j < 8; ++j) {
+      o->q[j] = TwoBits(b.qs, j);
+      const uint8_t s0 = b.scales[2 * j], s1 = b.scales[2 * j + 1];
+      o->mul[j] = Combine(_mm_set1_epi16(s0 & 0xF), _mm_set1_epi16(s1 & 0xF));
+      o->mmul[j] = Combine(_mm_set1_epi16(s0 >> 4), _mm_set1_epi16(s1 >> 4));
+    }
+  }
+};
+
 // ---------------------------------------------------------------- tiles
 
 // Functions, not lambdas: GCC 12 compiles a lambda's body without the
@@ -289,19 +399,26 @@ inline void TileGroup(const uint8_t* w, const TokenScales* x, int64_t gi, int n,
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
     const BlockQ8Act* xb = x[t].xq + 8 * gi;
-    __m256i isum[8];
+    __m256i isum[8], msum[8];
     for (int g = 0; g < 8; ++g) {
       if (kFull || g < n) {
         const __m256i xv = LoadX(xb[g]);
         const __m256i x8 = F::kSigned ? _mm256_sign_epi8(xv, p.sg[g]) : xv;
         isum[g] = _mm256_madd_epi16(_mm256_maddubs_epi16(p.q[g], x8), F::kMul ? p.mul[g] : ones);
+        if constexpr (Min16<F>())
+          msum[g] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), p.mmul[g]);
       } else {
         isum[g] = _mm256_setzero_si256();
+        if constexpr (Min16<F>()) msum[g] = _mm256_setzero_si256();
       }
     }
     const __m256 dx = _mm256_loadu_ps(x[t].d + 8 * gi);
     acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(p.scale, dx), _mm256_cvtepi32_ps(Fold8(isum)), acc[t]);
-    if constexpr (F::kMin) accm[t] = _mm256_fmadd_ps(p.min, _mm256_loadu_ps(x[t].s + 8 * gi), accm[t]);
+    if constexpr (Min16<F>()) {
+      accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(p.min, dx), _mm256_cvtepi32_ps(Fold8(msum)), accm[t]);
+    } else if constexpr (F::kMin) {
+      accm[t] = _mm256_fmadd_ps(p.min, _mm256_loadu_ps(x[t].s + 8 * gi), accm[t]);
+    }
   }
 }
 
@@ -431,6 +548,11 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q4_K: return DotOne<QK<false>>;
     case TensorType::Q5_K: return DotOne<QK<true>>;
     case TensorType::Q6_K: return DotOne<Q6K>;
+    case TensorType::IQ4_NL: return DotOne<IQ4NL>;
+    case TensorType::IQ4_XS: return DotOne<IQ4XS>;
+    case TensorType::Q3_K: return DotOne<Q3K>;
+    case TensorType::Q2_K: return DotOne<Q2K>;
+    case TensorType::MXFP4: return DotOne<MXFP4>;
     default: return nullptr;
   }
 }
@@ -454,6 +576,11 @@ void QuantMatMulImpl(const MatMulArgs& a) {
     case TensorType::Q4_K: MatMulT<QK<false>>(a); break;
     case TensorType::Q5_K: MatMulT<QK<true>>(a); break;
     case TensorType::Q6_K: MatMulT<Q6K>(a); break;
+    case TensorType::IQ4_NL: MatMulT<IQ4NL>(a); break;
+    case TensorType::IQ4_XS: MatMulT<IQ4XS>(a); break;
+    case TensorType::Q3_K: MatMulT<Q3K>(a); break;
+    case TensorType::Q2_K: MatMulT<Q2K>(a); break;
+    case TensorType::MXFP4: MatMulT<MXFP4>(a); break;
     default: break;  // rejected at backend creation
   }
 }

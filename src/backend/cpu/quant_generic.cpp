@@ -142,6 +142,60 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
         }
       }
       break;
+    case TensorType::Q3_K:
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ3_K*>(p)[i];
+        const float d = F16ToF32(b.d);
+        for (int j = 0; j < 8; ++j) {
+          UnpackQ3K(b, j, q);
+          for (int l = 0; l < 32; ++l) {
+            const float dl = d * static_cast<float>(Q3KScale(b.scales, 2 * j + l / 16));
+            y[256 * i + 32 * j + l] = dl * static_cast<float>(q[l]);
+          }
+        }
+      }
+      break;
+    case TensorType::Q2_K:
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const auto& b = reinterpret_cast<const BlockQ2_K*>(p)[i];
+        const float d = F16ToF32(b.d), dmin = F16ToF32(b.dmin);
+        for (int j = 0; j < 8; ++j) {
+          UnpackQ2K(b, j, q);
+          for (int l = 0; l < 32; ++l) {
+            const uint8_t sm = b.scales[2 * j + l / 16];
+            const float dl = d * static_cast<float>(sm & 0xF), ml = dmin * static_cast<float>(sm >> 4);
+            y[256 * i + 32 * j + l] = dl * static_cast<float>(q[l]) - ml;
+          }
+        }
+      }
+      break;
+    case TensorType::IQ4_NL:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockIQ4_NL*>(p)[i];
+        const float d = F16ToF32(b.d);
+        UnpackIQ4(b.qs, q);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]);
+      }
+      break;
+    case TensorType::MXFP4:
+      for (int64_t i = 0; i < n / 32; ++i) {
+        const auto& b = reinterpret_cast<const BlockMXFP4*>(p)[i];
+        const float d = MXFP4Scale(b.e);
+        UnpackIQ4(b.qs, q, kE2M1Values);
+        for (int j = 0; j < 32; ++j) y[32 * i + j] = d * static_cast<float>(q[j]);
+      }
+      break;
+    case TensorType::IQ4_XS:
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const auto& b = reinterpret_cast<const BlockIQ4_XS*>(p)[i];
+        const float d = F16ToF32(b.d);
+        for (int j = 0; j < 8; ++j) {
+          const float dl = d * static_cast<float>(IQ4XSScale(b, j));
+          UnpackIQ4(b.qs + 16 * j, q);
+          for (int l = 0; l < 32; ++l) y[256 * i + 32 * j + l] = dl * static_cast<float>(q[l]);
+        }
+      }
+      break;
     default:
       break;
   }
@@ -288,6 +342,92 @@ float DotQ6_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
+// IQ4_NL: like Q8_0 once the indices are looked up.
+float DotIQ4_NL(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockIQ4_NL*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackIQ4(b[i].qs, q);
+    sum += F16ToF32(b[i].d) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+  }
+  return sum;
+}
+
+// MXFP4: as IQ4_NL with its own codebook and the E8M0 scale 2^(e - 128).
+float DotMXFP4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockMXFP4*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    UnpackIQ4(b[i].qs, q, kE2M1Values);
+    sum += MXFP4Scale(b[i].e) * x[i].d * static_cast<float>(Dot32(q, x[i].qs));
+  }
+  return sum;
+}
+
+// IQ4_XS: sub-block j of super-block i meets activation block 8i + j; its
+// scale d · (ls_j - 32) is exact in F32 (an F16 times a 6-bit integer).
+float DotIQ4_XS(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockIQ4_XS*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * i + j];
+      UnpackIQ4(b[i].qs + 16 * j, q);
+      sum += d * static_cast<float>(IQ4XSScale(b[i], j)) * xb.d * static_cast<float>(Dot32(q, xb.qs));
+    }
+  }
+  return sum;
+}
+
+// Q3_K: activation block 8i + j covers weights 32j .. 32j+32 of super-block
+// i, groups 2j and 2j + 1 (16 weights each, their own signed scales).
+float DotQ3_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * i + j];
+      UnpackQ3K(b[i], j, q);
+      const int32_t isum = Q3KScale(b[i].scales, 2 * j) * Dot16(q, xb.qs) +
+                           Q3KScale(b[i].scales, 2 * j + 1) * Dot16(q + 16, xb.qs + 16);
+      sum += d * xb.d * static_cast<float>(isum);
+    }
+  }
+  return sum;
+}
+
+// Q2_K: as Q3_K, with each group's minimum met by the sum of its 16
+// activations (exact in int32): d·d_x·Σ sc q x - dmin·d_x·Σ m x.
+float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * i + j];
+      UnpackQ2K(b[i], j, q);
+      int32_t isum = 0, msum = 0;
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sm = b[i].scales[2 * j + h];
+        int32_t xs = 0;
+        for (int l = 0; l < 16; ++l) xs += xb.qs[16 * h + l];
+        isum += (sm & 0xF) * Dot16(q + 16 * h, xb.qs + 16 * h);
+        msum += (sm >> 4) * xs;
+      }
+      sum += d * xb.d * static_cast<float>(isum);
+      sum -= dmin * xb.d * static_cast<float>(msum);
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 QuantDotFn QuantDot(TensorType type) {
@@ -300,6 +440,11 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q4_K: return DotK<false>;
     case TensorType::Q5_K: return DotK<true>;
     case TensorType::Q6_K: return DotQ6_K<false>;
+    case TensorType::IQ4_NL: return DotIQ4_NL;
+    case TensorType::IQ4_XS: return DotIQ4_XS;
+    case TensorType::Q3_K: return DotQ3_K;
+    case TensorType::Q2_K: return DotQ2_K;
+    case TensorType::MXFP4: return DotMXFP4;
     default: return nullptr;
   }
 }
