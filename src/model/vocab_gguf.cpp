@@ -60,6 +60,12 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
   } else if (model == "gpt2") {
     d.kind = TokenizerData::Kind::kBpe;
     d.add_space_prefix = false;
+  } else if (model == "bert" || model == "t5") {
+    // WordPiece (BERT) and Unigram (T5 / XLM-R) vocabularies load so that
+    // their models can embed token ids; text needs their tokenizers.
+    d.encode_unsupported = "the " + std::string(model) +
+                           " vocabulary's tokenizer is not implemented yet: pass token ids";
+    d.add_space_prefix = false;
   } else {
     return Unsupported("tokenizer: model type '" + std::string(model) + "' is not supported");
   }

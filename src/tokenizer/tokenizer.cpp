@@ -216,6 +216,7 @@ bool Tokenizer::IsControl(int32_t id) const {
 StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_special,
                                                  bool parse_special) const {
   if (!IsValidUtf8(text)) return Status(LLM_ERR_INVALID_UTF8, "tokenize: text is not valid UTF-8");
+  if (!data_.encode_unsupported.empty()) return Unsupported("tokenize: " + data_.encode_unsupported);
   std::vector<int32_t> out;
 
   // Split out special-token texts, one token at a time (longest first),

@@ -35,6 +35,9 @@ struct TokenizerData {
   bool add_space_prefix = true;      // SPM dummy prefix
   bool ignore_merges = false;        // llama3: a pre-token that is a vocab entry is emitted whole
   bool normalize_nfc = false;        // declared by the vocabulary (Qwen); see Tokenizer::Encode
+  // Non-empty: a vocabulary whose text algorithm this build lacks (WordPiece,
+  // Unigram): ids decode, Encode refuses with UNSUPPORTED and this reason.
+  std::string encode_unsupported;
 };
 
 enum TokenType : int32_t {

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Reference embeddings of llama.cpp for the encoder families' tiny
+synthesized models (tests/test_embeddings.cpp), from llama-cpp-python
+(llama.cpp built from source by pip, or a build given by LLAMA_CPP_LIB_PATH;
+an oracle at test-data generation time only, never a build or CI
+dependency).
+
+  cmake --build build --target llm-synth
+  pip install --user llama-cpp-python numpy
+  python3 tools/embed_reference.py [--synth build/bin/llm-synth] [NAME ...]
+    # -> tests/data/embeddings/NAME.json and NAME.vec.bin, then
+    #    tests/data/embeddings/embeddings.tar.xz holding them all
+
+For each model, llm-synth writes the tiny model in F32 and llama.cpp embeds
+token sequences of several lengths ([CLS] pseudo-random ids [SEP]), one
+sequence per llama_decode, with each pooling type the model supports:
+llama_get_embeddings_seq for mean / cls / last / rank, every token's row
+(llama_get_embeddings_ith) for none. The vectors are llama.cpp's raw pooled
+output (not normalised), float32 little-endian in NAME.vec.bin, case after
+case. Recorded beside them: the llm-synth arguments and the FNV-1a 64 hash of
+the file, so the test rebuilds exactly the model llama.cpp saw.
+"""
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "embeddings"
+SYNTH = ["--type", "f32", "--seed", "7"]
+N_CTX = 512
+THREADS = 2
+LENGTHS = (1, 2, 5, 17, 64, 200, 512)
+INSTALL = "pip install --user llama-cpp-python numpy"
+
+# pooling name -> llama.cpp's enum value
+POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
+MODELS = {
+    # BERT (BGE / E5 / MiniLM shape): absolute positions, token types,
+    # post-norm LayerNorms with biases, GELU FFN, non-causal attention.
+    "bert": {"shape": "tiny-bert", "poolings": ["mean", "cls", "last", "none"]},
+    # A cross-encoder: the same block with a classifier head (cls dense +
+    # tanh, then one output) read at the CLS token: llama.cpp's RANK pooling.
+    "bert_rerank": {"shape": "tiny-bert-rerank", "poolings": ["rank", "mean"]},
+}
+
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def sequences(n_vocab):
+    rng = np.random.default_rng(31)
+    out = []
+    for n in LENGTHS:
+        if n == 1:
+            out.append([2])
+            continue
+        out.append([2] + [int(t) for t in rng.integers(5, n_vocab, size=n - 2)] + [3])
+    return out
+
+
+def embed(llama_cpp, llm, tokens, pooling, n_out):
+    """llama.cpp's output for one sequence alone: (rows, n_out) float32."""
+    ctx = llm._ctx.ctx
+    try:
+        mem = llama_cpp.llama_get_memory(ctx)
+        if mem:
+            llama_cpp.llama_memory_clear(mem, True)
+    except AttributeError:
+        pass
+    llm._batch.reset()
+    llm._batch.add_sequence(tokens, 0, True)
+    llm._ctx.decode(llm._batch)
+    if pooling == "none":
+        rows = []
+        for i in range(len(tokens)):
+            ptr = llama_cpp.llama_get_embeddings_ith(ctx, i)
+            rows.append(np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), (n_out,)).copy())
+        return np.stack(rows)
+    ptr = llama_cpp.llama_get_embeddings_seq(ctx, 0)
+    return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), (n_out,)).copy()[None, :]
+
+
+def run(name, spec, tool, tmp):
+    import llama_cpp
+    path = Path(tmp) / f"{name}.gguf"
+    subprocess.run([tool, "--shape", spec["shape"], "--out", str(path), *SYNTH], check=True,
+                   stdout=subprocess.DEVNULL)
+    data = path.read_bytes()
+    cases, vecs = [], []
+    offset = 0
+    for pooling in spec["poolings"]:
+        llm = llama_cpp.Llama(model_path=str(path), embedding=True, pooling_type=POOLING[pooling], n_ctx=N_CTX,
+                              n_batch=N_CTX, n_ubatch=N_CTX, n_threads=THREADS, flash_attn=False, verbose=False)
+        n_embd = llm.n_embd()
+        n_out = int(llama_cpp.llama_model_n_cls_out(llm.model)) if pooling == "rank" else n_embd
+        for toks in sequences(llm.n_vocab()):
+            v = embed(llama_cpp, llm, toks, pooling, n_out)
+            cases.append({"pooling": pooling, "tokens": toks, "rows": int(v.shape[0]), "dim": int(v.shape[1]),
+                          "offset": offset})
+            offset += v.size
+            vecs.append(v.astype("<f4").ravel())
+        del llm
+    ref = {
+        "shape": spec["shape"],
+        "synth_args": SYNTH,
+        "model_fnv1a64": fnv1a64(data),
+        "model_bytes": len(data),
+        "oracle": f"llama-cpp-python {llama_cpp.__version__} (llama.cpp, CPU; one sequence per decode, "
+                  f"embedding=True, raw pooled output)",
+        "command": f"python3 tools/embed_reference.py {name}  # after: {INSTALL}",
+        "n_ctx": N_CTX,
+        "vectors_file": f"{name}.vec.bin",
+        "cases": cases,
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.concatenate(vecs).tofile(OUT / ref["vectors_file"])
+    (OUT / f"{name}.json").write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
+    print(f"{name}: {len(cases)} cases, {offset} floats")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help=f"of {sorted(MODELS)} (default: all)")
+    ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
+    args = ap.parse_args()
+    names = args.names or sorted(MODELS)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            run(name, MODELS[name], args.synth, tmp)
+    # Every model's files in one archive (unpacked at configure time).
+    with tarfile.open(OUT / "embeddings.tar.xz", "w:xz") as tar:
+        for name in sorted(MODELS):
+            for f in (f"{name}.json", f"{name}.vec.bin"):
+                if (OUT / f).exists():
+                    tar.add(OUT / f, arcname=f)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
