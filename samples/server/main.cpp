@@ -44,6 +44,7 @@
 #include "connection_gate.h"
 #endif
 #include "engine.h"
+#include "embeddings_routes.h"
 #include "native_routes.h"
 #include "options.h"
 #include "request_limits.h"
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
     native.n_ctx = mi.n_ctx;
     native.total_slots = opt.max_seqs;
     server::RegisterNativeRoutes(&svr, std::move(native));
+    server::RegisterEmbeddingRoutes(&svr, server::EmbedInfo{ctx, name});
   }
 
   int port = opt.port;

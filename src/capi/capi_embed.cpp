@@ -6,10 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/pooling.h"
 #include "capi/capi_util.h"
 #include "engine/embed_sink.h"
-#include "util/utf8.h"
 
 namespace llm::capi {
 
@@ -132,9 +130,7 @@ LLM_API llm_status llm_embed(llm_ctx* ctx, const char* const* texts, const llm_t
       spec.priority = p.priority;
       if (llm::Status st = e.CheckEmbed(spec); !st.ok()) return Fail(st.code(), which + ": " + st.message());
     }
-    const llm::RequestSpec& first = specs[0];
-    const int64_t size = llm::PooledSize(model.config, first.pooling, 1);
-    const int32_t dim = static_cast<int32_t>(first.dimensions > 0 ? first.dimensions : size);
+    const int32_t dim = e.EmbedRowSize(specs[0]);
     *out_dim = dim;
     const size_t need = static_cast<size_t>(n_inputs) * static_cast<size_t>(dim);
     if (out == nullptr || out_capacity < need)

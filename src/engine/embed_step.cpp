@@ -58,6 +58,11 @@ Status Engine::CheckEmbed(const RequestSpec& spec) const {
   return Status::Ok();
 }
 
+int32_t Engine::EmbedRowSize(const RequestSpec& spec) const {
+  if (spec.dimensions > 0) return spec.dimensions;
+  return static_cast<int32_t>(PooledSize(model_->config, spec.pooling == Pooling::kNone ? Pooling::kMean : spec.pooling, 1));
+}
+
 void Engine::RunEmbeddings() {
   std::stable_sort(embed_queue_.begin(), embed_queue_.end(),
                    [](const RequestState* a, const RequestState* b) { return a->spec.priority > b->spec.priority; });

@@ -72,6 +72,8 @@ class Engine {
   // The checks Submit makes on an LLM_TASK_EMBED spec against the model and
   // the context (embed_step.cpp), for callers that size buffers first.
   Status CheckEmbed(const RequestSpec& spec) const;
+  // Values per output row of a checked EMBED spec (after `dimensions`).
+  int32_t EmbedRowSize(const RequestSpec& spec) const;
   Status Poll(llm_event* events, uint32_t capacity, uint32_t stride, uint32_t* n_out, int32_t timeout_ms) {
     return events_.Poll(events, capacity, stride, n_out, timeout_ms);
   }
