@@ -364,8 +364,14 @@ TEST_F(BertApi, LongInputsRefusedOrTruncatedOnRequest) {
 TEST_F(BertApi, BadInputsGetClearStatuses) {
   int32_t dim = 0;
   llm_status st;
-  Embed(c_.ctx, {std::vector<int32_t>{}}, LLM_POOLING_MEAN, 1, &dim, &st);
-  EXPECT_EQ(st, LLM_ERR_INVALID_ARGUMENT);
+  {  // an empty token array (a real pointer, no tokens)
+    const llm_token none[1] = {0};
+    const llm_token* np = none;
+    const int32_t zero = 0;
+    float o[64];
+    EXPECT_EQ(llm_embed(c_.ctx, nullptr, &np, &zero, 1, nullptr, o, 64, &dim), LLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(llm_last_error()).find("no tokens"), std::string::npos) << llm_last_error();
+  }
   Embed(c_.ctx, {{2, 400}}, LLM_POOLING_MEAN, 1, &dim, &st);  // id outside the vocabulary
   EXPECT_EQ(st, LLM_ERR_INVALID_ARGUMENT);
   Embed(c_.ctx, {{2, 7}}, LLM_POOLING_RANK, 1, &dim, &st);  // no classifier head
