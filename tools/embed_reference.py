@@ -150,6 +150,13 @@ def run(name, spec, tool, tmp):
         "vectors_file": f"{name}.vec.bin",
         "cases": cases,
     }
+    lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if lib_dir:  # every libllama / libggml this process mapped comes from there
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            libs = {os.path.realpath(x.split()[-1]) for x in f if "libllama" in x or "libggml" in x}
+        strays = [x for x in libs if Path(x).parent != Path(os.path.realpath(lib_dir))]
+        if strays or not libs:
+            sys.exit(f"llama.cpp libraries not all from {lib_dir}: {sorted(libs)}")
     OUT.mkdir(parents=True, exist_ok=True)
     np.concatenate(vecs).tofile(OUT / ref["vectors_file"])
     (OUT / f"{name}.json").write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
