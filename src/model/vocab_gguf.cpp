@@ -1,5 +1,6 @@
 #include "model/vocab_gguf.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -166,6 +167,10 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
   // Ids beyond the vocabulary (seen in some conversions) mean "none".
   for (int32_t* id : {&d.bos, &d.eos, &d.unk, &d.pad, &d.eot}) {
     if (*id >= static_cast<int64_t>(n)) *id = -1;
+  }
+  if (d.kind == TokenizerData::Kind::kUnigram) {
+    // SentencePiece falls back to bytes when the model has byte pieces.
+    d.byte_fallback = std::find(d.token_types.begin(), d.token_types.end(), kTokenByte) != d.token_types.end();
   }
   if (d.bos < 0) d.add_bos = false;
   if (d.eos < 0) d.add_eos = false;

@@ -49,13 +49,16 @@ struct TokenizerData {
   int32_t max_word_chars = 100;  // longer words are [UNK]
 
   // Unigram. scores are the pieces' log probabilities; add_space_prefix is
-  // the "▁" put before each run of text.
+  // the "▁" put before each run of text. Two rule sets: SentencePiece's own
+  // (what GGUF files mean; llama.cpp follows it) and the `tokenizers`
+  // pipeline a tokenizer.json spells out (unigram.h says where they differ).
+  bool hf_rules = false;
   std::string precompiled_charsmap;  // SentencePiece normalizer blob (charsmap.h); empty: none
   enum class Spaces {
     kKeep,           // every ' ' becomes "▁"
     kCollapse,       // runs of ' ' become one (tokenizer.json's Replace " {2,}")
     kStripCollapse,  // also none at the ends (SentencePiece remove_extra_whitespaces)
-  };
+  };                 // (SentencePiece rules: kKeep or kStripCollapse)
   Spaces spaces = Spaces::kStripCollapse;
   bool byte_fallback = false;  // unknown text as <0xNN> pieces when they all exist
 };

@@ -208,6 +208,7 @@ StatusOr<TokenizerData> TokenizerDataFromHfUnigram(const Json& root, const std::
   if (vocab->size() >= static_cast<size_t>(kMaxVocab)) return ModelFormatError(path + ": vocabulary too large");
   TokenizerData d;
   d.kind = TokenizerData::Kind::kUnigram;
+  d.hf_rules = true;
   d.tokens.reserve(vocab->size());
   for (const Json& e : vocab->array()) {
     if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number() || !std::isfinite(e[1].as_double())) {
@@ -243,9 +244,10 @@ StatusOr<TokenizerData> TokenizerDataFromHfUnigram(const Json& root, const std::
     }
     const Json* pat = type == "Replace" ? s->Find("pattern") : nullptr;
     const std::string content = type == "Replace" ? Str(s->Find("content")) : std::string();
-    if (pat && Str(pat->Find("String")) == " {2,}" && content == " ") {
+    const std::string rx = pat ? Str(pat->Find("Regex")) : std::string();
+    if (pat && (rx == " {2,}" || Str(pat->Find("String")) == "  ") && content == " ") {
       if (d.spaces == TokenizerData::Spaces::kKeep) d.spaces = TokenizerData::Spaces::kCollapse;
-    } else if (pat && Str(pat->Find("Regex")) == "^ +| +$" && content.empty()) {
+    } else if (pat && rx == "^ +| +$" && content.empty()) {
       d.spaces = TokenizerData::Spaces::kStripCollapse;  // with the collapse beside it
     } else {
       return Unsupported(path + ": Unigram with normalizer " + std::string(type));
