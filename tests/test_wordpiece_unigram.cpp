@@ -1,6 +1,6 @@
 // WordPiece and Unigram tokenizers against their reference libraries: the
 // vocabularies of tests/data/tokenizers/embed/ (make_embed_vocabs.py; each
-// as tokenizer.json and as GGUF), 62 fixed and 10,000 random Unicode
+// as tokenizer.json and as GGUF), 69 fixed and 10,000 random Unicode
 // strings each; the precompiled charsmap reader on hostile blobs.
 #include <gtest/gtest.h>
 

@@ -202,6 +202,8 @@ Status Tokenizer::Init() {
     // A special token parsed from the text covers its own text's bytes.
     max_token_bytes_ = std::max({max_token_bytes_, pieces_[i].size(), text.size()});
   }
+  // Text may vanish: no bound (2^32 on 64-bit hosts, see the header).
+  if (wordpiece_ || unigram_) max_token_bytes_ = size_t{1} << (sizeof(size_t) > 4 ? 32 : 16);
   return Status::Ok();
 }
 

@@ -117,7 +117,9 @@ class Tokenizer {
   // or, for a special token, its text): a text of B bytes encodes to at
   // least B / (3 * max_token_bytes()) tokens, NFC normalisation's growth of
   // at most 3x included. Lets a caller refuse a text too long for a context
-  // without tokenizing it.
+  // without tokenizing it. WordPiece and Unigram drop text (controls,
+  // spaces, what the charsmap deletes), so no such bound holds for them:
+  // there it is 2^32 (large, yet 3 * it * n_ctx does not overflow).
   size_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
