@@ -82,7 +82,6 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
     d.pad = 0;
     d.add_eos = true;
     d.add_space_prefix = true;
-    d.spaces = TokenizerData::Spaces::kStripCollapse;
   } else {
     return Unsupported("tokenizer: model type '" + std::string(model) + "' is not supported");
   }
@@ -152,7 +151,7 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
         d.precompiled_charsmap.push_back(static_cast<char>(static_cast<uint8_t>(b)));
       }
     }
-    bool remove_extra = true;
+    bool remove_extra = false;  // llama.cpp's default; converters write the model's own value
     LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.remove_extra_whitespaces", &remove_extra));
     d.spaces = remove_extra ? TokenizerData::Spaces::kStripCollapse : TokenizerData::Spaces::kKeep;
   }
