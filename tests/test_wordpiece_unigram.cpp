@@ -7,7 +7,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "model/gguf.h"
 #include "model/vocab_gguf.h"
@@ -178,6 +182,34 @@ TEST(Unigram, LongInputsAreLinear) {
       EXPECT_LT(s, 5.0) << f;
     }
   }
+}
+
+TEST(EmbedVocabJson, MalformedOrUnsupportedIsAStatus) {
+  const auto dir = std::filesystem::temp_directory_path() / ("llm_wpug_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "tokenizer.json").string();
+  const char* bad[] = {
+      R"({"model": {"type": "WordPiece"}})",
+      R"({"model": {"type": "WordPiece", "vocab": {"a": 99999999}}})",
+      R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}, "normalizer": {"type": "NFKC"}})",
+      R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Whitespace"}})",
+      R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}, "post_processor": {"type": "BertProcessing", "cls": ["a", -4], "sep": ["a", 0]}})",
+      R"({"model": {"type": "Unigram", "vocab": [["a"]]}, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}})",
+      R"({"model": {"type": "Unigram", "vocab": [["a", 0.5]], "unk_id": 7}, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}})",
+      R"({"model": {"type": "Unigram", "vocab": [["a", 0.5]]}})",
+      R"({"model": {"type": "Unigram", "vocab": [["a", 0.5]]}, "normalizer": {"type": "Precompiled", "precompiled_charsmap": "!!"}, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}})",
+      R"({"model": {"type": "Unigram", "vocab": [["a", 0.5]]}, "normalizer": {"type": "Precompiled", "precompiled_charsmap": "AQID"}, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}})",
+      R"({"model": {"type": "Unigram", "vocab": [["a", 0.5]]}, "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁"}})",
+  };
+  for (const char* b : bad) {
+    std::ofstream(path, std::ios::binary) << b;
+    auto d = TokenizerDataFromHfJson(path);
+    if (d.ok()) {
+      auto t = Tokenizer::Create(std::move(d).value());  // the charsmap is read here
+      EXPECT_FALSE(t.ok()) << b;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // ------------------------------------------------------ charsmap reader

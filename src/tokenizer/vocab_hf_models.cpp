@@ -69,8 +69,10 @@ Status ReadPostProcessor(const Json& root, const std::string& path, TokenizerDat
       if (!cls || !sep || cls->size() != 2 || sep->size() != 2 || !(*cls)[1].is_int() || !(*sep)[1].is_int()) {
         return ModelFormatError(path + ": malformed " + std::string(type));
       }
-      d->bos = static_cast<int32_t>((*cls)[1].as_int());
-      d->eos = static_cast<int32_t>((*sep)[1].as_int());
+      const int64_t c = (*cls)[1].as_int(), e = (*sep)[1].as_int();
+      if (c < 0 || c >= kMaxVocab || e < 0 || e >= kMaxVocab) return ModelFormatError(path + ": special id out of range");
+      d->bos = static_cast<int32_t>(c);
+      d->eos = static_cast<int32_t>(e);
       d->add_bos = d->add_eos = true;
     } else if (type == "TemplateProcessing") {
       const Json* single = p->Find("single");
@@ -83,6 +85,7 @@ Status ReadPostProcessor(const Json& root, const std::string& path, TokenizerDat
         const Json* entry = specials->Find(name->as_string());
         const Json* ids = entry ? entry->Find("ids") : nullptr;
         if (!ids || !ids->is_array() || ids->size() != 1 || !(*ids)[0].is_int()) return -1;
+        if ((*ids)[0].as_int() < 0 || (*ids)[0].as_int() >= kMaxVocab) return -1;
         return static_cast<int32_t>((*ids)[0].as_int());
       };
       bool seen_text = false;
@@ -93,9 +96,10 @@ Status ReadPostProcessor(const Json& root, const std::string& path, TokenizerDat
         }
         const int32_t id = special_id(item);
         if (id < 0) return Unsupported(path + ": TemplateProcessing item not understood");
-        if (!seen_text && !d->add_bos) d->bos = id, d->add_bos = true;
-        else if (seen_text && !d->add_eos) d->eos = id, d->add_eos = true;
-        else return Unsupported(path + ": TemplateProcessing with more than one token at an end");
+        bool* add = seen_text ? &d->add_eos : &d->add_bos;
+        if (*add) return Unsupported(path + ": TemplateProcessing with more than one token at an end");
+        *add = true;
+        (seen_text ? d->eos : d->bos) = id;
       }
     } else if (type != "ByteLevel") {
       return Unsupported(path + ": unsupported post_processor " + std::string(type));
@@ -143,7 +147,8 @@ StatusOr<TokenizerData> TokenizerDataFromHfWordPiece(const Json& root, const std
   TokenizerData d;
   d.kind = TokenizerData::Kind::kWordPiece;
   d.add_space_prefix = false;
-  const std::string cont = model.Find("continuing_subword_prefix") ? Str(model.Find("continuing_subword_prefix")) : "##";
+  const Json* prefix = model.Find("continuing_subword_prefix");
+  const std::string cont = prefix ? Str(prefix) : "##";
   if (const Json* m = model.Find("max_input_chars_per_word"); m && m->is_int()) {
     d.max_word_chars = static_cast<int32_t>(std::min<int64_t>(m->as_int(), INT32_MAX));
   }
