@@ -273,7 +273,7 @@ INSTANTIATE_TEST_SUITE_P(LlamaAndQwen, HfTokenizer, ::testing::Values("llama3", 
 
 // ------------------------------------------------------- errors, threads
 TEST(Tokenizer, InvalidUtf8IsRejected) {
-  for (const std::string path : {test::RepoDir() + "/models/stories260K-f32.gguf",
+  for (const std::string& path : {test::RepoDir() + "/models/stories260K-f32.gguf",
                                  test::DataDir() + "/tokenizer-tests/ggml-vocab-bert-bge.gguf"}) {
     auto tok = LoadGgufTokenizer(path);
     ASSERT_NE(tok, nullptr);
