@@ -47,6 +47,7 @@ std::string Fnv1a64Hex(const std::string& data) {
 
 struct Case {
   std::string pooling;
+  std::string text;  // non-empty: llama.cpp tokenized this text into `tokens`
   std::vector<int32_t> tokens;
   int32_t rows = 0, dim = 0;
   std::vector<float> ref;  // (rows, dim)
@@ -64,6 +65,7 @@ Reference LoadReference(const std::string& name) {
   for (const Json& c : r.json.Find("cases")->array()) {
     Case k;
     k.pooling = c.Find("pooling")->as_string();
+    if (const Json* t = c.Find("text")) k.text = t->as_string();
     for (const Json& t : c.Find("tokens")->array()) k.tokens.push_back(static_cast<int32_t>(t.as_int()));
     k.rows = static_cast<int32_t>(c.Find("rows")->as_int());
     k.dim = static_cast<int32_t>(c.Find("dim")->as_int());
@@ -276,6 +278,30 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
       EXPECT_EQ(ours, theirs);
     }
   }
+  // Text: llmrt's WordPiece gives llama.cpp's ids, and the text's vector is theirs.
+  for (const Case& k : ref.cases) {
+    if (k.text.empty()) continue;
+    SCOPED_TRACE("text \"" + k.text + "\"");
+    std::vector<llm_token> ids(k.text.size() + 8);
+    int32_t n = 0;
+    ASSERT_EQ(llm_tokenize(c.ctx, k.text.data(), k.text.size(), LLM_TOKENIZE_ADD_SPECIAL, ids.data(),
+                           static_cast<int32_t>(ids.size()), &n),
+              LLM_OK)
+        << llm_last_error();
+    ids.resize(static_cast<size_t>(n));
+    EXPECT_EQ(ids, k.tokens);
+    llm_embed_params p;
+    llm_embed_params_init(&p);
+    p.pooling = PoolingOf(k.pooling);
+    p.normalize = 0;
+    const char* text = k.text.c_str();
+    std::vector<float> v(static_cast<size_t>(k.dim));
+    int32_t dim = 0;
+    ASSERT_EQ(llm_embed(c.ctx, &text, nullptr, nullptr, 1, &p, v.data(), v.size(), &dim), LLM_OK) << llm_last_error();
+    const double err = MaxRelErr(v.data(), k.ref.data(), v.size());
+    EXPECT_LE(err, kRelTol);
+    worst_alone = std::max(worst_alone, err);
+  }
   EXPECT_LE(worst_batched, kRelTol);
   std::printf("%s: max rel err %.3g alone, %.3g batched; min cosine %.8f (%zu cases)\n", name.c_str(), worst_alone,
               worst_batched, min_cos, ref.cases.size());
@@ -389,11 +415,12 @@ TEST_F(BertApi, BadInputsGetClearStatuses) {
   EXPECT_EQ(dim, 64);
   EXPECT_EQ(llm_embed(c_.ctx, nullptr, nullptr, nullptr, 1, nullptr, out, 4, &dim), LLM_ERR_NULL_ARGUMENT);
   EXPECT_EQ(llm_embed(c_.ctx, nullptr, &tp, &n, 0, nullptr, out, 4, &dim), LLM_ERR_INVALID_ARGUMENT);
-  // text: empty is refused; the WordPiece tokenizer is not there yet
+  // text: empty is refused, invalid UTF-8 too
   const char* empty = "";
   EXPECT_EQ(llm_embed(c_.ctx, &empty, nullptr, nullptr, 1, nullptr, out, 4, &dim), LLM_ERR_INVALID_ARGUMENT);
-  const char* text = "hello";
-  EXPECT_EQ(llm_embed(c_.ctx, &text, nullptr, nullptr, 1, nullptr, out, 4, &dim), LLM_ERR_UNSUPPORTED);
+  const char* bad_utf8 = "w57 \xC3\x28";
+  float row[64];
+  EXPECT_EQ(llm_embed(c_.ctx, &bad_utf8, nullptr, nullptr, 1, nullptr, row, 64, &dim), LLM_ERR_INVALID_UTF8);
   // generation on an embedding model
   llm_request r;
   llm_request_init(&r);

@@ -45,6 +45,11 @@ N_CTX = 512
 THREADS = 2
 LENGTHS = (1, 2, 5, 17, 64, 200, 512)
 NONE_MAX = 64  # pooling none records every token's row: the short sequences only (the data stays small)
+# Texts for the tiny WordPiece vocabulary (letters, continuations, "w<i>"
+# words): case, accents, punctuation, unknown characters, a long word (under
+# 100 characters: llama.cpp 0.3.36 splits longer words into pieces where
+# BERT (and llmrt) make them [UNK]).
+TEXTS = ["w57 w123", "Hello, World! W250 w77w", "Ça va? naïve café", "x" * 40 + " w99", "日本 w64 ☃"]
 INSTALL = "pip install --user llama-cpp-python numpy"
 
 # pooling name -> llama.cpp's enum value
@@ -52,7 +57,7 @@ POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 MODELS = {
     # BERT (BGE / E5 / MiniLM shape): absolute positions, token types,
     # post-norm LayerNorms with biases, GELU FFN, non-causal attention.
-    "bert": {"shape": "tiny-bert", "poolings": ["mean", "cls", "last", "none"]},
+    "bert": {"shape": "tiny-bert", "poolings": ["mean", "cls", "last", "none"], "texts": True},
     # A cross-encoder: the same block with a classifier head (cls dense +
     # tanh, then one output) read at the CLS token: llama.cpp's RANK pooling.
     "bert_rerank": {"shape": "tiny-bert-rerank", "poolings": ["rank", "mean"]},
@@ -138,6 +143,16 @@ def run(name, spec, tool, tmp):
                           "offset": offset})
             offset += v.size
             vecs.append(v.astype("<f4").ravel())
+        if spec.get("texts") and pooling == "mean":
+            # Text through llama.cpp's own WordPiece tokenizer (the test
+            # embeds the same text through llmrt's).
+            for text in TEXTS:
+                toks = llm.tokenize(text.encode(), add_bos=True, special=False)
+                v = embed(llama_cpp, llm, toks, pooling, n_out)
+                cases.append({"pooling": pooling, "text": text, "tokens": toks, "rows": 1, "dim": int(v.shape[1]),
+                              "offset": offset})
+                offset += v.size
+                vecs.append(v.astype("<f4").ravel())
         del llm
     ref = {
         "shape": spec["shape"],

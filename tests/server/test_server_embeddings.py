@@ -5,8 +5,7 @@
 
 On llm-synth's tiny-bert (mean pooling) and tiny-bert-rerank (a classifier
 head, rank pooling): the official openai client's embeddings.create, single
-and batched, with token-id inputs (this build has no WordPiece tokenizer
-yet; text is answered 501 with a message), in its default base64 encoding
+and batched, with token-id inputs, in its default base64 encoding
 and in float (the same vectors), `dimensions` (Matryoshka: the first values,
 renormalised), `usage`; /v1/rerank's results sorted by relevance_score,
 top_n, return_documents, scores equal to the batch's own; bad inputs are
@@ -98,8 +97,15 @@ try:
                               ({"input": [1.5]}, "input", "not integers")]:
         st, r = post(base, "/v1/embeddings", body)
         check(st == 400 and r.get("error", {}).get("param") == param, "%s -> %d %s" % (what, st, r.get("error")))
-    st, r = post(base, "/v1/embeddings", {"input": "hello"})
-    check(st == 501 and "tokenizer" in r["error"]["message"], "text without a WordPiece tokenizer: 501 %s" % r)
+    # text through the WordPiece tokenizer: "w57 w123" is [CLS] w57 w123 [SEP]
+    texts = client.embeddings.create(model="tiny-bert", input=["w57 w123", "Hello, w99!"], encoding_format="float")
+    ids = client.embeddings.create(model="tiny-bert", input=[2, 57, 123, 3], encoding_format="float")
+    check(texts.data[0].embedding == ids.data[0].embedding, "text == its token ids")
+    n_tok = sum(len(post(base, "/tokenize", {"content": t, "add_special": True})[1]["tokens"])
+                for t in ["w57 w123", "Hello, w99!"])
+    check(texts.usage.prompt_tokens == n_tok, "text usage is /tokenize's count with [CLS] and [SEP]: %s" % texts.usage)
+    st, r = post(base, "/v1/embeddings", {"input": "w57 w123"})
+    check(st == 200 and len(r["data"]) == 1, "a single string")
     st, r = post(base, "/v1/rerank", {"query": A, "documents": [B]})
     check(st == 501 and "classifier" in r["error"]["message"], "rerank on a model without a head: 501 %s" % r)
 finally:

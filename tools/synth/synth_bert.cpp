@@ -12,15 +12,18 @@
 namespace llm::synth {
 namespace {
 
-// [PAD] [UNK] [CLS] [SEP] [MASK], the letters, their ## continuations,
-// then whole words "w<i>" up to n_vocab.
+// [PAD] [UNK] [CLS] [SEP] [MASK], the letters starting a word, the letters
+// continuing one, then whole words "w<i>" up to n_vocab; in llama.cpp's
+// GGUF spelling of a WordPiece vocabulary: a word's first piece carries
+// "▁" ("▁a", BERT's "a"), a continuation is bare ("a", BERT's "##a").
 void WordPieceVocab(int32_t n_vocab, GgufStreamWriter* w) {
+  const std::string mark = "\xE2\x96\x81";  // U+2581
   std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
   std::vector<int32_t> types = {3, 2, 3, 3, 3};
+  for (char c = 'a'; c <= 'z'; ++c) tokens.push_back(mark + c), types.push_back(1);
   for (char c = 'a'; c <= 'z'; ++c) tokens.push_back(std::string(1, c)), types.push_back(1);
-  for (char c = 'a'; c <= 'z'; ++c) tokens.push_back(std::string("##") + c), types.push_back(1);
   for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_vocab; ++i)
-    tokens.push_back("w" + std::to_string(i)), types.push_back(1);
+    tokens.push_back(mark + "w" + std::to_string(i)), types.push_back(1);
   std::vector<std::string_view> views(tokens.begin(), tokens.end());
   w->AddString("tokenizer.ggml.model", "bert");
   w->AddString("tokenizer.ggml.pre", "default");

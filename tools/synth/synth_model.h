@@ -91,7 +91,7 @@ Status WriteSynthModel(const SynthShape& shape, const SynthOptions& options, con
 
 // The `bert` family (synth_bert.cpp): absolute positions, token types,
 // LayerNorms with biases, biases on every linear layer, a WordPiece vocabulary
-// ([PAD] [UNK] [CLS] [SEP] [MASK], letters, ## continuations, words).
+// ([PAD] [UNK] [CLS] [SEP] [MASK], letters, continuations, words "w<i>").
 Status WriteSynthBert(const SynthShape& shape, const SynthOptions& options, const std::string& path);
 
 // The random streams and encodings WriteSynthModel uses, for the family
