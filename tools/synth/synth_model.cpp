@@ -78,6 +78,15 @@ const std::vector<SynthShape>& Shapes() {
     {
       SynthShape b{"tiny-bert", 300, 64, 2, 4, 4, 16, 128, 512, 10000.0f, 1e-12f, false, 0.0f, 8192, "bert"};
       v.push_back(b);
+      SynthShape base = b;  // BERT-base (BGE-base, E5-base): for bench/embed_bench.py
+      base.name = "bert-base";
+      base.n_vocab = 30522;
+      base.n_embd = 768;
+      base.n_layer = 12;
+      base.n_head = base.n_head_kv = 12;
+      base.head_dim = 64;
+      base.n_ff = 3072;
+      v.push_back(base);
       b.name = "tiny-bert-rerank";
       b.pooling = 4;
       b.n_cls_out = 1;
