@@ -128,6 +128,14 @@ try:
     st3, alone = post(base, "/v1/rerank", {"query": [91, 92], "documents": [docs[i]]})
     check(st3 == 200 and alone["results"][0]["relevance_score"] == r["results"][0]["relevance_score"],
           "rerank: a document's score does not depend on the others")
+    # text: the same pair layout through the WordPiece tokenizer ("w<i>" is
+    # token i for i >= 57 in the synthetic vocabulary)
+    words = [[60, 61], [200, 201, 202], list(range(100, 130)), [99]]
+    st4, by_ids = post(base, "/v1/rerank", {"query": [91, 92], "documents": words})
+    st5, by_text = post(base, "/v1/rerank", {"query": "w91 w92",
+                                             "documents": [" ".join("w%d" % x for x in d) for d in words]})
+    check(st4 == 200 and st5 == 200 and [(x["index"], x["relevance_score"]) for x in by_text["results"]] ==
+          [(x["index"], x["relevance_score"]) for x in by_ids["results"]], "rerank: texts score as their token ids")
     for body, param, what in [({"query": [91], "documents": []}, "documents", "no documents"),
                               ({"documents": [[5]]}, "query", "no query"),
                               ({"query": [91], "documents": [[5]], "top_n": -1}, "top_n", "negative top_n"),
