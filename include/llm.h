@@ -403,6 +403,17 @@ typedef struct llm_event {
                              /* `text` (until the next llm_poll).            */
   int32_t n_top_logprobs;    /* = k for TOKEN events of such requests        */
   int32_t reserved1;
+  /* --- appended in 0.4 (issue 31: embeddings); written only when the
+   *     caller's events[0].struct_size includes them --- */
+  const float* embedding;    /* FINAL of an LLM_TASK_EMBED request that     */
+                             /* ended with LLM_OK: (n_embedding_rows,       */
+                             /* n_embedding) floats, row-major (pooled,     */
+                             /* truncated to `dimensions`, normalised as    */
+                             /* asked; RANK pooling: the classifier's       */
+                             /* score(s)). Valid as long as `text`. NULL    */
+                             /* (and both counts 0) otherwise.              */
+  int32_t n_embedding;       /* values per row                              */
+  int32_t n_embedding_rows;  /* 1; the prompt's tokens for POOLING_NONE     */
 } llm_event;
 
 
@@ -467,7 +478,54 @@ typedef struct llm_request {
                               /* (compiled) at submit                       */
   const char* const* choices; /* CHOICE: the output is exactly one of these */
                               /* n_choices UTF-8 strings; copied at submit  */
+  /* --- appended in 0.4 (issue 31: embeddings and reranking); an older
+   *     caller's smaller struct_size leaves task at GENERATE --- */
+  int32_t task;               /* LLM_TASK_*; default GENERATE               */
+  int32_t pooling;            /* EMBED: LLM_POOLING_*; default MODEL (the   */
+                              /* file's pooling_type)                       */
+  int32_t normalize;          /* EMBED: 1 (default) divides each vector by  */
+                              /* its L2 norm (after `dimensions`); 0: raw.  */
+                              /* Never applied to RANK scores               */
+  int32_t dimensions;         /* EMBED: 0 (default) = all; else keep the    */
+                              /* first `dimensions` values of each vector   */
+                              /* (Matryoshka), 1 .. the model's size, else  */
+                              /* INVALID_ARGUMENT at submit                 */
+  int32_t truncate;           /* EMBED: 0 (default): a prompt longer than   */
+                              /* n_ctx is refused (CONTEXT_OVERFLOW);       */
+                              /* 1: only its first n_ctx tokens are used    */
+                              /* (metrics.prompt_tokens says how many)      */
+  int32_t reserved2;          /* must be 0                                  */
 } llm_request;
+
+/* What a request asks of the model (llm_request.task).
+ * EMBED runs the prompt through an embedding model (an encoder such as BERT:
+ * ModelArch `bert`; llm_model_info.n_embd values per vector) and its final
+ * event carries the vector(s) (llm_event.embedding); no token events, max_tokens,
+ * sampling, n, stop strings, constraints or speculation apply (they are
+ * ignored). A context whose model does not make embeddings refuses EMBED at
+ * llm_submit with LLM_ERR_UNSUPPORTED and a message, and an embedding model
+ * refuses GENERATE the same way. An empty prompt is INVALID_ARGUMENT.
+ * Embedding requests go through the same queue, limits, priorities,
+ * cancellation (LLM_FINISH_CANCELLED before they ran) and polling as
+ * generation; the engine runs many of them per step. A text's vector does not
+ * depend on the other requests it is batched with (bitwise on the CPU). */
+typedef enum llm_task {
+  LLM_TASK_GENERATE = 0,
+  LLM_TASK_EMBED = 1
+} llm_task;
+
+/* How hidden states become the output (llm_request.pooling); the values
+ * >= 0 are GGUF's pooling_type (llama.cpp's). */
+typedef enum llm_pooling {
+  LLM_POOLING_MODEL = -1, /* the model file's pooling_type                  */
+  LLM_POOLING_NONE = 0,   /* every prompt token's vector (n_embedding_rows  */
+                          /* = prompt tokens)                               */
+  LLM_POOLING_MEAN = 1,   /* the mean of the tokens' vectors                */
+  LLM_POOLING_CLS = 2,    /* the first token's vector                       */
+  LLM_POOLING_LAST = 3,   /* the last token's vector                        */
+  LLM_POOLING_RANK = 4    /* the classifier head's score(s) on the first    */
+                          /* token (rerankers); never normalised            */
+} llm_pooling;
 
 /* What a request's output must match (llm_request.constraint_kind). The
  * constraint is compiled at llm_submit (an invalid one fails there with
@@ -845,6 +903,50 @@ LLM_API llm_status llm_kv_export_file(llm_ctx* ctx, const llm_token* tokens, int
 /* llm_kv_import from the file `path`. Errors: those of llm_kv_import; IO
  * when the file cannot be opened or read. */
 LLM_API llm_status llm_kv_import_file(llm_ctx* ctx, uint64_t cache_salt, const char* path, int32_t* out_n_tokens);
+
+
+/* ------------------------------------------------ embeddings (0.4, issue 31)
+ *
+ * Besides LLM_TASK_EMBED requests through llm_submit / llm_poll, a blocking
+ * call embeds a group of inputs and waits for all of them. */
+typedef struct llm_embed_params {
+  uint32_t struct_size;     /* = sizeof(llm_embed_params)                   */
+  int32_t pooling;          /* LLM_POOLING_*; default MODEL. NONE (a vector */
+                            /* per token) is refused here: use llm_submit   */
+  int32_t normalize;        /* 1 (default): L2-normalised; 0: raw           */
+  int32_t dimensions;       /* 0 (default) = all; else the first values     */
+  int32_t truncate;         /* 1: inputs longer than n_ctx are cut; 0       */
+                            /* (default): CONTEXT_OVERFLOW                  */
+  uint32_t tokenize_flags;  /* texts: LLM_TOKENIZE_*; default ADD_SPECIAL   */
+  int32_t priority;         /* as llm_request.priority; default 0           */
+  int32_t reserved0;        /* must be 0                                    */
+} llm_embed_params;
+
+/* Fills *params with struct_size and defaults. */
+LLM_API llm_status llm_embed_params_init(llm_embed_params* params);
+
+/* Embeds n_inputs inputs and returns when all are done: the texts
+ * texts[0..n_inputs) (UTF-8, NUL-terminated) when texts is not NULL, else the
+ * token arrays tokens[i] of n_tokens[i] ids (used verbatim). On LLM_OK,
+ * out holds (n_inputs, *out_dim) floats, input i in row i. The inputs run
+ * through the context's engine as EMBED requests (batched with each other
+ * and whatever else runs) but not through the event queue: the call neither
+ * needs nor disturbs llm_poll. params NULL: defaults. Thread-safe like
+ * llm_submit.
+ * out_dim (required) receives the row length (the model's vector size, or
+ * `dimensions`, or the classifier's outputs for RANK) even when out is too
+ * small: then BUFFER_TOO_SMALL and nothing is run (out may be NULL with
+ * out_capacity 0 to ask for it). out_capacity counts floats.
+ * Errors: NULL_ARGUMENT (ctx, out_dim, tokens/n_tokens or an entry),
+ * STRUCT_SIZE, INVALID_ARGUMENT (n_inputs < 1, an empty input, POOLING_NONE,
+ * dimensions out of range), UNSUPPORTED (the model makes no embeddings; text
+ * for a vocabulary whose tokenizer this build lacks), CONTEXT_OVERFLOW (an
+ * input longer than n_ctx without truncate), INVALID_UTF8, BUFFER_TOO_SMALL,
+ * SHUTDOWN, BACKEND. On any error the rows of out are unspecified; inputs
+ * still queued are cancelled before the call returns. */
+LLM_API llm_status llm_embed(llm_ctx* ctx, const char* const* texts, const llm_token* const* tokens,
+                             const int32_t* n_tokens, int32_t n_inputs, const llm_embed_params* params, float* out,
+                             size_t out_capacity, int32_t* out_dim);
 
 #ifdef __cplusplus
 } /* extern "C" */

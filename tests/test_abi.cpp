@@ -49,6 +49,30 @@ TEST(Abi, KvStateSignatures) {
   EXPECT_STREQ(llm_status_str(LLM_ERR_KV_CORRUPT), "LLM_ERR_KV_CORRUPT");
 }
 
+// Embeddings (issue 31): values, the blocking call's signature and params.
+TEST(Abi, Embeddings) {
+  EXPECT_EQ(LLM_TASK_GENERATE, 0);
+  EXPECT_EQ(LLM_TASK_EMBED, 1);
+  EXPECT_EQ(LLM_POOLING_MODEL, -1);
+  EXPECT_EQ(LLM_POOLING_NONE, 0);
+  EXPECT_EQ(LLM_POOLING_MEAN, 1);
+  EXPECT_EQ(LLM_POOLING_CLS, 2);
+  EXPECT_EQ(LLM_POOLING_LAST, 3);
+  EXPECT_EQ(LLM_POOLING_RANK, 4);
+  static_assert(std::is_same_v<decltype(&llm_embed),
+                               llm_status (*)(llm_ctx*, const char* const*, const llm_token* const*, const int32_t*,
+                                              int32_t, const llm_embed_params*, float*, size_t, int32_t*)>);
+  EXPECT_EQ(sizeof(llm_embed_params), 32u);
+  EXPECT_EQ(offsetof(llm_embed_params, struct_size), 0u);
+  EXPECT_EQ(offsetof(llm_embed_params, pooling), 4u);
+  EXPECT_EQ(offsetof(llm_embed_params, normalize), 8u);
+  EXPECT_EQ(offsetof(llm_embed_params, dimensions), 12u);
+  EXPECT_EQ(offsetof(llm_embed_params, truncate), 16u);
+  EXPECT_EQ(offsetof(llm_embed_params, tokenize_flags), 20u);
+  EXPECT_EQ(offsetof(llm_embed_params, priority), 24u);
+  EXPECT_EQ(offsetof(llm_embed_params, reserved0), 28u);
+}
+
 TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_BACKEND_AUTO, 0);
   EXPECT_EQ(LLM_BACKEND_CPU, 1);
@@ -137,7 +161,14 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 152u);
+  EXPECT_EQ(sizeof(llm_request), 176u);
+  // appended in 0.4 (issue 31: embeddings)
+  PIN(llm_request, task, 152);
+  PIN(llm_request, pooling, 156);
+  PIN(llm_request, normalize, 160);
+  PIN(llm_request, dimensions, 164);
+  PIN(llm_request, truncate, 168);
+  PIN(llm_request, reserved2, 172);
   // appended in 0.3 (issue 20: constrained decoding)
   PIN(llm_request, constraint_kind, 128);
   PIN(llm_request, n_choices, 132);
@@ -182,7 +213,11 @@ TEST(Abi, EventAndMetricsLayout) {
   PIN(llm_metrics, ttft_ms, 32);
   PIN(llm_metrics, tpot_ms, 40);
   PIN(llm_metrics, total_ms, 48);
-  EXPECT_EQ(sizeof(llm_event), 144u);
+  EXPECT_EQ(sizeof(llm_event), 160u);
+  // appended in 0.4 (issue 31: embeddings)
+  PIN(llm_event, embedding, 144);
+  PIN(llm_event, n_embedding, 152);
+  PIN(llm_event, n_embedding_rows, 156);
   // appended in 0.2 (issue 20)
   PIN(llm_event, top_logprobs, 128);
   PIN(llm_event, n_top_logprobs, 136);

@@ -157,7 +157,9 @@ TEST(Tokenizer, LlamaCppVocabularies) {
     auto f = GgufFile::Open(gguf);
     ASSERT_TRUE(f.ok()) << gguf;
     auto model = f.value()->GetString("tokenizer.ggml.model");
-    if (!model.ok() || (model.value() != "llama" && model.value() != "gpt2")) continue;
+    if (!model.ok() || (model.value() != "llama" && model.value() != "gpt2" && model.value() != "bert")) {
+      continue;
+    }
     auto tok = LoadGgufTokenizer(gguf);
     ASSERT_NE(tok, nullptr);
     const auto texts = SplitInp(inp);
@@ -174,12 +176,15 @@ TEST(Tokenizer, LlamaCppVocabularies) {
                       << "]\n  got      " << IdsToString(ids.value()) << "\n  expected "
                       << IdsToString(expected[i]);
       }
-      ExpectRoundTrip(*tok, texts[i], gguf + " #" + std::to_string(i));
+      // WordPiece lower-cases and drops spaces: no round trip.
+      if (tok->data().kind != TokenizerData::Kind::kWordPiece) {
+        ExpectRoundTrip(*tok, texts[i], gguf + " #" + std::to_string(i));
+      }
     }
   }
   std::printf("llama.cpp vocab vectors: %d vocabularies, %d strings, %d mismatches\n", vocabs,
               strings, failures);
-  EXPECT_GE(vocabs, 11);
+  EXPECT_GE(vocabs, 12);
 }
 
 // ------------------------------------------------- stories260K (tok512)
@@ -268,13 +273,36 @@ INSTANTIATE_TEST_SUITE_P(LlamaAndQwen, HfTokenizer, ::testing::Values("llama3", 
 
 // ------------------------------------------------------- errors, threads
 TEST(Tokenizer, InvalidUtf8IsRejected) {
-  auto tok = LoadGgufTokenizer(test::RepoDir() + "/models/stories260K-f32.gguf");
-  ASSERT_NE(tok, nullptr);
-  for (const char* bad : {"abc\xFF", "\xC3", "\xED\xA0\x80", "\xC0\xAF"}) {
-    auto ids = tok->Encode(bad, true, false);
-    ASSERT_FALSE(ids.ok());
-    EXPECT_EQ(ids.status().code(), LLM_ERR_INVALID_UTF8);
+  for (const std::string& path : {test::RepoDir() + "/models/stories260K-f32.gguf",
+                                 test::DataDir() + "/tokenizer-tests/ggml-vocab-bert-bge.gguf"}) {
+    auto tok = LoadGgufTokenizer(path);
+    ASSERT_NE(tok, nullptr);
+    for (const char* bad : {"abc\xFF", "\xC3", "\xED\xA0\x80", "\xC0\xAF"}) {
+      auto ids = tok->Encode(bad, true, false);
+      ASSERT_FALSE(ids.ok());
+      EXPECT_EQ(ids.status().code(), LLM_ERR_INVALID_UTF8) << path;
+    }
   }
+}
+
+// BERT (llama.cpp's bge vocabulary): [CLS] text [SEP], [UNK] for a word no
+// piece covers or one past 100 characters, pieces decode with their spaces.
+TEST(WordPiece, BgeSpecials) {
+  auto tok = LoadGgufTokenizer(test::DataDir() + "/tokenizer-tests/ggml-vocab-bert-bge.gguf");
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->data().kind, TokenizerData::Kind::kWordPiece);
+  auto ids = tok->Encode("Hello world", true, false);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids.value().size(), 4u);
+  EXPECT_EQ(ids.value().front(), 101);  // [CLS]
+  EXPECT_EQ(ids.value().back(), 102);   // [SEP]
+  EXPECT_EQ(tok->Decode(ids.value(), false, true), "hello world");
+  EXPECT_EQ(tok->Decode(ids.value(), true, false), "[CLS] hello world[SEP]");
+  // "[SEP]" in the text: plain punctuation and letters unless parse_special.
+  EXPECT_EQ(tok->Encode("[SEP]", false, true).value(), std::vector<int32_t>{102});
+  EXPECT_GT(tok->Encode("[SEP]", false, false).value().size(), 1u);
+  EXPECT_EQ(tok->Encode(std::string(101, 'a'), false, false).value(), std::vector<int32_t>{100});
+  EXPECT_NE(tok->Encode(std::string(100, 'a'), false, false).value(), std::vector<int32_t>{100});
 }
 
 TEST(Tokenizer, MalformedTokenizerJson) {

@@ -44,6 +44,7 @@
 #include "connection_gate.h"
 #endif
 #include "engine.h"
+#include "embeddings_routes.h"
 #include "native_routes.h"
 #include "options.h"
 #include "request_limits.h"
@@ -196,6 +197,7 @@ int main(int argc, char** argv) {
     native.slots = opt.slots;
     native.defaults = opt.defaults;
     server::RegisterNativeRoutes(&svr, std::move(native));
+    server::RegisterEmbeddingRoutes(&svr, server::EmbedInfo{ctx, name});
   }
 
   int port = opt.port;

@@ -71,6 +71,16 @@ struct Batch {
   std::span<const int32_t> logit_rows;   // (n_logits) token indices whose logits are wanted
 };
 
+// One sequence of an encoder step (Backend::Encode): the whole sequence at
+// once (its attention sees every token of it, so it cannot be chunked), and
+// where its pooled output goes: PooledSize(config, pooling, n) floats
+// (backend/pooling.h).
+struct EncodeSeq {
+  std::span<const llm_token> tokens;  // (n) ids, 1 <= n <= n_ctx_train
+  Pooling pooling = Pooling::kMean;
+  float* out = nullptr;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -128,6 +138,17 @@ class Backend {
   virtual Status WriteKvBlock(int32_t block, std::span<const uint8_t> in) {
     (void)block, (void)in;
     return Unsupported("this backend cannot import a KV cache yet");
+  }
+
+  // Encoder models (ModelConfig::is_encoder): each sequence's hidden states,
+  // pooled as it asks, into its `out`. A sequence's result depends on its
+  // own tokens only (bitwise: not on the other sequences of the call, nor
+  // the thread count). UNSUPPORTED on a backend or model without encoders;
+  // INVALID_ARGUMENT for an id out of range or a sequence longer than the
+  // model's positions.
+  virtual Status Encode(std::span<const EncodeSeq> seqs) {
+    (void)seqs;
+    return Unsupported("this backend does not run encoder (embedding) models");
   }
 
   // Partial offload (split_backend.h): Forward for a backend made for the

@@ -15,6 +15,9 @@ Status CudaSupportsModel(const ModelConfig& c) {
   // the CPU backend's alone so far.
   if (c.has_longrope)
     return Unsupported("the CUDA backend does not run LongRoPE (rope_factors_long/short, '" + c.arch + "')");
+  // Encoders (BERT) run through Backend::Encode, the CPU's alone so far.
+  if (c.is_encoder)
+    return Unsupported("the CUDA backend does not run encoder (embedding) models yet ('" + c.arch + "')");
   switch (c.arch_kind) {
     case ModelArch::kLlama:   // Llama, Mistral (explicit head_dim, sliding window)
     case ModelArch::kGemma3:  // q/k norms, post-norms, local layers, GeGLU, embedding scale

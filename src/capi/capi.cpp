@@ -126,6 +126,9 @@ LLM_API llm_status llm_request_init(llm_request* r) {
   r->tokenize_flags = LLM_TOKENIZE_ADD_SPECIAL;
   r->max_tokens = llm::defaults::kMaxTokens;
   r->n = 1;
+  r->task = LLM_TASK_GENERATE;
+  r->pooling = LLM_POOLING_MODEL;
+  r->normalize = 1;
   return Ok();
 }
 
@@ -215,6 +218,10 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
       if (r.n_prompt_tokens <= 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_prompt_tokens must be > 0");
       spec.prompt.assign(r.prompt_tokens, r.prompt_tokens + r.n_prompt_tokens);
     }
+    if (r.reserved2 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved2 must be 0");
+    if (llm_status s = ToEmbedSpec(r.task, r.pooling, r.normalize, r.dimensions, r.truncate, *ctx->engine, &spec);
+        s != LLM_OK)
+      return s;
     spec.max_tokens = r.max_tokens;
     spec.ignore_eos = r.ignore_eos != 0;
     spec.n = r.n;

@@ -65,6 +65,12 @@ llm_status ToTokenRules(const llm_request& r, const llm_sampling_params* samplin
 // compiles it through `cache` and stores it in *spec (capi_constraint.cpp).
 llm_status ToConstraint(const llm_request& r, constrain::ConstraintCache& cache, RequestSpec* spec);
 
+// Checks the embedding fields of a request (task, pooling, normalize,
+// dimensions, truncate) and stores them in *spec, whose prompt is set (and
+// is cut to n_ctx here when truncate is 1) (capi_embed.cpp).
+llm_status ToEmbedSpec(int32_t task, int32_t pooling, int32_t normalize, int32_t dimensions, int32_t truncate,
+                       const Engine& engine, RequestSpec* spec);
+
 // Runs `body`, turning any escaping exception into a status.
 template <typename F>
 llm_status Guard(F&& body) {

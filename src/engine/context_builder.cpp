@@ -63,6 +63,10 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
                                            const ModelConfig* draft) {
   EngineConfig ec;
   ec.n_ctx = p.n_ctx > 0 ? p.n_ctx : mc.n_ctx_train;
+  // An encoder's absolute position embeddings end at n_ctx_train.
+  if (mc.is_encoder && ec.n_ctx > mc.n_ctx_train)
+    return InvalidArgument("n_ctx " + std::to_string(ec.n_ctx) + " is above the encoder model's " +
+                           std::to_string(mc.n_ctx_train) + " positions");
   ec.block_size = p.kv_block_size > 0 ? p.kv_block_size : defaults::kKvBlockSize;
   ec.max_seqs = p.max_seqs > 0 ? p.max_seqs : defaults::kMaxSeqs;
   ec.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : defaults::kMaxBatchTokens;
@@ -243,7 +247,10 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const Con
   spec.verify = overrides.verify;
   LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft),
                                                 KvCacheSpec{ec.block_size, ec.n_blocks, ec.n_ctx, LLM_KV_AUTO}));
-  LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
+  // An encoder keeps no KV cache (Backend::Encode): nothing to swap.
+  if (!model->config.is_encoder) {
+    LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
+  }
   return Engine::Create(std::move(model), std::move(backend), ec, std::move(spec));
 }
 

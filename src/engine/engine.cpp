@@ -87,25 +87,32 @@ StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
       return InvalidArgument("prompt token id " + std::to_string(t) + " is outside the vocabulary");
     }
   }
-  // A sequence never needs a slot for its last token (it is sampled, not
-  // fed back), so it occupies prompt + max_tokens - 1 positions at most.
-  const int64_t positions = int64_t{n_prompt} + spec.max_tokens - 1;
-  if (positions > config_.n_ctx) {
-    return Status(LLM_ERR_CONTEXT_OVERFLOW,
-                  "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" + std::to_string(spec.max_tokens) +
-                      ") exceeds the context of " + std::to_string(config_.n_ctx) + " tokens");
+  if (spec.task == LLM_TASK_EMBED) {
+    LLM_RETURN_IF_ERROR(CheckEmbed(spec));
+  } else if (model_->config.is_encoder) {
+    return Unsupported("the model '" + model_->config.arch +
+                       "' is an embedding model: it cannot generate text (submit LLM_TASK_EMBED)");
+  } else {
+    // A sequence never needs a slot for its last token (it is sampled, not
+    // fed back), so it occupies prompt + max_tokens - 1 positions at most.
+    const int64_t positions = int64_t{n_prompt} + spec.max_tokens - 1;
+    if (positions > config_.n_ctx) {
+      return Status(LLM_ERR_CONTEXT_OVERFLOW,
+                    "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" + std::to_string(spec.max_tokens) +
+                        ") exceeds the context of " + std::to_string(config_.n_ctx) + " tokens");
+    }
+    if (kv_.pool().BlocksFor(positions) > config_.n_blocks) {
+      return Status(LLM_ERR_CONTEXT_OVERFLOW, "the request needs " + std::to_string(kv_.pool().BlocksFor(positions)) +
+                                                  " KV blocks but the pool has " + std::to_string(config_.n_blocks));
+    }
+    if (spec.spec_mode == LLM_SPEC_DRAFT && !spec_.has_draft()) {
+      return InvalidArgument("spec_mode DRAFT needs a context created with draft_model_path or self_draft_layers");
+    }
+    if (spec.spec_mode != LLM_SPEC_OFF && spec.spec_mode != LLM_SPEC_NGRAM && spec.spec_mode != LLM_SPEC_DRAFT) {
+      return InvalidArgument("spec_mode " + std::to_string(spec.spec_mode) + " is not resolved");
+    }
+    if (spec.spec_k < 1) spec.spec_k = 1;
   }
-  if (kv_.pool().BlocksFor(positions) > config_.n_blocks) {
-    return Status(LLM_ERR_CONTEXT_OVERFLOW, "the request needs " + std::to_string(kv_.pool().BlocksFor(positions)) +
-                                                " KV blocks but the pool has " + std::to_string(config_.n_blocks));
-  }
-  if (spec.spec_mode == LLM_SPEC_DRAFT && !spec_.has_draft()) {
-    return InvalidArgument("spec_mode DRAFT needs a context created with draft_model_path or self_draft_layers");
-  }
-  if (spec.spec_mode != LLM_SPEC_OFF && spec.spec_mode != LLM_SPEC_NGRAM && spec.spec_mode != LLM_SPEC_DRAFT) {
-    return InvalidArgument("spec_mode " + std::to_string(spec.spec_mode) + " is not resolved");
-  }
-  if (spec.spec_k < 1) spec.spec_k = 1;
   auto req = std::make_unique<RequestState>();
   req->spec = std::move(spec);
   req->submit_time = Clock::now();
@@ -157,7 +164,8 @@ void Engine::Run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || pause_requested_ || !inbox_.empty() || !cancel_inbox_.empty() || !scheduler_.idle();
+        return stop_ || pause_requested_ || !inbox_.empty() || !cancel_inbox_.empty() || !scheduler_.idle() ||
+               !embed_queue_.empty();
       });
       if (pause_requested_ && !stop_) {  // RunPaused: wait here, between steps
         paused_ = true;
@@ -173,6 +181,7 @@ void Engine::Run() {
     inbox.clear();
     for (uint64_t id : cancels) CancelRequest(id);
     cancels.clear();
+    if (!embed_queue_.empty()) RunEmbeddings();
     if (!scheduler_.idle()) Step();
     Publish();  // before the events: a caller who sees a final event sees it counted
     events_.PushAll(&pending_events_);
@@ -244,6 +253,11 @@ kvstate::ImportResult Engine::ImportKv(uint64_t cache_salt, const kvstate::ReadF
 void Engine::Admit(std::unique_ptr<RequestState> req) {
   RequestState* r = req.get();
   const RequestSpec& spec = r->spec;
+  if (spec.task == LLM_TASK_EMBED) {  // no sequence: run whole by RunEmbeddings
+    embed_queue_.push_back(r);
+    requests_[r->id] = std::move(req);
+    return;
+  }
   uint64_t base_seed = spec.sampling.seed;
   if (base_seed == LLM_SEED_RANDOM) base_seed = RandomSeed();
   for (int32_t i = 0; i < spec.n; ++i) {
@@ -285,6 +299,12 @@ void Engine::CancelRequest(uint64_t id) {
   while (true) {
     auto it = requests_.find(id);
     if (it == requests_.end()) return;
+    if (it->second->spec.task == LLM_TASK_EMBED) {
+      RequestState* r = it->second.get();
+      embed_queue_.erase(std::remove(embed_queue_.begin(), embed_queue_.end(), r), embed_queue_.end());
+      FinishEmbed(r, LLM_FINISH_CANCELLED, LLM_OK, "", {}, 0, 0);
+      return;
+    }
     Sequence* live = nullptr;
     for (auto& s : it->second->seqs) {
       if (s->state != SeqState::kFinished) {

@@ -69,6 +69,11 @@ class Engine {
 
   StatusOr<uint64_t> Submit(RequestSpec spec);
   Status Cancel(uint64_t id);
+  // The checks Submit makes on an LLM_TASK_EMBED spec against the model and
+  // the context (embed_step.cpp), for callers that size buffers first.
+  Status CheckEmbed(const RequestSpec& spec) const;
+  // Values per output row of a checked EMBED spec (after `dimensions`).
+  int32_t EmbedRowSize(const RequestSpec& spec) const;
   Status Poll(llm_event* events, uint32_t capacity, uint32_t stride, uint32_t* n_out, int32_t timeout_ms) {
     return events_.Poll(events, capacity, stride, n_out, timeout_ms);
   }
@@ -102,6 +107,14 @@ class Engine {
   void Run();                           // the engine thread
   void Admit(std::unique_ptr<RequestState> req);
   void CancelRequest(uint64_t id);
+
+  // ---- embedding requests (embed_step.cpp): checked at Submit, queued
+  // at Admit, run whole (never chunked) a step's token budget at a time.
+  void RunEmbeddings();
+  // Ends an embedding request: its final event (or its sink row), then
+  // forgets it. `vec` (rows, dim) is the finished output when status is OK.
+  void FinishEmbed(RequestState* r, int32_t reason, llm_status status, const std::string& message,
+                   std::vector<float> vec, int32_t dim, int32_t rows);
 
   // ---- one step (engine.cpp: Step, then the phases in its order)
   void Step();
@@ -165,6 +178,7 @@ class Engine {
   constrain::SharedMatcherPool shared_matchers_;  // constrained sequences of one program share masks
   BatchBuilder batch_;
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::vector<RequestState*> embed_queue_;   // admitted embedding requests not yet run, in order
   uint64_t arrival_ = 0;
   std::vector<EventRecord> pending_events_;  // flushed to events_ once per step
   std::vector<float> scratch_;               // (n_vocab) the sampler's copy of a row

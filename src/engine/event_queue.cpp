@@ -26,6 +26,9 @@ void Fill(const EventRecord& r, llm_event* e) {
   e->top_logprobs = r.has_top_logprobs ? r.top_logprobs.data() : nullptr;
   e->n_top_logprobs = r.has_top_logprobs ? static_cast<int32_t>(r.top_logprobs.size()) : 0;
   e->reserved1 = 0;
+  e->embedding = r.embedding_dim > 0 ? r.embedding.data() : nullptr;
+  e->n_embedding = r.embedding_dim;
+  e->n_embedding_rows = r.embedding_rows;
 }
 }  // namespace
 

@@ -32,6 +32,9 @@ struct EventRecord {
   bool has_prompt_logprobs = false;
   std::vector<llm_top_logprob> top_logprobs;  // TOKEN: the request's top_logprobs alternatives
   bool has_top_logprobs = false;
+  std::vector<float> embedding;  // FINAL of an EMBED request: (embedding_rows, embedding_dim)
+  int32_t embedding_dim = 0;
+  int32_t embedding_rows = 0;
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
 };

@@ -21,7 +21,9 @@
 #include "core/defaults.h"
 #include "core/sequence.h"
 #include "llm.h"
+#include "engine/embed_sink.h"
 #include "engine/text_stream.h"
+#include "model/config.h"
 #include "sample/sampler.h"
 #include "sample/token_rules.h"
 
@@ -48,6 +50,15 @@ struct RequestSpec {
   int32_t spec_k = defaults::kSpecK;  // drafts per round, >= 1
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
+  // ---- LLM_TASK_EMBED (engine/embed_step.cpp); the fields above that
+  // concern generation are ignored
+  int32_t task = LLM_TASK_GENERATE;
+  Pooling pooling = Pooling::kMean;   // resolved: never "the model's"
+  bool normalize = true;              // L2 after truncation (never for RANK)
+  int32_t dimensions = 0;             // values kept per row; 0 = all
+  // llm_embed: the vector goes to sink row sink_index, not to an event.
+  std::shared_ptr<EmbedSink> sink;
+  int32_t sink_index = 0;
 };
 
 struct RequestState;

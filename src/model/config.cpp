@@ -189,6 +189,38 @@ Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
   return Status::Ok();
 }
 
+// BERT as llama.cpp reads `bert`: LayerNorm with bias (epsilon from
+// attention.layer_norm_epsilon), absolute position and token-type
+// embeddings, attention over the whole sequence, a GELU FFN with biases, the
+// pooling the file names (pooling_type, default none as in llama.cpp).
+Status ReadBert(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  c->is_encoder = true;
+  c->causal = false;
+  c->norm_kind = NormKind::kLayer;
+  c->ffn_act = FfnActivation::kGeluTanh;
+  c->rms_eps = 1e-12f;
+  LLM_RETURN_IF_ERROR(r.Float("attention.layer_norm_epsilon", 0.0, 1.0, &c->rms_eps));
+  if (file.Has(r.Key("attention.causal"))) {
+    LLM_ASSIGN_OR_RETURN(bool causal, file.GetBool(r.Key("attention.causal")));
+    if (causal) return Unsupported(r.Key("attention.causal") + " = true is not supported for bert");
+  }
+  int32_t pooling = 0;
+  LLM_RETURN_IF_ERROR(r.Int("pooling_type", 0, 4, int64_t{0}, &pooling));
+  c->pooling = static_cast<Pooling>(pooling);
+  if (c->n_head_kv != c->n_head) return Unsupported("bert with grouped-query attention is not supported");
+  if (const GgufTensorInfo* t = file.FindTensor("token_types.weight"); t != nullptr && t->dims.size() == 2) {
+    if (t->dims[1] < 1 || t->dims[1] > 64) return ModelFormatError("token_types.weight has too many rows");
+    c->n_token_types = static_cast<int32_t>(t->dims[1]);
+  }
+  if (const GgufTensorInfo* t = file.FindTensor("cls.output.weight"); t != nullptr && t->dims.size() == 2) {
+    if (t->dims[1] < 1 || t->dims[1] > 65536) return ModelFormatError("cls.output.weight has too many rows");
+    c->n_cls_out = static_cast<int32_t>(t->dims[1]);
+  }
+  if (c->pooling == Pooling::kRank && c->n_cls_out == 0)
+    return ModelFormatError("pooling_type rank without a classifier head (cls.output.weight)");
+  return Status::Ok();
+}
+
 }  // namespace
 
 float ModelConfig::AttnScale() const {
@@ -217,9 +249,11 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kQwen2;
   } else if (arch == "qwen3") {
     c.arch_kind = ModelArch::kQwen3;
+  } else if (arch == "bert") {
+    c.arch_kind = ModelArch::kBert;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2 and gemma3)");
+                       "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3 and bert)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -340,6 +374,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe ||
       c.arch_kind == ModelArch::kQwen2Moe)
     ReadQwen(&c);
+  if (c.arch_kind == ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadBert(file, r, &c));
   LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
   return c;
 }

@@ -46,8 +46,19 @@ struct RopeScaling {
 // softmax of its logits, their weights renormalised to sum to 1, and the
 // token's FFN output is the weighted sum of those experts' SwiGLU outputs.
 enum class ModelArch : int32_t {
-  kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6, kQwen2Moe = 7
+  kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6, kQwen2Moe = 7,
+  kBert = 8
 };
+
+// How an embedding model turns a sequence's hidden states into its output,
+// with GGUF's `<arch>.pooling_type` values (llama.cpp's enum):
+// none = every token's vector, mean over the tokens, the first (CLS) or the
+// last token's vector, rank = the classification head's score(s) over CLS.
+enum class Pooling : int32_t { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
+
+// Which normalisation the model's blocks use: RMSNorm (x * w) or LayerNorm
+// with bias ((x - mean) / sd * w + b; BERT).
+enum class NormKind : int32_t { kRms = 0, kLayer = 1 };
 
 // Which values RoPE rotates together in a head: adjacent pairs (x[2i],
 // x[2i+1]) — GGUF `llama`, whose converter permutes Q/K rows for it — or the
@@ -115,6 +126,21 @@ struct ModelConfig {
   float rope_theta_swa = 10000.0f;  // local layers' RoPE base; they use no RoPE scaling
   float final_logit_softcap = 0.0f; // > 0: logits = c * tanh(logits / c)
   float attn_logit_softcap = 0.0f;  // > 0: scaled q·k scores = c * tanh(s / c) before the softmax (Gemma 2)
+
+  // ---- encoders (BERT). A BERT block, as llama.cpp runs `bert`:
+  //
+  //   x = layernorm(tok_embd[t] + pos_embd[p] + type_embd[0])        (token_embd_norm)
+  //   per layer:  h = attention(x)  over every token of the sequence (not causal),
+  //                                  q/k/v/o with biases, no RoPE
+  //               x = layernorm(x + h)                                (attn_output_norm)
+  //               x = layernorm(x + gelu(x·Wupᵀ + b)·Wdownᵀ + b)      (layer_output_norm)
+  //   output = pool(x)   (no final norm, no vocabulary head)
+  bool causal = true;             // false: a token attends to every token of its sequence
+  bool is_encoder = false;        // produces vectors (Backend::Encode), not logits
+  NormKind norm_kind = NormKind::kRms;
+  int32_t n_token_types = 0;      // rows of token_types.weight (0: none)
+  Pooling pooling = Pooling::kNone;  // the file's default pooling (`<arch>.pooling_type`)
+  int32_t n_cls_out = 0;          // rows of cls.output.weight: the classifier head's outputs (RANK)
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }

@@ -1,5 +1,6 @@
 #include "model/vocab_gguf.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,6 +61,27 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
   } else if (model == "gpt2") {
     d.kind = TokenizerData::Kind::kBpe;
     d.add_space_prefix = false;
+  } else if (model == "bert") {
+    // llama.cpp's defaults: [CLS] text [SEP], BERT-base-uncased's ids. Its
+    // GGUFs keep no normalizer flags; llama.cpp always lower-cases and
+    // strips accents.
+    d.kind = TokenizerData::Kind::kWordPiece;
+    d.bos = 101;
+    d.eos = 102;
+    d.unk = 100;
+    d.pad = 0;
+    d.add_bos = true;
+    d.add_eos = true;
+    d.add_space_prefix = false;
+  } else if (model == "t5") {
+    // SentencePiece Unigram (T5, XLM-RoBERTa): llama.cpp's T5 defaults; an
+    // XLM-RoBERTa file states its own bos/add_bos below.
+    d.kind = TokenizerData::Kind::kUnigram;
+    d.eos = 1;
+    d.unk = 2;
+    d.pad = 0;
+    d.add_eos = true;
+    d.add_space_prefix = true;
   } else {
     return Unsupported("tokenizer: model type '" + std::string(model) + "' is not supported");
   }
@@ -113,6 +135,26 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
     d.pre = "default";
   }
 
+  if (d.kind == TokenizerData::Kind::kWordPiece) {
+    // BERT's [CLS] and [SEP] are written under their own names.
+    LLM_RETURN_IF_ERROR(OptInt(f, "tokenizer.ggml.cls_token_id", &d.bos));
+    LLM_RETURN_IF_ERROR(OptInt(f, "tokenizer.ggml.seperator_token_id", &d.eos));
+    LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.add_sep_token", &d.add_eos));
+  }
+  if (d.kind == TokenizerData::Kind::kUnigram) {
+    if (f.Has("tokenizer.ggml.precompiled_charsmap")) {
+      // An array of bytes (gguf-py writes uint8; int8 is accepted too).
+      LLM_ASSIGN_OR_RETURN(auto bytes, f.GetIntArray("tokenizer.ggml.precompiled_charsmap"));
+      d.precompiled_charsmap.reserve(bytes.size());
+      for (int64_t b : bytes) {
+        if (b < -128 || b > 255) return ModelFormatError("tokenizer: precompiled_charsmap is not bytes");
+        d.precompiled_charsmap.push_back(static_cast<char>(static_cast<uint8_t>(b)));
+      }
+    }
+    bool remove_extra = false;  // llama.cpp's default; converters write the model's own value
+    LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.remove_extra_whitespaces", &remove_extra));
+    d.spaces = remove_extra ? TokenizerData::Spaces::kStripCollapse : TokenizerData::Spaces::kKeep;
+  }
   LLM_RETURN_IF_ERROR(OptInt(f, "tokenizer.ggml.bos_token_id", &d.bos));
   LLM_RETURN_IF_ERROR(OptInt(f, "tokenizer.ggml.eos_token_id", &d.eos));
   LLM_RETURN_IF_ERROR(OptInt(f, "tokenizer.ggml.unknown_token_id", &d.unk));
@@ -124,6 +166,10 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
   // Ids beyond the vocabulary (seen in some conversions) mean "none".
   for (int32_t* id : {&d.bos, &d.eos, &d.unk, &d.pad, &d.eot}) {
     if (*id >= static_cast<int64_t>(n)) *id = -1;
+  }
+  if (d.kind == TokenizerData::Kind::kUnigram) {
+    // SentencePiece falls back to bytes when the model has byte pieces.
+    d.byte_fallback = std::find(d.token_types.begin(), d.token_types.end(), kTokenByte) != d.token_types.end();
   }
   if (d.bos < 0) d.add_bos = false;
   if (d.eos < 0) d.add_eos = false;

@@ -13,6 +13,7 @@
 namespace llm {
 
 class SafetensorsSet;
+class GgufFile;
 
 // A row-major matrix (rows, cols) of `type`: row r starts at
 // data + r * row_bytes. For a linear layer y = W x, rows = out features and
@@ -60,6 +61,15 @@ struct LayerWeights {
   WeightView k_norm;          // (head_dim) F32  attn_k_norm
   WeightView post_attn_norm;  // (n_embd) F32    post_attention_norm
   WeightView post_ffn_norm;   // (n_embd) F32    post_ffw_norm
+  // BERT (config.norm_kind == kLayer): post_attn_norm / post_ffn_norm are
+  // attn_output_norm / layer_output_norm, each with its bias; every linear
+  // layer has a bias (bq, bk, bv above and these); attn_norm, ffn_norm and
+  // w_gate are empty.
+  WeightView bo;              // (n_embd) F32  attn_output.bias
+  WeightView b_up;            // (n_ff) F32    ffn_up.bias
+  WeightView b_down;          // (n_embd) F32  ffn_down.bias
+  WeightView post_attn_norm_b;  // (n_embd) F32  attn_output_norm.bias
+  WeightView post_ffn_norm_b;   // (n_embd) F32  layer_output_norm.bias
 };
 
 struct ModelWeights {
@@ -70,6 +80,15 @@ struct ModelWeights {
   WeightView rope_freqs;   // (rope_dim/2) F32, optional (empty() when absent)
   WeightView rope_factors_long;   // (rope_dim/2) F32, LongRoPE only (config.has_longrope)
   WeightView rope_factors_short;  // (rope_dim/2) F32, LongRoPE only
+  // ---- encoders (BERT; empty otherwise)
+  WeightView position_embd;  // (n_ctx_train, n_embd)  absolute positions
+  WeightView token_types;    // (n_token_types, n_embd)
+  WeightView embd_norm;      // (n_embd) F32  token_embd_norm.weight
+  WeightView embd_norm_b;    // (n_embd) F32  token_embd_norm.bias
+  WeightView cls;            // (n_embd, n_embd)    cls.weight: the classifier head's dense layer (optional)
+  WeightView cls_b;          // (n_embd) F32        cls.bias
+  WeightView cls_out;        // (n_cls_out, n_embd) cls.output.weight (optional)
+  WeightView cls_out_b;      // (n_cls_out) F32     cls.output.bias
   int64_t n_params = 0;     // elements of the tensors above (a tied output counted once)
   // The matrices' `data` point into a read-only private file mapping
   // (GgufFile::file_mapped): a backend that copies a matrix into its own
@@ -86,5 +105,8 @@ struct ModelWeights {
   static StatusOr<ModelWeights> FromSafetensors(const SafetensorsSet& set, const ModelConfig& config,
                                                 std::vector<std::vector<float>>* owned);
 };
+
+// The `bert` reader behind ModelWeights::FromGguf (weights_bert.cpp).
+StatusOr<ModelWeights> BertWeightsFromGguf(const GgufFile& file, const ModelConfig& config);
 
 }  // namespace llm

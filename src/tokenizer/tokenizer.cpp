@@ -8,6 +8,8 @@
 #include <queue>
 
 #include "tokenizer/pretokenize.h"
+#include "tokenizer/unigram.h"
+#include "tokenizer/wordpiece.h"
 #include "util/utf8.h"
 
 namespace llm {
@@ -133,11 +135,11 @@ Status Tokenizer::Init() {
 
   for (int b = 0; b < 256; ++b) {
     int32_t id = -1;
-    if (d.kind == TokenizerData::Kind::kSpm) {
+    if (d.kind != TokenizerData::Kind::kBpe) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "<0x%02X>", b);
       id = TokenId(buf);
-      if (id < 0) id = TokenId(std::string(1, static_cast<char>(b)));
+      if (id < 0 && d.kind == TokenizerData::Kind::kSpm) id = TokenId(std::string(1, static_cast<char>(b)));
     } else {
       id = TokenId(Bytes().byte_to_utf8[b]);
     }
@@ -163,6 +165,11 @@ Status Tokenizer::Init() {
     }
   }
 
+  if (d.kind == TokenizerData::Kind::kWordPiece) wordpiece_ = std::make_unique<WordPiece>(d);
+  if (d.kind == TokenizerData::Kind::kUnigram) {
+    LLM_ASSIGN_OR_RETURN(unigram_, Unigram::Create(d, byte_ids_));
+  }
+
   // Texts split out of the input before tokenizing: longest first, so a
   // token that contains another wins (llama.cpp's order).
   for (size_t i = 0; i < n; ++i) {
@@ -180,13 +187,13 @@ Status Tokenizer::Init() {
     const std::string& text = d.tokens[i];
     switch (d.token_types[i]) {
       case kTokenNormal:
-        pieces_[i] = d.kind == TokenizerData::Kind::kSpm ? ReplaceAll(text, kSpmSpace, " ")
-                                                         : DecodeByteLevel(text);
+        pieces_[i] = d.kind == TokenizerData::Kind::kBpe ? DecodeByteLevel(text)
+                                                         : ReplaceAll(text, kSpmSpace, " ");
         break;
       case kTokenByte: {
         const int b = ParseByteToken(text);
         if (b >= 0) pieces_[i] = std::string(1, static_cast<char>(b));
-        else pieces_[i] = d.kind == TokenizerData::Kind::kSpm ? text : DecodeByteLevel(text);
+        else pieces_[i] = d.kind == TokenizerData::Kind::kBpe ? DecodeByteLevel(text) : text;
         break;
       }
       case kTokenUserDefined: pieces_[i] = text; break;
@@ -195,6 +202,8 @@ Status Tokenizer::Init() {
     // A special token parsed from the text covers its own text's bytes.
     max_token_bytes_ = std::max({max_token_bytes_, pieces_[i].size(), text.size()});
   }
+  // Text may vanish: no bound (2^32 on 64-bit hosts, see the header).
+  if (wordpiece_ || unigram_) max_token_bytes_ = size_t{1} << (sizeof(size_t) > 4 ? 32 : 16);
   return Status::Ok();
 }
 
@@ -274,6 +283,8 @@ StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add
   } else {
     for (const Fragment& f : frags) {
       if (f.id >= 0) out.push_back(f.id);
+      else if (wordpiece_) wordpiece_->Encode(f.text, &out);
+      else if (unigram_) unigram_->Encode(f.text, &out);
       else EncodeBpe(f.text, &out);
     }
   }

@@ -1,6 +1,8 @@
 // Text <-> token ids, matching llama.cpp's tokenizers (its outputs are our
-// test vectors): SentencePiece-style BPE with byte fallback (Llama 2, "spm")
-// and byte-level BPE with a per-model pre-tokenizer (GPT-2, Llama 3, Qwen2...).
+// test vectors): SentencePiece-style BPE with byte fallback (Llama 2, "spm"),
+// byte-level BPE with a per-model pre-tokenizer (GPT-2, Llama 3, Qwen2...),
+// WordPiece (BERT: wordpiece.h) and Unigram (SentencePiece UGM, XLM-RoBERTa:
+// unigram.h), the last two also against Hugging Face `tokenizers`.
 //
 // A Tokenizer is immutable after Create(): every const method may be called
 // from any number of threads at once.
@@ -22,7 +24,7 @@ namespace llm {
 // loaders (GGUF: model/vocab_gguf.h; tokenizer.json: below) and tests can
 // build it independently; the tokenizer knows no model file format.
 struct TokenizerData {
-  enum class Kind { kSpm, kBpe };
+  enum class Kind { kSpm, kBpe, kWordPiece, kUnigram };
   Kind kind = Kind::kSpm;
   std::vector<std::string> tokens;   // id -> token text as stored (SPM "▁the", "<0x0A>"; BPE "Ġthe")
   std::vector<float> scores;         // SPM merge scores (may be empty for BPE)
@@ -35,6 +37,30 @@ struct TokenizerData {
   bool add_space_prefix = true;      // SPM dummy prefix
   bool ignore_merges = false;        // llama3: a pre-token that is a vocab entry is emitted whole
   bool normalize_nfc = false;        // declared by the vocabulary (Qwen); see Tokenizer::Encode
+
+  // WordPiece. Tokens are in llama.cpp's form: a word's first piece carries
+  // "▁" ("▁the"), a continuation is bare ("ing" for BERT's "##ing"),
+  // bracketed specials ("[CLS]") stay as they are. BOS/EOS are [CLS]/[SEP].
+  // The flags are BertNormalizer's.
+  bool lowercase = true;
+  bool strip_accents = true;     // NFD, then drop nonspacing marks
+  bool clean_text = true;        // drop controls, whitespace -> ' '
+  bool split_chinese = true;     // CJK ideographs become words of their own
+  int32_t max_word_chars = 100;  // longer words are [UNK]
+
+  // Unigram. scores are the pieces' log probabilities; add_space_prefix is
+  // the "▁" put before each run of text. Two rule sets: SentencePiece's own
+  // (what GGUF files mean; llama.cpp follows it) and the `tokenizers`
+  // pipeline a tokenizer.json spells out (unigram.h says where they differ).
+  bool hf_rules = false;
+  std::string precompiled_charsmap;  // SentencePiece normalizer blob (charsmap.h); empty: none
+  enum class Spaces {
+    kKeep,           // every ' ' becomes "▁"
+    kCollapse,       // runs of ' ' become one (tokenizer.json's Replace " {2,}")
+    kStripCollapse,  // also none at the ends (SentencePiece remove_extra_whitespaces)
+  };                 // (SentencePiece rules: kKeep or kStripCollapse)
+  Spaces spaces = Spaces::kStripCollapse;
+  bool byte_fallback = false;  // unknown text as <0xNN> pieces when they all exist
 };
 
 enum TokenType : int32_t {
@@ -47,10 +73,13 @@ enum TokenType : int32_t {
 };
 
 // A Hugging Face tokenizer.json (and tokenizer_config.json beside it, if
-// present, for bos/eos/add_bos). Byte-level BPE only.
+// present, for bos/eos/add_bos): byte-level BPE, WordPiece (BertNormalizer,
+// BertPreTokenizer) and Unigram (Precompiled normalizer, Metaspace).
 StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path);
 
 class PreTokenizer;
+class WordPiece;
+class Unigram;
 
 class Tokenizer {
  public:
@@ -61,7 +90,8 @@ class Tokenizer {
   // text must be valid UTF-8 (else LLM_ERR_INVALID_UTF8). add_special:
   // BOS/EOS per add_bos/add_eos. parse_special: control and unknown token
   // texts in `text` become their ids (user-defined tokens always do, as in
-  // llama.cpp). No Unicode normalization is applied (llama.cpp does none).
+  // llama.cpp). SPM and BPE apply no Unicode normalization (llama.cpp does
+  // none); WordPiece and Unigram normalize as their vocabulary says.
   StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special,
                                         bool parse_special) const;
 
@@ -87,7 +117,9 @@ class Tokenizer {
   // or, for a special token, its text): a text of B bytes encodes to at
   // least B / (3 * max_token_bytes()) tokens, NFC normalisation's growth of
   // at most 3x included. Lets a caller refuse a text too long for a context
-  // without tokenizing it.
+  // without tokenizing it. WordPiece and Unigram drop text (controls,
+  // spaces, what the charsmap deletes), so no such bound holds for them:
+  // there it is 2^32 (large, yet 3 * it * n_ctx does not overflow).
   size_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
@@ -113,6 +145,8 @@ class Tokenizer {
   int32_t byte_ids_[256];             // byte -> token id (SPM <0xNN>, BPE byte char), -1 if none
   std::vector<std::string> pieces_;   // id -> decoded bytes (precomputed: decode is a copy)
   std::unique_ptr<PreTokenizer> pre_;
+  std::unique_ptr<WordPiece> wordpiece_;
+  std::unique_ptr<Unigram> unigram_;
   size_t max_token_bytes_ = 1;
 };
 

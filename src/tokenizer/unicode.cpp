@@ -23,14 +23,20 @@ UnicodeClass FromGenerated(uint8_t c) {
   return c == 7 ? UnicodeClass::kOther : static_cast<UnicodeClass>(c);
 }
 
-UnicodeClass LookupClass(uint32_t cp) {
+// The run holding cp (unassigned code points are in none), or nullptr.
+const CategoryRun* FindRun(uint32_t cp) {
   // Last run whose first <= cp; cp is in it only if <= last.
   const auto* end = std::end(kCategoryRuns);
   const auto* it = std::upper_bound(std::begin(kCategoryRuns), end, cp,
                                     [](uint32_t v, const CategoryRun& r) { return v < r.first; });
-  if (it == std::begin(kCategoryRuns)) return UnicodeClass::kOther;
+  if (it == std::begin(kCategoryRuns)) return nullptr;
   --it;
-  return cp <= it->last ? FromGenerated(it->cls) : UnicodeClass::kOther;
+  return cp <= it->last ? it : nullptr;
+}
+
+UnicodeClass LookupClass(uint32_t cp) {
+  const CategoryRun* r = FindRun(cp);
+  return r ? FromGenerated(r->cls) : UnicodeClass::kOther;
 }
 
 // ASCII dominates real text: answer it from a table built once.
@@ -49,6 +55,8 @@ UnicodeClass GetUnicodeClass(uint32_t cp) {
   if (cp < 128) return AsciiClasses()[cp];
   return LookupClass(cp);
 }
+
+bool IsUnicodeAssigned(uint32_t cp) { return FindRun(cp) != nullptr; }
 
 bool IsUnicodeWhitespace(uint32_t cp) {
   if (cp < 128) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);

@@ -19,6 +19,10 @@ enum class UnicodeClass : uint8_t {
 };
 
 UnicodeClass GetUnicodeClass(uint32_t cp);
+// False for unassigned code points (Cn), which GetUnicodeClass also calls
+// kOther: BERT's text cleanup drops control, format and private-use
+// characters but keeps unassigned ones.
+bool IsUnicodeAssigned(uint32_t cp);
 // \s as llama.cpp (and Python's str.isspace) define it: \t\n\v\f\r, 0x1C-0x20,
 // U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028/9, U+202F, U+205F, U+3000.
 bool IsUnicodeWhitespace(uint32_t cp);

@@ -1,11 +1,12 @@
 // Building TokenizerData from a Hugging Face tokenizer.json (+
-// tokenizer_config.json beside it). GGUF vocabularies are read in
-// model/vocab_gguf.cpp.
+// tokenizer_config.json beside it). WordPiece and Unigram models are read by
+// vocab_hf_models.cpp; GGUF vocabularies in model/vocab_gguf.cpp.
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_hf_models.h"
 #include "tokenizer/vocab_rules.h"
 #include "util/json.h"
 
@@ -84,7 +85,11 @@ StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path) {
   const Json* model = root.Find("model");
   if (!model || !model->is_object()) return ModelFormatError(path + ": no \"model\" object");
   const Json* mtype = model->Find("type");
-  if (!mtype || mtype->as_string() != "BPE") return Unsupported(path + ": only BPE models are supported");
+  if (mtype && mtype->as_string() == "WordPiece") return TokenizerDataFromHfWordPiece(root, path);
+  if (mtype && mtype->as_string() == "Unigram") return TokenizerDataFromHfUnigram(root, path);
+  if (!mtype || mtype->as_string() != "BPE") {
+    return Unsupported(path + ": only BPE, WordPiece and Unigram models are supported");
+  }
   const Json* vocab = model->Find("vocab");
   const Json* merges = model->Find("merges");
   if (!vocab || !vocab->is_object() || !merges || !merges->is_array()) {

@@ -22,6 +22,7 @@
 
 #include "../../samples/chat_prompt.h"
 #include "../../samples/server/engine.h"
+#include "../../samples/server/embeddings_routes.h"
 #include "../../samples/server/native_routes.h"
 #include "../../samples/server/request_limits.h"
 #include "../../samples/server/routes.h"
@@ -110,6 +111,7 @@ World& TheWorld() {
     native.n_ctx = 64;
     native.total_slots = 4;
     server::RegisterNativeRoutes(&w->svr, native);
+    server::RegisterEmbeddingRoutes(&w->svr, server::EmbedInfo{w->ctx, "stories260K-f32"});
     return w;
   }();
   return *w;

@@ -72,6 +72,26 @@ const std::vector<SynthShape>& Shapes() {
       q.n_ff_shexp = 128;
       v.push_back(q);
     }
+    // Encoders (synth_bert.cpp): vocabulary 300 (WordPiece), 4 heads of 16,
+    // 2 layers, 512 positions; mean pooling, and a reranker with a
+    // one-output classifier head and rank pooling.
+    {
+      SynthShape b{"tiny-bert", 300, 64, 2, 4, 4, 16, 128, 512, 10000.0f, 1e-12f, false, 0.0f, 8192, "bert"};
+      v.push_back(b);
+      SynthShape base = b;  // BERT-base (BGE-base, E5-base): for bench/embed_bench.py
+      base.name = "bert-base";
+      base.n_vocab = 30522;
+      base.n_embd = 768;
+      base.n_layer = 12;
+      base.n_head = base.n_head_kv = 12;
+      base.head_dim = 64;
+      base.n_ff = 3072;
+      v.push_back(base);
+      b.name = "tiny-bert-rerank";
+      b.pooling = 4;
+      b.n_cls_out = 1;
+      v.push_back(b);
+    }
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
@@ -256,6 +276,10 @@ std::vector<std::string> SynthShapeNames() {
   return v;
 }
 
+void SynthNormals(uint64_t key, int64_t n, float sd, float* out) { Normals(key, n, sd, out); }
+uint64_t SynthNameKey(const std::string& name) { return NameKey(name); }
+void SynthEncode(TensorType t, const float* src, int64_t n, char* dst) { Encode(t, src, n, dst); }
+
 int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   const int64_t E = s.n_embd, Q = int64_t{s.n_head} * s.head_dim, KV = int64_t{s.n_head_kv} * s.head_dim, F = s.n_ff;
   int64_t per_layer = 2 * E + E * Q + 2 * E * KV + Q * E + 3 * E * F;
@@ -275,6 +299,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
 Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::string& path) {
   if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
     return InvalidArgument("llm-synth: weight type must be F32, F16 or BF16");
+  if (s.arch == "bert") return WriteSynthBert(s, o, path);
   if ((o.q4_k_m || o.low_bit) && (s.arch != "llama" || s.n_expert > 0))
     return InvalidArgument("llm-synth: the Q4_K_M and low-bit mixes are written for dense llama shapes only");
   if (o.q4_k_m && o.low_bit) return InvalidArgument("llm-synth: one quantized mix at a time");

@@ -55,6 +55,11 @@ struct SynthShape {
   // and rope_factors_short.weight, rope.scaling.original_context_length this
   // value and rope.scaling.attn_factor sqrt(1 + ln(n_ctx / it) / ln(it)).
   int32_t longrope_original_ctx = 0;
+  // "bert" (synth_bert.cpp): the pooling_type written (llama.cpp's values:
+  // 1 mean, 2 cls, 4 rank) and, > 0, a classifier head of this many outputs
+  // (cls.weight + cls.output.weight: a cross-encoder / reranker).
+  int32_t pooling = 1;
+  int32_t n_cls_out = 0;
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.
@@ -87,5 +92,17 @@ struct SynthOptions {
 int64_t SynthParams(const SynthShape& shape, int32_t n_vocab);
 
 Status WriteSynthModel(const SynthShape& shape, const SynthOptions& options, const std::string& path);
+
+// The `bert` family (synth_bert.cpp): absolute positions, token types,
+// LayerNorms with biases, biases on every linear layer, a WordPiece vocabulary
+// ([PAD] [UNK] [CLS] [SEP] [MASK], letters, continuations, words "w<i>").
+Status WriteSynthBert(const SynthShape& shape, const SynthOptions& options, const std::string& path);
+
+// The random streams and encodings WriteSynthModel uses, for the family
+// writers beside it: n values ~ N(0, sd) from `key`; a tensor name's key;
+// F32 -> F32/F16/BF16 bytes.
+void SynthNormals(uint64_t key, int64_t n, float sd, float* out);
+uint64_t SynthNameKey(const std::string& name);
+void SynthEncode(TensorType t, const float* src, int64_t n, char* dst);
 
 }  // namespace llm::synth

@@ -1,4 +1,5 @@
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/encoder.h"
 
 #include "backend/validate.h"
 #include "model/rope_freq.h"
@@ -14,6 +15,10 @@ namespace llm {
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config, const ModelWeights& weights,
                                                     const KvCacheSpec& kv, int n_threads, int32_t first_layer) {
+  if (config.is_encoder) {
+    if (first_layer != 0) return Unsupported("an encoder model cannot be split across backends");
+    return cpu::CreateCpuEncoder(config, weights, n_threads);
+  }
   return cpu::CpuBackend::Create(config, weights, kv, n_threads, first_layer);
 }
 

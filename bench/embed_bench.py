@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Embedding throughput: texts per second for N chunks of 100-400 tokens,
+llmrt (llm_embed through libllmrt, ctypes) beside llama.cpp's
+`llama-embedding` on the same GGUF, at the same thread count (issue 31).
+
+  cmake --build build --target llm-synth llmrt
+  python3 bench/embed_bench.py [--shape bert-base] [--threads 8] [--n 256] \\
+      [--llama-embedding /path/to/llama-embedding] [--type f16]
+
+The model is llm-synth's (random weights, the shape's real sizes; its
+WordPiece vocabulary spells token i as the word "w<i>", so a chunk is the
+text "w<i> w<j> ..." and both runtimes see the same ids: [CLS] ids [SEP]).
+Both runs include loading the model; llmrt's time is also given without
+it. Mean pooling, normalised output. Write the figures to
+bench/results/<date>-embeddings.md with the machine and the command.
+"""
+import argparse
+import ctypes
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def chunks(n, n_vocab, seed=3):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        k = rng.randint(100, 400) - 2  # + [CLS] and [SEP]
+        out.append(" ".join("w%d" % rng.randint(57, n_vocab - 1) for _ in range(k)))
+    return out
+
+
+def run_llmrt(lib_path, model, texts, threads):
+    lib = ctypes.CDLL(str(lib_path))
+    params = ctypes.create_string_buffer(104)  # llm_ctx_params (pinned by tests/test_abi.cpp)
+    lib.llm_ctx_params_init(params)
+    path = ctypes.c_char_p(str(model).encode())
+    ctypes.c_void_p.from_buffer(params, 8).value = ctypes.cast(path, ctypes.c_void_p).value  # model_path
+    ctypes.c_int32.from_buffer(params, 4).value = 1                                          # backend CPU
+    ctypes.c_int32.from_buffer(params, 16).value = threads                                   # n_threads
+    ctypes.c_int32.from_buffer(params, 36).value = 8192                                      # max_batch_tokens
+    ctx = ctypes.c_void_p()
+    t0 = time.perf_counter()
+    if lib.llm_ctx_create(params, ctypes.byref(ctx)) != 0:
+        lib.llm_last_error.restype = ctypes.c_char_p
+        sys.exit("llm_ctx_create: %s" % lib.llm_last_error().decode())
+    t1 = time.perf_counter()
+    arr = (ctypes.c_char_p * len(texts))(*[t.encode() for t in texts])
+    dim = ctypes.c_int32()
+    lib.llm_embed(ctx, arr, None, None, len(texts), None, None, ctypes.c_size_t(0), ctypes.byref(dim))
+    out = (ctypes.c_float * (len(texts) * dim.value))()
+    t2 = time.perf_counter()
+    st = lib.llm_embed(ctx, arr, None, None, len(texts), None, out, ctypes.c_size_t(len(out)), ctypes.byref(dim))
+    t3 = time.perf_counter()
+    if st != 0:
+        lib.llm_last_error.restype = ctypes.c_char_p
+        sys.exit("llm_embed: %s" % lib.llm_last_error().decode())
+    lib.llm_ctx_destroy(ctx)
+    return t3 - t0 - (t2 - t1), t3 - t2
+
+
+def run_llama(binary, model, texts, threads):
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(texts))
+        prompts = f.name
+    cmd = [binary, "-m", str(model), "-f", prompts, "-t", str(threads), "-c", "512", "-b", "8192", "-ub", "512",
+           "--pooling", "mean", "--embd-normalize", "2", "--embd-output-format", "array", "-ngl", "0"]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0, " ".join(cmd)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", default="bert-base")
+    ap.add_argument("--type", default="f16")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
+    ap.add_argument("--lib", default=str(ROOT / "build" / "lib" / "libllmrt.so"))
+    ap.add_argument("--llama-embedding", default="")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / (args.shape + ".gguf")
+        subprocess.run([args.synth, "--shape", args.shape, "--out", str(model), "--type", args.type], check=True,
+                       stdout=subprocess.DEVNULL)
+        texts = chunks(args.n, 30522 if args.shape == "bert-base" else 300)
+        total, run = run_llmrt(args.lib, model, texts, args.threads)
+        print("llmrt:     %.2f texts/s (%.2f s with loading; %.2f s embedding %d texts, %d threads)"
+              % (args.n / total, total, run, args.n, args.threads))
+        if args.llama_embedding:
+            t, cmd = run_llama(args.llama_embedding, model, texts, args.threads)
+            print("llama.cpp: %.2f texts/s (%.2f s with loading)  %s" % (args.n / t, t, cmd))
+
+
+if __name__ == "__main__":
+    main()

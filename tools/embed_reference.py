@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Reference embeddings of llama.cpp for the encoder families' tiny
+synthesized models (tests/test_embeddings.cpp), from llama-cpp-python
+(llama.cpp built from source by pip, or a build given by LLAMA_CPP_LIB_PATH;
+an oracle at test-data generation time only, never a build or CI
+dependency).
+
+  cmake --build build --target llm-synth
+  pip install --user llama-cpp-python numpy
+  LLAMA_CPP_LIB_PATH="$(bench/peer/build_llamacpp_exactgelu.sh)" \
+    python3 tools/embed_reference.py [--synth build/bin/llm-synth] [NAME ...]
+    # -> tests/data/embeddings/NAME.json and NAME.vec.bin, then
+    #    tests/data/embeddings/embeddings.tar.xz holding them all
+
+BERT's FFN is a GELU: the reference comes from llama.cpp built without its
+F16 GELU table (bench/peer/build_llamacpp_exactgelu.sh; pip's build is
+~1.3e-3 relative away from an exact GELU on these models, more than the
+test's tolerance, and its vectors' cosine to llmrt's is still 0.9999999).
+
+For each model, llm-synth writes the tiny model in F32 and llama.cpp embeds
+token sequences of several lengths ([CLS] pseudo-random ids [SEP]), one
+sequence per llama_decode, with each pooling type the model supports:
+llama_get_embeddings_seq for mean / cls / last / rank, every token's row
+(llama_get_embeddings_ith) for none. The vectors are llama.cpp's raw pooled
+output (not normalised), float32 little-endian in NAME.vec.bin, case after
+case. Recorded beside them: the llm-synth arguments and the FNV-1a 64 hash of
+the file, so the test rebuilds exactly the model llama.cpp saw.
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "embeddings"
+SYNTH = ["--type", "f32", "--seed", "7"]
+N_CTX = 512
+THREADS = 2
+LENGTHS = (1, 2, 5, 17, 64, 200, 512)
+NONE_MAX = 64  # pooling none records every token's row: the short sequences only (the data stays small)
+# Texts for the tiny WordPiece vocabulary (letters, continuations, "w<i>"
+# words): case, accents, punctuation, unknown characters, a long word (under
+# 100 characters: llama.cpp 0.3.36 splits longer words into pieces where
+# BERT (and llmrt) make them [UNK]).
+TEXTS = ["w57 w123", "Hello, World! W250 w77w", "Ça va? naïve café", "x" * 40 + " w99", "日本 w64 ☃"]
+INSTALL = "pip install --user llama-cpp-python numpy"
+
+# pooling name -> llama.cpp's enum value
+POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
+MODELS = {
+    # BERT (BGE / E5 / MiniLM shape): absolute positions, token types,
+    # post-norm LayerNorms with biases, GELU FFN, non-causal attention.
+    "bert": {"shape": "tiny-bert", "poolings": ["mean", "cls", "last", "none"], "texts": True},
+    # A cross-encoder: the same block with a classifier head (cls dense +
+    # tanh, then one output) read at the CLS token: llama.cpp's RANK pooling.
+    "bert_rerank": {"shape": "tiny-bert-rerank", "poolings": ["rank", "mean"]},
+}
+
+
+COMMAND = ('LLAMA_CPP_LIB_PATH="$(bench/peer/build_llamacpp_exactgelu.sh)" python3 tools/embed_reference.py'
+           f'  # after: {INSTALL}')
+
+
+def oracle(llama_cpp):
+    """Which llama.cpp computed the vectors. BERT's FFN is a GELU: pip's
+    llama.cpp rounds GELU's input and output to F16 (GGML_GELU_FP16), which
+    alone moves these vectors ~1.3e-3 relative from an exact F32 GELU, so the
+    reference comes from the same llama.cpp built without that table
+    (bench/peer/build_llamacpp_exactgelu.sh, loaded through LLAMA_CPP_LIB_PATH)."""
+    run = "CPU, one sequence per llama_decode, embedding=True, raw pooled output"
+    lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if not lib_dir:
+        return f"llama-cpp-python {llama_cpp.__version__} (llama.cpp built by pip; {run})"
+    built = (Path(lib_dir) / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
+    return f"llama-cpp-python {llama_cpp.__version__}'s bindings on {built}; {run}"
+
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def sequences(n_vocab):
+    rng = np.random.default_rng(31)
+    out = []
+    for n in LENGTHS:
+        if n == 1:
+            out.append([2])
+            continue
+        out.append([2] + [int(t) for t in rng.integers(5, n_vocab, size=n - 2)] + [3])
+    return out
+
+
+def embed(llama_cpp, llm, tokens, pooling, n_out):
+    """llama.cpp's output for one sequence alone: (rows, n_out) float32."""
+    ctx = llm._ctx.ctx
+    try:
+        mem = llama_cpp.llama_get_memory(ctx)
+        if mem:
+            llama_cpp.llama_memory_clear(mem, True)
+    except AttributeError:
+        pass
+    llm._batch.reset()
+    llm._batch.add_sequence(tokens, 0, True)
+    llm._ctx.decode(llm._batch)
+    if pooling == "none":
+        rows = []
+        for i in range(len(tokens)):
+            ptr = llama_cpp.llama_get_embeddings_ith(ctx, i)
+            rows.append(np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), (n_out,)).copy())
+        return np.stack(rows)
+    ptr = llama_cpp.llama_get_embeddings_seq(ctx, 0)
+    return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), (n_out,)).copy()[None, :]
+
+
+def run(name, spec, tool, tmp):
+    import llama_cpp
+    path = Path(tmp) / f"{name}.gguf"
+    subprocess.run([tool, "--shape", spec["shape"], "--out", str(path), *SYNTH], check=True,
+                   stdout=subprocess.DEVNULL)
+    data = path.read_bytes()
+    cases, vecs = [], []
+    offset = 0
+    for pooling in spec["poolings"]:
+        llm = llama_cpp.Llama(model_path=str(path), embedding=True, pooling_type=POOLING[pooling], n_ctx=N_CTX,
+                              n_batch=N_CTX, n_ubatch=N_CTX, n_threads=THREADS, flash_attn=False, verbose=False)
+        n_embd = llm.n_embd()
+        n_out = int(llama_cpp.llama_model_n_cls_out(llm.model)) if pooling == "rank" else n_embd
+        for toks in sequences(llm.n_vocab()):
+            if pooling == "none" and len(toks) > NONE_MAX:
+                continue
+            v = embed(llama_cpp, llm, toks, pooling, n_out)
+            cases.append({"pooling": pooling, "tokens": toks, "rows": int(v.shape[0]), "dim": int(v.shape[1]),
+                          "offset": offset})
+            offset += v.size
+            vecs.append(v.astype("<f4").ravel())
+        if spec.get("texts") and pooling == "mean":
+            # Text through llama.cpp's own WordPiece tokenizer (the test
+            # embeds the same text through llmrt's).
+            for text in TEXTS:
+                toks = llm.tokenize(text.encode(), add_bos=True, special=False)
+                v = embed(llama_cpp, llm, toks, pooling, n_out)
+                cases.append({"pooling": pooling, "text": text, "tokens": toks, "rows": 1, "dim": int(v.shape[1]),
+                              "offset": offset})
+                offset += v.size
+                vecs.append(v.astype("<f4").ravel())
+        del llm
+    ref = {
+        "shape": spec["shape"],
+        "synth_args": SYNTH,
+        "model_fnv1a64": fnv1a64(data),
+        "model_bytes": len(data),
+        "oracle": oracle(llama_cpp),
+        "command": COMMAND,
+        "n_ctx": N_CTX,
+        "vectors_file": f"{name}.vec.bin",
+        "cases": cases,
+    }
+    lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if lib_dir:  # every libllama / libggml this process mapped comes from there
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            libs = {os.path.realpath(x.split()[-1]) for x in f if "libllama" in x or "libggml" in x}
+        strays = [x for x in libs if Path(x).parent != Path(os.path.realpath(lib_dir))]
+        if strays or not libs:
+            sys.exit(f"llama.cpp libraries not all from {lib_dir}: {sorted(libs)}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.concatenate(vecs).tofile(OUT / ref["vectors_file"])
+    (OUT / f"{name}.json").write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
+    print(f"{name}: {len(cases)} cases, {offset} floats")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help=f"of {sorted(MODELS)} (default: all)")
+    ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
+    args = ap.parse_args()
+    names = args.names or sorted(MODELS)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            run(name, MODELS[name], args.synth, tmp)
+    # Every model's files in one archive (unpacked at configure time).
+    with tarfile.open(OUT / "embeddings.tar.xz", "w:xz") as tar:
+        for name in sorted(MODELS):
+            for f in (f"{name}.json", f"{name}.vec.bin"):
+                if (OUT / f).exists():
+                    tar.add(OUT / f, arcname=f)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
