@@ -47,7 +47,7 @@ namespace {
                "llama-server's flags -ub, -fa, --jinja, --no-jinja, --metrics, --mlock, --no-mmap,\n"
                "--cont-batching, --no-webui, --no-ui, -to, --offline, --kv-unified, --swa-full,\n"
                "--cache-ram, --cache-reuse, --no-warmup are accepted (each changes nothing here: a\n"
-               "warning says so); --lora, --mmproj, --embedding, --reranking, --context-shift, -sm,\n"
+               "warning says so), as are --embedding and --reranking; --lora, --mmproj, --context-shift, -sm,\n"
                "-ts, --rope-scaling, --grammar, -md, --reasoning-format other than none are refused\n"
                "by name.\n",
                chat::kDefaultChatModel);
@@ -109,6 +109,10 @@ constexpr Ignored kIgnored[] = {
     {"-cram", 1, "the prefix cache lives in the KV pool"},
     {"--cache-reuse", 1, "prompts reuse cached KV blocks by prefix"},
     {"--no-cache-idle-slots", 0, "there are no slots"},
+    {"--embedding", 0, "/v1/embeddings and /v1/rerank answer whenever the model makes embeddings"},
+    {"--embeddings", 0, "/v1/embeddings and /v1/rerank answer whenever the model makes embeddings"},
+    {"--reranking", 0, "/v1/embeddings and /v1/rerank answer whenever the model makes embeddings"},
+    {"--rerank", 0, "/v1/embeddings and /v1/rerank answer whenever the model makes embeddings"},
 };
 
 // llama-server flags that would change results and are not supported.
@@ -120,10 +124,6 @@ constexpr Refused kRefused[] = {
     {"--lora", "LoRA adapters are not supported"},
     {"--lora-scaled", "LoRA adapters are not supported"},
     {"--mmproj", "image input (multimodal projectors) is not supported yet"},
-    {"--embedding", "embeddings are not supported yet"},
-    {"--embeddings", "embeddings are not supported yet"},
-    {"--reranking", "reranking is not supported yet"},
-    {"--rerank", "reranking is not supported yet"},
     {"--context-shift", "a full context ends the request (finish_reason length); it is never shifted"},
     {"-sm", "multi-GPU splits are not supported"},
     {"--split-mode", "multi-GPU splits are not supported"},

@@ -4,11 +4,11 @@
   test_server_flags.py LLM_SERVER REPO_DIR
 
 - A llama-server command line (-m -c -ngl -np --jinja -fa on -ctk/-ctv q8_0
-  --alias -b -ub --metrics --slots --mlock --no-mmap) starts the server; the
+  --alias -b -ub --metrics --slots --mlock --no-mmap --embedding) starts the server; the
   alias is the model id, a chat request is served, and each flag that
   changes nothing here is named in a warning.
 - Flags that would change results and are not supported (--lora, --mmproj,
-  --embedding, --context-shift), K and V of different types, and an unknown
+  --context-shift), K and V of different types, and an unknown
   flag end the process with status 2 and a message naming the flag.
 """
 import json
@@ -32,7 +32,7 @@ def check(ok, what):
 
 
 args = ["-m", model, "-c", "256", "-ngl", "0", "-np", "4", "--jinja", "-fa", "on", "-ctk", "q8_0", "-ctv", "q8_0",
-        "--alias", "my-story", "-b", "256", "-ub", "128", "--metrics", "--slots", "--mlock", "--no-mmap",
+        "--alias", "my-story", "-b", "256", "-ub", "128", "--metrics", "--slots", "--mlock", "--no-mmap", "--embedding",
         "--host", "127.0.0.1", "-t", "1"]
 proc, port, log = server_proc.start(server_bin, args, timeout=60)
 try:
@@ -49,10 +49,10 @@ finally:
     server_proc.stop(proc)
 time.sleep(0.5)  # the log reader's last lines
 err = "".join(log)
-for flag in ["-fa", "--jinja", "-ub", "--metrics", "--mlock", "--no-mmap"]:
+for flag in ["-fa", "--jinja", "-ub", "--metrics", "--mlock", "--no-mmap", "--embedding"]:
     check(("warning: %s changes nothing here" % flag) in err, "%s is named in a warning" % flag)
 
-for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"), (["--embedding"], "--embedding"),
+for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"),
                     (["--context-shift"], "--context-shift"), (["-ctk", "f16", "-ctv", "q8_0"], "-ctk/-ctv"),
                     (["-ctk", "q4_0"], "-ctk q4_0"), (["--no-such-flag"], "--no-such-flag")]:
     p = subprocess.run([server_bin, "-m", model, "--port", "0"] + extra, capture_output=True, text=True, timeout=60)

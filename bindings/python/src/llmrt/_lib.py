@@ -93,6 +93,9 @@ _SIGNATURES = {
     "llm_kv_export_file": (S.llm_status, [_ctx, _P(S.llm_token), C.c_int32, C.c_uint64, C.c_char_p,
                                           _P(C.c_int32)]),
     "llm_kv_import_file": (S.llm_status, [_ctx, C.c_uint64, C.c_char_p, _P(C.c_int32)]),
+    "llm_embed_params_init": (S.llm_status, [_P(S.EmbedParams)]),
+    "llm_embed": (S.llm_status, [_ctx, _P(C.c_char_p), _P(_P(S.llm_token)), _P(C.c_int32), C.c_int32,
+                                 _P(S.EmbedParams), _P(C.c_float), C.c_size_t, _P(C.c_int32)]),
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():

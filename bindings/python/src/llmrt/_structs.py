@@ -106,6 +106,9 @@ class Event(C.Structure):
         ("top_logprobs", C.POINTER(TopLogprob)),
         ("n_top_logprobs", C.c_int32),
         ("reserved1", C.c_int32),
+        ("embedding", C.POINTER(C.c_float)),
+        ("n_embedding", C.c_int32),
+        ("n_embedding_rows", C.c_int32),
     ]
 
 
@@ -139,6 +142,12 @@ class Request(C.Structure):
         ("n_choices", C.c_int32),
         ("constraint", C.c_char_p),
         ("choices", C.POINTER(C.c_char_p)),
+        ("task", C.c_int32),
+        ("pooling", C.c_int32),
+        ("normalize", C.c_int32),
+        ("dimensions", C.c_int32),
+        ("truncate", C.c_int32),
+        ("reserved2", C.c_int32),
     ]
 
 
@@ -202,3 +211,16 @@ class ModelInfo(C.Structure):
 
 class ChatMessage(C.Structure):
     _fields_ = [("role", C.c_char_p), ("content", C.c_char_p)]
+
+
+class EmbedParams(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("pooling", C.c_int32),
+        ("normalize", C.c_int32),
+        ("dimensions", C.c_int32),
+        ("truncate", C.c_int32),
+        ("tokenize_flags", C.c_uint32),
+        ("priority", C.c_int32),
+        ("reserved0", C.c_int32),
+    ]

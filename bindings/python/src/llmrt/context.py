@@ -23,6 +23,7 @@ from .errors import BUFFER_TOO_SMALL, NOT_FOUND, check
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3}
+POOLINGS = {"model": -1, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,50 @@ class Context:
 
     async def agenerate(self, prompt: Union[str, Sequence[int]], **kw: Any) -> Completion:
         return await (await self.aevents(prompt, **kw)).collect()
+
+    # ---------------------------------------------------------- embeddings
+    def embed(self, inputs: Union[str, Sequence[int], Sequence[Union[str, Sequence[int]]]], *,
+              pooling: str = "model", normalize: bool = True, dimensions: int = 0, truncate: bool = False,
+              add_special: bool = True) -> list:
+        """Vectors of an embedding model (``llm_embed``): one list of floats
+        per input; ``inputs`` is a text, token ids, or a list of either
+        (all texts or all token lists). ``pooling`` "model" (the file's),
+        "mean", "cls", "last" or "rank" (a reranker's score); ``dimensions``
+        keeps the first values (Matryoshka); ``truncate`` cuts inputs longer
+        than the context instead of refusing them."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {sorted(POOLINGS)}")
+        single = isinstance(inputs, str) or (len(inputs) > 0 and isinstance(inputs[0], int))
+        items = [inputs] if single else list(inputs)
+        if not items:
+            raise ValueError("embed needs at least one input")
+        p = S.EmbedParams()
+        p.struct_size = C.sizeof(S.EmbedParams)
+        check(lib.llm_embed_params_init(C.byref(p)))
+        p.pooling, p.normalize, p.dimensions, p.truncate = POOLINGS[pooling], int(normalize), dimensions, int(truncate)
+        p.tokenize_flags = 1 if add_special else 0
+        n = len(items)
+        texts = tokens = lens = None
+        keep = []
+        if all(isinstance(x, str) for x in items):
+            enc = [x.encode("utf-8") for x in items]
+            texts = (C.c_char_p * n)(*enc)
+            keep.append(enc)
+        elif all(not isinstance(x, str) for x in items):
+            arrays = [(S.llm_token * max(1, len(x)))(*x) for x in items]
+            tokens = (C.POINTER(S.llm_token) * n)(*[C.cast(a, C.POINTER(S.llm_token)) for a in arrays])
+            lens = (C.c_int32 * n)(*[len(x) for x in items])
+            keep.append(arrays)
+        else:
+            raise ValueError("inputs must be all texts or all token lists")
+        dim = C.c_int32(0)
+        st = lib.llm_embed(self.handle, texts, tokens, lens, n, C.byref(p), None, 0, C.byref(dim))
+        if st not in (0, BUFFER_TOO_SMALL):
+            check(st)
+        out = (C.c_float * (n * dim.value))()
+        check(lib.llm_embed(self.handle, texts, tokens, lens, n, C.byref(p), out, n * dim.value, C.byref(dim)))
+        rows = [list(out[i * dim.value:(i + 1) * dim.value]) for i in range(n)]
+        return rows[0] if single else rows
 
     # ------------------------------------------------------------ KV state
     def kv_export_file(self, tokens: Sequence[int], path: Union[str, os.PathLike], *, cache_salt: int = 0) -> int:

@@ -56,8 +56,6 @@ class Llama:
                  n_threads: Optional[int] = None, seed: int = 0xFFFFFFFF, chat_format: Optional[str] = None,
                  chat_template: Optional[str] = None, flash_attn: bool = False, type_k: Optional[int] = None,
                  type_v: Optional[int] = None, embedding: bool = False, **ignored: Any):
-        if embedding:
-            raise NotImplementedError("llmrt: embedding contexts are not available in this version")
         # llama-cpp-python's n_gpu_layers: 0 = CPU only (its default), -1 = all.
         backend = "cpu" if n_gpu_layers == 0 else "auto"
         self.ctx = Context(model_path, n_ctx=n_ctx, n_threads=n_threads or 0, backend=backend,
@@ -214,5 +212,16 @@ class Llama:
         kw.update(_constraint(grammar, response_format))
         return self._chat.create(messages, tools=tools, tool_choice=tool_choice or "auto", stream=stream, **kw)
 
-    def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None):
-        raise NotImplementedError("llmrt: embeddings are not available in this version")
+    def embed(self, input: Union[str, List[str]], normalize: bool = True, truncate: bool = True) -> list:
+        """Vectors of an embedding model: one list per text (a list of lists
+        for a list of texts), as llama-cpp-python's ``embed``."""
+        return self.ctx.embed(input, normalize=normalize, truncate=truncate)
+
+    def create_embedding(self, input: Union[str, List[str]], model: Optional[str] = None) -> dict:
+        """OpenAI's embeddings response shape, as llama-cpp-python's."""
+        texts = [input] if isinstance(input, str) else list(input)
+        vectors = self.ctx.embed(texts)
+        n_tokens = sum(len(self.ctx.tokenize(t)) for t in texts)
+        return {"object": "list", "model": model or self.model_path or "llmrt",
+                "data": [{"object": "embedding", "embedding": v, "index": i} for i, v in enumerate(vectors)],
+                "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}}
