@@ -378,3 +378,40 @@ TEST(KvTiers, KeepKvIsChecked) {
 
 }  // namespace
 }  // namespace llm
+
+namespace llm {
+namespace {
+
+// Regenerates the fuzz seeds of the tier file reader (tests/fuzz/corpus/
+// kv_tier_file/ and a tier file among kv_reader's): a stories260K block file
+// of each element type.
+TEST(KvTiers, DISABLED_WriteFuzzSeeds) {
+  for (int32_t elem : {LLM_KV_F16, LLM_KV_Q8_0}) {
+    const std::string dir = TempDir("seeds");
+    {
+      llm_ctx_params cp;
+      llm_ctx_params_init(&cp);
+      const std::string model = test::ModelPathF32();
+      cp.model_path = model.c_str();
+      cp.backend = LLM_BACKEND_CPU;
+      cp.n_ctx = 64;
+      cp.kv_type = elem;
+      cp.kv_disk_dir = dir.c_str();
+      llm_ctx* ctx = nullptr;
+      ASSERT_EQ(llm_ctx_create(&cp, &ctx), LLM_OK);
+      ASSERT_EQ(ApiGreedy(ctx, Prompt(20), 1).status, LLM_OK);
+      llm_ctx_destroy(ctx);
+    }
+    const std::vector<fs::path> files = TierFiles(dir);
+    ASSERT_EQ(files.size(), 1u);
+    const std::string name = elem == LLM_KV_F16 ? "stories-f16-tier" : "stories-q8-tier";
+    const std::string src = LLM_SOURCE_DIR;
+    fs::create_directories(src + "/tests/fuzz/corpus/kv_tier_file");
+    fs::copy_file(files[0], src + "/tests/fuzz/corpus/kv_tier_file/" + name, fs::copy_options::overwrite_existing);
+    fs::copy_file(files[0], src + "/tests/fuzz/corpus/kv_reader/" + name, fs::copy_options::overwrite_existing);
+    fs::remove_all(dir);
+  }
+}
+
+}  // namespace
+}  // namespace llm
