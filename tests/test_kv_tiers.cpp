@@ -177,6 +177,29 @@ TEST(KvTiers, DiskTierSurvivesANewContext) {
   fs::remove_all(dir);
 }
 
+TEST(KvTiers, SmolLM2HostAndDiskTiers) {
+  const std::string model = test::RealModelPath(test::kSmolLM2);
+  if (!fs::exists(model)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
+  const std::string dir = TempDir("smollm2");
+  ApiGreedyRun cold;
+  {
+    Ctx c(model, {64u << 20, dir, 256u << 20});
+    cold = ApiGreedy(c.p, Prompt(kPrompt), kGen);
+    ASSERT_EQ(cold.status, LLM_OK);
+    EvictWithOthers(c.p);
+    const ApiGreedyRun warm = ApiGreedy(c.p, Prompt(kPrompt), kGen);
+    EXPECT_EQ(warm.metrics.cached_prompt_tokens, kCached);
+    ExpectSameRun(warm, cold);
+    EXPECT_GE(c.Stats().kv_tier_host_hit_tokens, static_cast<uint64_t>(kCached));
+  }
+  Ctx b(model, {0, dir, 256u << 20});
+  const ApiGreedyRun warm = ApiGreedy(b.p, Prompt(kPrompt), kGen);
+  EXPECT_EQ(warm.metrics.cached_prompt_tokens, kCached);
+  ExpectSameRun(warm, cold);
+  EXPECT_GE(b.Stats().kv_tier_disk_hit_tokens, static_cast<uint64_t>(kCached));
+  fs::remove_all(dir);
+}
+
 std::vector<fs::path> TierFiles(const std::string& dir) {
   std::vector<fs::path> out;
   for (const auto& e : fs::directory_iterator(dir))
