@@ -304,6 +304,31 @@ typedef struct llm_ctx_params {
                               /* a GPU. Callers built against an older      */
                               /* header get -1.                             */
   int32_t reserved4;          /* must be 0                                  */
+  /* --- appended in 0.4 (issue 30): tiers under the prefix cache. KV      */
+  /* blocks evicted from the pool's prefix cache go down to host memory,   */
+  /* then to disk, instead of being dropped; a request whose prefix the    */
+  /* pool lacks copies them back before computing (its cached-token count  */
+  /* includes them; the output is the same as computing them). LRU per     */
+  /* tier. The CPU backend only: a CUDA context (or partial offload) with  */
+  /* a tier gets UNSUPPORTED. Callers built against an older header get    */
+  /* no tiers. llm_stats.kv_tier_* count what they do. --- */
+  uint64_t kv_host_bytes;     /* host-memory tier budget in bytes; 0 = none. */
+                              /* Less than one KV block: INVALID_ARGUMENT.  */
+  const char* kv_disk_dir;    /* disk tier directory (created if missing),  */
+                              /* one file per block, kept across contexts   */
+                              /* and restarts: a context's cached blocks    */
+                              /* are written there at llm_ctx_destroy, so   */
+                              /* the next context on the directory finds    */
+                              /* them. Files are checked before use (model  */
+                              /* fingerprint, KV geometry, a checksum per   */
+                              /* block): another model's are ignored, a     */
+                              /* corrupt one deleted. A directory that      */
+                              /* cannot be written, or a full disk, turns   */
+                              /* the tier off with a warning on stderr:     */
+                              /* never a failed request. NULL = none.       */
+  uint64_t kv_disk_bytes;     /* disk tier budget in bytes (least recently  */
+                              /* used files deleted beyond it); 0 = 4 GiB.  */
+                              /* Less than one KV block: INVALID_ARGUMENT.  */
 } llm_ctx_params;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */
@@ -495,6 +520,16 @@ typedef struct llm_request {
                               /* 1: only its first n_ctx tokens are used    */
                               /* (metrics.prompt_tokens says how many)      */
   int32_t reserved2;          /* must be 0                                  */
+  /* --- appended in 0.4 (issue 30); an older caller's smaller struct_size
+   *     leaves keep_kv at 0 --- */
+  int32_t keep_kv;            /* 1: when the request finishes, its prompt   */
+                              /* and output blocks stay in the prefix cache */
+                              /* at the protected end of the eviction order:*/
+                              /* evicted only after every unprotected block */
+                              /* (a conversation to continue or export with */
+                              /* llm_kv_export). 0 (default): ordinary LRU. */
+                              /* Other values: INVALID_ARGUMENT.            */
+  int32_t reserved3;          /* must be 0                                  */
 } llm_request;
 
 /* What a request asks of the model (llm_request.task).
@@ -679,6 +714,21 @@ typedef struct llm_stats {
                                /* copy replaced them) plus packed or device   */
                                /* copies                                      */
   uint64_t scratch_bytes;      /* activation buffers and the swap space       */
+  /* --- appended in 0.4 (issue 30): KV tiers (llm_ctx_params.kv_*) --- */
+  uint64_t kv_tier_host_hit_tokens; /* prompt tokens copied back from host    */
+                               /* memory instead of computed                  */
+  uint64_t kv_tier_disk_hit_tokens; /* ... from the disk tier                 */
+  uint64_t kv_tier_bytes_down; /* KV bytes copied from the pool into a tier   */
+  uint64_t kv_tier_bytes_up;   /* ... and from a tier back into the pool      */
+  uint64_t kv_tier_host_bytes; /* held in the host tier now                   */
+  uint64_t kv_tier_disk_bytes; /* held in the disk tier now                   */
+  uint64_t kv_tier_files_refused; /* disk tier files ignored: another model's */
+                               /* or corrupt                                  */
+  uint64_t kv_imports_refused; /* llm_kv_import calls that imported nothing   */
+                               /* (refused stream, corrupt, mismatch)         */
+  int32_t kv_tier_disk_on;     /* 1 while the disk tier works; 0 without one, */
+                               /* or once an error turned it off              */
+  int32_t reserved2;
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the

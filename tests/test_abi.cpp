@@ -113,7 +113,11 @@ TEST(Abi, ToolFormatValues) {
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 104u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 128u);
+  // appended in 0.4 (issue 30: KV tiers)
+  PIN(llm_ctx_params, kv_host_bytes, 104);
+  PIN(llm_ctx_params, kv_disk_dir, 112);
+  PIN(llm_ctx_params, kv_disk_bytes, 120);
   PIN(llm_ctx_params, kv_type, 88);
   PIN(llm_ctx_params, reserved3, 92);
   PIN(llm_ctx_params, n_gpu_layers, 96);
@@ -161,7 +165,7 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 176u);
+  EXPECT_EQ(sizeof(llm_request), 184u);
   // appended in 0.4 (issue 31: embeddings)
   PIN(llm_request, task, 152);
   PIN(llm_request, pooling, 156);
@@ -169,6 +173,9 @@ TEST(Abi, RequestLayout) {
   PIN(llm_request, dimensions, 164);
   PIN(llm_request, truncate, 168);
   PIN(llm_request, reserved2, 172);
+  // appended in 0.4 (issue 30: KV kept)
+  PIN(llm_request, keep_kv, 176);
+  PIN(llm_request, reserved3, 180);
   // appended in 0.3 (issue 20: constrained decoding)
   PIN(llm_request, constraint_kind, 128);
   PIN(llm_request, n_choices, 132);
@@ -243,7 +250,18 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 232u);
+  EXPECT_EQ(sizeof(llm_stats), 304u);
+  // appended in 0.4 (issue 30: KV tiers)
+  PIN(llm_stats, kv_tier_host_hit_tokens, 232);
+  PIN(llm_stats, kv_tier_disk_hit_tokens, 240);
+  PIN(llm_stats, kv_tier_bytes_down, 248);
+  PIN(llm_stats, kv_tier_bytes_up, 256);
+  PIN(llm_stats, kv_tier_host_bytes, 264);
+  PIN(llm_stats, kv_tier_disk_bytes, 272);
+  PIN(llm_stats, kv_tier_files_refused, 280);
+  PIN(llm_stats, kv_imports_refused, 288);
+  PIN(llm_stats, kv_tier_disk_on, 296);
+  PIN(llm_stats, reserved2, 300);
   PIN(llm_stats, kv_bytes, 200);
   PIN(llm_stats, kv_pool_bytes, 208);
   PIN(llm_stats, weight_bytes, 216);

@@ -269,5 +269,26 @@ TEST(CudaCApi, KvExportImportAreUnsupported) {
   llm_ctx_destroy(gpu);
 }
 
+// The host-memory and disk KV tiers need a backend that reads and writes its
+// blocks in the wire layout: a CUDA context refuses them (not silently
+// without them), and one without them still works.
+TEST(CudaCApi, KvTiersAreUnsupported) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = ModelPathF32();
+  for (int with_disk = 0; with_disk < 2; ++with_disk) {
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    p.model_path = path.c_str();
+    p.backend = LLM_BACKEND_CUDA;
+    p.n_ctx = 256;
+    p.kv_host_bytes = with_disk ? 0 : 64u << 20;
+    p.kv_disk_dir = with_disk ? "/tmp/llmrt-cuda-tier-never-made" : nullptr;
+    llm_ctx* ctx = nullptr;
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(std::string(llm_last_error()).find("KV tiers"), std::string::npos) << llm_last_error();
+  }
+}
+
 }  // namespace
 }  // namespace llm::test

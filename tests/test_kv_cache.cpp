@@ -87,6 +87,89 @@ TEST(KvCache, FreedBlocksStayCachedUntilEvictedTailFirst) {
   EXPECT_EQ(kv.AttachCachedPrefix(b.get()), 8);
 }
 
+// ---- keep_kv: the protected end of the eviction order
+
+TEST(KvCache, KeptBlocksAreEvictedAfterEveryOtherBlock) {
+  KvCacheManager kv(8, 4);
+  auto kept = Seq(Range(12));
+  kept->keep_kv = true;
+  Compute(kv, kept.get());  // 3 blocks
+  auto other = Seq(Range(8, 500));
+  Compute(kv, other.get());  // 2 blocks, freed after the kept ones
+  kv.Free(kept.get());
+  kv.Free(other.get());
+  EXPECT_EQ(kv.pool().n_protected_free(), 3);
+  std::string why;
+  ASSERT_TRUE(kv.pool().CheckInvariants(&why)) << why;
+  // 5 allocations take the 3 never-used blocks and `other`'s 2, not the kept ones.
+  std::vector<int32_t> taken;
+  for (int i = 0; i < 5; ++i) taken.push_back(*kv.pool().Allocate());
+  auto again = Seq(Range(12));
+  EXPECT_EQ(kv.AttachCachedPrefix(again.get()), 8) << "a kept block was evicted before unprotected ones";
+  kv.Free(again.get());
+  // Only when nothing else is left do the protected blocks go (tail first).
+  EXPECT_TRUE(kv.pool().Allocate().has_value());
+  EXPECT_EQ(kv.pool().n_protected_free(), 2);
+  ASSERT_TRUE(kv.pool().CheckInvariants(&why)) << why;
+  for (int32_t b : taken) kv.pool().Release(b);
+  ASSERT_TRUE(kv.pool().CheckInvariants(&why)) << why;
+}
+
+// ---- the tier hook: what an evicted cached block offers, and restores
+
+struct FakeTier : KvTierHook {
+  std::vector<BlockHash> evicted;
+  std::map<BlockHash, std::vector<int32_t>> held;  // hash -> tokens
+  std::vector<int32_t> written;
+  void OnEvict(const EvictedBlock& b) override {
+    evicted.push_back(b.hash);
+    held[b.hash].assign(b.tokens.begin(), b.tokens.end());
+  }
+  bool Stage(BlockHash hash, BlockHash, uint64_t, std::span<const int32_t> tokens) override {
+    auto it = held.find(hash);
+    return it != held.end() && std::equal(tokens.begin(), tokens.end(), it->second.begin(), it->second.end());
+  }
+  bool WriteStaged(int32_t block) override {
+    written.push_back(block);
+    return true;
+  }
+};
+
+TEST(KvCache, EvictedBlocksGoToTheTierAndComeBack) {
+  KvCacheManager kv(4, 4);
+  FakeTier tier;
+  kv.set_tier(&tier);
+  auto a = Seq(Range(13));
+  Compute(kv, a.get());
+  kv.Free(a.get());
+  for (int i = 0; i < 4; ++i) kv.pool().Allocate();  // evicts all 3 cached blocks
+  EXPECT_EQ(tier.evicted.size(), 3u);
+  for (int b = 0; b < 4; ++b) kv.pool().Release(b);
+  auto b = Seq(Range(13));
+  EXPECT_EQ(kv.AttachCachedPrefix(b.get()), 12) << "the tier's blocks were not restored";
+  EXPECT_EQ(tier.written.size(), 3u);
+  EXPECT_EQ(kv.tier_restored_blocks(), 3u);
+  std::string why;
+  EXPECT_TRUE(kv.pool().CheckInvariants(&why)) << why;
+}
+
+TEST(KvCache, PendingBlocksAreNotOfferedToTheTier) {
+  // A block registered before the copy that fills it (a swap-in) holds
+  // nothing yet: evicted in that state, it must not reach a tier.
+  KvCacheManager kv(2, 4);
+  FakeTier tier;
+  kv.set_tier(&tier);
+  auto a = Seq(Range(5));
+  Compute(kv, a.get());
+  const int32_t b0 = a->block_table[0];
+  kv.pool().MarkPending(b0);
+  kv.Free(a.get());
+  kv.pool().Allocate();
+  kv.pool().Allocate();
+  EXPECT_TRUE(tier.evicted.empty());
+  kv.pool().ClearPending();
+}
+
 TEST(KvCache, ForkSharesAndCopiesOnWrite) {
   KvCacheManager kv(16, 4);
   auto p = Seq(Range(6));

@@ -258,6 +258,48 @@ func (c *Context) Complete(ctx context.Context, req Request) (*Result, error) {
 	return c.Generate(ctx, req, nil)
 }
 
+// ExportKVFile saves the KV of the cached prefix of tokens (a finished
+// request's prompt + output) to the file path (llm_kv_export_file: written
+// beside it and renamed) and returns how many tokens it saved (whole KV
+// blocks).
+func (c *Context) ExportKVFile(tokens []int32, cacheSalt uint64, path string) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var toks *C.llm_token
+	if len(tokens) > 0 {
+		toks = (*C.llm_token)(C.calloc(C.size_t(len(tokens)), C.sizeof_llm_token))
+		defer C.free(unsafe.Pointer(toks))
+		copy(unsafe.Slice((*int32)(unsafe.Pointer(toks)), len(tokens)), tokens)
+	}
+	var n C.int32_t
+	err := call(func() C.llm_status {
+		return C.llm_kv_export_file(c.raw, toks, C.int32_t(len(tokens)), C.uint64_t(cacheSalt), cpath, &n)
+	})
+	return int(n), err
+}
+
+// ImportKVFile loads a file written by ExportKVFile into the prefix cache
+// (llm_kv_import_file) and returns how many tokens a request starting with
+// them now reuses. Another model's or geometry's file is StatusKVMismatch,
+// a damaged one StatusKVCorrupt.
+func (c *Context) ImportKVFile(cacheSalt uint64, path string) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var n C.int32_t
+	err := call(func() C.llm_status { return C.llm_kv_import_file(c.raw, C.uint64_t(cacheSalt), cpath, &n) })
+	return int(n), err
+}
+
 // Tokenize returns the token ids of text (addSpecial: BOS as the model says).
 func (c *Context) Tokenize(text string, addSpecial bool) ([]int32, error) {
 	c.mu.RLock()

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -400,3 +402,46 @@ func TestConstraintAndToolCalls(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestKVStateFile(t *testing.T) {
+	a := open(t)
+	prompt := []int32{1}
+	for i := int32(1); i < 40; i++ {
+		prompt = append(prompt, (7*i+11)%250+3)
+	}
+	g := Greedy()
+	out, err := a.Generate(context.Background(), Request{PromptTokens: prompt, MaxTokens: 8, Sampling: &g, IgnoreEOS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := append(append([]int32(nil), prompt...), out.Tokens()...)
+	path := filepath.Join(t.TempDir(), "conv.llmkv")
+	n, err := a.ExportKVFile(conv, 0, path)
+	if err != nil || n != 32 {
+		t.Fatalf("export: %d %v (want 32: whole 16-token blocks of 47 computed tokens)", n, err)
+	}
+	b := open(t)
+	if n, err := b.ImportKVFile(0, path); err != nil || n != 32 {
+		t.Fatalf("import: %d %v", n, err)
+	}
+	again, err := b.Generate(context.Background(), Request{PromptTokens: conv, MaxTokens: 4, Sampling: &g, IgnoreEOS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := again.Sequences[0].Metrics.CachedPromptTokens; c != 32 {
+		t.Fatalf("cached prompt tokens %d, want 32 (the imported prefix)", c)
+	}
+	cold, err := a.Generate(context.Background(), Request{PromptTokens: conv, MaxTokens: 4, Sampling: &g, IgnoreEOS: true}, nil)
+	if err != nil || fmt.Sprint(cold.Tokens()) != fmt.Sprint(again.Tokens()) {
+		t.Fatalf("continuations differ: %v vs %v (%v)", again.Tokens(), cold.Tokens(), err)
+	}
+	if _, err := b.ImportKVFile(0, filepath.Join(t.TempDir(), "missing.llmkv")); !errors.Is(err, &Error{Status: StatusIO}) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("not a KV stream at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ImportKVFile(0, path); !errors.Is(err, &Error{Status: StatusKVCorrupt}) {
+		t.Fatalf("damaged file: %v", err)
+	}
+}

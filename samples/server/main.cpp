@@ -65,6 +65,9 @@ llm_ctx* CreateContext(const server::Options& o) {
   p.n_gpu_layers = o.n_gpu_layers;
   p.max_batch_tokens = o.max_batch_tokens;
   p.kv_type = o.kv_type;
+  p.kv_host_bytes = o.kv_host_bytes;
+  p.kv_disk_dir = o.kv_disk_dir.empty() ? nullptr : o.kv_disk_dir.c_str();
+  p.kv_disk_bytes = o.kv_disk_bytes;
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&p, &ctx), "llm_ctx_create")) return nullptr;
   // The default context length is no longer than the model was trained for.

@@ -73,6 +73,15 @@ std::string PrometheusMetrics(const Engine& engine, const std::string& model) {
   w.Counter("swap_ins_total", "Swapped-out sequences resumed without recompute.", s.swap_ins);
   w.Counter("swap_blocks_out_total", "KV blocks copied to host memory.", s.swap_blocks_out);
   w.Counter("swap_blocks_in_total", "KV blocks copied back from host memory.", s.swap_blocks_in);
+  w.Counter("kv_tier_host_hit_tokens_total", "Prompt tokens copied back from the host-memory KV tier.",
+            s.kv_tier_host_hit_tokens);
+  w.Counter("kv_tier_disk_hit_tokens_total", "Prompt tokens copied back from the disk KV tier.",
+            s.kv_tier_disk_hit_tokens);
+  w.Counter("kv_tier_bytes_down_total", "KV bytes copied from the pool into a tier.", s.kv_tier_bytes_down);
+  w.Counter("kv_tier_bytes_up_total", "KV bytes copied from a tier back into the pool.", s.kv_tier_bytes_up);
+  w.Counter("kv_tier_files_refused_total", "Disk tier files ignored (another model's, or corrupt).",
+            s.kv_tier_files_refused);
+  w.Counter("kv_imports_refused_total", "KV imports (llm_kv_import) that imported nothing.", s.kv_imports_refused);
   w.Counter("http_requests_total", "Generation requests received by the server.", engine.http_requests.load());
   w.Counter("cancelled_on_disconnect_total", "Streaming requests cancelled because the client went away.",
             engine.cancelled_on_disconnect.load());
@@ -88,6 +97,10 @@ std::string PrometheusMetrics(const Engine& engine, const std::string& model) {
           s.kv_utilization);
   w.Gauge("swap_blocks", "Swap space in KV blocks (0: no swapping).", s.swap_blocks_total);
   w.Gauge("swap_blocks_used", "Swap blocks holding swapped-out sequences.", s.swap_blocks_used);
+  w.Gauge("kv_tier_host_bytes", "Bytes held in the host-memory KV tier.", static_cast<double>(s.kv_tier_host_bytes));
+  w.Gauge("kv_tier_disk_bytes", "Bytes held in the disk KV tier.", static_cast<double>(s.kv_tier_disk_bytes));
+  w.Gauge("kv_tier_disk_on", "1 while the disk KV tier works (0: none, or turned off by an error).",
+          s.kv_tier_disk_on);
   w.Gauge("uptime_seconds", "Seconds since the context was created.", s.uptime_s);
   w.Gauge("prompt_tokens_per_second", "Prompt tokens per second of busy engine time.", s.prompt_tokens_per_s);
   w.Gauge("generated_tokens_per_second", "Generated tokens per second of busy engine time.",

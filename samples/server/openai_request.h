@@ -54,6 +54,7 @@ struct Generation {
   llm_sampling_params sampling{};
   std::vector<std::string> stop;
   bool ignore_eos = false;     // extension (as vLLM)
+  bool keep_kv = false;        // extension: llm_request.keep_kv (the conversation's KV is evicted last)
   int32_t priority = 0;        // extension (as vLLM)
   // Constrained output (response_format, the regex / grammar / choice
   // extensions, or a forced tool call): llm_request's constraint fields.

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,10 @@ namespace {
                "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
                "  -ctk, -ctv TYPE         KV cache element type: f32, f16 or q8_0 (both the same; CPU)\n"
                "  --max-batch-tokens N, -b N  token budget per engine step (default 512)\n"
+               "  --kv-host-bytes N       keep KV blocks evicted from the prefix cache in N bytes of host\n"
+               "                          memory (suffix k, m, g: 512m; default 0: none; CPU backend)\n"
+               "  --kv-disk-dir DIR       and below that on disk, in DIR, across restarts (CPU backend)\n"
+               "  --kv-disk-bytes N       the disk tier's budget (suffix k, m, g; default 4g)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
@@ -77,6 +82,25 @@ int KvType(const std::string& flag, const char* v) {
   if (t == "f16") return LLM_KV_F16;
   if (t == "q8_0") return LLM_KV_Q8_0;
   Refuse(flag + " " + std::string(t), "the KV cache holds f32, f16 or q8_0 here");
+}
+
+// A byte count: digits with an optional k, m or g (binary multiples).
+unsigned long long Bytes(const std::string& flag, const char* v) {
+  if (v == nullptr) Usage(2);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  unsigned shift = 0;
+  if (end != v && *end != '\0' && end[1] == '\0') {
+    const char c = static_cast<char>(*end | 0x20);
+    shift = c == 'k' ? 10 : c == 'm' ? 20 : c == 'g' ? 30 : 64;
+    ++end;
+  }
+  if (end == v || *end != '\0' || errno != 0 || v[0] == '-' || shift == 64 || (shift > 0 && n > (~0ull >> shift))) {
+    std::fprintf(stderr, "llm-server: %s takes a byte count (digits, then k, m or g), not '%s'\n", flag.c_str(), v);
+    std::exit(2);
+  }
+  return n << shift;
 }
 
 // llama-server flags that change nothing here, and how many values each takes.
@@ -178,6 +202,9 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = KvType(a, v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = KvType(a, v); ++i; }
     else if (a == "--max-batch-tokens" || a == "-b" || a == "--batch-size") o.max_batch_tokens = num();
+    else if (a == "--kv-host-bytes") { o.kv_host_bytes = Bytes(a, v); ++i; }
+    else if (a == "--kv-disk-dir") o.kv_disk_dir = str();
+    else if (a == "--kv-disk-bytes") { o.kv_disk_bytes = Bytes(a, v); ++i; }
     else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
     else if (a == "--http-threads" || a == "--threads-http") o.http_threads = num();
     else if (a == "--chat-template" || a == "--chat-template-file") o.chat_template = str();

@@ -30,6 +30,10 @@ struct Options {
   int kv_type = 0;        // llm_ctx_params.kv_type (LLM_KV_*); 0 = AUTO
   int n_gpu_layers = -1;  // llm_ctx_params.n_gpu_layers
   int max_batch_tokens = 0;
+  // KV tiers under the prefix cache (llm_ctx_params.kv_host_bytes, kv_disk_dir, kv_disk_bytes).
+  unsigned long long kv_host_bytes = 0;
+  std::string kv_disk_dir;
+  unsigned long long kv_disk_bytes = 0;
   int http_threads = 0;  // 0: 4 per sequence slot, at least 8
   std::string chat_template;
   std::vector<std::string> api_keys;

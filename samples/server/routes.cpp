@@ -54,6 +54,14 @@ json StatsJson(llm_ctx* ctx, const Engine& engine) {
       {"prefix_cache_queried_tokens", s.prefix_cache_queried_tokens},
       {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens},
       {"preemptions", s.preemptions},
+      {"kv_tier_host_hit_tokens", s.kv_tier_host_hit_tokens},
+      {"kv_tier_disk_hit_tokens", s.kv_tier_disk_hit_tokens},
+      {"kv_tier_bytes_down", s.kv_tier_bytes_down},
+      {"kv_tier_bytes_up", s.kv_tier_bytes_up},
+      {"kv_tier_host_bytes", s.kv_tier_host_bytes},
+      {"kv_tier_disk_bytes", s.kv_tier_disk_bytes},
+      {"kv_tier_disk_on", s.kv_tier_disk_on},
+      {"kv_imports_refused", s.kv_imports_refused},
       {"draft_tokens_proposed", s.draft_tokens_proposed},
       {"draft_tokens_accepted", s.draft_tokens_accepted},
       {"uptime_s", s.uptime_s},
@@ -259,6 +267,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     r.stop = stops.empty() ? nullptr : stops.data();
     r.n_stop = static_cast<int32_t>(stops.size());
     r.ignore_eos = g.ignore_eos ? 1 : 0;
+    r.keep_kv = g.keep_kv ? 1 : 0;
     r.top_logprobs = g.top_logprobs;
     r.min_tokens = g.min_tokens;
     r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();

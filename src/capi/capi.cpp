@@ -228,6 +228,9 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     spec.priority = r.priority;
     spec.prompt_logprobs = r.prompt_logprobs != 0;
     spec.cache_salt = r.cache_salt;
+    if (r.keep_kv != 0 && r.keep_kv != 1) return Fail(LLM_ERR_INVALID_ARGUMENT, "keep_kv must be 0 or 1");
+    if (r.reserved2 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved2 must be 0");
+    spec.keep_kv = r.keep_kv == 1;
     if (llm_status s = ToTokenRules(r, r.sampling, *model.tokenizer, &spec); s != LLM_OK) return s;
     if (llm_status s = ToConstraint(r, ctx->constraints, &spec); s != LLM_OK) return s;
     const llm::EngineConfig& ec = ctx->engine->config();

@@ -24,6 +24,8 @@ inline constexpr float kGpuMemoryFraction = 0.90f;   // gpu_memory_fraction (CUD
 inline constexpr int64_t kCpuKvBytes = int64_t{256} << 20;
 // swap_space_bytes with preempt_mode SWAP: the KV pool's size, at most this.
 inline constexpr uint64_t kMaxSwapBytes = uint64_t{1} << 30;
+// kv_disk_bytes with a kv_disk_dir: the disk tier's budget.
+inline constexpr uint64_t kKvDiskBytes = uint64_t{4} << 30;
 
 // ---- llm_ctx_params: ranges
 inline constexpr int32_t kMaxThreads = 1024;

@@ -35,6 +35,7 @@ struct Sequence {
   uint64_t cache_salt = 0;           // sequences share cached blocks only with equal salts
   int32_t n_cached_prompt = -1;      // prompt tokens served from the cache at first admission
   bool use_cached_prefix = true;     // may start from cached blocks
+  bool keep_kv = false;              // its freed blocks go to the protected end of the eviction order
   SeqState state = SeqState::kWaiting;
   int32_t n_preemptions = 0;         // by recompute or by swapping
 

@@ -213,6 +213,10 @@ Status CheckContextParams(const llm_ctx_params& p) {
   if (p.reserved2 != 0) return InvalidArgument("reserved2 must be 0");
   if (p.reserved3 != 0) return InvalidArgument("reserved3 must be 0");
   if (p.reserved4 != 0) return InvalidArgument("reserved4 must be 0");
+  if (p.kv_disk_bytes != 0 && p.kv_disk_dir == nullptr)
+    return InvalidArgument("kv_disk_bytes needs kv_disk_dir");
+  if (p.kv_disk_dir != nullptr && p.kv_disk_dir[0] == '\0')
+    return InvalidArgument("kv_disk_dir is empty (NULL for no disk tier)");
   if (p.n_gpu_layers < -1)
     return InvalidArgument("n_gpu_layers " + Str(p.n_gpu_layers) + " must be >= 0, or -1 for every layer");
   if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q8_0)
@@ -247,9 +251,15 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const Con
   spec.verify = overrides.verify;
   LLM_ASSIGN_OR_RETURN(spec.draft, CreateDraft(p, *model, std::move(draft),
                                                 KvCacheSpec{ec.block_size, ec.n_blocks, ec.n_ctx, LLM_KV_AUTO}));
-  // An encoder keeps no KV cache (Backend::Encode): nothing to swap.
+  // An encoder keeps no KV cache (Backend::Encode): nothing to swap, and no
+  // tier below a cache it does not have.
   if (!model->config.is_encoder) {
     LLM_ASSIGN_OR_RETURN(ec.n_swap_slots, SwapSlots(p, ec.n_blocks, backend->kv_block_bytes()));
+    ec.tiers.host_bytes = p.kv_host_bytes;
+    if (p.kv_disk_dir != nullptr) {
+      ec.tiers.disk_dir = p.kv_disk_dir;
+      ec.tiers.disk_bytes = p.kv_disk_bytes != 0 ? p.kv_disk_bytes : defaults::kKvDiskBytes;
+    }
   }
   return Engine::Create(std::move(model), std::move(backend), ec, std::move(spec));
 }

@@ -37,6 +37,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(std::unique_ptr<Model> model,
   }
   if (config.n_swap_slots > 0) LLM_RETURN_IF_ERROR(backend->ReserveSwapSpace(config.n_swap_slots));
   std::unique_ptr<Engine> e(new Engine(std::move(model), std::move(backend), config, std::move(spec)));
+  LLM_ASSIGN_OR_RETURN(e->tiers_, kvstate::KvTiers::Create(config.tiers, e->backend_.get(), e->model_.get()));
+  e->kv_.set_tier(e->tiers_.get());
+  e->FillTierStats(&e->stats_);  // what the directory scan found, before the first step
+  e->published_ = e->stats_;
   e->thread_ = std::thread([p = e.get()] { p->Run(); });
   return e;
 }
@@ -75,6 +79,14 @@ Engine::~Engine() {
   cv_.notify_all();
   paused_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // The disk tier outlives the context: what the pool still caches goes
+  // down to it, so the next context on that directory finds it.
+  if (tiers_) tiers_->Persist(kv_.pool());
+  kv_.set_tier(nullptr);
+}
+
+std::vector<std::string> Engine::TierWarnings() const {
+  return tiers_ ? tiers_->warnings() : std::vector<std::string>{};
 }
 
 // ------------------------------------------------------------ caller side
@@ -244,6 +256,7 @@ kvstate::ImportResult Engine::ImportKv(uint64_t cache_salt, const kvstate::ReadF
   kvstate::ImportResult r;
   Status st = RunPaused([&](KvCacheManager& kv, Backend& backend) -> Status {
     r = kvstate::ImportKv({&kv.pool(), &backend, model_.get()}, cache_salt, read);
+    if (!r.status.ok() && r.n_tokens == 0) ++imports_refused_;
     return Status::Ok();
   });
   if (!st.ok()) r.status = st;
@@ -275,6 +288,7 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
                                  static_cast<size_t>(config_.n_ctx)) + 1);
     seq->n_prompt = static_cast<int32_t>(spec.prompt.size());
     seq->cache_salt = spec.cache_salt;
+    seq->keep_kv = spec.keep_kv;
     seq->spec_mode = spec.spec_mode;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
     if (!spec.rules.empty()) seq->gen.sampler.set_rules(&spec.rules);
@@ -513,6 +527,7 @@ void Engine::Publish() {
   s.swap_blocks_used = kv_.n_swap_slots() - kv_.n_swap_free();
   s.swap_blocks_out = kv_.swapped_out_blocks();
   s.swap_blocks_in = kv_.swapped_in_blocks();
+  FillTierStats(&s);
   const BackendMemory mem = backend_->memory();
   s.kv_bytes = static_cast<uint64_t>(mem.kv_committed);
   s.kv_pool_bytes = static_cast<uint64_t>(mem.kv_pool);
@@ -525,6 +540,21 @@ void Engine::Publish() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   published_ = s;
+}
+
+void Engine::FillTierStats(llm_stats* s) const {
+  s->kv_imports_refused = imports_refused_;
+  if (!tiers_) return;
+  const kvstate::TierCounters t = tiers_->counters();
+  const uint64_t bs = static_cast<uint64_t>(config_.block_size);
+  s->kv_tier_host_hit_tokens = t.host_hit_blocks * bs;
+  s->kv_tier_disk_hit_tokens = t.disk_hit_blocks * bs;
+  s->kv_tier_bytes_down = t.bytes_down;
+  s->kv_tier_bytes_up = t.bytes_up;
+  s->kv_tier_host_bytes = t.host_bytes;
+  s->kv_tier_disk_bytes = t.disk_bytes;
+  s->kv_tier_files_refused = t.files_refused;
+  s->kv_tier_disk_on = t.disk_enabled ? 1 : 0;
 }
 
 void Engine::RunSwapOuts(const SchedulerOutput& plan) {
@@ -651,6 +681,7 @@ void Engine::MarkScheduled(const SchedulerOutput& plan, Clock::time_point now) {
 
 Status Engine::RunForward(const SchedulerOutput& plan, const Batch& batch) {
   Status st = backend_->SwapInKvBlocks(plan.swap_ins);
+  kv_.pool().ClearPending();  // swapped-in blocks hold their K/V now (a tier may copy them)
   if (st.ok()) stats_.swap_ins += plan.swapped_in.size();
   for (size_t i = 0; st.ok() && i < plan.copies.size(); ++i) {
     st = backend_->CopyKvBlock(plan.copies[i].src, plan.copies[i].dst);

@@ -25,6 +25,7 @@
 #include "engine/event_queue.h"
 #include "engine/request_state.h"
 #include "kv/kv_cache_manager.h"
+#include "kvstate/kv_tiers.h"
 #include "kvstate/kv_transfer.h"
 #include "model/model.h"
 #include "sched/scheduler.h"
@@ -48,6 +49,9 @@ struct EngineConfig {
   // Host swap space for preemption by swapping, in KV blocks of the
   // backend's format; 0: preemption recomputes.
   int32_t n_swap_slots = 0;
+  // Host-memory and disk tiers under the prefix cache (kvstate/kv_tiers.h);
+  // empty: none.
+  kvstate::TierOptions tiers;
 };
 
 // Speculative decoding set-up of an engine (spec/): the draft proposer, if a
@@ -99,6 +103,8 @@ class Engine {
   const Model& model() const { return *model_; }
   const EngineConfig& config() const { return config_; }
   bool has_draft() const { return spec_.has_draft(); }
+  // The KV tiers' warnings so far (a disk tier turned off, files ignored).
+  std::vector<std::string> TierWarnings() const;
   int32_t backend_kind() const { return backend_->kind(); }
 
  private:
@@ -142,6 +148,7 @@ class Engine {
   void ForkChildren(Sequence* parent, const float* logits);
   void MeasureKvUtilization();
   void Publish();  // stats_ -> published_, once per loop iteration, before its events
+  void FillTierStats(llm_stats* s) const;  // the kv_tier_* and kv_imports_refused fields
   void Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message);
   void EmitToken(Sequence* seq, int32_t token, float logprob, std::string_view text);
 
@@ -170,6 +177,8 @@ class Engine {
 
   // ---- engine thread only
   KvCacheManager kv_;
+  std::unique_ptr<kvstate::KvTiers> tiers_;  // null: no tiers; set before the thread starts
+  uint64_t imports_refused_ = 0;             // llm_kv_import calls refused (under RunPaused)
   Scheduler scheduler_;
   Speculator spec_;
   // The vocabulary as a byte trie for constrained requests, built on the

@@ -46,6 +46,7 @@ struct RequestSpec {
   // request with the same one; null = none.
   std::shared_ptr<const constrain::ByteProgram> constraint;
   uint64_t cache_salt = 0;
+  bool keep_kv = false;               // llm_request.keep_kv
   int32_t spec_mode = LLM_SPEC_OFF;   // resolved: OFF, NGRAM or DRAFT (never AUTO)
   int32_t spec_k = defaults::kSpecK;  // drafts per round, >= 1
   llm_event_callback callback = nullptr;

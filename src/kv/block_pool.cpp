@@ -12,20 +12,24 @@ BlockPool::BlockPool(int32_t n_blocks, int32_t block_size)
 
 void BlockPool::Unlink(int32_t b) {
   Block& x = blocks_[b];
-  if (x.prev >= 0) blocks_[x.prev].next = x.next; else head_ = x.next;
-  if (x.next >= 0) blocks_[x.next].prev = x.prev; else tail_ = x.prev;
+  const int l = x.keep ? 1 : 0;
+  if (x.prev >= 0) blocks_[x.prev].next = x.next; else head_[l] = x.next;
+  if (x.next >= 0) blocks_[x.next].prev = x.prev; else tail_[l] = x.prev;
   x.prev = x.next = -1;
   --n_free_;
+  n_protected_free_ -= l;
   if (x.cached) --n_cached_free_;
 }
 
 void BlockPool::PushBack(int32_t b) {
   Block& x = blocks_[b];
-  x.prev = tail_;
+  const int l = x.keep ? 1 : 0;
+  x.prev = tail_[l];
   x.next = -1;
-  if (tail_ >= 0) blocks_[tail_].next = b; else head_ = b;
-  tail_ = b;
+  if (tail_[l] >= 0) blocks_[tail_[l]].next = b; else head_[l] = b;
+  tail_[l] = b;
   ++n_free_;
+  n_protected_free_ += l;
   if (x.cached) ++n_cached_free_;
 }
 
@@ -38,9 +42,13 @@ void BlockPool::Evict(int32_t b) {
 }
 
 std::optional<int32_t> BlockPool::Allocate() {
-  if (head_ < 0) return std::nullopt;
-  const int32_t b = head_;
+  const int32_t b = head_[0] >= 0 ? head_[0] : head_[1];
+  if (b < 0) return std::nullopt;
   Unlink(b);
+  Block& x = blocks_[b];
+  x.keep = false;
+  if (hook_ != nullptr && x.cached && !x.pending)
+    hook_->OnEvict({b, x.hash, x.parent, x.salt, cached_tokens(b)});
   Evict(b);
   blocks_[b].ref = 1;
   return b;
@@ -56,12 +64,13 @@ bool BlockPool::EnsureCapacity(std::vector<int32_t>* table, int64_t n_tokens) {
 
 void BlockPool::AddRef(int32_t block) { ++blocks_[block].ref; }
 
-void BlockPool::Release(int32_t block) {
+void BlockPool::Release(int32_t block, bool keep) {
+  if (keep) blocks_[block].keep = true;
   if (--blocks_[block].ref == 0) PushBack(block);
 }
 
-void BlockPool::ReleaseAll(std::vector<int32_t>* table) {
-  for (auto it = table->rbegin(); it != table->rend(); ++it) Release(*it);
+void BlockPool::ReleaseAll(std::vector<int32_t>* table, bool keep) {
+  for (auto it = table->rbegin(); it != table->rend(); ++it) Release(*it, keep);
   table->clear();
 }
 
@@ -107,22 +116,39 @@ void BlockPool::Register(int32_t block, BlockHash hash, BlockHash parent, uint64
   std::copy(tokens.begin(), tokens.end(), tokens_.begin() + static_cast<size_t>(block) * block_size_);
 }
 
+void BlockPool::MarkPending(int32_t block) {
+  if (!blocks_[block].pending) pending_.push_back(block);
+  blocks_[block].pending = true;
+}
+
+void BlockPool::ClearPending() {
+  for (int32_t b : pending_) blocks_[b].pending = false;
+  pending_.clear();
+}
+
 std::span<const int32_t> BlockPool::cached_tokens(int32_t block) const {
   return {tokens_.data() + static_cast<size_t>(block) * block_size_, static_cast<size_t>(block_size_)};
 }
 
 bool BlockPool::CheckInvariants(std::string* why) const {
-  int32_t free_seen = 0, cached_free = 0;
-  int32_t prev = -1;
-  for (int32_t b = head_; b >= 0; b = blocks_[b].next) {
-    if (blocks_[b].ref != 0) { *why = "block " + std::to_string(b) + " is on the free list but referenced"; return false; }
-    if (blocks_[b].prev != prev) { *why = "free list links broken at " + std::to_string(b); return false; }
-    if (++free_seen > n_blocks()) { *why = "free list has a cycle"; return false; }
-    if (blocks_[b].cached) ++cached_free;
-    prev = b;
+  int32_t free_seen = 0, cached_free = 0, protected_free = 0;
+  for (int l = 0; l < 2; ++l) {
+    int32_t prev = -1;
+    for (int32_t b = head_[l]; b >= 0; b = blocks_[b].next) {
+      if (blocks_[b].ref != 0) { *why = "block " + std::to_string(b) + " is on the free list but referenced"; return false; }
+      if (blocks_[b].prev != prev) { *why = "free list links broken at " + std::to_string(b); return false; }
+      if (++free_seen > n_blocks()) { *why = "free list has a cycle"; return false; }
+      if (blocks_[b].keep != (l == 1)) { *why = "block " + std::to_string(b) + " is on the wrong free list"; return false; }
+      if (blocks_[b].cached) ++cached_free;
+      protected_free += l;
+      prev = b;
+    }
+    if (prev != tail_[l]) { *why = "free list tail mismatch"; return false; }
   }
-  if (prev != tail_) { *why = "free list tail mismatch"; return false; }
-  if (free_seen != n_free_ || cached_free != n_cached_free_) { *why = "free counts drifted"; return false; }
+  if (free_seen != n_free_ || cached_free != n_cached_free_ || protected_free != n_protected_free_) {
+    *why = "free counts drifted";
+    return false;
+  }
   int32_t n_zero = 0;
   for (const Block& x : blocks_) {
     if (x.ref < 0) { *why = "negative ref count"; return false; }

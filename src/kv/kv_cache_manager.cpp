@@ -28,14 +28,32 @@ int32_t KvCacheManager::AttachCachedPrefix(Sequence* seq) {
     auto toks = BlockTokens(*seq, i, bs);
     const BlockHash h = BlockPool::HashBlock(parent, seq->cache_salt, toks);
     auto b = pool_.Lookup(h, parent, toks);
-    if (!b) break;
-    pool_.Touch(*b);
+    if (b) {
+      pool_.Touch(*b);
+    } else {
+      b = RestoreFromTier(h, parent, seq->cache_salt, toks);
+      if (!b) break;
+    }
     seq->block_table.push_back(*b);
     seq->block_hashes.push_back(h);
     parent = h;
   }
   seq->n_computed = static_cast<int32_t>(seq->block_table.size()) * bs;
   return seq->n_computed;
+}
+
+std::optional<int32_t> KvCacheManager::RestoreFromTier(BlockHash h, BlockHash parent, uint64_t salt,
+                                                       std::span<const int32_t> toks) {
+  KvTierHook* tier = pool_.tier_hook();
+  if (tier == nullptr || !pool_.CanAllocate(1) || !tier->Stage(h, parent, salt, toks)) return std::nullopt;
+  const int32_t b = *pool_.Allocate();  // ref 1, as Touch gives; may offer another block down
+  if (!tier->WriteStaged(b)) {
+    pool_.Release(b);
+    return std::nullopt;
+  }
+  pool_.Register(b, h, parent, salt, toks);
+  ++tier_restored_blocks_;
+  return b;
 }
 
 bool KvCacheManager::AllocateSlots(Sequence* seq, int32_t n_new, int32_t n_lookahead, std::vector<KvCopy>* copies) {
@@ -82,7 +100,7 @@ void KvCacheManager::Fork(const Sequence& parent, Sequence* child) {
 }
 
 void KvCacheManager::Free(Sequence* seq) {
-  pool_.ReleaseAll(&seq->block_table);
+  pool_.ReleaseAll(&seq->block_table, seq->keep_kv);
   seq->block_hashes.clear();
   FreeSwapSlots(seq);
 }
@@ -171,6 +189,7 @@ KvCacheManager::SwapInResult KvCacheManager::SwapIn(Sequence* seq, int32_t n_new
       // copy runs before any step that could read it.
       const BlockHash parent = i > 0 ? seq->block_hashes[i - 1] : 0;
       pool_.Register(b, seq->block_hashes[i], parent, salt, BlockTokens(*seq, i, pool_.block_size()));
+      pool_.MarkPending(b);  // its K/V arrive with the swap-in copy, before the step
     }
   }
   pool_.EnsureCapacity(&seq->block_table, end);

@@ -68,6 +68,9 @@ class KvCacheManager {
   // start from cached blocks says so (Sequence::use_cached_prefix).
   KvCacheManager(int32_t n_blocks, int32_t block_size, int32_t n_swap_slots = 0);
 
+  // Tiers under the prefix cache (kv_tier_hook.h); null: none. Not owned.
+  void set_tier(KvTierHook* tier) { pool_.set_tier_hook(tier); }
+
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
   int32_t block_size() const { return pool_.block_size(); }
@@ -75,6 +78,8 @@ class KvCacheManager {
   // For a sequence without blocks: maps the longest cached prefix of its
   // tokens onto the cached blocks (always leaving at least one token to
   // compute, whose logits the step needs) and sets n_computed to match.
+  // A block the pool lacks is looked up in the tiers, if any, and copied
+  // back into a free block (which may evict another cached block down).
   // Returns the number of tokens served from the cache.
   int32_t AttachCachedPrefix(Sequence* seq);
 
@@ -93,8 +98,9 @@ class KvCacheManager {
   // (parallel sampling).
   void Fork(const Sequence& parent, Sequence* child);
 
-  // Releases all of a sequence's blocks, tail first, and its swap slots if
-  // it is swapped out (then it is not any more).
+  // Releases all of a sequence's blocks, tail first (to the protected end
+  // of the eviction order if it keeps its KV), and its swap slots if it is
+  // swapped out (then it is not any more).
   void Free(Sequence* seq);
 
   // ---- swapping (see the top of this file)
@@ -128,6 +134,8 @@ class KvCacheManager {
   // Blocks copied to and from the swap space, since creation.
   uint64_t swapped_out_blocks() const { return swapped_out_blocks_; }
   uint64_t swapped_in_blocks() const { return swapped_in_blocks_; }
+  // Blocks copied back from the tiers by AttachCachedPrefix, since creation.
+  uint64_t tier_restored_blocks() const { return tier_restored_blocks_; }
 
   // Checks the swap space's bookkeeping against the swapped-out sequences
   // (every slot free or held by exactly one of them); false with a reason.
@@ -137,12 +145,16 @@ class KvCacheManager {
   // Logical block i of `seq` as the prefix cache has it, if it does.
   std::optional<int32_t> LookupCached(const Sequence& seq, int32_t i) const;
   void FreeSwapSlots(Sequence* seq);
+  // A free block filled from the tiers with (h, parent, toks), registered
+  // and referenced once; nullopt when no tier has it or the pool is full.
+  std::optional<int32_t> RestoreFromTier(BlockHash h, BlockHash parent, uint64_t salt, std::span<const int32_t> toks);
 
   BlockPool pool_;
   int32_t n_swap_slots_;
   std::vector<int32_t> swap_free_;  // free swap slot ids (a stack)
   uint64_t swapped_out_blocks_ = 0;
   uint64_t swapped_in_blocks_ = 0;
+  uint64_t tier_restored_blocks_ = 0;
   uint64_t queried_tokens_ = 0;
   uint64_t hit_tokens_ = 0;
 };

@@ -106,6 +106,16 @@ Status StreamWriter::Section(uint32_t tag, uint32_t flags, std::span<const uint8
   return Status::Ok();
 }
 
+Status StreamWriter::WriteTierHeader(const ModelFingerprint& model, const KvGeometry& g, uint64_t salt,
+                                     BlockHash first_parent) {
+  tier_ = true;
+  Out t;
+  t.Put(salt);
+  t.Put(first_parent);
+  tier_payload_ = std::move(t.b);
+  return WriteHeader(model, g);
+}
+
 Status StreamWriter::WriteHeader(const ModelFingerprint& model, const KvGeometry& g) {
   Out h;
   for (char c : kMagic) h.Put(static_cast<uint8_t>(c));
@@ -113,6 +123,7 @@ Status StreamWriter::WriteHeader(const ModelFingerprint& model, const KvGeometry
   h.Put(uint32_t{0});
   LLM_RETURN_IF_ERROR(write_(h.b.data(), h.b.size()));
   bytes_ += h.b.size();
+  if (tier_) LLM_RETURN_IF_ERROR(Section(kTagTier, kSectionRequired, tier_payload_));
 
   Out m;
   m.PutString(model.arch);
@@ -190,7 +201,8 @@ Status StreamReader::ReadSectionHead(uint32_t* tag, uint32_t* flags, uint64_t* l
   std::memcpy(length, h + 8, 8);
   // A known section with a flag this reader does not know (a later version
   // marking, say, a compressed block) must not be read as if it had none.
-  const bool known = *tag == kTagModel || *tag == kTagGeometry || *tag == kTagBlock || *tag == kTagEnd;
+  const bool known =
+      *tag == kTagModel || *tag == kTagGeometry || *tag == kTagBlock || *tag == kTagEnd || *tag == kTagTier;
   if (known && (*flags & ~kSectionRequired) != 0)
     return KvMismatch("KV stream: section " + TagName(*tag) + " at byte " + std::to_string(offset_ - 16) +
                       " has flags " + std::to_string(*flags) + " unknown to this library (a newer writer)");
@@ -285,12 +297,23 @@ Status StreamReader::ReadHeader(StreamHeader* out) {
   if (header_flags != 0)
     return KvMismatch("KV stream: header flags " + std::to_string(header_flags) + " are unknown to this library");
   bool have_model = false, have_geo = false;
+  out->tier = false;
+  out->salt = 0;
+  out->first_parent = 0;
   while (!have_model || !have_geo) {
     uint32_t tag, flags;
     uint64_t length;
     const uint64_t at = offset_;
     LLM_RETURN_IF_ERROR(ReadSectionHead(&tag, &flags, &length));
-    if (tag == kTagModel && !have_model) {
+    if (tag == kTagTier && !out->tier && !have_model && !have_geo) {
+      if (length != 16)
+        return KvCorrupt("KV stream: the TIER section at byte " + std::to_string(at) + " is malformed");
+      uint8_t t[16];
+      LLM_RETURN_IF_ERROR(ReadExact(t, sizeof t, "the TIER section"));
+      std::memcpy(&out->salt, t, 8);
+      std::memcpy(&out->first_parent, t + 8, 8);
+      out->tier = true;
+    } else if (tag == kTagModel && !have_model) {
       LLM_RETURN_IF_ERROR(ReadPayload(length, &scratch_, "model"));
       LLM_RETURN_IF_ERROR(ParseModel(scratch_, &out->model));
       have_model = true;
@@ -298,9 +321,9 @@ Status StreamReader::ReadHeader(StreamHeader* out) {
       LLM_RETURN_IF_ERROR(ReadPayload(length, &scratch_, "geometry"));
       LLM_RETURN_IF_ERROR(ParseGeometry(scratch_, &out->geometry));
       have_geo = true;
-    } else if (tag == kTagModel || tag == kTagGeometry || tag == kTagBlock || tag == kTagEnd) {
+    } else if (tag == kTagModel || tag == kTagGeometry || tag == kTagBlock || tag == kTagEnd || tag == kTagTier) {
       return KvCorrupt("KV stream: section " + TagName(tag) + " at byte " + std::to_string(at) +
-                       " comes before the model and geometry sections (or repeats one)");
+                       " comes before the model and geometry sections (or repeats one, or TIER comes after them)");
     } else if (flags & kSectionRequired) {
       return KvMismatch("KV stream: section " + TagName(tag) + " at byte " + std::to_string(at) +
                         " is required and unknown to this library (a newer writer)");
@@ -309,6 +332,8 @@ Status StreamReader::ReadHeader(StreamHeader* out) {
     }
   }
   geometry_ = out->geometry;
+  salt_ = out->salt;
+  last_hash_ = out->first_parent;
   have_header_ = true;
   return Status::Ok();
 }
@@ -335,7 +360,7 @@ StatusOr<bool> StreamReader::NextBlock(BlockRecord* out) {
       return false;
     }
     if (tag != kTagBlock) {
-      if (tag == kTagModel || tag == kTagGeometry)
+      if (tag == kTagModel || tag == kTagGeometry || tag == kTagTier)
         return KvCorrupt("KV stream: a second " + TagName(tag) + " section at byte " + std::to_string(at));
       if (flags & kSectionRequired)
         return KvMismatch("KV stream: section " + TagName(tag) + " at byte " + std::to_string(at) +
@@ -361,7 +386,7 @@ StatusOr<bool> StreamReader::NextBlock(BlockRecord* out) {
     std::memcpy(&out->parent, prefix + 8, 8);
     std::memcpy(&out->hash, prefix + 16, 8);
     if (out->index != n_blocks_ || out->parent != last_hash_ ||
-        out->hash != BlockPool::HashBlock(out->parent, 0, out->tokens))
+        out->hash != BlockPool::HashBlock(out->parent, salt_, out->tokens))
       return KvCorrupt("KV stream: block " + std::to_string(n_blocks_) + " at byte " + std::to_string(at) +
                        " does not continue the prefix (index or chained hash)");
     last_hash_ = out->hash;

@@ -50,6 +50,9 @@ inline constexpr uint32_t kTagModel = Tag("MODL");
 inline constexpr uint32_t kTagGeometry = Tag("GEOM");
 inline constexpr uint32_t kTagBlock = Tag("BLCK");
 inline constexpr uint32_t kTagEnd = Tag("END ");
+// Tier files (kvstate/tier_file.h): the blocks continue a chain that starts
+// elsewhere, under a cache salt: u64 salt | u64 parent hash of block 0.
+inline constexpr uint32_t kTagTier = Tag("TIER");
 inline constexpr uint32_t kSectionRequired = 1;
 // The chained block hash function (BlockPool::HashBlock); another one would
 // be another id, and a reader refuses ids it does not know.
@@ -81,6 +84,12 @@ struct StreamHeader {
   uint32_t version = 0;
   ModelFingerprint model;
   KvGeometry geometry;
+  // A TIER section (written before MODL): the blocks' hashes are salted
+  // with `salt` and block 0's parent is `first_parent` (a tier file holds
+  // one block from the middle of a prefix). Without it: salt 0, parent 0.
+  bool tier = false;
+  uint64_t salt = 0;
+  BlockHash first_parent = 0;
 };
 
 struct BlockRecord {
@@ -99,6 +108,9 @@ class StreamWriter {
  public:
   explicit StreamWriter(WriteFn write) : write_(std::move(write)) {}
   Status WriteHeader(const ModelFingerprint& model, const KvGeometry& geometry);
+  // A tier file's header: TIER (salt, parent of block 0), then as above.
+  Status WriteTierHeader(const ModelFingerprint& model, const KvGeometry& geometry, uint64_t salt,
+                         BlockHash first_parent);
   // The block after the last one written (index = blocks written so far).
   Status WriteBlock(BlockHash parent, BlockHash hash, std::span<const int32_t> tokens, std::span<const uint8_t> kv);
   Status Finish();  // the END section
@@ -109,11 +121,14 @@ class StreamWriter {
   WriteFn write_;
   uint64_t bytes_ = 0;
   uint32_t n_blocks_ = 0;
+  bool tier_ = false;
+  std::vector<uint8_t> tier_payload_;
 };
 
 // Reads a stream and checks everything a stream can check by itself: magic,
 // version, section framing, lengths, bounds, the END count, every block's
-// checksum, index and hash chain. Whether it fits a context is
+// checksum, index and hash chain (from the TIER section's parent and salt
+// when there is one). Whether it fits a context is
 // CheckCompatible's question. Errors: KV_CORRUPT (malformed, truncated,
 // checksum), KV_MISMATCH (a newer version or required section), or the
 // read callback's status; each message names the byte offset.
@@ -139,6 +154,7 @@ class StreamReader {
   KvGeometry geometry_;
   bool have_header_ = false, done_ = false;
   uint32_t n_blocks_ = 0;
+  uint64_t salt_ = 0;       // the TIER section's, else 0
   BlockHash last_hash_ = 0;
   std::vector<uint8_t> scratch_;
 };

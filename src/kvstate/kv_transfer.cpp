@@ -51,6 +51,8 @@ ImportResult ImportKv(const KvTarget& t, uint64_t salt, const ReadFn& read) {
   r.status = reader.ReadHeader(&header);
   if (r.status.ok())
     r.status = CheckCompatible(header, t.model->fingerprint, ContextGeometry(t.model->config, wire));
+  if (r.status.ok() && header.tier)  // one block from the middle of a prefix, not a conversation
+    r.status = KvMismatch("KV stream is a tier file (one block of a longer prefix), not an exported conversation");
   if (!r.status.ok()) return r;
   r.header_ok = true;
 

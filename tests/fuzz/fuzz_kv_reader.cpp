@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (wire.block_bytes() > (int64_t{4} << 20)) return 0;
   kvstate::BlockRecord rec;
   std::vector<uint8_t> out;
-  BlockHash parent = 0;
+  BlockHash parent = h.first_parent;  // 0 unless a TIER section says otherwise
   for (int blocks = 0; blocks < 64; ++blocks) {
     StatusOr<bool> more = reader.NextBlock(&rec);
     if (!more.ok()) {
@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     }
     if (!*more) break;
-    LLM_FUZZ_CHECK(rec.parent == parent && rec.hash == BlockPool::HashBlock(parent, 0, rec.tokens), "bad chain accepted");
+    LLM_FUZZ_CHECK(rec.parent == parent && rec.hash == BlockPool::HashBlock(parent, h.salt, rec.tokens), "bad chain accepted");
     LLM_FUZZ_CHECK(static_cast<int64_t>(rec.kv.size()) == wire.block_bytes(), "block size");
     parent = rec.hash;
     for (int32_t elem : {LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0}) {

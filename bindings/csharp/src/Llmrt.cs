@@ -438,6 +438,35 @@ namespace Llmrt
             catch (ObjectDisposedException) { }
         }
 
+        /// <summary>Saves the KV of the cached prefix of <paramref name="tokens"/> (a finished
+        /// request's prompt + output) to the file <paramref name="path"/> (llm_kv_export_file:
+        /// written beside it and renamed); returns the tokens saved, whole KV blocks.</summary>
+        public int ExportKvFile(int[] tokens, ulong cacheSalt, string path)
+        {
+            if (tokens == null) throw new ArgumentNullException("tokens");
+            int n;
+            LlmException.Check(Native.llm_kv_export_file(_handle, tokens, tokens.Length, cacheSalt, CPath(path), out n));
+            return n;
+        }
+
+        /// <summary>Loads a file written by ExportKvFile into the prefix cache (llm_kv_import_file);
+        /// returns how many tokens a request starting with them now reuses. Another model's or
+        /// geometry's file throws with LlmStatus.KvMismatch, a damaged one KvCorrupt.</summary>
+        public int ImportKvFile(ulong cacheSalt, string path)
+        {
+            int n;
+            LlmException.Check(Native.llm_kv_import_file(_handle, cacheSalt, CPath(path), out n));
+            return n;
+        }
+
+        static byte[] CPath(string path)
+        {
+            if (path == null) throw new ArgumentNullException("path");
+            var b = Encoding.UTF8.GetBytes(path);
+            Array.Resize(ref b, b.Length + 1);  // NUL-terminated
+            return b;
+        }
+
         public int[] Tokenize(string text, bool addSpecial = true)
         {
             var bytes = Encoding.UTF8.GetBytes(text);

@@ -131,6 +131,10 @@ namespace Llmrt
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int llm_chat_tool_format(ContextHandle ctx, IntPtr tmpl, out int format);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_kv_export_file(ContextHandle ctx, int[] tokens, int n_tokens, ulong cache_salt, byte[] path, out int n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_kv_import_file(ContextHandle ctx, ulong cache_salt, byte[] path, out int n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int llm_tokenize(ContextHandle ctx, byte[] text, UIntPtr len, uint flags, int[] output, int capacity, out int n);
 
         internal static string Utf8(IntPtr p, int len)

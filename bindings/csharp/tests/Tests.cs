@@ -265,6 +265,32 @@ static class Tests
         catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument && e.NativeMessage.Contains("truncated"), "truncated: " + e.Message); }
     }
 
+    static void KvStateFile()
+    {
+        var prompt = new List<int> { 1 };
+        for (int i = 1; i < 40; i++) prompt.Add((7 * i + 11) % 250 + 3);
+        string path = Path.Combine(Path.GetTempPath(), "llmrt-cs-kv-" + System.Diagnostics.Process.GetCurrentProcess().Id + ".llmkv");
+        using (var a = new LlmContext())
+        using (var b = new LlmContext())
+        {
+            var req = new GenerateRequest { PromptTokens = prompt.ToArray(), MaxTokens = 8, IgnoreEos = true, Sampling = SamplingOptions.Greedy() };
+            var conv = prompt.Concat(a.Generate(req).Tokens).ToArray();
+            int saved = a.ExportKvFile(conv, 0, path);
+            Check(saved == 32, "exported " + saved + " tokens, want 32 (whole blocks of 47 computed)");
+            Check(b.ImportKvFile(0, path) == 32, "imported 32 tokens");
+            var next = new GenerateRequest { PromptTokens = conv, MaxTokens = 4, IgnoreEos = true, Sampling = SamplingOptions.Greedy() };
+            var again = b.Generate(next);
+            Check(again.Metrics.CachedPromptTokens == 32, "cached prompt tokens " + again.Metrics.CachedPromptTokens);
+            Check(again.Tokens.SequenceEqual(a.Generate(next).Tokens), "the continuation after the import");
+            try { b.ImportKvFile(0, path + ".missing"); Check(false, "a missing file imported"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.Io, "missing file: " + e.Status); }
+            File.WriteAllText(path, "not a KV stream at all");
+            try { b.ImportKvFile(0, path); Check(false, "a damaged file imported"); }
+            catch (LlmException e) { Check(e.Status == LlmStatus.KvCorrupt, "damaged file: " + e.Status); }
+        }
+        File.Delete(path);
+    }
+
     static int Main()
     {
         var tests = new Dictionary<string, Action>
@@ -277,6 +303,7 @@ static class Tests
             { "BadRequestAndDispose", BadRequestAndDispose },
             { "SamplingOptionsThroughTheAbi", SamplingOptionsThroughTheAbi },
             { "ConstraintsAndToolCalls", ConstraintsAndToolCalls },
+            { "KvStateFile", KvStateFile },
         };
         int passed = 0, failed = 0;
         foreach (var t in tests)

@@ -14,6 +14,7 @@ use crate::request::{ContextParams, RawRequest, Request};
 use crate::sys;
 use crate::{Error, Status};
 use std::collections::HashMap;
+use std::path::Path;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -192,6 +193,29 @@ impl Context {
             arch: s(m.arch),
             name: s(m.name),
         })
+    }
+
+    /// Saves the KV of the cached prefix of `tokens` (a finished request's
+    /// prompt + output) to the file `path` (`llm_kv_export_file`: written
+    /// beside it and renamed); returns the tokens saved, whole KV blocks.
+    pub fn export_kv_file(&self, tokens: &[i32], cache_salt: u64, path: impl AsRef<Path>) -> Result<i32, Error> {
+        let p = path_cstring(path.as_ref())?;
+        let mut n = 0i32;
+        Error::check(unsafe {
+            sys::llm_kv_export_file(self.shared.raw, tokens.as_ptr(), tokens.len() as i32, cache_salt, p.as_ptr(), &mut n)
+        })?;
+        Ok(n)
+    }
+
+    /// Loads a file written by `export_kv_file` into the prefix cache
+    /// (`llm_kv_import_file`); returns how many tokens a request starting
+    /// with them now reuses. Another model's or geometry's file is
+    /// `Status::KvMismatch`, a damaged one `Status::KvCorrupt`.
+    pub fn import_kv_file(&self, cache_salt: u64, path: impl AsRef<Path>) -> Result<i32, Error> {
+        let p = path_cstring(path.as_ref())?;
+        let mut n = 0i32;
+        Error::check(unsafe { sys::llm_kv_import_file(self.shared.raw, cache_salt, p.as_ptr(), &mut n) })?;
+        Ok(n)
     }
 
     /// Token ids of `text` (`add_special`: BOS as the model says).
@@ -411,4 +435,9 @@ impl Drop for RequestHandle {
             let _ = cancel_raw(s.raw, self.id);
         }
     }
+}
+
+fn path_cstring(path: &Path) -> Result<CString, Error> {
+    let s = path.to_str().ok_or_else(|| Error::new(Status::InvalidArgument, "the path is not valid UTF-8"))?;
+    CString::new(s).map_err(|_| Error::new(Status::InvalidArgument, "the path contains a NUL byte"))
 }

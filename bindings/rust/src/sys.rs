@@ -136,6 +136,10 @@ pub struct llm_ctx_params {
     // appended in 0.3: partial offload
     pub n_gpu_layers: i32,
     pub reserved4: i32,
+    // appended in 0.4: KV tiers under the prefix cache
+    pub kv_host_bytes: u64,
+    pub kv_disk_dir: *const c_char,
+    pub kv_disk_bytes: u64,
 }
 
 #[repr(C)]
@@ -209,6 +213,10 @@ pub struct llm_event {
     pub top_logprobs: *const llm_top_logprob,
     pub n_top_logprobs: i32,
     pub reserved1: i32,
+    // appended in 0.4: embeddings
+    pub embedding: *const f32,
+    pub n_embedding: i32,
+    pub n_embedding_rows: i32,
 }
 
 pub type llm_event_callback = Option<unsafe extern "C" fn(event: *const llm_event, user_data: *mut c_void)>;
@@ -247,6 +255,16 @@ pub struct llm_request {
     pub n_choices: i32,
     pub constraint: *const c_char,
     pub choices: *const *const c_char,
+    // appended in 0.4: embeddings (issue 31)
+    pub task: i32,
+    pub pooling: i32,
+    pub normalize: i32,
+    pub dimensions: i32,
+    pub truncate: i32,
+    pub reserved2: i32,
+    // appended in 0.4: KV kept (issue 30)
+    pub keep_kv: i32,
+    pub reserved3: i32,
 }
 
 #[repr(C)]
@@ -291,6 +309,17 @@ pub struct llm_stats {
     pub kv_pool_bytes: u64,
     pub weight_bytes: u64,
     pub scratch_bytes: u64,
+    // appended in 0.4: KV tiers
+    pub kv_tier_host_hit_tokens: u64,
+    pub kv_tier_disk_hit_tokens: u64,
+    pub kv_tier_bytes_down: u64,
+    pub kv_tier_bytes_up: u64,
+    pub kv_tier_host_bytes: u64,
+    pub kv_tier_disk_bytes: u64,
+    pub kv_tier_files_refused: u64,
+    pub kv_imports_refused: u64,
+    pub kv_tier_disk_on: i32,
+    pub reserved2: i32,
 }
 
 #[repr(C)]
@@ -332,6 +361,16 @@ extern "C" {
     pub fn llm_ctx_destroy(ctx: *mut llm_ctx);
     pub fn llm_submit(ctx: *mut llm_ctx, request: *const llm_request, out_id: *mut llm_request_id) -> llm_status;
     pub fn llm_cancel(ctx: *mut llm_ctx, id: llm_request_id) -> llm_status;
+    pub fn llm_kv_export_file(
+        ctx: *mut llm_ctx,
+        tokens: *const llm_token,
+        n_tokens: i32,
+        cache_salt: u64,
+        path: *const c_char,
+        out_n_tokens: *mut i32,
+    ) -> llm_status;
+    pub fn llm_kv_import_file(ctx: *mut llm_ctx, cache_salt: u64, path: *const c_char, out_n_tokens: *mut i32)
+        -> llm_status;
     pub fn llm_poll(
         ctx: *mut llm_ctx,
         events: *mut llm_event,

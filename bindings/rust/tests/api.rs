@@ -292,3 +292,32 @@ fn constrained_requests_and_tool_calls() {
     assert!(err.message().contains("truncated"), "{}", err.message());
     assert_eq!(ctx.tool_format().unwrap(), ToolFormat::Generic); // stories260K has no template
 }
+
+#[test]
+fn kv_state_saved_to_a_file_is_reused_by_another_context() {
+    let prompt: Vec<i32> = std::iter::once(1).chain((1..40).map(|i| (7 * i + 11) % 250 + 3)).collect();
+    let a = Context::builtin().unwrap();
+    let out = a.generate(Request::from_tokens(prompt.clone()).max_tokens(8).greedy().ignore_eos(true)).unwrap();
+    let mut conv = prompt.clone();
+    conv.extend_from_slice(out.tokens());
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("llmrt-rust-kv-{}.llmkv", std::process::id()));
+    let saved = a.export_kv_file(&conv, 0, &path).unwrap();
+    assert_eq!(saved, 32, "whole 16-token blocks of the 47 computed tokens");
+
+    let b = Context::builtin().unwrap();
+    assert_eq!(b.import_kv_file(0, &path).unwrap(), 32);
+    let again = b.generate(Request::from_tokens(conv.clone()).max_tokens(4).greedy().ignore_eos(true)).unwrap();
+    assert_eq!(again.sequences[0].metrics.cached_prompt_tokens, 32, "the imported prefix was not reused");
+    let cold = a.generate(Request::from_tokens(conv.clone()).max_tokens(4).greedy().ignore_eos(true)).unwrap();
+    assert_eq!(again.tokens(), cold.tokens());
+
+    // A missing file is IO, a damaged one KV_CORRUPT; the context goes on.
+    let err = b.import_kv_file(0, dir.join("llmrt-no-such-file.llmkv")).err().unwrap();
+    assert_eq!(err.status(), Status::Io);
+    std::fs::write(&path, b"not a KV stream at all").unwrap();
+    let err = b.import_kv_file(0, &path).err().unwrap();
+    assert_eq!(err.status(), Status::KvCorrupt, "{}", err.message());
+    std::fs::remove_file(&path).ok();
+    assert!(!b.generate(Request::new("Once").max_tokens(2)).unwrap().tokens().is_empty());
+}

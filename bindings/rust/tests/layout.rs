@@ -45,7 +45,8 @@ fn rust_layout() -> Layout {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
                          max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
-                         swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4 }
+                         swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4, kv_host_bytes,
+                         kv_disk_dir, kv_disk_bytes }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed, logit_bias, n_logit_bias,
                               reserved1 }
@@ -55,18 +56,21 @@ fn rust_layout() -> Layout {
                       draft_tokens_accepted, preemptions, queue_ms, ttft_ms, tpot_ms, total_ms }
         llm_event { struct_size, type_, request_id, seq_index, token, text, text_len, logprob, finish_reason,
                     status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0, top_logprobs,
-                    n_top_logprobs, reserved1 }
+                    n_top_logprobs, reserved1, embedding, n_embedding, n_embedding_rows }
         llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
                       cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
-                      reserved1, constraint_kind, n_choices, constraint, choices }
+                      reserved1, constraint_kind, n_choices, constraint, choices, task, pooling, normalize,
+                      dimensions, truncate, reserved2, keep_kv, reserved3 }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
                     prefix_cache_queried_tokens, prefix_cache_hit_tokens, preemptions, waiting, reserved1,
                     kv_utilization, draft_tokens_proposed, draft_tokens_accepted, spec_rounds, swap_outs,
                     swap_ins, swap_blocks_out, swap_blocks_in, swap_blocks_total, swap_blocks_used,
-                    kv_bytes, kv_pool_bytes, weight_bytes, scratch_bytes }
+                    kv_bytes, kv_pool_bytes, weight_bytes, scratch_bytes, kv_tier_host_hit_tokens,
+                    kv_tier_disk_hit_tokens, kv_tier_bytes_down, kv_tier_bytes_up, kv_tier_host_bytes,
+                    kv_tier_disk_bytes, kv_tier_files_refused, kv_imports_refused, kv_tier_disk_on, reserved2 }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }

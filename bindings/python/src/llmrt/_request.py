@@ -95,7 +95,7 @@ def build_request(prompt: Union[str, Sequence[int]], *, max_tokens: int = 256, a
                   seed: Optional[int] = None, logit_bias: Optional[Mapping[int, float]] = None,
                   stop: Union[None, str, Sequence[str]] = None, stop_token_ids: Optional[Sequence[int]] = None,
                   ignore_eos: bool = False, n: int = 1, priority: int = 0, min_tokens: int = 0,
-                  top_logprobs: int = 0, prompt_logprobs: bool = False, cache_salt: int = 0,
+                  top_logprobs: int = 0, prompt_logprobs: bool = False, cache_salt: int = 0, keep_kv: bool = False,
                   response_format: Optional[Mapping[str, Any]] = None, json_schema: Any = None,
                   regex: Optional[str] = None, grammar: Optional[str] = None,
                   choices: Optional[Sequence[str]] = None) -> BuiltRequest:
@@ -135,6 +135,7 @@ def build_request(prompt: Union[str, Sequence[int]], *, max_tokens: int = 256, a
     r.top_logprobs = top_logprobs
     r.prompt_logprobs = int(bool(prompt_logprobs))
     r.cache_salt = cache_salt
+    r.keep_kv = int(bool(keep_kv))
     kind, text, choice_list = constraint_of(response_format, json_schema=json_schema, regex=regex, grammar=grammar,
                                             choices=choices)
     r.constraint_kind = kind

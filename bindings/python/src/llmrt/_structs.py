@@ -42,6 +42,9 @@ class CtxParams(C.Structure):
         ("reserved3", C.c_int32),
         ("n_gpu_layers", C.c_int32),
         ("reserved4", C.c_int32),
+        ("kv_host_bytes", C.c_uint64),
+        ("kv_disk_dir", C.c_char_p),
+        ("kv_disk_bytes", C.c_uint64),
     ]
 
 
@@ -148,6 +151,8 @@ class Request(C.Structure):
         ("dimensions", C.c_int32),
         ("truncate", C.c_int32),
         ("reserved2", C.c_int32),
+        ("keep_kv", C.c_int32),
+        ("reserved3", C.c_int32),
     ]
 
 
@@ -188,6 +193,16 @@ class Stats(C.Structure):
         ("kv_pool_bytes", C.c_uint64),
         ("weight_bytes", C.c_uint64),
         ("scratch_bytes", C.c_uint64),
+        ("kv_tier_host_hit_tokens", C.c_uint64),
+        ("kv_tier_disk_hit_tokens", C.c_uint64),
+        ("kv_tier_bytes_down", C.c_uint64),
+        ("kv_tier_bytes_up", C.c_uint64),
+        ("kv_tier_host_bytes", C.c_uint64),
+        ("kv_tier_disk_bytes", C.c_uint64),
+        ("kv_tier_files_refused", C.c_uint64),
+        ("kv_imports_refused", C.c_uint64),
+        ("kv_tier_disk_on", C.c_int32),
+        ("reserved2", C.c_int32),
     ]
 
 

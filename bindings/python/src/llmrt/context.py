@@ -53,14 +53,16 @@ class Context:
     "cpu", "cuda"), ``n_gpu_layers``, ``kv_type`` ("auto", "f32", "f16",
     "q8_0"), ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
-    ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``. 0 means the
-    library's default, as in C."""
+    ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
+    tiers under the prefix cache: ``kv_host_bytes``, ``kv_disk_dir``,
+    ``kv_disk_bytes``. 0 means the library's default, as in C."""
 
     def __init__(self, model_path: Union[None, str, os.PathLike] = None, *, n_ctx: int = 0, n_threads: int = 0,
                  backend: str = "auto", n_gpu_layers: int = -1, kv_type: str = "auto", max_seqs: int = 0,
                  kv_block_size: int = 0, n_kv_blocks: int = 0, max_batch_tokens: int = 0, max_queued: int = 0,
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
-                 spec_k: int = 0, gpu_memory_fraction: float = 0.0):
+                 spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
+                 kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
@@ -68,8 +70,9 @@ class Context:
         p = S.CtxParams()
         p.struct_size = C.sizeof(S.CtxParams)
         check(lib.llm_ctx_params_init(C.byref(p)))
-        self._paths = (_fspath(model_path), _fspath(draft_model_path))
-        p.model_path, p.draft_model_path = self._paths
+        self._paths = (_fspath(model_path), _fspath(draft_model_path), _fspath(kv_disk_dir))
+        p.model_path, p.draft_model_path, p.kv_disk_dir = self._paths
+        p.kv_host_bytes, p.kv_disk_bytes = kv_host_bytes, kv_disk_bytes
         p.backend = BACKENDS[backend]
         p.n_threads, p.n_ctx, p.n_gpu_layers, p.kv_type = n_threads, n_ctx, n_gpu_layers, KV_TYPES[kv_type]
         p.max_seqs, p.kv_block_size, p.n_kv_blocks = max_seqs, kv_block_size, n_kv_blocks
@@ -192,7 +195,8 @@ class Context:
         ``presence_penalty``, ``penalty_last_n``, ``seed``, ``logit_bias``
         ({token: bias}), ``stop`` (strings), ``stop_token_ids``,
         ``ignore_eos``, ``n``, ``priority``, ``min_tokens``, ``top_logprobs``,
-        ``prompt_logprobs``, ``cache_salt``, and one constraint:
+        ``prompt_logprobs``, ``cache_salt``, ``keep_kv`` (the conversation's KV
+        is evicted last), and one constraint:
         ``response_format`` (OpenAI's), ``json_schema``, ``regex``,
         ``grammar`` (GBNF) or ``choices``. Errors raise ``LlmError``."""
         s = EventStream(kw.get("n", 1), lambda: self._cancel(s), lambda: self._forget(s))
