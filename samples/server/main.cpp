@@ -45,6 +45,7 @@
 #endif
 #include "engine.h"
 #include "embeddings_routes.h"
+#include "template_choice.h"
 #include "native_routes.h"
 #include "options.h"
 #include "request_limits.h"
@@ -115,14 +116,11 @@ int main(int argc, char** argv) {
 
   std::string template_text;
   if (!opt.chat_template.empty()) {
-    std::ifstream f(opt.chat_template, std::ios::binary);
-    if (!f) {
-      std::fprintf(stderr, "llm-server: cannot read %s\n", opt.chat_template.c_str());
+    std::string problem;
+    if (!server::ResolveChatTemplate(opt.chat_template, opt.chat_template_is_file, &template_text, &problem)) {
+      std::fprintf(stderr, "llm-server: %s\n", problem.c_str());
       return 2;
     }
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    template_text = ss.str();
   }
 
   llm_ctx* ctx = CreateContext(opt);

@@ -37,7 +37,9 @@ namespace {
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
-               "  --chat-template FILE    Jinja chat template replacing the model's\n"
+               "  --chat-template T       chat template replacing the model's: chatml, llama3, or\n"
+               "                          the Jinja text itself (a file's path is read)\n"
+               "  --chat-template-file F  the Jinja template in file F\n"
                "  --api-key KEY           require this key (Authorization: Bearer KEY, or x-api-key) on\n"
                "                          every endpoint but /health; repeat for several\n"
                "  --api-key-file FILE     keys from FILE, one per line\n"
@@ -207,7 +209,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--kv-disk-bytes") { o.kv_disk_bytes = Bytes(a, v); ++i; }
     else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
     else if (a == "--http-threads" || a == "--threads-http") o.http_threads = num();
-    else if (a == "--chat-template" || a == "--chat-template-file") o.chat_template = str();
+    else if (a == "--chat-template") { o.chat_template = str(); o.chat_template_is_file = false; }
+    else if (a == "--chat-template-file") { o.chat_template = str(); o.chat_template_is_file = true; }
     else if (a == "--api-key") o.api_keys.push_back(str());
     else if (a == "--api-key-file") o.api_key_file = str();
     else if (a == "--allowed-host") o.allowed_hosts.push_back(str());

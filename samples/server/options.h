@@ -35,7 +35,8 @@ struct Options {
   std::string kv_disk_dir;
   unsigned long long kv_disk_bytes = 0;
   int http_threads = 0;  // 0: 4 per sequence slot, at least 8
-  std::string chat_template;
+  std::string chat_template;       // a name, Jinja text or a file (template_choice.h)
+  bool chat_template_is_file = false;  // given as --chat-template-file
   std::vector<std::string> api_keys;
   std::string api_key_file;
   std::vector<std::string> allowed_hosts;

@@ -19,7 +19,11 @@ mkdir -p "$work"
 sdist="$work/llama_cpp_python-$version.tar.gz"
 [ -f "$sdist" ] || pip download --quiet --no-binary :all: --no-deps "llama-cpp-python==$version" -d "$work"
 tests="$work/llama_cpp_python-$version/vendor/llama.cpp/tools/server/tests"
-[ -d "$tests" ] || tar -C "$work" -xzf "$sdist" "llama_cpp_python-$version/vendor/llama.cpp/tools/server/tests"
+# The suite, and what its tests read beside it: chat templates, the media
+# file of the vision and security tests.
+src="llama_cpp_python-$version/vendor/llama.cpp"
+[ -d "$work/$src/models/templates" ] ||
+  tar -C "$work" -xzf "$sdist" "$src/tools/server/tests" "$src/models/templates" "$src/tools/mtmd/test-1.jpeg"
 venv="$work/venv"
 if [ ! -x "$venv/bin/pytest" ]; then
   python3 -m venv "$venv"

@@ -12,7 +12,8 @@ n_probs (the sampled token's logprob equals /v1/completions' logprobs);
 response_fields; return_tokens; the prompt forms (ids, several prompts, text
 and ids mixed, {"prompt_string"}); logit_bias by id and by text; --seed and
 --temp as defaults (two unseeded sampled requests agree) and -n; /slots and
---no-slots; aliases and tags in /v1/models; bad inputs are 400s.
+--no-slots; aliases and tags in /v1/models; --chat-template as a format's
+name or as Jinja text; bad inputs are 400s.
 """
 import json
 import os
@@ -159,6 +160,16 @@ try:
     check(st == 501 and "error" in r, "--no-slots: /slots answers 501")
 finally:
     server_proc.stop(proc)
+
+# --chat-template: a format's name, or the Jinja text itself (llama-server's meaning)
+for value, expected in [("chatml", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
+                        ("{% for m in messages %}[{{ m.content }}]{% endfor %}", "[hi]")]:
+    proc, port, _ = server_proc.start(server_bin, ["-m", model, "-t", "2", "--chat-template", value])
+    try:
+        st, r = client(port)("POST", "/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
+        check(st == 200 and r.get("prompt") == expected, "--chat-template %r renders %r" % (value[:20], r.get("prompt")))
+    finally:
+        server_proc.stop(proc)
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
