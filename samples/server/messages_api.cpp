@@ -3,14 +3,6 @@
 namespace server {
 namespace {
 
-bool Bad(ApiError* err, const std::string& param, const std::string& message) {
-  err->http_status = 400;
-  err->type = "invalid_request_error";
-  err->param = param;
-  err->message = message;
-  return false;
-}
-
 // A block list's text parts joined (tool_result content, system).
 bool BlocksText(const json& c, const std::string& where, std::string* out, ApiError* err) {
   if (c.is_string()) {

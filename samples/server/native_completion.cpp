@@ -9,19 +9,6 @@
 namespace server {
 namespace {
 
-bool Bad(ApiError* err, const std::string& param, const std::string& message) {
-  err->http_status = 400;
-  err->type = "invalid_request_error";
-  err->param = param;
-  err->message = message;
-  return false;
-}
-
-const json* Field(const json& body, const char* name) {
-  auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
 // Sampler settings of llama.cpp that would change the output and that this
 // server does not have: a request that turns one on is refused, naming it.
 struct Off {

@@ -43,7 +43,7 @@ void Tokenize(const NativeInfo& info, const json& body, httplib::Response& res) 
       !Flag(body, "with_pieces", false, &with_pieces, res))
     return;
   const std::string& text = c->get_ref<const std::string&>();
-  const uint32_t flags = (add_special ? LLM_TOKENIZE_ADD_SPECIAL : 0u) | (parse_special ? LLM_TOKENIZE_PARSE_SPECIAL : 0u);
+  const uint32_t flags = (add_special ? uint32_t{LLM_TOKENIZE_ADD_SPECIAL} : 0u) | (parse_special ? uint32_t{LLM_TOKENIZE_PARSE_SPECIAL} : 0u);
   std::vector<llm_token> ids(text.size() + 8);
   int32_t n = 0;
   llm_status s = llm_tokenize(info.ctx, text.data(), text.size(), flags, ids.data(), static_cast<int32_t>(ids.size()), &n);

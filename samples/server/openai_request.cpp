@@ -14,22 +14,6 @@ namespace {
 constexpr int kMaxChoices = 64;  // llm_request.n's limit, over all prompts together
 constexpr size_t kMaxStops = 16;
 
-bool Bad(ApiError* err, const std::string& param, const std::string& message) {
-  err->http_status = 400;
-  err->type = "invalid_request_error";
-  err->param = param;
-  err->message = message;
-  return false;
-}
-
-// The field, or nullptr when it is absent or null (OpenAI clients send null
-// for "not given").
-const json* Field(const json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 bool Number(const json& body, const char* name, double lo, double hi, bool lo_open, double* out, ApiError* err) {
   const json* f = Field(body, name);
   if (f == nullptr) return true;
@@ -240,6 +224,20 @@ bool TokenList(const json& a, std::vector<llm_token>* out) {
 }
 
 }  // namespace
+
+bool Bad(ApiError* err, const std::string& param, const std::string& message) {
+  err->http_status = 400;
+  err->type = "invalid_request_error";
+  err->param = param;
+  err->message = message;
+  return false;
+}
+
+const json* Field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
 
 json ErrorBody(const ApiError& e) {
   json err = {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", nullptr}};

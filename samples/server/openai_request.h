@@ -27,6 +27,14 @@ struct ApiError {
 
 json ErrorBody(const ApiError& e);
 
+// Sets *err to a 400 invalid_request_error naming `param` and returns false,
+// so that a parser can `return Bad(...)`.
+bool Bad(ApiError* err, const std::string& param, const std::string& message);
+
+// body[name], or nullptr when it is absent or null (clients send null for
+// "not given").
+const json* Field(const json& body, const char* name);
+
 // An llm_status from llm_submit or a FINAL event as an ApiError: 400 for the
 // caller's mistakes, 503 for BUSY / SHUTDOWN, 500 otherwise.
 ApiError StatusError(llm_status s, const std::string& message);

@@ -10,14 +10,6 @@
 namespace server {
 namespace {
 
-bool Bad(ApiError* err, const std::string& param, const std::string& message) {
-  err->http_status = 400;
-  err->type = "invalid_request_error";
-  err->param = param;
-  err->message = message;
-  return false;
-}
-
 // OpenAI's rule for function names.
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;

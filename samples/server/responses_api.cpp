@@ -5,14 +5,6 @@
 namespace server {
 namespace {
 
-bool Bad(ApiError* err, const std::string& param, const std::string& message) {
-  err->http_status = 400;
-  err->type = "invalid_request_error";
-  err->param = param;
-  err->message = message;
-  return false;
-}
-
 // The text of a content list ([{type: input_text|output_text|text, text}]) or string.
 bool ContentText(const json& c, const std::string& where, std::string* out, ApiError* err) {
   if (c.is_string()) {

@@ -153,7 +153,7 @@ std::string Routes::TokenText(llm_token token) const {
 }
 
 bool Routes::TokenizeText(const std::string& text, bool add_special, std::vector<llm_token>* out) const {
-  const uint32_t flags = add_special ? LLM_TOKENIZE_ADD_SPECIAL : 0u;
+  const uint32_t flags = add_special ? uint32_t{LLM_TOKENIZE_ADD_SPECIAL} : 0u;
   std::vector<llm_token> ids(text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
   int32_t n = 0;
   if (llm_tokenize(engine_->ctx(), text.data(), text.size(), flags, ids.data(), static_cast<int32_t>(ids.size()), &n) !=

@@ -83,10 +83,12 @@ def _raise_if_error(e: Event) -> None:
 
 
 class _Base:
-    def __init__(self, n: int, cancel: Callable[[], None]):
+    def __init__(self, n: int, cancel: Callable[[], None], forget: Callable[[], None]):
         self.n = n
         self._finals = 0
         self._cancel = cancel
+        self._forget = forget
+        self._closed = False
         self.request_id = 0
 
     @property
@@ -102,6 +104,19 @@ class _Base:
         if not self.finished:
             self._cancel()
 
+    def close(self) -> None:
+        """Cancels the request if it is still running and drops its events."""
+        if not self._closed:
+            self._closed = True
+            self.cancel()
+            self._forget()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
 
 class EventStream(_Base):
     """Iterates a request's events (``Event``) until every sequence's final
@@ -109,10 +124,8 @@ class EventStream(_Base):
     the tokens before it."""
 
     def __init__(self, n: int, cancel: Callable[[], None], forget: Callable[[], None]):
-        super().__init__(n, cancel)
+        super().__init__(n, cancel, forget)
         self._q: "queue.Queue[Event]" = queue.Queue()
-        self._forget = forget
-        self._closed = False
 
     def sink(self, e: Event) -> None:
         self._q.put(e)
@@ -147,23 +160,11 @@ class EventStream(_Base):
             self.close()
         return c.result()
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.cancel()
-            self._forget()
-
     def __enter__(self) -> "EventStream":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class AsyncEventStream(_Base):
@@ -171,11 +172,9 @@ class AsyncEventStream(_Base):
     arrive through the event loop the stream was created on."""
 
     def __init__(self, n: int, cancel: Callable[[], None], forget: Callable[[], None]):
-        super().__init__(n, cancel)
+        super().__init__(n, cancel, forget)
         self._loop = asyncio.get_running_loop()
         self._q: "asyncio.Queue[Event]" = asyncio.Queue()
-        self._forget = forget
-        self._closed = False
 
     def sink(self, e: Event) -> None:
         try:
@@ -211,23 +210,11 @@ class AsyncEventStream(_Base):
             self.close()
         return c.result()
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.cancel()
-            self._forget()
-
     async def __aenter__(self) -> "AsyncEventStream":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 __all__ = ["Choice", "Completion", "EventStream", "AsyncEventStream", "LlmError"]
