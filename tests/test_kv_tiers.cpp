@@ -106,7 +106,7 @@ TEST(KvTiers, WithoutTiersTheEvictedPrefixIsRecomputed) {  // the control for th
 }
 
 TEST(KvTiers, HostTierGivesAnEvictedPrefixBack) {
-  Ctx c(test::ModelPathF32(), {64u << 20});
+  Ctx c(test::ModelPathF32(), {64u << 20, "", 0, 8});
   const ApiGreedyRun cold = ApiGreedy(c.p, Prompt(kPrompt), kGen);
   ASSERT_EQ(cold.status, LLM_OK);
   EXPECT_EQ(cold.metrics.cached_prompt_tokens, 0);
@@ -353,36 +353,9 @@ TEST(KvTiers, ParamsAreChecked) {
 
 // ---- keep_kv: a conversation's blocks are evicted after everyone else's
 
-ApiGreedyRun RunKeeping(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n, int32_t keep) {
-  ApiGreedyRun run;
-  llm_sampling_params sp;
-  llm_sampling_params_init(&sp);
-  sp.temperature = 0.0f;
-  llm_request r;
-  llm_request_init(&r);
-  r.prompt_tokens = prompt.data();
-  r.n_prompt_tokens = static_cast<int32_t>(prompt.size());
-  r.max_tokens = n;
-  r.ignore_eos = 1;
-  r.sampling = &sp;
-  r.keep_kv = keep;
-  llm_request_id id = 0;
-  run.status = llm_submit(ctx, &r, &id);
-  if (run.status != LLM_OK) return run;
-  const std::vector<test::SeqResult> res = test::WaitFor(ctx, id);
-  if (res.size() != 1 || res[0].n_final != 1) {
-    run.status = LLM_ERR_INTERNAL;
-    return run;
-  }
-  run.status = res[0].status;
-  run.tokens = res[0].tokens;
-  run.metrics = res[0].metrics;
-  return run;
-}
-
 void KeepCase(int32_t keep, int32_t want_cached) {
   Ctx c(test::ModelPathF32(), {0, "", 0, 12});
-  ASSERT_EQ(RunKeeping(c.p, Prompt(kPrompt), kGen, keep).status, LLM_OK);
+  ASSERT_EQ(ApiGreedy(c.p, Prompt(kPrompt), kGen, 0, keep).status, LLM_OK);
   for (int v = 1; v <= 3; ++v) ASSERT_EQ(ApiGreedy(c.p, Prompt(kPrompt, v), kGen).status, LLM_OK);
   const ApiGreedyRun again = ApiGreedy(c.p, Prompt(kPrompt), kGen);
   EXPECT_EQ(again.metrics.cached_prompt_tokens, want_cached) << "keep_kv " << keep;
@@ -395,7 +368,7 @@ TEST(KvTiers, KeepKvProtectsAConversationFromEviction) {
 
 TEST(KvTiers, KeepKvIsChecked) {
   Ctx c(test::ModelPathF32(), {});
-  ApiGreedyRun r = RunKeeping(c.p, Prompt(8), 1, 2);
+  ApiGreedyRun r = ApiGreedy(c.p, Prompt(8), 1, 0, 2);
   EXPECT_EQ(r.status, LLM_ERR_INVALID_ARGUMENT);
 }
 

@@ -28,8 +28,10 @@ struct ApiGreedyRun {
   llm_metrics metrics{};
 };
 
-// n greedy tokens after `prompt` (EOS ignored), with each position's top_k.
-inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n, int32_t top_k = 2) {
+// n greedy tokens after `prompt` (EOS ignored), with each position's top_k;
+// keep_kv is the request's llm_request.keep_kv.
+inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n, int32_t top_k = 2,
+                              int32_t keep_kv = 0) {
   ApiGreedyRun run;
   llm_sampling_params sp;
   llm_sampling_params_init(&sp);
@@ -41,6 +43,7 @@ inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt
   r.max_tokens = n;
   r.ignore_eos = 1;
   r.top_logprobs = top_k;
+  r.keep_kv = keep_kv;
   r.sampling = &sp;
   llm_request_id id = 0;
   run.status = llm_submit(ctx, &r, &id);
