@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   server::AccessPolicy access;
   access.api_keys = opt.api_keys;
   access.allowed_hosts = opt.allowed_hosts;
+  access.cors_origins = opt.cors_origins;
   access.loopback_bind = server::IsLoopbackAddress(opt.host);
   if (!opt.api_key_file.empty() && !server::ReadKeyFile(opt.api_key_file, &access.api_keys, &error)) {
     std::fprintf(stderr, "llm-server: %s\n", error.c_str());

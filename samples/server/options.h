@@ -40,6 +40,7 @@ struct Options {
   std::vector<std::string> api_keys;
   std::string api_key_file;
   std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;  // --cors-origins, comma-separated
   bool verbose = false;
   bool slots = true;  // GET /slots answers (--no-slots: 501, as llama-server)
   RequestDefaults defaults;  // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed, -n

@@ -116,10 +116,23 @@ bool FitToContext(llm_ctx* ctx, int32_t n_ctx, PromptInput* in, int32_t* max_tok
 }  // namespace
 
 void InstallAccessCheck(httplib::Server* svr, AccessPolicy policy) {
+  // The answers to allowed origins carry the CORS headers (streams too: the
+  // post-routing handler runs before a content provider writes anything).
+  svr->set_post_routing_handler([policy](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "OPTIONS" || !req.has_header("Origin")) return;
+    for (const auto& [name, value] : CorsHeaders(policy, req.get_header_value("Origin"), false))
+      res.set_header(name, value);
+  });
   svr->set_pre_routing_handler([policy = std::move(policy)](const httplib::Request& req, httplib::Response& res) {
     const AccessDecision d =
-        CheckAccess(policy, req.path, req.get_header_value("Host"), req.get_header_value("Origin"),
+        CheckAccess(policy, req.method, req.path, req.get_header_value("Host"), req.get_header_value("Origin"),
                     req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+    if (d.http_status == 0 && req.method == "OPTIONS") {  // a CORS preflight, on any path
+      for (const auto& [name, value] : CorsHeaders(policy, req.get_header_value("Origin"), true))
+        res.set_header(name, value);
+      res.status = 200;
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (d.http_status == 0) return httplib::Server::HandlerResponse::Unhandled;
     ApiError e;
     e.http_status = d.http_status;
