@@ -430,6 +430,7 @@ void Routes::Register(httplib::Server* svr) {
   post("/completion", Api::kNative);  // llama.cpp's native API
   post("/completions", Api::kNative);
   post("/v1/responses", Api::kResponses);  // OpenAI's Responses API
+  post("/responses", Api::kResponses);
   post("/v1/messages", Api::kMessages);    // Anthropic's Messages API
 
   // Errors httplib produces itself (unknown path, bad method, body too

@@ -104,7 +104,12 @@ try:
     check(streamed == expected and final.content[0].text == expected, "messages stream: text deltas join to the text")
     m = an.messages.create(model="m", max_tokens=3, messages=[{"role": "user", "content": QUESTION}])
     check(m.stop_reason == "max_tokens", "messages: max_tokens stop reason")
+    counted = an.messages.count_tokens(model="m", system="Be brief.", messages=[{"role": "user", "content": QUESTION}])
+    check(counted.input_tokens == chat.usage.prompt_tokens,
+          "messages.count_tokens: the prompt a request computes (%d vs %d)" % (counted.input_tokens, chat.usage.prompt_tokens))
     atools = [{"name": "get_weather", "description": "Current weather in a city", "input_schema": TOOL_PARAMS}]
+    with_tools = an.messages.count_tokens(model="m", tools=atools, messages=[{"role": "user", "content": QUESTION}])
+    check(with_tools.input_tokens > counted.input_tokens - 10, "messages.count_tokens with tools: %d" % with_tools.input_tokens)
     m = an.messages.create(model="m", max_tokens=100, tools=atools, tool_choice={"type": "any"},
                            messages=[{"role": "user", "content": "What is the weather in Paris?"}])
     uses = [b for b in m.content if b.type == "tool_use"]
