@@ -73,9 +73,11 @@ bool SetConstraint(Generation* g, const char* param, int32_t kind, std::string t
 
 // response_format (OpenAI) and the extensions regex / grammar / choice (with
 // vLLM's guided_* names as aliases): what the output must match.
-bool SchemaConstraint(Generation* g, const char* param, const json& schema, ApiError* err) {
+// `field` names the schema itself (in a shape error), `param` the request
+// field a compile error names.
+bool SchemaConstraint(Generation* g, const char* field, const char* param, const json& schema, ApiError* err) {
   if (!schema.is_object() && !schema.is_boolean())
-    return Bad(err, param, std::string(param) + " must be a JSON Schema (an object or a boolean)");
+    return Bad(err, field, std::string(field) + " must be a JSON Schema (an object or a boolean)");
   return SetConstraint(g, param, LLM_CONSTRAINT_JSON_SCHEMA, schema.dump(), err);
 }
 
@@ -87,7 +89,7 @@ bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
     if (type == "json_object") {
       // llama.cpp's extension: a "schema" beside the type holds the object to it
       if (const json* schema = Field(*rf, "schema")) {
-        if (!SchemaConstraint(g, "response_format.schema", *schema, err)) return false;
+        if (!SchemaConstraint(g, "response_format.schema", "response_format.schema", *schema, err)) return false;
       } else if (!SetConstraint(g, "response_format", LLM_CONSTRAINT_JSON_OBJECT, "", err)) {
         return false;
       }
@@ -113,7 +115,7 @@ bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
       // strict or not, the output is held to the schema: the constraint is exact.
       const json any = json::object();
       if (!SchemaConstraint(g, js != nullptr ? "response_format.json_schema.schema" : "response_format.schema",
-                            schema == nullptr ? any : *schema, err))
+                            "response_format", schema == nullptr ? any : *schema, err))
         return false;
     } else if (type != "text") {
       return Bad(err, "response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
@@ -121,7 +123,7 @@ bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
   }
   // llama.cpp's extension: the schema as a top-level field
   if (const json* schema = Field(body, "json_schema"); schema != nullptr && !schema->is_null())
-    if (!SchemaConstraint(g, "json_schema", *schema, err)) return false;
+    if (!SchemaConstraint(g, "json_schema", "json_schema", *schema, err)) return false;
   for (const char* name : {"regex", "guided_regex", "grammar", "guided_grammar"}) {
     const json* f = Field(body, name);
     if (f == nullptr) continue;
