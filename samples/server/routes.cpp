@@ -176,6 +176,16 @@ bool Routes::TokenizeText(const std::string& text, bool add_special, std::vector
   return true;
 }
 
+int32_t Routes::PromptTokenCount(const PromptInput& in) const {
+  if (in.is_tokens) return static_cast<int32_t>(in.tokens.size());
+  std::vector<llm_token> ids(in.text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
+  int32_t n = 0;
+  if (llm_tokenize(engine_->ctx(), in.text.data(), in.text.size(), in.flags, ids.data(),
+                   static_cast<int32_t>(ids.size()), &n) != LLM_OK)
+    return 0;
+  return n;
+}
+
 std::string Routes::PromptText(const PromptInput& in) const {
   std::vector<llm_token> ids = in.tokens;
   if (!in.is_tokens) {
@@ -313,7 +323,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
   else if (api == Api::kResponses)
     builder = std::make_unique<ResponsesWriter>(g, body, model_name_, token_text);
   else if (api == Api::kMessages)
-    builder = std::make_unique<MessagesWriter>(g, model_name_, token_text);
+    builder = std::make_unique<MessagesWriter>(g, model_name_, token_text, PromptTokenCount(g.prompts[0]));
   else
     builder = std::make_unique<ResponseBuilder>(g, model_name_, token_text);
 

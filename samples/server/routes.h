@@ -51,6 +51,7 @@ class Routes {
   bool TokenizeText(const std::string& text, bool add_special, std::vector<llm_token>* out) const;
   // A prompt as its tokens spell it, special tokens rendered ("<s> Hello").
   std::string PromptText(const PromptInput& in) const;
+  int32_t PromptTokenCount(const PromptInput& in) const;  // 0 when it cannot be tokenized
 
   Engine* engine_;
   const chat::Prompter* prompter_;
