@@ -66,6 +66,8 @@ RULES = [
      "a context overflow is OpenAI's invalid_request_error (code context_length_exceeded)"),
     (None, None, r"system_fingerprint|startswith\('b'\)|llmrt-0\.1\.0", "field",
      "system_fingerprint is llmrt's version, not a llama.cpp build number (b1234)"),
+    (r"test_compat_anthropic", r"empty_messages", None, "design",
+     "a Messages request without messages is refused (400), as Anthropic's API refuses it"),
     (r"test_chat_completion", r"invalid_chat_completion_req", None, "design",
      "two assistant turns in a row are accepted (the template decides)"),
     (r"test_chat_completion", r"continue_final_message_mutual_exclusion", None, "design",
