@@ -283,6 +283,11 @@ ApiError StatusError(llm_status s, const std::string& message) {
       e.http_status = 400;
       e.code = "context_length_exceeded";
       break;
+    case LLM_ERR_KV_MISMATCH:  // a KV file the client named: another model or geometry
+    case LLM_ERR_KV_CORRUPT:   // ... or damaged bytes
+      e.http_status = 400;
+      e.code = llm_status_str(s);
+      break;
     case LLM_ERR_BUSY:
       e.http_status = 503;
       e.type = "server_error";
