@@ -1,5 +1,6 @@
 #include "connection_gate.h"
 
+#include "client_socket.h"
 #include "request_peek.h"
 
 #include <arpa/inet.h>
@@ -337,7 +338,9 @@ void GatedServer::Serve(int sock, size_t served) {
     GateStream strm(sock, opt_);
     bool connection_closed = false;
     const bool close_after = served + 1 >= keep_alive_max_count_;
+    SetCurrentClientSocket(sock);
     const bool ok = process_request(strm, close_after, connection_closed, nullptr);
+    SetCurrentClientSocket(-1);
     ++served;
     if (!ok || connection_closed || close_after) break;
     if (!GatePool::RequestReady(sock)) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "client_socket.h"
 #include "http_body.h"
 #include "metrics.h"
 #include "messages_api.h"
@@ -371,11 +372,19 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     };
   }
   if (!g.stream) {
-    // The client's connection is not watched here; max_tokens bounds the wait.
+    // A client that goes away before the answer has its requests cancelled
+    // (their KV blocks freed at the engine's next step), as a stream's does.
     std::vector<SeqEvent> events;
     while (!builder->done()) {
       events.clear();
-      if (job->Wait(&events, milliseconds(1000))) builder->Apply(events);
+      if (job->Wait(&events, milliseconds(200))) builder->Apply(events);
+      if (!builder->done() && CurrentClientGone()) {
+        if (job->Cancel(engine_->ctx())) {
+          ++engine_->cancelled_on_disconnect;
+          if (log_) std::fprintf(stderr, "llm-server: client went away; request cancelled\n");
+        }
+        return;
+      }
     }
     if (record_slot) record_slot();
     if (builder->Failed(&err)) {

@@ -31,7 +31,8 @@ def log_start(argv):
     path = os.environ.get("LAUNCHER_LOG") or os.path.join(tempfile.gettempdir(), "llmrt-launcher-argv.jsonl")
     try:
         with open(path, "a") as f:
-            f.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "argv": argv}) + "\n")
+            f.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "cwd": os.getcwd(),
+                                "argv": argv}) + "\n")
     except OSError:
         pass
 

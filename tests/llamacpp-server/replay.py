@@ -3,7 +3,10 @@
 logs them) and records, for each test whose server refused to start, the
 message it gave: the flag it does not know or cannot honour.
 
-  replay.py LAUNCHES.jsonl REPORT.xml OUT.json
+  replay.py LAUNCHES.jsonl REPORT.xml OUT.json [SUITE_DIR]
+
+(SUITE_DIR: where the suite ran, for logs that do not record it; relative
+paths in the command lines are read from there.)
 
 Only the tests the report has failing with "Server process died" are
 replayed; a server that starts after all is stopped after a moment. OUT maps "file::test" (pytest's id, parameters
@@ -19,15 +22,15 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def refusal(argv):
+def refusal(argv, cwd):
     try:
         p = subprocess.run([sys.executable, os.path.join(HERE, "launcher.py")] + argv, capture_output=True,
-                           text=True, timeout=4)
+                           text=True, timeout=4, cwd=cwd if cwd and os.path.isdir(cwd) else None)
     except subprocess.TimeoutExpired:
         return None  # it started
     if p.returncode in (0, 3):  # 3: the model is not here (its own reason)
         return None
-    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    lines = [l for l in p.stderr.splitlines() if l.startswith("llm-server:")]
     return lines[-1][:200] if lines else "exit status %d" % p.returncode
 
 
@@ -43,7 +46,7 @@ def died(report):
     return out
 
 
-def main(log, report, out):
+def main(log, report, out, default_cwd=None):
     wanted = died(report)
     seen, result = {}, {}
     with open(log) as f:
@@ -59,7 +62,7 @@ def main(log, report, out):
             # the port is the only part that changes between runs
             key = json.dumps([a for i, a in enumerate(argv) if i == 0 or argv[i - 1] != "--port"])
             if key not in seen:
-                seen[key] = refusal(argv)
+                seen[key] = refusal(argv, e.get("cwd") or default_cwd)
             if seen[key]:
                 result[test] = seen[key]
     with open(out, "w") as f:
@@ -68,4 +71,4 @@ def main(log, report, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3])
+    main(*sys.argv[1:5])

@@ -16,7 +16,8 @@ checks, at temperature 0 with short outputs:
   a request is served within 2 s;
 - bad requests get OpenAI-shaped errors with HTTP 400 (404 for unknown paths);
 - 16 concurrent streaming clients each get the text their prompt gets alone;
-- a client that disconnects mid-stream has its request cancelled: /v1/stats
+- a client that disconnects mid-stream, or before a non-streamed answer,
+  has its request cancelled: /v1/stats
   shows running == 0 and the KV blocks back at the baseline within seconds;
 - SIGTERM stops the server cleanly (exit code 0).
 Exits 77 (skipped) without the model or the openai package.
@@ -407,6 +408,27 @@ try:
     check(after["generated_tokens"] - base_stats["generated_tokens"] < 900,
           "it stopped early (%d tokens)" % (after["generated_tokens"] - base_stats["generated_tokens"]))
     check(http("GET", "/health")[0] == 200, "the server still answers")
+
+    # -------------------------------------------------------- disconnect before a non-streamed answer
+    base_stats = settled(10)
+    body = json.dumps({"model": "m", "prompt": "Once upon a time", "max_tokens": 900, "temperature": 0,
+                       "ignore_eos": True})
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+    deadline = time.time() + 10
+    while stats()["running"] == 0 and time.time() < deadline:
+        time.sleep(0.02)
+    sock.close()
+    t0 = time.time()
+    after = settled(10)
+    check(after["running"] == 0 and after["kv_blocks_used"] == used0 and
+          after["server"]["cancelled_on_disconnect"] == base_stats["server"]["cancelled_on_disconnect"] + 1,
+          "a client gone before its non-streamed answer: cancelled (%d), KV blocks %d (baseline %d) after %.2f s"
+          % (after["server"]["cancelled_on_disconnect"] - base_stats["server"]["cancelled_on_disconnect"],
+             after["kv_blocks_used"], used0, time.time() - t0))
+    check(after["generated_tokens"] - base_stats["generated_tokens"] < 900,
+          "it stopped early (%d tokens)" % (after["generated_tokens"] - base_stats["generated_tokens"]))
 finally:
     proc.send_signal(signal.SIGTERM)
     try:
