@@ -829,6 +829,18 @@ LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, 
                                                 const char* tools_json, int32_t add_generation_prompt, char* out,
                                                 size_t capacity, size_t* n_out);
 
+/* llm_chat_apply_template_json with more template variables: vars_json is
+ * a JSON object (NUL-terminated UTF-8, or NULL for none) whose members reach
+ * the template as variables of those names, as a server's
+ * chat_template_kwargs do ({"enable_thinking": false}) or a caller's
+ * "date_string". They cannot name messages, tools, add_generation_prompt,
+ * bos_token or eos_token (INVALID_ARGUMENT). Everything else is as
+ * llm_chat_apply_template_json. */
+LLM_API llm_status llm_chat_apply_template_vars(llm_ctx* ctx, const char* tmpl, const char* messages_json,
+                                                const char* tools_json, const char* vars_json,
+                                                int32_t add_generation_prompt, char* out, size_t capacity,
+                                                size_t* n_out);
+
 /* ------------------------------------------------------------ tool calls */
 
 enum { /* tool-call formats: llm_chat_tool_format, llm_chat_parse_tool_calls */

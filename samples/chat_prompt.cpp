@@ -1,5 +1,6 @@
 #include "chat_prompt.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
@@ -71,8 +72,40 @@ bool Prompter::Init(llm_ctx* ctx, const std::string& template_text, std::string*
   return true;
 }
 
+namespace {
+
+// A string as a JSON string literal.
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 llm_status Prompter::Render(const std::vector<Message>& messages, std::string* prompt, uint32_t* tokenize_flags,
-                            std::string* error) const {
+                            std::string* error, const std::string* vars_json) const {
+  if (vars_json != nullptr && !fallback_) {
+    // The same conversation as JSON, so that the variables go with it.
+    std::string json = "[";
+    for (const Message& m : messages) {
+      if (json.size() > 1) json += ",";
+      json += "{\"role\":" + JsonString(m.role) + ",\"content\":" + JsonString(m.content) + "}";
+    }
+    json += "]";
+    return RenderJson(json, nullptr, prompt, tokenize_flags, error, vars_json);
+  }
   std::vector<llm_chat_message> msgs;
   msgs.reserve(messages.size());
   for (const Message& m : messages) msgs.push_back({m.role.c_str(), m.content.c_str()});
@@ -95,16 +128,18 @@ llm_status Prompter::Render(const std::vector<Message>& messages, std::string* p
 }
 
 llm_status Prompter::RenderJson(const std::string& messages_json, const std::string* tools_json, std::string* prompt,
-                                uint32_t* tokenize_flags, std::string* error) const {
+                                uint32_t* tokenize_flags, std::string* error, const std::string* vars_json) const {
   const char* tmpl = template_.empty() ? nullptr : template_.c_str();
   const char* tools = tools_json ? tools_json->c_str() : nullptr;
+  const char* vars = vars_json ? vars_json->c_str() : nullptr;
   size_t n = 0;
   prompt->assign(4096, '\0');
-  llm_status s = llm_chat_apply_template_json(ctx_, tmpl, messages_json.c_str(), tools, 1, prompt->data(),
+  llm_status s = llm_chat_apply_template_vars(ctx_, tmpl, messages_json.c_str(), tools, vars, 1, prompt->data(),
                                               prompt->size(), &n);
   if (s == LLM_ERR_BUFFER_TOO_SMALL) {
     prompt->assign(n, '\0');
-    s = llm_chat_apply_template_json(ctx_, tmpl, messages_json.c_str(), tools, 1, prompt->data(), prompt->size(), &n);
+    s = llm_chat_apply_template_vars(ctx_, tmpl, messages_json.c_str(), tools, vars, 1, prompt->data(),
+                                     prompt->size(), &n);
   }
   if (s != LLM_OK) {
     *error = llm_last_error();

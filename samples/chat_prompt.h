@@ -51,14 +51,16 @@ class Prompter {
   // writes the special tokens as text), ADD_SPECIAL unless the rendered text
   // already begins with the BOS token's text. Returns the llm_status of
   // llm_chat_apply_template; on failure *error gets llm_last_error().
+  // vars_json, when given, is a JSON object of more template variables
+  // (llm_chat_apply_template_vars: chat_template_kwargs, date_string).
   llm_status Render(const std::vector<Message>& messages, std::string* prompt, uint32_t* tokenize_flags,
-                    std::string* error) const;
+                    std::string* error, const std::string* vars_json = nullptr) const;
 
   // The same for a conversation in OpenAI's shape (a JSON array: tool_calls,
   // role "tool" results...) and a JSON array of tools, or nullptr
   // (llm_chat_apply_template_json); not for the fallback transcript.
   llm_status RenderJson(const std::string& messages_json, const std::string* tools_json, std::string* prompt,
-                        uint32_t* tokenize_flags, std::string* error) const;
+                        uint32_t* tokenize_flags, std::string* error, const std::string* vars_json = nullptr) const;
 
   // The LLM_TOOL_FORMAT_* the template writes tool calls in: GENERIC when
   // it knows no tools (then a caller describes them itself).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chat/chat_template.h"
@@ -126,6 +127,44 @@ TEST_F(ChatToolsApi, Qwen3ThroughTheCApi) {
     ++checked;
   }
   EXPECT_GE(checked, 8);
+}
+
+// llm_chat_apply_template_vars: more variables reach the template
+// (chat_template_kwargs, date_string); the request's own ones cannot be
+// replaced.
+TEST_F(ChatToolsApi, TemplateVariables) {
+  const char* tmpl =
+      "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}"
+      "{{ date_string | default('no date') }}|{{ messages | length }}|{{ extra.k if extra is defined else '-' }}";
+  const char* msgs = R"([{"role": "user", "content": "hi"}])";
+  char buf[128];
+  size_t n = 0;
+  ASSERT_EQ(llm_chat_apply_template_vars(ctx_, tmpl, msgs, nullptr, nullptr, 0, buf, sizeof buf, &n), LLM_OK)
+      << llm_last_error();
+  EXPECT_EQ(std::string(buf, n), "no date|1|-");
+  ASSERT_EQ(llm_chat_apply_template_vars(ctx_, tmpl, msgs, nullptr,
+                                         R"({"enable_thinking": false, "date_string": "26 Nov 2026", "extra": {"k": [1]}})",
+                                         0, buf, sizeof buf, &n),
+            LLM_OK)
+      << llm_last_error();
+  EXPECT_EQ(std::string(buf, n), "<think></think>26 Nov 2026|1|[1]");
+  ASSERT_EQ(llm_chat_apply_template_vars(ctx_, tmpl, msgs, nullptr, R"({"enable_thinking": true})", 0, buf,
+                                         sizeof buf, &n),
+            LLM_OK);
+  EXPECT_EQ(std::string(buf, n), "no date|1|-");
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"messages": []})", "set by the request"}, {R"({"tools": null})", "set by the request"},
+      {R"({"add_generation_prompt": true})", "set by the request"}, {R"({"bos_token": "x"})", "set by the request"},
+      {"[1]", "vars_json must be a JSON object"}, {"7", "vars_json must be a JSON object"},
+      {R"({"a": )", "vars_json: "}};
+  for (const auto& b : bad) {
+    EXPECT_EQ(llm_chat_apply_template_vars(ctx_, tmpl, msgs, nullptr, b.first, 0, buf, sizeof buf, &n),
+              LLM_ERR_INVALID_ARGUMENT)
+        << b.first;
+    EXPECT_NE(std::string(llm_last_error()).find(b.second), std::string::npos) << llm_last_error();
+  }
+  EXPECT_EQ(llm_chat_apply_template_vars(ctx_, tmpl, msgs, nullptr, "{\"\xff\": 1}", 0, buf, sizeof buf, &n),
+            LLM_ERR_INVALID_UTF8);
 }
 
 TEST_F(ChatToolsApi, Errors) {

@@ -109,13 +109,14 @@ void ApplyTemplate(const NativeInfo& info, const json& body, httplib::Response& 
   // The chat request's own parser, so that messages and tools are read
   // exactly as /v1/chat/completions reads them.
   json request = json::object();
-  for (const char* key : {"messages", "tools", "tool_choice", "functions", "function_call"})
+  for (const char* key : {"messages", "tools", "tool_choice", "functions", "function_call", "chat_template_kwargs"})
     if (auto it = body.find(key); it != body.end()) request[key] = *it;
   try {
     if (!ParseChatRequest(request, &g, &err)) return SendError(res, err);
   } catch (const json::exception& e) {
     return (void)Bad(res, "", std::string("the request has a field of the wrong type (") + e.what() + ")");
   }
+  ApplyRequestDefaults(request, info.defaults, &g);  // --chat-template-kwargs
   if (!RenderChatPrompt(*info.prompter, &g, &err)) return SendError(res, err);
   SendJson(res, 200, {{"prompt", g.prompts[0].text}});
 }

@@ -325,6 +325,15 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
     if (!SetConstraint(g, param, LLM_CONSTRAINT_JSON_SCHEMA, ForcedCallSchema(g->tools).dump(), err)) return false;
   }
 
+  if (const json* kw = Field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) return Bad(err, "chat_template_kwargs", "chat_template_kwargs must be an object");
+    for (const auto& item : kw->items()) {
+      const std::string& k = item.key();
+      if (k == "messages" || k == "tools" || k == "add_generation_prompt" || k == "bos_token" || k == "eos_token")
+        return Bad(err, "chat_template_kwargs", "chat_template_kwargs cannot set \"" + k + "\"");
+      g->template_vars[k] = item.value();
+    }
+  }
   const json* msgs = Field(body, "messages");
   if (msgs == nullptr) return Bad(err, "messages", "messages is required");
   if (!msgs->is_array() || msgs->empty()) return Bad(err, "messages", "messages must be a non-empty list");

@@ -76,6 +76,9 @@ struct Generation {
   // (content strings, tool_calls arguments as objects), and whether any
   // carries tool_calls or is a tool result.
   json raw_messages = json::array();
+  // More chat template variables: the request's chat_template_kwargs over
+  // the server's (--chat-template-kwargs) over date_string/datetime (today).
+  json template_vars = json::object();
   bool tool_history = false;
   std::vector<PromptInput> prompts;     // choices are numbered prompt * n + sample
 };

@@ -45,6 +45,8 @@ namespace {
                "  --api-key-file FILE     keys from FILE, one per line\n"
                "  --allowed-host NAME     also answer requests whose Host (or Origin) is NAME; a server\n"
                "                          bound to a loopback address answers local names only\n"
+               "  --chat-template-kwargs J  more chat template variables (a JSON object, e.g.\n"
+               "                          '{\"enable_thinking\": false}'); a request's chat_template_kwargs win\n"
                "  --slot-save-path DIR    POST /slots/{id}?action=save|restore writes and reads the KV of\n"
                "                          the conversation /completion ran with that id_slot in DIR\n"
                "  --cors-origins LIST     origins whose web pages may read answers (comma-separated: host\n"
@@ -220,6 +222,12 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--api-key-file") o.api_key_file = str();
     else if (a == "--allowed-host") o.allowed_hosts.push_back(str());
     else if (a == "--slot-save-path") o.slot_save_path = str();
+    else if (a == "--chat-template-kwargs") {
+      const json kw = json::parse(str(), nullptr, false);
+      if (!kw.is_object() || kw.contains("messages") || kw.contains("tools") || kw.contains("add_generation_prompt"))
+        Refuse(a, "it wants a JSON object of template variables, e.g. '{\"enable_thinking\": false}'");
+      o.defaults.chat_template_kwargs = kw;
+    }
     else if (a == "--cors-origins") {
       for (std::string& e : SplitList(str())) o.cors_origins.push_back(std::move(e));
     }

@@ -104,6 +104,14 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
 LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, const char* messages_json,
                                                 const char* tools_json, int32_t add_generation_prompt, char* out,
                                                 size_t capacity, size_t* n_out) {
+  return llm_chat_apply_template_vars(ctx, tmpl, messages_json, tools_json, nullptr, add_generation_prompt, out,
+                                      capacity, n_out);
+}
+
+LLM_API llm_status llm_chat_apply_template_vars(llm_ctx* ctx, const char* tmpl, const char* messages_json,
+                                                const char* tools_json, const char* vars_json,
+                                                int32_t add_generation_prompt, char* out, size_t capacity,
+                                                size_t* n_out) {
   LLM_CHECK_ARG(ctx);
   LLM_CHECK_ARG(messages_json);
   LLM_CHECK_ARG(n_out);
@@ -113,23 +121,34 @@ LLM_API llm_status llm_chat_apply_template_json(llm_ctx* ctx, const char* tmpl, 
   return Guard([&]() -> llm_status {
     // Well inside the template engine's value depth (jinja::kMaxValueDepth).
     constexpr int kMaxDepth = 32;
-    if (!llm::IsValidUtf8(messages_json)) return Fail(LLM_ERR_INVALID_UTF8, "messages_json is not valid UTF-8");
-    auto messages = llm::ParseJson(messages_json, kMaxDepth);
-    if (!messages.ok()) return Fail(LLM_ERR_INVALID_ARGUMENT, "messages_json: " + messages.status().message());
-    std::optional<llm::Json> tools;
+    auto parse = [](const char* name, const char* text) -> llm::StatusOr<llm::Json> {
+      if (!llm::IsValidUtf8(text)) return llm::Status(LLM_ERR_INVALID_UTF8, std::string(name) + " is not valid UTF-8");
+      auto j = llm::ParseJson(text, kMaxDepth);
+      if (!j.ok()) return llm::Status(j.status().code(), std::string(name) + ": " + j.status().message());
+      return j;
+    };
+    auto messages = parse("messages_json", messages_json);
+    if (!messages.ok()) return Fail(messages.status());
+    std::optional<llm::Json> tools, vars;
     if (tools_json != nullptr) {
-      if (!llm::IsValidUtf8(tools_json)) return Fail(LLM_ERR_INVALID_UTF8, "tools_json is not valid UTF-8");
-      auto t = llm::ParseJson(tools_json, kMaxDepth);
-      if (!t.ok()) return Fail(LLM_ERR_INVALID_ARGUMENT, "tools_json: " + t.status().message());
+      auto t = parse("tools_json", tools_json);
+      if (!t.ok()) return Fail(t.status());
       tools = std::move(*t);
+    }
+    if (vars_json != nullptr) {
+      auto v = parse("vars_json", vars_json);
+      if (!v.ok()) return Fail(v.status());
+      if (!v->is_object()) return Fail(LLM_ERR_INVALID_ARGUMENT, "vars_json must be a JSON object");
+      vars = std::move(*v);
     }
     const llm::Model& model = ctx->engine->model();
     auto text = TemplateText(model, tmpl);
     if (!text.ok()) return Fail(text.status());
     auto compiled = llm::ChatTemplate::Create(*text);
     if (!compiled.ok()) return Fail(compiled.status());
-    auto rendered = (*compiled)->ApplyJson(*messages, tools ? &*tools : nullptr,
-                                           TemplateOptions(model, add_generation_prompt));
+    llm::ChatTemplateOptions opts = TemplateOptions(model, add_generation_prompt);
+    opts.variables = vars ? &*vars : nullptr;
+    auto rendered = (*compiled)->ApplyJson(*messages, tools ? &*tools : nullptr, opts);
     if (!rendered.ok()) return Fail(rendered.status());
     return CopyOut(*rendered, out, capacity, n_out);
   });

@@ -46,6 +46,16 @@ StatusOr<std::string> ChatTemplate::ApplyJson(const Json& messages, const Json* 
   globals.Set("add_generation_prompt", Value::Bool(opts.add_generation_prompt));
   if (opts.bos_token) globals.Set("bos_token", Value::String(*opts.bos_token));
   if (opts.eos_token) globals.Set("eos_token", Value::String(*opts.eos_token));
+  if (opts.variables != nullptr && !opts.variables->is_null()) {
+    if (!opts.variables->is_object()) return InvalidArgument("the template variables must be a JSON object");
+    for (const Json::Member& m : opts.variables->object()) {
+      const std::string& name = m.first;
+      if (name == "messages" || name == "tools" || name == "add_generation_prompt" || name == "bos_token" ||
+          name == "eos_token")
+        return InvalidArgument("the template variable \"" + name + "\" is set by the request itself");
+      globals.Set(name, Value::FromJson(m.second));
+    }
+  }
   return template_->Render(globals);
 }
 

@@ -29,6 +29,11 @@ struct ChatTemplateOptions {
   // undefined (as transformers does for a missing special token).
   std::optional<std::string> bos_token;
   std::optional<std::string> eos_token;
+  // More variables (a JSON object, or null): a request's
+  // chat_template_kwargs ("enable_thinking": false), "date_string". They
+  // cannot replace messages, tools, add_generation_prompt or the special
+  // tokens' texts (ApplyJson refuses those keys).
+  const Json* variables = nullptr;
 };
 
 class ChatTemplate {

@@ -101,6 +101,33 @@ try:
         check(st == 400 and (param is None or r["error"]["param"] == param), "%s: 400 naming %s (%s %s)" % (extra, param, st, r))
 finally:
     server_proc.stop(proc)
+
+# Template variables: today's date_string / datetime, --chat-template-kwargs,
+# a request's chat_template_kwargs over them.
+import datetime
+tmpl = ("{{ date_string }}|{{ datetime }}|{{ 'nothink' if enable_thinking is defined and not enable_thinking else 'think' }}"
+        "|{{ flavour | default('-') }}|{% for m in messages %}{{ m.content }}{% endfor %}")
+proc, port, _ = server_proc.start(server_bin, ["-m", model, "-t", "1", "-c", "256", "--chat-template", tmpl,
+                                               "--chat-template-kwargs", '{"flavour": "server"}'])
+base = "http://127.0.0.1:%d" % port
+try:
+    today = datetime.date.today()
+    st, r = post("/apply-template", {"messages": [{"role": "user", "content": "hi"}]})
+    want = "%s|%s|think|server|hi" % (today.strftime("%d %b %Y"), today.strftime("%b %d %Y"))
+    check(st == 200 and r["prompt"] == want, "/apply-template: today's date and the server's kwargs: %r" % r)
+    st, r = post("/apply-template", {"messages": [{"role": "user", "content": "hi"}],
+                                     "chat_template_kwargs": {"enable_thinking": False, "flavour": "request"}})
+    check(st == 200 and r["prompt"].endswith("|nothink|request|hi"), "the request's chat_template_kwargs win: %r" % r)
+    st, c = post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1,
+                                          "chat_template_kwargs": {"enable_thinking": False}})
+    st2, t = post("/tokenize", {"content": want.replace("|think|", "|nothink|"), "add_special": True})
+    check(st == 200 and c["usage"]["prompt_tokens"] == len(t["tokens"]),
+          "a chat completion is computed from that prompt (%s vs %s)" % (c.get("usage"), len(t.get("tokens", []))))
+    for kw in [5, [1], {"messages": []}]:
+        st, r = post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": kw})
+        check(st == 400 and r["error"]["param"] == "chat_template_kwargs", "chat_template_kwargs %r: 400 (%s)" % (kw, st))
+finally:
+    server_proc.stop(proc)
 if failures:
     print("\n%d FAILED" % len(failures))
     sys.exit(1)

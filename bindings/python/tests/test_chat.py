@@ -25,6 +25,18 @@ def test_template_renders_like_the_model_says(smol):
                       "<|im_start|>assistant\n")
 
 
+def test_chat_template_kwargs(ctx):
+    chat = llmrt.Chat(ctx, template="{{ 'nothink' if enable_thinking is defined and not enable_thinking else 'think' }}"
+                                    "{% for m in messages %}|{{ m.content }}{% endfor %}")
+    msgs = [{"role": "user", "content": "hi"}]
+    assert chat.render(msgs) == "think|hi"
+    assert chat.render(msgs, chat_template_kwargs={"enable_thinking": False}) == "nothink|hi"
+    with pytest.raises(llmrt.LlmError):
+        chat.render(msgs, chat_template_kwargs={"messages": []})
+    reply = chat.create(msgs, max_tokens=2, temperature=0, chat_template_kwargs={"enable_thinking": False})
+    assert reply["usage"]["prompt_tokens"] == len(ctx.tokenize("nothink|hi", add_special=True))
+
+
 def test_chat_stream_equals_whole(smol):
     chat = llmrt.Chat(smol)
     msgs = [{"role": "user", "content": "What is the capital of France?"}]

@@ -87,6 +87,8 @@ _SIGNATURES = {
                                                C.c_char_p, C.c_size_t, _P(C.c_size_t)]),
     "llm_chat_apply_template_json": (S.llm_status, [_ctx, C.c_char_p, C.c_char_p, C.c_char_p, C.c_int32,
                                                     C.c_char_p, C.c_size_t, _P(C.c_size_t)]),
+    "llm_chat_apply_template_vars": (S.llm_status, [_ctx, C.c_char_p, C.c_char_p, C.c_char_p, C.c_char_p, C.c_int32,
+                                                    C.c_char_p, C.c_size_t, _P(C.c_size_t)]),
     "llm_chat_tool_format": (S.llm_status, [_ctx, C.c_char_p, _P(C.c_int32)]),
     "llm_chat_parse_tool_calls": (S.llm_status, [C.c_int32, C.c_char_p, C.c_size_t, C.c_char_p, C.c_size_t,
                                                  _P(C.c_size_t)]),

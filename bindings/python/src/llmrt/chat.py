@@ -164,11 +164,18 @@ class Chat:
         return self.template.encode("utf-8") if self.template else None
 
     def render(self, messages: Sequence[Mapping[str, Any]], tools: Optional[Sequence[Mapping[str, Any]]] = None,
-               add_generation_prompt: bool = True) -> str:
-        """The prompt the template makes of ``messages`` (and ``tools``)."""
+               add_generation_prompt: bool = True,
+               chat_template_kwargs: Optional[Mapping[str, Any]] = None) -> str:
+        """The prompt the template makes of ``messages`` (and ``tools``);
+        ``chat_template_kwargs``: more template variables
+        (``{"enable_thinking": False}``)."""
         calls_as_text = self.tool_format == TOOL_FORMAT_GENERIC
         msgs = json.dumps(_messages_for_template(messages, calls_as_text), ensure_ascii=False).encode("utf-8")
         tl = json.dumps(list(tools), ensure_ascii=False).encode("utf-8") if tools else None
+        if chat_template_kwargs:
+            vs = json.dumps(dict(chat_template_kwargs), ensure_ascii=False).encode("utf-8")
+            return _call_with_buffer(lib.llm_chat_apply_template_vars, self.ctx.handle, self._tmpl(), msgs, tl, vs,
+                                     int(add_generation_prompt))
         return _call_with_buffer(lib.llm_chat_apply_template_json, self.ctx.handle, self._tmpl(), msgs, tl,
                                  int(add_generation_prompt))
 
@@ -188,7 +195,8 @@ class Chat:
             if any(k in kw for k in ("response_format", "json_schema", "regex", "grammar", "choices")):
                 raise ValueError("tool_choice required/named cannot be combined with another constraint")
             kw["json_schema"] = _call_schema(tools, tool_choice)
-        prompt = self.render(messages, tools if native else None)
+        prompt = self.render(messages, tools if native else None,
+                             chat_template_kwargs=kw.pop("chat_template_kwargs", None))
         has_bos = bool(self._bos_text) and prompt.startswith(self._bos_text)
         kw.setdefault("parse_special", True)
         kw.setdefault("add_special", not has_bos)
