@@ -2,6 +2,7 @@
 // costs against recomputing it, through the public C API.
 //
 //   kv-state-bench [--model PATH] [--tokens N] [--rounds R] [--threads T] [--kv-type f32|f16|q8_0] [--dir DIR]
+//                  [--variant V]  (round r's prompt is variant V + 2r: bench/kv_state_peer.py runs one round at a time)
 //
 // For each of R rounds (a different prompt of N tokens each, so no round
 // reuses another's cache):
@@ -38,6 +39,7 @@ struct Opts {
   int threads = 0;
   int kv_type = LLM_KV_AUTO;
   std::string dir = "/tmp";
+  int variant = 0;
 };
 
 [[noreturn]] void Die(const char* what, llm_status st) {
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (v == nullptr) {
       std::fprintf(stderr, "usage: kv-state-bench [--model PATH] [--tokens N] [--rounds R] [--threads T] "
-                           "[--kv-type f32|f16|q8_0] [--dir DIR]\n");
+                           "[--kv-type f32|f16|q8_0] [--dir DIR] [--variant V]\n");
       return 2;
     }
     ++i;
@@ -119,6 +121,7 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") o.rounds = std::atoi(v);
     else if (a == "--threads") o.threads = std::atoi(v);
     else if (a == "--dir") o.dir = v;
+    else if (a == "--variant") o.variant = std::atoi(v);
     else if (a == "--kv-type") o.kv_type = !std::strcmp(v, "f32") ? LLM_KV_F32 : !std::strcmp(v, "q8_0") ? LLM_KV_Q8_0 : LLM_KV_F16;
     else { std::fprintf(stderr, "kv-state-bench: unknown option %s\n", a.c_str()); return 2; }
   }
@@ -136,8 +139,8 @@ int main(int argc, char** argv) {
   std::vector<double> cold, restored, host, disk, save_mbs, load_mbs, bytes_per_tok;
   int32_t cached_restored = 0, cached_host = 0, cached_disk = 0;
   for (int round = 0; round < o.rounds; ++round) {
-    const std::vector<llm_token> prompt = Prompt(o.tokens, 2 * round, info.n_vocab);
-    const std::vector<llm_token> other = Prompt(o.tokens, 2 * round + 1, info.n_vocab);
+    const std::vector<llm_token> prompt = Prompt(o.tokens, o.variant + 2 * round, info.n_vocab);
+    const std::vector<llm_token> other = Prompt(o.tokens, o.variant + 2 * round + 1, info.n_vocab);
     const std::string file = base + "/conv.llmkv";
     const std::string tier = base + "/tier" + std::to_string(round);
     {  // cold, save; host tier (evicted by `other`, then back)
