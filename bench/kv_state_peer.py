@@ -33,6 +33,7 @@ Not part of CI: a 4k-token 1B prompt takes minutes on two cores.
 """
 import argparse
 import ctypes
+import json
 import os
 import re
 import statistics
@@ -183,17 +184,27 @@ def main():
     ap.add_argument("--tokens", type=int, default=4000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--side", choices=["both", "llmrt", "llama.cpp"], default="both",
+                    help="one side only: its rounds and medians as JSON (two such runs may go side by side)")
     args = ap.parse_args()
 
     model = make_model(args)
-    lc = LlamaCpp(model, args.threads, args.tokens + 64)
+    lc = LlamaCpp(model, args.threads, args.tokens + 64) if args.side != "llmrt" else None
     rows = {"llmrt": [], "llama.cpp": []}
     for r in range(args.rounds):
-        rows["llmrt"].append(llmrt_round(args, model, r))
-        log(f"llmrt round {r}: {rows['llmrt'][-1]}")
-        toks = prompt(args.tokens, 2 * r, lc.n_vocab)
-        rows["llama.cpp"].append(lc.round(toks, os.path.join(args.dir, f"lcpp-kv-{os.getpid()}.bin")))
-        log(f"llama.cpp round {r}: {rows['llama.cpp'][-1]}")
+        if args.side != "llama.cpp":
+            rows["llmrt"].append(llmrt_round(args, model, r))
+            log(f"llmrt round {r}: {rows['llmrt'][-1]}")
+        if lc is not None:
+            toks = prompt(args.tokens, 2 * r, lc.n_vocab)
+            rows["llama.cpp"].append(lc.round(toks, os.path.join(args.dir, f"lcpp-kv-{os.getpid()}.bin")))
+            log(f"llama.cpp round {r}: {rows['llama.cpp'][-1]}")
+    if args.side != "both":
+        rs = rows[args.side]
+        print(json.dumps({"side": args.side, "model": os.path.basename(model), "tokens": args.tokens,
+                          "threads": args.threads, "rounds": rs,
+                          "median": {k: statistics.median(row[k] for row in rs) for k in rs[0]}}))
+        return
 
     med = {side: {k: statistics.median(row[k] for row in rs) for k in rs[0]} for side, rs in rows.items()}
     print(f"model {os.path.basename(model)}, {args.tokens}-token prompt, {args.threads} threads, F16 KV, "
