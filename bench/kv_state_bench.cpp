@@ -2,12 +2,14 @@
 // costs against recomputing it, through the public C API.
 //
 //   kv-state-bench [--model PATH] [--tokens N] [--rounds R] [--threads T] [--kv-type f32|f16|q8_0] [--dir DIR]
+//                  [--variant V]  (round r's prompt is variant V + 2r: bench/kv_state_peer.py runs one round at a time)
 //
 // For each of R rounds (a different prompt of N tokens each, so no round
 // reuses another's cache):
 //   cold      TTFT of the prompt in a fresh context (computed)
 //   save      llm_kv_export_file of its prefix: MB/s, bytes per token
-//   load      llm_kv_import_file into another fresh context: MB/s
+//   load      llm_kv_import_file into another fresh context, right after
+//             the save: MB/s
 //   restored  TTFT of the same prompt there (served from the import)
 //   host      TTFT after the prefix was evicted to the host-memory tier
 //   disk      TTFT in a new context on the disk tier the first one filled
@@ -38,6 +40,7 @@ struct Opts {
   int threads = 0;
   int kv_type = LLM_KV_AUTO;
   std::string dir = "/tmp";
+  int variant = 0;
 };
 
 [[noreturn]] void Die(const char* what, llm_status st) {
@@ -110,7 +113,7 @@ int main(int argc, char** argv) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (v == nullptr) {
       std::fprintf(stderr, "usage: kv-state-bench [--model PATH] [--tokens N] [--rounds R] [--threads T] "
-                           "[--kv-type f32|f16|q8_0] [--dir DIR]\n");
+                           "[--kv-type f32|f16|q8_0] [--dir DIR] [--variant V]\n");
       return 2;
     }
     ++i;
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") o.rounds = std::atoi(v);
     else if (a == "--threads") o.threads = std::atoi(v);
     else if (a == "--dir") o.dir = v;
+    else if (a == "--variant") o.variant = std::atoi(v);
     else if (a == "--kv-type") o.kv_type = !std::strcmp(v, "f32") ? LLM_KV_F32 : !std::strcmp(v, "q8_0") ? LLM_KV_Q8_0 : LLM_KV_F16;
     else { std::fprintf(stderr, "kv-state-bench: unknown option %s\n", a.c_str()); return 2; }
   }
@@ -136,8 +140,8 @@ int main(int argc, char** argv) {
   std::vector<double> cold, restored, host, disk, save_mbs, load_mbs, bytes_per_tok;
   int32_t cached_restored = 0, cached_host = 0, cached_disk = 0;
   for (int round = 0; round < o.rounds; ++round) {
-    const std::vector<llm_token> prompt = Prompt(o.tokens, 2 * round, info.n_vocab);
-    const std::vector<llm_token> other = Prompt(o.tokens, 2 * round + 1, info.n_vocab);
+    const std::vector<llm_token> prompt = Prompt(o.tokens, o.variant + 2 * round, info.n_vocab);
+    const std::vector<llm_token> other = Prompt(o.tokens, o.variant + 2 * round + 1, info.n_vocab);
     const std::string file = base + "/conv.llmkv";
     const std::string tier = base + "/tier" + std::to_string(round);
     {  // cold, save; host tier (evicted by `other`, then back)
@@ -152,22 +156,24 @@ int main(int argc, char** argv) {
       const double bytes = static_cast<double>(fs::file_size(file));
       save_mbs.push_back(bytes / s / 1e6);
       bytes_per_tok.push_back(n > 0 ? bytes / n : 0);
+      {  // load, restored: right after the save, as a caller restoring it would
+        // (later, the tier files `a` writes at destroy would compete with the
+        // read for the disk and the page cache)
+        llm_ctx* b = Make(o, n_blocks, 0, "");
+        int32_t nb = 0;
+        auto t1 = Clock::now();
+        if (llm_status st = llm_kv_import_file(b, 0, file.c_str(), &nb); st != LLM_OK) Die("llm_kv_import_file", st);
+        load_mbs.push_back(bytes / Seconds(t1) / 1e6);
+        const llm_metrics m = Run(b, prompt);
+        restored.push_back(m.ttft_ms);
+        cached_restored = m.cached_prompt_tokens;
+        llm_ctx_destroy(b);
+      }
       Run(a, other);  // evicts `prompt` down to the host tier
       const llm_metrics m = Run(a, prompt);
       host.push_back(m.ttft_ms);
       cached_host = m.cached_prompt_tokens;
       llm_ctx_destroy(a);  // the pool's and the host tier's blocks go to disk
-    }
-    {  // load, restored
-      llm_ctx* b = Make(o, n_blocks, 0, "");
-      int32_t n = 0;
-      auto t0 = Clock::now();
-      if (llm_status st = llm_kv_import_file(b, 0, file.c_str(), &n); st != LLM_OK) Die("llm_kv_import_file", st);
-      load_mbs.push_back(static_cast<double>(fs::file_size(file)) / Seconds(t0) / 1e6);
-      const llm_metrics m = Run(b, prompt);
-      restored.push_back(m.ttft_ms);
-      cached_restored = m.cached_prompt_tokens;
-      llm_ctx_destroy(b);
     }
     {  // disk: a new context on the directory the first one filled
       llm_ctx* c = Make(o, n_blocks, 0, tier);

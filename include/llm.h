@@ -309,9 +309,10 @@ typedef struct llm_ctx_params {
   /* then to disk, instead of being dropped; a request whose prefix the    */
   /* pool lacks copies them back before computing (its cached-token count  */
   /* includes them; the output is the same as computing them). LRU per     */
-  /* tier. The CPU backend only: a CUDA context (or partial offload) with  */
-  /* a tier gets UNSUPPORTED. Callers built against an older header get    */
-  /* no tiers. llm_stats.kv_tier_* count what they do. --- */
+  /* tier. CPU and CUDA backends (on CUDA the host tier is page-locked     */
+  /* memory, its copies asynchronous); partial offload with a tier gets    */
+  /* UNSUPPORTED. Callers built against an older header get no tiers.      */
+  /* llm_stats.kv_tier_* count what they do. --- */
   uint64_t kv_host_bytes;     /* host-memory tier budget in bytes; 0 = none. */
                               /* Less than one KV block: INVALID_ARGUMENT.  */
   const char* kv_disk_dir;    /* disk tier directory (created if missing),  */
@@ -907,14 +908,16 @@ LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, s
  *    type and shape, a hash of sampled weight bytes) and the KV geometry;
  *    an import checks both before it reads a block, and checks each block's
  *    checksum and chained hash before it uses it. A stream of another
- *    element type (F32, F16, Q8_0: llm_ctx_params.kv_type) converts.
+ *    element type (F32, F16, Q8_0: llm_ctx_params.kv_type; BF16, the CUDA
+ *    pool's) converts: a CPU context's stream imports into a CUDA context
+ *    and back.
  *  - Threads: the engine waits between two steps while an export or import
  *    runs (requests keep queueing; their steps resume after), and the
  *    callbacks run on the calling thread. Concurrent calls on one context
  *    take turns. A callback may call any llm_* function on the context but
  *    llm_ctx_destroy and another llm_kv_* (INVALID_ARGUMENT).
- *  - The CPU backend exports and imports; the CUDA backend and partial
- *    offload answer LLM_ERR_UNSUPPORTED for now. */
+ *  - The CPU and CUDA backends export and import; partial offload (a
+ *    model split between them) answers LLM_ERR_UNSUPPORTED. */
 
 /* Writes `size` bytes of the stream; returns 0, or nonzero to stop the
  * export (it then fails with LLM_ERR_IO). */
@@ -932,7 +935,7 @@ typedef int32_t (*llm_kv_read_fn)(void* user_data, void* buf, size_t size, size_
  * Errors: NULL_ARGUMENT (ctx, write, out_n_tokens; tokens when n_tokens >
  * 0), INVALID_ARGUMENT (n_tokens < 0; called from a KV callback), IO (the
  * callback said no; what it wrote is an incomplete stream, which an import
- * refuses), UNSUPPORTED (CUDA backend), SHUTDOWN. */
+ * refuses), UNSUPPORTED (partial offload), SHUTDOWN. */
 LLM_API llm_status llm_kv_export(llm_ctx* ctx, const llm_token* tokens, int32_t n_tokens, uint64_t cache_salt,
                                  llm_kv_write_fn write, void* user_data, int32_t* out_n_tokens);
 
@@ -951,7 +954,7 @@ LLM_API llm_status llm_kv_export(llm_ctx* ctx, const llm_token* tokens, int32_t 
  * sliding windows — or a newer format version; the message says what
  * differs), KV_CORRUPT (truncated, malformed, bad checksum; the message
  * names the byte offset), IO (the callback failed), INVALID_ARGUMENT (called
- * from a KV callback), UNSUPPORTED (CUDA backend), SHUTDOWN. The context
+ * from a KV callback), UNSUPPORTED (partial offload), SHUTDOWN. The context
  * keeps serving after any of them. */
 LLM_API llm_status llm_kv_import(llm_ctx* ctx, uint64_t cache_salt, llm_kv_read_fn read, void* user_data,
                                  int32_t* out_n_tokens);

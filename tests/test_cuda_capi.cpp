@@ -243,52 +243,7 @@ TEST(CudaCApi, SmolLM2Q4_1GreedyMatchesCpu) {
   llm_ctx_destroy(cpu);
 }
 
-// KV export/import (issue 30) is CPU-only in this slice: a CUDA context says
-// so with a status and a message, and keeps serving.
-namespace {
-int32_t DiscardKv(void*, const void*, size_t) { return 0; }
-int32_t EmptyKv(void*, void*, size_t, size_t* n) {
-  *n = 0;
-  return 0;
-}
-}  // namespace
-
-TEST(CudaCApi, KvExportImportAreUnsupported) {
-  SKIP_WITHOUT_DEVICE();
-  llm_ctx* gpu = MakeContext(LLM_BACKEND_CUDA);
-  ASSERT_NE(gpu, nullptr);
-  const std::vector<llm_token> prompt{1, 400, 401, 402};
-  int32_t n = -1;
-  EXPECT_EQ(llm_kv_export(gpu, prompt.data(), 4, 0, DiscardKv, nullptr, &n), LLM_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(llm_last_error()).find("cannot export"), std::string::npos) << llm_last_error();
-  EXPECT_EQ(llm_kv_import(gpu, 0, EmptyKv, nullptr, &n), LLM_ERR_UNSUPPORTED);
-  EXPECT_EQ(n, -1);
-  const GreedyRun r = Greedy(gpu, prompt, 4);
-  EXPECT_EQ(r.status, LLM_OK);
-  EXPECT_EQ(r.tokens.size(), 4u);
-  llm_ctx_destroy(gpu);
-}
-
-// The host-memory and disk KV tiers need a backend that reads and writes its
-// blocks in the wire layout: a CUDA context refuses them (not silently
-// without them), and one without them still works.
-TEST(CudaCApi, KvTiersAreUnsupported) {
-  SKIP_WITHOUT_DEVICE();
-  const std::string path = ModelPathF32();
-  for (int with_disk = 0; with_disk < 2; ++with_disk) {
-    llm_ctx_params p;
-    llm_ctx_params_init(&p);
-    p.model_path = path.c_str();
-    p.backend = LLM_BACKEND_CUDA;
-    p.n_ctx = 256;
-    p.kv_host_bytes = with_disk ? 0 : 64u << 20;
-    p.kv_disk_dir = with_disk ? "/tmp/llmrt-cuda-tier-never-made" : nullptr;
-    llm_ctx* ctx = nullptr;
-    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
-    EXPECT_EQ(ctx, nullptr);
-    EXPECT_NE(std::string(llm_last_error()).find("KV tiers"), std::string::npos) << llm_last_error();
-  }
-}
+// KV export/import and the KV tiers on CUDA: test_cuda_kv_state.cpp.
 
 }  // namespace
 }  // namespace llm::test

@@ -173,14 +173,18 @@ TEST(KvState, RoundTripStoriesBlock32) { RoundTrip(test::ModelPathF32(), {LLM_KV
 class KvStateFamily : public ::testing::TestWithParam<const char*> {};
 TEST_P(KvStateFamily, RoundTrip) {
   const std::string path = SynthPath(GetParam());
-  // 40 + 24 tokens: past the 32-token sliding windows of the gemma shapes.
+  // 40 + 24 tokens: past the 32-token sliding windows of the mistral,
+  // gemma and phi3 shapes. Every pool type.
+  RoundTrip(path, {LLM_KV_F32});
   RoundTrip(path, {LLM_KV_F16});
   RoundTrip(path, {LLM_KV_Q8_0});
   std::filesystem::remove(path);
 }
+// Every generative family llm-synth writes (tiny-bert is an encoder: no KV).
 INSTANTIATE_TEST_SUITE_P(Synth, KvStateFamily,
-                         ::testing::Values("tiny-llama3", "tiny-qwen3", "tiny-mistral", "tiny-gemma2", "tiny-gemma3",
-                                           "tiny-phi3"),
+                         ::testing::Values("tiny", "tiny-llama3", "tiny-qwen2", "tiny-qwen2-yarn", "tiny-qwen3",
+                                           "tiny-mistral", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-mixtral",
+                                           "tiny-qwen2moe", "tiny-qwen3moe"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -190,13 +194,15 @@ INSTANTIATE_TEST_SUITE_P(Synth, KvStateFamily,
 TEST(KvState, RoundTripSmolLM2) {
   const std::string path = test::RealModelPath(test::kSmolLM2);
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
-  RoundTrip(path, {LLM_KV_F16}, 40, 8);
+  for (int32_t kv : {LLM_KV_F16, LLM_KV_Q8_0, LLM_KV_F32}) RoundTrip(path, {kv}, 40, 8);
 }
 
 TEST(KvState, RoundTripGemma3) {
   const std::string path = test::RealModelPath(test::kGemma3);
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "Gemma 3 270M not fetched (scripts/fetch-models.sh)";
-  RoundTrip(path, {LLM_KV_Q8_0}, 40, 8);
+  // 40 + 8 tokens: not past its 512-token sliding window (the synthesized
+  // gemma shapes above cross theirs).
+  for (int32_t kv : {LLM_KV_Q8_0, LLM_KV_F16, LLM_KV_F32}) RoundTrip(path, {kv}, 40, 8);
 }
 
 // ---------------------------------------------------------------- conversions

@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kvstate/host_tier.h"
 #include "llm.h"
 #include "support/api_greedy.h"
 #include "support/api_helpers.h"
@@ -377,6 +379,44 @@ TEST(KvTiers, KeepKvIsChecked) {
 
 namespace llm {
 namespace {
+
+// The host tier's slots: least recently used out first, but never the entry
+// pinned by a restore in progress (KvTiers::Stage pins it until
+// WriteStaged, since the pool allocation between them may evict a block
+// into the host tier: on CUDA the copy into a reused slot would overwrite
+// the staged K/V before the restore reads them).
+TEST(KvTiers, HostTierSlotsKeepThePinnedEntry) {
+  const std::vector<int32_t> toks(16, 5);
+  kvstate::HostTier h(2);
+  bool no_room = true;
+  EXPECT_FALSE(h.MakeRoom(&no_room).has_value());
+  EXPECT_FALSE(no_room);
+  const int32_t sa = h.Insert(101, 0, 0, toks);
+  EXPECT_FALSE(h.MakeRoom(&no_room).has_value());
+  const int32_t sb = h.Insert(102, 101, 0, toks);
+  EXPECT_NE(sa, sb);
+  h.Pin(101);  // the least recently used entry, pinned
+  std::optional<kvstate::HostEntry> out = h.MakeRoom(&no_room);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->hash, 102u) << "the pinned entry went out";
+  EXPECT_EQ(h.Insert(103, 0, 0, toks), sb) << "the freed slot is reused";
+  ASSERT_NE(h.Find(101, 0, toks), nullptr);
+  EXPECT_EQ(h.Find(101, 0, toks)->slot, sa);
+  EXPECT_EQ(h.Find(101, 7, toks), nullptr) << "another parent is a collision, not a hit";
+
+  kvstate::HostTier one(1);
+  one.MakeRoom(&no_room);
+  one.Insert(201, 0, 0, toks);
+  one.Pin(201);
+  EXPECT_FALSE(one.MakeRoom(&no_room).has_value());
+  EXPECT_TRUE(no_room) << "the only slot is pinned: the evicted block must go elsewhere";
+  one.Unpin();
+  out = one.MakeRoom(&no_room);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->hash, 201u);
+  one.Forget(201);  // absent now: a no-op
+  EXPECT_EQ(one.size(), 0u);
+}
 
 // Regenerates the fuzz seeds of the tier file reader (tests/fuzz/corpus/
 // kv_tier_file/ and a tier file among kv_reader's): a stories260K block file

@@ -31,6 +31,8 @@
 
 namespace llm {
 
+class KvHostArena;  // backend/kv_host_arena.h
+
 struct KvCacheSpec {
   int32_t block_size = defaults::kKvBlockSize;  // tokens per block
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
@@ -123,9 +125,9 @@ class Backend {
 
   // ---- KV blocks in the wire layout (kv_wire.h): the KV stream format
   // (src/kvstate/, docs/KV_FORMAT.md) reads and writes pool blocks through
-  // these. The layout is this backend's pool's, element type included;
-  // n_layer == 0 when the backend cannot (the default: CUDA and partial
-  // offload for now). Called on the thread that runs Forward, or while it
+  // these. The layout is this backend's pool's, element type included
+  // (BF16 on CUDA); n_layer == 0 when the backend cannot (the default;
+  // partial offload). Called on the thread that runs Forward, or while it
   // is paused (Engine::RunPaused).
   virtual KvWireLayout kv_wire_layout() const { return KvWireLayout{}; }
   // Copies block `block`'s K and V into out (kv_wire_layout().block_bytes()
@@ -139,6 +141,12 @@ class Backend {
     (void)block, (void)in;
     return Unsupported("this backend cannot import a KV cache yet");
   }
+  // Host memory for n_slots blocks of the host KV tier, and the copies
+  // between it and the pool (backend/kv_host_arena.h). The default is plain
+  // memory over ReadKvBlock / WriteKvBlock (kv_host_arena.cpp); CUDA's is
+  // page-locked, its copies asynchronous. UNSUPPORTED where
+  // kv_wire_layout() is empty; OUT_OF_MEMORY when the host lacks it.
+  virtual StatusOr<std::unique_ptr<KvHostArena>> CreateKvHostArena(int32_t n_slots);
 
   // Encoder models (ModelConfig::is_encoder): each sequence's hidden states,
   // pooled as it asks, into its `out`. A sequence's result depends on its

@@ -11,6 +11,8 @@
 //                                                     Q8_0: (block_size) f32 scales, then
 //                                                           (block_size, head_dim) int8
 //
+// BF16 is the CUDA pool's type (kKvWireBf16: a wire value only, not an
+// llm_ctx_params kv_type; the CUDA pool is this layout exactly).
 // Q8_0 keeps one scale per head_dim row, as the CPU pool does: x = scale * q,
 // scale = max|x| / 127 (QuantizeRowQ8 below, the one rule both use).
 // Little-endian throughout.
@@ -24,14 +26,19 @@
 
 namespace llm {
 
+// The wire's element types are LLM_KV_F32 / F16 / Q8_0 and this one.
+inline constexpr int32_t kKvWireBf16 = 4;
+
 struct KvWireLayout {
   int64_t n_layer = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
-  int32_t elem = LLM_KV_F32;  // LLM_KV_F32, LLM_KV_F16 or LLM_KV_Q8_0
+  int32_t elem = LLM_KV_F32;  // LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0 or kKvWireBf16
 
-  static int64_t ElemBytes(int32_t elem) { return elem == LLM_KV_F32 ? 4 : elem == LLM_KV_F16 ? 2 : 1; }
+  static int64_t ElemBytes(int32_t elem) {
+    return elem == LLM_KV_F32 ? 4 : elem == LLM_KV_F16 || elem == kKvWireBf16 ? 2 : 1;
+  }
   // One (layer, K|V, kv head) tile.
   int64_t tile_bytes() const {
     const int64_t values = block_size * head_dim * ElemBytes(elem);

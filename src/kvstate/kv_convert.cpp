@@ -13,11 +13,13 @@ void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* o
     case LLM_KV_F32:
       std::memcpy(out, tile + p * hd * 4, static_cast<size_t>(hd * 4));
       return;
-    case LLM_KV_F16: {
+    case LLM_KV_F16:
+    case kKvWireBf16: {
+      const bool bf = w.elem == kKvWireBf16;
       for (int64_t d = 0; d < hd; ++d) {
         uint16_t h;
         std::memcpy(&h, tile + (p * hd + d) * 2, 2);
-        out[d] = F16ToF32(h);
+        out[d] = bf ? Bf16ToF32(h) : F16ToF32(h);
       }
       return;
     }
@@ -39,11 +41,14 @@ void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x
       std::memcpy(tile + p * hd * 4, x, static_cast<size_t>(hd * 4));
       return;
     case LLM_KV_F16:
+    case kKvWireBf16: {
+      const bool bf = w.elem == kKvWireBf16;
       for (int64_t d = 0; d < hd; ++d) {
-        const uint16_t h = F32ToF16(x[d]);
+        const uint16_t h = bf ? F32ToBf16(x[d]) : F32ToF16(x[d]);
         std::memcpy(tile + (p * hd + d) * 2, &h, 2);
       }
       return;
+    }
     default: {  // Q8_0
       const float scale = QuantizeRowQ8(x, hd, reinterpret_cast<int8_t*>(tile + 4 * w.block_size + p * hd), 1);
       std::memcpy(tile + p * 4, &scale, 4);

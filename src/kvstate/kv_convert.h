@@ -1,11 +1,14 @@
 // Element-type conversion of KV blocks in the wire layout (backend/kv_wire.h),
 // for an import into a pool of another type than the stream's:
 //
-//   F16 -> F32, Q8_0 -> F32     exact (the values the source pool held)
-//   F32 -> F16                  round to nearest even (as the CPU pool stores)
+//   F16 -> F32, Q8_0 -> F32,    exact (the values the source pool held)
+//   BF16 -> F32
+//   F32 -> F16, F32 -> BF16     round to nearest even (as the CPU pool / the
+//                               CUDA pool stores)
+//   F16 <-> BF16                via F32: the nearest value of the target type
 //   any -> Q8_0                 per-row scale max|x| / 127 (QuantizeRowQ8, the
 //                               CPU pool's own rule)
-//   Q8_0 -> F16                 via F32: the F16 nearest to scale * q
+//   Q8_0 -> F16, Q8_0 -> BF16   via F32: the value nearest to scale * q
 #pragma once
 
 #include <cstdint>

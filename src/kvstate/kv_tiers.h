@@ -7,9 +7,13 @@
 // Without a host tier, evicted blocks go straight to disk. The tiers are
 // inclusive: a block restored into the pool stays below too, so evicting
 // it again copies nothing. Blocks travel in the wire layout of the pool's
-// element type (backend/kv_wire.h); disk files are tier files
-// (tier_file.h), checked on load. At destroy (Persist) the pool's cached
-// blocks and the host tier go to disk, so a restarted context finds them.
+// element type (backend/kv_wire.h). The host tier's K/V lie in the
+// backend's host arena (backend/kv_host_arena.h): on CUDA page-locked
+// memory whose copies are queued on a copy stream, so an eviction or a
+// restore does not wait for its copy (the next step's kernels do); disk
+// files are tier files (tier_file.h), checked on load. At destroy
+// (Persist) the pool's cached blocks and the host tier go to disk, so a
+// restarted context finds them.
 //
 // Threads: called by whoever owns the pool (the engine thread, or a caller
 // in Engine::RunPaused); counters() is read on that thread too.
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/kv_host_arena.h"
 #include "kv/block_pool.h"
 #include "kv/kv_tier_hook.h"
 #include "kvstate/disk_tier.h"
@@ -53,8 +58,9 @@ class KvTiers final : public KvTierHook {
  public:
   // nullptr when `opt` asks for no tier. UNSUPPORTED for a backend that
   // cannot read and write its KV blocks; INVALID_ARGUMENT for a budget
-  // that holds no block. A disk tier that cannot work is not an error: it
-  // is off, with a warning.
+  // that holds no block; OUT_OF_MEMORY when the host arena cannot be
+  // allocated. A disk tier that cannot work is not an error: it is off,
+  // with a warning.
   static StatusOr<std::unique_ptr<KvTiers>> Create(const TierOptions& opt, Backend* backend, const Model* model);
 
   void OnEvict(const EvictedBlock& b) override;
@@ -70,17 +76,23 @@ class KvTiers final : public KvTierHook {
   std::vector<std::string> warnings() const;
 
  private:
-  KvTiers(const TierOptions& opt, Backend* backend, const Model* model);
+  KvTiers(const TierOptions& opt, Backend* backend, const Model* model, std::unique_ptr<KvHostArena> arena);
   void Warn(const std::string& w);
   // A copy of pool block `b` as a tier block; false on a backend error.
   bool ReadBlock(const EvictedBlock& b, TierBlock* out);
+  // A host entry's block for the disk tier (waits for its copy); false on an error.
+  bool HostBlock(const HostEntry& e, TierBlock* out);
 
   Backend* backend_;
   KvGeometry geometry_;
+  uint64_t block_bytes_ = 0;
   HostTier host_;
+  std::unique_ptr<KvHostArena> arena_;  // null without a host tier
   std::unique_ptr<DiskTier> disk_;
-  std::vector<uint8_t> staged_;        // (block_bytes) Stage's K/V for WriteStaged
-  bool staged_from_disk_ = false;
+  // What Stage found, for WriteStaged: a host slot (pinned in host_), or
+  // K/V read from disk.
+  int32_t staged_slot_ = -1;
+  std::vector<uint8_t> staged_;        // (block_bytes) from disk
   TierBlock scratch_;                  // a disk tier read
   TierCounters n_;
   mutable std::mutex warn_mu_;

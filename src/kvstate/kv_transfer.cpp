@@ -9,7 +9,7 @@ namespace llm::kvstate {
 StatusOr<int32_t> ExportKv(const KvTarget& t, std::span<const int32_t> tokens, uint64_t salt, const WriteFn& write) {
   const KvWireLayout wire = t.backend->kv_wire_layout();
   if (wire.n_layer == 0)
-    return Unsupported("this backend cannot export its KV cache yet (the CPU backend can; CUDA follows)");
+    return Unsupported("this backend cannot export its KV cache (a model split between CPU and CUDA cannot; each backend alone can)");
   BlockPool& pool = *t.pool;
   const size_t bs = static_cast<size_t>(pool.block_size());
   // The cached chain along `tokens`: pool blocks, and the unsalted hashes
@@ -43,7 +43,7 @@ ImportResult ImportKv(const KvTarget& t, uint64_t salt, const ReadFn& read) {
   ImportResult r;
   const KvWireLayout wire = t.backend->kv_wire_layout();
   if (wire.n_layer == 0) {
-    r.status = Unsupported("this backend cannot import a KV cache yet (the CPU backend can; CUDA follows)");
+    r.status = Unsupported("this backend cannot import a KV cache (a model split between CPU and CUDA cannot; each backend alone can)");
     return r;
   }
   StreamReader reader(read);

@@ -4,7 +4,9 @@
 //
 // Files: cuda_backend.cpp (creation, weight upload, KV pool, validation,
 // block copies and swaps), cuda_forward.cpp (the forward pass), cuda_util.{h,cpp}
-// (errors as Status, RAII buffers).
+// (errors as Status, RAII buffers), cuda_kv_io.cpp (KV blocks in and out
+// for the KV stream format and tiers), cuda_kv_host.{h,cpp} (the host KV
+// tier's page-locked arena).
 //
 // Precision: weights and the KV cache are BF16; the residual stream, GEMM
 // outputs, norms, softmax and logits are F32. Activations entering a GEMM
@@ -70,6 +72,15 @@ class CudaBackend final : public Backend {
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
   Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
+
+  // KV blocks in the wire layout (backend/kv_wire.h): BF16 tiles, which is
+  // the pool's own layout, so a block is one copy (cuda_kv_io.cpp). Empty
+  // for a partial backend (the stream needs every layer).
+  KvWireLayout kv_wire_layout() const override;
+  Status ReadKvBlock(int32_t block, std::span<uint8_t> out) override;
+  Status WriteKvBlock(int32_t block, std::span<const uint8_t> in) override;
+  // Page-locked, copies on a copy stream (cuda_kv_host.h).
+  StatusOr<std::unique_ptr<KvHostArena>> CreateKvHostArena(int32_t n_slots) override;
 
   // Forward, then one token drawn per logit row on the device, so the
   // (n_logits, n_vocab) logits never travel to the host. sampling[i] belongs

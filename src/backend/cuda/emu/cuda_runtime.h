@@ -95,7 +95,7 @@ enum cudaFuncAttribute {
 };
 constexpr unsigned int cudaStreamDefault = 0, cudaStreamNonBlocking = 1;
 constexpr unsigned int cudaHostAllocDefault = 0;
-constexpr unsigned int cudaEventDefault = 0;
+constexpr unsigned int cudaEventDefault = 0, cudaEventDisableTiming = 2;
 
 struct cudaDeviceProp {
   char name[256];
