@@ -11,6 +11,7 @@
 #include "constrain/grammar_text.h"
 #include "constrain/matcher.h"
 #include "constrain/json_schema.h"
+#include "constrain/schema_drafts.h"
 #include "constrain/schema_pattern.h"
 
 namespace llm {
@@ -230,6 +231,8 @@ StatusOr<const Json*> Compiler::ResolvePointer(const std::string& ref, const std
     const Json* next = nullptr;
     if (cur->is_object()) {
       next = cur->Find(token);
+      // A keyword the document's draft ignores is renamed (schema_drafts.h).
+      if (next == nullptr) next = cur->Find(kIgnoredPrefix + token);
     } else if (cur->is_array() && !token.empty() && token.size() < 10 &&
                std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       const size_t i = std::stoul(token);
@@ -884,9 +887,12 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
 }  // namespace schema
 
 StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json, bool* free_keys) {
-  auto doc = ParseJson(schema_json, 128);
-  if (!doc.ok()) return InvalidArgument("JSON Schema: " + doc.status().message());
-  schema::Compiler c(*doc);
+  auto parsed = ParseJson(schema_json, 128);
+  if (!parsed.ok()) return InvalidArgument("JSON Schema: " + parsed.status().message());
+  auto draft = schema::DraftOf(*parsed);
+  if (!draft.ok()) return Status(draft.status().code(), "JSON Schema: " + draft.status().message());
+  const Json doc = schema::ReadAsDraft(*parsed, *draft);
+  schema::Compiler c(doc);
   auto g = c.Compile();
   if (!g.ok()) return Status(g.status().code(), "JSON Schema: " + g.status().message());
   if (free_keys) *free_keys = c.free_keys();

@@ -533,7 +533,7 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
     after_ptr = PointerJoin(ptr, "additionalItems");
     if (!after) after = &kTrue;
   } else if (!items) {
-    after = tuple ? nullptr : &kTrue;  // extra tuple items: left out (sound)
+    after = &kTrue;  // past a tuple: any items, as every draft says
   }
   if (tuple && !tuple->is_array()) return InvalidArgument("prefixItems at " + Where(ptr) + " must be an array");
   if (after && after->is_bool() && !after->as_bool()) after = nullptr;
@@ -568,13 +568,22 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   const std::string comma = ws + " \",\" " + ws + " ";
   std::string body;
   if (!seq.empty()) {
-    body = seq[0];
-    for (size_t i = 1; i < seq.size(); ++i) body += " " + comma + seq[i];
+    // The tuple's positions past minItems are optional, each only after
+    // the one before it (an array may stop anywhere in the tuple); items
+    // past the tuple only once it is whole.
+    std::string tail;
     if (more_max != 0) {
       std::string rep = "{" + std::to_string(more_min) + "," + (more_max < 0 ? "" : std::to_string(more_max)) + "}";
       if (more_min == 0 && more_max < 0) rep = "*";
-      body += " ( " + comma + item + " )" + rep;
+      tail = "( " + comma + item + " )" + rep;
     }
+    const size_t required = static_cast<size_t>(std::min<int64_t>(min_items, static_cast<int64_t>(seq.size())));
+    body = tail;
+    for (size_t i = seq.size(); i-- > std::max<size_t>(required, 1);)
+      body = "( " + comma + seq[i] + (body.empty() ? "" : " " + body) + " )?";
+    for (size_t i = std::max<size_t>(required, 1); i-- > 1;) body = comma + seq[i] + (body.empty() ? "" : " " + body);
+    body = seq[0] + (body.empty() ? "" : " " + body);
+    if (required == 0) return AddRule(hint, "\"[\" " + ws + " ( " + body + " " + ws + " )? \"]\"");
     return AddRule(hint, "\"[\" " + ws + " " + body + " " + ws + " \"]\"");
   }
   if (more_max == 0) return "\"[\" " + ws + " \"]\"";
