@@ -481,7 +481,7 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
       {R"({"properties":{"a":{"not":{"pattern":"x"}}}})", "/properties/a/not/pattern"},
       {R"({"propertyNames":{"format":"email"}})", "/propertyNames/format"},
       {R"({"items":{"if":{"pattern":"a"},"then":{}}})", "/items/if/pattern"},
-      {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
+      {R"({"type":"array","uniqueItems":true,"minItems":2})", "/uniqueItems"},
       {R"({"$defs":{"d":{"propertyNames":{"format":"ipv4"}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames/format"},
       {R"({"type":"integer","multipleOf":5,"maximum":100000})", "/multipleOf"},
       {R"({"$ref":"other.json#/x"})", "only references inside the schema"},

@@ -166,7 +166,13 @@ std::string Compiler::NewName(const std::string& hint) {
   while (!base.empty() && base.back() == '-') base.pop_back();
   if (base.empty()) base = "r";
   std::string name = base;
-  for (int i = 2; names_.count(name) || Builtins().count(name); ++i) name = base + "-" + std::to_string(i);
+  // Numbered from where the last name of this base stopped (a pattern's
+  // automaton names thousands of rules alike: no quadratic search).
+  int& next = next_suffix_[base];
+  for (int i = std::max(next, 2); names_.count(name) || Builtins().count(name); ++i) {
+    name = base + "-" + std::to_string(i);
+    next = i + 1;
+  }
   names_.insert(name);
   return name;
 }

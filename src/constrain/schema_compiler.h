@@ -129,6 +129,7 @@ class Compiler {
   const Json& root_;
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body
   std::set<std::string> names_;
+  std::map<std::string, int> next_suffix_;  // NewName: base -> the next number to try
   // ("#/...", open recursion levels) -> rule name, or kNever.
   std::map<std::pair<std::string, int>, std::string> ref_rules_;
   std::set<std::string> recursive_;

@@ -514,8 +514,15 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
                            std::to_string(kMaxCountedItems) + " items");
   if (max_items > kMaxCountedItems) max_items = kMaxCountedItems;
 
-  if (const Json* u = s.Find("uniqueItems"); u && u->as_bool() && !(max_items >= 0 && max_items <= 1))
-    return UniqueItems(s, min_items, max_items, ptr, hint);
+  if (const Json* u = s.Find("uniqueItems"); u && u->as_bool() && !(max_items >= 0 && max_items <= 1)) {
+    auto unique = UniqueItems(s, min_items, max_items, ptr, hint);
+    // Items that are not from a small finite set would have to be compared
+    // with each other as they are written; where one item is enough
+    // (minItems <= 1) the array is narrowed to at most one (sound: a
+    // one-item array is unique), else refused.
+    if (unique.ok() || unique.status().code() != LLM_ERR_UNSUPPORTED || min_items > 1) return unique;
+    max_items = 1;
+  }
 
   // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
   // the schema of the positions after them (nullptr: none allowed).

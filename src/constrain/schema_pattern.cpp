@@ -1,5 +1,7 @@
 #include "constrain/schema_pattern.h"
 
+#include "constrain/unicode_classes.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -219,7 +221,7 @@ class Parser {
     int64_t v = 0;
     while (pos_ < p_.size() && p_[pos_] >= '0' && p_[pos_] <= '9') {
       v = v * 10 + (p_[pos_] - '0');
-      if (v > kMaxRepeat) return Err(Unsupported, "a repetition count above 1000");
+      if (v > 1000000) return Err(Unsupported, "a repetition count above 1000000");
       ++pos_;
     }
     if (pos_ == start) return Err(InvalidArgument, "a number expected in {}");
@@ -251,6 +253,10 @@ class Parser {
         if (!Peek('}')) return Err(InvalidArgument, "'}' expected");
         ++pos_;
         if (hi >= 0 && hi < lo) return Err(InvalidArgument, "{n,m} with m < n");
+        if (lo > kMaxRepeat) return Err(Unsupported, "a repetition count above " + std::to_string(kMaxRepeat));
+        // A long optional run ({1,2048} in an ARN) stops kFreeTail past its
+        // minimum, like a long maxLength (sound: a narrowing).
+        if (hi > kMaxRepeat) hi = std::min(hi, lo + kFreeTail);
       } else {
         break;
       }
@@ -299,6 +305,24 @@ class Parser {
       case 'u': {
         LLM_ASSIGN_OR_RETURN(uint32_t v, HexDigits(4));
         return Ranges{{v, v}};
+      }
+      case 'p':
+      case 'P': {
+        // \p{Name} / \pL: a Unicode general category (unicode_classes.h).
+        std::string_view name;
+        if (Peek('{')) {
+          const size_t end = p_.find('}', pos_);
+          if (end == std::string_view::npos) return Err(InvalidArgument, "an unterminated \\p{");
+          name = p_.substr(pos_ + 1, end - pos_ - 1);
+          pos_ = end + 1;
+        } else if (pos_ < p_.size()) {
+          name = p_.substr(pos_++, 1);
+        }
+        Ranges set;
+        if (!constrain::UnicodeCategory(name, &set))
+          return Err(Unsupported, "the Unicode property \\" + std::string(1, c) + "{" + std::string(name) +
+                                      "} (general categories only: L, Lu, N, Nd, Z, ...)");
+        return c == 'P' ? Complement(set) : Normalize(set);
       }
       case 'b':
         if (in_class) return Ranges{{'\b', '\b'}};
@@ -381,6 +405,12 @@ class Parser {
         ++pos_;
         if (Peek(':')) {
           ++pos_;
+        } else if (p_.substr(pos_, 2) == "s)" && !dot_seen_) {
+          // (?s) before any '.': the whole pattern's '.' matches a newline
+          // too (Python's DOTALL, which jsonschema validates with).
+          pos_ += 2;
+          dotall_ = true;
+          return Add(Node{Node::kCat, {}, {}});
         } else if (Peek('P') && pos_ + 1 < p_.size() && p_[pos_ + 1] == '<') {
           pos_ = p_.find('>', pos_);
           if (pos_ == std::string_view::npos) { pos_ = p_.size(); return Err(InvalidArgument, "an unterminated group name"); }
@@ -408,7 +438,8 @@ class Parser {
     Ranges set;
     if (c == '.') {
       ++pos_;
-      set = Complement({{'\n', '\n'}});
+      dot_seen_ = true;
+      set = dotall_ ? Complement({}) : Complement({{'\n', '\n'}});
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       return Err(InvalidArgument, "nothing to repeat");
     } else if (c == '\\') {
@@ -426,6 +457,8 @@ class Parser {
   size_t pos_ = 0;
   static constexpr int kMaxGroupDepth = 100;
   int depth_ = 0;  // groups open around pos_
+  bool dotall_ = false;   // (?s) seen
+  bool dot_seen_ = false;  // a '.' parsed (a later (?s) would change it)
 };
 
 // ---- Thompson NFA
@@ -666,6 +699,11 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
   }
   if (shortest >= min_len && max_len >= 0 && longest >= 0 && longest <= max_len) max_len = -1, min_len = 0;
   if (shortest >= min_len && max_len < 0) min_len = 0;
+  // A cyclic pattern under a long maxLength (ARNs of "maxLength": 2048):
+  // the string stops kFreeTail characters past the length it needs, as an
+  // unanchored pattern's free end does (sound: a narrowing; the counter
+  // then multiplies the states by ~kFreeTail, not by maxLength).
+  if (longest < 0 && max_len >= 0) max_len = std::min(max_len, std::max(min_len, shortest) + kFreeTail);
   // A counter up to max_len multiplies the states: narrow max_len (sound)
   // to what the limit allows, as long as it stays at or above min_len.
   // (An acyclic DFA needs no narrowing: each state is reached at few
