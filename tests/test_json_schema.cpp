@@ -858,6 +858,21 @@ TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
   cases.push_back(R"({"type":"array","maxContains":256,"contains":)" + alternating + "}");
   cases.push_back(R"({"type":"string","pattern":"^(a|b)*a(a|b){14}$"})");
   cases.push_back(R"({"type":"string","pattern":"^[a-z]{1,1000}$","minLength":500,"maxLength":900})");
+  // Huge counted repetitions: nested counts, counts past the limits (a long
+  // maximum narrowed, a long minimum refused), huge lengths beside patterns
+  // and \p classes, many long strings in one object (a counter's states
+  // per string), items counts.
+  cases.push_back(R"({"type":"string","pattern":"^((a{1000}){1000}){1000}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^((ab{0,999999}){0,999999}c){1,999999}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^x{999999}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^[\\p{L}\\p{N}]+(-[\\p{L}\\p{N}]+)*$","minLength":1,"maxLength":1e15})");
+  cases.push_back(R"({"type":"string","minLength":1e9})");
+  cases.push_back(R"({"type":"array","minItems":1e9,"items":{"type":"string","maxLength":1e9}})");
+  std::string many = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 200; ++i)
+    many += (i ? "," : "") + std::string(R"("p)") + std::to_string(i) +
+            R"(":{"type":"string","maxLength":2048,"pattern":"^[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*$"})";
+  cases.push_back(many + "}}");
   for (const auto& c : cases) {
     const auto t0 = std::chrono::steady_clock::now();
     auto p = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, c, {});

@@ -8,6 +8,7 @@
 
 #include "constrain/byte_program.h"
 #include "constrain/gbnf_parser.h"
+#include "constrain/grammar.h"
 #include "constrain/grammar_text.h"
 #include "constrain/matcher.h"
 #include "constrain/json_schema.h"
@@ -723,12 +724,30 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
       std::string body = st.tail;
       if (body.empty()) {
         std::vector<std::string> alts;
-        for (const auto& e : st.edges) alts.push_back(e.chars + " " + names[static_cast<size_t>(e.to)]);
+        for (const auto& e : st.edges) {
+          // A long class (\p{L}: hundreds of ranges) is written once, as a
+          // rule every state that steps on it names: a counted pattern has
+          // a state per count, and the text would otherwise repeat in each.
+          std::string chars = e.chars;
+          if (chars.size() > 64) {
+            auto [it, fresh] = pattern_classes_.emplace(chars, std::string());
+            if (fresh) it->second = AddRule("pattern-class", chars);
+            chars = it->second;
+          }
+          alts.push_back(chars + " " + names[static_cast<size_t>(e.to)]);
+        }
         if (st.accept) alts.push_back("\"\"");
         body = alts.size() == 1 ? alts[0] : Alternatives(alts);
       }
+      pattern_bytes_ += body.size();
       rules_.emplace_back(names[i], body);
     }
+    // Many counted patterns add up (a length counter per string): stop at
+    // the grammar's size limit here, before writing and parsing megabytes.
+    if (pattern_bytes_ > static_cast<size_t>(constrain::kMaxGrammarBytes))
+      return InvalidArgument("pattern at " + where + ": the schema is too large to compile: its pattern automata pass " +
+                             std::to_string(constrain::kMaxGrammarBytes) +
+                             " bytes of grammar (a grammar limit; long maxLength beside patterns add up)");
     return "\"\\\"\" " + names[0] + " \"\\\"\"";
   }
   if (!lengths) return Builtin("string");

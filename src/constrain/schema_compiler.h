@@ -143,6 +143,8 @@ class Compiler {
   bool dynamic_ = false;
   std::string root_base_;                       // the root's $id, or ""
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
+  std::map<std::string, std::string> pattern_classes_;  // a long character class's GBNF -> its rule
+  size_t pattern_bytes_ = 0;  // grammar text the pattern automata wrote so far
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
   int64_t visits_ = 0;  // Visit calls (kMaxVisits)

@@ -558,7 +558,9 @@ void Closure(const Nfa& nfa, std::vector<int>* set) {
 
 // ---- DFA over character blocks
 struct Dfa {
-  std::vector<std::pair<uint32_t, uint32_t>> blocks;  // the alphabet: disjoint code point ranges
+  // The alphabet: disjoint classes of code points that every set of the
+  // pattern holds wholly or not at all (\p{L} is hundreds of ranges, one class).
+  std::vector<Ranges> blocks;
   std::vector<std::vector<int>> next;                  // (states, blocks) -1: none
   std::vector<bool> accept;
 };
@@ -573,15 +575,31 @@ StatusOr<Dfa> Determinize(const Nfa& nfa, int start, int final_state, const std:
     }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  // Intervals between cuts, grouped by the sets that hold them (an
+  // interval lies wholly inside or outside each set): one block per group.
+  std::map<std::vector<int>, int> by_sets;
+  std::vector<std::vector<int>> covers(nfa.sets.size());
+  std::vector<Ranges> sorted;  // each set normalized, for a binary search
+  for (const auto& set : nfa.sets) sorted.push_back(Normalize(set));
+  auto holds = [](const Ranges& r, uint32_t cp) {
+    auto it = std::upper_bound(r.begin(), r.end(), cp, [](uint32_t c, const std::pair<uint32_t, uint32_t>& x) { return c < x.first; });
+    return it != r.begin() && std::prev(it)->second >= cp;
+  };
   for (size_t i = 0; i < cuts.size(); ++i) {
     const uint32_t lo = cuts[i], hi = i + 1 < cuts.size() ? cuts[i + 1] - 1 : kMaxCp;
-    if (!Intersect({{lo, hi}}, Writable()).empty()) d.blocks.push_back({lo, hi});
+    Ranges part = Intersect({{lo, hi}}, Writable());
+    if (part.empty()) continue;
+    std::vector<int> in;
+    for (size_t k = 0; k < nfa.sets.size(); ++k)
+      if (holds(sorted[k], lo)) in.push_back(static_cast<int>(k));
+    auto [it, fresh] = by_sets.emplace(in, static_cast<int>(d.blocks.size()));
+    if (fresh) {
+      d.blocks.emplace_back();
+      for (int k : in) covers[static_cast<size_t>(k)].push_back(it->second);
+    }
+    Ranges& b = d.blocks[static_cast<size_t>(it->second)];
+    b.insert(b.end(), part.begin(), part.end());
   }
-  // Which blocks each set covers (a block lies wholly inside or outside).
-  std::vector<std::vector<int>> covers(nfa.sets.size());
-  for (size_t k = 0; k < nfa.sets.size(); ++k)
-    for (size_t b = 0; b < d.blocks.size(); ++b)
-      if (Contains(nfa.sets[k], d.blocks[b].first)) covers[k].push_back(static_cast<int>(b));
   std::map<std::vector<int>, int> ids;
   std::vector<std::vector<int>> sets;
   auto intern = [&](std::vector<int> s) -> int {
@@ -782,6 +800,7 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
   }
   PatternAutomaton out;
   if (!live[0]) return out;  // no string: the caller's "no value"
+  std::map<Ranges, std::string> set_text;
   std::vector<int> rule(states.size(), -1);
   for (size_t i = 0; i < states.size(); ++i)
     if (live[i]) rule[i] = static_cast<int>(out.states.size()), out.states.emplace_back();
@@ -798,8 +817,16 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
     st.accept = accepting(static_cast<size_t>(q), k);
     std::map<int, Ranges> by_target;
     for (auto [b, t] : edges[i])
-      if (live[static_cast<size_t>(t)]) by_target[rule[static_cast<size_t>(t)]].push_back(dfa.blocks[static_cast<size_t>(b)]);
-    for (auto& [t, set] : by_target) st.edges.push_back({SetExpr(set), t});
+      if (live[static_cast<size_t>(t)]) {
+        Ranges& r = by_target[rule[static_cast<size_t>(t)]];
+        r.insert(r.end(), dfa.blocks[static_cast<size_t>(b)].begin(), dfa.blocks[static_cast<size_t>(b)].end());
+      }
+    for (auto& [t, set] : by_target) {
+      // The states of a length counter step on the same sets: write each once.
+      auto [it, fresh] = set_text.emplace(Normalize(set), std::string());
+      if (fresh) it->second = SetExpr(it->first);
+      st.edges.push_back({it->second, t});
+    }
   }
   return out;
 }
@@ -844,7 +871,7 @@ StatusOr<CharDfa> PatternToDfa(std::string_view pattern, const std::string& wher
     std::map<int, Ranges> by_target;
     for (size_t b = 0; b < dfa.blocks.size(); ++b) {
       const int t = dfa.next[q][b];
-      if (t >= 0 && live[static_cast<size_t>(t)]) by_target[t].push_back(dfa.blocks[b]);
+      if (t >= 0 && live[static_cast<size_t>(t)]) by_target[t].insert(by_target[t].end(), dfa.blocks[b].begin(), dfa.blocks[b].end());
     }
     for (auto& [t, set] : by_target) out.edges[q].push_back({Intersect(set, Writable()), t});
   }
