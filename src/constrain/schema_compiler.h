@@ -9,7 +9,9 @@
 // and $dynamicRef resolution in schema_refs.cpp; objects and arrays
 // (contains, maxContains, uniqueItems) in schema_object.cpp, their free
 // keys under patternProperties / propertyNames in schema_keys.cpp;
-// patterns in schema_pattern.cpp.
+// patterns in schema_pattern.cpp (\p{..} tables: unicode_classes.h). A
+// document of another draft is first rewritten as this compiler reads it
+// (schema_drafts.h, in JsonSchemaToGrammar).
 #pragma once
 
 #include <functional>
