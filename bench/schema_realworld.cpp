@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(29);
   std::vector<double> per_token;
   std::vector<double> per_schema_mean;
+  std::vector<std::pair<double, std::string>> worst;  // per schema mean, name
   int completed = 0, walks_total = 0;
   std::ofstream out;
   if (!walks_out.empty()) out.open(walks_out);
@@ -230,8 +231,14 @@ int main(int argc, char** argv) {
         produced += trie->piece(pick);
       }
     }
-    if (n > 0) per_schema_mean.push_back(sum / n);
+    if (n > 0) {
+      per_schema_mean.push_back(sum / n);
+      worst.emplace_back(sum / n, e.name);
+    }
   }
+  std::sort(worst.rbegin(), worst.rend());
+  for (size_t i = 0; i < worst.size() && i < 5; ++i)
+    std::printf("  costliest masks: %s %.3f ms per token\n", worst[i].second.c_str(), worst[i].first);
   const double tpot_after = PlainTpot(ctx, 3);
   llm_ctx_destroy(ctx);
   const double tpot = (tpot_before + tpot_after) / 2;

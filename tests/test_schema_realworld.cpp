@@ -79,9 +79,11 @@ TEST(SchemaRealWorld, CompilesOrRefusesByNameInBoundedTime) {
   // a regression in coverage fails here.
   EXPECT_GE(compiled, 125);
   // The slowest took minutes before NewName numbered rules in O(1)
-  // (a pattern with maxLength 10000: 15000 rules named alike). Debug and
-  // sanitizer builds are slower: a loose bound.
+  // (a pattern with maxLength 10000: 15000 rules named alike): a loose
+  // bound, in optimized builds without sanitizers.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
   EXPECT_LT(slowest, 5000.0) << slowest_name;
+#endif
 #endif
 }
 
@@ -95,7 +97,9 @@ TEST(SchemaRealWorld, LongPatternBoundsCompileFast) {
   auto m = Compile(schema);
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   ASSERT_NE(m, nullptr);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
   EXPECT_LT(ms, 5000.0);
+#endif
   EXPECT_TRUE(m->Matches(R"("arn:aws:lambda:us-east-1:123456789012:function:my-fn")"));
   EXPECT_TRUE(m->Matches(R"("arn:aws:lambda:us-gov-west-1:123456789012:function:f:$LATEST")"));
   EXPECT_FALSE(m->Matches(R"("arn:aws:lambda:us-east-1:12345678901:function:f")"));
