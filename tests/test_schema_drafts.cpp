@@ -113,8 +113,9 @@ TEST(SchemaDrafts, IdentifiersByDraft) {
   EXPECT_TRUE(m->Matches("1"));
   EXPECT_FALSE(m->Matches(R"("s")"));
   for (const char* d : {k06, k07, k2020}) {
-    const std::string text = "{" + std::string(d) +
-                             R"(,"definitions":{"a":{"id":"http://x.test/a.json","type":"integer"}},"$ref":"http://x.test/a.json"})";
+    std::string text = "{";
+    text += d;
+    text += R"(,"definitions":{"a":{"id":"http://x.test/a.json","type":"integer"}},"$ref":"http://x.test/a.json"})";
     auto p = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, text, {});
     ASSERT_FALSE(p.ok()) << d;  // no resource has that $id: never fetched
     EXPECT_NE(p.status().message().find("$ref"), std::string::npos) << p.status().message();
