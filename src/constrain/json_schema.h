@@ -23,8 +23,8 @@
 //     (an absent additionalProperties is then true if min needs it);
 //   - uniqueItems: over items from a small enum/const/boolean/null set (the
 //     values not picked yet; <= 6), or when maxItems <= 1; over other items
-//     narrowed to at most one item where minItems <= 1 (a one-item array is
-//     unique), else refused;
+//     (or more than 6 values) narrowed to at most one item where minItems
+//     <= 1 (a one-item array is unique), else refused;
 //   - arrays: a tuple (prefixItems; array-form items) may stop at any
 //     position past minItems, items after it once it is whole; contains with
 //     minContains <= 4 (items marked as hits); with maxContains (<= 256)

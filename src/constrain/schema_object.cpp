@@ -461,7 +461,9 @@ StatusOr<std::string> Compiler::UniqueItems(const Json& s, int64_t min_items, in
   }
   if (!finite)
     return Unsupported("uniqueItems at " + where + " is supported only over items from a small enum/const/boolean/null set (or maxItems <= 1)");
-  if (values.size() > 6) return InvalidArgument("uniqueItems at " + where + ": more than 6 distinct item values (the limit)");
+  // (The state is the subset picked so far: 2^k rules.)
+  if (values.size() > 6)
+    return Unsupported("uniqueItems at " + where + " over more than 6 distinct item values is not supported (the subsets picked would be the state)");
   const int k = static_cast<int>(values.size());
   const int64_t hi = max_items < 0 ? k : std::min<int64_t>(max_items, k);
   if (min_items > hi) return std::string();  // not enough distinct values
