@@ -742,7 +742,11 @@ struct SuiteResult {
     auto c = ParseJson(line);
     EXPECT_TRUE(c.ok()) << c.status().message();
     if (!c.ok()) return r;
-    const std::string where = draft + " " + c->Find("file")->as_string() + " #" + std::to_string(c->Find("group")->as_int());
+    std::string where = draft;
+    where += " ";
+    where += c->Find("file")->as_string();
+    where += " #";
+    where += std::to_string(c->Find("group")->as_int());
     const std::string& schema = c->Find("schema")->as_string();
     ++r.schemas;
     auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, schema, {});
@@ -879,9 +883,10 @@ TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
     const auto t0 = std::chrono::steady_clock::now();
     auto p = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, c, {});
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!p.ok())
+    if (!p.ok()) {
       EXPECT_TRUE(p.status().code() == LLM_ERR_INVALID_ARGUMENT || p.status().code() == LLM_ERR_UNSUPPORTED)
           << c.substr(0, 200) << ": " << p.status().message();
+    }
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
     EXPECT_LT(ms, 3000.0) << c.substr(0, 200) << (p.ok() ? " compiled" : ": " + p.status().message());
 #endif
