@@ -481,7 +481,7 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPointer) {
       {R"({"properties":{"a":{"not":{"pattern":"x"}}}})", "/properties/a/not/pattern"},
       {R"({"propertyNames":{"format":"email"}})", "/propertyNames/format"},
       {R"({"items":{"if":{"pattern":"a"},"then":{}}})", "/items/if/pattern"},
-      {R"({"type":"array","uniqueItems":true})", "/uniqueItems"},
+      {R"({"type":"array","uniqueItems":true,"minItems":2})", "/uniqueItems"},
       {R"({"$defs":{"d":{"propertyNames":{"format":"ipv4"}}},"$ref":"#/$defs/d"})", "/$defs/d/propertyNames/format"},
       {R"({"type":"integer","multipleOf":5,"maximum":100000})", "/multipleOf"},
       {R"({"$ref":"other.json#/x"})", "only references inside the schema"},
@@ -713,32 +713,42 @@ TEST(JsonSchemaEos, OnlyWhenTheValueIsComplete) {
 
 // ------------------------------------------------------------ the official suite (issue 29)
 
-// tests/data/json_schema_suite: the JSON Schema Test Suite's draft 2020-12
-// schemas and instances, validity from PyPI jsonschema. Every schema is
-// compiled or refused by name (never an internal error); a compiled one
-// accepts no invalid instance, through the matcher. The share compiled and
-// the valid instances accepted (the grammar narrows: property order,
-// bounded "any value") are printed.
-TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
-#if !defined(LLM_TEST_HAVE_ZLIB)
-  GTEST_SKIP() << "built without zlib: tests/data/json_schema_suite is gzipped";
-#else
-  const std::string path = std::string(LLM_SOURCE_DIR) + "/tests/data/json_schema_suite/draft2020-12.jsonl.gz";
+// tests/data/json_schema_suite: the JSON Schema Test Suite's schemas and
+// instances of each draft (draft-04, -06, -07, 2019-09, 2020-12; each
+// schema says its "$schema"), validity from PyPI jsonschema under that
+// draft. Every schema is compiled or refused by name (never an internal
+// error); a compiled one accepts no invalid instance, through the matcher.
+// The share compiled and the valid instances accepted (the grammar
+// narrows: property order, bounded "any value") are printed.
+struct SuiteResult {
+  int schemas = 0, compiled = 0;
+};
+
+[[maybe_unused]] SuiteResult RunSuite(const std::string& draft) {
+  SuiteResult r;
+#if defined(LLM_TEST_HAVE_ZLIB)
+  const std::string path = std::string(LLM_SOURCE_DIR) + "/tests/data/json_schema_suite/" + draft + ".jsonl.gz";
   gzFile f = gzopen(path.c_str(), "rb");
-  ASSERT_NE(f, nullptr) << path;
+  EXPECT_NE(f, nullptr) << path;
+  if (f == nullptr) return r;
   std::string text;
   char buf[1 << 16];
   for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
   gzclose(f);
-  int schemas = 0, compiled = 0, valid_total = 0, valid_accepted = 0, invalid_total = 0;
+  int valid_total = 0, valid_accepted = 0, invalid_total = 0;
   std::map<std::string, int> refused_by;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     auto c = ParseJson(line);
-    ASSERT_TRUE(c.ok()) << c.status().message();
-    const std::string where = c->Find("file")->as_string() + " #" + std::to_string(c->Find("group")->as_int());
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    if (!c.ok()) return r;
+    std::string where = draft;
+    where += " ";
+    where += c->Find("file")->as_string();
+    where += " #";
+    where += std::to_string(c->Find("group")->as_int());
     const std::string& schema = c->Find("schema")->as_string();
-    ++schemas;
+    ++r.schemas;
     auto program = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, schema, {});
     if (!program.ok()) {
       const auto code = program.status().code();
@@ -749,7 +759,7 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
       if (std::getenv("SUITE_REFUSALS")) std::printf("refused %s: %s\n", where.c_str(), program.status().message().c_str());
       continue;
     }
-    ++compiled;
+    ++r.compiled;
     constrain::Matcher m(*program);
     for (const Json& t : c->Find("tests")->array()) {
       const std::string& inst = t[0].as_string();
@@ -758,23 +768,48 @@ TEST(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
       if (valid) {
         ++valid_total;
         valid_accepted += accepted;
+        if (!accepted && std::getenv("SUITE_REJECTED_VALID"))
+          std::printf("valid rejected %s: %s of %s\n", where.c_str(), inst.c_str(), schema.c_str());
       } else {
         ++invalid_total;
         EXPECT_FALSE(accepted) << where << ": accepted an invalid instance " << inst << " of " << schema;
       }
     }
   }
-  std::printf("suite: %d schemas, %d compiled (%.0f%%); valid instances accepted %d/%d; invalid %d, none accepted\n",
-              schemas, compiled, 100.0 * compiled / std::max(1, schemas), valid_accepted, valid_total, invalid_total);
+  std::printf("suite %s: %d schemas, %d compiled (%.1f%%); valid instances accepted %d/%d; invalid %d, none accepted\n",
+              draft.c_str(), r.schemas, r.compiled, 100.0 * r.compiled / std::max(1, r.schemas), valid_accepted,
+              valid_total, invalid_total);
   std::string refused;
   for (const auto& [file, n] : refused_by) refused += " " + file + ":" + std::to_string(n);
   std::printf("refused by file:%s\n", refused.c_str());
-  EXPECT_GE(schemas, 300);
+#else
+  (void)draft;
+#endif
+  return r;
+}
+
+class JsonSchemaSuite : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(JsonSchemaSuite, CompiledSchemasAcceptNoInvalidInstance) {
+#if !defined(LLM_TEST_HAVE_ZLIB)
+  GTEST_SKIP() << "built without zlib: tests/data/json_schema_suite is gzipped";
+#else
+  const SuiteResult r = RunSuite(GetParam());
+  EXPECT_GE(r.schemas, 140);
   // Issue 29's goal: at least 90% of the suite's schemas compile (the rest
   // refused by name: no value at all, \p{...}, metaschema references, ...).
-  EXPECT_GE(compiled * 10, schemas * 9) << compiled << " of " << schemas << " compiled";
+  EXPECT_GE(r.compiled * 10, r.schemas * 9) << r.compiled << " of " << r.schemas << " compiled";
 #endif
 }
+
+INSTANTIATE_TEST_SUITE_P(Drafts, JsonSchemaSuite,
+                         ::testing::Values("draft4", "draft6", "draft7", "draft2019-09", "draft2020-12"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n;
+                           for (const char* c = i.param; *c; ++c)
+                             if (std::isalnum(static_cast<unsigned char>(*c))) n += *c;
+                           return n;
+                         });
 
 
 // The negation of a string const never lets the same string through
@@ -829,13 +864,29 @@ TEST(JsonSchema, HostileSchemasAreRefusedInBoundedTime) {
   cases.push_back(R"({"type":"array","maxContains":256,"contains":)" + alternating + "}");
   cases.push_back(R"({"type":"string","pattern":"^(a|b)*a(a|b){14}$"})");
   cases.push_back(R"({"type":"string","pattern":"^[a-z]{1,1000}$","minLength":500,"maxLength":900})");
+  // Huge counted repetitions: nested counts, counts past the limits (a long
+  // maximum narrowed, a long minimum refused), huge lengths beside patterns
+  // and \p classes, many long strings in one object (a counter's states
+  // per string), items counts.
+  cases.push_back(R"({"type":"string","pattern":"^((a{1000}){1000}){1000}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^((ab{0,999999}){0,999999}c){1,999999}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^x{999999}$"})");
+  cases.push_back(R"({"type":"string","pattern":"^[\\p{L}\\p{N}]+(-[\\p{L}\\p{N}]+)*$","minLength":1,"maxLength":1e15})");
+  cases.push_back(R"({"type":"string","minLength":1e9})");
+  cases.push_back(R"({"type":"array","minItems":1e9,"items":{"type":"string","maxLength":1e9}})");
+  std::string many = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 200; ++i)
+    many += (i ? "," : "") + std::string(R"("p)") + std::to_string(i) +
+            R"(":{"type":"string","maxLength":2048,"pattern":"^[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*$"})";
+  cases.push_back(many + "}}");
   for (const auto& c : cases) {
     const auto t0 = std::chrono::steady_clock::now();
     auto p = constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, c, {});
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!p.ok())
+    if (!p.ok()) {
       EXPECT_TRUE(p.status().code() == LLM_ERR_INVALID_ARGUMENT || p.status().code() == LLM_ERR_UNSUPPORTED)
           << c.substr(0, 200) << ": " << p.status().message();
+    }
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && defined(NDEBUG)
     EXPECT_LT(ms, 3000.0) << c.substr(0, 200) << (p.ok() ? " compiled" : ": " + p.status().message());
 #endif

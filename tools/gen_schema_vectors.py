@@ -410,10 +410,14 @@ CASES = [
      [[1, 2], [1, 1], [2, 1], [1.0, 1]], []),
     ("unique_max_one", {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 1}, "compile",
      [[], ["a"], ["a", "b"]], []),
-    ("unique_strings_refused", {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    # Open items: narrowed to at most one item where minItems allows it
+    # (a one-item array is unique), refused where two are needed.
+    ("unique_strings_narrowed", {"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "compile",
+     [[], ["a"], ["a", "b"], ["a", "a"], [1]], [2]),
+    ("unique_strings_min2_refused", {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 2},
      ("refuse", "uniqueItems"), [], []),
     ("unique_untyped", {"items": {"enum": [1, 2]}, "uniqueItems": True}, "compile", [[1, 2], [1, 1], "a"], [2]),
-    ("unique_untyped_any_items", {"uniqueItems": True}, ("refuse", "uniqueItems"), [], []),
+    ("unique_untyped_any_items", {"uniqueItems": True}, "compile", [[], [1], [{"a": 1}], [1, 1], [1, 2]], [4]),
     ("unique_false", {"type": "array", "items": {"type": "integer"}, "uniqueItems": False}, "compile", [[1, 1]], []),
     # ---- minProperties / maxProperties with optional properties
     ("min_properties_optional", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},

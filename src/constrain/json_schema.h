@@ -22,8 +22,11 @@
 //     members' rules when the required/declared counts do not decide them
 //     (an absent additionalProperties is then true if min needs it);
 //   - uniqueItems: over items from a small enum/const/boolean/null set (the
-//     values not picked yet; <= 6), or when maxItems <= 1; else refused;
-//   - arrays: all prefixItems present (if maxItems allows); contains with
+//     values not picked yet; <= 6), or when maxItems <= 1; over other items
+//     (or more than 6 values) narrowed to at most one item where minItems
+//     <= 1 (a one-item array is unique), else refused;
+//   - arrays: a tuple (prefixItems; array-form items) may stop at any
+//     position past minItems, items after it once it is whole; contains with
 //     minContains <= 4 (items marked as hits); with maxContains (<= 256)
 //     each item a hit or a miss (the negation of contains), hits counted;
 //     not beside prefixItems or item counts;
@@ -55,6 +58,12 @@
 //     oneOf: the oneOf in every anyOf branch); beside enum/const they drop
 //     the values their grammar rejects;
 //   - unknown keywords are annotations (ignored), as JSON Schema says;
+//   - drafts: the root's "$schema" (draft-04, -06, -07, 2019-09, 2020-12)
+//     says how the document reads (schema_drafts.h: keywords the draft
+//     lacks are annotations, $ref alone before 2019-09, draft-04's id,
+//     2019-09's $recursiveRef); none, or an unknown one, reads as 2020-12
+//     with the earlier drafts' legacy forms as they meant them; draft-03
+//     is refused;
 //   - patternProperties / propertyNames: free keys as the product of the
 //     patterns' automata with the declared names (schema_keys.cpp), the
 //     key's closing quote leading into the matching patterns' schema;
@@ -76,8 +85,12 @@
 //     at most 4 triggers per object;
 //   - pattern: a deterministic automaton (schema_pattern.h), intersected
 //     with minLength/maxLength; the free end of an unanchored pattern stops
-//     128 characters on; every prefix it admits can be completed, so EOS is
-//     allowed only once the string is whole;
+//     128 characters on, and so does a cyclic pattern under a maxLength
+//     longer than that past the length it needs, and a counted repetition
+//     {m,n} with n above 1000 (at m + 128); \p{..} general categories
+//     (unicode_classes.h) and a leading (?s) are read; every prefix it
+//     admits can be completed, so EOS is allowed only once the string is
+//     whole;
 //   - format: date, time, date-time, uuid, email, ipv4, hostname, uri, each
 //     of bounded length (email: local part <= 32 characters, 2-4 domain
 //     labels of <= 24; unknown formats are annotations, ignored); beside
@@ -102,8 +115,9 @@
 //     characters past where it leaves every declared name; never a key
 //     already written in the same object, nor a token after which every
 //     key would be one (json_keys.h, beside the grammar);
-// Keywords that change validity but are not handled ($recursiveRef,
-// uniqueItems over other items, a not/if whose negation is no schema,
+// Keywords that change validity but are not handled (uniqueItems over
+// other items with minItems >= 2, a not/if whose negation is no schema,
+// lookaround and other non-regular pattern parts,
 // propertyNames by format, ...; docs/GRAMMAR.md lists them)
 // fail with LLM_ERR_UNSUPPORTED naming the keyword and its JSON pointer; a
 // malformed schema fails with LLM_ERR_INVALID_ARGUMENT, likewise located.

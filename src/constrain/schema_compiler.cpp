@@ -8,9 +8,11 @@
 
 #include "constrain/byte_program.h"
 #include "constrain/gbnf_parser.h"
+#include "constrain/grammar.h"
 #include "constrain/grammar_text.h"
 #include "constrain/matcher.h"
 #include "constrain/json_schema.h"
+#include "constrain/schema_drafts.h"
 #include "constrain/schema_pattern.h"
 
 namespace llm {
@@ -165,7 +167,13 @@ std::string Compiler::NewName(const std::string& hint) {
   while (!base.empty() && base.back() == '-') base.pop_back();
   if (base.empty()) base = "r";
   std::string name = base;
-  for (int i = 2; names_.count(name) || Builtins().count(name); ++i) name = base + "-" + std::to_string(i);
+  // Numbered from where the last name of this base stopped (a pattern's
+  // automaton names thousands of rules alike: no quadratic search).
+  int& next = next_suffix_[base];
+  for (int i = std::max(next, 2); names_.count(name) || Builtins().count(name); ++i) {
+    name = base + "-" + std::to_string(i);
+    next = i + 1;
+  }
   names_.insert(name);
   return name;
 }
@@ -230,6 +238,8 @@ StatusOr<const Json*> Compiler::ResolvePointer(const std::string& ref, const std
     const Json* next = nullptr;
     if (cur->is_object()) {
       next = cur->Find(token);
+      // A keyword the document's draft ignores is renamed (schema_drafts.h).
+      if (next == nullptr) next = cur->Find(kIgnoredPrefix + token);
     } else if (cur->is_array() && !token.empty() && token.size() < 10 &&
                std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       const size_t i = std::stoul(token);
@@ -714,12 +724,30 @@ StatusOr<std::string> Compiler::String(const Json& s, const std::string& ptr) {
       std::string body = st.tail;
       if (body.empty()) {
         std::vector<std::string> alts;
-        for (const auto& e : st.edges) alts.push_back(e.chars + " " + names[static_cast<size_t>(e.to)]);
+        for (const auto& e : st.edges) {
+          // A long class (\p{L}: hundreds of ranges) is written once, as a
+          // rule every state that steps on it names: a counted pattern has
+          // a state per count, and the text would otherwise repeat in each.
+          std::string chars = e.chars;
+          if (chars.size() > 64) {
+            auto [it, fresh] = pattern_classes_.emplace(chars, std::string());
+            if (fresh) it->second = AddRule("pattern-class", chars);
+            chars = it->second;
+          }
+          alts.push_back(chars + " " + names[static_cast<size_t>(e.to)]);
+        }
         if (st.accept) alts.push_back("\"\"");
         body = alts.size() == 1 ? alts[0] : Alternatives(alts);
       }
+      pattern_bytes_ += body.size();
       rules_.emplace_back(names[i], body);
     }
+    // Many counted patterns add up (a length counter per string): stop at
+    // the grammar's size limit here, before writing and parsing megabytes.
+    if (pattern_bytes_ > static_cast<size_t>(constrain::kMaxGrammarBytes))
+      return InvalidArgument("pattern at " + where + ": the schema is too large to compile: its pattern automata pass " +
+                             std::to_string(constrain::kMaxGrammarBytes) +
+                             " bytes of grammar (a grammar limit; long maxLength beside patterns add up)");
     return "\"\\\"\" " + names[0] + " \"\\\"\"";
   }
   if (!lengths) return Builtin("string");
@@ -884,9 +912,12 @@ StatusOr<std::string> Compiler::Number(const Json& s, const std::string& ptr, bo
 }  // namespace schema
 
 StatusOr<std::string> JsonSchemaToGrammar(std::string_view schema_json, bool* free_keys) {
-  auto doc = ParseJson(schema_json, 128);
-  if (!doc.ok()) return InvalidArgument("JSON Schema: " + doc.status().message());
-  schema::Compiler c(*doc);
+  auto parsed = ParseJson(schema_json, 128);
+  if (!parsed.ok()) return InvalidArgument("JSON Schema: " + parsed.status().message());
+  auto draft = schema::DraftOf(*parsed);
+  if (!draft.ok()) return Status(draft.status().code(), "JSON Schema: " + draft.status().message());
+  const Json doc = schema::ReadAsDraft(*parsed, *draft);
+  schema::Compiler c(doc);
   auto g = c.Compile();
   if (!g.ok()) return Status(g.status().code(), "JSON Schema: " + g.status().message());
   if (free_keys) *free_keys = c.free_keys();

@@ -9,7 +9,9 @@
 // and $dynamicRef resolution in schema_refs.cpp; objects and arrays
 // (contains, maxContains, uniqueItems) in schema_object.cpp, their free
 // keys under patternProperties / propertyNames in schema_keys.cpp;
-// patterns in schema_pattern.cpp.
+// patterns in schema_pattern.cpp (\p{..} tables: unicode_classes.h). A
+// document of another draft is first rewritten as this compiler reads it
+// (schema_drafts.h, in JsonSchemaToGrammar).
 #pragma once
 
 #include <functional>
@@ -129,6 +131,7 @@ class Compiler {
   const Json& root_;
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body
   std::set<std::string> names_;
+  std::map<std::string, int> next_suffix_;  // NewName: base -> the next number to try
   // ("#/...", open recursion levels) -> rule name, or kNever.
   std::map<std::pair<std::string, int>, std::string> ref_rules_;
   std::set<std::string> recursive_;
@@ -142,6 +145,8 @@ class Compiler {
   bool dynamic_ = false;
   std::string root_base_;                       // the root's $id, or ""
   std::map<std::string, std::string> counted_strings_;  // "min,max" -> rule of such strings
+  std::map<std::string, std::string> pattern_classes_;  // a long character class's GBNF -> its rule
+  size_t pattern_bytes_ = 0;  // grammar text the pattern automata wrote so far
   int recursion_ = 0;  // recursive $refs being compiled (open levels)
   int depth_ = 0;
   int64_t visits_ = 0;  // Visit calls (kMaxVisits)

@@ -461,7 +461,9 @@ StatusOr<std::string> Compiler::UniqueItems(const Json& s, int64_t min_items, in
   }
   if (!finite)
     return Unsupported("uniqueItems at " + where + " is supported only over items from a small enum/const/boolean/null set (or maxItems <= 1)");
-  if (values.size() > 6) return InvalidArgument("uniqueItems at " + where + ": more than 6 distinct item values (the limit)");
+  // (The state is the subset picked so far: 2^k rules.)
+  if (values.size() > 6)
+    return Unsupported("uniqueItems at " + where + " over more than 6 distinct item values is not supported (the subsets picked would be the state)");
   const int k = static_cast<int>(values.size());
   const int64_t hi = max_items < 0 ? k : std::min<int64_t>(max_items, k);
   if (min_items > hi) return std::string();  // not enough distinct values
@@ -514,8 +516,15 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
                            std::to_string(kMaxCountedItems) + " items");
   if (max_items > kMaxCountedItems) max_items = kMaxCountedItems;
 
-  if (const Json* u = s.Find("uniqueItems"); u && u->as_bool() && !(max_items >= 0 && max_items <= 1))
-    return UniqueItems(s, min_items, max_items, ptr, hint);
+  if (const Json* u = s.Find("uniqueItems"); u && u->as_bool() && !(max_items >= 0 && max_items <= 1)) {
+    auto unique = UniqueItems(s, min_items, max_items, ptr, hint);
+    // Items that are not from a small finite set would have to be compared
+    // with each other as they are written; where one item is enough
+    // (minItems <= 1) the array is narrowed to at most one (sound: a
+    // one-item array is unique), else refused.
+    if (unique.ok() || unique.status().code() != LLM_ERR_UNSUPPORTED || min_items > 1) return unique;
+    max_items = 1;
+  }
 
   // Tuple positions (2020-12 prefixItems, or draft-7 items as an array) and
   // the schema of the positions after them (nullptr: none allowed).
@@ -533,7 +542,7 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
     after_ptr = PointerJoin(ptr, "additionalItems");
     if (!after) after = &kTrue;
   } else if (!items) {
-    after = tuple ? nullptr : &kTrue;  // extra tuple items: left out (sound)
+    after = &kTrue;  // past a tuple: any items, as every draft says
   }
   if (tuple && !tuple->is_array()) return InvalidArgument("prefixItems at " + Where(ptr) + " must be an array");
   if (after && after->is_bool() && !after->as_bool()) after = nullptr;
@@ -568,13 +577,22 @@ StatusOr<std::string> Compiler::Array(const Json& s, const std::string& ptr, con
   const std::string comma = ws + " \",\" " + ws + " ";
   std::string body;
   if (!seq.empty()) {
-    body = seq[0];
-    for (size_t i = 1; i < seq.size(); ++i) body += " " + comma + seq[i];
+    // The tuple's positions past minItems are optional, each only after
+    // the one before it (an array may stop anywhere in the tuple); items
+    // past the tuple only once it is whole.
+    std::string tail;
     if (more_max != 0) {
       std::string rep = "{" + std::to_string(more_min) + "," + (more_max < 0 ? "" : std::to_string(more_max)) + "}";
       if (more_min == 0 && more_max < 0) rep = "*";
-      body += " ( " + comma + item + " )" + rep;
+      tail = "( " + comma + item + " )" + rep;
     }
+    const size_t required = static_cast<size_t>(std::min<int64_t>(min_items, static_cast<int64_t>(seq.size())));
+    body = tail;
+    for (size_t i = seq.size(); i-- > std::max<size_t>(required, 1);)
+      body = "( " + comma + seq[i] + (body.empty() ? "" : " " + body) + " )?";
+    for (size_t i = std::max<size_t>(required, 1); i-- > 1;) body = comma + seq[i] + (body.empty() ? "" : " " + body);
+    body = seq[0] + (body.empty() ? "" : " " + body);
+    if (required == 0) return AddRule(hint, "\"[\" " + ws + " ( " + body + " " + ws + " )? \"]\"");
     return AddRule(hint, "\"[\" " + ws + " " + body + " " + ws + " \"]\"");
   }
   if (more_max == 0) return "\"[\" " + ws + " \"]\"";

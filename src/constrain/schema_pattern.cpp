@@ -1,5 +1,7 @@
 #include "constrain/schema_pattern.h"
 
+#include "constrain/unicode_classes.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -219,7 +221,7 @@ class Parser {
     int64_t v = 0;
     while (pos_ < p_.size() && p_[pos_] >= '0' && p_[pos_] <= '9') {
       v = v * 10 + (p_[pos_] - '0');
-      if (v > kMaxRepeat) return Err(Unsupported, "a repetition count above 1000");
+      if (v > 1000000) return Err(Unsupported, "a repetition count above 1000000");
       ++pos_;
     }
     if (pos_ == start) return Err(InvalidArgument, "a number expected in {}");
@@ -251,6 +253,10 @@ class Parser {
         if (!Peek('}')) return Err(InvalidArgument, "'}' expected");
         ++pos_;
         if (hi >= 0 && hi < lo) return Err(InvalidArgument, "{n,m} with m < n");
+        if (lo > kMaxRepeat) return Err(Unsupported, "a repetition count above " + std::to_string(kMaxRepeat));
+        // A long optional run ({1,2048} in an ARN) stops kFreeTail past its
+        // minimum, like a long maxLength (sound: a narrowing).
+        if (hi > kMaxRepeat) hi = std::min(hi, lo + kFreeTail);
       } else {
         break;
       }
@@ -299,6 +305,24 @@ class Parser {
       case 'u': {
         LLM_ASSIGN_OR_RETURN(uint32_t v, HexDigits(4));
         return Ranges{{v, v}};
+      }
+      case 'p':
+      case 'P': {
+        // \p{Name} / \pL: a Unicode general category (unicode_classes.h).
+        std::string_view name;
+        if (Peek('{')) {
+          const size_t end = p_.find('}', pos_);
+          if (end == std::string_view::npos) return Err(InvalidArgument, "an unterminated \\p{");
+          name = p_.substr(pos_ + 1, end - pos_ - 1);
+          pos_ = end + 1;
+        } else if (pos_ < p_.size()) {
+          name = p_.substr(pos_++, 1);
+        }
+        Ranges set;
+        if (!constrain::UnicodeCategory(name, &set))
+          return Err(Unsupported, "the Unicode property \\" + std::string(1, c) + "{" + std::string(name) +
+                                      "} (general categories only: L, Lu, N, Nd, Z, ...)");
+        return c == 'P' ? Complement(set) : Normalize(set);
       }
       case 'b':
         if (in_class) return Ranges{{'\b', '\b'}};
@@ -381,6 +405,12 @@ class Parser {
         ++pos_;
         if (Peek(':')) {
           ++pos_;
+        } else if (p_.substr(pos_, 2) == "s)" && !dot_seen_) {
+          // (?s) before any '.': the whole pattern's '.' matches a newline
+          // too (Python's DOTALL, which jsonschema validates with).
+          pos_ += 2;
+          dotall_ = true;
+          return Add(Node{Node::kCat, {}, {}});
         } else if (Peek('P') && pos_ + 1 < p_.size() && p_[pos_ + 1] == '<') {
           pos_ = p_.find('>', pos_);
           if (pos_ == std::string_view::npos) { pos_ = p_.size(); return Err(InvalidArgument, "an unterminated group name"); }
@@ -408,7 +438,8 @@ class Parser {
     Ranges set;
     if (c == '.') {
       ++pos_;
-      set = Complement({{'\n', '\n'}});
+      dot_seen_ = true;
+      set = dotall_ ? Complement({}) : Complement({{'\n', '\n'}});
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       return Err(InvalidArgument, "nothing to repeat");
     } else if (c == '\\') {
@@ -426,6 +457,8 @@ class Parser {
   size_t pos_ = 0;
   static constexpr int kMaxGroupDepth = 100;
   int depth_ = 0;  // groups open around pos_
+  bool dotall_ = false;   // (?s) seen
+  bool dot_seen_ = false;  // a '.' parsed (a later (?s) would change it)
 };
 
 // ---- Thompson NFA
@@ -525,7 +558,9 @@ void Closure(const Nfa& nfa, std::vector<int>* set) {
 
 // ---- DFA over character blocks
 struct Dfa {
-  std::vector<std::pair<uint32_t, uint32_t>> blocks;  // the alphabet: disjoint code point ranges
+  // The alphabet: disjoint classes of code points that every set of the
+  // pattern holds wholly or not at all (\p{L} is hundreds of ranges, one class).
+  std::vector<Ranges> blocks;
   std::vector<std::vector<int>> next;                  // (states, blocks) -1: none
   std::vector<bool> accept;
 };
@@ -540,15 +575,31 @@ StatusOr<Dfa> Determinize(const Nfa& nfa, int start, int final_state, const std:
     }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  // Intervals between cuts, grouped by the sets that hold them (an
+  // interval lies wholly inside or outside each set): one block per group.
+  std::map<std::vector<int>, int> by_sets;
+  std::vector<std::vector<int>> covers(nfa.sets.size());
+  std::vector<Ranges> sorted;  // each set normalized, for a binary search
+  for (const auto& set : nfa.sets) sorted.push_back(Normalize(set));
+  auto holds = [](const Ranges& r, uint32_t cp) {
+    auto it = std::upper_bound(r.begin(), r.end(), cp, [](uint32_t c, const std::pair<uint32_t, uint32_t>& x) { return c < x.first; });
+    return it != r.begin() && std::prev(it)->second >= cp;
+  };
   for (size_t i = 0; i < cuts.size(); ++i) {
     const uint32_t lo = cuts[i], hi = i + 1 < cuts.size() ? cuts[i + 1] - 1 : kMaxCp;
-    if (!Intersect({{lo, hi}}, Writable()).empty()) d.blocks.push_back({lo, hi});
+    Ranges part = Intersect({{lo, hi}}, Writable());
+    if (part.empty()) continue;
+    std::vector<int> in;
+    for (size_t k = 0; k < nfa.sets.size(); ++k)
+      if (holds(sorted[k], lo)) in.push_back(static_cast<int>(k));
+    auto [it, fresh] = by_sets.emplace(in, static_cast<int>(d.blocks.size()));
+    if (fresh) {
+      d.blocks.emplace_back();
+      for (int k : in) covers[static_cast<size_t>(k)].push_back(it->second);
+    }
+    Ranges& b = d.blocks[static_cast<size_t>(it->second)];
+    b.insert(b.end(), part.begin(), part.end());
   }
-  // Which blocks each set covers (a block lies wholly inside or outside).
-  std::vector<std::vector<int>> covers(nfa.sets.size());
-  for (size_t k = 0; k < nfa.sets.size(); ++k)
-    for (size_t b = 0; b < d.blocks.size(); ++b)
-      if (Contains(nfa.sets[k], d.blocks[b].first)) covers[k].push_back(static_cast<int>(b));
   std::map<std::vector<int>, int> ids;
   std::vector<std::vector<int>> sets;
   auto intern = [&](std::vector<int> s) -> int {
@@ -666,6 +717,11 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
   }
   if (shortest >= min_len && max_len >= 0 && longest >= 0 && longest <= max_len) max_len = -1, min_len = 0;
   if (shortest >= min_len && max_len < 0) min_len = 0;
+  // A cyclic pattern under a long maxLength (ARNs of "maxLength": 2048):
+  // the string stops kFreeTail characters past the length it needs, as an
+  // unanchored pattern's free end does (sound: a narrowing; the counter
+  // then multiplies the states by ~kFreeTail, not by maxLength).
+  if (longest < 0 && max_len >= 0) max_len = std::min(max_len, std::max(min_len, shortest) + kFreeTail);
   // A counter up to max_len multiplies the states: narrow max_len (sound)
   // to what the limit allows, as long as it stays at or above min_len.
   // (An acyclic DFA needs no narrowing: each state is reached at few
@@ -744,6 +800,7 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
   }
   PatternAutomaton out;
   if (!live[0]) return out;  // no string: the caller's "no value"
+  std::map<Ranges, std::string> set_text;
   std::vector<int> rule(states.size(), -1);
   for (size_t i = 0; i < states.size(); ++i)
     if (live[i]) rule[i] = static_cast<int>(out.states.size()), out.states.emplace_back();
@@ -760,8 +817,16 @@ StatusOr<PatternAutomaton> CompilePattern(std::string_view pattern, int64_t min_
     st.accept = accepting(static_cast<size_t>(q), k);
     std::map<int, Ranges> by_target;
     for (auto [b, t] : edges[i])
-      if (live[static_cast<size_t>(t)]) by_target[rule[static_cast<size_t>(t)]].push_back(dfa.blocks[static_cast<size_t>(b)]);
-    for (auto& [t, set] : by_target) st.edges.push_back({SetExpr(set), t});
+      if (live[static_cast<size_t>(t)]) {
+        Ranges& r = by_target[rule[static_cast<size_t>(t)]];
+        r.insert(r.end(), dfa.blocks[static_cast<size_t>(b)].begin(), dfa.blocks[static_cast<size_t>(b)].end());
+      }
+    for (auto& [t, set] : by_target) {
+      // The states of a length counter step on the same sets: write each once.
+      auto [it, fresh] = set_text.emplace(Normalize(set), std::string());
+      if (fresh) it->second = SetExpr(it->first);
+      st.edges.push_back({it->second, t});
+    }
   }
   return out;
 }
@@ -806,7 +871,7 @@ StatusOr<CharDfa> PatternToDfa(std::string_view pattern, const std::string& wher
     std::map<int, Ranges> by_target;
     for (size_t b = 0; b < dfa.blocks.size(); ++b) {
       const int t = dfa.next[q][b];
-      if (t >= 0 && live[static_cast<size_t>(t)]) by_target[t].push_back(dfa.blocks[b]);
+      if (t >= 0 && live[static_cast<size_t>(t)]) by_target[t].insert(by_target[t].end(), dfa.blocks[b].begin(), dfa.blocks[b].end());
     }
     for (auto& [t, set] : by_target) out.edges[q].push_back({Intersect(set, Writable()), t});
   }

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "constrain/schema_compiler.h"
+#include "constrain/schema_drafts.h"
 
 namespace llm::schema {
 namespace {
@@ -141,7 +142,8 @@ std::string Compiler::BaseAt(const std::string& ptr) const {
       }
     }
     if (cur->is_object()) {
-      cur = cur->Find(token);
+      const Json* next = cur->Find(token);
+      cur = next ? next : cur->Find(kIgnoredPrefix + token);  // (schema_drafts.h)
     } else if (cur->is_array() && !token.empty() && token.size() < 10 &&
                std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       const size_t i = std::stoul(token);
@@ -189,6 +191,17 @@ StatusOr<std::string> Compiler::DynamicTarget(const std::string& ref, const std:
   LLM_ASSIGN_OR_RETURN(const Json* t, ResolvePointer(target, ptr));
   const Json* anchor = t->is_object() ? t->Find("$dynamicAnchor") : nullptr;
   if (!anchor || !anchor->is_string() || anchor->as_string() != frag) return target;  // no bookend: as $ref
+  if (frag == kRecursiveAnchor) {
+    // 2019-09's $recursiveRef (schema_drafts.h): outward from the innermost
+    // resource, as long as each has "$recursiveAnchor": true.
+    std::string found = target;
+    for (auto r = scope_.rbegin(); r != scope_.rend(); ++r) {
+      auto it = dynamic_anchors_.find(*r + "#" + frag);
+      if (it == dynamic_anchors_.end()) break;
+      found = "#" + it->second;
+    }
+    return found;
+  }
   for (const std::string& resource : scope_)
     if (auto it = dynamic_anchors_.find(resource + "#" + frag); it != dynamic_anchors_.end()) return "#" + it->second;
   return target;

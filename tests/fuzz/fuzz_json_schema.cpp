@@ -8,7 +8,11 @@
 // contains, dependent*, unevaluated*, $anchor/$id, multipleOf, patterns with
 // nested quantifiers and lengths), and from 50_ on: unevaluated* in
 // branches and beside not/if/contains, overlapping oneOf made disjoint by
-// negation, maxContains, $dynamicRef, not over combinators.
+// negation, maxContains, $dynamicRef, not over combinators; from 56_ on:
+// drafts (draft-04 id and boolean exclusives, draft-07 $ref siblings and
+// later keywords as annotations, 2019-09 $recursiveRef and array items
+// with unevaluatedItems), \p{..} classes, (?s), long counted repetitions
+// and maxLength under patterns, uniqueItems over open items.
 #include <cstddef>
 #include <cstdint>
 #include <string>

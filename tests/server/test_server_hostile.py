@@ -370,6 +370,20 @@ try:
         if st == 400:
             check(b"param" in resp and b"response_format" in resp, "schema: %s names the parameter: %r" % (what, resp[:200]))
 
+    # A schema the compiler refuses (issue 29): a 400 naming the keyword
+    # and where it stands, never a 500.
+    for what, schema, keyword in [
+        ("uniqueItems over strings, minItems 2", {"type": "object", "properties": {"tags": {
+            "type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 2}}}, b"/properties/tags/uniqueItems"),
+        ("draft-03", {"$schema": "http://json-schema.org/draft-03/schema#", "type": "object"}, b"$schema"),
+        ("a lookahead pattern", {"type": "string", "pattern": "^(?!aws:).+$"}, b"pattern"),
+        ("a $ref to another document", {"$ref": "https://example.test/other.json"}, b"$ref"),
+        ("a script class in a pattern", {"type": "string", "pattern": "^\\p{Greek}+$"}, b"Greek"),
+    ]:
+        st, resp = case("refused schema: " + what, "/v1/chat/completions",
+                        json.dumps(dict(NORMAL_CHAT, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})))
+        check(st == 400 and keyword in resp, "refused schema: %s: 400 naming %r: %s %r" % (what, keyword, st, resp[:300]))
+
     # -------------------------------------------- huge arrays and strings
     section('huge arrays and strings')
     n_big = 200000 if quick else 1000000
