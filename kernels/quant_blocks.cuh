@@ -1,7 +1,7 @@
 // Device decoding of GGUF block-quantized weights, 32 at a time (one
 // "chunk": a whole Q4_0..Q8_0, IQ4_NL or MXFP4 block, or one of the 8
-// sub-blocks of a K-quant (Q2_K..Q6_K) or IQ4_XS super-block). Included by
-// the .cu files only.
+// sub-blocks of a K-quant (Q2_K..Q6_K), IQ4_XS or IQ2/IQ3 lattice
+// super-block). Included by the .cu files only.
 //
 // The arithmetic is the CPU backend's reference dequantization
 // (backend/cpu/quant_generic.cpp, DequantizeBlocks) operation for operation:
@@ -62,6 +62,11 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
     case kQuantIQ4_NL: return c * 18;
     case kQuantIQ4_XS: return (c >> 3) * 136;
     case kQuantMXFP4: return c * 17;
+    case kQuantIQ2_XXS: return (c >> 3) * 66;
+    case kQuantIQ2_XS: return (c >> 3) * 74;
+    case kQuantIQ3_XXS: return (c >> 3) * 98;
+    case kQuantIQ3_S: return (c >> 3) * 110;
+    case kQuantIQ2_S: return (c >> 3) * 82;
     default: return (c >> 3) * 210;  // Q6_K
   }
 }
@@ -192,6 +197,70 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
       for (int l = 0; l < 16; ++l) {
         v[l] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] & 0xF]));
         v[l + 16] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] >> 4]));
+      }
+      return;
+    }
+    case kQuantIQ2_XXS:
+    case kQuantIQ2_XS:
+    case kQuantIQ2_S:
+    case kQuantIQ3_XXS:
+    case kQuantIQ3_S: {  // sub-block j = c % 8 (model/tensor_type.h, IQLatticePoints)
+      const int j = static_cast<int>(c & 7);
+      uint64_t point[4];
+      uint32_t sign[4];  // bit k: weight 8l + k negative
+      int mul[2];
+      float unit = 0.125f;
+      if (type == kQuantIQ2_XXS) {  // 4 grid index bytes, then a u32 of 4 sign indices and the scale
+        const uint8_t* p = b + 2 + 8 * j;
+        const uint32_t aux = LoadU32Bytes(p + 4);
+        for (int l = 0; l < 4; ++l) point[l] = kIQ2XXSGrid[p[l]], sign[l] = kIQ2Signs[(aux >> (7 * l)) & 127u];
+        mul[0] = mul[1] = 2 * static_cast<int>(aux >> 28) + 1;
+      } else if (type == kQuantIQ2_XS) {  // per 8 weights a u16: 9-bit grid index, 7-bit sign index
+        const uint8_t* p = b + 2 + 8 * j;
+        for (int l = 0; l < 4; ++l) {
+          const uint32_t v = static_cast<uint32_t>(p[2 * l]) | static_cast<uint32_t>(p[2 * l + 1]) << 8;
+          point[l] = kIQ2XSGrid[v & 511u], sign[l] = kIQ2Signs[v >> 9];
+        }
+        const int sc = b[66 + j];
+        mul[0] = 2 * (sc & 0xF) + 1;
+        mul[1] = 2 * (sc >> 4) + 1;
+      } else if (type == kQuantIQ2_S) {  // index bytes at 2, sign bytes at 34, 2 high index bits each in qh (66)
+        const uint8_t qh = b[66 + j];
+        for (int l = 0; l < 4; ++l) {
+          point[l] = kIQ2SGrid[b[2 + 4 * j + l] | ((qh >> (2 * l)) & 3) << 8];
+          sign[l] = b[34 + 4 * j + l];
+        }
+        const int sc = b[74 + j];
+        mul[0] = 2 * (sc & 0xF) + 1;
+        mul[1] = 2 * (sc >> 4) + 1;
+      } else if (type == kQuantIQ3_XXS) {  // 8 grid index bytes of 4 weights; the u32 at 66 + 4j: signs and scale
+        const uint8_t* idx = b + 2 + 8 * j;
+        const uint32_t aux = LoadU32Bytes(b + 66 + 4 * j);
+        for (int l = 0; l < 4; ++l) {
+          point[l] = kIQ3XXSGrid[idx[2 * l]] | static_cast<uint64_t>(kIQ3XXSGrid[idx[2 * l + 1]]) << 32;
+          sign[l] = kIQ2Signs[(aux >> (7 * l)) & 127u];
+        }
+        mul[0] = mul[1] = 2 * static_cast<int>(aux >> 28) + 1;
+        unit = 0.25f;
+      } else {  // IQ3_S: index bytes at 2 with a ninth bit in qh (66), sign bytes at 74, scale nibbles at 106
+        const uint8_t qh = b[66 + j];
+        for (int l = 0; l < 4; ++l) {
+          const int k = 2 * l;
+          const int i0 = b[2 + 8 * j + k] | ((qh >> k) & 1) << 8, i1 = b[3 + 8 * j + k] | ((qh >> (k + 1)) & 1) << 8;
+          point[l] = kIQ3SGrid[i0] | static_cast<uint64_t>(kIQ3SGrid[i1]) << 32;
+          sign[l] = b[74 + 4 * j + l];
+        }
+        mul[0] = mul[1] = 2 * ((b[106 + j / 2] >> (4 * (j & 1))) & 0xF) + 1;
+        unit = 1.0f;
+      }
+      const float du = __fmul_rn(LoadHalf(b), unit);
+      for (int l = 0; l < 4; ++l) {
+        const uint32_t bits = sign[l];
+        for (int k = 0; k < 8; ++k) {
+          const int m = static_cast<int>((point[l] >> (8 * k)) & 0xFFu);
+          const int q = (bits >> k) & 1u ? -m : m;
+          v[8 * l + k] = __fmul_rn(du, static_cast<float>(mul[(8 * l + k) >> 4] * q));
+        }
       }
       return;
     }

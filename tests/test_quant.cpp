@@ -42,7 +42,8 @@ float BitsFloat(uint32_t b) {
 const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
-                                TensorType::MXFP4};
+                                TensorType::MXFP4, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
+                                TensorType::IQ3_XXS, TensorType::IQ3_S};
 
 // Byte offsets of a block's F16 scale fields.
 std::vector<int> F16Fields(TensorType t) {
@@ -116,12 +117,18 @@ TEST(Quant, LayoutTable) {
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 640), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 1024), 4 * sizeof(BlockQ4_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_1, 576), 18 * sizeof(BlockQ4_1));
-  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(16), 256), 0u);  // IQ2_XXS: not read
+  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(19), 256), 0u);  // IQ1_S: not read
   EXPECT_EQ(TensorRowBytes(TensorType::IQ4_XS, 4096), 16 * sizeof(BlockIQ4_XS));
   EXPECT_EQ(TensorRowBytes(TensorType::IQ4_NL, 96), 3 * sizeof(BlockIQ4_NL));
   EXPECT_EQ(TensorRowBytes(TensorType::Q3_K, 512), 2 * sizeof(BlockQ3_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q2_K, 96), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::MXFP4, 2880), 90 * sizeof(BlockMXFP4));  // gpt-oss's row
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ2_XXS, 4096), 16u * 66);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ2_XS, 2048), 8u * 74);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ3_XXS, 256), 98u);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ3_XXS, 128), 0u);  // not whole super-blocks
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ3_S, 512), 2u * 110);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ2_S, 256), 82u);
 }
 
 TEST(Quant, DequantizationMatchesGgufPy) {
@@ -134,7 +141,10 @@ TEST(Quant, DequantizationMatchesGgufPy) {
       const float want = BitsFloat(v.values[i]);
       // The same float operations as gguf-py's; allow one rounding of slack
       // for compilers that contract a*b - c into an FMA.
-      if (std::fabs(got[i] - want) > 1e-6f * std::fabs(want) + 1e-9f) {
+      // The lattice types' one product per weight has nothing to contract:
+      // those must be bit-exact.
+      const bool exact = IsIQLattice(v.type);
+      if (exact ? std::memcmp(&got[i], &want, 4) != 0 : std::fabs(got[i] - want) > 1e-6f * std::fabs(want) + 1e-9f) {
         ADD_FAILURE() << "element " << i << ": got " << got[i] << ", gguf-py " << want;
         ++bad;
       }
@@ -164,6 +174,55 @@ TEST(Quant, IQ4CodebookMatchesGgufPy) {
 // The MXFP4 codebook (kE2M1Values) and E8M0 scale against gguf-py: every
 // code and the subnormal exponents 0 and 1 occur in the random vector, and
 // each element is MXFP4Scale(e) times the table's value for its code.
+// The lattice tables (kIQ2XXSGrid, kIQ2XSGrid, kIQ2SGrid, kIQ3XXSGrid,
+// kIQ3SGrid, kIQ2Signs; generated) against gguf-py: the vectors hold every
+// grid point (and, where signs are indices, every sign index) of each type
+// (DequantizationMatchesGgufPy checks their values), and blocks llama.cpp's
+// llama-quantize wrote.
+TEST(Quant, LatticeVectorsCoverEveryTableEntry) {
+  for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
+                       TensorType::IQ3_S}) {
+    SCOPED_TRACE(static_cast<int>(t));
+    const int n_points = t == TensorType::IQ2_S ? 1024 : t == TensorType::IQ2_XS || t == TensorType::IQ3_S ? 512 : 256;
+    const bool sign_index = t == TensorType::IQ2_XXS || t == TensorType::IQ2_XS || t == TensorType::IQ3_XXS;
+    std::vector<bool> point_seen(n_points), sign_seen(128, !sign_index);
+    bool from_llama = false;
+    int64_t be = 0, bb = 0;
+    ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
+    for (const QuantVector& v : kQuantVectors) {
+      if (v.type != t) continue;
+      from_llama = from_llama || std::string(v.name).find("_llama") != std::string::npos;
+      for (size_t off = 0; off < v.n_bytes; off += static_cast<size_t>(bb)) {
+        const uint8_t* b = v.bytes + off;
+        for (int ib = 0; ib < 8; ++ib) {
+          if (t == TensorType::IQ2_XS) {
+            for (int l = 0; l < 4; ++l) {
+              const int q = b[2 + 8 * ib + 2 * l] | b[3 + 8 * ib + 2 * l] << 8;
+              point_seen[q & 511] = true, sign_seen[q >> 9] = true;
+            }
+          } else if (t == TensorType::IQ2_S) {  // layouts: model/tensor_type.h
+            const auto& blk = *reinterpret_cast<const BlockIQ2_S*>(b);
+            for (int l = 0; l < 4; ++l) point_seen[blk.qs[4 * ib + l] | ((blk.qh[ib] >> (2 * l)) & 3) << 8] = true;
+          } else if (t == TensorType::IQ3_S) {
+            const auto& blk = *reinterpret_cast<const BlockIQ3_S*>(b);
+            for (int k = 0; k < 8; ++k) point_seen[blk.qs[8 * ib + k] | ((blk.qh[ib] >> k) & 1) << 8] = true;
+          } else {
+            const uint8_t* idx = b + 2 + 8 * ib;
+            const uint32_t aux = IQLoadU32(t == TensorType::IQ2_XXS ? idx + 4 : b + 66 + 4 * ib);
+            for (int k = 0; k < (t == TensorType::IQ2_XXS ? 4 : 8); ++k) point_seen[idx[k]] = true;
+            for (int l = 0; l < 4; ++l) sign_seen[(aux >> (7 * l)) & 127] = true;
+          }
+        }
+      }
+    }
+    for (int k = 0; k < n_points; ++k) EXPECT_TRUE(point_seen[k]) << "grid point " << k << " not in the vectors";
+    for (int k = 0; k < 128; ++k) EXPECT_TRUE(sign_seen[k]) << "sign index " << k << " not in the vectors";
+    EXPECT_TRUE(from_llama) << "no blocks from llama-quantize (tools/gen_quant_vectors.py --llama-quantize)";
+  }
+  // The sign table's eighth bit: an even number of negatives.
+  for (int k = 0; k < 128; ++k) EXPECT_EQ(__builtin_popcount(kIQ2Signs[k]) % 2, 0) << k;
+}
+
 TEST(Quant, MXFP4CodebookAndScaleMatchGgufPy) {
   bool seen[16] = {}, subnormal = false;
   for (const QuantVector& v : kQuantVectors) {

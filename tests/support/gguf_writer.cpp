@@ -154,6 +154,15 @@ std::string RandomTensor(TensorType type, int64_t rows, int64_t cols, float scal
       }
       continue;
     }
+    if (IsIQLattice(type)) {  // an F16 d, then random indices, signs and scales
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(type, &be, &bb);
+      for (int64_t b = 0; b < cols / be; ++b) {
+        put(F32ToF16(scale / 64.0f));
+        for (int64_t i = 2; i < bb; ++i) put(static_cast<uint8_t>(rng()));
+      }
+      continue;
+    }
     if (type == TensorType::Q4_0 || type == TensorType::Q4_1) {
       for (int64_t b = 0; b < cols / 32; ++b) {
         put(F32ToF16(scale / 8.0f));
