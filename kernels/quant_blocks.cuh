@@ -67,6 +67,8 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
     case kQuantIQ3_XXS: return (c >> 3) * 98;
     case kQuantIQ3_S: return (c >> 3) * 110;
     case kQuantIQ2_S: return (c >> 3) * 82;
+    case kQuantTQ1_0: return (c >> 3) * 54;
+    case kQuantTQ2_0: return (c >> 3) * 66;
     default: return (c >> 3) * 210;  // Q6_K
   }
 }
@@ -261,6 +263,33 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
           const int q = (bits >> k) & 1u ? -m : m;
           v[8 * l + k] = __fmul_rn(du, static_cast<float>(mul[(8 * l + k) >> 4] * q));
         }
+      }
+      return;
+    }
+    case kQuantTQ2_0: {  // chunk j = c % 8: bits 2(j % 4) of qs[32 (j / 4) ..]; d at 64 (model/tensor_type.h)
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 64);
+      const uint8_t* qs = b + 32 * (j >> 2);
+      const int shift = 2 * (j & 3);
+      for (int l = 0; l < 32; ++l) v[l] = __fmul_rn(d, static_cast<float>(((qs[l] >> shift) & 3) - 1));
+      return;
+    }
+    case kQuantTQ1_0: {  // base-3 digits (model/tensor_type.h, UnpackTQ); d at 52
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 52);
+      const uint32_t pow3[5] = {1, 3, 9, 27, 81};
+      for (int l = 0; l < 32; ++l) {
+        const int k = 32 * j + l;
+        uint32_t byte, n;
+        if (k < 160) {
+          byte = b[k & 31], n = k >> 5;
+        } else if (k < 240) {
+          byte = b[32 + (k - 160) % 16], n = (k - 160) / 16;
+        } else {
+          byte = b[48 + (k - 240) % 4], n = (k - 240) / 4;
+        }
+        const int code = static_cast<int>((((byte * pow3[n]) & 0xFFu) * 3u) >> 8);
+        v[l] = __fmul_rn(d, static_cast<float>(code - 1));
       }
       return;
     }

@@ -38,6 +38,8 @@ enum : uint32_t {
   kQuantIQ3_S = 21,
   kQuantIQ2_S = 22,
   kQuantIQ4_XS = 23,
+  kQuantTQ1_0 = 34,
+  kQuantTQ2_0 = 35,
   kQuantMXFP4 = 39,
 };
 

@@ -43,7 +43,7 @@ const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::
                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
                                 TensorType::MXFP4, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
-                                TensorType::IQ3_XXS, TensorType::IQ3_S};
+                                TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0};
 
 // Byte offsets of a block's F16 scale fields.
 std::vector<int> F16Fields(TensorType t) {
@@ -55,6 +55,8 @@ std::vector<int> F16Fields(TensorType t) {
     case TensorType::Q6_K: return {208};
     case TensorType::Q3_K: return {108};
     case TensorType::Q2_K: return {80, 82};
+    case TensorType::TQ1_0: return {52};
+    case TensorType::TQ2_0: return {64};
     case TensorType::MXFP4: return {0};  // byte 0, the E8M0 exponent (RandomRow: e in [110, 129])
     default: return {0};
   }
@@ -129,6 +131,8 @@ TEST(Quant, LayoutTable) {
   EXPECT_EQ(TensorRowBytes(TensorType::IQ3_XXS, 128), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::IQ3_S, 512), 2u * 110);
   EXPECT_EQ(TensorRowBytes(TensorType::IQ2_S, 256), 82u);
+  EXPECT_EQ(TensorRowBytes(TensorType::TQ1_0, 512), 2u * 54);
+  EXPECT_EQ(TensorRowBytes(TensorType::TQ2_0, 256), 66u);
 }
 
 TEST(Quant, DequantizationMatchesGgufPy) {
@@ -221,6 +225,25 @@ TEST(Quant, LatticeVectorsCoverEveryTableEntry) {
   }
   // The sign table's eighth bit: an even number of negatives.
   for (int k = 0; k < 128; ++k) EXPECT_EQ(__builtin_popcount(kIQ2Signs[k]) % 2, 0) << k;
+}
+
+// TQ1_0's base-3 digits: every byte's 5 digits (4 in qh) occur in the
+// vectors' random blocks, and the llama-quantize blocks of both ternary
+// types are there.
+TEST(Quant, TernaryVectorsCoverEveryByte) {
+  std::vector<bool> seen(256);
+  bool llama1 = false, llama2 = false;
+  for (const QuantVector& v : kQuantVectors) {
+    llama1 = llama1 || (v.type == TensorType::TQ1_0 && std::string(v.name).find("_llama") != std::string::npos);
+    llama2 = llama2 || (v.type == TensorType::TQ2_0 && std::string(v.name).find("_llama") != std::string::npos);
+    if (v.type != TensorType::TQ1_0) continue;
+    for (size_t off = 0; off < v.n_bytes; off += sizeof(BlockTQ1_0))
+      for (int i = 0; i < 48; ++i) seen[v.bytes[off + i]] = true;
+  }
+  int n_seen = 0;
+  for (bool s : seen) n_seen += s;
+  EXPECT_EQ(n_seen, 256);
+  EXPECT_TRUE(llama1 && llama2) << "no blocks from llama-quantize (tools/gen_quant_vectors.py --llama-quantize)";
 }
 
 TEST(Quant, MXFP4CodebookAndScaleMatchGgufPy) {

@@ -9,7 +9,7 @@ Usage: python3 tools/gen_quant_vectors.py [OUT]   (default tests/data/quant_vect
 
 With --llama-quantize (llama.cpp's, e.g. from bench/peer/build_llamacpp.sh)
 and --synth (build/bin/llm-synth), the lattice types (IQ2_XXS, IQ2_XS,
-IQ2_S, IQ3_XXS, IQ3_S) also get vectors of blocks from real quantized tensors: llm-synth
+IQ2_S, IQ3_XXS, IQ3_S) and the ternary ones (TQ1_0, TQ2_0) also get vectors of blocks from real quantized tensors: llm-synth
 writes the `tiny` shape in F32 (seed 7), llama-quantize quantizes it to each
 type with an importance matrix (the IQ2 types refuse to run without one)
 written here in llama.cpp's legacy imatrix format (per column a
@@ -58,12 +58,14 @@ FORMATS = [
     (T.IQ3_XXS, 2, [0]),
     (T.IQ3_S, 2, [0]),
     (T.IQ2_S, 2, [0]),
+    (T.TQ1_0, 8, [52]),
+    (T.TQ2_0, 2, [64]),
 ]
 SIZES = {T.Q4_0: (32, 18), T.Q4_1: (32, 20), T.Q5_0: (32, 22), T.Q5_1: (32, 24),
          T.Q8_0: (32, 34), T.Q4_K: (256, 144), T.Q5_K: (256, 176), T.Q6_K: (256, 210),
          T.IQ4_NL: (32, 18), T.IQ4_XS: (256, 136), T.Q3_K: (256, 110), T.Q2_K: (256, 84),
          T.MXFP4: (32, 17), T.IQ2_XXS: (256, 66), T.IQ2_XS: (256, 74), T.IQ3_XXS: (256, 98),
-         T.IQ3_S: (256, 110), T.IQ2_S: (256, 82)}
+         T.IQ3_S: (256, 110), T.IQ2_S: (256, 82), T.TQ1_0: (256, 54), T.TQ2_0: (256, 66)}
 
 
 def f16_bytes(v):
@@ -159,7 +161,9 @@ QUANTIZERS = {T.IQ4_NL: (quantize_iq4_nl, 512), T.IQ4_XS: (quantize_iq4_xs, 1024
 
 # llama-quantize's file types whose main type each is (its IQ2_S type is mostly
 # IQ2_XS tensors; IQ2_M is mostly IQ2_S)
-LLAMA_FTYPES = {T.IQ2_XXS: "IQ2_XXS", T.IQ2_XS: "IQ2_XS", T.IQ3_XXS: "IQ3_XXS", T.IQ3_S: "IQ3_S", T.IQ2_S: "IQ2_M"}
+LLAMA_FTYPES = {T.IQ2_XXS: "IQ2_XXS", T.IQ2_XS: "IQ2_XS", T.IQ3_XXS: "IQ3_XXS", T.IQ3_S: "IQ3_S", T.IQ2_S: "IQ2_M",
+                T.TQ1_0: "TQ1_0", T.TQ2_0: "TQ2_0"}
+LATTICES = [T.IQ2_XXS, T.IQ2_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S]
 REAL_BLOCKS = 4
 
 
@@ -230,6 +234,10 @@ def main():
         for off in f16_offsets:
             scale = (rng.uniform(0.002, 0.05, size=n_blocks) * rng.choice([-1, 1], size=n_blocks)).astype(np.float16)
             raw[:, off:off + 2] = scale.view(np.uint8).reshape(n_blocks, 2)
+        if qtype == T.TQ1_0:  # every byte value among the base-3 bytes
+            flat = raw[:, :48].reshape(-1)
+            flat[:256] = rng.permutation(256)
+            raw[:, :48] = flat.reshape(n_blocks, 48)
         if qtype == T.MXFP4:  # E8M0 exponents: the subnormal scales (0, 1) and 2^-28 .. 2^3
             raw[:, 0] = np.concatenate([[0, 1], rng.integers(100, 132, size=n_blocks - 2)]).astype(np.uint8)
         values = dequantize(raw.reshape(-1), qtype).astype(np.float32).reshape(-1)
@@ -248,7 +256,7 @@ def main():
         emit(qtype.name + "_real", qtype.name, raw, values)
     # The lattice types: blocks that use every grid point and every sign index
     # (random scales and bytes otherwise), so every table entry is checked.
-    for qtype in LLAMA_FTYPES:
+    for qtype in LATTICES:
         elems, nbytes = SIZES[qtype]
         n_points = {T.IQ2_XXS: 256, T.IQ2_XS: 512, T.IQ3_XXS: 256, T.IQ3_S: 512, T.IQ2_S: 1024}[qtype]
         per_block = {T.IQ2_XXS: 32, T.IQ2_XS: 32, T.IQ3_XXS: 64, T.IQ3_S: 64, T.IQ2_S: 32}[qtype]

@@ -173,6 +173,14 @@ MUTANTS = [
         "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
     },
     {
+        "name": "quant-tq1-digit-order",
+        "what": "quantized weights: TQ1_0's base-3 digits of its first 32 bytes read in reverse order (3^(4 - n))",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "          byte = b[k & 31], n = k >> 5;",
+                   "          byte = b[k & 31], n = 4 - (k >> 5);")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
         "name": "quant-mxfp4-scale-exponent",
         "what": "quantized weights: an MXFP4 block's E8M0 scale read as 2^(e - 127) instead of 2^(e - 128)",
         "edits": [("kernels/quant_blocks.cuh",

@@ -3,7 +3,7 @@
 // types the backends can read are named here.
 //
 // A block-quantized row is a sequence of blocks; each block holds a fixed
-// number of weights (32, or 256 for the K-quants, IQ4_XS and the IQ2/IQ3 lattice types) and its own
+// number of weights (32, or 256 for the K-quants, IQ4_XS, the IQ2/IQ3 lattice types and TQ1_0/TQ2_0) and its own
 // scales. The layouts below are the GGUF/ggml ones, field for field (all
 // little-endian; "F16" fields are IEEE half floats stored as uint16_t).
 #pragma once
@@ -37,6 +37,8 @@ enum class TensorType : uint32_t {
   IQ2_S = 22,
   IQ4_XS = 23,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
   MXFP4 = 39,
 };
 
@@ -440,6 +442,57 @@ constexpr bool IsIQLattice(TensorType t) {
          t == TensorType::IQ3_XXS || t == TensorType::IQ3_S;
 }
 
+// ---------------------------------------------------------------- ternary (TQ1_0, TQ2_0)
+//
+// 256-weight blocks of ternary codes q in {0, 1, 2} and an F16 scale d at the
+// block's end: value = d * (q - 1).
+//
+// TQ2_0: 2 bits per code; weight 128c + 32s + l (c = 0..1, s = 0..3) is bits
+// 2s, 2s+1 of qs[32c + l] (a code of 3 reads as 2: value 2d).
+// TQ1_0: codes packed in base 3, 5 per byte (4 in qh's) as the fraction
+// b / 256 of the digits: digit n of byte b is (uint8(b * 3^n) * 3) >> 8.
+// Bytes qs[0 .. 32) give weights 32n + l (n = 0..4), qs[32 .. 48) weights
+// 160 + 16n + l, qh[0 .. 4) weights 240 + 4n + l (n = 0..3).
+struct BlockTQ2_0 {
+  uint8_t qs[64];  // 2-bit codes
+  uint16_t d;      // F16 scale
+};
+static_assert(sizeof(BlockTQ2_0) == 66);
+
+struct BlockTQ1_0 {
+  uint8_t qs[48];  // 5 base-3 digits per byte
+  uint8_t qh[4];   // 4 base-3 digits per byte
+  uint16_t d;      // F16 scale
+};
+static_assert(sizeof(BlockTQ1_0) == 54);
+
+// Digit n of a TQ1_0 byte, in {0, 1, 2}.
+inline int TQ1Digit(uint8_t b, int n) {
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  return (static_cast<uint8_t>(b * kPow3[n]) * 3) >> 8;
+}
+
+// Weights 32c .. 32c+32 (c = 0..7) of a TQ1_0 / TQ2_0 block as q - 1.
+inline void UnpackTQ(TensorType t, const uint8_t* block, int c, int8_t* q) {
+  for (int i = 0; i < 32; ++i) {
+    const int k = 32 * c + i;
+    int code;
+    if (t == TensorType::TQ2_0) {
+      code = (block[32 * (k / 128) + k % 32] >> (2 * ((k / 32) % 4))) & 3;
+    } else if (k < 160) {
+      code = TQ1Digit(block[k % 32], k / 32);
+    } else if (k < 240) {
+      code = TQ1Digit(block[32 + (k - 160) % 16], (k - 160) / 16);
+    } else {
+      code = TQ1Digit(block[48 + (k - 240) % 4], (k - 240) / 4);
+    }
+    q[i] = static_cast<int8_t>(code - 1);
+  }
+}
+
+// Byte offset of the F16 scale in a TQ1_0 / TQ2_0 block.
+constexpr int TQScaleOffset(TensorType t) { return t == TensorType::TQ2_0 ? 64 : 52; }
+
 // Weights per block and bytes per block of a matrix type (1 and the element
 // size for F32/F16/BF16); false for a type this build does not read.
 constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* block_bytes) {
@@ -465,6 +518,8 @@ constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* blo
     case TensorType::IQ3_XXS: *block_elems = 256, *block_bytes = sizeof(BlockIQ3_XXS); return true;
     case TensorType::IQ3_S: *block_elems = 256, *block_bytes = sizeof(BlockIQ3_S); return true;
     case TensorType::IQ2_S: *block_elems = 256, *block_bytes = sizeof(BlockIQ2_S); return true;
+    case TensorType::TQ1_0: *block_elems = 256, *block_bytes = sizeof(BlockTQ1_0); return true;
+    case TensorType::TQ2_0: *block_elems = 256, *block_bytes = sizeof(BlockTQ2_0); return true;
   }
   return false;
 }

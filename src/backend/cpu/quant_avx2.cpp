@@ -6,7 +6,7 @@
 // then
 //   unsigned weights (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): maddubs(w, x)
 //   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S,
-//                   IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4):
+//                   IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0):
 //                                              maddubs(|w|, sign(x, w))
 // gives 16 exact int16 pair sums (|w| <= 63 or 127 · |x| <= 127 · 2 fits), a
 // madd widens them to 8 int32 lanes, and one FMA adds them, scaled by
@@ -258,6 +258,27 @@ struct IQLattice {
       o->mul[j] = Combine(_mm_set1_epi16(static_cast<int16_t>(mul[0])), _mm_set1_epi16(static_cast<int16_t>(mul[1])));
     }
     o->scale = _mm256_set1_ps(H2F(static_cast<uint16_t>(b[0] | b[1] << 8)) * unit);
+  }
+};
+
+// TQ1_0, TQ2_0 (tensor_type.h): a group is one block, its codes minus 1 the
+// signed quants, d the float scale of every sub-block.
+template <TensorType kType>
+struct TQ {
+  static constexpr bool kSigned = true, kMin = false, kMul = false;
+  static constexpr int64_t kBlocksPerGroup = 8;
+  template <bool kFull>
+  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
+    int64_t be = 0, bb = 0;
+    TensorTypeLayout(kType, &be, &bb);
+    const uint8_t* b = row + group * bb;
+    alignas(32) int8_t q[32];
+    for (int c = 0; c < 8; ++c) {
+      UnpackTQ(kType, b, c, q);
+      SetSigned(_mm256_load_si256(reinterpret_cast<const __m256i*>(q)), &o->q[c], &o->sg[c]);
+    }
+    constexpr int off = TQScaleOffset(kType);
+    o->scale = _mm256_set1_ps(H2F(static_cast<uint16_t>(b[off] | b[off + 1] << 8)));
   }
 };
 
@@ -589,6 +610,8 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::IQ3_XXS: return DotOne<IQLattice<TensorType::IQ3_XXS>>;
     case TensorType::IQ3_S: return DotOne<IQLattice<TensorType::IQ3_S>>;
     case TensorType::IQ2_S: return DotOne<IQLattice<TensorType::IQ2_S>>;
+    case TensorType::TQ1_0: return DotOne<TQ<TensorType::TQ1_0>>;
+    case TensorType::TQ2_0: return DotOne<TQ<TensorType::TQ2_0>>;
     default: return nullptr;
   }
 }
@@ -622,6 +645,8 @@ void QuantMatMulImpl(const MatMulArgs& a) {
     case TensorType::IQ3_XXS: MatMulT<IQLattice<TensorType::IQ3_XXS>>(a); break;
     case TensorType::IQ3_S: MatMulT<IQLattice<TensorType::IQ3_S>>(a); break;
     case TensorType::IQ2_S: MatMulT<IQLattice<TensorType::IQ2_S>>(a); break;
+    case TensorType::TQ1_0: MatMulT<TQ<TensorType::TQ1_0>>(a); break;
+    case TensorType::TQ2_0: MatMulT<TQ<TensorType::TQ2_0>>(a); break;
     default: break;  // rejected at backend creation
   }
 }

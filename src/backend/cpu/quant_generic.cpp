@@ -214,6 +214,20 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
       }
       break;
     }
+    case TensorType::TQ1_0:
+    case TensorType::TQ2_0: {
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(type, &be, &bb);
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const uint8_t* b = p + i * bb;
+        const float d = F16ToF32(static_cast<uint16_t>(b[TQScaleOffset(type)] | b[TQScaleOffset(type) + 1] << 8));
+        for (int c = 0; c < 8; ++c) {
+          UnpackTQ(type, b, c, q);
+          for (int l = 0; l < 32; ++l) y[256 * i + 32 * c + l] = d * static_cast<float>(q[l]);
+        }
+      }
+      break;
+    }
     default:
       break;
   }
@@ -469,6 +483,25 @@ float DotIQLattice(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
+// TQ1_0, TQ2_0: chunk c of block i meets activation block 8i + c, all
+// scaled by the block's d.
+template <TensorType kType>
+float DotTQ(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  int64_t be = 0, bb = 0;
+  TensorTypeLayout(kType, &be, &bb);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const uint8_t* b = w + i * bb;
+    const float d = F16ToF32(static_cast<uint16_t>(b[TQScaleOffset(kType)] | b[TQScaleOffset(kType) + 1] << 8));
+    for (int c = 0; c < 8; ++c) {
+      UnpackTQ(kType, b, c, q);
+      sum += d * x[8 * i + c].d * static_cast<float>(Dot32(q, x[8 * i + c].qs));
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 QuantDotFn QuantDot(TensorType type) {
@@ -491,6 +524,8 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::IQ3_XXS: return DotIQLattice<TensorType::IQ3_XXS>;
     case TensorType::IQ3_S: return DotIQLattice<TensorType::IQ3_S>;
     case TensorType::IQ2_S: return DotIQLattice<TensorType::IQ2_S>;
+    case TensorType::TQ1_0: return DotTQ<TensorType::TQ1_0>;
+    case TensorType::TQ2_0: return DotTQ<TensorType::TQ2_0>;
     default: return nullptr;
   }
 }
