@@ -12,7 +12,7 @@ int32_t QuantBlockElems(uint32_t type) {
     case kQuantMXFP4: return 32;
     case kQuantQ2_K: case kQuantQ3_K: case kQuantQ4_K: case kQuantQ5_K: case kQuantQ6_K: case kQuantIQ4_XS:
     case kQuantIQ2_XXS: case kQuantIQ2_XS: case kQuantIQ2_S: case kQuantIQ3_XXS: case kQuantIQ3_S:
-    case kQuantTQ1_0: case kQuantTQ2_0:
+    case kQuantTQ1_0: case kQuantTQ2_0: case kQuantIQ1_S: case kQuantIQ1_M:
       return 256;
     default: return 0;
   }
@@ -38,6 +38,8 @@ int32_t QuantBlockBytes(uint32_t type) {
     case kQuantIQ3_XXS: return 98;
     case kQuantIQ3_S: return 110;
     case kQuantIQ2_S: return 82;
+    case kQuantIQ1_S: return 50;
+    case kQuantIQ1_M: return 56;
     case kQuantTQ1_0: return 54;
     case kQuantTQ2_0: return 66;
     default: return 0;

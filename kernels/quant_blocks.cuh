@@ -67,6 +67,8 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
     case kQuantIQ3_XXS: return (c >> 3) * 98;
     case kQuantIQ3_S: return (c >> 3) * 110;
     case kQuantIQ2_S: return (c >> 3) * 82;
+    case kQuantIQ1_S: return (c >> 3) * 50;
+    case kQuantIQ1_M: return (c >> 3) * 56;
     case kQuantTQ1_0: return (c >> 3) * 54;
     case kQuantTQ2_0: return (c >> 3) * 66;
     default: return (c >> 3) * 210;  // Q6_K
@@ -206,7 +208,9 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
     case kQuantIQ2_XS:
     case kQuantIQ2_S:
     case kQuantIQ3_XXS:
-    case kQuantIQ3_S: {  // sub-block j = c % 8 (model/tensor_type.h, IQLatticePoints)
+    case kQuantIQ3_S:
+    case kQuantIQ1_S:
+    case kQuantIQ1_M: {  // sub-block j = c % 8 (model/tensor_type.h, IQLatticePoints)
       const int j = static_cast<int>(c & 7);
       uint64_t point[4];
       uint32_t sign[4];  // bit k: weight 8l + k negative
@@ -244,6 +248,33 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
         }
         mul[0] = mul[1] = 2 * static_cast<int>(aux >> 28) + 1;
         unit = 0.25f;
+      } else if (type == kQuantIQ1_S || type == kQuantIQ1_M) {  // values 8g +- 1 of kIQ1SGrid's g in {-1, 0, 1}
+        int delta[4];
+        if (type == kQuantIQ1_S) {  // index bytes at 2; u16 qh at 34 + 2j: 3 high bits each, scale, delta sign
+          const uint32_t qh = static_cast<uint32_t>(b[34 + 2 * j]) | static_cast<uint32_t>(b[35 + 2 * j]) << 8;
+          for (int l = 0; l < 4; ++l) point[l] = kIQ1SGrid[b[2 + 4 * j + l] | ((qh >> (3 * l)) & 7u) << 8];
+          for (int l = 0; l < 4; ++l) delta[l] = qh & 0x8000u ? -1 : 1;
+          mul[0] = mul[1] = 2 * static_cast<int>((qh >> 12) & 7u) + 1;
+        } else {  // index bytes at 0, per group a nibble of qh (32): 3 high bits, delta sign; scales at 48
+          for (int l = 0; l < 4; ++l) {
+            const int nib = (b[32 + 2 * j + l / 2] >> (4 * (l & 1))) & 0xF;
+            point[l] = kIQ1SGrid[b[4 * j + l] | (nib & 7) << 8];
+            delta[l] = nib & 8 ? -1 : 1;
+          }
+          const uint32_t sc = static_cast<uint32_t>(b[48 + 2 * (j / 2)]) | static_cast<uint32_t>(b[49 + 2 * (j / 2)]) << 8;
+          mul[0] = 2 * static_cast<int>((sc >> (6 * (j & 1))) & 7u) + 1;
+          mul[1] = 2 * static_cast<int>((sc >> (6 * (j & 1) + 3)) & 7u) + 1;
+        }
+        for (int l = 0; l < 4; ++l) {  // as magnitudes and signs
+          uint64_t m = 0;
+          uint32_t s = 0;
+          for (int k = 0; k < 8; ++k) {
+            const int val = 8 * static_cast<int8_t>((point[l] >> (8 * k)) & 0xFFu) + delta[l];
+            m |= static_cast<uint64_t>(val < 0 ? -val : val) << (8 * k);
+            s |= static_cast<uint32_t>(val < 0) << k;
+          }
+          point[l] = m, sign[l] = s;
+        }
       } else {  // IQ3_S: index bytes at 2 with a ninth bit in qh (66), sign bytes at 74, scale nibbles at 106
         const uint8_t qh = b[66 + j];
         for (int l = 0; l < 4; ++l) {
@@ -255,7 +286,14 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
         mul[0] = mul[1] = 2 * ((b[106 + j / 2] >> (4 * (j & 1))) & 0xF) + 1;
         unit = 1.0f;
       }
-      const float du = __fmul_rn(LoadHalf(b), unit);
+      float d;
+      if (type == kQuantIQ1_M) {  // the F16 d from the top nibbles of the 4 u16 scales at 48
+        const uint32_t s0 = b[49] >> 4, s1 = b[51] >> 4, s2 = b[53] >> 4, s3 = b[55] >> 4;
+        d = HalfBitsToFloat(s0 | s1 << 4 | s2 << 8 | s3 << 12);
+      } else {
+        d = LoadHalf(b);
+      }
+      const float du = __fmul_rn(d, unit);
       for (int l = 0; l < 4; ++l) {
         const uint32_t bits = sign[l];
         for (int k = 0; k < 8; ++k) {

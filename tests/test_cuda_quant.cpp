@@ -103,7 +103,8 @@ constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType:
                                  TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
                                  TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
                                  TensorType::MXFP4, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
-                                 TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0};
+                                 TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0,
+                                 TensorType::IQ1_S, TensorType::IQ1_M};
 
 std::string Name(TensorType t) { return TensorTypeName(t); }
 
@@ -142,6 +143,11 @@ class QuantWeights {
         case TensorType::Q6_K: put(b + 208, scale(rng)); break;
         case TensorType::Q3_K: put(b + 108, scale(rng)); break;
         case TensorType::Q2_K: put(b + 80, scale(rng)), put(b + 82, scale(rng)); break;
+        case TensorType::IQ1_M: {  // d: the top nibbles of the u16 scales at 48
+          const uint16_t h = F32ToF16(scale(rng));
+          for (int i = 0; i < 4; ++i) b[49 + 2 * i] = static_cast<uint8_t>((b[49 + 2 * i] & 0x0F) | ((h >> (4 * i)) & 0xF) << 4);
+          break;
+        }
         case TensorType::TQ1_0: put(b + 52, scale(rng)); break;
         case TensorType::TQ2_0: put(b + 64, scale(rng)); break;
         case TensorType::MXFP4: b[0] = static_cast<uint8_t>(110 + byte(rng) % 20); break;  // E8M0: 2^-18 .. 2^1

@@ -278,7 +278,7 @@ std::vector<Case> Suite() {
   // The low-bit types over a row of 16 weights: not a whole block (IQ4_NL's
   // and MXFP4's 32; Q2_K's, Q3_K's, IQ4_XS's, the IQ2/IQ3 lattices' and TQ's 256),
   // so no block of the tensor is whole.
-  for (uint32_t type : {10u, 11u, 16u, 17u, 18u, 20u, 21u, 22u, 23u, 34u, 35u, 39u}) {
+  for (uint32_t type : {10u, 11u, 16u, 17u, 18u, 19u, 20u, 21u, 22u, 23u, 29u, 34u, 35u, 39u}) {
     std::string b = tiny;
     std::memcpy(b.data() + TensorTypeField(b, "blk.0.attn_k.weight"), &type, 4);
     c.push_back({"partial low-bit block, type " + std::to_string(type), b, fmt});

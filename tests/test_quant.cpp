@@ -43,7 +43,8 @@ const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::
                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
                                 TensorType::MXFP4, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
-                                TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0};
+                                TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0,
+                                TensorType::IQ1_S, TensorType::IQ1_M};
 
 // Byte offsets of a block's F16 scale fields.
 std::vector<int> F16Fields(TensorType t) {
@@ -55,6 +56,7 @@ std::vector<int> F16Fields(TensorType t) {
     case TensorType::Q6_K: return {208};
     case TensorType::Q3_K: return {108};
     case TensorType::Q2_K: return {80, 82};
+    case TensorType::IQ1_M: return {48, 50, 52, 54};  // its u16 scales, d in their top nibbles (RandomRow)
     case TensorType::TQ1_0: return {52};
     case TensorType::TQ2_0: return {64};
     case TensorType::MXFP4: return {0};  // byte 0, the E8M0 exponent (RandomRow: e in [110, 129])
@@ -79,6 +81,14 @@ std::vector<uint8_t> RandomRow(TensorType t, int64_t cols, std::mt19937& rng) {
       const uint16_t h = static_cast<uint16_t>(((byte(rng) & 1) << 15) | ((e - 1 + 15) << 10) |
                                                (static_cast<int>((m * 2 - 1) * 1024) & 0x3ff));
       std::memcpy(row.data() + blk * bb + off, &h, 2);
+    }
+    // IQ1_M's d: the top nibbles of its 4 u16 scales (bytes 49, 51, 53, 55)
+    if (t == TensorType::IQ1_M) {
+      const uint16_t h = static_cast<uint16_t>(((byte(rng) & 1) << 15) | ((5 + byte(rng) % 5) << 10) | (byte(rng) << 2));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t& hi = row[blk * bb + 49 + 2 * i];
+        hi = static_cast<uint8_t>((hi & 0x0F) | ((h >> (4 * i)) & 0xF) << 4);
+      }
     }
     // MXFP4's scale is one E8M0 byte: 2^(e - 128) in 2^-18 .. 2^1
     if (t == TensorType::MXFP4) row[blk * bb] = static_cast<uint8_t>(110 + byte(rng) % 20);
@@ -119,7 +129,7 @@ TEST(Quant, LayoutTable) {
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 640), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 1024), 4 * sizeof(BlockQ4_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_1, 576), 18 * sizeof(BlockQ4_1));
-  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(19), 256), 0u);  // IQ1_S: not read
+  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(31), 256), 0u);  // a removed ggml type: not read
   EXPECT_EQ(TensorRowBytes(TensorType::IQ4_XS, 4096), 16 * sizeof(BlockIQ4_XS));
   EXPECT_EQ(TensorRowBytes(TensorType::IQ4_NL, 96), 3 * sizeof(BlockIQ4_NL));
   EXPECT_EQ(TensorRowBytes(TensorType::Q3_K, 512), 2 * sizeof(BlockQ3_K));
@@ -185,9 +195,10 @@ TEST(Quant, IQ4CodebookMatchesGgufPy) {
 // llama-quantize wrote.
 TEST(Quant, LatticeVectorsCoverEveryTableEntry) {
   for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
-                       TensorType::IQ3_S}) {
+                       TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M}) {
     SCOPED_TRACE(static_cast<int>(t));
-    const int n_points = t == TensorType::IQ2_S ? 1024 : t == TensorType::IQ2_XS || t == TensorType::IQ3_S ? 512 : 256;
+    const bool iq1 = t == TensorType::IQ1_S || t == TensorType::IQ1_M;
+    const int n_points = iq1 ? 2048 : t == TensorType::IQ2_S ? 1024 : t == TensorType::IQ2_XS || t == TensorType::IQ3_S ? 512 : 256;
     const bool sign_index = t == TensorType::IQ2_XXS || t == TensorType::IQ2_XS || t == TensorType::IQ3_XXS;
     std::vector<bool> point_seen(n_points), sign_seen(128, !sign_index);
     bool from_llama = false;
@@ -204,7 +215,14 @@ TEST(Quant, LatticeVectorsCoverEveryTableEntry) {
               const int q = b[2 + 8 * ib + 2 * l] | b[3 + 8 * ib + 2 * l] << 8;
               point_seen[q & 511] = true, sign_seen[q >> 9] = true;
             }
-          } else if (t == TensorType::IQ2_S) {  // layouts: model/tensor_type.h
+          } else if (t == TensorType::IQ1_S) {  // layouts: model/tensor_type.h
+            const auto& blk = *reinterpret_cast<const BlockIQ1_S*>(b);
+            for (int l = 0; l < 4; ++l) point_seen[blk.qs[4 * ib + l] | ((blk.qh[ib] >> (3 * l)) & 7) << 8] = true;
+          } else if (t == TensorType::IQ1_M) {
+            const auto& blk = *reinterpret_cast<const BlockIQ1_M*>(b);
+            for (int l = 0; l < 4; ++l)
+              point_seen[blk.qs[4 * ib + l] | ((blk.qh[2 * ib + l / 2] >> (4 * (l % 2))) & 7) << 8] = true;
+          } else if (t == TensorType::IQ2_S) {
             const auto& blk = *reinterpret_cast<const BlockIQ2_S*>(b);
             for (int l = 0; l < 4; ++l) point_seen[blk.qs[4 * ib + l] | ((blk.qh[ib] >> (2 * l)) & 3) << 8] = true;
           } else if (t == TensorType::IQ3_S) {

@@ -12,7 +12,7 @@ hand or regenerated from a different gguf-py fails there.
 from pathlib import Path
 
 import numpy as np
-from gguf.quants import IQ2_S, IQ2_XS, IQ2_XXS, IQ3_S, IQ3_XXS, IQ4_NL, MXFP4
+from gguf.quants import IQ1_S, IQ2_S, IQ2_XS, IQ2_XXS, IQ3_S, IQ3_XXS, IQ4_NL, MXFP4
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,11 +29,12 @@ def c_hex(values, digits, per_line):
 
 def grid_words(cls):
     """gguf-py's lattice of `cls` as one little-endian word per grid point:
-    byte l is the magnitude of weight l of the point's 8 (IQ2) or 4 (IQ3)."""
+    byte l is the magnitude of weight l of the point's 8 (IQ2) or 4 (IQ3), or
+    its value as an int8 (IQ1: -1, 0, 1)."""
     cls.init_grid()
     g = cls.grid.reshape(cls.grid_shape).astype(np.int64)
-    assert g.min() >= 0 and g.max() <= 127
-    return [sum(int(v) << (8 * l) for l, v in enumerate(row)) for row in g]
+    assert g.min() >= -1 and g.max() <= 127
+    return [sum((int(v) & 0xFF) << (8 * l) for l, v in enumerate(row)) for row in g]
 
 
 def lattice_decls(qual):
@@ -49,7 +50,8 @@ def lattice_decls(qual):
             ("kIQ2XSGrid", IQ2_XS, 512, 16, 4, "IQ2_XS: 512 points of 8 magnitudes (8, 25, 43), byte l weight l"),
             ("kIQ2SGrid", IQ2_S, 1024, 16, 4, "IQ2_S: 1024 points of 8 magnitudes (8, 25, 43), byte l weight l"),
             ("kIQ3XXSGrid", IQ3_XXS, 256, 8, 8, "IQ3_XXS: 256 points of 4 magnitudes (4 .. 62), byte l weight l"),
-            ("kIQ3SGrid", IQ3_S, 512, 8, 8, "IQ3_S: 512 points of 4 magnitudes (1 .. 15, odd), byte l weight l")):
+            ("kIQ3SGrid", IQ3_S, 512, 8, 8, "IQ3_S: 512 points of 4 magnitudes (1 .. 15, odd), byte l weight l"),
+            ("kIQ1SGrid", IQ1_S, 2048, 16, 4, "IQ1_S / IQ1_M: 2048 points of 8 values -1, 0, 1 (int8 bytes), byte l weight l")):
         words = grid_words(cls)
         assert len(words) == n
         ty = "uint64_t" if digits == 16 else "uint32_t"

@@ -9,7 +9,7 @@ Usage: python3 tools/gen_quant_vectors.py [OUT]   (default tests/data/quant_vect
 
 With --llama-quantize (llama.cpp's, e.g. from bench/peer/build_llamacpp.sh)
 and --synth (build/bin/llm-synth), the lattice types (IQ2_XXS, IQ2_XS,
-IQ2_S, IQ3_XXS, IQ3_S) and the ternary ones (TQ1_0, TQ2_0) also get vectors of blocks from real quantized tensors: llm-synth
+IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and the ternary ones (TQ1_0, TQ2_0) also get vectors of blocks from real quantized tensors: llm-synth
 writes the `tiny` shape in F32 (seed 7), llama-quantize quantizes it to each
 type with an importance matrix (the IQ2 types refuse to run without one)
 written here in llama.cpp's legacy imatrix format (per column a
@@ -58,6 +58,8 @@ FORMATS = [
     (T.IQ3_XXS, 2, [0]),
     (T.IQ3_S, 2, [0]),
     (T.IQ2_S, 2, [0]),
+    (T.IQ1_S, 2, [0]),
+    (T.IQ1_M, 2, []),
     (T.TQ1_0, 8, [52]),
     (T.TQ2_0, 2, [64]),
 ]
@@ -65,7 +67,14 @@ SIZES = {T.Q4_0: (32, 18), T.Q4_1: (32, 20), T.Q5_0: (32, 22), T.Q5_1: (32, 24),
          T.Q8_0: (32, 34), T.Q4_K: (256, 144), T.Q5_K: (256, 176), T.Q6_K: (256, 210),
          T.IQ4_NL: (32, 18), T.IQ4_XS: (256, 136), T.Q3_K: (256, 110), T.Q2_K: (256, 84),
          T.MXFP4: (32, 17), T.IQ2_XXS: (256, 66), T.IQ2_XS: (256, 74), T.IQ3_XXS: (256, 98),
-         T.IQ3_S: (256, 110), T.IQ2_S: (256, 82), T.TQ1_0: (256, 54), T.TQ2_0: (256, 66)}
+         T.IQ3_S: (256, 110), T.IQ2_S: (256, 82), T.TQ1_0: (256, 54), T.TQ2_0: (256, 66),
+         T.IQ1_S: (256, 50), T.IQ1_M: (256, 56)}
+
+
+def set_iq1m_scale(raw, rng):
+    d = (rng.uniform(0.002, 0.05, size=len(raw)) * rng.choice([-1, 1], size=len(raw))).astype(np.float16).view(np.uint16)
+    for i in range(4):
+        raw[:, 49 + 2 * i] = (raw[:, 49 + 2 * i] & 0x0F) | (((d >> (4 * i)) & 0xF) << 4).astype(np.uint8)
 
 
 def f16_bytes(v):
@@ -162,8 +171,8 @@ QUANTIZERS = {T.IQ4_NL: (quantize_iq4_nl, 512), T.IQ4_XS: (quantize_iq4_xs, 1024
 # llama-quantize's file types whose main type each is (its IQ2_S type is mostly
 # IQ2_XS tensors; IQ2_M is mostly IQ2_S)
 LLAMA_FTYPES = {T.IQ2_XXS: "IQ2_XXS", T.IQ2_XS: "IQ2_XS", T.IQ3_XXS: "IQ3_XXS", T.IQ3_S: "IQ3_S", T.IQ2_S: "IQ2_M",
-                T.TQ1_0: "TQ1_0", T.TQ2_0: "TQ2_0"}
-LATTICES = [T.IQ2_XXS, T.IQ2_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S]
+                T.TQ1_0: "TQ1_0", T.TQ2_0: "TQ2_0", T.IQ1_S: "IQ1_S", T.IQ1_M: "IQ1_M"}
+LATTICES = [T.IQ2_XXS, T.IQ2_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M]
 REAL_BLOCKS = 4
 
 
@@ -234,6 +243,8 @@ def main():
         for off in f16_offsets:
             scale = (rng.uniform(0.002, 0.05, size=n_blocks) * rng.choice([-1, 1], size=n_blocks)).astype(np.float16)
             raw[:, off:off + 2] = scale.view(np.uint8).reshape(n_blocks, 2)
+        if qtype == T.IQ1_M:  # d: the top nibbles of the 4 u16 scales (bytes 49, 51, 53, 55)
+            set_iq1m_scale(raw, rng)
         if qtype == T.TQ1_0:  # every byte value among the base-3 bytes
             flat = raw[:, :48].reshape(-1)
             flat[:256] = rng.permutation(256)
@@ -258,12 +269,17 @@ def main():
     # (random scales and bytes otherwise), so every table entry is checked.
     for qtype in LATTICES:
         elems, nbytes = SIZES[qtype]
-        n_points = {T.IQ2_XXS: 256, T.IQ2_XS: 512, T.IQ3_XXS: 256, T.IQ3_S: 512, T.IQ2_S: 1024}[qtype]
-        per_block = {T.IQ2_XXS: 32, T.IQ2_XS: 32, T.IQ3_XXS: 64, T.IQ3_S: 64, T.IQ2_S: 32}[qtype]
+        n_points = {T.IQ2_XXS: 256, T.IQ2_XS: 512, T.IQ3_XXS: 256, T.IQ3_S: 512, T.IQ2_S: 1024,
+                    T.IQ1_S: 2048, T.IQ1_M: 2048}[qtype]
+        per_block = {T.IQ2_XXS: 32, T.IQ2_XS: 32, T.IQ3_XXS: 64, T.IQ3_S: 64, T.IQ2_S: 32,
+                     T.IQ1_S: 32, T.IQ1_M: 32}[qtype]
         n_blocks = n_points // per_block
         raw = rng.integers(0, 256, size=(n_blocks, nbytes), dtype=np.uint8)
         scale = (rng.uniform(0.002, 0.05, size=n_blocks) * rng.choice([-1, 1], size=n_blocks)).astype(np.float16)
-        raw[:, 0:2] = scale.view(np.uint8).reshape(n_blocks, 2)
+        if qtype == T.IQ1_M:
+            set_iq1m_scale(raw, rng)
+        else:
+            raw[:, 0:2] = scale.view(np.uint8).reshape(n_blocks, 2)
         points = rng.permutation(n_points)
         signs = np.arange(n_blocks * 32) % 128
         for b in range(n_blocks):
@@ -281,6 +297,18 @@ def main():
             elif qtype == T.IQ3_S:  # 64 low index bytes, then 8 bytes of ninth bits (bit k of byte k / 8)
                 raw[b, 2:66] = pts & 255
                 raw[b, 66:74] = [sum(int(pts[8 * i + k] >> 8) << k for k in range(8)) for i in range(8)]
+            elif qtype == T.IQ1_S:  # 32 low index bytes, then per sub-block a u16: 3 high bits each | scale, delta
+                raw[b, 2:34] = pts & 255
+                qh = raw[b, 34:50].copy().view("<u2") & 0xF000
+                for i in range(8):
+                    qh[i] |= sum(int(pts[4 * i + k] >> 8) << (3 * k) for k in range(4))
+                raw[b, 34:50] = qh.view(np.uint8)
+            elif qtype == T.IQ1_M:  # 32 low index bytes, then per group a nibble: 3 high bits | delta sign
+                raw[b, 0:32] = pts & 255
+                for k in range(32):
+                    o = 32 + k // 2
+                    sh = 4 * (k % 2)
+                    raw[b, o] = (int(raw[b, o]) & ~(7 << sh) & 0xFF) | (int(pts[k] >> 8) << sh)
             elif qtype == T.IQ2_S:  # 32 low index bytes, 32 sign bytes, 8 bytes of 2 high bits each
                 raw[b, 2:34] = pts & 255
                 raw[b, 66:74] = [sum(int(pts[4 * i + k] >> 8) << (2 * k) for k in range(4)) for i in range(8)]

@@ -173,6 +173,14 @@ MUTANTS = [
         "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
     },
     {
+        "name": "quant-iq1-delta-sign",
+        "what": "quantized weights: IQ1_S's delta sign bit read with the wrong polarity (+1/8 when set)",
+        "edits": [("kernels/quant_blocks.cuh",
+                   "          for (int l = 0; l < 4; ++l) delta[l] = qh & 0x8000u ? -1 : 1;",
+                   "          for (int l = 0; l < 4; ++l) delta[l] = qh & 0x8000u ? 1 : -1;")],
+        "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
+    },
+    {
         "name": "quant-tq1-digit-order",
         "what": "quantized weights: TQ1_0's base-3 digits of its first 32 bytes read in reverse order (3^(4 - n))",
         "edits": [("kernels/quant_blocks.cuh",

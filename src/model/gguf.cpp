@@ -246,6 +246,8 @@ const char* TensorTypeName(TensorType type) {
     case TensorType::IQ3_S: return "IQ3_S";
     case TensorType::IQ2_S: return "IQ2_S";
     case TensorType::TQ1_0: return "TQ1_0";
+    case TensorType::IQ1_S: return "IQ1_S";
+    case TensorType::IQ1_M: return "IQ1_M";
     case TensorType::TQ2_0: return "TQ2_0";
     case TensorType::MXFP4: return "MXFP4";
   }
@@ -424,7 +426,7 @@ Status GgufFile::ParseHeader() {
     if (!TensorTypeBlock(static_cast<TensorType>(type), &block_elems, &block_bytes)) {
       return Unsupported(where + " has tensor type " + std::to_string(type) +
                          ", which this build does not read (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                         "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, "
+                         "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, "
                          "MXFP4, TQ1_0, TQ2_0)");
     }
     t.type = static_cast<TensorType>(type);

@@ -32,10 +32,12 @@ enum class TensorType : uint32_t {
   IQ2_XXS = 16,
   IQ2_XS = 17,
   IQ3_XXS = 18,
+  IQ1_S = 19,
   IQ4_NL = 20,
   IQ3_S = 21,
   IQ2_S = 22,
   IQ4_XS = 23,
+  IQ1_M = 29,
   BF16 = 30,
   TQ1_0 = 34,
   TQ2_0 = 35,
@@ -290,6 +292,10 @@ inline float MXFP4Scale(uint8_t e) {
 //   IQ2_XXS, IQ2_XS, IQ2_S: value = d * (0.5 + s) / 4 * magnitude * sign
 //   IQ3_XXS:                value = d * (0.5 + s) / 2 * magnitude * sign
 //   IQ3_S:                  value = d * (1 + 2s) * magnitude * sign
+//   IQ1_S, IQ1_M:           value = d * (1 + 2s) * (g + delta)
+//
+// (IQ1: g in {-1, 0, 1} from kIQ1SGrid, delta = +-1/8 per 32 or 8 weights:
+// d/8 * (2s + 1) * (8g +- 1), as magnitude |8g +- 1| and its sign.)
 //
 // which is d * unit * ((2s + 1) * magnitude * sign) with unit 1/8, 1/4 or 1:
 // d * unit and d * (0.5 + s) * unit are exact in F32, so both forms round
@@ -366,6 +372,46 @@ struct BlockIQ2_S {
 };
 static_assert(sizeof(BlockIQ2_S) == 82);
 
+// IQ1_S: sub-block ib's 4 grid indices (8 weights each) are qs[4ib + l] with
+// bits 3l .. 3l+2 of qh[ib] as their high bits (into kIQ1SGrid); bits 12 ..
+// 14 of qh[ib] are its 3-bit scale s, bit 15 the sign of its delta (set: -1/8).
+struct BlockIQ1_S {
+  uint16_t d;        // F16 super-scale
+  uint8_t qs[32];    // low 8 bits of the grid indices
+  uint16_t qh[8];    // high index bits, scale, delta sign
+};
+static_assert(sizeof(BlockIQ1_S) == 50);
+
+// IQ1_M: no d field: the F16 d is the top nibbles of the four u16 of
+// `scales` (bits 12 .. 15 of u16 i are bits 4i .. 4i+3 of d). Group k (8
+// weights, 0..31) has index qs[k] | (nibble k % 2 of qh[k / 2] & 7) << 8, its
+// delta sign in that nibble's bit 3. The 3-bit scale of 16 weights
+// 16m .. (m = 0..15) is bits 3(m % 4) .. of u16 m / 4 of scales.
+struct BlockIQ1_M {
+  uint8_t qs[32];     // low 8 bits of the grid indices
+  uint8_t qh[16];     // per group: 3 high index bits, delta sign
+  uint8_t scales[8];  // 4 u16: 3-bit scales, the d's nibbles on top
+};
+static_assert(sizeof(BlockIQ1_M) == 56);
+
+// IQ1_M's d, as F16 bits.
+inline uint16_t IQ1MScaleBits(const uint8_t* scales) {
+  uint16_t sc[4];
+  std::memcpy(sc, scales, 8);
+  return static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000));
+}
+
+// The magnitudes and sign bits of 8 IQ1 weights 8g + delta8 (g the int8
+// bytes of `point`, delta8 = +-1).
+inline void IQ1Point(uint64_t point, int delta8, uint64_t* magnitude, int* sign) {
+  *magnitude = 0, *sign = 0;
+  for (int k = 0; k < 8; ++k) {
+    const int v = 8 * static_cast<int8_t>((point >> (8 * k)) & 0xFF) + delta8;
+    *magnitude |= static_cast<uint64_t>(v < 0 ? -v : v) << (8 * k);
+    *sign |= (v < 0) << k;
+  }
+}
+
 // Sub-block ib (0..7) of the lattice-type super-block at `block`: the
 // magnitudes of its weights 8l .. 8l+8 (point[l], byte k weight 8l + k),
 // their sign bits sign[l] (bit k: weight 8l + k negative), and the
@@ -424,6 +470,25 @@ inline float IQLatticePoints(TensorType t, const uint8_t* block, int ib, uint64_
       mul[1] = 2 * (b.scales[ib] >> 4) + 1;
       return kIQ2Unit;
     }
+    case TensorType::IQ1_S: {
+      const auto& b = *reinterpret_cast<const BlockIQ1_S*>(block);
+      const int qh = b.qh[ib];
+      for (int l = 0; l < 4; ++l)
+        IQ1Point(kIQ1SGrid[b.qs[4 * ib + l] | ((qh >> (3 * l)) & 7) << 8], qh & 0x8000 ? -1 : 1, &point[l], &sign[l]);
+      mul[0] = mul[1] = 2 * ((qh >> 12) & 7) + 1;
+      return kIQ2Unit;
+    }
+    case TensorType::IQ1_M: {
+      const auto& b = *reinterpret_cast<const BlockIQ1_M*>(block);
+      for (int l = 0; l < 4; ++l) {
+        const int nib = (b.qh[2 * ib + l / 2] >> (4 * (l % 2))) & 0xF;
+        IQ1Point(kIQ1SGrid[b.qs[4 * ib + l] | (nib & 7) << 8], nib & 8 ? -1 : 1, &point[l], &sign[l]);
+      }
+      const int sc = b.scales[2 * (ib / 2)] | b.scales[2 * (ib / 2) + 1] << 8;
+      mul[0] = 2 * ((sc >> (6 * (ib % 2))) & 7) + 1;
+      mul[1] = 2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1;
+      return kIQ2Unit;
+    }
     default: return 0.0f;
   }
 }
@@ -439,7 +504,13 @@ inline float UnpackIQLattice(TensorType t, const uint8_t* block, int ib, int8_t*
 
 constexpr bool IsIQLattice(TensorType t) {
   return t == TensorType::IQ2_XXS || t == TensorType::IQ2_XS || t == TensorType::IQ2_S ||
-         t == TensorType::IQ3_XXS || t == TensorType::IQ3_S;
+         t == TensorType::IQ3_XXS || t == TensorType::IQ3_S || t == TensorType::IQ1_S || t == TensorType::IQ1_M;
+}
+
+// The F16 bits of a lattice-type block's d (IQ1_M's is spread over its scales).
+inline uint16_t IQLatticeScaleBits(TensorType t, const uint8_t* block) {
+  if (t == TensorType::IQ1_M) return IQ1MScaleBits(block + offsetof(BlockIQ1_M, scales));
+  return static_cast<uint16_t>(block[0] | block[1] << 8);
 }
 
 // ---------------------------------------------------------------- ternary (TQ1_0, TQ2_0)
@@ -518,6 +589,8 @@ constexpr bool TensorTypeLayout(TensorType t, int64_t* block_elems, int64_t* blo
     case TensorType::IQ3_XXS: *block_elems = 256, *block_bytes = sizeof(BlockIQ3_XXS); return true;
     case TensorType::IQ3_S: *block_elems = 256, *block_bytes = sizeof(BlockIQ3_S); return true;
     case TensorType::IQ2_S: *block_elems = 256, *block_bytes = sizeof(BlockIQ2_S); return true;
+    case TensorType::IQ1_S: *block_elems = 256, *block_bytes = sizeof(BlockIQ1_S); return true;
+    case TensorType::IQ1_M: *block_elems = 256, *block_bytes = sizeof(BlockIQ1_M); return true;
     case TensorType::TQ1_0: *block_elems = 256, *block_bytes = sizeof(BlockTQ1_0); return true;
     case TensorType::TQ2_0: *block_elems = 256, *block_bytes = sizeof(BlockTQ2_0); return true;
   }

@@ -5,7 +5,7 @@
 // Each 32-weight (sub-)block is unpacked to 32 int8 lanes in weight order,
 // then
 //   unsigned weights (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): maddubs(w, x)
-//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S,
+//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
 //                   IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0):
 //                                              maddubs(|w|, sign(x, w))
 // gives 16 exact int16 pair sums (|w| <= 63 or 127 · |x| <= 127 · 2 fits), a
@@ -231,7 +231,7 @@ struct IQ4XS {
   }
 };
 
-// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (tensor_type.h): a group is one
+// IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (tensor_type.h): a group is one
 // super-block; sub-block j's |w| are its 4 lattice points' bytes, its sign
 // bits the sign source, the odd multipliers 2s + 1 of its
 // halves the madd's, and the float scale d · unit (exact).
@@ -257,7 +257,7 @@ struct IQLattice {
       o->sg[j] = _mm256_or_si256(BitsToBytes(bits), one);  // -1 where negative, else +1
       o->mul[j] = Combine(_mm_set1_epi16(static_cast<int16_t>(mul[0])), _mm_set1_epi16(static_cast<int16_t>(mul[1])));
     }
-    o->scale = _mm256_set1_ps(H2F(static_cast<uint16_t>(b[0] | b[1] << 8)) * unit);
+    o->scale = _mm256_set1_ps(H2F(IQLatticeScaleBits(kType, b)) * unit);
   }
 };
 
@@ -610,6 +610,8 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::IQ3_XXS: return DotOne<IQLattice<TensorType::IQ3_XXS>>;
     case TensorType::IQ3_S: return DotOne<IQLattice<TensorType::IQ3_S>>;
     case TensorType::IQ2_S: return DotOne<IQLattice<TensorType::IQ2_S>>;
+    case TensorType::IQ1_S: return DotOne<IQLattice<TensorType::IQ1_S>>;
+    case TensorType::IQ1_M: return DotOne<IQLattice<TensorType::IQ1_M>>;
     case TensorType::TQ1_0: return DotOne<TQ<TensorType::TQ1_0>>;
     case TensorType::TQ2_0: return DotOne<TQ<TensorType::TQ2_0>>;
     default: return nullptr;
@@ -645,6 +647,8 @@ void QuantMatMulImpl(const MatMulArgs& a) {
     case TensorType::IQ3_XXS: MatMulT<IQLattice<TensorType::IQ3_XXS>>(a); break;
     case TensorType::IQ3_S: MatMulT<IQLattice<TensorType::IQ3_S>>(a); break;
     case TensorType::IQ2_S: MatMulT<IQLattice<TensorType::IQ2_S>>(a); break;
+    case TensorType::IQ1_S: MatMulT<IQLattice<TensorType::IQ1_S>>(a); break;
+    case TensorType::IQ1_M: MatMulT<IQLattice<TensorType::IQ1_M>>(a); break;
     case TensorType::TQ1_0: MatMulT<TQ<TensorType::TQ1_0>>(a); break;
     case TensorType::TQ2_0: MatMulT<TQ<TensorType::TQ2_0>>(a); break;
     default: break;  // rejected at backend creation

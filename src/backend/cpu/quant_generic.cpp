@@ -200,12 +200,14 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
     case TensorType::IQ2_XS:
     case TensorType::IQ2_S:
     case TensorType::IQ3_XXS:
-    case TensorType::IQ3_S: {
+    case TensorType::IQ3_S:
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M: {
       int64_t be = 0, bb = 0;
       TensorTypeLayout(type, &be, &bb);
       for (int64_t i = 0; i < n / 256; ++i) {
         const uint8_t* b = p + i * bb;
-        const float d = F16ToF32(static_cast<uint16_t>(b[0] | b[1] << 8));
+        const float d = F16ToF32(IQLatticeScaleBits(type, b));
         for (int j = 0; j < 8; ++j) {
           int mul[2];
           const float du = d * UnpackIQLattice(type, b, j, q, mul);  // exact: a power of two times an F16
@@ -460,7 +462,7 @@ float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
-// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: sub-block j of super-block i meets activation
+// IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: sub-block j of super-block i meets activation
 // block 8i + j; the halves' odd multipliers 2s + 1 scale the integer dots,
 // d · unit the sum (tensor_type.h).
 template <TensorType kType>
@@ -471,7 +473,7 @@ float DotIQLattice(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   int8_t q[32];
   for (int64_t i = 0; i < nb / 8; ++i) {
     const uint8_t* b = w + i * bb;
-    const float d = F16ToF32(static_cast<uint16_t>(b[0] | b[1] << 8));
+    const float d = F16ToF32(IQLatticeScaleBits(kType, b));
     for (int j = 0; j < 8; ++j) {
       const BlockQ8Act& xb = x[8 * i + j];
       int mul[2];
@@ -524,6 +526,8 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::IQ3_XXS: return DotIQLattice<TensorType::IQ3_XXS>;
     case TensorType::IQ3_S: return DotIQLattice<TensorType::IQ3_S>;
     case TensorType::IQ2_S: return DotIQLattice<TensorType::IQ2_S>;
+    case TensorType::IQ1_S: return DotIQLattice<TensorType::IQ1_S>;
+    case TensorType::IQ1_M: return DotIQLattice<TensorType::IQ1_M>;
     case TensorType::TQ1_0: return DotTQ<TensorType::TQ1_0>;
     case TensorType::TQ2_0: return DotTQ<TensorType::TQ2_0>;
     default: return nullptr;
