@@ -141,7 +141,7 @@ TinyLlamaOptions Tiny() {
 std::string TinyModel() { return MakeTinyLlama(Tiny()).Serialize(); }
 
 // The tiny model with 256-wide rows in a lattice type (IQ2_XXS, IQ2_XS,
-// IQ2_S, IQ3_XXS, IQ3_S: 256-weight super-blocks of random indices, signs and scales).
+// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: 256-weight super-blocks of random indices, signs and scales).
 std::string LatticeModel(TensorType t) {
   TinyLlamaOptions o = Tiny();
   o.n_embd = 256;
@@ -398,7 +398,7 @@ TEST(HostileModels, ValidTinyModelLoadsInChild) {
 // A valid file of each lattice type loads (the same child measurement).
 TEST(HostileModels, ValidLatticeModelsLoadInChild) {
   for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
-                       TensorType::IQ3_S}) {
+                       TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M}) {
     const std::string path = TempPath("lattice");
     const std::string bytes = LatticeModel(t);
     {
