@@ -11,6 +11,8 @@ int32_t QuantBlockElems(uint32_t type) {
     case kQuantQ4_0: case kQuantQ4_1: case kQuantQ5_0: case kQuantQ5_1: case kQuantQ8_0: case kQuantIQ4_NL:
     case kQuantMXFP4: return 32;
     case kQuantQ2_K: case kQuantQ3_K: case kQuantQ4_K: case kQuantQ5_K: case kQuantQ6_K: case kQuantIQ4_XS:
+    case kQuantIQ2_XXS: case kQuantIQ2_XS: case kQuantIQ2_S: case kQuantIQ3_XXS: case kQuantIQ3_S:
+    case kQuantTQ1_0: case kQuantTQ2_0: case kQuantIQ1_S: case kQuantIQ1_M:
       return 256;
     default: return 0;
   }
@@ -31,6 +33,15 @@ int32_t QuantBlockBytes(uint32_t type) {
     case kQuantIQ4_NL: return 18;
     case kQuantIQ4_XS: return 136;
     case kQuantMXFP4: return 17;
+    case kQuantIQ2_XXS: return 66;
+    case kQuantIQ2_XS: return 74;
+    case kQuantIQ3_XXS: return 98;
+    case kQuantIQ3_S: return 110;
+    case kQuantIQ2_S: return 82;
+    case kQuantIQ1_S: return 50;
+    case kQuantIQ1_M: return 56;
+    case kQuantTQ1_0: return 54;
+    case kQuantTQ2_0: return 66;
     default: return 0;
   }
 }

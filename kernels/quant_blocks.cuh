@@ -1,7 +1,7 @@
 // Device decoding of GGUF block-quantized weights, 32 at a time (one
 // "chunk": a whole Q4_0..Q8_0, IQ4_NL or MXFP4 block, or one of the 8
-// sub-blocks of a K-quant (Q2_K..Q6_K) or IQ4_XS super-block). Included by
-// the .cu files only.
+// sub-blocks of a K-quant (Q2_K..Q6_K), IQ4_XS or IQ2/IQ3 lattice
+// super-block). Included by the .cu files only.
 //
 // The arithmetic is the CPU backend's reference dequantization
 // (backend/cpu/quant_generic.cpp, DequantizeBlocks) operation for operation:
@@ -62,6 +62,15 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
     case kQuantIQ4_NL: return c * 18;
     case kQuantIQ4_XS: return (c >> 3) * 136;
     case kQuantMXFP4: return c * 17;
+    case kQuantIQ2_XXS: return (c >> 3) * 66;
+    case kQuantIQ2_XS: return (c >> 3) * 74;
+    case kQuantIQ3_XXS: return (c >> 3) * 98;
+    case kQuantIQ3_S: return (c >> 3) * 110;
+    case kQuantIQ2_S: return (c >> 3) * 82;
+    case kQuantIQ1_S: return (c >> 3) * 50;
+    case kQuantIQ1_M: return (c >> 3) * 56;
+    case kQuantTQ1_0: return (c >> 3) * 54;
+    case kQuantTQ2_0: return (c >> 3) * 66;
     default: return (c >> 3) * 210;  // Q6_K
   }
 }
@@ -192,6 +201,133 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
       for (int l = 0; l < 16; ++l) {
         v[l] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] & 0xF]));
         v[l + 16] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] >> 4]));
+      }
+      return;
+    }
+    case kQuantIQ2_XXS:
+    case kQuantIQ2_XS:
+    case kQuantIQ2_S:
+    case kQuantIQ3_XXS:
+    case kQuantIQ3_S:
+    case kQuantIQ1_S:
+    case kQuantIQ1_M: {  // sub-block j = c % 8 (model/tensor_type.h, IQLatticePoints)
+      const int j = static_cast<int>(c & 7);
+      uint64_t point[4];
+      uint32_t sign[4];  // bit k: weight 8l + k negative
+      int mul[2];
+      float unit = 0.125f;
+      if (type == kQuantIQ2_XXS) {  // 4 grid index bytes, then a u32 of 4 sign indices and the scale
+        const uint8_t* p = b + 2 + 8 * j;
+        const uint32_t aux = LoadU32Bytes(p + 4);
+        for (int l = 0; l < 4; ++l) point[l] = kIQ2XXSGrid[p[l]], sign[l] = kIQ2Signs[(aux >> (7 * l)) & 127u];
+        mul[0] = mul[1] = 2 * static_cast<int>(aux >> 28) + 1;
+      } else if (type == kQuantIQ2_XS) {  // per 8 weights a u16: 9-bit grid index, 7-bit sign index
+        const uint8_t* p = b + 2 + 8 * j;
+        for (int l = 0; l < 4; ++l) {
+          const uint32_t v = static_cast<uint32_t>(p[2 * l]) | static_cast<uint32_t>(p[2 * l + 1]) << 8;
+          point[l] = kIQ2XSGrid[v & 511u], sign[l] = kIQ2Signs[v >> 9];
+        }
+        const int sc = b[66 + j];
+        mul[0] = 2 * (sc & 0xF) + 1;
+        mul[1] = 2 * (sc >> 4) + 1;
+      } else if (type == kQuantIQ2_S) {  // index bytes at 2, sign bytes at 34, 2 high index bits each in qh (66)
+        const uint8_t qh = b[66 + j];
+        for (int l = 0; l < 4; ++l) {
+          point[l] = kIQ2SGrid[b[2 + 4 * j + l] | ((qh >> (2 * l)) & 3) << 8];
+          sign[l] = b[34 + 4 * j + l];
+        }
+        const int sc = b[74 + j];
+        mul[0] = 2 * (sc & 0xF) + 1;
+        mul[1] = 2 * (sc >> 4) + 1;
+      } else if (type == kQuantIQ3_XXS) {  // 8 grid index bytes of 4 weights; the u32 at 66 + 4j: signs and scale
+        const uint8_t* idx = b + 2 + 8 * j;
+        const uint32_t aux = LoadU32Bytes(b + 66 + 4 * j);
+        for (int l = 0; l < 4; ++l) {
+          point[l] = kIQ3XXSGrid[idx[2 * l]] | static_cast<uint64_t>(kIQ3XXSGrid[idx[2 * l + 1]]) << 32;
+          sign[l] = kIQ2Signs[(aux >> (7 * l)) & 127u];
+        }
+        mul[0] = mul[1] = 2 * static_cast<int>(aux >> 28) + 1;
+        unit = 0.25f;
+      } else if (type == kQuantIQ1_S || type == kQuantIQ1_M) {  // values 8g +- 1 of kIQ1SGrid's g in {-1, 0, 1}
+        int delta[4];
+        if (type == kQuantIQ1_S) {  // index bytes at 2; u16 qh at 34 + 2j: 3 high bits each, scale, delta sign
+          const uint32_t qh = static_cast<uint32_t>(b[34 + 2 * j]) | static_cast<uint32_t>(b[35 + 2 * j]) << 8;
+          for (int l = 0; l < 4; ++l) point[l] = kIQ1SGrid[b[2 + 4 * j + l] | ((qh >> (3 * l)) & 7u) << 8];
+          for (int l = 0; l < 4; ++l) delta[l] = qh & 0x8000u ? -1 : 1;
+          mul[0] = mul[1] = 2 * static_cast<int>((qh >> 12) & 7u) + 1;
+        } else {  // index bytes at 0, per group a nibble of qh (32): 3 high bits, delta sign; scales at 48
+          for (int l = 0; l < 4; ++l) {
+            const int nib = (b[32 + 2 * j + l / 2] >> (4 * (l & 1))) & 0xF;
+            point[l] = kIQ1SGrid[b[4 * j + l] | (nib & 7) << 8];
+            delta[l] = nib & 8 ? -1 : 1;
+          }
+          const uint32_t sc = static_cast<uint32_t>(b[48 + 2 * (j / 2)]) | static_cast<uint32_t>(b[49 + 2 * (j / 2)]) << 8;
+          mul[0] = 2 * static_cast<int>((sc >> (6 * (j & 1))) & 7u) + 1;
+          mul[1] = 2 * static_cast<int>((sc >> (6 * (j & 1) + 3)) & 7u) + 1;
+        }
+        for (int l = 0; l < 4; ++l) {  // as magnitudes and signs
+          uint64_t m = 0;
+          uint32_t s = 0;
+          for (int k = 0; k < 8; ++k) {
+            const int val = 8 * static_cast<int8_t>((point[l] >> (8 * k)) & 0xFFu) + delta[l];
+            m |= static_cast<uint64_t>(val < 0 ? -val : val) << (8 * k);
+            s |= static_cast<uint32_t>(val < 0) << k;
+          }
+          point[l] = m, sign[l] = s;
+        }
+      } else {  // IQ3_S: index bytes at 2 with a ninth bit in qh (66), sign bytes at 74, scale nibbles at 106
+        const uint8_t qh = b[66 + j];
+        for (int l = 0; l < 4; ++l) {
+          const int k = 2 * l;
+          const int i0 = b[2 + 8 * j + k] | ((qh >> k) & 1) << 8, i1 = b[3 + 8 * j + k] | ((qh >> (k + 1)) & 1) << 8;
+          point[l] = kIQ3SGrid[i0] | static_cast<uint64_t>(kIQ3SGrid[i1]) << 32;
+          sign[l] = b[74 + 4 * j + l];
+        }
+        mul[0] = mul[1] = 2 * ((b[106 + j / 2] >> (4 * (j & 1))) & 0xF) + 1;
+        unit = 1.0f;
+      }
+      float d;
+      if (type == kQuantIQ1_M) {  // the F16 d from the top nibbles of the 4 u16 scales at 48
+        const uint32_t s0 = b[49] >> 4, s1 = b[51] >> 4, s2 = b[53] >> 4, s3 = b[55] >> 4;
+        d = HalfBitsToFloat(s0 | s1 << 4 | s2 << 8 | s3 << 12);
+      } else {
+        d = LoadHalf(b);
+      }
+      const float du = __fmul_rn(d, unit);
+      for (int l = 0; l < 4; ++l) {
+        const uint32_t bits = sign[l];
+        for (int k = 0; k < 8; ++k) {
+          const int m = static_cast<int>((point[l] >> (8 * k)) & 0xFFu);
+          const int q = (bits >> k) & 1u ? -m : m;
+          v[8 * l + k] = __fmul_rn(du, static_cast<float>(mul[(8 * l + k) >> 4] * q));
+        }
+      }
+      return;
+    }
+    case kQuantTQ2_0: {  // chunk j = c % 8: bits 2(j % 4) of qs[32 (j / 4) ..]; d at 64 (model/tensor_type.h)
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 64);
+      const uint8_t* qs = b + 32 * (j >> 2);
+      const int shift = 2 * (j & 3);
+      for (int l = 0; l < 32; ++l) v[l] = __fmul_rn(d, static_cast<float>(((qs[l] >> shift) & 3) - 1));
+      return;
+    }
+    case kQuantTQ1_0: {  // base-3 digits (model/tensor_type.h, UnpackTQ); d at 52
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 52);
+      const uint32_t pow3[5] = {1, 3, 9, 27, 81};
+      for (int l = 0; l < 32; ++l) {
+        const int k = 32 * j + l;
+        uint32_t byte, n;
+        if (k < 160) {
+          byte = b[k & 31], n = k >> 5;
+        } else if (k < 240) {
+          byte = b[32 + (k - 160) % 16], n = (k - 160) / 16;
+        } else {
+          byte = b[48 + (k - 240) % 4], n = (k - 240) / 4;
+        }
+        const int code = static_cast<int>((((byte * pow3[n]) & 0xFFu) * 3u) >> 8);
+        v[l] = __fmul_rn(d, static_cast<float>(code - 1));
       }
       return;
     }

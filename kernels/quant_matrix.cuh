@@ -31,8 +31,17 @@ enum : uint32_t {
   kQuantQ4_K = 12,
   kQuantQ5_K = 13,
   kQuantQ6_K = 14,
+  kQuantIQ2_XXS = 16,
+  kQuantIQ2_XS = 17,
+  kQuantIQ3_XXS = 18,
+  kQuantIQ1_S = 19,
   kQuantIQ4_NL = 20,
+  kQuantIQ3_S = 21,
+  kQuantIQ2_S = 22,
   kQuantIQ4_XS = 23,
+  kQuantIQ1_M = 29,
+  kQuantTQ1_0 = 34,
+  kQuantTQ2_0 = 35,
   kQuantMXFP4 = 39,
 };
 

@@ -850,7 +850,7 @@ TEST(CpuBackend, RejectsUnusableModels) {
   w = m->weights;
   w.layers[0].wq.type = TensorType::Q4_K;  // rows of 128: not whole 256-weight super-blocks
   EXPECT_EQ(CreateCpuBackend(m->config, w, kv, 1).status().code(), LLM_ERR_UNSUPPORTED);
-  w.layers[0].wq.type = static_cast<TensorType>(16);  // IQ2_XXS: not read
+  w.layers[0].wq.type = static_cast<TensorType>(31);  // a removed ggml type: not read
   EXPECT_EQ(CreateCpuBackend(m->config, w, kv, 1).status().code(), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(CreateCpuBackend(m->config, m->weights, KvCacheSpec{0, 4}, 1).status().code(), LLM_ERR_INVALID_ARGUMENT);
   auto ok = CreateCpuBackend(m->config, m->weights, kv, 1);

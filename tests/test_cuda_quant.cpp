@@ -102,7 +102,9 @@ class Dev {
 constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
                                  TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
                                  TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
-                                 TensorType::MXFP4};
+                                 TensorType::MXFP4, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
+                                 TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0,
+                                 TensorType::IQ1_S, TensorType::IQ1_M};
 
 std::string Name(TensorType t) { return TensorTypeName(t); }
 
@@ -141,6 +143,13 @@ class QuantWeights {
         case TensorType::Q6_K: put(b + 208, scale(rng)); break;
         case TensorType::Q3_K: put(b + 108, scale(rng)); break;
         case TensorType::Q2_K: put(b + 80, scale(rng)), put(b + 82, scale(rng)); break;
+        case TensorType::IQ1_M: {  // d: the top nibbles of the u16 scales at 48
+          const uint16_t h = F32ToF16(scale(rng));
+          for (int i = 0; i < 4; ++i) b[49 + 2 * i] = static_cast<uint8_t>((b[49 + 2 * i] & 0x0F) | ((h >> (4 * i)) & 0xF) << 4);
+          break;
+        }
+        case TensorType::TQ1_0: put(b + 52, scale(rng)); break;
+        case TensorType::TQ2_0: put(b + 64, scale(rng)); break;
         case TensorType::MXFP4: b[0] = static_cast<uint8_t>(110 + byte(rng) % 20); break;  // E8M0: 2^-18 .. 2^1
         case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
           put(b, scale(rng));
@@ -578,6 +587,23 @@ TEST(CudaQuantModels, SynthLowBitForwardMatchesCpu) {
 // Bytes of the tensors a backend uploads (every matrix and norm the Llama
 // block reads) as the file holds them.
 int64_t FileBytes(const WeightView& w) { return w.empty() ? 0 : static_cast<int64_t>(w.row_bytes) * w.rows; }
+
+// The lattice mix (llm-synth --type iqmix): IQ3_XXS, IQ3_S, IQ2_XS, IQ2_S,
+// IQ2_XXS and Q6_K matrices, the fused [Wq; Wk; Wv] IQ3_XXS|IQ3_XXS|IQ2_XS.
+TEST(CudaQuantModels, SynthLatticeForwardMatchesCpu) {
+  SKIP_WITHOUT_DEVICE();
+  synth::SynthOptions so;
+  so.iq_mix = true;
+  so.stddev = 0.05f;
+  CheckSynthMixOnDevice(so, "lattice", [](const ModelWeights& w) {
+    ASSERT_EQ(w.token_embd.type, TensorType::IQ3_XXS);
+    ASSERT_EQ(w.layers[0].wq.type, TensorType::IQ3_XXS);
+    ASSERT_EQ(w.layers[0].wv.type, TensorType::IQ2_XS);
+    ASSERT_EQ(w.layers[0].wo.type, TensorType::IQ3_S);
+    ASSERT_EQ(w.layers[1].w_gate.type, TensorType::IQ2_XXS);
+    ASSERT_EQ(w.layers[1].w_down.type, TensorType::IQ2_S);
+  });
+}
 
 TEST(CudaQuantModels, SmolLM2WeightsStayQuantizedOnTheDevice) {
   SKIP_WITHOUT_DEVICE();

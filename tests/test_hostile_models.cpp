@@ -140,6 +140,18 @@ TinyLlamaOptions Tiny() {
 }
 std::string TinyModel() { return MakeTinyLlama(Tiny()).Serialize(); }
 
+// The tiny model with 256-wide rows in a lattice type (IQ2_XXS, IQ2_XS,
+// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: 256-weight super-blocks of random indices, signs and scales).
+std::string LatticeModel(TensorType t) {
+  TinyLlamaOptions o = Tiny();
+  o.n_embd = 256;
+  o.n_ff = 256;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.matrix_type = t;
+  return MakeTinyLlama(o).Serialize();
+}
+
 // A model's metadata with one key replaced or added (by rebuilding the tiny
 // model's key/value list through the writer).
 std::string ModelWithKeys(const std::function<void(GgufWriter&)>& extra,
@@ -264,12 +276,20 @@ std::vector<Case> Suite() {
     c.push_back({"unknown tensor type", b, fmt_or_unsup});
   }
   // The low-bit types over a row of 16 weights: not a whole block (IQ4_NL's
-  // and MXFP4's 32; Q2_K's, Q3_K's and IQ4_XS's 256), so no block of the
-  // tensor is whole.
-  for (uint32_t type : {10u, 11u, 20u, 23u, 39u}) {
+  // and MXFP4's 32; Q2_K's, Q3_K's, IQ4_XS's, the IQ2/IQ3 lattices' and TQ's 256),
+  // so no block of the tensor is whole.
+  for (uint32_t type : {10u, 11u, 16u, 17u, 18u, 19u, 20u, 21u, 22u, 23u, 29u, 34u, 35u, 39u}) {
     std::string b = tiny;
     std::memcpy(b.data() + TensorTypeField(b, "blk.0.attn_k.weight"), &type, 4);
     c.push_back({"partial low-bit block, type " + std::to_string(type), b, fmt});
+  }
+  // An IQ3_XXS / IQ2_XS model whose last super-block is cut short. (Every
+  // bit pattern of their grid and sign indices names a table entry: no index
+  // can be out of range, so the block count is what a loader must check.)
+  for (TensorType t : {TensorType::IQ3_XXS, TensorType::IQ2_XS}) {
+    const std::string m = LatticeModel(t);
+    c.push_back({std::string("truncated lattice blocks, type ") + std::to_string(static_cast<int>(t)),
+                 m.substr(0, m.size() - 40), fmt});
   }
 
   // --- names and values ---
@@ -373,6 +393,23 @@ TEST(HostileModels, ValidTinyModelLoadsInChild) {
   ASSERT_TRUE(r.exited);
   EXPECT_EQ(r.status, LLM_OK) << r.message;
   EXPECT_GT(r.peak_growth, 0u);
+}
+
+// A valid file of each lattice type loads (the same child measurement).
+TEST(HostileModels, ValidLatticeModelsLoadInChild) {
+  for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
+                       TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M}) {
+    const std::string path = TempPath("lattice");
+    const std::string bytes = LatticeModel(t);
+    {
+      std::ofstream out(path, std::ios::binary);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    const LoadResult r = LoadInChild(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(r.exited);
+    EXPECT_EQ(r.status, LLM_OK) << static_cast<int>(t) << ": " << r.message;
+  }
 }
 
 }  // namespace

@@ -42,7 +42,9 @@ float BitsFloat(uint32_t b) {
 const TensorType kAllTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
                                 TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS,
-                                TensorType::MXFP4};
+                                TensorType::MXFP4, TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S,
+                                TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::TQ1_0, TensorType::TQ2_0,
+                                TensorType::IQ1_S, TensorType::IQ1_M};
 
 // Byte offsets of a block's F16 scale fields.
 std::vector<int> F16Fields(TensorType t) {
@@ -54,6 +56,9 @@ std::vector<int> F16Fields(TensorType t) {
     case TensorType::Q6_K: return {208};
     case TensorType::Q3_K: return {108};
     case TensorType::Q2_K: return {80, 82};
+    case TensorType::IQ1_M: return {48, 50, 52, 54};  // its u16 scales, d in their top nibbles (RandomRow)
+    case TensorType::TQ1_0: return {52};
+    case TensorType::TQ2_0: return {64};
     case TensorType::MXFP4: return {0};  // byte 0, the E8M0 exponent (RandomRow: e in [110, 129])
     default: return {0};
   }
@@ -76,6 +81,14 @@ std::vector<uint8_t> RandomRow(TensorType t, int64_t cols, std::mt19937& rng) {
       const uint16_t h = static_cast<uint16_t>(((byte(rng) & 1) << 15) | ((e - 1 + 15) << 10) |
                                                (static_cast<int>((m * 2 - 1) * 1024) & 0x3ff));
       std::memcpy(row.data() + blk * bb + off, &h, 2);
+    }
+    // IQ1_M's d: the top nibbles of its 4 u16 scales (bytes 49, 51, 53, 55)
+    if (t == TensorType::IQ1_M) {
+      const uint16_t h = static_cast<uint16_t>(((byte(rng) & 1) << 15) | ((5 + byte(rng) % 5) << 10) | (byte(rng) << 2));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t& hi = row[blk * bb + 49 + 2 * i];
+        hi = static_cast<uint8_t>((hi & 0x0F) | ((h >> (4 * i)) & 0xF) << 4);
+      }
     }
     // MXFP4's scale is one E8M0 byte: 2^(e - 128) in 2^-18 .. 2^1
     if (t == TensorType::MXFP4) row[blk * bb] = static_cast<uint8_t>(110 + byte(rng) % 20);
@@ -116,12 +129,20 @@ TEST(Quant, LayoutTable) {
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 640), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_K, 1024), 4 * sizeof(BlockQ4_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q4_1, 576), 18 * sizeof(BlockQ4_1));
-  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(16), 256), 0u);  // IQ2_XXS: not read
+  EXPECT_EQ(TensorRowBytes(static_cast<TensorType>(31), 256), 0u);  // a removed ggml type: not read
   EXPECT_EQ(TensorRowBytes(TensorType::IQ4_XS, 4096), 16 * sizeof(BlockIQ4_XS));
   EXPECT_EQ(TensorRowBytes(TensorType::IQ4_NL, 96), 3 * sizeof(BlockIQ4_NL));
   EXPECT_EQ(TensorRowBytes(TensorType::Q3_K, 512), 2 * sizeof(BlockQ3_K));
   EXPECT_EQ(TensorRowBytes(TensorType::Q2_K, 96), 0u);  // not whole super-blocks
   EXPECT_EQ(TensorRowBytes(TensorType::MXFP4, 2880), 90 * sizeof(BlockMXFP4));  // gpt-oss's row
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ2_XXS, 4096), 16u * 66);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ2_XS, 2048), 8u * 74);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ3_XXS, 256), 98u);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ3_XXS, 128), 0u);  // not whole super-blocks
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ3_S, 512), 2u * 110);
+  EXPECT_EQ(TensorRowBytes(TensorType::IQ2_S, 256), 82u);
+  EXPECT_EQ(TensorRowBytes(TensorType::TQ1_0, 512), 2u * 54);
+  EXPECT_EQ(TensorRowBytes(TensorType::TQ2_0, 256), 66u);
 }
 
 TEST(Quant, DequantizationMatchesGgufPy) {
@@ -134,7 +155,10 @@ TEST(Quant, DequantizationMatchesGgufPy) {
       const float want = BitsFloat(v.values[i]);
       // The same float operations as gguf-py's; allow one rounding of slack
       // for compilers that contract a*b - c into an FMA.
-      if (std::fabs(got[i] - want) > 1e-6f * std::fabs(want) + 1e-9f) {
+      // The lattice types' one product per weight has nothing to contract:
+      // those must be bit-exact.
+      const bool exact = IsIQLattice(v.type);
+      if (exact ? std::memcmp(&got[i], &want, 4) != 0 : std::fabs(got[i] - want) > 1e-6f * std::fabs(want) + 1e-9f) {
         ADD_FAILURE() << "element " << i << ": got " << got[i] << ", gguf-py " << want;
         ++bad;
       }
@@ -164,6 +188,82 @@ TEST(Quant, IQ4CodebookMatchesGgufPy) {
 // The MXFP4 codebook (kE2M1Values) and E8M0 scale against gguf-py: every
 // code and the subnormal exponents 0 and 1 occur in the random vector, and
 // each element is MXFP4Scale(e) times the table's value for its code.
+// The lattice tables (kIQ2XXSGrid, kIQ2XSGrid, kIQ2SGrid, kIQ3XXSGrid,
+// kIQ3SGrid, kIQ2Signs; generated) against gguf-py: the vectors hold every
+// grid point (and, where signs are indices, every sign index) of each type
+// (DequantizationMatchesGgufPy checks their values), and blocks llama.cpp's
+// llama-quantize wrote.
+TEST(Quant, LatticeVectorsCoverEveryTableEntry) {
+  for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
+                       TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M}) {
+    SCOPED_TRACE(static_cast<int>(t));
+    const bool iq1 = t == TensorType::IQ1_S || t == TensorType::IQ1_M;
+    const int n_points = iq1 ? 2048 : t == TensorType::IQ2_S ? 1024 : t == TensorType::IQ2_XS || t == TensorType::IQ3_S ? 512 : 256;
+    const bool sign_index = t == TensorType::IQ2_XXS || t == TensorType::IQ2_XS || t == TensorType::IQ3_XXS;
+    std::vector<bool> point_seen(n_points), sign_seen(128, !sign_index);
+    bool from_llama = false;
+    int64_t be = 0, bb = 0;
+    ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
+    for (const QuantVector& v : kQuantVectors) {
+      if (v.type != t) continue;
+      from_llama = from_llama || std::string(v.name).find("_llama") != std::string::npos;
+      for (size_t off = 0; off < v.n_bytes; off += static_cast<size_t>(bb)) {
+        const uint8_t* b = v.bytes + off;
+        for (int ib = 0; ib < 8; ++ib) {
+          if (t == TensorType::IQ2_XS) {
+            for (int l = 0; l < 4; ++l) {
+              const int q = b[2 + 8 * ib + 2 * l] | b[3 + 8 * ib + 2 * l] << 8;
+              point_seen[q & 511] = true, sign_seen[q >> 9] = true;
+            }
+          } else if (t == TensorType::IQ1_S) {  // layouts: model/tensor_type.h
+            const auto& blk = *reinterpret_cast<const BlockIQ1_S*>(b);
+            for (int l = 0; l < 4; ++l) point_seen[blk.qs[4 * ib + l] | ((blk.qh[ib] >> (3 * l)) & 7) << 8] = true;
+          } else if (t == TensorType::IQ1_M) {
+            const auto& blk = *reinterpret_cast<const BlockIQ1_M*>(b);
+            for (int l = 0; l < 4; ++l)
+              point_seen[blk.qs[4 * ib + l] | ((blk.qh[2 * ib + l / 2] >> (4 * (l % 2))) & 7) << 8] = true;
+          } else if (t == TensorType::IQ2_S) {
+            const auto& blk = *reinterpret_cast<const BlockIQ2_S*>(b);
+            for (int l = 0; l < 4; ++l) point_seen[blk.qs[4 * ib + l] | ((blk.qh[ib] >> (2 * l)) & 3) << 8] = true;
+          } else if (t == TensorType::IQ3_S) {
+            const auto& blk = *reinterpret_cast<const BlockIQ3_S*>(b);
+            for (int k = 0; k < 8; ++k) point_seen[blk.qs[8 * ib + k] | ((blk.qh[ib] >> k) & 1) << 8] = true;
+          } else {
+            const uint8_t* idx = b + 2 + 8 * ib;
+            const uint32_t aux = IQLoadU32(t == TensorType::IQ2_XXS ? idx + 4 : b + 66 + 4 * ib);
+            for (int k = 0; k < (t == TensorType::IQ2_XXS ? 4 : 8); ++k) point_seen[idx[k]] = true;
+            for (int l = 0; l < 4; ++l) sign_seen[(aux >> (7 * l)) & 127] = true;
+          }
+        }
+      }
+    }
+    for (int k = 0; k < n_points; ++k) EXPECT_TRUE(point_seen[k]) << "grid point " << k << " not in the vectors";
+    for (int k = 0; k < 128; ++k) EXPECT_TRUE(sign_seen[k]) << "sign index " << k << " not in the vectors";
+    EXPECT_TRUE(from_llama) << "no blocks from llama-quantize (tools/gen_quant_vectors.py --llama-quantize)";
+  }
+  // The sign table's eighth bit: an even number of negatives.
+  for (int k = 0; k < 128; ++k) EXPECT_EQ(__builtin_popcount(kIQ2Signs[k]) % 2, 0) << k;
+}
+
+// TQ1_0's base-3 digits: every byte's 5 digits (4 in qh) occur in the
+// vectors' random blocks, and the llama-quantize blocks of both ternary
+// types are there.
+TEST(Quant, TernaryVectorsCoverEveryByte) {
+  std::vector<bool> seen(256);
+  bool llama1 = false, llama2 = false;
+  for (const QuantVector& v : kQuantVectors) {
+    llama1 = llama1 || (v.type == TensorType::TQ1_0 && std::string(v.name).find("_llama") != std::string::npos);
+    llama2 = llama2 || (v.type == TensorType::TQ2_0 && std::string(v.name).find("_llama") != std::string::npos);
+    if (v.type != TensorType::TQ1_0) continue;
+    for (size_t off = 0; off < v.n_bytes; off += sizeof(BlockTQ1_0))
+      for (int i = 0; i < 48; ++i) seen[v.bytes[off + i]] = true;
+  }
+  int n_seen = 0;
+  for (bool s : seen) n_seen += s;
+  EXPECT_EQ(n_seen, 256);
+  EXPECT_TRUE(llama1 && llama2) << "no blocks from llama-quantize (tools/gen_quant_vectors.py --llama-quantize)";
+}
+
 TEST(Quant, MXFP4CodebookAndScaleMatchGgufPy) {
   bool seen[16] = {}, subnormal = false;
   for (const QuantVector& v : kQuantVectors) {

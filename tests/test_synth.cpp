@@ -7,15 +7,19 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/quant.h"
 #include "model/model.h"
 #include "support/test_paths.h"
 #include "synth_model.h"
+#include "synth_quant.h"
 
 namespace llm::test {
 namespace {
@@ -119,28 +123,21 @@ TEST(Synth, RealShapesAreKnown) {
   }
 }
 
-// The low-bit mix (llm-synth --type lowbit: IQ4_XS, IQ4_NL, Q3_K, Q2_K and
-// Q6_K matrices) loads, and the CPU backend on it (Q8 activations against the
-// packed-free IQ kernels) follows the CPU backend on the same weights
+// A quantized mix (e.g. llm-synth --type lowbit: IQ4_XS, IQ4_NL, Q3_K, Q2_K
+// and Q6_K matrices) loads, and the CPU backend on it (Q8 activations against
+// the packed-free IQ kernels) follows the CPU backend on the same weights
 // dequantized to F32: logits within 4e-2 relative L2 at every step of a
 // 13-token prefill and 4 greedy decode steps, and the same argmax or a
 // near-tie within 5% of the logit range.
-TEST(Synth, LowBitMixLoadsAndRunsLikeItsDequantizedWeights) {
-  const std::string path = TempPath("lowbit.gguf");
-  synth::SynthOptions o;
-  o.low_bit = true;
-  o.stddev = 0.05f;
+void CheckMixAgainstDequantized(const synth::SynthOptions& o, const char* file,
+                                const std::function<void(const ModelWeights&)>& check_types) {
+  const std::string path = TempPath(file);
   ASSERT_TRUE(synth::WriteSynthModel(*synth::FindSynthShape("tiny"), o, path).ok());
   auto m = Model::Load(path.c_str());
   std::remove(path.c_str());
   ASSERT_TRUE(m.ok()) << m.status().message();
   const ModelWeights& w = (*m)->weights;
-  EXPECT_EQ(w.token_embd.type, TensorType::IQ4_XS);
-  EXPECT_EQ(w.layers[0].wq.type, TensorType::Q3_K);
-  EXPECT_EQ(w.layers[0].wv.type, TensorType::IQ4_NL);
-  EXPECT_EQ(w.layers[0].w_up.type, TensorType::Q2_K);
-  EXPECT_EQ(w.layers[0].w_down.type, TensorType::IQ4_XS);
-  EXPECT_EQ(w.output.type, TensorType::Q6_K);
+  check_types(w);
   RunForward(**m);
 
   std::vector<std::vector<float>> store;
@@ -184,6 +181,58 @@ TEST(Synth, LowBitMixLoadsAndRunsLikeItsDequantizedWeights) {
     if (top_r != top_g) EXPECT_LE(ref[top_r] - ref[top_g], 0.05f * range);
     n_past += static_cast<int32_t>(toks.size());
     toks = {static_cast<llm_token>(top_r)};
+  }
+}
+
+TEST(Synth, LowBitMixLoadsAndRunsLikeItsDequantizedWeights) {
+  synth::SynthOptions o;
+  o.low_bit = true;
+  o.stddev = 0.05f;
+  CheckMixAgainstDequantized(o, "lowbit.gguf", [](const ModelWeights& w) {
+    EXPECT_EQ(w.token_embd.type, TensorType::IQ4_XS);
+    EXPECT_EQ(w.layers[0].wq.type, TensorType::Q3_K);
+    EXPECT_EQ(w.layers[0].wv.type, TensorType::IQ4_NL);
+    EXPECT_EQ(w.layers[0].w_up.type, TensorType::Q2_K);
+    EXPECT_EQ(w.layers[0].w_down.type, TensorType::IQ4_XS);
+    EXPECT_EQ(w.output.type, TensorType::Q6_K);
+  });
+}
+
+// The same for the lattice mix (llm-synth --type iqmix: IQ3_XXS, IQ3_S,
+// IQ2_XS, IQ2_S, IQ2_XXS and Q6_K matrices; the fused [Wq; Wk; Wv]
+// IQ3_XXS|IQ3_XXS|IQ2_XS).
+TEST(Synth, LatticeMixLoadsAndRunsLikeItsDequantizedWeights) {
+  synth::SynthOptions o;
+  o.iq_mix = true;
+  o.stddev = 0.05f;
+  CheckMixAgainstDequantized(o, "iqmix.gguf", [](const ModelWeights& w) {
+    EXPECT_EQ(w.token_embd.type, TensorType::IQ3_XXS);
+    EXPECT_EQ(w.layers[0].wq.type, TensorType::IQ3_XXS);
+    EXPECT_EQ(w.layers[0].wv.type, TensorType::IQ2_XS);
+    EXPECT_EQ(w.layers[0].wo.type, TensorType::IQ3_S);
+    EXPECT_EQ(w.layers[0].w_up.type, TensorType::IQ2_XXS);
+    EXPECT_EQ(w.layers[1].w_down.type, TensorType::IQ2_S);
+    EXPECT_EQ(w.output.type, TensorType::Q6_K);
+  });
+}
+
+// The synthesizer's lattice encoder is a quantizer, not noise: N(0, 1)
+// weights come back within the relative L2 error of a 2- or 3-bit code.
+TEST(Synth, LatticeEncodingFollowsTheWeights) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(4096), y(4096);
+  for (float& v : x) v = nd(rng);
+  for (auto [t, bound] : {std::pair{TensorType::IQ2_XXS, 0.45}, std::pair{TensorType::IQ2_XS, 0.4},
+                          std::pair{TensorType::IQ2_S, 0.4}, std::pair{TensorType::IQ3_XXS, 0.25},
+                          std::pair{TensorType::IQ3_S, 0.25}}) {
+    std::vector<char> enc(synth::EncodedBytes(t, 4096));
+    synth::EncodeQuant(t, x.data(), 4096, 1.0f, enc.data());
+    cpu::DequantizeBlocks(t, enc.data(), 4096, y.data());
+    double num = 0, den = 0;
+    for (int i = 0; i < 4096; ++i) num += (y[i] - x[i]) * (y[i] - x[i]), den += x[i] * x[i];
+    std::printf("type %d: relative L2 error %.4f\n", static_cast<int>(t), std::sqrt(num / den));
+    EXPECT_LT(std::sqrt(num / den), bound) << static_cast<int>(t);
   }
 }
 

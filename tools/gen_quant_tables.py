@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the codebook tables of the non-linear GGUF types, taken from gguf-py
-(pip install gguf; 0.19.0 when written), an implementation independent of llmrt's, for the CPU
+(pip install gguf numpy; 0.19.0 when written), an implementation independent of llmrt's, for the CPU
 (src/model/quant_tables.h) and the CUDA kernels (kernels/quant_tables.cuh).
 
 Usage: python3 tools/gen_quant_tables.py
@@ -11,7 +11,8 @@ hand or regenerated from a different gguf-py fails there.
 """
 from pathlib import Path
 
-from gguf.quants import IQ4_NL, MXFP4
+import numpy as np
+from gguf.quants import IQ1_S, IQ2_S, IQ2_XS, IQ2_XXS, IQ3_S, IQ3_XXS, IQ4_NL, MXFP4
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,43 @@ ROOT = Path(__file__).resolve().parent.parent
 def c_list(values, per_line=16):
     vals = [str(int(v)) for v in values]
     return ",\n".join("    " + ", ".join(vals[i:i + per_line]) for i in range(0, len(vals), per_line))
+
+
+def c_hex(values, digits, per_line):
+    vals = [f"0x{int(v):0{digits}x}" for v in values]
+    return ",\n".join("    " + ", ".join(vals[i:i + per_line]) for i in range(0, len(vals), per_line))
+
+
+def grid_words(cls):
+    """gguf-py's lattice of `cls` as one little-endian word per grid point:
+    byte l is the magnitude of weight l of the point's 8 (IQ2) or 4 (IQ3), or
+    its value as an int8 (IQ1: -1, 0, 1)."""
+    cls.init_grid()
+    g = cls.grid.reshape(cls.grid_shape).astype(np.int64)
+    assert g.min() >= -1 and g.max() <= 127
+    return [sum((int(v) & 0xFF) << (8 * l) for l, v in enumerate(row)) for row in g]
+
+
+def lattice_decls(qual):
+    """The IQ2/IQ3 lattices and sign patterns, as C++ declarations with `qual`."""
+    signs = list(np.frombuffer(IQ2_XXS.ksigns, dtype=np.uint8))
+    assert len(signs) == 128 and all(bin(int(v)).count("1") % 2 == 0 for v in signs)
+    assert all(int(v) & 127 == i for i, v in enumerate(signs))
+    out = ("// IQ2_XXS / IQ2_XS / IQ3_XXS: the 8 sign bits of a 7-bit sign index (bit l\n"
+           "// set: weight l negative); the eighth bit makes the count of negatives even.\n"
+           f"{qual} uint8_t kIQ2Signs[128] = {{\n{c_list(signs)},\n}};\n\n")
+    for name, cls, n, digits, per_line, what in (
+            ("kIQ2XXSGrid", IQ2_XXS, 256, 16, 4, "IQ2_XXS: 256 points of 8 magnitudes (8, 25, 43), byte l weight l"),
+            ("kIQ2XSGrid", IQ2_XS, 512, 16, 4, "IQ2_XS: 512 points of 8 magnitudes (8, 25, 43), byte l weight l"),
+            ("kIQ2SGrid", IQ2_S, 1024, 16, 4, "IQ2_S: 1024 points of 8 magnitudes (8, 25, 43), byte l weight l"),
+            ("kIQ3XXSGrid", IQ3_XXS, 256, 8, 8, "IQ3_XXS: 256 points of 4 magnitudes (4 .. 62), byte l weight l"),
+            ("kIQ3SGrid", IQ3_S, 512, 8, 8, "IQ3_S: 512 points of 4 magnitudes (1 .. 15, odd), byte l weight l"),
+            ("kIQ1SGrid", IQ1_S, 2048, 16, 4, "IQ1_S / IQ1_M: 2048 points of 8 values -1, 0, 1 (int8 bytes), byte l weight l")):
+        words = grid_words(cls)
+        assert len(words) == n
+        ty = "uint64_t" if digits == 16 else "uint32_t"
+        out += f"// {what}.\n{qual} {ty} {name}[{n}] = {{\n{c_hex(words, digits, per_line)},\n}};\n\n"
+    return out
 
 
 def main():
@@ -33,6 +71,7 @@ def main():
            f"inline constexpr int8_t kIQ4NLValues[16] = {{\n{c_list(iq4)},\n}};\n\n"
            "// MXFP4: the E2M1 value of each 4-bit code, doubled (the block scale is halved).\n"
            f"inline constexpr int8_t kE2M1Values[16] = {{\n{c_list(mx)},\n}};\n\n"
+           + lattice_decls("inline constexpr") +
            "}  // namespace llm\n")
     cuda = (head +
             "// The codebooks of the non-linear GGUF weight types, in constant memory,\n"
@@ -43,6 +82,7 @@ def main():
             f"__constant__ int8_t kIQ4NLValues[16] = {{\n{c_list(iq4)},\n}};\n\n"
             "// MXFP4: the E2M1 value of each 4-bit code, doubled (the block scale is halved).\n"
             f"__constant__ int8_t kE2M1Values[16] = {{\n{c_list(mx)},\n}};\n\n"
+            + lattice_decls("__constant__") +
             "}  // namespace llm::cuda::dev\n")
     (ROOT / "src/model/quant_tables.h").write_text(cpu)
     (ROOT / "kernels/quant_tables.cuh").write_text(cuda)

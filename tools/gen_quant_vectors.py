@@ -5,6 +5,17 @@ numpy), an implementation independent of llmrt's. test_quant.cpp checks
 llmrt's DequantizeBlocks against it.
 
 Usage: python3 tools/gen_quant_vectors.py [OUT]   (default tests/data/quant_vectors.inc)
+         [--llama-quantize BIN --synth BIN]
+
+With --llama-quantize (llama.cpp's, e.g. from bench/peer/build_llamacpp.sh)
+and --synth (build/bin/llm-synth), the lattice types (IQ2_XXS, IQ2_XS,
+IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and the ternary ones (TQ1_0, TQ2_0) also get vectors of blocks from real quantized tensors: llm-synth
+writes the `tiny` shape in F32 (seed 7), llama-quantize quantizes it to each
+type with an importance matrix (the IQ2 types refuse to run without one)
+written here in llama.cpp's legacy imatrix format (per column a
+deterministic pseudo-random importance in [0.5, 1.5]), and the first blocks
+of one of its matrices of that type are stored with gguf-py's dequantization.
+Without these tools those vectors are left out (the file says so).
 
 Blocks are random bytes (every quant, scale and high bit pattern occurs) with
 the F16 scale fields replaced by random finite values of either sign, so the
@@ -17,7 +28,10 @@ quantizers below (nearest grid point under a max-based scale: not llama.cpp's
 search, but the scale and quant distributions of a real file); their
 expected values are still gguf-py's dequantization of those bytes.
 """
-import sys
+import argparse
+import struct
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -39,11 +53,28 @@ FORMATS = [
     (T.Q3_K, 2, [108]),
     (T.Q2_K, 2, [80, 82]),
     (T.MXFP4, 8, []),
+    (T.IQ2_XXS, 2, [0]),
+    (T.IQ2_XS, 2, [0]),
+    (T.IQ3_XXS, 2, [0]),
+    (T.IQ3_S, 2, [0]),
+    (T.IQ2_S, 2, [0]),
+    (T.IQ1_S, 2, [0]),
+    (T.IQ1_M, 2, []),
+    (T.TQ1_0, 8, [52]),
+    (T.TQ2_0, 2, [64]),
 ]
 SIZES = {T.Q4_0: (32, 18), T.Q4_1: (32, 20), T.Q5_0: (32, 22), T.Q5_1: (32, 24),
          T.Q8_0: (32, 34), T.Q4_K: (256, 144), T.Q5_K: (256, 176), T.Q6_K: (256, 210),
          T.IQ4_NL: (32, 18), T.IQ4_XS: (256, 136), T.Q3_K: (256, 110), T.Q2_K: (256, 84),
-         T.MXFP4: (32, 17)}
+         T.MXFP4: (32, 17), T.IQ2_XXS: (256, 66), T.IQ2_XS: (256, 74), T.IQ3_XXS: (256, 98),
+         T.IQ3_S: (256, 110), T.IQ2_S: (256, 82), T.TQ1_0: (256, 54), T.TQ2_0: (256, 66),
+         T.IQ1_S: (256, 50), T.IQ1_M: (256, 56)}
+
+
+def set_iq1m_scale(raw, rng):
+    d = (rng.uniform(0.002, 0.05, size=len(raw)) * rng.choice([-1, 1], size=len(raw))).astype(np.float16).view(np.uint16)
+    for i in range(4):
+        raw[:, 49 + 2 * i] = (raw[:, 49 + 2 * i] & 0x0F) | (((d >> (4 * i)) & 0xF) << 4).astype(np.uint8)
 
 
 def f16_bytes(v):
@@ -137,8 +168,56 @@ QUANTIZERS = {T.IQ4_NL: (quantize_iq4_nl, 512), T.IQ4_XS: (quantize_iq4_xs, 1024
               T.Q3_K: (quantize_q3_k, 1024), T.Q2_K: (quantize_q2_k, 1024)}
 
 
+# llama-quantize's file types whose main type each is (its IQ2_S type is mostly
+# IQ2_XS tensors; IQ2_M is mostly IQ2_S)
+LLAMA_FTYPES = {T.IQ2_XXS: "IQ2_XXS", T.IQ2_XS: "IQ2_XS", T.IQ3_XXS: "IQ3_XXS", T.IQ3_S: "IQ3_S", T.IQ2_S: "IQ2_M",
+                T.TQ1_0: "TQ1_0", T.TQ2_0: "TQ2_0", T.IQ1_S: "IQ1_S", T.IQ1_M: "IQ1_M"}
+LATTICES = [T.IQ2_XXS, T.IQ2_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M]
+REAL_BLOCKS = 4
+
+
+def write_imatrix(model, path):
+    """llama.cpp's legacy imatrix file for every 2-D weight of `model`: per
+    entry its name, ncall 1 and one importance per column."""
+    from gguf import GGUFReader
+    rng = np.random.default_rng(99)
+    entries = [(t.name, int(t.shape[0])) for t in GGUFReader(model).tensors
+               if len(t.shape) == 2 and t.name.endswith(".weight") and t.name != "token_embd.weight"]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<i", len(entries)))
+        for name, cols in entries:
+            f.write(struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", 1, cols))
+            f.write(rng.uniform(0.5, 1.5, size=cols).astype("<f4").tobytes())
+
+
+def llama_quantized_blocks(llama_quantize, synth):
+    """{type: (tensor name, raw blocks)} from llama-quantize's output."""
+    from gguf import GGUFReader
+    got = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        f32, imat = f"{tmp}/tiny-f32.gguf", f"{tmp}/tiny.imatrix"
+        subprocess.run([synth, "--shape", "tiny", "--type", "f32", "--seed", "7", "--out", f32],
+                       check=True, stdout=subprocess.DEVNULL)
+        write_imatrix(f32, imat)
+        for qtype, ftype in LLAMA_FTYPES.items():
+            q = f"{tmp}/tiny-{ftype}.gguf"
+            subprocess.run([llama_quantize, "--imatrix", imat, f32, q, ftype, "1"], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            tensors = [t for t in GGUFReader(q).tensors if t.tensor_type == qtype]
+            assert tensors, f"llama-quantize wrote no {ftype} tensor"
+            t = tensors[0]
+            raw = np.asarray(t.data).reshape(-1, SIZES[qtype][1])[:REAL_BLOCKS]
+            got[qtype] = (t.name, raw.copy())
+    return got
+
+
 def main():
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "tests/data/quant_vectors.inc"
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?", default=str(Path(__file__).resolve().parent.parent / "tests/data/quant_vectors.inc"))
+    ap.add_argument("--llama-quantize")
+    ap.add_argument("--synth")
+    args = ap.parse_args()
+    out = Path(args.out)
     rng = np.random.default_rng(20261121)
     lines = [
         "// Generated by tools/gen_quant_vectors.py (gguf-py's dequantize as the reference); do not edit.",
@@ -164,6 +243,12 @@ def main():
         for off in f16_offsets:
             scale = (rng.uniform(0.002, 0.05, size=n_blocks) * rng.choice([-1, 1], size=n_blocks)).astype(np.float16)
             raw[:, off:off + 2] = scale.view(np.uint8).reshape(n_blocks, 2)
+        if qtype == T.IQ1_M:  # d: the top nibbles of the 4 u16 scales (bytes 49, 51, 53, 55)
+            set_iq1m_scale(raw, rng)
+        if qtype == T.TQ1_0:  # every byte value among the base-3 bytes
+            flat = raw[:, :48].reshape(-1)
+            flat[:256] = rng.permutation(256)
+            raw[:, :48] = flat.reshape(n_blocks, 48)
         if qtype == T.MXFP4:  # E8M0 exponents: the subnormal scales (0, 1) and 2^-28 .. 2^3
             raw[:, 0] = np.concatenate([[0, 1], rng.integers(100, 132, size=n_blocks - 2)]).astype(np.uint8)
         values = dequantize(raw.reshape(-1), qtype).astype(np.float32).reshape(-1)
@@ -180,6 +265,72 @@ def main():
         values = dequantize(raw.reshape(-1), qtype).astype(np.float32).reshape(-1)
         assert values.size == n_weights and np.all(np.isfinite(values))
         emit(qtype.name + "_real", qtype.name, raw, values)
+    # The lattice types: blocks that use every grid point and every sign index
+    # (random scales and bytes otherwise), so every table entry is checked.
+    for qtype in LATTICES:
+        elems, nbytes = SIZES[qtype]
+        n_points = {T.IQ2_XXS: 256, T.IQ2_XS: 512, T.IQ3_XXS: 256, T.IQ3_S: 512, T.IQ2_S: 1024,
+                    T.IQ1_S: 2048, T.IQ1_M: 2048}[qtype]
+        per_block = {T.IQ2_XXS: 32, T.IQ2_XS: 32, T.IQ3_XXS: 64, T.IQ3_S: 64, T.IQ2_S: 32,
+                     T.IQ1_S: 32, T.IQ1_M: 32}[qtype]
+        n_blocks = n_points // per_block
+        raw = rng.integers(0, 256, size=(n_blocks, nbytes), dtype=np.uint8)
+        scale = (rng.uniform(0.002, 0.05, size=n_blocks) * rng.choice([-1, 1], size=n_blocks)).astype(np.float16)
+        if qtype == T.IQ1_M:
+            set_iq1m_scale(raw, rng)
+        else:
+            raw[:, 0:2] = scale.view(np.uint8).reshape(n_blocks, 2)
+        points = rng.permutation(n_points)
+        signs = np.arange(n_blocks * 32) % 128
+        for b in range(n_blocks):
+            pts = points[per_block * b:per_block * (b + 1)]
+            sg = signs[32 * b:32 * (b + 1)]
+            if qtype == T.IQ2_XS:  # u16 per 8 weights: index | sign << 9
+                raw[b, 2:66] = (pts | (sg << 9)).astype("<u2").view(np.uint8)
+            elif qtype == T.IQ2_XXS:  # per sub-block: 4 index bytes, u32 signs | scale << 28
+                for ib in range(8):
+                    o = 2 + 8 * ib
+                    raw[b, o:o + 4] = pts[4 * ib:4 * ib + 4]
+                    aux = int(np.frombuffer(raw[b, o + 4:o + 8].tobytes(), "<u4")[0]) & 0xF0000000
+                    aux |= sum(int(sg[4 * ib + l]) << (7 * l) for l in range(4))
+                    raw[b, o + 4:o + 8] = np.frombuffer(struct.pack("<I", aux), np.uint8)
+            elif qtype == T.IQ3_S:  # 64 low index bytes, then 8 bytes of ninth bits (bit k of byte k / 8)
+                raw[b, 2:66] = pts & 255
+                raw[b, 66:74] = [sum(int(pts[8 * i + k] >> 8) << k for k in range(8)) for i in range(8)]
+            elif qtype == T.IQ1_S:  # 32 low index bytes, then per sub-block a u16: 3 high bits each | scale, delta
+                raw[b, 2:34] = pts & 255
+                qh = raw[b, 34:50].copy().view("<u2") & 0xF000
+                for i in range(8):
+                    qh[i] |= sum(int(pts[4 * i + k] >> 8) << (3 * k) for k in range(4))
+                raw[b, 34:50] = qh.view(np.uint8)
+            elif qtype == T.IQ1_M:  # 32 low index bytes, then per group a nibble: 3 high bits | delta sign
+                raw[b, 0:32] = pts & 255
+                for k in range(32):
+                    o = 32 + k // 2
+                    sh = 4 * (k % 2)
+                    raw[b, o] = (int(raw[b, o]) & ~(7 << sh) & 0xFF) | (int(pts[k] >> 8) << sh)
+            elif qtype == T.IQ2_S:  # 32 low index bytes, 32 sign bytes, 8 bytes of 2 high bits each
+                raw[b, 2:34] = pts & 255
+                raw[b, 66:74] = [sum(int(pts[4 * i + k] >> 8) << (2 * k) for k in range(4)) for i in range(8)]
+            else:  # IQ3_XXS: 64 index bytes, then per sub-block u32 signs | scale << 28
+                raw[b, 2:66] = pts
+                for ib in range(8):
+                    o = 66 + 4 * ib
+                    aux = int(np.frombuffer(raw[b, o:o + 4].tobytes(), "<u4")[0]) & 0xF0000000
+                    aux |= sum(int(sg[4 * ib + l]) << (7 * l) for l in range(4))
+                    raw[b, o:o + 4] = np.frombuffer(struct.pack("<I", aux), np.uint8)
+        values = dequantize(raw.reshape(-1), qtype).astype(np.float32).reshape(-1)
+        assert values.size == n_blocks * elems and np.all(np.isfinite(values))
+        emit(qtype.name + "_grid", qtype.name, raw, values)
+    if args.llama_quantize and args.synth:
+        for qtype, (tname, raw) in llama_quantized_blocks(args.llama_quantize, args.synth).items():
+            lines.append(f"// {qtype.name}_llama: the first {len(raw)} blocks of {tname} in llm-synth's tiny (seed 7)"
+                         f" quantized by llama.cpp's llama-quantize to {LLAMA_FTYPES[qtype]}")
+            values = dequantize(raw.reshape(-1), qtype).astype(np.float32).reshape(-1)
+            assert np.all(np.isfinite(values))
+            emit(qtype.name + "_llama", qtype.name, raw, values)
+    else:
+        lines.append("// (no vectors from llama-quantize: generated without --llama-quantize/--synth)")
     lines.append("static const QuantVector kQuantVectors[] = {")
     lines += table
     lines.append("};")

@@ -240,6 +240,15 @@ const char* TensorTypeName(TensorType type) {
     case TensorType::Q3_K: return "Q3_K";
     case TensorType::IQ4_NL: return "IQ4_NL";
     case TensorType::IQ4_XS: return "IQ4_XS";
+    case TensorType::IQ2_XXS: return "IQ2_XXS";
+    case TensorType::IQ2_XS: return "IQ2_XS";
+    case TensorType::IQ3_XXS: return "IQ3_XXS";
+    case TensorType::IQ3_S: return "IQ3_S";
+    case TensorType::IQ2_S: return "IQ2_S";
+    case TensorType::TQ1_0: return "TQ1_0";
+    case TensorType::IQ1_S: return "IQ1_S";
+    case TensorType::IQ1_M: return "IQ1_M";
+    case TensorType::TQ2_0: return "TQ2_0";
     case TensorType::MXFP4: return "MXFP4";
   }
   return "unknown";
@@ -417,7 +426,8 @@ Status GgufFile::ParseHeader() {
     if (!TensorTypeBlock(static_cast<TensorType>(type), &block_elems, &block_bytes)) {
       return Unsupported(where + " has tensor type " + std::to_string(type) +
                          ", which this build does not read (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                         "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4)");
+                         "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, "
+                         "MXFP4, TQ1_0, TQ2_0)");
     }
     t.type = static_cast<TensorType>(type);
     if (t.dims[0] % static_cast<int64_t>(block_elems) != 0) {

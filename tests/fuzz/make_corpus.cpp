@@ -1,5 +1,5 @@
 // Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/:
-//   gguf/       small valid models (F16, Q8_0, tied), a BPE vocabulary, and
+//   gguf/       small valid models (F16, Q8_0, IQ3_XXS, tied), a BPE vocabulary, and
 //               truncated and bit-flipped variants of them
 //   tokenizer/  texts for each vocabulary and flag combination
 //   hf_json/    minimal tokenizer.json (+ tokenizer_config.json after a NUL)
@@ -98,6 +98,27 @@ int main(int argc, char** argv) {
       for (int e = 0; e < 3; ++e) b[rng() % header] ^= static_cast<char>(1u << (rng() % 8));
       Put(out / "gguf", name + ".flip" + std::to_string(i), b);
     }
+  }
+  {
+    // A lattice-type model (IQ3_XXS super-blocks of 256 weights, tied
+    // embeddings): whole, cut inside its header, and cut inside its last
+    // block (no flips: the file is 182 KiB, and its header is like the F16 one's).
+    TinyLlamaOptions o;
+    o.n_vocab = 262;
+    o.n_embd = 256;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.n_ff = 256;
+    o.n_layer = 1;
+    o.n_ctx = 64;
+    o.tied = true;
+    o.matrix_type = TensorType::IQ3_XXS;
+    const std::string bytes = MakeTinyLlama(o).Serialize();
+    Put(out / "gguf", "tiny_iq3_xxs.gguf", bytes);
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    const size_t header = f.ok() ? f.value()->data_offset() : bytes.size() / 2;
+    Put(out / "gguf", "tiny_iq3_xxs.gguf.cut" + std::to_string(header - 1), bytes.substr(0, header - 1));
+    Put(out / "gguf", "tiny_iq3_xxs.gguf.cut" + std::to_string(bytes.size() - 40), bytes.substr(0, bytes.size() - 40));
   }
 
   // --- tokenizer: selector byte (vocab | add_special 0x80 | parse_special 0x40) + text ---

@@ -1,6 +1,7 @@
 #include "support/gguf_writer.h"
 
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "util/fp16.h"
@@ -151,6 +152,23 @@ std::string RandomTensor(TensorType type, int64_t rows, int64_t cols, float scal
         for (int i = 0; i < kQ8_0BlockSize; ++i) {
           put(static_cast<int8_t>(std::uniform_int_distribution<int>(-127, 127)(rng)));
         }
+      }
+      continue;
+    }
+    if (IsIQLattice(type)) {  // an F16 d, then random indices, signs and scales
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(type, &be, &bb);
+      const uint16_t d = F32ToF16(scale / 64.0f);
+      for (int64_t b = 0; b < cols / be; ++b) {
+        const bool iq1m = type == TensorType::IQ1_M;
+        std::string blk(static_cast<size_t>(bb), '\0');
+        if (!iq1m) std::memcpy(blk.data(), &d, 2);
+        for (int64_t i = iq1m ? 0 : 2; i < bb; ++i) blk[static_cast<size_t>(i)] = static_cast<char>(rng());
+        if (iq1m) {  // d in the top nibbles of its 4 u16 scales (bytes 49, 51, 53, 55)
+          for (int i = 0; i < 4; ++i)
+            blk[49 + 2 * i] = static_cast<char>((blk[49 + 2 * i] & 0x0F) | ((d >> (4 * i)) & 0xF) << 4);
+        }
+        out += blk;
       }
       continue;
     }

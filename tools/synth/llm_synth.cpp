@@ -2,7 +2,7 @@
 // shape with random weights.
 //
 //   llm-synth --shape llama-3.1-8b --out /tmp/l8b.gguf [--vocab-from model.gguf]
-//             [--type bf16|f16|f32|q4_k_m|lowbit] [--seed N] [--std 0.02] [--threads N]
+//             [--type bf16|f16|f32|q4_k_m|lowbit|iqmix] [--seed N] [--std 0.02] [--threads N]
 //             [--norm-std S] [--bias-std S] [--no-rope-freqs]
 //             [--bpe-vocab] [--hf-dir DIR [--shards N]] [--chat-template FILE]
 //   llm-synth --list
@@ -23,7 +23,7 @@ namespace {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32|q4_k_m|lowbit]\n"
+               "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32|q4_k_m|lowbit|iqmix]\n"
                "                 [--seed N] [--std S] [--threads N] [--norm-std S] [--bias-std S]\n"
                "                 [--no-rope-freqs] [--bpe-vocab] [--hf-dir DIR [--shards N]] [--chat-template FILE]\n"
                "       llm-synth --list\n");
@@ -102,6 +102,8 @@ int main(int argc, char** argv) {
     o.q4_k_m = true;  // llama.cpp's Q4_K_M mix (synth_quant.h)
   } else if (type == "lowbit") {
     o.low_bit = true;  // IQ4_XS / IQ4_NL / Q3_K / Q2_K / Q6_K (synth_quant.h)
+  } else if (type == "iqmix") {
+    o.iq_mix = true;  // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S / IQ2_XXS / Q6_K (synth_quant.h)
   } else {
     return Usage();
   }

@@ -300,9 +300,10 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
     return InvalidArgument("llm-synth: weight type must be F32, F16 or BF16");
   if (s.arch == "bert") return WriteSynthBert(s, o, path);
-  if ((o.q4_k_m || o.low_bit) && (s.arch != "llama" || s.n_expert > 0))
-    return InvalidArgument("llm-synth: the Q4_K_M and low-bit mixes are written for dense llama shapes only");
-  if (o.q4_k_m && o.low_bit) return InvalidArgument("llm-synth: one quantized mix at a time");
+  if ((o.q4_k_m || o.low_bit || o.iq_mix) && (s.arch != "llama" || s.n_expert > 0))
+    return InvalidArgument("llm-synth: the Q4_K_M, low-bit and lattice mixes are written for dense llama shapes only");
+  if (int{o.q4_k_m} + int{o.low_bit} + int{o.iq_mix} > 1)
+    return InvalidArgument("llm-synth: one quantized mix at a time");
   int32_t n_vocab = s.n_vocab;
   if (o.vocab != nullptr) {
     const auto n = o.vocab->ArrayLength("tokenizer.ggml.tokens");
@@ -329,7 +330,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddString("general.architecture", s.arch);
   w.AddString("general.name", "synth-" + s.name);
   w.AddUint32("general.file_type",
-              o.q4_k_m ? 15 : o.low_bit ? 30 : o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);  // 15: MOSTLY_Q4_K_M, 30: MOSTLY_IQ4_XS
+              o.q4_k_m ? 15 : o.low_bit ? 30 : o.iq_mix ? 23 : o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);  // 15: MOSTLY_Q4_K_M, 30: MOSTLY_IQ4_XS, 23: MOSTLY_IQ3_XXS
   w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
   w.AddUint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
   w.AddUint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
@@ -438,11 +439,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     }
     if (gemma2) plan.push_back({p + "post_ffw_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   }
-  if (o.q4_k_m || o.low_bit) {
+  if (o.q4_k_m || o.low_bit || o.iq_mix) {
     for (TensorPlan& t : plan) {
       if (t.fill != TensorPlan::kRandom) continue;
       const int layer = t.name.rfind("blk.", 0) == 0 ? std::atoi(t.name.c_str() + 4) : -1;
-      t.type = o.low_bit ? LowBitType(t.name, t.dims[0]) : Q4KMType(t.name, layer, s.n_layer, t.dims[0]);
+      t.type = o.low_bit  ? LowBitType(t.name, t.dims[0])
+               : o.iq_mix ? IQMixType(t.name, t.dims[0])
+                          : Q4KMType(t.name, layer, s.n_layer, t.dims[0]);
     }
   }
   for (const TensorPlan& t : plan) w.AddTensor(t.name, t.type, t.dims);
@@ -491,7 +494,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       auto work = [&](int j) {
         const int64_t c = c0 + j, len = std::min(kChunk, n - c * kChunk);
         Normals(key ^ (static_cast<uint64_t>(c) << 40), len, o.stddev, f32[j].data());
-        if (o.q4_k_m || o.low_bit) {
+        if (o.q4_k_m || o.low_bit || o.iq_mix) {
           EncodeQuant(t.type, f32[j].data(), len, o.stddev, enc[j].data());
         } else {
           Encode(t.type, f32[j].data(), len, enc[j].data());

@@ -75,6 +75,9 @@ struct SynthOptions {
   // Q3_K, Q2_K and Q6_K blocks (synth_quant.h, LowBitType), for the low-bit
   // types' tests.
   bool low_bit = false;
+  // llama family only: the lattice mix of IQ3_XXS, IQ3_S, IQ2_XS, IQ2_S,
+  // IQ2_XXS and Q6_K blocks (synth_quant.h, IQMixType).
+  bool iq_mix = false;
   uint64_t seed = 1234;
   float stddev = 0.02f;                // weights ~ N(0, stddev); norms = 1
   float norm_std = 0.0f;               // norms ~ 1 + N(0, norm_std), so a norm weight read wrongly shows

@@ -176,6 +176,135 @@ void EncodeQ2K(const float* x, char* b) {
   std::memcpy(b + 82, &mh, 2);
 }
 
+// ---- the lattice types (IQ2_XXS, IQ2_XS, IQ3_XXS; model/tensor_type.h)
+//
+// A plain quantizer: d from the super-block's largest weight, each scale s
+// from its group's largest, then per 8 weights (IQ3: per 4) the lattice
+// point nearest to their magnitudes, and their signs, the smallest weight's
+// flipped when the count of negatives is odd (the format keeps it even).
+
+// Index of the point of `grid` (n points of `width` magnitudes, byte l of
+// word k) nearest to a[0 .. width) / step.
+template <class Word>
+int NearestPoint(const Word* grid, int n, int width, const float* a, float step) {
+  int best = 0;
+  float best_err = INFINITY;
+  for (int k = 0; k < n; ++k) {
+    float err = 0;
+    for (int l = 0; l < width; ++l) {
+      const float e = a[l] - step * static_cast<float>((grid[k] >> (8 * l)) & 0xFF);
+      err += e * e;
+    }
+    if (err < best_err) best_err = err, best = k;
+  }
+  return best;
+}
+
+// The 7-bit sign index of 8 weights (bit l: weight l negative), with the
+// smallest one's sign flipped if needed to make the negatives even.
+int SignIndex(const float* x) {
+  int bits = 0, smallest = 0;
+  for (int l = 0; l < 8; ++l) {
+    if (x[l] < 0) bits |= 1 << l;
+    if (std::fabs(x[l]) < std::fabs(x[smallest])) smallest = l;
+  }
+  if (__builtin_popcount(bits) & 1) bits ^= 1 << smallest;
+  return bits & 127;
+}
+
+// One super-block: groups of `group` weights share a 4-bit scale s, the value
+// is d * unit * (2s + 1) * magnitude; gmax the lattice's largest magnitude.
+// Writes d and returns the scales (and the per-group steps d·unit·(2s+1)).
+float LatticeScales(const float* x, int group, float unit, float gmax, int* s, float* step) {
+  float amax = AbsMax(x, 256);
+  const float d = amax / (unit * 31.0f * gmax);
+  const float dh = F16ToF32(F32ToF16(d));
+  for (int g = 0; g < 256 / group; ++g) {
+    const float gm = AbsMax(x + group * g, group);
+    s[g] = dh > 0 ? Clamp(std::lround((gm / (dh * unit * gmax) - 1.0f) / 2.0f), 0, 15) : 0;
+    step[g] = dh * unit * static_cast<float>(2 * s[g] + 1);
+  }
+  return d;
+}
+
+// The signs of 8 weights as a byte (bit l: weight l negative).
+int SignBits(const float* x) {
+  int bits = 0;
+  for (int l = 0; l < 8; ++l) bits |= (x[l] < 0) << l;
+  return bits;
+}
+
+void EncodeIQ2(TensorType t, const float* x, char* b) {
+  const bool xxs = t == TensorType::IQ2_XXS, s2 = t == TensorType::IQ2_S;
+  int s[16];
+  float step[16];
+  PutF16(b, LatticeScales(x, xxs ? 32 : 16, kIQ2Unit, 43.0f, s, step));
+  auto* q = reinterpret_cast<uint8_t*>(b + 2);
+  for (int ib = 0; ib < 8; ++ib) {
+    uint32_t aux = xxs ? static_cast<uint32_t>(s[ib]) << 28 : 0;
+    for (int l = 0; l < 4; ++l) {
+      const float* w = x + 32 * ib + 8 * l;
+      float a[8];
+      for (int k = 0; k < 8; ++k) a[k] = std::fabs(w[k]);
+      if (s2) {  // IQ2_S: 10-bit index (low byte, 2 bits in qh), explicit sign byte
+        const int idx = NearestPoint(kIQ2SGrid, 1024, 8, a, step[2 * ib + l / 2]);
+        q[4 * ib + l] = static_cast<uint8_t>(idx);
+        q[64 + ib] = static_cast<uint8_t>(q[64 + ib] | (idx >> 8) << (2 * l));
+        q[32 + 4 * ib + l] = static_cast<uint8_t>(SignBits(w));
+      } else if (!xxs) {  // IQ2_XS: u16 of 9-bit index | sign index << 9
+        const int v = NearestPoint(kIQ2XSGrid, 512, 8, a, step[2 * ib + l / 2]) | SignIndex(w) << 9;
+        q[8 * ib + 2 * l] = static_cast<uint8_t>(v), q[8 * ib + 2 * l + 1] = static_cast<uint8_t>(v >> 8);
+      } else {
+        q[8 * ib + l] = static_cast<uint8_t>(NearestPoint(kIQ2XXSGrid, 256, 8, a, step[ib]));
+        aux |= static_cast<uint32_t>(SignIndex(w)) << (7 * l);
+      }
+    }
+    if (xxs) {
+      std::memcpy(q + 8 * ib + 4, &aux, 4);
+    } else {
+      q[(s2 ? 72 : 64) + ib] = static_cast<uint8_t>(s[2 * ib] | s[2 * ib + 1] << 4);  // scales
+    }
+  }
+}
+
+// IQ3_XXS (index bytes, sign indices and scale in a u32 per sub-block) and
+// IQ3_S (9-bit indices, sign bytes, scale nibbles).
+void EncodeIQ3(TensorType t, const float* x, char* b) {
+  const bool xxs = t == TensorType::IQ3_XXS;
+  int s[8];
+  float step[8];
+  PutF16(b, LatticeScales(x, 32, xxs ? kIQ3Unit : kIQ3SUnit, xxs ? 62.0f : 15.0f, s, step));
+  auto* q = reinterpret_cast<uint8_t*>(b + 2);
+  for (int ib = 0; ib < 8; ++ib) {
+    uint32_t aux = static_cast<uint32_t>(s[ib]) << 28;
+    for (int l = 0; l < 4; ++l) {
+      const float* w = x + 32 * ib + 8 * l;
+      float a[8];
+      for (int k = 0; k < 8; ++k) a[k] = std::fabs(w[k]);
+      for (int h = 0; h < 2; ++h) {
+        const int k = 8 * ib + 2 * l + h;
+        if (xxs) {
+          q[k] = static_cast<uint8_t>(NearestPoint(kIQ3XXSGrid, 256, 4, a + 4 * h, step[ib]));
+        } else {
+          const int idx = NearestPoint(kIQ3SGrid, 512, 4, a + 4 * h, step[ib]);
+          q[k] = static_cast<uint8_t>(idx);
+          q[64 + ib] = static_cast<uint8_t>(q[64 + ib] | (idx >> 8) << (2 * l + h));
+        }
+      }
+      if (xxs) {
+        aux |= static_cast<uint32_t>(SignIndex(w)) << (7 * l);
+      } else {
+        q[72 + 4 * ib + l] = static_cast<uint8_t>(SignBits(w));
+      }
+    }
+    if (xxs) {
+      std::memcpy(q + 64 + 4 * ib, &aux, 4);
+    } else if (ib % 2 == 1) {
+      q[104 + ib / 2] = static_cast<uint8_t>(s[ib - 1] | s[ib] << 4);
+    }
+  }
+}
+
 bool UseMoreBits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 }  // namespace
@@ -209,6 +338,22 @@ void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* 
     case TensorType::IQ4_XS:
       for (int64_t i = 0; i < n / 256; ++i) EncodeIQ4XS(src + 256 * i, dst + 136 * i);
       return;
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S: {
+      const size_t bb = EncodedBytes(t, 256);
+      std::memset(dst, 0, EncodedBytes(t, n));  // the bit fields are or-ed in
+      for (int64_t i = 0; i < n / 256; ++i) {
+        if (t == TensorType::IQ3_XXS || t == TensorType::IQ3_S) {
+          EncodeIQ3(t, src + 256 * i, dst + bb * i);
+        } else {
+          EncodeIQ2(t, src + 256 * i, dst + bb * i);
+        }
+      }
+      return;
+    }
     default: {  // F16
       auto* d = reinterpret_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) d[i] = F32ToF16(src[i]);
@@ -243,6 +388,24 @@ TensorType LowBitType(const std::string& name, int64_t cols) {
     t = TensorType::Q3_K;
   } else if (is("ffn_gate.weight") || is("ffn_up.weight")) {
     t = TensorType::Q2_K;
+  }
+  if (cols % 256 != 0) t = cols % 32 == 0 ? TensorType::IQ4_NL : TensorType::F16;
+  return t;
+}
+
+TensorType IQMixType(const std::string& name, int64_t cols) {
+  auto is = [&](const char* part) { return name.find(part) != std::string::npos; };
+  TensorType t = TensorType::IQ3_XXS;
+  if (name == "output.weight") {
+    t = TensorType::Q6_K;
+  } else if (is("attn_v.weight")) {
+    t = TensorType::IQ2_XS;
+  } else if (is("attn_output.weight")) {
+    t = TensorType::IQ3_S;
+  } else if (is("ffn_down.weight")) {
+    t = TensorType::IQ2_S;
+  } else if (is("ffn_gate.weight") || is("ffn_up.weight")) {
+    t = TensorType::IQ2_XXS;
   }
   if (cols % 256 != 0) t = cols % 32 == 0 ? TensorType::IQ4_NL : TensorType::F16;
   return t;

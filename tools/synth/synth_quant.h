@@ -1,6 +1,6 @@
-// Block-quantized encodings for synthesized models (llm-synth --type q4_k_m|lowbit):
-// random weights written straight into Q2_K, Q3_K, Q4_K, Q6_K, Q8_0, IQ4_NL
-// or IQ4_XS blocks, and the per-tensor type choice of llama.cpp's Q4_K_M mix (so a
+// Block-quantized encodings for synthesized models (llm-synth --type q4_k_m|lowbit|iqmix):
+// random weights written straight into Q2_K, Q3_K, Q4_K, Q6_K, Q8_0, IQ4_NL,
+// IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS or IQ3_S blocks, and the per-tensor type choice of llama.cpp's Q4_K_M mix (so a
 // benchmark can measure an 8B-shape Q4_K_M file without downloading one) or
 // of a low-bit mix (so tests run every type a downloaded file may hold).
 //
@@ -41,5 +41,13 @@ TensorType Q4KMType(const std::string& name, int layer, int n_layer, int64_t col
 // per-block scales from the block's largest weight and the nearest grid
 // value (a plain quantizer, not llama.cpp's search).
 TensorType LowBitType(const std::string& name, int64_t cols);
+
+// The lattice mix (llm-synth --type iqmix), after llama.cpp's IQ2/IQ3 files:
+// output Q6_K, attn_v IQ2_XS (so the fused [Wq; Wk; Wv] mixes IQ3_XXS with
+// IQ2_XS), attn_output IQ3_S, ffn_down IQ2_S, ffn_gate and ffn_up IQ2_XXS,
+// every other matrix IQ3_XXS; rows that are not whole 256-weight blocks IQ4_NL (32), else F16.
+// Encoded by a plain quantizer (scales from the largest weights, the nearest
+// lattice point per group; not llama.cpp's search with an importance matrix).
+TensorType IQMixType(const std::string& name, int64_t cols);
 
 }  // namespace llm::synth

@@ -1,5 +1,6 @@
 // Block-quantized matmuls (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
+// Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4,
+// TQ1_0, TQ2_0).
 //
 // The activations of a matmul are quantized once to BlockQ8Act (kernels.h);
 // then each output is a sum over 32-weight blocks of

@@ -196,6 +196,40 @@ void DequantizeBlocks(TensorType type, const void* src, int64_t n, float* y) {
         }
       }
       break;
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S:
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M: {
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(type, &be, &bb);
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const uint8_t* b = p + i * bb;
+        const float d = F16ToF32(IQLatticeScaleBits(type, b));
+        for (int j = 0; j < 8; ++j) {
+          int mul[2];
+          const float du = d * UnpackIQLattice(type, b, j, q, mul);  // exact: a power of two times an F16
+          for (int l = 0; l < 32; ++l) y[256 * i + 32 * j + l] = du * static_cast<float>(mul[l / 16] * q[l]);
+        }
+      }
+      break;
+    }
+    case TensorType::TQ1_0:
+    case TensorType::TQ2_0: {
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(type, &be, &bb);
+      for (int64_t i = 0; i < n / 256; ++i) {
+        const uint8_t* b = p + i * bb;
+        const float d = F16ToF32(static_cast<uint16_t>(b[TQScaleOffset(type)] | b[TQScaleOffset(type) + 1] << 8));
+        for (int c = 0; c < 8; ++c) {
+          UnpackTQ(type, b, c, q);
+          for (int l = 0; l < 32; ++l) y[256 * i + 32 * c + l] = d * static_cast<float>(q[l]);
+        }
+      }
+      break;
+    }
     default:
       break;
   }
@@ -428,6 +462,48 @@ float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
+// IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: sub-block j of super-block i meets activation
+// block 8i + j; the halves' odd multipliers 2s + 1 scale the integer dots,
+// d · unit the sum (tensor_type.h).
+template <TensorType kType>
+float DotIQLattice(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  int64_t be = 0, bb = 0;
+  TensorTypeLayout(kType, &be, &bb);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const uint8_t* b = w + i * bb;
+    const float d = F16ToF32(IQLatticeScaleBits(kType, b));
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * i + j];
+      int mul[2];
+      const float unit = UnpackIQLattice(kType, b, j, q, mul);
+      const int32_t isum = mul[0] * Dot16(q, xb.qs) + mul[1] * Dot16(q + 16, xb.qs + 16);
+      sum += d * unit * xb.d * static_cast<float>(isum);
+    }
+  }
+  return sum;
+}
+
+// TQ1_0, TQ2_0: chunk c of block i meets activation block 8i + c, all
+// scaled by the block's d.
+template <TensorType kType>
+float DotTQ(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  int64_t be = 0, bb = 0;
+  TensorTypeLayout(kType, &be, &bb);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const uint8_t* b = w + i * bb;
+    const float d = F16ToF32(static_cast<uint16_t>(b[TQScaleOffset(kType)] | b[TQScaleOffset(kType) + 1] << 8));
+    for (int c = 0; c < 8; ++c) {
+      UnpackTQ(kType, b, c, q);
+      sum += d * x[8 * i + c].d * static_cast<float>(Dot32(q, x[8 * i + c].qs));
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 QuantDotFn QuantDot(TensorType type) {
@@ -445,6 +521,15 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q3_K: return DotQ3_K;
     case TensorType::Q2_K: return DotQ2_K;
     case TensorType::MXFP4: return DotMXFP4;
+    case TensorType::IQ2_XXS: return DotIQLattice<TensorType::IQ2_XXS>;
+    case TensorType::IQ2_XS: return DotIQLattice<TensorType::IQ2_XS>;
+    case TensorType::IQ3_XXS: return DotIQLattice<TensorType::IQ3_XXS>;
+    case TensorType::IQ3_S: return DotIQLattice<TensorType::IQ3_S>;
+    case TensorType::IQ2_S: return DotIQLattice<TensorType::IQ2_S>;
+    case TensorType::IQ1_S: return DotIQLattice<TensorType::IQ1_S>;
+    case TensorType::IQ1_M: return DotIQLattice<TensorType::IQ1_M>;
+    case TensorType::TQ1_0: return DotTQ<TensorType::TQ1_0>;
+    case TensorType::TQ2_0: return DotTQ<TensorType::TQ2_0>;
     default: return nullptr;
   }
 }
