@@ -67,6 +67,7 @@ namespace {
 constexpr int kThreads = 256;
 
 // One thread per 32-weight chunk of the selected rows.
+template <bool kLattice>
 __global__ void DequantRowsKernel(QuantMatrix w, int32_t row0, int64_t n_chunks, bf16* __restrict__ out) {
   const int64_t per_row = w.cols / 32;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_chunks;
@@ -75,7 +76,7 @@ __global__ void DequantRowsKernel(QuantMatrix w, int32_t row0, int64_t n_chunks,
     uint32_t type = 0;
     const uint8_t* row = dev::QuantRow(w, row0 + r, &type);
     float v[32];
-    dev::DecodeChunk(type, row, c, v);
+    dev::DecodeChunk<kLattice>(type, row, c, v);
     bf16* dst = out + r * w.cols + c * 32;
     for (int k = 0; k < 32; ++k) dst[k] = __float2bfloat16_rn(v[k]);
   }
@@ -108,8 +109,11 @@ cudaError_t LaunchDequantRows(const QuantMatrix& w, int32_t row0, int32_t n_rows
   if (n_rows == 0) return cudaSuccess;
   const int64_t n_chunks = static_cast<int64_t>(n_rows) * (w.cols / 32);
   const int64_t blocks = (n_chunks + kThreads - 1) / kThreads;
-  LLM_LAUNCH(DequantRowsKernel, static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kThreads, 0, stream, w, row0,
-             n_chunks, out);
+  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+  if (dev::QuantMatrixHasLattice(w))  // in its own instantiation (quant_blocks.cuh)
+    LLM_LAUNCH(DequantRowsKernel<true>, grid, kThreads, 0, stream, w, row0, n_chunks, out);
+  else
+    LLM_LAUNCH(DequantRowsKernel<false>, grid, kThreads, 0, stream, w, row0, n_chunks, out);
   return cudaGetLastError();
 }
 

@@ -75,135 +75,18 @@ __device__ __forceinline__ int64_t ChunkBlockOffset(uint32_t type, int64_t c) {
   }
 }
 
-// Weights 32c .. 32c+32 of a row of `type` starting at `row`, into v.
-__device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, int64_t c, float (&v)[32]) {
-  const uint8_t* b = row + ChunkBlockOffset(type, c);
+// The lattice (IQ1/IQ2/IQ3) and ternary (TQ) types' decoding: apart from
+// DecodeChunk's other cases, so that a kernel instantiated without them
+// (DecodeChunk<false>) keeps the register count the older types need (64
+// against 141 for all cases together, sm_90).
+__host__ __device__ __forceinline__ bool IsLatticeType(uint32_t type) {
+  return type == kQuantIQ2_XXS || type == kQuantIQ2_XS || type == kQuantIQ2_S || type == kQuantIQ3_XXS ||
+         type == kQuantIQ3_S || type == kQuantIQ1_S || type == kQuantIQ1_M || type == kQuantTQ1_0 ||
+         type == kQuantTQ2_0;
+}
+
+__device__ __forceinline__ void DecodeLatticeChunk(uint32_t type, const uint8_t* b, int64_t c, float (&v)[32]) {
   switch (type) {
-    case kQuantQ8_0: {
-      const float d = LoadHalf(b);
-      for (int i = 0; i < 32; ++i) v[i] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(b[2 + i])));
-      return;
-    }
-    case kQuantQ4_0:
-    case kQuantQ4_1: {
-      // byte j: weight j in the low nibble, weight j + 16 in the high one
-      const bool has_min = type == kQuantQ4_1;
-      const float d = LoadHalf(b), m = has_min ? LoadHalf(b + 2) : 0.0f;
-      const uint8_t* qs = b + (has_min ? 4 : 2);
-      const int off = has_min ? 0 : 8;
-      for (int j = 0; j < 16; ++j) {
-        const float q0 = static_cast<float>((qs[j] & 0xF) - off), q1 = static_cast<float>((qs[j] >> 4) - off);
-        v[j] = has_min ? __fmul_rn(d, q0) + m : __fmul_rn(d, q0);
-        v[j + 16] = has_min ? __fmul_rn(d, q1) + m : __fmul_rn(d, q1);
-      }
-      return;
-    }
-    case kQuantQ5_0:
-    case kQuantQ5_1: {
-      // fifth bit of weight j: bit j of qh (little-endian u32)
-      const bool has_min = type == kQuantQ5_1;
-      const float d = LoadHalf(b), m = has_min ? LoadHalf(b + 2) : 0.0f;
-      const uint32_t qh = LoadU32Bytes(b + (has_min ? 4 : 2));
-      const uint8_t* qs = b + (has_min ? 8 : 6);
-      const int off = has_min ? 0 : 16;
-      for (int j = 0; j < 16; ++j) {
-        const int lo = (qs[j] & 0xF) | static_cast<int>((qh >> j) & 1u) << 4;
-        const int hi = (qs[j] >> 4) | static_cast<int>((qh >> (j + 16)) & 1u) << 4;
-        const float q0 = static_cast<float>(lo - off), q1 = static_cast<float>(hi - off);
-        v[j] = has_min ? __fmul_rn(d, q0) + m : __fmul_rn(d, q0);
-        v[j + 16] = has_min ? __fmul_rn(d, q1) + m : __fmul_rn(d, q1);
-      }
-      return;
-    }
-    case kQuantQ4_K:
-    case kQuantQ5_K: {
-      // sub-block j = c % 8: the low (j even) or high nibbles of qs[32 (j/2) ..]
-      const bool q5 = type == kQuantQ5_K;
-      const int j = static_cast<int>(c & 7);
-      const float d = LoadHalf(b), dmin = LoadHalf(b + 2);
-      const uint8_t* sc = b + 4;
-      int s, mn;
-      if (j < 4) {
-        s = sc[j] & 63;
-        mn = sc[j + 4] & 63;
-      } else {
-        s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
-        mn = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
-      }
-      const float ds = __fmul_rn(d, static_cast<float>(s)), dm = __fmul_rn(dmin, static_cast<float>(mn));
-      const uint8_t* qh = b + 16;
-      const uint8_t* qs = b + (q5 ? 48 : 16) + 32 * (j >> 1);
-      const int shift = (j & 1) * 4;
-      for (int l = 0; l < 32; ++l) {
-        int q = (qs[l] >> shift) & 0xF;
-        if (q5) q |= ((qh[l] >> j) & 1) << 4;
-        v[l] = __fmul_rn(ds, static_cast<float>(q)) - dm;
-      }
-      return;
-    }
-    case kQuantQ3_K: {  // sub-block j = c % 8: 2-bit fields at bits 2(j % 4) of qs[32 (j / 4) ..], high bit j of hmask
-      const int j = static_cast<int>(c & 7);
-      const float d = LoadHalf(b + 108);
-      const uint8_t* sc = b + 96;
-      const uint8_t* qs = b + 32 + 32 * (j >> 2);
-      const int shift = 2 * (j & 3);
-      float dl[2];
-      for (int h = 0; h < 2; ++h) {  // groups 2j, 2j + 1: 6-bit scales (model/tensor_type.h, Q3KScale)
-        const int i = 2 * j + h;
-        const int lo = (i < 8 ? sc[i] : sc[i - 8] >> 4) & 0xF, hi = (sc[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
-        dl[h] = __fmul_rn(d, static_cast<float>((lo | hi << 4) - 32));
-      }
-      for (int l = 0; l < 32; ++l) {
-        const int q = ((qs[l] >> shift) & 3) - ((b[l] >> j) & 1 ? 0 : 4);
-        v[l] = __fmul_rn(dl[l >> 4], static_cast<float>(q));
-      }
-      return;
-    }
-    case kQuantQ2_K: {  // sub-block j = c % 8: groups 2j, 2j + 1 with 4-bit scale and minimum each
-      const int j = static_cast<int>(c & 7);
-      const float d = LoadHalf(b + 80), dmin = LoadHalf(b + 82);
-      const uint8_t* qs = b + 16 + 32 * (j >> 2);
-      const int shift = 2 * (j & 3);
-      float dl[2], ml[2];
-      for (int h = 0; h < 2; ++h) {
-        dl[h] = __fmul_rn(d, static_cast<float>(b[2 * j + h] & 0xF));
-        ml[h] = __fmul_rn(dmin, static_cast<float>(b[2 * j + h] >> 4));
-      }
-      for (int l = 0; l < 32; ++l)
-        v[l] = __fmul_rn(dl[l >> 4], static_cast<float>((qs[l] >> shift) & 3)) - ml[l >> 4];
-      return;
-    }
-    case kQuantIQ4_NL: {  // byte j: index of weight j low, of weight j + 16 high
-      const float d = LoadHalf(b);
-      for (int j = 0; j < 16; ++j) {
-        v[j] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] & 0xF]));
-        v[j + 16] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] >> 4]));
-      }
-      return;
-    }
-    case kQuantMXFP4: {  // E8M0 exponent e: scale 2^(e - 128) (model/tensor_type.h, MXFP4Scale); codes as IQ4_NL's
-      const uint32_t e = b[0];
-      const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
-      float d;
-      memcpy(&d, &bits, 4);
-      for (int j = 0; j < 16; ++j) {
-        v[j] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] & 0xF]));
-        v[j + 16] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] >> 4]));
-      }
-      return;
-    }
-    case kQuantIQ4_XS: {  // sub-block j = c % 8: scale bits in scales_l[j / 2], scales_h; indices at 8 + 16j
-      const int j = static_cast<int>(c & 7);
-      const uint32_t sh = static_cast<uint32_t>(b[2]) | static_cast<uint32_t>(b[3]) << 8;
-      const int ls = (((b[4 + j / 2] >> (4 * (j & 1))) & 0xF) | static_cast<int>((sh >> (2 * j)) & 3u) << 4) - 32;
-      const float dl = __fmul_rn(LoadHalf(b), static_cast<float>(ls));
-      const uint8_t* qs = b + 8 + 16 * j;
-      for (int l = 0; l < 16; ++l) {
-        v[l] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] & 0xF]));
-        v[l + 16] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] >> 4]));
-      }
-      return;
-    }
     case kQuantIQ2_XXS:
     case kQuantIQ2_XS:
     case kQuantIQ2_S:
@@ -328,6 +211,152 @@ __device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, i
         }
         const int code = static_cast<int>((((byte * pow3[n]) & 0xFFu) * 3u) >> 8);
         v[l] = __fmul_rn(d, static_cast<float>(code - 1));
+      }
+      return;
+    }
+  }
+}
+
+// True when some part of w is of a lattice or ternary type: its kernels
+// need DecodeChunk<true>.
+inline bool QuantMatrixHasLattice(const QuantMatrix& w) {
+  for (int32_t p = 0; p < w.n_parts && p < kMaxQuantParts; ++p)
+    if (IsLatticeType(w.part[p].type)) return true;
+  return false;
+}
+
+// Weights 32c .. 32c+32 of a row of `type` starting at `row`, into v.
+// kLattice false: a kernel for matrices without lattice or ternary parts
+// (QuantMatrixHasLattice), which leaves their decoding out.
+template <bool kLattice = true>
+__device__ __forceinline__ void DecodeChunk(uint32_t type, const uint8_t* row, int64_t c, float (&v)[32]) {
+  const uint8_t* b = row + ChunkBlockOffset(type, c);
+  if constexpr (kLattice) {
+    if (IsLatticeType(type)) return DecodeLatticeChunk(type, b, c, v);
+  }
+  switch (type) {
+    case kQuantQ8_0: {
+      const float d = LoadHalf(b);
+      for (int i = 0; i < 32; ++i) v[i] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(b[2 + i])));
+      return;
+    }
+    case kQuantQ4_0:
+    case kQuantQ4_1: {
+      // byte j: weight j in the low nibble, weight j + 16 in the high one
+      const bool has_min = type == kQuantQ4_1;
+      const float d = LoadHalf(b), m = has_min ? LoadHalf(b + 2) : 0.0f;
+      const uint8_t* qs = b + (has_min ? 4 : 2);
+      const int off = has_min ? 0 : 8;
+      for (int j = 0; j < 16; ++j) {
+        const float q0 = static_cast<float>((qs[j] & 0xF) - off), q1 = static_cast<float>((qs[j] >> 4) - off);
+        v[j] = has_min ? __fmul_rn(d, q0) + m : __fmul_rn(d, q0);
+        v[j + 16] = has_min ? __fmul_rn(d, q1) + m : __fmul_rn(d, q1);
+      }
+      return;
+    }
+    case kQuantQ5_0:
+    case kQuantQ5_1: {
+      // fifth bit of weight j: bit j of qh (little-endian u32)
+      const bool has_min = type == kQuantQ5_1;
+      const float d = LoadHalf(b), m = has_min ? LoadHalf(b + 2) : 0.0f;
+      const uint32_t qh = LoadU32Bytes(b + (has_min ? 4 : 2));
+      const uint8_t* qs = b + (has_min ? 8 : 6);
+      const int off = has_min ? 0 : 16;
+      for (int j = 0; j < 16; ++j) {
+        const int lo = (qs[j] & 0xF) | static_cast<int>((qh >> j) & 1u) << 4;
+        const int hi = (qs[j] >> 4) | static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+        const float q0 = static_cast<float>(lo - off), q1 = static_cast<float>(hi - off);
+        v[j] = has_min ? __fmul_rn(d, q0) + m : __fmul_rn(d, q0);
+        v[j + 16] = has_min ? __fmul_rn(d, q1) + m : __fmul_rn(d, q1);
+      }
+      return;
+    }
+    case kQuantQ4_K:
+    case kQuantQ5_K: {
+      // sub-block j = c % 8: the low (j even) or high nibbles of qs[32 (j/2) ..]
+      const bool q5 = type == kQuantQ5_K;
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b), dmin = LoadHalf(b + 2);
+      const uint8_t* sc = b + 4;
+      int s, mn;
+      if (j < 4) {
+        s = sc[j] & 63;
+        mn = sc[j + 4] & 63;
+      } else {
+        s = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+        mn = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+      }
+      const float ds = __fmul_rn(d, static_cast<float>(s)), dm = __fmul_rn(dmin, static_cast<float>(mn));
+      const uint8_t* qh = b + 16;
+      const uint8_t* qs = b + (q5 ? 48 : 16) + 32 * (j >> 1);
+      const int shift = (j & 1) * 4;
+      for (int l = 0; l < 32; ++l) {
+        int q = (qs[l] >> shift) & 0xF;
+        if (q5) q |= ((qh[l] >> j) & 1) << 4;
+        v[l] = __fmul_rn(ds, static_cast<float>(q)) - dm;
+      }
+      return;
+    }
+    case kQuantQ3_K: {  // sub-block j = c % 8: 2-bit fields at bits 2(j % 4) of qs[32 (j / 4) ..], high bit j of hmask
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 108);
+      const uint8_t* sc = b + 96;
+      const uint8_t* qs = b + 32 + 32 * (j >> 2);
+      const int shift = 2 * (j & 3);
+      float dl[2];
+      for (int h = 0; h < 2; ++h) {  // groups 2j, 2j + 1: 6-bit scales (model/tensor_type.h, Q3KScale)
+        const int i = 2 * j + h;
+        const int lo = (i < 8 ? sc[i] : sc[i - 8] >> 4) & 0xF, hi = (sc[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
+        dl[h] = __fmul_rn(d, static_cast<float>((lo | hi << 4) - 32));
+      }
+      for (int l = 0; l < 32; ++l) {
+        const int q = ((qs[l] >> shift) & 3) - ((b[l] >> j) & 1 ? 0 : 4);
+        v[l] = __fmul_rn(dl[l >> 4], static_cast<float>(q));
+      }
+      return;
+    }
+    case kQuantQ2_K: {  // sub-block j = c % 8: groups 2j, 2j + 1 with 4-bit scale and minimum each
+      const int j = static_cast<int>(c & 7);
+      const float d = LoadHalf(b + 80), dmin = LoadHalf(b + 82);
+      const uint8_t* qs = b + 16 + 32 * (j >> 2);
+      const int shift = 2 * (j & 3);
+      float dl[2], ml[2];
+      for (int h = 0; h < 2; ++h) {
+        dl[h] = __fmul_rn(d, static_cast<float>(b[2 * j + h] & 0xF));
+        ml[h] = __fmul_rn(dmin, static_cast<float>(b[2 * j + h] >> 4));
+      }
+      for (int l = 0; l < 32; ++l)
+        v[l] = __fmul_rn(dl[l >> 4], static_cast<float>((qs[l] >> shift) & 3)) - ml[l >> 4];
+      return;
+    }
+    case kQuantIQ4_NL: {  // byte j: index of weight j low, of weight j + 16 high
+      const float d = LoadHalf(b);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] & 0xF]));
+        v[j + 16] = __fmul_rn(d, static_cast<float>(kIQ4NLValues[b[2 + j] >> 4]));
+      }
+      return;
+    }
+    case kQuantMXFP4: {  // E8M0 exponent e: scale 2^(e - 128) (model/tensor_type.h, MXFP4Scale); codes as IQ4_NL's
+      const uint32_t e = b[0];
+      const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+      float d;
+      memcpy(&d, &bits, 4);
+      for (int j = 0; j < 16; ++j) {
+        v[j] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] & 0xF]));
+        v[j + 16] = __fmul_rn(d, static_cast<float>(kE2M1Values[b[1 + j] >> 4]));
+      }
+      return;
+    }
+    case kQuantIQ4_XS: {  // sub-block j = c % 8: scale bits in scales_l[j / 2], scales_h; indices at 8 + 16j
+      const int j = static_cast<int>(c & 7);
+      const uint32_t sh = static_cast<uint32_t>(b[2]) | static_cast<uint32_t>(b[3]) << 8;
+      const int ls = (((b[4 + j / 2] >> (4 * (j & 1))) & 0xF) | static_cast<int>((sh >> (2 * j)) & 3u) << 4) - 32;
+      const float dl = __fmul_rn(LoadHalf(b), static_cast<float>(ls));
+      const uint8_t* qs = b + 8 + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        v[l] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] & 0xF]));
+        v[l + 16] = __fmul_rn(dl, static_cast<float>(kIQ4NLValues[qs[l] >> 4]));
       }
       return;
     }

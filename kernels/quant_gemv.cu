@@ -14,6 +14,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kN = kQuantGemvMaxRows;
 
+template <bool kLattice>
 __global__ void QuantGemvKernel(QuantMatrix w, const bf16* __restrict__ x, int32_t n, float* __restrict__ y) {
   __shared__ float partial[kWarps][kN][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -27,7 +28,7 @@ __global__ void QuantGemvKernel(QuantMatrix w, const bf16* __restrict__ x, int32
     const int64_t n_chunks = w.cols / 32;
     for (int64_t c = lane; c < n_chunks; c += 32) {
       float v[32];
-      dev::DecodeChunk(type, wr, c, v);
+      dev::DecodeChunk<kLattice>(type, wr, c, v);
 #pragma unroll
       for (int j = 0; j < kN; ++j) {
         if (j >= n) break;
@@ -60,7 +61,12 @@ cudaError_t LaunchQuantGemv(const QuantMatrix& w, const bf16* x, int32_t n, floa
     return cudaErrorInvalidValue;
   const int64_t blocks = (static_cast<int64_t>(w.rows) + kWarps - 1) / kWarps;
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-  LLM_LAUNCH(QuantGemvKernel, static_cast<unsigned>(blocks), kWarps * 32, 0, stream, w, x, n, y);
+  // The lattice types' decoding in its own instantiation: the others keep
+  // their register count (quant_blocks.cuh).
+  if (dev::QuantMatrixHasLattice(w))
+    LLM_LAUNCH(QuantGemvKernel<true>, static_cast<unsigned>(blocks), kWarps * 32, 0, stream, w, x, n, y);
+  else
+    LLM_LAUNCH(QuantGemvKernel<false>, static_cast<unsigned>(blocks), kWarps * 32, 0, stream, w, x, n, y);
   return cudaGetLastError();
 }
 
