@@ -9,10 +9,13 @@
 #include <string>
 
 #include "constrain/constraint.h"
+#include "capi/capi_disagg.h"
 #include "engine/engine.h"
 #include "llm.h"
 
 struct llm_ctx {
+  // First, so it goes last: the engine's publisher points into it.
+  std::unique_ptr<llm::capi::DisaggState> disagg;  // null: no kv_role (capi_disagg.h)
   std::unique_ptr<llm::Engine> engine;
   llm::constrain::ConstraintCache constraints;  // compiled constraints by content (capi_constraint.cpp)
 };
