@@ -20,7 +20,7 @@ targets=("$@")
 opt=${FUZZ_OPT:--O1 -g}
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLM_FUZZ=ON \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" \
-  -DLLM_BUILD_TESTS=OFF -DLLM_BUILD_SAMPLES=OFF -DLLM_CUDA=OFF >/dev/null
+  -DLLM_BUILD_TESTS=OFF -DLLM_BUILD_SAMPLES=OFF -DLLM_CUDA=OFF -DLLM_UCX=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
 mkdir -p "$build/fuzz-artifacts"
