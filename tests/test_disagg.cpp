@@ -30,6 +30,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Loopback over TCP on any machine, for every test here (before any UCX
+// context is made).
+const bool kUcxTls = [] { return setenv("UCX_TLS", "tcp", 0) == 0; }();
+
 // ---------------------------------------------------------------- parsers
 
 TEST(DisaggDescriptor, RoundTrips) {
@@ -106,14 +110,14 @@ TEST(DisaggWire, RequestsAndRepliesRoundTripAndRefuseGarbage) {
 }
 
 TEST(DisaggLease, ExtendsExpiresAndReleases) {
-  disagg::LeaseTable t(100ms);
+  disagg::LeaseTable t(400ms);
   const uint64_t a = t.Add(std::vector<uint8_t>(10, 1), 16);
   const uint64_t b = t.Add(std::vector<uint8_t>(20, 2), 32);
   EXPECT_NE(a, b);
   EXPECT_EQ(t.counters().active, 2);
   EXPECT_EQ(t.counters().bytes_held, 30u);
-  for (int i = 0; i < 4; ++i) {  // extended every 50 ms: outlives its 100 ms
-    std::this_thread::sleep_for(50ms);
+  for (int i = 0; i < 6; ++i) {  // extended every 100 ms: outlives its 400 ms
+    std::this_thread::sleep_for(100ms);
     ASSERT_NE(t.FindAndExtend(a).bytes, nullptr) << i;
   }
   EXPECT_EQ(t.FindAndExtend(b).bytes, nullptr);  // b was never extended
@@ -217,6 +221,18 @@ llm_stats Stats(llm_ctx* ctx) {
   return s;
 }
 
+// The producer counts a transfer when its DONE arrives, a moment after the
+// consumer has sent it: waits (up to 5 s) for `pred` on its stats.
+template <typename Pred>
+llm_stats WaitStats(llm_ctx* ctx, Pred pred) {
+  llm_stats s = Stats(ctx);
+  for (int i = 0; i < 500 && !pred(s); ++i) {
+    std::this_thread::sleep_for(10ms);
+    s = Stats(ctx);
+  }
+  return s;
+}
+
 // Both pools idle: no block held by a sequence.
 void ExpectIdle(llm_ctx* ctx) {
   const llm_stats s = Stats(ctx);
@@ -228,7 +244,7 @@ class Disagg : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!disagg::TransportAvailable()) GTEST_SKIP() << "built without UCX (-DLLM_UCX)";
-    setenv("UCX_TLS", "tcp", 0);  // loopback on any machine
+    ASSERT_TRUE(kUcxTls);
   }
 };
 
@@ -280,7 +296,8 @@ TEST_F(Disagg, ConsumerDecodesLikeOneContext) {
     EXPECT_EQ(got.transferred, got.cached);
     EXPECT_GE(got.transferred, (len - 1) / 16 * 16) << len;
   }
-  const llm_stats cs = Stats(cons), ps = Stats(prod);
+  const llm_stats cs = Stats(cons);
+  const llm_stats ps = WaitStats(prod, [](const llm_stats& s) { return s.kv_xfer_served == 3; });
   EXPECT_EQ(cs.kv_xfer_pulls, 3u);
   EXPECT_EQ(cs.kv_xfer_fallbacks, 0u);
   EXPECT_GT(cs.kv_xfer_bytes, 0u);
@@ -327,7 +344,9 @@ TEST_F(Disagg, ConcurrentRequests) {
     EXPECT_GT(got[i].transferred, 0) << i;
     EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
   }
-  EXPECT_EQ(Stats(prod).kv_xfer_served, uint64_t(kN));
+  EXPECT_EQ(WaitStats(prod, [](const llm_stats& s) { return s.kv_xfer_served == uint64_t(kN); }).kv_xfer_served,
+            uint64_t(kN));
+  EXPECT_EQ(Stats(prod).kv_leases_active, 0);
   llm_ctx_destroy(single);
   llm_ctx_destroy(prod);
 }
