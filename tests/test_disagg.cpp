@@ -51,7 +51,7 @@ TEST(DisaggDescriptor, RefusesWhatDoesNotParse) {
                            "geom=ffffffffffffffff tokens=48 bytes=1";
   ASSERT_TRUE(disagg::ParseDescriptor(good).ok());
   for (const std::string& bad : std::vector<std::string>{
-           std::string(""), std::string("llmkv2 addr=h:1"), good + " ", good + "0",
+           std::string(""), std::string("llmkv2 addr=h:1"), good + " ", good + "x", good + "\n",
            std::string("llmkv1 addr=h:0 lease=0123456789abcdef model=0000000000000007 geom=ffffffffffffffff tokens=48 bytes=1"),
            std::string("llmkv1 addr=h:65536 lease=0123456789abcdef model=0000000000000007 geom=ffffffffffffffff tokens=48 bytes=1"),
            std::string("llmkv1 addr=h_x:1 lease=0123456789abcdef model=0000000000000007 geom=ffffffffffffffff tokens=48 bytes=1"),

@@ -156,7 +156,9 @@ class UcxKvServer final : public KvServer {
       c->sends.erase(c->sends.begin() + i);
       progressed = true;
     }
-    if (c->recv != nullptr && !c->failed) {
+    // A request that arrived is handled even when the peer has closed
+    // since (a DONE followed by the disconnect).
+    if (c->recv != nullptr) {
       const ucs_status_t st = ucp_request_check_status(c->recv);
       if (st != UCS_INPROGRESS) {
         ucp_request_free(c->recv);
@@ -237,15 +239,21 @@ class UcxKvServer final : public KvServer {
         SendBytes(c, data, req->length, c->bytes, nullptr);
         c->pulled += req->length;
         opt_.leases->CountServed(req->length);
+        // The last byte handed over ends the lease (the sends keep the
+        // bytes alive until they complete); a DONE after it is a no-op.
+        if (req->offset + req->length == c->bytes->size()) Release(c);
         return;
       }
       case MsgType::kDone:
-        if (c->bytes != nullptr && req->lease == c->lease) {
-          opt_.leases->Release(c->lease, c->pulled >= c->bytes->size());
-          c->bytes = nullptr;
-        }
+        if (c->bytes != nullptr && req->lease == c->lease) Release(c);
         return;
     }
+  }
+
+  // Ends the connection's lease: served when every byte went out.
+  void Release(Conn* c) {
+    opt_.leases->Release(c->lease, c->pulled >= c->bytes->size());
+    c->bytes = nullptr;
   }
 
   // Closes the failed connections' endpoints (forcibly: their peer is gone

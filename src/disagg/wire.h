@@ -8,7 +8,8 @@
 //                                      ◄─  reply: status, offset, length, checksum
 //                                      ◄─  `length` bytes of the KV stream
 //   ... (one PULL per run of at most kPullChunkBytes)
-//   DONE lease                         ─►  releases the lease
+//   DONE lease                         ─►  releases the lease (if the last
+//                                          PULL has not already)
 //
 // A request is kRequestBytes, a reply kReplyBytes. Decoders check every
 // field a peer could get wrong: they are parsers of untrusted bytes.
