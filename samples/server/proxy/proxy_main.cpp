@@ -13,6 +13,7 @@
 // 502 with an OpenAI-shaped error (code "decode_unavailable"). /metrics
 // counts both; GET /v1/models and /health are the decode server's.
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <csignal>
@@ -33,6 +34,7 @@ struct Config {
   std::string host = "127.0.0.1";
   int port = 8000;
   int timeout_s = 600;
+  int threads = 64;  // connections served at once (each holds one during its upstream calls)
 };
 
 struct Counters {
@@ -46,7 +48,8 @@ struct Counters {
                "  --decode URL    an llm-server started with --kv-role decode\n"
                "  --host H        address to listen on (default 127.0.0.1)\n"
                "  --port P        port (default 8000; 0: any free one, printed)\n"
-               "  --timeout S     upstream read timeout in seconds (default 600)\n");
+               "  --timeout S     upstream read timeout in seconds (default 600)\n"
+               "  --threads N     connections served at once (default 64)\n");
   std::exit(code);
 }
 
@@ -63,9 +66,11 @@ Config ParseArgs(int argc, char** argv) {
     else if (a == "--host") c.host = v;
     else if (a == "--port") c.port = std::atoi(v.c_str());
     else if (a == "--timeout") c.timeout_s = std::atoi(v.c_str());
+    else if (a == "--threads") c.threads = std::atoi(v.c_str());
     else Usage(2);
   }
-  if (!have_p || !have_d || c.port < 0 || c.port > 65535 || c.timeout_s <= 0) Usage(2);
+  if (!have_p || !have_d || c.port < 0 || c.port > 65535 || c.timeout_s <= 0 || c.threads < 1 || c.threads > 4096)
+    Usage(2);
   return c;
 }
 
@@ -145,6 +150,16 @@ int main(int argc, char** argv) {
   const Config cfg = ParseArgs(argc, argv);
   Counters counters;
   httplib::Server svr;
+  svr.new_task_queue = [n = cfg.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  // cpp-httplib listens with a backlog of 5: a burst of clients connecting
+  // at once (while the accept thread waits for a core) would be reset. The
+  // listening socket is caught here and given the system's backlog below.
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](int fd) {
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = fd;
+  });
   for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
     svr.Post(path, [&](const httplib::Request& req, httplib::Response& res) { Generate(cfg, counters, req, res); });
   }
@@ -182,6 +197,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "llm-disagg-proxy: cannot listen on %s:%d\n", cfg.host.c_str(), cfg.port);
     return 1;
   }
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::printf("llm-disagg-proxy: listening on http://%s:%d (prefill %s, decode %s)\n", cfg.host.c_str(), port,
               cfg.prefill.base().c_str(), cfg.decode.base().c_str());
   std::fflush(stdout);
