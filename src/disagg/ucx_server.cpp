@@ -95,8 +95,11 @@ class UcxKvServer final : public KvServer {
       const unsigned events = ucp_worker_progress(worker_);
       bool busy = events != 0 || !incoming_.empty();
       Accept();
-      for (auto& c : conns_) busy |= Drive(c.get());
+      for (auto& c : conns_) busy |= Drive(c.get()) || !c->sends.empty();
       CloseFailed();
+      // Sends in flight need progress calls to go on (a socket's buffer
+      // fills long before a run is out, and UCX's event fd does not say
+      // when it drains): only an idle server sleeps on the event fd.
       if (!busy) WaitForEvents(worker_, 50);
     }
   }
