@@ -2,10 +2,7 @@
 
 namespace llm::disagg {
 
-LeaseTable::LeaseTable(std::chrono::milliseconds duration) : duration_(duration) {
-  std::random_device rd;
-  rng_.seed((uint64_t(rd()) << 32) ^ rd() ^ uint64_t(LeaseClock::now().time_since_epoch().count()));
-}
+LeaseTable::LeaseTable(std::chrono::milliseconds duration) : duration_(duration) {}
 
 void LeaseTable::SweepLocked(LeaseClock::time_point now) {
   for (auto it = leases_.begin(); it != leases_.end();) {
@@ -25,7 +22,10 @@ uint64_t LeaseTable::Add(std::vector<uint8_t> stream, int32_t n_tokens) {
   const auto now = LeaseClock::now();
   SweepLocked(now);
   uint64_t id = 0;
-  while (id == 0 || leases_.count(id) != 0) id = rng_();
+  // Each id straight from the system's random source (/dev/urandom on
+  // Linux): a descriptor's lease is what lets a peer read the KV, so ids
+  // must not be predictable from the ones handed out before.
+  while (id == 0 || leases_.count(id) != 0) id = uint64_t(random_()) << 32 | random_();
   counters_.bytes_held += stream.size();
   leases_[id] = {std::make_shared<const std::vector<uint8_t>>(std::move(stream)), n_tokens, now + duration_};
   counters_.active = int32_t(leases_.size());

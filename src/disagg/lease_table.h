@@ -4,7 +4,10 @@
 // lease by its duration, so a slow transfer is not cut off while it moves;
 // DONE (or the last byte pulled) ends it. Expired leases are dropped on the
 // next call (Sweep), and counted. Thread-safe: the engine thread adds, the
-// transport's thread finds and releases.
+// transport's thread finds and releases. A lease id is 64 random bits: with
+// the producer's address it is all a peer needs to read the KV (which
+// reveals the prompt), so descriptors are secrets between the servers and
+// the listener belongs on a private network (docs/DISAGG.md, "Security").
 #pragma once
 
 #include <chrono>
@@ -55,7 +58,7 @@ class LeaseTable {
   };
   const std::chrono::milliseconds duration_;
   std::mutex mu_;
-  std::mt19937_64 rng_;
+  std::random_device random_;
   std::unordered_map<uint64_t, Lease> leases_;
   LeaseCounters counters_;
 };
