@@ -657,7 +657,9 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
  * called from a token callback of the same context. */
 LLM_API void llm_ctx_destroy(llm_ctx* ctx);
 
-/* Queues a request and returns at once with its id in *out_id (never 0).
+/* Queues a request and returns at once with its id in *out_id (never 0) --
+ * but for a kv_transfer_desc on a consumer context, whose KV pull and import
+ * run first (each step bounded by a timeout; docs/DISAGG.md).
  * The library copies everything it needs from *request (prompt, tokens, stop
  * strings, sampling params) before returning.
  * Errors: NULL_ARGUMENT, STRUCT_SIZE, INVALID_ARGUMENT (max_tokens <= 0,
