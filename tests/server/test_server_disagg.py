@@ -17,6 +17,7 @@ server with the same model (stories260K by default; SmolLM2 when given):
   server as it came; the same answer;
 - a decode server that is down: the proxy answers 502 decode_unavailable at
   once (the openai client raises), nothing hangs;
+- malformed kv_transfer_params, or a role the server lacks: 400;
 - afterwards both pools are idle (no KV block held) and no lease is left.
 Exits 77 (skipped) without the openai package or when llm-server was built
 without UCX.
@@ -135,6 +136,26 @@ try:
     with concurrent.futures.ThreadPoolExecutor(64) as ex:
         got = list(ex.map(lambda ip: completion(dis, ip[1], ip[0] % 2 == 1), enumerate(many)))
     check(got == want, "64 concurrent requests (half streamed) equal one server's")
+
+    # Bad kv_transfer_params: 400s naming the parameter, the servers serving on.
+    def status_of(port, body):
+        try:
+            post(port, "/v1/completions", body)
+            return 200, ""
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    for port, params, why in (
+            (decode_port, {"do_remote_decode": True}, "a decode-only server asked to produce"),
+            (decode_port, {"do_remote_prefill": True}, "do_remote_prefill without a descriptor"),
+            (decode_port, {"do_remote_prefill": True, "llmrt_descriptor": "llmkv1 nonsense"}, "a malformed descriptor"),
+            (prefill_port, {"do_remote_decode": "yes"}, "a flag that is not a boolean"),
+            (prefill_port, [1], "params that are not an object")):
+        code, text = status_of(port, {"prompt": "x", "max_tokens": 2, "kv_transfer_params": params})
+        check(code == 400 and ("kv_transfer" in text or "kv_produce" in text), "400 for %s (%d)" % (why, code))
+    code, _ = status_of(prefill_port, {"prompt": ["a", "b"], "max_tokens": 2,
+                                       "kv_transfer_params": {"do_remote_decode": True}})
+    check(code == 400, "400 for a transfer of two prompts")
 
     # A producer killed after its prefill answer, before the decode pulls.
     killed, killed_port, _ = start(["--kv-role", "prefill"])
