@@ -12,7 +12,13 @@ namespace {
 
 AccessDecision Check(const AccessPolicy& p, const char* path, const char* host, const char* origin = "",
                      const char* auth = "", const char* xkey = "") {
-  return CheckAccess(p, path, host, origin, auth, xkey);
+  return CheckAccess(p, "GET", path, host, origin, auth, xkey);
+}
+
+std::string Header(const std::vector<std::pair<std::string, std::string>>& h, const char* name) {
+  for (const auto& kv : h)
+    if (kv.first == name) return kv.second;
+  return "<none>";
 }
 
 TEST(ServerAccess, LoopbackServerAnswersLocalHostNamesOnly) {
@@ -59,6 +65,56 @@ TEST(ServerAccess, KeysAreNeededEverywhereButHealth) {
   EXPECT_EQ(d.message.find("sk-"), std::string::npos) << "a message never repeats a key: " << d.message;
   // the Host check comes first: a rebinding page learns nothing about keys
   EXPECT_EQ(Check(p, "/v1/models", "evil.example", "", "Bearer sk-first").http_status, 403);
+}
+
+TEST(ServerAccess, CorsDefaultsToLocalOriginsAndAllowedHosts) {
+  AccessPolicy p;
+  p.allowed_hosts = {"my-box.lan"};
+  for (const char* o : {"http://localhost", "http://localhost:8080", "http://127.0.0.1:3000", "http://[::1]",
+                        "http://[::1]:3000", "https://my-box.lan", "localhost"})
+    EXPECT_TRUE(CorsAllowed(p, o)) << o;
+  for (const char* o : {"http://evil.com", "http://localhost.evil.com", "http://notlocalhost", "null", "",
+                        "http://127.0.0.1.evil.com"})
+    EXPECT_FALSE(CorsAllowed(p, o)) << o;
+  auto h = CorsHeaders(p, "http://localhost:8080", false);
+  EXPECT_EQ(Header(h, "Access-Control-Allow-Origin"), "http://localhost:8080");
+  EXPECT_EQ(Header(h, "Vary"), "Origin");
+  EXPECT_EQ(Header(h, "Access-Control-Allow-Methods"), "<none>");  // only on a preflight
+  EXPECT_TRUE(CorsHeaders(p, "http://evil.com", false).empty());
+  h = CorsHeaders(p, "http://evil.com", true);  // a refused preflight says nothing of the origin
+  EXPECT_EQ(Header(h, "Access-Control-Allow-Origin"), "<none>");
+  EXPECT_EQ(Header(h, "Access-Control-Allow-Methods"), "GET, POST, DELETE, OPTIONS");
+}
+
+TEST(ServerAccess, CorsOriginsList) {
+  AccessPolicy p;
+  p.cors_origins = {"localhost"};
+  EXPECT_TRUE(CorsAllowed(p, "http://127.0.0.1:3000"));
+  EXPECT_FALSE(CorsAllowed(p, "http://web.mydomain.fr"));
+  p.cors_origins = {"web.mydomain.fr", "https://app.example:8443"};
+  EXPECT_TRUE(CorsAllowed(p, "http://web.mydomain.fr"));
+  EXPECT_TRUE(CorsAllowed(p, "https://WEB.mydomain.fr:9000"));
+  EXPECT_TRUE(CorsAllowed(p, "https://app.example:8443"));
+  EXPECT_FALSE(CorsAllowed(p, "https://app.example:8444"));
+  EXPECT_FALSE(CorsAllowed(p, "http://app.example:8443"));
+  EXPECT_FALSE(CorsAllowed(p, "http://localhost"));  // the list replaces the default
+  // an allowed origin passes the Origin check of a loopback server, others still 403
+  EXPECT_EQ(Check(p, "/v1/chat/completions", "127.0.0.1:8080", "http://web.mydomain.fr").http_status, 0);
+  EXPECT_EQ(Check(p, "/v1/chat/completions", "127.0.0.1:8080", "http://evil.com").http_status, 403);
+  p.cors_origins = {"*"};
+  EXPECT_TRUE(CorsAllowed(p, "http://evil.com"));
+  EXPECT_EQ(Check(p, "/v1/chat/completions", "127.0.0.1:8080", "http://evil.com").http_status, 0);
+  EXPECT_EQ(Check(p, "/v1/chat/completions", "evil.com", "http://evil.com").http_status, 403);  // Host still checked
+}
+
+TEST(ServerAccess, PreflightNeedsNoKeyButAnAllowedHost) {
+  AccessPolicy p;
+  p.api_keys = {"sk-1"};
+  EXPECT_EQ(CheckAccess(p, "OPTIONS", "/v1/chat/completions", "127.0.0.1:8080", "http://evil.com", "", "").http_status,
+            0);
+  EXPECT_EQ(CheckAccess(p, "OPTIONS", "/v1/chat/completions", "evil.com", "http://evil.com", "", "").http_status, 403);
+  EXPECT_EQ(CheckAccess(p, "POST", "/v1/chat/completions", "127.0.0.1:8080", "http://localhost", "", "").http_status,
+            401);
 }
 
 TEST(ServerAccess, KeyFile) {

@@ -32,12 +32,13 @@ std::string HostName(std::string_view host) {
   return Lower(host);
 }
 
-// The host name of an Origin header value ("scheme://name[:port]"); "" for
-// "null" or anything without a scheme.
+// The host name of an Origin header value ("scheme://name[:port]", or a
+// bare "name[:port]" as some clients send); "" for "null".
 std::string OriginHost(std::string_view origin) {
+  origin = Trim(origin);
+  if (origin == "null") return "";
   const size_t scheme = origin.find("://");
-  if (scheme == std::string_view::npos) return "";
-  std::string_view rest = origin.substr(scheme + 3);
+  std::string_view rest = scheme == std::string_view::npos ? origin : origin.substr(scheme + 3);
   rest = rest.substr(0, rest.find('/'));
   return HostName(rest);
 }
@@ -80,12 +81,62 @@ bool SameKey(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// Whether a --cors-origins entry names this origin: "localhost" the local
+// names, an entry with "://" the whole origin, any other a host name.
+bool CorsEntryMatches(std::string_view entry, std::string_view origin, const std::string& origin_host) {
+  entry = Trim(entry);
+  if (entry == "localhost") return IsLoopbackName(origin_host);
+  if (entry.find("://") != std::string_view::npos) {
+    std::string_view o = Trim(origin);
+    while (!o.empty() && o.back() == '/') o.remove_suffix(1);
+    while (!entry.empty() && entry.back() == '/') entry.remove_suffix(1);
+    return Lower(entry) == Lower(o);
+  }
+  return !origin_host.empty() && HostName(entry) == origin_host;
+}
+
+bool CorsAny(const AccessPolicy& p) {
+  for (const std::string& e : p.cors_origins)
+    if (Trim(e) == "*") return true;
+  return false;
+}
+
 }  // namespace
+
+bool CorsAllowed(const AccessPolicy& policy, std::string_view origin) {
+  if (Trim(origin).empty()) return false;
+  if (CorsAny(policy)) return true;
+  const std::string host = OriginHost(origin);
+  if (host.empty()) return false;
+  if (Allowed(policy, host)) return true;
+  if (policy.cors_origins.empty()) return IsLoopbackName(host);
+  for (const std::string& e : policy.cors_origins)
+    if (CorsEntryMatches(e, origin, host)) return true;
+  return false;
+}
+
+std::vector<std::pair<std::string, std::string>> CorsHeaders(const AccessPolicy& policy, std::string_view origin,
+                                                             bool preflight) {
+  std::vector<std::pair<std::string, std::string>> h;
+  if (CorsAllowed(policy, origin)) {
+    h.emplace_back("Access-Control-Allow-Origin", std::string(Trim(origin)));
+    h.emplace_back("Vary", "Origin");
+  }
+  if (preflight || !h.empty()) h.emplace_back("Access-Control-Allow-Credentials", "true");
+  if (preflight) {
+    h.emplace_back("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+    h.emplace_back("Access-Control-Allow-Headers", "*");
+    h.emplace_back("Access-Control-Max-Age", "600");
+  }
+  return h;
+}
 
 bool IsLoopbackAddress(std::string_view address) { return IsLoopbackName(HostName(address)) || address == "::1"; }
 
-AccessDecision CheckAccess(const AccessPolicy& policy, std::string_view path, std::string_view host,
-                           std::string_view origin, std::string_view authorization, std::string_view x_api_key) {
+AccessDecision CheckAccess(const AccessPolicy& policy, std::string_view method, std::string_view path,
+                           std::string_view host, std::string_view origin, std::string_view authorization,
+                           std::string_view x_api_key) {
+  const bool preflight = method == "OPTIONS";
   AccessDecision d;
   // Host first: a rebinding page must learn nothing, not even that a key is needed.
   if (policy.loopback_bind || !policy.allowed_hosts.empty()) {
@@ -97,9 +148,11 @@ AccessDecision CheckAccess(const AccessPolicy& policy, std::string_view path, st
                   "' is not allowed: this server answers only to local host names (--allowed-host adds others)";
       return d;
     }
+    if (preflight) return d;  // answered with (or without) the CORS headers
     if (!origin.empty() && origin != "null") {
       const std::string o = OriginHost(origin);
-      const bool origin_ok = (policy.loopback_bind && IsLoopbackName(o)) || Allowed(policy, o);
+      const bool origin_ok = (policy.loopback_bind && IsLoopbackName(o)) || Allowed(policy, o) ||
+                             CorsAllowed(policy, origin);
       if (!origin_ok) {
         d.http_status = 403;
         d.message = "Origin '" + std::string(origin.substr(0, 256)) +
@@ -108,7 +161,7 @@ AccessDecision CheckAccess(const AccessPolicy& policy, std::string_view path, st
       }
     }
   }
-  if (policy.api_keys.empty() || path == "/health") return d;
+  if (preflight || policy.api_keys.empty() || path == "/health") return d;
   std::string_view key;
   std::string_view auth = Trim(authorization);
   if (auth.size() > 7 && Lower(auth.substr(0, 7)) == "bearer ") key = Trim(auth.substr(7));

@@ -13,6 +13,14 @@
 //   --allowed-host, and to a request whose Origin names another host.
 //   A server bound to another address (exposed on purpose) checks only the
 //   allow-list when one is given.
+// - CORS (--cors-origins): the origins whose pages may read the server's
+//   answers. By default the local ones (localhost, 127.0.0.0/8, [::1]) and
+//   the --allowed-host names; "*" allows every origin (and lifts the Origin
+//   403); "localhost" names the local ones; other entries are host names
+//   (any scheme and port) or whole origins ("https://app.example:8443").
+//   A preflight (OPTIONS) needs no key and is answered 200 with the methods
+//   and headers allowed, and Access-Control-Allow-Origin (the Origin itself)
+//   only for an allowed origin; the answers to allowed origins carry it too.
 //
 // Pure: the decision takes the header values, so it is tested apart from
 // HTTP (tests/test_server_access.cpp).
@@ -20,6 +28,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace server {
@@ -28,6 +37,7 @@ struct AccessPolicy {
   std::vector<std::string> api_keys;       // empty: no key needed
   std::vector<std::string> allowed_hosts;  // host names, without port
   bool loopback_bind = true;               // bound to 127.0.0.0/8, ::1 or "localhost"
+  std::vector<std::string> cors_origins;   // empty: the default (local origins + allowed hosts)
 };
 
 struct AccessDecision {
@@ -36,9 +46,20 @@ struct AccessDecision {
 };
 
 // `host`, `origin`, `authorization` and `x_api_key` are the headers' values
-// ("" when absent).
-AccessDecision CheckAccess(const AccessPolicy& policy, std::string_view path, std::string_view host,
-                           std::string_view origin, std::string_view authorization, std::string_view x_api_key);
+// ("" when absent). A preflight (`method` OPTIONS) is checked for its Host
+// only.
+AccessDecision CheckAccess(const AccessPolicy& policy, std::string_view method, std::string_view path,
+                           std::string_view host, std::string_view origin, std::string_view authorization,
+                           std::string_view x_api_key);
+
+// Whether a page from `origin` (an Origin header's value) may read answers.
+bool CorsAllowed(const AccessPolicy& policy, std::string_view origin);
+
+// The CORS headers for a request with this Origin ("" when absent): for a
+// preflight the allowed methods and headers, and for an allowed origin
+// Access-Control-Allow-Origin (the origin itself), credentials and Vary.
+std::vector<std::pair<std::string, std::string>> CorsHeaders(const AccessPolicy& policy, std::string_view origin,
+                                                             bool preflight);
 
 // True for the addresses --host may name that only this machine reaches.
 bool IsLoopbackAddress(std::string_view address);

@@ -25,6 +25,12 @@ bool Job::finished() const {
   return finals_left_ == 0;
 }
 
+std::vector<llm_token> Job::Tokens(int choice) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (choice < 0 || static_cast<size_t>(choice) >= tokens_.size()) return {};
+  return tokens_[static_cast<size_t>(choice)];
+}
+
 bool Job::Cancel(llm_ctx* ctx) {
   std::vector<llm_request_id> ids;
   {
@@ -65,6 +71,8 @@ void Engine::OnEvent(const llm_event* ev, void* user_data) {
   Job& job = *hook->job;
   {
     std::lock_guard<std::mutex> lock(job.mu_);
+    if (ev->type == LLM_EVENT_TOKEN && ev->token >= 0 && static_cast<size_t>(e.choice) < job.tokens_.size())
+      job.tokens_[static_cast<size_t>(e.choice)].push_back(ev->token);
     job.pending_.push_back(std::move(e));
     if (ev->type == LLM_EVENT_FINAL) --job.finals_left_;
   }
@@ -91,6 +99,7 @@ llm_status Engine::Submit(std::vector<llm_request>& reqs, int n, std::shared_ptr
                           std::string* message) {
   auto job = std::make_shared<Job>();
   job->finals_left_ = static_cast<int>(reqs.size()) * n;
+  job->tokens_.resize(reqs.size() * static_cast<size_t>(n));
   // The lock spans the shutdown check and the submissions, so BeginShutdown
   // sees (and cancels) every request that got in.
   std::lock_guard<std::mutex> lock(mu_);

@@ -55,6 +55,8 @@ class Job {
   // Cancels every request of this job (those already finished are skipped).
   // Returns true when something was still running.
   bool Cancel(llm_ctx* ctx);
+  // The ids the sequence `choice` has generated so far.
+  std::vector<llm_token> Tokens(int choice) const;
 
  private:
   friend class Engine;
@@ -62,6 +64,7 @@ class Job {
   std::condition_variable cv_;
   std::vector<SeqEvent> pending_;
   std::vector<llm_request_id> ids_;
+  std::vector<std::vector<llm_token>> tokens_;  // per choice
   int finals_left_ = 0;
 };
 

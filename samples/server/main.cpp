@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   server::AccessPolicy access;
   access.api_keys = opt.api_keys;
   access.allowed_hosts = opt.allowed_hosts;
+  access.cors_origins = opt.cors_origins;
   access.loopback_bind = server::IsLoopbackAddress(opt.host);
   if (!opt.api_key_file.empty() && !server::ReadKeyFile(opt.api_key_file, &access.api_keys, &error)) {
     std::fprintf(stderr, "llm-server: %s\n", error.c_str());
@@ -186,6 +188,16 @@ int main(int argc, char** argv) {
 #endif
   svr.set_payload_max_length(server::kMaxBodyBytes);
   server::InstallAccessCheck(&svr, std::move(access));
+  server::SlotStore slot_store;
+  if (!opt.slot_save_path.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opt.slot_save_path, ec);
+    if (ec || !std::filesystem::is_directory(opt.slot_save_path)) {
+      std::fprintf(stderr, "llm-server: --slot-save-path %s is not a directory it can make\n", opt.slot_save_path.c_str());
+      return 2;
+    }
+    routes.set_slots(&slot_store, opt.max_seqs);
+  }
   routes.Register(&svr);
   {
     llm_model_info mi{};
@@ -202,6 +214,7 @@ int main(int argc, char** argv) {
     native.defaults = opt.defaults;
     server::RegisterNativeRoutes(&svr, std::move(native));
     server::RegisterEmbeddingRoutes(&svr, server::EmbedInfo{ctx, name});
+    server::RegisterSlotRoutes(&svr, server::SlotRoutesInfo{ctx, &slot_store, opt.slot_save_path, opt.max_seqs});
   }
 
   int port = opt.port;

@@ -116,8 +116,9 @@ bool MessagesToChat(const json& body, json* chat, ApiError* err) {
   return true;
 }
 
-MessagesWriter::MessagesWriter(const Generation& g, std::string model, ResponseBuilder::TokenText token_text)
-    : ChatAdapterWriter(g, std::move(model), std::move(token_text)), id_(NewId("msg_")) {}
+MessagesWriter::MessagesWriter(const Generation& g, std::string model, ResponseBuilder::TokenText token_text,
+                               int32_t input_tokens)
+    : ChatAdapterWriter(g, std::move(model), std::move(token_text)), id_(NewId("msg_")), input_tokens_(input_tokens) {}
 
 json MessagesWriter::Message(const json& chat_body) const {
   const json& choice = chat_body["choices"][0];
@@ -152,7 +153,7 @@ std::string MessagesWriter::Begin() {
                                  {"message", {{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_},
                                               {"content", json::array()}, {"stop_reason", nullptr},
                                               {"stop_sequence", nullptr},
-                                              {"usage", {{"input_tokens", 0}, {"output_tokens", 0}}}}}});
+                                              {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}}}});
 }
 
 std::string MessagesWriter::Text(const std::string& piece) {

@@ -16,7 +16,9 @@ bool MessagesToChat(const json& body, json* chat, ApiError* err);
 
 class MessagesWriter : public ChatAdapterWriter {
  public:
-  MessagesWriter(const Generation& g, std::string model, ResponseBuilder::TokenText token_text);
+  // `input_tokens`: the prompt's length, told in message_start (as Anthropic
+  // does) before the final usage.
+  MessagesWriter(const Generation& g, std::string model, ResponseBuilder::TokenText token_text, int32_t input_tokens);
   json Body() const override;
 
  protected:
@@ -29,6 +31,7 @@ class MessagesWriter : public ChatAdapterWriter {
   json Message(const json& chat_body) const;
 
   const std::string id_;
+  const int32_t input_tokens_;
   bool text_open_ = false;
 };
 

@@ -172,6 +172,11 @@ bool ParseNativeCompletion(const json& body, const RequestDefaults& d, const Tok
     n_predict = f->get<int64_t>();
     if (n_predict > 0) t["max_tokens"] = n_predict;
   }
+  if (const json* f = Field(body, "id_slot")) {
+    if (!f->is_number_integer() || f->get<int64_t>() < -1 || f->get<int64_t>() > (1 << 20))
+      return Bad(err, "id_slot", "id_slot must be -1 (any) or a slot number");
+    opt->id_slot = static_cast<int32_t>(f->get<int64_t>());
+  }
   if (const json* f = Field(body, "n_probs")) {
     if (!f->is_number_integer() || f->get<int64_t>() < 0 || f->get<int64_t>() > 20)
       return Bad(err, "n_probs", "n_probs must be an integer in [0, 20]");
@@ -294,7 +299,7 @@ json NativeCompletionWriter::Final(size_t index, const Result& r) const {
   json j = {{"index", index},
             {"content", r.content},
             {"tokens", opt_.return_tokens ? json(r.tokens) : json::array()},
-            {"id_slot", -1},
+            {"id_slot", opt_.id_slot},
             {"stop", true},
             {"model", model_},
             {"tokens_predicted", m.generated_tokens},
@@ -356,7 +361,7 @@ std::string NativeCompletionWriter::StreamEvents(const std::vector<SeqEvent>& ev
     Record(e, &r);
     if (!e.final) {
       json chunk = {{"index", i},        {"content", e.text}, {"tokens", json::array({e.token})},
-                    {"stop", false},     {"id_slot", -1},     {"tokens_predicted", r.tokens.size()},
+                    {"stop", false},     {"id_slot", opt_.id_slot},     {"tokens_predicted", r.tokens.size()},
                     {"tokens_evaluated", 0}};
       if (opt_.n_probs > 0) chunk["completion_probabilities"] = r.probs;
       out += Sse(chunk);
@@ -364,7 +369,7 @@ std::string NativeCompletionWriter::StreamEvents(const std::vector<SeqEvent>& ev
     }
     if (r.finish_reason == LLM_FINISH_ERROR || r.finish_reason == LLM_FINISH_CANCELLED) continue;  // StreamEnd says
     if (!e.text.empty())
-      out += Sse({{"index", i}, {"content", e.text}, {"tokens", json::array()}, {"stop", false}, {"id_slot", -1}});
+      out += Sse({{"index", i}, {"content", e.text}, {"tokens", json::array()}, {"stop", false}, {"id_slot", opt_.id_slot}});
     json last = Final(i, r);
     last["content"] = "";
     last["tokens"] = json::array();

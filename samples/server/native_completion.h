@@ -21,6 +21,7 @@ struct NativeOptions {
   std::vector<std::string> response_fields;  // only these ("a/b" = b inside a), when given
   int32_t n_probs = 0;         // completion_probabilities with this many alternatives
   int32_t n_predict = -1;      // as asked (-1: until the context ends)
+  int32_t id_slot = -1;        // the slot whose conversation this becomes (slot_store.h); -1: none
   bool multi = false;          // "prompt" was a list of prompts: the body is a list
   json settings;               // generation_settings, echoed back
   std::vector<std::string> prompt_texts;  // each prompt's tokens as text, specials rendered ("prompt")

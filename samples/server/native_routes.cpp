@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "http_body.h"
+#include "messages_api.h"
 #include "openai_response.h"
 #include "prompt_render.h"
 
@@ -119,6 +120,42 @@ void ApplyTemplate(const NativeInfo& info, const json& body, httplib::Response& 
   SendJson(res, 200, {{"prompt", g.prompts[0].text}});
 }
 
+// The number of tokens of a rendered or plain prompt; false (error sent) when
+// the tokenizer refuses it.
+bool CountPromptTokens(const NativeInfo& info, const PromptInput& p, int32_t* n, httplib::Response& res) {
+  if (p.is_tokens) {
+    *n = static_cast<int32_t>(p.tokens.size());
+    return true;
+  }
+  std::vector<llm_token> ids(p.text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
+  const llm_status s =
+      llm_tokenize(info.ctx, p.text.data(), p.text.size(), p.flags, ids.data(), static_cast<int32_t>(ids.size()), n);
+  if (s == LLM_OK) return true;
+  SendError(res, StatusError(s, llm_last_error()));
+  return false;
+}
+
+// Anthropic's POST /v1/messages/count_tokens: the Messages request's prompt,
+// rendered as /v1/messages renders it, counted.
+void CountTokens(const NativeInfo& info, const json& body, httplib::Response& res) {
+  if (!body.is_object()) return (void)Bad(res, "", "the request body must be a JSON object");
+  json request = body;
+  if (!request.contains("max_tokens")) request["max_tokens"] = 1;  // not part of a count request
+  request.erase("stream");
+  Generation g;
+  ApiError err;
+  json chat;
+  try {
+    if (!MessagesToChat(request, &chat, &err) || !ParseChatRequest(chat, &g, &err)) return SendError(res, err);
+  } catch (const json::exception& e) {
+    return (void)Bad(res, "", std::string("the request has a field of the wrong type (") + e.what() + ")");
+  }
+  if (!RenderChatPrompt(*info.prompter, &g, &err)) return SendError(res, err);
+  int32_t n = 0;
+  if (!CountPromptTokens(info, g.prompts[0], &n, res)) return;
+  SendJson(res, 200, {{"input_tokens", n}});
+}
+
 }  // namespace
 
 void RegisterNativeRoutes(httplib::Server* svr, NativeInfo info) {
@@ -136,6 +173,7 @@ void RegisterNativeRoutes(httplib::Server* svr, NativeInfo info) {
   post("/tokenize", Tokenize, info);
   post("/detokenize", Detokenize, info);
   post("/apply-template", ApplyTemplate, info);
+  post("/v1/messages/count_tokens", CountTokens, info);
   svr->Get("/props", [info](const httplib::Request&, httplib::Response& res) {
     const RequestDefaults& d = info.defaults;
     json params = {{"n_predict", d.n_predict},

@@ -5,6 +5,8 @@
 //   POST /detokenize      {"tokens": [id...]} -> {"content"}
 //   POST /apply-template  {"messages", "tools"?} -> {"prompt"} (the chat template, as a
 //                         chat completion would render it)
+//   POST /v1/messages/count_tokens  Anthropic's: a Messages request -> {"input_tokens"}
+//                         (its prompt rendered as /v1/messages renders it)
 //   GET  /props           {"default_generation_settings": {"n_ctx", "params", ...},
 //                         "model_alias", "model_path", "total_slots", "build_info", ...}
 //   GET  /slots           one entry per sequence the engine runs at once: {"id", "n_ctx",

@@ -73,33 +73,57 @@ bool SetConstraint(Generation* g, const char* param, int32_t kind, std::string t
 
 // response_format (OpenAI) and the extensions regex / grammar / choice (with
 // vLLM's guided_* names as aliases): what the output must match.
+// `field` names the schema itself (in a shape error), `param` the request
+// field a compile error names.
+bool SchemaConstraint(Generation* g, const char* field, const char* param, const json& schema, ApiError* err) {
+  if (!schema.is_object() && !schema.is_boolean())
+    return Bad(err, field, std::string(field) + " must be a JSON Schema (an object or a boolean)");
+  return SetConstraint(g, param, LLM_CONSTRAINT_JSON_SCHEMA, schema.dump(), err);
+}
+
 bool ParseConstraint(const json& body, Generation* g, ApiError* err) {
   if (const json* rf = Field(body, "response_format")) {
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
       return Bad(err, "response_format", "response_format must be an object with a string \"type\"");
     const std::string type = (*rf)["type"].get<std::string>();
     if (type == "json_object") {
-      if (!SetConstraint(g, "response_format", LLM_CONSTRAINT_JSON_OBJECT, "", err)) return false;
+      // llama.cpp's extension: a "schema" beside the type holds the object to it
+      if (const json* schema = Field(*rf, "schema")) {
+        if (!SchemaConstraint(g, "response_format.schema", "response_format.schema", *schema, err)) return false;
+      } else if (!SetConstraint(g, "response_format", LLM_CONSTRAINT_JSON_OBJECT, "", err)) {
+        return false;
+      }
     } else if (type == "json_schema") {
       const json* js = Field(*rf, "json_schema");
-      if (js == nullptr || !js->is_object())
-        return Bad(err, "response_format.json_schema", "response_format.json_schema must be an object");
-      if (const json* name = Field(*js, "name");
-          name == nullptr || !name->is_string() || name->get_ref<const std::string&>().size() > kMaxNameBytes)
-        return Bad(err, "response_format.json_schema.name",
-                   "response_format.json_schema.name must be a string of at most " + std::to_string(kMaxNameBytes) + " bytes");
-      if (const json* strict = Field(*js, "strict"); strict != nullptr && !strict->is_boolean())
-        return Bad(err, "response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
+      const json* schema = nullptr;
+      if (js != nullptr) {
+        if (!js->is_object())
+          return Bad(err, "response_format.json_schema", "response_format.json_schema must be an object");
+        // OpenAI requires a name; llama.cpp and vLLM do not: checked when given
+        if (const json* name = Field(*js, "name");
+            name != nullptr && (!name->is_string() || name->get_ref<const std::string&>().size() > kMaxNameBytes))
+          return Bad(err, "response_format.json_schema.name",
+                     "response_format.json_schema.name must be a string of at most " + std::to_string(kMaxNameBytes) + " bytes");
+        if (const json* strict = Field(*js, "strict"); strict != nullptr && !strict->is_boolean())
+          return Bad(err, "response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
+        schema = Field(*js, "schema");
+      } else {
+        schema = Field(*rf, "schema");  // llama.cpp's shorter form
+        if (schema == nullptr)
+          return Bad(err, "response_format.json_schema", "response_format.json_schema must be an object");
+      }
       // strict or not, the output is held to the schema: the constraint is exact.
-      const json* schema = Field(*js, "schema");
-      if (schema != nullptr && !schema->is_object() && !schema->is_boolean())
-        return Bad(err, "response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON Schema");
-      const std::string text = schema == nullptr ? std::string("{}") : schema->dump();
-      if (!SetConstraint(g, "response_format", LLM_CONSTRAINT_JSON_SCHEMA, text, err)) return false;
+      const json any = json::object();
+      if (!SchemaConstraint(g, js != nullptr ? "response_format.json_schema.schema" : "response_format.schema",
+                            "response_format", schema == nullptr ? any : *schema, err))
+        return false;
     } else if (type != "text") {
       return Bad(err, "response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\"");
     }
   }
+  // llama.cpp's extension: the schema as a top-level field
+  if (const json* schema = Field(body, "json_schema"); schema != nullptr && !schema->is_null())
+    if (!SchemaConstraint(g, "json_schema", "json_schema", *schema, err)) return false;
   for (const char* name : {"regex", "guided_regex", "grammar", "guided_grammar"}) {
     const json* f = Field(body, name);
     if (f == nullptr) continue;
@@ -258,6 +282,11 @@ ApiError StatusError(llm_status s, const std::string& message) {
     case LLM_ERR_CONTEXT_OVERFLOW:
       e.http_status = 400;
       e.code = "context_length_exceeded";
+      break;
+    case LLM_ERR_KV_MISMATCH:  // a KV file the client named: another model or geometry
+    case LLM_ERR_KV_CORRUPT:   // ... or damaged bytes
+      e.http_status = 400;
+      e.code = llm_status_str(s);
       break;
     case LLM_ERR_BUSY:
       e.http_status = 503;

@@ -182,8 +182,13 @@ json ResponseBuilder::ChunkChoice(int index, const std::string& text, const Choi
   json choice = {{"index", index}};
   if (chat_) {
     json delta = json::object();
+    // The role's own chunk says content null (as llama-server; OpenAI's
+    // clients take null or ""), so no content delta is ever empty.
     if (role) delta["role"] = "assistant";
-    if (role || !text.empty() || finish == nullptr) delta["content"] = text;
+    if (role && text.empty())
+      delta["content"] = nullptr;
+    else if (!text.empty() || finish == nullptr)
+      delta["content"] = text;
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = text;

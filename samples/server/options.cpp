@@ -50,6 +50,11 @@ namespace {
                "  --api-key-file FILE     keys from FILE, one per line\n"
                "  --allowed-host NAME     also answer requests whose Host (or Origin) is NAME; a server\n"
                "                          bound to a loopback address answers local names only\n"
+               "  --slot-save-path DIR    POST /slots/{id}?action=save|restore writes and reads the KV of\n"
+               "                          the conversation /completion ran with that id_slot in DIR\n"
+               "  --cors-origins LIST     origins whose web pages may read answers (comma-separated: host\n"
+               "                          names, whole origins, \"localhost\" for the local ones, \"*\" for\n"
+               "                          all); default: the local ones and the --allowed-host names\n"
                "  --temp T, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --seed S\n"
                "                          sampling defaults of every request that does not set its own\n"
                "  -n, --n-predict N       max_tokens of a request that sets none (default -1: until EOS or\n"
@@ -231,6 +236,10 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--api-key") o.api_keys.push_back(str());
     else if (a == "--api-key-file") o.api_key_file = str();
     else if (a == "--allowed-host") o.allowed_hosts.push_back(str());
+    else if (a == "--slot-save-path") o.slot_save_path = str();
+    else if (a == "--cors-origins") {
+      for (std::string& e : SplitList(str())) o.cors_origins.push_back(std::move(e));
+    }
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "--slots") o.slots = true;
     else if (a == "--no-slots") o.slots = false;

@@ -45,6 +45,8 @@ struct Options {
   std::vector<std::string> api_keys;
   std::string api_key_file;
   std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;  // --cors-origins, comma-separated
+  std::string slot_save_path;             // --slot-save-path: slot files (slot_store.h)
   bool verbose = false;
   bool slots = true;  // GET /slots answers (--no-slots: 501, as llama-server)
   RequestDefaults defaults;  // --temp, --top-k, --top-p, --min-p, --repeat-penalty, --seed, -n

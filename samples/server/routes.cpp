@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -31,6 +32,7 @@ struct StreamState {
   std::unique_ptr<ResponseWriter> builder;
   bool started = false;
   bool ended = false;
+  std::function<void()> on_end;  // once the whole answer is there (a slot's record)
 };
 
 json StatsJson(llm_ctx* ctx, const Engine& engine) {
@@ -117,10 +119,23 @@ bool FitToContext(llm_ctx* ctx, int32_t n_ctx, PromptInput* in, int32_t* max_tok
 }  // namespace
 
 void InstallAccessCheck(httplib::Server* svr, AccessPolicy policy) {
+  // The answers to allowed origins carry the CORS headers (streams too: the
+  // post-routing handler runs before a content provider writes anything).
+  svr->set_post_routing_handler([policy](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "OPTIONS" || !req.has_header("Origin")) return;
+    for (const auto& [name, value] : CorsHeaders(policy, req.get_header_value("Origin"), false))
+      res.set_header(name, value);
+  });
   svr->set_pre_routing_handler([policy = std::move(policy)](const httplib::Request& req, httplib::Response& res) {
     const AccessDecision d =
-        CheckAccess(policy, req.path, req.get_header_value("Host"), req.get_header_value("Origin"),
+        CheckAccess(policy, req.method, req.path, req.get_header_value("Host"), req.get_header_value("Origin"),
                     req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+    if (d.http_status == 0 && req.method == "OPTIONS") {  // a CORS preflight, on any path
+      for (const auto& [name, value] : CorsHeaders(policy, req.get_header_value("Origin"), true))
+        res.set_header(name, value);
+      res.status = 200;
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (d.http_status == 0) return httplib::Server::HandlerResponse::Unhandled;
     ApiError e;
     e.http_status = d.http_status;
@@ -162,6 +177,47 @@ bool Routes::TokenizeText(const std::string& text, bool add_special, std::vector
     return false;
   out->insert(out->end(), ids.begin(), ids.begin() + n);
   return true;
+}
+
+bool Routes::TakeSlot(Generation* g, int32_t slot, ApiError* err) const {
+  if (slots_ == nullptr) return true;  // no slot files: id_slot is only echoed
+  if (slot >= total_slots_) {
+    err->param = "id_slot";
+    err->message = "id_slot must be from 0 to " + std::to_string(total_slots_ - 1) + " (--max-seqs)";
+    return false;
+  }
+  if (g->prompts.size() != 1 || g->n != 1) {
+    err->param = "id_slot";
+    err->message = "a request with id_slot has one prompt and one sequence";
+    return false;
+  }
+  // The conversation is recorded as ids: the prompt is tokenized here.
+  PromptInput& in = g->prompts[0];
+  if (!in.is_tokens) {
+    std::vector<llm_token> ids(in.text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
+    int32_t n = 0;
+    if (llm_status s = llm_tokenize(engine_->ctx(), in.text.data(), in.text.size(), in.flags, ids.data(),
+                                    static_cast<int32_t>(ids.size()), &n);
+        s != LLM_OK) {
+      *err = StatusError(s, llm_last_error());
+      err->param = "prompt";
+      return false;
+    }
+    ids.resize(static_cast<size_t>(n));
+    in.tokens = std::move(ids);
+    in.is_tokens = true;
+  }
+  return true;
+}
+
+int32_t Routes::PromptTokenCount(const PromptInput& in) const {
+  if (in.is_tokens) return static_cast<int32_t>(in.tokens.size());
+  std::vector<llm_token> ids(in.text.size() + 8);  // a token is at least one byte (+ BOS/EOS)
+  int32_t n = 0;
+  if (llm_tokenize(engine_->ctx(), in.text.data(), in.text.size(), in.flags, ids.data(),
+                   static_cast<int32_t>(ids.size()), &n) != LLM_OK)
+    return 0;
+  return n;
 }
 
 std::string Routes::PromptText(const PromptInput& in) const {
@@ -220,6 +276,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       if (ok) ok = ParseKvTransferParams(body, &g, &err);
       if (ok) ApplyRequestDefaults(body, defaults_, &g);
     }
+    if (ok && native.id_slot >= 0) ok = TakeSlot(&g, native.id_slot, &err);
     if (!ok) return SendError(res, err);
   } catch (const json::exception& e) {
     // A field of a type the parser did not expect, missed by its checks:
@@ -269,7 +326,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     r.stop = stops.empty() ? nullptr : stops.data();
     r.n_stop = static_cast<int32_t>(stops.size());
     r.ignore_eos = g.ignore_eos ? 1 : 0;
-    r.keep_kv = g.keep_kv ? 1 : 0;
+    r.keep_kv = g.keep_kv || (native.id_slot >= 0 && slots_ != nullptr) ? 1 : 0;  // a slot's conversation stays for its save
     r.kv_produce = g.kv_produce ? 1 : 0;
     r.kv_transfer_desc = g.kv_transfer_desc.empty() ? nullptr : g.kv_transfer_desc.c_str();
     r.top_logprobs = g.top_logprobs;
@@ -304,10 +361,19 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
   else if (api == Api::kResponses)
     builder = std::make_unique<ResponsesWriter>(g, body, model_name_, token_text);
   else if (api == Api::kMessages)
-    builder = std::make_unique<MessagesWriter>(g, model_name_, token_text);
+    builder = std::make_unique<MessagesWriter>(g, model_name_, token_text, PromptTokenCount(g.prompts[0]));
   else
     builder = std::make_unique<ResponseBuilder>(g, model_name_, token_text);
 
+  std::function<void()> record_slot;
+  if (native.id_slot >= 0 && slots_ != nullptr) {
+    record_slot = [this, slot = native.id_slot, prompt = g.prompts[0].tokens, job] {
+      std::vector<llm_token> all = prompt;
+      const std::vector<llm_token> out = job->Tokens(0);
+      all.insert(all.end(), out.begin(), out.end());
+      slots_->Set(slot, std::move(all));
+    };
+  }
   if (!g.stream) {
     // The client's connection is not watched here; max_tokens bounds the wait.
     std::vector<SeqEvent> events;
@@ -315,6 +381,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       events.clear();
       if (job->Wait(&events, milliseconds(1000))) builder->Apply(events);
     }
+    if (record_slot) record_slot();
     if (builder->Failed(&err)) {
       // A constraint the matcher cannot follow to the end (too ambiguous)
       // is the request's parameter at fault.
@@ -328,6 +395,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
   auto state = std::make_shared<StreamState>();
   state->job = std::move(job);
   state->builder = std::move(builder);
+  state->on_end = std::move(record_slot);
   ++engine_->active_streams;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -348,6 +416,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
         if (!out.empty() && !sink.write(out.data(), out.size())) return false;
         if (done) {
           state->ended = true;
+          if (state->on_end) state->on_end();
           sink.done();
         }
         return true;
@@ -421,6 +490,7 @@ void Routes::Register(httplib::Server* svr) {
   post("/completion", Api::kNative);  // llama.cpp's native API
   post("/completions", Api::kNative);
   post("/v1/responses", Api::kResponses);  // OpenAI's Responses API
+  post("/responses", Api::kResponses);
   post("/v1/messages", Api::kMessages);    // Anthropic's Messages API
 
   // Errors httplib produces itself (unknown path, bad method, body too

@@ -14,6 +14,7 @@
 #include "idle_trim.h"
 #include "openai_request.h"
 #include "request_defaults.h"
+#include "slot_store.h"
 
 namespace httplib {
 class Server;
@@ -35,6 +36,11 @@ class Routes {
 
   // The server's sampling flags (request_defaults.h); set before Register.
   void set_defaults(const RequestDefaults& d) { defaults_ = d; }
+  // /completion's id_slot records the conversation in `store` (slot_store.h).
+  void set_slots(SlotStore* store, int32_t total_slots) {
+    slots_ = store;
+    total_slots_ = total_slots;
+  }
   // The model's other names and its labels, shown by /v1/models.
   void set_labels(std::vector<std::string> aliases, std::vector<std::string> tags) {
     aliases_ = std::move(aliases);
@@ -51,6 +57,9 @@ class Routes {
   bool TokenizeText(const std::string& text, bool add_special, std::vector<llm_token>* out) const;
   // A prompt as its tokens spell it, special tokens rendered ("<s> Hello").
   std::string PromptText(const PromptInput& in) const;
+  int32_t PromptTokenCount(const PromptInput& in) const;  // 0 when it cannot be tokenized
+  // Checks a request for a slot and tokenizes its prompt (false: *err).
+  bool TakeSlot(Generation* g, int32_t slot, ApiError* err) const;
 
   Engine* engine_;
   const chat::Prompter* prompter_;
@@ -60,6 +69,8 @@ class Routes {
   bool log_;
   RequestDefaults defaults_;
   std::vector<std::string> aliases_, tags_;
+  SlotStore* slots_ = nullptr;
+  int32_t total_slots_ = 0;
   IdleTrim idle_trim_;
 };
 

@@ -8,8 +8,10 @@ model, no file needed); any other one ends the start with a message naming it
 (the tests that need it cannot run here); only the suite's prefetch pass,
 which starts every preset once to download its model, is answered by the
 built-in model."""
+import json
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -22,7 +24,20 @@ LOCAL = {
 }
 
 
+def log_start(argv):
+    """Appends the suite's command line to LAUNCHER_LOG (default: a file in
+    the temp dir), so that the servers that refused to start can be replayed
+    for their message (replay.py)."""
+    path = os.environ.get("LAUNCHER_LOG") or os.path.join(tempfile.gettempdir(), "llmrt-launcher-argv.jsonl")
+    try:
+        with open(path, "a") as f:
+            f.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "argv": argv}) + "\n")
+    except OSError:
+        pass
+
+
 def main(argv):
+    log_start(argv)
     out, repo, hf_file, url = [], None, None, None
     i = 0
     while i < len(argv):

@@ -32,9 +32,12 @@ if [ ! -x "$venv/bin/pytest" ]; then
 fi
 export LLM_SERVER_BIN=${LLM_SERVER_BIN:-$repo/build/bin/llm-server}
 export LLAMA_SERVER_BIN_PATH="$here/launcher.py"
+export LAUNCHER_LOG="$work/launches.jsonl"
+rm -f "$LAUNCHER_LOG"
 cd "$tests"
 set +e
 "$venv/bin/python" -m pytest -q -p no:cacheprovider --junitxml="$work/last-run.xml" "${@:-unit/}" > "$work/last-run.log" 2>&1
 set -e
 tail -n 1 "$work/last-run.log"
-python3 "$here/summarize.py" "$work/last-run.xml"
+python3 "$here/replay.py" "$LAUNCHER_LOG" "$work/last-run.xml" "$work/refusals.json"
+python3 "$here/summarize.py" "$work/last-run.xml" "$work/refusals.json"

@@ -14,6 +14,7 @@ when a client package is missing.
 import json
 import os
 import sys
+import urllib.request
 
 import server_proc
 
@@ -102,9 +103,22 @@ try:
         streamed = "".join(st.text_stream)
         final = st.get_final_message()
     check(streamed == expected and final.content[0].text == expected, "messages stream: text deltas join to the text")
+    check(final.usage.input_tokens == chat.usage.prompt_tokens, "messages stream: input_tokens (%d)" % final.usage.input_tokens)
+    raw = urllib.request.urlopen(urllib.request.Request(
+        "http://127.0.0.1:%d/v1/messages" % port, headers={"Content-Type": "application/json"},
+        data=json.dumps({"model": "m", "max_tokens": 4, "stream": True, "system": "Be brief.",
+                         "messages": [{"role": "user", "content": QUESTION}]}).encode()), timeout=120).read().decode()
+    start = json.loads(raw.split("data: ", 1)[1].split("\n", 1)[0])
+    check(start["type"] == "message_start" and start["message"]["usage"]["input_tokens"] == chat.usage.prompt_tokens,
+          "messages stream: message_start tells the prompt's length (%s)" % start["message"]["usage"])
     m = an.messages.create(model="m", max_tokens=3, messages=[{"role": "user", "content": QUESTION}])
     check(m.stop_reason == "max_tokens", "messages: max_tokens stop reason")
+    counted = an.messages.count_tokens(model="m", system="Be brief.", messages=[{"role": "user", "content": QUESTION}])
+    check(counted.input_tokens == chat.usage.prompt_tokens,
+          "messages.count_tokens: the prompt a request computes (%d vs %d)" % (counted.input_tokens, chat.usage.prompt_tokens))
     atools = [{"name": "get_weather", "description": "Current weather in a city", "input_schema": TOOL_PARAMS}]
+    with_tools = an.messages.count_tokens(model="m", tools=atools, messages=[{"role": "user", "content": QUESTION}])
+    check(with_tools.input_tokens > counted.input_tokens - 10, "messages.count_tokens with tools: %d" % with_tools.input_tokens)
     m = an.messages.create(model="m", max_tokens=100, tools=atools, tool_choice={"type": "any"},
                            messages=[{"role": "user", "content": "What is the weather in Paris?"}])
     uses = [b for b in m.content if b.type == "tool_use"]

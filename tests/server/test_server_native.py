@@ -7,7 +7,9 @@ With SmolLM2 (its chat template; the bundled stories260K when it is absent):
 /tokenize (plain, add_special, with_pieces) against the C API's tokenizer
 through /v1/completions' usage, /detokenize round trips, /apply-template
 gives the prompt a chat completion is computed from (its token count is the
-completion's usage.prompt_tokens), /props, and bad inputs are 400s.
+completion's usage.prompt_tokens), /props, and bad inputs are 400s; the
+schema forms llama-server accepts on /v1/chat/completions (a top-level
+json_schema, response_format's schema beside json_object or json_schema).
 """
 import json
 import os
@@ -80,6 +82,23 @@ try:
                               ("/apply-template", {"messages": "hi"}, "messages")]:
         st, r = post(path, body)
         check(st == 400 and r["error"]["param"] == param, "%s %s: 400 naming %s (%s %s)" % (path, body, param, st, r))
+    # llama-server's ways of sending a schema to /v1/chat/completions: the
+    # output is held to each (const: nothing else can be written)
+    msgs = [{"role": "user", "content": "Write an example"}]
+    for extra, want in [({"json_schema": {"const": "42"}}, '"42"'),
+                        ({"response_format": {"type": "json_object", "schema": {"const": "foo"}}}, '"foo"'),
+                        ({"response_format": {"type": "json_schema", "json_schema": {"schema": {"const": 7}}}}, "7"),
+                        ({"response_format": {"type": "json_schema", "schema": {"enum": [True]}}}, "true")]:
+        st, r = post("/v1/chat/completions", dict({"messages": msgs, "max_tokens": 8, "temperature": 1.0}, **extra))
+        got = r["choices"][0]["message"]["content"] if st == 200 else r
+        check(st == 200 and got.strip() == want, "%s: %r" % (extra, got))
+    for extra, param in [({"json_schema": 123}, "json_schema"),
+                         ({"response_format": {"type": "json_object", "schema": 123}}, "response_format.schema"),
+                         ({"response_format": {"type": "json_object", "schema": {"type": "hiccup"}}}, "response_format.schema"),
+                         ({"response_format": {"type": "sound"}}, "response_format.type"),
+                         ({"json_schema": {"const": 1}, "grammar": "root ::= \"a\""}, None)]:
+        st, r = post("/v1/chat/completions", dict({"messages": msgs, "max_tokens": 4}, **extra))
+        check(st == 400 and (param is None or r["error"]["param"] == param), "%s: 400 naming %s (%s %s)" % (extra, param, st, r))
 finally:
     server_proc.stop(proc)
 if failures:
