@@ -150,7 +150,7 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     if (!engine.ok()) return Fail(engine.status());
     auto disagg = llm::capi::CreateDisagg(p, **engine);
     if (!disagg.ok()) return Fail(disagg.status());
-    *out_ctx = new llm_ctx{std::move(*disagg), std::move(*engine), {}};
+    *out_ctx = new llm_ctx{std::move(*engine), {}, std::move(*disagg)};
     return Ok();
   });
 }

@@ -14,10 +14,11 @@
 #include "llm.h"
 
 struct llm_ctx {
-  // First, so it goes last: the engine's publisher points into it.
-  std::unique_ptr<llm::capi::DisaggState> disagg;  // null: no kv_role (capi_disagg.h)
   std::unique_ptr<llm::Engine> engine;
   llm::constrain::ConstraintCache constraints;  // compiled constraints by content (capi_constraint.cpp)
+  std::unique_ptr<llm::capi::DisaggState> disagg;  // null: no kv_role (capi_disagg.h)
+  // The engine goes first: its thread may still publish into `disagg`.
+  ~llm_ctx() { engine.reset(); }
 };
 
 namespace llm::capi {
