@@ -330,7 +330,30 @@ typedef struct llm_ctx_params {
   uint64_t kv_disk_bytes;     /* disk tier budget in bytes (least recently  */
                               /* used files deleted beyond it); 0 = 4 GiB.  */
                               /* Less than one KV block: INVALID_ARGUMENT.  */
+  /* --- appended in 0.5 (issue 33): prefill/decode disaggregation over     */
+  /* UCX (docs/DISAGG.md). A producer runs a request's prompt and holds its  */
+  /* KV under a lease; its final event carries a transfer descriptor; a     */
+  /* consumer given that descriptor pulls the KV over UCX before the        */
+  /* request is scheduled, or computes the prompt itself when anything      */
+  /* fails. A library built without UCX refuses any role (UNSUPPORTED).     */
+  /* Callers built against an older header get no role. --- */
+  int32_t kv_role;            /* LLM_KV_ROLE_*; default NONE                */
+  int32_t kv_lease_ms;        /* producer: how long an unfetched transfer   */
+                              /* is held (each pull step extends it);       */
+                              /* 0 = 30000; < 0: INVALID_ARGUMENT           */
+  const char* kv_listen_addr; /* producer: "host:port" UCX listens on (port */
+                              /* 0: any free one; the descriptor names the  */
+                              /* one taken); NULL = "127.0.0.1:0"           */
 } llm_ctx_params;
+
+/* llm_ctx_params.kv_role */
+typedef enum llm_kv_role {
+  LLM_KV_ROLE_NONE = 0,     /* neither: requests with kv_produce or a        */
+                            /* kv_transfer_desc get INVALID_ARGUMENT         */
+  LLM_KV_ROLE_PRODUCER = 1, /* serves transfers (llm_request.kv_produce)     */
+  LLM_KV_ROLE_CONSUMER = 2, /* pulls them (llm_request.kv_transfer_desc)     */
+  LLM_KV_ROLE_BOTH = 3
+} llm_kv_role;
 
 /* Fills *params with struct_size and defaults. NULL: LLM_ERR_NULL_ARGUMENT. */
 LLM_API llm_status llm_ctx_params_init(llm_ctx_params* params);
@@ -440,6 +463,19 @@ typedef struct llm_event {
                              /* (and both counts 0) otherwise.              */
   int32_t n_embedding;       /* values per row                              */
   int32_t n_embedding_rows;  /* 1; the prompt's tokens for POOLING_NONE     */
+  /* --- appended in 0.5 (issue 33: disaggregation); written only when the
+   *     caller's events[0].struct_size includes them --- */
+  const char* kv_transfer_desc; /* FINAL of a kv_produce request that ended */
+                             /* with LLM_OK: the transfer descriptor (an     */
+                             /* ASCII string to hand to a consumer's         */
+                             /* llm_request.kv_transfer_desc); NULL when the */
+                             /* prompt held no full KV block or otherwise.   */
+                             /* Valid as long as `text`.                     */
+  int32_t transferred_prompt_tokens; /* FINAL: prompt tokens whose KV       */
+                             /* arrived by transfer (of cached_prompt_tokens)*/
+  llm_status kv_transfer_status; /* FINAL of a request with a descriptor:   */
+                             /* LLM_OK, or why the pull failed and the       */
+                             /* prompt was computed here instead             */
 } llm_event;
 
 
@@ -531,6 +567,26 @@ typedef struct llm_request {
                               /* llm_kv_export). 0 (default): ordinary LRU. */
                               /* Other values: INVALID_ARGUMENT.            */
   int32_t reserved3;          /* must be 0                                  */
+  /* --- appended in 0.5 (issue 33: disaggregation); an older caller's
+   *     smaller struct_size leaves both unset --- */
+  const char* kv_transfer_desc; /* consumer context: a producer's           */
+                              /* descriptor (llm_event.kv_transfer_desc) for */
+                              /* this prompt; llm_submit pulls the KV before */
+                              /* it returns (bounded by timeouts and the     */
+                              /* lease) and the request reuses it as cached  */
+                              /* prefix. A failed pull (producer gone, lease */
+                              /* expired, another model, a corrupt or short  */
+                              /* transfer) is logged on stderr and the       */
+                              /* prompt is computed: never an error, never a */
+                              /* token from bad KV (event.kv_transfer_status */
+                              /* says why). A descriptor that does not parse:*/
+                              /* INVALID_ARGUMENT. NULL (default): none.     */
+  int32_t kv_produce;         /* producer context: 1 = when the request      */
+                              /* finishes, hold its prompt's full KV blocks  */
+                              /* under a lease and put a descriptor in its   */
+                              /* final event. 0 (default). Other values:     */
+                              /* INVALID_ARGUMENT                            */
+  int32_t reserved4;          /* must be 0                                  */
 } llm_request;
 
 /* What a request asks of the model (llm_request.task).
@@ -602,7 +658,9 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
  * called from a token callback of the same context. */
 LLM_API void llm_ctx_destroy(llm_ctx* ctx);
 
-/* Queues a request and returns at once with its id in *out_id (never 0).
+/* Queues a request and returns at once with its id in *out_id (never 0) --
+ * but for a kv_transfer_desc on a consumer context, whose KV pull and import
+ * run first (each step bounded by a timeout; docs/DISAGG.md).
  * The library copies everything it needs from *request (prompt, tokens, stop
  * strings, sampling params) before returning.
  * Errors: NULL_ARGUMENT, STRUCT_SIZE, INVALID_ARGUMENT (max_tokens <= 0,
@@ -730,6 +788,18 @@ typedef struct llm_stats {
   int32_t kv_tier_disk_on;     /* 1 while the disk tier works; 0 without one, */
                                /* or once an error turned it off              */
   int32_t reserved2;
+  /* --- appended in 0.5 (issue 33: disaggregation, llm_ctx_params.kv_role) */
+  uint64_t kv_xfer_pulls;      /* consumer: pulls that imported KV            */
+  uint64_t kv_xfer_fallbacks;  /* consumer: pulls that failed (prompt computed)*/
+  uint64_t kv_xfer_bytes;      /* consumer: bytes received                    */
+  uint64_t kv_xfer_tokens;     /* consumer: prompt tokens imported            */
+  double kv_xfer_seconds;      /* consumer: time spent pulling and importing  */
+  uint64_t kv_xfer_served;     /* producer: transfers served in full          */
+  uint64_t kv_xfer_bytes_served; /* producer: bytes sent                      */
+  uint64_t kv_leases_expired;  /* producer: leases dropped unfetched          */
+  uint64_t kv_lease_bytes;     /* producer: bytes held under leases now       */
+  int32_t kv_leases_active;    /* producer: leases held now                   */
+  int32_t kv_role;             /* the context's LLM_KV_ROLE_*                 */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the

@@ -14,7 +14,7 @@ targets=(test_capi ctest_api test_golden test_thread_pool test_api_misuse test_c
 # -O1 -g1 keeps the instrumented build fast to compile and still quick to run
 # (line tables are all the race reports need).
 cmake -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DLLM_SANITIZE=thread -DLLM_CUDA=OFF \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DLLM_SANITIZE=thread -DLLM_CUDA=OFF -DLLM_UCX=OFF \
   -DLLM_BUILD_SAMPLES=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" test_kv_state test_kv_tiers
 # Each GoogleTest test is a ctest entry named <binary>.<Suite>.<Test>.

@@ -101,6 +101,13 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_KV_Q8_0, 3);
 }
 
+TEST(Abi, KvRoleValues) {
+  EXPECT_EQ(LLM_KV_ROLE_NONE, 0);
+  EXPECT_EQ(LLM_KV_ROLE_PRODUCER, 1);
+  EXPECT_EQ(LLM_KV_ROLE_CONSUMER, 2);
+  EXPECT_EQ(LLM_KV_ROLE_BOTH, 3);
+}
+
 TEST(Abi, ToolFormatValues) {
   EXPECT_EQ(LLM_TOOL_FORMAT_AUTO, 0);
   EXPECT_EQ(LLM_TOOL_FORMAT_GENERIC, 1);
@@ -113,7 +120,11 @@ TEST(Abi, ToolFormatValues) {
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 128u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 144u);
+  // appended in 0.5 (issue 33: prefill/decode disaggregation)
+  PIN(llm_ctx_params, kv_role, 128);
+  PIN(llm_ctx_params, kv_lease_ms, 132);
+  PIN(llm_ctx_params, kv_listen_addr, 136);
   // appended in 0.4 (issue 30: KV tiers)
   PIN(llm_ctx_params, kv_host_bytes, 104);
   PIN(llm_ctx_params, kv_disk_dir, 112);
@@ -165,7 +176,11 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 184u);
+  EXPECT_EQ(sizeof(llm_request), 200u);
+  // appended in 0.5 (issue 33: prefill/decode disaggregation)
+  PIN(llm_request, kv_transfer_desc, 184);
+  PIN(llm_request, kv_produce, 192);
+  PIN(llm_request, reserved4, 196);
   // appended in 0.4 (issue 31: embeddings)
   PIN(llm_request, task, 152);
   PIN(llm_request, pooling, 156);
@@ -220,7 +235,11 @@ TEST(Abi, EventAndMetricsLayout) {
   PIN(llm_metrics, ttft_ms, 32);
   PIN(llm_metrics, tpot_ms, 40);
   PIN(llm_metrics, total_ms, 48);
-  EXPECT_EQ(sizeof(llm_event), 160u);
+  EXPECT_EQ(sizeof(llm_event), 176u);
+  // appended in 0.5 (issue 33: prefill/decode disaggregation)
+  PIN(llm_event, kv_transfer_desc, 160);
+  PIN(llm_event, transferred_prompt_tokens, 168);
+  PIN(llm_event, kv_transfer_status, 172);
   // appended in 0.4 (issue 31: embeddings)
   PIN(llm_event, embedding, 144);
   PIN(llm_event, n_embedding, 152);
@@ -250,7 +269,19 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 304u);
+  EXPECT_EQ(sizeof(llm_stats), 384u);
+  // appended in 0.5 (issue 33: prefill/decode disaggregation)
+  PIN(llm_stats, kv_xfer_pulls, 304);
+  PIN(llm_stats, kv_xfer_fallbacks, 312);
+  PIN(llm_stats, kv_xfer_bytes, 320);
+  PIN(llm_stats, kv_xfer_tokens, 328);
+  PIN(llm_stats, kv_xfer_seconds, 336);
+  PIN(llm_stats, kv_xfer_served, 344);
+  PIN(llm_stats, kv_xfer_bytes_served, 352);
+  PIN(llm_stats, kv_leases_expired, 360);
+  PIN(llm_stats, kv_lease_bytes, 368);
+  PIN(llm_stats, kv_leases_active, 376);
+  PIN(llm_stats, kv_role, 380);
   // appended in 0.4 (issue 30: KV tiers)
   PIN(llm_stats, kv_tier_host_hit_tokens, 232);
   PIN(llm_stats, kv_tier_disk_hit_tokens, 240);

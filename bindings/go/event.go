@@ -62,6 +62,12 @@ type Event struct {
 	// TopLogprobs: the request's TopLogprobs most likely tokens at this
 	// position with their logprobs, most likely first (token events only).
 	TopLogprobs []TokenLogprob
+	// Final events, disaggregation: the producer's transfer descriptor
+	// (Request.KVProduce), and the prompt tokens that arrived by transfer
+	// (Request.KVTransferDesc) with the pull's status (nil: it worked).
+	KVTransferDesc          string
+	TransferredPromptTokens int
+	KVTransferErr           error
 }
 
 // TokenLogprob is one alternative of Event.TopLogprobs.
@@ -95,6 +101,13 @@ func convert(ev *C.llm_event) Event {
 		TPOTMs:             float64(m.tpot_ms),
 		TotalMs:            float64(m.total_ms),
 	}
+	if ev.kv_transfer_desc != nil {
+		e.KVTransferDesc = C.GoString(ev.kv_transfer_desc)
+	}
+	e.TransferredPromptTokens = int(ev.transferred_prompt_tokens)
+	if ev.kv_transfer_status != C.LLM_OK {
+		e.KVTransferErr = &Error{Status: Status(ev.kv_transfer_status), Message: "the KV transfer failed; the prompt was computed here"}
+	}
 	if e.Finish == FinishError {
 		e.Err = &Error{Status: Status(ev.status), Message: C.GoString(ev.message)}
 	}
@@ -107,6 +120,10 @@ type Sequence struct {
 	Tokens  []int32
 	Finish  FinishReason
 	Metrics Metrics
+	// From the final event (Event's fields of the same names).
+	KVTransferDesc          string
+	TransferredPromptTokens int
+	KVTransferErr           error
 }
 
 // Result is everything a request produced.
@@ -138,6 +155,7 @@ func (r *Result) add(ev Event) {
 	s.Text += ev.Text
 	if ev.Final {
 		s.Finish, s.Metrics = ev.Finish, ev.Metrics
+		s.KVTransferDesc, s.TransferredPromptTokens, s.KVTransferErr = ev.KVTransferDesc, ev.TransferredPromptTokens, ev.KVTransferErr
 	} else {
 		s.Tokens = append(s.Tokens, ev.Token)
 	}

@@ -43,7 +43,22 @@ type Params struct {
 	MaxSeqs        int
 	MaxBatchTokens int
 	MaxQueued      int
+	// Prefill/decode disaggregation (llm_ctx_params.kv_role; a build
+	// without UCX refuses any role with StatusUnsupported).
+	KVRole       KVRole
+	KVLeaseMs    int    // producer: lease duration; 0 = 30000
+	KVListenAddr string // producer: "host:port" UCX listens on; "" = 127.0.0.1:0
 }
+
+// KVRole is llm_ctx_params.kv_role.
+type KVRole int32
+
+const (
+	KVRoleNone     KVRole = C.LLM_KV_ROLE_NONE
+	KVRoleProducer KVRole = C.LLM_KV_ROLE_PRODUCER
+	KVRoleConsumer KVRole = C.LLM_KV_ROLE_CONSUMER
+	KVRoleBoth     KVRole = C.LLM_KV_ROLE_BOTH
+)
 
 // Context is a loaded model with its engine. Safe for concurrent use;
 // Close must not race the other methods.
@@ -84,6 +99,13 @@ func Open(p *Params) (*Context, error) {
 	cp.max_seqs = C.int32_t(p.MaxSeqs)
 	cp.max_batch_tokens = C.int32_t(p.MaxBatchTokens)
 	cp.max_queued = C.int32_t(p.MaxQueued)
+	cp.kv_role = C.int32_t(p.KVRole)
+	cp.kv_lease_ms = C.int32_t(p.KVLeaseMs)
+	if p.KVListenAddr != "" {
+		addr := C.CString(p.KVListenAddr)
+		defer C.free(unsafe.Pointer(addr))
+		cp.kv_listen_addr = addr
+	}
 	c := &Context{routes: make(map[uint64]*stream), pumpDone: make(chan struct{})}
 	// cp lives in Go memory but holds only C pointers, which cgo allows.
 	if err := call(func() C.llm_status { return C.llm_ctx_create(&cp, &c.raw) }); err != nil {

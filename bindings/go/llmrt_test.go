@@ -445,3 +445,40 @@ func TestKVStateFile(t *testing.T) {
 		t.Fatalf("damaged file: %v", err)
 	}
 }
+
+// Disaggregation: a producer's descriptor, pulled by a consumer, continues
+// like one context; without UCX the role is refused with StatusUnsupported.
+func TestDisaggProducerConsumer(t *testing.T) {
+	os.Setenv("UCX_TLS", "tcp")
+	prod, err := Open(&Params{KVRole: KVRoleProducer})
+	if errors.Is(err, &Error{Status: StatusUnsupported}) {
+		t.Skip("built without UCX")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	cons, err := Open(&Params{KVRole: KVRoleConsumer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prompt := []int32{1}
+	for i := int32(1); i < 40; i++ {
+		prompt = append(prompt, (7*i+11)%250+3)
+	}
+	g := Greedy()
+	pre, err := prod.Generate(context.Background(), Request{PromptTokens: prompt, MaxTokens: 1, Sampling: &g, KVProduce: true}, nil)
+	if err != nil || pre.Sequences[0].KVTransferDesc == "" {
+		t.Fatalf("producer: %v, descriptor %q", err, pre.Sequences[0].KVTransferDesc)
+	}
+	got, err := cons.Generate(context.Background(), Request{PromptTokens: prompt, MaxTokens: 8, Sampling: &g, IgnoreEOS: true,
+		KVTransferDesc: pre.Sequences[0].KVTransferDesc}, nil)
+	if err != nil || got.Sequences[0].KVTransferErr != nil || got.Sequences[0].TransferredPromptTokens != 32 {
+		t.Fatalf("consumer: %v, transfer %v, %d tokens (want 32)", err, got.Sequences[0].KVTransferErr, got.Sequences[0].TransferredPromptTokens)
+	}
+	want, err := prod.Generate(context.Background(), Request{PromptTokens: prompt, MaxTokens: 8, Sampling: &g, IgnoreEOS: true}, nil)
+	if err != nil || fmt.Sprint(want.Tokens()) != fmt.Sprint(got.Tokens()) {
+		t.Fatalf("outputs differ: %v vs %v (%v)", got.Tokens(), want.Tokens(), err)
+	}
+}

@@ -74,6 +74,11 @@ type Request struct {
 	ConstraintKind ConstraintKind
 	Constraint     string
 	Choices        []string
+	// Disaggregation: KVProduce (producer context) asks for a transfer
+	// descriptor in the final event; KVTransferDesc (consumer context) is
+	// one, whose KV is pulled before the request runs.
+	KVProduce      bool
+	KVTransferDesc string
 }
 
 // cRequest is a request in C memory, so no Go pointer reaches the library.
@@ -125,6 +130,12 @@ func newCRequest(q *Request) (*cRequest, error) {
 		r.req.n = C.int32_t(q.N)
 	}
 	r.req.priority = C.int32_t(q.Priority)
+	if q.KVProduce {
+		r.req.kv_produce = 1
+	}
+	if q.KVTransferDesc != "" {
+		r.req.kv_transfer_desc = r.cstring(q.KVTransferDesc)
+	}
 	if q.IgnoreEOS {
 		r.req.ignore_eos = 1
 	}

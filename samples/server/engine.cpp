@@ -65,6 +65,8 @@ void Engine::OnEvent(const llm_event* ev, void* user_data) {
     e.status = ev->status;
     e.message = ev->message;
     e.metrics = ev->metrics;
+    if (ev->kv_transfer_desc != nullptr) e.kv_transfer_desc = ev->kv_transfer_desc;
+    e.transferred_tokens = ev->transferred_prompt_tokens;
   }
   Job& job = *hook->job;
   {

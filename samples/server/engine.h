@@ -39,6 +39,8 @@ struct SeqEvent {
   llm_status status = LLM_OK;               // FINAL only
   std::string message;                      // FINAL only
   llm_metrics metrics{};                    // FINAL only
+  std::string kv_transfer_desc;             // FINAL of a kv_produce request
+  int32_t transferred_tokens = 0;           // FINAL: prompt tokens that arrived by KV transfer
 };
 
 // The generations of one HTTP request: one llm request per prompt, n

@@ -70,6 +70,9 @@ llm_ctx* CreateContext(const server::Options& o) {
   p.kv_host_bytes = o.kv_host_bytes;
   p.kv_disk_dir = o.kv_disk_dir.empty() ? nullptr : o.kv_disk_dir.c_str();
   p.kv_disk_bytes = o.kv_disk_bytes;
+  p.kv_role = o.kv_role;
+  p.kv_lease_ms = o.kv_lease_ms;
+  p.kv_listen_addr = o.kv_listen.empty() ? nullptr : o.kv_listen.c_str();
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&p, &ctx), "llm_ctx_create")) return nullptr;
   // The default context length is no longer than the model was trained for.

@@ -14,6 +14,12 @@ class Writer {
     std::snprintf(buf, sizeof buf, "%" PRIu64, v);
     Sample(name, buf);
   }
+  void CounterSeconds(const char* name, const char* help, double v) {
+    Head(name, help, "counter");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    Sample(name, buf);
+  }
   void Gauge(const char* name, const char* help, double v) {
     Head(name, help, "gauge");
     char buf[64];
@@ -82,6 +88,17 @@ std::string PrometheusMetrics(const Engine& engine, const std::string& model) {
   w.Counter("kv_tier_files_refused_total", "Disk tier files ignored (another model's, or corrupt).",
             s.kv_tier_files_refused);
   w.Counter("kv_imports_refused_total", "KV imports (llm_kv_import) that imported nothing.", s.kv_imports_refused);
+  // Prefill/decode disaggregation (--kv-role; docs/DISAGG.md).
+  w.Counter("kv_transfers_total", "Decode: KV pulls that imported a prompt's KV.", s.kv_xfer_pulls);
+  w.Counter("kv_transfer_fallbacks_total", "Decode: KV pulls that failed (the prompt was computed here).",
+            s.kv_xfer_fallbacks);
+  w.Counter("kv_transfer_bytes_total", "Decode: KV bytes received.", s.kv_xfer_bytes);
+  w.Counter("kv_transfer_tokens_total", "Decode: prompt tokens whose KV arrived by transfer.", s.kv_xfer_tokens);
+  w.CounterSeconds("kv_transfer_seconds_total", "Decode: seconds spent pulling and importing KV.", s.kv_xfer_seconds);
+  w.Counter("kv_transfers_served_total", "Prefill: transfers served in full.", s.kv_xfer_served);
+  w.Counter("kv_transfer_bytes_served_total", "Prefill: KV bytes sent.", s.kv_xfer_bytes_served);
+  w.Counter("kv_leases_expired_total", "Prefill: leases dropped before a decode server pulled them.",
+            s.kv_leases_expired);
   w.Counter("http_requests_total", "Generation requests received by the server.", engine.http_requests.load());
   w.Counter("cancelled_on_disconnect_total", "Streaming requests cancelled because the client went away.",
             engine.cancelled_on_disconnect.load());
@@ -101,6 +118,8 @@ std::string PrometheusMetrics(const Engine& engine, const std::string& model) {
   w.Gauge("kv_tier_disk_bytes", "Bytes held in the disk KV tier.", static_cast<double>(s.kv_tier_disk_bytes));
   w.Gauge("kv_tier_disk_on", "1 while the disk KV tier works (0: none, or turned off by an error).",
           s.kv_tier_disk_on);
+  w.Gauge("kv_leases_active", "Prefill: KV transfers held for a decode server now.", s.kv_leases_active);
+  w.Gauge("kv_lease_bytes", "Prefill: bytes held under leases now.", static_cast<double>(s.kv_lease_bytes));
   w.Gauge("uptime_seconds", "Seconds since the context was created.", s.uptime_s);
   w.Gauge("prompt_tokens_per_second", "Prompt tokens per second of busy engine time.", s.prompt_tokens_per_s);
   w.Gauge("generated_tokens_per_second", "Generated tokens per second of busy engine time.",

@@ -63,6 +63,8 @@ struct Generation {
   std::vector<std::string> stop;
   bool ignore_eos = false;     // extension (as vLLM)
   bool keep_kv = false;        // extension: llm_request.keep_kv (the conversation's KV is evicted last)
+  bool kv_produce = false;     // kv_transfer_params.do_remote_decode (kv_transfer_params.h)
+  std::string kv_transfer_desc;  // kv_transfer_params.do_remote_prefill's llmrt_descriptor
   int32_t priority = 0;        // extension (as vLLM)
   // Constrained output (response_format, the regex / grammar / choice
   // extensions, or a forced tool call): llm_request's constraint fields.

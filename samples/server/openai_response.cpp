@@ -1,5 +1,7 @@
 #include "openai_response.h"
 
+#include "kv_transfer_params.h"
+
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -65,6 +67,8 @@ void ResponseBuilder::Record(const SeqEvent& e, Choice* c) {
   c->status = e.status;
   c->message = e.message;
   c->metrics = e.metrics;
+  c->kv_transfer_desc = e.kv_transfer_desc;
+  c->transferred_tokens = e.transferred_tokens;
 }
 
 void ResponseBuilder::Apply(const std::vector<SeqEvent>& events) {
@@ -132,19 +136,20 @@ json ResponseBuilder::Logprobs(const Choice& c) const {
 }
 
 json ResponseBuilder::Usage() const {
-  int64_t prompt = 0, cached = 0, completion = 0;
+  int64_t prompt = 0, cached = 0, completion = 0, transferred = 0;
   for (size_t i = 0; i < choices_.size(); ++i) {
     const llm_metrics& m = choices_[i].metrics;
     if (i % static_cast<size_t>(n_) == 0) {  // the samples of one prompt share it
       prompt += m.prompt_tokens;
       cached += m.cached_prompt_tokens;
+      transferred += choices_[i].transferred_tokens;
     }
     completion += m.generated_tokens;
   }
   return json{{"prompt_tokens", prompt},
               {"completion_tokens", completion},
               {"total_tokens", prompt + completion},
-              {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+              {"prompt_tokens_details", {{"cached_tokens", cached}, {"transferred_tokens", transferred}}}};
 }
 
 json ResponseBuilder::Body() const {
@@ -166,6 +171,9 @@ json ResponseBuilder::Body() const {
   }
   j["choices"] = std::move(choices);
   j["usage"] = Usage();
+  // Disaggregation (kv_transfer_params.h): what the decode server needs.
+  if (!choices_.empty() && !choices_[0].kv_transfer_desc.empty())
+    j["kv_transfer_params"] = KvTransferParamsJson(choices_[0].kv_transfer_desc);
   return j;
 }
 

@@ -65,6 +65,8 @@ class ResponseBuilder : public ResponseWriter {
     llm_status status = LLM_OK;
     std::string message;
     llm_metrics metrics{};
+    std::string kv_transfer_desc;  // a prefill server's descriptor (kv_transfer_params.h)
+    int32_t transferred_tokens = 0;
   };
 
   void Record(const SeqEvent& e, Choice* c);

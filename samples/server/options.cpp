@@ -34,6 +34,11 @@ namespace {
                "                          memory (suffix k, m, g: 512m; default 0: none; CPU backend)\n"
                "  --kv-disk-dir DIR       and below that on disk, in DIR, across restarts (CPU backend)\n"
                "  --kv-disk-bytes N       the disk tier's budget (suffix k, m, g; default 4g)\n"
+               "  --kv-role R             prefill/decode disaggregation (docs/DISAGG.md): prefill (answers\n"
+               "                          kv_transfer_params.do_remote_decode with a transfer descriptor),\n"
+               "                          decode (pulls the KV a request's kv_transfer_params name), both\n"
+               "  --kv-listen HOST:PORT   prefill: where UCX serves the KV (default 127.0.0.1:0, any port)\n"
+               "  --kv-lease-ms N         prefill: how long unfetched KV is held (default 30000)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
@@ -214,6 +219,18 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--kv-host-bytes") { o.kv_host_bytes = Bytes(a, v); ++i; }
     else if (a == "--kv-disk-dir") o.kv_disk_dir = str();
     else if (a == "--kv-disk-bytes") { o.kv_disk_bytes = Bytes(a, v); ++i; }
+    else if (a == "--kv-role") {
+      const std::string r = str();
+      if (r == "prefill") o.kv_role = LLM_KV_ROLE_PRODUCER;
+      else if (r == "decode") o.kv_role = LLM_KV_ROLE_CONSUMER;
+      else if (r == "both") o.kv_role = LLM_KV_ROLE_BOTH;
+      else {
+        std::fprintf(stderr, "llm-server: --kv-role takes prefill, decode or both (got %s)\n", r.c_str());
+        std::exit(2);
+      }
+    }
+    else if (a == "--kv-listen") o.kv_listen = str();
+    else if (a == "--kv-lease-ms") o.kv_lease_ms = num();
     else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
     else if (a == "--http-threads" || a == "--threads-http") o.http_threads = num();
     else if (a == "--chat-template") { o.chat_template = str(); o.chat_template_is_file = false; }

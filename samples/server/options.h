@@ -34,6 +34,11 @@ struct Options {
   unsigned long long kv_host_bytes = 0;
   std::string kv_disk_dir;
   unsigned long long kv_disk_bytes = 0;
+  // Prefill/decode disaggregation (llm_ctx_params.kv_role, kv_listen_addr,
+  // kv_lease_ms; docs/DISAGG.md): prefill = PRODUCER, decode = CONSUMER.
+  int kv_role = 0;
+  std::string kv_listen;  // "" = 127.0.0.1:0
+  int kv_lease_ms = 0;
   int http_threads = 0;  // 0: 4 per sequence slot, at least 8
   std::string chat_template;       // a name, Jinja text or a file (template_choice.h)
   bool chat_template_is_file = false;  // given as --chat-template-file

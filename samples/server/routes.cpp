@@ -11,6 +11,7 @@
 
 #include "client_socket.h"
 #include "http_body.h"
+#include "kv_transfer_params.h"
 #include "metrics.h"
 #include "messages_api.h"
 #include "native_completion.h"
@@ -273,6 +274,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       if (ok) ApplyRequestDefaults(as_chat, defaults_, &g);
     } else {
       ok = chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err);
+      if (ok) ok = ParseKvTransferParams(body, &g, &err);
       if (ok) ApplyRequestDefaults(body, defaults_, &g);
     }
     if (ok && native.id_slot >= 0) ok = TakeSlot(&g, native.id_slot, &err);
@@ -326,6 +328,8 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     r.n_stop = static_cast<int32_t>(stops.size());
     r.ignore_eos = g.ignore_eos ? 1 : 0;
     r.keep_kv = g.keep_kv || (native.id_slot >= 0 && slots_ != nullptr) ? 1 : 0;  // a slot's conversation stays for its save
+    r.kv_produce = g.kv_produce ? 1 : 0;
+    r.kv_transfer_desc = g.kv_transfer_desc.empty() ? nullptr : g.kv_transfer_desc.c_str();
     r.top_logprobs = g.top_logprobs;
     r.min_tokens = g.min_tokens;
     r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();

@@ -145,9 +145,12 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     }
     llm::ContextOverrides overrides;
     overrides.backend = BackendFromEnvironment();
+    if (llm::Status s = llm::capi::CheckKvRole(p); !s.ok()) return Fail(s);
     auto engine = llm::BuildEngine(p, overrides);
     if (!engine.ok()) return Fail(engine.status());
-    *out_ctx = new llm_ctx{std::move(*engine), {}};
+    auto disagg = llm::capi::CreateDisagg(p, **engine);
+    if (!disagg.ok()) return Fail(disagg.status());
+    *out_ctx = new llm_ctx{std::move(*engine), {}, std::move(*disagg)};
     return Ok();
   });
 }
@@ -238,6 +241,8 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     spec.spec_k = r.spec_k > 0 ? r.spec_k : ec.spec_k;
     spec.callback = r.callback;
     spec.user_data = r.user_data;
+    // Last: a consumer's pull runs only for an otherwise valid request.
+    if (llm_status s = llm::capi::ApplyKvTransfer(ctx->disagg.get(), *ctx->engine, r, &spec); s != LLM_OK) return s;
     auto id = ctx->engine->Submit(std::move(spec));
     if (!id.ok()) return Fail(id.status());
     *out_id = *id;
@@ -287,6 +292,7 @@ LLM_API llm_status llm_get_stats(llm_ctx* ctx, llm_stats* out) {
   return Guard([&]() -> llm_status {
     llm_stats full;
     ctx->engine->GetStats(&full);
+    llm::capi::FillDisaggStats(ctx->disagg.get(), &full);
     const uint32_t size = out->struct_size;
     std::memcpy(out, &full, size);
     out->struct_size = size;

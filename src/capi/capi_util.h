@@ -9,12 +9,16 @@
 #include <string>
 
 #include "constrain/constraint.h"
+#include "capi/capi_disagg.h"
 #include "engine/engine.h"
 #include "llm.h"
 
 struct llm_ctx {
   std::unique_ptr<llm::Engine> engine;
   llm::constrain::ConstraintCache constraints;  // compiled constraints by content (capi_constraint.cpp)
+  std::unique_ptr<llm::capi::DisaggState> disagg;  // null: no kv_role (capi_disagg.h)
+  // The engine goes first: its thread may still publish into `disagg`.
+  ~llm_ctx() { engine.reset(); }
 };
 
 namespace llm::capi {

@@ -26,6 +26,11 @@ inline constexpr int64_t kCpuKvBytes = int64_t{256} << 20;
 inline constexpr uint64_t kMaxSwapBytes = uint64_t{1} << 30;
 // kv_disk_bytes with a kv_disk_dir: the disk tier's budget.
 inline constexpr uint64_t kKvDiskBytes = uint64_t{4} << 30;
+// Prefill/decode disaggregation (llm_ctx_params.kv_*, src/disagg/).
+inline constexpr int32_t kKvLeaseMs = 30000;              // kv_lease_ms 0
+inline constexpr const char* kKvListenAddr = "127.0.0.1:0";  // kv_listen_addr NULL
+inline constexpr int32_t kKvPullStepTimeoutMs = 5000;     // each message and run of a pull
+inline constexpr uint64_t kKvPullChunkBytes = uint64_t{8} << 20;  // bytes per PULL (one transfer)
 
 // ---- llm_ctx_params: ranges
 inline constexpr int32_t kMaxThreads = 1024;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -252,6 +253,31 @@ StatusOr<int32_t> Engine::ExportKv(std::span<const int32_t> tokens, uint64_t cac
   return n;
 }
 
+std::string Engine::PublishKv(const Sequence& seq) {
+  if (!publish_kv_) return "";
+  std::vector<uint8_t> stream;
+  auto write = [&](const void* data, size_t n) -> Status {
+    const auto* p = static_cast<const uint8_t*>(data);
+    stream.insert(stream.end(), p, p + n);
+    return Status::Ok();
+  };
+  const kvstate::KvTarget target{&kv_.pool(), backend_.get(), model_.get()};
+  StatusOr<int32_t> n = kvstate::ExportKv(
+      target, std::span<const int32_t>(seq.tokens.data(), static_cast<size_t>(seq.n_prompt)), seq.cache_salt, write);
+  if (!n.ok()) {
+    std::fprintf(stderr, "llmrt: KV producer: request %llu's KV was not published: %s\n",
+                 static_cast<unsigned long long>(seq.request_id), n.status().message().c_str());
+    return "";
+  }
+  if (*n == 0) return "";  // the prompt filled no block: nothing to hand over
+  StatusOr<std::string> desc = publish_kv_(std::move(stream), *n);
+  if (!desc.ok()) {
+    std::fprintf(stderr, "llmrt: KV producer: %s\n", desc.status().message().c_str());
+    return "";
+  }
+  return *desc;
+}
+
 kvstate::ImportResult Engine::ImportKv(uint64_t cache_salt, const kvstate::ReadFn& read) {
   kvstate::ImportResult r;
   Status st = RunPaused([&](KvCacheManager& kv, Backend& backend) -> Status {
@@ -360,6 +386,9 @@ void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std:
   m.ttft_ms = m.generated_tokens > 0 ? Ms(g.first_token - r->submit_time) : 0.0;
   m.tpot_ms = m.generated_tokens > 1 ? Ms(g.last_token - g.first_token) / (m.generated_tokens - 1) : 0.0;
   m.total_ms = Ms(now - r->submit_time);
+  ev.transferred_prompt_tokens = std::min(r->spec.transferred_tokens, m.cached_prompt_tokens);
+  ev.kv_transfer_status = r->spec.kv_transfer_status;
+  if (r->spec.kv_produce && seq->seq_index == 0 && status == LLM_OK && reason != LLM_FINISH_CANCELLED) ev.kv_transfer_desc = PublishKv(*seq);
   if (r->spec.prompt_logprobs) {
     ev.has_prompt_logprobs = true;
     ev.prompt_logprobs = std::move(g.prompt_logprobs);

@@ -100,7 +100,18 @@ class Engine {
   StatusOr<int32_t> ExportKv(std::span<const int32_t> tokens, uint64_t cache_salt, const kvstate::WriteFn& write);
   kvstate::ImportResult ImportKv(uint64_t cache_salt, const kvstate::ReadFn& read);
 
+  // A producer context's publisher (capi/capi_disagg.cpp): takes a
+  // finished kv_produce request's KV stream, returns its descriptor. Set
+  // before any request is submitted.
+  using KvPublishFn = std::function<StatusOr<std::string>(std::vector<uint8_t> stream, int32_t n_tokens)>;
+  void SetKvPublisher(KvPublishFn fn) { publish_kv_ = std::move(fn); }
+
   const Model& model() const { return *model_; }
+  // The KV geometry of this context's pool (n_layer 0: the backend cannot
+  // read or write its KV blocks, so nothing can leave or enter the pool).
+  kvstate::KvGeometry kv_geometry() const {
+    return kvstate::ContextGeometry(model_->config, backend_->kv_wire_layout());
+  }
   const EngineConfig& config() const { return config_; }
   bool has_draft() const { return spec_.has_draft(); }
   // The KV tiers' warnings so far (a disk tier turned off, files ignored).
@@ -149,6 +160,9 @@ class Engine {
   void MeasureKvUtilization();
   void Publish();  // stats_ -> published_, once per loop iteration, before its events
   void FillTierStats(llm_stats* s) const;  // the kv_tier_* and kv_imports_refused fields
+  // A kv_produce request's prompt KV, exported and published: the
+  // descriptor, or "" (nothing cached, or publishing failed: logged).
+  std::string PublishKv(const Sequence& seq);
   void Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message);
   void EmitToken(Sequence* seq, int32_t token, float logprob, std::string_view text);
 
@@ -179,6 +193,7 @@ class Engine {
   KvCacheManager kv_;
   std::unique_ptr<kvstate::KvTiers> tiers_;  // null: no tiers; set before the thread starts
   uint64_t imports_refused_ = 0;             // llm_kv_import calls refused (under RunPaused)
+  KvPublishFn publish_kv_;                   // producer contexts only
   Scheduler scheduler_;
   Speculator spec_;
   // The vocabulary as a byte trie for constrained requests, built on the

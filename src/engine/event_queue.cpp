@@ -29,6 +29,9 @@ void Fill(const EventRecord& r, llm_event* e) {
   e->embedding = r.embedding_dim > 0 ? r.embedding.data() : nullptr;
   e->n_embedding = r.embedding_dim;
   e->n_embedding_rows = r.embedding_rows;
+  e->kv_transfer_desc = r.kv_transfer_desc.empty() ? nullptr : r.kv_transfer_desc.c_str();
+  e->transferred_prompt_tokens = r.transferred_prompt_tokens;
+  e->kv_transfer_status = r.kv_transfer_status;
 }
 }  // namespace
 

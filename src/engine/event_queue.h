@@ -35,6 +35,9 @@ struct EventRecord {
   std::vector<float> embedding;  // FINAL of an EMBED request: (embedding_rows, embedding_dim)
   int32_t embedding_dim = 0;
   int32_t embedding_rows = 0;
+  std::string kv_transfer_desc;   // FINAL of a kv_produce request: the descriptor ("" = none)
+  int32_t transferred_prompt_tokens = 0;
+  llm_status kv_transfer_status = LLM_OK;
   llm_event_callback callback = nullptr;
   void* user_data = nullptr;
 };

@@ -47,6 +47,9 @@ struct RequestSpec {
   std::shared_ptr<const constrain::ByteProgram> constraint;
   uint64_t cache_salt = 0;
   bool keep_kv = false;               // llm_request.keep_kv
+  bool kv_produce = false;            // llm_request.kv_produce: publish the prompt's KV at the end
+  int32_t transferred_tokens = 0;     // prompt tokens imported by a KV pull before submit
+  llm_status kv_transfer_status = LLM_OK;  // that pull's outcome
   int32_t spec_mode = LLM_SPEC_OFF;   // resolved: OFF, NGRAM or DRAFT (never AUTO)
   int32_t spec_k = defaults::kSpecK;  // drafts per round, >= 1
   llm_event_callback callback = nullptr;

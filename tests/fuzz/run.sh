@@ -15,12 +15,12 @@ shift || true
 build=${BUILD_DIR:-build-fuzz}
 jobs=${JOBS:-1}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf tokenizer wordpiece_unigram hf_json capi chat safetensors request_peek json_schema tool_calls grammar regex kv_reader kv_tier_file server)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf tokenizer wordpiece_unigram hf_json capi chat safetensors request_peek json_schema tool_calls grammar regex kv_reader kv_tier_file disagg_wire server)
 
 opt=${FUZZ_OPT:--O1 -g}
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLM_FUZZ=ON \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" \
-  -DLLM_BUILD_TESTS=OFF -DLLM_BUILD_SAMPLES=OFF -DLLM_CUDA=OFF >/dev/null
+  -DLLM_BUILD_TESTS=OFF -DLLM_BUILD_SAMPLES=OFF -DLLM_CUDA=OFF -DLLM_UCX=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
 mkdir -p "$build/fuzz-artifacts"

@@ -74,6 +74,13 @@ namespace Llmrt
         // appended in 0.2
         public IntPtr top_logprobs; // llm_top_logprob[n_top_logprobs]
         public int n_top_logprobs, reserved1;
+        // appended in 0.4: embeddings
+        public IntPtr embedding;
+        public int n_embedding, n_embedding_rows;
+        // appended in 0.5: prefill/decode disaggregation (docs/DISAGG.md)
+        public IntPtr kv_transfer_desc; // FINAL of a kv_produce request: the descriptor, or NULL
+        public int transferred_prompt_tokens;
+        public int kv_transfer_status;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -99,6 +106,12 @@ namespace Llmrt
         public int constraint_kind, n_choices;
         public IntPtr constraint; // UTF-8 schema / regex / grammar
         public IntPtr choices;    // const char*[n_choices]
+        // appended in 0.4: embeddings, KV kept
+        public int task, pooling, normalize, dimensions, truncate, reserved2;
+        public int keep_kv, reserved3;
+        // appended in 0.5: prefill/decode disaggregation (docs/DISAGG.md)
+        public IntPtr kv_transfer_desc; // UTF-8 descriptor from a producer's final event
+        public int kv_produce, reserved4;
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]

@@ -56,8 +56,14 @@ static class Tests
         Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 48, "llm_ctx_params size");
         Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 64, "llm_sampling_params size");
         Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
-        Check(Marshal.SizeOf(typeof(NativeEvent)) == 144, "llm_event size");
-        Check(Marshal.SizeOf(typeof(NativeRequest)) == 152, "llm_request size");
+        Check(Marshal.SizeOf(typeof(NativeEvent)) == 176, "llm_event size");
+        Check(Marshal.SizeOf(typeof(NativeRequest)) == 200, "llm_request size");
+        Check(Offset(typeof(NativeEvent), "kv_transfer_desc") == 160, "llm_event.kv_transfer_desc offset");
+        Check(Offset(typeof(NativeEvent), "transferred_prompt_tokens") == 168, "llm_event.transferred_prompt_tokens offset");
+        Check(Offset(typeof(NativeEvent), "kv_transfer_status") == 172, "llm_event.kv_transfer_status offset");
+        Check(Offset(typeof(NativeRequest), "keep_kv") == 176, "llm_request.keep_kv offset");
+        Check(Offset(typeof(NativeRequest), "kv_transfer_desc") == 184, "llm_request.kv_transfer_desc offset");
+        Check(Offset(typeof(NativeRequest), "kv_produce") == 192, "llm_request.kv_produce offset");
         Check(Offset(typeof(NativeRequest), "constraint_kind") == 128, "llm_request.constraint_kind offset");
         Check(Offset(typeof(NativeRequest), "n_choices") == 132, "llm_request.n_choices offset");
         Check(Offset(typeof(NativeRequest), "constraint") == 136, "llm_request.constraint offset");

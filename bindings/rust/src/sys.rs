@@ -56,6 +56,10 @@ pub const LLM_KV_AUTO: i32 = 0;
 pub const LLM_KV_F32: i32 = 1;
 pub const LLM_KV_F16: i32 = 2;
 pub const LLM_KV_Q8_0: i32 = 3;
+pub const LLM_KV_ROLE_NONE: i32 = 0;
+pub const LLM_KV_ROLE_PRODUCER: i32 = 1;
+pub const LLM_KV_ROLE_CONSUMER: i32 = 2;
+pub const LLM_KV_ROLE_BOTH: i32 = 3;
 
 pub const LLM_EVENT_TOKEN: i32 = 1;
 pub const LLM_EVENT_FINAL: i32 = 2;
@@ -140,6 +144,10 @@ pub struct llm_ctx_params {
     pub kv_host_bytes: u64,
     pub kv_disk_dir: *const c_char,
     pub kv_disk_bytes: u64,
+    // appended in 0.5: prefill/decode disaggregation (issue 33)
+    pub kv_role: i32,
+    pub kv_lease_ms: i32,
+    pub kv_listen_addr: *const c_char,
 }
 
 #[repr(C)]
@@ -217,6 +225,10 @@ pub struct llm_event {
     pub embedding: *const f32,
     pub n_embedding: i32,
     pub n_embedding_rows: i32,
+    // appended in 0.5: prefill/decode disaggregation (issue 33)
+    pub kv_transfer_desc: *const c_char,
+    pub transferred_prompt_tokens: i32,
+    pub kv_transfer_status: i32,
 }
 
 pub type llm_event_callback = Option<unsafe extern "C" fn(event: *const llm_event, user_data: *mut c_void)>;
@@ -265,6 +277,10 @@ pub struct llm_request {
     // appended in 0.4: KV kept (issue 30)
     pub keep_kv: i32,
     pub reserved3: i32,
+    // appended in 0.5: prefill/decode disaggregation (issue 33)
+    pub kv_transfer_desc: *const c_char,
+    pub kv_produce: i32,
+    pub reserved4: i32,
 }
 
 #[repr(C)]
@@ -320,6 +336,18 @@ pub struct llm_stats {
     pub kv_imports_refused: u64,
     pub kv_tier_disk_on: i32,
     pub reserved2: i32,
+    // appended in 0.5: prefill/decode disaggregation (issue 33)
+    pub kv_xfer_pulls: u64,
+    pub kv_xfer_fallbacks: u64,
+    pub kv_xfer_bytes: u64,
+    pub kv_xfer_tokens: u64,
+    pub kv_xfer_seconds: f64,
+    pub kv_xfer_served: u64,
+    pub kv_xfer_bytes_served: u64,
+    pub kv_leases_expired: u64,
+    pub kv_lease_bytes: u64,
+    pub kv_leases_active: i32,
+    pub kv_role: i32,
 }
 
 #[repr(C)]

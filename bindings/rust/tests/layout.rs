@@ -46,7 +46,7 @@ fn rust_layout() -> Layout {
                          max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
                          swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4, kv_host_bytes,
-                         kv_disk_dir, kv_disk_bytes }
+                         kv_disk_dir, kv_disk_bytes, kv_role, kv_lease_ms, kv_listen_addr }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed, logit_bias, n_logit_bias,
                               reserved1 }
@@ -56,12 +56,13 @@ fn rust_layout() -> Layout {
                       draft_tokens_accepted, preemptions, queue_ms, ttft_ms, tpot_ms, total_ms }
         llm_event { struct_size, type_, request_id, seq_index, token, text, text_len, logprob, finish_reason,
                     status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0, top_logprobs,
-                    n_top_logprobs, reserved1, embedding, n_embedding, n_embedding_rows }
+                    n_top_logprobs, reserved1, embedding, n_embedding, n_embedding_rows, kv_transfer_desc,
+                    transferred_prompt_tokens, kv_transfer_status }
         llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
                       cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
                       reserved1, constraint_kind, n_choices, constraint, choices, task, pooling, normalize,
-                      dimensions, truncate, reserved2, keep_kv, reserved3 }
+                      dimensions, truncate, reserved2, keep_kv, reserved3, kv_transfer_desc, kv_produce, reserved4 }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
@@ -70,7 +71,10 @@ fn rust_layout() -> Layout {
                     swap_ins, swap_blocks_out, swap_blocks_in, swap_blocks_total, swap_blocks_used,
                     kv_bytes, kv_pool_bytes, weight_bytes, scratch_bytes, kv_tier_host_hit_tokens,
                     kv_tier_disk_hit_tokens, kv_tier_bytes_down, kv_tier_bytes_up, kv_tier_host_bytes,
-                    kv_tier_disk_bytes, kv_tier_files_refused, kv_imports_refused, kv_tier_disk_on, reserved2 }
+                    kv_tier_disk_bytes, kv_tier_files_refused, kv_imports_refused, kv_tier_disk_on, reserved2,
+                    kv_xfer_pulls, kv_xfer_fallbacks, kv_xfer_bytes, kv_xfer_tokens, kv_xfer_seconds,
+                    kv_xfer_served, kv_xfer_bytes_served, kv_leases_expired, kv_lease_bytes, kv_leases_active,
+                    kv_role }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }
@@ -87,6 +91,7 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_SPEC_AUTO, LLM_SPEC_OFF, LLM_SPEC_NGRAM, LLM_SPEC_DRAFT,
         LLM_PREEMPT_RECOMPUTE, LLM_PREEMPT_SWAP,
         LLM_KV_AUTO, LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0,
+        LLM_KV_ROLE_NONE, LLM_KV_ROLE_PRODUCER, LLM_KV_ROLE_CONSUMER, LLM_KV_ROLE_BOTH,
         LLM_EVENT_TOKEN, LLM_EVENT_FINAL,
         LLM_FINISH_NONE, LLM_FINISH_STOP, LLM_FINISH_LENGTH, LLM_FINISH_CANCELLED, LLM_FINISH_ERROR,
         LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,

@@ -45,6 +45,9 @@ class CtxParams(C.Structure):
         ("kv_host_bytes", C.c_uint64),
         ("kv_disk_dir", C.c_char_p),
         ("kv_disk_bytes", C.c_uint64),
+        ("kv_role", C.c_int32),
+        ("kv_lease_ms", C.c_int32),
+        ("kv_listen_addr", C.c_char_p),
     ]
 
 
@@ -112,6 +115,9 @@ class Event(C.Structure):
         ("embedding", C.POINTER(C.c_float)),
         ("n_embedding", C.c_int32),
         ("n_embedding_rows", C.c_int32),
+        ("kv_transfer_desc", C.c_char_p),
+        ("transferred_prompt_tokens", C.c_int32),
+        ("kv_transfer_status", C.c_int32),
     ]
 
 
@@ -153,6 +159,9 @@ class Request(C.Structure):
         ("reserved2", C.c_int32),
         ("keep_kv", C.c_int32),
         ("reserved3", C.c_int32),
+        ("kv_transfer_desc", C.c_char_p),
+        ("kv_produce", C.c_int32),
+        ("reserved4", C.c_int32),
     ]
 
 
@@ -203,6 +212,17 @@ class Stats(C.Structure):
         ("kv_imports_refused", C.c_uint64),
         ("kv_tier_disk_on", C.c_int32),
         ("reserved2", C.c_int32),
+        ("kv_xfer_pulls", C.c_uint64),
+        ("kv_xfer_fallbacks", C.c_uint64),
+        ("kv_xfer_bytes", C.c_uint64),
+        ("kv_xfer_tokens", C.c_uint64),
+        ("kv_xfer_seconds", C.c_double),
+        ("kv_xfer_served", C.c_uint64),
+        ("kv_xfer_bytes_served", C.c_uint64),
+        ("kv_leases_expired", C.c_uint64),
+        ("kv_lease_bytes", C.c_uint64),
+        ("kv_leases_active", C.c_int32),
+        ("kv_role", C.c_int32),
     ]
 
 

@@ -1,0 +1,209 @@
+// llm-disagg-proxy: the routing proxy of prefill/decode disaggregation
+// (docs/DISAGG.md). Each /v1/completions or /v1/chat/completions request
+// goes first to a prefill llm-server (--kv-role prefill) as a one-token
+// request that keeps its KV, then, with the kv_transfer_params it answered,
+// to a decode llm-server (--kv-role decode), whose answer (streamed or not)
+// goes back to the client unchanged. An OpenAI client points at the proxy
+// as at one server.
+//
+//   llm-disagg-proxy --prefill http://127.0.0.1:8001 --decode http://127.0.0.1:8002 [--host H] [--port P]
+//
+// A prefill server that fails or is down: the request goes to the decode
+// server as it came (it computes the prompt). A decode server that is down:
+// 502 with an OpenAI-shaped error (code "decode_unavailable"). /metrics
+// counts both; GET /v1/models and /health are the decode server's.
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "proxy/routing.h"
+#include "proxy/upstream.h"
+
+namespace {
+
+using proxy::json;
+
+struct Config {
+  proxy::Upstream prefill, decode;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int timeout_s = 600;
+  int threads = 64;  // connections served at once (each holds one during its upstream calls)
+};
+
+struct Counters {
+  std::atomic<uint64_t> requests{0}, split{0}, prefill_failures{0}, decode_failures{0};
+};
+
+[[noreturn]] void Usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: llm-disagg-proxy --prefill URL --decode URL [--host H] [--port P] [--timeout S]\n"
+               "  --prefill URL   an llm-server started with --kv-role prefill (http://host:port)\n"
+               "  --decode URL    an llm-server started with --kv-role decode\n"
+               "  --host H        address to listen on (default 127.0.0.1)\n"
+               "  --port P        port (default 8000; 0: any free one, printed)\n"
+               "  --timeout S     upstream read timeout in seconds (default 600)\n"
+               "  --threads N     connections served at once (default 64)\n");
+  std::exit(code);
+}
+
+Config ParseArgs(int argc, char** argv) {
+  Config c;
+  bool have_p = false, have_d = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") Usage(0);
+    if (i + 1 >= argc) Usage(2);
+    const std::string v = argv[++i];
+    if (a == "--prefill") have_p = proxy::ParseUpstream(v, &c.prefill);
+    else if (a == "--decode") have_d = proxy::ParseUpstream(v, &c.decode);
+    else if (a == "--host") c.host = v;
+    else if (a == "--port") c.port = std::atoi(v.c_str());
+    else if (a == "--timeout") c.timeout_s = std::atoi(v.c_str());
+    else if (a == "--threads") c.threads = std::atoi(v.c_str());
+    else Usage(2);
+  }
+  if (!have_p || !have_d || c.port < 0 || c.port > 65535 || c.timeout_s <= 0 || c.threads < 1 || c.threads > 4096)
+    Usage(2);
+  return c;
+}
+
+void SendError(httplib::Response& res, int status, const std::string& message, const char* code) {
+  json e = {{"error", {{"message", message}, {"type", status >= 500 ? "server_error" : "invalid_request_error"},
+                       {"param", nullptr}, {"code", code}}}};
+  res.status = status;
+  res.set_content(e.dump(), "application/json");
+}
+
+void Generate(const Config& cfg, Counters& n, const httplib::Request& req, httplib::Response& res) {
+  ++n.requests;
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception& e) {
+    return SendError(res, 400, std::string("the body is not JSON: ") + e.what(), "invalid_json");
+  }
+  const std::string auth = req.get_header_value("Authorization");
+  json prefill_answer = nullptr;
+  if (proxy::Splittable(body)) {
+    proxy::CallResult p = proxy::Call(cfg.prefill, req.path, proxy::PrefillBody(body).dump(), auth, cfg.timeout_s);
+    if (p.reached && p.status == 200) {
+      try {
+        prefill_answer = json::parse(p.body);
+        ++n.split;
+      } catch (const json::exception&) {
+      }
+    } else if (p.reached && p.status >= 400 && p.status < 500) {
+      // The request's own fault: the client hears it as the prefill server said it.
+      res.status = p.status;
+      res.set_content(p.body, p.content_type.empty() ? "application/json" : p.content_type);
+      return;
+    }
+    if (prefill_answer.is_null()) {
+      ++n.prefill_failures;
+      std::fprintf(stderr, "llm-disagg-proxy: prefill server %s failed (%s); the decode server computes the prompt\n",
+                   cfg.prefill.base().c_str(), p.reached ? ("HTTP " + std::to_string(p.status)).c_str() : p.error.c_str());
+    }
+  }
+  const std::string decode_body = proxy::DecodeBody(body, prefill_answer).dump();
+  const bool stream = body.is_object() && body.value("stream", false);
+  if (!stream) {
+    proxy::CallResult d = proxy::Call(cfg.decode, req.path, decode_body, auth, cfg.timeout_s);
+    if (!d.reached) {
+      ++n.decode_failures;
+      return SendError(res, 502, "llm-disagg-proxy: the decode server " + cfg.decode.base() + " did not answer (" +
+                                     d.error + ")", "decode_unavailable");
+    }
+    res.status = d.status;
+    res.set_content(d.body, d.content_type.empty() ? "application/json" : d.content_type);
+    return;
+  }
+  auto call = std::make_shared<proxy::StreamCall>(cfg.decode, req.path, decode_body, auth, cfg.timeout_s);
+  const int status = call->WaitHeaders();
+  if (status == 0) {
+    ++n.decode_failures;
+    return SendError(res, 502, "llm-disagg-proxy: the decode server " + cfg.decode.base() + " did not answer (" +
+                                   call->error() + ")", "decode_unavailable");
+  }
+  res.status = status;
+  const std::string type = call->content_type().empty() ? "text/event-stream" : call->content_type();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(type, [call](size_t, httplib::DataSink& sink) {
+    std::string chunk;
+    if (!call->Next(&chunk)) {
+      sink.done();
+      return true;
+    }
+    return sink.write(chunk.data(), chunk.size());
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config cfg = ParseArgs(argc, argv);
+  Counters counters;
+  httplib::Server svr;
+  svr.new_task_queue = [n = cfg.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  // cpp-httplib listens with a backlog of 5: a burst of clients connecting
+  // at once (while the accept thread waits for a core) would be reset. The
+  // listening socket is caught here and given the system's backlog below.
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](int fd) {
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = fd;
+  });
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    svr.Post(path, [&](const httplib::Request& req, httplib::Response& res) { Generate(cfg, counters, req, res); });
+  }
+  auto forward_get = [&](const httplib::Request& req, httplib::Response& res) {
+    httplib::Client cli(cfg.decode.host, cfg.decode.port);
+    cli.set_connection_timeout(5, 0);
+    httplib::Result r = cli.Get(req.path.c_str());
+    if (!r) return SendError(res, 502, "llm-disagg-proxy: the decode server did not answer", "decode_unavailable");
+    res.status = r->status;
+    res.set_content(r->body, r->get_header_value("Content-Type"));
+  };
+  svr.Get("/v1/models", forward_get);
+  svr.Get("/health", forward_get);
+  svr.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    std::string m;
+    auto counter = [&m](const char* name, const char* help, uint64_t v) {
+      m += std::string("# HELP llmrt_proxy_") + name + " " + help + "\n# TYPE llmrt_proxy_" + name + " counter\n" +
+           "llmrt_proxy_" + name + " " + std::to_string(v) + "\n";
+    };
+    counter("requests_total", "Generation requests received.", counters.requests.load());
+    counter("split_total", "Requests prefilled on the prefill server.", counters.split.load());
+    counter("prefill_failures_total", "Requests whose prefill failed (decoded with the prompt computed there).",
+            counters.prefill_failures.load());
+    counter("decode_failures_total", "Requests whose decode server did not answer (502).",
+            counters.decode_failures.load());
+    res.set_content(m, "text/plain; version=0.0.4");
+  });
+  int port = cfg.port;
+  if (port == 0) {
+    port = svr.bind_to_any_port(cfg.host.c_str());
+  } else if (!svr.bind_to_port(cfg.host.c_str(), port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    std::fprintf(stderr, "llm-disagg-proxy: cannot listen on %s:%d\n", cfg.host.c_str(), cfg.port);
+    return 1;
+  }
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  std::printf("llm-disagg-proxy: listening on http://%s:%d (prefill %s, decode %s)\n", cfg.host.c_str(), port,
+              cfg.prefill.base().c_str(), cfg.decode.base().c_str());
+  std::fflush(stdout);
+  static httplib::Server* s_svr = &svr;
+  std::signal(SIGTERM, [](int) { s_svr->stop(); });
+  std::signal(SIGINT, [](int) { s_svr->stop(); });
+  svr.listen_after_bind();
+  return 0;
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Prefill/decode disaggregation through llm-server and llm-disagg-proxy.
+
+  test_server_disagg.py LLM_SERVER LLM_DISAGG_PROXY REPO_DIR [MODEL]
+
+A prefill server (--kv-role prefill), a decode server (--kv-role decode) and
+the proxy in front of them, over loopback (UCX_TLS=tcp), against one plain
+server with the same model (stories260K by default; SmolLM2 when given):
+- through the official openai client pointed at the proxy, greedy
+  completions and chat completions, streamed and not, equal the plain
+  server's; 64 concurrent requests too; the decode server's /metrics counts
+  the transfers (bytes, tokens, seconds) and no fallback;
+- a prefill answer's kv_transfer_params whose producer is killed (SIGKILL)
+  before the decode server pulls: the decode server computes the prompt,
+  the same answer, its fallback counter moves;
+- a prefill server that is down: the proxy sends the request to the decode
+  server as it came; the same answer;
+- a decode server that is down: the proxy answers 502 decode_unavailable at
+  once (the openai client raises), nothing hangs;
+- malformed kv_transfer_params, or a role the server lacks: 400;
+- afterwards both pools are idle (no KV block held) and no lease is left.
+Exits 77 (skipped) without the openai package or when llm-server was built
+without UCX.
+"""
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import server_proc
+
+server_bin, proxy_bin, repo = sys.argv[1:4]
+model = sys.argv[4] if len(sys.argv) > 4 else os.path.join(repo, "models/stories260K-f32.gguf")
+try:
+    import openai
+except ImportError:
+    print("SKIP: the openai package is not installed (python3 -m pip install openai)")
+    sys.exit(77)
+os.environ["UCX_TLS"] = "tcp"
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def metrics(port):
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.split()[:2]
+            out[name] = float(value)
+    return out
+
+
+def post(port, path, body):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=120).read())
+
+
+base = ["-m", model, "-c", "512", "-t", "1", "-np", "8"]
+procs = []
+
+
+def start(args, stderr=subprocess.PIPE):
+    try:
+        p, port, err = server_proc.start(server_bin, base + args, stderr=stderr)
+    except SystemExit as e:
+        if "--kv-role" in args:
+            print("SKIP: llm-server cannot take a KV role (built without UCX?): %s" % e)
+            sys.exit(77)
+        raise
+    procs.append(p)
+    return p, port, err
+
+
+def start_proxy(prefill_port, decode_port):
+    p = subprocess.Popen([proxy_bin, "--port", "0", "--prefill", "http://127.0.0.1:%d" % prefill_port,
+                          "--decode", "http://127.0.0.1:%d" % decode_port, "--timeout", "120"],
+                         stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+    line = p.stdout.readline()
+    procs.append(p)
+    return p, int(line.split("listening on http://")[1].split()[0].rsplit(":", 1)[1])
+
+
+prompts = ["Once upon a time there was a little girl named Lily who liked to play %d." % i * 3 for i in range(8)]
+try:
+    single, single_port, _ = start([])
+    prefill, prefill_port, prefill_err = start(["--kv-role", "prefill"])
+    decode, decode_port, decode_err = start(["--kv-role", "decode"])
+    prox, proxy_port = start_proxy(prefill_port, decode_port)
+    one = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % single_port, api_key="x", max_retries=0)
+    dis = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % proxy_port, api_key="x", max_retries=0, timeout=60)
+
+    def completion(client, prompt, stream=False):
+        if not stream:
+            return client.completions.create(model="m", prompt=prompt, max_tokens=24, temperature=0).choices[0].text
+        return "".join(c.choices[0].text for c in client.completions.create(
+            model="m", prompt=prompt, max_tokens=24, temperature=0, stream=True) if c.choices)
+
+    def chat(client, prompt, stream=False):
+        msgs = [{"role": "user", "content": prompt}]
+        if not stream:
+            return client.chat.completions.create(model="m", messages=msgs, max_tokens=24,
+                                                  temperature=0).choices[0].message.content
+        return "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+            model="m", messages=msgs, max_tokens=24, temperature=0, stream=True) if c.choices)
+
+    for i, p in enumerate(prompts[:3]):
+        want = completion(one, p)
+        check(completion(dis, p) == want, "completion %d through the proxy equals one server's" % i)
+        check(completion(dis, p, True) == want, "streamed completion %d equals one server's" % i)
+        want_chat = chat(one, p)
+        check(chat(dis, p) == want_chat, "chat %d through the proxy equals one server's" % i)
+        check(chat(dis, p, True) == want_chat, "streamed chat %d equals one server's" % i)
+    m = metrics(decode_port)
+    check(m.get("llmrt_kv_transfers_total", 0) >= 12, "the decode server pulled every prompt's KV (%s)" %
+          m.get("llmrt_kv_transfers_total"))
+    check(m.get("llmrt_kv_transfer_fallbacks_total", -1) == 0, "no fallback")
+    check(m.get("llmrt_kv_transfer_bytes_total", 0) > 0 and m.get("llmrt_kv_transfer_tokens_total", 0) > 0 and
+          m.get("llmrt_kv_transfer_seconds_total", 0) > 0, "bytes, tokens and seconds counted")
+
+    # 64 concurrent requests, mixed streaming.
+    many = [prompts[i % len(prompts)] + " %d" % i for i in range(64)]
+    want = [completion(one, p) for p in many]
+    with concurrent.futures.ThreadPoolExecutor(64) as ex:
+        got = list(ex.map(lambda ip: completion(dis, ip[1], ip[0] % 2 == 1), enumerate(many)))
+    check(got == want, "64 concurrent requests (half streamed) equal one server's")
+
+    # Bad kv_transfer_params: 400s naming the parameter, the servers serving on.
+    def status_of(port, body):
+        try:
+            post(port, "/v1/completions", body)
+            return 200, ""
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    for port, params, why in (
+            (decode_port, {"do_remote_decode": True}, "a decode-only server asked to produce"),
+            (decode_port, {"do_remote_prefill": True}, "do_remote_prefill without a descriptor"),
+            (decode_port, {"do_remote_prefill": True, "llmrt_descriptor": "llmkv1 nonsense"}, "a malformed descriptor"),
+            (prefill_port, {"do_remote_decode": "yes"}, "a flag that is not a boolean"),
+            (prefill_port, [1], "params that are not an object")):
+        code, text = status_of(port, {"prompt": "x", "max_tokens": 2, "kv_transfer_params": params})
+        check(code == 400 and ("kv_transfer" in text or "kv_produce" in text), "400 for %s (%d)" % (why, code))
+    code, _ = status_of(prefill_port, {"prompt": ["a", "b"], "max_tokens": 2,
+                                       "kv_transfer_params": {"do_remote_decode": True}})
+    check(code == 400, "400 for a transfer of two prompts")
+
+    # A producer killed after its prefill answer, before the decode pulls.
+    killed, killed_port, _ = start(["--kv-role", "prefill"])
+    body = {"prompt": prompts[5], "max_tokens": 24, "temperature": 0}
+    pre = post(killed_port, "/v1/completions", dict(body, max_tokens=1, kv_transfer_params={"do_remote_decode": True}))
+    params = pre.get("kv_transfer_params") or {}
+    check(params.get("do_remote_prefill") is True and params.get("llmrt_descriptor", "").startswith("llmkv1 "),
+          "a prefill answer carries kv_transfer_params with a descriptor")
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    before = metrics(decode_port).get("llmrt_kv_transfer_fallbacks_total", 0)
+    t0 = time.time()
+    got = post(decode_port, "/v1/completions", dict(body, kv_transfer_params=params))["choices"][0]["text"]
+    check(got == completion(one, prompts[5]), "producer killed: the decode server computes the prompt, same answer")
+    check(time.time() - t0 < 30, "producer killed: answered within 30 s")
+    check(metrics(decode_port).get("llmrt_kv_transfer_fallbacks_total", 0) == before + 1,
+          "producer killed: one fallback counted")
+
+    # A prefill server that is down: the proxy decodes on the decode server alone.
+    dead_prefill = start_proxy(killed_port, decode_port)[1]
+    c = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % dead_prefill, api_key="x", max_retries=0, timeout=60)
+    check(completion(c, prompts[6]) == completion(one, prompts[6]), "prefill server down: same answer")
+
+    # A decode server that is down: a clear 502, at once.
+    dead_decode = start_proxy(prefill_port, killed_port)[1]
+    c = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % dead_decode, api_key="x", max_retries=0, timeout=60)
+    for stream in (False, True):
+        t0 = time.time()
+        try:
+            completion(c, prompts[7], stream)
+            check(False, "decode server down (stream=%s): an error" % stream)
+        except openai.APIStatusError as e:
+            check(e.status_code == 502 and "decode_unavailable" in str(e.body),
+                  "decode server down (stream=%s): 502 decode_unavailable" % stream)
+        check(time.time() - t0 < 20, "decode server down (stream=%s): no hang" % stream)
+
+    # Idle pools, no lease left (a lease of the down-decode case expires; the
+    # prefill server's lease time is the default 30 s, so only leases from
+    # finished pulls are checked gone here).
+    time.sleep(1)
+    for name, port in (("prefill", prefill_port), ("decode", decode_port)):
+        m = metrics(port)
+        check(m.get("llmrt_kv_blocks_used", -1) == 0, "%s server: no KV block held" % name)
+    m = metrics(prefill_port)
+    check(m.get("llmrt_kv_transfers_served_total", 0) >= 12 + 64, "prefill server: transfers served counted")
+    check(m.get("llmrt_kv_leases_active", 99) <= 2, "prefill server: only the unpulled leases left (%s)" %
+          m.get("llmrt_kv_leases_active"))
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+if failures:
+    print("%d failure(s)" % len(failures))
+    sys.exit(1)
+print("all passed")
