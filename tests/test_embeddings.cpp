@@ -118,9 +118,11 @@ struct Ctx {
   ~Ctx() { llm_ctx_destroy(ctx); }
 };
 
-llm_status Open(const std::string& path, Ctx* c, int32_t n_ctx = 0, int32_t backend = LLM_BACKEND_CPU) {
+llm_status Open(const std::string& path, Ctx* c, int32_t n_ctx = 0, int32_t backend = LLM_BACKEND_CPU,
+                int32_t kv_type = LLM_KV_AUTO) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
+  p.kv_type = kv_type;
   p.model_path = path.c_str();
   p.backend = backend;
   p.n_threads = 2;
@@ -213,8 +215,12 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
   ASSERT_FALSE(ref.cases.empty());
   const std::string path = SynthesizeFile(name, ref.json);
   ASSERT_FALSE(path.empty());
+  // A decoder's reference ran with an F32 KV cache (tools/embed_reference.py): so does llmrt.
+  const Json* kv = ref.json.Find("kv_type");
   Ctx c;
-  ASSERT_EQ(Open(path, &c), LLM_OK) << llm_last_error();
+  ASSERT_EQ(Open(path, &c, 0, LLM_BACKEND_CPU, kv != nullptr && kv->as_string() == "f32" ? LLM_KV_F32 : LLM_KV_AUTO),
+            LLM_OK)
+      << llm_last_error();
   std::remove(path.c_str());
 
   double worst_alone = 0, worst_batched = 0, min_cos = 1;
@@ -310,6 +316,10 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference, ::testing::Values("bert", "bert_rerank"));
+// Causal decoders as embedding models: Qwen3-Embedding (last-token pooling,
+// instruction-prefixed query text) and Qwen3-Reranker (rank: softmax over
+// the [yes, no] head at the last token).
+INSTANTIATE_TEST_SUITE_P(Decoders, EmbedReference, ::testing::Values("qwen3_embed", "qwen3_rerank"));
 
 // ------------------------------------------------------------ the API around it
 
@@ -475,6 +485,57 @@ TEST_F(BertApi, SubmitPollAndCancel) {
   EXPECT_EQ(finals, 40);
   EXPECT_LE(cancelled, 1);
   // an older caller's llm_event (before 0.4) gets no embedding fields written
+}
+
+// A decoder embedding model (Qwen3-Embedding): vectors independent of the
+// batch (bitwise; 64 inputs of mixed lengths, several engine steps), and the
+// model still generates; CUDA refuses it with a message (AUTO: the CPU).
+TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
+  Reference ref = LoadReference("qwen3_embed");
+  ASSERT_FALSE(ref.cases.empty());
+  const std::string path = SynthesizeFile("qwen3_api", ref.json, "tiny-qwen3-embed");
+  ASSERT_FALSE(path.empty());
+  Ctx c;
+  ASSERT_EQ(Open(path, &c, 256), LLM_OK) << llm_last_error();
+  std::vector<std::vector<int32_t>> inputs;
+  std::mt19937 rng(9);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<int32_t> t(1 + rng() % 200);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % 297);
+    t.back() = 297;  // <|endoftext|>
+    inputs.push_back(std::move(t));
+  }
+  int32_t dim = 0;
+  llm_status st;
+  for (int32_t pool : {LLM_POOLING_LAST, LLM_POOLING_MEAN}) {
+    std::vector<float> batch = Embed(c.ctx, inputs, pool, 1, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    ASSERT_EQ(dim, 64);
+    for (size_t i = 0; i < inputs.size(); i += 5) {
+      std::vector<float> one = Embed(c.ctx, {inputs[i]}, pool, 1, &dim, &st);
+      ASSERT_EQ(st, LLM_OK);
+      EXPECT_EQ(std::memcmp(one.data(), batch.data() + i * dim, dim * sizeof(float)), 0) << "input " << i;
+    }
+  }
+  // the model's own pooling (last) is the default; no rank head
+  std::vector<float> deflt = Embed(c.ctx, {inputs[0]}, LLM_POOLING_MODEL, 0, &dim, &st);
+  std::vector<float> last = Embed(c.ctx, {inputs[0]}, LLM_POOLING_LAST, 0, &dim, &st);
+  EXPECT_EQ(deflt, last);
+  Embed(c.ctx, {inputs[0]}, LLM_POOLING_RANK, 0, &dim, &st);
+  EXPECT_EQ(st, LLM_ERR_UNSUPPORTED);
+  Embed(c.ctx, {std::vector<int32_t>(300, 7)}, LLM_POOLING_LAST, 0, &dim, &st);  // longer than n_ctx 256
+  EXPECT_EQ(st, LLM_ERR_CONTEXT_OVERFLOW);
+  // generation on the same context
+  const SeqResult gen = Generate(c.ctx, "the cat", 4);
+  EXPECT_EQ(gen.status, LLM_OK) << gen.message;
+  EXPECT_EQ(gen.n_final, 1);
+  EXPECT_FALSE(gen.tokens.empty());
+  Ctx cuda;
+  EXPECT_EQ(Open(path, &cuda, 256, LLM_BACKEND_CUDA), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("CUDA"), std::string::npos) << llm_last_error();
+  Ctx autoc;  // AUTO runs it on the CPU
+  EXPECT_EQ(Open(path, &autoc, 256, LLM_BACKEND_AUTO), LLM_OK) << llm_last_error();
+  std::remove(path.c_str());
 }
 
 TEST(EmbedContexts, GenerativeModelRefusesEmbeddings) {
