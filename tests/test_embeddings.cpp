@@ -48,6 +48,7 @@ std::string Fnv1a64Hex(const std::string& data) {
 struct Case {
   std::string pooling;
   std::string text;  // non-empty: llama.cpp tokenized this text into `tokens`
+  std::string query, document;  // a rerank pair (query non-empty): llama.cpp's layout of it is `tokens`
   std::vector<int32_t> tokens;
   int32_t rows = 0, dim = 0;
   std::vector<float> ref;  // (rows, dim)
@@ -66,6 +67,7 @@ Reference LoadReference(const std::string& name) {
     Case k;
     k.pooling = c.Find("pooling")->as_string();
     if (const Json* t = c.Find("text")) k.text = t->as_string();
+    if (const Json* q = c.Find("query")) k.query = q->as_string(), k.document = c.Find("document")->as_string();
     for (const Json& t : c.Find("tokens")->array()) k.tokens.push_back(static_cast<int32_t>(t.as_int()));
     k.rows = static_cast<int32_t>(c.Find("rows")->as_int());
     k.dim = static_cast<int32_t>(c.Find("dim")->as_int());
@@ -308,6 +310,35 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
     EXPECT_LE(err, kRelTol);
     worst_alone = std::max(worst_alone, err);
   }
+  // Rerank pairs: llm_rerank_tokenize lays them out as llama.cpp's server
+  // does, and their scores match, in the same order.
+  std::vector<float> ours, theirs;
+  for (const Case& k : ref.cases) {
+    if (k.query.empty()) continue;
+    SCOPED_TRACE("pair \"" + k.query + "\" / \"" + k.document + "\"");
+    std::vector<llm_token> ids(4096);
+    int32_t n = 0;
+    ASSERT_EQ(llm_rerank_tokenize(c.ctx, k.query.c_str(), k.document.c_str(), ids.data(),
+                                  static_cast<int32_t>(ids.size()), &n),
+              LLM_OK)
+        << llm_last_error();
+    ids.resize(static_cast<size_t>(n));
+    EXPECT_EQ(ids, k.tokens);
+    llm_status st;
+    int32_t dim = 0;
+    std::vector<float> v = Embed(c.ctx, {ids}, LLM_POOLING_RANK, 0, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    const double err = MaxRelErr(v.data(), k.ref.data(), v.size());
+    EXPECT_LE(err, kRelTol);
+    worst_alone = std::max(worst_alone, err);
+    ours.push_back(v[0]);
+    theirs.push_back(k.ref[0]);
+  }
+  for (size_t i = 0; i < ours.size(); ++i)
+    for (size_t j = 0; j < ours.size(); ++j)
+      if (theirs[i] > theirs[j]) {
+        EXPECT_GT(ours[i], ours[j]) << "pairs " << i << ", " << j << " in another order";
+      }
   EXPECT_LE(worst_batched, kRelTol);
   std::printf("%s: max rel err %.3g alone, %.3g batched; min cosine %.8f (%zu cases)\n", name.c_str(), worst_alone,
               worst_batched, min_cos, ref.cases.size());
@@ -441,6 +472,32 @@ TEST_F(BertApi, BadInputsGetClearStatuses) {
   EXPECT_NE(std::string(llm_last_error()).find("embedding model"), std::string::npos) << llm_last_error();
   r.task = 7;
   EXPECT_EQ(llm_submit(c_.ctx, &r, &id), LLM_ERR_INVALID_ARGUMENT);
+}
+
+// A cross-encoder's pair (no rerank template): [CLS] q [SEP] [SEP] d [SEP];
+// bad arguments get their statuses.
+TEST_F(BertApi, RerankTokenizeLayoutAndBadInput) {
+  std::vector<llm_token> ids(64);
+  int32_t n = 0;
+  ASSERT_EQ(llm_rerank_tokenize(c_.ctx, "w57", "w99 w12", ids.data(), 64, &n), LLM_OK) << llm_last_error();
+  ids.resize(static_cast<size_t>(n));
+  std::vector<llm_token> q(8), d(8);
+  int32_t nq = 0, nd = 0;
+  ASSERT_EQ(llm_tokenize(c_.ctx, "w57", 3, 0, q.data(), 8, &nq), LLM_OK);
+  ASSERT_EQ(llm_tokenize(c_.ctx, "w99 w12", 7, 0, d.data(), 8, &nd), LLM_OK);
+  std::vector<llm_token> want = {2};
+  want.insert(want.end(), q.begin(), q.begin() + nq);
+  want.insert(want.end(), {3, 3});
+  want.insert(want.end(), d.begin(), d.begin() + nd);
+  want.push_back(3);
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "w57", "w99 w12", ids.data(), 2, &n), LLM_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, static_cast<int32_t>(want.size()));
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, nullptr, "x", ids.data(), 2, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", nullptr, ids.data(), 2, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", "y", nullptr, 2, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", "y", ids.data(), -1, &n), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", "w57 \xC3\x28", ids.data(), 2, &n), LLM_ERR_INVALID_UTF8);
 }
 
 // EMBED requests through submit / poll: many in flight, cancellable.

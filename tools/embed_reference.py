@@ -69,8 +69,14 @@ MODELS = {
                     "decoder": True},
     # Qwen3-Reranker: rank pooling over the last token through the [yes, no]
     # rows (cls.output.weight) and a softmax: P(yes) first.
-    "qwen3_rerank": {"shape": "tiny-qwen3-rerank", "poolings": ["rank", "last"], "decoder": True},
+    "qwen3_rerank": {"shape": "tiny-qwen3-rerank", "poolings": ["rank", "last"], "decoder": True, "pairs": True},
 }
+# (query, document) pairs a reranker scores: laid out as llama.cpp's server
+# does (format_prompt_rerank: the file's rerank template, {query} then
+# {document} replaced, tokenized with special tokens parsed, none added).
+PAIRS = [("what is the capital of China?", d) for d in
+         ("The capital of China is Beijing.", "Gravity is a force.", "Beijing is in China; it is the capital.",
+          "the cat sat on the mat")]
 # Qwen3-Embedding's convention: a query carries a one-line task instruction,
 # a document goes in as it is (both end in <|endoftext|>, which the
 # tokenizer appends).
@@ -178,6 +184,17 @@ def run(name, spec, tool, tmp):
                 v = embed(llama_cpp, llm, toks, pooling, n_out)
                 cases.append({"pooling": pooling, "text": text, "tokens": toks, "rows": 1, "dim": int(v.shape[1]),
                               "offset": offset})
+                offset += v.size
+                vecs.append(v.astype("<f4").ravel())
+        if spec.get("pairs") and pooling == "rank":
+            tmpl = llama_cpp.llama_model_chat_template(llm.model, b"rerank")
+            assert tmpl, "the reranker file has no rerank template"
+            for query, doc in PAIRS:
+                prompt = tmpl.decode().replace("{query}", query).replace("{document}", doc)
+                toks = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+                v = embed(llama_cpp, llm, toks, pooling, n_out)
+                cases.append({"pooling": pooling, "query": query, "document": doc, "tokens": toks, "rows": 1,
+                              "dim": int(v.shape[1]), "offset": offset})
                 offset += v.size
                 vecs.append(v.astype("<f4").ravel())
         del llm

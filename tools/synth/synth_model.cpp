@@ -412,6 +412,15 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
                                      : std::vector<std::string>{});
   }
   if (s.decoder_pooling == 3 && o.vocab == nullptr) w.AddBool("tokenizer.ggml.add_eos_token", true);
+  if (s.decoder_pooling == 4 && o.vocab == nullptr) {
+    // Qwen3-Reranker's prompt, as llama.cpp's converter writes it.
+    w.AddString("tokenizer.chat_template.rerank",
+                "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+                "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+                "<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the "
+                "query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+                "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  }
   if (!o.chat_template.empty()) {
     if (o.vocab != nullptr && o.vocab->Has("tokenizer.chat_template"))
       return InvalidArgument("llm-synth: --chat-template and a --vocab-from file that has one");
