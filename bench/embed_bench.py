@@ -81,7 +81,12 @@ def run_llama(binary, model, texts, threads, pooling):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(texts))
         prompts = f.name
-    cmd = [binary, "-m", str(model), "-f", prompts, "-t", str(threads), "-c", "512", "-b", "8192", "-ub", "512",
+    # An encoder's sequence must fit one ubatch (-ub 512: the whole of its
+    # context); a causal decoder keeps every sequence of a batch in one KV
+    # cache, so its context and ubatch hold the batch (8192, llmrt's
+    # max_batch_tokens).
+    ctx, ub = ("8192", "8192") if pooling == "last" else ("512", "512")
+    cmd = [binary, "-m", str(model), "-f", prompts, "-t", str(threads), "-c", ctx, "-b", "8192", "-ub", ub,
            "--pooling", pooling, "--embd-normalize", "2", "--embd-output-format", "array", "-ngl", "0"]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
