@@ -4,8 +4,8 @@ llmrt (llm_embed through libllmrt, ctypes) beside llama.cpp's
 `llama-embedding` on the same GGUF, at the same thread count (issue 31).
 
   cmake --build build --target llm-synth llmrt
-  python3 bench/embed_bench.py [--shape bert-base] [--threads 8] [--n 256] \\
-      [--llama-embedding /path/to/llama-embedding] [--type f16]
+  python3 bench/embed_bench.py [--shape bert-base|qwen3-embed-0.6b] [--threads 8] [--n 256] \\
+      [--llama-embedding /path/to/llama-embedding] [--type f16] [--rounds 3]
 
 The model is llm-synth's (random weights, the shape's real sizes; its
 WordPiece vocabulary spells token i as the word "w<i>", so a chunk is the
@@ -18,6 +18,7 @@ import argparse
 import ctypes
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -27,10 +28,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def chunks(n, n_vocab, seed=3):
+def chunks(n, n_vocab, seed=3, decoder=False):
+    """n texts of 100-400 tokens. WordPiece: "w<i>" words, one token each,
+    plus [CLS] and [SEP]. The synthetic Qwen vocabulary (byte-level BPE with
+    a few merges): k - 1 single characters that merge with nothing (digits
+    and punctuation, one token each), then <|endoftext|>, which the
+    tokenizer appends."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
+        if decoder:
+            k = rng.randint(100, 400) - 1
+            out.append("".join(rng.choice("0123456789.,;:!?") for _ in range(k)))
+            continue
         k = rng.randint(100, 400) - 2  # + [CLS] and [SEP]
         out.append(" ".join("w%d" % rng.randint(57, n_vocab - 1) for _ in range(k)))
     return out
@@ -46,6 +56,7 @@ def run_llmrt(lib_path, model, texts, threads):
     ctypes.c_int32.from_buffer(params, 16).value = threads                                   # n_threads
     ctypes.c_int32.from_buffer(params, 36).value = 8192                                      # max_batch_tokens
     ctx = ctypes.c_void_p()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     if lib.llm_ctx_create(params, ctypes.byref(ctx)) != 0:
         lib.llm_last_error.restype = ctypes.c_char_p
@@ -58,22 +69,32 @@ def run_llmrt(lib_path, model, texts, threads):
     t2 = time.perf_counter()
     st = lib.llm_embed(ctx, arr, None, None, len(texts), None, out, ctypes.c_size_t(len(out)), ctypes.byref(dim))
     t3 = time.perf_counter()
+    c3 = time.process_time()
     if st != 0:
         lib.llm_last_error.restype = ctypes.c_char_p
         sys.exit("llm_embed: %s" % lib.llm_last_error().decode())
     lib.llm_ctx_destroy(ctx)
-    return t3 - t0 - (t2 - t1), t3 - t2
+    return t3 - t0 - (t2 - t1), t3 - t2, c3 - c0
 
 
-def run_llama(binary, model, texts, threads):
+def run_llama(binary, model, texts, threads, pooling):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(texts))
         prompts = f.name
-    cmd = [binary, "-m", str(model), "-f", prompts, "-t", str(threads), "-c", "512", "-b", "8192", "-ub", "512",
-           "--pooling", "mean", "--embd-normalize", "2", "--embd-output-format", "array", "-ngl", "0"]
+    # An encoder's sequence must fit one ubatch (-ub 512: the whole of its
+    # context); a causal decoder keeps every sequence of a batch in one KV
+    # cache, so its context and ubatch hold the batch (8192, llmrt's
+    # max_batch_tokens).
+    ctx, ub = ("8192", "8192") if pooling == "last" else ("512", "512")
+    cmd = [binary, "-m", str(model), "-f", prompts, "-t", str(threads), "-c", ctx, "-b", "8192", "-ub", ub,
+           "--pooling", pooling, "--embd-normalize", "2", "--embd-output-format", "array", "-ngl", "0"]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0, " ".join(cmd)
+    t1 = time.perf_counter()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return t1 - t0, cpu, " ".join(cmd)
 
 
 def main():
@@ -85,18 +106,37 @@ def main():
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
     ap.add_argument("--lib", default=str(ROOT / "build" / "lib" / "libllmrt.so"))
     ap.add_argument("--llama-embedding", default="")
+    ap.add_argument("--rounds", type=int, default=1, help="alternating llmrt / llama.cpp rounds")
     args = ap.parse_args()
+    decoder = args.shape.startswith("qwen3")
+    pooling = "last" if decoder else "mean"  # the model's own (Qwen3-Embedding: last token)
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / (args.shape + ".gguf")
         subprocess.run([args.synth, "--shape", args.shape, "--out", str(model), "--type", args.type], check=True,
                        stdout=subprocess.DEVNULL)
-        texts = chunks(args.n, 30522 if args.shape == "bert-base" else 300)
-        total, run = run_llmrt(args.lib, model, texts, args.threads)
-        print("llmrt:     %.2f texts/s (%.2f s with loading; %.2f s embedding %d texts, %d threads)"
-              % (args.n / total, total, run, args.n, args.threads))
-        if args.llama_embedding:
-            t, cmd = run_llama(args.llama_embedding, model, texts, args.threads)
-            print("llama.cpp: %.2f texts/s (%.2f s with loading)  %s" % (args.n / t, t, cmd))
+        texts = chunks(args.n, 30522 if args.shape == "bert-base" else 300, decoder=decoder)
+        # Wall time and CPU time (all threads, loading included for both;
+        # on a shared machine CPU seconds are the steadier measure).
+        ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
+        for r in range(args.rounds):
+            total, run, cpu = run_llmrt(args.lib, model, texts, args.threads)
+            ours.append(total)
+            ours_cpu.append(cpu)
+            print("round %d llmrt:     %.2f texts/s wall, %.2f texts/CPU-s (%.2f s with loading; %.2f s embedding "
+                  "%d texts; %.1f CPU-s; %d threads)" % (r, args.n / total, args.n / cpu, total, run, args.n, cpu,
+                                                          args.threads), flush=True)
+            if args.llama_embedding:
+                t, tcpu, cmd = run_llama(args.llama_embedding, model, texts, args.threads, pooling)
+                theirs.append(t)
+                theirs_cpu.append(tcpu)
+                print("round %d llama.cpp: %.2f texts/s wall, %.2f texts/CPU-s (%.2f s with loading; %.1f CPU-s)  %s"
+                      % (r, args.n / t, args.n / tcpu, t, tcpu, cmd), flush=True)
+                print("round %d llmrt / llama.cpp: %.2fx wall, %.2fx CPU" % (r, t / total, tcpu / cpu), flush=True)
+        if theirs:
+            wall = sorted(t / o for o, t in zip(ours, theirs))
+            cpu = sorted(t / o for o, t in zip(ours_cpu, theirs_cpu))
+            print("median llmrt / llama.cpp over %d rounds: %.2fx wall, %.2fx CPU"
+                  % (len(wall), wall[len(wall) // 2], cpu[len(cpu) // 2]))
 
 
 if __name__ == "__main__":

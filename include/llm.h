@@ -1083,6 +1083,19 @@ LLM_API llm_status llm_embed(llm_ctx* ctx, const char* const* texts, const llm_t
                              const int32_t* n_tokens, int32_t n_inputs, const llm_embed_params* params, float* out,
                              size_t out_capacity, int32_t* out_dim);
 
+/* Tokenizes a (query, document) pair as the model's reranker reads it, for
+ * llm_embed with LLM_POOLING_RANK (0.4, issue 31): a file with a rerank
+ * template (GGUF tokenizer.chat_template.rerank, as Qwen3-Reranker's
+ * conversions carry) gets "{query}", then "{document}", replaced in it and
+ * the result tokenized with special tokens parsed and none added; any other
+ * (a cross-encoder) gets [BOS] query [EOS] [EOS] document [EOS], each of
+ * BOS / EOS where the vocabulary has one (BERT: [CLS] q [SEP][SEP] d [SEP]).
+ * query and document are NUL-terminated UTF-8. Output as llm_tokenize: at
+ * most `capacity` ids to out, the full count to *n_out.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT, INVALID_UTF8, BUFFER_TOO_SMALL. */
+LLM_API llm_status llm_rerank_tokenize(llm_ctx* ctx, const char* query, const char* document, llm_token* out,
+                                       int32_t capacity, int32_t* n_out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -71,6 +71,8 @@ TEST(Abi, Embeddings) {
   EXPECT_EQ(offsetof(llm_embed_params, tokenize_flags), 20u);
   EXPECT_EQ(offsetof(llm_embed_params, priority), 24u);
   EXPECT_EQ(offsetof(llm_embed_params, reserved0), 28u);
+  static_assert(std::is_same_v<decltype(&llm_rerank_tokenize),
+                               llm_status (*)(llm_ctx*, const char*, const char*, llm_token*, int32_t, int32_t*)>);
 }
 
 TEST(Abi, EnumValues) {

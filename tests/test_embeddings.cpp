@@ -48,6 +48,7 @@ std::string Fnv1a64Hex(const std::string& data) {
 struct Case {
   std::string pooling;
   std::string text;  // non-empty: llama.cpp tokenized this text into `tokens`
+  std::string query, document;  // a rerank pair (query non-empty): llama.cpp's layout of it is `tokens`
   std::vector<int32_t> tokens;
   int32_t rows = 0, dim = 0;
   std::vector<float> ref;  // (rows, dim)
@@ -66,6 +67,7 @@ Reference LoadReference(const std::string& name) {
     Case k;
     k.pooling = c.Find("pooling")->as_string();
     if (const Json* t = c.Find("text")) k.text = t->as_string();
+    if (const Json* q = c.Find("query")) k.query = q->as_string(), k.document = c.Find("document")->as_string();
     for (const Json& t : c.Find("tokens")->array()) k.tokens.push_back(static_cast<int32_t>(t.as_int()));
     k.rows = static_cast<int32_t>(c.Find("rows")->as_int());
     k.dim = static_cast<int32_t>(c.Find("dim")->as_int());
@@ -118,9 +120,11 @@ struct Ctx {
   ~Ctx() { llm_ctx_destroy(ctx); }
 };
 
-llm_status Open(const std::string& path, Ctx* c, int32_t n_ctx = 0, int32_t backend = LLM_BACKEND_CPU) {
+llm_status Open(const std::string& path, Ctx* c, int32_t n_ctx = 0, int32_t backend = LLM_BACKEND_CPU,
+                int32_t kv_type = LLM_KV_AUTO) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
+  p.kv_type = kv_type;
   p.model_path = path.c_str();
   p.backend = backend;
   p.n_threads = 2;
@@ -213,8 +217,12 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
   ASSERT_FALSE(ref.cases.empty());
   const std::string path = SynthesizeFile(name, ref.json);
   ASSERT_FALSE(path.empty());
+  // A decoder's reference ran with an F32 KV cache (tools/embed_reference.py): so does llmrt.
+  const Json* kv = ref.json.Find("kv_type");
   Ctx c;
-  ASSERT_EQ(Open(path, &c), LLM_OK) << llm_last_error();
+  ASSERT_EQ(Open(path, &c, 0, LLM_BACKEND_CPU, kv != nullptr && kv->as_string() == "f32" ? LLM_KV_F32 : LLM_KV_AUTO),
+            LLM_OK)
+      << llm_last_error();
   std::remove(path.c_str());
 
   double worst_alone = 0, worst_batched = 0, min_cos = 1;
@@ -302,6 +310,35 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
     EXPECT_LE(err, kRelTol);
     worst_alone = std::max(worst_alone, err);
   }
+  // Rerank pairs: llm_rerank_tokenize lays them out as llama.cpp's server
+  // does, and their scores match, in the same order.
+  std::vector<float> ours, theirs;
+  for (const Case& k : ref.cases) {
+    if (k.query.empty()) continue;
+    SCOPED_TRACE("pair \"" + k.query + "\" / \"" + k.document + "\"");
+    std::vector<llm_token> ids(4096);
+    int32_t n = 0;
+    ASSERT_EQ(llm_rerank_tokenize(c.ctx, k.query.c_str(), k.document.c_str(), ids.data(),
+                                  static_cast<int32_t>(ids.size()), &n),
+              LLM_OK)
+        << llm_last_error();
+    ids.resize(static_cast<size_t>(n));
+    EXPECT_EQ(ids, k.tokens);
+    llm_status st;
+    int32_t dim = 0;
+    std::vector<float> v = Embed(c.ctx, {ids}, LLM_POOLING_RANK, 0, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    const double err = MaxRelErr(v.data(), k.ref.data(), v.size());
+    EXPECT_LE(err, kRelTol);
+    worst_alone = std::max(worst_alone, err);
+    ours.push_back(v[0]);
+    theirs.push_back(k.ref[0]);
+  }
+  for (size_t i = 0; i < ours.size(); ++i)
+    for (size_t j = 0; j < ours.size(); ++j)
+      if (theirs[i] > theirs[j]) {
+        EXPECT_GT(ours[i], ours[j]) << "pairs " << i << ", " << j << " in another order";
+      }
   EXPECT_LE(worst_batched, kRelTol);
   std::printf("%s: max rel err %.3g alone, %.3g batched; min cosine %.8f (%zu cases)\n", name.c_str(), worst_alone,
               worst_batched, min_cos, ref.cases.size());
@@ -310,6 +347,10 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference, ::testing::Values("bert", "bert_rerank"));
+// Causal decoders as embedding models: Qwen3-Embedding (last-token pooling,
+// instruction-prefixed query text) and Qwen3-Reranker (rank: softmax over
+// the [yes, no] head at the last token).
+INSTANTIATE_TEST_SUITE_P(Decoders, EmbedReference, ::testing::Values("qwen3_embed", "qwen3_rerank"));
 
 // ------------------------------------------------------------ the API around it
 
@@ -433,6 +474,32 @@ TEST_F(BertApi, BadInputsGetClearStatuses) {
   EXPECT_EQ(llm_submit(c_.ctx, &r, &id), LLM_ERR_INVALID_ARGUMENT);
 }
 
+// A cross-encoder's pair (no rerank template): [CLS] q [SEP] [SEP] d [SEP];
+// bad arguments get their statuses.
+TEST_F(BertApi, RerankTokenizeLayoutAndBadInput) {
+  std::vector<llm_token> ids(64);
+  int32_t n = 0;
+  ASSERT_EQ(llm_rerank_tokenize(c_.ctx, "w57", "w99 w12", ids.data(), 64, &n), LLM_OK) << llm_last_error();
+  ids.resize(static_cast<size_t>(n));
+  std::vector<llm_token> q(8), d(8);
+  int32_t nq = 0, nd = 0;
+  ASSERT_EQ(llm_tokenize(c_.ctx, "w57", 3, 0, q.data(), 8, &nq), LLM_OK);
+  ASSERT_EQ(llm_tokenize(c_.ctx, "w99 w12", 7, 0, d.data(), 8, &nd), LLM_OK);
+  std::vector<llm_token> want = {2};
+  want.insert(want.end(), q.begin(), q.begin() + nq);
+  want.insert(want.end(), {3, 3});
+  want.insert(want.end(), d.begin(), d.begin() + nd);
+  want.push_back(3);
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "w57", "w99 w12", ids.data(), 2, &n), LLM_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n, static_cast<int32_t>(want.size()));
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, nullptr, "x", ids.data(), 2, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", nullptr, ids.data(), 2, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", "y", nullptr, 2, &n), LLM_ERR_NULL_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", "y", ids.data(), -1, &n), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(llm_rerank_tokenize(c_.ctx, "x", "w57 \xC3\x28", ids.data(), 2, &n), LLM_ERR_INVALID_UTF8);
+}
+
 // EMBED requests through submit / poll: many in flight, cancellable.
 TEST_F(BertApi, SubmitPollAndCancel) {
   std::vector<std::vector<int32_t>> inputs;
@@ -475,6 +542,57 @@ TEST_F(BertApi, SubmitPollAndCancel) {
   EXPECT_EQ(finals, 40);
   EXPECT_LE(cancelled, 1);
   // an older caller's llm_event (before 0.4) gets no embedding fields written
+}
+
+// A decoder embedding model (Qwen3-Embedding): vectors independent of the
+// batch (bitwise; 64 inputs of mixed lengths, several engine steps), and the
+// model still generates; CUDA refuses it with a message (AUTO: the CPU).
+TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
+  Reference ref = LoadReference("qwen3_embed");
+  ASSERT_FALSE(ref.cases.empty());
+  const std::string path = SynthesizeFile("qwen3_api", ref.json, "tiny-qwen3-embed");
+  ASSERT_FALSE(path.empty());
+  Ctx c;
+  ASSERT_EQ(Open(path, &c, 256), LLM_OK) << llm_last_error();
+  std::vector<std::vector<int32_t>> inputs;
+  std::mt19937 rng(9);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<int32_t> t(1 + rng() % 200);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % 297);
+    t.back() = 297;  // <|endoftext|>
+    inputs.push_back(std::move(t));
+  }
+  int32_t dim = 0;
+  llm_status st;
+  for (int32_t pool : {LLM_POOLING_LAST, LLM_POOLING_MEAN}) {
+    std::vector<float> batch = Embed(c.ctx, inputs, pool, 1, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    ASSERT_EQ(dim, 64);
+    for (size_t i = 0; i < inputs.size(); i += 5) {
+      std::vector<float> one = Embed(c.ctx, {inputs[i]}, pool, 1, &dim, &st);
+      ASSERT_EQ(st, LLM_OK);
+      EXPECT_EQ(std::memcmp(one.data(), batch.data() + i * dim, dim * sizeof(float)), 0) << "input " << i;
+    }
+  }
+  // the model's own pooling (last) is the default; no rank head
+  std::vector<float> deflt = Embed(c.ctx, {inputs[0]}, LLM_POOLING_MODEL, 0, &dim, &st);
+  std::vector<float> last = Embed(c.ctx, {inputs[0]}, LLM_POOLING_LAST, 0, &dim, &st);
+  EXPECT_EQ(deflt, last);
+  Embed(c.ctx, {inputs[0]}, LLM_POOLING_RANK, 0, &dim, &st);
+  EXPECT_EQ(st, LLM_ERR_UNSUPPORTED);
+  Embed(c.ctx, {std::vector<int32_t>(300, 7)}, LLM_POOLING_LAST, 0, &dim, &st);  // longer than n_ctx 256
+  EXPECT_EQ(st, LLM_ERR_CONTEXT_OVERFLOW);
+  // generation on the same context
+  const SeqResult gen = Generate(c.ctx, "the cat", 4);
+  EXPECT_EQ(gen.status, LLM_OK) << gen.message;
+  EXPECT_EQ(gen.n_final, 1);
+  EXPECT_FALSE(gen.tokens.empty());
+  Ctx cuda;
+  EXPECT_EQ(Open(path, &cuda, 256, LLM_BACKEND_CUDA), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("CUDA"), std::string::npos) << llm_last_error();
+  Ctx autoc;  // AUTO runs it on the CPU
+  EXPECT_EQ(Open(path, &autoc, 256, LLM_BACKEND_AUTO), LLM_OK) << llm_last_error();
+  std::remove(path.c_str());
 }
 
 TEST(EmbedContexts, GenerativeModelRefusesEmbeddings) {

@@ -61,7 +61,29 @@ MODELS = {
     # A cross-encoder: the same block with a classifier head (cls dense +
     # tanh, then one output) read at the CLS token: llama.cpp's RANK pooling.
     "bert_rerank": {"shape": "tiny-bert-rerank", "poolings": ["rank", "mean"]},
+    # Qwen3-Embedding: a causal qwen3 decoder whose file names last-token
+    # pooling (its tokenizer appends <|endoftext|>); the vector is the final
+    # norm's output at the last token. Texts: a query with Qwen3-Embedding's
+    # instruction prefix and documents without one.
+    "qwen3_embed": {"shape": "tiny-qwen3-embed", "poolings": ["last", "mean", "none"], "texts": True,
+                    "decoder": True},
+    # Qwen3-Reranker: rank pooling over the last token through the [yes, no]
+    # rows (cls.output.weight) and a softmax: P(yes) first.
+    "qwen3_rerank": {"shape": "tiny-qwen3-rerank", "poolings": ["rank", "last"], "decoder": True, "pairs": True},
 }
+# (query, document) pairs a reranker scores: laid out as llama.cpp's server
+# does (format_prompt_rerank: the file's rerank template, {query} then
+# {document} replaced, tokenized with special tokens parsed, none added).
+PAIRS = [("what is the capital of China?", d) for d in
+         ("The capital of China is Beijing.", "Gravity is a force.", "Beijing is in China; it is the capital.",
+          "the cat sat on the mat")]
+# Qwen3-Embedding's convention: a query carries a one-line task instruction,
+# a document goes in as it is (both end in <|endoftext|>, which the
+# tokenizer appends).
+QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
+DECODER_TEXTS = [f"Instruct: {QWEN3_TASK}\nQuery: what is the capital of China?",
+                 "The capital of China is Beijing.", "Gravity is a force that attracts two bodies.",
+                 "the cat sat on the mat " * 12]
 
 
 COMMAND = ('LLAMA_CPP_LIB_PATH="$(bench/peer/build_llamacpp_exactgelu.sh)" python3 tools/embed_reference.py'
@@ -89,10 +111,16 @@ def fnv1a64(data):
     return f"{h:016x}"
 
 
-def sequences(n_vocab):
+def sequences(n_vocab, decoder=False):
+    """[CLS] ids [SEP] for an encoder; for a decoder, byte-level ids then its
+    <|endoftext|> (the last of the synthetic Qwen vocabulary's three
+    specials counted from the end: n_vocab - 3)."""
     rng = np.random.default_rng(31)
     out = []
     for n in LENGTHS:
+        if decoder:
+            out.append([int(t) for t in rng.integers(0, n_vocab - 3, size=n - 1)] + [n_vocab - 3])
+            continue
         if n == 1:
             out.append([2])
             continue
@@ -131,11 +159,16 @@ def run(name, spec, tool, tmp):
     cases, vecs = [], []
     offset = 0
     for pooling in spec["poolings"]:
+        # A decoder's K/V go through llama.cpp's KV cache: F32 there (as
+        # tools/family_reference.py does; an F16 cache also rounds q and the
+        # attention weights to F16 on the CPU, ~2e-3 relative on these
+        # vectors), and the test runs llmrt with an F32 cache too.
+        kv = {"type_k": llama_cpp.GGML_TYPE_F32, "type_v": llama_cpp.GGML_TYPE_F32} if spec.get("decoder") else {}
         llm = llama_cpp.Llama(model_path=str(path), embedding=True, pooling_type=POOLING[pooling], n_ctx=N_CTX,
-                              n_batch=N_CTX, n_ubatch=N_CTX, n_threads=THREADS, flash_attn=False, verbose=False)
+                              n_batch=N_CTX, n_ubatch=N_CTX, n_threads=THREADS, flash_attn=False, verbose=False, **kv)
         n_embd = llm.n_embd()
         n_out = int(llama_cpp.llama_model_n_cls_out(llm.model)) if pooling == "rank" else n_embd
-        for toks in sequences(llm.n_vocab()):
+        for toks in sequences(llm.n_vocab(), spec.get("decoder", False)):
             if pooling == "none" and len(toks) > NONE_MAX:
                 continue
             v = embed(llama_cpp, llm, toks, pooling, n_out)
@@ -143,14 +176,25 @@ def run(name, spec, tool, tmp):
                           "offset": offset})
             offset += v.size
             vecs.append(v.astype("<f4").ravel())
-        if spec.get("texts") and pooling == "mean":
-            # Text through llama.cpp's own WordPiece tokenizer (the test
-            # embeds the same text through llmrt's).
-            for text in TEXTS:
+        if spec.get("texts") and pooling == ("last" if spec.get("decoder") else "mean"):
+            # Text through llama.cpp's own tokenizer (WordPiece; a decoder's
+            # BPE), the test embeds the same text through llmrt's.
+            for text in (DECODER_TEXTS if spec.get("decoder") else TEXTS):
                 toks = llm.tokenize(text.encode(), add_bos=True, special=False)
                 v = embed(llama_cpp, llm, toks, pooling, n_out)
                 cases.append({"pooling": pooling, "text": text, "tokens": toks, "rows": 1, "dim": int(v.shape[1]),
                               "offset": offset})
+                offset += v.size
+                vecs.append(v.astype("<f4").ravel())
+        if spec.get("pairs") and pooling == "rank":
+            tmpl = llama_cpp.llama_model_chat_template(llm.model, b"rerank")
+            assert tmpl, "the reranker file has no rerank template"
+            for query, doc in PAIRS:
+                prompt = tmpl.decode().replace("{query}", query).replace("{document}", doc)
+                toks = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+                v = embed(llama_cpp, llm, toks, pooling, n_out)
+                cases.append({"pooling": pooling, "query": query, "document": doc, "tokens": toks, "rows": 1,
+                              "dim": int(v.shape[1]), "offset": offset})
                 offset += v.size
                 vecs.append(v.astype("<f4").ravel())
         del llm
@@ -162,6 +206,7 @@ def run(name, spec, tool, tmp):
         "oracle": oracle(llama_cpp),
         "command": COMMAND,
         "n_ctx": N_CTX,
+        "kv_type": "f32" if spec.get("decoder") else "none",
         "vectors_file": f"{name}.vec.bin",
         "cases": cases,
     }

@@ -97,3 +97,28 @@ func (c *Context) Embed(inputs [][]int32, opt *EmbedOptions) ([][]float32, error
 	}
 	return vecs, nil
 }
+
+// RerankTokens lays out a (query, document) pair as the model's reranker
+// reads it (llm_rerank_tokenize: the file's rerank template, or [BOS] query
+// [EOS] [EOS] document [EOS]); score the ids with Embed and PoolingRank, Raw.
+func (c *Context) RerankTokens(query, document string) ([]int32, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	q, d := C.CString(query), C.CString(document)
+	defer C.free(unsafe.Pointer(q))
+	defer C.free(unsafe.Pointer(d))
+	var n C.int32_t
+	err := call(func() C.llm_status { return C.llm_rerank_tokenize(c.raw, q, d, nil, 0, &n) })
+	if e, ok := err.(*Error); !ok || e.Status != StatusBufferTooSmall {
+		return nil, err
+	}
+	out := (*C.llm_token)(C.calloc(C.size_t(n)+1, C.sizeof_llm_token))
+	defer C.free(unsafe.Pointer(out))
+	if err := call(func() C.llm_status { return C.llm_rerank_tokenize(c.raw, q, d, out, n, &n) }); err != nil {
+		return nil, err
+	}
+	return append([]int32(nil), unsafe.Slice((*int32)(unsafe.Pointer(out)), int(n))...), nil
+}

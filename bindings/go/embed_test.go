@@ -71,3 +71,43 @@ func TestEmbedTinyBert(t *testing.T) {
 		t.Errorf("rank without a head: %v", err)
 	}
 }
+
+// A cross-encoder pair without a rerank template: [BOS] q [EOS] [EOS] d [EOS].
+func TestRerankTokensTinyBert(t *testing.T) {
+	synth := os.Getenv("LLMRT_SYNTH")
+	if synth == "" {
+		synth = "../../build/bin/llm-synth"
+	}
+	if _, err := os.Stat(synth); err != nil {
+		t.Skip("no llm-synth")
+	}
+	path := filepath.Join(t.TempDir(), "tiny-bert-rerank.gguf")
+	if out, err := exec.Command(synth, "--shape", "tiny-bert-rerank", "--out", path, "--type", "f32").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	c, err := Open(&Params{ModelPath: path, Backend: BackendCPU, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ids, err := c.RerankTokens("w57", "w99 w12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Tokenize("w57", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Tokenize("w99 w12", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(append(append([]int32{2}, q...), 3, 3), d...), 3) // [CLS] = 2, [SEP] = 3
+	if !reflect.DeepEqual(ids, want) {
+		t.Fatalf("pair %v, want %v", ids, want)
+	}
+	scores, err := c.Embed([][]int32{ids}, &EmbedOptions{Pooling: PoolingRank, Raw: true})
+	if err != nil || len(scores) != 1 || len(scores[0]) != 1 {
+		t.Fatalf("scores %v, %v", scores, err)
+	}
+}

@@ -143,10 +143,23 @@ void Rerank(const EmbedInfo& info, const json& body, httplib::Response& res) {
   if (llm_model_get_info(info.ctx, &mi) != LLM_OK) return SendError(res, FromStatus(LLM_ERR_INTERNAL, ""));
   std::vector<llm_token> q;
   if (llm_status s = ToTokens(info.ctx, r.query, 0, &q); s != LLM_OK) return SendError(res, FromStatus(s, "query"));
-  // [BOS] query [EOS] [EOS] document [EOS], as llama.cpp lays a pair out
+  // Texts: the pair as the model's reranker reads it (its rerank template,
+  // or [BOS] query [EOS] [EOS] document [EOS]: llm_rerank_tokenize); token
+  // arrays: the latter layout around the ids given.
   std::vector<std::vector<llm_token>> ids(r.documents.size());
   int64_t n_tokens = 0;
   for (size_t i = 0; i < r.documents.size(); ++i) {
+    if (!r.query.is_tokens && !r.documents[i].is_tokens) {
+      int32_t n = 0;
+      llm_status s = llm_rerank_tokenize(info.ctx, r.query.text.c_str(), r.documents[i].text.c_str(), nullptr, 0, &n);
+      if (s == LLM_ERR_BUFFER_TOO_SMALL) {
+        ids[i].resize(static_cast<size_t>(n));
+        s = llm_rerank_tokenize(info.ctx, r.query.text.c_str(), r.documents[i].text.c_str(), ids[i].data(), n, &n);
+      }
+      if (s != LLM_OK) return SendError(res, FromStatus(s, "documents"));
+      n_tokens += static_cast<int64_t>(ids[i].size());
+      continue;
+    }
     std::vector<llm_token> d;
     if (llm_status s = ToTokens(info.ctx, r.documents[i], 0, &d); s != LLM_OK)
       return SendError(res, FromStatus(s, "documents"));

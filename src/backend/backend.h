@@ -81,6 +81,11 @@ struct EncodeSeq {
   std::span<const llm_token> tokens;  // (n) ids, 1 <= n <= n_ctx_train
   Pooling pooling = Pooling::kMean;
   float* out = nullptr;
+  // A decoder embedding model's (ModelConfig::MakesEmbeddings without
+  // is_encoder: Qwen3-Embedding): KV blocks of the pool covering its n
+  // tokens, which the step writes and reads as a prefill would (the caller
+  // allocates and frees them); empty for an encoder.
+  std::span<const int32_t> block_table;
 };
 
 class Backend {
@@ -148,7 +153,9 @@ class Backend {
   // kv_wire_layout() is empty; OUT_OF_MEMORY when the host lacks it.
   virtual StatusOr<std::unique_ptr<KvHostArena>> CreateKvHostArena(int32_t n_slots);
 
-  // Encoder models (ModelConfig::is_encoder): each sequence's hidden states,
+  // Embedding models (ModelConfig::MakesEmbeddings: encoders, and decoders
+  // whose file names a pooling, run causally over their block tables):
+  // each sequence's hidden states (a decoder's after its final norm),
   // pooled as it asks, into its `out`. A sequence's result depends on its
   // own tokens only (bitwise: not on the other sequences of the call, nor
   // the thread count). UNSUPPORTED on a backend or model without encoders;

@@ -18,6 +18,10 @@ Status CudaSupportsModel(const ModelConfig& c) {
   // Encoders (BERT) run through Backend::Encode, the CPU's alone so far.
   if (c.is_encoder)
     return Unsupported("the CUDA backend does not run encoder (embedding) models yet ('" + c.arch + "')");
+  // A decoder embedding model (a pooling in its file) needs Backend::Encode too.
+  if (c.MakesEmbeddings())
+    return Unsupported("the CUDA backend does not make embeddings yet (the '" + c.arch +
+                       "' file names a pooling: an embedding model)");
   switch (c.arch_kind) {
     case ModelArch::kLlama:   // Llama, Mistral (explicit head_dim, sliding window)
     case ModelArch::kGemma3:  // q/k norms, post-norms, local layers, GeGLU, embedding scale

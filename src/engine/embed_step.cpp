@@ -37,7 +37,7 @@ const char* PoolingName(Pooling p) {
 
 Status Engine::CheckEmbed(const RequestSpec& spec) const {
   const ModelConfig& c = model_->config;
-  if (!c.is_encoder)
+  if (!c.MakesEmbeddings())
     return Unsupported("the model '" + c.arch + "' does not make embeddings (it is not an embedding model)");
   const int64_t n = static_cast<int64_t>(spec.prompt.size());
   if (n > config_.n_ctx)
@@ -53,6 +53,9 @@ Status Engine::CheckEmbed(const RequestSpec& spec) const {
   if (spec.dimensions > row)
     return InvalidArgument("dimensions " + std::to_string(spec.dimensions) + " is larger than the model's " +
                            std::to_string(row) + " values per vector");
+  if (!c.is_encoder && kv_.pool().BlocksFor(n) > kv_.pool().n_blocks())
+    return Status(LLM_ERR_CONTEXT_OVERFLOW, "the input (" + std::to_string(n) + " tokens) needs more KV blocks than the pool's " +
+                                                std::to_string(kv_.pool().n_blocks()));
   if (spec.sink != nullptr && spec.pooling == Pooling::kNone)
     return InvalidArgument("a blocking embed cannot use pooling none (one vector per token)");
   return Status::Ok();
@@ -66,18 +69,26 @@ int32_t Engine::EmbedRowSize(const RequestSpec& spec) const {
 void Engine::RunEmbeddings() {
   std::stable_sort(embed_queue_.begin(), embed_queue_.end(),
                    [](const RequestState* a, const RequestState* b) { return a->spec.priority > b->spec.priority; });
-  // ---- take whole requests up to the step's token budget
+  // ---- take whole requests up to the step's token budget (a decoder's
+  // also up to the KV blocks free now: they wait for generation to free some)
+  const ModelConfig& c = model_->config;
+  BlockPool& blocks = kv_.pool();
   std::vector<RequestState*> run;
   int64_t tokens = 0;
+  int32_t n_blocks = 0;
   size_t taken = 0;
   for (; taken < embed_queue_.size(); ++taken) {
     RequestState* r = embed_queue_[taken];
     const int64_t n = static_cast<int64_t>(r->spec.prompt.size());
+    const int32_t need = c.is_encoder ? 0 : blocks.BlocksFor(n);
     if (!run.empty() && (tokens + n > config_.max_batch_tokens || static_cast<int32_t>(run.size()) >= config_.max_seqs))
       break;
+    if (!blocks.CanAllocate(n_blocks + need)) break;
     run.push_back(r);
     tokens += n;
+    n_blocks += need;
   }
+  if (run.empty()) return;  // a decoder's first request waits for blocks
   embed_queue_.erase(embed_queue_.begin(), embed_queue_.begin() + static_cast<std::ptrdiff_t>(taken));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -90,18 +101,21 @@ void Engine::RunEmbeddings() {
   }
 
   // ---- one encoder call                       outs[i]: PooledSize floats
-  const ModelConfig& c = model_->config;
   std::vector<std::vector<float>> outs(run.size());
   std::vector<EncodeSeq> seqs(run.size());
+  std::vector<std::vector<int32_t>> tables(run.size());  // a decoder's KV blocks, freed after the call
   for (size_t i = 0; i < run.size(); ++i) {
     const RequestSpec& s = run[i]->spec;
     outs[i].resize(static_cast<size_t>(PooledSize(c, s.pooling, static_cast<int64_t>(s.prompt.size()))));
     seqs[i].tokens = s.prompt;
     seqs[i].pooling = s.pooling;
     seqs[i].out = outs[i].data();
+    if (!c.is_encoder && blocks.EnsureCapacity(&tables[i], static_cast<int64_t>(s.prompt.size())))
+      seqs[i].block_table = tables[i];  // counted above, so never short; if it were, Encode refuses the empty table
   }
   const auto t0 = Clock::now();
   const Status st = backend_->Encode(seqs);
+  for (std::vector<int32_t>& t : tables) blocks.ReleaseAll(&t);
   busy_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   stats_.prompt_tokens += static_cast<uint64_t>(tokens);
 

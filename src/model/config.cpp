@@ -221,6 +221,25 @@ Status ReadBert(const GgufFile& file, const Reader& r, ModelConfig* c) {
   return Status::Ok();
 }
 
+// A decoder that makes embeddings (config.h): the pooling its file names
+// (optional; none, the default, leaves it a generative model only) and a
+// rank head's outputs.
+Status ReadDecoderPooling(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  int32_t pooling = 0;
+  LLM_RETURN_IF_ERROR(r.Int("pooling_type", 0, 4, int64_t{0}, &pooling));
+  c->pooling = static_cast<Pooling>(pooling);
+  if (const GgufTensorInfo* t = file.FindTensor("cls.output.weight"); t != nullptr) {
+    if (t->dims.size() != 2 || t->dims[1] < 1 || t->dims[1] > 65536)
+      return ModelFormatError("cls.output.weight is not a (n_embd, n_out) matrix of at most 65536 outputs");
+    c->n_cls_out = static_cast<int32_t>(t->dims[1]);
+  }
+  if (c->pooling == Pooling::kRank && c->n_cls_out == 0)
+    return ModelFormatError("pooling_type rank without a classifier head (cls.output.weight)");
+  if (c->pooling != Pooling::kNone && c->n_expert > 0)
+    return Unsupported("embeddings from a Mixture-of-Experts decoder are not supported");
+  return Status::Ok();
+}
+
 }  // namespace
 
 float ModelConfig::AttnScale() const {
@@ -376,6 +395,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     ReadQwen(&c);
   if (c.arch_kind == ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadBert(file, r, &c));
   LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
+  if (c.arch_kind != ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadDecoderPooling(file, r, &c));
   return c;
 }
 

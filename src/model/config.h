@@ -141,6 +141,14 @@ struct ModelConfig {
   int32_t n_token_types = 0;      // rows of token_types.weight (0: none)
   Pooling pooling = Pooling::kNone;  // the file's default pooling (`<arch>.pooling_type`)
   int32_t n_cls_out = 0;          // rows of cls.output.weight: the classifier head's outputs (RANK)
+  // Decoder embedding models (Qwen3-Embedding, Qwen3-Reranker): a causal
+  // decoder whose file names a pooling (`<arch>.pooling_type`, written from
+  // sentence-transformers' pooling config, or rank for a reranker) makes
+  // vectors from its final-normed hidden states; it can still generate.
+  // Rank on a decoder: the last token's state · cls.output.weightᵀ, then a
+  // softmax over the outputs for qwen3 (the reranker's [yes, no] rows of
+  // the vocabulary head: the score is P(yes)), as llama.cpp.
+  bool MakesEmbeddings() const { return is_encoder || pooling != Pooling::kNone; }
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }

@@ -45,6 +45,10 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
   } else {
     LLM_RETURN_IF_ERROR(l.Get("output.weight", Kind::kMatrix, vocab, embd, &w.output));
   }
+  if (c.n_cls_out > 0) {  // a decoder reranker's head (Qwen3-Reranker: the [yes, no] rows)
+    LLM_RETURN_IF_ERROR(l.Get("cls.output.weight", Kind::kMatrix, c.n_cls_out, embd, &w.cls_out));
+    LLM_RETURN_IF_ERROR(l.Get("cls.output.bias", Kind::kNorm, 1, c.n_cls_out, &w.cls_out_b, true));
+  }
   LLM_RETURN_IF_ERROR(
       l.Get("rope_freqs.weight", Kind::kNorm, 1, c.rope_dim / 2, &w.rope_freqs, true));
   if (c.has_rope_freqs != !w.rope_freqs.empty()) {

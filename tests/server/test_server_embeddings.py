@@ -9,7 +9,8 @@ and batched, with token-id inputs, in its default base64 encoding
 and in float (the same vectors), `dimensions` (Matryoshka: the first values,
 renormalised), `usage`; /v1/rerank's results sorted by relevance_score,
 top_n, return_documents, scores equal to the batch's own; bad inputs are
-400s naming the parameter. Skips (77) without the openai package.
+400s naming the parameter; Qwen3-Reranker and Qwen3-Embedding against
+llama.cpp's reference. Skips (77) without the openai package.
 """
 import base64
 import json
@@ -144,6 +145,58 @@ try:
         check(st == 400 and e.get("error", {}).get("param") == param, "rerank %s -> %d" % (what, st))
 finally:
     server_proc.stop(proc)
+
+# Decoder models against llama.cpp's reference (tests/data/embeddings, from
+# tools/embed_reference.py): Qwen3-Reranker's text pairs through /v1/rerank
+# (its rerank template, scores P(yes) within 1e-3 and in llama.cpp's order)
+# and Qwen3-Embedding's texts through /v1/embeddings (last token, EOS
+# appended, normalised: cosine to llama.cpp's >= 0.9999). Both ran there
+# with an F32 KV cache, as the server's --cache-type-k/v f32 here.
+data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "embeddings")
+
+
+def reference(name):
+    ref = json.load(open(os.path.join(data, name + ".json")))
+    raw = open(os.path.join(data, ref["vectors_file"]), "rb").read()
+    for c in ref["cases"]:
+        n = c["rows"] * c["dim"]
+        c["ref"] = struct.unpack_from("<%df" % n, raw, 4 * c["offset"])
+    return ref
+
+
+for name, shape in (("qwen3_rerank", "tiny-qwen3-rerank"), ("qwen3_embed", "tiny-qwen3-embed")):
+    if not os.path.exists(os.path.join(data, name + ".json")):
+        check(False, "%s reference missing (unpacked at configure time)" % name)
+        continue
+    ref = reference(name)
+    path = os.path.join(tmp, shape + ".gguf")
+    subprocess.run([synth_bin, "--shape", shape, "--out", path, "--type", "f32", "--seed", "7"], check=True,
+                   stdout=subprocess.DEVNULL)
+    proc, port, _ = server_proc.start(server_bin, ["-m", path, "-t", "2", "-c", "512", "--cache-type-k", "f32",
+                                                   "--cache-type-v", "f32"])
+    base = "http://127.0.0.1:%d" % port
+    try:
+        if name == "qwen3_rerank":
+            pairs = [c for c in ref["cases"] if "query" in c]
+            st, r = post(base, "/v1/rerank", {"query": pairs[0]["query"], "documents": [c["document"] for c in pairs]})
+            check(st == 200, "qwen3 rerank: %d" % st)
+            got = {x["index"]: x["relevance_score"] for x in r.get("results", [])}
+            want = [c["ref"][0] for c in pairs]
+            check(len(got) == len(pairs) and all(abs(got[i] - w) <= 1e-3 for i, w in enumerate(want)),
+                  "qwen3 rerank: scores %s within 1e-3 of llama.cpp's %s" % (got, want))
+            order = [x["index"] for x in r.get("results", [])]
+            check(order == sorted(range(len(want)), key=lambda i: -want[i]), "qwen3 rerank: llama.cpp's order %s" % order)
+        else:
+            texts = [c for c in ref["cases"] if "text" in c]
+            client = openai.OpenAI(base_url=base + "/v1", api_key="none")
+            got = client.embeddings.create(model="x", input=[c["text"] for c in texts], encoding_format="float")
+            for c, e in zip(texts, got.data):
+                w = c["ref"]
+                cos = sum(a * b for a, b in zip(e.embedding, w)) / (norm(e.embedding) * norm(w))
+                check(cos >= 0.9999, "qwen3 embed %r: cosine %.7f" % (c["text"][:24], cos))
+            check(got.usage.prompt_tokens == sum(len(c["tokens"]) for c in texts), "qwen3 embed: usage")
+    finally:
+        server_proc.stop(proc)
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -75,7 +75,9 @@ Status WriteSynthBert(const SynthShape& s, const SynthOptions& o, const std::str
   std::vector<Plan> plan;
   const TensorType f32 = TensorType::F32;
   plan.push_back({"token_embd.weight", o.type, {E, V}, 0.0f, 0.5f});
-  plan.push_back({"token_types.weight", o.type, {E, 2}, 0.0f, 0.5f});
+  // F32 whatever the weight type, as llama.cpp's converter keeps it (its
+  // graph adds the row as it is, and ggml's CPU add takes no F16 operand).
+  plan.push_back({"token_types.weight", TensorType::F32, {E, 2}, 0.0f, 0.5f});
   plan.push_back({"position_embd.weight", o.type, {E, s.n_ctx}, 0.0f, 0.5f});
   plan.push_back({"token_embd_norm.weight", f32, {E}, 1.0f, 0.1f});
   plan.push_back({"token_embd_norm.bias", f32, {E}, 0.0f, 0.1f});

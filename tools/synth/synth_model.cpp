@@ -92,6 +92,30 @@ const std::vector<SynthShape>& Shapes() {
       b.n_cls_out = 1;
       v.push_back(b);
     }
+    // Decoder embedding models: Qwen3-Embedding (last-token pooling, EOS
+    // appended) and Qwen3-Reranker (rank: the [yes, no] head, softmax), on
+    // tiny-qwen3's block; and Qwen3-Embedding-0.6B's shape for
+    // bench/embed_bench.py (28 layers of 1024, 16 heads of 128 over 8 KV
+    // heads, FFN 3072; the synthetic 300-token vocabulary).
+    {
+      SynthShape q{"tiny-qwen3-embed", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3"};
+      q.decoder_pooling = 3;
+      v.push_back(q);
+      SynthShape big = q;
+      big.name = "qwen3-embed-0.6b";
+      big.n_embd = 1024;
+      big.n_layer = 28;
+      big.n_head = 16;
+      big.n_head_kv = 8;
+      big.head_dim = 128;
+      big.n_ff = 3072;
+      big.n_ctx = 32768;
+      v.push_back(big);
+      q.name = "tiny-qwen3-rerank";
+      q.decoder_pooling = 4;
+      q.n_cls_out = 2;
+      v.push_back(q);
+    }
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
@@ -369,6 +393,14 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     w.AddFloat32(a + "final_logit_softcapping", 4.0f);
   }
   if (gemma3) w.AddFloat32(a + "rope.freq_base_swa", 10000.0f);  // local layers' base (global: rope_theta)
+  if (s.decoder_pooling > 0) {
+    w.AddUint32(a + "pooling_type", static_cast<uint32_t>(s.decoder_pooling));
+    if (s.n_cls_out > 0) {
+      std::vector<std::string_view> labels = {"yes", "no"};
+      labels.resize(static_cast<size_t>(s.n_cls_out), "label");
+      w.AddStringArray(a + "classifier.output_labels", labels);
+    }
+  }
   if (o.vocab != nullptr) {
     for (std::string_view key : o.vocab->keys())
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
@@ -379,6 +411,16 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
                                                                 "<|end|>", "<|user|>"}
                                      : std::vector<std::string>{});
+  }
+  if (s.decoder_pooling == 3 && o.vocab == nullptr) w.AddBool("tokenizer.ggml.add_eos_token", true);
+  if (s.decoder_pooling == 4 && o.vocab == nullptr) {
+    // Qwen3-Reranker's prompt, as llama.cpp's converter writes it.
+    w.AddString("tokenizer.chat_template.rerank",
+                "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+                "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+                "<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the "
+                "query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+                "<|im_start|>assistant\n<think>\n\n</think>\n\n");
   }
   if (!o.chat_template.empty()) {
     if (o.vocab != nullptr && o.vocab->Has("tokenizer.chat_template"))
@@ -392,6 +434,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   plan.push_back({"token_embd.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
   plan.push_back({"output_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   if (!s.tied_embeddings) plan.push_back({"output.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
+  if (s.decoder_pooling > 0 && s.n_cls_out > 0) plan.push_back({"cls.output.weight", o.type, {E, s.n_cls_out}, TensorPlan::kRandom});
   if (s.llama3_factor > 0.0f && !o.drop_rope_freqs) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
   if (s.longrope_original_ctx > 0) {
     plan.push_back({"rope_factors_long.weight", TensorType::F32, {rope_dim / 2}, TensorPlan::kRopeLong});

@@ -60,6 +60,11 @@ struct SynthShape {
   // (cls.weight + cls.output.weight: a cross-encoder / reranker).
   int32_t pooling = 1;
   int32_t n_cls_out = 0;
+  // > 0: a decoder embedding model (the other families): `<arch>.pooling_type`
+  // this value (3 last: Qwen3-Embedding, whose tokenizer also appends
+  // <|endoftext|>; 4 rank: Qwen3-Reranker, with n_cls_out rows of
+  // cls.output.weight and the labels "yes", "no").
+  int32_t decoder_pooling = 0;
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.

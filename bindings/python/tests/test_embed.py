@@ -66,3 +66,43 @@ def test_llama_compat_embedding(bert):
     assert out["data"][0]["embedding"] == llm.embed("the cat sat")
     assert out["usage"]["prompt_tokens"] > 0
     llm.close()
+
+
+@pytest.fixture(scope="module")
+def qwen3_rerank(tmp_path_factory):
+    synth = Path(os.environ.get("LLMRT_SYNTH", REPO / "build" / "bin" / "llm-synth"))
+    if not synth.is_file():
+        pytest.skip(f"llm-synth not built ({synth})")
+    path = tmp_path_factory.mktemp("qwen3r") / "tiny-qwen3-rerank.gguf"
+    subprocess.run([str(synth), "--shape", "tiny-qwen3-rerank", "--out", str(path), "--type", "f32", "--seed", "7"],
+                   check=True, capture_output=True)
+    with llmrt.Context(path, n_threads=2) as c:
+        yield c
+
+
+RERANK_TEMPLATE = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+                   "Instruct provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+                   "<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer "
+                   "the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+                   "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+def test_decoder_reranker_pairs(qwen3_rerank):
+    """Qwen3-Reranker: the pair through the file's rerank template (special
+    tokens parsed, none added), scored as P(yes): the softmax over the
+    [yes, no] head sums to 1."""
+    ctx = qwen3_rerank
+    q, d = "what is the capital of China?", "Beijing."
+    ids = ctx.rerank_tokenize(q, d)
+    prompt = RERANK_TEMPLATE.replace("{query}", q).replace("{document}", d)
+    assert ids == ctx.tokenize(prompt, add_special=False, parse_special=True)
+    yes_no = ctx.embed(ids, pooling="rank", normalize=False)
+    assert len(yes_no) == 2 and math.isclose(sum(yes_no), 1.0, rel_tol=1e-6)
+    assert ctx.embed([ids, ctx.rerank_tokenize(q, "Paris.")], pooling="rank", normalize=False)[0] == yes_no
+
+
+def test_cross_encoder_pair_layout(bert):
+    ctx, _ = bert
+    q, d = ctx.tokenize("w57", add_special=False), ctx.tokenize("w99 w12", add_special=False)
+    bos, eos = ctx.info.bos, ctx.info.eos
+    assert ctx.rerank_tokenize("w57", "w99 w12") == [bos] + q + [eos, eos] + d + [eos]

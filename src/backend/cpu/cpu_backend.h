@@ -33,6 +33,10 @@ class CpuBackend final : public Backend {
   // residual stream entering first_layer (partial offload, split_backend.h).
   Status ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
+  // A decoder embedding model's vectors (decoder_embed.cpp): one causal
+  // prefill of every sequence over its block table, the final-normed
+  // states pooled (and a rank head applied) per sequence.
+  Status Encode(std::span<const EncodeSeq> seqs) override;
   int64_t kv_block_bytes() const override { return kv_.block_bytes(); }
   BackendMemory memory() const override;
   Status ReserveSwapSpace(int32_t n_slots) override;
@@ -205,6 +209,9 @@ class CpuBackend final : public Backend {
   // This step's residual stream entering first_layer_, (n_tok, n_embd), when
   // it comes from another backend (ForwardFromHidden); nullptr: embed the tokens.
   const float* hidden_in_ = nullptr;
+  // Where Forward writes the final-normed rows (logit_rows, n_embd) instead
+  // of logits (Encode); nullptr: logits. Such a step runs as one shared pass.
+  float* hidden_out_ = nullptr;
 
   // ---- the backend's own (not a lane's)
   // Single-threaded backends over the same Shared, one per thread

@@ -187,8 +187,16 @@ void CpuEncoder::Attention(int64_t n) {
       float mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         const float* kj = kk_.data() + j * E + h * hd;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < hd; ++d) dot += q[d] * kj[d];
+        // q·k in 8 interleaved partial sums (a fixed order the compiler
+        // vectorizes; one serial sum kept this loop scalar: 39% of a
+        // BERT-base run's CPU time against 52% for all the matmuls), added
+        // up in a fixed order: the same for a sequence in any batch.
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t d = 0;
+        for (; d + 8 <= hd; d += 8)
+          for (int l = 0; l < 8; ++l) acc[l] += q[d + l] * kj[d + l];
+        for (; d < hd; ++d) acc[d % 8] += q[d] * kj[d];
+        const float dot = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
         s[j] = dot * scale;
         mx = std::max(mx, s[j]);
       }

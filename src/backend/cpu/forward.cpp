@@ -345,12 +345,16 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
     return InvalidArgument("CPU backend: runs layers from " + std::to_string(first_layer_) +
                            " on and needs the hidden states entering them (ForwardFromHidden)");
   int64_t max_keys = 0;
-  LLM_RETURN_IF_ERROR(Check(batch, logits, &max_keys));
+  LLM_RETURN_IF_ERROR(Check(batch, hidden_out_ != nullptr ? hidden_out_ : logits, &max_keys));
   CommitBatchBlocks(batch);  // the lanes share the pool: commit before splitting
-  if (Status st; SplitBySequences(batch, logits, &st)) return st;  // each lane prepares its share
+  if (Status st; hidden_out_ == nullptr && SplitBySequences(batch, logits, &st)) return st;  // each lane prepares its share
   LLM_RETURN_IF_ERROR(Prepare(batch, max_keys));
   const float* xn = RunLayers(batch);
   if (xn == nullptr) return Status::Ok();
+  if (hidden_out_ != nullptr) {  // Encode: the normed rows themselves
+    std::memcpy(hidden_out_, xn, static_cast<size_t>(batch.logit_rows.size() * cfg_.n_embd) * sizeof(float));
+    return Status::Ok();
+  }
 
   // ---- classifier                                  logits: (n_out, n_vocab)
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());

@@ -98,6 +98,8 @@ _SIGNATURES = {
     "llm_embed_params_init": (S.llm_status, [_P(S.EmbedParams)]),
     "llm_embed": (S.llm_status, [_ctx, _P(C.c_char_p), _P(_P(S.llm_token)), _P(C.c_int32), C.c_int32,
                                  _P(S.EmbedParams), _P(C.c_float), C.c_size_t, _P(C.c_int32)]),
+    "llm_rerank_tokenize": (S.llm_status, [_ctx, C.c_char_p, C.c_char_p, _P(S.llm_token), C.c_int32,
+                                           _P(C.c_int32)]),
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():

@@ -270,6 +270,20 @@ class Context:
         rows = [list(out[i * dim.value:(i + 1) * dim.value]) for i in range(n)]
         return rows[0] if single else rows
 
+    def rerank_tokenize(self, query: str, document: str) -> list:
+        """A (query, document) pair laid out as the model's reranker reads
+        it (``llm_rerank_tokenize``: its rerank template, or [BOS] query
+        [EOS] [EOS] document [EOS]); score it with embed(ids, pooling="rank",
+        normalize=False)."""
+        q, d = query.encode("utf-8"), document.encode("utf-8")
+        n = C.c_int32(0)
+        st = lib.llm_rerank_tokenize(self.handle, q, d, None, 0, C.byref(n))
+        if st != BUFFER_TOO_SMALL:
+            check(st)
+        out = (S.llm_token * max(1, n.value))()
+        check(lib.llm_rerank_tokenize(self.handle, q, d, out, n.value, C.byref(n)))
+        return list(out[: n.value])
+
     # ------------------------------------------------------------ KV state
     def kv_export_file(self, tokens: Sequence[int], path: Union[str, os.PathLike], *, cache_salt: int = 0) -> int:
         """Saves the KV of the cached prefix of ``tokens`` to ``path``;
