@@ -16,7 +16,8 @@ goal: at most 3% slower at batch 1.
 be importable; LLAMA_CPP_LIB_PATH may name its libraries): `Llama.generate`
 from the same prompt, greedy (top_k 1), 256 tokens whatever they are (EOS
 not checked, as ignore_eos on our side), timed the same way; its round
-position rotates with the others'.
+position rotates with the others'. llama.cpp runs without its extra buffer
+types (AMX, weight repacking): the wheel's AMX matmul crashes on this VM.
 """
 import argparse
 import json
@@ -67,6 +68,18 @@ def peer_side(llm) -> float:
 peer = None
 if a.peer:
     import llama_cpp
+    # No extra buffer types (as bench/kv_state_peer.py): the wheel's AMX
+    # matmul, one of them, crashes on this VM's CPU; llama.cpp then also
+    # skips its weight repacking (say so beside the figures).
+    import llama_cpp.llama_cpp as _lc  # the module Llama takes its defaults from
+    _default_params = _lc.llama_model_default_params
+
+    def _params_without_extra_bufts():
+        mp = _default_params()
+        mp.use_extra_bufts = False
+        return mp
+
+    _lc.llama_model_default_params = _params_without_extra_bufts
     peer = llama_cpp.Llama(model_path=a.model, n_threads=a.threads, n_threads_batch=a.threads, n_ctx=512,
                            n_batch=512, verbose=True)  # verbose=False crashes this build (its stderr redirection)
     peer_side(peer)  # warm
