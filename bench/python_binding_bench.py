@@ -30,7 +30,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bindings" / "python" / "src"))
-import llmrt  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", default=str(REPO / "models/pypi/SmolLM2-135M-Instruct.Q4_1.gguf"))
@@ -83,6 +82,8 @@ if a.peer:
     peer = llama_cpp.Llama(model_path=a.model, n_threads=a.threads, n_threads_batch=a.threads, n_ctx=512,
                            n_batch=512, verbose=True)  # verbose=False crashes this build (its stderr redirection)
     peer_side(peer)  # warm
+
+import llmrt  # noqa: E402  (after llama_cpp: see tests/dlopen for why the order once mattered)
 
 with llmrt.Context(a.model, n_threads=a.threads, n_ctx=512) as ctx:
     py_side(ctx)  # warm: the weights paged in, the poller started
