@@ -115,12 +115,12 @@ std::shared_ptr<SharedMatcher> SharedMatcherPool::Get(const std::shared_ptr<cons
 }
 
 ConstraintState::ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie,
-                                 int32_t n_prompt)
-    : ConstraintState(std::make_shared<SharedMatcher>(std::move(program)), std::move(trie), n_prompt) {}
+                                 int32_t n_prompt, int32_t max_tokens)
+    : ConstraintState(std::make_shared<SharedMatcher>(std::move(program)), std::move(trie), n_prompt, max_tokens) {}
 
 ConstraintState::ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie,
-                                 int32_t n_prompt)
-    : trie_(std::move(trie)), shared_(std::move(shared)), n_prompt_(n_prompt) {
+                                 int32_t n_prompt, int32_t max_tokens)
+    : trie_(std::move(trie)), shared_(std::move(shared)), n_prompt_(n_prompt), max_tokens_(max_tokens) {
   states_.push_back(shared_->matcher.Initial());
   if (shared_->matcher.program().unique_keys) keys_ = std::make_unique<JsonKeys>();
   eog_only_.assign((static_cast<size_t>(trie_->n_vocab()) + 63) / 64, 0);
@@ -169,8 +169,18 @@ const std::vector<uint64_t>& ConstraintState::Mask(std::span<const int32_t> hist
     shared_->trie = trie_;
     shared_->masks = std::make_unique<MaskCache>(*trie_);
   }
-  const std::vector<uint64_t>& mask = shared_->masks->Get(shared_->matcher, states_.back());
-  return keys_ ? WithoutRepeatedKeys(mask) : mask;
+  const std::vector<uint64_t>* mask = &shared_->masks->Get(shared_->matcher, states_.back());
+  if (max_tokens_ != kNoBudget) {
+    const int32_t remaining = max_tokens_ - static_cast<int32_t>(tokens_.size());
+    mask = &shared_->budget.Filter(shared_->matcher, *trie_, states_.back(), *mask, remaining, &budgeted_);
+  }
+  return keys_ ? WithoutRepeatedKeys(*mask) : *mask;
+}
+
+int32_t ConstraintState::ShortestTokens(std::span<const int32_t> history) {
+  Sync(history);
+  if (stuck_) return Budget::kNever;
+  return shared_->budget.Tokens(shared_->matcher, *trie_, states_.back());
 }
 
 void ConstraintState::Truncate(size_t n_tokens) {
@@ -323,6 +333,9 @@ size_t ConstraintState::AllowedDrafts(std::span<const int32_t> history, std::spa
       if (shared_->matcher.IsAccepting(states_.back())) ++n;  // ends the sequence: nothing after it counts
       break;
     }
+    if (max_tokens_ != kNoBudget &&
+        !shared_->budget.Allows(shared_->matcher, *trie_, states_.back(), d, max_tokens_ - static_cast<int32_t>(tokens_.size())))
+      break;  // (a token the budget-filtered mask would not have allowed)
     if (!AcceptToken(d)) break;
     ++n;
   }

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "constrain/budget.h"
 #include "constrain/byte_program.h"
 #include "constrain/json_keys.h"
 #include "constrain/mask_cache.h"
@@ -73,6 +74,7 @@ struct SharedMatcher {
   // vocabulary); `trie` keeps it alive.
   std::shared_ptr<const TokenTrie> trie;
   std::unique_ptr<MaskCache> masks;
+  Budget budget{matcher.program()};  // shortest completions by state (budget.h)
 };
 
 // The engine's SharedMatcher per program: one while any sequence uses it,
@@ -93,9 +95,15 @@ class SharedMatcherPool {
 // tokens, over a SharedMatcher. Engine thread only.
 class ConstraintState {
  public:
-  ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
+  // max_tokens: the tokens the sequence may generate (end token included);
+  // the mask then keeps only tokens after which the output can still be
+  // completed and ended in time (budget.h). kNoBudget: no such filter.
+  static constexpr int32_t kNoBudget = INT32_MAX;
+  ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt,
+                  int32_t max_tokens = kNoBudget);
   // A SharedMatcher of its own.
-  ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
+  ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt,
+                  int32_t max_tokens = kNoBudget);
 
   // logits: (n_vocab) the position after `history` (prompt + generated);
   // every forbidden token gets -inf (ids beyond the tokenizer's vocabulary
@@ -116,6 +124,9 @@ class ConstraintState {
   bool DeadEnd(std::span<const int32_t> history);
 
   Matcher& matcher() { return shared_->matcher; }
+  // The tokens of the shortest completion known from the current state
+  // (budget.h: a real token path; Budget::kNever when there is none).
+  int32_t ShortestTokens(std::span<const int32_t> history);
 
  private:
   void Sync(std::span<const int32_t> history);
@@ -129,6 +140,8 @@ class ConstraintState {
   std::shared_ptr<SharedMatcher> shared_;
   std::vector<Matcher::StateId> states_;  // (1 + tokens_) the state after each accepted token
   int32_t n_prompt_;
+  int32_t max_tokens_;
+  std::vector<uint64_t> budgeted_;
   std::vector<int32_t> tokens_;  // generated tokens the matcher has accepted (EOG excluded)
   // The first generated token the matcher could not accept (a stop token,
   // an EOG, or a token forced from outside): the state stays at tokens_ and
