@@ -74,6 +74,10 @@ type Request struct {
 	ConstraintKind ConstraintKind
 	Constraint     string
 	Choices        []string
+	// JSON constraints: any JSON whitespace between tokens instead of the
+	// bounded layout (none, one space, or a newline and indentation by
+	// depth); LLM_WHITESPACE_FREE.
+	WhitespaceFlexible bool
 }
 
 // cRequest is a request in C memory, so no Go pointer reaches the library.
@@ -164,6 +168,9 @@ func newCRequest(q *Request) (*cRequest, error) {
 	r.req.min_tokens = C.int32_t(q.MinTokens)
 	r.req.top_logprobs = C.int32_t(q.TopLogprobs)
 	r.req.constraint_kind = C.int32_t(q.ConstraintKind)
+	if q.WhitespaceFlexible {
+		r.req.constraint_whitespace = C.LLM_WHITESPACE_FREE
+	}
 	if q.Constraint != "" {
 		if strings.IndexByte(q.Constraint, 0) >= 0 {
 			r.free()

@@ -268,6 +268,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     r.n_stop = static_cast<int32_t>(stops.size());
     r.ignore_eos = g.ignore_eos ? 1 : 0;
     r.keep_kv = g.keep_kv ? 1 : 0;
+    r.constraint_whitespace = g.whitespace_flexible ? LLM_WHITESPACE_FREE : LLM_WHITESPACE_BOUNDED;
     r.top_logprobs = g.top_logprobs;
     r.min_tokens = g.min_tokens;
     r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();

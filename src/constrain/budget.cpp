@@ -12,10 +12,10 @@ int32_t SatAdd(int32_t a, int32_t b) {
   return s >= Budget::kNever ? Budget::kNever : static_cast<int32_t>(s);
 }
 
-// Passes over the rules before the fixed point is taken as it stands: every
-// value is the length of a real derivation at every pass (they only
+// Work on the fixed point (passes x ops) before it is taken as it stands:
+// every value is the length of a real derivation at every pass (they only
 // shrink), so an unfinished one is still a sound, consistent upper bound.
-constexpr int kMaxPasses = 4096;
+constexpr int64_t kMaxFixedPointWork = int64_t{1} << 26;
 
 }  // namespace
 
@@ -31,7 +31,8 @@ Budget::Budget(const ByteProgram& p) {
     return len;
   };
   // Rules mostly refer to rules defined after them: the last first.
-  for (int pass = 0; pass < kMaxPasses; ++pass) {
+  const int64_t passes = std::max<int64_t>(2, kMaxFixedPointWork / static_cast<int64_t>(p.ops.size() + 1));
+  for (int64_t pass = 0; pass < passes; ++pass) {
     bool changed = false;
     for (size_t r = n_rules; r-- > 0;) {
       int32_t best = rule_min[r];
@@ -89,7 +90,7 @@ std::string Budget::ShortestCompletion(Matcher& m, Matcher::StateId s) {
   std::string w;
   for (int32_t d = Bytes(m, s); d != kNever && d > 0;) {
     // A byte of the set on top of a least stack leads to a state one byte
-    // shorter; printable ASCII first (it makes tokens merge as text does).
+    // shorter; printable ASCII first (it merges into tokens as text does).
     int32_t pick = -1;
     for (int32_t node : m.Stacks(s)) {
       if (NodeBytes(m, node) != d) continue;
@@ -115,6 +116,7 @@ int32_t Budget::Tokens(Matcher& m, const TokenTrie& trie, Matcher::StateId s) {
   if (tokens_.size() <= static_cast<size_t>(s)) tokens_.resize(static_cast<size_t>(s) + 1, -1);
   if (tokens_[static_cast<size_t>(s)] >= 0) return tokens_[static_cast<size_t>(s)];
   if (m.IsAccepting(s)) return tokens_[static_cast<size_t>(s)] = 0;
+  if (Bytes(m, s) > kMaxCompletionBytes) return tokens_[static_cast<size_t>(s)] = kNever;
   const std::string w = ShortestCompletion(m, s);
   if (w.empty()) return tokens_[static_cast<size_t>(s)] = kNever;
   // seg[i]: fewest tokens spelling w[i..]; first[i]: the token that starts it.

@@ -24,7 +24,9 @@
 // token within max_tokens (finish reason stop), because the path's first
 // token always passes the filter and every allowed token keeps
 // Tokens <= R - 2. Where a state has no token path (a vocabulary lacking
-// some byte) Tokens is kNever and the mask is left alone. The duplicate-key
+// some byte, or one longer than kMaxCompletionBytes) Tokens is kNever: the
+// tokens leading there are taken out, unless nothing would be left, when the
+// mask is left alone. The duplicate-key
 // filter (json_keys.h) can forbid a shortest completion that writes a key
 // twice (free keys under minProperties); the filter falls back to the
 // unfiltered mask if nothing passes.
@@ -78,5 +80,8 @@ class Budget {
 };
 
 inline constexpr size_t kKeptNeeds = 32;
+// Completions longer than this (a hostile schema's minItems x minLength) are
+// not written out: Tokens is kNever there, as if none existed.
+inline constexpr int32_t kMaxCompletionBytes = 1 << 16;
 
 }  // namespace llm::constrain

@@ -26,6 +26,7 @@
 #include "constrain/budget.h"
 #include "constrain/byte_program.h"
 #include "constrain/json_keys.h"
+#include "constrain/json_layout.h"
 #include "constrain/mask_cache.h"
 #include "constrain/matcher.h"
 #include "constrain/token_trie.h"
@@ -37,8 +38,10 @@ namespace llm::constrain {
 // grammar (ignored for JSON_OBJECT and CHOICE). Errors: INVALID_ARGUMENT with
 // the position; UNSUPPORTED for JSON_SCHEMA when built without the schema
 // compiler.
+// whitespace: LLM_WHITESPACE_BOUNDED (JSON kinds: json_layout.h) or _FREE.
 StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std::string_view text,
-                                                                std::span<const std::string> choices);
+                                                                std::span<const std::string> choices,
+                                                                int32_t whitespace = 0);
 
 // Compiled programs by content (kind + text + choices), for one context.
 // Thread-safe (llm_submit runs on callers' threads). Bounded: the least
@@ -48,7 +51,7 @@ class ConstraintCache {
   ConstraintCache() = default;
   explicit ConstraintCache(size_t capacity) : capacity_(capacity) {}
   StatusOr<std::shared_ptr<const ByteProgram>> Get(int32_t kind, std::string_view text,
-                                                   std::span<const std::string> choices);
+                                                   std::span<const std::string> choices, int32_t whitespace = 0);
   size_t size() const;
   uint64_t hits() const;
 
@@ -149,6 +152,10 @@ class ConstraintState {
   bool stuck_ = false;
   int32_t stuck_token_ = -1;
   std::vector<uint64_t> eog_only_;
+  // `mask` less the tokens whose blanks break the layout (json_layout.h).
+  const std::vector<uint64_t>& WithinLayout(const std::vector<uint64_t>& mask);
+  std::unique_ptr<JsonLayout> layout_;  // the program's json_layout
+  std::vector<uint64_t> laid_out_;
   std::unique_ptr<JsonKeys> keys_;  // the program's unique_keys: the keys of each open object
   std::vector<uint64_t> filtered_;
 };

@@ -57,6 +57,11 @@ class TokenTrie {
   // member, which may be a dead end: json_keys.h).
   const std::vector<int32_t>& commas() const { return commas_; }
   int32_t quotes(int32_t id) const { return quotes_[static_cast<size_t>(id)]; }
+  // As bit sets (ceil(n_vocab / 64) words): the tokens in the trie holding a
+  // '"', and those holding a blank (space, tab, newline, carriage return),
+  // for the layout filter (json_layout.h).
+  const std::vector<uint64_t>& quoted_bits() const { return quoted_bits_; }
+  const std::vector<uint64_t>& blank_bits() const { return blank_bits_; }
   size_t n_nodes() const { return nodes_.size(); }
 
   // mask: (ceil(n_vocab / 64)) words, bit t set iff token t is allowed in
@@ -113,6 +118,7 @@ class TokenTrie {
   std::vector<int32_t> quoted_;
   std::vector<int32_t> commas_;
   std::vector<uint8_t> quotes_;  // (n_vocab)
+  std::vector<uint64_t> quoted_bits_, blank_bits_;
   std::vector<Node> nodes_;  // nodes_[0] = root
   std::vector<int32_t> token_ids_;
   mutable std::mutex runs_mu_;

@@ -152,7 +152,7 @@ class Request(C.Structure):
         ("truncate", C.c_int32),
         ("reserved2", C.c_int32),
         ("keep_kv", C.c_int32),
-        ("reserved3", C.c_int32),
+        ("constraint_whitespace", C.c_int32),  # LLM_WHITESPACE_* (0.4's reserved3)
     ]
 
 
