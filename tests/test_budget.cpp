@@ -111,6 +111,7 @@ int32_t BfsBytes(Matcher& m, Matcher::StateId s0, int32_t cap) {
 
 struct WalkTotals {
   int walks = 0, cut_without_budget = 0;
+  int bounded = 0, unbounded = 0;  // programs with a finite max_bytes() or not
 };
 
 // One walk: returns the tokens used (end token included), or -1 if cut at
@@ -161,6 +162,22 @@ void CheckSchemaWalks(const std::string& what, const std::shared_ptr<const ByteP
   const std::string w = shared->budget.ShortestCompletion(m, m.Initial());
   ASSERT_EQ(static_cast<int32_t>(w.size()), bytes);
   ASSERT_TRUE(m.Matches(w)) << w;
+  // max_bytes() bounds every state's shortest completion (a random byte
+  // walk's states), and is finite exactly for grammars without recursion.
+  const int32_t most = shared->budget.max_bytes();
+  {
+    std::mt19937 rng(seed);
+    Matcher::StateId s = m.Initial();
+    for (int k = 0; k < 300 && s >= 0; ++k) {
+      ASSERT_TRUE(most == Budget::kNever || shared->budget.Bytes(m, s) <= most) << most;
+      std::vector<uint8_t> live;
+      for (int b = 0; b < 256; ++b)
+        if (m.Step(s, static_cast<uint8_t>(b)) != Matcher::kDead) live.push_back(static_cast<uint8_t>(b));
+      if (live.empty()) break;
+      s = m.Step(s, live[rng() % live.size()]);
+    }
+    ++(most == Budget::kNever ? totals->unbounded : totals->bounded);
+  }
   for (int32_t slack : {0, 1, 3, 9}) {
     const int32_t max_tokens = t0 + 1 + slack;
     for (int k = 0; k < 6; ++k) {
@@ -209,6 +226,8 @@ v ::= "[" v "]" | "[[[" v "]]]" | "0")", {});
   ASSERT_TRUE(nest.ok());
   for (const auto& [name, trie] : vocabs) CheckSchemaWalks(name + " nesting grammar", *nest, trie, 2000, &totals);
   EXPECT_EQ(schemas, 40);
+  EXPECT_GT(totals.bounded, 10);
+  EXPECT_GT(totals.unbounded, 4) << "JSON_OBJECT, the nesting grammar and recursive schemas";
   // The walks really press on the budget: without it, many end cut off.
   EXPECT_GT(totals.cut_without_budget, totals.walks / 4) << totals.cut_without_budget << " of " << totals.walks;
   std::printf("budget walks: %d, cut off without the budget: %d\n", totals.walks, totals.cut_without_budget);

@@ -54,6 +54,49 @@ Budget::Budget(const ByteProgram& p) {
       tail_[q] = SatAdd(op.kind == ByteOp::kBytes ? 1 : rule_min[static_cast<size_t>(op.arg)], tail_[q + 1]);
     }
   }
+  // max_bytes_: rules in post-order from the root (a rule met again while
+  // on the path is recursion: no bound), then the longest continuation
+  // above each rule, callers first.
+  std::vector<uint8_t> mark(n_rules, 0);  // 1 on the path, 2 done
+  std::vector<int32_t> order;
+  std::vector<std::pair<int32_t, size_t>> stack;  // (rule, next call site)
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> calls(n_rules);  // (callee, tail after the call)
+  for (size_t r = 0; r < n_rules; ++r)
+    for (int32_t a : p.rule_alts[r])
+      for (int32_t q = a; p.ops[static_cast<size_t>(q)].kind != ByteOp::kEnd; ++q)
+        if (p.ops[static_cast<size_t>(q)].kind == ByteOp::kRule)
+          calls[r].emplace_back(p.ops[static_cast<size_t>(q)].arg, tail_[static_cast<size_t>(q) + 1]);
+  bool recursive = false;
+  stack.emplace_back(p.root, 0);
+  mark[static_cast<size_t>(p.root)] = 1;
+  while (!stack.empty() && !recursive) {
+    auto& [r, i] = stack.back();
+    if (i == calls[static_cast<size_t>(r)].size()) {
+      mark[static_cast<size_t>(r)] = 2;
+      order.push_back(r);
+      stack.pop_back();
+      continue;
+    }
+    const int32_t callee = calls[static_cast<size_t>(r)][i++].first;
+    if (mark[static_cast<size_t>(callee)] == 1) recursive = true;
+    else if (mark[static_cast<size_t>(callee)] == 0) {
+      mark[static_cast<size_t>(callee)] = 1;
+      stack.emplace_back(callee, 0);
+    }
+  }
+  if (recursive) return;
+  std::vector<int32_t> above(n_rules, -1);  // longest continuation above a rule's frame; -1 unreached
+  above[static_cast<size_t>(p.root)] = 0;
+  int32_t most = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // callers before callees
+    const size_t r = static_cast<size_t>(*it);
+    if (above[r] < 0) continue;
+    for (int32_t a : p.rule_alts[r])
+      if (tail_[static_cast<size_t>(a)] != kNever) most = std::max(most, SatAdd(tail_[static_cast<size_t>(a)], above[r]));
+    for (auto [callee, after] : calls[r])
+      if (after != kNever) above[static_cast<size_t>(callee)] = std::max(above[static_cast<size_t>(callee)], SatAdd(after, above[r]));
+  }
+  max_bytes_ = most;
 }
 
 int32_t Budget::NodeBytes(Matcher& m, int32_t node) {
@@ -167,18 +210,24 @@ int32_t Budget::Tokens(Matcher& m, const TokenTrie& trie, Matcher::StateId s) {
   return tokens_[static_cast<size_t>(s)];
 }
 
-const std::vector<int32_t>& Budget::Needs(Matcher& m, const TokenTrie& trie, Matcher::StateId s,
-                                          const std::vector<uint64_t>& mask) {
+const std::vector<uint16_t>& Budget::Needs(Matcher& m, const TokenTrie& trie, Matcher::StateId s,
+                                           const std::vector<uint64_t>& mask) {
   auto it = needs_.find(s);
   if (it != needs_.end()) return it->second;
   if (needs_.size() >= kKeptNeeds) needs_.clear();
-  std::vector<int32_t> need(static_cast<size_t>(trie.n_vocab()), kNever);
-  for (size_t w = 0; w < mask.size(); ++w)
-    for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1) {
-      const int32_t t = static_cast<int32_t>(w * 64 + std::countr_zero(bits));
-      if (t >= trie.n_vocab() || trie.IsEog(t) || !trie.in_trie(t)) continue;
-      need[static_cast<size_t>(t)] = Tokens(m, trie, m.StepBytes(s, trie.piece(t)));
+  std::vector<uint16_t> need(static_cast<size_t>(trie.n_vocab()), kNeedCap);
+  // One trie walk steps shared prefixes once; the last state asked is
+  // asked again most of the time (a string's characters lead back to it).
+  Matcher::StateId last = Matcher::kDead;
+  int32_t last_need = kNever;
+  trie.ForEachLive(m, s, [&](int32_t t, Matcher::StateId next) {
+    if (!((mask[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1)) return;
+    if (next != last) {
+      last = next;
+      last_need = Tokens(m, trie, next);
     }
+    need[static_cast<size_t>(t)] = static_cast<uint16_t>(std::min<int32_t>(last_need, kNeedCap));
+  });
   return needs_.emplace(s, std::move(need)).first->second;
 }
 
@@ -186,13 +235,16 @@ const std::vector<uint64_t>& Budget::Filter(Matcher& m, const TokenTrie& trie, M
                                             const std::vector<uint64_t>& mask, int32_t remaining,
                                             std::vector<uint64_t>* out) {
   if (s < 0) return mask;
+  // No state can need more than max_bytes_ bytes, so no more tokens either
+  // when every byte is a token.
+  if (max_bytes_ != kNever && trie.has_every_byte() && max_bytes_ <= remaining - 2) return mask;
   if (max_need_.size() <= static_cast<size_t>(s)) max_need_.resize(static_cast<size_t>(s) + 1, -1);
   // The mask given may be a filtered copy of the state's own (repeated keys
   // out): the largest need over it is at most the one kept here.
   if (max_need_[static_cast<size_t>(s)] >= 0 && max_need_[static_cast<size_t>(s)] <= remaining - 2 &&
       max_need_[static_cast<size_t>(s)] != kNever)
     return mask;
-  const std::vector<int32_t>& need = Needs(m, trie, s, mask);
+  const std::vector<uint16_t>& need = Needs(m, trie, s, mask);
   int32_t most = 0;
   bool taken = false;
   *out = mask;
@@ -200,7 +252,8 @@ const std::vector<uint64_t>& Budget::Filter(Matcher& m, const TokenTrie& trie, M
     for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1) {
       const int32_t t = static_cast<int32_t>(w * 64 + std::countr_zero(bits));
       if (t >= trie.n_vocab() || trie.IsEog(t)) continue;
-      const int32_t nd = need[static_cast<size_t>(t)];
+      int32_t nd = need[static_cast<size_t>(t)];
+      if (nd == kNeedCap) nd = remaining - 2 >= kNeedCap && Allows(m, trie, s, t, remaining) ? kNeedCap : kNever;
       most = std::max(most, nd);
       if (nd == kNever || nd > remaining - 2) {
         (*out)[w] &= ~(uint64_t{1} << (t & 63));

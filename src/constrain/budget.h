@@ -56,6 +56,7 @@ class Budget {
   std::string ShortestCompletion(Matcher& m, Matcher::StateId s);
   int32_t Tokens(Matcher& m, const TokenTrie& trie, Matcher::StateId s);
 
+  int32_t max_bytes() const { return max_bytes_; }
   // `mask` (s's allowed tokens) less the tokens that cannot close in time
   // with `remaining` tokens left: `mask` itself when none is taken out or
   // when nothing would be left, else *out.
@@ -68,18 +69,25 @@ class Budget {
  private:
   int32_t NodeBytes(Matcher& m, int32_t node);
   // Tokens(after t) for every token of `mask`, kept for a few states.
-  const std::vector<int32_t>& Needs(Matcher& m, const TokenTrie& trie, Matcher::StateId s,
-                                    const std::vector<uint64_t>& mask);
+  // (saturated at kNeedCap: a token there is checked on its own.)
+  static constexpr uint16_t kNeedCap = 65535;
+  const std::vector<uint16_t>& Needs(Matcher& m, const TokenTrie& trie, Matcher::StateId s,
+                                     const std::vector<uint64_t>& mask);
 
+  // The most bytes any state's shortest completion can need: finite for a
+  // grammar without recursion (a longest path over the rule call graph),
+  // else kNever. With every byte a token (Tokens <= Bytes), a budget above
+  // it needs no filter at all.
+  int32_t max_bytes_ = kNever;
   std::vector<int32_t> tail_;        // (ops) shortest bytes from this op to its alternative's end
   std::vector<int32_t> node_bytes_;  // (arena nodes) memo: tail + the parents' tails; -1 unknown
   std::vector<int32_t> bytes_;       // (states) memo; -1 unknown
   std::vector<int32_t> tokens_;      // (states) memo; -1 unknown
   std::vector<int32_t> max_need_;    // (states) the largest need over the state's mask; -1 unknown
-  std::unordered_map<Matcher::StateId, std::vector<int32_t>> needs_;  // few states (kKeptNeeds)
+  std::unordered_map<Matcher::StateId, std::vector<uint16_t>> needs_;  // few states (kKeptNeeds)
 };
 
-inline constexpr size_t kKeptNeeds = 32;
+inline constexpr size_t kKeptNeeds = 64;  // x n_vocab x 2 bytes (6 MB for SmolLM2)
 // Completions longer than this (a hostile schema's minItems x minLength) are
 // not written out: Tokens is kNever there, as if none existed.
 inline constexpr int32_t kMaxCompletionBytes = 1 << 16;

@@ -31,6 +31,10 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces, const std::vector<u
     if (quotes_[i] > 0) quoted_.push_back(static_cast<int32_t>(i));
     else if (pieces_[i].find(',') != std::string::npos) commas_.push_back(static_cast<int32_t>(i));
   }
+  std::array<bool, 256> single{};
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    if (!excluded_[i] && pieces_[i].size() == 1) single[static_cast<uint8_t>(pieces_[i][0])] = true;
+  has_every_byte_ = std::all_of(single.begin(), single.end(), [](bool b) { return b; });
   std::stable_sort(quoted_.begin(), quoted_.end(), [&](int32_t a, int32_t b) { return quotes_[static_cast<size_t>(a)] > quotes_[static_cast<size_t>(b)]; });
   Build();
 }
