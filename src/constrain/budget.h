@@ -26,7 +26,11 @@
 // Tokens <= R - 2. Where a state has no token path (a vocabulary lacking
 // some byte, or one longer than kMaxCompletionBytes) Tokens is kNever: the
 // tokens leading there are taken out, unless nothing would be left, when the
-// mask is left alone. The duplicate-key
+// mask is left alone. The filter is skipped when the budget exceeds
+// max_bytes() and the vocabulary has_every_byte(): no state then needs more
+// tokens than bytes (unless its shortest completion runs through a control
+// byte or a code point above U+3FFFF without a token of its own). The
+// duplicate-key
 // filter (json_keys.h) can forbid a shortest completion that writes a key
 // twice (free keys under minProperties); the filter falls back to the
 // unfiltered mask if nothing passes.

@@ -34,7 +34,11 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces, const std::vector<u
   std::array<bool, 256> single{};
   for (size_t i = 0; i < pieces_.size(); ++i)
     if (!excluded_[i] && pieces_[i].size() == 1) single[static_cast<uint8_t>(pieces_[i][0])] = true;
-  has_every_byte_ = std::all_of(single.begin(), single.end(), [](bool b) { return b; });
+  // Printable ASCII and every byte of UTF-8 below U+40000 (byte-level BPE
+  // vocabularies merge some control bytes and the rarest lead bytes away).
+  has_every_byte_ = true;
+  for (int b = 0x20; b <= 0xF0; ++b)
+    if (b != 0x7F && b != 0xC0 && b != 0xC1 && !single[static_cast<size_t>(b)]) has_every_byte_ = false;
   std::stable_sort(quoted_.begin(), quoted_.end(), [&](int32_t a, int32_t b) { return quotes_[static_cast<size_t>(a)] > quotes_[static_cast<size_t>(b)]; });
   Build();
 }

@@ -57,7 +57,9 @@ class TokenTrie {
   // member, which may be a dead end: json_keys.h).
   const std::vector<int32_t>& commas() const { return commas_; }
   int32_t quotes(int32_t id) const { return quotes_[static_cast<size_t>(id)]; }
-  // Every byte value is a token of its own (byte-level BPE, byte fallback).
+  // Every printable ASCII byte and every byte of UTF-8 below U+40000 is a
+  // token of its own (byte-level BPE, byte fallback): a shortest completion
+  // over them (budget.h) takes at most one token per byte.
   bool has_every_byte() const { return has_every_byte_; }
   // As bit sets (ceil(n_vocab / 64) words): the tokens in the trie holding a
   // '"', and those holding a blank (space, tab, newline, carriage return),
