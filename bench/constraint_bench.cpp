@@ -101,9 +101,11 @@ RunResult RunBatch(llm_ctx* ctx, const char* prompt, int batch, int max_tokens, 
 // the -inf pass), sequences of one batch interleaved token by token and
 // sharing one SharedMatcher as in the engine. Cold: a fresh SharedMatcher per
 // run (a schema's first request); warm: one kept across the runs (the same
-// schema again). Returns ms of masking per generated token.
+// schema again). max_tokens: the budget the masks keep to (budget.h), as
+// the engine does; kNoBudget: masks without it. Returns ms of masking per
+// generated token.
 double ReplayMaskMs(const std::vector<RunResult>& runs, const std::shared_ptr<const llm::constrain::TokenTrie>& trie,
-                    bool cold) {
+                    bool cold, int32_t max_tokens) {
   using namespace llm::constrain;
   std::vector<float> logits(static_cast<size_t>(trie->n_vocab()));
   std::shared_ptr<SharedMatcher> shared;
@@ -115,7 +117,7 @@ double ReplayMaskMs(const std::vector<RunResult>& runs, const std::shared_ptr<co
     if (!program.ok()) std::exit(1);
     if (cold || shared == nullptr) shared = std::make_shared<SharedMatcher>(*program);
     std::vector<ConstraintState> states;
-    for (size_t i = 0; i < run.outputs.size(); ++i) states.emplace_back(shared, trie, 0);
+    for (size_t i = 0; i < run.outputs.size(); ++i) states.emplace_back(shared, trie, 0, max_tokens);
     for (size_t j = 0;; ++j) {
       bool any = false;
       for (size_t i = 0; i < run.outputs.size(); ++i) {
@@ -262,11 +264,20 @@ int main(int argc, char** argv) {
     // Replayed per generated token of a sequence; one engine step serves
     // `batch` sequences, so a step's masking is batch times that, against the
     // plain step's time (tpot: every sequence gets one token per step).
-    const double cold = ReplayMaskMs(constrained_runs, trie, true) * batch;
-    const double warm = ReplayMaskMs(constrained_runs, trie, false) * batch;
-    std::printf("batch %2d: masking per step, replayed: a schema's first request %.3f ms (%.1f%% of plain), "
-                "the same schema again %.3f ms (%.1f%%)\n",
-                batch, cold, 100.0 * cold / pm, warm, 100.0 * warm / pm);
+    // Without the budget, with it as the engine ran them (max_tokens: tight
+    // when the schema's shortest completion is near it), and with a
+    // generous one (1024), alternating, twice.
+    const int32_t none = llm::constrain::ConstraintState::kNoBudget;
+    for (int rep = 0; rep < 2; ++rep) {
+      for (int32_t budget : {none, static_cast<int32_t>(max_tokens), 1024}) {
+        const double cold = ReplayMaskMs(constrained_runs, trie, true, budget) * batch;
+        const double warm = ReplayMaskMs(constrained_runs, trie, false, budget) * batch;
+        std::printf("batch %2d: masking per step, replayed %s: a schema's first request %.3f ms (%.1f%% of plain), "
+                    "the same schema again %.3f ms (%.1f%%)\n",
+                    batch, budget == none ? "without budget   " : budget == 1024 ? "budget 1024      " : "budget max_tokens", cold, 100.0 * cold / pm, warm,
+                    100.0 * warm / pm);
+      }
+    }
   }
   llm_ctx_destroy(ctx);
   return 0;

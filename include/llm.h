@@ -566,7 +566,15 @@ typedef struct llm_request {
                               /* (a conversation to continue or export with */
                               /* llm_kv_export). 0 (default): ordinary LRU. */
                               /* Other values: INVALID_ARGUMENT.            */
-  int32_t reserved3;          /* must be 0                                  */
+  /* --- 0.5 (issue 29): the 0.4 layout's reserved3, so the size and every
+   *     offset are unchanged; an older caller's 0 is the default --- */
+  int32_t constraint_whitespace; /* LLM_WHITESPACE_*: JSON_OBJECT and       */
+                              /* JSON_SCHEMA outputs' blanks between tokens.*/
+                              /* BOUNDED (0, default): none, one space, or  */
+                              /* one newline + at most 4 spaces per open    */
+                              /* object/array (docs/GRAMMAR.md); FREE: any  */
+                              /* JSON whitespace. Other kinds ignore it;    */
+                              /* other values: INVALID_ARGUMENT             */
   /* --- appended in 0.5 (issue 33: disaggregation); an older caller's
    *     smaller struct_size leaves both unset --- */
   const char* kv_transfer_desc; /* consumer context: a producer's           */
@@ -632,6 +640,15 @@ typedef enum llm_constraint_kind {
   LLM_CONSTRAINT_CHOICE = 4,      /* exactly one of `choices`                */
   LLM_CONSTRAINT_GRAMMAR = 5      /* the EBNF grammar in `constraint`        */
 } llm_constraint_kind;
+
+/* The whitespace a JSON constraint allows (llm_request.constraint_whitespace).
+ * Whatever it is, a constrained request ends with a complete value whenever
+ * max_tokens leaves room for its shortest completion and the end token: the
+ * mask keeps only tokens after which that still holds (docs/GRAMMAR.md). */
+typedef enum llm_constraint_whitespace {
+  LLM_WHITESPACE_BOUNDED = 0, /* none, " ", or "\n" + indentation by depth  */
+  LLM_WHITESPACE_FREE = 1     /* any run of space, tab, newline, CR         */
+} llm_constraint_whitespace;
 
 /* Fills *request with struct_size and defaults. */
 LLM_API llm_status llm_request_init(llm_request* request);

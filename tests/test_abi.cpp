@@ -95,6 +95,8 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_SPEC_OFF, 1);
   EXPECT_EQ(LLM_SPEC_NGRAM, 2);
   EXPECT_EQ(LLM_SPEC_DRAFT, 3);
+  EXPECT_EQ(LLM_WHITESPACE_BOUNDED, 0);
+  EXPECT_EQ(LLM_WHITESPACE_FREE, 1);
   EXPECT_EQ(LLM_PREEMPT_RECOMPUTE, 0);
   EXPECT_EQ(LLM_PREEMPT_SWAP, 1);
   EXPECT_EQ(LLM_KV_AUTO, 0);
@@ -192,7 +194,7 @@ TEST(Abi, RequestLayout) {
   PIN(llm_request, reserved2, 172);
   // appended in 0.4 (issue 30: KV kept)
   PIN(llm_request, keep_kv, 176);
-  PIN(llm_request, reserved3, 180);
+  PIN(llm_request, constraint_whitespace, 180);
   // appended in 0.3 (issue 20: constrained decoding)
   PIN(llm_request, constraint_kind, 128);
   PIN(llm_request, n_choices, 132);

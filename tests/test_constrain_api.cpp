@@ -230,6 +230,42 @@ TEST(ConstrainApi, InvalidConstraintsAreRejectedAtSubmitWithThePosition) {
   Req c("Hi", LLM_CONSTRAINT_CHOICE, nullptr);
   llm_request_id id = 0;
   EXPECT_EQ(llm_submit(ctx, &c.r, &id), LLM_ERR_INVALID_ARGUMENT) << "no choices";
+  Req w("Hi", LLM_CONSTRAINT_JSON_OBJECT, nullptr);
+  w.r.constraint_whitespace = 2;
+  EXPECT_EQ(llm_submit(ctx, &w.r, &id), LLM_ERR_INVALID_ARGUMENT) << "constraint_whitespace 2";
+  EXPECT_NE(std::string(llm_last_error()).find("constraint_whitespace"), std::string::npos) << llm_last_error();
+  llm_ctx_destroy(ctx);
+}
+
+// Issue 29: a story model never closes a JSON value of its own accord; with
+// max_tokens just above the shortest completion (a schema needing two
+// strings of 3 to 6 characters and an array of at least 2 integers) the
+// budget-aware mask still ends every sample with EOS on a valid value, in
+// both whitespace modes, and the bounded one keeps its layout.
+TEST(ConstrainApi, TightMaxTokensStillEndWithEosOnACompleteValue) {
+  llm_ctx* ctx = MakeCtx();
+  ASSERT_NE(ctx, nullptr);
+  const char* schema = R"({"type":"object","properties":{"name":{"type":"string","minLength":3,"maxLength":6},
+    "tags":{"type":"array","items":{"type":"integer"},"minItems":2},"note":{"type":"string","minLength":3}},
+    "required":["name","tags","note"],"additionalProperties":false})";
+  int stops = 0, samples = 0;
+  for (int32_t ws : {LLM_WHITESPACE_BOUNDED, LLM_WHITESPACE_FREE})
+    for (int32_t max_tokens : {39, 44, 56})  // the shortest completion is 38 of stories260K's tokens
+      for (uint64_t seed : {1u, 2u, 3u}) {
+        Req j("Once upon a time", LLM_CONSTRAINT_JSON_SCHEMA, schema, 1.0f, seed);
+        j.r.max_tokens = max_tokens;
+        j.r.constraint_whitespace = ws;
+        auto out = Submit(ctx, j.r);
+        ASSERT_EQ(out.size(), 1u);
+        ++samples;
+        stops += out[0].finish_reason == LLM_FINISH_STOP;
+        EXPECT_EQ(out[0].finish_reason, LLM_FINISH_STOP) << max_tokens << ": " << out[0].text;
+        auto doc = ParseJson(out[0].text);
+        ASSERT_TRUE(doc.ok()) << out[0].text;
+        EXPECT_TRUE(doc->Find("name") && doc->Find("tags") && doc->Find("note")) << out[0].text;
+        if (ws == LLM_WHITESPACE_BOUNDED) EXPECT_EQ(out[0].text.find_first_of("\t\r"), std::string::npos) << out[0].text;
+      }
+  EXPECT_EQ(stops, samples);
   llm_ctx_destroy(ctx);
 }
 

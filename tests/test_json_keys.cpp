@@ -17,6 +17,7 @@
 #include "constrain/json_keys.h"
 #include "constrain/token_trie.h"
 #include "llm.h"
+#include "support/json_layout_ref.h"
 #include "support/real_models.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json.h"
@@ -269,6 +270,8 @@ void WalkAndCheck(const std::shared_ptr<const TokenTrie>& trie, const std::share
         if (trie->IsEog(t) || !trie->in_trie(t)) continue;
         const Matcher::StateId s2 = ref.StepBytes(s, trie->piece(t));
         if (s2 == Matcher::kDead) continue;
+        // Blanks beyond the bounded layout (json_layout.h) are out before keys are looked at.
+        if (program->json_layout && !test::JsonLayoutOk(out + trie->piece(t))) continue;
         const bool quoted = trie->piece(t).find('"') != std::string::npos;
         if (quoted && RepeatsAKey(out + trie->piece(t))) {
           ++stats->refused;

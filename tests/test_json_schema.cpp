@@ -187,7 +187,11 @@ TEST(JsonSchema, ObjectRequiredAndOptionalInOrder) {
   EXPECT_FALSE(l.Accepts(R"({"b":true,})"));
   EXPECT_FALSE(l.Accepts(R"({ "b":true})" "  "));   // nothing after the root
   EXPECT_FALSE(l.Accepts("{\"b\":    true}"));      // one whitespace run of one space
-  EXPECT_FALSE(l.Accepts("{\n" + std::string(21, ' ') + "\"b\":true}"));  // indent bounded
+  // The grammar bounds a run at a newline and 40 spaces (the depth's bound,
+  // 4 per open container, is json_layout.h's at run time: test_json_layout).
+  EXPECT_TRUE(l.Accepts("{\n" + std::string(40, ' ') + "\"b\":true}"));
+  EXPECT_FALSE(l.Accepts("{\n" + std::string(41, ' ') + "\"b\":true}"));  // indent bounded
+  EXPECT_FALSE(l.Accepts("{\t\"b\":true}"));  // no tabs
 }
 
 TEST(JsonSchema, AllOptionalObjectAllowsEmpty) {

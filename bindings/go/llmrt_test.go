@@ -364,6 +364,13 @@ func TestConstraintAndToolCalls(t *testing.T) {
 	if err != nil || len(res.Text()) != 3 || res.Text()[2] < '0' || res.Text()[2] > '9' {
 		t.Fatalf("regex constraint: %q %v", res.Text(), err)
 	}
+	// Issue 29: any whitespace on request, and a budget of 12 tokens still
+	// ends a JSON object with EOS (the mask keeps it closable in time).
+	res, err = c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 12,
+		ConstraintKind: ConstraintJSONObject, WhitespaceFlexible: true})
+	if err != nil || !json.Valid([]byte(res.Text())) || res.Finish() != FinishStop {
+		t.Fatalf("json object in 12 tokens: %q %v %v", res.Text(), res.Finish(), err)
+	}
 	if _, err := c.Complete(context.Background(), Request{Prompt: "hi", ConstraintKind: ConstraintGrammar, Constraint: "root ::= nothing"}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
 		t.Fatalf("a bad grammar: %v", err)
 	}

@@ -79,6 +79,10 @@ type Request struct {
 	// one, whose KV is pulled before the request runs.
 	KVProduce      bool
 	KVTransferDesc string
+	// JSON constraints: any JSON whitespace between tokens instead of the
+	// bounded layout (none, one space, or a newline and indentation by
+	// depth); LLM_WHITESPACE_FREE.
+	WhitespaceFlexible bool
 }
 
 // cRequest is a request in C memory, so no Go pointer reaches the library.
@@ -175,6 +179,9 @@ func newCRequest(q *Request) (*cRequest, error) {
 	r.req.min_tokens = C.int32_t(q.MinTokens)
 	r.req.top_logprobs = C.int32_t(q.TopLogprobs)
 	r.req.constraint_kind = C.int32_t(q.ConstraintKind)
+	if q.WhitespaceFlexible {
+		r.req.constraint_whitespace = C.LLM_WHITESPACE_FREE
+	}
 	if q.Constraint != "" {
 		if strings.IndexByte(q.Constraint, 0) >= 0 {
 			r.free()

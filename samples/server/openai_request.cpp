@@ -204,6 +204,7 @@ bool ParseCommon(const json& body, Generation* g, ApiError* err) {
   }
   if (!Bool(body, "ignore_eos", &g->ignore_eos, err)) return false;
   if (!Bool(body, "keep_kv", &g->keep_kv, err)) return false;
+  if (!Bool(body, "whitespace_flexible", &g->whitespace_flexible, err)) return false;
 
   // {"token id": bias in [-100, 100]}; ids outside the vocabulary are
   // reported by llm_submit.

@@ -72,6 +72,7 @@ struct Generation {
   std::string constraint;               // schema JSON, regex or grammar text
   std::vector<std::string> choices;     // CHOICE
   std::string constraint_param;         // the parameter it came from, for errors
+  bool whitespace_flexible = false;     // extension (llguidance's name): JSON constraints allow any whitespace
   ToolSpec tools;                       // chat: tools / tool_choice
   std::vector<chat::Message> messages;  // chat: rendered into prompts[0] later
   // chat: the messages in OpenAI's shape for templates that know tools

@@ -330,6 +330,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     r.keep_kv = g.keep_kv || (native.id_slot >= 0 && slots_ != nullptr) ? 1 : 0;  // a slot's conversation stays for its save
     r.kv_produce = g.kv_produce ? 1 : 0;
     r.kv_transfer_desc = g.kv_transfer_desc.empty() ? nullptr : g.kv_transfer_desc.c_str();
+    r.constraint_whitespace = g.whitespace_flexible ? LLM_WHITESPACE_FREE : LLM_WHITESPACE_BOUNDED;
     r.top_logprobs = g.top_logprobs;
     r.min_tokens = g.min_tokens;
     r.stop_token_ids = g.stop_token_ids.empty() ? nullptr : g.stop_token_ids.data();

@@ -12,6 +12,9 @@ namespace llm::capi {
 
 llm_status ToConstraint(const llm_request& r, constrain::ConstraintCache& cache, RequestSpec* spec) {
   const int32_t kind = r.constraint_kind;
+  if (r.constraint_whitespace != LLM_WHITESPACE_BOUNDED && r.constraint_whitespace != LLM_WHITESPACE_FREE)
+    return Fail(LLM_ERR_INVALID_ARGUMENT,
+                "constraint_whitespace " + std::to_string(r.constraint_whitespace) + " is not an LLM_WHITESPACE_* value");
   if (kind == LLM_CONSTRAINT_NONE) return LLM_OK;
   if (kind < LLM_CONSTRAINT_NONE || kind > LLM_CONSTRAINT_GRAMMAR)
     return Fail(LLM_ERR_INVALID_ARGUMENT, "constraint_kind " + std::to_string(kind) + " is not an LLM_CONSTRAINT_* value");
@@ -34,7 +37,8 @@ llm_status ToConstraint(const llm_request& r, constrain::ConstraintCache& cache,
         return Fail(LLM_ERR_INVALID_UTF8, "choices[" + std::to_string(i) + "] is not valid UTF-8");
     }
   }
-  auto program = cache.Get(kind, text, choices);
+  const bool json = kind == LLM_CONSTRAINT_JSON_OBJECT || kind == LLM_CONSTRAINT_JSON_SCHEMA;
+  auto program = cache.Get(kind, text, choices, json ? r.constraint_whitespace : LLM_WHITESPACE_BOUNDED);
   if (!program.ok()) return Fail(program.status());
   spec->constraint = std::move(*program);
   return LLM_OK;

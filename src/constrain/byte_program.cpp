@@ -73,6 +73,7 @@ class Lowerer {
   StatusOr<std::shared_ptr<const ByteProgram>> Run() {
     p_ = std::make_shared<ByteProgram>();
     p_->unique_keys = g_.unique_keys;
+    p_->json_layout = g_.json_layout;
     p_->rule_alts.resize(g_.rules.size());
     p_->root = g_.root;
     // Rules first (helpers for wide classes are appended as they appear).

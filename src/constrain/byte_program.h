@@ -59,6 +59,7 @@ struct ByteProgram {
   int32_t root = 0;
   std::vector<RepeatChain> chains;
   bool unique_keys = false;  // Grammar::unique_keys
+  bool json_layout = false;  // Grammar::json_layout
 };
 
 // Lowers a finished Grammar (GrammarBuilder::Finish). Fails only on limits.

@@ -6,6 +6,7 @@
 
 #include "constrain/choice.h"
 #include "constrain/gbnf_parser.h"
+#include "constrain/json_layout.h"
 #include "constrain/json_object.h"
 #include "constrain/regex_compiler.h"
 #include "llm.h"
@@ -22,22 +23,34 @@
 namespace llm::constrain {
 
 StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std::string_view text,
-                                                                std::span<const std::string> choices) {
+                                                                std::span<const std::string> choices,
+                                                                int32_t whitespace) {
+  if (whitespace != LLM_WHITESPACE_BOUNDED && whitespace != LLM_WHITESPACE_FREE)
+    return InvalidArgument("constraint_whitespace " + std::to_string(whitespace) + " is not an LLM_WHITESPACE_* value");
+  const bool free_ws = whitespace == LLM_WHITESPACE_FREE;
+  // A JSON grammar with its `ws` rule freed when asked.
+  auto json_gbnf = [&](std::string_view gbnf) -> StatusOr<Grammar> {
+    if (!free_ws) return ParseGrammar(gbnf);
+    auto freed = WithFreeWhitespace(gbnf);
+    if (!freed.ok()) return freed.status();
+    return ParseGrammar(*freed);
+  };
   StatusOr<Grammar> g = InvalidArgument("constraint_kind " + std::to_string(kind) + " is not a constraint");
   switch (kind) {
     case LLM_CONSTRAINT_GRAMMAR: g = ParseGrammar(text); break;
     case LLM_CONSTRAINT_REGEX: g = CompileRegex(text); break;
     case LLM_CONSTRAINT_CHOICE: g = CompileChoices(choices); break;
     case LLM_CONSTRAINT_JSON_OBJECT:
-      g = ParseGrammar(JsonObjectGrammar());
+      g = json_gbnf(JsonObjectGrammar());
       if (g.ok()) g->unique_keys = true;
+      if (g.ok()) g->json_layout = !free_ws;
       break;
     case LLM_CONSTRAINT_JSON_SCHEMA: {
 #if LLM_HAVE_JSON_SCHEMA
       bool free_keys = false;
       auto gbnf = JsonSchemaToGrammar(text, &free_keys);
       if (!gbnf.ok()) return gbnf.status();
-      g = ParseGrammar(*gbnf);
+      g = json_gbnf(*gbnf);
       // The grammar is ours: a limit it breaks is the schema's size (the
       // caller's to fix), anything else is our bug.
       if (!g.ok() && IsLimitExceeded(g.status()))
@@ -45,6 +58,7 @@ StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std
                                "; long counted lengths (maxLength, maxItems) and many large subschemas add up");
       if (!g.ok()) return InternalError("the grammar compiled from the JSON schema does not parse: " + g.status().message());
       g->unique_keys = free_keys;
+      g->json_layout = !free_ws;
 #else
       return Unsupported("JSON_SCHEMA constraints are not available in this build");
 #endif
@@ -57,8 +71,9 @@ StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std
 }
 
 StatusOr<std::shared_ptr<const ByteProgram>> ConstraintCache::Get(int32_t kind, std::string_view text,
-                                                                  std::span<const std::string> choices) {
-  std::string key = std::to_string(kind) + ":";
+                                                                  std::span<const std::string> choices,
+                                                                  int32_t whitespace) {
+  std::string key = std::to_string(kind) + ":" + std::to_string(whitespace) + ":";
   if (kind == LLM_CONSTRAINT_CHOICE) {
     for (const std::string& c : choices) key += std::to_string(c.size()) + ":" + c;
   } else if (kind != LLM_CONSTRAINT_JSON_OBJECT) {
@@ -75,7 +90,7 @@ StatusOr<std::shared_ptr<const ByteProgram>> ConstraintCache::Get(int32_t kind, 
   }
   // Compile outside the lock: a large grammar must not hold up other
   // submitters. Two threads compiling the same text both succeed; one wins.
-  auto p = CompileConstraint(kind, text, choices);
+  auto p = CompileConstraint(kind, text, choices, whitespace);
   if (!p.ok()) return p.status();
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.size() >= capacity_) {
@@ -115,14 +130,15 @@ std::shared_ptr<SharedMatcher> SharedMatcherPool::Get(const std::shared_ptr<cons
 }
 
 ConstraintState::ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie,
-                                 int32_t n_prompt)
-    : ConstraintState(std::make_shared<SharedMatcher>(std::move(program)), std::move(trie), n_prompt) {}
+                                 int32_t n_prompt, int32_t max_tokens)
+    : ConstraintState(std::make_shared<SharedMatcher>(std::move(program)), std::move(trie), n_prompt, max_tokens) {}
 
 ConstraintState::ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie,
-                                 int32_t n_prompt)
-    : trie_(std::move(trie)), shared_(std::move(shared)), n_prompt_(n_prompt) {
+                                 int32_t n_prompt, int32_t max_tokens)
+    : trie_(std::move(trie)), shared_(std::move(shared)), n_prompt_(n_prompt), max_tokens_(max_tokens) {
   states_.push_back(shared_->matcher.Initial());
   if (shared_->matcher.program().unique_keys) keys_ = std::make_unique<JsonKeys>();
+  if (shared_->matcher.program().json_layout) layout_ = std::make_unique<JsonLayout>();
   eog_only_.assign((static_cast<size_t>(trie_->n_vocab()) + 63) / 64, 0);
   for (int32_t t : trie_->eog()) eog_only_[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
 }
@@ -131,7 +147,9 @@ bool ConstraintState::AcceptToken(int32_t token) {
   if (token < 0 || token >= trie_->n_vocab() || !trie_->in_trie(token)) return false;
   const Matcher::StateId next = shared_->matcher.StepBytes(states_.back(), trie_->piece(token));
   if (next == Matcher::kDead) return false;
+  if (layout_ && !layout_->Allows(trie_->piece(token))) return false;
   if (keys_ && !keys_->Accept(trie_->piece(token))) return false;
+  if (layout_) layout_->Accept(trie_->piece(token));
   states_.push_back(next);
   tokens_.push_back(token);
   return true;
@@ -169,14 +187,50 @@ const std::vector<uint64_t>& ConstraintState::Mask(std::span<const int32_t> hist
     shared_->trie = trie_;
     shared_->masks = std::make_unique<MaskCache>(*trie_);
   }
-  const std::vector<uint64_t>& mask = shared_->masks->Get(shared_->matcher, states_.back());
-  return keys_ ? WithoutRepeatedKeys(mask) : mask;
+  const std::vector<uint64_t>* mask = &shared_->masks->Get(shared_->matcher, states_.back());
+  if (max_tokens_ != kNoBudget) {
+    const int32_t remaining = max_tokens_ - static_cast<int32_t>(tokens_.size());
+    mask = &shared_->budget.Filter(shared_->matcher, *trie_, states_.back(), *mask, remaining, &budgeted_);
+  }
+  if (layout_) mask = &WithinLayout(*mask);
+  return keys_ ? WithoutRepeatedKeys(*mask) : *mask;
+}
+
+// Only tokens with a blank byte can break the layout, and from inside a
+// string only those that also close it (a '"'): the mask's words are
+// intersected with those sets and the few tokens left are lexed.
+const std::vector<uint64_t>& ConstraintState::WithinLayout(const std::vector<uint64_t>& mask) {
+  const bool in_string = layout_->Current().mode != 0;
+  const std::vector<uint64_t>& blank = trie_->blank_bits();
+  const std::vector<uint64_t>& quoted = trie_->quoted_bits();
+  bool copied = false;
+  for (size_t w = 0; w < mask.size() && w < blank.size(); ++w) {
+    uint64_t bits = mask[w] & blank[w];
+    if (in_string) bits &= quoted[w];
+    for (; bits != 0; bits &= bits - 1) {
+      const int32_t t = static_cast<int32_t>(w * 64 + std::countr_zero(bits));
+      if (layout_->Allows(trie_->piece(t))) continue;
+      if (!copied) {
+        laid_out_ = mask;
+        copied = true;
+      }
+      laid_out_[w] &= ~(uint64_t{1} << (t & 63));
+    }
+  }
+  return copied ? laid_out_ : mask;
+}
+
+int32_t ConstraintState::ShortestTokens(std::span<const int32_t> history) {
+  Sync(history);
+  if (stuck_) return Budget::kNever;
+  return shared_->budget.Tokens(shared_->matcher, *trie_, states_.back());
 }
 
 void ConstraintState::Truncate(size_t n_tokens) {
   tokens_.resize(n_tokens);
   states_.resize(n_tokens + 1);
   if (keys_) keys_->Truncate(n_tokens);
+  if (layout_) layout_->Truncate(n_tokens);
 }
 
 namespace {
@@ -323,6 +377,9 @@ size_t ConstraintState::AllowedDrafts(std::span<const int32_t> history, std::spa
       if (shared_->matcher.IsAccepting(states_.back())) ++n;  // ends the sequence: nothing after it counts
       break;
     }
+    if (max_tokens_ != kNoBudget &&
+        !shared_->budget.Allows(shared_->matcher, *trie_, states_.back(), d, max_tokens_ - static_cast<int32_t>(tokens_.size())))
+      break;  // (a token the budget-filtered mask would not have allowed)
     if (!AcceptToken(d)) break;
     ++n;
   }

@@ -23,8 +23,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "constrain/budget.h"
 #include "constrain/byte_program.h"
 #include "constrain/json_keys.h"
+#include "constrain/json_layout.h"
 #include "constrain/mask_cache.h"
 #include "constrain/matcher.h"
 #include "constrain/token_trie.h"
@@ -36,8 +38,10 @@ namespace llm::constrain {
 // grammar (ignored for JSON_OBJECT and CHOICE). Errors: INVALID_ARGUMENT with
 // the position; UNSUPPORTED for JSON_SCHEMA when built without the schema
 // compiler.
+// whitespace: LLM_WHITESPACE_BOUNDED (JSON kinds: json_layout.h) or _FREE.
 StatusOr<std::shared_ptr<const ByteProgram>> CompileConstraint(int32_t kind, std::string_view text,
-                                                                std::span<const std::string> choices);
+                                                                std::span<const std::string> choices,
+                                                                int32_t whitespace = 0);
 
 // Compiled programs by content (kind + text + choices), for one context.
 // Thread-safe (llm_submit runs on callers' threads). Bounded: the least
@@ -47,7 +51,7 @@ class ConstraintCache {
   ConstraintCache() = default;
   explicit ConstraintCache(size_t capacity) : capacity_(capacity) {}
   StatusOr<std::shared_ptr<const ByteProgram>> Get(int32_t kind, std::string_view text,
-                                                   std::span<const std::string> choices);
+                                                   std::span<const std::string> choices, int32_t whitespace = 0);
   size_t size() const;
   uint64_t hits() const;
 
@@ -73,6 +77,7 @@ struct SharedMatcher {
   // vocabulary); `trie` keeps it alive.
   std::shared_ptr<const TokenTrie> trie;
   std::unique_ptr<MaskCache> masks;
+  Budget budget{matcher.program()};  // shortest completions by state (budget.h)
 };
 
 // The engine's SharedMatcher per program: one while any sequence uses it,
@@ -93,9 +98,15 @@ class SharedMatcherPool {
 // tokens, over a SharedMatcher. Engine thread only.
 class ConstraintState {
  public:
-  ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
+  // max_tokens: the tokens the sequence may generate (end token included);
+  // the mask then keeps only tokens after which the output can still be
+  // completed and ended in time (budget.h). kNoBudget: no such filter.
+  static constexpr int32_t kNoBudget = INT32_MAX;
+  ConstraintState(std::shared_ptr<SharedMatcher> shared, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt,
+                  int32_t max_tokens = kNoBudget);
   // A SharedMatcher of its own.
-  ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt);
+  ConstraintState(std::shared_ptr<const ByteProgram> program, std::shared_ptr<const TokenTrie> trie, int32_t n_prompt,
+                  int32_t max_tokens = kNoBudget);
 
   // logits: (n_vocab) the position after `history` (prompt + generated);
   // every forbidden token gets -inf (ids beyond the tokenizer's vocabulary
@@ -116,6 +127,9 @@ class ConstraintState {
   bool DeadEnd(std::span<const int32_t> history);
 
   Matcher& matcher() { return shared_->matcher; }
+  // The tokens of the shortest completion known from the current state
+  // (budget.h: a real token path; Budget::kNever when there is none).
+  int32_t ShortestTokens(std::span<const int32_t> history);
 
  private:
   void Sync(std::span<const int32_t> history);
@@ -129,6 +143,8 @@ class ConstraintState {
   std::shared_ptr<SharedMatcher> shared_;
   std::vector<Matcher::StateId> states_;  // (1 + tokens_) the state after each accepted token
   int32_t n_prompt_;
+  int32_t max_tokens_;
+  std::vector<uint64_t> budgeted_;
   std::vector<int32_t> tokens_;  // generated tokens the matcher has accepted (EOG excluded)
   // The first generated token the matcher could not accept (a stop token,
   // an EOG, or a token forced from outside): the state stays at tokens_ and
@@ -136,6 +152,10 @@ class ConstraintState {
   bool stuck_ = false;
   int32_t stuck_token_ = -1;
   std::vector<uint64_t> eog_only_;
+  // `mask` less the tokens whose blanks break the layout (json_layout.h).
+  const std::vector<uint64_t>& WithinLayout(const std::vector<uint64_t>& mask);
+  std::unique_ptr<JsonLayout> layout_;  // the program's json_layout
+  std::vector<uint64_t> laid_out_;
   std::unique_ptr<JsonKeys> keys_;  // the program's unique_keys: the keys of each open object
   std::vector<uint64_t> filtered_;
 };

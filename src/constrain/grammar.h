@@ -82,6 +82,7 @@ struct Grammar {
   // The output is JSON whose objects must not repeat a key (json_keys.h):
   // set by CompileConstraint for JSON_OBJECT and for schemas with free keys.
   bool unique_keys = false;
+  bool json_layout = false;  // a JSON grammar whose whitespace is bounded by depth (json_layout.h)
 };
 
 // Sorts and merges ranges; drops empty ones and clamps to [0, kMaxCodePoint].

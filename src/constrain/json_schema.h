@@ -6,7 +6,9 @@
 // still has a valid completion for every prefix, so a model can always
 // finish. Where it narrows the schema:
 //   - whitespace: at most one run between tokens, " " or a newline and up to
-//     20 spaces/tabs, none before or after the root value;
+//     40 spaces (and by default at most 4 per open container: json_layout.h;
+//     LLM_WHITESPACE_FREE frees the `ws` rule), none before or after the
+//     root value;
 //   - strings: no \u escapes; numbers: at most 16 integer / 16 fraction
 //     digits, exponents of at most 2 digits, bounded numbers never use them;
 //   - multipleOf: integers that are multiples (a number's fractional

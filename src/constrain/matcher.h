@@ -83,6 +83,9 @@ class Matcher {
   // ---- internals exposed to the mask walk (token_trie.cpp) and the mask cache
   // The stacks of a state: node ids whose top op is kBytes.
   std::span<const int32_t> Stacks(StateId s) const;
+  // A stack node's op position and its parent node (-1: the root frame).
+  int32_t NodePos(int32_t node) const { return nodes_[static_cast<size_t>(node)].pos; }
+  int32_t NodeParent(int32_t node) const { return nodes_[static_cast<size_t>(node)].parent; }
   // The state whose stacks are s's with the position p of every node (the
   // parents' too) replaced by map(p), and s's accept flag; s itself when map
   // changes nothing, or when the arena is at its limit. `map` must send a

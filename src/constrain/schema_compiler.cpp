@@ -47,7 +47,8 @@ constexpr int kAnyString = 64;
 const std::map<std::string, std::string>& Builtins() {
   static const std::map<std::string, std::string> m = [] {
     std::map<std::string, std::string> b = {
-        {"ws", "( \" \" | \"\\n\" [ \\t]{0,20} )?"},
+        // (the depth's bound on indentation is json_layout.h's, at run time)
+        {"ws", "( \" \" | \"\\n\" \" \"{0,40} )?"},
         // One character of a JSON string; \u escapes are left out so that a
         // counted repetition counts characters exactly (a surrogate pair would
         // be two escapes for one character).

@@ -21,12 +21,24 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces, const std::vector<u
   eog_.erase(std::unique(eog_.begin(), eog_.end()), eog_.end());
   std::erase_if(eog_, [&](int32_t t) { return t < 0 || t >= n_vocab_; });
   quotes_.assign(pieces_.size(), 0);
+  quoted_bits_.assign((pieces_.size() + 63) / 64, 0);
+  blank_bits_.assign((pieces_.size() + 63) / 64, 0);
   for (size_t i = 0; i < pieces_.size(); ++i) {
     if (excluded_[i]) continue;
     quotes_[i] = static_cast<uint8_t>(std::min<size_t>(255, std::count(pieces_[i].begin(), pieces_[i].end(), '"')));
+    if (quotes_[i] > 0) quoted_bits_[i >> 6] |= uint64_t{1} << (i & 63);
+    if (pieces_[i].find_first_of(" \t\n\r") != std::string::npos) blank_bits_[i >> 6] |= uint64_t{1} << (i & 63);
     if (quotes_[i] > 0) quoted_.push_back(static_cast<int32_t>(i));
     else if (pieces_[i].find(',') != std::string::npos) commas_.push_back(static_cast<int32_t>(i));
   }
+  std::array<bool, 256> single{};
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    if (!excluded_[i] && pieces_[i].size() == 1) single[static_cast<uint8_t>(pieces_[i][0])] = true;
+  // Printable ASCII and every byte of UTF-8 below U+40000 (byte-level BPE
+  // vocabularies merge some control bytes and the rarest lead bytes away).
+  has_every_byte_ = true;
+  for (int b = 0x20; b <= 0xF0; ++b)
+    if (b != 0x7F && b != 0xC0 && b != 0xC1 && !single[static_cast<size_t>(b)]) has_every_byte_ = false;
   std::stable_sort(quoted_.begin(), quoted_.end(), [&](int32_t a, int32_t b) { return quotes_[static_cast<size_t>(a)] > quotes_[static_cast<size_t>(b)]; });
   Build();
 }

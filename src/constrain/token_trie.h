@@ -57,6 +57,15 @@ class TokenTrie {
   // member, which may be a dead end: json_keys.h).
   const std::vector<int32_t>& commas() const { return commas_; }
   int32_t quotes(int32_t id) const { return quotes_[static_cast<size_t>(id)]; }
+  // Every printable ASCII byte and every byte of UTF-8 below U+40000 is a
+  // token of its own (byte-level BPE, byte fallback): a shortest completion
+  // over them (budget.h) takes at most one token per byte.
+  bool has_every_byte() const { return has_every_byte_; }
+  // As bit sets (ceil(n_vocab / 64) words): the tokens in the trie holding a
+  // '"', and those holding a blank (space, tab, newline, carriage return),
+  // for the layout filter (json_layout.h).
+  const std::vector<uint64_t>& quoted_bits() const { return quoted_bits_; }
+  const std::vector<uint64_t>& blank_bits() const { return blank_bits_; }
   size_t n_nodes() const { return nodes_.size(); }
 
   // mask: (ceil(n_vocab / 64)) words, bit t set iff token t is allowed in
@@ -81,6 +90,27 @@ class TokenTrie {
       n = next;
       const Node& at = nodes_[static_cast<size_t>(n)];
       for (int32_t k = 0; k < at.n_tokens; ++k) f(token_ids_[static_cast<size_t>(at.first_token + k)]);
+    }
+  }
+  // f(t, state) for every token t whose bytes lead to a live state from s,
+  // that state given (a trie walk: shared prefixes are stepped once).
+  template <class F>
+  void ForEachLive(Matcher& m, Matcher::StateId s, F f) const {
+    if (s < 0) return;
+    std::vector<std::pair<int32_t, Matcher::StateId>> stack{{0, s}};
+    while (!stack.empty()) {
+      const auto [n, st] = stack.back();
+      stack.pop_back();
+      const Node& node = nodes_[static_cast<size_t>(n)];
+      const Matcher::StateId* row = m.Row(st);
+      for (int32_t c = node.first_child; c < node.first_child + node.n_children; ++c) {
+        const Node& child = nodes_[static_cast<size_t>(c)];
+        Matcher::StateId next = row[child.byte];
+        if (next == Matcher::kUnknown) next = m.Step(st, child.byte);
+        if (next < 0) continue;
+        for (int32_t k = 0; k < child.n_tokens; ++k) f(token_ids_[static_cast<size_t>(child.first_token + k)], next);
+        if (child.n_children > 0) stack.emplace_back(c, next);
+      }
     }
   }
   // A walk restricted to some tokens, for the mask cache (mask_cache.h).
@@ -113,6 +143,8 @@ class TokenTrie {
   std::vector<int32_t> quoted_;
   std::vector<int32_t> commas_;
   std::vector<uint8_t> quotes_;  // (n_vocab)
+  std::vector<uint64_t> quoted_bits_, blank_bits_;
+  bool has_every_byte_ = false;
   std::vector<Node> nodes_;  // nodes_[0] = root
   std::vector<int32_t> token_ids_;
   mutable std::mutex runs_mu_;

@@ -321,7 +321,7 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     if (spec.constraint != nullptr) {
       if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
       seq->gen.constraint = std::make_unique<constrain::ConstraintState>(shared_matchers_.Get(spec.constraint),
-                                                                         token_trie_, seq->n_prompt);
+                                                                         token_trie_, seq->n_prompt, spec.max_tokens);
       seq->gen.sampler.set_constraint(seq->gen.constraint.get());
     }
     // Parallel samples: only sequence 0 runs the prompt; the others fork

@@ -166,6 +166,7 @@ try:
                "json_schema without its object")
     expect_400(base_body(response_format={"type": "json_schema", "json_schema": {"name": "x", "strict": 1}}),
                "response_format.json_schema.strict", "strict not a boolean")
+    expect_400(base_body(whitespace_flexible="yes"), "whitespace_flexible", "whitespace_flexible not a boolean")
     expect_400(base_body(regex=""), "regex", "an empty regex")
     expect_400(base_body(grammar=3), "grammar", "a grammar that is not a string")
     expect_400(base_body(choice=[]), "choice", "an empty choice list")
@@ -289,6 +290,17 @@ try:
     except ValueError:
         ok = False
     check(ok, "response_format json_object: %r" % r.choices[0].message.content)
+    # The layout: bounded by default (no tabs, no blank lines, at most 4
+    # spaces of indentation per level), free with whitespace_flexible.
+    for flexible in (False, True):
+        r = client.chat.completions.create(
+            model=NAME, max_tokens=120, temperature=1.0, seed=3, response_format={"type": "json_object"},
+            extra_body={"whitespace_flexible": flexible},
+            messages=[{"role": "user", "content": "Give the weather in Paris as an indented JSON object."}])
+        text = r.choices[0].message.content or ""
+        runs = re.findall(r'"(?:[^"\\]|\\.)*"|([ \t\r\n]+)', text)
+        bounded = all(run in ("", " ") or re.fullmatch(r"\n {0,40}", run) for run in runs)
+        check(flexible or bounded, "whitespace_flexible=%s: %r" % (flexible, text))
     r = client.chat.completions.create(model=NAME, messages=USER, max_tokens=20, temperature=0,
                                        extra_body={"choice": ["sunny", "rainy", "cloudy"]})
     check(r.choices[0].message.content in ("sunny", "rainy", "cloudy"), "choice: %r" % r.choices[0].message.content)

@@ -71,3 +71,13 @@ def test_status_codes_match_the_header():
                  "BACKEND", "SHUTDOWN", "INTERNAL", "KV_MISMATCH", "KV_CORRUPT"]:
         assert getattr(errors, name) == codes[name], name
         assert lib.llm_status_str(codes[name]).decode() == "LLM_ERR_" + name
+
+
+def test_whitespace_values_match_the_header_and_reach_the_request():
+    from llmrt import _request as R
+    header = (REPO / "include" / "llm.h").read_text()
+    values = {m[0]: int(m[1]) for m in re.findall(r"LLM_WHITESPACE_(\w+) = (\d+)", header)}
+    assert values == {"BOUNDED": R.WHITESPACE_BOUNDED, "FREE": R.WHITESPACE_FREE}
+    assert R.build_request("x", json_schema={"type": "object"}).req.constraint_whitespace == R.WHITESPACE_BOUNDED
+    b = R.build_request("x", json_schema={"type": "object"}, whitespace_flexible=True)
+    assert b.req.constraint_whitespace == R.WHITESPACE_FREE

@@ -168,6 +168,10 @@ pub struct Request {
     pub top_logprobs: i32,
     /// What the output must match.
     pub constraint: Constraint,
+    /// JSON constraints: any JSON whitespace between tokens instead of the
+    /// bounded layout (none, one space, or a newline and indentation by
+    /// depth; `LLM_WHITESPACE_FREE`).
+    pub whitespace_flexible: bool,
 }
 
 impl Request {
@@ -194,6 +198,7 @@ impl Request {
             min_tokens: 0,
             top_logprobs: 0,
             constraint: Constraint::None,
+            whitespace_flexible: false,
         }
     }
 
@@ -251,6 +256,10 @@ impl Request {
     }
     pub fn constraint(mut self, c: Constraint) -> Self {
         self.constraint = c;
+        self
+    }
+    pub fn whitespace_flexible(mut self, on: bool) -> Self {
+        self.whitespace_flexible = on;
         self
     }
 }
@@ -320,6 +329,7 @@ impl RawRequest {
         };
         let choice_ptrs: Vec<_> = choices.iter().map(|s| s.as_ptr()).collect();
         req.constraint_kind = kind;
+        req.constraint_whitespace = i32::from(r.whitespace_flexible);
         req.constraint = text.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
         req.choices = if choice_ptrs.is_empty() { std::ptr::null() } else { choice_ptrs.as_ptr() };
         req.n_choices = choice_ptrs.len() as i32;

@@ -84,6 +84,8 @@ pub const LLM_CONSTRAINT_JSON_OBJECT: i32 = 2;
 pub const LLM_CONSTRAINT_REGEX: i32 = 3;
 pub const LLM_CONSTRAINT_CHOICE: i32 = 4;
 pub const LLM_CONSTRAINT_GRAMMAR: i32 = 5;
+pub const LLM_WHITESPACE_BOUNDED: i32 = 0;
+pub const LLM_WHITESPACE_FREE: i32 = 1;
 
 pub const LLM_TOOL_FORMAT_AUTO: i32 = 0;
 pub const LLM_TOOL_FORMAT_GENERIC: i32 = 1;
@@ -276,7 +278,7 @@ pub struct llm_request {
     pub reserved2: i32,
     // appended in 0.4: KV kept (issue 30)
     pub keep_kv: i32,
-    pub reserved3: i32,
+    pub constraint_whitespace: i32, // LLM_WHITESPACE_* (0.4's reserved3)
     // appended in 0.5: prefill/decode disaggregation (issue 33)
     pub kv_transfer_desc: *const c_char,
     pub kv_produce: i32,

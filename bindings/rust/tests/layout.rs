@@ -62,7 +62,7 @@ fn rust_layout() -> Layout {
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
                       cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
                       reserved1, constraint_kind, n_choices, constraint, choices, task, pooling, normalize,
-                      dimensions, truncate, reserved2, keep_kv, reserved3, kv_transfer_desc, kv_produce, reserved4 }
+                      dimensions, truncate, reserved2, keep_kv, constraint_whitespace, kv_transfer_desc, kv_produce, reserved4 }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
@@ -97,7 +97,7 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_TOKENIZE_ADD_SPECIAL, LLM_TOKENIZE_PARSE_SPECIAL,
         LLM_DETOKENIZE_RENDER_SPECIAL, LLM_DETOKENIZE_STRIP_LEADING_SPACE,
         LLM_CONSTRAINT_NONE, LLM_CONSTRAINT_JSON_SCHEMA, LLM_CONSTRAINT_JSON_OBJECT, LLM_CONSTRAINT_REGEX,
-        LLM_CONSTRAINT_CHOICE, LLM_CONSTRAINT_GRAMMAR,
+        LLM_CONSTRAINT_CHOICE, LLM_CONSTRAINT_GRAMMAR, LLM_WHITESPACE_BOUNDED, LLM_WHITESPACE_FREE,
         LLM_TOOL_FORMAT_AUTO, LLM_TOOL_FORMAT_GENERIC, LLM_TOOL_FORMAT_HERMES, LLM_TOOL_FORMAT_LLAMA3,
         LLM_TOOL_FORMAT_MISTRAL,
     ];

@@ -20,6 +20,9 @@ CONSTRAINT_REGEX = 3
 CONSTRAINT_CHOICE = 4
 CONSTRAINT_GRAMMAR = 5
 
+WHITESPACE_BOUNDED = 0
+WHITESPACE_FREE = 1
+
 SEED_RANDOM = 2**64 - 1
 
 _SAMPLING = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "frequency_penalty",
@@ -98,7 +101,7 @@ def build_request(prompt: Union[str, Sequence[int]], *, max_tokens: int = 256, a
                   top_logprobs: int = 0, prompt_logprobs: bool = False, cache_salt: int = 0, keep_kv: bool = False,
                   response_format: Optional[Mapping[str, Any]] = None, json_schema: Any = None,
                   regex: Optional[str] = None, grammar: Optional[str] = None,
-                  choices: Optional[Sequence[str]] = None) -> BuiltRequest:
+                  choices: Optional[Sequence[str]] = None, whitespace_flexible: bool = False) -> BuiltRequest:
     b = BuiltRequest()
     r = b.req
     if isinstance(prompt, str):
@@ -139,6 +142,7 @@ def build_request(prompt: Union[str, Sequence[int]], *, max_tokens: int = 256, a
     kind, text, choice_list = constraint_of(response_format, json_schema=json_schema, regex=regex, grammar=grammar,
                                             choices=choices)
     r.constraint_kind = kind
+    r.constraint_whitespace = WHITESPACE_FREE if whitespace_flexible else WHITESPACE_BOUNDED
     if text is not None:
         enc = text.encode("utf-8")
         b.keep.append(enc)

@@ -158,7 +158,7 @@ class Request(C.Structure):
         ("truncate", C.c_int32),
         ("reserved2", C.c_int32),
         ("keep_kv", C.c_int32),
-        ("reserved3", C.c_int32),
+        ("constraint_whitespace", C.c_int32),  # LLM_WHITESPACE_* (0.4's reserved3)
         ("kv_transfer_desc", C.c_char_p),
         ("kv_produce", C.c_int32),
         ("reserved4", C.c_int32),

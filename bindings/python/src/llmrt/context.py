@@ -198,7 +198,9 @@ class Context:
         ``prompt_logprobs``, ``cache_salt``, ``keep_kv`` (the conversation's KV
         is evicted last), and one constraint:
         ``response_format`` (OpenAI's), ``json_schema``, ``regex``,
-        ``grammar`` (GBNF) or ``choices``. Errors raise ``LlmError``."""
+        ``grammar`` (GBNF) or ``choices``; ``whitespace_flexible`` (JSON
+        constraints: any whitespace instead of the bounded layout). Errors
+        raise ``LlmError``."""
         s = EventStream(kw.get("n", 1), lambda: self._cancel(s), lambda: self._forget(s))
         self._submit(s, prompt, kw)
         return s
