@@ -1,6 +1,7 @@
 #include "chat_prompt.h"
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <system_error>
 
@@ -94,9 +95,21 @@ std::string JsonString(const std::string& s) {
 
 }  // namespace
 
+std::string TodayVarsJson() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char date[32], datetime[32];
+  std::strftime(date, sizeof date, "%d %b %Y", &tm);
+  std::strftime(datetime, sizeof datetime, "%b %d %Y", &tm);
+  return std::string("{\"date_string\":") + JsonString(date) + ",\"datetime\":" + JsonString(datetime) + "}";
+}
+
 llm_status Prompter::Render(const std::vector<Message>& messages, std::string* prompt, uint32_t* tokenize_flags,
                             std::string* error, const std::string* vars_json) const {
-  if (vars_json != nullptr && !fallback_) {
+  const std::string today = vars_json == nullptr ? TodayVarsJson() : std::string();
+  if (vars_json == nullptr) vars_json = &today;
+  if (!fallback_) {
     // The same conversation as JSON, so that the variables go with it.
     std::string json = "[";
     for (const Message& m : messages) {
@@ -131,7 +144,8 @@ llm_status Prompter::RenderJson(const std::string& messages_json, const std::str
                                 uint32_t* tokenize_flags, std::string* error, const std::string* vars_json) const {
   const char* tmpl = template_.empty() ? nullptr : template_.c_str();
   const char* tools = tools_json ? tools_json->c_str() : nullptr;
-  const char* vars = vars_json ? vars_json->c_str() : nullptr;
+  const std::string today = vars_json == nullptr ? TodayVarsJson() : std::string();
+  const char* vars = vars_json ? vars_json->c_str() : today.c_str();
   size_t n = 0;
   prompt->assign(4096, '\0');
   llm_status s = llm_chat_apply_template_vars(ctx_, tmpl, messages_json.c_str(), tools, vars, 1, prompt->data(),

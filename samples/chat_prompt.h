@@ -37,6 +37,10 @@ struct Message {
 //
 // and the stop string "\nuser:" so a reply ends where the model starts
 // writing the next user turn; `fallback()` says so, and callers tell the user.
+// Today's date as the templates that print it want it, as a JSON object:
+// {"date_string": "26 Nov 2026" (Llama 3.x), "datetime": "Nov 26 2026"}.
+std::string TodayVarsJson();
+
 class Prompter {
  public:
   // Probes ctx for a template. template_text, when not empty, replaces the
@@ -52,7 +56,9 @@ class Prompter {
   // already begins with the BOS token's text. Returns the llm_status of
   // llm_chat_apply_template; on failure *error gets llm_last_error().
   // vars_json, when given, is a JSON object of more template variables
-  // (llm_chat_apply_template_vars: chat_template_kwargs, date_string).
+  // (llm_chat_apply_template_vars: chat_template_kwargs, date_string);
+  // without it the template gets TodayVarsJson()'s, so that every program
+  // here (llm-run --chat, llm-chat, llm-server) renders the same prompt.
   llm_status Render(const std::vector<Message>& messages, std::string* prompt, uint32_t* tokenize_flags,
                     std::string* error, const std::string* vars_json = nullptr) const;
 

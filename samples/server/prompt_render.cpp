@@ -1,33 +1,15 @@
 #include "prompt_render.h"
 
-#include <ctime>
-
 #include "openai_response.h"
 #include "openai_tools.h"
 
 namespace server {
 
-namespace {
-
-// Today's date as the templates that print it want it (Llama 3.x reads
-// date_string, "26 Nov 2026"; others datetime, "Nov 26 2026").
-json DateVars() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char date[32], datetime[32];
-  std::strftime(date, sizeof date, "%d %b %Y", &tm);
-  std::strftime(datetime, sizeof datetime, "%b %d %Y", &tm);
-  return json{{"date_string", date}, {"datetime", datetime}};
-}
-
-}  // namespace
-
 bool RenderChatPrompt(const chat::Prompter& prompter, Generation* g, ApiError* err) {
   if (g->prompts.empty()) g->prompts.resize(1);
   std::string message;
   llm_status s;
-  json vars = DateVars();
+  json vars = json::parse(chat::TodayVarsJson());  // today's date, under the request's kwargs
   for (const auto& item : g->template_vars.items()) vars[item.key()] = item.value();
   const std::string vars_json = Dump(vars);
   if ((g->tools.active() || g->tool_history) && prompter.tool_format() != LLM_TOOL_FORMAT_GENERIC) {
