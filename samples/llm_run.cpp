@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "chat_prompt.h"
 #include "cli_common.h"
 #include "llm.h"
 
@@ -80,28 +81,26 @@ const char* FinishName(int32_t r) {
 // special tokens parsed, BOS added unless the template wrote it. False (with
 // the message printed) when the model has no template.
 bool ChatPrompt(llm_ctx* ctx, const std::string& system, std::string* prompt, uint32_t* flags) {
-  std::vector<llm_chat_message> msgs;
-  if (!system.empty()) msgs.push_back({"system", system.c_str()});
-  msgs.push_back({"user", prompt->c_str()});
-  size_t n = 0;
-  llm_status s = llm_chat_apply_template(ctx, nullptr, msgs.data(), msgs.size(), 1, nullptr, 0, &n);
-  std::string text(n, '\0');
-  if (s == LLM_ERR_BUFFER_TOO_SMALL || s == LLM_OK)
-    s = llm_chat_apply_template(ctx, nullptr, msgs.data(), msgs.size(), 1, text.data(), text.size(), &n);
-  if (cli::Failed(s, "llm_chat_apply_template")) return false;
-  text.resize(n);
-
-  std::string bos_text;
-  llm_model_info info{};
-  info.struct_size = sizeof info;
-  if (llm_model_get_info(ctx, &info) == LLM_OK && info.bos >= 0) {
-    char buf[64];
-    size_t len = 0;
-    if (llm_detokenize(ctx, &info.bos, 1, LLM_DETOKENIZE_RENDER_SPECIAL, buf, sizeof buf, &len) == LLM_OK)
-      bos_text.assign(buf, len);
+  // The renderer llm-chat and llm-server use (chat_prompt.h), so the three
+  // send a model the same prompt (today's date_string included).
+  chat::Prompter prompter;
+  std::string error;
+  if (!prompter.Init(ctx, "", &error)) {
+    std::fprintf(stderr, "llm-run: %s\n", error.c_str());
+    return false;
   }
-  const bool has_bos = !bos_text.empty() && text.compare(0, bos_text.size(), bos_text) == 0;
-  *flags = LLM_TOKENIZE_PARSE_SPECIAL | (has_bos ? 0u : uint32_t{LLM_TOKENIZE_ADD_SPECIAL});
+  if (prompter.fallback()) {
+    std::fprintf(stderr, "llm-run: --chat: the model has no chat template (LLM_ERR_UNSUPPORTED)\n");
+    return false;
+  }
+  std::vector<chat::Message> msgs;
+  if (!system.empty()) msgs.push_back({"system", system});
+  msgs.push_back({"user", *prompt});
+  std::string text;
+  if (llm_status s = prompter.Render(msgs, &text, flags, &error); s != LLM_OK) {
+    std::fprintf(stderr, "llm-run: chat template: %s: %s\n", llm_status_str(s), error.c_str());
+    return false;
+  }
   *prompt = std::move(text);
   return true;
 }
