@@ -375,6 +375,21 @@ TEST(CudaFamilies, ExpertsStayOnTheCpu) {
   }
 }
 
+// gpt-oss (sinks, output biases, biased clamped-SwiGLU MXFP4 experts) stays
+// on the CPU too, and the reason names it.
+TEST(CudaFamilies, GptOssStaysOnTheCpu) {
+  std::unique_ptr<Model> m = SynthFamily("tiny-gpt-oss");
+  ASSERT_NE(m, nullptr);
+  const Status st = CudaSupportsModel(m->config);
+  EXPECT_EQ(st.code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(st.message().find("gpt-oss"), std::string::npos) << st.message();
+  if (!HaveDevice()) return;
+  KvCacheSpec kv{16, 16};
+  auto gpu = CreateCudaBackend(m->config, m->weights, &kv, CudaBackendOptions{});
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.status().code(), LLM_ERR_UNSUPPORTED);
+}
+
 // The same through the C API: with LLM_BACKEND=cuda replacing AUTO, a MoE
 // model gets a CPU context and a dense one a CUDA context; an explicit CUDA
 // request for the MoE model is UNSUPPORTED and says why.
@@ -402,14 +417,20 @@ TEST(CudaFamilies, ContextFallsBackToTheCpuForExperts) {
     return static_cast<int>(st.backend);
   };
   const std::string moe = SynthFamilyFile("tiny-mixtral"), dense = SynthFamilyFile("tiny-qwen2");
+  const std::string gpt_oss = SynthFamilyFile("tiny-gpt-oss");
   ASSERT_FALSE(moe.empty());
   ASSERT_FALSE(dense.empty());
+  ASSERT_FALSE(gpt_oss.empty());
   EXPECT_EQ(backend_of(moe, LLM_BACKEND_AUTO, LLM_OK), LLM_BACKEND_CPU);
   EXPECT_EQ(backend_of(dense, LLM_BACKEND_AUTO, LLM_OK), LLM_BACKEND_CUDA);
+  EXPECT_EQ(backend_of(gpt_oss, LLM_BACKEND_AUTO, LLM_OK), LLM_BACKEND_CPU);
+  EXPECT_EQ(backend_of(gpt_oss, LLM_BACKEND_CUDA, LLM_ERR_UNSUPPORTED), -1);
+  EXPECT_NE(std::string(llm_last_error()).find("gpt-oss"), std::string::npos) << llm_last_error();
   EXPECT_EQ(backend_of(moe, LLM_BACKEND_CUDA, LLM_ERR_UNSUPPORTED), -1);
   EXPECT_NE(std::string(llm_last_error()).find("Mixture-of-Experts"), std::string::npos) << llm_last_error();
   std::remove(moe.c_str());
   std::remove(dense.c_str());
+  std::remove(gpt_oss.c_str());
   if (old_env) {
     setenv("LLM_BACKEND", saved.c_str(), 1);
   } else {

@@ -5,7 +5,8 @@ tests/test_chat_template.cpp checks that llmrt's own Jinja interpreter
 (src/chat/) renders every conversation below byte for byte as jinja2 does.
 
 Besides the four original models it renders the model families' instruct
-templates (Qwen2.5, Phi-3.5, Gemma 2, Mistral Nemo, Llama 3.1 and 3.2; origin
+templates (Qwen2.5, Phi-3.5, Gemma 2, Mistral Nemo, Llama 3.1 and 3.2, and
+gpt-oss's harmony format with conversations of its own; origin
 and license in tests/data/chat/templates/README.md) on the same conversations
 and on tool-use conversations (tools offered, a tool call and its result,
 parallel calls) where the template takes `tools`.
@@ -69,6 +70,12 @@ MODELS = {
                 "extra": {"date_string": "26 Jul 2024"}},
     "llama32": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
                 "extra": {"date_string": "26 Jul 2024"}},
+    # gpt-oss's harmony format (openai/gpt-oss-120b and -20b share the
+    # template). It writes "Current date: " + strftime_now("%Y-%m-%d")
+    # whatever the caller passes: the json records the date jinja2 rendered
+    # ("now_date") and the test puts its own day's in its place. Besides the
+    # common conversations it gets the harmony ones (HARMONY_CONVERSATIONS).
+    "gpt_oss": {"bos_token": "<|startoftext|>", "eos_token": "<|return|>", "harmony": True},
 }
 
 
@@ -173,6 +180,72 @@ TOOL_CONVERSATIONS = [
 ]
 
 
+# The harmony format's own inputs (gpt-oss): a developer message, the
+# assistant's analysis in `thinking`, one tool call per assistant turn with
+# its analysis, tool results, tools whose JSON schemas the template turns
+# into TypeScript declarations, and the template's keyword arguments
+# (reasoning_effort, model_identity, builtin_tools) as per-case globals.
+SEARCH_TOOL = {"type": "function", "function": {
+    "name": "search_docs",
+    "description": "Search the documentation.\nReturns the best matches.",
+    "parameters": {"type": "object",
+                   "properties": {"query": {"type": "string", "description": "What to look for"},
+                                  "limit": {"type": "integer", "default": 5},
+                                  "tags": {"type": "array", "items": {"type": "string"}},
+                                  "scores": {"type": "array", "items": {"type": "number"}},
+                                  "filters": {"type": "array", "items": {"type": "object", "properties": {
+                                      "field": {"type": "string"}, "value": {"type": "string"}}}},
+                                  "mode": {"type": "string", "enum": ["fast", "exact"]},
+                                  "since": {"type": ["string", "null"]},
+                                  "strict": {"type": "boolean", "nullable": True},
+                                  "options": {"type": "object", "properties": {"lang": {"type": "string"}}},
+                                  "any_of": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+                   "required": ["query", "mode"]}}}
+NO_ARGS_TOOL = {"type": "function", "function": {"name": "ping", "description": "Check the service.",
+                                                 "parameters": {"type": "object", "properties": {}}}}
+
+HARMONY_CONVERSATIONS = [
+    ("harmony_developer", [msg("developer", "Answer in French."), msg("user", "Hello!")], None, {}),
+    ("harmony_system_as_developer", [msg("system", "Be concise."), msg("user", "2+2?")], None,
+     {"reasoning_effort": "high"}),
+    ("harmony_identity_low", [msg("user", "Who are you?")], None,
+     {"model_identity": "You are a test model.", "reasoning_effort": "low"}),
+    ("harmony_builtin_tools", [msg("user", "Find the news and plot it.")], None,
+     {"builtin_tools": ["browser", "python"]}),
+    ("harmony_analysis_history", [
+        msg("user", "What is 3*3?"),
+        {"role": "assistant", "thinking": "Multiply three by three.", "content": "9"},
+        msg("user", "And 4*4?"),
+    ], None, {}),
+    ("harmony_analysis_last", [
+        msg("user", "What is 5*5?"),
+        {"role": "assistant", "thinking": "Five squared.", "content": "25"},
+    ], None, {}),
+    ("harmony_tool_call", [
+        msg("system", "You can search."),
+        msg("user", "How do I enable the cache?"),
+        {"role": "assistant", "thinking": "I should search the docs.",
+         "tool_calls": [call("c1", "search_docs", {"query": "cache", "mode": "fast", "tags": ["kv"]})]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{\"hits\": [\"kv_cache.md\"]}"},
+    ], [SEARCH_TOOL, NO_ARGS_TOOL], {}),
+    ("harmony_tool_call_answered", [
+        msg("user", "Is the service up?"),
+        {"role": "assistant", "content": "Checking with ping.", "tool_calls": [call("c2", "ping", {})]},
+        {"role": "tool", "tool_call_id": "c2", "content": "pong"},
+        {"role": "assistant", "thinking": "It answered.", "content": "Yes, it is up."},
+        msg("user", "Thanks"),
+    ], [NO_ARGS_TOOL], {"reasoning_effort": "low"}),
+    ("harmony_channel_in_content", [
+        msg("user", "Hi"),
+        msg("assistant", "<|channel|>analysis<|message|>think<|end|>"),
+    ], None, {}),
+    ("harmony_content_and_thinking_with_call", [
+        msg("user", "Ping it"),
+        {"role": "assistant", "content": "a", "thinking": "b", "tool_calls": [call("c3", "ping", {})]},
+    ], [NO_ARGS_TOOL], {}),
+]
+
+
 # Small templates exercising one feature each, rendered with the context
 # beside them: the interpreter's unit tests (tests/data/chat/unit.json).
 UNIT_CASES = [
@@ -240,9 +313,10 @@ def make_env():
     return env
 
 
-def render(env, template_text, messages, add_generation_prompt, special, tools=None):
-    kwargs = {k: v for k, v in special.items() if v is not None and k != "extra"}
+def render(env, template_text, messages, add_generation_prompt, special, tools=None, case_globals=None):
+    kwargs = {k: v for k, v in special.items() if v is not None and k not in ("extra", "harmony")}
     kwargs.update(special.get("extra", {}))
+    kwargs.update(case_globals or {})
     template = env.from_string(template_text)
     return template.render(messages=messages, tools=tools, documents=None,
                            add_generation_prompt=add_generation_prompt, **kwargs)
@@ -309,6 +383,18 @@ def main():
                 except TemplateError as e:
                     case["error"] = str(e)
                 cases.append(case)
+        if special.get("harmony"):
+            for conv_name, messages, tools, case_globals in HARMONY_CONVERSATIONS:
+                for agp in (False, True):
+                    case = {"name": conv_name, "add_generation_prompt": agp, "messages": messages,
+                            "globals": case_globals}
+                    if tools is not None:
+                        case["tools"] = tools
+                    try:
+                        case["expected"] = render(env, text, messages, agp, special, tools, case_globals)
+                    except TemplateError as e:
+                        case["error"] = str(e)
+                    cases.append(case)
         doc = {
             "command": "python3 tools/chat_reference.py",
             "generator": "jinja2 " + jinja2.__version__ + ", Python " + sys.version.split()[0],
@@ -318,6 +404,8 @@ def main():
             "globals": special.get("extra", {}),
             "cases": cases,
         }
+        if special.get("harmony"):  # the day strftime_now("%Y-%m-%d") gave while rendering
+            doc["now_date"] = datetime.datetime.now().strftime("%Y-%m-%d")
         with open(os.path.join(OUT_DIR, name + ".json"), "w", encoding="utf-8") as f:
             json.dump(doc, f, ensure_ascii=False, indent=1)
             f.write("\n")

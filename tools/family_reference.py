@@ -64,6 +64,8 @@ INSTALL = "pip install llama-cpp-python==0.3.36 numpy"
 # Common llm-synth options: F32, sharp attention, norms that are not all ones.
 SYNTH = ["--type", "f32", "--seed", "7", "--std", "0.25", "--norm-std", "0.1", "--bias-std", "0.5"]
 
+GPT_OSS_SYNTH = ["--type", "f32", "--seed", "7", "--std", "0.15", "--norm-std", "0.1", "--bias-std", "0.5"]
+
 FAMILIES = {
     # Llama 3.1+: rope_freqs.weight and no scaling type (issue 19's defect).
     "llama3_rope_freqs": {"shape": "tiny-llama3", "rope_freqs": True},
@@ -105,6 +107,15 @@ FAMILIES = {
     # qwen2moe: biases, top-2 of 4 without renormalisation, a shared expert
     # gated by sigmoid(x · ffn_gate_inp_shexp).
     "qwen2moe": {"shape": "tiny-qwen2moe"},
+    # gpt-oss: attention sinks, even layers local (window 32 under the
+    # 96-token prompt), YaRN (factor 32, original context 64) on every layer,
+    # biases on q/k/v/o, router and experts, 32 MXFP4 experts, top 4 by raw
+    # logit weighted by their softmax, clamped SwiGLU.
+    # std 0.15 (not 0.25): a less chaotic model, in which one activation
+    # rounding of the MXFP4 matmuls' Q8_0 inputs (test_families' GptOssMxfp4)
+    # moves the logits less. gpt_oss_plain: the same with F32 experts.
+    "gpt_oss": {"shape": "tiny-gpt-oss", "synth": GPT_OSS_SYNTH},
+    "gpt_oss_plain": {"shape": "tiny-gpt-oss-plain", "synth": GPT_OSS_SYNTH},
 }
 
 
@@ -234,14 +245,14 @@ def attention_sharpness(path, ids):
             "uniform_max_weight_at_64_keys": round(1 / 64, 3)}
 
 
-def synth(tool, shape, path, extra=()):
-    subprocess.run([tool, "--shape", shape, "--out", str(path), *SYNTH, *extra], check=True,
+def synth(tool, shape, path, extra=(), args=None):
+    subprocess.run([tool, "--shape", shape, "--out", str(path), *(args or SYNTH), *extra], check=True,
                    stdout=subprocess.DEVNULL)
 
 
 def run(name, spec, tool, tmp):
     path = Path(tmp) / f"{name}.gguf"
-    synth(tool, spec["shape"], path)
+    synth(tool, spec["shape"], path, args=spec.get("synth"))
     data = path.read_bytes()
     llm = load(path)
     n_vocab = llm.n_vocab()
@@ -257,7 +268,7 @@ def run(name, spec, tool, tmp):
             break
     ref = {
         "shape": spec["shape"],
-        "synth_args": SYNTH,
+        "synth_args": spec.get("synth", SYNTH),
         "model_fnv1a64": fnv1a64(data),
         "model_bytes": len(data),
         "oracle": oracle(spec),
@@ -303,6 +314,9 @@ def main():
     ap.add_argument("--exact-gelu-lib", metavar="DIR",
                     help="directory of a libllama.so built by bench/peer/build_llamacpp_exactgelu.sh; "
                          "the GELU families (gemma2) are generated with it, and only with it")
+    ap.add_argument("--no-extra-bufts", action="store_true",
+                    help="load with llama.cpp's use_extra_bufts off (no weight repacking: its AMX path "
+                         "crashes on some VMs); the results are the same kernels' on unpacked weights")
     args = ap.parse_args()
     for n in args.names:
         if n not in FAMILIES:
@@ -331,6 +345,14 @@ def main():
     else:
         os.environ.pop("LLAMA_CPP_LIB_PATH", None)
         llama_cpp = importlib.import_module("llama_cpp")
+    if args.no_extra_bufts:
+        default_params = llama_cpp.llama_cpp.llama_model_default_params
+
+        def no_extra_bufts():
+            p = default_params()
+            p.use_extra_bufts = False
+            return p
+        llama_cpp.llama_cpp.llama_model_default_params = no_extra_bufts
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             run(name, FAMILIES[name], args.synth, tmp)

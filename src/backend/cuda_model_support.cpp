@@ -7,6 +7,11 @@
 namespace llm {
 
 Status CudaSupportsModel(const ModelConfig& c) {
+  // gpt-oss's attention sinks, output bias and clamped-SwiGLU experts exist
+  // only in the CPU backend so far.
+  if (c.attn_sinks || c.out_bias || c.expert_bias || c.ffn_act == FfnActivation::kSwigluOai)
+    return Unsupported("the CUDA backend does not run gpt-oss's attention sinks, output biases and biased "
+                       "clamped-SwiGLU experts ('" + c.arch + "')");
   // Router, top-k and per-expert GEMMs exist only in the CPU backend so far.
   if (c.n_expert > 0)
     return Unsupported("the CUDA backend does not run Mixture-of-Experts layers ('" + c.arch + "', " +

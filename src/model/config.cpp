@@ -159,20 +159,59 @@ void ReadQwen(ModelConfig* c) {
   c->qk_norm = c->arch_kind == ModelArch::kQwen3 || c->arch_kind == ModelArch::kQwen3Moe;
 }
 
+// gpt-oss as llama.cpp reads `gpt-oss` (config.h): NEOX RoPE, the window
+// (attention.sliding_window, required) on even layers (a period of 2, or
+// the file's attention.sliding_window_pattern), the same rotation with its
+// YaRN on every layer, attention sinks, biases on the output projection.
+// The MoE keys are ReadExperts'.
+Status ReadGptOss(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  c->rope_style = RopeStyle::kNeox;
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window", 1, kMaxCtx, std::nullopt, &c->sliding_window));
+  const std::string pattern_key = r.Key("attention.sliding_window_pattern");
+  if (file.ArrayLength(pattern_key))
+    return Unsupported(pattern_key + " as a per-layer array is not supported (only a period)");
+  c->swa_pattern = 2;
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window_pattern", 0, kMaxLayers, int64_t{2}, &c->swa_pattern));
+  c->rope_theta_swa = c->rope_theta;
+  c->swa_rope_global = true;
+  float base_swa = c->rope_theta;
+  LLM_RETURN_IF_ERROR(r.Float("rope.freq_base_swa", 0.0, 1e12, &base_swa));
+  if (base_swa != c->rope_theta)
+    return Unsupported(r.Key("rope.freq_base_swa") + " different from rope.freq_base is not supported for gpt-oss");
+  c->attn_sinks = true;
+  c->out_bias = true;
+  c->ffn_act = FfnActivation::kSwigluOai;
+  return Status::Ok();
+}
+
 // Mixture of Experts as llama.cpp runs Mixtral (`llama` with expert_count)
 // and qwen3moe: softmax gating, top n_expert_used, the chosen weights
 // renormalised. Other gating functions (expert_gating_func) and shared
 // experts are refused, never run as something else.
 Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
   LLM_RETURN_IF_ERROR(r.Int("expert_count", 0, 1024, int64_t{0}, &c->n_expert));
+  const bool gpt_oss = c->arch_kind == ModelArch::kGptOss;
   const bool qwen_moe = c->arch_kind == ModelArch::kQwen3Moe || c->arch_kind == ModelArch::kQwen2Moe;
-  if (qwen_moe && c->n_expert == 0) return ModelFormatError(c->arch + " without experts");
+  if ((qwen_moe || gpt_oss) && c->n_expert == 0) return ModelFormatError(c->arch + " without experts");
   if (c->n_expert == 0) return Status::Ok();
-  if (c->arch_kind != ModelArch::kLlama && !qwen_moe)
+  if (c->arch_kind != ModelArch::kLlama && !qwen_moe && !gpt_oss)
     return Unsupported("experts in a " + c->arch + " model are not supported");
   LLM_RETURN_IF_ERROR(r.Int("expert_used_count", 1, c->n_expert, std::nullopt, &c->n_expert_used));
   c->n_ff_exp = c->n_ff;
-  if (qwen_moe) LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  if (gpt_oss) {
+    // llama.cpp's gpt-oss: top-k of the biased router logits, softmax over
+    // those k (its SOFTMAX_WEIGHT gating), not renormalised, no scale;
+    // biased experts with the clamped SwiGLU.
+    c->expert_softmax_topk = true;
+    c->expert_weights_norm = false;
+    c->expert_bias = true;
+  }
+  if (qwen_moe || gpt_oss) LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  // llama.cpp's gpt-oss gating is fixed (it reads no gating, weight-norm or
+  // scale key for it), and so is ours; a shared expert is refused below.
+  if (gpt_oss && file.FindTensor("blk.0.ffn_gate_shexp.weight") != nullptr)
+    return Unsupported("shared experts are not supported outside qwen2moe");
+  if (gpt_oss) return Status::Ok();
   if (c->arch_kind == ModelArch::kQwen2Moe) {
     // Qwen1.5-MoE / Qwen2-MoE, as llama.cpp runs them: the chosen weights
     // are not renormalised, and a shared expert (its own FFN length) runs
@@ -270,9 +309,12 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kQwen3;
   } else if (arch == "bert") {
     c.arch_kind = ModelArch::kBert;
+  } else if (arch == "gpt-oss") {
+    c.arch_kind = ModelArch::kGptOss;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
-                       "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3 and bert)");
+                       "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3, "
+                       "gpt-oss and bert)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -394,6 +436,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
       c.arch_kind == ModelArch::kQwen2Moe)
     ReadQwen(&c);
   if (c.arch_kind == ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadBert(file, r, &c));
+  if (c.arch_kind == ModelArch::kGptOss) LLM_RETURN_IF_ERROR(ReadGptOss(file, r, &c));
   LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
   if (c.arch_kind != ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadDecoderPooling(file, r, &c));
   return c;

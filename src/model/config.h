@@ -45,9 +45,17 @@ struct RopeScaling {
 // replaces the FFN: a router picks n_expert_used experts per token from the
 // softmax of its logits, their weights renormalised to sum to 1, and the
 // token's FFN output is the weighted sum of those experts' SwiGLU outputs.
+//
+// gpt-oss is the Llama block with NEOX RoPE (YaRN on every layer), biases on
+// q/k/v/o, layers alternating sliding-window (even) and global (odd), a
+// learned per-head attention sink (a logit in each softmax's denominator,
+// attn_sinks), and a MoE whose router has a bias and picks the top k of its
+// raw logits, weighted by the softmax over those k; its experts have biases
+// and a clamped SwiGLU (FfnActivation::kSwigluOai). The pre-FFN norm is
+// stored as post_attention_norm.
 enum class ModelArch : int32_t {
   kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6, kQwen2Moe = 7,
-  kBert = 8
+  kBert = 8, kGptOss = 9
 };
 
 // How an embedding model turns a sequence's hidden states into its output,
@@ -65,11 +73,16 @@ enum class NormKind : int32_t { kRms = 0, kLayer = 1 };
 // two halves (x[i], x[i + rope_dim/2]), "NEOX" style (Gemma: unpermuted HF rows).
 enum class RopeStyle : int32_t { kAdjacent = 0, kNeox = 1 };
 
-// The FFN's gate activation: silu(g) * u (SwiGLU) or gelu_tanh(g) * u (GeGLU).
-enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1 };
+// The FFN's gate activation: silu(g) * u (SwiGLU) or gelu_tanh(g) * u (GeGLU);
+// kSwigluOai, gpt-oss's experts (biases added first):
+//   g' = min(g, limit), u' = clamp(u, -limit, limit)
+//   out = g' * sigmoid(alpha * g') * (u' + 1)      alpha 1.702, limit 7
+enum class FfnActivation : int32_t { kSilu = 0, kGeluTanh = 1, kSwigluOai = 2 };
+inline constexpr float kSwigluOaiAlpha = 1.702f;
+inline constexpr float kSwigluOaiLimit = 7.0f;
 
 struct ModelConfig {
-  std::string arch;        // general.architecture: "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi3", "gemma2" or "gemma3"
+  std::string arch;        // general.architecture: "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gpt-oss" or "bert"
   ModelArch arch_kind = ModelArch::kLlama;
   std::string name;        // general.name, may be empty
   int32_t n_vocab = 0;
@@ -106,10 +119,19 @@ struct ModelConfig {
   int32_t n_expert_used = 0;      // experts each token is routed to (top-k)
   int32_t n_ff_exp = 0;           // an expert's hidden dimension (qwen3moe: its own key; llama: n_ff)
   bool expert_weights_norm = true;  // chosen weights renormalised to sum 1 (qwen2moe: not)
+  // gpt-oss: the top n_expert_used of the router's raw logits (plus its
+  // bias), weighted by the softmax over those logits alone.
+  bool expert_softmax_topk = false;
+  bool expert_bias = false;       // ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
   int32_t n_ff_shexp = 0;         // > 0: a shared expert every token runs, gated by sigmoid(xn·w) (qwen2moe)
   bool fused_qkv = false;         // blk.N.attn_qkv.weight instead of attn_q/k/v (Phi-3; any family's file may)
   bool fused_gate_up = false;     // ffn_up.weight holds gate rows then up rows, no ffn_gate (Phi-3)
   bool qkv_bias = false;          // attn_{q,k,v}.bias added after the projections (Qwen2; any family's file may have them)
+  bool out_bias = false;          // attn_output.bias added after the output projection (gpt-oss)
+  // attn_sinks.weight (n_head F32, gpt-oss): head h's softmax has an extra
+  // logit sinks[h] in its denominator (no value): p_j = e^(s_j - m) /
+  // (Σ e^(s_i - m) + e^(sinks[h] - m)), m the max over the s and the sink.
+  bool attn_sinks = false;
   RopeStyle rope_style = RopeStyle::kAdjacent;
   FfnActivation ffn_act = FfnActivation::kSilu;
   float embd_scale = 1.0f;        // token embeddings are multiplied by this
@@ -124,6 +146,7 @@ struct ModelConfig {
   // 0 makes every layer local (llama.cpp's meaning of a pattern of 0).
   int32_t swa_pattern = 0;
   float rope_theta_swa = 10000.0f;  // local layers' RoPE base; they use no RoPE scaling
+  bool swa_rope_global = false;     // local layers rotate exactly as global ones (gpt-oss: YaRN on all)
   float final_logit_softcap = 0.0f; // > 0: logits = c * tanh(logits / c)
   float attn_logit_softcap = 0.0f;  // > 0: scaled q·k scores = c * tanh(s / c) before the softmax (Gemma 2)
 

@@ -83,7 +83,21 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
       LLM_RETURN_IF_ERROR(l.Get(p + "attn_v.weight", Kind::kMatrix, kv, embd, &L.wv));
     }
     LLM_RETURN_IF_ERROR(l.Get(p + "attn_output.weight", Kind::kMatrix, embd, q, &L.wo));
-    LLM_RETURN_IF_ERROR(l.Get(p + "ffn_norm.weight", Kind::kNorm, 1, embd, &L.ffn_norm));
+    // gpt-oss stores its pre-FFN norm as post_attention_norm
+    const bool gpt_oss = c.arch_kind == ModelArch::kGptOss;
+    LLM_RETURN_IF_ERROR(
+        l.Get(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), Kind::kNorm, 1, embd, &L.ffn_norm));
+    if (c.out_bias) LLM_RETURN_IF_ERROR(l.Get(p + "attn_output.bias", Kind::kNorm, 1, embd, &L.bo));
+    if (c.attn_sinks) LLM_RETURN_IF_ERROR(l.Get(p + "attn_sinks.weight", Kind::kNorm, 1, c.n_head, &L.attn_sinks));
+    if (c.expert_bias) {
+      const int64_t ne = c.n_expert, fe = c.n_ff_exp;
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_inp.bias", Kind::kNorm, 1, ne, &L.router_b));
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_exps.bias", Kind::kMatrix, ne, fe, &L.exp_gate_b));
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_up_exps.bias", Kind::kMatrix, ne, fe, &L.exp_up_b));
+      LLM_RETURN_IF_ERROR(l.Get(p + "ffn_down_exps.bias", Kind::kMatrix, ne, embd, &L.exp_down_b));
+      for (const WeightView* b : {&L.exp_gate_b, &L.exp_up_b, &L.exp_down_b})
+        if (b->type != TensorType::F32) return Unsupported("tensor " + p + "ffn_*_exps.bias must be F32");
+    }
     if (c.n_expert > 0) {
       const int64_t ne = c.n_expert, fe = c.n_ff_exp;
       LLM_RETURN_IF_ERROR(l.Get(p + "ffn_gate_inp.weight", Kind::kMatrix, ne, embd, &L.router));
@@ -127,8 +141,12 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
   // Tensors llama.cpp would apply and these backends do not: refused rather
   // than silently ignored.
   for (const char* name : {"output.bias", "blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_down.bias",
-                           "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias"}) {
-    if (file.FindTensor(name) != nullptr) return Unsupported(std::string("tensor ") + name + " is not supported");
+                           "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias", "blk.0.attn_sinks.weight",
+                           "blk.0.ffn_gate_inp.bias", "blk.0.ffn_gate_exps.bias"}) {
+    const std::string n = name;
+    const bool read = (c.out_bias && n == "blk.0.attn_output.bias") || (c.attn_sinks && n == "blk.0.attn_sinks.weight") ||
+                      (c.expert_bias && (n == "blk.0.ffn_gate_inp.bias" || n == "blk.0.ffn_gate_exps.bias"));
+    if (!read && file.FindTensor(name) != nullptr) return Unsupported("tensor " + n + " is not supported");
   }
   for (int32_t i = 0; i < c.n_layer && !c.qkv_bias; ++i) {
     for (const char* t : {"attn_q", "attn_k", "attn_v"}) {

@@ -70,6 +70,13 @@ struct LayerWeights {
   WeightView b_down;          // (n_embd) F32  ffn_down.bias
   WeightView post_attn_norm_b;  // (n_embd) F32  attn_output_norm.bias
   WeightView post_ffn_norm_b;   // (n_embd) F32  layer_output_norm.bias
+  // gpt-oss (config.attn_sinks, out_bias, expert_bias; bo above is its
+  // attn_output.bias, ffn_norm its post_attention_norm):
+  WeightView attn_sinks;  // (n_head) F32                 attn_sinks.weight
+  WeightView router_b;    // (n_expert) F32               ffn_gate_inp.bias
+  WeightView exp_gate_b;  // (n_expert, n_ff_exp) F32     ffn_gate_exps.bias
+  WeightView exp_up_b;    // (n_expert, n_ff_exp) F32     ffn_up_exps.bias
+  WeightView exp_down_b;  // (n_expert, n_embd) F32       ffn_down_exps.bias
 };
 
 struct ModelWeights {

@@ -38,6 +38,7 @@ TEMPLATES = {
     "llama3_rope_freqs": "llama31", "qwen2": "qwen25", "qwen2_yarn": "qwen25", "qwen3": "qwen3",
     "mistral": "mistral_nemo", "mixtral": "mistral_nemo", "gemma2": "gemma2", "phi3": "phi35",
     "qwen3moe": "qwen3", "qwen2moe": "qwen25", "phi35": "phi35", "phi35_short": "phi35",
+    "gpt_oss": "gpt_oss", "gpt_oss_plain": "gpt_oss",
 }
 NO_SYSTEM = {"gemma2"}  # Gemma 2's template raises on a system turn
 SYSTEM, USER = "You are terse.", "Name a colour."

@@ -116,6 +116,23 @@ const std::vector<SynthShape>& Shapes() {
       q.n_cls_out = 2;
       v.push_back(q);
     }
+    // gpt-oss: 4 layers (even ones local, window 32 under the 96-token
+    // prompt), 4 query heads of 32 over 2 KV heads (q_dim 128 != n_embd, as
+    // gpt-oss's 64 x 64 over 2880), YaRN factor 32 on every layer (original
+    // context 64), attention sinks, biases, 32 experts of FFN 64, top 4, in
+    // MXFP4 as its files ship them.
+    {
+      SynthShape g{"tiny-gpt-oss", 300, 64, 4, 4, 2, 32, 64, 4096, 150000.0f, 1e-5f, false, 0.0f, 8192, "gpt-oss", 32};
+      g.n_expert = 32;
+      g.n_expert_used = 4;
+      g.n_ff_exp = 64;
+      g.yarn_factor = 32.0f;
+      g.yarn_original_ctx = 64;
+      v.push_back(g);
+      g.name = "tiny-gpt-oss-plain";  // the same with F32 (--type) experts
+      g.plain_experts = true;
+      v.push_back(g);
+    }
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
@@ -157,7 +174,7 @@ struct TensorPlan {
   std::string name;
   TensorType type;
   std::vector<int64_t> dims;
-  enum Fill { kRandom, kOnes, kRopeFreqs, kBias, kQkNorm, kRopeLong, kRopeShort } fill;
+  enum Fill { kRandom, kOnes, kRopeFreqs, kBias, kQkNorm, kRopeLong, kRopeShort, kSinks } fill;
 };
 
 // A tensor's random stream is keyed by its name, so leaving one tensor out
@@ -312,6 +329,10 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   if (s.arch == "gemma2") per_layer += 2 * E;
   if (s.arch == "gemma3") per_layer += 2 * E + 2 * s.head_dim;
   if (s.arch == "qwen3moe") per_layer += 2 * s.head_dim;
+  if (s.arch == "gpt-oss") {  // biases, sinks; post_attention_norm replaces ffn_norm
+    const int64_t FE = s.n_ff_exp;
+    per_layer += Q + 2 * KV + E + s.n_head + s.n_expert * (1 + 2 * FE + E);
+  }
   if (s.n_expert > 0) {
     const int64_t FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
     per_layer += s.n_expert * E + s.n_expert * 3 * E * FE - 3 * E * F;
@@ -340,13 +361,18 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   }
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
-      s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3")
+      s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3" && s.arch != "gpt-oss")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
   const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
   // Gemma 3 is Gemma 2's block (post-norms) with q/k norms, no attention cap.
   const bool gemma3 = s.arch == "gemma3", gemma2 = s.arch == "gemma2" || gemma3;
   const bool moe = s.n_expert > 0;
   const bool phi3 = s.arch == "phi3";
+  // gpt-oss: biases on q/k/v/o, the router and the experts; attention
+  // sinks; the pre-FFN norm named post_attention_norm; MXFP4 experts.
+  const bool gpt_oss = s.arch == "gpt-oss";
+  if (gpt_oss && (!moe || (o.q4_k_m || o.low_bit || o.iq_mix)))
+    return InvalidArgument("llm-synth: a gpt-oss shape has experts and its own MXFP4 types");
   const int32_t rope_dim = s.rope_dim > 0 ? s.rope_dim : s.head_dim;
 
   GgufStreamWriter w;
@@ -354,7 +380,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddString("general.architecture", s.arch);
   w.AddString("general.name", "synth-" + s.name);
   w.AddUint32("general.file_type",
-              o.q4_k_m ? 15 : o.low_bit ? 30 : o.iq_mix ? 23 : o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);  // 15: MOSTLY_Q4_K_M, 30: MOSTLY_IQ4_XS, 23: MOSTLY_IQ3_XXS
+              gpt_oss && !s.plain_experts ? 38 : o.q4_k_m ? 15 : o.low_bit ? 30 : o.iq_mix ? 23 : o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);  // 15: MOSTLY_Q4_K_M, 30: MOSTLY_IQ4_XS, 23: MOSTLY_IQ3_XXS, 38: MOSTLY_MXFP4_MOE
   w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
   w.AddUint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
   w.AddUint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
@@ -450,7 +476,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       plan.push_back({p + "attn_k.weight", o.type, {E, KV}, TensorPlan::kRandom});
       plan.push_back({p + "attn_v.weight", o.type, {E, KV}, TensorPlan::kRandom});
     }
-    if (qwen2) {
+    if (qwen2 || gpt_oss) {
       plan.push_back({p + "attn_q.bias", TensorType::F32, {Q}, TensorPlan::kBias});
       plan.push_back({p + "attn_k.bias", TensorType::F32, {KV}, TensorPlan::kBias});
       plan.push_back({p + "attn_v.bias", TensorType::F32, {KV}, TensorPlan::kBias});
@@ -460,14 +486,25 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       plan.push_back({p + "attn_k_norm.weight", TensorType::F32, {s.head_dim}, TensorPlan::kQkNorm});
     }
     plan.push_back({p + "attn_output.weight", o.type, {Q, E}, TensorPlan::kRandom});
-    if (gemma2) plan.push_back({p + "post_attention_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
-    plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
+    if (gpt_oss) {
+      plan.push_back({p + "attn_output.bias", TensorType::F32, {E}, TensorPlan::kBias});
+      plan.push_back({p + "attn_sinks.weight", TensorType::F32, {s.n_head}, TensorPlan::kSinks});
+    }
+    if (gemma2 || gpt_oss) plan.push_back({p + "post_attention_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
+    if (!gpt_oss) plan.push_back({p + "ffn_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
     if (moe) {
       const int64_t NE = s.n_expert, FE = s.n_ff_exp > 0 ? s.n_ff_exp : F;
+      const TensorType et = gpt_oss && !s.plain_experts ? TensorType::MXFP4 : o.type;
       plan.push_back({p + "ffn_gate_inp.weight", o.type, {E, NE}, TensorPlan::kRandom});
-      plan.push_back({p + "ffn_gate_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
-      plan.push_back({p + "ffn_down_exps.weight", o.type, {FE, E, NE}, TensorPlan::kRandom});
-      plan.push_back({p + "ffn_up_exps.weight", o.type, {E, FE, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_gate_exps.weight", et, {E, FE, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_down_exps.weight", et, {FE, E, NE}, TensorPlan::kRandom});
+      plan.push_back({p + "ffn_up_exps.weight", et, {E, FE, NE}, TensorPlan::kRandom});
+      if (gpt_oss) {
+        plan.push_back({p + "ffn_gate_inp.bias", TensorType::F32, {NE}, TensorPlan::kBias});
+        plan.push_back({p + "ffn_gate_exps.bias", TensorType::F32, {FE, NE}, TensorPlan::kBias});
+        plan.push_back({p + "ffn_down_exps.bias", TensorType::F32, {E, NE}, TensorPlan::kBias});
+        plan.push_back({p + "ffn_up_exps.bias", TensorType::F32, {FE, NE}, TensorPlan::kBias});
+      }
       if (s.n_ff_shexp > 0) {
         const int64_t FS = s.n_ff_shexp;
         plan.push_back({p + "ffn_gate_inp_shexp.weight", TensorType::F32, {E}, TensorPlan::kBias});
@@ -517,6 +554,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       } else if (t.fill == TensorPlan::kBias) {
         v.resize(n);
         Normals(key, n, o.bias_std, v.data());
+      } else if (t.fill == TensorPlan::kSinks) {
+        // Attention sinks ~ 4 + N(0, 2): logits of the size of the tiny
+        // model's larger attention scores, so a sink takes a visible share
+        // of its head's softmax (as trained gpt-oss sinks do on some heads).
+        v.resize(n);
+        Normals(key, n, 2.0f, v.data());
+        for (float& x : v) x += 4.0f;
       } else {
         // q/k norm weights of 2: normed heads have q·k / sqrt(head_dim) of
         // unit spread, near-uniform attention; trained Qwen3 models learn
@@ -537,7 +581,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       auto work = [&](int j) {
         const int64_t c = c0 + j, len = std::min(kChunk, n - c * kChunk);
         Normals(key ^ (static_cast<uint64_t>(c) << 40), len, o.stddev, f32[j].data());
-        if (o.q4_k_m || o.low_bit || o.iq_mix) {
+        if (o.q4_k_m || o.low_bit || o.iq_mix || t.type == TensorType::MXFP4) {
           EncodeQuant(t.type, f32[j].data(), len, o.stddev, enc[j].data());
         } else {
           Encode(t.type, f32[j].data(), len, enc[j].data());

@@ -55,6 +55,10 @@ struct SynthShape {
   // and rope_factors_short.weight, rope.scaling.original_context_length this
   // value and rope.scaling.attn_factor sqrt(1 + ln(n_ctx / it) / ln(it)).
   int32_t longrope_original_ctx = 0;
+  // gpt-oss: its experts in the --type of the other matrices instead of
+  // MXFP4 (the architecture's test without the activation quantization an
+  // MXFP4 matmul brings).
+  bool plain_experts = false;
   // "bert" (synth_bert.cpp): the pooling_type written (llama.cpp's values:
   // 1 mean, 2 cls, 4 rank) and, > 0, a classifier head of this many outputs
   // (cls.weight + cls.output.weight: a cross-encoder / reranker).

@@ -95,6 +95,25 @@ void EncodeIQ4NL(const float* x, char* b) {
   PutIQ4(x, F16ToF32(dh), reinterpret_cast<uint8_t*>(b + 2));
 }
 
+// MXFP4 (gpt-oss's experts): the shared exponent puts the block's largest
+// weight in E2M1's top octave, e = floor(log2 max|x|) - 2 + 127 (as OCP's
+// microscaling rule and gpt-oss's checkpoints), and each weight takes the
+// nearest E2M1 code (the largest ones clamp to ±6).
+void EncodeMXFP4(const float* x, char* b) {
+  const float amax = AbsMax(x, 32);
+  const int e = amax > 0.0f ? Clamp(static_cast<int>(std::floor(std::log2(amax))) - 2 + 127, 1, 254) : 0;
+  const float d = MXFP4Scale(static_cast<uint8_t>(e));  // the codebook holds the values doubled
+  b[0] = static_cast<char>(e);
+  auto nearest = [&](float v) {
+    int best = 0;
+    for (int c = 1; c < 16; ++c)
+      if (std::fabs(d * kE2M1Values[c] - v) < std::fabs(d * kE2M1Values[best] - v)) best = c;
+    return best;
+  };
+  for (int j = 0; j < 16; ++j)
+    b[1 + j] = static_cast<char>(nearest(x[j]) | nearest(x[j + 16]) << 4);
+}
+
 // Sub-block j's scale max|x_j| / 127 as d · (ls_j - 32), ls_j in [32, 63].
 void EncodeIQ4XS(const float* x, char* b) {
   float s[8], smax = 0.0f;
@@ -334,6 +353,9 @@ void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* 
       return;
     case TensorType::IQ4_NL:
       for (int64_t i = 0; i < n / 32; ++i) EncodeIQ4NL(src + 32 * i, dst + 18 * i);
+      return;
+    case TensorType::MXFP4:
+      for (int64_t i = 0; i < n / 32; ++i) EncodeMXFP4(src + 32 * i, dst + 17 * i);
       return;
     case TensorType::IQ4_XS:
       for (int64_t i = 0; i < n / 256; ++i) EncodeIQ4XS(src + 256 * i, dst + 136 * i);

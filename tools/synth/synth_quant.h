@@ -1,4 +1,4 @@
-// Block-quantized encodings for synthesized models (llm-synth --type q4_k_m|lowbit|iqmix):
+// Block-quantized encodings for synthesized models (llm-synth --type q4_k_m|lowbit|iqmix, and gpt-oss's MXFP4 experts):
 // random weights written straight into Q2_K, Q3_K, Q4_K, Q6_K, Q8_0, IQ4_NL,
 // IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS or IQ3_S blocks, and the per-tensor type choice of llama.cpp's Q4_K_M mix (so a
 // benchmark can measure an 8B-shape Q4_K_M file without downloading one) or

@@ -49,7 +49,8 @@ int64_t WeightBytes(const ModelWeights& w, int32_t first_layer) {
   for (const LayerWeights& L : w.layers) {
     for (const WeightView* v : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down,
                                 &L.router, &L.shexp_gate_inp, &L.shexp_gate, &L.shexp_up, &L.shexp_down, &L.bq, &L.bk,
-                                &L.bv, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.post_ffn_norm})
+                                &L.bv, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.post_ffn_norm, &L.bo, &L.attn_sinks,
+                                &L.router_b, &L.exp_gate_b, &L.exp_up_b, &L.exp_down_b})
       n += ViewBytes(*v);
     for (const std::vector<WeightView>* vs : {&L.exp_gate, &L.exp_up, &L.exp_down})
       for (const WeightView& v : *vs) n += ViewBytes(v);
@@ -72,6 +73,18 @@ StatusOr<std::vector<float>> NormToF32(const WeightView& w, int64_t n, const std
   row.cols = n;
   std::vector<float> out(n);
   DequantizeRow(row, 0, out.data());
+  return out;
+}
+
+// A stack of bias rows (rows, n) — one per expert — as F32, row after row.
+StatusOr<std::vector<float>> BiasesToF32(const WeightView& w, int64_t rows, int64_t n, const std::string& name) {
+  if (w.empty() || w.rows != rows || w.cols != n)
+    return InvalidArgument("CPU backend: bias " + name + " missing or not of shape (" + std::to_string(rows) + ", " +
+                           std::to_string(n) + ")");
+  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16)
+    return Unsupported("CPU backend: bias " + name + " must be F32, F16 or BF16");
+  std::vector<float> out(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < rows; ++r) DequantizeRow(w, r, out.data() + r * n);
   return out;
 }
 
@@ -119,11 +132,14 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   if (!(c.embd_scale > 0.0f) || !(c.final_logit_softcap >= 0.0f) || !(c.attn_logit_softcap >= 0.0f) ||
       c.attn_scale < 0.0f)
     return InvalidArgument("CPU backend: invalid embedding scale, attention scale or logit soft-cap");
+  if (c.ffn_act == FfnActivation::kSwigluOai && !(c.n_expert > 0 && c.expert_bias))
+    return Unsupported("CPU backend: the clamped SwiGLU is run for gpt-oss's biased experts only");
   // rope_freqs (Llama 3.1+) or LongRoPE's long or short factors (Phi-3.5)
   // divide every layer's frequencies, as in llama.cpp.
   LLM_ASSIGN_OR_RETURN(std::vector<float> freq_factors, RopeFreqFactors(c, RopeFactorsFor(c, w, kv.n_ctx)));
   LLM_ASSIGN_OR_RETURN(Rope rope, Rope::Create(c, freq_factors));
-  LLM_ASSIGN_OR_RETURN(Rope rope_local, Rope::Create(c, freq_factors, /*local=*/c.sliding_window > 0));
+  LLM_ASSIGN_OR_RETURN(Rope rope_local,
+                       Rope::Create(c, freq_factors, /*local=*/c.sliding_window > 0 && !c.swa_rope_global));
 
   // ---- weights
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
@@ -188,6 +204,10 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     if (c.qkv_bias) norms->bq.resize(NL), norms->bk.resize(NL), norms->bv.resize(NL);
     if (c.qk_norm) norms->q.resize(NL), norms->k.resize(NL);
     if (c.post_norms) norms->post_attn.resize(NL), norms->post_ffn.resize(NL);
+    if (c.out_bias) norms->bo.resize(NL);
+    if (c.attn_sinks) norms->sinks.resize(NL);
+    if (c.expert_bias)
+      norms->router_b.resize(NL), norms->exp_gate_b.resize(NL), norms->exp_up_b.resize(NL), norms->exp_down_b.resize(NL);
     for (int l = first_layer; l < c.n_layer; ++l) {
       const LayerWeights& L = w.layers[l];
       const std::string p = "blk." + std::to_string(l) + ".";
@@ -204,6 +224,19 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       if (c.qk_norm) {
         LLM_ASSIGN_OR_RETURN(norms->q[l], NormToF32(L.q_norm, c.head_dim, p + "attn_q_norm"));
         LLM_ASSIGN_OR_RETURN(norms->k[l], NormToF32(L.k_norm, c.head_dim, p + "attn_k_norm"));
+      }
+      if (c.out_bias) {
+        LLM_ASSIGN_OR_RETURN(norms->bo[l], NormToF32(L.bo, E, p + "attn_output.bias"));
+      }
+      if (c.attn_sinks) {
+        LLM_ASSIGN_OR_RETURN(norms->sinks[l], NormToF32(L.attn_sinks, c.n_head, p + "attn_sinks"));
+      }
+      if (c.expert_bias) {
+        if (c.n_expert <= 0) return InvalidArgument("CPU backend: expert biases without experts");
+        LLM_ASSIGN_OR_RETURN(norms->router_b[l], NormToF32(L.router_b, c.n_expert, p + "ffn_gate_inp.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->exp_gate_b[l], BiasesToF32(L.exp_gate_b, c.n_expert, c.n_ff_exp, p + "ffn_gate_exps.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->exp_up_b[l], BiasesToF32(L.exp_up_b, c.n_expert, c.n_ff_exp, p + "ffn_up_exps.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->exp_down_b[l], BiasesToF32(L.exp_down_b, c.n_expert, E, p + "ffn_down_exps.bias"));
       }
       if (c.post_norms) {
         LLM_ASSIGN_OR_RETURN(norms->post_attn[l], NormToF32(L.post_attn_norm, E, p + "post_attention_norm"));

@@ -61,6 +61,10 @@ class CpuBackend final : public Backend {
     std::vector<std::vector<float>> bq;         // (n_layer, q_dim) when cfg.qkv_bias
     std::vector<std::vector<float>> bk, bv;     // (n_layer, kv_dim) when cfg.qkv_bias
     std::vector<std::vector<float>> shexp_gate; // (n_layer, n_embd) when cfg.n_ff_shexp > 0
+    std::vector<std::vector<float>> bo;         // (n_layer, n_embd) when cfg.out_bias
+    std::vector<std::vector<float>> sinks;      // (n_layer, n_head) when cfg.attn_sinks
+    // when cfg.expert_bias: (n_layer, n_expert), (n_layer, n_expert * n_ff_exp) x2, (n_layer, n_expert * n_embd)
+    std::vector<std::vector<float>> router_b, exp_gate_b, exp_up_b, exp_down_b;
   };
   struct Shared {
     Shared(const ModelConfig& config, const ModelWeights& weights, Rope r, Rope r_local)
@@ -182,6 +186,9 @@ class CpuBackend final : public Backend {
   // moe.cpp: x += Σ_chosen w_e · down_e(act(xn·gate_eᵀ) * xn·up_eᵀ) for a
   // Mixture-of-Experts layer; tokens grouped by expert.
   void MoeFeedForward(int layer, const float* xn, int64_t n, float* x);
+  // gpt-oss's expert e over the c rows gathered in moe_x: hb = its clamped
+  // SwiGLU of the biased gate and up projections.
+  void BiasedExpertUp(int layer, int64_t e, int64_t c);
   void RopeAndStoreKv(int layer, const Batch& batch, int64_t n);
   // One position's K (transposed: a column of its tile) or V (a row) into
   // the pool's element type.

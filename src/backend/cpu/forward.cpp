@@ -3,11 +3,12 @@
 //
 //   x = embed(tokens)                                  [Gemma: * sqrt(n_embd)]
 //   for each layer:
-//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ  [Qwen2: + bq, bk, bv]
+//     xn = rmsnorm(x) ; q, k, v = xn·Wqᵀ, xn·Wkᵀ, xn·Wvᵀ  [Qwen2, gpt-oss: + bq, bk, bv]
 //     [Gemma, Qwen3: q, k = rmsnorm per head] ; rope(q, k) ; store k, v
-//     h = attention(q, cache)                 [Gemma local layers: a window;
-//                                              Gemma 2: scores soft-capped]
-//     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ)]
+//     h = attention(q, cache)                 [Gemma, gpt-oss local layers: a window;
+//                                              Gemma 2: scores soft-capped;
+//                                              gpt-oss: a sink per head]
+//     x += h · Woᵀ                            [Gemma: x += rmsnorm(h · Woᵀ); gpt-oss: + bo]
 //     xn = rmsnorm(x) ; f = (act(xn·Wgᵀ) * xn·Wuᵀ) · Wdᵀ   (act: silu | gelu)
 //                                             [MoE: f = Σ_top-k w_e f_e(xn)]
 //     x += f                                  [Gemma: x += rmsnorm(f)]
@@ -40,6 +41,22 @@ constexpr int64_t kParallelMacs = 16 * 1024;
 // y += b over n values (a bias row).
 inline void AddVector(float* y, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += b[i];
+}
+
+// x (n, a multiple of 32) as llama.cpp's Q8_0 activation blocks: d =
+// max|x| / 127 stored as F16, q = x · (127 / max|x|) rounded to nearest even.
+void QuantizeRowAsQ8_0(const float* x, int64_t n, BlockQ8Act* out) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* v = x + 32 * b;
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    BlockQ8Act& q = out[b];
+    q.d = F16ToF32(F32ToF16(amax / 127.0f));
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) sum += q.qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+    q.s = q.d * static_cast<float>(sum);
+  }
 }
 
 }  // namespace
@@ -107,6 +124,15 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
   if (!any) return nullptr;
   const int64_t nb = k / 32;  // k % 32 == 0: checked at creation for quantized weights
   for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * k, k, ws_.xq.data() + t * nb);
+  // MXFP4 (gpt-oss's experts) is multiplied, in llama.cpp, with Q8_0
+  // activation blocks, whose scale is F16: the same rounding of the block
+  // scales here. Without it the tiny gpt-oss model is 2.7e-3 off llama.cpp
+  // at its first position and later picks another top-4 expert set where
+  // two router logits nearly tie (tests/test_families.cpp).
+  bool mxfp4 = false;
+  for (int j = 0; j < n_ws; ++j) mxfp4 = mxfp4 || ws[j]->type == TensorType::MXFP4;
+  if (mxfp4)
+    for (int64_t t = 0; t < n; ++t) QuantizeRowAsQ8_0(x + t * k, k, ws_.xq.data() + t * nb);
   return ws_.xq.data();
 }
 
@@ -318,6 +344,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
       a.scale = scale;
       a.softcap = cfg_.attn_logit_softcap;
+      a.sinks = cfg_.attn_sinks ? norms_.sinks[layer].data() + static_cast<int64_t>(g) * n_rep : nullptr;
       const int64_t off = t * Q + static_cast<int64_t>(g) * n_rep * hd;  // query heads g*n_rep ..
       k_->attention(a, n_rep, ws_.q.data() + off, scores, ws_.att.data() + off);
     }
@@ -447,6 +474,8 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
     if (!cfg_.post_norms) {
       const MatJob wo = {&L.wo, x, true};  // x += att · Woᵀ
       MatMulJobs(&wo, 1, att, n);
+      if (cfg_.out_bias)  // gpt-oss: x += bo
+        for (int64_t t = 0; t < n; ++t) AddVector(x + t * E, norms_.bo[l].data(), E);
     } else {
       const MatJob wo = {&L.wo, ws_.xn.data(), false};  // xn = att · Woᵀ
       MatMulJobs(&wo, 1, att, n);

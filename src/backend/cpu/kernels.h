@@ -76,6 +76,9 @@ struct AttnArgs {
   // layer. Keys before it stay in the pool, only masked out.
   int64_t first_key = 0;
   float softcap = 0.0f;          // > 0: scores s = softcap * tanh(s / softcap) before the softmax (Gemma 2)
+  // Attention sinks (gpt-oss): n_q logits, one per query head of the group,
+  // each an extra term of its head's softmax denominator; nullptr: none.
+  const float* sinks = nullptr;
 };
 
 struct Kernels {

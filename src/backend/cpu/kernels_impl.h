@@ -450,8 +450,10 @@ inline void PrefetchTile(const void* p, int64_t bytes) {
   for (int64_t i = 0; i < lines; ++i) Prefetch(static_cast<const uint8_t*>(p) + 64 * i);
 }
 
-// e_j = exp(s_j - max s) in place over n >= 1 scores; returns Σ e_j.
-inline float SoftmaxWeights(float* scores, int64_t n) {
+// e_j = exp(s_j - m) in place over n >= 1 scores, m = max s; returns Σ e_j.
+// With a sink (an attention sink's logit): m = max(max s, *sink) and the sum
+// has exp(*sink - m) added, a softmax term with no value behind it.
+inline float SoftmaxWeights(float* scores, int64_t n, const float* sink = nullptr) {
   // the max is exact in any order
   float mx = scores[0];
   int64_t j = 0;
@@ -463,6 +465,7 @@ inline float SoftmaxWeights(float* scores, int64_t n) {
     for (int i = 0; i < 8; ++i) mx = tmp[i] > mx ? tmp[i] : mx;
   }
   for (; j < n; ++j) mx = scores[j] > mx ? scores[j] : mx;
+  if (sink != nullptr) mx = *sink > mx ? *sink : mx;
   const V8 vmx = Set1(mx);
   V8 vsum = Zero();
   for (j = 0; j + 8 <= n; j += 8) {
@@ -480,6 +483,7 @@ inline float SoftmaxWeights(float* scores, int64_t n) {
       sum += tmp[i - j];
     }
   }
+  if (sink != nullptr) sum += std::exp(*sink - mx);
   return sum;
 }
 
@@ -546,7 +550,7 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
   constexpr int kMaxGroup = 64;
   if ((hd == 64 || hd == 128 || hd == 256) && n_q >= 2 && n_q <= kMaxGroup) {  // V read once per group
     float inv_all[kMaxGroup];
-    for (int g = 0; g < n_q; ++g) inv_all[g] = 1.0f / SoftmaxWeights(scores + g * ld, n);
+    for (int g = 0; g < n_q; ++g) inv_all[g] = 1.0f / SoftmaxWeights(scores + g * ld, n, a.sinks ? a.sinks + g : nullptr);
     if (hd == 64) WeightedSumVGroup<T, 8>(a, scores, ld, lo, n_end, inv_all, out, n_q);
     if (hd == 128) WeightedSumVGroup<T, 16>(a, scores, ld, lo, n_end, inv_all, out, n_q);
     if (hd == 256) WeightedSumVGroup<T, 32>(a, scores, ld, lo, n_end, inv_all, out, n_q);
@@ -555,7 +559,8 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
   float inv[2];
   for (int g = 0; g < n_q; g += 2) {
     const int ng = n_q - g >= 2 ? 2 : 1;
-    for (int h = 0; h < ng; ++h) inv[h] = 1.0f / SoftmaxWeights(scores + (g + h) * ld, n);
+    for (int h = 0; h < ng; ++h)
+      inv[h] = 1.0f / SoftmaxWeights(scores + (g + h) * ld, n, a.sinks ? a.sinks + g + h : nullptr);
 
     // ---- out = Σ e_j v_j / Σ e_j
     const float* e = scores + g * ld;

@@ -1,11 +1,18 @@
 // CpuBackend::MoeFeedForward: a Mixture-of-Experts FFN (Mixtral-style
-// `llama`, qwen3moe, qwen2moe), as llama.cpp computes it:
+// `llama`, qwen3moe, qwen2moe, gpt-oss), as llama.cpp computes it:
 //
 //   p = softmax(xn · Wrouterᵀ)                     (n, n_expert)
 //   chosen = the n_expert_used largest p per token; w = p[chosen] / Σ p[chosen]
 //            (qwen2moe: w = p[chosen], not renormalised)
 //   x += Σ_chosen w_e · down_e(silu(xn · gate_eᵀ) * (xn · up_eᵀ))
 //   [qwen2moe: x += sigmoid(xn · g) · shared(xn), a shared expert every token runs]
+//
+// gpt-oss (expert_softmax_topk, expert_bias): the router's logits get its
+// bias, the top n_expert_used logits are chosen and weighted by the softmax
+// over those alone; each expert adds its biases to gate, up and down and
+// uses the clamped SwiGLU (config.h, kSwigluOai):
+//   l = xn · Wrouterᵀ + b ; chosen = top-k of l ; w = softmax(l[chosen])
+//   x += Σ_chosen w_e · (swiglu_oai(xn·gate_eᵀ + bg_e, xn·up_eᵀ + bu_e) · down_eᵀ + bd_e)
 //
 // Tokens are grouped by expert, so a step reads each routed expert's weights
 // once, whatever its batch, and an expert no token chose not at all:
@@ -26,6 +33,28 @@
 
 namespace llm::cpu {
 
+// hb = swiglu_oai(x·gate_eᵀ + bg_e, x·up_eᵀ + bu_e) over the c gathered rows
+// of moe_x (gpt-oss's experts), with llama.cpp's clamps:
+//   g = min(g, limit), u = clamp(u, -limit, limit), hb = g·sigmoid(alpha·g)·(u + 1)
+void CpuBackend::BiasedExpertUp(int layer, int64_t e, int64_t c) {
+  const LayerWeights& L = w_.layers[layer];
+  const int64_t F = cfg_.n_ff_exp;
+  const MatJob gate_up[2] = {{&L.exp_gate[e], ws_.hb.data(), false}, {&L.exp_up[e], ws_.hb2.data(), false}};
+  MatMulJobs(gate_up, 2, ws_.moe_x.data(), c);  // hb, hb2: (c, F)
+  const float* bg = norms_.exp_gate_b[layer].data() + e * F;
+  const float* bu = norms_.exp_up_b[layer].data() + e * F;
+  const float alpha = kSwigluOaiAlpha, limit = kSwigluOaiLimit;
+  for (int64_t i = 0; i < c; ++i) {
+    float* g = ws_.hb.data() + i * F;
+    const float* u = ws_.hb2.data() + i * F;
+    for (int64_t f = 0; f < F; ++f) {
+      const float gv = std::min(g[f] + bg[f], limit);
+      const float uv = std::clamp(u[f] + bu[f], -limit, limit);
+      g[f] = gv / (1.0f + std::exp(-alpha * gv)) * (uv + 1.0f);
+    }
+  }
+}
+
 void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x) {
   const LayerWeights& L = w_.layers[layer];
   const int64_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used;
@@ -34,12 +63,17 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
   const MatJob router = {&L.router, ws_.moe_logits.data(), false};
   MatMulJobs(&router, 1, xn, n);
   ws_.moe_count.assign(NE, 0);
+  const bool biased = cfg_.expert_bias;
   for (int64_t t = 0; t < n; ++t) {
     float* p = ws_.moe_logits.data() + t * NE;
-    const float m = *std::max_element(p, p + NE);
-    float sum = 0.0f;
-    for (int64_t e = 0; e < NE; ++e) sum += p[e] = std::exp(p[e] - m);
-    for (int64_t e = 0; e < NE; ++e) p[e] /= sum;
+    if (biased)
+      for (int64_t e = 0; e < NE; ++e) p[e] += norms_.router_b[layer][e];
+    if (!cfg_.expert_softmax_topk) {  // probabilities over every expert, then the top k of them
+      const float m = *std::max_element(p, p + NE);
+      float sum = 0.0f;
+      for (int64_t e = 0; e < NE; ++e) sum += p[e] = std::exp(p[e] - m);
+      for (int64_t e = 0; e < NE; ++e) p[e] /= sum;
+    }
     MoePick* pick = ws_.moe_pick.data() + t * K;
     float chosen = 0.0f;
     for (int64_t j = 0; j < K; ++j) {
@@ -53,8 +87,14 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
       chosen += p[best];
       ++ws_.moe_count[best];
     }
-    if (cfg_.expert_weights_norm)
+    if (cfg_.expert_softmax_topk) {  // the chosen logits' softmax (the max is the first pick's)
+      const float m = pick[0].weight;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < K; ++j) sum += pick[j].weight = std::exp(pick[j].weight - m);
+      for (int64_t j = 0; j < K; ++j) pick[j].weight /= sum;
+    } else if (cfg_.expert_weights_norm) {
       for (int64_t j = 0; j < K; ++j) pick[j].weight /= chosen;
+    }
   }
 
   // ---- each routed expert once, over the tokens that chose it
@@ -66,9 +106,16 @@ void CpuBackend::MoeFeedForward(int layer, const float* xn, int64_t n, float* x)
     const int64_t c = static_cast<int64_t>(ws_.moe_rows.size());
     for (int64_t i = 0; i < c; ++i)
       std::memcpy(ws_.moe_x.data() + i * E, xn + ws_.moe_rows[i] / K * E, E * sizeof(float));  // (c, E)
-    FeedForwardUp(L.exp_gate[e], L.exp_up[e], ws_.moe_x.data(), c);                       // hb: (c, n_ff_exp)
-    const MatJob down = {&L.exp_down[e], ws_.moe_y.data(), false};                         // y: (c, E)
+    if (biased) {
+      BiasedExpertUp(layer, e, c);  // hb: (c, n_ff_exp)
+    } else {
+      FeedForwardUp(L.exp_gate[e], L.exp_up[e], ws_.moe_x.data(), c);  // hb: (c, n_ff_exp)
+    }
+    const MatJob down = {&L.exp_down[e], ws_.moe_y.data(), false};  // y: (c, E)
     MatMulJobs(&down, 1, ws_.hb.data(), c);
+    if (biased)
+      for (int64_t i = 0; i < c; ++i)
+        for (int64_t d = 0; d < E; ++d) ws_.moe_y[i * E + d] += norms_.exp_down_b[layer][e * E + d];
     for (int64_t i = 0; i < c; ++i) {
       const float w = ws_.moe_pick[ws_.moe_rows[i]].weight;
       float* xr = x + ws_.moe_rows[i] / K * E;
