@@ -729,7 +729,8 @@ TEST(CpuBackend, EveryWeightTypeMatchesF32) {
 // The attention kernel alone against a double-precision reference, on both
 // kernel tables: GQA groups of 1-4 query heads (a lone head after the pairs),
 // head_dim on and off the vector paths, block sizes with and without whole
-// groups of 8 keys, contexts ending mid-block, sliding windows. Each head's
+// groups of 8 keys, contexts ending mid-block, sliding windows, attention
+// sinks (a logit per head in the softmax's denominator). Each head's
 // output must also be bitwise the same whatever group it is computed in.
 TEST(CpuBackend, AttentionKernelMatchesReferenceForEveryGroupShape) {
   std::mt19937 rng(77);
@@ -761,36 +762,43 @@ TEST(CpuBackend, AttentionKernelMatchesReferenceForEveryGroupShape) {
           auto key = [&](int64_t j, int d) { return pool[table[j / bs] * block_floats + d * bs + j % bs]; };
           auto val = [&](int64_t j, int d) { return pool[table[j / bs] * block_floats + tile + (j % bs) * hd + d]; };
           for (int n_q : {1, 2, 3, 4}) {
-            std::vector<float> q(static_cast<size_t>(n_q) * hd);
-            for (float& x : q) x = dist(rng);
-            for (const cpu::Kernels* k : tables) {
-              std::vector<float> scores(static_cast<size_t>(n_q) * n_keys), out(q.size());
-              k->attention(a, n_q, q.data(), scores.data(), out.data());
-              for (int g = 0; g < n_q; ++g) {
-                // reference
-                std::vector<double> s;
-                double mx = -1e300;
-                for (int64_t j = first; j < n_keys; ++j) {
-                  double dot = 0;
-                  for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[g * hd + d]) * key(j, d);
-                  s.push_back(dot * a.scale);
-                  mx = std::max(mx, s.back());
+            for (bool with_sinks : {false, true}) {  // gpt-oss's per-head sink logits
+              std::vector<float> q(static_cast<size_t>(n_q) * hd), sinks(n_q);
+              for (float& x : q) x = dist(rng);
+              for (float& x : sinks) x = 1.0f + 2.0f * dist(rng);
+              a.sinks = with_sinks ? sinks.data() : nullptr;
+              for (const cpu::Kernels* k : tables) {
+                std::vector<float> scores(static_cast<size_t>(n_q) * n_keys), out(q.size());
+                k->attention(a, n_q, q.data(), scores.data(), out.data());
+                for (int g = 0; g < n_q; ++g) {
+                  // reference
+                  std::vector<double> s;
+                  double mx = -1e300;
+                  for (int64_t j = first; j < n_keys; ++j) {
+                    double dot = 0;
+                    for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[g * hd + d]) * key(j, d);
+                    s.push_back(dot * a.scale);
+                    mx = std::max(mx, s.back());
+                  }
+                  if (with_sinks) mx = std::max(mx, static_cast<double>(sinks[g]));
+                  double z = with_sinks ? std::exp(sinks[g] - mx) : 0.0;
+                  for (double& x : s) z += x = std::exp(x - mx);
+                  for (int d = 0; d < hd; ++d) {
+                    double want = 0;
+                    for (int64_t j = first; j < n_keys; ++j) want += s[j - first] * val(j, d);
+                    want /= z;
+                    ASSERT_NEAR(out[g * hd + d], want, 1e-5)
+                        << k->name << " hd " << hd << " bs " << bs << " n_keys " << n_keys << " first " << first
+                        << " n_q " << n_q << " head " << g << " d " << d;
+                  }
+                  // the same head alone: bitwise equal
+                  std::vector<float> s1(n_keys), o1(hd);
+                  cpu::AttnArgs a1 = a;
+                  a1.sinks = with_sinks ? sinks.data() + g : nullptr;
+                  k->attention(a1, 1, q.data() + g * hd, s1.data(), o1.data());
+                  ASSERT_EQ(0, std::memcmp(o1.data(), out.data() + g * hd, hd * sizeof(float)))
+                      << k->name << " hd " << hd << " bs " << bs << " n_q " << n_q << " head " << g;
                 }
-                double z = 0;
-                for (double& x : s) z += x = std::exp(x - mx);
-                for (int d = 0; d < hd; ++d) {
-                  double want = 0;
-                  for (int64_t j = first; j < n_keys; ++j) want += s[j - first] * val(j, d);
-                  want /= z;
-                  ASSERT_NEAR(out[g * hd + d], want, 1e-5)
-                      << k->name << " hd " << hd << " bs " << bs << " n_keys " << n_keys << " first " << first
-                      << " n_q " << n_q << " head " << g << " d " << d;
-                }
-                // the same head alone: bitwise equal
-                std::vector<float> s1(n_keys), o1(hd);
-                k->attention(a, 1, q.data() + g * hd, s1.data(), o1.data());
-                ASSERT_EQ(0, std::memcmp(o1.data(), out.data() + g * hd, hd * sizeof(float)))
-                    << k->name << " hd " << hd << " bs " << bs << " n_q " << n_q << " head " << g;
               }
             }
           }

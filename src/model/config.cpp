@@ -206,7 +206,8 @@ Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
     c->expert_weights_norm = false;
     c->expert_bias = true;
   }
-  if (qwen_moe || gpt_oss) LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
+  if (qwen_moe || gpt_oss)
+    LLM_RETURN_IF_ERROR(r.Int("expert_feed_forward_length", 1, kMaxFf, std::nullopt, &c->n_ff_exp));
   // llama.cpp's gpt-oss gating is fixed (it reads no gating, weight-norm or
   // scale key for it), and so is ours; a shared expert is refused below.
   if (gpt_oss && file.FindTensor("blk.0.ffn_gate_shexp.weight") != nullptr)

@@ -144,7 +144,8 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
                            "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias", "blk.0.attn_sinks.weight",
                            "blk.0.ffn_gate_inp.bias", "blk.0.ffn_gate_exps.bias"}) {
     const std::string n = name;
-    const bool read = (c.out_bias && n == "blk.0.attn_output.bias") || (c.attn_sinks && n == "blk.0.attn_sinks.weight") ||
+    const bool read = (c.out_bias && n == "blk.0.attn_output.bias") ||
+                      (c.attn_sinks && n == "blk.0.attn_sinks.weight") ||
                       (c.expert_bias && (n == "blk.0.ffn_gate_inp.bias" || n == "blk.0.ffn_gate_exps.bias"));
     if (!read && file.FindTensor(name) != nullptr) return Unsupported("tensor " + n + " is not supported");
   }

@@ -1,5 +1,5 @@
 // Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/:
-//   gguf/       small valid models (F16, Q8_0, IQ3_XXS, tied), a BPE vocabulary, and
+//   gguf/       small valid models (F16, Q8_0, IQ3_XXS, tied, gpt-oss with MXFP4 experts), a BPE vocabulary, and
 //               truncated and bit-flipped variants of them
 //   tokenizer/  texts for each vocabulary and flag combination
 //   hf_json/    minimal tokenizer.json (+ tokenizer_config.json after a NUL)
@@ -7,6 +7,7 @@
 // Usage: llm_fuzz_make_corpus OUT_DIR   (run by hand; the output is committed)
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -53,6 +54,70 @@ std::string SmallBpeVocabFile() {
 }
 
 }  // namespace
+
+// A tiny gpt-oss file: attention sinks, biases on q/k/v/o, the router and
+// the experts, post_attention_norm, two experts in MXFP4 (E8M0 exponents
+// 120..127, random codes), YaRN and a window: the gpt-oss reading of
+// ModelConfig and ModelWeights. Its own random stream, so the other seeds
+// stay as they were.
+std::string TinyGptOss() {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> nd(0.0f, 0.5f);
+  const int64_t E = 32, H = 2, HK = 1, HD = 16, NE = 2, FE = 32, V = 64;
+  GgufWriter w;
+  const std::string a = "gpt-oss.";
+  w.AddString("general.architecture", "gpt-oss");
+  w.AddUint32(a + "context_length", 256).AddUint32(a + "embedding_length", E).AddUint32(a + "block_count", 1);
+  w.AddUint32(a + "feed_forward_length", FE).AddUint32(a + "attention.head_count", H);
+  w.AddUint32(a + "attention.head_count_kv", HK).AddUint32(a + "attention.key_length", HD);
+  w.AddUint32(a + "attention.value_length", HD).AddUint32(a + "vocab_size", V);
+  w.AddUint32(a + "attention.sliding_window", 8).AddUint32(a + "expert_count", NE);
+  w.AddUint32(a + "expert_used_count", 1).AddUint32(a + "expert_feed_forward_length", FE);
+  w.AddFloat32(a + "rope.freq_base", 150000.0f).AddFloat32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  w.AddString(a + "rope.scaling.type", "yarn").AddFloat32(a + "rope.scaling.factor", 32.0f);
+  w.AddUint32(a + "rope.scaling.original_context_length", 64);
+  auto f32 = [&](int64_t n) {
+    std::string b(static_cast<size_t>(n) * 4, '\0');
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = nd(rng);
+      std::memcpy(&b[static_cast<size_t>(i) * 4], &v, 4);
+    }
+    return b;
+  };
+  auto mxfp4 = [&](int64_t n) {
+    std::string b(static_cast<size_t>(n / 32 * 17), '\0');
+    for (int64_t k = 0; k < n / 32; ++k) {
+      b[static_cast<size_t>(k * 17)] = static_cast<char>(120 + rng() % 8);
+      for (int j = 1; j < 17; ++j) b[static_cast<size_t>(k * 17 + j)] = static_cast<char>(rng());
+    }
+    return b;
+  };
+  const TensorType F = TensorType::F32;
+  w.AddTensor("token_embd.weight", F, {E, V}, f32(E * V));
+  w.AddTensor("output_norm.weight", F, {E}, f32(E));
+  w.AddTensor("output.weight", F, {E, V}, f32(E * V));
+  const std::string p = "blk.0.";
+  w.AddTensor(p + "attn_norm.weight", F, {E}, f32(E));
+  w.AddTensor(p + "attn_q.weight", F, {E, H * HD}, f32(E * H * HD));
+  w.AddTensor(p + "attn_k.weight", F, {E, HK * HD}, f32(E * HK * HD));
+  w.AddTensor(p + "attn_v.weight", F, {E, HK * HD}, f32(E * HK * HD));
+  w.AddTensor(p + "attn_q.bias", F, {H * HD}, f32(H * HD));
+  w.AddTensor(p + "attn_k.bias", F, {HK * HD}, f32(HK * HD));
+  w.AddTensor(p + "attn_v.bias", F, {HK * HD}, f32(HK * HD));
+  w.AddTensor(p + "attn_output.weight", F, {H * HD, E}, f32(H * HD * E));
+  w.AddTensor(p + "attn_output.bias", F, {E}, f32(E));
+  w.AddTensor(p + "attn_sinks.weight", F, {H}, f32(H));
+  w.AddTensor(p + "post_attention_norm.weight", F, {E}, f32(E));
+  w.AddTensor(p + "ffn_gate_inp.weight", F, {E, NE}, f32(E * NE));
+  w.AddTensor(p + "ffn_gate_inp.bias", F, {NE}, f32(NE));
+  w.AddTensor(p + "ffn_gate_exps.weight", TensorType::MXFP4, {E, FE, NE}, mxfp4(E * FE * NE));
+  w.AddTensor(p + "ffn_up_exps.weight", TensorType::MXFP4, {E, FE, NE}, mxfp4(E * FE * NE));
+  w.AddTensor(p + "ffn_down_exps.weight", TensorType::MXFP4, {FE, E, NE}, mxfp4(FE * E * NE));
+  w.AddTensor(p + "ffn_gate_exps.bias", F, {FE, NE}, f32(FE * NE));
+  w.AddTensor(p + "ffn_up_exps.bias", F, {FE, NE}, f32(FE * NE));
+  w.AddTensor(p + "ffn_down_exps.bias", F, {E, NE}, f32(E * NE));
+  return w.Serialize();
+}
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -119,6 +184,21 @@ int main(int argc, char** argv) {
     const size_t header = f.ok() ? f.value()->data_offset() : bytes.size() / 2;
     Put(out / "gguf", "tiny_iq3_xxs.gguf.cut" + std::to_string(header - 1), bytes.substr(0, header - 1));
     Put(out / "gguf", "tiny_iq3_xxs.gguf.cut" + std::to_string(bytes.size() - 40), bytes.substr(0, bytes.size() - 40));
+  }
+
+  {
+    // gpt-oss (TinyGptOss): whole, cut inside its header and inside its
+    // last tensor, and with a sink's name bit-flipped.
+    const std::string bytes = TinyGptOss();
+    Put(out / "gguf", "tiny_gpt_oss.gguf", bytes);
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    const size_t header = f.ok() ? f.value()->data_offset() : bytes.size() / 2;
+    Put(out / "gguf", "tiny_gpt_oss.gguf.cut" + std::to_string(header / 2), bytes.substr(0, header / 2));
+    Put(out / "gguf", "tiny_gpt_oss.gguf.cut" + std::to_string(bytes.size() - 40), bytes.substr(0, bytes.size() - 40));
+    std::string flipped = bytes;
+    const size_t at = flipped.find("attn_sinks");
+    if (at != std::string::npos) flipped[at] ^= 0x20;
+    Put(out / "gguf", "tiny_gpt_oss.gguf.sinkname", flipped);
   }
 
   // --- tokenizer: selector byte (vocab | add_special 0x80 | parse_special 0x40) + text ---

@@ -206,8 +206,10 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     if (c.post_norms) norms->post_attn.resize(NL), norms->post_ffn.resize(NL);
     if (c.out_bias) norms->bo.resize(NL);
     if (c.attn_sinks) norms->sinks.resize(NL);
-    if (c.expert_bias)
-      norms->router_b.resize(NL), norms->exp_gate_b.resize(NL), norms->exp_up_b.resize(NL), norms->exp_down_b.resize(NL);
+    if (c.expert_bias) {
+      norms->router_b.resize(NL), norms->exp_gate_b.resize(NL);
+      norms->exp_up_b.resize(NL), norms->exp_down_b.resize(NL);
+    }
     for (int l = first_layer; l < c.n_layer; ++l) {
       const LayerWeights& L = w.layers[l];
       const std::string p = "blk." + std::to_string(l) + ".";
@@ -234,9 +236,10 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
       if (c.expert_bias) {
         if (c.n_expert <= 0) return InvalidArgument("CPU backend: expert biases without experts");
         LLM_ASSIGN_OR_RETURN(norms->router_b[l], NormToF32(L.router_b, c.n_expert, p + "ffn_gate_inp.bias"));
-        LLM_ASSIGN_OR_RETURN(norms->exp_gate_b[l], BiasesToF32(L.exp_gate_b, c.n_expert, c.n_ff_exp, p + "ffn_gate_exps.bias"));
-        LLM_ASSIGN_OR_RETURN(norms->exp_up_b[l], BiasesToF32(L.exp_up_b, c.n_expert, c.n_ff_exp, p + "ffn_up_exps.bias"));
-        LLM_ASSIGN_OR_RETURN(norms->exp_down_b[l], BiasesToF32(L.exp_down_b, c.n_expert, E, p + "ffn_down_exps.bias"));
+        const int32_t NE = c.n_expert, FE = c.n_ff_exp;
+        LLM_ASSIGN_OR_RETURN(norms->exp_gate_b[l], BiasesToF32(L.exp_gate_b, NE, FE, p + "ffn_gate_exps.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->exp_up_b[l], BiasesToF32(L.exp_up_b, NE, FE, p + "ffn_up_exps.bias"));
+        LLM_ASSIGN_OR_RETURN(norms->exp_down_b[l], BiasesToF32(L.exp_down_b, NE, E, p + "ffn_down_exps.bias"));
       }
       if (c.post_norms) {
         LLM_ASSIGN_OR_RETURN(norms->post_attn[l], NormToF32(L.post_attn_norm, E, p + "post_attention_norm"));

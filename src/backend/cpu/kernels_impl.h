@@ -550,7 +550,8 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
   constexpr int kMaxGroup = 64;
   if ((hd == 64 || hd == 128 || hd == 256) && n_q >= 2 && n_q <= kMaxGroup) {  // V read once per group
     float inv_all[kMaxGroup];
-    for (int g = 0; g < n_q; ++g) inv_all[g] = 1.0f / SoftmaxWeights(scores + g * ld, n, a.sinks ? a.sinks + g : nullptr);
+    for (int g = 0; g < n_q; ++g)
+      inv_all[g] = 1.0f / SoftmaxWeights(scores + g * ld, n, a.sinks ? a.sinks + g : nullptr);
     if (hd == 64) WeightedSumVGroup<T, 8>(a, scores, ld, lo, n_end, inv_all, out, n_q);
     if (hd == 128) WeightedSumVGroup<T, 16>(a, scores, ld, lo, n_end, inv_all, out, n_q);
     if (hd == 256) WeightedSumVGroup<T, 32>(a, scores, ld, lo, n_end, inv_all, out, n_q);
