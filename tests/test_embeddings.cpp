@@ -91,6 +91,7 @@ std::string SynthesizeFile(const std::string& name, const Json& ref, const std::
     return "";
   }
   synth::SynthOptions o;
+  std::unique_ptr<GgufFile> vocab;
   const std::vector<Json>& args = ref.Find("synth_args")->array();
   for (size_t i = 0; i + 1 < args.size(); i += 2) {
     const std::string k = args[i].as_string(), v = args[i + 1].as_string();
@@ -98,6 +99,14 @@ std::string SynthesizeFile(const std::string& name, const Json& ref, const std::
       o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
     } else if (k == "--seed") {
       o.seed = std::stoull(v);
+    } else if (k == "--vocab-from") {  // a path below the repository root
+      auto f = GgufFile::Open(RepoDir() + "/" + v);
+      if (!f.ok()) {
+        ADD_FAILURE() << v << ": " << f.status().message();
+        return "";
+      }
+      vocab = std::move(*f);
+      o.vocab = vocab.get();
     } else {
       ADD_FAILURE() << "unknown llm-synth argument " << k;
     }
@@ -346,7 +355,11 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
   RecordProperty("min_cosine", std::to_string(min_cos));
 }
 
-INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference, ::testing::Values("bert", "bert_rerank"));
+// bert (BGE / E5 / MiniLM, WordPiece) and its cross-encoder; nomic-bert
+// (nomic-embed-text: RoPE, SwiGLU); XLM-RoBERTa (BGE-M3 / multilingual-E5:
+// Unigram with the charsmap) and its cross-encoder (BGE-reranker-v2-m3).
+INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference,
+                         ::testing::Values("bert", "bert_rerank", "nomic_bert", "xlmr", "xlmr_rerank"));
 // Causal decoders as embedding models: Qwen3-Embedding (last-token pooling,
 // instruction-prefixed query text) and Qwen3-Reranker (rank: softmax over
 // the [yes, no] head at the last token).
