@@ -560,6 +560,49 @@ TEST_F(BertApi, SubmitPollAndCancel) {
 // A decoder embedding model (Qwen3-Embedding): vectors independent of the
 // batch (bitwise; 64 inputs of mixed lengths, several engine steps), and the
 // model still generates; CUDA refuses it with a message (AUTO: the CPU).
+// The other encoder blocks (nomic-bert's RoPE and SwiGLU, XLM-R's
+// vocabulary and one token type): a vector is bitwise the same alone and
+// in a batch of 64 inputs of mixed lengths, for the file's pooling and mean.
+class EncoderBatch : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EncoderBatch, CompositionDoesNotMatter) {
+  const std::string name = GetParam();
+  Reference ref = LoadReference(name);
+  ASSERT_FALSE(ref.cases.empty());
+  const std::string path = SynthesizeFile(name + "_batch", ref.json);
+  ASSERT_FALSE(path.empty());
+  Ctx c;
+  ASSERT_EQ(Open(path, &c, 128), LLM_OK) << llm_last_error();
+  std::remove(path.c_str());
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(llm_model_get_info(c.ctx, &info), LLM_OK);
+  const int32_t n_vocab = info.n_vocab;
+  ASSERT_GT(n_vocab, 5);
+  const int32_t first = ref.cases[1].tokens.front();  // [CLS] / <s> of a 2-token case
+  std::vector<std::vector<int32_t>> inputs;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<int32_t> t = {first};
+    const int n = 1 + static_cast<int>(rng() % 128);
+    while (static_cast<int>(t.size()) < n) t.push_back(5 + static_cast<int32_t>(rng() % (n_vocab - 5)));
+    inputs.push_back(std::move(t));
+  }
+  for (int32_t pool : {LLM_POOLING_MODEL, LLM_POOLING_MEAN}) {
+    int32_t dim = 0;
+    llm_status st;
+    std::vector<float> batch = Embed(c.ctx, inputs, pool, 1, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    for (size_t i = 0; i < inputs.size(); i += 7) {
+      std::vector<float> one = Embed(c.ctx, {inputs[i]}, pool, 1, &dim, &st);
+      ASSERT_EQ(st, LLM_OK);
+      EXPECT_EQ(std::memcmp(one.data(), batch.data() + i * dim, dim * sizeof(float)), 0) << "input " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Encoders, EncoderBatch, ::testing::Values("nomic_bert", "xlmr", "xlmr_rerank"));
+
 TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
   Reference ref = LoadReference("qwen3_embed");
   ASSERT_FALSE(ref.cases.empty());
