@@ -22,12 +22,14 @@
 #include <random>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "llm.h"
 #include "support/api_helpers.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
+#include "gguf_stream_writer.h"
 #include "synth_model.h"
 #include "util/json.h"
 
@@ -602,6 +604,73 @@ TEST_P(EncoderBatch, CompositionDoesNotMatter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, EncoderBatch, ::testing::Values("nomic_bert", "xlmr", "xlmr_rerank"));
+
+// A nomic-bert file llmrt cannot run exactly as llama.cpp would is refused
+// with a message, never run with a tensor ignored: a tiny file (8 wide, one
+// layer) written here, whole and then with one thing changed.
+llm_status OpenNomic(const std::string& variant, std::string* message) {
+  synth::GgufStreamWriter w;
+  const std::string a = "nomic-bert.";
+  w.AddString("general.architecture", "nomic-bert");
+  w.AddUint32(a + "context_length", 64);
+  w.AddUint32(a + "embedding_length", 8);
+  w.AddUint32(a + "block_count", 1);
+  w.AddUint32(a + "feed_forward_length", 16);
+  w.AddUint32(a + "attention.head_count", 2);
+  w.AddFloat32(a + "attention.layer_norm_epsilon", 1e-12f);
+  w.AddBool(a + "attention.causal", false);
+  w.AddUint32(a + "pooling_type", 1);
+  w.AddFloat32(a + "rope.freq_base", 1000.0f);
+  if (variant == "rope-scaling") {
+    w.AddString(a + "rope.scaling.type", "linear");
+    w.AddFloat32(a + "rope.scaling.factor", 2.0f);
+  }
+  const std::vector<std::string_view> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xE2\x96\x81" "a", "a"};
+  w.AddString("tokenizer.ggml.model", "bert");
+  w.AddStringArray("tokenizer.ggml.tokens", tokens);
+  w.AddInt32Array("tokenizer.ggml.token_type", {3, 2, 3, 3, 1, 1});
+  w.AddUint32("tokenizer.ggml.token_type_count", 2);
+  w.AddUint32("tokenizer.ggml.unknown_token_id", 1);
+  w.AddUint32("tokenizer.ggml.cls_token_id", 2);
+  w.AddUint32("tokenizer.ggml.seperator_token_id", 3);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> t = {
+      {"token_embd.weight", {8, 6}}, {"token_types.weight", {8, 2}},
+      {"token_embd_norm.weight", {8}}, {"token_embd_norm.bias", {8}},
+      {"blk.0.attn_output.weight", {8, 8}}, {"blk.0.attn_output_norm.weight", {8}},
+      {"blk.0.attn_output_norm.bias", {8}}, {"blk.0.ffn_up.weight", {8, 16}},
+      {"blk.0.ffn_down.weight", {16, 8}}, {"blk.0.layer_output_norm.weight", {8}},
+      {"blk.0.layer_output_norm.bias", {8}}};
+  if (variant == "split-qkv") {
+    for (const char* n : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}) t.push_back({n, {8, 8}});
+  } else {
+    t.push_back({"blk.0.attn_qkv.weight", {8, 24}});
+  }
+  if (variant != "no-gate") t.push_back({"blk.0.ffn_gate.weight", {8, 16}});
+  if (variant == "ffn-bias") t.push_back({"blk.0.ffn_up.bias", {16}});
+  uint64_t bytes = 0;
+  for (const auto& [name, dims] : t) bytes += w.AddTensor(name, TensorType::F32, dims);
+  const std::string path = ::testing::TempDir() + "/llmrt_nomic_" + std::to_string(::getpid()) + "_" + variant + ".gguf";
+  const std::vector<float> ones(bytes / sizeof(float), 1.0f);
+  if (!w.Begin(path).ok() || !w.Write(ones.data(), bytes).ok() || !w.Finish().ok()) return LLM_ERR_IO;
+  Ctx c;
+  const llm_status st = Open(path, &c);
+  *message = st == LLM_OK ? "" : llm_last_error();
+  std::remove(path.c_str());
+  return st;
+}
+
+TEST(NomicBertFile, RefusesWhatItCannotRunExactly) {
+  std::string msg;
+  ASSERT_EQ(OpenNomic("whole", &msg), LLM_OK) << msg;  // the file itself is fine
+  EXPECT_EQ(OpenNomic("split-qkv", &msg), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("fused attn_qkv"), std::string::npos) << msg;
+  EXPECT_EQ(OpenNomic("ffn-bias", &msg), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("blk.0.ffn_up.bias"), std::string::npos) << msg;
+  EXPECT_EQ(OpenNomic("rope-scaling", &msg), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("RoPE scaling"), std::string::npos) << msg;
+  EXPECT_EQ(OpenNomic("no-gate", &msg), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(msg.find("blk.0.ffn_gate.weight"), std::string::npos) << msg;
+}
 
 TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
   Reference ref = LoadReference("qwen3_embed");
