@@ -14,8 +14,8 @@
 #include "backend/cpu/encoder.h"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,12 +129,12 @@ void CpuEncoder::Reserve(int64_t n) {
   att_.resize(n * E);
   hb_.resize(n * F);
   if (cfg_.rope_encoder) gate_.resize(n * F);
-  if (rope_) cos_sin_.resize(static_cast<size_t>(rope_->n_pairs()) * 2);
+  if (rope_) cos_sin_.resize(static_cast<size_t>(n * rope_->n_pairs() * 2));
   ones_.assign(n * F, 1.0f);
   scores_.resize(T * n);
   xq_.resize(n * (std::max(E, F) / 32 + 1));
   cap_ = n;
-  scratch_floats_ = static_cast<size_t>(n * (7 * E + (cfg_.rope_encoder ? 3 : 2) * F + T));
+  scratch_floats_ = static_cast<size_t>(n * (7 * E + (cfg_.rope_encoder ? 3 : 2) * F + T) + cos_sin_.size());
 }
 
 void CpuEncoder::Linear(const WeightView& w, const WeightView& b, const float* x, int64_t n, float* y) {
@@ -256,33 +256,34 @@ void CpuEncoder::RunSequence(std::span<const llm_token> tokens) {
     for (int64_t i = 0; i < E; ++i) r[i] += y_[i];
   }
   AddLayerNorm(x.data(), nullptr, w_.embd_norm, w_.embd_norm_b, n);
+  // nomic-bert: token t of the sequence is at position t; its angles are
+  // the same in every layer                          cos_sin: (n, n_pairs, 2)
+  const int64_t cs_stride = rope_ ? 2 * rope_->n_pairs() : 0;
+  for (int64_t t = 0; rope_ && t < n; ++t) rope_->Angles(t, cos_sin_.data() + t * cs_stride);
 
   for (const LayerWeights& L : w_.layers) {
     // ---- attention block
     Linear(L.wq, L.bq, x.data(), n, q_.data());
     Linear(L.wk, L.bk, x.data(), n, kk_.data());
     Linear(L.wv, L.bv, x.data(), n, v_.data());
-    if (rope_) {  // nomic-bert: token t of the sequence is at position t
-      const int32_t H = cfg_.n_head, Hkv = cfg_.n_head_kv, hd = cfg_.head_dim;
-      for (int64_t t = 0; t < n; ++t) {
-        rope_->Angles(t, cos_sin_.data());
-        rope_->Apply(cos_sin_.data(), q_.data() + t * cfg_.q_dim(), H, hd);
-        rope_->Apply(cos_sin_.data(), kk_.data() + t * cfg_.kv_dim(), Hkv, hd);
-      }
+    for (int64_t t = 0; rope_ && t < n; ++t) {  // nomic-bert: q and k rotated
+      rope_->Apply(cos_sin_.data() + t * cs_stride, q_.data() + t * cfg_.q_dim(), cfg_.n_head, cfg_.head_dim);
+      rope_->Apply(cos_sin_.data() + t * cs_stride, kk_.data() + t * cfg_.kv_dim(), cfg_.n_head_kv, cfg_.head_dim);
     }
     Attention(n);                                            // att: (n, n_embd)
     Linear(L.wo, L.bo, att_.data(), n, y_.data());           // y: (n, n_embd)
     AddLayerNorm(x.data(), y_.data(), L.post_attn_norm, L.post_attn_norm_b, n);
     // ---- feed-forward block
     Linear(L.w_up, L.b_up, x.data(), n, hb_.data());         // hb: (n, n_ff)
+    float* act = hb_.data();
     if (cfg_.rope_encoder) {                                  // nomic-bert: SwiGLU
       Linear(L.w_gate, WeightView{}, x.data(), n, gate_.data());  // gate: (n, n_ff)
-      k_->silu_mul(gate_.data(), hb_.data(), n * F);
-      std::swap(gate_, hb_);
+      k_->silu_mul(gate_.data(), hb_.data(), n * F);          // gate = silu(gate) * hb
+      act = gate_.data();
     } else {
       k_->gelu_mul(hb_.data(), ones_.data(), n * F);
     }
-    Linear(L.w_down, L.b_down, hb_.data(), n, y_.data());    // y: (n, n_embd)
+    Linear(L.w_down, L.b_down, act, n, y_.data());           // y: (n, n_embd)
     AddLayerNorm(x.data(), y_.data(), L.post_ffn_norm, L.post_ffn_norm_b, n);
   }
 }
