@@ -68,6 +68,7 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
     d.kind = TokenizerData::Kind::kWordPiece;
     d.bos = 101;
     d.eos = 102;
+    d.sep = 102;
     d.unk = 100;
     d.pad = 0;
     d.add_bos = true;
