@@ -22,12 +22,14 @@
 #include <random>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "llm.h"
 #include "support/api_helpers.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
+#include "gguf_stream_writer.h"
 #include "synth_model.h"
 #include "util/json.h"
 
@@ -91,6 +93,7 @@ std::string SynthesizeFile(const std::string& name, const Json& ref, const std::
     return "";
   }
   synth::SynthOptions o;
+  std::unique_ptr<GgufFile> vocab;
   const std::vector<Json>& args = ref.Find("synth_args")->array();
   for (size_t i = 0; i + 1 < args.size(); i += 2) {
     const std::string k = args[i].as_string(), v = args[i + 1].as_string();
@@ -98,6 +101,14 @@ std::string SynthesizeFile(const std::string& name, const Json& ref, const std::
       o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
     } else if (k == "--seed") {
       o.seed = std::stoull(v);
+    } else if (k == "--vocab-from") {  // a path below the repository root
+      auto f = GgufFile::Open(RepoDir() + "/" + v);
+      if (!f.ok()) {
+        ADD_FAILURE() << v << ": " << f.status().message();
+        return "";
+      }
+      vocab = std::move(*f);
+      o.vocab = vocab.get();
     } else {
       ADD_FAILURE() << "unknown llm-synth argument " << k;
     }
@@ -346,7 +357,11 @@ TEST_P(EmbedReference, MatchesLlamaCpp) {
   RecordProperty("min_cosine", std::to_string(min_cos));
 }
 
-INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference, ::testing::Values("bert", "bert_rerank"));
+// bert (BGE / E5 / MiniLM, WordPiece) and its cross-encoder; nomic-bert
+// (nomic-embed-text: RoPE, SwiGLU); XLM-RoBERTa (BGE-M3 / multilingual-E5:
+// Unigram with the charsmap) and its cross-encoder (BGE-reranker-v2-m3).
+INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference,
+                         ::testing::Values("bert", "bert_rerank", "nomic_bert", "xlmr", "xlmr_rerank"));
 // Causal decoders as embedding models: Qwen3-Embedding (last-token pooling,
 // instruction-prefixed query text) and Qwen3-Reranker (rank: softmax over
 // the [yes, no] head at the last token).
@@ -547,6 +562,116 @@ TEST_F(BertApi, SubmitPollAndCancel) {
 // A decoder embedding model (Qwen3-Embedding): vectors independent of the
 // batch (bitwise; 64 inputs of mixed lengths, several engine steps), and the
 // model still generates; CUDA refuses it with a message (AUTO: the CPU).
+// The other encoder blocks (nomic-bert's RoPE and SwiGLU, XLM-R's
+// vocabulary and one token type): a vector is bitwise the same alone and
+// in a batch of 64 inputs of mixed lengths, for the file's pooling and mean.
+class EncoderBatch : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EncoderBatch, CompositionDoesNotMatter) {
+  const std::string name = GetParam();
+  Reference ref = LoadReference(name);
+  ASSERT_FALSE(ref.cases.empty());
+  const std::string path = SynthesizeFile(name + "_batch", ref.json);
+  ASSERT_FALSE(path.empty());
+  Ctx c;
+  ASSERT_EQ(Open(path, &c, 128), LLM_OK) << llm_last_error();
+  std::remove(path.c_str());
+  llm_model_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(llm_model_get_info(c.ctx, &info), LLM_OK);
+  const int32_t n_vocab = info.n_vocab;
+  ASSERT_GT(n_vocab, 5);
+  const int32_t first = ref.cases[1].tokens.front();  // [CLS] / <s> of a 2-token case
+  std::vector<std::vector<int32_t>> inputs;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<int32_t> t = {first};
+    const int n = 1 + static_cast<int>(rng() % 128);
+    while (static_cast<int>(t.size()) < n) t.push_back(5 + static_cast<int32_t>(rng() % (n_vocab - 5)));
+    inputs.push_back(std::move(t));
+  }
+  for (int32_t pool : {LLM_POOLING_MODEL, LLM_POOLING_MEAN}) {
+    int32_t dim = 0;
+    llm_status st;
+    std::vector<float> batch = Embed(c.ctx, inputs, pool, 1, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    for (size_t i = 0; i < inputs.size(); i += 7) {
+      std::vector<float> one = Embed(c.ctx, {inputs[i]}, pool, 1, &dim, &st);
+      ASSERT_EQ(st, LLM_OK);
+      EXPECT_EQ(std::memcmp(one.data(), batch.data() + i * dim, dim * sizeof(float)), 0) << "input " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Encoders, EncoderBatch, ::testing::Values("nomic_bert", "xlmr", "xlmr_rerank"));
+
+// A nomic-bert file llmrt cannot run exactly as llama.cpp would is refused
+// with a message, never run with a tensor ignored: a tiny file (8 wide, one
+// layer) written here, whole and then with one thing changed.
+llm_status OpenNomic(const std::string& variant, std::string* message) {
+  synth::GgufStreamWriter w;
+  const std::string a = "nomic-bert.";
+  w.AddString("general.architecture", "nomic-bert");
+  w.AddUint32(a + "context_length", 64);
+  w.AddUint32(a + "embedding_length", 8);
+  w.AddUint32(a + "block_count", 1);
+  w.AddUint32(a + "feed_forward_length", 16);
+  w.AddUint32(a + "attention.head_count", 2);
+  w.AddFloat32(a + "attention.layer_norm_epsilon", 1e-12f);
+  w.AddBool(a + "attention.causal", false);
+  w.AddUint32(a + "pooling_type", 1);
+  w.AddFloat32(a + "rope.freq_base", 1000.0f);
+  if (variant == "rope-scaling") {
+    w.AddString(a + "rope.scaling.type", "linear");
+    w.AddFloat32(a + "rope.scaling.factor", 2.0f);
+  }
+  const std::vector<std::string_view> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xE2\x96\x81" "a", "a"};
+  w.AddString("tokenizer.ggml.model", "bert");
+  w.AddStringArray("tokenizer.ggml.tokens", tokens);
+  w.AddInt32Array("tokenizer.ggml.token_type", {3, 2, 3, 3, 1, 1});
+  w.AddUint32("tokenizer.ggml.token_type_count", 2);
+  w.AddUint32("tokenizer.ggml.unknown_token_id", 1);
+  w.AddUint32("tokenizer.ggml.cls_token_id", 2);
+  w.AddUint32("tokenizer.ggml.seperator_token_id", 3);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> t = {
+      {"token_embd.weight", {8, 6}}, {"token_types.weight", {8, 2}},
+      {"token_embd_norm.weight", {8}}, {"token_embd_norm.bias", {8}},
+      {"blk.0.attn_output.weight", {8, 8}}, {"blk.0.attn_output_norm.weight", {8}},
+      {"blk.0.attn_output_norm.bias", {8}}, {"blk.0.ffn_up.weight", {8, 16}},
+      {"blk.0.ffn_down.weight", {16, 8}}, {"blk.0.layer_output_norm.weight", {8}},
+      {"blk.0.layer_output_norm.bias", {8}}};
+  if (variant == "split-qkv") {
+    for (const char* n : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}) t.push_back({n, {8, 8}});
+  } else {
+    t.push_back({"blk.0.attn_qkv.weight", {8, 24}});
+  }
+  if (variant != "no-gate") t.push_back({"blk.0.ffn_gate.weight", {8, 16}});
+  if (variant == "ffn-bias") t.push_back({"blk.0.ffn_up.bias", {16}});
+  uint64_t bytes = 0;
+  for (const auto& [name, dims] : t) bytes += w.AddTensor(name, TensorType::F32, dims);
+  const std::string path = ::testing::TempDir() + "/llmrt_nomic_" + std::to_string(::getpid()) + "_" + variant + ".gguf";
+  const std::vector<float> ones(bytes / sizeof(float), 1.0f);
+  if (!w.Begin(path).ok() || !w.Write(ones.data(), bytes).ok() || !w.Finish().ok()) return LLM_ERR_IO;
+  Ctx c;
+  const llm_status st = Open(path, &c);
+  *message = st == LLM_OK ? "" : llm_last_error();
+  std::remove(path.c_str());
+  return st;
+}
+
+TEST(NomicBertFile, RefusesWhatItCannotRunExactly) {
+  std::string msg;
+  ASSERT_EQ(OpenNomic("whole", &msg), LLM_OK) << msg;  // the file itself is fine
+  EXPECT_EQ(OpenNomic("split-qkv", &msg), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("fused attn_qkv"), std::string::npos) << msg;
+  EXPECT_EQ(OpenNomic("ffn-bias", &msg), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("blk.0.ffn_up.bias"), std::string::npos) << msg;
+  EXPECT_EQ(OpenNomic("rope-scaling", &msg), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("RoPE scaling"), std::string::npos) << msg;
+  EXPECT_EQ(OpenNomic("no-gate", &msg), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(msg.find("blk.0.ffn_gate.weight"), std::string::npos) << msg;
+}
+
 TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
   Reference ref = LoadReference("qwen3_embed");
   ASSERT_FALSE(ref.cases.empty());

@@ -52,6 +52,17 @@ NONE_MAX = 64  # pooling none records every token's row: the short sequences onl
 TEXTS = ["w57 w123", "Hello, World! W250 w77w", "Ça va? naïve café", "x" * 40 + " w99", "日本 w64 ☃"]
 INSTALL = "pip install --user llama-cpp-python numpy"
 
+# XLM-RoBERTa's vocabulary: the Unigram test vocabulary (SentencePiece
+# trained by tests/data/tokenizers/make_embed_vocabs.py, XLM-R's id layout
+# <s> <pad> </s> <unk>, with its precompiled charsmap), unpacked at configure
+# time from tests/data/tokenizers/embed-unigram.tar.xz.
+UNIGRAM = "tests/data/tokenizers/embed/unigram.gguf"
+# Texts for the Unigram vocabulary (trained on syllables of several
+# scripts): accents and compatibility forms the charsmap folds (ﬁ, full-width
+# letters, ①), runs of spaces, scripts it knows and one it does not.
+XLMR_TEXTS = ["Hello, World! the quick brown fox", "Ça va? naïve café ﬁne", "Привет мир, κατα λεξη",
+              "  leading   and  double  spaces  ", "ＦＵＬＬ ｗｉｄｔｈ ① 日本語 テキスト 한국어", "ภาษาไทย ✓ 🙂"]
+
 # pooling name -> llama.cpp's enum value
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 MODELS = {
@@ -61,6 +72,21 @@ MODELS = {
     # A cross-encoder: the same block with a classifier head (cls dense +
     # tanh, then one output) read at the CLS token: llama.cpp's RANK pooling.
     "bert_rerank": {"shape": "tiny-bert-rerank", "poolings": ["rank", "mean"]},
+    # nomic-embed-text v1.5 (nomic-bert): RoPE (NEOX, base 1000) instead of
+    # position embeddings, fused attn_qkv, SwiGLU FFN, no biases, post-norm,
+    # WordPiece; mean pooling as the model's sentence-transformers config.
+    "nomic_bert": {"shape": "tiny-nomic-bert", "poolings": ["mean", "cls", "none"], "texts": True},
+    # XLM-RoBERTa (BGE-M3, multilingual-E5) as llama.cpp's converter writes
+    # it: arch bert, one token-type row, a `t5` (SentencePiece Unigram)
+    # tokenizer with its precompiled charsmap (the Unigram test vocabulary of
+    # tests/data/tokenizers/embed), <s> text </s>; CLS pooling as BGE-M3.
+    "xlmr": {"shape": "tiny-xlmr", "poolings": ["cls", "mean", "none"], "texts": True, "vocab": UNIGRAM,
+             "specials": (0, 2)},
+    # BGE-reranker-v2-m3: that model with the classifier head (cls dense +
+    # tanh, cls.output), rank pooling; pairs laid out as llama.cpp's server
+    # does with no rerank template: <s> q </s> </s> d </s>.
+    "xlmr_rerank": {"shape": "tiny-xlmr-rerank", "poolings": ["rank", "cls"], "pairs": True, "vocab": UNIGRAM,
+                    "specials": (0, 2)},
     # Qwen3-Embedding: a causal qwen3 decoder whose file names last-token
     # pooling (its tokenizer appends <|endoftext|>); the vector is the final
     # norm's output at the last token. Texts: a query with Qwen3-Embedding's
@@ -111,10 +137,11 @@ def fnv1a64(data):
     return f"{h:016x}"
 
 
-def sequences(n_vocab, decoder=False):
-    """[CLS] ids [SEP] for an encoder; for a decoder, byte-level ids then its
-    <|endoftext|> (the last of the synthetic Qwen vocabulary's three
-    specials counted from the end: n_vocab - 3)."""
+def sequences(n_vocab, decoder=False, specials=(2, 3)):
+    """[CLS] ids [SEP] for an encoder (XLM-R: <s> ids </s>, specials (0, 2));
+    for a decoder, byte-level ids then its <|endoftext|> (the last of the
+    synthetic Qwen vocabulary's three specials counted from the end:
+    n_vocab - 3)."""
     rng = np.random.default_rng(31)
     out = []
     for n in LENGTHS:
@@ -122,9 +149,31 @@ def sequences(n_vocab, decoder=False):
             out.append([int(t) for t in rng.integers(0, n_vocab - 3, size=n - 1)] + [n_vocab - 3])
             continue
         if n == 1:
-            out.append([2])
+            out.append([specials[0]])
             continue
-        out.append([2] + [int(t) for t in rng.integers(5, n_vocab, size=n - 2)] + [3])
+        out.append([specials[0]] + [int(t) for t in rng.integers(5, n_vocab, size=n - 2)] + [specials[1]])
+    return out
+
+
+def rerank_layout(llama_cpp, llm, query, doc):
+    """A pair as llama.cpp's server lays it out for a file with no rerank
+    template (format_prompt_rerank): [BOS] q [EOS] [SEP] d [EOS], each
+    special where the vocabulary adds it, EOS falling back to SEP."""
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    q = llm.tokenize(query.encode(), add_bos=False, special=False)
+    d = llm.tokenize(doc.encode(), add_bos=False, special=False)
+    eos = llama_cpp.llama_vocab_eos(vocab)
+    if eos == -1:
+        eos = llama_cpp.llama_vocab_sep(vocab)
+    out = [llama_cpp.llama_vocab_bos(vocab)] if llama_cpp.llama_vocab_get_add_bos(vocab) else []
+    out += q
+    if llama_cpp.llama_vocab_get_add_eos(vocab):
+        out.append(eos)
+    if llama_cpp.llama_vocab_get_add_sep(vocab):
+        out.append(llama_cpp.llama_vocab_sep(vocab))
+    out += d
+    if llama_cpp.llama_vocab_get_add_eos(vocab):
+        out.append(eos)
     return out
 
 
@@ -153,8 +202,9 @@ def embed(llama_cpp, llm, tokens, pooling, n_out):
 def run(name, spec, tool, tmp):
     import llama_cpp
     path = Path(tmp) / f"{name}.gguf"
-    subprocess.run([tool, "--shape", spec["shape"], "--out", str(path), *SYNTH], check=True,
-                   stdout=subprocess.DEVNULL)
+    synth = SYNTH + (["--vocab-from", spec["vocab"]] if "vocab" in spec else [])
+    subprocess.run([tool, "--shape", spec["shape"], "--out", str(path), *synth], check=True,
+                   stdout=subprocess.DEVNULL, cwd=ROOT)
     data = path.read_bytes()
     cases, vecs = [], []
     offset = 0
@@ -168,7 +218,7 @@ def run(name, spec, tool, tmp):
                               n_batch=N_CTX, n_ubatch=N_CTX, n_threads=THREADS, flash_attn=False, verbose=False, **kv)
         n_embd = llm.n_embd()
         n_out = int(llama_cpp.llama_model_n_cls_out(llm.model)) if pooling == "rank" else n_embd
-        for toks in sequences(llm.n_vocab(), spec.get("decoder", False)):
+        for toks in sequences(llm.n_vocab(), spec.get("decoder", False), spec.get("specials", (2, 3))):
             if pooling == "none" and len(toks) > NONE_MAX:
                 continue
             v = embed(llama_cpp, llm, toks, pooling, n_out)
@@ -176,10 +226,11 @@ def run(name, spec, tool, tmp):
                           "offset": offset})
             offset += v.size
             vecs.append(v.astype("<f4").ravel())
-        if spec.get("texts") and pooling == ("last" if spec.get("decoder") else "mean"):
+        if spec.get("texts") and pooling == spec["poolings"][0]:
             # Text through llama.cpp's own tokenizer (WordPiece; a decoder's
             # BPE), the test embeds the same text through llmrt's.
-            for text in (DECODER_TEXTS if spec.get("decoder") else TEXTS):
+            texts = DECODER_TEXTS if spec.get("decoder") else XLMR_TEXTS if "vocab" in spec else TEXTS
+            for text in texts:
                 toks = llm.tokenize(text.encode(), add_bos=True, special=False)
                 v = embed(llama_cpp, llm, toks, pooling, n_out)
                 cases.append({"pooling": pooling, "text": text, "tokens": toks, "rows": 1, "dim": int(v.shape[1]),
@@ -188,10 +239,12 @@ def run(name, spec, tool, tmp):
                 vecs.append(v.astype("<f4").ravel())
         if spec.get("pairs") and pooling == "rank":
             tmpl = llama_cpp.llama_model_chat_template(llm.model, b"rerank")
-            assert tmpl, "the reranker file has no rerank template"
             for query, doc in PAIRS:
-                prompt = tmpl.decode().replace("{query}", query).replace("{document}", doc)
-                toks = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+                if tmpl:
+                    prompt = tmpl.decode().replace("{query}", query).replace("{document}", doc)
+                    toks = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+                else:
+                    toks = rerank_layout(llama_cpp, llm, query, doc)
                 v = embed(llama_cpp, llm, toks, pooling, n_out)
                 cases.append({"pooling": pooling, "query": query, "document": doc, "tokens": toks, "rows": 1,
                               "dim": int(v.shape[1]), "offset": offset})
@@ -200,7 +253,7 @@ def run(name, spec, tool, tmp):
         del llm
     ref = {
         "shape": spec["shape"],
-        "synth_args": SYNTH,
+        "synth_args": synth,
         "model_fnv1a64": fnv1a64(data),
         "model_bytes": len(data),
         "oracle": oracle(llama_cpp),

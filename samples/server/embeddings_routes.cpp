@@ -144,8 +144,9 @@ void Rerank(const EmbedInfo& info, const json& body, httplib::Response& res) {
   std::vector<llm_token> q;
   if (llm_status s = ToTokens(info.ctx, r.query, 0, &q); s != LLM_OK) return SendError(res, FromStatus(s, "query"));
   // Texts: the pair as the model's reranker reads it (its rerank template,
-  // or [BOS] query [EOS] [EOS] document [EOS]: llm_rerank_tokenize); token
-  // arrays: the latter layout around the ids given.
+  // or [BOS] query [EOS] [SEP] document [EOS] as the vocabulary adds them:
+  // llm_rerank_tokenize); token arrays: [BOS] q [EOS] [EOS] d [EOS] around
+  // the ids given (the same for BERT and XLM-R, whose separator is EOS).
   std::vector<std::vector<llm_token>> ids(r.documents.size());
   int64_t n_tokens = 0;
   for (size_t i = 0; i < r.documents.size(); ++i) {

@@ -3,9 +3,10 @@
 // tokenizer.chat_template.rerank, which llama.cpp's converter writes for
 // Qwen3-Reranker) gets it with "{query}" and then "{document}" replaced and
 // special tokens parsed, nothing added; any other (a cross-encoder) gets
-// [BOS] query [EOS] [EOS] document [EOS] (BERT's [CLS] q [SEP] [SEP] d
-// [SEP], XLM-RoBERTa's <s> q </s></s> d </s>), each id present in the
-// vocabulary.
+// llama.cpp server's layout: [BOS] query [EOS] [SEP] document [EOS], each
+// special only where the vocabulary adds it (add_bos / add_eos / add_sep
+// token; EOS falling back to SEP when the file names none): BERT's [CLS] q
+// [SEP] [SEP] d [SEP], XLM-RoBERTa's <s> q </s></s> d </s>.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -53,11 +54,16 @@ LLM_API llm_status llm_rerank_tokenize(llm_ctx* ctx, const char* query, const ch
       if (!q.ok()) return Fail(q.status().code(), "query: " + q.status().message());
       auto d = tok.Encode(document, false, false);
       if (!d.ok()) return Fail(d.status().code(), "document: " + d.status().message());
-      if (tok.bos() >= 0) ids.push_back(tok.bos());
+      const llm::TokenizerData& v = tok.data();
+      const int32_t eos = v.eos >= 0 ? v.eos : v.sep;
+      // WordPiece's add_eos is already its [SEP] (vocab_gguf.cpp).
+      const bool add_eos = eos >= 0 && (v.add_eos || v.kind == llm::TokenizerData::Kind::kWordPiece);
+      if (v.add_bos && v.bos >= 0) ids.push_back(v.bos);
       ids.insert(ids.end(), q->begin(), q->end());
-      if (tok.eos() >= 0) ids.insert(ids.end(), {tok.eos(), tok.eos()});
+      if (add_eos) ids.push_back(eos);
+      if (v.add_sep && v.sep >= 0) ids.push_back(v.sep);
       ids.insert(ids.end(), d->begin(), d->end());
-      if (tok.eos() >= 0) ids.push_back(tok.eos());
+      if (add_eos) ids.push_back(eos);
     }
     if (ids.size() > static_cast<size_t>(INT32_MAX)) return Fail(LLM_ERR_INVALID_ARGUMENT, "the pair is too long");
     *n_out = static_cast<int32_t>(ids.size());

@@ -233,11 +233,22 @@ Status ReadExperts(const GgufFile& file, const Reader& r, ModelConfig* c) {
 // attention.layer_norm_epsilon), absolute position and token-type
 // embeddings, attention over the whole sequence, a GELU FFN with biases, the
 // pooling the file names (pooling_type, default none as in llama.cpp).
+// `nomic-bert` (config.h): RoPE in NEOX order instead of position_embd,
+// fused attn_qkv, SwiGLU; its rotation as the file says (rope.freq_base,
+// rope.dimension_count), no RoPE scaling.
 Status ReadBert(const GgufFile& file, const Reader& r, ModelConfig* c) {
   c->is_encoder = true;
   c->causal = false;
   c->norm_kind = NormKind::kLayer;
   c->ffn_act = FfnActivation::kGeluTanh;
+  if (c->arch_kind == ModelArch::kNomicBert) {
+    c->rope_encoder = true;
+    c->rope_style = RopeStyle::kNeox;
+    c->ffn_act = FfnActivation::kSilu;
+    if (!c->fused_qkv) return Unsupported("nomic-bert without a fused attn_qkv.weight is not supported");
+    if (c->rope_scaling.type != RopeScalingType::kNone || c->has_rope_freqs)
+      return Unsupported("nomic-bert with RoPE scaling is not supported");
+  }
   c->rms_eps = 1e-12f;
   LLM_RETURN_IF_ERROR(r.Float("attention.layer_norm_epsilon", 0.0, 1.0, &c->rms_eps));
   if (file.Has(r.Key("attention.causal"))) {
@@ -312,10 +323,12 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kBert;
   } else if (arch == "gpt-oss") {
     c.arch_kind = ModelArch::kGptOss;
+  } else if (arch == "nomic-bert") {
+    c.arch_kind = ModelArch::kNomicBert;
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
                        "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3, "
-                       "gpt-oss and bert)");
+                       "gpt-oss, bert and nomic-bert)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -436,10 +449,11 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe ||
       c.arch_kind == ModelArch::kQwen2Moe)
     ReadQwen(&c);
-  if (c.arch_kind == ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadBert(file, r, &c));
+  const bool encoder = c.arch_kind == ModelArch::kBert || c.arch_kind == ModelArch::kNomicBert;
+  if (encoder) LLM_RETURN_IF_ERROR(ReadBert(file, r, &c));
   if (c.arch_kind == ModelArch::kGptOss) LLM_RETURN_IF_ERROR(ReadGptOss(file, r, &c));
   LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
-  if (c.arch_kind != ModelArch::kBert) LLM_RETURN_IF_ERROR(ReadDecoderPooling(file, r, &c));
+  if (!encoder) LLM_RETURN_IF_ERROR(ReadDecoderPooling(file, r, &c));
   return c;
 }
 

@@ -55,7 +55,7 @@ struct RopeScaling {
 // stored as post_attention_norm.
 enum class ModelArch : int32_t {
   kLlama = 0, kGemma3 = 1, kQwen2 = 2, kQwen3 = 3, kGemma2 = 4, kPhi3 = 5, kQwen3Moe = 6, kQwen2Moe = 7,
-  kBert = 8, kGptOss = 9
+  kBert = 8, kGptOss = 9, kNomicBert = 10
 };
 
 // How an embedding model turns a sequence's hidden states into its output,
@@ -158,10 +158,15 @@ struct ModelConfig {
   //               x = layernorm(x + h)                                (attn_output_norm)
   //               x = layernorm(x + gelu(x·Wupᵀ + b)·Wdownᵀ + b)      (layer_output_norm)
   //   output = pool(x)   (no final norm, no vocabulary head)
+  // `nomic-bert` (nomic-embed-text v1/v1.5) is the same post-norm block with
+  // no position_embd: RoPE (NEOX, rope.freq_base) on q and k, one fused
+  // attn_qkv without biases, and a SwiGLU FFN (silu(x·Wgateᵀ) * x·Wupᵀ, then
+  // Wdown) without biases (ffn_act kSilu, rope_encoder true).
   bool causal = true;             // false: a token attends to every token of its sequence
   bool is_encoder = false;        // produces vectors (Backend::Encode), not logits
   NormKind norm_kind = NormKind::kRms;
   int32_t n_token_types = 0;      // rows of token_types.weight (0: none)
+  bool rope_encoder = false;      // nomic-bert: rotary positions and a gated FFN, no position_embd
   Pooling pooling = Pooling::kNone;  // the file's default pooling (`<arch>.pooling_type`)
   int32_t n_cls_out = 0;          // rows of cls.output.weight: the classifier head's outputs (RANK)
   // Decoder embedding models (Qwen3-Embedding, Qwen3-Reranker): a causal

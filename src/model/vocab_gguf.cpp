@@ -68,6 +68,7 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
     d.kind = TokenizerData::Kind::kWordPiece;
     d.bos = 101;
     d.eos = 102;
+    d.sep = 102;
     d.unk = 100;
     d.pad = 0;
     d.add_bos = true;
@@ -163,8 +164,12 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
   LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.add_bos_token", &d.add_bos));
   LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.add_eos_token", &d.add_eos));
   LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.add_space_prefix", &d.add_space_prefix));
+  // The pair separator, with llama.cpp's default: added for WordPiece.
+  d.add_sep = d.kind == TokenizerData::Kind::kWordPiece;
+  LLM_RETURN_IF_ERROR(OptInt(f, "tokenizer.ggml.seperator_token_id", &d.sep));
+  LLM_RETURN_IF_ERROR(OptBool(f, "tokenizer.ggml.add_sep_token", &d.add_sep));
   // Ids beyond the vocabulary (seen in some conversions) mean "none".
-  for (int32_t* id : {&d.bos, &d.eos, &d.unk, &d.pad, &d.eot}) {
+  for (int32_t* id : {&d.bos, &d.eos, &d.unk, &d.pad, &d.eot, &d.sep}) {
     if (*id >= static_cast<int64_t>(n)) *id = -1;
   }
   if (d.kind == TokenizerData::Kind::kUnigram) {
@@ -173,6 +178,7 @@ StatusOr<TokenizerData> TokenizerDataFromGguf(const GgufFile& f) {
   }
   if (d.bos < 0) d.add_bos = false;
   if (d.eos < 0) d.add_eos = false;
+  if (d.sep < 0) d.add_sep = false;
   if (d.token_types.empty()) d.token_types.assign(n, kTokenNormal);
   CollectEog(&d);
   if (f.Has("tokenizer.ggml.eom_token_id")) {

@@ -29,7 +29,7 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
       c.n_head <= 0 || c.n_head_kv <= 0) {
     return InvalidArgument("model config has non-positive sizes");
   }
-  if (c.arch_kind == ModelArch::kBert) return BertWeightsFromGguf(file, c);
+  if (c.arch_kind == ModelArch::kBert || c.arch_kind == ModelArch::kNomicBert) return BertWeightsFromGguf(file, c);
   ModelWeights w;
   Loader l(file);
   const int64_t embd = c.n_embd, vocab = c.n_vocab, ff = c.n_ff;

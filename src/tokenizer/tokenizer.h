@@ -34,6 +34,10 @@ struct TokenizerData {
   int32_t bos = -1, eos = -1, unk = -1, pad = -1, eot = -1;
   std::vector<int32_t> eog;          // end-of-generation ids
   bool add_bos = false, add_eos = false;
+  // The separator a cross-encoder's pair puts between query and document
+  // (GGUF seperator_token_id / add_sep_token; XLM-R's </s>), -1: none.
+  int32_t sep = -1;
+  bool add_sep = false;
   bool add_space_prefix = true;      // SPM dummy prefix
   bool ignore_merges = false;        // llama3: a pre-token that is a vocab entry is emitted whole
   bool normalize_nfc = false;        // declared by the vocabulary (Qwen); see Tokenizer::Encode

@@ -180,6 +180,8 @@ StatusOr<TokenizerData> TokenizerDataFromHfJson(const std::string& path) {
   }
   if (d.bos < 0) d.add_bos = false;
   if (d.eos < 0) d.add_eos = false;
+  if (d.sep >= static_cast<int64_t>(d.tokens.size())) d.sep = -1;
+  if (d.sep < 0) d.add_sep = false;
   CollectEog(&d);
   return d;
 }

@@ -74,6 +74,7 @@ Status ReadPostProcessor(const Json& root, const std::string& path, TokenizerDat
       d->bos = static_cast<int32_t>(c);
       d->eos = static_cast<int32_t>(e);
       d->add_bos = d->add_eos = true;
+      if (type == "RobertaProcessing") d->sep = d->eos, d->add_sep = true;  // a pair: <s> A </s></s> B </s>
     } else if (type == "TemplateProcessing") {
       const Json* single = p->Find("single");
       const Json* specials = p->Find("special_tokens");
@@ -100,6 +101,23 @@ Status ReadPostProcessor(const Json& root, const std::string& path, TokenizerDat
         if (*add) return Unsupported(path + ": TemplateProcessing with more than one token at an end");
         *add = true;
         (seen_text ? d->eos : d->bos) = id;
+      }
+      // A pair template with two specials between A and B (A </s> </s> B):
+      // the second is the separator a cross-encoder's pair carries.
+      if (const Json* pair = p->Find("pair"); pair != nullptr && pair->is_array()) {
+        std::vector<int32_t> middle;
+        bool in_middle = false;
+        for (const Json& item : pair->array()) {
+          if (const Json* seq = item.Find("Sequence")) {
+            const Json* which = seq->Find("id");
+            if (which == nullptr || !which->is_string()) break;
+            if (which->as_string() == "B") break;
+            in_middle = which->as_string() == "A";
+            continue;
+          }
+          if (in_middle) middle.push_back(special_id(item));
+        }
+        if (middle.size() == 2 && middle[1] >= 0) d->sep = middle[1], d->add_sep = true;
       }
     } else if (type != "ByteLevel") {
       return Unsupported(path + ": unsupported post_processor " + std::string(type));

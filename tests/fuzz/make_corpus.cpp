@@ -1,5 +1,6 @@
 // Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/:
-//   gguf/       small valid models (F16, Q8_0, IQ3_XXS, tied, gpt-oss with MXFP4 experts), a BPE vocabulary, and
+//   gguf/       small valid models (F16, Q8_0, IQ3_XXS, tied, gpt-oss with MXFP4 experts;
+//               nomic-bert and an XLM-R cross-encoder), a BPE vocabulary, and
 //               truncated and bit-flipped variants of them
 //   tokenizer/  texts for each vocabulary and flag combination
 //   hf_json/    minimal tokenizer.json (+ tokenizer_config.json after a NUL)
@@ -50,6 +51,79 @@ std::string SmallBpeVocabFile() {
   w.AddStringArray("tokenizer.ggml.merges", {"\xC4\xA0 t", "h e", "\xC4\xA0t he"});
   w.AddUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(tokens.size() - 2));
   w.AddUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(tokens.size() - 1));
+  return w.Serialize();
+}
+
+// A tiny encoder (8 wide, one layer, 4 token rows written as zeros):
+// `nomic-bert` (attn_qkv, ffn_gate, no position_embd, WordPiece) or an
+// XLM-RoBERTa `bert` (one token type, a `t5` Unigram vocabulary with a
+// separator and add_sep, a classifier head).
+std::string TinyEncoderFile(bool nomic) {
+  GgufWriter w;
+  const std::string arch = nomic ? "nomic-bert" : "bert", a = arch + ".";
+  w.AddString("general.architecture", arch);
+  w.AddUint32(a + "context_length", 16);
+  w.AddUint32(a + "embedding_length", 8);
+  w.AddUint32(a + "block_count", 1);
+  w.AddUint32(a + "feed_forward_length", 16);
+  w.AddUint32(a + "attention.head_count", 2);
+  w.AddFloat32(a + "attention.layer_norm_epsilon", 1e-12f);
+  w.AddBool(a + "attention.causal", false);
+  w.AddUint32(a + "pooling_type", nomic ? 1 : 4);
+  if (nomic) {
+    w.AddFloat32(a + "rope.freq_base", 1000.0f);
+    w.AddString("tokenizer.ggml.model", "bert");
+    w.AddStringArray("tokenizer.ggml.tokens", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xE2\x96\x81" "a", "a"});
+    w.AddInt32Array("tokenizer.ggml.token_type", {3, 2, 3, 3, 1, 1});
+    w.AddUint32("tokenizer.ggml.cls_token_id", 2);
+    w.AddUint32("tokenizer.ggml.seperator_token_id", 3);
+  } else {
+    w.AddString("tokenizer.ggml.model", "t5");
+    w.AddStringArray("tokenizer.ggml.tokens", {"<s>", "<pad>", "</s>", "<unk>", "\xE2\x96\x81", "a", "\xE2\x96\x81" "a"});
+    w.AddFloatArray("tokenizer.ggml.scores", {0, 0, 0, 0, -2.0f, -3.0f, -1.5f});
+    w.AddInt32Array("tokenizer.ggml.token_type", {3, 3, 3, 2, 1, 1, 1});
+    w.AddUint32("tokenizer.ggml.bos_token_id", 0);
+    w.AddUint32("tokenizer.ggml.eos_token_id", 2);
+    w.AddUint32("tokenizer.ggml.unknown_token_id", 3);
+    w.AddUint32("tokenizer.ggml.seperator_token_id", 2);
+    w.AddBool("tokenizer.ggml.add_bos_token", true);
+    w.AddBool("tokenizer.ggml.add_eos_token", true);
+    w.AddBool("tokenizer.ggml.add_sep_token", true);
+    w.AddBool("tokenizer.ggml.remove_extra_whitespaces", true);
+  }
+  const int64_t V = nomic ? 6 : 7;
+  w.AddTensor("token_embd.weight", TensorType::F16, {8, V});
+  w.AddTensor("token_types.weight", TensorType::F32, {8, nomic ? 2 : 1});
+  if (!nomic) w.AddTensor("position_embd.weight", TensorType::F16, {8, 16});
+  w.AddTensor("token_embd_norm.weight", TensorType::F32, {8});
+  w.AddTensor("token_embd_norm.bias", TensorType::F32, {8});
+  if (nomic) {
+    w.AddTensor("blk.0.attn_qkv.weight", TensorType::F16, {8, 24});
+  } else {
+    for (const char* n : {"blk.0.attn_q", "blk.0.attn_k", "blk.0.attn_v"}) {
+      w.AddTensor(std::string(n) + ".weight", TensorType::F16, {8, 8});
+      w.AddTensor(std::string(n) + ".bias", TensorType::F32, {8});
+    }
+  }
+  w.AddTensor("blk.0.attn_output.weight", TensorType::F16, {8, 8});
+  if (!nomic) w.AddTensor("blk.0.attn_output.bias", TensorType::F32, {8});
+  w.AddTensor("blk.0.attn_output_norm.weight", TensorType::F32, {8});
+  w.AddTensor("blk.0.attn_output_norm.bias", TensorType::F32, {8});
+  w.AddTensor("blk.0.ffn_up.weight", TensorType::F16, {8, 16});
+  if (nomic) w.AddTensor("blk.0.ffn_gate.weight", TensorType::F16, {8, 16});
+  w.AddTensor("blk.0.ffn_down.weight", TensorType::F16, {16, 8});
+  if (!nomic) {
+    w.AddTensor("blk.0.ffn_up.bias", TensorType::F32, {16});
+    w.AddTensor("blk.0.ffn_down.bias", TensorType::F32, {8});
+  }
+  w.AddTensor("blk.0.layer_output_norm.weight", TensorType::F32, {8});
+  w.AddTensor("blk.0.layer_output_norm.bias", TensorType::F32, {8});
+  if (!nomic) {
+    w.AddTensor("cls.weight", TensorType::F16, {8, 8});
+    w.AddTensor("cls.bias", TensorType::F32, {8});
+    w.AddTensor("cls.output.weight", TensorType::F16, {8, 1});
+    w.AddTensor("cls.output.bias", TensorType::F32, {1});
+  }
   return w.Serialize();
 }
 
@@ -151,6 +225,8 @@ int main(int argc, char** argv) {
     models.emplace_back("tiny_q8_0.gguf", MakeTinyLlama(o).Serialize());
   }
   models.emplace_back("bpe_vocab.gguf", SmallBpeVocabFile());
+  models.emplace_back("tiny_nomic_bert.gguf", TinyEncoderFile(true));
+  models.emplace_back("tiny_xlmr_rerank.gguf", TinyEncoderFile(false));
   for (const auto& [name, bytes] : models) {
     Put(out / "gguf", name, bytes);
     auto f = GgufFile::FromMemory(bytes.data(), bytes.size());

@@ -64,6 +64,12 @@ void GgufStreamWriter::AddInt32Array(std::string_view key, const std::vector<int
   Pod<uint64_t>(&kv_, v.size());
   for (int32_t x : v) Pod(&kv_, x);
 }
+void GgufStreamWriter::AddUint8Array(std::string_view key, const std::vector<uint8_t>& v) {
+  Key(key, static_cast<uint32_t>(GgufType::kArray));
+  Pod<uint32_t>(&kv_, static_cast<uint32_t>(GgufType::kUint8));
+  Pod<uint64_t>(&kv_, v.size());
+  kv_.append(reinterpret_cast<const char*>(v.data()), v.size());
+}
 
 bool GgufStreamWriter::CopyKey(const GgufFile& src, std::string_view key) {
   const auto type = src.KeyType(key);
@@ -116,6 +122,15 @@ bool GgufStreamWriter::CopyKey(const GgufFile& src, std::string_view key) {
         auto v = src.GetFloatArray(key);
         if (!v.ok()) return false;
         AddFloatArray(key, *v);
+      } else if (elem == GgufType::kUint8 || elem == GgufType::kInt8) {
+        // bytes stay bytes (a SentencePiece precompiled_charsmap: llama.cpp
+        // accepts no wider element type for it)
+        auto v = src.GetIntArray(key);
+        if (!v.ok()) return false;
+        std::vector<uint8_t> w;
+        w.reserve(v->size());
+        for (int64_t x : *v) w.push_back(static_cast<uint8_t>(x));
+        AddUint8Array(key, w);
       } else {
         auto v = src.GetIntArray(key);
         if (!v.ok()) return false;

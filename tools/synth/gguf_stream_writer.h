@@ -36,6 +36,7 @@ class GgufStreamWriter {
   void AddStringArray(std::string_view key, const std::vector<std::string_view>& v);
   void AddFloatArray(std::string_view key, const std::vector<float>& v);
   void AddInt32Array(std::string_view key, const std::vector<int32_t>& v);
+  void AddUint8Array(std::string_view key, const std::vector<uint8_t>& v);
   // Copies key `key` of `src`, type and value, when it is a scalar, a string
   // or an array of strings, floats or integers; false otherwise.
   bool CopyKey(const GgufFile& src, std::string_view key);

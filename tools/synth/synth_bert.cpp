@@ -3,6 +3,11 @@
 // scaled so that the tiny model is far from trivial: q/k weights give
 // attention scores of spread ~2-3 (sharp, so a wrong mask shows), LayerNorm
 // weights and biases are not 1 and 0, the token-type row is not zero.
+// `nomic-bert` (nomic-embed-text v1.5) is written as its converter does: no
+// position_embd, attn_qkv, ffn_gate, no biases, rope.freq_base. An
+// XLM-RoBERTa shape takes its Unigram tokenizer from --vocab-from and, as the
+// converter writes XLM-R's (RobertaProcessing), separator </s> with
+// add_sep_token when that file says nothing of them.
 #include <string>
 #include <vector>
 
@@ -52,13 +57,22 @@ struct Plan {
 }  // namespace
 
 Status WriteSynthBert(const SynthShape& s, const SynthOptions& o, const std::string& path) {
-  if (o.vocab != nullptr || o.q4_k_m || o.bpe_vocab)
-    return InvalidArgument("llm-synth: bert shapes take no --vocab-from, --q4_k_m or BPE vocabulary");
+  if (o.q4_k_m || o.bpe_vocab) return InvalidArgument("llm-synth: bert shapes take no --q4_k_m or BPE vocabulary");
+  if (s.vocab_required != (o.vocab != nullptr))
+    return InvalidArgument(s.vocab_required ? "llm-synth: shape " + s.name + " needs --vocab-from (a Unigram GGUF)"
+                                            : "llm-synth: shape " + s.name + " takes no --vocab-from");
+  int32_t n_vocab = s.n_vocab;
+  if (o.vocab != nullptr) {
+    const auto n = o.vocab->ArrayLength("tokenizer.ggml.tokens");
+    if (!n || *n == 0 || *n > 1000000) return InvalidArgument("llm-synth: the vocabulary file has no usable tokens");
+    n_vocab = static_cast<int32_t>(*n);
+  }
+  const bool nomic = s.arch == "nomic-bert";
   if (s.n_head != s.n_head_kv || s.n_head * s.head_dim != s.n_embd)
     return InvalidArgument("llm-synth: a bert shape needs n_head_kv == n_head and n_head * head_dim == n_embd");
   GgufStreamWriter w;
-  const std::string a = "bert.";
-  w.AddString("general.architecture", "bert");
+  const std::string a = s.arch + ".";
+  w.AddString("general.architecture", s.arch);
   w.AddString("general.name", "synth-" + s.name);
   w.AddUint32("general.file_type", o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);
   w.AddUint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
@@ -69,20 +83,46 @@ Status WriteSynthBert(const SynthShape& s, const SynthOptions& o, const std::str
   w.AddFloat32(a + "attention.layer_norm_epsilon", s.rms_eps);
   w.AddBool(a + "attention.causal", false);
   w.AddUint32(a + "pooling_type", static_cast<uint32_t>(s.pooling));
-  WordPieceVocab(s.n_vocab, &w);
+  if (nomic) w.AddFloat32(a + "rope.freq_base", s.rope_theta);
+  if (o.vocab != nullptr) {
+    for (std::string_view key : o.vocab->keys())
+      if (key.rfind("tokenizer.", 0) == 0 && key != "tokenizer.ggml.token_type_count" && !w.CopyKey(*o.vocab, key))
+        return InvalidArgument("llm-synth: cannot copy " + std::string(key));
+    w.AddUint32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(s.n_token_types));
+    if (!o.vocab->Has("tokenizer.ggml.seperator_token_id") && o.vocab->Has("tokenizer.ggml.eos_token_id")) {
+      auto eos = o.vocab->GetInt("tokenizer.ggml.eos_token_id");
+      if (!eos.ok()) return eos.status();
+      w.AddUint32("tokenizer.ggml.seperator_token_id", static_cast<uint32_t>(*eos));  // sic: llama.cpp's key
+    }
+    if (!o.vocab->Has("tokenizer.ggml.add_sep_token")) w.AddBool("tokenizer.ggml.add_sep_token", true);
+  } else {
+    WordPieceVocab(n_vocab, &w);
+  }
 
-  const int64_t E = s.n_embd, F = s.n_ff, V = s.n_vocab;
+  const int64_t E = s.n_embd, F = s.n_ff, V = n_vocab;
   std::vector<Plan> plan;
   const TensorType f32 = TensorType::F32;
   plan.push_back({"token_embd.weight", o.type, {E, V}, 0.0f, 0.5f});
   // F32 whatever the weight type, as llama.cpp's converter keeps it (its
   // graph adds the row as it is, and ggml's CPU add takes no F16 operand).
-  plan.push_back({"token_types.weight", TensorType::F32, {E, 2}, 0.0f, 0.5f});
-  plan.push_back({"position_embd.weight", o.type, {E, s.n_ctx}, 0.0f, 0.5f});
+  plan.push_back({"token_types.weight", TensorType::F32, {E, s.n_token_types}, 0.0f, 0.5f});
+  if (!nomic) plan.push_back({"position_embd.weight", o.type, {E, s.n_ctx}, 0.0f, 0.5f});
   plan.push_back({"token_embd_norm.weight", f32, {E}, 1.0f, 0.1f});
   plan.push_back({"token_embd_norm.bias", f32, {E}, 0.0f, 0.1f});
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
+    if (nomic) {
+      plan.push_back({p + "attn_qkv.weight", o.type, {E, 3 * E}, 0.0f, 0.2f});
+      plan.push_back({p + "attn_output.weight", o.type, {E, E}, 0.0f, 0.1f});
+      plan.push_back({p + "attn_output_norm.weight", f32, {E}, 1.0f, 0.1f});
+      plan.push_back({p + "attn_output_norm.bias", f32, {E}, 0.0f, 0.1f});
+      plan.push_back({p + "ffn_up.weight", o.type, {E, F}, 0.0f, 0.15f});
+      plan.push_back({p + "ffn_gate.weight", o.type, {E, F}, 0.0f, 0.3f});
+      plan.push_back({p + "ffn_down.weight", o.type, {F, E}, 0.0f, 0.1f});
+      plan.push_back({p + "layer_output_norm.weight", f32, {E}, 1.0f, 0.1f});
+      plan.push_back({p + "layer_output_norm.bias", f32, {E}, 0.0f, 0.1f});
+      continue;
+    }
     plan.push_back({p + "attn_q.weight", o.type, {E, E}, 0.0f, 0.2f});
     plan.push_back({p + "attn_q.bias", f32, {E}, 0.0f, 0.1f});
     plan.push_back({p + "attn_k.weight", o.type, {E, E}, 0.0f, 0.2f});

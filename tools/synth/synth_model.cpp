@@ -91,6 +91,26 @@ const std::vector<SynthShape>& Shapes() {
       b.pooling = 4;
       b.n_cls_out = 1;
       v.push_back(b);
+      // nomic-embed-text v1.5's block (synth_bert.cpp): RoPE (base 1000),
+      // fused attn_qkv, SwiGLU, no biases; mean pooling, WordPiece.
+      SynthShape nomic{"tiny-nomic-bert", 300, 64, 2, 4, 4, 16, 128, 512, 1000.0f, 1e-12f, false, 0.0f, 8192,
+                       "nomic-bert"};
+      v.push_back(nomic);
+      // XLM-RoBERTa (BGE-M3, multilingual-E5): the BERT block with one
+      // token-type row and the Unigram vocabulary given by --vocab-from
+      // (a `t5` tokenizer, as llama.cpp's converter writes XLM-R's); CLS
+      // pooling as BGE-M3, and BGE-reranker-v2-m3's classifier head.
+      SynthShape x = b;
+      x.name = "tiny-xlmr";
+      x.pooling = 2;
+      x.n_cls_out = 0;
+      x.n_token_types = 1;
+      x.vocab_required = true;
+      v.push_back(x);
+      x.name = "tiny-xlmr-rerank";
+      x.pooling = 4;
+      x.n_cls_out = 1;
+      v.push_back(x);
     }
     // Decoder embedding models: Qwen3-Embedding (last-token pooling, EOS
     // appended) and Qwen3-Reranker (rank: the [yes, no] head, softmax), on
@@ -344,7 +364,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
 Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::string& path) {
   if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
     return InvalidArgument("llm-synth: weight type must be F32, F16 or BF16");
-  if (s.arch == "bert") return WriteSynthBert(s, o, path);
+  if (s.arch == "bert" || s.arch == "nomic-bert") return WriteSynthBert(s, o, path);
   if ((o.q4_k_m || o.low_bit || o.iq_mix) && (s.arch != "llama" || s.n_expert > 0))
     return InvalidArgument("llm-synth: the Q4_K_M, low-bit and lattice mixes are written for dense llama shapes only");
   if (int{o.q4_k_m} + int{o.low_bit} + int{o.iq_mix} > 1)

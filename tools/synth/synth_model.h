@@ -64,6 +64,8 @@ struct SynthShape {
   // (cls.weight + cls.output.weight: a cross-encoder / reranker).
   int32_t pooling = 1;
   int32_t n_cls_out = 0;
+  int32_t n_token_types = 2;     // rows of token_types.weight (XLM-RoBERTa: 1)
+  bool vocab_required = false;   // the vocabulary comes from --vocab-from (XLM-RoBERTa's Unigram)
   // > 0: a decoder embedding model (the other families): `<arch>.pooling_type`
   // this value (3 last: Qwen3-Embedding, whose tokenizer also appends
   // <|endoftext|>; 4 rank: Qwen3-Reranker, with n_cls_out rows of
@@ -107,7 +109,9 @@ Status WriteSynthModel(const SynthShape& shape, const SynthOptions& options, con
 
 // The `bert` family (synth_bert.cpp): absolute positions, token types,
 // LayerNorms with biases, biases on every linear layer, a WordPiece vocabulary
-// ([PAD] [UNK] [CLS] [SEP] [MASK], letters, continuations, words "w<i>").
+// ([PAD] [UNK] [CLS] [SEP] [MASK], letters, continuations, words "w<i>") or
+// the tokenizer of --vocab-from (XLM-RoBERTa's Unigram); and `nomic-bert`
+// (RoPE, fused attn_qkv, SwiGLU, no biases).
 Status WriteSynthBert(const SynthShape& shape, const SynthOptions& options, const std::string& path);
 
 // The random streams and encodings WriteSynthModel uses, for the family

@@ -7,14 +7,20 @@
 //     x = layernorm(x + att·Woᵀ + bo)                           attn_output_norm
 //     x = layernorm(x + gelu(x·Wupᵀ + bup)·Wdownᵀ + bdown)      layer_output_norm
 //   out = pool(x)              [RANK: cls_out(tanh(cls(x[0])))]
+//
+// nomic-bert (config.rope_encoder): no pos_embd; q and k rotated (NEOX RoPE)
+// at their positions 0..n-1 before the attention; the FFN is
+// silu(x·Wgateᵀ) * (x·Wupᵀ), then ·Wdownᵀ; biases only where the file has them.
 #include "backend/cpu/encoder.h"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/rope.h"
 #include "backend/pooling.h"
 #include "backend/validate.h"
 #include "util/thread_pool.h"
@@ -29,8 +35,8 @@ const float* Vec(const WeightView& w) { return static_cast<const float*>(w.data)
 
 class CpuEncoder final : public Backend {
  public:
-  CpuEncoder(const ModelConfig& c, const ModelWeights& w, int n_threads)
-      : cfg_(c), w_(w), k_(&BestKernels()), pool_(n_threads) {}
+  CpuEncoder(const ModelConfig& c, const ModelWeights& w, int n_threads, std::optional<Rope> rope)
+      : cfg_(c), w_(w), k_(&BestKernels()), pool_(n_threads), rope_(std::move(rope)) {}
 
   int32_t kind() const override { return LLM_BACKEND_CPU; }
   Status Forward(const Batch&, float*) override {
@@ -71,10 +77,11 @@ class CpuEncoder final : public Backend {
   ModelWeights w_;
   const Kernels* k_;
   ThreadPool pool_;
+  std::optional<Rope> rope_;  // nomic-bert's rotation; none for bert
   // ---- activations, grown to the longest sequence seen
   int64_t cap_ = 0;
   size_t scratch_floats_ = 0;
-  std::vector<float> x_, y_, q_, kk_, v_, att_, hb_, ones_, scores_;  // scores_: (n_threads, n)
+  std::vector<float> x_, y_, q_, kk_, v_, att_, hb_, gate_, ones_, scores_, cos_sin_;  // scores_: (n_threads, n)
   std::vector<BlockQ8Act> xq_;
 };
 
@@ -88,7 +95,9 @@ Status CpuEncoder::Check() const {
   if (static_cast<int64_t>(w_.layers.size()) != c.n_layer) return InvalidArgument("CPU encoder: wrong layer count");
   const int64_t E = c.n_embd, F = c.n_ff;
   LLM_RETURN_IF_ERROR(CheckWeightMatrix(w_.token_embd, c.n_vocab, E, "token_embd", "CPU encoder"));
-  LLM_RETURN_IF_ERROR(CheckWeightMatrix(w_.position_embd, c.n_ctx_train, E, "position_embd", "CPU encoder"));
+  if (!c.rope_encoder)
+    LLM_RETURN_IF_ERROR(CheckWeightMatrix(w_.position_embd, c.n_ctx_train, E, "position_embd", "CPU encoder"));
+  if (c.rope_encoder && !rope_) return InvalidArgument("CPU encoder: no RoPE table for a rotary encoder");
   for (const auto& L : w_.layers) {
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.wq, E, E, "attn_q", "CPU encoder"));
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.wk, E, E, "attn_k", "CPU encoder"));
@@ -96,9 +105,15 @@ Status CpuEncoder::Check() const {
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.wo, E, E, "attn_output", "CPU encoder"));
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.w_up, F, E, "ffn_up", "CPU encoder"));
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.w_down, E, F, "ffn_down", "CPU encoder"));
-    for (const WeightView* v : {&L.bq, &L.bk, &L.bv, &L.bo, &L.b_up, &L.b_down, &L.post_attn_norm,
-                                &L.post_attn_norm_b, &L.post_ffn_norm, &L.post_ffn_norm_b})
-      if (v->empty() || v->type != TensorType::F32) return InvalidArgument("CPU encoder: a bias or norm is missing");
+    for (const WeightView* v : {&L.post_attn_norm, &L.post_attn_norm_b, &L.post_ffn_norm, &L.post_ffn_norm_b})
+      if (v->empty() || v->type != TensorType::F32) return InvalidArgument("CPU encoder: a norm is missing");
+    // bert: every linear layer has a bias; nomic-bert: only attn_output may.
+    for (const WeightView* v : {&L.bq, &L.bk, &L.bv, &L.bo, &L.b_up, &L.b_down}) {
+      const bool may_lack = c.rope_encoder && v == &L.bo, must_lack = c.rope_encoder && v != &L.bo;
+      if (v->empty() ? !(may_lack || must_lack) : (must_lack || v->type != TensorType::F32))
+        return InvalidArgument("CPU encoder: a bias is missing, unexpected or not F32");
+    }
+    if (c.rope_encoder) LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.w_gate, F, E, "ffn_gate", "CPU encoder"));
   }
   return Status::Ok();
 }
@@ -113,11 +128,13 @@ void CpuEncoder::Reserve(int64_t n) {
   v_.resize(n * E);
   att_.resize(n * E);
   hb_.resize(n * F);
+  if (cfg_.rope_encoder) gate_.resize(n * F);
+  if (rope_) cos_sin_.resize(static_cast<size_t>(n * rope_->n_pairs() * 2));
   ones_.assign(n * F, 1.0f);
   scores_.resize(T * n);
   xq_.resize(n * (std::max(E, F) / 32 + 1));
   cap_ = n;
-  scratch_floats_ = static_cast<size_t>(n * (7 * E + 2 * F + T));
+  scratch_floats_ = static_cast<size_t>(n * (7 * E + (cfg_.rope_encoder ? 3 : 2) * F + T) + cos_sin_.size());
 }
 
 void CpuEncoder::Linear(const WeightView& w, const WeightView& b, const float* x, int64_t n, float* y) {
@@ -234,23 +251,39 @@ void CpuEncoder::RunSequence(std::span<const llm_token> tokens) {
       DequantizeRow(w_.token_types, 0, y_.data());
       for (int64_t i = 0; i < E; ++i) r[i] += y_[i];
     }
+    if (w_.position_embd.empty()) continue;  // nomic-bert: positions by RoPE
     DequantizeRow(w_.position_embd, t, y_.data());
     for (int64_t i = 0; i < E; ++i) r[i] += y_[i];
   }
   AddLayerNorm(x.data(), nullptr, w_.embd_norm, w_.embd_norm_b, n);
+  // nomic-bert: token t of the sequence is at position t; its angles are
+  // the same in every layer                          cos_sin: (n, n_pairs, 2)
+  const int64_t cs_stride = rope_ ? 2 * rope_->n_pairs() : 0;
+  for (int64_t t = 0; rope_ && t < n; ++t) rope_->Angles(t, cos_sin_.data() + t * cs_stride);
 
   for (const LayerWeights& L : w_.layers) {
     // ---- attention block
     Linear(L.wq, L.bq, x.data(), n, q_.data());
     Linear(L.wk, L.bk, x.data(), n, kk_.data());
     Linear(L.wv, L.bv, x.data(), n, v_.data());
+    for (int64_t t = 0; rope_ && t < n; ++t) {  // nomic-bert: q and k rotated
+      rope_->Apply(cos_sin_.data() + t * cs_stride, q_.data() + t * cfg_.q_dim(), cfg_.n_head, cfg_.head_dim);
+      rope_->Apply(cos_sin_.data() + t * cs_stride, kk_.data() + t * cfg_.kv_dim(), cfg_.n_head_kv, cfg_.head_dim);
+    }
     Attention(n);                                            // att: (n, n_embd)
     Linear(L.wo, L.bo, att_.data(), n, y_.data());           // y: (n, n_embd)
     AddLayerNorm(x.data(), y_.data(), L.post_attn_norm, L.post_attn_norm_b, n);
     // ---- feed-forward block
     Linear(L.w_up, L.b_up, x.data(), n, hb_.data());         // hb: (n, n_ff)
-    k_->gelu_mul(hb_.data(), ones_.data(), n * F);
-    Linear(L.w_down, L.b_down, hb_.data(), n, y_.data());    // y: (n, n_embd)
+    float* act = hb_.data();
+    if (cfg_.rope_encoder) {                                  // nomic-bert: SwiGLU
+      Linear(L.w_gate, WeightView{}, x.data(), n, gate_.data());  // gate: (n, n_ff)
+      k_->silu_mul(gate_.data(), hb_.data(), n * F);          // gate = silu(gate) * hb
+      act = gate_.data();
+    } else {
+      k_->gelu_mul(hb_.data(), ones_.data(), n * F);
+    }
+    Linear(L.w_down, L.b_down, act, n, y_.data());           // y: (n, n_embd)
     AddLayerNorm(x.data(), y_.data(), L.post_ffn_norm, L.post_ffn_norm_b, n);
   }
 }
@@ -294,14 +327,19 @@ int64_t Bytes(const WeightView& w) { return w.empty() ? 0 : w.rows * static_cast
 
 StatusOr<std::unique_ptr<Backend>> CreateCpuEncoder(const ModelConfig& config, const ModelWeights& weights,
                                                     int n_threads) {
-  auto enc = std::make_unique<CpuEncoder>(config, weights, n_threads);
+  std::optional<Rope> rope;
+  if (config.rope_encoder) {
+    LLM_ASSIGN_OR_RETURN(Rope r, Rope::Create(config));
+    rope = std::move(r);
+  }
+  auto enc = std::make_unique<CpuEncoder>(config, weights, n_threads, std::move(rope));
   LLM_RETURN_IF_ERROR(enc->Check());
   int64_t bytes = 0;
   for (const WeightView* v : {&weights.token_embd, &weights.position_embd, &weights.token_types, &weights.cls,
                               &weights.cls_out})
     bytes += Bytes(*v);
   for (const LayerWeights& L : weights.layers)
-    for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_up, &L.w_down}) bytes += Bytes(*v);
+    for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) bytes += Bytes(*v);
   enc->weight_bytes_ = bytes;
   return std::unique_ptr<Backend>(std::move(enc));
 }
