@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/encoder_attention.h"
+#include "backend/cpu/encoder_matmul.h"
 #include "backend/cpu/kernels.h"
 #include "backend/pooling.h"
 #include "backend/validate.h"
@@ -141,7 +142,7 @@ void CpuEncoder::Linear(const WeightView& w, const WeightView& b, const float* x
     a.ld_y = w.rows;
     a.row_begin = lo;
     a.row_end = hi;
-    k_->matmul(a);
+    EncoderMatMul(*k_, a);  // the AVX-512 tile where the CPU has it
     if (!b.empty())
       for (int64_t t = 0; t < n; ++t)
         for (int64_t r = lo; r < hi; ++r) y[t * w.rows + r] += Vec(b)[r];
