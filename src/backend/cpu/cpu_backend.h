@@ -176,6 +176,8 @@ class CpuBackend final : public Backend {
     bool accumulate;  // y += x·Wᵀ
   };
   void MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n);
+  // k_->matmul(a), or for an Encode step the embedding GEMM (encoder_matmul.h).
+  void MatMul(const MatMulArgs& a) const;
   // x (n, k) -> xq_ when any of `ws` is block-quantized; the xq for MatMulArgs.
   const BlockQ8Act* QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, int64_t k);
   // hb = act(xn·gateᵀ) * (xn·upᵀ): (n, gate.rows), leading dimension gate.rows.

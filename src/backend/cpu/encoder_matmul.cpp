@@ -73,7 +73,8 @@ inline float ScalarFma(float a, float b, float c) {
 }
 
 template <class WL, int TT, int TR>
-void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t ld_x, int64_t K, float* y, int64_t ld_y) {
+void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t ld_x, int64_t K, float* y, int64_t ld_y,
+          bool accumulate) {
   V16 acc[TT][TR];
   for (int t = 0; t < TT; ++t)
     for (int r = 0; r < TR; ++r) acc[t][r] = _mm512_setzero_ps();
@@ -90,18 +91,20 @@ void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t ld_x, int6
     for (int r = 0; r < TR; ++r) {
       float s = HSum16(acc[t][r]);
       for (int64_t k = K16; k < K; ++k) s = ScalarFma(x[t * ld_x + k], WL::Scalar(w + r * row_bytes, k), s);
-      y[t * ld_y + r] = s;
+      float* dst = y + t * ld_y + r;
+      *dst = accumulate ? *dst + s : s;
     }
   }
 }
 
 template <class WL, int TT>
-void TileRows(int tr, const uint8_t* w, size_t rb, const float* x, int64_t ld_x, int64_t K, float* y, int64_t ld_y) {
+void TileRows(int tr, const uint8_t* w, size_t rb, const float* x, int64_t ld_x, int64_t K, float* y, int64_t ld_y,
+              bool acc) {
   switch (tr) {
-    case 1: Tile<WL, TT, 1>(w, rb, x, ld_x, K, y, ld_y); break;
-    case 2: Tile<WL, TT, 2>(w, rb, x, ld_x, K, y, ld_y); break;
-    case 3: Tile<WL, TT, 3>(w, rb, x, ld_x, K, y, ld_y); break;
-    case 4: Tile<WL, TT, 4>(w, rb, x, ld_x, K, y, ld_y); break;
+    case 1: Tile<WL, TT, 1>(w, rb, x, ld_x, K, y, ld_y, acc); break;
+    case 2: Tile<WL, TT, 2>(w, rb, x, ld_x, K, y, ld_y, acc); break;
+    case 3: Tile<WL, TT, 3>(w, rb, x, ld_x, K, y, ld_y, acc); break;
+    case 4: Tile<WL, TT, 4>(w, rb, x, ld_x, K, y, ld_y, acc); break;
     default: break;
   }
 }
@@ -111,15 +114,16 @@ template <class WL>
 void SweepTokens(int tr, const uint8_t* w, size_t rb, const MatMulArgs& a, int64_t tb, int64_t te, int64_t r) {
   const int64_t K = a.w->cols;
   int64_t t = tb;
-  for (; t + 6 <= te; t += 6) TileRows<WL, 6>(tr, w, rb, a.x + t * a.ld_x, a.ld_x, K, a.y + t * a.ld_y + r, a.ld_y);
+  for (; t + 6 <= te; t += 6)
+    TileRows<WL, 6>(tr, w, rb, a.x + t * a.ld_x, a.ld_x, K, a.y + t * a.ld_y + r, a.ld_y, a.accumulate);
   const float* x = a.x + t * a.ld_x;
   float* y = a.y + t * a.ld_y + r;
   switch (te - t) {
-    case 1: TileRows<WL, 1>(tr, w, rb, x, a.ld_x, K, y, a.ld_y); break;
-    case 2: TileRows<WL, 2>(tr, w, rb, x, a.ld_x, K, y, a.ld_y); break;
-    case 3: TileRows<WL, 3>(tr, w, rb, x, a.ld_x, K, y, a.ld_y); break;
-    case 4: TileRows<WL, 4>(tr, w, rb, x, a.ld_x, K, y, a.ld_y); break;
-    case 5: TileRows<WL, 5>(tr, w, rb, x, a.ld_x, K, y, a.ld_y); break;
+    case 1: TileRows<WL, 1>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+    case 2: TileRows<WL, 2>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+    case 3: TileRows<WL, 3>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+    case 4: TileRows<WL, 4>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
+    case 5: TileRows<WL, 5>(tr, w, rb, x, a.ld_x, K, y, a.ld_y, a.accumulate); break;
     default: break;
   }
 }
@@ -179,8 +183,7 @@ bool EncoderMatMulAvx512() {
 void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a) {
 #if defined(LLM_HAVE_AVX512_ENCODER)
   const TensorType t = a.w->type;
-  if (!a.accumulate && (t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) &&
-      EncoderMatMulAvx512()) {
+  if ((t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) && EncoderMatMulAvx512()) {
     avx512_encoder::MatMulAny(a);
     return;
   }

@@ -1,5 +1,6 @@
-// The encoder's GEMMs (y = x·Wᵀ over a whole sequence, tens to hundreds of
-// tokens): on a CPU with AVX-512F, F32 / F16 / BF16 weights go through a
+// The GEMMs of embedding steps (y = x·Wᵀ, or y += with a.accumulate, over
+// whole sequences, tens to hundreds of tokens: the encoder's, and a decoder's
+// Encode step in forward.cpp): on a CPU with AVX-512F, F32 / F16 / BF16 weights go through a
 // 16-lane tile here; everything else (block-quantized weights, other CPUs,
 // LLM_CPU_ISA=generic|avx2) through Kernels::matmul.
 //
@@ -16,7 +17,7 @@ namespace llm::cpu {
 // Whether EncoderMatMul uses the AVX-512 tile on this CPU (and environment).
 bool EncoderMatMulAvx512();
 
-// As kernels.matmul(a) (a.accumulate false), possibly through the AVX-512 tile.
+// As kernels.matmul(a), possibly through the AVX-512 tile.
 void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a);
 
 }  // namespace llm::cpu

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/encoder_matmul.h"
 #include "backend/kv_wire.h"
 #include "util/fp16.h"
 
@@ -110,6 +111,16 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
   return ws_.xq.data();
 }
 
+// An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take
+// the AVX-512 tile (encoder_matmul.h); generation keeps Kernels::matmul.
+void CpuBackend::MatMul(const MatMulArgs& a) const {
+  if (hidden_out_ != nullptr) {
+    EncoderMatMul(*k_, a);
+  } else {
+    k_->matmul(a);
+  }
+}
+
 void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n) {
   int64_t total_rows = 0, macs = 0;
   const WeightView* ws[4];  // callers pass at most 4 jobs (Q, K, V)
@@ -138,7 +149,7 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
         a.row_begin = lo;
         a.row_end = hi;
         a.accumulate = jobs[j].accumulate;
-        k_->matmul(a);
+        MatMul(a);
       }
       base += w.rows;
     }
@@ -171,10 +182,10 @@ void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, con
     a.row_end = e;
     a.w = &gate;
     a.y = ws_.hb.data();
-    k_->matmul(a);
+    MatMul(a);
     a.w = &up;
     a.y = ws_.hb2.data();
-    k_->matmul(a);
+    MatMul(a);
     for (int64_t t = 0; t < n; ++t) act_mul(ws_.hb.data() + t * F + b, ws_.hb2.data() + t * F + b, e - b);
   };
   if (Parallel(2 * n * F * E)) {
