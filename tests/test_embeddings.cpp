@@ -366,6 +366,10 @@ INSTANTIATE_TEST_SUITE_P(Encoders, EmbedReference,
 // instruction-prefixed query text) and Qwen3-Reranker (rank: softmax over
 // the [yes, no] head at the last token).
 INSTANTIATE_TEST_SUITE_P(Decoders, EmbedReference, ::testing::Values("qwen3_embed", "qwen3_rerank"));
+// A bidirectional decoder: EmbeddingGemma (`gemma-embedding`: Gemma 3's
+// block with no causal mask, local layers in a symmetric window, mean
+// pooling, then the dense_2 / dense_3 projections).
+INSTANTIATE_TEST_SUITE_P(Bidirectional, EmbedReference, ::testing::Values("gemma_embed"));
 
 // ------------------------------------------------------------ the API around it
 
@@ -718,6 +722,52 @@ TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
   Ctx autoc;  // AUTO runs it on the CPU
   EXPECT_EQ(Open(path, &autoc, 256, LLM_BACKEND_AUTO), LLM_OK) << llm_last_error();
   std::remove(path.c_str());
+}
+
+// EmbeddingGemma: a text's vector is bitwise the same alone and among 64
+// inputs of mixed lengths (its tokens see every token of their own
+// sequence, none of another's); the file's pooling (mean) is the default;
+// it cannot generate (nothing causal to sample from).
+TEST(DecoderEmbed, BidirectionalBatchCompositionDoesNotMatterAndItCannotGenerate) {
+  Reference ref = LoadReference("gemma_embed");
+  ASSERT_FALSE(ref.cases.empty());
+  const std::string path = SynthesizeFile("gemma_api", ref.json, "tiny-gemma-embed");
+  ASSERT_FALSE(path.empty());
+  Ctx c;
+  ASSERT_EQ(Open(path, &c, 256), LLM_OK) << llm_last_error();
+  std::remove(path.c_str());
+  std::vector<std::vector<int32_t>> inputs;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<int32_t> t(1 + rng() % 200);
+    for (int32_t& x : t) x = static_cast<int32_t>(3 + rng() % 297);
+    inputs.push_back(std::move(t));
+  }
+  int32_t dim = 0;
+  llm_status st;
+  for (int32_t pool : {LLM_POOLING_MEAN, LLM_POOLING_LAST}) {
+    std::vector<float> batch = Embed(c.ctx, inputs, pool, 1, &dim, &st);
+    ASSERT_EQ(st, LLM_OK) << llm_last_error();
+    ASSERT_EQ(dim, 64);
+    for (size_t i = 0; i < inputs.size(); i += 3) {
+      std::vector<float> one = Embed(c.ctx, {inputs[i]}, pool, 1, &dim, &st);
+      ASSERT_EQ(st, LLM_OK);
+      EXPECT_EQ(std::memcmp(one.data(), batch.data() + i * dim, dim * sizeof(float)), 0) << "input " << i;
+    }
+  }
+  std::vector<float> deflt = Embed(c.ctx, {inputs[0]}, LLM_POOLING_MODEL, 0, &dim, &st);
+  std::vector<float> mean = Embed(c.ctx, {inputs[0]}, LLM_POOLING_MEAN, 0, &dim, &st);
+  EXPECT_EQ(deflt, mean);
+  Embed(c.ctx, {inputs[0]}, LLM_POOLING_RANK, 0, &dim, &st);
+  EXPECT_EQ(st, LLM_ERR_UNSUPPORTED);
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt_tokens = inputs[0].data();
+  r.n_prompt_tokens = static_cast<int32_t>(inputs[0].size());
+  r.max_tokens = 4;
+  llm_request_id id = 0;
+  EXPECT_EQ(llm_submit(c.ctx, &r, &id), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("cannot generate"), std::string::npos) << llm_last_error();
 }
 
 TEST(EmbedContexts, GenerativeModelRefusesEmbeddings) {

@@ -96,6 +96,11 @@ MODELS = {
     # Qwen3-Reranker: rank pooling over the last token through the [yes, no]
     # rows (cls.output.weight) and a softmax: P(yes) first.
     "qwen3_rerank": {"shape": "tiny-qwen3-rerank", "poolings": ["rank", "last"], "decoder": True, "pairs": True},
+    # EmbeddingGemma (`gemma-embedding`): Gemma 3's block bidirectional
+    # (local layers a symmetric window), mean pooling (the file's), then the
+    # dense_2 / dense_3 projections, which llama.cpp applies to every token's
+    # row for none. No KV cache in llama.cpp (F32 K/V); llmrt runs its F32 cache.
+    "gemma_embed": {"shape": "tiny-gemma-embed", "poolings": ["mean", "none", "cls"], "decoder": True},
 }
 # (query, document) pairs a reranker scores: laid out as llama.cpp's server
 # does (format_prompt_rerank: the file's rerank template, {query} then

@@ -102,7 +102,7 @@ StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
   }
   if (spec.task == LLM_TASK_EMBED) {
     LLM_RETURN_IF_ERROR(CheckEmbed(spec));
-  } else if (model_->config.is_encoder) {
+  } else if (model_->config.is_encoder || !model_->config.causal) {
     return Unsupported("the model '" + model_->config.arch +
                        "' is an embedding model: it cannot generate text (submit LLM_TASK_EMBED)");
   } else {

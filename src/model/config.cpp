@@ -104,6 +104,38 @@ Status ReadGemma3(const GgufFile& file, const Reader& r, ModelConfig* c) {
   return ReadCap(file, r.Key("final_logit_softcapping"), &c->final_logit_softcap);
 }
 
+// EmbeddingGemma (`gemma-embedding`) as llama.cpp reads it: Gemma 3's
+// block run bidirectionally (causal = false); its local layers see a
+// symmetric window, keys within sliding_window / 2 of the query on either
+// side (the key is required); the attention scale is always
+// 1/sqrt(head_dim); no logit cap. The optional sentence-transformers dense
+// projections (dense_2: n_embd -> dense_2_feat_out, dense_3: back to n_embd,
+// no biases) are applied to the pooled vector; both or neither.
+Status ReadGemmaEmbedding(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  c->causal = false;
+  c->attn_scale = 0.0f;
+  c->final_logit_softcap = 0.0f;
+  LLM_RETURN_IF_ERROR(r.Int("attention.sliding_window", 1, kMaxCtx, std::nullopt, &c->sliding_window));
+  const GgufTensorInfo* d2 = file.FindTensor("dense_2.weight");
+  const GgufTensorInfo* d3 = file.FindTensor("dense_3.weight");
+  if ((d2 == nullptr) != (d3 == nullptr))
+    return Unsupported("gemma-embedding with one of dense_2 / dense_3 (both projections or neither)");
+  if (d2 == nullptr) return Status::Ok();
+  if (d2->dims.size() != 2 || d3->dims.size() != 2 || d2->dims[0] != static_cast<uint64_t>(c->n_embd) ||
+      d3->dims[1] != static_cast<uint64_t>(c->n_embd) || d2->dims[1] != d3->dims[0] || d2->dims[1] < 1 ||
+      d2->dims[1] > static_cast<uint64_t>(kMaxFf))
+    return ModelFormatError("dense_2 / dense_3 are not (n_embd -> m) and (m -> n_embd) projections");
+  c->n_dense = static_cast<int32_t>(d2->dims[1]);
+  for (const char* k : {"dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in", "dense_3_feat_out"}) {
+    if (!file.Has(r.Key(k))) continue;
+    LLM_ASSIGN_OR_RETURN(int64_t v, file.GetInt(r.Key(k)));
+    const bool embd_side = k == std::string("dense_2_feat_in") || k == std::string("dense_3_feat_out");
+    if (v != (embd_side ? c->n_embd : c->n_dense))
+      return ModelFormatError("key " + r.Key(k) + " = " + std::to_string(v) + " disagrees with the dense tensors");
+  }
+  return Status::Ok();
+}
+
 // Gemma 2 as llama.cpp reads it: Gemma 3's block without the q/k norms, with
 // attention logits soft-capped, layers alternating local / global (even
 // layers local: a period of 2), one RoPE base for both. Absent keys take
@@ -305,7 +337,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LLM_ASSIGN_OR_RETURN(std::string_view arch, file.GetString("general.architecture"));
   if (arch == "llama") {
     c.arch_kind = ModelArch::kLlama;
-  } else if (arch == "gemma3") {
+  } else if (arch == "gemma3" || arch == "gemma-embedding") {
     c.arch_kind = ModelArch::kGemma3;
   } else if (arch == "gemma2") {
     c.arch_kind = ModelArch::kGemma2;
@@ -328,7 +360,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
                        "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3, "
-                       "gpt-oss, bert and nomic-bert)");
+                       "gemma-embedding, gpt-oss, bert and nomic-bert)");
   }
   c.arch = std::string(arch);
   if (file.Has("general.name")) {
@@ -444,6 +476,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // n_swa stays 0; tests/data/families/mistral.json records it), and these
   // files are proven against llama.cpp. Every layer attends to all keys.
   if (c.arch_kind == ModelArch::kGemma3) LLM_RETURN_IF_ERROR(ReadGemma3(file, r, &c));
+  if (c.arch == "gemma-embedding") LLM_RETURN_IF_ERROR(ReadGemmaEmbedding(file, r, &c));
   if (c.arch_kind == ModelArch::kGemma2) LLM_RETURN_IF_ERROR(ReadGemma2(file, r, &c));
   if (c.arch_kind == ModelArch::kPhi3) LLM_RETURN_IF_ERROR(ReadPhi3(file, &c));
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe ||
@@ -454,6 +487,8 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.arch_kind == ModelArch::kGptOss) LLM_RETURN_IF_ERROR(ReadGptOss(file, r, &c));
   LLM_RETURN_IF_ERROR(ReadExperts(file, r, &c));
   if (!encoder) LLM_RETURN_IF_ERROR(ReadDecoderPooling(file, r, &c));
+  if (!c.causal && !c.MakesEmbeddings())
+    return ModelFormatError("a bidirectional '" + c.arch + "' model whose file names no pooling_type makes nothing");
   return c;
 }
 

@@ -176,6 +176,13 @@ struct ModelConfig {
   // Rank on a decoder: the last token's state · cls.output.weightᵀ, then a
   // softmax over the outputs for qwen3 (the reranker's [yes, no] rows of
   // the vocabulary head: the score is P(yes)), as llama.cpp.
+  // EmbeddingGemma (`gemma-embedding`): a Gemma 3 decoder with causal =
+  // false (every token attends to its whole sequence; local layers to the
+  // keys within sliding_window / 2 either side) that only makes embeddings;
+  // n_dense > 0: its pooled vector goes through dense_2 (n_embd -> n_dense)
+  // then dense_3 (n_dense -> n_embd), no biases (sentence-transformers'
+  // Dense modules), as llama.cpp applies them after pooling.
+  int32_t n_dense = 0;
   bool MakesEmbeddings() const { return is_encoder || pooling != Pooling::kNone; }
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }

@@ -49,6 +49,10 @@ StatusOr<ModelWeights> ModelWeights::FromGguf(const GgufFile& file, const ModelC
     LLM_RETURN_IF_ERROR(l.Get("cls.output.weight", Kind::kMatrix, c.n_cls_out, embd, &w.cls_out));
     LLM_RETURN_IF_ERROR(l.Get("cls.output.bias", Kind::kNorm, 1, c.n_cls_out, &w.cls_out_b, true));
   }
+  if (c.n_dense > 0) {  // EmbeddingGemma's projections after pooling
+    LLM_RETURN_IF_ERROR(l.Get("dense_2.weight", Kind::kMatrix, c.n_dense, embd, &w.dense_2));
+    LLM_RETURN_IF_ERROR(l.Get("dense_3.weight", Kind::kMatrix, embd, c.n_dense, &w.dense_3));
+  }
   LLM_RETURN_IF_ERROR(
       l.Get("rope_freqs.weight", Kind::kNorm, 1, c.rope_dim / 2, &w.rope_freqs, true));
   if (c.has_rope_freqs != !w.rope_freqs.empty()) {

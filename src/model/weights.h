@@ -96,6 +96,9 @@ struct ModelWeights {
   WeightView cls_b;          // (n_embd) F32        cls.bias
   WeightView cls_out;        // (n_cls_out, n_embd) cls.output.weight (optional)
   WeightView cls_out_b;      // (n_cls_out) F32     cls.output.bias
+  // ---- EmbeddingGemma's projections of the pooled vector (config.n_dense > 0)
+  WeightView dense_2;        // (n_dense, n_embd)   dense_2.weight
+  WeightView dense_3;        // (n_embd, n_dense)   dense_3.weight
   int64_t n_params = 0;     // elements of the tensors above (a tied output counted once)
   // The matrices' `data` point into a read-only private file mapping
   // (GgufFile::file_mapped): a backend that copies a matrix into its own

@@ -153,6 +153,18 @@ const std::vector<SynthShape>& Shapes() {
       g.plain_experts = true;
       v.push_back(g);
     }
+    // EmbeddingGemma (`gemma-embedding`): tiny-gemma3's block run
+    // bidirectionally, 4 layers alternating local (a symmetric window of 32:
+    // 16 keys either side) and global, mean pooling, then the dense_2 /
+    // dense_3 projections (64 -> 128 -> 64).
+    {
+      SynthShape g{"tiny-gemma-embed", 300, 64, 4, 4, 1, 32, 128, 2048, 1000000.0f, 1e-6f, true, 0.0f, 8192,
+                   "gemma-embedding", 32};
+      g.swa_pattern = 2;
+      g.decoder_pooling = 1;
+      g.n_dense = 128;
+      v.push_back(g);
+    }
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
     return v;
@@ -347,7 +359,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
   if (s.arch == "qwen2") per_layer += Q + 2 * KV;
   if (s.arch == "qwen3") per_layer += 2 * s.head_dim;
   if (s.arch == "gemma2") per_layer += 2 * E;
-  if (s.arch == "gemma3") per_layer += 2 * E + 2 * s.head_dim;
+  if (s.arch == "gemma3" || s.arch == "gemma-embedding") per_layer += 2 * E + 2 * s.head_dim;
   if (s.arch == "qwen3moe") per_layer += 2 * s.head_dim;
   if (s.arch == "gpt-oss") {  // biases, sinks; post_attention_norm replaces ffn_norm
     const int64_t FE = s.n_ff_exp;
@@ -358,7 +370,7 @@ int64_t SynthParams(const SynthShape& s, int32_t n_vocab) {
     per_layer += s.n_expert * E + s.n_expert * 3 * E * FE - 3 * E * F;
     if (s.n_ff_shexp > 0) per_layer += E + 3 * E * s.n_ff_shexp;
   }
-  return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer;
+  return n_vocab * E * (s.tied_embeddings ? 1 : 2) + E + s.n_layer * per_layer + 2 * E * int64_t{s.n_dense};
 }
 
 Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::string& path) {
@@ -381,11 +393,15 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   }
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
-      s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3" && s.arch != "gpt-oss")
+      s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3" && s.arch != "gemma-embedding" &&
+      s.arch != "gpt-oss")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
   const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
   // Gemma 3 is Gemma 2's block (post-norms) with q/k norms, no attention cap.
-  const bool gemma3 = s.arch == "gemma3", gemma2 = s.arch == "gemma2" || gemma3;
+  // EmbeddingGemma is Gemma 3's block too (bidirectional: llama.cpp's
+  // reading of the arch, nothing in the file says it).
+  const bool gemma_embed = s.arch == "gemma-embedding";
+  const bool gemma3 = s.arch == "gemma3" || gemma_embed, gemma2 = s.arch == "gemma2" || gemma3;
   const bool moe = s.n_expert > 0;
   const bool phi3 = s.arch == "phi3";
   // gpt-oss: biases on q/k/v/o, the router and the experts; attention
@@ -439,6 +455,13 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
     w.AddFloat32(a + "final_logit_softcapping", 4.0f);
   }
   if (gemma3) w.AddFloat32(a + "rope.freq_base_swa", 10000.0f);  // local layers' base (global: rope_theta)
+  if (s.swa_pattern > 0) w.AddUint32(a + "attention.sliding_window_pattern", static_cast<uint32_t>(s.swa_pattern));
+  if (s.n_dense > 0) {  // EmbeddingGemma's converter with --sentence-transformers-dense-modules
+    w.AddUint32(a + "dense_2_feat_in", static_cast<uint32_t>(s.n_embd));
+    w.AddUint32(a + "dense_2_feat_out", static_cast<uint32_t>(s.n_dense));
+    w.AddUint32(a + "dense_3_feat_in", static_cast<uint32_t>(s.n_dense));
+    w.AddUint32(a + "dense_3_feat_out", static_cast<uint32_t>(s.n_embd));
+  }
   if (s.decoder_pooling > 0) {
     w.AddUint32(a + "pooling_type", static_cast<uint32_t>(s.decoder_pooling));
     if (s.n_cls_out > 0) {
@@ -481,6 +504,10 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   plan.push_back({"output_norm.weight", TensorType::F32, {E}, TensorPlan::kOnes});
   if (!s.tied_embeddings) plan.push_back({"output.weight", o.type, {E, n_vocab}, TensorPlan::kRandom});
   if (s.decoder_pooling > 0 && s.n_cls_out > 0) plan.push_back({"cls.output.weight", o.type, {E, s.n_cls_out}, TensorPlan::kRandom});
+  if (s.n_dense > 0) {
+    plan.push_back({"dense_2.weight", o.type, {E, s.n_dense}, TensorPlan::kRandom});
+    plan.push_back({"dense_3.weight", o.type, {s.n_dense, E}, TensorPlan::kRandom});
+  }
   if (s.llama3_factor > 0.0f && !o.drop_rope_freqs) plan.push_back({"rope_freqs.weight", TensorType::F32, {s.head_dim / 2}, TensorPlan::kRopeFreqs});
   if (s.longrope_original_ctx > 0) {
     plan.push_back({"rope_factors_long.weight", TensorType::F32, {rope_dim / 2}, TensorPlan::kRopeLong});

@@ -71,6 +71,12 @@ struct SynthShape {
   // <|endoftext|>; 4 rank: Qwen3-Reranker, with n_cls_out rows of
   // cls.output.weight and the labels "yes", "no").
   int32_t decoder_pooling = 0;
+  // > 0: attention.sliding_window_pattern written (Gemma 3's period; absent,
+  // readers take 6).
+  int32_t swa_pattern = 0;
+  // > 0: `gemma-embedding`'s dense_2 (n_embd -> n_dense) and dense_3
+  // (n_dense -> n_embd) projections and their feat_in / feat_out keys.
+  int32_t n_dense = 0;
 };
 
 // "tiny", "llama-3.2-1b", "llama-3.1-8b", ...; nullptr for an unknown name.

@@ -184,7 +184,7 @@ namespace Llmrt
 
     /// <summary>A loaded model and its engine. Thread-safe; Dispose must not
     /// race other calls.</summary>
-    public sealed class LlmContext : IDisposable
+    public sealed partial class LlmContext : IDisposable
     {
         // The one callback handed to C. A static field keeps the delegate (and
         // so its native thunk) alive for the life of the process, so C can

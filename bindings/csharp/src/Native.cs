@@ -117,6 +117,16 @@ namespace Llmrt
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate void NativeEventCallback(IntPtr ev, IntPtr userData);
 
+    // appended in 0.4: embeddings (issue 31)
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeEmbedParams
+    {
+        public uint struct_size;
+        public int pooling, normalize, dimensions, truncate;
+        public uint tokenize_flags;
+        public int priority, reserved0;
+    }
+
     internal static class Native
     {
         // Resolved as libllmrt.so: next to the assembly, then the loader's
@@ -147,6 +157,12 @@ namespace Llmrt
         internal static extern int llm_kv_export_file(ContextHandle ctx, int[] tokens, int n_tokens, ulong cache_salt, byte[] path, out int n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int llm_kv_import_file(ContextHandle ctx, ulong cache_salt, byte[] path, out int n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_embed_params_init(IntPtr p);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_embed(ContextHandle ctx, IntPtr texts, IntPtr tokens, int[] n_tokens, int n_inputs,
+                                             ref NativeEmbedParams p, float[] output, UIntPtr capacity, out int dim);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int llm_rerank_tokenize(ContextHandle ctx, byte[] query, byte[] document, int[] output, int capacity, out int n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int llm_tokenize(ContextHandle ctx, byte[] text, UIntPtr len, uint flags, int[] output, int capacity, out int n);
 

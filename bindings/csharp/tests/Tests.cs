@@ -82,6 +82,85 @@ static class Tests
         Check(Offset(typeof(NativeEvent), "metrics") == 56, "llm_event.metrics offset");
         Check(Offset(typeof(NativeRequest), "callback") == 72, "llm_request.callback offset");
         Check(Offset(typeof(NativeSamplingParams), "seed") == 40, "llm_sampling_params.seed offset");
+        Check(Marshal.SizeOf(typeof(NativeEmbedParams)) == 32, "llm_embed_params size");
+        Check(Offset(typeof(NativeEmbedParams), "pooling") == 4, "llm_embed_params.pooling offset");
+        Check(Offset(typeof(NativeEmbedParams), "dimensions") == 12, "llm_embed_params.dimensions offset");
+        Check(Offset(typeof(NativeEmbedParams), "tokenize_flags") == 20, "llm_embed_params.tokenize_flags offset");
+        Check(Offset(typeof(NativeEmbedParams), "reserved0") == 28, "llm_embed_params.reserved0 offset");
+    }
+
+    static double Norm2(float[] v)
+    {
+        double n = 0;
+        foreach (var x in v) n += (double)x * x;
+        return n;
+    }
+
+    static LlmStatus StatusOf(Action a)
+    {
+        try { a(); }
+        catch (LlmException e) { return e.Status; }
+        return LlmStatus.Ok;
+    }
+
+    // llm-synth's tiny BERT (LLMRT_SYNTH, else the repo's build/bin; skipped
+    // with a note without it): unit vectors of 64, a batch equal to single
+    // calls, Matryoshka, texts, the rerank layout, clear errors.
+    static void Embeddings()
+    {
+        using (var gen = new LlmContext())  // the built-in model generates: refused
+            Check(StatusOf(() => gen.Embed(new[] { new[] { 1, 50, 60 } })) == LlmStatus.Unsupported, "embed on a generative model");
+        string synth = Environment.GetEnvironmentVariable("LLMRT_SYNTH");
+        if (string.IsNullOrEmpty(synth))
+            synth = new[] { "../../build/bin/llm-synth", "build/bin/llm-synth" }.FirstOrDefault(File.Exists);
+        if (synth == null || !File.Exists(synth))
+        {
+            Console.WriteLine("note: no llm-synth: the tiny BERT part skipped");
+            return;
+        }
+        string path = Path.Combine(Path.GetTempPath(), "llmrt-cs-tiny-bert-" + System.Diagnostics.Process.GetCurrentProcess().Id + ".gguf");
+        var psi = new System.Diagnostics.ProcessStartInfo(synth, "--shape tiny-bert --type f32 --out \"" + path + "\"")
+        { UseShellExecute = false, RedirectStandardOutput = true };
+        using (var proc = System.Diagnostics.Process.Start(psi))
+        {
+            proc.StandardOutput.ReadToEnd();
+            proc.WaitForExit();
+            Check(proc.ExitCode == 0, "llm-synth exit " + proc.ExitCode);
+        }
+        try
+        {
+            using (var ctx = new LlmContext(new ContextOptions { ModelPath = path, Backend = Backend.Cpu, Threads = 2 }))
+            {
+                var inputs = new[] { new[] { 2, 17, 40, 3 }, new[] { 2, 200, 201, 202, 203, 3 }, new[] { 2, 3 } };
+                var vecs = ctx.Embed(inputs);
+                Check(vecs.Length == 3, "3 vectors");
+                for (int i = 0; i < vecs.Length; i++)
+                {
+                    Check(vecs[i].Length == 64 && Math.Abs(Norm2(vecs[i]) - 1) < 1e-5, "vector " + i + " a unit vector of 64");
+                    Check(ctx.Embed(new[] { inputs[i] })[0].SequenceEqual(vecs[i]), "vector " + i + " alone = batched");
+                }
+                var cut = ctx.Embed(new[] { inputs[0] }, new EmbedOptions { Dimensions = 16, Pooling = Pooling.Cls });
+                Check(cut[0].Length == 16 && Math.Abs(Norm2(cut[0]) - 1) < 1e-5, "Matryoshka 16");
+                var raw = ctx.Embed(new[] { inputs[0] }, new EmbedOptions { Raw = true });
+                Check(Math.Abs(Norm2(raw[0]) - 1) > 1e-3, "raw is not normalised");
+                var t = ctx.Embed(new[] { "w57 w123" });
+                Check(t[0].SequenceEqual(ctx.Embed(new[] { ctx.Tokenize("w57 w123") })[0]), "text = its tokens");
+                var pair = ctx.RerankTokenize("w57", "w99 w100");
+                var want = new List<int> { 2 };
+                want.AddRange(ctx.Tokenize("w57", false));
+                want.AddRange(new[] { 3, 3 });
+                want.AddRange(ctx.Tokenize("w99 w100", false));
+                want.Add(3);
+                Check(pair.SequenceEqual(want), "rerank layout [CLS] q [SEP][SEP] d [SEP]");
+                Check(StatusOf(() => ctx.Embed(new[] { new int[0] })) == LlmStatus.InvalidArgument, "empty input");
+                Check(StatusOf(() => ctx.Embed(new[] { inputs[0] }, new EmbedOptions { Pooling = Pooling.Rank })) == LlmStatus.Unsupported, "rank without a head");
+                Check(StatusOf(() => ctx.Embed(new[] { inputs[0] }, new EmbedOptions { Dimensions = 65 })) == LlmStatus.InvalidArgument, "dimensions 65");
+                var longInput = Enumerable.Repeat(5, 600).ToArray();
+                Check(StatusOf(() => ctx.Embed(new[] { longInput })) == LlmStatus.ContextOverflow, "600 tokens");
+                Check(ctx.Embed(new[] { longInput }, new EmbedOptions { Truncate = true })[0].Length == 64, "600 tokens truncated");
+            }
+        }
+        finally { File.Delete(path); }
     }
 
     static void GreedyMatchesGolden()
@@ -310,6 +389,7 @@ static class Tests
             { "SamplingOptionsThroughTheAbi", SamplingOptionsThroughTheAbi },
             { "ConstraintsAndToolCalls", ConstraintsAndToolCalls },
             { "KvStateFile", KvStateFile },
+            { "Embeddings", Embeddings },
         };
         int passed = 0, failed = 0;
         foreach (var t in tests)

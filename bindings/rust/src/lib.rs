@@ -12,6 +12,7 @@
 //! [`sys`] mirrors `llm.h` for calls the safe layer does not wrap.
 
 mod context;
+mod embed;
 mod error;
 mod event;
 mod request;
@@ -19,6 +20,7 @@ pub mod sys;
 mod tools;
 
 pub use context::{Canceller, Completion, Context, ModelInfo, RequestHandle, Sequence};
+pub use embed::{EmbedOptions, Pooling};
 pub use error::{Error, Status};
 pub use event::{Event, FinishReason, Metrics};
 pub use request::{Backend, Constraint, ContextParams, Prompt, Request, SamplingParams};

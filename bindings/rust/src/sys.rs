@@ -370,6 +370,52 @@ pub struct llm_model_info {
     pub name: *const c_char,
 }
 
+// appended in 0.4: embeddings (issue 31)
+pub const LLM_TASK_GENERATE: i32 = 0;
+pub const LLM_TASK_EMBED: i32 = 1;
+pub const LLM_POOLING_MODEL: i32 = -1;
+pub const LLM_POOLING_NONE: i32 = 0;
+pub const LLM_POOLING_MEAN: i32 = 1;
+pub const LLM_POOLING_CLS: i32 = 2;
+pub const LLM_POOLING_LAST: i32 = 3;
+pub const LLM_POOLING_RANK: i32 = 4;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_embed_params {
+    pub struct_size: u32,
+    pub pooling: i32,
+    pub normalize: i32,
+    pub dimensions: i32,
+    pub truncate: i32,
+    pub tokenize_flags: u32,
+    pub priority: i32,
+    pub reserved0: i32,
+}
+
+extern "C" {
+    pub fn llm_embed_params_init(params: *mut llm_embed_params) -> llm_status;
+    pub fn llm_embed(
+        ctx: *mut llm_ctx,
+        texts: *const *const c_char,
+        tokens: *const *const llm_token,
+        n_tokens: *const i32,
+        n_inputs: i32,
+        params: *const llm_embed_params,
+        out: *mut f32,
+        out_capacity: usize,
+        out_dim: *mut i32,
+    ) -> llm_status;
+    pub fn llm_rerank_tokenize(
+        ctx: *mut llm_ctx,
+        query: *const c_char,
+        document: *const c_char,
+        out: *mut llm_token,
+        capacity: i32,
+        n_out: *mut i32,
+    ) -> llm_status;
+}
+
 extern "C" {
     pub fn llm_chat_tool_format(ctx: *mut llm_ctx, tmpl: *const c_char, out_format: *mut i32) -> llm_status;
     pub fn llm_chat_parse_tool_calls(

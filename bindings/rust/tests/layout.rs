@@ -75,6 +75,8 @@ fn rust_layout() -> Layout {
                     kv_xfer_pulls, kv_xfer_fallbacks, kv_xfer_bytes, kv_xfer_tokens, kv_xfer_seconds,
                     kv_xfer_served, kv_xfer_bytes_served, kv_leases_expired, kv_lease_bytes, kv_leases_active,
                     kv_role }
+        llm_embed_params { struct_size, pooling, normalize, dimensions, truncate, tokenize_flags, priority,
+                           reserved0 }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,
                          n_params, arch, name }
     }
@@ -100,6 +102,8 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_CONSTRAINT_CHOICE, LLM_CONSTRAINT_GRAMMAR, LLM_WHITESPACE_BOUNDED, LLM_WHITESPACE_FREE,
         LLM_TOOL_FORMAT_AUTO, LLM_TOOL_FORMAT_GENERIC, LLM_TOOL_FORMAT_HERMES, LLM_TOOL_FORMAT_LLAMA3,
         LLM_TOOL_FORMAT_MISTRAL,
+        LLM_TASK_GENERATE, LLM_TASK_EMBED,
+        LLM_POOLING_MODEL, LLM_POOLING_NONE, LLM_POOLING_MEAN, LLM_POOLING_CLS, LLM_POOLING_LAST, LLM_POOLING_RANK,
     ];
     v.push(("LLM_SEED_RANDOM".into(), sys::LLM_SEED_RANDOM));
     v

@@ -33,9 +33,10 @@ class CpuBackend final : public Backend {
   // residual stream entering first_layer (partial offload, split_backend.h).
   Status ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
-  // A decoder embedding model's vectors (decoder_embed.cpp): one causal
-  // prefill of every sequence over its block table, the final-normed
-  // states pooled (and a rank head applied) per sequence.
+  // A decoder embedding model's vectors (decoder_embed.cpp): one prefill
+  // of every sequence over its block table (causal, or bidirectional for
+  // EmbeddingGemma), the final-normed states pooled (and a rank head or
+  // the dense projections applied) per sequence.
   Status Encode(std::span<const EncodeSeq> seqs) override;
   int64_t kv_block_bytes() const override { return kv_.block_bytes(); }
   BackendMemory memory() const override;
@@ -179,6 +180,8 @@ class CpuBackend final : public Backend {
     bool accumulate;  // y += x·Wᵀ
   };
   void MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n);
+  // k_->matmul(a), or for an Encode step the embedding GEMM (encoder_matmul.h).
+  void MatMul(const MatMulArgs& a) const;
   // x (n, k) -> xq_ when any of `ws` is block-quantized; the xq for MatMulArgs.
   const BlockQ8Act* QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, int64_t k);
   // hb = act(xn·gateᵀ) * (xn·upᵀ): (n, gate.rows), leading dimension gate.rows.
@@ -195,6 +198,9 @@ class CpuBackend final : public Backend {
   void StoreKvColumn(uint8_t* tile, int64_t slot, const float* k) const;
   void StoreKvRow(uint8_t* tile, int64_t slot, const float* v) const;
   void Attention(int layer, const Batch& batch, int64_t n);
+  // decoder_embed.cpp: y (n, w.rows) = x (n, w.cols) · wᵀ, rows split over
+  // the threads; each row's arithmetic independent of n and the split.
+  void Project(const WeightView& w, const float* x, int64_t n, float* y);
   bool Parallel(int64_t macs) const;
 
   std::shared_ptr<Shared> shared_;  // the lanes hold the same one

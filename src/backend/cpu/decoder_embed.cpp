@@ -1,13 +1,20 @@
-// Embeddings from a causal decoder (Qwen3-Embedding, Qwen3-Reranker): the
-// sequences run as one prefill step over the block tables the engine gave
-// them, and the step's final-normed rows are pooled here instead of going
-// through the vocabulary head.
+// Embeddings from a decoder (Qwen3-Embedding, Qwen3-Reranker: causal;
+// EmbeddingGemma: bidirectional, ModelConfig::causal false): the sequences
+// run as one prefill step over the block tables the engine gave them, and
+// the step's final-normed rows are pooled here instead of going through the
+// vocabulary head.
 //
-//   tokens of seq i ──layers (causal, K/V into its blocks)──> final norm
+//   tokens of seq i ──layers (K/V into its blocks)──> final norm
 //     none / mean : every row          -> copied / averaged (pooling.h)
-//     last        : the last row
+//     cls / last  : the first / the last row
 //     rank        : the last row · cls.output.weightᵀ (+ bias), softmax over
 //                   the outputs for qwen3 ([yes, no] -> P(yes) first)
+//   then, with n_dense (EmbeddingGemma's sentence-transformers Dense
+//   modules), each pooled row -> ·dense_2ᵀ -> ·dense_3ᵀ (every token's row
+//   for none, as llama.cpp)
+//
+// Every sequence runs whole in the step (n_past 0), which bidirectional
+// attention needs: a token sees keys after it, stored in the same step.
 //
 // A token's arithmetic does not depend on the other sequences of the step
 // (forward.cpp's rows, tokens and heads are independent), so a sequence's
@@ -26,6 +33,34 @@ namespace {
 bool AllRows(Pooling p) { return p == Pooling::kNone || p == Pooling::kMean; }
 
 }  // namespace
+
+void CpuBackend::Project(const WeightView& w, const float* x, int64_t n, float* y) {
+  std::vector<BlockQ8Act> xq;
+  if (IsBlockQuantized(w.type)) {
+    const int64_t nb = w.cols / 32;
+    xq.resize(static_cast<size_t>(n * nb));
+    for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * w.cols, w.cols, xq.data() + t * nb);
+  }
+  auto rows = [&](int64_t lo, int64_t hi, int) {
+    MatMulArgs a;
+    a.w = &w;
+    a.x = x;
+    a.ld_x = w.cols;
+    a.xq = xq.empty() ? nullptr : xq.data();
+    a.ld_xq = w.cols / 32;
+    a.n_tok = n;
+    a.y = y;
+    a.ld_y = w.rows;
+    a.row_begin = lo;
+    a.row_end = hi;
+    k_->matmul(a);
+  };
+  if (Parallel(n * w.rows * w.cols)) {
+    pool_.ParallelFor(w.rows, rows);
+  } else {
+    rows(0, w.rows, 0);
+  }
+}
 
 Status CpuBackend::Encode(std::span<const EncodeSeq> seqs) {
   if (!cfg_.MakesEmbeddings())
@@ -46,8 +81,11 @@ Status CpuBackend::Encode(std::span<const EncodeSeq> seqs) {
     b.n_tokens = static_cast<int32_t>(n);
     b.n_past = 0;
     b.block_table = s.block_table;
-    const int32_t first_row = AllRows(s.pooling) ? 0 : static_cast<int32_t>(n - 1);
-    for (int32_t t = first_row; t < n; ++t) rows.push_back(b.first + t);
+    if (AllRows(s.pooling)) {
+      for (int32_t t = 0; t < n; ++t) rows.push_back(b.first + t);
+    } else {  // one row: the first token's for CLS, the last's for last and rank
+      rows.push_back(b.first + (s.pooling == Pooling::kCls ? 0 : static_cast<int32_t>(n - 1)));
+    }
     tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
   }
   // ---- one prefill step: hidden (rows, n_embd), CheckBatch validating ids and tables
@@ -69,7 +107,7 @@ Status CpuBackend::Encode(std::span<const EncodeSeq> seqs) {
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     const int64_t n_rows = AllRows(s.pooling) ? n : 1;
     if (s.pooling != Pooling::kRank) {
-      PoolRows(h, n_rows, E, s.pooling == Pooling::kLast ? Pooling::kCls : s.pooling, s.out);
+      PoolRows(h, n_rows, E, s.pooling == Pooling::kLast ? Pooling::kCls : s.pooling, s.out);  // (its one row)
     } else {
       const int32_t n_out = cfg_.n_cls_out;
       head.resize(static_cast<size_t>(E));
@@ -94,6 +132,12 @@ Status CpuBackend::Encode(std::span<const EncodeSeq> seqs) {
         for (int32_t j = 0; j < n_out; ++j)
           s.out[j] = static_cast<float>(std::exp(static_cast<double>(s.out[j]) - mx) / sum);
       }
+    }
+    if (cfg_.n_dense > 0 && s.pooling != Pooling::kRank) {  // out (rows, E) -> dense_2 -> dense_3 -> out
+      const int64_t out_rows = s.pooling == Pooling::kNone ? n : 1;
+      std::vector<float> mid(static_cast<size_t>(out_rows * cfg_.n_dense));
+      Project(w_.dense_2, s.out, out_rows, mid.data());
+      Project(w_.dense_3, mid.data(), out_rows, s.out);
     }
     h += n_rows * E;
   }

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/encoder_attention.h"
+#include "backend/cpu/encoder_matmul.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/rope.h"
 #include "backend/pooling.h"
@@ -81,7 +83,8 @@ class CpuEncoder final : public Backend {
   // ---- activations, grown to the longest sequence seen
   int64_t cap_ = 0;
   size_t scratch_floats_ = 0;
-  std::vector<float> x_, y_, q_, kk_, v_, att_, hb_, gate_, ones_, scores_, cos_sin_;  // scores_: (n_threads, n)
+  std::vector<float> x_, y_, q_, kk_, v_, att_, hb_, gate_, ones_, cos_sin_;
+  EncoderAttnScratch attn_;
   std::vector<BlockQ8Act> xq_;
 };
 
@@ -131,10 +134,12 @@ void CpuEncoder::Reserve(int64_t n) {
   if (cfg_.rope_encoder) gate_.resize(n * F);
   if (rope_) cos_sin_.resize(static_cast<size_t>(n * rope_->n_pairs() * 2));
   ones_.assign(n * F, 1.0f);
-  scores_.resize(T * n);
   xq_.resize(n * (std::max(E, F) / 32 + 1));
   cap_ = n;
-  scratch_floats_ = static_cast<size_t>(n * (7 * E + (cfg_.rope_encoder ? 3 : 2) * F + T) + cos_sin_.size());
+  // + the attention's K/V tiles (2 E (n + 8)) and per-thread scores and queries
+  scratch_floats_ = static_cast<size_t>(n * (7 * E + (cfg_.rope_encoder ? 3 : 2) * F) + 2 * E * (n + 8) +
+                                        T * (16 * n + 32 * cfg_.head_dim)) +
+                    cos_sin_.size();
 }
 
 void CpuEncoder::Linear(const WeightView& w, const WeightView& b, const float* x, int64_t n, float* y) {
@@ -156,7 +161,7 @@ void CpuEncoder::Linear(const WeightView& w, const WeightView& b, const float* x
     a.ld_y = w.rows;
     a.row_begin = lo;
     a.row_end = hi;
-    k_->matmul(a);
+    EncoderMatMul(*k_, a);  // the AVX-512 tile where the CPU has it
     if (!b.empty())
       for (int64_t t = 0; t < n; ++t)
         for (int64_t r = lo; r < hi; ++r) y[t * w.rows + r] += Vec(b)[r];
@@ -192,51 +197,16 @@ void CpuEncoder::AddLayerNorm(float* x, const float* y, const WeightView& w, con
   }
 }
 
-// Each (head, query token) against all n keys of the sequence: no mask.
+// Every token against all n keys of the sequence, no mask
+// (encoder_attention.h: the attention kernel over each head's K/V).
 void CpuEncoder::Attention(int64_t n) {
-  const int64_t H = cfg_.n_head, hd = cfg_.head_dim, E = cfg_.q_dim();
-  const float scale = cfg_.AttnScale();
-  auto tasks = [&](int64_t b, int64_t e, int thread) {
-    float* s = scores_.data() + static_cast<int64_t>(thread) * cap_;
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t h = task / n, t = task % n;
-      const float* q = q_.data() + t * E + h * hd;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* kj = kk_.data() + j * E + h * hd;
-        // q·k in 8 interleaved partial sums (a fixed order the compiler
-        // vectorizes; one serial sum kept this loop scalar: 39% of a
-        // BERT-base run's CPU time against 52% for all the matmuls), added
-        // up in a fixed order: the same for a sequence in any batch.
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        int64_t d = 0;
-        for (; d + 8 <= hd; d += 8)
-          for (int l = 0; l < 8; ++l) acc[l] += q[d + l] * kj[d + l];
-        for (; d < hd; ++d) acc[d % 8] += q[d] * kj[d];
-        const float dot = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-        s[j] = dot * scale;
-        mx = std::max(mx, s[j]);
-      }
-      double sum = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        s[j] = std::exp(s[j] - mx);
-        sum += s[j];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      float* out = att_.data() + t * E + h * hd;
-      for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        const float p = s[j] * inv;
-        const float* vj = v_.data() + j * E + h * hd;
-        for (int64_t d = 0; d < hd; ++d) out[d] += p * vj[d];
-      }
-    }
-  };
-  if (Parallel(H * n * n * hd * 2)) {
-    pool_.ParallelFor(H * n, tasks);
-  } else {
-    tasks(0, H * n, 0);
-  }
+  EncoderAttnShape shape;
+  shape.n = n;
+  shape.n_head = cfg_.n_head;
+  shape.head_dim = cfg_.head_dim;
+  shape.ld = cfg_.q_dim();
+  shape.scale = cfg_.AttnScale();
+  EncoderAttention(*k_, pool_, shape, q_.data(), kk_.data(), v_.data(), att_.data(), &attn_);
 }
 
 void CpuEncoder::RunSequence(std::span<const llm_token> tokens) {

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/encoder_matmul.h"
 #include "backend/kv_wire.h"
 #include "util/fp16.h"
 
@@ -136,6 +137,16 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
   return ws_.xq.data();
 }
 
+// An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take
+// the AVX-512 tile (encoder_matmul.h); generation keeps Kernels::matmul.
+void CpuBackend::MatMul(const MatMulArgs& a) const {
+  if (hidden_out_ != nullptr) {
+    EncoderMatMul(*k_, a);
+  } else {
+    k_->matmul(a);
+  }
+}
+
 void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int64_t n) {
   int64_t total_rows = 0, macs = 0;
   const WeightView* ws[4];  // callers pass at most 4 jobs (Q, K, V)
@@ -164,7 +175,7 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
         a.row_begin = lo;
         a.row_end = hi;
         a.accumulate = jobs[j].accumulate;
-        k_->matmul(a);
+        MatMul(a);
       }
       base += w.rows;
     }
@@ -197,10 +208,10 @@ void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, con
     a.row_end = e;
     a.w = &gate;
     a.y = ws_.hb.data();
-    k_->matmul(a);
+    MatMul(a);
     a.w = &up;
     a.y = ws_.hb2.data();
-    k_->matmul(a);
+    MatMul(a);
     for (int64_t t = 0; t < n; ++t) act_mul(ws_.hb.data() + t * F + b, ws_.hb2.data() + t * F + b, e - b);
   };
   if (Parallel(2 * n * F * E)) {
@@ -320,8 +331,31 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   const int64_t Q = cfg_.q_dim();
   const float scale = cfg_.AttnScale();
   const int64_t window = cfg_.IsLocalLayer(layer) ? cfg_.sliding_window : 0;  // 0: all keys
+  // Keys [first, end) of token t's sequence: causal 0 .. pos (the last
+  // `window` of them on a local layer); bidirectional (EmbeddingGemma, the
+  // whole sequence in this step) all of the sequence, within window / 2 of
+  // pos either side on a local layer.
+  auto key_range = [&](int64_t t, int64_t* first, int64_t* end) {
+    const int64_t p = ws_.pos[t];
+    if (cfg_.causal) {
+      *end = p + 1;
+      *first = window > 0 && *end > window ? *end - window : 0;
+      return;
+    }
+    const BatchSeq& s = batch.seqs[ws_.seq_of[t]];
+    *end = int64_t{s.n_past} + s.n_tokens;
+    *first = 0;
+    if (window > 0) {
+      *first = std::max<int64_t>(0, p - window / 2);
+      *end = std::min<int64_t>(*end, p + window / 2 + 1);
+    }
+  };
   int64_t keys = 0;
-  for (int64_t t = 0; t < n; ++t) keys += window > 0 && ws_.pos[t] + 1 > window ? window : ws_.pos[t] + 1;
+  for (int64_t t = 0; t < n; ++t) {
+    int64_t first = 0, end = 0;
+    key_range(t, &first, &end);
+    keys += end - first;
+  }
 
   auto tasks = [&](int64_t b, int64_t e, int thread) {
     float* scores = ws_.scores.data() + static_cast<int64_t>(thread) * n_rep * ws_.cap_keys;  // (n_rep, cap_keys)
@@ -340,8 +374,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.block_table = s.block_table.data();
       a.block_size = static_cast<int32_t>(kv_.block_size);
       a.head_dim = hd;
-      a.n_keys = ws_.pos[t] + 1;
-      a.first_key = window > 0 && a.n_keys > window ? a.n_keys - window : 0;
+      key_range(t, &a.first_key, &a.n_keys);
       a.scale = scale;
       a.softcap = cfg_.attn_logit_softcap;
       a.sinks = cfg_.attn_sinks ? norms_.sinks[layer].data() + static_cast<int64_t>(g) * n_rep : nullptr;
