@@ -25,6 +25,8 @@ server with the same model (stories260K by default; SmolLM2 when given):
   the decode server sees the connection drop, computes the prompt, the same
   answer, long before the pull's step timeout; a producer that stalls
   without dying: the step timeout ends the pull, the same answer;
+- two prefill and three decode servers behind one proxy, one of each down:
+  every request split and decoded, both live decode servers used;
 - a prefill server that is down: the proxy sends the request to the decode
   server as it came; the same answer;
 - a decode server that is down: the proxy answers 502 decode_unavailable at
@@ -39,6 +41,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -108,10 +111,12 @@ def start(args, stderr=subprocess.PIPE):
     return p, port, err
 
 
-def start_proxy(prefill_port, decode_port):
-    p = subprocess.Popen([proxy_bin, "--port", "0", "--prefill", "http://127.0.0.1:%d" % prefill_port,
-                          "--decode", "http://127.0.0.1:%d" % decode_port, "--timeout", str(int(T))],
-                         stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+def start_proxy(prefill_ports, decode_ports):
+    cmd = [proxy_bin, "--port", "0", "--timeout", str(int(T))]
+    for flag, ports in (("--prefill", prefill_ports), ("--decode", decode_ports)):
+        for port in ports if isinstance(ports, list) else [ports]:
+            cmd += [flag, "http://127.0.0.1:%d" % port]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
     line = p.stdout.readline()
     procs.append(p)
     return p, int(line.split("listening on http://")[1].split()[0].rsplit(":", 1)[1])
@@ -160,6 +165,27 @@ try:
     with concurrent.futures.ThreadPoolExecutor(64) as ex:
         got = list(ex.map(lambda ip: completion(dis, ip[1], ip[0] % 2 == 1), enumerate(many)))
     check(got == want, "64 concurrent requests (half streamed) equal one server's")
+
+    # Several prefill and decode servers behind one proxy, one of each kind
+    # down (a closed port) and listed first: every request is split and
+    # decoded, the live decode servers share them.
+    decode2, decode2_port, _ = start(["--kv-role", "decode"])
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        closed_port = sk.getsockname()[1]
+    multi_port = start_proxy([closed_port, prefill_port], [closed_port, decode_port, decode2_port])[1]
+    multi = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % multi_port, api_key="x", max_retries=0, timeout=T)
+    pulls = lambda: [metrics(p).get("llmrt_kv_transfers_total", 0) for p in (decode_port, decode2_port)]
+    before = pulls()
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(lambda ip: completion(multi, ip[1], ip[0] % 2 == 1), enumerate(many[:16])))
+    check(got == want[:16], "two prefill and three decode servers (one of each down): the same answers")
+    after = pulls()
+    check(after[0] > before[0] and after[1] > before[1] and sum(after) - sum(before) == 16,
+          "both live decode servers pulled, 16 transfers in all (%s -> %s)" % (before, after))
+    m = metrics(multi_port)
+    check(m.get("llmrt_proxy_split_total") == 16 and m.get("llmrt_proxy_prefill_failures_total") == 0 and
+          m.get("llmrt_proxy_decode_failures_total") == 0, "the proxy split every request, no failure counted")
 
     # Bad kv_transfer_params: 400s naming the parameter, the servers serving on.
     def status_of(port, body):
@@ -281,11 +307,11 @@ try:
     # prefill server's lease time is the default 30 s, so only leases from
     # finished pulls are checked gone here).
     time.sleep(1)
-    for name, port in (("prefill", prefill_port), ("decode", decode_port)):
+    for name, port in (("prefill", prefill_port), ("decode", decode_port), ("second decode", decode2_port)):
         m = metrics(port)
         check(m.get("llmrt_kv_blocks_used", -1) == 0, "%s server: no KV block held" % name)
     m = metrics(prefill_port)
-    check(m.get("llmrt_kv_transfers_served_total", 0) >= 12 + 64, "prefill server: transfers served counted")
+    check(m.get("llmrt_kv_transfers_served_total", 0) >= 12 + 64 + 16, "prefill server: transfers served counted")
     check(m.get("llmrt_kv_leases_active", 99) <= 2, "prefill server: only the unpulled leases left (%s)" %
           m.get("llmrt_kv_leases_active"))
 finally:
