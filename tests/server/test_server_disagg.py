@@ -145,8 +145,10 @@ try:
         return "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
             model="m", messages=msgs, max_tokens=24, temperature=0, stream=True) if c.choices)
 
+    print("     one server's greedy completion of prompt 0: %r" % completion(one, prompts[0])[:80])
     for i, p in enumerate(prompts[:3]):
         want = completion(one, p)
+        check(len(want) > 0 and len(chat(one, p)) > 0, "prompt %d: the single server's answers are not empty" % i)
         check(completion(dis, p) == want, "completion %d through the proxy equals one server's" % i)
         check(completion(dis, p, True) == want, "streamed completion %d equals one server's" % i)
         want_chat = chat(one, p)
