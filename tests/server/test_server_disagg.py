@@ -2,11 +2,14 @@
 """Prefill/decode disaggregation through llm-server and llm-disagg-proxy.
 
   test_server_disagg.py LLM_SERVER LLM_DISAGG_PROXY REPO_DIR [MODEL]
-                        [--threads N] [--repeat N] [--timeout S]
+                        [--threads N] [--repeat N] [--timeout S] [--lease-ms N]
 
 --threads: each server's threads (1); --repeat: how many times each
 prompt's sentence is repeated (3); --timeout: seconds a request may take
-(120; a large model's 64 concurrent requests need more). ctest runs it on
+(120; a large model's 64 concurrent requests need more); --lease-ms: the
+prefill servers' --kv-lease-ms (their default, 30 s, when 0: a decode
+server slower than that to reach a queued request's pull falls back, by
+design, and the transfer checks below would fail). ctest runs it on
 stories260K; the acceptance runs on SmolLM2 and the 1B shape are
 bench/disagg_acceptance.sh (bench/results/2026-11-27-disagg-acceptance.md).
 
@@ -59,10 +62,12 @@ ap.add_argument("model", nargs="?")
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--repeat", type=int, default=3)
 ap.add_argument("--timeout", type=float, default=120)
+ap.add_argument("--lease-ms", type=int, default=0)
 args = ap.parse_args()
 server_bin, proxy_bin, repo = args.server_bin, args.proxy_bin, args.repo
 model = args.model or os.path.join(repo, "models/stories260K-f32.gguf")
 T = args.timeout
+LEASE_MS = args.lease_ms
 try:
     import openai
 except ImportError:
@@ -100,6 +105,8 @@ procs = []
 
 
 def start(args, stderr=subprocess.PIPE):
+    if "prefill" in args and LEASE_MS > 0:
+        args = args + ["--kv-lease-ms", str(LEASE_MS)]
     try:
         p, port, err = server_proc.start(server_bin, base + args, stderr=stderr)
     except SystemExit as e:
@@ -167,6 +174,9 @@ try:
     with concurrent.futures.ThreadPoolExecutor(64) as ex:
         got = list(ex.map(lambda ip: completion(dis, ip[1], ip[0] % 2 == 1), enumerate(many)))
     check(got == want, "64 concurrent requests (half streamed) equal one server's")
+    m = metrics(decode_port)
+    check(m.get("llmrt_kv_transfers_total", 0) >= 12 + 64 and m.get("llmrt_kv_transfer_fallbacks_total", -1) == 0,
+          "the 64 arrived by transfer, no fallback (%s pulls)" % m.get("llmrt_kv_transfers_total"))
 
     # Several prefill and decode servers behind one proxy, one of each kind
     # down (a closed port) and listed first: every request is split and
@@ -269,16 +279,21 @@ try:
     check(stall_lines() == n0 + 1, "killed mid-transfer: the producer sent the first half of the run")
     time.sleep(0.3)
     check(t.is_alive(), "killed mid-transfer: the decode server still waits for the rest")
+    n_reasons = sum("KV consumer" in line for line in decode_err)
     stalled.send_signal(signal.SIGKILL)
     stalled.wait()
     t0 = time.time()
-    t.join(step_timeout + T)
+    # The pull's end is the decode server's fallback line (the answer after
+    # it takes the prompt's computation, long on a large model).
+    while sum("KV consumer" in line for line in decode_err) == n_reasons and time.time() - t0 < step_timeout + T:
+        time.sleep(0.02)
     waited = time.time() - t0
+    t.join(step_timeout + T)
     check(not t.is_alive(), "killed mid-transfer: the decode server answered (no hang)")
     check(out.get("r", {}).get("choices", [{}])[0].get("text") == completion(one, prompts[4]),
           "killed mid-transfer: the decode server computes the prompt, same answer")
     check(waited < step_timeout - 1, "killed mid-transfer: the dropped connection seen, not the step timeout "
-          "(%.1f s after the kill)" % waited)
+          "(the pull ended %.1f s after the kill)" % waited)
     reasons = [line.strip() for line in decode_err if "KV consumer" in line]
     print("\n".join("     decode server: " + r for r in reasons[-2:]))
     check(len(reasons) >= 2 and "timed out" not in reasons[-1] and "LLM_ERR_IO" in reasons[-1],
