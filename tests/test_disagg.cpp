@@ -4,7 +4,9 @@
 // greedy outputs equal one context's, and each failure the consumer must
 // survive by computing the prompt itself: producer gone, lease expired,
 // another model, flipped bytes, a producer dying mid-transfer. Every case
-// ends with both pools back at their idle block counts.
+// ends with both pools back at their idle block counts. With a CUDA device
+// (or the emulator of -DLLM_CUDA=EMULATE) the roles across backends: a CPU
+// producer and a CUDA consumer, a CUDA producer and a CPU consumer.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -23,6 +25,9 @@
 #include "disagg/transport.h"
 #include "disagg/wire.h"
 #include "llm.h"
+#include "support/api_greedy.h"
+#include "support/api_helpers.h"
+#include "support/cuda_test_helpers.h"
 #include "synth_model.h"
 
 namespace llm {
@@ -550,6 +555,88 @@ TEST_F(Disagg, ProducerDyingMidTransferEndsThePull) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
   ASSERT_FALSE(result.ok()) << "the pull finished before the producer went away";
   EXPECT_EQ(result.status().code(), LLM_ERR_IO) << result.status().message();
+}
+
+// ---------------------------------------------------------------- CUDA
+
+// The roles on a CUDA context (its BF16 pool in the wire layout:
+// cuda_kv_io.cpp), staged through host memory: the producer exports its
+// blocks into the lease's host buffer, the consumer imports the pulled
+// stream block by block. Across backends the KV converts (F16 -> BF16
+// rounds, BF16 -> F16 is exact), so the consumer's greedy continuation is
+// compared with a context of its own backend that computed the prompt, by
+// the CUDA tests' near-tie rule (support/api_greedy.h).
+llm_ctx* MakeBackendCtx(int32_t backend, int32_t role) {
+  const std::string path = test::ModelPathF32();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = path.c_str();
+  p.backend = backend;
+  p.n_threads = 1;
+  p.n_ctx = 256;
+  p.kv_role = role;
+  p.n_gpu_layers = -1;
+  llm_ctx* ctx = nullptr;
+  if (llm_ctx_create(&p, &ctx) != LLM_OK) {
+    ADD_FAILURE() << llm_last_error();
+    return nullptr;
+  }
+  return ctx;
+}
+
+void AcrossBackends(int32_t producer_backend, int32_t consumer_backend) {
+  llm_ctx* prod = MakeBackendCtx(producer_backend, LLM_KV_ROLE_PRODUCER);
+  llm_ctx* cons = MakeBackendCtx(consumer_backend, LLM_KV_ROLE_CONSUMER);
+  llm_ctx* computed = MakeBackendCtx(consumer_backend, LLM_KV_ROLE_NONE);
+  ASSERT_TRUE(prod && cons && computed);
+  for (int len : {40, 64}) {
+    SCOPED_TRACE("prompt of " + std::to_string(len));
+    const std::vector<llm_token> prompt = Prompt(len, len);
+    const GenRun pre = Generate(prod, prompt, 1, nullptr, 1);
+    ASSERT_EQ(pre.status, LLM_OK);
+    ASSERT_FALSE(pre.desc.empty());
+    const test::ApiGreedyRun want = test::ApiGreedy(computed, prompt, 16);
+    const test::ApiGreedyRun got = test::ApiGreedy(cons, prompt, 16, 2, 0, pre.desc.c_str());
+    ASSERT_EQ(got.status, LLM_OK);
+    EXPECT_EQ(got.kv_transfer_status, LLM_OK);
+    EXPECT_GE(got.transferred, (len - 1) / 16 * 16);
+    EXPECT_EQ(got.metrics.cached_prompt_tokens, got.transferred);
+    test::ExpectEqualUpToNearTie(want, got, 0.1f);
+  }
+  EXPECT_EQ(Stats(cons).kv_xfer_pulls, 2u);
+  EXPECT_EQ(Stats(cons).kv_xfer_fallbacks, 0u);
+  EXPECT_EQ(WaitStats(prod, [](const llm_stats& s) { return s.kv_xfer_served == 2; }).kv_xfer_served, 2u);
+  ExpectIdle(prod);
+  ExpectIdle(cons);
+  llm_ctx_destroy(computed);
+  llm_ctx_destroy(cons);
+  llm_ctx_destroy(prod);
+}
+
+TEST_F(Disagg, CpuProducerCudaConsumer) {
+  SKIP_WITHOUT_DEVICE();
+  AcrossBackends(LLM_BACKEND_CPU, LLM_BACKEND_CUDA);
+}
+
+TEST_F(Disagg, CudaProducerCpuConsumer) {
+  SKIP_WITHOUT_DEVICE();
+  AcrossBackends(LLM_BACKEND_CUDA, LLM_BACKEND_CPU);
+}
+
+// A CUDA context holding only some layers cannot read its blocks whole:
+// the role is refused at creation, with the reason.
+TEST_F(Disagg, PartialOffloadRefusesARole) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = test::ModelPathF32();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = path.c_str();
+  p.backend = LLM_BACKEND_CUDA;
+  p.n_gpu_layers = 2;
+  p.kv_role = LLM_KV_ROLE_PRODUCER;
+  llm_ctx* ctx = nullptr;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("kv_role"), std::string::npos) << llm_last_error();
 }
 
 }  // namespace

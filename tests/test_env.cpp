@@ -13,7 +13,7 @@ namespace llm {
 namespace {
 
 const char* const kSwitches[] = {"LLM_BACKEND",     "LLM_CPU_ISA",    "LLM_CPU_PACK",      "LLM_CPU_LANES",
-                                 "LLM_CUDA_GRAPHS", "LLM_CUDA_DEBUG", "LLM_CUDA_ATTENTION"};
+                                 "LLM_CUDA_GRAPHS", "LLM_CUDA_DEBUG", "LLM_CUDA_ATTENTION", "LLM_KV_SERVE_STALL_MS"};
 
 // Clears every switch for the test and puts back what was set (ctest sets
 // LLM_BACKEND=cpu).
@@ -41,6 +41,7 @@ TEST_F(Env, UnsetMeansDefaults) {
   EXPECT_FALSE(e.cuda_graphs_off);
   EXPECT_FALSE(e.cuda_debug);
   EXPECT_FALSE(e.cuda_force_decode_attention);
+  EXPECT_EQ(e.kv_serve_stall_ms, 0);
 }
 
 TEST_F(Env, EachSwitchSetsItsField) {
@@ -51,6 +52,7 @@ TEST_F(Env, EachSwitchSetsItsField) {
   ::setenv("LLM_CUDA_GRAPHS", "0", 1);
   ::setenv("LLM_CUDA_DEBUG", "1", 1);
   ::setenv("LLM_CUDA_ATTENTION", "decode", 1);
+  ::setenv("LLM_KV_SERVE_STALL_MS", "2500", 1);
   const EnvOptions e = ReadEnv();
   EXPECT_EQ(e.backend, EnvOptions::Backend::kCuda);
   EXPECT_TRUE(e.cpu_isa_generic);
@@ -59,6 +61,7 @@ TEST_F(Env, EachSwitchSetsItsField) {
   EXPECT_TRUE(e.cuda_graphs_off);
   EXPECT_TRUE(e.cuda_debug);
   EXPECT_TRUE(e.cuda_force_decode_attention);
+  EXPECT_EQ(e.kv_serve_stall_ms, 2500);
   ::setenv("LLM_BACKEND", "cpu", 1);
   EXPECT_EQ(ReadEnv().backend, EnvOptions::Backend::kCpu);
 }
@@ -81,6 +84,7 @@ TEST_F(Env, OtherValuesMeanTheDefault) {
   ::setenv("LLM_CUDA_GRAPHS", "off", 1);
   ::setenv("LLM_CUDA_DEBUG", "0", 1);
   ::setenv("LLM_CUDA_ATTENTION", "prefill", 1);
+  ::setenv("LLM_KV_SERVE_STALL_MS", "-5", 1);  // clamped to off
   const EnvOptions e = ReadEnv();
   EXPECT_EQ(e.backend, EnvOptions::Backend::kAuto);
   EXPECT_FALSE(e.cpu_isa_generic);
@@ -89,6 +93,7 @@ TEST_F(Env, OtherValuesMeanTheDefault) {
   EXPECT_FALSE(e.cuda_graphs_off);
   EXPECT_FALSE(e.cuda_debug);
   EXPECT_FALSE(e.cuda_force_decode_attention);
+  EXPECT_EQ(e.kv_serve_stall_ms, 0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "capi/capi_util.h"
 #include "core/defaults.h"
 #include "engine/engine.h"
+#include "util/env.h"
 
 namespace llm::capi {
 
@@ -34,8 +35,8 @@ StatusOr<std::unique_ptr<DisaggState>> CreateDisagg(const llm_ctx_params& p, Eng
   if (p.kv_role == LLM_KV_ROLE_NONE) return std::unique_ptr<DisaggState>();
   const kvstate::KvGeometry geometry = engine.kv_geometry();
   if (geometry.n_layer == 0)
-    return Unsupported("kv_role needs a backend that reads and writes its KV blocks (the CPU backend); this "
-                       "context's backend cannot yet");
+    return Unsupported("kv_role needs a backend that reads and writes its whole KV blocks (the CPU backend, or "
+                       "CUDA with every layer on the device: n_gpu_layers -1); this context's cannot");
   auto d = std::make_unique<DisaggState>();
   d->role = p.kv_role;
   d->identity = disagg::MakeIdentity(engine.model().fingerprint, geometry);
@@ -46,6 +47,7 @@ StatusOr<std::unique_ptr<DisaggState>> CreateDisagg(const llm_ctx_params& p, Eng
     so.listen = p.kv_listen_addr != nullptr ? p.kv_listen_addr : defaults::kKvListenAddr;
     so.identity = d->identity;
     so.leases = d->leases.get();
+    so.stall_ms = ReadEnv().kv_serve_stall_ms;
     LLM_ASSIGN_OR_RETURN(d->server, disagg::StartKvServer(so));
     d->host = d->server->host();
     d->port = d->server->port();

@@ -31,6 +31,9 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // "host:port"
   Identity identity;
   LeaseTable* leases = nullptr;        // outlives the server
+  // Test switch (LLM_KV_SERVE_STALL_MS): each PULL's second half is sent
+  // this long after its first, announced on stderr (0: off).
+  int64_t stall_ms = 0;
 };
 StatusOr<std::unique_ptr<KvServer>> StartKvServer(const ServerOptions& opt);
 

@@ -3,6 +3,8 @@
 // connections, reads fixed-size requests and answers them from the
 // LeaseTable, sending KV bytes straight from the lease's memory.
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -25,12 +27,21 @@ struct Send {
   std::unique_ptr<uint8_t[]> hdr;  // a reply header being sent
 };
 
+// A run's second half held back by the stall switch.
+struct Held {
+  const uint8_t* data = nullptr;
+  size_t n = 0;
+  LeaseBytes keep;
+  std::chrono::steady_clock::time_point due;
+};
+
 struct Conn {
   ucp_ep_h ep = nullptr;
   uint8_t in[kRequestBytes] = {};
   void* recv = nullptr;
   std::atomic<bool> failed{false};
   std::vector<Send> sends;
+  std::vector<Held> held;
   uint64_t lease = 0;
   LeaseBytes bytes;      // after a successful HELLO
   uint64_t pulled = 0;   // bytes sent
@@ -148,6 +159,12 @@ class UcxKvServer final : public KvServer {
 
   bool Drive(Conn* c) {
     bool progressed = false;
+    while (!c->held.empty() && std::chrono::steady_clock::now() >= c->held.front().due) {
+      Held h = std::move(c->held.front());
+      c->held.erase(c->held.begin());
+      SendBytes(c, h.data, h.n, std::move(h.keep), nullptr);
+      progressed = true;
+    }
     for (size_t i = 0; i < c->sends.size();) {
       const ucs_status_t st = ucp_request_check_status(c->sends[i].req);
       if (st == UCS_INPROGRESS) {
@@ -239,7 +256,16 @@ class UcxKvServer final : public KvServer {
         reply.length = req->length;
         reply.checksum = Hash64(data, req->length);
         SendReply(c, reply);
-        SendBytes(c, data, req->length, c->bytes, nullptr);
+        if (opt_.stall_ms > 0 && req->length >= 2) {
+          const size_t half = req->length / 2;
+          SendBytes(c, data, half, c->bytes, nullptr);
+          c->held.push_back({data + half, req->length - half, c->bytes,
+                             std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.stall_ms)});
+          std::fprintf(stderr, "llmrt: KV server: LLM_KV_SERVE_STALL_MS: sent %zu of a run's %llu bytes, the rest in %lld ms\n",
+                       half, static_cast<unsigned long long>(req->length), static_cast<long long>(opt_.stall_ms));
+        } else {
+          SendBytes(c, data, req->length, c->bytes, nullptr);
+        }
         c->pulled += req->length;
         opt_.leases->CountServed(req->length);
         // The last byte handed over ends the lease (the sends keep the

@@ -37,6 +37,10 @@ struct EnvOptions {
   bool emu_racecheck_off = false;
   // LLM_EMU_DEVICE_MIB=N: the CUDA emulator's device memory, MiB (0: 16 GiB).
   long emu_device_mib = 0;
+  // LLM_KV_SERVE_STALL_MS=N: a KV producer's server sends the first half of
+  // each PULL's bytes, then holds the rest N ms (the tests kill a producer
+  // mid-transfer with it; 0: off).
+  long kv_serve_stall_ms = 0;
 };
 
 // The switches as set now; unset or unrecognised values leave the defaults.

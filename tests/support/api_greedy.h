@@ -26,12 +26,14 @@ struct ApiGreedyRun {
   std::vector<std::vector<llm_top_logprob>> top;  // (tokens) the top_k most likely under this context
   llm_status status = LLM_OK;
   llm_metrics metrics{};
+  int32_t transferred = 0;              // the final event's transferred_prompt_tokens
+  llm_status kv_transfer_status = LLM_OK;
 };
 
 // n greedy tokens after `prompt` (EOS ignored), with each position's top_k;
-// keep_kv is the request's llm_request.keep_kv.
+// keep_kv and kv_transfer_desc are the request's fields of those names.
 inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n, int32_t top_k = 2,
-                              int32_t keep_kv = 0) {
+                              int32_t keep_kv = 0, const char* kv_transfer_desc = nullptr) {
   ApiGreedyRun run;
   llm_sampling_params sp;
   llm_sampling_params_init(&sp);
@@ -44,6 +46,7 @@ inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt
   r.ignore_eos = 1;
   r.top_logprobs = top_k;
   r.keep_kv = keep_kv;
+  r.kv_transfer_desc = kv_transfer_desc;
   r.sampling = &sp;
   llm_request_id id = 0;
   run.status = llm_submit(ctx, &r, &id);
@@ -71,6 +74,8 @@ inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt
       } else if (ev[i].type == LLM_EVENT_FINAL) {
         run.status = ev[i].status;
         run.metrics = ev[i].metrics;
+        run.transferred = ev[i].transferred_prompt_tokens;
+        run.kv_transfer_status = ev[i].kv_transfer_status;
         done = true;
       }
     }

@@ -8,10 +8,14 @@
 //
 //   llm-disagg-proxy --prefill http://127.0.0.1:8001 --decode http://127.0.0.1:8002 [--host H] [--port P]
 //
-// A prefill server that fails or is down: the request goes to the decode
-// server as it came (it computes the prompt). A decode server that is down:
-// 502 with an OpenAI-shaped error (code "decode_unavailable"). /metrics
-// counts both; GET /v1/models and /health are the decode server's.
+// --prefill and --decode may each be given several times: each request goes
+// to the server of its kind with the fewest of the proxy's requests in
+// flight, ties in turn (balancer.h), and to the next one when that one
+// cannot be connected to. A prefill request that fails on every prefill
+// server: the request goes to a decode server as it came (it computes the
+// prompt). No decode server connectable: 502 with an OpenAI-shaped error
+// (code "decode_unavailable"). /metrics counts both; GET /v1/models and
+// /health are the first decode server's.
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -21,7 +25,9 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "proxy/balancer.h"
 #include "proxy/routing.h"
 #include "proxy/upstream.h"
 
@@ -30,7 +36,7 @@ namespace {
 using proxy::json;
 
 struct Config {
-  proxy::Upstream prefill, decode;
+  std::vector<proxy::Upstream> prefill, decode;
   std::string host = "127.0.0.1";
   int port = 8000;
   int timeout_s = 600;
@@ -43,9 +49,9 @@ struct Counters {
 
 [[noreturn]] void Usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
-               "usage: llm-disagg-proxy --prefill URL --decode URL [--host H] [--port P] [--timeout S]\n"
-               "  --prefill URL   an llm-server started with --kv-role prefill (http://host:port)\n"
-               "  --decode URL    an llm-server started with --kv-role decode\n"
+               "usage: llm-disagg-proxy --prefill URL... --decode URL... [--host H] [--port P] [--timeout S]\n"
+               "  --prefill URL   an llm-server started with --kv-role prefill (http://host:port); repeatable\n"
+               "  --decode URL    an llm-server started with --kv-role decode; repeatable\n"
                "  --host H        address to listen on (default 127.0.0.1)\n"
                "  --port P        port (default 8000; 0: any free one, printed)\n"
                "  --timeout S     upstream read timeout in seconds (default 600)\n"
@@ -55,21 +61,22 @@ struct Counters {
 
 Config ParseArgs(int argc, char** argv) {
   Config c;
-  bool have_p = false, have_d = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") Usage(0);
     if (i + 1 >= argc) Usage(2);
     const std::string v = argv[++i];
-    if (a == "--prefill") have_p = proxy::ParseUpstream(v, &c.prefill);
-    else if (a == "--decode") have_d = proxy::ParseUpstream(v, &c.decode);
-    else if (a == "--host") c.host = v;
+    proxy::Upstream u;
+    if (a == "--prefill" || a == "--decode") {
+      if (!proxy::ParseUpstream(v, &u)) Usage(2);
+      (a == "--prefill" ? c.prefill : c.decode).push_back(u);
+    } else if (a == "--host") c.host = v;
     else if (a == "--port") c.port = std::atoi(v.c_str());
     else if (a == "--timeout") c.timeout_s = std::atoi(v.c_str());
     else if (a == "--threads") c.threads = std::atoi(v.c_str());
     else Usage(2);
   }
-  if (!have_p || !have_d || c.port < 0 || c.port > 65535 || c.timeout_s <= 0 || c.threads < 1 || c.threads > 4096)
+  if (c.prefill.empty() || c.decode.empty() || c.prefill.size() > 256 || c.decode.size() > 256 || c.port < 0 || c.port > 65535 || c.timeout_s <= 0 || c.threads < 1 || c.threads > 4096)
     Usage(2);
   return c;
 }
@@ -81,7 +88,11 @@ void SendError(httplib::Response& res, int status, const std::string& message, c
   res.set_content(e.dump(), "application/json");
 }
 
-void Generate(const Config& cfg, Counters& n, const httplib::Request& req, httplib::Response& res) {
+struct Servers {
+  proxy::Balancer prefill, decode;
+};
+
+void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Request& req, httplib::Response& res) {
   ++n.requests;
   json body;
   try {
@@ -92,7 +103,16 @@ void Generate(const Config& cfg, Counters& n, const httplib::Request& req, httpl
   const std::string auth = req.get_header_value("Authorization");
   json prefill_answer = nullptr;
   if (proxy::Splittable(body)) {
-    proxy::CallResult p = proxy::Call(cfg.prefill, req.path, proxy::PrefillBody(body).dump(), auth, cfg.timeout_s);
+    const std::string prefill_body = proxy::PrefillBody(body).dump();
+    proxy::CallResult p;
+    std::string tried;
+    for (size_t i : up.prefill.Order()) {
+      auto busy = up.prefill.Begin(i);
+      p = proxy::Call(up.prefill.at(i), req.path, prefill_body, auth, cfg.timeout_s);
+      if (!tried.empty()) tried += ", ";
+      tried += up.prefill.at(i).base();
+      if (!p.unconnected) break;  // answered, or failed after connecting: no retry
+    }
     if (p.reached && p.status == 200) {
       try {
         prefill_answer = json::parse(p.body);
@@ -108,40 +128,53 @@ void Generate(const Config& cfg, Counters& n, const httplib::Request& req, httpl
     if (prefill_answer.is_null()) {
       ++n.prefill_failures;
       std::fprintf(stderr, "llm-disagg-proxy: prefill server %s failed (%s); the decode server computes the prompt\n",
-                   cfg.prefill.base().c_str(), p.reached ? ("HTTP " + std::to_string(p.status)).c_str() : p.error.c_str());
+                   tried.c_str(), p.reached ? ("HTTP " + std::to_string(p.status)).c_str() : p.error.c_str());
     }
   }
   const std::string decode_body = proxy::DecodeBody(body, prefill_answer).dump();
   const bool stream = body.is_object() && body.value("stream", false);
-  if (!stream) {
-    proxy::CallResult d = proxy::Call(cfg.decode, req.path, decode_body, auth, cfg.timeout_s);
-    if (!d.reached) {
-      ++n.decode_failures;
-      return SendError(res, 502, "llm-disagg-proxy: the decode server " + cfg.decode.base() + " did not answer (" +
-                                     d.error + ")", "decode_unavailable");
+  std::string tried, error;
+  for (size_t i : up.decode.Order()) {
+    const proxy::Upstream& d = up.decode.at(i);
+    if (!tried.empty()) tried += ", ";
+    tried += d.base();
+    auto busy = up.decode.Begin(i);
+    if (!stream) {
+      proxy::CallResult r = proxy::Call(d, req.path, decode_body, auth, cfg.timeout_s);
+      if (r.reached) {
+        res.status = r.status;
+        res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
+        return;
+      }
+      error = r.error;
+      if (!r.unconnected) break;
+      continue;
     }
-    res.status = d.status;
-    res.set_content(d.body, d.content_type.empty() ? "application/json" : d.content_type);
+    auto call = std::make_shared<proxy::StreamCall>(d, req.path, decode_body, auth, cfg.timeout_s);
+    const int status = call->WaitHeaders();
+    if (status == 0) {
+      error = call->error();
+      if (!call->unconnected()) break;
+      continue;
+    }
+    res.status = status;
+    const std::string type = call->content_type().empty() ? "text/event-stream" : call->content_type();
+    res.set_header("Cache-Control", "no-cache");
+    // The server stays counted busy until the stream has been relayed.
+    std::shared_ptr<proxy::Balancer::InFlight> held(std::move(busy));
+    res.set_chunked_content_provider(type, [call, held](size_t, httplib::DataSink& sink) {
+      std::string chunk;
+      if (!call->Next(&chunk)) {
+        sink.done();
+        return true;
+      }
+      return sink.write(chunk.data(), chunk.size());
+    });
     return;
   }
-  auto call = std::make_shared<proxy::StreamCall>(cfg.decode, req.path, decode_body, auth, cfg.timeout_s);
-  const int status = call->WaitHeaders();
-  if (status == 0) {
-    ++n.decode_failures;
-    return SendError(res, 502, "llm-disagg-proxy: the decode server " + cfg.decode.base() + " did not answer (" +
-                                   call->error() + ")", "decode_unavailable");
-  }
-  res.status = status;
-  const std::string type = call->content_type().empty() ? "text/event-stream" : call->content_type();
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(type, [call](size_t, httplib::DataSink& sink) {
-    std::string chunk;
-    if (!call->Next(&chunk)) {
-      sink.done();
-      return true;
-    }
-    return sink.write(chunk.data(), chunk.size());
-  });
+  ++n.decode_failures;
+  SendError(res, 502, "llm-disagg-proxy: no decode server answered (" + tried + ": " + error + ")",
+            "decode_unavailable");
 }
 
 }  // namespace
@@ -149,6 +182,7 @@ void Generate(const Config& cfg, Counters& n, const httplib::Request& req, httpl
 int main(int argc, char** argv) {
   const Config cfg = ParseArgs(argc, argv);
   Counters counters;
+  Servers up{proxy::Balancer(cfg.prefill), proxy::Balancer(cfg.decode)};
   httplib::Server svr;
   svr.new_task_queue = [n = cfg.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   // cpp-httplib listens with a backlog of 5: a burst of clients connecting
@@ -161,10 +195,10 @@ int main(int argc, char** argv) {
     listen_fd = fd;
   });
   for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
-    svr.Post(path, [&](const httplib::Request& req, httplib::Response& res) { Generate(cfg, counters, req, res); });
+    svr.Post(path, [&](const httplib::Request& req, httplib::Response& res) { Generate(cfg, up, counters, req, res); });
   }
   auto forward_get = [&](const httplib::Request& req, httplib::Response& res) {
-    httplib::Client cli(cfg.decode.host, cfg.decode.port);
+    httplib::Client cli(cfg.decode[0].host, cfg.decode[0].port);
     cli.set_connection_timeout(5, 0);
     httplib::Result r = cli.Get(req.path.c_str());
     if (!r) return SendError(res, 502, "llm-disagg-proxy: the decode server did not answer", "decode_unavailable");
@@ -198,8 +232,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  auto list = [](const std::vector<proxy::Upstream>& v) {
+    std::string s;
+    for (const proxy::Upstream& u : v) {
+      if (!s.empty()) s += ' ';
+      s += u.base();
+    }
+    return s;
+  };
   std::printf("llm-disagg-proxy: listening on http://%s:%d (prefill %s, decode %s)\n", cfg.host.c_str(), port,
-              cfg.prefill.base().c_str(), cfg.decode.base().c_str());
+              list(cfg.prefill).c_str(), list(cfg.decode).c_str());
   std::fflush(stdout);
   static httplib::Server* s_svr = &svr;
   std::signal(SIGTERM, [](int) { s_svr->stop(); });

@@ -44,6 +44,7 @@ CallResult Call(const Upstream& u, const std::string& path, const std::string& b
   httplib::Result res = cli.Post(path.c_str(), Headers(authorization), body, "application/json");
   if (!res) {
     r.error = httplib::to_string(res.error());
+    r.unconnected = res.error() == httplib::Error::Connection || res.error() == httplib::Error::ConnectionTimeout;
     return r;
   }
   r.reached = true;
@@ -95,6 +96,7 @@ void StreamCall::Run(Upstream u, std::string path, std::string body, std::string
   if (!res && status_ <= 0) {
     status_ = 0;
     error_ = httplib::to_string(res.error());
+    unconnected_ = res.error() == httplib::Error::Connection || res.error() == httplib::Error::ConnectionTimeout;
   }
   ended_ = true;
   cv_.notify_all();

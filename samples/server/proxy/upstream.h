@@ -22,6 +22,7 @@ bool ParseUpstream(const std::string& url, Upstream* out);
 
 struct CallResult {
   bool reached = false;    // false: no connection or no answer (error says why)
+  bool unconnected = false;  // not reached because no connection was made (another server may be tried)
   int status = 0;
   std::string body, content_type, error;
 };
@@ -43,6 +44,8 @@ class StreamCall {
   // The next chunk into *out: true; false at the end of the body.
   bool Next(std::string* out);
   const std::string& error() const { return error_; }
+  // (after WaitHeaders gave 0) no connection was made at all.
+  bool unconnected() const { return unconnected_; }
   std::string content_type() const;
 
  private:
@@ -54,6 +57,7 @@ class StreamCall {
   std::string content_type_;
   bool ended_ = false;
   std::string error_;
+  bool unconnected_ = false;
   std::thread thread_;
 };
 
