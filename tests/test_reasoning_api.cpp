@@ -200,5 +200,79 @@ TEST_F(ReasoningApi, BadValuesAreRefused) {
   EXPECT_EQ(llm_submit(ctx_, &r, &id), LLM_ERR_INVALID_ARGUMENT);
 }
 
+// Harmony (gpt-oss): the special tokens are rendered for the parser, the
+// answer begins after the final message's header, and a constraint starts
+// there (not at the header's tokens). The model's vocabulary has harmony's
+// control tokens; the prompt ends inside the final header and a bias makes
+// <|message|> certain, as the header's last token.
+TEST(ReasoningApiHarmony, ConstraintStartsAfterTheFinalHeader) {
+  const synth::SynthShape* shape = synth::FindSynthShape("tiny-qwen3");
+  ASSERT_NE(shape, nullptr);
+  synth::SynthOptions o;
+  o.type = TensorType::F32;
+  o.seed = 7;
+  o.stddev = 0.25f;
+  o.harmony_tokens = true;
+  const std::string path = ::testing::TempDir() + "/llmrt_harmony_" + std::to_string(::getpid()) + ".gguf";
+  Status st = synth::WriteSynthModel(*shape, o, path);
+  ASSERT_TRUE(st.ok()) << st.message();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = path.c_str();
+  p.n_threads = 2;
+  p.n_ctx = 256;
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_token message = -1;
+  int32_t n = 0;
+  ASSERT_EQ(llm_tokenize(ctx, "<|message|>", 11, LLM_TOKENIZE_PARSE_SPECIAL, &message, 1, &n), LLM_OK);
+  ASSERT_EQ(n, 1);
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0.0f;
+  llm_logit_bias bias{message, 100.0f};
+  sp.logit_bias = &bias;
+  sp.n_logit_bias = 1;
+  const char* rx = "[a-z]{2,6}";
+  for (int32_t format : {LLM_REASONING_HARMONY, LLM_REASONING_NONE}) {
+    llm_request r;
+    llm_request_init(&r);
+    r.prompt = "<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>final";
+    r.tokenize_flags = LLM_TOKENIZE_PARSE_SPECIAL;
+    r.max_tokens = 12;
+    r.sampling = &sp;
+    r.reasoning_format = format;
+    r.constraint_kind = LLM_CONSTRAINT_REGEX;
+    r.constraint = rx;
+    llm_request_id id = 0;
+    ASSERT_EQ(llm_submit(ctx, &r, &id), LLM_OK) << llm_last_error();
+    std::string content, reasoning;
+    std::vector<llm_token> tokens;
+    int32_t finish = LLM_FINISH_NONE;
+    for (int spins = 0; spins < 10000 && finish == LLM_FINISH_NONE; ++spins) {
+      llm_event ev[16];
+      ev[0].struct_size = sizeof(llm_event);
+      uint32_t got = 0;
+      ASSERT_EQ(llm_poll(ctx, ev, 16, &got, 100), LLM_OK);
+      for (uint32_t i = 0; i < got; ++i) {
+        content.append(ev[i].text, ev[i].text_len);
+        reasoning.append(ev[i].reasoning_text, ev[i].reasoning_text_len);
+        if (ev[i].type == LLM_EVENT_TOKEN) tokens.push_back(ev[i].token);
+        else finish = ev[i].finish_reason;
+      }
+    }
+    ASSERT_FALSE(tokens.empty());
+    EXPECT_TRUE(std::regex_match(content, std::regex(rx))) << format << ": " << content;
+    EXPECT_EQ(reasoning, "");
+    EXPECT_EQ(finish, LLM_FINISH_STOP);
+    if (format == LLM_REASONING_HARMONY)
+      EXPECT_EQ(tokens[0], message);  // the header's end, free; the answer after it constrained
+    else
+      EXPECT_NE(tokens[0], message);  // the whole output constrained
+  }
+  llm_ctx_destroy(ctx);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace llm::test

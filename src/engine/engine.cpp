@@ -506,14 +506,16 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
 }
 
 // The answer of a reasoning request has begun: its constraint masks from
-// the next token on (after the thinking), or from the first generated token
-// when the output did not start with thinking (that token, sampled before
-// the parser could tell, is then the first the matcher checks).
+// the next token on (after the thinking, or harmony's message header), or
+// from the first generated token when a DeepSeek-style output did not start
+// with thinking (that token, sampled before the parser could tell, is then
+// the first the matcher checks).
 void Engine::EngageConstraint(Sequence* seq) {
   SeqGen& g = Gen(seq);
   const RequestSpec& spec = g.req->spec;
   g.constraint_pending = false;
-  const int32_t start = g.reasoning.thought() ? static_cast<int32_t>(seq->tokens.size()) : seq->n_prompt;
+  const bool after_markup = g.reasoning.thought() || spec.reasoning == ReasoningFormat::kHarmony;
+  const int32_t start = after_markup ? static_cast<int32_t>(seq->tokens.size()) : seq->n_prompt;
   if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
   g.constraint = std::make_unique<constrain::ConstraintState>(shared_matchers_.Get(spec.constraint), token_trie_,
                                                               start, spec.max_tokens - (start - seq->n_prompt));
