@@ -13,7 +13,9 @@ templates and DeepSeek-R1's do). Checks:
   jinja2's rendering (tests/data/chat/qwen3_no_thinking.json);
 - thinking opened by the prompt comes back as message.reasoning_content, not
   content, streamed as delta.reasoning_content (the deltas add up to the
-  non-streamed text); reasoning_format "none" (per request, and
+  non-streamed text); the Messages API's "thinking" block (streamed as
+  thinking_delta events, through Anthropic's client when installed) and the
+  Responses API's "reasoning" item; reasoning_format "none" (per request, and
   --reasoning-format none) gives the whole text as content;
 - "</think>" (made certain with a logit bias: a random-weight model writes
   none of its own) ends the thinking; a regex constraint then shapes the
@@ -155,6 +157,27 @@ try:
                                            logit_bias=bias, extra_body={"regex": rx, "reasoning_format": "none"})
     check(re.fullmatch(rx, plain.choices[0].message.content or "") is not None,
           "reasoning_format none: the constraint covers the whole output: %r" % plain.choices[0].message.content)
+
+    # The same thinking in the other two APIs: a Messages "thinking" block
+    # first (streamed as thinking_delta events, checked by Anthropic's own
+    # client when it is installed), a Responses "reasoning" item first.
+    _, m = post(base, "/v1/messages", {"model": "m", "max_tokens": 10, "messages": MESSAGES, "temperature": 0})
+    check(m["content"] and m["content"][0] == {"type": "thinking", "thinking": reasoning, "signature": ""},
+          "messages: a thinking block: %r" % m["content"])
+    try:
+        import anthropic
+        an = anthropic.Anthropic(base_url=base, api_key="none")
+        with an.messages.stream(model="m", max_tokens=10, messages=MESSAGES, extra_body={"temperature": 0}) as st:
+            pieces = [e.thinking for e in st if e.type == "thinking"]
+            final = st.get_final_message()
+        check("".join(pieces) == reasoning and final.content[0].type == "thinking" and
+              final.content[0].thinking == reasoning, "messages stream: thinking deltas: %r" % pieces)
+    except ImportError:
+        print("skip the Messages stream check: no anthropic package")
+    _, rr = post(base, "/v1/responses", {"model": "m", "input": "What is 2+2?", "max_output_tokens": 10,
+                                         "temperature": 0})
+    check(rr["output"] and rr["output"][0]["type"] == "reasoning" and
+          rr["output"][0]["content"][0]["text"] == reasoning, "responses: a reasoning item: %r" % rr["output"][:1])
 
     code, err = post(base, "/v1/chat/completions", {"messages": MESSAGES, "reasoning_format": "bogus"})
     check(code == 400 and err["error"]["param"] == "reasoning_format", "a bad reasoning_format is a 400: %r" % err)
