@@ -171,6 +171,21 @@ TEST_F(ReasoningApi, ConstraintStartsAfterTheThinking) {
   EXPECT_TRUE(std::regex_match(plain.content, std::regex(rx))) << plain.content;
 }
 
+TEST_F(ReasoningApi, ThinkingClosedByThePromptIsAllAnswer) {
+  // Qwen3 with enable_thinking false: the prompt holds the empty thinking,
+  // so the constraint masks from the first token ("</think>", however
+  // likely, is not written) and a "</think>" the model writes is answer.
+  const std::string closed = kPrompt + "<think>\n\n</think>\n\n";
+  const char* rx = "[a-z]{2,6}";
+  const Out o = Run(closed, LLM_REASONING_DEEPSEEK, 16, 100.0f, LLM_CONSTRAINT_REGEX, rx);
+  ASSERT_FALSE(o.tokens.empty());
+  EXPECT_NE(o.tokens[0], close_);
+  EXPECT_TRUE(std::regex_match(o.content, std::regex(rx))) << o.content;
+  const Out free_ = Run(closed, LLM_REASONING_DEEPSEEK, 3, 100.0f);
+  EXPECT_EQ(free_.content, "</think></think></think>");
+  EXPECT_EQ(free_.reasoning, "");
+}
+
 TEST_F(ReasoningApi, AutoFollowsTheTemplate) {
   // The model's template is Qwen3's (it writes <think>): AUTO is DEEPSEEK.
   const Out a = Run(kPrompt + "<think>\n", LLM_REASONING_AUTO, 6);

@@ -67,6 +67,8 @@ TEST(ReasoningParser, ThinkingOpenedByThePrompt) {
   EXPECT_TRUE(PromptOpensThinking("<｜Assistant｜><think>"));
   EXPECT_FALSE(PromptOpensThinking("<|im_start|>assistant\n"));
   EXPECT_FALSE(PromptOpensThinking("<think>\n\n</think>\n\n"));  // enable_thinking false
+  EXPECT_TRUE(PromptClosesThinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(PromptClosesThinking("<|im_start|>assistant\n<think>\n"));
   const std::string out = "Okay, 3 * 5 = 15.\n</think>\n\n15";
   ExpectSplitSafe(ReasoningFormat::kDeepSeek, true, out, {"Okay, 3 * 5 = 15.", "15"});
 }

@@ -85,6 +85,8 @@ llm_status ToReasoning(const llm_request& r, const Model& model, RequestSpec* sp
     const std::string tail = model.tokenizer->Decode(
         std::span<const int32_t>(spec->prompt.data() + spec->prompt.size() - n, n), /*render_special=*/true, false);
     spec->reasoning_open = PromptOpensThinking(tail);
+    // Thinking turned off in the prompt: all answer, a constraint on all of it.
+    if (PromptClosesThinking(tail)) spec->reasoning = ReasoningFormat::kNone;
   }
   return LLM_OK;
 }

@@ -76,6 +76,12 @@ bool PromptOpensThinking(std::string_view prompt_tail) {
   return prompt_tail.substr(0, end).ends_with(kThinkOpen);
 }
 
+bool PromptClosesThinking(std::string_view prompt_tail) {
+  size_t end = prompt_tail.size();
+  while (end > 0 && IsSpace(prompt_tail[end - 1])) --end;
+  return prompt_tail.substr(0, end).ends_with(kThinkClose);
+}
+
 ReasoningParser::ReasoningParser(ReasoningFormat format, bool start_in_reasoning) : format_(format) {
   switch (format) {
     case ReasoningFormat::kDeepSeek:

@@ -52,6 +52,10 @@ ReasoningFormat ResolveReasoningFormat(ReasoningFormat requested, std::string_vi
 // True when the rendered prompt ends with "<think>" and optional whitespace:
 // the template opened the thinking and the output starts inside it.
 bool PromptOpensThinking(std::string_view prompt_tail);
+// True when it ends with "</think>" and optional whitespace: the template
+// wrote the (empty) thinking itself (Qwen3 with enable_thinking false), so
+// the whole output is the answer.
+bool PromptClosesThinking(std::string_view prompt_tail);
 
 class ReasoningParser {
  public:
