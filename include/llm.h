@@ -635,17 +635,18 @@ typedef struct llm_request {
  *    Thinking that never ends (max_tokens, a stop string) stays reasoning.
  *  - an output constraint (constraint_kind) applies to the answer only: the
  *    thinking is not masked, and the constraint starts at the token after
- *    the one that ends the thinking (after "</think>"; harmony: after the
- *    final message's header). Speculation is paused until then.
+ *    the one that ends the thinking (after "</think>" when the prompt opened
+ *    the thinking; harmony: after the header of the message that begins the
+ *    answer). Speculation is paused until then.
  *  - stop strings and stop_token_ids still apply to the whole output.
  * A template that opens the thinking in the prompt (Qwen3 and DeepSeek-R1
  * generation prompts ending with "<think>\n") is seen from the prompt's
  * text: the output then starts inside the thinking. One that closes it
  * there (Qwen3 with enable_thinking false: "<think>\n\n</think>\n\n")
  * makes the whole output the answer (DEEPSEEK then acts as NONE). Otherwise
- * a DEEPSEEK output may open its own thinking with "<think>": under a
- * constraint, its first token is then sampled before the constraint can
- * apply (the matcher checks it once the output turns out not to think). */
+ * a DEEPSEEK output may open its own thinking with "<think>" (Qwen3's own
+ * template); under a constraint it can only where the constraint allows it:
+ * the constraint then masks from the first token, as without a format. */
 typedef enum llm_reasoning_format {
   LLM_REASONING_NONE = 0,     /* one text, as the model wrote it            */
   LLM_REASONING_DEEPSEEK = 1, /* <think>...</think> then the answer (Qwen3, */

@@ -71,11 +71,12 @@ class ReasoningApi : public ::testing::Test {
 
   // Greedy; `prompt` ends the way the template's generation prompt does.
   static Out Run(const std::string& prompt, int32_t format, int32_t max_tokens, float close_bias = 0.0f,
-                 int32_t constraint_kind = LLM_CONSTRAINT_NONE, const char* constraint = nullptr) {
+                 int32_t constraint_kind = LLM_CONSTRAINT_NONE, const char* constraint = nullptr,
+                 llm_token bias_token = -1) {
     llm_sampling_params sp;
     llm_sampling_params_init(&sp);
     sp.temperature = 0.0f;
-    llm_logit_bias bias{close_, close_bias};
+    llm_logit_bias bias{bias_token >= 0 ? bias_token : close_, close_bias};
     if (close_bias != 0.0f) {
       sp.logit_bias = &bias;
       sp.n_logit_bias = 1;
@@ -184,6 +185,22 @@ TEST_F(ReasoningApi, ThinkingClosedByThePromptIsAllAnswer) {
   const Out free_ = Run(closed, LLM_REASONING_DEEPSEEK, 3, 100.0f);
   EXPECT_EQ(free_.content, "</think></think></think>");
   EXPECT_EQ(free_.reasoning, "");
+}
+
+TEST_F(ReasoningApi, ConstrainedOutputMayNotOpenItsOwnThinking) {
+  // Qwen3's own template leaves the thinking to the model: under a
+  // constraint the first token is masked as without a reasoning format, so
+  // "<think>" (however likely) is not written and the answer matches.
+  const char* rx = "[a-z]{2,6}";
+  const Out o = Run(kPrompt, LLM_REASONING_DEEPSEEK, 16, 100.0f, LLM_CONSTRAINT_REGEX, rx, think_);
+  ASSERT_FALSE(o.tokens.empty());
+  EXPECT_NE(o.tokens[0], think_);
+  EXPECT_TRUE(std::regex_match(o.content, std::regex(rx))) << o.content;
+  EXPECT_EQ(o.finish, LLM_FINISH_STOP);
+  // Unconstrained, it thinks.
+  const Out t = Run(kPrompt, LLM_REASONING_DEEPSEEK, 3, 100.0f, LLM_CONSTRAINT_NONE, nullptr, think_);
+  EXPECT_EQ(t.content, "");
+  EXPECT_EQ(t.reasoning, "<think><think>");
 }
 
 TEST_F(ReasoningApi, AutoFollowsTheTemplate) {

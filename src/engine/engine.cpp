@@ -320,7 +320,14 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     if (!spec.rules.empty()) seq->gen.sampler.set_rules(&spec.rules);
     if (spec.reasoning != ReasoningFormat::kNone)
       seq->gen.reasoning = ReasoningParser(spec.reasoning, spec.reasoning_open);
-    if (spec.constraint != nullptr && spec.reasoning != ReasoningFormat::kNone) {
+    // A constraint covers the answer only where the output begins with
+    // thinking or markup: the prompt opened the thinking, or harmony's
+    // headers. Otherwise it masks from the first token, as without a
+    // reasoning format (a constrained output then opens no thinking of its
+    // own unless the constraint allows "<think>").
+    const bool answer_later = spec.reasoning == ReasoningFormat::kHarmony ||
+                              (spec.reasoning == ReasoningFormat::kDeepSeek && spec.reasoning_open);
+    if (spec.constraint != nullptr && answer_later) {
       seq->gen.constraint_pending = true;  // the answer only: EngageConstraint
     } else if (spec.constraint != nullptr) {
       if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
@@ -505,17 +512,13 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
   return false;
 }
 
-// The answer of a reasoning request has begun: its constraint masks from
-// the next token on (after the thinking, or harmony's message header), or
-// from the first generated token when a DeepSeek-style output did not start
-// with thinking (that token, sampled before the parser could tell, is then
-// the first the matcher checks).
+// The answer of a reasoning request has begun (after the thinking, or
+// harmony's message header): its constraint masks from the next token on.
 void Engine::EngageConstraint(Sequence* seq) {
   SeqGen& g = Gen(seq);
   const RequestSpec& spec = g.req->spec;
   g.constraint_pending = false;
-  const bool after_markup = g.reasoning.thought() || spec.reasoning == ReasoningFormat::kHarmony;
-  const int32_t start = after_markup ? static_cast<int32_t>(seq->tokens.size()) : seq->n_prompt;
+  const int32_t start = static_cast<int32_t>(seq->tokens.size());
   if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
   g.constraint = std::make_unique<constrain::ConstraintState>(shared_matchers_.Get(spec.constraint), token_trie_,
                                                               start, spec.max_tokens - (start - seq->n_prompt));
