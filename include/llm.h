@@ -476,7 +476,30 @@ typedef struct llm_event {
   llm_status kv_transfer_status; /* FINAL of a request with a descriptor:   */
                              /* LLM_OK, or why the pull failed and the       */
                              /* prompt was computed here instead             */
+  /* --- appended in 0.6 (issue 32: reasoning output); written only when the
+   *     caller's events[0].struct_size includes them --- */
+  const char* reasoning_text; /* a request with reasoning_format other than */
+                             /* NONE: the thinking's share of this event's   */
+                             /* text (NUL-terminated UTF-8, never NULL, ""   */
+                             /* when none; the tags themselves are in        */
+                             /* neither); `text` is then the answer's share. */
+                             /* Valid as long as `text`.                     */
+  uint32_t reasoning_text_len; /* bytes in reasoning_text, without the NUL */
+  int32_t part;              /* TOKEN: LLM_PART_* the token belongs to: the */
+                             /* part the output is in after it, or was in   */
+                             /* before it (so "<think>", "</think>" and     */
+                             /* harmony's <|message|> opening an analysis   */
+                             /* and its <|end|> are REASONING); always      */
+                             /* CONTENT without a reasoning_format. FINAL:  */
+                             /* the part the sequence ended in (REASONING:  */
+                             /* it stopped while thinking, e.g. max_tokens) */
 } llm_event;
+
+/* Which part of the output a token belongs to (llm_event.part). */
+typedef enum llm_part {
+  LLM_PART_CONTENT = 0,  /* the answer                                    */
+  LLM_PART_REASONING = 1 /* the model's thinking                          */
+} llm_part;
 
 
 /* A token callback receives every event of its request (token events and the
@@ -595,7 +618,50 @@ typedef struct llm_request {
                               /* final event. 0 (default). Other values:     */
                               /* INVALID_ARGUMENT                            */
   int32_t reserved4;          /* must be 0                                  */
+  /* --- appended in 0.6 (issue 32: reasoning output); an older caller's
+   *     smaller struct_size leaves it at NONE --- */
+  int32_t reasoning_format;   /* LLM_REASONING_*: keep the model's thinking */
+                              /* apart from its answer (llm_event's         */
+                              /* reasoning_text and part); default NONE     */
+  int32_t reserved5;          /* must be 0                                  */
 } llm_request;
+
+/* How a request's output is split into thinking and answer
+ * (llm_request.reasoning_format). With any value but NONE:
+ *  - each event's text is cut in two: `text` the answer's share,
+ *    `reasoning_text` the thinking's; the markup ("<think>", "</think>",
+ *    harmony's headers) is in neither, nor is the whitespace around the
+ *    thinking. A tag split across tokens is held back until it is whole.
+ *    Thinking that never ends (max_tokens, a stop string) stays reasoning.
+ *  - an output constraint (constraint_kind) applies to the answer only: the
+ *    thinking is not masked, and the constraint starts at the token after
+ *    the one that ends the thinking (after "</think>" when the prompt opened
+ *    the thinking; harmony: after the header of the message that begins the
+ *    answer). Speculation is paused until then.
+ *  - stop strings and stop_token_ids still apply to the whole output.
+ * A template that opens the thinking in the prompt (Qwen3 and DeepSeek-R1
+ * generation prompts ending with "<think>\n") is seen from the prompt's
+ * text: the output then starts inside the thinking. One that closes it
+ * there (Qwen3 with enable_thinking false: "<think>\n\n</think>\n\n")
+ * makes the whole output the answer (DEEPSEEK then acts as NONE). Otherwise
+ * a DEEPSEEK output may open its own thinking with "<think>" (Qwen3's own
+ * template); under a constraint it can only where the constraint allows it:
+ * the constraint then masks from the first token, as without a format. */
+typedef enum llm_reasoning_format {
+  LLM_REASONING_NONE = 0,     /* one text, as the model wrote it            */
+  LLM_REASONING_DEEPSEEK = 1, /* <think>...</think> then the answer (Qwen3, */
+                              /* DeepSeek-R1 and distills, QwQ)             */
+  LLM_REASONING_HARMONY = 2,  /* gpt-oss's harmony messages (special tokens */
+                              /* rendered): analysis = thinking, final =    */
+                              /* answer, commentary to=functions.NAME = a   */
+                              /* tool call written into the answer as       */
+                              /* <tool_call>{"name": "NAME", "arguments":   */
+                              /* ARGS}</tool_call> (llm_chat_parse_tool_calls*/
+                              /* reads it), other commentary = answer       */
+  LLM_REASONING_AUTO = 3      /* the model's chat template decides: HARMONY */
+                              /* when it writes harmony channels, DEEPSEEK  */
+                              /* when it writes <think>, else NONE          */
+} llm_reasoning_format;
 
 /* What a request asks of the model (llm_request.task).
  * EMBED runs the prompt through an embedding model (an encoder such as BERT:

@@ -49,6 +49,20 @@ TEST(Abi, KvStateSignatures) {
   EXPECT_STREQ(llm_status_str(LLM_ERR_KV_CORRUPT), "LLM_ERR_KV_CORRUPT");
 }
 
+// Reasoning output (issue 32): the values of the format and part enums.
+TEST(Abi, Reasoning) {
+  EXPECT_EQ(LLM_REASONING_NONE, 0);
+  EXPECT_EQ(LLM_REASONING_DEEPSEEK, 1);
+  EXPECT_EQ(LLM_REASONING_HARMONY, 2);
+  EXPECT_EQ(LLM_REASONING_AUTO, 3);
+  EXPECT_EQ(LLM_PART_CONTENT, 0);
+  EXPECT_EQ(LLM_PART_REASONING, 1);
+  llm_request r;
+  ASSERT_EQ(llm_request_init(&r), LLM_OK);
+  EXPECT_EQ(r.reasoning_format, LLM_REASONING_NONE);
+  EXPECT_EQ(r.reserved5, 0);
+}
+
 // Embeddings (issue 31): values, the blocking call's signature and params.
 TEST(Abi, Embeddings) {
   EXPECT_EQ(LLM_TASK_GENERATE, 0);
@@ -180,7 +194,10 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 200u);
+  EXPECT_EQ(sizeof(llm_request), 208u);
+  // appended in 0.6 (issue 32: reasoning output)
+  PIN(llm_request, reasoning_format, 200);
+  PIN(llm_request, reserved5, 204);
   // appended in 0.5 (issue 33: prefill/decode disaggregation)
   PIN(llm_request, kv_transfer_desc, 184);
   PIN(llm_request, kv_produce, 192);
@@ -239,7 +256,11 @@ TEST(Abi, EventAndMetricsLayout) {
   PIN(llm_metrics, ttft_ms, 32);
   PIN(llm_metrics, tpot_ms, 40);
   PIN(llm_metrics, total_ms, 48);
-  EXPECT_EQ(sizeof(llm_event), 176u);
+  EXPECT_EQ(sizeof(llm_event), 192u);
+  // appended in 0.6 (issue 32: reasoning output)
+  PIN(llm_event, reasoning_text, 176);
+  PIN(llm_event, reasoning_text_len, 184);
+  PIN(llm_event, part, 188);
   // appended in 0.5 (issue 33: prefill/decode disaggregation)
   PIN(llm_event, kv_transfer_desc, 160);
   PIN(llm_event, transferred_prompt_tokens, 168);

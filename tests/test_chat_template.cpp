@@ -129,7 +129,7 @@ TEST_P(ModelTemplate, MatchesJinja2) {
 
 INSTANTIATE_TEST_SUITE_P(All, ModelTemplate,
                          ::testing::Values("llama3", "qwen3", "smollm2", "gemma3", "qwen25", "phi35", "gemma2",
-                                           "mistral_nemo", "llama31", "llama32", "gpt_oss"));
+                                           "mistral_nemo", "llama31", "llama32", "gpt_oss", "qwen3_no_thinking"));
 
 // ------------------------------------------------- interpreter unit cases
 

@@ -76,6 +76,11 @@ MODELS = {
     # ("now_date") and the test puts its own day's in its place. Besides the
     # common conversations it gets the harmony ones (HARMONY_CONVERSATIONS).
     "gpt_oss": {"bos_token": "<|startoftext|>", "eos_token": "<|return|>", "harmony": True},
+    # Qwen3 with thinking turned off (issue 32: chat_template_kwargs
+    # {"enable_thinking": false}): the generation prompt ends with an empty
+    # <think></think> block, the template's no-thinking form.
+    "qwen3_no_thinking": {"template": "qwen3", "bos_token": None, "eos_token": "<|im_end|>",
+                          "extra": {"enable_thinking": False}},
 }
 
 
@@ -314,7 +319,7 @@ def make_env():
 
 
 def render(env, template_text, messages, add_generation_prompt, special, tools=None, case_globals=None):
-    kwargs = {k: v for k, v in special.items() if v is not None and k not in ("extra", "harmony")}
+    kwargs = {k: v for k, v in special.items() if v is not None and k not in ("extra", "harmony", "template")}
     kwargs.update(special.get("extra", {}))
     kwargs.update(case_globals or {})
     template = env.from_string(template_text)
@@ -364,7 +369,8 @@ def main():
         f.write("\n")
     print(f"unit: {len(unit)} cases")
     for name, special in MODELS.items():
-        with open(os.path.join(TEMPLATE_DIR, name + ".jinja"), encoding="utf-8", newline="") as f:
+        template_name = special.get("template", name)
+        with open(os.path.join(TEMPLATE_DIR, template_name + ".jinja"), encoding="utf-8", newline="") as f:
             text = f.read()
         cases = []
         for conv_name, messages in CONVERSATIONS:
@@ -398,7 +404,7 @@ def main():
         doc = {
             "command": "python3 tools/chat_reference.py",
             "generator": "jinja2 " + jinja2.__version__ + ", Python " + sys.version.split()[0],
-            "template_file": "tests/data/chat/templates/" + name + ".jinja",
+            "template_file": "tests/data/chat/templates/" + template_name + ".jinja",
             "bos_token": special["bos_token"],
             "eos_token": special["eos_token"],
             "globals": special.get("extra", {}),

@@ -68,7 +68,30 @@ type Event struct {
 	KVTransferDesc          string
 	TransferredPromptTokens int
 	KVTransferErr           error
+	// A request with a ReasoningFormat: Text is the answer's share of the
+	// event, Reasoning the thinking's; Part the part the token belongs to.
+	Reasoning string
+	Part      Part
 }
+
+// Part says whether a token belongs to the answer or the model's thinking.
+type Part int32
+
+const (
+	PartContent   Part = C.LLM_PART_CONTENT
+	PartReasoning Part = C.LLM_PART_REASONING
+)
+
+// ReasoningFormat tells how a request's output is split into thinking and
+// answer (llm.h's llm_reasoning_format).
+type ReasoningFormat int32
+
+const (
+	ReasoningNone     ReasoningFormat = C.LLM_REASONING_NONE     // one text, as written
+	ReasoningDeepSeek ReasoningFormat = C.LLM_REASONING_DEEPSEEK // <think>...</think> (Qwen3, DeepSeek-R1)
+	ReasoningHarmony  ReasoningFormat = C.LLM_REASONING_HARMONY  // gpt-oss's analysis / final channels
+	ReasoningAuto     ReasoningFormat = C.LLM_REASONING_AUTO     // as the model's chat template says
+)
 
 // TokenLogprob is one alternative of Event.TopLogprobs.
 type TokenLogprob struct {
@@ -81,6 +104,10 @@ func convert(ev *C.llm_event) Event {
 	if ev.text_len > 0 {
 		e.Text = C.GoStringN(ev.text, C.int(ev.text_len))
 	}
+	if ev.reasoning_text != nil && ev.reasoning_text_len > 0 {
+		e.Reasoning = C.GoStringN(ev.reasoning_text, C.int(ev.reasoning_text_len))
+	}
+	e.Part = Part(ev.part)
 	if ev._type != C.LLM_EVENT_FINAL {
 		if ev.top_logprobs != nil && ev.n_top_logprobs > 0 {
 			for _, t := range unsafe.Slice(ev.top_logprobs, int(ev.n_top_logprobs)) {

@@ -408,6 +408,35 @@ func TestConstraintAndToolCalls(t *testing.T) {
 	}
 }
 
+// Issue 32: a prompt that opens the thinking ("<think>\n" at its end) and a
+// DeepSeek-style request: every token is thinking, the answer is empty, and
+// the thinking is the text the same greedy request gives without the format.
+func TestReasoningFormat(t *testing.T) {
+	c := open(t)
+	req := Request{Prompt: "Once upon a time<think>\n", MaxTokens: 8, Sampling: ptrTo(Greedy())}
+	plain, err := c.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ReasoningFormat = ReasoningDeepSeek
+	var reasoning, content strings.Builder
+	_, err = c.Generate(context.Background(), req, func(ev Event) error {
+		reasoning.WriteString(ev.Reasoning)
+		content.WriteString(ev.Text)
+		if !ev.Final && ev.Part != PartReasoning {
+			t.Errorf("token %d: part %d", ev.Token, ev.Part)
+		}
+		return nil
+	})
+	if err != nil || content.String() != "" || reasoning.String() != strings.TrimSpace(plain.Text()) || reasoning.Len() == 0 {
+		t.Fatalf("reasoning %q content %q plain %q %v", reasoning.String(), content.String(), plain.Text(), err)
+	}
+	req.ReasoningFormat = 9
+	if _, err := c.Complete(context.Background(), req); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("reasoning format 9: %v", err)
+	}
+}
+
 func ptrTo[T any](v T) *T { return &v }
 
 func TestKVStateFile(t *testing.T) {

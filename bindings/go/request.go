@@ -79,6 +79,9 @@ type Request struct {
 	// one, whose KV is pulled before the request runs.
 	KVProduce      bool
 	KVTransferDesc string
+	// Keep the model's thinking apart from its answer (Event.Reasoning,
+	// Event.Part); constraints then apply to the answer only.
+	ReasoningFormat ReasoningFormat
 	// JSON constraints: any JSON whitespace between tokens instead of the
 	// bounded layout (none, one space, or a newline and indentation by
 	// depth); LLM_WHITESPACE_FREE.
@@ -137,6 +140,7 @@ func newCRequest(q *Request) (*cRequest, error) {
 	if q.KVProduce {
 		r.req.kv_produce = 1
 	}
+	r.req.reasoning_format = C.int32_t(q.ReasoningFormat)
 	if q.KVTransferDesc != "" {
 		r.req.kv_transfer_desc = r.cstring(q.KVTransferDesc)
 	}

@@ -21,16 +21,19 @@ class ChatAdapterWriter : public ResponseWriter {
   bool done() const override { return chat_.done(); }
   bool Failed(ApiError* err) const override { return chat_.Failed(err); }
 
-  // Streaming, in terms of the subclass's events: Begin once, Text for each
-  // piece of the reply (never in tool mode, where the reply is parsed at its
-  // end), End with the whole chat completion body.
+  // Streaming, in terms of the subclass's events: Begin once, Reasoning for
+  // each piece of the thinking, Text for each piece of the reply (never in
+  // tool mode, where the reply is parsed at its end), End with the whole chat
+  // completion body.
   std::string StreamStart() override { return Begin(); }
   std::string StreamEvents(const std::vector<SeqEvent>& events) override {
     chat_.Apply(events);
     std::string out;
-    if (!tools_)
-      for (const SeqEvent& e : events)
-        if (e.choice == 0 && !e.text.empty()) out += Text(e.text);
+    for (const SeqEvent& e : events) {
+      if (e.choice != 0) continue;
+      if (!e.reasoning.empty()) out += Reasoning(e.reasoning);
+      if (!tools_ && !e.text.empty()) out += Text(e.text);
+    }
     return out;
   }
   std::string StreamEnd() override {
@@ -42,6 +45,9 @@ class ChatAdapterWriter : public ResponseWriter {
  protected:
   virtual std::string Begin() = 0;
   virtual std::string Text(const std::string& piece) = 0;
+  // A piece of the model's thinking (reasoning_format), before its text;
+  // a shape that does not stream thinking returns "".
+  virtual std::string Reasoning(const std::string&) { return ""; }
   virtual std::string End(const json& chat_body) = 0;
   virtual std::string Error(const ApiError& err) = 0;
 

@@ -58,6 +58,7 @@ void Engine::OnEvent(const llm_event* ev, void* user_data) {
   e.final = ev->type == LLM_EVENT_FINAL;
   e.token = ev->token;
   e.text.assign(ev->text, ev->text_len);
+  if (ev->reasoning_text != nullptr) e.reasoning.assign(ev->reasoning_text, ev->reasoning_text_len);
   e.logprob = ev->logprob;
   if (ev->top_logprobs != nullptr) e.top.assign(ev->top_logprobs, ev->top_logprobs + ev->n_top_logprobs);
   if (e.final) {

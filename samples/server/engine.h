@@ -33,6 +33,7 @@ struct SeqEvent {
   bool final = false;
   llm_token token = -1;
   std::string text;
+  std::string reasoning;  // the thinking's share of the text (reasoning_format)
   float logprob = 0.0f;
   std::vector<llm_top_logprob> top;         // TOKEN, when top_logprobs was asked for
   int32_t finish_reason = LLM_FINISH_NONE;  // FINAL only

@@ -110,8 +110,17 @@ bool MessagesToChat(const json& body, json* chat, ApiError* err) {
     else return Bad(err, "tool_choice", "tool_choice.type must be auto, any, tool or none");
     if (it->value("disable_parallel_tool_use", false)) c["parallel_tool_calls"] = false;
   }
-  if (auto it = body.find("thinking"); it != body.end() && it->is_object() && it->value("type", "disabled") != "disabled")
-    return Bad(err, "thinking", "extended thinking is not supported by this server");
+  // Thinking: the model's own (reasoning_format "auto" splits it out as
+  // thinking blocks); "disabled" turns it off where the template allows.
+  if (auto it = body.find("thinking"); it != body.end() && !it->is_null()) {
+    const std::string type = it->is_object() ? it->value("type", "") : "";
+    if (type == "disabled")
+      c["chat_template_kwargs"] = {{"enable_thinking", false}};
+    else if (type == "enabled" || type == "adaptive")
+      c["reasoning_format"] = "auto";
+    else
+      return Bad(err, "thinking", "thinking.type must be enabled, adaptive or disabled");
+  }
   *chat = std::move(c);
   return true;
 }
@@ -124,6 +133,8 @@ json MessagesWriter::Message(const json& chat_body) const {
   const json& choice = chat_body["choices"][0];
   const json& msg = choice["message"];
   json content = json::array();
+  if (msg.contains("reasoning_content"))
+    content.push_back({{"type", "thinking"}, {"thinking", msg["reasoning_content"]}, {"signature", ""}});
   if (msg.contains("content") && msg["content"].is_string() && !msg["content"].get_ref<const std::string&>().empty())
     content.push_back({{"type", "text"}, {"text", msg["content"]}});
   if (msg.contains("tool_calls"))
@@ -156,28 +167,68 @@ std::string MessagesWriter::Begin() {
                                               {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}}}});
 }
 
-std::string MessagesWriter::Text(const std::string& piece) {
+std::string MessagesWriter::Reasoning(const std::string& piece) {
+  if (text_open_) return "";  // thinking after the answer began: in the final message only
   std::string out;
-  if (!text_open_) {
-    text_open_ = true;
+  if (!thinking_open_) {
+    thinking_open_ = thinking_streamed_ = true;
+    text_index_ = 1;
     out += Event("content_block_start", {{"type", "content_block_start"}, {"index", 0},
-                                         {"content_block", {{"type", "text"}, {"text", ""}}}});
+                                         {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
   }
   return out + Event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                             {"delta", {{"type", "thinking_delta"}, {"thinking", piece}}}});
+}
+
+std::string MessagesWriter::Text(const std::string& piece) {
+  std::string out;
+  if (thinking_open_) {
+    thinking_open_ = false;
+    out += Event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                         {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
+    out += Event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
+  }
+  if (!text_open_) {
+    text_open_ = true;
+    out += Event("content_block_start", {{"type", "content_block_start"}, {"index", text_index_},
+                                         {"content_block", {{"type", "text"}, {"text", ""}}}});
+  }
+  return out + Event("content_block_delta", {{"type", "content_block_delta"}, {"index", text_index_},
                                              {"delta", {{"type", "text_delta"}, {"text", piece}}}});
 }
 
 std::string MessagesWriter::End(const json& chat_body) {
-  const json m = Message(chat_body);
+  json m = Message(chat_body);
   std::string out;
   int index = 0;
-  if (text_open_ && (m["content"].empty() || m["content"][0]["type"] != "text")) {
-    out += Event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
-    index = 1;  // the streamed text was all there was of it
+  json blocks = json::array();
+  for (const json& block : m["content"])
+    if (block["type"] != "thinking" || (!thinking_streamed_ && !text_open_)) blocks.push_back(block);
+  if (thinking_streamed_) {
+    if (thinking_open_) {
+      thinking_open_ = false;
+      out += Event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0},
+                                           {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
+      out += Event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
+    }
+    index = 1;
   }
-  for (const json& block : m["content"]) {
-    if (block["type"] == "text") {
-      if (!text_open_) out += Text(block["text"].get<std::string>());
+  if (text_open_ && (blocks.empty() || blocks[0]["type"] != "text")) {
+    out += Event("content_block_stop", {{"type", "content_block_stop"}, {"index", text_index_}});
+    index = text_index_ + 1;  // the streamed text was all there was of it
+  }
+  for (const json& block : blocks) {
+    if (block["type"] == "thinking") {
+      out += Event("content_block_start", {{"type", "content_block_start"}, {"index", index},
+                                           {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+      out += Event("content_block_delta", {{"type", "content_block_delta"}, {"index", index},
+                                           {"delta", {{"type", "thinking_delta"}, {"thinking", block["thinking"]}}}});
+      out += Event("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+    } else if (block["type"] == "text") {
+      if (!text_open_) {
+        text_index_ = index;
+        out += Text(block["text"].get<std::string>());
+      }
       out += Event("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
     } else {
       json start = block;

@@ -308,6 +308,14 @@ ApiError StatusError(llm_status s, const std::string& message) {
   return e;
 }
 
+int32_t ReasoningFormatByName(const std::string& name) {
+  if (name == "none") return LLM_REASONING_NONE;
+  if (name == "deepseek") return LLM_REASONING_DEEPSEEK;
+  if (name == "harmony") return LLM_REASONING_HARMONY;
+  if (name == "auto") return LLM_REASONING_AUTO;
+  return -1;
+}
+
 bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
   g->chat = true;
   if (!ParseCommon(body, g, err)) return false;
@@ -326,6 +334,11 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
     if (!SetConstraint(g, param, LLM_CONSTRAINT_JSON_SCHEMA, ForcedCallSchema(g->tools).dump(), err)) return false;
   }
 
+  if (const json* rf = Field(body, "reasoning_format")) {
+    g->reasoning_format = rf->is_string() ? ReasoningFormatByName(rf->get<std::string>()) : -1;
+    if (g->reasoning_format < 0)
+      return Bad(err, "reasoning_format", "reasoning_format must be one of \"none\", \"deepseek\", \"harmony\", \"auto\"");
+  }
   if (const json* kw = Field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) return Bad(err, "chat_template_kwargs", "chat_template_kwargs must be an object");
     for (const auto& item : kw->items()) {

@@ -83,8 +83,14 @@ struct Generation {
   // the server's (--chat-template-kwargs) over date_string/datetime (today).
   json template_vars = json::object();
   bool tool_history = false;
+  // chat: reasoning_format (llama-server's), an LLM_REASONING_* value;
+  // -1 = not given (the server's --reasoning-format then).
+  int32_t reasoning_format = -1;
   std::vector<PromptInput> prompts;     // choices are numbered prompt * n + sample
 };
+
+// "none", "deepseek", "harmony", "auto" -> LLM_REASONING_*; -1 for others.
+int32_t ReasoningFormatByName(const std::string& name);
 
 // Parse bodies of the two endpoints. False with *err on a bad request.
 bool ParseChatRequest(const json& body, Generation* g, ApiError* err);

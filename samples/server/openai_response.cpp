@@ -76,6 +76,7 @@ void ResponseBuilder::Apply(const std::vector<SeqEvent>& events) {
     if (e.choice < 0 || static_cast<size_t>(e.choice) >= choices_.size()) continue;
     Choice& c = choices_[static_cast<size_t>(e.choice)];
     c.text += e.text;
+    c.reasoning += e.reasoning;
     Record(e, &c);
   }
 }
@@ -163,6 +164,8 @@ json ResponseBuilder::Body() const {
       choice["message"] = ToolMessage(c, &finish);
     else if (chat_)
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    // The thinking beside the answer, as llama-server and vLLM return it.
+    if (chat_ && !c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
     else
       choice["text"] = c.text;
     choice["logprobs"] = Logprobs(c);
@@ -216,6 +219,14 @@ std::string ResponseBuilder::StreamEvents(const std::vector<SeqEvent>& events) {
     if (e.choice < 0 || static_cast<size_t>(e.choice) >= choices_.size()) continue;
     Choice& c = choices_[static_cast<size_t>(e.choice)];
     Record(e, &c);
+    if (chat_ && !e.reasoning.empty()) {
+      // Thinking streams as it comes, even when the answer is held for tool calls.
+      json j = Envelope(object);
+      json choice = {{"index", e.choice}, {"delta", {{"reasoning_content", e.reasoning}}}, {"logprobs", nullptr},
+                     {"finish_reason", nullptr}};
+      j["choices"] = json::array({std::move(choice)});
+      out += Sse(j);
+    }
     if (chat_ && tools_.active()) {
       c.text += e.text;
       if (e.final) out += StreamToolEnd(e.choice, c);

@@ -57,6 +57,7 @@ class ResponseBuilder : public ResponseWriter {
   };
   struct Choice {
     std::string text;
+    std::string reasoning;  // the thinking (reasoning_format), apart from text
     std::vector<TokenLogprob> logprobs;  // all (non-streaming) or not yet sent (streaming)
     size_t text_offset = 0;              // completions' text_offset of the next token
     std::vector<size_t> offsets;         // beside logprobs

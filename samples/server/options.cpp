@@ -10,6 +10,7 @@
 #include "../chat_prompt.h"
 #include "../cli_common.h"
 #include "llm.h"
+#include "openai_request.h"
 
 namespace server {
 namespace {
@@ -52,6 +53,10 @@ namespace {
                "                          bound to a loopback address answers local names only\n"
                "  --chat-template-kwargs J  more chat template variables (a JSON object, e.g.\n"
                "                          '{\"enable_thinking\": false}'); a request's chat_template_kwargs win\n"
+               "  --reasoning-format F    chat: keep the model's thinking apart from its answer\n"
+               "                          (message.reasoning_content): none, deepseek (<think>...</think>),\n"
+               "                          harmony (gpt-oss), auto (default: the template's own, if it has\n"
+               "                          one); a request's reasoning_format wins\n"
                "  --slot-save-path DIR    POST /slots/{id}?action=save|restore writes and reads the KV of\n"
                "                          the conversation /completion ran with that id_slot in DIR\n"
                "  --cors-origins LIST     origins whose web pages may read answers (comma-separated: host\n"
@@ -67,7 +72,7 @@ namespace {
                "--cont-batching, --no-webui, --no-ui, -to, --offline, --kv-unified, --swa-full,\n"
                "--cache-ram, --cache-reuse, --no-warmup are accepted (each changes nothing here: a\n"
                "warning says so), as are --embedding and --reranking; --lora, --mmproj, --context-shift, -sm,\n"
-               "-ts, --rope-scaling, --grammar, -md, --reasoning-format other than none are refused\n"
+               "-ts, --rope-scaling, --grammar, -md are refused\n"
                "by name.\n",
                chat::kDefaultChatModel);
   std::exit(code);
@@ -263,7 +268,8 @@ Options ParseArgs(int argc, char** argv) {
     } else if (a == "-n" || a == "--n-predict" || a == "--predict") o.defaults.n_predict = num();
     else if (a == "--reasoning-format") {
       const std::string f = str();
-      if (f != "none") Refuse(a + " " + f, "reasoning output is not separated from the answer yet (only \"none\")");
+      o.defaults.reasoning_format = ReasoningFormatByName(f);
+      if (o.defaults.reasoning_format < 0) Refuse(a + " " + f, "the formats are none, deepseek, harmony and auto");
     }
     else if (a == "-h" || a == "--help") Usage(0);
     else if (a == "-fa" || a == "--flash-attn") {

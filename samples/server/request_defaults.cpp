@@ -13,6 +13,7 @@ bool Given(const json& body, const char* name) {
 void ApplyRequestDefaults(const json& body, const RequestDefaults& d, Generation* g) {
   for (const auto& item : d.chat_template_kwargs.items())
     if (!g->template_vars.contains(item.key())) g->template_vars[item.key()] = item.value();
+  if (g->chat && g->reasoning_format < 0) g->reasoning_format = d.reasoning_format;
   if (d.temperature && !Given(body, "temperature")) g->sampling.temperature = static_cast<float>(*d.temperature);
   if (d.top_p && !Given(body, "top_p")) g->sampling.top_p = static_cast<float>(*d.top_p);
   if (d.min_p && !Given(body, "min_p")) g->sampling.min_p = static_cast<float>(*d.min_p);

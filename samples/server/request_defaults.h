@@ -20,6 +20,7 @@ struct RequestDefaults {
   std::optional<uint64_t> seed;
   int32_t n_predict = -1;  // > 0: the max_tokens of a request that sets none
   json chat_template_kwargs = json::object();  // --chat-template-kwargs: under the request's own
+  int32_t reasoning_format = LLM_REASONING_AUTO;  // --reasoning-format: chat requests that set none
 };
 
 // Sets, in a parsed request, the fields its body left out that the server's

@@ -129,6 +129,7 @@ ResponsesWriter::ResponsesWriter(const Generation& g, const json& request, std::
              {"metadata", request.value("metadata", json::object())}}),
       id_(NewId("resp_")),
       message_id_(NewId("msg_")),
+      reasoning_id_(NewId("rs_")),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                    .count()) {}
 
@@ -156,11 +157,16 @@ json ResponsesWriter::Response(const char* status, json output, const json& usag
   return r;
 }
 
-json ResponsesWriter::Output(const json& chat_body, bool* incomplete) const {
+json ResponsesWriter::Output(const json& chat_body, bool* incomplete, bool with_reasoning) const {
   json output = json::array();
   const json& choice = chat_body["choices"][0];
   *incomplete = choice["finish_reason"] == "length";
   const json& msg = choice["message"];
+  if (msg.contains("reasoning_content") && with_reasoning)
+    output.push_back({{"type", "reasoning"},
+                      {"id", reasoning_id_},
+                      {"summary", json::array()},
+                      {"content", json::array({{{"type", "reasoning_text"}, {"text", msg["reasoning_content"]}}})}});
   if (msg.contains("content") && msg["content"].is_string() && !msg["content"].get_ref<const std::string&>().empty())
     output.push_back({{"type", "message"},
                       {"id", message_id_},
@@ -181,7 +187,7 @@ json ResponsesWriter::Output(const json& chat_body, bool* incomplete) const {
 json ResponsesWriter::Body() const {
   const json chat = ChatBody();
   bool incomplete = false;
-  json output = Output(chat, &incomplete);
+  json output = Output(chat, &incomplete, /*with_reasoning=*/true);
   return Response(incomplete ? "incomplete" : "completed", std::move(output), chat["usage"],
                   incomplete ? "max_output_tokens" : nullptr);
 }
@@ -218,7 +224,9 @@ std::string ResponsesWriter::Text(const std::string& piece) {
 
 std::string ResponsesWriter::End(const json& chat_body) {
   bool incomplete = false;
-  json output = Output(chat_body, &incomplete);
+  // The stream numbers the message item 0 from its first piece: the thinking
+  // is in the non-streamed body only.
+  json output = Output(chat_body, &incomplete, /*with_reasoning=*/false);
   std::string out;
   size_t index = 0;
   for (const json& item : output) {

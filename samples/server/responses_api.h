@@ -27,11 +27,12 @@ class ResponsesWriter : public ChatAdapterWriter {
 
  private:
   json Response(const char* status, json output, const json& usage, const char* incomplete) const;
-  json Output(const json& chat_body, bool* incomplete) const;
+  // with_reasoning: a "reasoning" item first when the model thought.
+  json Output(const json& chat_body, bool* incomplete, bool with_reasoning) const;
   std::string Next(const std::string& type, json data);
 
   const json echo_;  // request fields the response echoes (tools, tool_choice, text, ...)
-  const std::string id_, message_id_;
+  const std::string id_, message_id_, reasoning_id_;
   const int64_t created_;
   int64_t seq_ = 0;
   std::string text_;  // streamed so far

@@ -327,6 +327,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     r.stop = stops.empty() ? nullptr : stops.data();
     r.n_stop = static_cast<int32_t>(stops.size());
     r.ignore_eos = g.ignore_eos ? 1 : 0;
+    r.reasoning_format = g.chat && g.reasoning_format > 0 ? g.reasoning_format : LLM_REASONING_NONE;
     r.keep_kv = g.keep_kv || (native.id_slot >= 0 && slots_ != nullptr) ? 1 : 0;  // a slot's conversation stays for its save
     r.kv_produce = g.kv_produce ? 1 : 0;
     r.kv_transfer_desc = g.kv_transfer_desc.empty() ? nullptr : g.kv_transfer_desc.c_str();

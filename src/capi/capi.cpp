@@ -236,6 +236,7 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
     spec.keep_kv = r.keep_kv == 1;
     if (llm_status s = ToTokenRules(r, r.sampling, *model.tokenizer, &spec); s != LLM_OK) return s;
     if (llm_status s = ToConstraint(r, ctx->constraints, &spec); s != LLM_OK) return s;
+    if (llm_status s = ToReasoning(r, model, &spec); s != LLM_OK) return s;
     const llm::EngineConfig& ec = ctx->engine->config();
     spec.spec_mode = r.spec_mode != LLM_SPEC_AUTO ? r.spec_mode : ec.spec_mode;
     spec.spec_k = r.spec_k > 0 ? r.spec_k : ec.spec_k;

@@ -9,6 +9,7 @@
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
 #include "chat/tool_calls.h"
+#include "engine/reasoning_parser.h"
 #include "llm.h"
 #include "util/json.h"
 #include "util/utf8.h"
@@ -63,6 +64,34 @@ llm_status CopyOut(const std::string& s, char* out, size_t capacity, size_t* n_o
 }
 
 }  // namespace
+
+namespace llm::capi {
+
+llm_status ToReasoning(const llm_request& r, const Model& model, RequestSpec* spec) {
+  if (r.reserved5 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved5 must be 0");
+  if (r.reasoning_format < 0 || r.reasoning_format >= kReasoningFormatCount)
+    return Fail(LLM_ERR_INVALID_ARGUMENT,
+                "reasoning_format " + std::to_string(r.reasoning_format) + " is not an LLM_REASONING_* value");
+  auto format = static_cast<ReasoningFormat>(r.reasoning_format);
+  if (format == ReasoningFormat::kNone || spec->task != LLM_TASK_GENERATE) return LLM_OK;
+  if (format == ReasoningFormat::kAuto) {
+    auto tmpl = ModelTemplate(model);
+    format = ResolveReasoningFormat(format, tmpl.ok() ? std::string_view(*tmpl) : std::string_view());
+  }
+  spec->reasoning = format;
+  if (format == ReasoningFormat::kDeepSeek && !spec->prompt.empty()) {
+    // The prompt's last tokens as text: does the template open the thinking?
+    const size_t n = std::min<size_t>(spec->prompt.size(), 8);
+    const std::string tail = model.tokenizer->Decode(
+        std::span<const int32_t>(spec->prompt.data() + spec->prompt.size() - n, n), /*render_special=*/true, false);
+    spec->reasoning_open = PromptOpensThinking(tail);
+    // Thinking turned off in the prompt: all answer, a constraint on all of it.
+    if (PromptClosesThinking(tail)) spec->reasoning = ReasoningFormat::kNone;
+  }
+  return LLM_OK;
+}
+
+}  // namespace llm::capi
 
 extern "C" {
 

@@ -68,6 +68,9 @@ llm_status ToTokenRules(const llm_request& r, const llm_sampling_params* samplin
 // Checks request `r`'s constraint (constraint_kind, constraint, choices),
 // compiles it through `cache` and stores it in *spec (capi_constraint.cpp).
 llm_status ToConstraint(const llm_request& r, constrain::ConstraintCache& cache, RequestSpec* spec);
+// llm_request.reasoning_format resolved against the model's template, and
+// whether the prompt opened the thinking (capi_chat.cpp).
+llm_status ToReasoning(const llm_request& r, const Model& model, RequestSpec* spec);
 
 // Checks the embedding fields of a request (task, pooling, normalize,
 // dimensions, truncate) and stores them in *spec, whose prompt is set (and

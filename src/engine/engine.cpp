@@ -318,7 +318,18 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     seq->spec_mode = spec.spec_mode;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
     if (!spec.rules.empty()) seq->gen.sampler.set_rules(&spec.rules);
-    if (spec.constraint != nullptr) {
+    if (spec.reasoning != ReasoningFormat::kNone)
+      seq->gen.reasoning = ReasoningParser(spec.reasoning, spec.reasoning_open);
+    // A constraint covers the answer only where the output begins with
+    // thinking or markup: the prompt opened the thinking, or harmony's
+    // headers. Otherwise it masks from the first token, as without a
+    // reasoning format (a constrained output then opens no thinking of its
+    // own unless the constraint allows "<think>").
+    const bool answer_later = spec.reasoning == ReasoningFormat::kHarmony ||
+                              (spec.reasoning == ReasoningFormat::kDeepSeek && spec.reasoning_open);
+    if (spec.constraint != nullptr && answer_later) {
+      seq->gen.constraint_pending = true;  // the answer only: EngageConstraint
+    } else if (spec.constraint != nullptr) {
       if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
       seq->gen.constraint = std::make_unique<constrain::ConstraintState>(shared_matchers_.Get(spec.constraint),
                                                                          token_trie_, seq->n_prompt, spec.max_tokens);
@@ -372,6 +383,14 @@ void Engine::Finish(Sequence* seq, int32_t reason, llm_status status, const std:
   ev.request_id = seq->request_id;
   ev.seq_index = seq->seq_index;
   ev.text = std::string(g.stream.Flush());
+  if (r->spec.reasoning != ReasoningFormat::kNone) {
+    ev.part = g.reasoning.in_reasoning() ? LLM_PART_REASONING : LLM_PART_CONTENT;
+    g.split.clear();
+    g.reasoning.Push(ev.text, &g.split);
+    g.reasoning.Finish(&g.split);
+    ev.text = std::move(g.split.content);
+    ev.reasoning_text = std::move(g.split.reasoning);
+  }
   ev.finish_reason = reason;
   ev.status = status;
   ev.message = message;
@@ -416,7 +435,18 @@ void Engine::EmitToken(Sequence* seq, int32_t token, float logprob, std::string_
   ev.request_id = seq->request_id;
   ev.seq_index = seq->seq_index;
   ev.token = token;
-  ev.text = std::string(text);
+  SeqGen& g = Gen(seq);
+  if (g.req->spec.reasoning != ReasoningFormat::kNone) {
+    // Markup that closes the thinking is the thinking's; what opens it too.
+    const bool was = g.reasoning.in_reasoning();
+    g.split.clear();
+    g.reasoning.Push(text, &g.split);
+    ev.part = was || g.reasoning.in_reasoning() ? LLM_PART_REASONING : LLM_PART_CONTENT;
+    ev.text = std::move(g.split.content);
+    ev.reasoning_text = std::move(g.split.reasoning);
+  } else {
+    ev.text = std::string(text);
+  }
   ev.logprob = logprob;
   if (Gen(seq).req->spec.top_logprobs > 0) {
     ev.has_top_logprobs = true;
@@ -464,10 +494,12 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
 
   const bool eog = (model_->tokenizer->IsEog(token) && !spec.ignore_eos) || spec.rules.IsStopToken(token);
   g.piece.clear();
-  if (!eog) model_->tokenizer->AppendPiece(token, /*render_special=*/false, &g.piece);
+  // Harmony's messages are told apart by special tokens: its parser sees them.
+  if (!eog) model_->tokenizer->AppendPiece(token, /*render_special=*/spec.reasoning == ReasoningFormat::kHarmony, &g.piece);
   bool stopped = false;
   std::string_view text = g.stream.Push(g.piece, &stopped);
   EmitToken(seq, token, logprob, text);
+  if (g.constraint_pending && g.reasoning.answer_started()) EngageConstraint(seq);
 
   if (eog || stopped) {
     Finish(seq, LLM_FINISH_STOP, LLM_OK, "");
@@ -480,6 +512,19 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
   return false;
 }
 
+// The answer of a reasoning request has begun (after the thinking, or
+// harmony's message header): its constraint masks from the next token on.
+void Engine::EngageConstraint(Sequence* seq) {
+  SeqGen& g = Gen(seq);
+  const RequestSpec& spec = g.req->spec;
+  g.constraint_pending = false;
+  const int32_t start = static_cast<int32_t>(seq->tokens.size());
+  if (token_trie_ == nullptr) token_trie_ = constrain::TokenTrie::FromTokenizer(*model_->tokenizer);
+  g.constraint = std::make_unique<constrain::ConstraintState>(shared_matchers_.Get(spec.constraint), token_trie_,
+                                                              start, spec.max_tokens - (start - seq->n_prompt));
+  g.sampler.set_constraint(g.constraint.get());
+}
+
 // ------------------------------------------------------------ speculation
 
 // Drafts worth verifying for a decoding sequence this step: no more than the
@@ -488,6 +533,8 @@ bool Engine::AppendToken(Sequence* seq, int32_t token, float logprob) {
 int32_t Engine::WantedDrafts(const Sequence& seq) const {
   const RequestSpec& spec = Gen(seq).req->spec;
   if (spec.spec_mode == LLM_SPEC_OFF || seq.n_pending() != 1 || seq.n_generated() < 1) return 0;
+  // Drafts accepted past the end of the thinking would escape the constraint.
+  if (Gen(seq).constraint_pending) return 0;
   const int32_t remaining = spec.max_tokens - seq.n_generated();
   const int32_t room = config_.n_ctx - static_cast<int32_t>(seq.tokens.size());
   return std::max(0, std::min({spec.spec_k, remaining - 1, room}));

@@ -165,6 +165,8 @@ class Engine {
   std::string PublishKv(const Sequence& seq);
   void Finish(Sequence* seq, int32_t reason, llm_status status, const std::string& message);
   void EmitToken(Sequence* seq, int32_t token, float logprob, std::string_view text);
+  // A reasoning request's constraint, once its answer has begun.
+  void EngageConstraint(Sequence* seq);
 
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;

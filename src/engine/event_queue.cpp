@@ -32,6 +32,9 @@ void Fill(const EventRecord& r, llm_event* e) {
   e->kv_transfer_desc = r.kv_transfer_desc.empty() ? nullptr : r.kv_transfer_desc.c_str();
   e->transferred_prompt_tokens = r.transferred_prompt_tokens;
   e->kv_transfer_status = r.kv_transfer_status;
+  e->reasoning_text = r.reasoning_text.c_str();
+  e->reasoning_text_len = static_cast<uint32_t>(r.reasoning_text.size());
+  e->part = r.part;
 }
 }  // namespace
 

@@ -23,6 +23,8 @@ struct EventRecord {
   int32_t seq_index = 0;
   int32_t token = -1;
   std::string text;
+  std::string reasoning_text;  // a reasoning_format request: the thinking's share
+  int32_t part = LLM_PART_CONTENT;
   float logprob = 0.0f;
   int32_t finish_reason = LLM_FINISH_NONE;
   llm_status status = LLM_OK;

@@ -22,6 +22,7 @@
 #include "core/sequence.h"
 #include "llm.h"
 #include "engine/embed_sink.h"
+#include "engine/reasoning_parser.h"
 #include "engine/text_stream.h"
 #include "model/config.h"
 #include "sample/sampler.h"
@@ -45,6 +46,10 @@ struct RequestSpec {
   // The compiled output constraint (constrain/constraint.h), shared by every
   // request with the same one; null = none.
   std::shared_ptr<const constrain::ByteProgram> constraint;
+  // Thinking kept apart from the answer (reasoning_parser.h): the resolved
+  // format (never kAuto), and whether the prompt opened the thinking.
+  ReasoningFormat reasoning = ReasoningFormat::kNone;
+  bool reasoning_open = false;
   uint64_t cache_salt = 0;
   bool keep_kv = false;               // llm_request.keep_kv
   bool kv_produce = false;            // llm_request.kv_produce: publish the prompt's KV at the end
@@ -73,6 +78,9 @@ struct SeqGen {
       : sampler(p, n_vocab), stream(std::move(stop)), req(r) {}
   Sampler sampler;
   TextStream stream;
+  ReasoningParser reasoning;           // the request's reasoning format (kNone: all content)
+  ReasoningOut split;                  // scratch: one event's text, split
+  bool constraint_pending = false;     // the constraint waits for the answer to begin
   RequestState* req;                   // the request that owns this sequence
   bool scheduled = false;              // has run at least once
   Clock::time_point first_sched, first_token, last_token;

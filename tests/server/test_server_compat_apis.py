@@ -136,12 +136,17 @@ try:
     check(final.stop_reason == "tool_use" and final.content[-1].type == "tool_use" and "city" in final.content[-1].input,
           "messages stream: a tool_use block with its input")
     for kwargs, what in [(dict(messages=[{"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}], max_tokens=5), "an image block"),
-                         (dict(messages=[{"role": "user", "content": "hi"}], max_tokens=5, thinking={"type": "enabled", "budget_tokens": 1024}), "extended thinking")]:
+                         (dict(messages=[{"role": "user", "content": "hi"}], max_tokens=5, thinking={"type": "sometimes"}), "a thinking type it does not know")]:
         try:
             an.messages.create(model="m", **kwargs)
             check(False, "messages: %s refused" % what)
         except anthropic.BadRequestError as e:
             check(e.status_code == 400, "messages: %s refused (400)" % what)
+    # Thinking on request (issue 32): the model's own, split out as thinking
+    # blocks where its template thinks (SmolLM2's does not: text only).
+    m = an.messages.create(model="m", max_tokens=5, thinking={"type": "enabled", "budget_tokens": 1024},
+                           messages=[{"role": "user", "content": "hi"}])
+    check(m.content and all(b.type == "text" for b in m.content), "messages: thinking enabled is served")
 finally:
     server_proc.stop(proc)
 

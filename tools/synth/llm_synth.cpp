@@ -4,7 +4,7 @@
 //   llm-synth --shape llama-3.1-8b --out /tmp/l8b.gguf [--vocab-from model.gguf]
 //             [--type bf16|f16|f32|q4_k_m|lowbit|iqmix] [--seed N] [--std 0.02] [--threads N]
 //             [--norm-std S] [--bias-std S] [--no-rope-freqs]
-//             [--bpe-vocab] [--hf-dir DIR [--shards N]] [--chat-template FILE]
+//             [--bpe-vocab] [--think-tokens] [--hf-dir DIR [--shards N]] [--chat-template FILE]
 //   llm-synth --list
 //
 // --hf-dir also writes the Hugging Face directory the GGUF would be
@@ -25,7 +25,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32|q4_k_m|lowbit|iqmix]\n"
                "                 [--seed N] [--std S] [--threads N] [--norm-std S] [--bias-std S]\n"
-               "                 [--no-rope-freqs] [--bpe-vocab] [--hf-dir DIR [--shards N]] [--chat-template FILE]\n"
+               "                 [--no-rope-freqs] [--bpe-vocab] [--think-tokens] [--hf-dir DIR [--shards N]] [--chat-template FILE]\n"
                "       llm-synth --list\n");
   return 2;
 }
@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
       o.bias_std = std::strtof(v, nullptr);
     } else if (a == "--bpe-vocab") {
       o.bpe_vocab = true;
+    } else if (a == "--think-tokens") {
+      o.think_tokens = true;
     } else if (a == "--hf-dir" && (v = next())) {
       hf_dir = v;
     } else if (a == "--shards" && (v = next())) {

@@ -279,7 +279,7 @@ void SyntheticVocab(int32_t n_vocab, GgufStreamWriter* w, const std::vector<std:
 // pre-tokenizer "qwen2"): the 256 byte tokens in GPT-2's byte-to-unicode
 // spelling (id = byte), two-character merges of common English pairs, then
 // Qwen's control tokens at the end.
-void Gpt2Vocab(int32_t n_vocab, GgufStreamWriter* w) {
+void Gpt2Vocab(int32_t n_vocab, GgufStreamWriter* w, bool think_tokens, bool harmony_tokens) {
   std::vector<std::string> byte_tok(256);
   {
     std::vector<int> bs, cs;
@@ -310,7 +310,7 @@ void Gpt2Vocab(int32_t n_vocab, GgufStreamWriter* w) {
   static const char* const kSpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
   std::vector<std::string> tokens(byte_tok), merges;
   std::vector<int32_t> types(256, 1);
-  const int32_t n_merges = n_vocab - 256 - 3;
+  const int32_t n_merges = n_vocab - 256 - 3 - (think_tokens ? 2 : 0) - (harmony_tokens ? 4 : 0);
   for (int32_t i = 0; i < n_merges && i < static_cast<int32_t>(std::size(kPairs)); ++i) {
     const std::string a = byte_tok[static_cast<unsigned char>(kPairs[i][0][0])];
     const std::string b = byte_tok[static_cast<unsigned char>(kPairs[i][1][0])];
@@ -318,6 +318,16 @@ void Gpt2Vocab(int32_t n_vocab, GgufStreamWriter* w) {
     tokens.push_back(a + b);
     types.push_back(1);
   }
+  if (think_tokens)
+    for (const char* t : {"<think>", "</think>"}) {
+      tokens.push_back(t);
+      types.push_back(4);  // user-defined
+    }
+  if (harmony_tokens)
+    for (const char* t : {"<|start|>", "<|channel|>", "<|message|>", "<|end|>"}) {
+      tokens.push_back(t);
+      types.push_back(3);  // control
+    }
   for (const char* t : kSpecials) {
     tokens.push_back(t);
     types.push_back(3);  // control
@@ -475,7 +485,7 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
       if (key.rfind("tokenizer.", 0) == 0 && !w.CopyKey(*o.vocab, key))
         return Unsupported("llm-synth: cannot copy metadata key " + std::string(key));
   } else if (s.arch.rfind("qwen", 0) == 0 || o.bpe_vocab) {
-    Gpt2Vocab(n_vocab, &w);
+    Gpt2Vocab(n_vocab, &w, o.think_tokens, o.harmony_tokens);
   } else {
     SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
                                                                 "<|end|>", "<|user|>"}

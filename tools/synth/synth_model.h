@@ -103,6 +103,13 @@ struct SynthOptions {
   bool bpe_vocab = false;              // any family: Qwen's byte-level BPE vocabulary (300 tokens), which
                                        // a Hugging Face tokenizer.json can express (WriteHfDir)
   const GgufFile* vocab = nullptr;     // copy tokenizer.* from here; null: a synthetic SentencePiece vocabulary
+  // Qwen's byte-level vocabulary only: "<think>" and "</think>" as
+  // user-defined tokens (as Qwen3's are) in place of its last two merges,
+  // for the reasoning tests (issue 32). The vocabulary size is unchanged.
+  bool think_tokens = false;
+  // Likewise harmony's (gpt-oss's) control tokens <|start|>, <|channel|>,
+  // <|message|> and <|end|>, in place of four more merges.
+  bool harmony_tokens = false;
   std::string chat_template;           // tokenizer.chat_template when not empty (the family's real template,
                                        // so the tools render what the real model's file would make them render)
   int threads = 0;                     // 0 = hardware concurrency

@@ -81,6 +81,10 @@ namespace Llmrt
         public IntPtr kv_transfer_desc; // FINAL of a kv_produce request: the descriptor, or NULL
         public int transferred_prompt_tokens;
         public int kv_transfer_status;
+        // appended in 0.6: reasoning output (issue 32)
+        public IntPtr reasoning_text; // the thinking's share of text (reasoning_format), never NULL
+        public uint reasoning_text_len;
+        public int part;              // LLM_PART_*
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -112,6 +116,8 @@ namespace Llmrt
         // appended in 0.5: prefill/decode disaggregation (docs/DISAGG.md)
         public IntPtr kv_transfer_desc; // UTF-8 descriptor from a producer's final event
         public int kv_produce, reserved4;
+        // appended in 0.6: reasoning output (issue 32)
+        public int reasoning_format, reserved5; // LLM_REASONING_*
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]

@@ -56,8 +56,13 @@ static class Tests
         Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 48, "llm_ctx_params size");
         Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 64, "llm_sampling_params size");
         Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
-        Check(Marshal.SizeOf(typeof(NativeEvent)) == 176, "llm_event size");
-        Check(Marshal.SizeOf(typeof(NativeRequest)) == 200, "llm_request size");
+        Check(Marshal.SizeOf(typeof(NativeEvent)) == 192, "llm_event size");
+        Check(Marshal.SizeOf(typeof(NativeRequest)) == 208, "llm_request size");
+        Check(Offset(typeof(NativeEvent), "reasoning_text") == 176, "llm_event.reasoning_text offset");
+        Check(Offset(typeof(NativeEvent), "reasoning_text_len") == 184, "llm_event.reasoning_text_len offset");
+        Check(Offset(typeof(NativeEvent), "part") == 188, "llm_event.part offset");
+        Check(Offset(typeof(NativeRequest), "reasoning_format") == 200, "llm_request.reasoning_format offset");
+        Check(Offset(typeof(NativeRequest), "reserved5") == 204, "llm_request.reserved5 offset");
         Check(Offset(typeof(NativeEvent), "kv_transfer_desc") == 160, "llm_event.kv_transfer_desc offset");
         Check(Offset(typeof(NativeEvent), "transferred_prompt_tokens") == 168, "llm_event.transferred_prompt_tokens offset");
         Check(Offset(typeof(NativeEvent), "kv_transfer_status") == 172, "llm_event.kv_transfer_status offset");

@@ -81,3 +81,11 @@ def test_whitespace_values_match_the_header_and_reach_the_request():
     assert R.build_request("x", json_schema={"type": "object"}).req.constraint_whitespace == R.WHITESPACE_BOUNDED
     b = R.build_request("x", json_schema={"type": "object"}, whitespace_flexible=True)
     assert b.req.constraint_whitespace == R.WHITESPACE_FREE
+
+
+def test_reasoning_values_match_the_header():
+    header = (REPO / "include" / "llm.h").read_text()
+    values = {m[0]: int(m[1]) for m in re.findall(r"LLM_((?:REASONING|PART)_\w+) = (\d+)", header)}
+    assert values == {"REASONING_NONE": S.REASONING_NONE, "REASONING_DEEPSEEK": S.REASONING_DEEPSEEK,
+                      "REASONING_HARMONY": S.REASONING_HARMONY, "REASONING_AUTO": S.REASONING_AUTO,
+                      "PART_CONTENT": S.PART_CONTENT, "PART_REASONING": S.PART_REASONING}

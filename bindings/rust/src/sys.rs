@@ -87,6 +87,14 @@ pub const LLM_CONSTRAINT_GRAMMAR: i32 = 5;
 pub const LLM_WHITESPACE_BOUNDED: i32 = 0;
 pub const LLM_WHITESPACE_FREE: i32 = 1;
 
+// llm_reasoning_format / llm_part (issue 32)
+pub const LLM_REASONING_NONE: i32 = 0;
+pub const LLM_REASONING_DEEPSEEK: i32 = 1;
+pub const LLM_REASONING_HARMONY: i32 = 2;
+pub const LLM_REASONING_AUTO: i32 = 3;
+pub const LLM_PART_CONTENT: i32 = 0;
+pub const LLM_PART_REASONING: i32 = 1;
+
 pub const LLM_TOOL_FORMAT_AUTO: i32 = 0;
 pub const LLM_TOOL_FORMAT_GENERIC: i32 = 1;
 pub const LLM_TOOL_FORMAT_HERMES: i32 = 2;
@@ -231,6 +239,10 @@ pub struct llm_event {
     pub kv_transfer_desc: *const c_char,
     pub transferred_prompt_tokens: i32,
     pub kv_transfer_status: i32,
+    // appended in 0.6: reasoning output (issue 32)
+    pub reasoning_text: *const c_char,
+    pub reasoning_text_len: u32,
+    pub part: i32,
 }
 
 pub type llm_event_callback = Option<unsafe extern "C" fn(event: *const llm_event, user_data: *mut c_void)>;
@@ -283,6 +295,9 @@ pub struct llm_request {
     pub kv_transfer_desc: *const c_char,
     pub kv_produce: i32,
     pub reserved4: i32,
+    // appended in 0.6: reasoning output (issue 32)
+    pub reasoning_format: i32,
+    pub reserved5: i32,
 }
 
 #[repr(C)]

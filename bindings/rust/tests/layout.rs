@@ -57,12 +57,13 @@ fn rust_layout() -> Layout {
         llm_event { struct_size, type_, request_id, seq_index, token, text, text_len, logprob, finish_reason,
                     status, message, metrics, prompt_logprobs, n_prompt_logprobs, reserved0, top_logprobs,
                     n_top_logprobs, reserved1, embedding, n_embedding, n_embedding_rows, kv_transfer_desc,
-                    transferred_prompt_tokens, kv_transfer_status }
+                    transferred_prompt_tokens, kv_transfer_status, reasoning_text, reasoning_text_len, part }
         llm_request { struct_size, tokenize_flags, prompt, prompt_tokens, n_prompt_tokens, max_tokens, sampling,
                       stop, n_stop, ignore_eos, n, priority, prompt_logprobs, reserved0, callback, user_data,
                       cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
                       reserved1, constraint_kind, n_choices, constraint, choices, task, pooling, normalize,
-                      dimensions, truncate, reserved2, keep_kv, constraint_whitespace, kv_transfer_desc, kv_produce, reserved4 }
+                      dimensions, truncate, reserved2, keep_kv, constraint_whitespace, kv_transfer_desc, kv_produce, reserved4,
+                      reasoning_format, reserved5 }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
@@ -104,6 +105,8 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_TOOL_FORMAT_MISTRAL,
         LLM_TASK_GENERATE, LLM_TASK_EMBED,
         LLM_POOLING_MODEL, LLM_POOLING_NONE, LLM_POOLING_MEAN, LLM_POOLING_CLS, LLM_POOLING_LAST, LLM_POOLING_RANK,
+        LLM_REASONING_NONE, LLM_REASONING_DEEPSEEK, LLM_REASONING_HARMONY, LLM_REASONING_AUTO,
+        LLM_PART_CONTENT, LLM_PART_REASONING,
     ];
     v.push(("LLM_SEED_RANDOM".into(), sys::LLM_SEED_RANDOM));
     v

@@ -16,6 +16,10 @@ EVENT_CALLBACK = C.CFUNCTYPE(None, C.c_void_p, C.c_void_p)
 KV_WRITE_FN = C.CFUNCTYPE(C.c_int32, C.c_void_p, C.c_void_p, C.c_size_t)
 KV_READ_FN = C.CFUNCTYPE(C.c_int32, C.c_void_p, C.c_void_p, C.c_size_t, C.POINTER(C.c_size_t))
 
+# llm_reasoning_format and llm_part (issue 32)
+REASONING_NONE, REASONING_DEEPSEEK, REASONING_HARMONY, REASONING_AUTO = 0, 1, 2, 3
+PART_CONTENT, PART_REASONING = 0, 1
+
 
 class CtxParams(C.Structure):
     _fields_ = [
@@ -118,6 +122,10 @@ class Event(C.Structure):
         ("kv_transfer_desc", C.c_char_p),
         ("transferred_prompt_tokens", C.c_int32),
         ("kv_transfer_status", C.c_int32),
+        # appended in 0.6: reasoning output (issue 32)
+        ("reasoning_text", C.c_void_p),  # bytes, read with reasoning_text_len
+        ("reasoning_text_len", C.c_uint32),
+        ("part", C.c_int32),  # PART_*
     ]
 
 
@@ -162,6 +170,8 @@ class Request(C.Structure):
         ("kv_transfer_desc", C.c_char_p),
         ("kv_produce", C.c_int32),
         ("reserved4", C.c_int32),
+        ("reasoning_format", C.c_int32),  # REASONING_* (0.6, issue 32)
+        ("reserved5", C.c_int32),
     ]
 
 
