@@ -9,7 +9,7 @@
 // All chunks are submitted at once and run batched by the engine; the
 // per-position log-probabilities come back in each request's final event.
 //
-//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0]
+//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0] [--backend cpu|cuda]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,10 +36,14 @@ int main(int argc, char** argv) {
     else if (a == "-c") { n_ctx = static_cast<int32_t>(cli::NumberArg("-c", v)); ++i; }
     else if (a == "-t") { params.n_threads = static_cast<int32_t>(cli::NumberArg("-t", v)); ++i; }
     else if (a == "-kv") { kv_both = cli::KvTypeArg("-kv", v); ++i; }
+    else if (a == "--backend" && v && (std::string(v) == "cpu" || std::string(v) == "cuda")) {
+      params.backend = std::string(v) == "cpu" ? LLM_BACKEND_CPU : LLM_BACKEND_CUDA;
+      ++i;
+    }
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else {
-      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0]\n");
+      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0] [--backend cpu|cuda]\n");
       return 2;
     }
   }
