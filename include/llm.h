@@ -291,7 +291,9 @@ typedef struct llm_ctx_params {
                               /* (for a model too large for the device;     */
                               /* gpu_memory_fraction then sizes the KV pool */
                               /* by the device layers alone; the host       */
-                              /* layers' KV is F16, the same block count,   */
+                              /* layers' KV is kv_type (AUTO: F16; the      */
+                              /* device layers' AUTO is BF16), the same     */
+                              /* block count,                               */
                               /* its default held to the CPU's 256 MiB      */
                               /* unless n_kv_blocks is set; steps run       */
                               /* without CUDA graphs). -1 (default),        */
