@@ -168,7 +168,7 @@ double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) 
   const int blocks_per_seq = (len + s.bs - 1) / s.bs;
   const int n_blocks = blocks_per_seq * n_seqs;
   llm::cuda::KvPoolLayout layout{1, s.Hkv, s.hd, s.bs};
-  const size_t pool_elems = static_cast<size_t>(n_blocks) * layout.block_stride();
+  const size_t pool_elems = static_cast<size_t>(n_blocks) * layout.block_bytes() / sizeof(bf16);
   bf16* pool = RandomBf16(s, pool_elems, 42);
   std::vector<int32_t> tables(n_blocks);
   std::iota(tables.begin(), tables.end(), 0);
@@ -192,9 +192,12 @@ double TimeAttention(bool prefill, int n_seqs, int len, double* bytes_or_flops) 
   int32_t* d_tables = s.Upload(tables);
   int32_t* d_seq = s.Upload(tok_seq);
   int32_t* d_pos = s.Upload(tok_pos);
-  llm::cuda::PagedKv kv{pool, pool + layout.VOffset(0) - layout.KOffset(0), layout.block_stride(), s.bs};
-  kv.k = pool + layout.KOffset(0);
-  kv.v = pool + layout.VOffset(0);
+  llm::cuda::PagedKv kv;
+  kv.k = reinterpret_cast<unsigned char*>(pool) + layout.KOffset(0);
+  kv.v = reinterpret_cast<unsigned char*>(pool) + layout.VOffset(0);
+  kv.block_stride = layout.block_bytes();
+  kv.tile_bytes = layout.tile_bytes();
+  kv.block_size = s.bs;
 
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));

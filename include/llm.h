@@ -201,9 +201,9 @@ enum { /* llm_ctx_params.preempt_mode: what happens to a running sequence when *
 enum { /* llm_ctx_params.kv_type: element type of the KV cache                 */
   LLM_KV_AUTO = 0, /* the backend's own: F16 on the CPU, BF16 on CUDA          */
   LLM_KV_F32 = 1,  /* 4 bytes per element (CPU only)                            */
-  LLM_KV_F16 = 2,  /* IEEE half, 2 bytes per element (CPU only)                 */
+  LLM_KV_F16 = 2,  /* IEEE half, 2 bytes per element                           */
   LLM_KV_Q8_0 = 3  /* int8 with one F32 scale per head_dim row of each          */
-                   /* position's K and V (CPU only)                             */
+                   /* position's K and V                                        */
 };
 
 /* A request seed with this value draws a random seed. */
@@ -265,7 +265,7 @@ typedef struct llm_ctx_params {
   uint64_t swap_space_bytes;  /* preempt_mode SWAP: host memory for         */
                               /* swapped-out KV blocks (page-locked on      */
                               /* CUDA), reserved at creation; whole blocks  */
-                              /* of the pool's format (kv_type on the CPU,  */
+                              /* of the pool's format (kv_type; AUTO is     */
                               /* BF16 on CUDA) count. 0 = the KV pool's size, */
                               /* at most 1 GiB. Less than one block, or     */
                               /* over 2^24 blocks: INVALID_ARGUMENT. Must   */
@@ -276,10 +276,11 @@ typedef struct llm_ctx_params {
                               /* half of F32's memory per token, perplexity */
                               /* within 0.1%). The CPU backend reads F32,   */
                               /* F16 and Q8_0 in its attention kernels      */
-                              /* directly; CUDA keeps BF16 and refuses an   */
-                              /* explicit type with UNSUPPORTED. Another    */
-                              /* value: INVALID_ARGUMENT. Callers built     */
-                              /* against an older header get AUTO.          */
+                              /* directly; CUDA reads BF16 (its AUTO), F16  */
+                              /* and Q8_0 directly and refuses F32 with     */
+                              /* UNSUPPORTED. K and V share the type.       */
+                              /* Another value: INVALID_ARGUMENT. Callers   */
+                              /* built against an older header get AUTO.    */
   int32_t reserved3;          /* must be 0                                  */
   /* --- appended in 0.3: partial offload (llama.cpp's -ngl) --- */
   int32_t n_gpu_layers;       /* With the CUDA backend: how many of the     */
@@ -290,7 +291,9 @@ typedef struct llm_ctx_params {
                               /* (for a model too large for the device;     */
                               /* gpu_memory_fraction then sizes the KV pool */
                               /* by the device layers alone; the host       */
-                              /* layers' KV is F16, the same block count,   */
+                              /* layers' KV is kv_type (AUTO: F16; the      */
+                              /* device layers' AUTO is BF16), the same     */
+                              /* block count,                               */
                               /* its default held to the CPU's 256 MiB      */
                               /* unless n_kv_blocks is set; steps run       */
                               /* without CUDA graphs). -1 (default),        */
@@ -1062,7 +1065,7 @@ LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, s
  *    an import checks both before it reads a block, and checks each block's
  *    checksum and chained hash before it uses it. A stream of another
  *    element type (F32, F16, Q8_0: llm_ctx_params.kv_type; BF16, the CUDA
- *    pool's) converts: a CPU context's stream imports into a CUDA context
+ *    pool's AUTO) converts: a CPU context's stream imports into a CUDA context
  *    and back.
  *  - Threads: the engine waits between two steps while an export or import
  *    runs (requests keep queueing; their steps resume after), and the

@@ -2,6 +2,7 @@
 
 #include "attention_decode.cuh"
 #include "device_util.cuh"
+#include "kv_elem.cuh"
 
 namespace llm::cuda {
 namespace {
@@ -62,7 +63,6 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
   const int32_t key_begin = static_cast<int32_t>(min(key_begin64, static_cast<int64_t>(n_keys)));
   const int32_t key_end = static_cast<int32_t>(min(static_cast<int64_t>(n_keys), key_begin64 + keys_per_split));
   const int32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * hd;
 
   if (key_begin >= key_end) {  // this split has no keys for this item (shorter than the longest)
     // A loop, not `tid < n_rep`: n_rep may exceed the CTA's threads (n_rep *
@@ -103,10 +103,9 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
       for (int32_t c = tid; c < kt * chunks; c += kThreads) {
         const int32_t k = c / chunks, d0 = (c % chunks) * 8, key = key0 + k;
         uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-        if (key < key_end) {
-          const int64_t off = dev::SlotOffset(table, key, p.kv.block_size, p.kv.block_stride, hd) + g * head_stride + d0;
-          kv = *reinterpret_cast<const uint4*>(p.kv.k + off);
-          vv = *reinterpret_cast<const uint4*>(p.kv.v + off);
+        if (key < key_end) {  // widened to bf16 from the pool's type
+          kv = dev::LoadKv8(p.kv, p.kv.k, table, key, g, hd, d0);
+          vv = dev::LoadKv8(p.kv, p.kv.v, table, key, g, hd, d0);
         }
         uint32_t* kd = reinterpret_cast<uint32_t*>(sK + k * (hd + 2) + d0);
         kd[0] = kv.x;
@@ -120,9 +119,8 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
         const int32_t k = c / hd, d = c % hd, key = key0 + k;
         bf16 kv = __float2bfloat16_rn(0.0f), vv = kv;
         if (key < key_end) {
-          const int64_t off = dev::SlotOffset(table, key, p.kv.block_size, p.kv.block_stride, hd) + g * head_stride + d;
-          kv = p.kv.k[off];
-          vv = p.kv.v[off];
+          kv = dev::LoadKv1(p.kv, p.kv.k, table, key, g, hd, d);
+          vv = dev::LoadKv1(p.kv, p.kv.v, table, key, g, hd, d);
         }
         sK[k * (hd + 2) + d] = kv;
         sV[k * hd + d] = vv;
@@ -263,7 +261,7 @@ cudaError_t LaunchDecodeAttention(const DecodeAttnParams& p, void* workspace, si
                                   cudaStream_t stream) {
   if (p.n_items < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 ||
       p.head_dim % 2 != 0 || p.head_dim > 256 || p.n_splits < 1 || p.kv.block_size <= 0 || p.window < 0 ||
-      !(p.softcap >= 0.0f))
+      !(p.softcap >= 0.0f) || !KvElemValid(p.kv.elem))
     return cudaErrorInvalidValue;
   const int32_t n_rep = p.n_head / p.n_head_kv, kt = DecodeKeyTile(p.head_dim);
   if (n_rep * p.head_dim > kMaxOutPerThread * kThreads) return cudaErrorInvalidValue;

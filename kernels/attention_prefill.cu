@@ -1,5 +1,6 @@
 #include "attention_prefill.cuh"
 #include "device_util.cuh"
+#include "kv_elem.cuh"
 
 namespace llm::cuda {
 namespace {
@@ -26,7 +27,6 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
   const int32_t n_q = min(kBM, s.n_tokens - w.q0);
   const int32_t kv_end = s.n_past + w.q0 + n_q;  // keys [0, kv_end)
   const int32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gq = lane >> 2, c4 = lane & 3;
-  const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * HD;
 
   // ---- Q tile -> registers (A fragments), via shared memory
   for (int32_t c = tid; c < kBM * CH; c += kThreads) {
@@ -72,17 +72,13 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
     for (int32_t c = tid; c < kBN * CH; c += kThreads) {
       const int32_t k = c / CH, d0 = (c % CH) * 8, key = kb + k;
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (key < kv_end)
-        v = *reinterpret_cast<const uint4*>(
-            p.kv.k + dev::SlotOffset(table, key, p.kv.block_size, p.kv.block_stride, HD) + g * head_stride + d0);
+      if (key < kv_end) v = dev::LoadKv8(p.kv, p.kv.k, table, key, g, HD, d0);  // widened to bf16
       *reinterpret_cast<uint4*>(sQK + k * KS + d0) = v;
     }
     for (int32_t c = tid; c < kBN * CH; c += kThreads) {
       const int32_t k = c % kBN, d0 = (c / kBN) * 8, key = kb + k;  // consecutive threads: consecutive keys
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (key < kv_end)
-        v = *reinterpret_cast<const uint4*>(
-            p.kv.v + dev::SlotOffset(table, key, p.kv.block_size, p.kv.block_stride, HD) + g * head_stride + d0);
+      if (key < kv_end) v = dev::LoadKv8(p.kv, p.kv.v, table, key, g, HD, d0);
       const bf16* e = reinterpret_cast<const bf16*>(&v);
 #pragma unroll
       for (int i = 0; i < 8; ++i) sVt[(d0 + i) * VS + k] = e[i];
@@ -187,7 +183,8 @@ bool PrefillAttentionSupports(int32_t head_dim) { return head_dim == 64 || head_
 
 cudaError_t LaunchPrefillAttention(const PrefillAttnParams& p, cudaStream_t stream) {
   if (p.n_work < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head > 65535 ||
-      !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0 || p.window < 0 || !(p.softcap >= 0.0f))
+      !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0 || p.window < 0 || !(p.softcap >= 0.0f) ||
+      !KvElemValid(p.kv.elem))
     return cudaErrorInvalidValue;
   if (p.n_work == 0) return cudaSuccess;
   const dim3 grid(p.n_work, p.n_head);

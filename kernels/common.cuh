@@ -32,42 +32,58 @@ struct SeqDesc {
 };
 static_assert(sizeof(SeqDesc) == 16);
 
-// The device KV pool (bf16), one allocation of n_blocks blocks. A block holds
+// Element types of the device KV pool (llm_ctx_params.kv_type; the values
+// are the KV wire's, backend/kv_wire.h, so a pool block is a wire block).
+inline constexpr int32_t kKvF16 = 2;   // IEEE half
+inline constexpr int32_t kKvQ8 = 3;    // int8, one F32 scale per head_dim row (x = scale * q, scale = max|x| / 127)
+inline constexpr int32_t kKvBf16 = 4;  // the default
+
+// The device KV pool, one allocation of n_blocks blocks. A block holds
 // block_size consecutive positions of one sequence for every layer, K and V,
 // so copying a block (copy-on-write) is one memcpy:
 //
-//   pool ─┬─ block 0 ─┬─ layer 0 ─┬─ K: kv head 0 (block_size, head_dim)   token-major
-//         │           │           │      kv head 1 ...
-//         │           │           └─ V: kv head 0 (block_size, head_dim)
-//         │           │                  kv head 1 ...
+//   pool ─┬─ block 0 ─┬─ layer 0 ─┬─ K: kv head 0 tile   tile = rows of positions 0 .. bs-1
+//         │           │           │      kv head 1 ...    BF16, F16: (bs, head_dim) 2-byte values
+//         │           │           └─ V: kv head 0 ...    Q8_0: (bs) F32 scales, then
+//         │           │                  kv head 1 ...          (bs, head_dim) int8
 //         │           ├─ layer 1 ...
 //         ├─ block 1 ...
 //
-// Token-major tiles keep one key's head_dim values adjacent (16-byte loads
-// for any block size); the attention kernels transpose V in shared memory
-// where the tensor cores want it.
-//
-//   K of position p, kv head h, dim d (layer base pointer k = pool + KOffset(layer)):
-//     k[block_table[p / bs] * block_stride + (h * bs + p % bs) * head_dim + d]
+// which is the KV wire layout (backend/kv_wire.h) of the pool's type, so a
+// block leaves and enters the device as it is. Token-major tiles keep one
+// key's head_dim values adjacent (16-byte loads for any block size); the
+// attention kernels widen a tile to bf16 in shared memory as they load it
+// (kernels/kv_elem.cuh) and transpose V there where the tensor cores want it.
+// Offsets are in bytes.
 struct KvPoolLayout {
   int32_t n_layer = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int32_t block_size = 0;
+  int32_t elem = kKvBf16;
 
-  int64_t tile_elems() const { return static_cast<int64_t>(block_size) * head_dim; }   // one (layer, K|V, head)
-  int64_t layer_elems() const { return 2 * n_head_kv * tile_elems(); }
-  int64_t block_stride() const { return n_layer * layer_elems(); }                      // elements per block
-  int64_t KOffset(int32_t layer) const { return layer * layer_elems(); }
-  int64_t VOffset(int32_t layer) const { return layer * layer_elems() + n_head_kv * tile_elems(); }
+  // one (layer, K|V, head) tile
+  int64_t tile_bytes() const {
+    const int64_t values = static_cast<int64_t>(block_size) * head_dim;
+    return elem == kKvQ8 ? 4 * static_cast<int64_t>(block_size) + values : 2 * values;
+  }
+  int64_t layer_bytes() const { return 2 * n_head_kv * tile_bytes(); }
+  int64_t block_bytes() const { return n_layer * layer_bytes(); }
+  int64_t KOffset(int32_t layer) const { return layer * layer_bytes(); }
+  int64_t VOffset(int32_t layer) const { return layer * layer_bytes() + n_head_kv * tile_bytes(); }
 };
 
+inline bool KvElemValid(int32_t elem) { return elem == kKvF16 || elem == kKvQ8 || elem == kKvBf16; }
+
 // One layer's view of the pool, as the attention and KV-store kernels take it.
+//   row of position p, kv head h: k + block_table[p / bs] * block_stride + h * tile_bytes + row p % bs
 struct PagedKv {
-  bf16* k = nullptr;          // pool + KOffset(layer)
-  bf16* v = nullptr;          // pool + VOffset(layer)
-  int64_t block_stride = 0;   // elements per block
-  int32_t block_size = 0;     // tokens per block
+  unsigned char* k = nullptr;  // pool + KOffset(layer)
+  unsigned char* v = nullptr;  // pool + VOffset(layer)
+  int64_t block_stride = 0;    // bytes per block
+  int64_t tile_bytes = 0;      // bytes per (K|V, head) tile
+  int32_t block_size = 0;      // tokens per block
+  int32_t elem = kKvBf16;      // kKv*
 };
 
 }  // namespace llm::cuda

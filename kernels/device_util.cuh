@@ -61,14 +61,6 @@ __device__ __forceinline__ float BlockSum(float v, float* scratch) {
   return WarpSum(v);
 }
 
-// Element offset of position `pos`'s row (kv head 0, dim 0) in a PagedKv
-// layer view; kv head h adds h * block_size * head_dim.
-__device__ __forceinline__ int64_t SlotOffset(const int32_t* table, int32_t pos, int32_t block_size,
-                                              int64_t block_stride, int32_t head_dim) {
-  const int32_t block = table[pos / block_size];
-  return static_cast<int64_t>(block) * block_stride + static_cast<int64_t>(pos % block_size) * head_dim;
-}
-
 __device__ __forceinline__ uint32_t PackBf16x2(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo: the lower address, the low 16 bits
   uint32_t r;

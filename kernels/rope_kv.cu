@@ -1,4 +1,5 @@
 #include "device_util.cuh"
+#include "kv_elem.cuh"
 #include "rope_kv.cuh"
 
 namespace llm::cuda {
@@ -42,7 +43,10 @@ __device__ __forceinline__ float Biased(const float* src, const float* bias, int
 // One block per token. With q/k norms, first one thread per q and k head
 // finds its 1 / rms (sInv: (n_head + n_head_kv) F32 dynamic shared memory).
 // Items: (n_head + n_head_kv) heads x head_dim/2 pairs of q and k, then
-// n_head_kv x head_dim values of v.
+// n_head_kv x head_dim values of v. A BF16/F16 pool takes each value as it
+// is made; for Q8_0 the rows gather in sRow (2 n_head_kv rows of head_dim
+// F32 after sInv) and then one warp per row quantizes it (the row's scale
+// needs all of it).
 __global__ void RopeStoreKvKernel(RopeKvParams p) {
   LLM_DYNAMIC_SMEM(float, sInv);
   const int32_t t = blockIdx.x;
@@ -53,9 +57,9 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
   const SeqDesc s = p.seqs[p.tok_seq[t]];
   const int32_t pos = p.tok_pos[t];
   const int32_t block = p.block_tables[s.table_offset + pos / p.kv.block_size];
-  const int64_t slot = static_cast<int64_t>(block) * p.kv.block_stride +
-                       static_cast<int64_t>(pos % p.kv.block_size) * hd;  // + h * block_size * hd
-  const int64_t head_stride = static_cast<int64_t>(p.kv.block_size) * hd;
+  const int32_t r = pos % p.kv.block_size;  // row in the block's tiles
+  const bool q8 = p.kv.elem == kKvQ8;
+  float* sRow = sInv + (p.q_norm ? p.n_head + p.n_head_kv : 0);  // Q8_0: K rows, then V rows
 
   const bool norm = p.q_norm != nullptr;
   if (norm) {
@@ -91,17 +95,29 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
       bf16* q = p.q_out + (static_cast<int64_t>(t) * p.n_head + h) * hd;
       q[a] = __float2bfloat16_rn(x0);
       q[b] = __float2bfloat16_rn(x1);
+    } else if (q8) {
+      sRow[(h - p.n_head) * hd + a] = x0;
+      sRow[(h - p.n_head) * hd + b] = x1;
     } else {
-      bf16* k = p.kv.k + slot + (h - p.n_head) * head_stride;
-      k[a] = __float2bfloat16_rn(x0);
-      k[b] = __float2bfloat16_rn(x1);
+      unsigned char* tile = dev::KvTileW(p.kv, p.kv.k, block, h - p.n_head);
+      dev::StoreKvHalf(p.kv.elem, tile, r, hd, a, x0);
+      dev::StoreKvHalf(p.kv.elem, tile, r, hd, b, x1);
     }
   }
   const float* v = src + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd;
   const float* vb = p.bias ? p.bias + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd : nullptr;
   for (int32_t j = threadIdx.x; j < p.n_head_kv * hd; j += blockDim.x) {
     const int32_t h = j / hd, d = j % hd;
-    p.kv.v[slot + h * head_stride + d] = __float2bfloat16_rn(Biased(v, vb, j));
+    if (q8) sRow[(p.n_head_kv + h) * hd + d] = Biased(v, vb, j);
+    else dev::StoreKvHalf(p.kv.elem, dev::KvTileW(p.kv, p.kv.v, block, h), r, hd, d, Biased(v, vb, j));
+  }
+  if (!q8) return;
+  __syncthreads();
+  const int32_t lane = threadIdx.x & 31;
+  for (int32_t kr = threadIdx.x >> 5; kr < 2 * p.n_head_kv; kr += blockDim.x >> 5) {
+    const int32_t h = kr % p.n_head_kv;
+    unsigned char* tile = dev::KvTileW(p.kv, kr < p.n_head_kv ? p.kv.k : p.kv.v, block, h);
+    dev::StoreKvRowQ8(tile, p.kv.block_size, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
   }
 }
 
@@ -117,11 +133,13 @@ cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* in
 
 cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
   if (p.n_tok < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0 || p.head_dim % 2 != 0 ||
-      p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0 ||
+      p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0 || !KvElemValid(p.kv.elem) ||
       (p.q_norm == nullptr) != (p.k_norm == nullptr) || !(p.eps >= 0.0f))
     return cudaErrorInvalidValue;
   if (p.n_tok == 0) return cudaSuccess;
-  const size_t smem = p.q_norm ? static_cast<size_t>(p.n_head + p.n_head_kv) * sizeof(float) : 0;
+  const size_t smem = ((p.q_norm ? static_cast<size_t>(p.n_head + p.n_head_kv) : 0) +
+                       (p.kv.elem == kKvQ8 ? 2 * static_cast<size_t>(p.n_head_kv) * p.head_dim : 0)) *
+                      sizeof(float);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
   LLM_LAUNCH(RopeStoreKvKernel, p.n_tok, 128, smem, stream, p);
   return cudaGetLastError();

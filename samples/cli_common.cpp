@@ -57,6 +57,19 @@ int32_t KvTypeArg(const char* opt, const char* value) {
   std::exit(2);
 }
 
+int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v) {
+  int32_t t = both;
+  for (int32_t x : {k, v}) {
+    if (x == 0) continue;
+    if (t != 0 && t != x) {
+      std::fprintf(stderr, "KV cache types that differ (-kv/-ctk/-ctv): K and V share one element type here\n");
+      std::exit(2);
+    }
+    t = x;
+  }
+  return t;
+}
+
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags) {
   int32_t n = 0;
   llm_status s = llm_tokenize(ctx, text.data(), text.size(), flags, nullptr, 0, &n);

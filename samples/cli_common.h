@@ -22,6 +22,11 @@ double NumberArg(const char* opt, const char* value);
 // usage message.
 int32_t KvTypeArg(const char* opt, const char* value);
 
+// The KV cache type from -ctk / -ctv (llama.cpp's --cache-type-k/-v; 0 =
+// not given) and -kv (`both`, 0 = not given): K and V share one element
+// type here, so types that differ exit with status 2 and a message.
+int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v);
+
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags);
 
 }  // namespace cli

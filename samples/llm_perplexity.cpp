@@ -9,7 +9,7 @@
 // All chunks are submitted at once and run batched by the engine; the
 // per-position log-probabilities come back in each request's final event.
 //
-//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv f16|f32|q8_0]
+//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0] [--backend cpu|cuda]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   llm_ctx_params_init(&params);
   std::string file;
   int32_t n_ctx = 512;
+  int32_t kv_both = 0, kv_k = 0, kv_v = 0;  // -kv, -ctk, -ctv
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -34,12 +35,19 @@ int main(int argc, char** argv) {
     else if (a == "-f" && v) { file = v; ++i; }
     else if (a == "-c") { n_ctx = static_cast<int32_t>(cli::NumberArg("-c", v)); ++i; }
     else if (a == "-t") { params.n_threads = static_cast<int32_t>(cli::NumberArg("-t", v)); ++i; }
-    else if (a == "-kv") { params.kv_type = cli::KvTypeArg("-kv", v); ++i; }
+    else if (a == "-kv") { kv_both = cli::KvTypeArg("-kv", v); ++i; }
+    else if (a == "--backend" && v && (std::string(v) == "cpu" || std::string(v) == "cuda")) {
+      params.backend = std::string(v) == "cpu" ? LLM_BACKEND_CPU : LLM_BACKEND_CUDA;
+      ++i;
+    }
+    else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else {
-      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv f16|f32|q8_0]\n");
+      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0] [--backend cpu|cuda]\n");
       return 2;
     }
   }
+  if (int32_t kv = cli::KvTypeOfPair(kv_both, kv_k, kv_v); kv != 0) params.kv_type = kv;
   if (file.empty() || n_ctx < 4) {
     std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX>=4] [-t THREADS]\n");
     return 2;

@@ -3,7 +3,7 @@
 //   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
 //           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
 //           [--stop STR]... [--ignore-eos] [--json] [--chat] [--system TEXT]
-//           [--prompt-ids ID,ID,...] [-kv f16|f32|q8_0]
+//           [--prompt-ids ID,ID,...] [-kv|-ctk|-ctv f16|f32|q8_0]
 //
 // Without -m it runs the model built into the library. --json prints one JSON
 // object at the end instead of streaming: prompt_tokens (ids), tokens
@@ -70,7 +70,7 @@ const char* FinishName(int32_t r) {
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
-               "               [-kv f16|f32|q8_0] [-ngl N]\n"
+               "               [-kv|-ctk|-ctv f16|f32|q8_0] [-ngl N]\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
                "                          (default -1: all; 0: none, the CPU backend)\n");
   std::exit(2);
@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
   std::vector<llm_token> prompt_ids;
   bool use_ids = false;
   Output out;
+  int32_t kv_both = 0, kv_k = 0, kv_v = 0;  // -kv, -ctk, -ctv
 
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -155,7 +156,9 @@ int main(int argc, char** argv) {
     else if (a == "--seed") { if (!v) Usage(); sampling.seed = std::strtoull(v, nullptr, 10); ++i; }
     else if (a == "-t" || a == "--threads") params.n_threads = static_cast<int32_t>(num());
     else if (a == "-c" || a == "--ctx-size") params.n_ctx = static_cast<int32_t>(num());
-    else if (a == "-kv" || a == "--kv-type") { params.kv_type = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-kv" || a == "--kv-type") { kv_both = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
     else if (a == "--stop") { if (!v) Usage(); stops.push_back(v); ++i; }
     else if (a == "--ignore-eos") req.ignore_eos = 1;
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
     else Usage();
   }
   if (use_ids && chat) Usage();
+  if (int32_t kv = cli::KvTypeOfPair(kv_both, kv_k, kv_v); kv != 0) params.kv_type = kv;
 
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&params, &ctx), "llm_ctx_create")) return 1;

@@ -42,11 +42,13 @@ struct Backends {
   std::unique_ptr<Backend> cpu, gpu;
 };
 
-void MakeBackends(const std::string& path, int32_t n_blocks, Backends* b) {
+// kv_type: both pools' element type (F32, KvCacheSpec's default, is BF16 on CUDA).
+void MakeBackends(const std::string& path, int32_t n_blocks, Backends* b, int32_t kv_type = LLM_KV_F32) {
   auto m = Model::Load(path.c_str());
   ASSERT_TRUE(m.ok()) << m.status().message();
   b->model = std::move(*m);
   KvCacheSpec kv{16, n_blocks};
+  kv.kv_type = kv_type;
   auto cpu = CreateCpuBackend(b->model->config, b->model->weights, kv, 2);
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   b->cpu = std::move(*cpu);
@@ -336,14 +338,20 @@ TEST(CudaBackend, AttentionScaleAndRopePairingFromTheConfig) {
 }
 
 // Swapping through page-locked host memory: blocks out, overwritten, back
-// into other blocks (consecutive runs go as one copy), then the sequence
-// continues as on the CPU backend, which swaps the same way.
-TEST(CudaBackend, SwappedOutBlocksComeBackLikeOnTheCpu) {
-  SKIP_WITHOUT_DEVICE();
+// into other blocks (consecutive runs go as one copy), a block copied
+// (copy-on-write), then the sequence continues as on the CPU backend, which
+// swaps and copies the same way. Each pool type: BF16 (against the CPU's
+// F32), F16 and Q8_0 (against the CPU's own F16, Q8_0).
+void SwapAndCopy(int32_t kv_type) {
+  SCOPED_TRACE("kv_type " + std::to_string(kv_type));
   Backends b;
-  MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 16, &b);
-  if (HasFatalFailure()) return;
-  EXPECT_EQ(b.gpu->kv_block_bytes(), b.cpu->kv_block_bytes() / 2);  // BF16 vs F32
+  MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 16, &b, kv_type);
+  if (::testing::Test::HasFatalFailure()) return;
+  if (kv_type == LLM_KV_Q8_0) {
+    EXPECT_EQ(b.gpu->kv_block_bytes(), b.cpu->kv_block_bytes());  // the same Q8_0 rows (the CPU pads tiles: 0 B here)
+  } else {
+    EXPECT_EQ(b.gpu->kv_block_bytes(), b.cpu->kv_block_bytes() / (kv_type == LLM_KV_F32 ? 2 : 1));  // BF16 vs F32, F16 vs F16
+  }
   for (Backend* be : {b.cpu.get(), b.gpu.get()}) ASSERT_TRUE(be->ReserveSwapSpace(6).ok());
   std::vector<llm_token> prompt(40);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<llm_token>((i * 37 + 11) % 512);
@@ -357,13 +365,19 @@ TEST(CudaBackend, SwappedOutBlocksComeBackLikeOnTheCpu) {
   Compare(b, Batch{junk, std::span<const BatchSeq>(&other, 1), rows}, "overwrite");
   const KvSwap ins[] = {{9, 1}, {10, 2}, {4, 3}};
   for (Backend* be : {b.cpu.get(), b.gpu.get()}) ASSERT_TRUE(be->SwapInKvBlocks(ins).ok());
-  std::vector<int32_t> moved = {9, 10, 4};
+  for (Backend* be : {b.cpu.get(), b.gpu.get()}) ASSERT_TRUE(be->CopyKvBlock(4, 12).ok());
+  std::vector<int32_t> moved = {9, 10, 12};
   std::vector<llm_token> next = {7};
   std::vector<int32_t> row0 = {0};
   BatchSeq cont{0, 1, 40, moved};
-  Compare(b, Batch{next, std::span<const BatchSeq>(&cont, 1), row0}, "after swap-in");
+  Compare(b, Batch{next, std::span<const BatchSeq>(&cont, 1), row0}, "after swap-in and a block copy");
   const KvSwap bad[] = {{0, 6}};
   EXPECT_EQ(b.gpu->SwapOutKvBlocks(bad).code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CudaBackend, SwappedOutBlocksComeBackLikeOnTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  for (int32_t t : {LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0}) SwapAndCopy(t);
 }
 
 TEST(CudaBackend, RejectsInvalidBatches) {

@@ -29,6 +29,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "model/rope_freq.h"
 #include "embedding.cuh"
 #include "model/config.h"
+#include "kvstate/kv_convert.h"
 #include "rmsnorm.cuh"
 #include "rope_kv.cuh"
 #include "sampling.cuh"
@@ -135,6 +136,8 @@ class CudaKernels : public ::testing::Test {
     for (auto& x : v) x = Normal(sd);
     return v;
   }
+
+  void RopeStoreKvCases(int32_t elem);
 
   uint32_t seed_ = 0;
   std::mt19937_64 rng_;
@@ -407,17 +410,19 @@ TEST_F(CudaKernels, RopeAnglesMatchCpuRope) {
 
 // A batch of sequences over a paged pool of n_layer = 2 layers (the kernels
 // run on layer 1, so layer offsets are exercised), blocks handed out in a
-// random order. Slots that hold no position of any sequence stay NaN.
+// random order, in element type `elem` (BF16, F16 or Q8_0; a pool tile is a
+// KV wire tile, so kvstate's DecodeKvRow / EncodeKvRow read and write rows).
 struct PagedBatch {
   int Hq, Hkv, hd, bs;
   std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
+  int32_t elem = kKvBf16;
   KvPoolLayout layout;
   int n_blocks = 0, n_tok = 0;
   std::vector<SeqDesc> desc;
   std::vector<int32_t> tables, tok_seq, tok_pos;
 
   void Build(std::mt19937_64& rng) {
-    layout = KvPoolLayout{2, Hkv, hd, bs};
+    layout = KvPoolLayout{2, Hkv, hd, bs, elem};
     int total_blocks = 0;
     for (auto [past, n] : seqs) total_blocks += (past + n + bs - 1) / bs;
     n_blocks = total_blocks + 3;
@@ -436,18 +441,59 @@ struct PagedBatch {
       n_tok += n;
     }
   }
-  // Element index of (layer, K or V, position pos of sequence s, kv head h, dim d).
-  int64_t Index(int layer, bool v, int s, int pos, int h, int d) const {
+  int64_t pool_bytes() const { return n_blocks * layout.block_bytes(); }
+  KvWireLayout wire() const { return KvWireLayout{2, Hkv, hd, bs, elem}; }
+  // Byte offset of the tile of (layer, K or V, position pos of sequence s, kv head h); its row is pos % bs.
+  int64_t Tile(int layer, bool v, int s, int pos, int h) const {
     const int32_t block = tables[desc[s].table_offset + pos / bs];
-    return block * layout.block_stride() + (v ? layout.VOffset(layer) : layout.KOffset(layer)) +
-           (static_cast<int64_t>(h) * bs + pos % bs) * hd + d;
+    return block * layout.block_bytes() + (v ? layout.VOffset(layer) : layout.KOffset(layer)) + h * layout.tile_bytes();
+  }
+  // Bytes of that row: its values and, for Q8_0, its scale.
+  std::vector<int64_t> RowBytes(int layer, bool v, int s, int pos, int h) const {
+    const int64_t t = Tile(layer, v, s, pos, h), r = pos % bs;
+    std::vector<int64_t> out;
+    if (elem == kKvQ8) {
+      for (int i = 0; i < 4; ++i) out.push_back(t + 4 * r + i);
+      for (int d = 0; d < hd; ++d) out.push_back(t + 4 * bs + r * hd + d);
+    } else {
+      for (int d = 0; d < 2 * hd; ++d) out.push_back(t + r * hd * 2 + d);
+    }
+    return out;
+  }
+  std::vector<float> Row(const std::vector<uint8_t>& pool, int layer, bool v, int s, int pos, int h) const {
+    std::vector<float> x(hd);
+    kvstate::DecodeKvRow(wire(), pool.data() + Tile(layer, v, s, pos, h), pos % bs, x.data());
+    return x;
+  }
+  PagedKv View(uint8_t* d_pool) const {  // layer 1's view of a device copy
+    PagedKv kv;
+    kv.k = d_pool + layout.KOffset(1);
+    kv.v = d_pool + layout.VOffset(1);
+    kv.block_stride = layout.block_bytes();
+    kv.tile_bytes = layout.tile_bytes();
+    kv.block_size = bs;
+    kv.elem = elem;
+    return kv;
+  }
+  void SetRow(std::vector<uint8_t>& pool, int layer, bool v, int s, int pos, int h, const float* x) const {
+    kvstate::EncodeKvRow(wire(), pool.data() + Tile(layer, v, s, pos, h), pos % bs, x);
   }
 };
 
+const char* ElemName(int32_t elem) { return elem == kKvBf16 ? "BF16" : elem == kKvF16 ? "F16" : "Q8_0"; }
+
 // ================================================================ rope + KV store
 
+// Each pool type: BF16 and F16 round the rotated values; Q8_0 quantizes
+// each row as the CPU pool does (its rows equal QuantizeRowQ8 of the
+// reference row up to a rounding tie that the F32 rotation's last bit moves).
 TEST_F(CudaKernels, RopeStoreKv) {
   SCOPED_TRACE(Seed());
+  for (int32_t elem : {kKvBf16, kKvF16, kKvQ8}) RopeStoreKvCases(elem);
+}
+
+void CudaKernels::RopeStoreKvCases(int32_t elem) {
+  SCOPED_TRACE(ElemName(elem));
   // extras: q/k/v biases (Qwen2) and per-head q/k RMSNorm (Gemma 3, Qwen3)
   // before the rotation; Gemma 3 270M's heads (4 x 256 over 1 KV head) and
   // a partial rotary with norms among them.
@@ -458,7 +504,7 @@ TEST_F(CudaKernels, RopeStoreKv) {
     SCOPED_TRACE("Hq " + std::to_string(k.Hq) + " Hkv " + std::to_string(k.Hkv) + " hd " + std::to_string(k.hd) +
                  " pairs " + std::to_string(k.n_pairs) + " neox " + std::to_string(k.neox) + " extras " +
                  std::to_string(k.extras));
-    PagedBatch b{k.Hq, k.Hkv, k.hd, 16, {{15, 1}, {16, 17}, {0, 33}, {31, 2}}};
+    PagedBatch b{k.Hq, k.Hkv, k.hd, 16, {{15, 1}, {16, 17}, {0, 33}, {31, 2}}, elem};
     b.Build(rng_);
     const int row = (k.Hq + 2 * k.Hkv) * k.hd, P = k.n_pairs;
     std::vector<float> qkv = RandomF32(static_cast<size_t>(b.n_tok) * row);
@@ -481,7 +527,9 @@ TEST_F(CudaKernels, RopeStoreKv) {
     d_kn.Upload(kn);
     Dev<int32_t> d_seq(b.n_tok), d_pos(b.n_tok), d_tab(b.tables.size());
     Dev<SeqDesc> d_desc(b.desc.size());
-    Dev<B16> d_q(static_cast<size_t>(b.n_tok) * k.Hq * k.hd), d_pool(b.n_blocks * b.layout.block_stride());
+    Dev<B16> d_q(static_cast<size_t>(b.n_tok) * k.Hq * k.hd);
+    Dev<uint8_t> d_pool(b.pool_bytes());
+    d_pool.Upload(std::vector<uint8_t>(b.pool_bytes(), 0xFF));
     d_qkv.Upload(qkv);
     d_cs.Upload(cs);
     d_seq.Upload(b.tok_seq);
@@ -496,10 +544,7 @@ TEST_F(CudaKernels, RopeStoreKv) {
     p.seqs = d_desc.get();
     p.block_tables = d_tab.get();
     p.q_out = reinterpret_cast<bf16*>(d_q.get());
-    p.kv.k = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.KOffset(1);
-    p.kv.v = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.VOffset(1);
-    p.kv.block_stride = b.layout.block_stride();
-    p.kv.block_size = b.bs;
+    p.kv = b.View(d_pool.get());
     p.n_tok = b.n_tok;
     p.n_head = k.Hq;
     p.n_head_kv = k.Hkv;
@@ -513,9 +558,11 @@ TEST_F(CudaKernels, RopeStoreKv) {
       p.eps = eps;
     }
     LAUNCH_OK(LaunchRopeStoreKv(p, 0));
-    std::vector<B16> q = d_q.Download(), pool = d_pool.Download();
+    std::vector<B16> q = d_q.Download();
+    std::vector<uint8_t> pool = d_pool.Download();
 
-    std::vector<double> got, ref;
+    std::vector<double> got, ref, got_kv, ref_kv;  // _kv: the K/V rows alone
+    std::vector<double> got_q, ref_q;              // Q8_0 rows against the CPU's quantization of the reference
     std::vector<bool> written(pool.size(), false);
     for (int t = 0; t < b.n_tok; ++t) {
       std::vector<float> x(qkv.begin() + static_cast<int64_t>(t) * row, qkv.begin() + static_cast<int64_t>(t + 1) * row);
@@ -546,20 +593,38 @@ TEST_F(CudaKernels, RopeStoreKv) {
         ref.push_back(x[i]);
       }
       for (int h = 0; h < k.Hkv; ++h)
-        for (int d = 0; d < k.hd; ++d) {
-          const int64_t ik = b.Index(1, false, b.tok_seq[t], b.tok_pos[t], h, d);
-          const int64_t iv = b.Index(1, true, b.tok_seq[t], b.tok_pos[t], h, d);
-          got.push_back(F(pool[ik]));
-          ref.push_back(x[(k.Hq + h) * k.hd + d]);
-          got.push_back(F(pool[iv]));
-          ref.push_back(x[(k.Hq + k.Hkv + h) * k.hd + d]);
-          written[ik] = written[iv] = true;
+        for (int v = 0; v < 2; ++v) {
+          const float* xr = x.data() + (k.Hq + v * k.Hkv + h) * k.hd;
+          const std::vector<float> row = b.Row(pool, 1, v, b.tok_seq[t], b.tok_pos[t], h);
+          for (int d = 0; d < k.hd; ++d) {
+            got.push_back(row[d]);
+            ref.push_back(xr[d]);
+            got_kv.push_back(row[d]);
+            ref_kv.push_back(xr[d]);
+          }
+          if (elem == kKvQ8) {  // the CPU pool's rule on the reference row
+            std::vector<uint8_t> tile(static_cast<size_t>(b.layout.tile_bytes()));
+            const KvWireLayout w = b.wire();
+            kvstate::EncodeKvRow(w, tile.data(), 0, xr);
+            std::vector<float> rq(k.hd);
+            kvstate::DecodeKvRow(w, tile.data(), 0, rq.data());
+            for (int d = 0; d < k.hd; ++d) {
+              got_q.push_back(row[d]);
+              ref_q.push_back(rq[d]);
+            }
+          }
+          for (int64_t i : b.RowBytes(1, v, b.tok_seq[t], b.tok_pos[t], h)) written[i] = true;
         }
     }
     EXPECT_LT(RelL2(got, ref), 1e-2);
+    // F16 keeps 11 significant bits, BF16 8; Q8_0 is within half a step of max|row| / 127
+    EXPECT_LT(RelL2(got_kv, ref_kv), elem == kKvF16 ? 1e-3 : 1e-2);
+    if (elem == kKvQ8) {
+      EXPECT_LT(RelL2(got_q, ref_q), 1e-3);
+    }
     int64_t stray = 0;
     for (size_t i = 0; i < pool.size(); ++i)
-      if (!written[i] && pool[i] != 0xFFFF) ++stray;
+      if (!written[i] && pool[i] != 0xFF) ++stray;
     EXPECT_EQ(stray, 0) << "pool elements written that belong to no token of the batch";
   }
 }
@@ -587,27 +652,32 @@ std::string Describe(const AttnCase& c) {
 // 4 decode kernel with device-side (dynamic) splits planned for a 16k
 // context (as CUDA graphs launch it: most splits empty), 5 the same with as
 // many splits as the workspace takes.
-void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
-  SCOPED_TRACE(Describe(c) + " kind " + std::to_string(kind));
-  PagedBatch b{c.Hq, c.Hkv, c.hd, c.bs, c.seqs};
+//
+// elem: the pool's type. The reference reads the values the pool holds
+// (decoded from its type); the kernels widen them to bf16 as they load.
+void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t elem = kKvBf16) {
+  SCOPED_TRACE(Describe(c) + " kind " + std::to_string(kind) + " " + ElemName(elem));
+  PagedBatch b{c.Hq, c.Hkv, c.hd, c.bs, c.seqs, elem};
   b.Build(rng);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<B16> pool(b.n_blocks * b.layout.block_stride(), 0xFFFF);  // unowned slots stay NaN
+  std::vector<uint8_t> pool(b.pool_bytes(), 0xFF);  // unowned slots stay NaN (BF16, F16, Q8_0 scales)
+  std::vector<float> x(c.hd);
   for (size_t s = 0; s < c.seqs.size(); ++s) {
     const int end = c.seqs[s].first + c.seqs[s].second;
     for (int layer = 0; layer < 2; ++layer)
       for (int pos = 0; pos < end; ++pos)
         for (int h = 0; h < c.Hkv; ++h)
-          for (int d = 0; d < c.hd; ++d) {
-            pool[b.Index(layer, false, static_cast<int>(s), pos, h, d)] = F32ToBf16(nd(rng));
-            pool[b.Index(layer, true, static_cast<int>(s), pos, h, d)] = F32ToBf16(nd(rng));
+          for (int v = 0; v < 2; ++v) {
+            for (auto& e : x) e = nd(rng);
+            b.SetRow(pool, layer, v, static_cast<int>(s), pos, h, x.data());
           }
   }
   std::vector<B16> q(static_cast<size_t>(b.n_tok) * c.Hq * c.hd);
   for (auto& x : q) x = F32ToBf16(nd(rng));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
 
-  Dev<B16> d_pool(pool.size()), d_q(q.size()), d_out(q.size());
+  Dev<uint8_t> d_pool(pool.size());
+  Dev<B16> d_q(q.size()), d_out(q.size());
   Dev<int32_t> d_seq(b.n_tok), d_pos(b.n_tok), d_tab(b.tables.size()), d_items(b.n_tok);
   Dev<SeqDesc> d_desc(b.desc.size());
   ASSERT_TRUE(d_pool.ok() && d_q.ok() && d_out.ok());
@@ -621,11 +691,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
   std::iota(items.begin(), items.end(), 0);
   std::shuffle(items.begin(), items.end(), rng);  // any order of query rows
   d_items.Upload(items);
-  PagedKv kv;
-  kv.k = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.KOffset(1);
-  kv.v = reinterpret_cast<bf16*>(d_pool.get()) + b.layout.VOffset(1);
-  kv.block_stride = b.layout.block_stride();
-  kv.block_size = c.bs;
+  const PagedKv kv = b.View(d_pool.get());
 
   if (kind != 3) {
     DecodeAttnParams p;
@@ -683,20 +749,29 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
   }
   std::vector<B16> out = d_out.Download();
 
-  // Reference in double over the same bf16 values.
+  // Reference in double over the values the pool holds.
   std::vector<double> got, ref;
   const int n_rep = c.Hq / c.Hkv;
+  std::vector<std::vector<float>> K, V;  // rows of the current sequence and kv head
   for (int t = 0; t < b.n_tok; ++t) {
     const int s = b.tok_seq[t], pos = b.tok_pos[t];
     for (int h = 0; h < c.Hq; ++h) {
       const int g = h / n_rep;
+      if (h % n_rep == 0) {  // a new kv head: decode its rows once
+        K.clear();
+        V.clear();
+      }
+      for (int j = static_cast<int>(K.size()); j <= pos; ++j) {
+        K.push_back(b.Row(pool, 1, false, s, j, g));
+        V.push_back(b.Row(pool, 1, true, s, j, g));
+      }
       const B16* qr = q.data() + (static_cast<size_t>(t) * c.Hq + h) * c.hd;
       const int lo = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;  // first key seen
       std::vector<double> sc(pos + 1, 0.0);
       double mx = -1e300;
       for (int j = lo; j <= pos; ++j) {
         double dot = 0;
-        for (int d = 0; d < c.hd; ++d) dot += F(qr[d]) * static_cast<double>(F(pool[b.Index(1, false, s, j, g, d)]));
+        for (int d = 0; d < c.hd; ++d) dot += F(qr[d]) * static_cast<double>(K[j][d]);
         sc[j] = dot * scale;
         if (c.softcap > 0) sc[j] = c.softcap * std::tanh(sc[j] / c.softcap);
         mx = std::max(mx, sc[j]);
@@ -705,7 +780,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng) {
       for (int j = lo; j <= pos; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
       for (int d = 0; d < c.hd; ++d) {
         double acc = 0;
-        for (int j = lo; j <= pos; ++j) acc += sc[j] * F(pool[b.Index(1, true, s, j, g, d)]);
+        for (int j = lo; j <= pos; ++j) acc += sc[j] * V[j][d];
         ref.push_back(acc / sum);
         got.push_back(F(out[(static_cast<size_t>(t) * c.Hq + h) * c.hd + d]));
       }
@@ -791,6 +866,25 @@ TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
     }
 }
 
+// The KV cache types (llm_ctx_params.kv_type) on CUDA: F16 and Q8_0 pools
+// read by both attention kernels, each launch shape of the decode kernel,
+// the scalar load path (head_dim 18), block size 1 (Q8_0 tiles 2-aligned:
+// head_dim 18 * 1 + 4), windows and soft-caps.
+TEST_F(CudaKernels, AttentionKvTypes) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {16, 1}, {1000, 1}, {37, 5}};
+  const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 65}, {16, 100}, {15, 17}};
+  for (int32_t elem : {kKvF16, kKvQ8}) {
+    for (int hd : {64, 128})
+      for (int kind : {0, 1, 4}) RunAttention(AttnCase{8, 2, hd, 16, decode}, kind, rng_, elem);
+    RunAttention(AttnCase{8, 4, 8, 16, decode}, 0, rng_, elem);    // head_dim 8
+    RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, elem);    // scalar loads, block size 1
+    RunAttention(AttnCase{16, 1, 256, 16, decode}, 2, rng_, elem); // head_dim 256
+    RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 1.5f}, 4, rng_, elem);
+    for (int hd : {64, 128}) RunAttention(AttnCase{8, 2, hd, 16, ragged}, 3, rng_, elem);
+    RunAttention(AttnCase{8, 2, 64, 8, ragged, 17, 1.5f}, 3, rng_, elem);
+  }
+}
 
 // ================================================================ sampling
 //

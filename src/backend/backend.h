@@ -38,10 +38,11 @@ struct KvCacheSpec {
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
   int32_t n_ctx = 0;        // a sequence's longest context; LongRoPE picks its factors by it
                             // (0: the model's training context)
-  // LLM_KV_*: the CPU pool's element type (AUTO = F16). The backend-level
-  // default stays F32, the CPU reference's exact format; a context passes
-  // llm_ctx_params.kv_type (AUTO unless the caller chose). The CUDA backend
-  // ignores it and keeps BF16 (contexts refuse another explicit type).
+  // LLM_KV_*: the pool's element type: on the CPU F32, F16, Q8_0 or AUTO
+  // (= F16), on CUDA F16, Q8_0 or AUTO (= BF16). The backend-level default
+  // stays F32, the CPU reference's exact format (the CUDA backend takes it as
+  // AUTO; contexts refuse an explicit F32 there); a context passes
+  // llm_ctx_params.kv_type.
   int32_t kv_type = LLM_KV_F32;
 };
 

@@ -113,9 +113,9 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
                                                  EngineConfig* ec) {
   KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx, p.kv_type};
   if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
-  if (p.kv_type != LLM_KV_AUTO)
-    return Unsupported("kv_type " + Str(p.kv_type) + ": the CUDA backend keeps its KV cache in BF16 (use LLM_KV_AUTO, "
-                       "or the CPU backend for F32, F16 or Q8_0)");
+  if (p.kv_type == LLM_KV_F32)
+    return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16 or Q8_0 "
+                       "(the CPU backend has F32)");
   CudaBackendOptions co;
   co.fit_kv_blocks = p.n_kv_blocks == 0;
   co.max_batch_tokens = ec->max_batch_tokens;

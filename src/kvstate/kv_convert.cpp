@@ -33,7 +33,6 @@ void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* o
   }
 }
 
-namespace {
 void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x) {
   const int64_t hd = w.head_dim;
   switch (w.elem) {
@@ -56,7 +55,6 @@ void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x
     }
   }
 }
-}  // namespace
 
 void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
                     std::span<uint8_t> out) {

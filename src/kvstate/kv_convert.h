@@ -25,4 +25,8 @@ void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const
 // Row `p` of a tile of `w`'s element type as F32 (head_dim values).
 void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* out);
 
+// Stores x (head_dim values) as row `p` of a tile of `w`'s element type,
+// rounded or quantized as the pools do.
+void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x);
+
 }  // namespace llm::kvstate

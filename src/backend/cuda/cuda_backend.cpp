@@ -40,6 +40,19 @@ namespace {
 // allocation inside cuBLAS).
 constexpr size_t kCublasWorkspace = 32u << 20;
 
+// The pool's element type for llm_ctx_params.kv_type; the kernels' values
+// are the KV wire's (kernels/common.cuh), so a pool block is a wire block.
+static_assert(kKvF16 == LLM_KV_F16 && kKvQ8 == LLM_KV_Q8_0 && kKvBf16 == kKvWireBf16);
+StatusOr<int32_t> CudaKvElemOf(int32_t kv_type) {
+  switch (kv_type) {
+    case LLM_KV_AUTO:
+    case LLM_KV_F32: return kKvBf16;  // KvCacheSpec's default (contexts refuse an explicit F32 on CUDA)
+    case LLM_KV_F16: return kKvF16;
+    case LLM_KV_Q8_0: return kKvQ8;
+    default: return InvalidArgument("CUDA backend: unknown kv_type " + std::to_string(kv_type));
+  }
+}
+
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
   return CheckWeightMatrix(w, rows, cols, name, "CUDA backend");
 }
@@ -263,8 +276,9 @@ bool CudaBackend::weights_quantized() const {
 }
 
 Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
-  kv_ = KvPoolLayout{opt_.n_layers, cfg_.n_head_kv, cfg_.head_dim, kv->block_size};  // this backend's layers only
-  const int64_t block_bytes = kv_.block_stride() * static_cast<int64_t>(sizeof(bf16));
+  LLM_ASSIGN_OR_RETURN(const int32_t elem, CudaKvElemOf(kv->kv_type));
+  kv_ = KvPoolLayout{opt_.n_layers, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem};  // this backend's layers only
+  const int64_t block_bytes = kv_.block_bytes();
   size_t free_b = 0, total_b = 0;
   LLM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   // What this backend may still take: its share of the device, less what is
@@ -361,9 +375,9 @@ Status CudaBackend::CopyKvBlock(int32_t src, int32_t dst) {
     return InvalidArgument("CopyKvBlock: block id outside [0, " + std::to_string(n_blocks_) + ")");
   if (src == dst) return Status::Ok();
   LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
-  const size_t bytes = static_cast<size_t>(kv_.block_stride()) * sizeof(bf16);
-  LLM_CUDA_TRY(cudaMemcpyAsync(kv_pool_.get<bf16>() + static_cast<int64_t>(dst) * kv_.block_stride(),
-                               kv_pool_.get<bf16>() + static_cast<int64_t>(src) * kv_.block_stride(), bytes,
+  const size_t bytes = static_cast<size_t>(kv_.block_bytes());
+  LLM_CUDA_TRY(cudaMemcpyAsync(kv_pool_.get<uint8_t>() + static_cast<int64_t>(dst) * kv_.block_bytes(),
+                               kv_pool_.get<uint8_t>() + static_cast<int64_t>(src) * kv_.block_bytes(), bytes,
                                cudaMemcpyDeviceToDevice, stream_),
                "CopyKvBlock");
   return Status::Ok();
@@ -389,15 +403,15 @@ Status CudaBackend::SwapKvBlocks(std::span<const KvSwap> moves, bool to_host) {
   LLM_RETURN_IF_ERROR(CheckKvSwaps(moves, n_blocks_, n_swap_slots_, what));
   if (moves.empty()) return Status::Ok();
   LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
-  const int64_t stride = kv_.block_stride();  // bf16 per block
+  const int64_t stride = kv_.block_bytes();
   for (size_t i = 0; i < moves.size();) {
     size_t n = 1;  // moves[i .. i+n) are consecutive in both the pool and the swap space
     while (i + n < moves.size() && moves[i + n].block == moves[i].block + static_cast<int32_t>(n) &&
            moves[i + n].slot == moves[i].slot + static_cast<int32_t>(n))
       ++n;
-    bf16* dev = kv_pool_.get<bf16>() + static_cast<int64_t>(moves[i].block) * stride;
-    bf16* host = swap_host_.get<bf16>() + static_cast<int64_t>(moves[i].slot) * stride;
-    const size_t bytes = n * static_cast<size_t>(stride) * sizeof(bf16);
+    uint8_t* dev = kv_pool_.get<uint8_t>() + static_cast<int64_t>(moves[i].block) * stride;
+    uint8_t* host = swap_host_.get<uint8_t>() + static_cast<int64_t>(moves[i].slot) * stride;
+    const size_t bytes = n * static_cast<size_t>(stride);
     if (to_host) {
       LLM_CUDA_TRY(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream_), what);
     } else {

@@ -61,7 +61,7 @@ class CudaBackend final : public Backend {
   int32_t kind() const override { return LLM_BACKEND_CUDA; }
   Status Forward(const Batch& batch, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
-  int64_t kv_block_bytes() const override { return kv_.block_stride() * static_cast<int64_t>(sizeof(bf16)); }
+  int64_t kv_block_bytes() const override { return kv_.block_bytes(); }
   // The device pool is allocated whole at creation (BF16).
   BackendMemory memory() const override {
     BackendMemory m;
@@ -171,6 +171,7 @@ class CudaBackend final : public Backend {
   // n_out == 0 it stops after the last layer's K/V store.
   Status RunStep(const StepView& v);
   Status Attention(int layer, const StepView& v);
+  PagedKv LayerKv(int layer);  // layer's view of the pool
   // The eager path: metadata upload + RunStep on meta_dev_.
   Status RunEager();
 
@@ -243,7 +244,7 @@ class CudaBackend final : public Backend {
   // Host swap space (preemption by swapping): page-locked, so the copies
   // are true DMA transfers queued on stream_ like every other step.
   int32_t n_swap_slots_ = 0;
-  PinnedBuffer swap_host_;   // (n_swap_slots, block_stride) bf16
+  PinnedBuffer swap_host_;   // (n_swap_slots, block_bytes) pool blocks
 
   // ---- activations, grown to the largest batch seen
   int64_t cap_tok_ = 0;

@@ -73,13 +73,20 @@ Status CudaBackend::MatMul(const DeviceMatrix& w, const bf16* x, int64_t n, floa
   return Status::Ok();
 }
 
+PagedKv CudaBackend::LayerKv(int layer) {
+  PagedKv kv;
+  kv.k = kv_pool_.get<unsigned char>() + kv_.KOffset(layer);
+  kv.v = kv_pool_.get<unsigned char>() + kv_.VOffset(layer);
+  kv.block_stride = kv_.block_bytes();
+  kv.tile_bytes = kv_.tile_bytes();
+  kv.block_size = kv_.block_size;
+  kv.elem = kv_.elem;
+  return kv;
+}
+
 Status CudaBackend::Attention(int layer, const StepView& v) {
   const int32_t* meta = v.meta;
-  PagedKv kv;
-  kv.k = kv_pool_.get<bf16>() + kv_.KOffset(layer);
-  kv.v = kv_pool_.get<bf16>() + kv_.VOffset(layer);
-  kv.block_stride = kv_.block_stride();
-  kv.block_size = kv_.block_size;
+  const PagedKv kv = LayerKv(layer);
   // The config's scale, as the CPU backend takes it: 1/sqrt(head_dim) unless
   // the model says otherwise (Gemma 3 27B's query_pre_attn_scalar, any file
   // whose head_dim is not the one its training scaled by).
@@ -169,10 +176,7 @@ Status CudaBackend::RunStep(const StepView& v) {
     rp.seqs = reinterpret_cast<const SeqDesc*>(meta + v.off.seqs);
     rp.block_tables = meta + v.off.tables;
     rp.q_out = q_.get<bf16>();
-    rp.kv.k = kv_pool_.get<bf16>() + kv_.KOffset(l);
-    rp.kv.v = kv_pool_.get<bf16>() + kv_.VOffset(l);
-    rp.kv.block_stride = kv_.block_stride();
-    rp.kv.block_size = kv_.block_size;
+    rp.kv = LayerKv(l);
     rp.n_tok = nt;
     rp.n_head = cfg_.n_head;
     rp.n_head_kv = cfg_.n_head_kv;

@@ -1,7 +1,7 @@
 // The CUDA backend's host arena for the host KV tier (backend/kv_host_arena.h):
 // page-locked slots (PinnedBuffer: cudaMallocHost through the checked
 // wrappers), each one pool block in the wire layout, which on CUDA is the
-// pool's own (BF16 tiles, kernels/common.cuh KvPoolLayout), so a copy is one
+// pool's own (kernels/common.cuh KvPoolLayout), so a copy is one
 // DMA transfer.
 //
 //   compute stream  ... step N ... ─rec(ev_compute)─► [wait ev_copied] step N+1 ...

@@ -1,7 +1,7 @@
 // The CUDA pool's blocks in the KV wire layout (backend/kv_wire.h): the
-// pool keeps each block as (layer, K|V, kv head) tiles of (block_size,
-// head_dim) BF16 values (kernels/common.cuh KvPoolLayout), which is the
-// wire layout with element type BF16 byte for byte: a block is one copy.
+// pool keeps each block as (layer, K|V, kv head) tiles of its element type
+// (BF16, F16 or Q8_0; kernels/common.cuh KvPoolLayout), which is the wire
+// layout of that type byte for byte: a block is one copy.
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
@@ -11,7 +11,7 @@ namespace llm::cuda {
 
 KvWireLayout CudaBackend::kv_wire_layout() const {
   if (partial()) return KvWireLayout{};
-  return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, kKvWireBf16};
+  return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, kv_.elem};
 }
 
 // Both copies go on stream_ behind the steps queued so far and are waited

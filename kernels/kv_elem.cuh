@@ -1,0 +1,132 @@
+// Reading and writing rows of the paged KV pool in its element type
+// (common.cuh: BF16, F16 or Q8_0). The attention kernels load K/V tiles
+// through LoadKv8 / LoadKv1, which widen the stored values to bf16 on the
+// way into shared memory (no dequantized copy of the cache exists); the
+// KV-store kernel writes through StoreKvHalf / StoreKvRowQ8.
+//
+// Q8_0 is the CPU backend's rule (backend/kv_wire.h QuantizeRowQ8): one F32
+// scale per head_dim row, scale = max|x| / 127, q = rint(x / scale) clamped
+// to [-127, 127], NaN stored as 0. The widened value is bf16(scale * q).
+// Included by the .cu files only.
+#pragma once
+
+#include <cstring>
+
+#include "device_util.cuh"
+
+namespace llm::cuda::dev {
+
+// F32 -> IEEE half bits, round to nearest even (inf/NaN kept, overflow to inf).
+__device__ __forceinline__ uint32_t FloatToHalfBits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504
+  if (a >= 0x38800000u) {                       // normal half
+    const uint32_t m = a - 0x38000000u;         // exponent rebased by 127 - 15, still 23-bit mantissa
+    return sign | ((m + 0xfffu + ((m >> 13) & 1u)) >> 13);
+  }
+  if (a < 0x33000000u) return sign;  // below half the smallest subnormal: +-0
+  // subnormal half: value = a's significand shifted right
+  const uint32_t e = a >> 23, sig = (a & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126u - e;  // 14 .. 24
+  const uint32_t r = sig >> shift, rem = sig & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  return sign | (r + (rem > halfway || (rem == halfway && (r & 1u)) ? 1u : 0u));
+}
+
+__device__ __forceinline__ float HalfToFloat(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  uint32_t bits;
+  if (em >= 0x7c00u) {
+    bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13);
+  } else if (em >= 0x400u) {
+    bits = sign | ((em << 13) + 0x38000000u);
+  } else {
+    const float f = static_cast<float>(em) * 5.9604644775390625e-8f;  // em * 2^-24, exact
+    memcpy(&bits, &f, 4);
+    bits |= sign;
+  }
+  float r;
+  memcpy(&r, &bits, 4);
+  return r;
+}
+
+// Start of the tile holding position `pos` of kv head h in a layer view's K or V.
+__device__ __forceinline__ const unsigned char* KvTile(const PagedKv& kv, const unsigned char* base,
+                                                       const int32_t* table, int32_t pos, int32_t h) {
+  return base + static_cast<int64_t>(table[pos / kv.block_size]) * kv.block_stride + h * kv.tile_bytes;
+}
+
+// Dims [d0, d0 + 8) of position pos's row (kv head h) as 8 bf16. d0 and
+// head_dim are multiples of 8.
+__device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char* base, const int32_t* table,
+                                         int32_t pos, int32_t h, int32_t head_dim, int32_t d0) {
+  const unsigned char* tile = KvTile(kv, base, table, pos, h);
+  const int32_t r = pos % kv.block_size;
+  if (kv.elem == kKvBf16) return *reinterpret_cast<const uint4*>(tile + (static_cast<int64_t>(r) * head_dim + d0) * 2);
+  float x[8];
+  if (kv.elem == kKvF16) {
+    const uint4 w = *reinterpret_cast<const uint4*>(tile + (static_cast<int64_t>(r) * head_dim + d0) * 2);
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      x[2 * i] = HalfToFloat(u[i] & 0xffffu);
+      x[2 * i + 1] = HalfToFloat(u[i] >> 16);
+    }
+  } else {  // Q8_0: 4-aligned (tile bytes and the scales are multiples of 4, head_dim of 8)
+    const float scale = *reinterpret_cast<const float*>(tile + 4 * r);
+    const unsigned char* q = tile + 4 * static_cast<int64_t>(kv.block_size) + static_cast<int64_t>(r) * head_dim + d0;
+    const uint32_t u[2] = {*reinterpret_cast<const uint32_t*>(q), *reinterpret_cast<const uint32_t*>(q + 4)};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      x[i] = scale * static_cast<float>(static_cast<int8_t>((u[i / 4] >> (8 * (i % 4))) & 0xffu));
+  }
+  return make_uint4(PackBf16x2(x[0], x[1]), PackBf16x2(x[2], x[3]), PackBf16x2(x[4], x[5]), PackBf16x2(x[6], x[7]));
+}
+
+// Dim d of position pos's row (kv head h) as bf16 (any head_dim).
+__device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* base, const int32_t* table,
+                                        int32_t pos, int32_t h, int32_t head_dim, int32_t d) {
+  const unsigned char* tile = KvTile(kv, base, table, pos, h);
+  const int32_t r = pos % kv.block_size;
+  const int64_t e = static_cast<int64_t>(r) * head_dim + d;
+  if (kv.elem == kKvBf16) return reinterpret_cast<const bf16*>(tile)[e];
+  if (kv.elem == kKvF16) return __float2bfloat16_rn(HalfToFloat(reinterpret_cast<const uint16_t*>(tile)[e]));
+  float scale;  // byte copy: with head_dim % 4 != 0 a tile may start 2-aligned
+  memcpy(&scale, tile + 4 * r, 4);
+  return __float2bfloat16_rn(scale * static_cast<float>(reinterpret_cast<const int8_t*>(tile + 4 * kv.block_size)[e]));
+}
+
+// Writable tile of position pos (kv head h) and the row's index in it.
+__device__ __forceinline__ unsigned char* KvTileW(const PagedKv& kv, unsigned char* base, int32_t block,
+                                                  int32_t h) {
+  return base + static_cast<int64_t>(block) * kv.block_stride + h * kv.tile_bytes;
+}
+
+// Stores x as element d of row r of a BF16 or F16 tile.
+__device__ __forceinline__ void StoreKvHalf(int32_t elem, unsigned char* tile, int32_t r, int32_t head_dim, int32_t d,
+                                            float x) {
+  const int64_t e = static_cast<int64_t>(r) * head_dim + d;
+  if (elem == kKvBf16) reinterpret_cast<bf16*>(tile)[e] = __float2bfloat16_rn(x);
+  else reinterpret_cast<uint16_t*>(tile)[e] = static_cast<uint16_t>(FloatToHalfBits(x));
+}
+
+// One warp quantizes row x[0 .. head_dim) into row r of a Q8_0 tile.
+__device__ __forceinline__ void StoreKvRowQ8(unsigned char* tile, int32_t block_size, int32_t r, int32_t head_dim,
+                                             const float* x, int32_t lane) {
+  float amax = 0.0f;
+  for (int32_t d = lane; d < head_dim; d += 32) amax = fmaxf(amax, fabsf(x[d]));
+  amax = WarpMax(amax);
+  const float scale = amax / 127.0f, inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  int8_t* q = reinterpret_cast<int8_t*>(tile + 4 * static_cast<int64_t>(block_size)) + static_cast<int64_t>(r) * head_dim;
+  for (int32_t d = lane; d < head_dim; d += 32) {
+    const float v = rintf(x[d] * inv);
+    q[d] = static_cast<int8_t>(v >= 127.0f ? 127.0f : v <= -127.0f ? -127.0f : v == v ? v : 0.0f);
+  }
+  if (lane == 0) memcpy(tile + 4 * r, &scale, 4);  // byte copy: see LoadKv1
+}
+
+}  // namespace llm::cuda::dev
