@@ -411,7 +411,9 @@ TEST_P(Families, LogitsAndGreedyMatchCpu) {
   ASSERT_NE(m, nullptr);
   ModelWeights w = m->weights;
   std::vector<std::vector<float>> halved;
-  if (m->config.qk_norm) ASSERT_TRUE(HalveQkNorms(&w, &halved));
+  if (m->config.qk_norm) {
+    ASSERT_TRUE(HalveQkNorms(&w, &halved));
+  }
   KvCacheSpec kv{16, 64};
   auto cpu = CreateCpuBackend(m->config, w, kv, 2);
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
@@ -420,7 +422,9 @@ TEST_P(Families, LogitsAndGreedyMatchCpu) {
   auto gpu = CreateCudaBackend(m->config, w, &kv, o);
   ASSERT_TRUE(gpu.ok()) << gpu.status().message();
   RouterAlternatives alts;
-  if (m->config.n_expert > 0) ASSERT_TRUE(alts.Make(m->config, w, kv));
+  if (m->config.n_expert > 0) {
+    ASSERT_TRUE(alts.Make(m->config, w, kv));
+  }
   int agree = 0;
   const double worst =
       RunScript(cpu->get(), gpu->get(), m->config.n_vocab, 8, &agree, m->config.n_expert > 0 ? &alts.ties : nullptr);
