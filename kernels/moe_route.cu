@@ -86,6 +86,10 @@ __global__ void __launch_bounds__(kRouteThreads) MoeRouteKernel(MoeRouteParams p
         be = oe;
       }
     }
+    if (be >= NE) {  // nothing left above -1: the probabilities are NaN (NaN in x); stay in bounds, keep the NaN
+      be = j;
+      bv = NAN;
+    }
     chosen += bv;
     if (lane == 0) {
       out_e[j] = be;

@@ -490,6 +490,12 @@ TEST(CudaFamilies, QuantizedExpertsMatchCpu) {
   ASSERT_EQ(L0.exp_down[0].type, TensorType::Q4_K);
   ASSERT_EQ(L1.exp_down[0].type, TensorType::Q6_K);  // Q4_K_M's more bits in the last layer
   ASSERT_EQ(L0.router.type, TensorType::F32);
+  {  // the router's F32 values as drawn (N(0, 0.05)), not another type's bytes read as F32
+    const auto* r = static_cast<const float*>(L0.router.data);
+    float worst = 0;
+    for (int64_t i = 0; i < L0.router.rows * L0.router.cols; ++i) worst = std::max(worst, std::fabs(r[i]));
+    ASSERT_LT(worst, 0.5f) << "the Q4_K_M mix's F32 router is not F32 values";
+  }
   ModelWeights wq = (*m)->weights;  // the file's blocks, q/k norms halved (HalveQkNorms)
   std::vector<std::vector<float>> halved;
   ASSERT_TRUE(HalveQkNorms(&wq, &halved));

@@ -317,6 +317,9 @@ size_t EncodedBytes(TensorType t, int64_t n) {
 
 void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* dst) {
   switch (t) {
+    case TensorType::F32:  // a mix's unquantized tensor (the MoE router)
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
     case TensorType::Q4_K:
       for (int64_t i = 0; i < n / 256; ++i) EncodeQ4K(src + 256 * i, stddev, dst + 144 * i);
       return;
