@@ -207,6 +207,39 @@ TEST_F(CudaMoe, RouterMatchesTheHostTopK) {
   EXPECT_FALSE(MoeRouteShapeSupported(16384, 8, 2));
 }
 
+// A token whose residual row is NaN (a fault upstream) routes to experts in
+// range with NaN weights: NaN reaches the output, no write leaves the buffers.
+TEST_F(CudaMoe, RouterKeepsNanTokensInBounds) {
+  const int E = 64, NE = 40, K = 3, T = 2;
+  std::vector<float> x(static_cast<size_t>(T) * E, 0.5f), norm(E, 1.0f), router(static_cast<size_t>(NE) * E, 0.01f);
+  x[3] = NAN;  // token 0
+  Dev<float> dx(x.size()), dn(E), dr(router.size()), dw(T * K);
+  Dev<int32_t> de(T * K);
+  dx.Upload(x);
+  dn.Upload(norm);
+  dr.Upload(router);
+  MoeRouteParams p;
+  p.x = dx.get();
+  p.norm = dn.get();
+  p.router = dr.get();
+  p.n_tok = T;
+  p.n_embd = E;
+  p.n_expert = NE;
+  p.k = K;
+  p.pick_expert = de.get();
+  p.pick_weight = dw.get();
+  CUDA_OK(LaunchMoeRoute(p, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::vector<int32_t> e = de.Download();
+  const std::vector<float> w = dw.Download();
+  for (int j = 0; j < K; ++j) {
+    EXPECT_GE(e[j], 0);
+    EXPECT_LT(e[j], NE);
+    EXPECT_TRUE(std::isnan(w[j])) << "pick " << j;
+    EXPECT_FALSE(std::isnan(w[K + j])) << "token 1 pick " << j;  // the other token is unaffected
+  }
+}
+
 // Picks of n_tok tokens, k distinct experts each, skewed (expert 0 popular,
 // the last one never chosen).
 std::vector<int32_t> RandomPicks(int n_tok, int NE, int K, std::mt19937_64& rng) {
