@@ -6,7 +6,8 @@
 #
 #   pack       unpack gpu-pack/pack.tar.xz; check its binaries start (else,
 #              with --build-on-device, build them here with the pack's GoogleTest)
-#   synth      the 8B-shape models (Llama 3.1 8B, Q4_K_M then BF16), started
+#   synth      the 8B-shape models (Llama 3.1 8B, Q4_K_M then BF16) and the
+#              MoE model (Qwen3-30B-A3B's shape, Q4_K_M: 128 experts, top 8),
 #              in the background on all cores but two, while the tests run
 #   tests      every CUDA test group (groups.tsv: one per test file) with CUDA
 #              graphs on, then again with graphs off where graphs matter, each
@@ -15,8 +16,10 @@
 #              failed tests rerun alone with LLM_CUDA_DEBUG=1
 #   bench      cuda-bench on the 8B Q4_K_M and BF16 models (batch-1 decode as a
 #              share of the device-to-device copy bandwidth measured in the same
-#              run; throughput at concurrency 1, 8, 64, 256), then the kernel
-#              figures (--kernels-only; inputs made on the device)
+#              run; throughput at concurrency 1, 8, 64, 256), on the MoE model
+#              (batch-1 decode with the experts on the device, its bandwidth
+#              share counting the k experts a token reads; TTFT), then the
+#              kernel figures (--kernels-only; inputs made on the device)
 #   sanitizers compute-sanitizer memcheck, then racecheck, on the kernel tests,
 #              as time allows
 #
@@ -182,23 +185,29 @@ SHAPE=llama-3.1-8b
 SHAPE=${GPU_CHECK_SHAPE:-$SHAPE}   # (tests of this script)
 L8Q=$MODELS/$SHAPE-q4_k_m.gguf
 L8=$MODELS/$SHAPE-bf16.gguf
+MOE_SHAPE=qwen3-30b-a3b
+[[ $SHAPE == tiny ]] && MOE_SHAPE=tiny-qwen3moe-k   # the rehearsals' tiny models
+MOE_SHAPE=${GPU_CHECK_MOE_SHAPE:-$MOE_SHAPE}
+MOEQ=$MODELS/$MOE_SHAPE-q4_k_m.gguf
 SYNTH_PID=""
 if wants bench; then
   threads=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 ))
-  # Q4_K_M first: smaller, and the first model the benchmarks need. A model
-  # left by an earlier run is reused (llm-synth's output is deterministic).
+  # Q4_K_M first: smaller, and the first model the benchmarks need; then the
+  # MoE model (~16 GiB), then the 8B BF16 (the benchmark dropped first when
+  # time runs short). A model left by an earlier run is reused (llm-synth's
+  # output is deterministic).
   (
-    for spec in "q4_k_m:$L8Q" "bf16:$L8"; do
-      type=${spec%%:*}; f=${spec#*:}
+    for spec in "q4_k_m:$SHAPE:$L8Q" "q4_k_m:$MOE_SHAPE:$MOEQ" "bf16:$SHAPE:$L8"; do
+      type=${spec%%:*}; rest=${spec#*:}; shape=${rest%%:*}; f=${rest#*:}
       [[ -s $f ]] && continue
       s=$(date +%s)
-      nice -n 5 "$BIN/llm-synth" --shape "$SHAPE" --type "$type" --threads "$threads" --out "$f.tmp" && mv -f "$f.tmp" "$f" ||
-        { echo "synth $type failed"; exit 1; }
-      echo "synth $type: $(( $(date +%s) - s )) s, $(stat -c %s "$f") bytes"
+      nice -n 5 "$BIN/llm-synth" --shape "$shape" --type "$type" --threads "$threads" --out "$f.tmp" && mv -f "$f.tmp" "$f" ||
+        { echo "synth $shape $type failed"; exit 1; }
+      echo "synth $shape $type: $(( $(date +%s) - s )) s, $(stat -c %s "$f") bytes"
     done
   ) > "$LOGS/synth.log" 2>&1 &
   SYNTH_PID=$!
-  record synth STARTED 0 "llm-synth --shape $SHAPE (q4_k_m, bf16) in the background, $threads threads"
+  record synth STARTED 0 "llm-synth --shape $SHAPE (q4_k_m, bf16) and --shape $MOE_SHAPE (q4_k_m) in the background, $threads threads"
 fi
 
 # ------------------------------------------------------------------ tests
@@ -397,7 +406,7 @@ if wants bench; then
     else
       record synth FAIL $(( $(now) - t0 )) "$(tail -n 2 "$LOGS/synth.log" | paste -sd';' -)"
     fi
-    for b in bench-8b-q4km bench-8b-bf16 bench-kernels; do
+    for b in bench-8b-q4km bench-moe-q4km bench-8b-bf16 bench-kernels; do
       record "$b" "SKIPPED(emulator)" 0 "an emulator build: the figures need a GPU"
     done
     report
@@ -409,6 +418,18 @@ if wants bench; then
       bench bench-8b-q4km 150 --model "$L8Q" --no-kernels
     else
       record synth-q4km FAIL $(( $(now) - t0 )) "$(tail -n 2 "$LOGS/synth.log" | paste -sd';' -)"
+    fi
+    report
+    # The MoE model: batch-1 decode with every expert on the device, and
+    # TTFT (the experts' grouped GEMM); no throughput run (it would load the
+    # 16 GiB a second time).
+    t0=$(now)
+    if wait_model "$MOEQ"; then
+      record synth-moe PASS $(( $(now) - t0 )) "waited $(( $(now) - t0 ))s; $(grep "$MOE_SHAPE" "$LOGS/synth.log" | paste -sd';' -)"
+      report
+      bench bench-moe-q4km 100 --model "$MOEQ" --no-kernels --no-throughput
+    else
+      record synth-moe "SKIPPED(time)" $(( $(now) - t0 )) "not synthesized in time: $(tail -n 1 "$LOGS/synth.log")"
     fi
     report
     t0=$(now)
@@ -464,7 +485,7 @@ fi
 
 # steps left out by --only, named in the report
 wants tests || record tests "SKIPPED(--only)" 0 "not asked for"
-wants bench || for b in bench-8b-q4km bench-8b-bf16 bench-kernels; do record "$b" "SKIPPED(--only)" 0 "not asked for"; done
+wants bench || for b in bench-8b-q4km bench-moe-q4km bench-8b-bf16 bench-kernels; do record "$b" "SKIPPED(--only)" 0 "not asked for"; done
 wants sanitizers || for b in memcheck racecheck; do record "$b" "SKIPPED(--only)" 0 "not asked for"; done
 
 # ------------------------------------------------------------------ end

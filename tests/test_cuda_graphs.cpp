@@ -4,6 +4,10 @@
 //   - one sequence's context growing far past the step a graph was captured
 //     at (what the graph must not have baked);
 //   - LLM_CUDA_GRAPHS=0 turns capture off;
+//   - a Mixture-of-Experts model (tiny-qwen2moe: router, grouping, expert
+//     GEMVs, shared expert): replayed steps give the eager steps' logits bit
+//     for bit, whatever the tokens route to (the launches' shapes follow the
+//     bucket, never the routing);
 //   - a head_dim-128, GQA 4:1 model end to end (chunked prefill across block
 //     and 64x64 tile boundaries, a shared prefix, graph replay over growing
 //     contexts) against the CPU backend.
@@ -91,6 +95,32 @@ TEST(CudaGraphs, DecodeGraphsMatchEagerAndCpu) {
   EXPECT_EQ(es.replays + es.captures, 0);
 #endif
   std::remove(path.c_str());
+}
+
+TEST(CudaGraphs, ExpertDecodeGraphsMatchEagerBitForBit) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = ::testing::TempDir() + "/llmrt_graphs_moe_" + std::to_string(::getpid()) + ".gguf";
+  synth::SynthOptions so;
+  so.type = TensorType::BF16;
+  so.seed = 7;
+  so.stddev = 0.08f;
+  so.norm_std = 0.1f;
+  so.bias_std = 0.5f;
+  ASSERT_TRUE(synth::WriteSynthModel(*synth::FindSynthShape("tiny-qwen2moe"), so, path).ok());
+  auto m = Model::Load(path.c_str());
+  std::remove(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_GT((*m)->config.n_expert, 0);
+  std::unique_ptr<Backend> eager = MakeGpu(**m, 80, false), graphs = MakeGpu(**m, 80, true);
+  ASSERT_TRUE(eager && graphs);
+  const std::vector<double> worst = DecodeSteps({eager.get(), graphs.get()}, (*m)->config.n_vocab, 20);
+  EXPECT_EQ(worst[1], 0.0) << "graph replay vs eager launches";
+#if LLM_HAVE_CUDA
+  const auto& gs = dynamic_cast<cuda::CudaBackend*>(graphs.get())->graph_stats();
+  EXPECT_EQ(gs.capture_failures, 0);
+  EXPECT_EQ(gs.captures, 4);
+  EXPECT_GE(gs.replays, 12);
+#endif
 }
 
 // One sequence's context grows from 101 to 220 keys under graph replay: past

@@ -28,6 +28,30 @@ import tempfile
 
 MUTANTS = [
     {
+        "name": "moe-tie-to-higher-expert",
+        "what": "MoE router: an exact tie between two experts goes to the higher index (the CPU's and llama.cpp's: the lower)",
+        "edits": [("kernels/moe_route.cu",
+                   "      if (ov > bv || (ov == bv && oe < be)) {\n",
+                   "      if (ov > bv || (ov == bv && oe > be)) {\n")],
+        "units": ["kernels/moe_route.cu"],
+    },
+    {
+        "name": "moe-combine-unweighted",
+        "what": "MoE combine: the chosen experts' outputs summed without their routing weights",
+        "edits": [("kernels/moe_route.cu",
+                   "    for (int32_t j = 0; j < K; ++j) acc += w[j] * p.y[static_cast<int64_t>(slot[j]) * E + d];\n",
+                   "    for (int32_t j = 0; j < K; ++j) acc += p.y[static_cast<int64_t>(slot[j]) * E + d];\n")],
+        "units": ["kernels/moe_route.cu"],
+    },
+    {
+        "name": "moe-gemm-part-boundary",
+        "what": "MoE experts' GEMM: the [gate; up] pair's up rows read one row late",
+        "edits": [("kernels/moe_matmul.cu",
+                   "  const uint8_t* row = s.experts[e] + (r - (part ? w.part[0].rows : 0)) * s.row_bytes;\n",
+                   "  const uint8_t* row = s.experts[e] + (r - (part ? w.part[0].rows - 1 : 0)) * s.row_bytes;\n")],
+        "units": ["kernels/moe_matmul.cu"],
+    },
+    {
         "name": "missing-syncthreads",
         "what": "decode attention: no barrier between storing a K/V tile in shared memory and reading it "
                 "for the scores (a shared-memory race)",

@@ -12,10 +12,6 @@ Status CudaSupportsModel(const ModelConfig& c) {
   if (c.attn_sinks || c.out_bias || c.expert_bias || c.ffn_act == FfnActivation::kSwigluOai)
     return Unsupported("the CUDA backend does not run gpt-oss's attention sinks, output biases and biased "
                        "clamped-SwiGLU experts ('" + c.arch + "')");
-  // Router, top-k and per-expert GEMMs exist only in the CPU backend so far.
-  if (c.n_expert > 0)
-    return Unsupported("the CUDA backend does not run Mixture-of-Experts layers ('" + c.arch + "', " +
-                       std::to_string(c.n_expert) + " experts)");
   // The per-sequence-context choice of LongRoPE factors (RopeFactorsFor) is
   // the CPU backend's alone so far.
   if (c.has_longrope)
@@ -28,12 +24,14 @@ Status CudaSupportsModel(const ModelConfig& c) {
     return Unsupported("the CUDA backend does not make embeddings yet (the '" + c.arch +
                        "' file names a pooling: an embedding model)");
   switch (c.arch_kind) {
-    case ModelArch::kLlama:   // Llama, Mistral (explicit head_dim, sliding window)
+    case ModelArch::kLlama:   // Llama, Mistral (explicit head_dim, sliding window), Mixtral (experts)
     case ModelArch::kGemma3:  // q/k norms, post-norms, local layers, GeGLU, embedding scale
     case ModelArch::kGemma2:  // soft-caps, alternating sliding windows, post-norms
     case ModelArch::kQwen2:   // q/k/v biases, YaRN
     case ModelArch::kQwen3:   // per-head q/k norms
     case ModelArch::kPhi3:    // fused QKV and gate/up (split into views at load), partial rotary
+    case ModelArch::kQwen2Moe:  // experts (cuda_moe.cpp), weights not renormalised, a gated shared expert
+    case ModelArch::kQwen3Moe:  // experts, per-head q/k norms
       break;
     default:
       return Unsupported("the CUDA backend does not run the '" + c.arch + "' architecture");

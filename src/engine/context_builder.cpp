@@ -42,9 +42,10 @@ StatusOr<int32_t> ChooseBackend(int32_t requested, int32_t override_kind) {
   return kind;
 }
 
-// The CUDA backend runs the dense families (Llama, Mistral, Qwen2, Qwen3,
-// Phi-3, Gemma 2, Gemma 3); what it does not run (CudaSupportsModel says
-// which feature: Mixture-of-Experts today) runs on the CPU backend when the
+// The CUDA backend runs the decoder families (Llama, Mistral, Mixtral, Qwen2,
+// Qwen2-MoE, Qwen3, Qwen3-MoE, Phi-3, Gemma 2, Gemma 3); what it does not run
+// (CudaSupportsModel says which feature: LongRoPE, encoders, embedding
+// models today) runs on the CPU backend when the
 // caller left the choice to us (AUTO) and is refused for an explicit CUDA,
 // with that reason in the message.
 StatusOr<int32_t> FitBackendToModel(int32_t requested, int32_t kind, const ModelConfig& mc) {

@@ -167,6 +167,16 @@ const std::vector<SynthShape>& Shapes() {
     }
     v.push_back({"tiny-qwen3moe", 300, 64, 2, 4, 2, 32, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe", 0,
                  0, 4, 2, 96});
+    // qwen3moe wide enough for K-quant blocks (rows of 256): with --type
+    // q4_k_m its experts are Q4_K (gate, up) and Q6_K (down), the CUDA MoE
+    // tests' quantized case; 8 experts, top 2.
+    v.push_back({"tiny-qwen3moe-k", 300, 256, 2, 4, 2, 64, 256, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3moe",
+                 0, 0, 8, 2, 256});
+    // Qwen3-30B-A3B's shape (48 layers of 2048, 32 query heads of 128 over 4
+    // KV heads, 128 experts of 768, top 8; the synthetic 300-token
+    // vocabulary): the GPU check's MoE decode benchmark, Q4_K_M ~16 GiB.
+    v.push_back({"qwen3-30b-a3b", 300, 2048, 48, 32, 4, 128, 6144, 40960, 1000000.0f, 1e-6f, false, 0.0f, 8192,
+                 "qwen3moe", 0, 0, 128, 8, 768});
     return v;
   }();
   return shapes;
@@ -387,8 +397,12 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
     return InvalidArgument("llm-synth: weight type must be F32, F16 or BF16");
   if (s.arch == "bert" || s.arch == "nomic-bert") return WriteSynthBert(s, o, path);
-  if ((o.q4_k_m || o.low_bit || o.iq_mix) && (s.arch != "llama" || s.n_expert > 0))
-    return InvalidArgument("llm-synth: the Q4_K_M, low-bit and lattice mixes are written for dense llama shapes only");
+  // Q4_K_M: dense llama shapes and every MoE shape (llama.cpp's rules name
+  // the experts' tensors too); the low-bit and lattice mixes: dense llama.
+  if (o.q4_k_m && s.arch != "llama" && s.n_expert == 0)
+    return InvalidArgument("llm-synth: the Q4_K_M mix is written for llama and MoE shapes only");
+  if ((o.low_bit || o.iq_mix) && (s.arch != "llama" || s.n_expert > 0))
+    return InvalidArgument("llm-synth: the low-bit and lattice mixes are written for dense llama shapes only");
   if (int{o.q4_k_m} + int{o.low_bit} + int{o.iq_mix} > 1)
     return InvalidArgument("llm-synth: one quantized mix at a time");
   int32_t n_vocab = s.n_vocab;

@@ -336,6 +336,9 @@ size_t EncodedBytes(TensorType t, int64_t n) {
 
 void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* dst) {
   switch (t) {
+    case TensorType::F32:  // a mix's unquantized tensor (the MoE router)
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
     case TensorType::Q4_K:
       for (int64_t i = 0; i < n / 256; ++i) EncodeQ4K(src + 256 * i, stddev, dst + 144 * i);
       return;
@@ -387,8 +390,10 @@ TensorType Q4KMType(const std::string& name, int layer, int n_layer, int64_t col
   TensorType t = TensorType::Q4_K;
   if (name == "output.weight") {
     t = TensorType::Q6_K;
+  } else if (name.find("ffn_gate_inp") != std::string::npos) {
+    return TensorType::F32;  // the MoE router: llama.cpp's quantizer leaves it F32
   } else if (layer >= 0 && (name.find("attn_v.weight") != std::string::npos ||
-                            name.find("ffn_down.weight") != std::string::npos)) {
+                            name.find("ffn_down") != std::string::npos)) {  // ffn_down, _exps, _shexp
     t = UseMoreBits(layer, n_layer) ? TensorType::Q6_K : TensorType::Q4_K;
   }
   if (cols % 256 != 0) t = cols % 32 == 0 ? TensorType::Q8_0 : TensorType::F16;

@@ -27,9 +27,10 @@ size_t EncodedBytes(TensorType t, int64_t n);
 void EncodeQuant(TensorType t, const float* src, int64_t n, float stddev, char* dst);
 
 // The type llama.cpp's Q4_K_M gives a llama tensor (its llama_tensor_get_type
-// rules): output Q6_K; attn_v and ffn_down Q6_K in the first and last eighth
-// of the layers and every third layer between, else Q4_K; everything else
-// Q4_K. Rows of `cols` that are not a whole number of 256-weight blocks fall
+// rules): output Q6_K; attn_v and ffn_down (the experts' and the shared
+// expert's too) Q6_K in the first and last eighth of the layers and every
+// third layer between, else Q4_K; a MoE router (ffn_gate_inp) F32;
+// everything else Q4_K. Rows of `cols` that are not a whole number of 256-weight blocks fall
 // back to Q8_0 (32), else F16.
 TensorType Q4KMType(const std::string& name, int layer, int n_layer, int64_t cols);
 

@@ -14,6 +14,7 @@
 #include "backend/validate.h"
 #include "backend/cpu/kernels.h"  // DequantizeRow: the reference dequantization
 #include "dequant.cuh"
+#include "moe_route.cuh"
 #include "util/env.h"
 #include "util/fp16.h"
 
@@ -115,6 +116,17 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
   if ((c.n_head / c.n_head_kv) * c.head_dim > 4096)
     return Unsupported("CUDA backend: (n_head / n_head_kv) * head_dim above 4096");
   if (!(c.rms_eps >= 0.0f)) return InvalidArgument("CUDA backend: negative rms_eps");
+  if (c.n_expert > 0) {
+    if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert || c.n_ff_exp <= 0 || c.n_ff_shexp < 0)
+      return InvalidArgument("CUDA backend: expert counts out of range");
+    if (!MoeRouteShapeSupported(c.n_embd, c.n_expert, c.n_expert_used))
+      return Unsupported("CUDA backend: a router of " + std::to_string(c.n_expert) + " experts over n_embd " +
+                         std::to_string(c.n_embd) + " (at most " + std::to_string(kMoeMaxExperts) +
+                         " experts, n_embd + n_expert within 48 KiB of F32)");
+    if (c.n_embd % 32 != 0 || c.n_ff_exp % 32 != 0)
+      return Unsupported("CUDA backend: expert widths must be multiples of 32 (n_embd " + std::to_string(c.n_embd) +
+                         ", n_ff_exp " + std::to_string(c.n_ff_exp) + ")");
+  }
   if (!(c.attn_scale >= 0.0f)) return InvalidArgument("CUDA backend: attn_scale must be >= 0 (0: 1/sqrt(head_dim))");
   if (kv->block_size <= 0 || kv->n_blocks <= 0)
     return InvalidArgument("CUDA backend: KV block_size and n_blocks must be positive");
@@ -205,6 +217,7 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wk, KV, E, p + "attn_k"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wv, KV, E, p + "attn_v"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wo, E, Q, p + "attn_output"));
+    if (c.n_expert > 0) continue;  // UploadMoeLayer checks the experts
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_gate, F, E, p + "ffn_gate"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
@@ -228,8 +241,12 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(UploadNorm(L.ffn_norm, E, &d.ffn_norm, p + "ffn_norm"));
     LLM_RETURN_IF_ERROR(d.wqkv.Upload({&L.wq, &L.wk, &L.wv}, p + "attn_qkv"));
     LLM_RETURN_IF_ERROR(d.wo.Upload({&L.wo}, p + "attn_output"));
-    LLM_RETURN_IF_ERROR(d.wgu.Upload({&L.w_gate, &L.w_up}, p + "ffn_gate_up"));
-    LLM_RETURN_IF_ERROR(d.wd.Upload({&L.w_down}, p + "ffn_down"));
+    if (c.n_expert > 0) {
+      LLM_RETURN_IF_ERROR(UploadMoeLayer(L, p, &d));
+    } else {
+      LLM_RETURN_IF_ERROR(d.wgu.Upload({&L.w_gate, &L.w_up}, p + "ffn_gate_up"));
+      LLM_RETURN_IF_ERROR(d.wd.Upload({&L.w_down}, p + "ffn_down"));
+    }
     if (c.qkv_bias) LLM_RETURN_IF_ERROR(UploadBiases(L, Q, KV, &d.bias, p));
     if (c.qk_norm) {
       LLM_RETURN_IF_ERROR(UploadNorm(L.q_norm, c.head_dim, &d.q_norm, p + "attn_q_norm"));
@@ -255,10 +272,17 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
   for (const Layer& d : layers_) {
     weight_bytes_ += d.attn_norm.bytes() + d.ffn_norm.bytes() + d.wqkv.bytes() + d.wo.bytes() + d.wgu.bytes() +
                      d.wd.bytes() + d.bias.bytes() + d.q_norm.bytes() + d.k_norm.bytes() + d.post_attn.bytes() +
-                     d.post_ffn.bytes();
-    for (const DeviceMatrix* m : {&d.wqkv, &d.wo, &d.wgu, &d.wd}) note(*m);
+                     d.post_ffn.bytes() + d.router.bytes() + d.exp_gate.bytes() + d.exp_up.bytes() +
+                     d.exp_down.bytes() + d.shexp_gate_inp.bytes() + d.shexp_gu.bytes() + d.shexp_d.bytes();
+    for (const DeviceMatrix* m : {&d.wqkv, &d.wo, &d.wgu, &d.wd, &d.shexp_gu, &d.shexp_d}) note(*m);
   }
   decode_weight_bytes_ = weight_bytes_;
+  // A MoE layer's decode step reads the k experts its token chose, not all.
+  for (const Layer& d : layers_)
+    if (c.n_expert > 0)
+      decode_weight_bytes_ -= static_cast<int64_t>(c.n_expert - c.n_expert_used) *
+                              static_cast<int64_t>(d.exp_gate.expert_bytes() + d.exp_up.expert_bytes() +
+                                                   d.exp_down.expert_bytes());
   if (output_w_ != &tok_embd_)
     decode_weight_bytes_ -= static_cast<int64_t>(tok_embd_.bytes()) - static_cast<int64_t>(tok_embd_.bytes()) / V;
   if (largest > 0) {
@@ -270,8 +294,16 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
 
 bool CudaBackend::weights_quantized() const {
   if (layers_.empty()) return false;
-  for (const Layer& d : layers_)
-    if (!d.wqkv.quantized() || !d.wo.quantized() || !d.wgu.quantized() || !d.wd.quantized()) return false;
+  for (const Layer& d : layers_) {
+    if (!d.wqkv.quantized() || !d.wo.quantized()) return false;
+    if (cfg_.n_expert > 0) {
+      for (const DeviceExperts* e : {&d.exp_gate, &d.exp_up, &d.exp_down})
+        if (e->stack().type == kExpertBf16) return false;
+      if (cfg_.n_ff_shexp > 0 && (!d.shexp_gu.quantized() || !d.shexp_d.quantized())) return false;
+    } else if (!d.wgu.quantized() || !d.wd.quantized()) {
+      return false;
+    }
+  }
   return true;
 }
 
@@ -323,7 +355,7 @@ CudaBackend::~CudaBackend() {
 
 Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
   if (partial()) n_out = 0;  // no classifier here: no logits buffer (n_out x n_vocab) on a device too small already
-  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, V = cfg_.n_vocab;
+  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), V = cfg_.n_vocab;
   const int64_t new_tok = std::max(cap_tok_, n_tok), new_out = std::max(cap_out_, n_out);
   const size_t xn_bytes = static_cast<size_t>(std::max(new_tok, new_out)) * E * 2;
   if (new_tok > cap_tok_ || new_out > cap_out_ || xn_.bytes() < xn_bytes) {
@@ -341,8 +373,17 @@ Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
     LLM_RETURN_IF_ERROR(qkv_.Allocate(t * (Q + 2 * KV) * 4, "qkv"));
     LLM_RETURN_IF_ERROR(q_.Allocate(t * Q * 2, "queries"));
     LLM_RETURN_IF_ERROR(att_.Allocate(t * Q * 2, "attention output"));
-    LLM_RETURN_IF_ERROR(gu_.Allocate(t * 2 * F * 4, "gate/up"));
-    LLM_RETURN_IF_ERROR(h_.Allocate(t * F * 2, "ffn hidden"));
+    const size_t FW = static_cast<size_t>(FfnWidth());
+    LLM_RETURN_IF_ERROR(gu_.Allocate(t * 2 * FW * 4, "gate/up"));
+    LLM_RETURN_IF_ERROR(h_.Allocate(t * FW * 2, "ffn hidden"));
+    if (cfg_.n_expert > 0) {
+      const size_t K = static_cast<size_t>(cfg_.n_expert_used), NE = static_cast<size_t>(cfg_.n_expert);
+      LLM_RETURN_IF_ERROR(moe_pick_.Allocate(t * (2 * K + 1) * 4, "expert picks"));
+      LLM_RETURN_IF_ERROR(moe_order_.Allocate(t * 2 * K * 4, "expert order"));
+      LLM_RETURN_IF_ERROR(moe_items_.Allocate((t * K + NE) * sizeof(MoeWorkItem), "expert work items"));
+      LLM_RETURN_IF_ERROR(moe_y_.Allocate(t * K * E * 4, "expert outputs"));
+      if (cfg_.n_ff_shexp > 0) LLM_RETURN_IF_ERROR(moe_shared_.Allocate(t * E * 4, "shared expert output"));
+    }
     LLM_RETURN_IF_ERROR(cos_sin_.Allocate(t * cfg_.rope_dim * 4, "rope angles"));
     if (cfg_.sliding_window > 0)
       LLM_RETURN_IF_ERROR(cos_sin_local_.Allocate(t * cfg_.rope_dim * 4, "local rope angles"));

@@ -1,9 +1,10 @@
 // The CUDA backend: the same batched forward as the CPU reference (backend.h)
-// for every dense family the CPU runs (CudaSupportsModel), with cuBLAS GEMMs (BF16 in, F32 accumulation and output) and
+// for every family the CPU runs but the encoders (CudaSupportsModel), with cuBLAS GEMMs (BF16 in, F32 accumulation and output) and
 // the kernels of kernels/.
 //
 // Files: cuda_backend.cpp (creation, weight upload, KV pool, validation,
-// block copies and swaps), cuda_forward.cpp (the forward pass), cuda_util.{h,cpp}
+// block copies and swaps), cuda_forward.cpp (the forward pass), cuda_moe.cpp
+// (Mixture-of-Experts layers: their upload and their FFN), cuda_util.{h,cpp}
 // (errors as Status, RAII buffers), cuda_kv_io.cpp (KV blocks in and out
 // for the KV stream format and tiers), cuda_kv_host.{h,cpp} (the host KV
 // tier's page-locked arena).
@@ -128,6 +129,16 @@ class CudaBackend final : public Backend {
 
   Status Init(const ModelWeights& weights, KvCacheSpec* kv);
   Status UploadWeights(const ModelWeights& w);
+  // ---- Mixture of Experts (cuda_moe.cpp)
+  // A MoE layer's router (F32), experts and shared expert; the shapes checked.
+  struct Layer;
+  Status UploadMoeLayer(const LayerWeights& L, const std::string& p, Layer* d);
+  // delta (n_tok, n_embd) = the layer's MoE FFN of the normed rows xn_ (the
+  // router renorms x_ itself, in F32).
+  Status MoeFeedForward(int layer, int32_t n_tok);
+  // Gate/up and hidden widths per token the FFN buffers hold (dense, the
+  // routed experts' k rows, the shared expert: the largest).
+  int64_t FfnWidth() const;
   Status AllocateKvPool(KvCacheSpec* kv);
 
   // The shared batch check (backend/validate.h), then this step's metadata
@@ -220,6 +231,13 @@ class CudaBackend final : public Backend {
     DeviceBuffer k_norm;     // (head_dim) F32
     DeviceBuffer post_attn;  // (n_embd) F32                                   post_norms (Gemma 2/3)
     DeviceBuffer post_ffn;   // (n_embd) F32
+    // Mixture of Experts (n_expert > 0; wgu and wd empty):
+    DeviceBuffer router;        // (n_expert, n_embd) F32
+    DeviceExperts exp_gate, exp_up, exp_down;  // n_expert x (n_ff_exp, n_embd), (n_embd, n_ff_exp)
+    ExpertMatrix exp_gu{}, exp_d{};            // the kernels' views: [gate; up] and down
+    DeviceBuffer shexp_gate_inp;  // (n_embd) F32                              qwen2moe's shared expert
+    DeviceMatrix shexp_gu;        // (2 n_ff_shexp, n_embd)
+    DeviceMatrix shexp_d;         // (n_embd, n_ff_shexp)
   };
   std::vector<Layer> layers_;
   DeviceMatrix tok_embd_;    // (n_vocab, n_embd)
@@ -255,8 +273,14 @@ class CudaBackend final : public Backend {
   DeviceBuffer qkv_;      // (n_tok, q_dim + 2 kv_dim) F32
   DeviceBuffer q_;        // (n_tok, q_dim) bf16        rotated queries
   DeviceBuffer att_;      // (n_tok, q_dim) bf16        attention output
-  DeviceBuffer gu_;       // (n_tok, 2 n_ff) F32        gate | up
-  DeviceBuffer h_;        // (n_tok, n_ff) bf16         silu(gate) * up
+  DeviceBuffer gu_;       // (n_tok, 2 FfnWidth()) F32  gate | up
+  DeviceBuffer h_;        // (n_tok, FfnWidth()) bf16   silu(gate) * up
+  // Mixture of Experts (n_expert > 0), k = n_expert_used:
+  DeviceBuffer moe_pick_;   // (n_tok k) int32 experts, (n_tok k) F32 weights, (n_tok) F32 shared scale
+  DeviceBuffer moe_order_;  // (n_tok k) int32 permuted row -> pick, (n_tok k) pick -> permuted row
+  DeviceBuffer moe_items_;  // MoeWorkItem, the bound for the smallest tile
+  DeviceBuffer moe_y_;      // (n_tok k, n_embd) F32  the experts' outputs, permuted rows
+  DeviceBuffer moe_shared_; // (n_tok, n_embd) F32    the shared expert's output
   DeviceBuffer cos_sin_;  // (n_tok, rope_dim) F32
   DeviceBuffer cos_sin_local_;  // (n_tok, rope_dim) F32, sliding_window > 0 only
   DeviceBuffer logits_;   // (n_out, n_vocab) F32

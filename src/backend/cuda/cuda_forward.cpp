@@ -1,5 +1,5 @@
 // The forward pass on the GPU, over one batch of tokens from any mix of
-// sequences (backend.h), for every dense family the CPU backend runs. Same
+// sequences (backend.h), for every decoder family the CPU backend runs. Same
 // order as the CPU reference (cpu/forward.cpp); the [bracketed] steps are a
 // family's, chosen per layer from the config:
 //
@@ -13,6 +13,7 @@
 //     delta = att·Woᵀ                       [Gemma: delta = rmsnorm(delta)]
 //     xn = rmsnorm(x += delta) ; gu = xn·[Wg;Wu]ᵀ ; h = act(g)*u ; delta = h·Wdᵀ
 //                                           (act: silu, Gemma: gelu) [Gemma: delta = rmsnorm(delta)]
+//                                           [MoE: delta = Σ_chosen w_e · expert_e(xn), cuda_moe.cpp]
 //   logits = rmsnorm(x[logit_rows] + delta[logit_rows]) · Woutᵀ   [soft-capped if the model says]  -> host
 //
 // Everything runs on one stream; Forward returns after the logits are on the host.
@@ -204,11 +205,15 @@ Status CudaBackend::RunStep(const StepView& v) {
     LLM_RETURN_IF_ERROR(Launched(
         LaunchAddRmsNorm(x, delta, L.ffn_norm.get<float>(), nullptr, nt, cfg_.n_embd, cfg_.rms_eps, xn, stream_),
         "ffn_norm", l));
-    LLM_RETURN_IF_ERROR(MatMul(L.wgu, xn, n, gu_.get<float>(), "gate/up GEMM", l));
-    LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), nt, cfg_.n_ff, h_.get<bf16>(), stream_,
-                                               cfg_.ffn_act == FfnActivation::kGeluTanh),
-                                 "act*up", l));
-    LLM_RETURN_IF_ERROR(MatMul(L.wd, h_.get<bf16>(), n, delta, "ffn_down GEMM", l));
+    if (cfg_.n_expert > 0) {
+      LLM_RETURN_IF_ERROR(MoeFeedForward(l, nt));  // delta = Σ w_e expert_e(xn) [+ shared expert] (cuda_moe.cpp)
+    } else {
+      LLM_RETURN_IF_ERROR(MatMul(L.wgu, xn, n, gu_.get<float>(), "gate/up GEMM", l));
+      LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), nt, cfg_.n_ff, h_.get<bf16>(), stream_,
+                                                 cfg_.ffn_act == FfnActivation::kGeluTanh),
+                                   "act*up", l));
+      LLM_RETURN_IF_ERROR(MatMul(L.wd, h_.get<bf16>(), n, delta, "ffn_down GEMM", l));
+    }
     if (cfg_.post_norms)
       LLM_RETURN_IF_ERROR(Launched(
           LaunchRmsNormInPlace(delta, L.post_ffn.get<float>(), nt, cfg_.n_embd, cfg_.rms_eps, stream_),

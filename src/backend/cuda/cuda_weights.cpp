@@ -14,7 +14,7 @@ namespace {
 
 // Rows of `parts` stacked, converted to BF16 on the host (block-quantized
 // types through the CPU backend's dequantization), uploaded in chunks.
-Status UploadBf16(std::initializer_list<const WeightView*> parts, int64_t rows, int64_t cols, DeviceBuffer* out,
+Status UploadBf16(std::span<const WeightView* const> parts, int64_t rows, int64_t cols, DeviceBuffer* out,
                   const std::string& name) {
   LLM_RETURN_IF_ERROR(out->Allocate(static_cast<size_t>(rows * cols) * sizeof(uint16_t), name.c_str()));
   const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{16} << 20) / cols);  // ~32 MB of bf16
@@ -74,7 +74,10 @@ Status DeviceMatrix::Upload(std::initializer_list<const WeightView*> parts, cons
     return Unsupported("CUDA backend: " + name + " has more than 2^31 rows or columns");
   rows_ = rows;
   cols_ = cols;
-  if (!all_quant) return UploadBf16(parts, rows, cols, &buf_, name);
+  if (!all_quant) {
+    const std::vector<const WeightView*> list(parts);
+    return UploadBf16(list, rows, cols, &buf_, name);
+  }
 
   // The file's bytes, part after part.
   size_t total = 0;
@@ -104,6 +107,58 @@ Status DeviceMatrix::Upload(std::initializer_list<const WeightView*> parts, cons
   q_.rows = static_cast<int32_t>(rows);
   q_.cols = static_cast<int32_t>(cols);
   if (CheckQuantMatrix(q_) != cudaSuccess) return InternalError("CUDA backend: " + name + ": malformed quantized matrix");
+  return Status::Ok();
+}
+
+Status DeviceExperts::Upload(std::span<const WeightView> experts, const std::string& name, bool keep_quantized) {
+  buf_.Reset();
+  table_.Reset();
+  s_ = ExpertStack{};
+  if (experts.empty()) return InvalidArgument("CUDA backend: " + name + " has no experts");
+  const WeightView& e0 = experts[0];
+  for (const WeightView& e : experts)
+    if (e.empty() || e.rows != e0.rows || e.cols != e0.cols || e.type != e0.type || e.rows <= 0)
+      return InvalidArgument("CUDA backend: " + name + ": experts missing or of different shapes");
+  if (e0.rows > std::numeric_limits<int32_t>::max() || e0.cols > std::numeric_limits<int32_t>::max() ||
+      experts.size() > static_cast<size_t>(kMoeMaxExperts))
+    return Unsupported("CUDA backend: " + name + " is too large");
+  if (e0.cols % 32 != 0) return Unsupported("CUDA backend: " + name + ": rows of a width not a multiple of 32");
+  const auto type = static_cast<uint32_t>(e0.type);
+  const bool quant = keep_quantized && QuantTypeSupported(type) && TensorRowBytes(e0.type, e0.cols) != 0;
+  const size_t rb = quant ? TensorRowBytes(e0.type, e0.cols) : static_cast<size_t>(e0.cols) * sizeof(uint16_t);
+  const size_t per = rb * static_cast<size_t>(e0.rows);
+  if (quant) {
+    LLM_RETURN_IF_ERROR(buf_.Allocate(per * experts.size(), name.c_str()));
+    auto* dst = buf_.get<uint8_t>();
+    for (size_t i = 0; i < experts.size(); ++i) {
+      const WeightView& e = experts[i];
+      const auto* src = static_cast<const uint8_t*>(e.data);
+      if (e.row_bytes == rb) {
+        LLM_CUDA_TRY(cudaMemcpy(dst + i * per, src, per, cudaMemcpyHostToDevice), ("upload " + name).c_str());
+      } else {
+        for (int64_t r = 0; r < e.rows; ++r)
+          LLM_CUDA_TRY(cudaMemcpy(dst + i * per + rb * static_cast<size_t>(r), src + e.row_bytes * static_cast<size_t>(r),
+                                  rb, cudaMemcpyHostToDevice),
+                       ("upload " + name).c_str());
+      }
+    }
+  } else {
+    std::vector<const WeightView*> list;
+    for (const WeightView& e : experts) list.push_back(&e);
+    LLM_RETURN_IF_ERROR(
+        UploadBf16(list, e0.rows * static_cast<int64_t>(experts.size()), e0.cols, &buf_, name));
+  }
+  std::vector<const uint8_t*> table(experts.size());
+  for (size_t i = 0; i < experts.size(); ++i) table[i] = buf_.get<uint8_t>() + i * per;
+  LLM_RETURN_IF_ERROR(table_.Allocate(table.size() * sizeof(const uint8_t*), (name + " table").c_str()));
+  LLM_CUDA_TRY(cudaMemcpy(table_.get(), table.data(), table.size() * sizeof(const uint8_t*), cudaMemcpyHostToDevice),
+               ("upload " + name + " table").c_str());
+  s_.experts = table_.get<const uint8_t* const>();
+  s_.type = quant ? type : kExpertBf16;
+  s_.n_expert = static_cast<int32_t>(experts.size());
+  s_.rows = static_cast<int32_t>(e0.rows);
+  s_.cols = static_cast<int32_t>(e0.cols);
+  s_.row_bytes = static_cast<int64_t>(rb);
   return Status::Ok();
 }
 

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string>
 
 #include "backend/cuda/cuda_util.h"
 #include "model/weights.h"
+#include "moe_matmul.cuh"
 #include "quant_matrix.cuh"
 
 namespace llm::cuda {
@@ -31,6 +33,23 @@ class DeviceMatrix {
   DeviceBuffer buf_;
   QuantMatrix q_{};
   int64_t rows_ = 0, cols_ = 0;
+};
+
+// One MoE layer's experts of one projection (ffn_gate_exps, ffn_up_exps or
+// ffn_down_exps): n_expert matrices of one shape, in one device buffer, in
+// the file's block format when the kernels decode it, else BF16; a device
+// table of the experts' addresses (ExpertStack) for the kernels.
+class DeviceExperts {
+ public:
+  Status Upload(std::span<const WeightView> experts, const std::string& name, bool keep_quantized = true);
+
+  const ExpertStack& stack() const { return s_; }
+  size_t bytes() const { return buf_.bytes(); }      // the weights
+  size_t expert_bytes() const { return static_cast<size_t>(s_.rows) * s_.row_bytes; }
+
+ private:
+  DeviceBuffer buf_, table_;
+  ExpertStack s_{};
 };
 
 }  // namespace llm::cuda
