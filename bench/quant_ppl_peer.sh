@@ -57,7 +57,7 @@ for t in "${types[@]}"; do
   # perplexity is the same math either way.
   "$peer/llama-perplexity" -m "$q" -f "$text" -c "$ctx" -t "$threads" --no-repack >"$q.llamacpp.log" 2>&1
   a=$(ppl_of "$q.llmrt.log") b=$(ppl_of "$q.llamacpp.log")
-  mib=$(( $(stat -c %s "$q") / 1048576 ))
+  mib=$(( $(stat -L -c %s "$q") / 1048576 ))
   rel=$(python3 -c "print(f'{$a / $b - 1:+.5%}')")
   echo "| $t | $mib | $a | $b | $rel |"
 done
