@@ -45,7 +45,7 @@ imatrix="$work/$(basename "$model" .gguf).imatrix.gguf"
 # IQ2/IQ1 types need an importance matrix (llama-quantize refuses them
 # without one); four chunks are enough to exercise it.
 [[ -f "$imatrix" ]] || "$peer/llama-imatrix" -m "$model" -f "$root/tests/data/gemma3_ppl.txt" -c "$ctx" --chunks 4 \
-  -t "$threads" -o "$imatrix" >"$work/imatrix.log" 2>&1
+  -t "$threads" --no-repack -o "$imatrix" >"$work/imatrix.log" 2>&1
 ppl_of() { grep -oE '(PPL = |^perplexity: )[0-9.]+' "$1" | tail -1 | grep -oE '[0-9.]+$'; }
 echo "| type | file MiB | llmrt PPL | llama.cpp PPL | llmrt / llama.cpp - 1 |"
 echo "| --- | --- | --- | --- | --- |"
