@@ -37,52 +37,11 @@ TEST(CudaMoe, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA supp
 #include "model/tensor_type.h"
 #include "moe_matmul.cuh"
 #include "moe_route.cuh"
+#include "support/cuda_device_buffer.h"
 #include "util/fp16.h"
 
 namespace llm::cuda {
 namespace {
-
-bool DeviceUsable() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define SKIP_WITHOUT_DEVICE() \
-  if (!DeviceUsable()) GTEST_SKIP() << "no usable CUDA device"
-
-#define CUDA_OK(expr)                                                                                  \
-  do {                                                                                                 \
-    const cudaError_t e_ = (expr);                                                                     \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorName(e_) << " " << cudaGetErrorString(e_); \
-  } while (0)
-
-// Device memory poisoned with 0xFF bytes (NaN as f32 and bf16, -1 as int32).
-template <typename T>
-class Dev {
- public:
-  explicit Dev(size_t n) : n_(n) {
-    if (cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) p_ = nullptr;
-    if (p_ != nullptr) cudaMemset(p_, 0xFF, std::max<size_t>(n, 1) * sizeof(T));
-  }
-  ~Dev() { cudaFree(p_); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  T* get() const { return p_; }
-  void Upload(const std::vector<T>& v) { cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> Download() const {
-    std::vector<T> v(n_);
-    cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
-};
 
 // The host reference router (cpu/moe.cpp's algorithm, in double).
 struct HostPick {

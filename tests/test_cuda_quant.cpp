@@ -44,60 +44,13 @@ TEST(CudaQuant, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA su
 #include "model/model.h"
 #include "model/tensor_type.h"
 #include "quant_gemv.cuh"
+#include "support/cuda_device_buffer.h"
 #include "support/real_models.h"
 #include "synth_model.h"
 #include "util/fp16.h"
 
 namespace llm::cuda {
 namespace {
-
-bool DeviceUsable() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define SKIP_WITHOUT_DEVICE() \
-  if (!DeviceUsable()) GTEST_SKIP() << "no usable CUDA device"
-
-#define CUDA_OK(expr)                                                                                  \
-  do {                                                                                                 \
-    const cudaError_t e_ = (expr);                                                                     \
-    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorName(e_) << " " << cudaGetErrorString(e_); \
-  } while (0)
-
-#define LAUNCH_OK(expr)               \
-  do {                                \
-    CUDA_OK(expr);                    \
-    CUDA_OK(cudaDeviceSynchronize()); \
-  } while (0)
-
-// Device memory poisoned with 0xFF bytes (NaN as f32 and bf16).
-template <typename T>
-class Dev {
- public:
-  explicit Dev(size_t n) : n_(n) {
-    if (cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) p_ = nullptr;
-    if (p_ != nullptr) cudaMemset(p_, 0xFF, std::max<size_t>(n, 1) * sizeof(T));
-  }
-  ~Dev() { cudaFree(p_); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  T* get() const { return p_; }
-  void Upload(const std::vector<T>& v) { cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> Download() const {
-    std::vector<T> v(n_);
-    cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
-};
 
 constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
                                  TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
