@@ -253,6 +253,7 @@ TEST_F(Gemma3Vision, DamagedFilesRefused) {
   EXPECT_EQ(open(patched("mm.input_projection.weight", "mm.input_projectioX.weight")).code(), LLM_ERR_MODEL_FORMAT);
   EXPECT_EQ(open(patched("v.blk.1.attn_k.weight", "v.blk.1.attn_K.weight")).code(), LLM_ERR_MODEL_FORMAT);
   EXPECT_EQ(open(patched("clip.use_gelu", "clip.use_gelX")).code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(open(patched("v.blk.1.ln2.weight", "v.blk.0.ls1.weight")).code(), LLM_ERR_UNSUPPORTED);  // a layer scale: not Gemma 3
   EXPECT_NE(open(good.substr(0, good.size() / 2)).code(), LLM_OK);  // truncated
 }
 

@@ -42,6 +42,13 @@ StatusOr<VisionWeights> VisionWeights::FromGguf(const GgufFile& f, VisionConfig*
   VisionWeights w;
   Loader l(f);
   const int64_t E = c.n_embd, F = c.n_ff, N = c.n_patches();
+  // Parts of other towers (CLIP's class token and pre-norm, fused qkv,
+  // q/k norms, layer scales) that the Gemma 3 tower does not have: refused,
+  // never ignored.
+  for (const char* other : {"v.class_embd", "v.pre_ln.weight", "v.blk.0.attn_qkv.weight", "v.blk.0.attn_q_norm.weight",
+                            "v.blk.0.ls1.weight", "v.blk.0.ffn_gate.weight", "v.patch_embd.weight.1"})
+    if (f.FindTensor(other) != nullptr)
+      return Unsupported(std::string("projector file: tensor ") + other + " is not part of a Gemma 3 tower");
   LLM_RETURN_IF_ERROR(GetPatchEmbd(f, c, &w.patch_embd));
   LLM_RETURN_IF_ERROR(l.Get("v.patch_embd.bias", Kind::kNorm, 1, E, &w.patch_bias));
   LLM_RETURN_IF_ERROR(l.Get("v.position_embd.weight", Kind::kMatrix, N, E, &w.position_embd));
