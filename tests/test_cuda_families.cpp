@@ -506,8 +506,11 @@ TEST_P(HostExperts, LogitsAndGreedyMatchCpu) {
   }
   if (hc.policy == LLM_MOE_HOST_COPY) {
     EXPECT_EQ(st.cache_slots, hc.cache_slots);
-    EXPECT_EQ(st.cpu_steps, want_layers * 2) << "the prefill chunks need more experts than the cache holds";
-    EXPECT_EQ(st.copy_steps, want_layers * agree);
+    // Decode steps (2 experts a layer) always fit; a prefill chunk whose
+    // layer wants all 4 goes to the CPU (tiny-mixtral's and tiny-qwen3moe's
+    // do; tiny-qwen2moe's router leaves one expert out of its chunks).
+    EXPECT_EQ(st.cpu_steps + st.copy_steps, want_layers * (2 + agree));
+    EXPECT_GE(st.copy_steps, want_layers * agree);
     // 4 experts wanted per step, 3 slots: at least one copied every step
     // (on demand or prefetched while the layer before ran).
     EXPECT_GE(st.cache_misses + st.prefetch_experts, agree);
@@ -516,9 +519,19 @@ TEST_P(HostExperts, LogitsAndGreedyMatchCpu) {
   if (hc.policy == LLM_MOE_HOST_AUTO) EXPECT_EQ(st.cpu_steps + st.copy_steps, want_layers * (2 + agree));
 }
 
+// Each family with some and all layers' experts in host memory; the
+// measured choice (which only picks between the two ways the first two
+// cases test) on one family, to keep CI short (~3 s a case on the emulator).
 INSTANTIATE_TEST_SUITE_P(CudaFamilies, HostExperts,
                          ::testing::Combine(::testing::Values("tiny-mixtral", "tiny-qwen2moe", "tiny-qwen3moe"),
-                                            ::testing::Range(0, 3)),
+                                            ::testing::Range(0, 2)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, int>>& i) {
+                           std::string n = std::get<0>(i.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + "_" + kHostCases[std::get<1>(i.param)].name;
+                         });
+INSTANTIATE_TEST_SUITE_P(CudaFamiliesMeasured, HostExperts,
+                         ::testing::Combine(::testing::Values("tiny-qwen3moe"), ::testing::Values(2)),
                          [](const ::testing::TestParamInfo<std::tuple<const char*, int>>& i) {
                            std::string n = std::get<0>(i.param);
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -558,9 +571,9 @@ TEST(CudaFamilies, CopiedExpertsEqualExpertsOnTheDeviceBitForBit) {
     const BatchSeq q{0, 1, i, table};
     const std::vector<int32_t> row = {0};
     const Batch b{tok, std::span<const BatchSeq>(&q, 1), row};
-    const std::vector<float> a = Run(be[0].get(), b, V);
+    const std::vector<float> a = ::llm::test::Run(be[0].get(), b, V);
     for (int k = 1; k < 3; ++k) {
-      const std::vector<float> h = Run(be[k].get(), b, V);
+      const std::vector<float> h = ::llm::test::Run(be[k].get(), b, V);
       ASSERT_EQ(std::memcmp(a.data(), h.data(), a.size() * sizeof(float)), 0) << "backend " << k << " position " << i;
     }
   }
