@@ -548,7 +548,9 @@ TEST(CudaFamilies, CopiedExpertsEqualExpertsOnTheDeviceBitForBit) {
   std::unique_ptr<Model> m = SynthFamily("tiny-qwen2moe");
   ASSERT_NE(m, nullptr);
   std::vector<std::unique_ptr<Backend>> be;
-  for (int i = 0; i < 3; ++i) {  // experts on the device; in host memory without, then with, the prefetch
+  // Experts on the device; in host memory: a cache of k = 2 slots (no room
+  // for a prefetch), then of 3 without and with the prefetch.
+  for (int i = 0; i < 4; ++i) {
     KvCacheSpec kv{16, 64};
     CudaBackendOptions o;
     o.max_seq_len = 256;
@@ -557,7 +559,7 @@ TEST(CudaFamilies, CopiedExpertsEqualExpertsOnTheDeviceBitForBit) {
       o.n_cpu_moe = -1;
       o.moe_host_policy = LLM_MOE_HOST_COPY;
       o.moe_cache_bytes = (i == 1 ? 2 : 3) * ExpertSlotBytes(m->config);
-      o.moe_prefetch = i == 2;
+      o.moe_prefetch = i == 3;
     }
     auto b = CreateCudaBackend(m->config, m->weights, &kv, o);
     ASSERT_TRUE(b.ok()) << b.status().message();
@@ -572,19 +574,20 @@ TEST(CudaFamilies, CopiedExpertsEqualExpertsOnTheDeviceBitForBit) {
     const std::vector<int32_t> row = {0};
     const Batch b{tok, std::span<const BatchSeq>(&q, 1), row};
     const std::vector<float> a = ::llm::test::Run(be[0].get(), b, V);
-    for (int k = 1; k < 3; ++k) {
+    for (int k = 1; k < 4; ++k) {
       const std::vector<float> h = ::llm::test::Run(be[k].get(), b, V);
       ASSERT_EQ(std::memcmp(a.data(), h.data(), a.size() * sizeof(float)), 0) << "backend " << k << " position " << i;
     }
   }
-  const MoeOffloadStats plain = be[1]->moe_offload(), pre = be[2]->moe_offload();
-  std::printf("no prefetch: %lld misses, %lld bytes; prefetch: %lld misses, %lld prefetched (%lld used), %lld bytes, "
-              "predicted %lld of %lld wanted\n",
+  const MoeOffloadStats plain = be[1]->moe_offload(), three = be[2]->moe_offload(), pre = be[3]->moe_offload();
+  std::printf("2 slots: %lld misses, %lld bytes; 3 slots: %lld misses, %lld bytes; 3 slots + prefetch: %lld misses, "
+              "%lld prefetched (%lld used), %lld bytes, predicted %lld of %lld wanted\n",
               static_cast<long long>(plain.cache_misses), static_cast<long long>(plain.bytes_copied),
+              static_cast<long long>(three.cache_misses), static_cast<long long>(three.bytes_copied),
               static_cast<long long>(pre.cache_misses), static_cast<long long>(pre.prefetch_experts),
               static_cast<long long>(pre.prefetch_used), static_cast<long long>(pre.bytes_copied),
               static_cast<long long>(pre.predicted_right), static_cast<long long>(pre.predicted_wanted));
-  for (const MoeOffloadStats& st : {plain, pre}) {
+  for (const MoeOffloadStats& st : {plain, three, pre}) {
     EXPECT_EQ(st.copy_steps, 2 * kSteps);
     EXPECT_EQ(st.cpu_steps, 0);
     EXPECT_EQ(st.bytes_copied, (st.cache_misses + st.prefetch_experts) * ExpertSlotBytes(m->config));
@@ -592,6 +595,7 @@ TEST(CudaFamilies, CopiedExpertsEqualExpertsOnTheDeviceBitForBit) {
   EXPECT_GT(plain.cache_misses, kSteps) << "2 slots for 2 layers' experts: misses every step";
   EXPECT_EQ(plain.prefetch_experts, 0);
   EXPECT_EQ(plain.predicted_wanted, 0);
+  EXPECT_EQ(three.prefetch_experts, 0);
   EXPECT_GT(pre.predicted_wanted, 0);  // layer 1's experts, every step
   EXPECT_LE(pre.predicted_right, pre.predicted_wanted);
   EXPECT_LE(pre.prefetch_used, pre.prefetch_experts);
