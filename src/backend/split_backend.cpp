@@ -43,6 +43,7 @@ class SplitBackend final : public Backend {
     return BackendMemory{g.kv_committed + c.kv_committed, g.kv_pool + c.kv_pool, g.weights + c.weights,
                          g.scratch + c.scratch + static_cast<int64_t>(hidden_.capacity() * sizeof(float))};
   }
+  MoeOffloadStats moe_offload() const override { return gpu_->moe_offload(); }
   Status ReserveSwapSpace(int32_t n_slots) override {
     LLM_RETURN_IF_ERROR(gpu_->ReserveSwapSpace(n_slots));
     return cpu_->ReserveSwapSpace(n_slots);

@@ -84,6 +84,11 @@ namespace Llmrt
         public string ModelPath;
         public Backend Backend = Backend.Auto;
         public int Threads, ContextLength, KvBlockSize, KvBlocks, MaxSeqs, MaxBatchTokens, MaxQueued;
+        /// <summary>CUDA, Mixture of Experts: the experts of the first N MoE layers (-1: all) in host
+        /// memory (llm_ctx_params.n_cpu_moe), served through a device expert cache of MoeCacheBytes
+        /// (0: one layer's experts).</summary>
+        public int CpuMoeLayers;
+        public ulong MoeCacheBytes;
     }
 
     public sealed class SamplingOptions
@@ -212,6 +217,7 @@ namespace Llmrt
                 p.kv_block_size = options.KvBlockSize; p.n_kv_blocks = options.KvBlocks;
                 p.max_seqs = options.MaxSeqs; p.max_batch_tokens = options.MaxBatchTokens;
                 p.max_queued = options.MaxQueued;
+                p.n_cpu_moe = options.CpuMoeLayers; p.moe_cache_bytes = options.MoeCacheBytes;
                 ContextHandle h;
                 int st = Native.llm_ctx_create(ref p, out h);
                 if (st != 0)

@@ -15,6 +15,21 @@ namespace Llmrt
         public int backend;
         public IntPtr model_path;
         public int n_threads, n_ctx, kv_block_size, n_kv_blocks, max_seqs, max_batch_tokens, max_queued, preempt_mode;
+        public IntPtr draft_model_path;
+        public int self_draft_layers, spec_mode, spec_k, reserved1;
+        public float gpu_memory_fraction;
+        public int reserved2;
+        public ulong swap_space_bytes;
+        public int kv_type, reserved3, n_gpu_layers, reserved4;
+        public ulong kv_host_bytes;
+        public IntPtr kv_disk_dir;
+        public ulong kv_disk_bytes;
+        public int kv_role, kv_lease_ms;
+        public IntPtr kv_listen_addr;
+        // appended in 0.6 (issue 35): MoE experts in host memory
+        public int n_cpu_moe, moe_host_policy;
+        public ulong moe_cache_bytes;
+        public int moe_prefetch, reserved5;
     }
 
     [StructLayout(LayoutKind.Sequential)]

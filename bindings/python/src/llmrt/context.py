@@ -55,14 +55,17 @@ class Context:
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
     tiers under the prefix cache: ``kv_host_bytes``, ``kv_disk_dir``,
-    ``kv_disk_bytes``. 0 means the library's default, as in C."""
+    ``kv_disk_bytes``; Mixture of Experts on CUDA: ``n_cpu_moe`` (experts
+    of the first N MoE layers in host memory, -1 all), ``moe_cache_bytes``.
+    0 means the library's default, as in C."""
 
     def __init__(self, model_path: Union[None, str, os.PathLike] = None, *, n_ctx: int = 0, n_threads: int = 0,
                  backend: str = "auto", n_gpu_layers: int = -1, kv_type: str = "auto", max_seqs: int = 0,
                  kv_block_size: int = 0, n_kv_blocks: int = 0, max_batch_tokens: int = 0, max_queued: int = 0,
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
                  spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
-                 kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0):
+                 kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0, n_cpu_moe: int = 0,
+                 moe_cache_bytes: int = 0):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
@@ -78,6 +81,7 @@ class Context:
         p.max_seqs, p.kv_block_size, p.n_kv_blocks = max_seqs, kv_block_size, n_kv_blocks
         p.max_batch_tokens, p.max_queued = max_batch_tokens, max_queued
         p.self_draft_layers, p.spec_k, p.gpu_memory_fraction = self_draft_layers, spec_k, gpu_memory_fraction
+        p.n_cpu_moe, p.moe_cache_bytes = n_cpu_moe, moe_cache_bytes
         handle = C.c_void_p()
         self._handle: Optional[int] = None
         check(lib.llm_ctx_create(C.byref(p), C.byref(handle)))
