@@ -22,7 +22,7 @@ from ._stream import AsyncEventStream, Completion, EventStream
 from .errors import BUFFER_TOO_SMALL, NOT_FOUND, check
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
-KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3}
+KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3, "q4_0": 4}
 POOLINGS = {"model": -1, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 
