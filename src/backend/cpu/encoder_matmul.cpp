@@ -1,16 +1,23 @@
-// EncoderMatMul (encoder_matmul.h). Only the functions inside the pragma
-// are compiled for AVX-512F (+F16C); they run only after the CPU check, and
-// they use no std:: templates (nothing the linker could share with code for
-// older CPUs), as in kernels_avx2.cpp.
+// EncoderMatMul and EmbedStepMatMul (encoder_matmul.h). Only the functions
+// inside the pragma are compiled for AVX-512F (+F16C); they run only after
+// the CPU check, and they use no std:: templates (nothing the linker could
+// share with code for older CPUs), as in kernels_avx2.cpp.
 //
+// EncoderMatMul, a dot-product tile (one encoder sequence per call):
 //            k →  (16 at a time)
 //   W rows  r0 [w w w ... w]      acc[t][r] += x[t][k..k+16] * w[r][k..k+16]
 //           r1 ...  (4 rows)
 //   tokens  t0 [x x x ... x]      (6 tokens): 24 accumulators, 4 W + 1 X registers
+//
+// EmbedStepMatMul, an outer-product tile over a widened, transposed panel
+// (a decoder's embedding step: a whole batch per call):
+//   panel (K, 32) F32: row k = W[r0 .. r0+31][k]
+//   acc[t][0..1] (32 rows) += broadcast(x[t][k]) * panel[k]   (12 tokens: 24 accumulators)
 #include "backend/cpu/encoder_matmul.h"
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "util/env.h"
 #include "util/fp16.h"
@@ -145,11 +152,115 @@ void MatMul(const MatMulArgs& a) {
   }
 }
 
+constexpr int kPanelTok = 12;   // 24 accumulators + 2 panel vectors + 1 broadcast
+constexpr int64_t kPanelK = 64; // k runs in blocks of 64 (from k = 0), each summed apart, then added
+
+// A panel of 32 W rows, widened to F32 and laid out k-major (panel[k * 32 +
+// i] = W[r0 + i][k], rows past the range zero), then tiles of TT tokens × 32
+// rows: each k step loads two panel vectors and broadcasts one x per token
+// (TT + 2 loads, 2·TT FMAs; the dot-product tile needed TT + 4 full-width
+// loads and 4 conversions for 4·TT). Every output is one lane: x[t][k]·w[k]
+// added for k ascending, whatever the tile, panel or thread.
+template <int TT>
+void PanelTile(const float* panel, const float* x, int64_t ld_x, int64_t K, float* y, int64_t ld_y, int nr,
+               bool accumulate) {
+  V16 tot[TT][2];
+  for (int64_t kb = 0; kb < K; kb += kPanelK) {
+    const int64_t ke = kb + kPanelK < K ? kb + kPanelK : K;
+    V16 acc[TT][2];
+    for (int t = 0; t < TT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    for (int64_t k = kb; k < ke; ++k) {
+      const V16 w0 = _mm512_loadu_ps(panel + k * 32);
+      const V16 w1 = _mm512_loadu_ps(panel + k * 32 + 16);
+      for (int t = 0; t < TT; ++t) {
+        const V16 xb = _mm512_set1_ps(x[t * ld_x + k]);
+        acc[t][0] = _mm512_fmadd_ps(xb, w0, acc[t][0]);
+        acc[t][1] = _mm512_fmadd_ps(xb, w1, acc[t][1]);
+      }
+    }
+    for (int t = 0; t < TT; ++t) {
+      tot[t][0] = kb == 0 ? acc[t][0] : _mm512_add_ps(tot[t][0], acc[t][0]);
+      tot[t][1] = kb == 0 ? acc[t][1] : _mm512_add_ps(tot[t][1], acc[t][1]);
+    }
+  }
+  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
+  for (int t = 0; t < TT; ++t) {
+    float* dst = y + t * ld_y;
+    V16 v0 = tot[t][0], v1 = tot[t][1];
+    if (accumulate) {
+      v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, dst), v0);
+      v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, dst + 16), v1);
+    }
+    _mm512_mask_storeu_ps(dst, m0, v0);
+    _mm512_mask_storeu_ps(dst + 16, m1, v1);
+  }
+}
+
+// W rows r0 .. r0+nr-1 into the panel: 16 k at a time, the 32 rows widened
+// into a 32 × 16 block, read back by columns (one gather of 16 rows per
+// half-panel row).
+template <class WL>
+void PackPanel(const uint8_t* w, size_t rb, int nr, int64_t K, float* panel) {
+  alignas(64) float blk[32 * 16];
+  const __m512i rows16 = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240);
+  const int64_t K16 = K & ~int64_t{15};
+  for (int64_t k0 = 0; k0 < K16; k0 += 16) {
+    for (int i = 0; i < 32; ++i)
+      _mm512_store_ps(blk + i * 16, i < nr ? WL::Load(w + static_cast<size_t>(i) * rb, k0) : _mm512_setzero_ps());
+    for (int kk = 0; kk < 16; ++kk) {
+      const __m512i idx = _mm512_add_epi32(rows16, _mm512_set1_epi32(kk));
+      _mm512_storeu_ps(panel + (k0 + kk) * 32, _mm512_i32gather_ps(idx, blk, 4));
+      _mm512_storeu_ps(panel + (k0 + kk) * 32 + 16, _mm512_i32gather_ps(idx, blk + 256, 4));
+    }
+  }
+  for (int64_t k = K16; k < K; ++k)
+    for (int i = 0; i < 32; ++i) panel[k * 32 + i] = i < nr ? WL::Scalar(w + static_cast<size_t>(i) * rb, k) : 0.0f;
+}
+
+template <class WL>
+void PanelMatMul(const MatMulArgs& a, float* panel) {
+  const auto* base = static_cast<const uint8_t*>(a.w->data);
+  const size_t rb = a.w->row_bytes;
+  const int64_t K = a.w->cols;
+  for (int64_t r = a.row_begin; r < a.row_end; r += 32) {
+    const int nr = static_cast<int>(a.row_end - r < 32 ? a.row_end - r : 32);
+    PackPanel<WL>(base + r * rb, rb, nr, K, panel);
+    int64_t t = 0;
+    for (; t + kPanelTok <= a.n_tok; t += kPanelTok)
+      PanelTile<kPanelTok>(panel, a.x + t * a.ld_x, a.ld_x, K, a.y + t * a.ld_y + r, a.ld_y, nr, a.accumulate);
+    const float* x = a.x + t * a.ld_x;
+    float* y = a.y + t * a.ld_y + r;
+    switch (a.n_tok - t) {
+      case 1: PanelTile<1>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 2: PanelTile<2>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 3: PanelTile<3>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 4: PanelTile<4>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 5: PanelTile<5>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 6: PanelTile<6>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 7: PanelTile<7>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 8: PanelTile<8>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 9: PanelTile<9>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 10: PanelTile<10>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      case 11: PanelTile<11>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
+      default: break;
+    }
+  }
+}
+
 void MatMulAny(const MatMulArgs& a) {
   switch (a.w->type) {
     case ::llm::TensorType::F16: MatMul<LoadF16>(a); break;
     case ::llm::TensorType::BF16: MatMul<LoadBF16>(a); break;
     default: MatMul<LoadF32>(a); break;
+  }
+}
+
+void PanelMatMulAny(const MatMulArgs& a, float* panel) {
+  switch (a.w->type) {
+    case ::llm::TensorType::F16: PanelMatMul<LoadF16>(a, panel); break;
+    case ::llm::TensorType::BF16: PanelMatMul<LoadBF16>(a, panel); break;
+    default: PanelMatMul<LoadF32>(a, panel); break;
   }
 }
 
@@ -185,6 +296,20 @@ void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a) {
   const TensorType t = a.w->type;
   if ((t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) && EncoderMatMulAvx512()) {
     avx512_encoder::MatMulAny(a);
+    return;
+  }
+#endif
+  kernels.matmul(a);
+}
+
+void EmbedStepMatMul(const Kernels& kernels, const MatMulArgs& a) {
+#if defined(LLM_HAVE_AVX512_ENCODER)
+  const TensorType t = a.w->type;
+  if ((t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) && EncoderMatMulAvx512()) {
+    // One panel of 32 widened rows per thread (K floats each), kept between calls.
+    thread_local std::vector<float> panel;
+    if (panel.size() < static_cast<size_t>(32 * a.w->cols)) panel.resize(static_cast<size_t>(32 * a.w->cols));
+    avx512_encoder::PanelMatMulAny(a, panel.data());
     return;
   }
 #endif
