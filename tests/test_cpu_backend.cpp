@@ -914,12 +914,25 @@ TEST(CpuBackend, EmbedStepMatMulIsExactlyBatchInvariant) {
       t += n;
     }
     EXPECT_EQ(0, std::memcmp(all.data(), parts.data(), all.size() * sizeof(float))) << static_cast<int>(type);
-    // accumulate: y += x·Wᵀ, rows outside the range untouched
-    std::vector<float> acc(N * R, 0.5f);
+    // accumulate: y += x·Wᵀ (y enters the sum first), rows outside the
+    // range untouched, and again bitwise the same however the call is split
+    std::vector<float> acc(N * R, 0.5f), acc_parts(N * R, 0.5f);
     run(0, N, 3, 70, acc.data(), true);
     for (int64_t t = 0; t < N; ++t)
-      for (int64_t r = 0; r < R; ++r)
-        ASSERT_EQ(acc[t * R + r], r < 3 || r >= 70 ? 0.5f : 0.5f + all[t * R + r]) << t << " " << r;
+      for (int64_t r = 0; r < R; ++r) {
+        if (r < 3 || r >= 70) {
+          ASSERT_EQ(acc[t * R + r], 0.5f) << t << " " << r;
+        } else {
+          ASSERT_NEAR(acc[t * R + r], 0.5 + all[t * R + r], 1e-5) << t << " " << r;
+        }
+      }
+    for (int64_t t = 0; t < N;) {
+      const int64_t n = std::min<int64_t>(N - t, 1 + (t * 5) % 13);
+      run(t, n, 3, 36, acc_parts.data(), true);
+      run(t, n, 36, 70, acc_parts.data(), true);
+      t += n;
+    }
+    EXPECT_EQ(0, std::memcmp(acc.data(), acc_parts.data(), acc.size() * sizeof(float))) << static_cast<int>(type);
   }
 }
 

@@ -9,10 +9,12 @@
 //           r1 ...  (4 rows)
 //   tokens  t0 [x x x ... x]      (6 tokens): 24 accumulators, 4 W + 1 X registers
 //
-// EmbedStepMatMul, an outer-product tile over a widened, transposed panel
-// (a decoder's embedding step: a whole batch per call):
-//   panel (K, 32) F32: row k = W[r0 .. r0+31][k]
-//   acc[t][0..1] (32 rows) += broadcast(x[t][k]) * panel[k]   (12 tokens: 24 accumulators)
+// EmbedStepMatMul, an outer-product tile over widened, transposed panels
+// (a decoder's embedding step: a whole batch per call), blocked so that a
+// panel (L1) and a sweep of x (L2) stay in cache:
+//   for each slab of 256 k: panels (256, 32) F32, row k = W[r0 .. r0+31][k]
+//     for each sweep of 240 tokens, for each panel, for each 12 tokens:
+//       acc[t][0..1] (32 rows) += broadcast(x[t][k]) * panel[k]   (24 accumulators)
 #include "backend/cpu/encoder_matmul.h"
 
 #include <cstdint>
@@ -152,26 +154,35 @@ void MatMul(const MatMulArgs& a) {
   }
 }
 
-constexpr int kPanelTok = 12;   // 24 accumulators + 2 panel vectors + 1 broadcast
-constexpr int64_t kPanelK = 64; // k runs in blocks of 64 (from k = 0), each summed apart, then added
+constexpr int kPanelTok = 12;      // 24 accumulators + 2 panel vectors + 1 broadcast
+constexpr int64_t kPanelK = 64;    // k summed in blocks of 64 (from k = 0), each block apart
+constexpr int64_t kSlabK = 256;    // k slabs (whole blocks of 64): panels of 32 KiB
+constexpr int64_t kSlabTok = 240;  // tokens per sweep of the slab's panels: 240 KiB of x (L2)
 
-// A panel of 32 W rows, widened to F32 and laid out k-major (panel[k * 32 +
-// i] = W[r0 + i][k], rows past the range zero), then tiles of TT tokens × 32
-// rows: each k step loads two panel vectors and broadcasts one x per token
-// (TT + 2 loads, 2·TT FMAs; the dot-product tile needed TT + 4 full-width
-// loads and 4 conversions for 4·TT). Every output is one lane: x[t][k]·w[k]
-// added for k ascending, whatever the tile, panel or thread.
+// Tiles of TT tokens × 32 rows over one k slab of a panel (panel[k * 32 +
+// i] = W[r0 + i][k0 + k], F32, rows past the range zero): each k step loads
+// two panel vectors and broadcasts one x per token (TT + 2 loads for 2·TT
+// FMAs; the dot-product tile needed TT + 4 full-width loads and 4
+// conversions for 4·TT). Each output is one lane: s = y (accumulate, or a
+// slab after the first) or 0, then s += Σ x[t][k]·w[k] over each block of
+// 64 k in turn, k ascending: whatever the tile, slab sweep, panel or thread.
 template <int TT>
-void PanelTile(const float* panel, const float* x, int64_t ld_x, int64_t K, float* y, int64_t ld_y, int nr,
-               bool accumulate) {
+void PanelTile(const float* panel, const float* x, int64_t ld_x, int64_t k0, int64_t k1, float* y, int64_t ld_y,
+               int nr, bool load_y) {
+  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
   V16 tot[TT][2];
-  for (int64_t kb = 0; kb < K; kb += kPanelK) {
-    const int64_t ke = kb + kPanelK < K ? kb + kPanelK : K;
+  for (int t = 0; t < TT; ++t) {
+    tot[t][0] = load_y ? _mm512_maskz_loadu_ps(m0, y + t * ld_y) : _mm512_setzero_ps();
+    tot[t][1] = load_y ? _mm512_maskz_loadu_ps(m1, y + t * ld_y + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t kb = k0; kb < k1; kb += kPanelK) {
+    const int64_t ke = kb + kPanelK < k1 ? kb + kPanelK : k1;
     V16 acc[TT][2];
     for (int t = 0; t < TT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
     for (int64_t k = kb; k < ke; ++k) {
-      const V16 w0 = _mm512_loadu_ps(panel + k * 32);
-      const V16 w1 = _mm512_loadu_ps(panel + k * 32 + 16);
+      const V16 w0 = _mm512_loadu_ps(panel + (k - k0) * 32);
+      const V16 w1 = _mm512_loadu_ps(panel + (k - k0) * 32 + 16);
       for (int t = 0; t < TT; ++t) {
         const V16 xb = _mm512_set1_ps(x[t * ld_x + k]);
         acc[t][0] = _mm512_fmadd_ps(xb, w0, acc[t][0]);
@@ -179,71 +190,77 @@ void PanelTile(const float* panel, const float* x, int64_t ld_x, int64_t K, floa
       }
     }
     for (int t = 0; t < TT; ++t) {
-      tot[t][0] = kb == 0 ? acc[t][0] : _mm512_add_ps(tot[t][0], acc[t][0]);
-      tot[t][1] = kb == 0 ? acc[t][1] : _mm512_add_ps(tot[t][1], acc[t][1]);
+      tot[t][0] = _mm512_add_ps(tot[t][0], acc[t][0]);
+      tot[t][1] = _mm512_add_ps(tot[t][1], acc[t][1]);
     }
   }
-  const __mmask16 m0 = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
-  const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xFFFF : nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
   for (int t = 0; t < TT; ++t) {
-    float* dst = y + t * ld_y;
-    V16 v0 = tot[t][0], v1 = tot[t][1];
-    if (accumulate) {
-      v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, dst), v0);
-      v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, dst + 16), v1);
-    }
-    _mm512_mask_storeu_ps(dst, m0, v0);
-    _mm512_mask_storeu_ps(dst + 16, m1, v1);
+    _mm512_mask_storeu_ps(y + t * ld_y, m0, tot[t][0]);
+    _mm512_mask_storeu_ps(y + t * ld_y + 16, m1, tot[t][1]);
   }
 }
 
-// W rows r0 .. r0+nr-1 into the panel: 16 k at a time, the 32 rows widened
-// into a 32 × 16 block, read back by columns (one gather of 16 rows per
-// half-panel row).
+// W rows r0 .. r0+nr-1, k in [k0, k1), into a panel: 16 k at a time, the 32
+// rows widened into a 32 × 16 block, read back by columns (one gather of 16
+// rows per half-panel row).
 template <class WL>
-void PackPanel(const uint8_t* w, size_t rb, int nr, int64_t K, float* panel) {
+void PackPanel(const uint8_t* w, size_t rb, int nr, int64_t k0, int64_t k1, float* panel) {
   alignas(64) float blk[32 * 16];
   const __m512i rows16 = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240);
-  const int64_t K16 = K & ~int64_t{15};
-  for (int64_t k0 = 0; k0 < K16; k0 += 16) {
+  int64_t k = k0;
+  for (; k + 16 <= k1; k += 16) {
     for (int i = 0; i < 32; ++i)
-      _mm512_store_ps(blk + i * 16, i < nr ? WL::Load(w + static_cast<size_t>(i) * rb, k0) : _mm512_setzero_ps());
+      _mm512_store_ps(blk + i * 16, i < nr ? WL::Load(w + static_cast<size_t>(i) * rb, k) : _mm512_setzero_ps());
     for (int kk = 0; kk < 16; ++kk) {
       const __m512i idx = _mm512_add_epi32(rows16, _mm512_set1_epi32(kk));
-      _mm512_storeu_ps(panel + (k0 + kk) * 32, _mm512_i32gather_ps(idx, blk, 4));
-      _mm512_storeu_ps(panel + (k0 + kk) * 32 + 16, _mm512_i32gather_ps(idx, blk + 256, 4));
+      _mm512_storeu_ps(panel + (k - k0 + kk) * 32, _mm512_i32gather_ps(idx, blk, 4));
+      _mm512_storeu_ps(panel + (k - k0 + kk) * 32 + 16, _mm512_i32gather_ps(idx, blk + 256, 4));
     }
   }
-  for (int64_t k = K16; k < K; ++k)
-    for (int i = 0; i < 32; ++i) panel[k * 32 + i] = i < nr ? WL::Scalar(w + static_cast<size_t>(i) * rb, k) : 0.0f;
+  for (; k < k1; ++k)
+    for (int i = 0; i < 32; ++i)
+      panel[(k - k0) * 32 + i] = i < nr ? WL::Scalar(w + static_cast<size_t>(i) * rb, k) : 0.0f;
 }
 
+// For each k slab: every panel of the row range packed (buf: PanelBufferFloats),
+// then the tokens in sweeps of kSlabTok, each over all the panels.
 template <class WL>
-void PanelMatMul(const MatMulArgs& a, float* panel) {
+void PanelMatMul(const MatMulArgs& a, float* buf) {
   const auto* base = static_cast<const uint8_t*>(a.w->data);
   const size_t rb = a.w->row_bytes;
   const int64_t K = a.w->cols;
-  for (int64_t r = a.row_begin; r < a.row_end; r += 32) {
-    const int nr = static_cast<int>(a.row_end - r < 32 ? a.row_end - r : 32);
-    PackPanel<WL>(base + r * rb, rb, nr, K, panel);
-    int64_t t = 0;
-    for (; t + kPanelTok <= a.n_tok; t += kPanelTok)
-      PanelTile<kPanelTok>(panel, a.x + t * a.ld_x, a.ld_x, K, a.y + t * a.ld_y + r, a.ld_y, nr, a.accumulate);
-    const float* x = a.x + t * a.ld_x;
-    float* y = a.y + t * a.ld_y + r;
-    switch (a.n_tok - t) {
-      case 1: PanelTile<1>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 2: PanelTile<2>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 3: PanelTile<3>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 4: PanelTile<4>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 5: PanelTile<5>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 6: PanelTile<6>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 7: PanelTile<7>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 8: PanelTile<8>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 9: PanelTile<9>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 10: PanelTile<10>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      case 11: PanelTile<11>(panel, x, a.ld_x, K, y, a.ld_y, nr, a.accumulate); break;
-      default: break;
+  for (int64_t k0 = 0; k0 < K; k0 += kSlabK) {
+    const int64_t k1 = k0 + kSlabK < K ? k0 + kSlabK : K;
+    const bool load_y = a.accumulate || k0 > 0;
+    for (int64_t r = a.row_begin, p = 0; r < a.row_end; r += 32, ++p) {
+      const int nr = static_cast<int>(a.row_end - r < 32 ? a.row_end - r : 32);
+      PackPanel<WL>(base + r * rb, rb, nr, k0, k1, buf + p * kSlabK * 32);
+    }
+    for (int64_t tb = 0; tb < a.n_tok; tb += kSlabTok) {
+      const int64_t te = tb + kSlabTok < a.n_tok ? tb + kSlabTok : a.n_tok;
+      for (int64_t r = a.row_begin, p = 0; r < a.row_end; r += 32, ++p) {
+        const int nr = static_cast<int>(a.row_end - r < 32 ? a.row_end - r : 32);
+        const float* panel = buf + p * kSlabK * 32;
+        int64_t t = tb;
+        for (; t + kPanelTok <= te; t += kPanelTok)
+          PanelTile<kPanelTok>(panel, a.x + t * a.ld_x, a.ld_x, k0, k1, a.y + t * a.ld_y + r, a.ld_y, nr, load_y);
+        const float* x = a.x + t * a.ld_x;
+        float* y = a.y + t * a.ld_y + r;
+        switch (te - t) {
+          case 1: PanelTile<1>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 2: PanelTile<2>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 3: PanelTile<3>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 4: PanelTile<4>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 5: PanelTile<5>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 6: PanelTile<6>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 7: PanelTile<7>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 8: PanelTile<8>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 9: PanelTile<9>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 10: PanelTile<10>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          case 11: PanelTile<11>(panel, x, a.ld_x, k0, k1, y, a.ld_y, nr, load_y); break;
+          default: break;
+        }
+      }
     }
   }
 }
@@ -306,10 +323,11 @@ void EmbedStepMatMul(const Kernels& kernels, const MatMulArgs& a) {
 #if defined(LLM_HAVE_AVX512_ENCODER)
   const TensorType t = a.w->type;
   if ((t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) && EncoderMatMulAvx512()) {
-    // One panel of 32 widened rows per thread (K floats each), kept between calls.
-    thread_local std::vector<float> panel;
-    if (panel.size() < static_cast<size_t>(32 * a.w->cols)) panel.resize(static_cast<size_t>(32 * a.w->cols));
-    avx512_encoder::PanelMatMulAny(a, panel.data());
+    // The row range's panels for one k slab, per thread, kept between calls.
+    thread_local std::vector<float> panels;
+    const size_t need = static_cast<size_t>((a.row_end - a.row_begin + 31) / 32 * avx512_encoder::kSlabK * 32);
+    if (panels.size() < need) panels.resize(need);
+    avx512_encoder::PanelMatMulAny(a, panels.data());
     return;
   }
 #endif

@@ -25,8 +25,8 @@ void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a);
 // of sequences (hundreds to thousands of tokens), so that widening and
 // transposing 32 rows of W per panel costs little beside the panel's
 // n_tok · 32 · K multiply-adds. Its sums are split differently from
-// EncoderMatMul's (one lane per output, k in blocks of 64), so the two
-// agree to rounding only; each is bitwise independent of n_tok, of the
+// EncoderMatMul's (one lane per output, k in blocks of 64 added in turn to
+// y with accumulate, else to 0), so the two agree to rounding only; each is bitwise independent of n_tok, of the
 // tile a token falls in and of the thread's row range.
 void EmbedStepMatMul(const Kernels& kernels, const MatMulArgs& a);
 
