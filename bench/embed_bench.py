@@ -22,6 +22,7 @@ import ctypes
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,8 +124,9 @@ def main():
     print("%d chunks of 100-400 tokens, %s weights, %d threads, %d alternating rounds, llama-embedding: %s"
           % (args.n, args.type.upper(), args.threads, args.rounds, args.llama_embedding or "(none)"), flush=True)
     summary = [run_shape(args, shape) for shape in shapes]
-    for line in summary:
-        print(line)
+    if len(summary) > 1:
+        for line in summary:
+            print(line)
 
 
 def run_shape(args, shape):
@@ -155,11 +157,11 @@ def run_shape(args, shape):
         lens = [len(t.split()) + 2 if not decoder else len(t) + 1 for t in texts]  # + [CLS] [SEP] | + EOS
         head = "%s: %d chunks, %d tokens (%d-%d)" % (shape, len(texts), sum(lens), min(lens), max(lens))
         if not theirs:
-            return "%s: llmrt median %.2f texts/s wall" % (head, args.n / sorted(ours)[len(ours) // 2])
-        wall = sorted(t / o for o, t in zip(ours, theirs))
-        cpu = sorted(t / o for o, t in zip(ours_cpu, theirs_cpu))
+            return "%s: llmrt median %.2f texts/s wall" % (head, args.n / statistics.median(ours))
+        wall = statistics.median(t / o for o, t in zip(ours, theirs))
+        cpu = statistics.median(t / o for o, t in zip(ours_cpu, theirs_cpu))
         line = ("%s: median llmrt / llama.cpp over %d rounds: %.2fx wall, %.2fx CPU (goal >= 1.5x)"
-                % (head, len(wall), wall[len(wall) // 2], cpu[len(cpu) // 2]))
+                % (head, len(theirs), wall, cpu))
         print(line, flush=True)
         return line
 
