@@ -142,10 +142,10 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
 }
 
 // An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take
-// the AVX-512 tile (encoder_matmul.h); generation keeps Kernels::matmul.
+// the AVX-512 panel GEMM (encoder_matmul.h); generation keeps Kernels::matmul.
 void CpuBackend::MatMul(const MatMulArgs& a) const {
   if (hidden_out_ != nullptr) {
-    EncoderMatMul(*k_, a);
+    EmbedStepMatMul(*k_, a);
   } else {
     k_->matmul(a);
   }
