@@ -171,19 +171,21 @@ try:
 
     # Anthropic's Messages API and OpenAI's Responses API through the proxy,
     # each with its official client, streamed and not: split and pulled too.
+    greedy = {"temperature": 0}  # (anthropic 2.x takes it only as an extra field)
+
     def message(client, prompt, stream=False):
         msgs = [{"role": "user", "content": prompt}]
         if not stream:
-            r = client.messages.create(model="m", max_tokens=24, temperature=0, messages=msgs)
+            r = client.messages.create(model="m", max_tokens=24, messages=msgs, extra_body=greedy)
             return "".join(b.text for b in r.content if b.type == "text")
-        with client.messages.stream(model="m", max_tokens=24, temperature=0, messages=msgs) as s:
+        with client.messages.stream(model="m", max_tokens=24, messages=msgs, extra_body=greedy) as s:
             return "".join(s.text_stream)
 
     def response(client, prompt, stream=False):
         if not stream:
-            return client.responses.create(model="m", input=prompt, max_output_tokens=24, temperature=0).output_text
+            return client.responses.create(model="m", input=prompt, max_output_tokens=24, extra_body=greedy).output_text
         return "".join(e.delta for e in client.responses.create(model="m", input=prompt, max_output_tokens=24,
-                                                                temperature=0, stream=True)
+                                                                extra_body=greedy, stream=True)
                        if e.type == "response.output_text.delta")
 
     apis = [("Responses (openai)", response, one, dis)]

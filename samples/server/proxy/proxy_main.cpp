@@ -129,9 +129,14 @@ void Generate(const Config& cfg, Servers& up, Counters& n, proxy::Api api, const
       if (!p.unconnected) break;  // answered, or failed after connecting: no retry
     }
     if (p.reached && p.status == 200) {
+      // Split only when the answer carries the transfer (a server without
+      // the prefill role for this route answers without it).
       try {
-        prefill_answer = json::parse(p.body);
-        ++n.split;
+        json a = json::parse(p.body);
+        if (a.is_object() && a.contains("kv_transfer_params") && a["kv_transfer_params"].is_object()) {
+          prefill_answer = std::move(a);
+          ++n.split;
+        }
       } catch (const json::exception&) {
       }
     } else if (p.reached && p.status >= 400 && p.status < 500) {
@@ -143,7 +148,10 @@ void Generate(const Config& cfg, Servers& up, Counters& n, proxy::Api api, const
     if (prefill_answer.is_null()) {
       ++n.prefill_failures;
       std::fprintf(stderr, "llm-disagg-proxy: prefill server %s failed (%s); the decode server computes the prompt\n",
-                   tried.c_str(), p.reached ? ("HTTP " + std::to_string(p.status)).c_str() : p.error.c_str());
+                   tried.c_str(),
+                   p.reached ? ("HTTP " + std::to_string(p.status) + (p.status == 200 ? ", no kv_transfer_params" : ""))
+                                   .c_str()
+                             : p.error.c_str());
     }
   }
   const std::string decode_body = proxy::DecodeBody(body, prefill_answer).dump();
