@@ -13,8 +13,8 @@ script), so each failure happens exactly when the test says:
   gets the prefill's kv_transfer_params), /metrics counts the retries;
 - reset twice: no third try; a prefill falls back (the decode server gets
   the request without kv_transfer_params), a decode is a 502;
-- a streamed answer whose connection is reset after its first event: not
-  sent again; the client gets that event, then an error event;
+- a streamed answer whose connection closes after its first event, in the
+  middle of its chunked body: not sent again; the client gets that event, then an error event;
 - /v1/messages (Anthropic) and /v1/responses (OpenAI): split like chat, the
   prefill request limited to one token in each API's own field;
 - a burst of 64 connections while the server cannot accept (SIGSTOP): every
@@ -126,8 +126,10 @@ class Fake:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
                      chunk(SSE_EVENTS[0]))
         if action == "stream_break":
-            time.sleep(0.2)
-            return reset(conn)
+            # Closed in the middle of the chunked body. An orderly close, not
+            # a reset: a reset could discard the event above before the
+            # proxy has read it; the request was read whole, so this is a FIN.
+            return conn.close()
         conn.sendall(chunk(SSE_EVENTS[1]) + chunk(SSE_EVENTS[2]) + b"0\r\n\r\n")
         conn.close()
 
