@@ -54,9 +54,18 @@ for flag in ["-fa", "--jinja", "-ub", "--metrics", "--mlock", "--no-mmap", "--em
 
 for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"),
                     (["--context-shift"], "--context-shift"), (["-ctk", "f16", "-ctv", "q8_0"], "-ctk/-ctv"),
-                    (["-ctk", "q4_0"], "-ctk q4_0"), (["--no-such-flag"], "--no-such-flag")]:
+                    (["-ctk", "q5_1"], "-ctk q5_1"), (["--no-such-flag"], "--no-such-flag")]:
     p = subprocess.run([server_bin, "-m", model, "--port", "0"] + extra, capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and name in p.stderr, "%s: exit 2 naming it (%d, %r)" % (" ".join(extra), p.returncode, p.stderr[:160]))
+
+# A Q4_0 KV cache is a type this server has, refused for the bundled model
+# whose heads are narrower than one 32-value block: a start-up failure that
+# names the reason, not a usage error.
+p = subprocess.run([server_bin, "-m", model, "--port", "0", "-ctk", "q4_0", "-ctv", "q4_0"],
+                   capture_output=True, text=True, timeout=60)
+check(p.returncode not in (0, 2) and "Q4_0" in p.stderr and "head_dim" in p.stderr,
+      "-ctk q4_0 on a model with 8-wide heads: refused at start naming head_dim (%d, %r)"
+      % (p.returncode, p.stderr[:200]))
 
 if failures:
     print("\n%d FAILED" % len(failures))
