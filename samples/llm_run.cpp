@@ -72,6 +72,8 @@ const char* FinishName(int32_t r) {
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
                "               [-kv|-ctk|-ctv f16|f32|q8_0] [-ngl N]\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
+               "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
+               "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
                "                          (default -1: all; 0: none, the CPU backend)\n");
   std::exit(2);
 }
@@ -160,6 +162,8 @@ int main(int argc, char** argv) {
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
+    else if (a == "-ts" || a == "--tensor-split") { cli::TensorSplitArg(a.c_str(), v, params.tensor_split); ++i; }
+    else if (a == "-mg" || a == "--main-gpu") params.main_gpu = static_cast<int32_t>(num());
     else if (a == "--stop") { if (!v) Usage(); stops.push_back(v); ++i; }
     else if (a == "--ignore-eos") req.ignore_eos = 1;
     else if (a == "--json") out.json = true;

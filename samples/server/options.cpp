@@ -42,6 +42,8 @@ namespace {
                "  --kv-lease-ms N         prefill: how long unfetched KV is held (default 30000)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
+               "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
+               "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
                "  --chat-template T       chat template replacing the model's: chatml, llama3, or\n"
                "                          the Jinja text itself (a file's path is read)\n"
@@ -237,6 +239,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--kv-listen") o.kv_listen = str();
     else if (a == "--kv-lease-ms") o.kv_lease_ms = num();
     else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
+    else if (a == "-ts" || a == "--tensor-split") cli::TensorSplitArg(a.c_str(), str().c_str(), o.tensor_split);
+    else if (a == "-mg" || a == "--main-gpu") o.main_gpu = num();
     else if (a == "--http-threads" || a == "--threads-http") o.http_threads = num();
     else if (a == "--chat-template") { o.chat_template = str(); o.chat_template_is_file = false; }
     else if (a == "--chat-template-file") { o.chat_template = str(); o.chat_template_is_file = true; }

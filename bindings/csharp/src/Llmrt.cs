@@ -84,6 +84,11 @@ namespace Llmrt
         public string ModelPath;
         public Backend Backend = Backend.Auto;
         public int Threads, ContextLength, KvBlockSize, KvBlocks, MaxSeqs, MaxBatchTokens, MaxQueued;
+        // Several GPUs: MainGpu -1 splits the layers over every device, N
+        // runs them on device N alone; TensorSplit gives each device's share
+        // (null or all 0: in proportion to free memory; at most 16 entries).
+        public int MainGpu = -1;
+        public float[] TensorSplit;
     }
 
     public sealed class SamplingOptions
@@ -212,6 +217,13 @@ namespace Llmrt
                 p.kv_block_size = options.KvBlockSize; p.n_kv_blocks = options.KvBlocks;
                 p.max_seqs = options.MaxSeqs; p.max_batch_tokens = options.MaxBatchTokens;
                 p.max_queued = options.MaxQueued;
+                p.main_gpu = options.MainGpu;
+                if (options.TensorSplit != null)
+                {
+                    if (options.TensorSplit.Length > 16)
+                        throw new ArgumentException("TensorSplit has more than 16 entries (LLM_MAX_DEVICES)");
+                    Array.Copy(options.TensorSplit, p.tensor_split, options.TensorSplit.Length);
+                }
                 ContextHandle h;
                 int st = Native.llm_ctx_create(ref p, out h);
                 if (st != 0)
