@@ -214,6 +214,13 @@ enum { /* llm_ctx_params.kv_type: element type of the KV cache                 *
 #define LLM_SEED_RANDOM UINT64_MAX
 
 /* ------------------------------------------------------- context params */
+enum { /* llm_ctx_params.moe_host_policy: where host-resident experts run   */
+  LLM_MOE_HOST_AUTO = 0, /* per step, the cheaper by measured cost          */
+  LLM_MOE_HOST_CPU = 1,  /* always the CPU                                  */
+  LLM_MOE_HOST_COPY = 2  /* copy to the device cache whenever it can hold   */
+                         /* the step's experts of the layer (else the CPU)  */
+};
+
 typedef struct llm_ctx_params {
   uint32_t struct_size;       /* = sizeof(llm_ctx_params), set by init       */
   int32_t backend;            /* LLM_BACKEND_*; default AUTO                 */
@@ -351,6 +358,32 @@ typedef struct llm_ctx_params {
   const char* kv_listen_addr; /* producer: "host:port" UCX listens on (port */
                               /* 0: any free one; the descriptor names the  */
                               /* one taken); NULL = "127.0.0.1:0"           */
+  /* --- appended in 0.6 (issue 35): Mixture-of-Experts experts in host     */
+  /* memory on the CUDA backend (llama.cpp's --n-cpu-moe). The experts of    */
+  /* the chosen MoE layers stay in page-locked host memory; per step and     */
+  /* layer, after the router ran on the device, either the CPU computes the  */
+  /* chosen experts on the tokens routed to them (hidden states go down and  */
+  /* back up), or the chosen experts are copied into a device expert cache   */
+  /* and run there: the cheaper by measured cost (bytes to copy over the     */
+  /* measured bandwidth vs measured CPU time per pick), unless               */
+  /* moe_host_policy forces one. No CUDA graphs while any layer is host-     */
+  /* resident. Ignored by the CPU backend and by models without experts.     */
+  /* llm_stats.moe_* count what they do. Callers built against an older      */
+  /* header keep every expert on the device. --- */
+  int32_t n_cpu_moe;          /* experts of the first N MoE layers in host  */
+                              /* memory; -1 = every MoE layer; 0 = none.    */
+                              /* < -1: INVALID_ARGUMENT                     */
+  int32_t moe_host_policy;    /* LLM_MOE_HOST_*; default AUTO               */
+  uint64_t moe_cache_bytes;   /* device expert cache budget in bytes; 0 =   */
+                              /* one layer's experts. Less than one expert  */
+                              /* (gate + up + down): INVALID_ARGUMENT       */
+  int32_t moe_prefetch;       /* 1 = while a host layer runs, copy the      */
+                              /* experts the next host layer is predicted   */
+                              /* to use (inter-layer affinity gathered      */
+                              /* online from routing) into the cache on a   */
+                              /* second stream; 0 = the default (on), -1 =  */
+                              /* off. Outputs do not depend on it.          */
+  int32_t reserved5;          /* must be 0                                  */
   /* --- appended in 0.6 (issue 35): several GPUs. With the CUDA backend   */
   /* the device layers (n_gpu_layers) are split by layer over the visible  */
   /* devices, llama.cpp's default layer split: consecutive runs of layers, */
@@ -371,6 +404,9 @@ typedef struct llm_ctx_params {
                               /* for a device that does not exist, or a     */
                               /* split with main_gpu >= 0: INVALID_ARGUMENT */
                               /* (the last two only where CUDA runs).       */
+                              /* n_cpu_moe != 0 on a model with experts     */
+                              /* while the layers are split over more than  */
+                              /* one device: UNSUPPORTED (set main_gpu).    */
 } llm_ctx_params;
 
 /* llm_ctx_params.kv_role */
@@ -910,6 +946,26 @@ typedef struct llm_stats {
   uint64_t kv_lease_bytes;     /* producer: bytes held under leases now       */
   int32_t kv_leases_active;    /* producer: leases held now                   */
   int32_t kv_role;             /* the context's LLM_KV_ROLE_*                 */
+  /* --- appended in 0.6 (issue 35: llm_ctx_params.n_cpu_moe) --- */
+  int32_t moe_host_layers;     /* MoE layers whose experts are in host memory */
+  int32_t moe_cache_slots;     /* experts the device expert cache holds       */
+  uint64_t moe_cache_bytes;    /* the cache's device memory                   */
+  uint64_t moe_host_bytes;     /* page-locked host memory of those experts    */
+  uint64_t moe_cpu_steps;      /* layer-steps whose experts the CPU computed  */
+  uint64_t moe_copy_steps;     /* layer-steps that copied experts to the      */
+                               /* device cache and ran them there             */
+  uint64_t moe_bytes_copied;   /* expert bytes copied host -> device          */
+  uint64_t moe_cache_hits;     /* copy-way expert lookups found in the cache  */
+  uint64_t moe_cache_misses;   /* ... and copied (bytes_copied's experts)     */
+  uint64_t moe_tokens;         /* tokens through host layers (per layer-step):*/
+                               /* bytes per token = bytes_copied / tokens     */
+  uint64_t moe_prefetch_experts; /* experts prefetched (their bytes are in   */
+                               /* moe_bytes_copied)                           */
+  uint64_t moe_prefetch_used;  /* ... of them wanted by the layer predicted   */
+  uint64_t moe_predicted_wanted; /* experts host layers wanted where a        */
+                               /* prediction was made (accuracy's denominator)*/
+  uint64_t moe_predicted_right; /* ... of them predicted: prefetch accuracy   */
+                               /* = predicted_right / predicted_wanted        */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the

@@ -21,7 +21,7 @@
 # (the device has them). The binaries are stripped and packed as
 # gpu-pack/pack.tar.xz (a few MiB). With --emulate it packs an emulator build
 # (-DLLM_CUDA=EMULATE) the same way: CI rehearses gpu-check.sh with it. An
-# existing build folder (--build-dir) is reused as configured (CI's build-emu).
+# existing build folder (--build-dir) is reused as configured (CI's Release build).
 #
 # Usage: scripts/gpu-pack.sh [--arch 90] [--emulate] [--build-dir DIR] [--out DIR]
 #                            [--jobs N] [--max-mib 16]

@@ -152,11 +152,17 @@ TEST(Abi, DeviceStatsLayout) {
 }
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 216u);
-  // appended in 0.6 (issue 35: several GPUs)
+  EXPECT_EQ(sizeof(llm_ctx_params), 240u);
+  // appended in 0.6 (issue 35: several GPUs), after the host experts
   EXPECT_EQ(LLM_MAX_DEVICES, 16);
-  PIN(llm_ctx_params, main_gpu, 144);
-  PIN(llm_ctx_params, tensor_split, 148);
+  PIN(llm_ctx_params, main_gpu, 168);
+  PIN(llm_ctx_params, tensor_split, 172);
+  PIN(llm_ctx_params, moe_prefetch, 160);
+  PIN(llm_ctx_params, reserved5, 164);
+  // appended in 0.6 (issue 35: experts in host memory)
+  PIN(llm_ctx_params, n_cpu_moe, 144);
+  PIN(llm_ctx_params, moe_host_policy, 148);
+  PIN(llm_ctx_params, moe_cache_bytes, 152);
   // appended in 0.5 (issue 33: prefill/decode disaggregation)
   PIN(llm_ctx_params, kv_role, 128);
   PIN(llm_ctx_params, kv_lease_ms, 132);
@@ -312,7 +318,22 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 384u);
+  EXPECT_EQ(sizeof(llm_stats), 488u);
+  PIN(llm_stats, moe_prefetch_experts, 456);
+  PIN(llm_stats, moe_prefetch_used, 464);
+  PIN(llm_stats, moe_predicted_wanted, 472);
+  PIN(llm_stats, moe_predicted_right, 480);
+  // appended in 0.6 (issue 35: experts in host memory)
+  PIN(llm_stats, moe_host_layers, 384);
+  PIN(llm_stats, moe_cache_slots, 388);
+  PIN(llm_stats, moe_cache_bytes, 392);
+  PIN(llm_stats, moe_host_bytes, 400);
+  PIN(llm_stats, moe_cpu_steps, 408);
+  PIN(llm_stats, moe_copy_steps, 416);
+  PIN(llm_stats, moe_bytes_copied, 424);
+  PIN(llm_stats, moe_cache_hits, 432);
+  PIN(llm_stats, moe_cache_misses, 440);
+  PIN(llm_stats, moe_tokens, 448);
   // appended in 0.5 (issue 33: prefill/decode disaggregation)
   PIN(llm_stats, kv_xfer_pulls, 304);
   PIN(llm_stats, kv_xfer_fallbacks, 312);

@@ -38,6 +38,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
@@ -439,6 +440,243 @@ INSTANTIATE_TEST_SUITE_P(CudaFamilies, Families,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// ---- Experts in host memory (n_cpu_moe; cuda_moe_host.cpp, moe_host.h)
+//
+// Each MoE family against the CPU backend, as above, with its experts in
+// host memory: the first layer's computed by the CPU every step
+// (LLM_MOE_HOST_CPU); every layer's copied into a device cache of 3 slots,
+// fewer than one layer's 4 experts (LLM_MOE_HOST_COPY: a decode step needs
+// 2 per layer, 4 in all, so each step evicts; a prefill chunk needs all 4
+// of a layer, more than the cache holds, and its layers go to the CPU);
+// every layer's with the measured choice (AUTO).
+struct HostCase {
+  const char* name;
+  int32_t n_cpu_moe, policy, cache_slots;  // cache_slots 0: the default (one layer's experts)
+};
+const HostCase kHostCases[] = {
+    {"FirstLayerOnCpu", 1, LLM_MOE_HOST_CPU, 0},
+    {"AllCopiedSmallCache", -1, LLM_MOE_HOST_COPY, 3},
+    {"AllMeasuredChoice", -1, LLM_MOE_HOST_AUTO, 0},
+};
+
+// Bytes of one expert slot (gate + up + down) as the device holds them: BF16
+// for these files.
+int64_t ExpertSlotBytes(const ModelConfig& c) { return 3 * c.n_ff_exp * c.n_embd * 2; }
+
+class HostExperts : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(HostExperts, LogitsAndGreedyMatchCpu) {
+  SKIP_WITHOUT_DEVICE();
+  const char* shape = std::get<0>(GetParam());
+  const HostCase& hc = kHostCases[std::get<1>(GetParam())];
+  std::unique_ptr<Model> m = SynthFamily(shape);
+  ASSERT_NE(m, nullptr);
+  ModelWeights w = m->weights;
+  std::vector<std::vector<float>> halved;
+  if (m->config.qk_norm) {
+    ASSERT_TRUE(HalveQkNorms(&w, &halved));
+  }
+  KvCacheSpec kv{16, 64};
+  auto cpu = CreateCpuBackend(m->config, w, kv, 2);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  CudaBackendOptions o;
+  o.max_seq_len = 256;
+  o.n_cpu_moe = hc.n_cpu_moe;
+  o.moe_host_policy = hc.policy;
+  o.moe_cache_bytes = hc.cache_slots * ExpertSlotBytes(m->config);
+  auto gpu = CreateCudaBackend(m->config, w, &kv, o);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  RouterAlternatives alts;
+  ASSERT_TRUE(alts.Make(m->config, w, kv));
+  int agree = 0;
+  const double worst = RunScript(cpu->get(), gpu->get(), m->config.n_vocab, 8, &agree, &alts.ties);
+  const MoeOffloadStats st = (*gpu)->moe_offload();
+  std::printf("%s %s: worst row %.4f, %d greedy steps equal; host layers %d, cache %d slots, %lld cpu / %lld copy "
+              "layer-steps, %lld bytes copied, %lld hits / %lld misses\n",
+              shape, hc.name, worst, agree, st.host_layers, st.cache_slots, static_cast<long long>(st.cpu_steps),
+              static_cast<long long>(st.copy_steps), static_cast<long long>(st.bytes_copied),
+              static_cast<long long>(st.cache_hits), static_cast<long long>(st.cache_misses));
+  const int32_t want_layers = hc.n_cpu_moe < 0 ? m->config.n_layer : hc.n_cpu_moe;
+  EXPECT_EQ(st.host_layers, want_layers);
+  EXPECT_EQ(st.tokens, static_cast<int64_t>(want_layers) * (150 + 5 + agree));
+  if (hc.policy == LLM_MOE_HOST_CPU) {
+    EXPECT_EQ(st.copy_steps, 0);
+    EXPECT_EQ(st.cpu_steps, want_layers * (2 + agree));
+  }
+  if (hc.policy == LLM_MOE_HOST_COPY) {
+    EXPECT_EQ(st.cache_slots, hc.cache_slots);
+    // Decode steps (2 experts a layer) always fit; a prefill chunk whose
+    // layer wants all 4 goes to the CPU (tiny-mixtral's and tiny-qwen3moe's
+    // do; tiny-qwen2moe's router leaves one expert out of its chunks).
+    EXPECT_EQ(st.cpu_steps + st.copy_steps, want_layers * (2 + agree));
+    EXPECT_GE(st.copy_steps, want_layers * agree);
+    // 4 experts wanted per step, 3 slots: at least one copied every step
+    // (on demand or prefetched while the layer before ran).
+    EXPECT_GE(st.cache_misses + st.prefetch_experts, agree);
+    EXPECT_EQ(st.bytes_copied, (st.cache_misses + st.prefetch_experts) * ExpertSlotBytes(m->config));
+  }
+  if (hc.policy == LLM_MOE_HOST_AUTO) EXPECT_EQ(st.cpu_steps + st.copy_steps, want_layers * (2 + agree));
+}
+
+// Each family with some and all layers' experts in host memory; the
+// measured choice (which only picks between the two ways the first two
+// cases test) on one family, to keep CI short (~3 s a case on the emulator).
+INSTANTIATE_TEST_SUITE_P(CudaFamilies, HostExperts,
+                         ::testing::Combine(::testing::Values("tiny-mixtral", "tiny-qwen2moe", "tiny-qwen3moe"),
+                                            ::testing::Range(0, 2)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, int>>& i) {
+                           std::string n = std::get<0>(i.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + "_" + kHostCases[std::get<1>(i.param)].name;
+                         });
+INSTANTIATE_TEST_SUITE_P(CudaFamiliesMeasured, HostExperts,
+                         ::testing::Combine(::testing::Values("tiny-qwen3moe"), ::testing::Values(2)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, int>>& i) {
+                           std::string n = std::get<0>(i.param);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + "_" + kHostCases[std::get<1>(i.param)].name;
+                         });
+
+// The copy way runs the device layer's kernels on the same bytes, only
+// through cache slots: its logits equal the all-on-device backend's bit for
+// bit, with a cache of exactly k = 2 slots (every step evicts), with the
+// prefetch off and on (a prefetch only changes which slot holds what).
+// Decode-like steps of one token each, so every step fits the cache.
+TEST(CudaFamilies, CopiedExpertsEqualExpertsOnTheDeviceBitForBit) {
+  SKIP_WITHOUT_DEVICE();
+  std::unique_ptr<Model> m = SynthFamily("tiny-qwen2moe");
+  ASSERT_NE(m, nullptr);
+  std::vector<std::unique_ptr<Backend>> be;
+  // Experts on the device; in host memory: a cache of k = 2 slots (no room
+  // for a prefetch), then of 3 without and with the prefetch.
+  for (int i = 0; i < 4; ++i) {
+    KvCacheSpec kv{16, 64};
+    CudaBackendOptions o;
+    o.max_seq_len = 256;
+    o.cuda_graphs = false;
+    if (i > 0) {
+      o.n_cpu_moe = -1;
+      o.moe_host_policy = LLM_MOE_HOST_COPY;
+      o.moe_cache_bytes = (i == 1 ? 2 : 3) * ExpertSlotBytes(m->config);
+      o.moe_prefetch = i == 3;
+    }
+    auto b = CreateCudaBackend(m->config, m->weights, &kv, o);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    be.push_back(std::move(*b));
+  }
+  const std::vector<int32_t> table = {0, 1, 2};
+  const int32_t V = m->config.n_vocab;
+  constexpr int kSteps = 24;
+  for (int i = 0; i < kSteps; ++i) {
+    const std::vector<llm_token> tok = {static_cast<llm_token>((i * 53 + 3) % V)};
+    const BatchSeq q{0, 1, i, table};
+    const std::vector<int32_t> row = {0};
+    const Batch b{tok, std::span<const BatchSeq>(&q, 1), row};
+    const std::vector<float> a = ::llm::test::Run(be[0].get(), b, V);
+    for (int k = 1; k < 4; ++k) {
+      const std::vector<float> h = ::llm::test::Run(be[k].get(), b, V);
+      ASSERT_EQ(std::memcmp(a.data(), h.data(), a.size() * sizeof(float)), 0) << "backend " << k << " position " << i;
+    }
+  }
+  const MoeOffloadStats plain = be[1]->moe_offload(), three = be[2]->moe_offload(), pre = be[3]->moe_offload();
+  std::printf("2 slots: %lld misses, %lld bytes; 3 slots: %lld misses, %lld bytes; 3 slots + prefetch: %lld misses, "
+              "%lld prefetched (%lld used), %lld bytes, predicted %lld of %lld wanted\n",
+              static_cast<long long>(plain.cache_misses), static_cast<long long>(plain.bytes_copied),
+              static_cast<long long>(three.cache_misses), static_cast<long long>(three.bytes_copied),
+              static_cast<long long>(pre.cache_misses), static_cast<long long>(pre.prefetch_experts),
+              static_cast<long long>(pre.prefetch_used), static_cast<long long>(pre.bytes_copied),
+              static_cast<long long>(pre.predicted_right), static_cast<long long>(pre.predicted_wanted));
+  for (const MoeOffloadStats& st : {plain, three, pre}) {
+    EXPECT_EQ(st.copy_steps, 2 * kSteps);
+    EXPECT_EQ(st.cpu_steps, 0);
+    EXPECT_EQ(st.bytes_copied, (st.cache_misses + st.prefetch_experts) * ExpertSlotBytes(m->config));
+  }
+  EXPECT_GT(plain.cache_misses, kSteps) << "2 slots for 2 layers' experts: misses every step";
+  EXPECT_EQ(plain.prefetch_experts, 0);
+  EXPECT_EQ(plain.predicted_wanted, 0);
+  EXPECT_EQ(three.prefetch_experts, 0);
+  EXPECT_GT(pre.predicted_wanted, 0);  // layer 1's experts, every step
+  EXPECT_LE(pre.predicted_right, pre.predicted_wanted);
+  EXPECT_LE(pre.prefetch_used, pre.prefetch_experts);
+}
+
+// Through the C API: n_cpu_moe reaches the backend, the greedy tokens are
+// the all-on-device context's, and llm_stats reports what the host layers
+// did (tiny-mixtral, every layer's experts in host memory, forced copies
+// into a 3-expert cache, prefetch on: the outputs must not depend on it).
+TEST(CudaFamilies, HostExpertsThroughTheCApi) {
+  SKIP_WITHOUT_DEVICE();
+  const std::string path = SynthFamilyFile("tiny-mixtral");
+  ASSERT_FALSE(path.empty());
+  std::vector<llm_token> prompt;
+  for (int i = 0; i < 12; ++i) prompt.push_back(static_cast<llm_token>(17 + 23 * i));
+  auto run = [&](int32_t n_cpu_moe, llm_stats* st) {
+    llm_ctx_params p;
+    llm_ctx_params_init(&p);
+    p.model_path = path.c_str();
+    p.backend = LLM_BACKEND_CUDA;
+    p.n_threads = 1;
+    p.n_ctx = 64;
+    p.max_seqs = 2;
+    p.n_cpu_moe = n_cpu_moe;
+    p.moe_host_policy = LLM_MOE_HOST_COPY;
+    p.moe_cache_bytes = static_cast<uint64_t>(3 * 3 * 128 * 64 * 2);  // 3 experts of (n_ff_exp 128, n_embd 64) BF16
+    llm_ctx* ctx = nullptr;
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+    if (ctx == nullptr) return std::vector<llm_token>();
+    const ApiGreedyRun r = ApiGreedy(ctx, prompt, 6, 1);
+    std::memset(st, 0, sizeof *st);
+    st->struct_size = sizeof *st;
+    EXPECT_EQ(llm_get_stats(ctx, st), LLM_OK);
+    llm_ctx_destroy(ctx);
+    return r.tokens;
+  };
+  llm_stats dev{}, host{};
+  const std::vector<llm_token> a = run(0, &dev), b = run(-1, &host);
+  std::remove(path.c_str());
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(dev.moe_host_layers, 0);
+  EXPECT_EQ(host.moe_host_layers, 2);
+  EXPECT_EQ(host.moe_cache_slots, 3);
+  EXPECT_GT(host.moe_copy_steps, 0u);
+  EXPECT_GT(host.moe_bytes_copied, 0u);
+  EXPECT_GT(host.moe_tokens, 0u);
+  EXPECT_GT(host.moe_host_bytes, 0u);
+  EXPECT_GT(host.moe_predicted_wanted, 0u);
+  // Bad settings get a status, not a context.
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.n_cpu_moe = -2;
+  llm_ctx* ctx = nullptr;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  p.n_cpu_moe = 0;
+  p.moe_host_policy = 9;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctx, nullptr);
+}
+
+// Impossible host-expert settings are refused at creation, never run.
+TEST(CudaFamilies, HostExpertSettingsAreChecked) {
+  SKIP_WITHOUT_DEVICE();
+  std::unique_ptr<Model> m = SynthFamily("tiny-mixtral");
+  ASSERT_NE(m, nullptr);
+  auto make = [&](int32_t n_cpu_moe, int32_t policy, int64_t cache) {
+    KvCacheSpec kv{16, 64};
+    CudaBackendOptions o;
+    o.max_seq_len = 256;
+    o.n_cpu_moe = n_cpu_moe;
+    o.moe_host_policy = policy;
+    o.moe_cache_bytes = cache;
+    auto b = CreateCudaBackend(m->config, m->weights, &kv, o);
+    return b.ok() ? LLM_OK : b.status().code();
+  };
+  EXPECT_EQ(make(-2, 0, 0), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(make(1, 3, 0), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(make(1, 0, ExpertSlotBytes(m->config) - 1), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(make(99, 0, 0), LLM_OK);  // more than the model has: every layer
+}
 
 // Without a device: each MoE feature, dropped, moves the CPU's logits of the
 // MoE families far past the tolerance, so the comparison above can tell a

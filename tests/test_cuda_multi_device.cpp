@@ -14,12 +14,15 @@
 // Three stages (two devices + the CPU) too. Through the C API: the default
 // split, tensor_split 1,2 and main_gpu give the one-device context's greedy
 // tokens, and llm_get_device_stats reports each device's layers and memory.
+// Experts in host memory (n_cpu_moe) with a split over two devices are
+// refused (UNSUPPORTED); on one device they run.
 //
 // Needs two devices: LLM_EMU_DEVICES=2 while each test runs (the
 // emulator); skips where fewer are present.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <unistd.h>
@@ -292,7 +295,8 @@ TEST_F(TwoDevices, TwoDevicesAndTheCpu) {
 }
 
 // ---------------------------------------------------------------- C API
-llm_ctx* Open(const std::string& path, int32_t main_gpu, std::vector<float> split, llm_status* st = nullptr) {
+llm_ctx* Open(const std::string& path, int32_t main_gpu, std::vector<float> split, llm_status* st = nullptr,
+              int32_t n_cpu_moe = 0) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   p.model_path = path.c_str();
@@ -300,6 +304,8 @@ llm_ctx* Open(const std::string& path, int32_t main_gpu, std::vector<float> spli
   p.n_ctx = 128;
   p.max_seqs = 2;
   p.n_kv_blocks = 16;
+  p.n_cpu_moe = n_cpu_moe;
+  p.moe_host_policy = LLM_MOE_HOST_COPY;  // the device's kernels on copied experts: the same sums
   p.main_gpu = main_gpu;
   for (size_t i = 0; i < split.size(); ++i) p.tensor_split[i] = split[i];
   llm_ctx* ctx = nullptr;
@@ -375,6 +381,59 @@ TEST_F(TwoDevices, ContextSplitsAndReportsDevices) {
   EXPECT_EQ(st, LLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(Open(path, -1, {1, -1}, &st), nullptr);
   EXPECT_EQ(st, LLM_ERR_INVALID_ARGUMENT);
+}
+
+// Experts in host memory (n_cpu_moe) live in one device's backend, counted
+// from layer 0: with the layers split over two devices the context is
+// refused (UNSUPPORTED, naming the way out); on one device (main_gpu, or a
+// split that gives one device every layer) they run, and the greedy tokens
+// are the all-on-device context's.
+TEST_F(TwoDevices, HostExpertsNeedOneDevice) {
+  const std::string path = Synth("tiny-qwen3moe");
+  const std::vector<llm_token> prompt = {5, 9, 33, 2, 17, 88, 41, 7, 12, 3};
+  llm_status st = LLM_OK;
+  EXPECT_EQ(Open(path, -1, {}, &st, -1), nullptr);
+  EXPECT_EQ(st, LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("n_cpu_moe"), std::string::npos) << llm_last_error();
+  EXPECT_EQ(Open(path, -1, {1, 1}, &st, 1), nullptr);
+  EXPECT_EQ(st, LLM_ERR_UNSUPPORTED);
+
+  llm_ctx* dev = Open(path, 1, {});
+  ASSERT_NE(dev, nullptr) << llm_last_error();
+  const ApiGreedyRun want = ApiGreedy(dev, prompt, 8);
+  ASSERT_EQ(want.status, LLM_OK);
+  llm_ctx_destroy(dev);
+  for (const std::vector<float>& split : {std::vector<float>{}, std::vector<float>{0, 1}}) {
+    llm_ctx* host = Open(path, split.empty() ? 1 : -1, split, &st, -1);
+    ASSERT_NE(host, nullptr) << llm_last_error();
+    const std::vector<llm_device_stats> d = Devices(host);
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].device, 1);
+    const ApiGreedyRun got = ApiGreedy(host, prompt, 8);
+    ASSERT_EQ(got.status, LLM_OK);
+    ExpectEqualUpToNearTie(want, got, 1e-3f);  // the all-on-device context replays CUDA graphs
+    llm_stats s{};
+    s.struct_size = sizeof(s);
+    ASSERT_EQ(llm_get_stats(host, &s), LLM_OK);
+    EXPECT_GT(s.moe_host_layers, 0);
+    EXPECT_GT(s.moe_copy_steps, 0u);
+    llm_ctx_destroy(host);
+  }
+
+  // The backend refuses a stage after the first with host experts too.
+  auto m = Model::Load(path.c_str());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ModelConfig& c = (*m)->config;
+  LayerPlacement two;
+  two.shares.push_back(DeviceShare{0, c.n_layer / 2});
+  two.shares.push_back(DeviceShare{1, c.n_layer - c.n_layer / 2});
+  KvCacheSpec kv{16, kBlocks};
+  CudaBackendOptions o;
+  o.max_seq_len = 256;
+  o.n_cpu_moe = -1;
+  auto b = CreateSplitBackend(c, (*m)->weights, &kv, o, two, 2);
+  EXPECT_EQ(b.status().code(), LLM_ERR_UNSUPPORTED) << b.status().message();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ namespace llm {
 namespace {
 
 const char* const kSwitches[] = {"LLM_BACKEND",     "LLM_CPU_ISA",    "LLM_CPU_PACK",      "LLM_CPU_LANES",
-                                 "LLM_CUDA_GRAPHS", "LLM_CUDA_DEBUG", "LLM_CUDA_ATTENTION", "LLM_KV_SERVE_STALL_MS"};
+                                 "LLM_CUDA_GRAPHS", "LLM_CUDA_DEBUG", "LLM_CUDA_ATTENTION", "LLM_KV_SERVE_STALL_MS",
+                                 "LLM_CPU_ACT"};
 
 // Clears every switch for the test and puts back what was set (ctest sets
 // LLM_BACKEND=cpu).
@@ -38,6 +39,7 @@ TEST_F(Env, UnsetMeansDefaults) {
   EXPECT_FALSE(e.cpu_isa_generic);
   EXPECT_FALSE(e.cpu_pack_off);
   EXPECT_FALSE(e.cpu_lanes_off);
+  EXPECT_FALSE(e.cpu_act_own);
   EXPECT_FALSE(e.cuda_graphs_off);
   EXPECT_FALSE(e.cuda_debug);
   EXPECT_FALSE(e.cuda_force_decode_attention);
@@ -49,6 +51,7 @@ TEST_F(Env, EachSwitchSetsItsField) {
   ::setenv("LLM_CPU_ISA", "generic", 1);
   ::setenv("LLM_CPU_PACK", "0", 1);
   ::setenv("LLM_CPU_LANES", "0", 1);
+  ::setenv("LLM_CPU_ACT", "own", 1);
   ::setenv("LLM_CUDA_GRAPHS", "0", 1);
   ::setenv("LLM_CUDA_DEBUG", "1", 1);
   ::setenv("LLM_CUDA_ATTENTION", "decode", 1);
@@ -58,6 +61,7 @@ TEST_F(Env, EachSwitchSetsItsField) {
   EXPECT_TRUE(e.cpu_isa_generic);
   EXPECT_TRUE(e.cpu_pack_off);
   EXPECT_TRUE(e.cpu_lanes_off);
+  EXPECT_TRUE(e.cpu_act_own);
   EXPECT_TRUE(e.cuda_graphs_off);
   EXPECT_TRUE(e.cuda_debug);
   EXPECT_TRUE(e.cuda_force_decode_attention);
@@ -81,6 +85,7 @@ TEST_F(Env, OtherValuesMeanTheDefault) {
   ::setenv("LLM_CPU_ISA", "avx2", 1);
   ::setenv("LLM_CPU_PACK", "1", 1);
   ::setenv("LLM_CPU_LANES", "", 1);
+  ::setenv("LLM_CPU_ACT", "peer", 1);
   ::setenv("LLM_CUDA_GRAPHS", "off", 1);
   ::setenv("LLM_CUDA_DEBUG", "0", 1);
   ::setenv("LLM_CUDA_ATTENTION", "prefill", 1);
@@ -90,6 +95,7 @@ TEST_F(Env, OtherValuesMeanTheDefault) {
   EXPECT_FALSE(e.cpu_isa_generic);
   EXPECT_FALSE(e.cpu_pack_off);
   EXPECT_FALSE(e.cpu_lanes_off);
+  EXPECT_FALSE(e.cpu_act_own);
   EXPECT_FALSE(e.cuda_graphs_off);
   EXPECT_FALSE(e.cuda_debug);
   EXPECT_FALSE(e.cuda_force_decode_attention);

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/act_rounding.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant.h"
 #include "backend/cpu/quant_pack.h"
 #include "model/tensor_type.h"
+#include "util/fp16.h"
 
 namespace llm {
 namespace {
@@ -354,6 +356,162 @@ DotCase Reference(TensorType t, const std::vector<uint8_t>& row, const std::vect
     c.scale += std::fabs(w[i] * x);
   }
   return c;
+}
+
+// llama.cpp's Q8_K rounding (act_rounding.h) on values whose quants are
+// known by hand: per 256 values, iscale = -127 / (the value of largest
+// magnitude), q = min(127, round-half-even(iscale · x)), d = 1 / iscale,
+// shared by the eight 32-value blocks.
+TEST(Quant, PeerQ8_KRoundingByHand) {
+  std::vector<float> x(512, 0.0f);
+  // block 0: largest -2 -> iscale 63.5; 1 -> 63.5 (a tie: 64), 2 -> 127, 0.5 -> 31.75 (32)
+  x[5] = -2.0f; x[1] = 1.0f; x[40] = 2.0f; x[255] = 0.5f; x[100] = -1.0f;
+  // block 1: largest +4 (the first of two) -> iscale -31.75, d negative;
+  // -4 -> 127, -1 -> 31.75 (32), 3 -> -95.25 (-95)
+  x[256 + 10] = 4.0f; x[256 + 11] = -4.0f; x[256 + 200] = -1.0f; x[256 + 33] = 3.0f;
+  std::vector<BlockQ8Act> q(16);
+  cpu::QuantizeRowAsQ8_K(x.data(), 512, q.data());
+  for (int b = 0; b < 8; ++b) {
+    EXPECT_EQ(q[b].d, 1.0f / 63.5f) << b;
+    EXPECT_EQ(q[8 + b].d, 1.0f / -31.75f) << b;
+  }
+  EXPECT_EQ(q[0].qs[5], -127);
+  EXPECT_EQ(q[0].qs[1], 64);
+  EXPECT_EQ(q[1].qs[8], 127);
+  EXPECT_EQ(q[7].qs[31], 32);
+  EXPECT_EQ(q[3].qs[4], -64);  // -1 * 63.5 = -63.5: ties to even
+  EXPECT_EQ(q[8].qs[10], -127);
+  EXPECT_EQ(q[8].qs[11], 127);
+  EXPECT_EQ(q[14].qs[8], 32);
+  EXPECT_EQ(q[9].qs[1], -95);
+  EXPECT_EQ(q[0].s, q[0].d * static_cast<float>(-127 + 64));
+  EXPECT_EQ(q[2].s, 0.0f);
+  EXPECT_EQ(q[8].s, 0.0f);  // -127 + 127
+  // an all-zero block: zero scale and quants
+  std::vector<float> z(256, 0.0f);
+  cpu::QuantizeRowAsQ8_K(z.data(), 256, q.data());
+  for (int b = 0; b < 8; ++b) {
+    EXPECT_EQ(q[b].d, 0.0f);
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(q[b].qs[i], 0);
+  }
+}
+
+// Q8_0 and Q8_1: llmrt's own 32-value rounding with the scale as F16 (Q8_1:
+// its sum d·Σq as F16 too, from the F32 d).
+TEST(Quant, PeerQ8_0AndQ8_1Rounding) {
+  std::mt19937 rng(5);
+  const std::vector<float> x = RandomFloats(256, rng);
+  std::vector<BlockQ8Act> q0(8), q1(8);
+  cpu::QuantizeRowAsQ8_0(x.data(), 256, q0.data());
+  cpu::QuantizeRowAsQ8_1(x.data(), 256, q1.data());
+  for (int b = 0; b < 8; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    const float d = amax / 127.0f;
+    EXPECT_EQ(q0[b].d, F16ToF32(F32ToF16(d)));
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_EQ(q0[b].qs[i], static_cast<int>(std::nearbyint(x[32 * b + i] * (127.0f / amax))));
+      sum += q0[b].qs[i];
+    }
+    EXPECT_EQ(q0[b].s, q0[b].d * static_cast<float>(sum));
+    EXPECT_EQ(std::memcmp(q0[b].qs, q1[b].qs, 32), 0);
+    EXPECT_EQ(q1[b].d, q0[b].d);
+    EXPECT_EQ(q1[b].s, F16ToF32(F32ToF16(d * static_cast<float>(sum))));
+  }
+}
+
+TEST(Quant, PeerActRoundingOfEachType) {
+  using cpu::ActRounding;
+  EXPECT_EQ(cpu::PeerActRounding(TensorType::F32), ActRounding::kOwn);
+  EXPECT_EQ(cpu::PeerActRounding(TensorType::F16), ActRounding::kOwn);
+  EXPECT_EQ(cpu::PeerActRounding(TensorType::BF16), ActRounding::kOwn);
+  for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::IQ4_NL, TensorType::MXFP4})
+    EXPECT_EQ(cpu::PeerActRounding(t), ActRounding::kQ8_0) << static_cast<int>(t);
+  for (TensorType t : {TensorType::Q4_1, TensorType::Q5_1})
+    EXPECT_EQ(cpu::PeerActRounding(t), ActRounding::kQ8_1) << static_cast<int>(t);
+  // every type with 256-weight super-blocks
+  for (TensorType t : kAllTypes) {
+    int64_t be = 0, bb = 0;
+    TensorTypeLayout(t, &be, &bb);
+    if (be == 256) {
+      EXPECT_EQ(cpu::PeerActRounding(t), ActRounding::kQ8_K) << static_cast<int>(t);
+    }
+  }
+}
+
+// Every 256-block type's dot products (portable, AVX2, and the packed AVX2
+// and VNNI matmuls where the type packs) on Q8_K-rounded activations, whose
+// scale is shared by eight blocks and negative when the largest value is
+// positive: against the dequantized product; the packed AVX2 and VNNI tiles
+// bitwise the portable kernel in the packed order.
+TEST(Quant, DotProductsOnPeerQ8_KActivations) {
+  std::mt19937 rng(23);
+  for (TensorType t : kAllTypes) {
+    int64_t be = 0, bb = 0;
+    TensorTypeLayout(t, &be, &bb);
+    if (be != 256) continue;
+    SCOPED_TRACE(static_cast<int>(t));
+    const int64_t rows = 12, cols = 512, n_tok = 3;
+    std::vector<uint8_t> m;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    std::vector<float> x = RandomFloats(n_tok * cols, rng);
+    x[7] = 9.0f;            // token 0, block 0: the largest positive (d < 0)
+    x[cols + 300] = -9.0f;  // token 1, block 1: negative (d > 0)
+    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+    for (int64_t tk = 0; tk < n_tok; ++tk) cpu::QuantizeRowAsQ8_K(x.data() + tk * cols, cols, xq.data() + tk * cols / 32);
+    ASSERT_LT(xq[0].d, 0.0f);
+    ASSERT_GT(xq[cols / 32 + 8].d, 0.0f);
+    WeightView w;
+    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    cpu::MatMulArgs a;
+    a.w = &w; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+    std::vector<float> gen(n_tok * rows);
+    a.y = gen.data();
+    cpu::GenericKernels().matmul(a);
+    for (int64_t tk = 0; tk < n_tok; ++tk) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row(m.begin() + r * w.row_bytes, m.begin() + (r + 1) * w.row_bytes);
+        const std::vector<BlockQ8Act> xt(xq.begin() + tk * cols / 32, xq.begin() + (tk + 1) * cols / 32);
+        const DotCase c = Reference(t, row, xt, cols);
+        EXPECT_NEAR(gen[tk * rows + r], c.ref, 2e-6 * c.scale + 1e-12) << "token " << tk << " row " << r;
+      }
+    }
+    if (const cpu::Kernels* k = Simd()) {
+      std::vector<float> simd(n_tok * rows, -1.0f);
+      a.y = simd.data();
+      k->matmul(a);
+      float scale = 0;
+      for (float v : gen) scale = std::max(scale, std::fabs(v));
+      for (size_t i = 0; i < gen.size(); ++i) EXPECT_NEAR(simd[i], gen[i], 1e-5 * scale) << "SIMD matmul " << i;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      if (cpu::CanPackR8(w)) {
+        std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+        ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+        WeightView wp = w;
+        wp.packed = packed.data();
+        a.w = &wp;
+        // the portable kernel reads the packed view in the packed summation order
+        std::vector<float> pgen(n_tok * rows), avx2(n_tok * rows, -1.0f), vnni(n_tok * rows, -1.0f);
+        a.y = pgen.data();
+        cpu::GenericKernels().matmul(a);
+        for (size_t i = 0; i < gen.size(); ++i) EXPECT_NEAR(pgen[i], gen[i], 1e-5 * scale) << "packed order " << i;
+        a.y = avx2.data();
+        cpu::avx2::PackedQuantMatMul(a);
+        EXPECT_EQ(std::memcmp(avx2.data(), pgen.data(), gen.size() * 4), 0) << "packed AVX2";
+        if (cpu::PackedVnniUsable()) {
+          a.y = vnni.data();
+          cpu::vnni::PackedQuantMatMul(a);
+          EXPECT_EQ(std::memcmp(vnni.data(), avx2.data(), gen.size() * 4), 0) << "packed VNNI";
+        }
+      }
+#endif
+    }
+  }
 }
 
 TEST(Quant, DotProductsMatchDequantizedDot) {

@@ -48,6 +48,12 @@ type Params struct {
 	KVRole       KVRole
 	KVLeaseMs    int    // producer: lease duration; 0 = 30000
 	KVListenAddr string // producer: "host:port" UCX listens on; "" = 127.0.0.1:0
+	// Mixture of Experts on CUDA (llm_ctx_params.n_cpu_moe): the experts
+	// of the first CPUMoELayers MoE layers (-1: all) stay in host memory,
+	// served through a device expert cache of MoECacheBytes (0: one
+	// layer's experts).
+	CPUMoELayers  int
+	MoECacheBytes uint64
 	// Several GPUs (llm_ctx_params.main_gpu, tensor_split): OnlyGPU runs
 	// the device layers on device *OnlyGPU alone (nil: split over every
 	// device, main_gpu -1); TensorSplit gives each device's share (nil or
@@ -117,6 +123,8 @@ func Open(p *Params) (*Context, error) {
 	cp.max_queued = C.int32_t(p.MaxQueued)
 	cp.kv_role = C.int32_t(p.KVRole)
 	cp.kv_lease_ms = C.int32_t(p.KVLeaseMs)
+	cp.n_cpu_moe = C.int32_t(p.CPUMoELayers)
+	cp.moe_cache_bytes = C.uint64_t(p.MoECacheBytes)
 	if p.KVListenAddr != "" {
 		addr := C.CString(p.KVListenAddr)
 		defer C.free(unsafe.Pointer(addr))

@@ -44,6 +44,11 @@ namespace {
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
                "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
                "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
+               "  -ncmoe, --n-cpu-moe N   CUDA, Mixture of Experts: the experts of the first N MoE layers\n"
+               "                          stay in host memory (run on the CPU or copied to a device cache\n"
+               "                          per step, whichever measures cheaper)\n"
+               "  -cmoe, --cpu-moe        every MoE layer's experts in host memory (--n-cpu-moe -1)\n"
+               "  --moe-cache-mib N       device expert cache for them (default: one layer's experts)\n"
                "  --http-threads N        HTTP worker threads (default 4 x max-seqs, at least 8)\n"
                "  --chat-template T       chat template replacing the model's: chatml, llama3, or\n"
                "                          the Jinja text itself (a file's path is read)\n"
@@ -241,6 +246,9 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
     else if (a == "-ts" || a == "--tensor-split") cli::TensorSplitArg(a.c_str(), str().c_str(), o.tensor_split);
     else if (a == "-mg" || a == "--main-gpu") o.main_gpu = num();
+    else if (a == "-ncmoe" || a == "--n-cpu-moe") o.n_cpu_moe = num();
+    else if (a == "-cmoe" || a == "--cpu-moe") o.n_cpu_moe = -1;
+    else if (a == "--moe-cache-mib") o.moe_cache_mib = num();
     else if (a == "--http-threads" || a == "--threads-http") o.http_threads = num();
     else if (a == "--chat-template") { o.chat_template = str(); o.chat_template_is_file = false; }
     else if (a == "--chat-template-file") { o.chat_template = str(); o.chat_template_is_file = true; }

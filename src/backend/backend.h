@@ -48,6 +48,15 @@ struct KvCacheSpec {
 };
 
 // Host or device memory a backend holds, for llm_stats.
+// Mixture-of-Experts layers whose experts live in host memory
+// (CudaBackendOptions::n_cpu_moe), for llm_stats.moe_*.
+struct MoeOffloadStats {
+  int32_t host_layers = 0, cache_slots = 0;
+  int64_t cache_bytes = 0, host_bytes = 0;
+  int64_t cpu_steps = 0, copy_steps = 0, bytes_copied = 0, cache_hits = 0, cache_misses = 0, tokens = 0;
+  int64_t prefetch_experts = 0, prefetch_used = 0, predicted_wanted = 0, predicted_right = 0;
+};
+
 struct BackendMemory {
   int64_t kv_committed = 0;  // KV pool bytes committed (touched) so far
   int64_t kv_pool = 0;       // the whole pool, committed or not
@@ -134,6 +143,8 @@ class Backend {
   virtual int64_t kv_block_bytes() const = 0;
   // What the backend holds now. Called on the thread that runs Forward.
   virtual BackendMemory memory() const { return BackendMemory{}; }
+  // Host-resident experts' counters (the CUDA backend; zero elsewhere).
+  virtual MoeOffloadStats moe_offload() const { return MoeOffloadStats{}; }
   // Allocates a swap space of n_slots blocks (page-locked on CUDA), replacing
   // any earlier one; 0 frees it. OUT_OF_MEMORY when the host lacks it.
   virtual Status ReserveSwapSpace(int32_t n_slots) = 0;
@@ -260,6 +271,17 @@ struct CudaBackendOptions {
   // refused), its pool holding those layers' KV. Such a backend runs every
   // step eagerly. Must be below n_layers.
   int32_t first_layer = 0;
+  // Mixture of Experts: the experts of the first n_cpu_moe MoE layers (-1:
+  // all) stay in host memory (cuda/moe_host.h), run per step on the CPU or
+  // copied into a device expert cache of moe_cache_bytes (0: one layer's
+  // experts); moe_host_policy LLM_MOE_HOST_*. Such a backend runs eagerly
+  // (a step reads the routing on the host mid-layer).
+  int32_t n_cpu_moe = 0;
+  int32_t moe_host_policy = 0;
+  int64_t moe_cache_bytes = 0;
+  // While host layer l runs, copy the experts host layer l+1 is predicted to
+  // use (backend/moe_affinity.h) into the cache on a second stream.
+  bool moe_prefetch = true;
 };
 
 // Usable CUDA devices (0 without CUDA support, without a driver, or on error).

@@ -65,6 +65,9 @@ class SplitBackend final : public Backend {
       for (const DeviceMemory& x : s->device_memory()) d.push_back(x);
     return d;
   }
+  // Only the first stage may keep experts in host memory (n_cpu_moe is
+  // refused with a layer split over several devices, context_builder.cpp).
+  MoeOffloadStats moe_offload() const override { return stages_[0]->moe_offload(); }
   Status ReserveSwapSpace(int32_t n_slots) override {
     for (auto& s : stages_) LLM_RETURN_IF_ERROR(s->ReserveSwapSpace(n_slots));
     return Status::Ok();

@@ -156,6 +156,10 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
   co.max_seqs = ec->max_seqs;
   co.max_seq_len = ec->n_ctx;
   co.gpu_memory_fraction = p.gpu_memory_fraction > 0.0f ? p.gpu_memory_fraction : defaults::kGpuMemoryFraction;
+  co.n_cpu_moe = p.n_cpu_moe;
+  co.moe_host_policy = p.moe_host_policy;
+  co.moe_prefetch = p.moe_prefetch >= 0;
+  co.moe_cache_bytes = static_cast<int64_t>(std::min<uint64_t>(p.moe_cache_bytes, uint64_t{1} << 62));
   // n_gpu_layers in (0, n_layer): partial offload, the upper layers on the
   // CPU backend (split_backend.h); the device pool holds only the lower
   // layers' KV, so fit_kv_blocks counts only them. 0 never gets here
@@ -163,6 +167,12 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
   const int32_t n_layer = model.config.n_layer;
   const int32_t ngl = p.n_gpu_layers > 0 && p.n_gpu_layers < n_layer ? p.n_gpu_layers : n_layer;
   LLM_ASSIGN_OR_RETURN(const LayerPlacement placement, PlaceDeviceLayers(p, ngl));
+  // Host experts (cuda/moe_host.h) live in one device's backend, counted
+  // from layer 0: with the layers split over several devices, refused.
+  if (p.n_cpu_moe != 0 && model.config.n_expert > 0 && placement.shares.size() > 1)
+    return Unsupported("n_cpu_moe " + Str(p.n_cpu_moe) + " with the layers split over " +
+                       Str(placement.shares.size()) +
+                       " CUDA devices is not supported: set main_gpu to one device, or n_cpu_moe 0");
   auto backend = CreateSplitBackend(model.config, model.weights, &kv, co, placement, p.n_threads);
   ec->n_blocks = kv.n_blocks;
   return backend;
@@ -257,6 +267,12 @@ Status CheckContextParams(const llm_ctx_params& p) {
   for (float f : p.tensor_split)
     if (!(f >= 0.0f) || !std::isfinite(f))
       return InvalidArgument("tensor_split values must be finite and >= 0 (got " + Str(f) + ")");
+  if (p.n_cpu_moe < -1)
+    return InvalidArgument("n_cpu_moe " + Str(p.n_cpu_moe) + " must be >= 0, or -1 for every MoE layer");
+  if (p.moe_host_policy < LLM_MOE_HOST_AUTO || p.moe_host_policy > LLM_MOE_HOST_COPY)
+    return InvalidArgument("moe_host_policy " + Str(p.moe_host_policy) + " is not an LLM_MOE_HOST_* value");
+  if (p.moe_prefetch < -1 || p.moe_prefetch > 1) return InvalidArgument("moe_prefetch must be -1, 0 or 1");
+  if (p.reserved5 != 0) return InvalidArgument("reserved5 must be 0");
   if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q8_0)
     return InvalidArgument("kv_type " + Str(p.kv_type) + " is not an LLM_KV_* value");
   // Checked whatever the backend, so a bad value fails on a CPU-only machine

@@ -609,6 +609,21 @@ void Engine::Publish() {
   s.kv_pool_bytes = static_cast<uint64_t>(mem.kv_pool);
   s.weight_bytes = static_cast<uint64_t>(mem.weights);
   s.scratch_bytes = static_cast<uint64_t>(mem.scratch);
+  const MoeOffloadStats moe = backend_->moe_offload();
+  s.moe_host_layers = moe.host_layers;
+  s.moe_cache_slots = moe.cache_slots;
+  s.moe_cache_bytes = static_cast<uint64_t>(moe.cache_bytes);
+  s.moe_host_bytes = static_cast<uint64_t>(moe.host_bytes);
+  s.moe_cpu_steps = static_cast<uint64_t>(moe.cpu_steps);
+  s.moe_copy_steps = static_cast<uint64_t>(moe.copy_steps);
+  s.moe_bytes_copied = static_cast<uint64_t>(moe.bytes_copied);
+  s.moe_cache_hits = static_cast<uint64_t>(moe.cache_hits);
+  s.moe_cache_misses = static_cast<uint64_t>(moe.cache_misses);
+  s.moe_tokens = static_cast<uint64_t>(moe.tokens);
+  s.moe_prefetch_experts = static_cast<uint64_t>(moe.prefetch_experts);
+  s.moe_prefetch_used = static_cast<uint64_t>(moe.prefetch_used);
+  s.moe_predicted_wanted = static_cast<uint64_t>(moe.predicted_wanted);
+  s.moe_predicted_right = static_cast<uint64_t>(moe.predicted_right);
   const double busy_s = static_cast<double>(busy_ns_) * 1e-9;
   if (busy_s > 0) {
     s.prompt_tokens_per_s = static_cast<double>(s.prompt_tokens) / busy_s;

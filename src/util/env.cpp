@@ -27,6 +27,7 @@ EnvOptions ReadEnv() {
   e.cpu_pack_off = Is("LLM_CPU_PACK", "0");
   e.cpu_release_off = Is("LLM_CPU_RELEASE", "0");
   e.cpu_lanes_off = Is("LLM_CPU_LANES", "0");
+  e.cpu_act_own = Is("LLM_CPU_ACT", "own");
   e.cuda_debug = Is("LLM_CUDA_DEBUG", "1");
   e.cuda_force_decode_attention = Is("LLM_CUDA_ATTENTION", "decode");
   e.cuda_graphs_off = Is("LLM_CUDA_GRAPHS", "0");

@@ -27,6 +27,10 @@ struct EnvOptions {
   bool cpu_release_off = false;
   // LLM_CPU_LANES=0: one shared pass per step, no per-sequence lanes.
   bool cpu_lanes_off = false;
+  // LLM_CPU_ACT=own: CPU matmuls round every quantized weight's activations
+  // llmrt's own way (32-value blocks, F32 scales), not as llama.cpp does for
+  // the type (backend/cpu/act_rounding.h; for A/B perplexity runs).
+  bool cpu_act_own = false;
   // LLM_CUDA_DEBUG=1: synchronise and check after every CUDA launch (graphs off).
   bool cuda_debug = false;
   // LLM_CUDA_ATTENTION=decode: the decode attention kernel for every row.

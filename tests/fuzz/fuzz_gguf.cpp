@@ -1,6 +1,8 @@
 // Fuzzes the GGUF reader and everything that reads a parsed file: every
 // metadata accessor on every key, the tensor table, ModelConfig::FromGguf,
-// ModelWeights::FromGguf and the tokenizer read from tokenizer.ggml.*.
+// ModelWeights::FromGguf, the tokenizer read from tokenizer.ggml.* and a
+// projector file's reader (VisionConfig / VisionWeights: the `clip.*` keys
+// and the v.* / mm.* tensors).
 // Any input must give a clean result or a status, never a crash, a read out
 // of bounds or an allocation the input size does not justify.
 #include <cstddef>
@@ -10,6 +12,8 @@
 #include "fuzz/common.h"
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/vision_config.h"
+#include "model/vision_weights.h"
 #include "model/vocab_gguf.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
@@ -51,6 +55,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (config.ok()) {
     auto weights = ModelWeights::FromGguf(f, config.value());
     if (weights.ok()) LLM_FUZZ_CHECK(weights->layers.size() == static_cast<size_t>(config->n_layer), "layers");
+  }
+
+  auto vision = VisionConfig::FromGguf(f);
+  if (vision.ok()) {
+    VisionConfig vc = *vision;
+    auto vw = VisionWeights::FromGguf(f, &vc);
+    if (vw.ok()) {
+      LLM_FUZZ_CHECK(vw->layers.size() == static_cast<size_t>(vc.n_layer), "vision layers");
+      LLM_FUZZ_CHECK(vc.n_embd_out > 0 && vc.n_image_tokens() > 0, "vision sizes");
+    }
   }
 
   auto tok_data = TokenizerDataFromGguf(f);

@@ -5,6 +5,7 @@
 //             [--type bf16|f16|f32|q4_k_m|lowbit|iqmix] [--seed N] [--std 0.02] [--threads N]
 //             [--norm-std S] [--bias-std S] [--no-rope-freqs]
 //             [--bpe-vocab] [--think-tokens] [--hf-dir DIR [--shards N]] [--chat-template FILE]
+//   llm-synth --shape tiny-gemma3 --out text.gguf --mmproj mmproj.gguf   (also its projector file)
 //   llm-synth --list
 //
 // --hf-dir also writes the Hugging Face directory the GGUF would be
@@ -17,6 +18,7 @@
 
 #include "model/gguf.h"
 #include "hf_writer.h"
+#include "synth_mmproj.h"
 #include "synth_model.h"
 
 namespace {
@@ -26,6 +28,7 @@ int Usage() {
                "usage: llm-synth --shape NAME --out FILE [--vocab-from GGUF] [--type bf16|f16|f32|q4_k_m|lowbit|iqmix]\n"
                "                 [--seed N] [--std S] [--threads N] [--norm-std S] [--bias-std S]\n"
                "                 [--no-rope-freqs] [--bpe-vocab] [--think-tokens] [--hf-dir DIR [--shards N]] [--chat-template FILE]\n"
+               "                 [--mmproj FILE]\n"
                "       llm-synth --list\n");
   return 2;
 }
@@ -33,7 +36,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string shape_name, out, vocab_path, type = "bf16", hf_dir;
+  std::string shape_name, out, vocab_path, type = "bf16", hf_dir, mmproj;
   int shards = 1;
   llm::synth::SynthOptions o;
   for (int i = 1; i < argc; ++i) {
@@ -69,6 +72,8 @@ int main(int argc, char** argv) {
       o.think_tokens = true;
     } else if (a == "--hf-dir" && (v = next())) {
       hf_dir = v;
+    } else if (a == "--mmproj" && (v = next())) {
+      mmproj = v;
     } else if (a == "--shards" && (v = next())) {
       shards = std::atoi(v);
     } else if (a == "--no-rope-freqs") {
@@ -92,6 +97,11 @@ int main(int argc, char** argv) {
   const llm::synth::SynthShape* shape = llm::synth::FindSynthShape(shape_name);
   if (shape == nullptr) {
     std::fprintf(stderr, "llm-synth: unknown shape '%s' (--list shows them)\n", shape_name.c_str());
+    return 2;
+  }
+  const llm::synth::SynthVisionShape* vision = nullptr;
+  if (!mmproj.empty() && (vision = llm::synth::FindSynthVisionShape(shape_name)) == nullptr) {
+    std::fprintf(stderr, "llm-synth: the shape '%s' has no projector (--mmproj: tiny-gemma3)\n", shape_name.c_str());
     return 2;
   }
   if (type == "bf16") {
@@ -125,6 +135,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("wrote %s (%s, %s)\n", out.c_str(), shape_name.c_str(), type.c_str());
+  if (vision != nullptr) {
+    st = llm::synth::WriteSynthMmproj(*vision, o, mmproj);
+    if (!st.ok()) {
+      std::fprintf(stderr, "llm-synth: %s: %s\n", mmproj.c_str(), st.message().c_str());
+      return 1;
+    }
+    std::printf("wrote %s (projector of %s, %s)\n", mmproj.c_str(), shape_name.c_str(), type.c_str());
+  }
   if (!hf_dir.empty()) {
     auto f = llm::GgufFile::Open(out);
     const std::string rope_scaling = shape->llama3_factor > 0.0f && !o.drop_rope_freqs

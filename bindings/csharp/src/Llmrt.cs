@@ -84,6 +84,11 @@ namespace Llmrt
         public string ModelPath;
         public Backend Backend = Backend.Auto;
         public int Threads, ContextLength, KvBlockSize, KvBlocks, MaxSeqs, MaxBatchTokens, MaxQueued;
+        /// <summary>CUDA, Mixture of Experts: the experts of the first N MoE layers (-1: all) in host
+        /// memory (llm_ctx_params.n_cpu_moe), served through a device expert cache of MoeCacheBytes
+        /// (0: one layer's experts).</summary>
+        public int CpuMoeLayers;
+        public ulong MoeCacheBytes;
         // Several GPUs: MainGpu -1 splits the layers over every device, N
         // runs them on device N alone; TensorSplit gives each device's share
         // (null or all 0: in proportion to free memory; at most 16 entries).
@@ -217,6 +222,7 @@ namespace Llmrt
                 p.kv_block_size = options.KvBlockSize; p.n_kv_blocks = options.KvBlocks;
                 p.max_seqs = options.MaxSeqs; p.max_batch_tokens = options.MaxBatchTokens;
                 p.max_queued = options.MaxQueued;
+                p.n_cpu_moe = options.CpuMoeLayers; p.moe_cache_bytes = options.MoeCacheBytes;
                 p.main_gpu = options.MainGpu;
                 if (options.TensorSplit != null)
                 {

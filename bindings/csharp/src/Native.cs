@@ -15,8 +15,6 @@ namespace Llmrt
         public int backend;
         public IntPtr model_path;
         public int n_threads, n_ctx, kv_block_size, n_kv_blocks, max_seqs, max_batch_tokens, max_queued, preempt_mode;
-        // The whole struct (0.6): the fields between are mirrored so the
-        // device options (appended in 0.6, issue 35) sit at their offsets.
         public IntPtr draft_model_path;
         public int self_draft_layers, spec_mode, spec_k, reserved1;
         public float gpu_memory_fraction;
@@ -28,6 +26,10 @@ namespace Llmrt
         public ulong kv_disk_bytes;
         public int kv_role, kv_lease_ms;
         public IntPtr kv_listen_addr;
+        // appended in 0.6 (issue 35): MoE experts in host memory
+        public int n_cpu_moe, moe_host_policy;
+        public ulong moe_cache_bytes;
+        public int moe_prefetch, reserved5;
         public int main_gpu;
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = 16)] public float[] tensor_split;  // LLM_MAX_DEVICES
     }

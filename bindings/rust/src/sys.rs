@@ -159,6 +159,12 @@ pub struct llm_ctx_params {
     pub kv_role: i32,
     pub kv_lease_ms: i32,
     pub kv_listen_addr: *const c_char,
+    // appended in 0.6: MoE experts in host memory (issue 35)
+    pub n_cpu_moe: i32,
+    pub moe_host_policy: i32,
+    pub moe_cache_bytes: u64,
+    pub moe_prefetch: i32,
+    pub reserved5: i32,
     // appended in 0.6: several GPUs (issue 35)
     pub main_gpu: i32,
     pub tensor_split: [f32; LLM_MAX_DEVICES as usize],
@@ -384,6 +390,21 @@ pub struct llm_stats {
     pub kv_lease_bytes: u64,
     pub kv_leases_active: i32,
     pub kv_role: i32,
+    // appended in 0.6: MoE experts in host memory (issue 35)
+    pub moe_host_layers: i32,
+    pub moe_cache_slots: i32,
+    pub moe_cache_bytes: u64,
+    pub moe_host_bytes: u64,
+    pub moe_cpu_steps: u64,
+    pub moe_copy_steps: u64,
+    pub moe_bytes_copied: u64,
+    pub moe_cache_hits: u64,
+    pub moe_cache_misses: u64,
+    pub moe_tokens: u64,
+    pub moe_prefetch_experts: u64,
+    pub moe_prefetch_used: u64,
+    pub moe_predicted_wanted: u64,
+    pub moe_predicted_right: u64,
 }
 
 #[repr(C)]

@@ -46,7 +46,8 @@ fn rust_layout() -> Layout {
                          max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
                          swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4, kv_host_bytes,
-                         kv_disk_dir, kv_disk_bytes, kv_role, kv_lease_ms, kv_listen_addr, main_gpu,
+                         kv_disk_dir, kv_disk_bytes, kv_role, kv_lease_ms, kv_listen_addr,
+                         n_cpu_moe, moe_host_policy, moe_cache_bytes, moe_prefetch, reserved5, main_gpu,
                          tensor_split }
         llm_device_stats { struct_size, device, first_layer, end_layer, n_devices, reserved, weight_bytes,
                            kv_pool_bytes, used_bytes, total_bytes }
@@ -78,7 +79,9 @@ fn rust_layout() -> Layout {
                     kv_tier_disk_bytes, kv_tier_files_refused, kv_imports_refused, kv_tier_disk_on, reserved2,
                     kv_xfer_pulls, kv_xfer_fallbacks, kv_xfer_bytes, kv_xfer_tokens, kv_xfer_seconds,
                     kv_xfer_served, kv_xfer_bytes_served, kv_leases_expired, kv_lease_bytes, kv_leases_active,
-                    kv_role }
+                    kv_role, moe_host_layers, moe_cache_slots, moe_cache_bytes, moe_host_bytes, moe_cpu_steps,
+                    moe_copy_steps, moe_bytes_copied, moe_cache_hits, moe_cache_misses, moe_tokens,
+                    moe_prefetch_experts, moe_prefetch_used, moe_predicted_wanted, moe_predicted_right }
         llm_embed_params { struct_size, pooling, normalize, dimensions, truncate, tokenize_flags, priority,
                            reserved0 }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,

@@ -256,6 +256,7 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
     shared->chunk_committed.assign(static_cast<size_t>((pool_bytes + kCommitChunk - 1) / kCommitChunk), 0);
     shared->weight_bytes = WeightBytes(shared->w, first_layer);
     if (ReadEnv().cpu_lanes_off) shared->lanes_off = true;
+    if (ReadEnv().cpu_act_own) shared->act_own = true;
     b.reset(new CpuBackend(std::move(shared), n_threads));
     LLM_RETURN_IF_ERROR(b->PackWeights());
   } catch (const std::bad_alloc&) {

@@ -91,6 +91,7 @@ class CpuBackend final : public Backend {
     int64_t packed_bytes = 0;
     int64_t released_bytes = 0;  // file bytes of packed matrices whose pages were dropped
     bool lanes_off = false;      // LLM_CPU_LANES=0 (for measurements): always the shared pass
+    bool act_own = false;        // LLM_CPU_ACT=own: Kernels::quantize_act for every type (act_rounding.h)
   };
 
   // ---- one backend's (or lane's) activations, grown to the largest batch

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/cpu/act_rounding.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/encoder_matmul.h"
 #include "backend/kv_wire.h"
@@ -42,22 +43,6 @@ constexpr int64_t kParallelMacs = 16 * 1024;
 // y += b over n values (a bias row).
 inline void AddVector(float* y, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += b[i];
-}
-
-// x (n, a multiple of 32) as llama.cpp's Q8_0 activation blocks: d =
-// max|x| / 127 stored as F16, q = x · (127 / max|x|) rounded to nearest even.
-void QuantizeRowAsQ8_0(const float* x, int64_t n, BlockQ8Act* out) {
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const float* v = x + 32 * b;
-    float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    BlockQ8Act& q = out[b];
-    q.d = F16ToF32(F32ToF16(amax / 127.0f));
-    int32_t sum = 0;
-    for (int i = 0; i < 32; ++i) sum += q.qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
-    q.s = q.d * static_cast<float>(sum);
-  }
 }
 
 }  // namespace
@@ -117,24 +102,43 @@ void CpuBackend::AddNormedRows(float* y, const float* w, int64_t n, float* x) {
 
 // A block-quantized weight reads its input as Q8 blocks (kernels.h), made
 // here once per matmul on the calling thread (n·k values: a small fraction of
-// the n·k·rows multiply-adds) and shared by every thread's rows.
+// the n·k·rows multiply-adds) and shared by every thread's rows. They are
+// rounded as llama.cpp rounds them for the weights' type (act_rounding.h)
+// when all the weights agree on it, else by Kernels::quantize_act.
+//
+// MXFP4 (gpt-oss's experts) always gets llama.cpp's Q8_0 rounding, F16
+// block scales: without it the tiny gpt-oss model is 2.7e-3 off llama.cpp
+// at its first position and later picks another top-4 expert set where two
+// router logits nearly tie (tests/test_families.cpp).
 const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n,
                                             int64_t k) {
-  bool any = false;
-  for (int j = 0; j < n_ws; ++j) any = any || IsBlockQuantized(ws[j]->type);
+  bool any = false, mxfp4 = false, agree = true;
+  ActRounding r = ActRounding::kOwn;
+  for (int j = 0; j < n_ws; ++j) {
+    if (!IsBlockQuantized(ws[j]->type)) continue;
+    const ActRounding rj = PeerActRounding(ws[j]->type);
+    agree = agree && (!any || rj == r);
+    r = rj;
+    any = true;
+    mxfp4 = mxfp4 || ws[j]->type == TensorType::MXFP4;
+  }
   if (!any) return nullptr;
+  if (mxfp4) {
+    r = ActRounding::kQ8_0;
+  } else if (!agree || shared_->act_own || (r == ActRounding::kQ8_K && k % 256 != 0)) {
+    r = ActRounding::kOwn;
+  }
   const int64_t nb = k / 32;  // k % 32 == 0: checked at creation for quantized weights
-  for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * k, k, ws_.xq.data() + t * nb);
-  // MXFP4 (gpt-oss's experts) is multiplied, in llama.cpp, with Q8_0
-  // activation blocks, whose scale is F16: the same rounding of the block
-  // scales here. Without it the tiny gpt-oss model is 2.7e-3 off llama.cpp
-  // at its first position and later picks another top-4 expert set where
-  // two router logits nearly tie (tests/test_families.cpp).
-  bool mxfp4 = false;
-  for (int j = 0; j < n_ws; ++j) mxfp4 = mxfp4 || ws[j]->type == TensorType::MXFP4;
-  if (mxfp4)
-    for (int64_t t = 0; t < n; ++t) QuantizeRowAsQ8_0(x + t * k, k, ws_.xq.data() + t * nb);
-  return ws_.xq.data();
+  BlockQ8Act* xq = ws_.xq.data();
+  for (int64_t t = 0; t < n; ++t) {
+    switch (r) {
+      case ActRounding::kOwn: k_->quantize_act(x + t * k, k, xq + t * nb); break;
+      case ActRounding::kQ8_0: QuantizeRowAsQ8_0(x + t * k, k, xq + t * nb); break;
+      case ActRounding::kQ8_1: QuantizeRowAsQ8_1(x + t * k, k, xq + t * nb); break;
+      case ActRounding::kQ8_K: QuantizeRowAsQ8_K(x + t * k, k, xq + t * nb); break;
+    }
+  }
+  return xq;
 }
 
 // An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take

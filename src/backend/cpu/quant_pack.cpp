@@ -70,7 +70,7 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
           auto& p = reinterpret_cast<PackedQ8*>(out)[idx];
           p.d[r] = blk.d;
           for (int j = 0; j < 8; ++j)  // vector j: quants 4j .. 4j+3 of each row
-            for (int i = 0; i < 4; ++i) p.qs[32 * j + 4 * r + i] = blk.qs[4 * j + i];
+            std::memcpy(&p.qs[32 * j + 4 * r], &blk.qs[4 * j], 4);
         } else if (w.type == TensorType::Q5_0 || w.type == TensorType::Q5_1) {
           // q in [0, 31]: Q5_0's d · (q - 16) is d · q + m with m = -16 · d
           uint8_t q[32];

@@ -149,6 +149,11 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
   if (opt.first_layer < 0 || opt.first_layer >= opt.n_layers)
     return InvalidArgument("CUDA backend: first_layer " + std::to_string(opt.first_layer) + " outside [0, " +
                            std::to_string(opt.n_layers) + ")");
+  // Host experts count the model's first MoE layers from layer 0; a backend
+  // that starts later (a layer split over devices) has none of its own.
+  if (opt.first_layer > 0 && opt.n_cpu_moe != 0 && c.n_expert > 0)
+    return Unsupported("CUDA backend: n_cpu_moe with layers from " + std::to_string(opt.first_layer) +
+                       " (a layer split over several devices) is not supported");
   std::unique_ptr<CudaBackend> b(new CudaBackend(c, opt));
   LLM_RETURN_IF_ERROR(b->Init(w, kv));
   return std::unique_ptr<Backend>(std::move(b));
@@ -196,7 +201,9 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
   // which a capture forbids) and with LLM_CUDA_GRAPHS=0.
   // A backend for the lower layers of a split model runs eagerly (backend.h:
   // CudaBackendOptions::n_layers).
-  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off && !partial() && !from_hidden();
+  // Host-resident experts (n_cpu_moe) read the routing on the host mid-step.
+  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off && !partial() && !from_hidden() &&
+               HostMoeLayers() == 0;
   const int32_t mbt = std::max(opt_.max_batch_tokens, 1);
   const int32_t max_bucket = std::max(1, std::min(std::max(opt_.max_seqs, 1), mbt));
   // Activations for the largest bucket too, before the KV pool takes the
@@ -258,7 +265,7 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(d.wqkv.Upload({&L.wq, &L.wk, &L.wv}, p + "attn_qkv"));
     LLM_RETURN_IF_ERROR(d.wo.Upload({&L.wo}, p + "attn_output"));
     if (c.n_expert > 0) {
-      LLM_RETURN_IF_ERROR(UploadMoeLayer(L, p, &d));
+      LLM_RETURN_IF_ERROR(UploadMoeLayer(L, p, /*experts_on_device=*/l >= HostMoeLayers(), &d));
     } else {
       LLM_RETURN_IF_ERROR(d.wgu.Upload({&L.w_gate, &L.w_up}, p + "ffn_gate_up"));
       LLM_RETURN_IF_ERROR(d.wd.Upload({&L.w_down}, p + "ffn_down"));
@@ -273,10 +280,12 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
       LLM_RETURN_IF_ERROR(UploadNorm(L.post_ffn_norm, E, &d.post_ffn, p + "post_ffw_norm"));
     }
   }
+  LLM_RETURN_IF_ERROR(InitHostExperts(w));
   // Device bytes of the weights (what stats report against the file's
-  // tensor bytes), and the dequantization scratch the prefill path needs:
-  // the largest quantized matrix, capped (MatMul goes in row chunks).
-  weight_bytes_ = tok_embd_.bytes() + output_.bytes() + out_norm_.bytes();
+  // tensor bytes; the expert cache counts, host copies do not), and the
+  // dequantization scratch the prefill path needs: the largest quantized
+  // matrix, capped (MatMul goes in row chunks).
+  weight_bytes_ = tok_embd_.bytes() + output_.bytes() + out_norm_.bytes() + expert_cache_.device_bytes();
   int64_t largest = 0, widest = 0;
   auto note = [&](const DeviceMatrix& m) {
     if (!m.quantized()) return;
@@ -384,8 +393,11 @@ CudaBackend::~CudaBackend() {
     cudaSetDevice(opt_.device);
     cudaStreamSynchronize(stream_);
   }
+  if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
   DestroyGraphs();
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (prefetch_done_ != nullptr) cudaEventDestroy(prefetch_done_);
+  if (copy_stream_ != nullptr) cudaStreamDestroy(copy_stream_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 

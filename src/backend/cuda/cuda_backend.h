@@ -4,7 +4,8 @@
 //
 // Files: cuda_backend.cpp (creation, weight upload, KV pool, validation,
 // block copies and swaps), cuda_forward.cpp (the forward pass), cuda_moe.cpp
-// (Mixture-of-Experts layers: their upload and their FFN), cuda_util.{h,cpp}
+// (Mixture-of-Experts layers: their upload and their FFN), cuda_moe_host.cpp
+// (MoE layers whose experts stay in host memory: moe_host.h), cuda_util.{h,cpp}
 // (errors as Status, RAII buffers), cuda_kv_io.cpp (KV blocks in and out
 // for the KV stream format and tiers), cuda_kv_host.{h,cpp} (the host KV
 // tier's page-locked arena).
@@ -37,8 +38,11 @@
 
 #include "attention_prefill.cuh"
 #include "backend/backend.h"
+#include "backend/cpu/kernels.h"  // BlockQ8Act: the host way of host-resident experts
 #include "backend/cuda/cuda_util.h"
 #include "backend/cuda/cuda_weights.h"
+#include "backend/cuda/moe_host.h"
+#include "backend/moe_affinity.h"
 #include "backend/validate.h"
 #include "common.cuh"
 #include "sample/sampler.h"
@@ -74,6 +78,7 @@ class CudaBackend final : public Backend {
     return m;
   }
   std::vector<DeviceMemory> device_memory() const override;
+  MoeOffloadStats moe_offload() const override { return moe_stats_; }
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
   Status SwapInKvBlocks(std::span<const KvSwap> moves) override;
@@ -139,10 +144,32 @@ class CudaBackend final : public Backend {
   // ---- Mixture of Experts (cuda_moe.cpp)
   // A MoE layer's router (F32), experts and shared expert; the shapes checked.
   struct Layer;
-  Status UploadMoeLayer(const LayerWeights& L, const std::string& p, Layer* d);
+  Status UploadMoeLayer(const LayerWeights& L, const std::string& p, bool experts_on_device, Layer* d);
   // delta (n_tok, n_embd) = the layer's MoE FFN of the normed rows xn_ (the
   // router renorms x_ itself, in F32).
   Status MoeFeedForward(int layer, int32_t n_tok);
+  // Its parts: the router on the device (picks in moe_pick_), the routed
+  // experts' products through the kernels' views w_gu / w_d (into moe_y_),
+  // the shared expert and the combine into delta_ (k picks per token in
+  // moe_y_).
+  Status MoeRoute(int layer, int32_t n_tok);
+  Status MoeExperts(int layer, int32_t n_tok, const ExpertMatrix& w_gu, const ExpertMatrix& w_d);
+  Status MoeSharedAndCombine(int layer, int32_t n_tok, int32_t k);
+  // ---- experts in host memory (cuda_moe_host.cpp, moe_host.h)
+  // Loads the host layers' experts and sizes the device expert cache.
+  Status InitHostExperts(const ModelWeights& w);
+  // MoE layers [0, this) keep their experts in host memory (n_cpu_moe).
+  int32_t HostMoeLayers() const;
+  // After MoeRoute: the layer's experts run on the CPU, or are copied into
+  // the cache and run on the device (HostMoeCost's choice).
+  Status MoeHostFeedForward(int layer, int32_t n_tok);
+  Status MoeHostCopy(int layer, int32_t n_tok, const std::vector<int32_t>& experts);
+  Status MoeHostCpu(int layer, int32_t n_tok);
+  // Prefetch (moe_prefetch): affinity bookkeeping of layer l's picks
+  // (moe_pick_host_) before its way runs, and after it the copies of layer
+  // l+1's predicted experts on copy_stream_ (keep: layer l's slots).
+  Status MoeHostObserve(int layer, int32_t n_tok);
+  Status MoeHostPrefetch(int layer, int32_t n_tok, const std::vector<int32_t>& keep);
   // Gate/up and hidden widths per token the FFN buffers hold (dense, the
   // routed experts' k rows, the shared expert: the largest).
   int64_t FfnWidth() const;
@@ -246,6 +273,7 @@ class CudaBackend final : public Backend {
     DeviceBuffer shexp_gate_inp;  // (n_embd) F32                              qwen2moe's shared expert
     DeviceMatrix shexp_gu;        // (2 n_ff_shexp, n_embd)
     DeviceMatrix shexp_d;         // (n_embd, n_ff_shexp)
+    int32_t host = -1;            // index into host_experts_ when its experts live in host memory
   };
   std::vector<Layer> layers_;
   DeviceMatrix tok_embd_;    // (n_vocab, n_embd)
@@ -324,6 +352,30 @@ class CudaBackend final : public Backend {
   DeviceBuffer samp_dev_;
 
   std::vector<float> delta_host_;  // (n_tok, n_embd) a partial backend's last sub-block output
+
+  // ---- experts in host memory (n_cpu_moe): their layers, the device cache,
+  // the cost model, and host staging of the CPU way
+  std::vector<std::unique_ptr<HostExpertLayer>> host_experts_;
+  std::vector<std::vector<float>> host_ffn_norm_;  // (n_embd) per host layer, F32
+  ExpertCache expert_cache_;
+  HostMoeCost moe_cost_;
+  MoeOffloadStats moe_stats_;
+  std::vector<int32_t> moe_pick_host_;   // (n_tok k) experts
+  std::vector<float> moe_weight_host_;   // (n_tok k) weights
+  std::vector<float> moe_x_host_;        // (n_tok, n_embd) residual rows, then normed
+  std::vector<float> moe_out_host_;      // (n_tok, n_embd) Σ w · expert(xn)
+  std::vector<float> moe_rows_x_, moe_rows_g_, moe_rows_u_, moe_rows_y_;  // one expert's gathered rows
+  std::vector<cpu::BlockQ8Act> moe_rows_q_;  // their Q8 blocks, quantized experts
+  ExpertAffinity affinity_;              // over host layers (they are [0, n))
+  std::vector<int32_t> moe_prev_picks_;  // the previous host layer's picks this step
+  int32_t moe_prev_layer_ = -1;
+  std::vector<int32_t> moe_predicted_;   // experts predicted for moe_predicted_layer_
+  std::vector<int32_t> moe_prefetched_;  // ... of them copied by the prefetch
+  int32_t moe_predicted_layer_ = -1;
+  cudaStream_t copy_stream_ = nullptr;   // prefetch copies
+  cudaEvent_t prefetch_done_ = nullptr;
+  bool prefetch_pending_ = false;
+  std::vector<int32_t> moe_ones_slots_;  // (n_tok) slots 0..n-1, then (n_tok) weights 1.0f as bits
 };
 
 }  // namespace llm::cuda

@@ -63,7 +63,7 @@ int64_t CudaBackend::FfnWidth() const {
   return w;
 }
 
-Status CudaBackend::UploadMoeLayer(const LayerWeights& L, const std::string& p, Layer* d) {
+Status CudaBackend::UploadMoeLayer(const LayerWeights& L, const std::string& p, bool experts_on_device, Layer* d) {
   const ModelConfig& c = cfg_;
   const int64_t E = c.n_embd, NE = c.n_expert, FE = c.n_ff_exp;
   LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.router, NE, E, p + "ffn_gate_inp", "CUDA backend"));
@@ -78,13 +78,15 @@ Status CudaBackend::UploadMoeLayer(const LayerWeights& L, const std::string& p, 
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.exp_down[e], E, FE, x + "ffn_down_exps", "CUDA backend"));
   }
   LLM_RETURN_IF_ERROR(UploadF32(L.router, NE, E, &d->router, p + "ffn_gate_inp"));
-  LLM_RETURN_IF_ERROR(d->exp_gate.Upload(L.exp_gate, p + "ffn_gate_exps"));
-  LLM_RETURN_IF_ERROR(d->exp_up.Upload(L.exp_up, p + "ffn_up_exps"));
-  LLM_RETURN_IF_ERROR(d->exp_down.Upload(L.exp_down, p + "ffn_down_exps"));
-  d->exp_gu = Stacked({&d->exp_gate, &d->exp_up});
-  d->exp_d = Stacked({&d->exp_down});
-  if (CheckExpertMatrix(d->exp_gu) != cudaSuccess || CheckExpertMatrix(d->exp_d) != cudaSuccess)
-    return InternalError("CUDA backend: " + p + " experts malformed on the device");
+  if (experts_on_device) {  // else they stay in host memory (cuda_moe_host.cpp)
+    LLM_RETURN_IF_ERROR(d->exp_gate.Upload(L.exp_gate, p + "ffn_gate_exps"));
+    LLM_RETURN_IF_ERROR(d->exp_up.Upload(L.exp_up, p + "ffn_up_exps"));
+    LLM_RETURN_IF_ERROR(d->exp_down.Upload(L.exp_down, p + "ffn_down_exps"));
+    d->exp_gu = Stacked({&d->exp_gate, &d->exp_up});
+    d->exp_d = Stacked({&d->exp_down});
+    if (CheckExpertMatrix(d->exp_gu) != cudaSuccess || CheckExpertMatrix(d->exp_d) != cudaSuccess)
+      return InternalError("CUDA backend: " + p + " experts malformed on the device");
+  }
   if (c.n_ff_shexp > 0) {
     const int64_t FS = c.n_ff_shexp;
     const WeightView& g = L.shexp_gate_inp;
@@ -104,16 +106,20 @@ Status CudaBackend::UploadMoeLayer(const LayerWeights& L, const std::string& p, 
 }
 
 Status CudaBackend::MoeFeedForward(int l, int32_t nt) {
+  LLM_RETURN_IF_ERROR(MoeRoute(l, nt));
+  if (layers_[l].host >= 0) return MoeHostFeedForward(l, nt);  // experts in host memory (cuda_moe_host.cpp)
+  LLM_RETURN_IF_ERROR(MoeExperts(l, nt, layers_[l].exp_gu, layers_[l].exp_d));
+  return MoeSharedAndCombine(l, nt, cfg_.n_expert_used);
+}
+
+Status CudaBackend::MoeRoute(int l, int32_t nt) {
   const Layer& L = layers_[l];
-  const int32_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used, FE = cfg_.n_ff_exp;
+  const int32_t E = cfg_.n_embd, NE = cfg_.n_expert, K = cfg_.n_expert_used;
   const int32_t n_picks = nt * K;
   const bool shared = cfg_.n_ff_shexp > 0;
   int32_t* pick_expert = moe_pick_.get<int32_t>();
   float* pick_weight = reinterpret_cast<float*>(pick_expert + n_picks);
   float* shexp_scale = pick_weight + n_picks;
-  int32_t* order = moe_order_.get<int32_t>();
-  int32_t* slot = order + n_picks;
-  auto* items = moe_items_.get<MoeWorkItem>();
 
   MoeRouteParams rp;
   rp.x = x_.get<float>();
@@ -129,7 +135,16 @@ Status CudaBackend::MoeFeedForward(int l, int32_t nt) {
   rp.pick_expert = pick_expert;
   rp.pick_weight = pick_weight;
   rp.shexp_scale = shared ? shexp_scale : nullptr;
-  LLM_RETURN_IF_ERROR(Launched(LaunchMoeRoute(rp, stream_), "MoE router", l));
+  return Launched(LaunchMoeRoute(rp, stream_), "MoE router", l);
+}
+
+Status CudaBackend::MoeExperts(int l, int32_t nt, const ExpertMatrix& w_gu, const ExpertMatrix& w_d) {
+  const int32_t NE = cfg_.n_expert, K = cfg_.n_expert_used, FE = cfg_.n_ff_exp;
+  const int32_t n_picks = nt * K;
+  int32_t* pick_expert = moe_pick_.get<int32_t>();
+  int32_t* order = moe_order_.get<int32_t>();
+  int32_t* slot = order + n_picks;
+  auto* items = moe_items_.get<MoeWorkItem>();
 
   // The GEMV where an expert's work items average a few rows (its weights
   // are streamed once per 8 rows, from registers), the tiled GEMM above
@@ -147,7 +162,7 @@ Status CudaBackend::MoeFeedForward(int l, int32_t nt) {
   LLM_RETURN_IF_ERROR(Launched(LaunchMoeGroup(gp, stream_), "MoE grouping", l));
 
   MoeMatmulParams mp;
-  mp.w = L.exp_gu;
+  mp.w = w_gu;
   mp.x = xn_.get<bf16>();
   mp.gather = order;
   mp.gather_div = K;
@@ -161,13 +176,24 @@ Status CudaBackend::MoeFeedForward(int l, int32_t nt) {
   const bool gelu = cfg_.ffn_act == FfnActivation::kGeluTanh;
   LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), n_picks, FE, h_.get<bf16>(), stream_, gelu),
                                "MoE act*up", l));
-  mp.w = L.exp_d;
+  mp.w = w_d;
   mp.x = h_.get<bf16>();
   mp.gather = nullptr;
   mp.gather_div = 1;
   mp.y = moe_y_.get<float>();
-  LLM_RETURN_IF_ERROR(matmul(gemv ? "MoE down GEMV" : "MoE down GEMM"));
+  return matmul(gemv ? "MoE down GEMV" : "MoE down GEMM");
+}
 
+// k: picks per token in moe_y_ (n_expert_used; 1 when the host summed a
+// token's experts into one row, weight 1 and slot t: cuda_moe_host.cpp).
+Status CudaBackend::MoeSharedAndCombine(int l, int32_t nt, int32_t k) {
+  const Layer& L = layers_[l];
+  const int32_t n_picks = nt * cfg_.n_expert_used;
+  const bool shared = cfg_.n_ff_shexp > 0;
+  const bool gelu = cfg_.ffn_act == FfnActivation::kGeluTanh;
+  float* pick_weight = reinterpret_cast<float*>(moe_pick_.get<int32_t>() + n_picks);
+  float* shexp_scale = pick_weight + n_picks;
+  int32_t* slot = moe_order_.get<int32_t>() + n_picks;
   if (shared) {  // the expert outputs are in moe_y_: gu_ and h_ are free again
     const int32_t FS = cfg_.n_ff_shexp;
     LLM_RETURN_IF_ERROR(MatMul(L.shexp_gu, xn_.get<bf16>(), nt, gu_.get<float>(), "shared expert gate/up", l));
@@ -183,8 +209,8 @@ Status CudaBackend::MoeFeedForward(int l, int32_t nt) {
   cp.shared = shared ? moe_shared_.get<float>() : nullptr;
   cp.shexp_scale = shared ? shexp_scale : nullptr;
   cp.n_tok = nt;
-  cp.n_embd = E;
-  cp.k = K;
+  cp.n_embd = cfg_.n_embd;
+  cp.k = k;
   cp.out = delta_.get<float>();
   return Launched(LaunchMoeCombine(cp, stream_), "MoE combine", l);
 }

@@ -55,6 +55,12 @@ class CtxParams(C.Structure):
         ("kv_role", C.c_int32),
         ("kv_lease_ms", C.c_int32),
         ("kv_listen_addr", C.c_char_p),
+        # appended in 0.6 (issue 35): MoE experts in host memory
+        ("n_cpu_moe", C.c_int32),
+        ("moe_host_policy", C.c_int32),
+        ("moe_cache_bytes", C.c_uint64),
+        ("moe_prefetch", C.c_int32),
+        ("reserved5", C.c_int32),
         # appended in 0.6: several GPUs (issue 35)
         ("main_gpu", C.c_int32),
         ("tensor_split", C.c_float * MAX_DEVICES),
@@ -254,6 +260,21 @@ class Stats(C.Structure):
         ("kv_lease_bytes", C.c_uint64),
         ("kv_leases_active", C.c_int32),
         ("kv_role", C.c_int32),
+        # appended in 0.6 (issue 35): MoE experts in host memory
+        ("moe_host_layers", C.c_int32),
+        ("moe_cache_slots", C.c_int32),
+        ("moe_cache_bytes", C.c_uint64),
+        ("moe_host_bytes", C.c_uint64),
+        ("moe_cpu_steps", C.c_uint64),
+        ("moe_copy_steps", C.c_uint64),
+        ("moe_bytes_copied", C.c_uint64),
+        ("moe_cache_hits", C.c_uint64),
+        ("moe_cache_misses", C.c_uint64),
+        ("moe_tokens", C.c_uint64),
+        ("moe_prefetch_experts", C.c_uint64),
+        ("moe_prefetch_used", C.c_uint64),
+        ("moe_predicted_wanted", C.c_uint64),
+        ("moe_predicted_right", C.c_uint64),
     ]
 
 

@@ -55,7 +55,9 @@ class Context:
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
     tiers under the prefix cache: ``kv_host_bytes``, ``kv_disk_dir``,
-    ``kv_disk_bytes``; several GPUs: ``main_gpu`` (-1: split over every
+    ``kv_disk_bytes``; Mixture of Experts on CUDA: ``n_cpu_moe`` (experts
+    of the first N MoE layers in host memory, -1 all; one device only),
+    ``moe_cache_bytes``; several GPUs: ``main_gpu`` (-1: split over every
     device) and ``tensor_split`` (each device's share, e.g. ``[3, 1]``).
     0 means the library's default, as in C."""
 
@@ -64,8 +66,8 @@ class Context:
                  kv_block_size: int = 0, n_kv_blocks: int = 0, max_batch_tokens: int = 0, max_queued: int = 0,
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
                  spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
-                 kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0,
-                 main_gpu: int = -1, tensor_split: Optional[Sequence[float]] = None):
+                 kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0, n_cpu_moe: int = 0,
+                 moe_cache_bytes: int = 0, main_gpu: int = -1, tensor_split: Optional[Sequence[float]] = None):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
@@ -81,6 +83,7 @@ class Context:
         p.max_seqs, p.kv_block_size, p.n_kv_blocks = max_seqs, kv_block_size, n_kv_blocks
         p.max_batch_tokens, p.max_queued = max_batch_tokens, max_queued
         p.self_draft_layers, p.spec_k, p.gpu_memory_fraction = self_draft_layers, spec_k, gpu_memory_fraction
+        p.n_cpu_moe, p.moe_cache_bytes = n_cpu_moe, moe_cache_bytes
         p.main_gpu = main_gpu
         if tensor_split is not None:
             if len(tensor_split) > S.MAX_DEVICES:

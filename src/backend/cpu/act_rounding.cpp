@@ -1,0 +1,88 @@
+// llama.cpp's activation roundings as BlockQ8Act (act_rounding.h).
+#include "backend/cpu/act_rounding.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/fp16.h"
+
+namespace llm::cpu {
+
+ActRounding PeerActRounding(TensorType type) {
+  switch (type) {
+    case TensorType::Q4_0:
+    case TensorType::Q5_0:
+    case TensorType::Q8_0:
+    case TensorType::IQ4_NL:
+    case TensorType::MXFP4: return ActRounding::kQ8_0;
+    case TensorType::Q4_1:
+    case TensorType::Q5_1: return ActRounding::kQ8_1;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K:
+    case TensorType::IQ1_S:
+    case TensorType::IQ1_M:
+    case TensorType::IQ2_XXS:
+    case TensorType::IQ2_XS:
+    case TensorType::IQ2_S:
+    case TensorType::IQ3_XXS:
+    case TensorType::IQ3_S:
+    case TensorType::IQ4_XS:
+    case TensorType::TQ1_0:
+    case TensorType::TQ2_0: return ActRounding::kQ8_K;
+    default: return ActRounding::kOwn;
+  }
+}
+
+namespace {
+
+// d = max|x| / 127 as F16 (32 values), q = x · (127 / max|x|) to nearest
+// even. Q8_1's sum is F16 too, made from the F32 d before its rounding.
+void RoundBlock32F16Scale(const float* v, BlockQ8Act& q, bool q8_1) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  const float d = amax / 127.0f;
+  q.d = F16ToF32(F32ToF16(d));
+  int32_t sum = 0;
+  for (int i = 0; i < 32; ++i) sum += q.qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+  q.s = q8_1 ? F16ToF32(F32ToF16(d * static_cast<float>(sum))) : q.d * static_cast<float>(sum);
+}
+
+}  // namespace
+
+void QuantizeRowAsQ8_0(const float* x, int64_t n, BlockQ8Act* out) {
+  for (int64_t b = 0; b < n / 32; ++b) RoundBlock32F16Scale(x + 32 * b, out[b], false);
+}
+
+void QuantizeRowAsQ8_1(const float* x, int64_t n, BlockQ8Act* out) {
+  for (int64_t b = 0; b < n / 32; ++b) RoundBlock32F16Scale(x + 32 * b, out[b], true);
+}
+
+// Per 256 values: m = the value of largest magnitude (the first such),
+// iscale = -127 / m, q = min(127, round(iscale · x)), d = 1 / iscale; the
+// eight 32-value blocks share d.
+void QuantizeRowAsQ8_K(const float* x, int64_t n, BlockQ8Act* out) {
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const float* v = x + 256 * b;
+    BlockQ8Act* o = out + 8 * b;
+    float amax = 0.0f, m = 0.0f;
+    for (int i = 0; i < 256; ++i)
+      if (std::fabs(v[i]) > amax) amax = std::fabs(v[i]), m = v[i];
+    const float iscale = amax != 0.0f ? -127.0f / m : 0.0f;
+    const float d = amax != 0.0f ? 1.0f / iscale : 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) {
+        const float r = std::nearbyint(iscale * v[32 * j + i]);
+        sum += o[j].qs[i] = static_cast<int8_t>(std::min(127.0f, r));
+      }
+      o[j].d = d;
+      o[j].s = d * static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace llm::cpu

@@ -1,0 +1,33 @@
+// Images to soft tokens on the CPU: a projector file's tower and projector
+// (model/vision_weights.h) run over one preprocessed image at a time
+// (vision/image_preprocess.h makes the pixels). For Gemma 3: the SigLIP
+// tower (vision_tower.h), then its projector (gemma3_projector.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/vision_config.h"
+#include "model/vision_weights.h"
+#include "util/status.h"
+
+namespace llm::cpu {
+
+class VisionEncoder {
+ public:
+  virtual ~VisionEncoder() = default;
+  // Soft tokens per image and floats per token (the text model's width).
+  virtual int32_t n_tokens() const = 0;
+  virtual int32_t n_embd_out() const = 0;
+  // pixels: 3·S·S floats, planar, normalised; out: n_tokens() · n_embd_out().
+  virtual Status Encode(const std::vector<float>& pixels, float* out) = 0;
+};
+
+// The config and weights must outlive the encoder. INVALID_ARGUMENT for
+// weights that do not fit the config, UNSUPPORTED for a projector this
+// backend does not run.
+StatusOr<std::unique_ptr<VisionEncoder>> CreateCpuVisionEncoder(const VisionConfig& config,
+                                                                const VisionWeights& weights, int n_threads);
+
+}  // namespace llm::cpu

@@ -1,0 +1,62 @@
+// The tensors of a projector file (vision_config.h), as views into its
+// mapping, named as llama.cpp's converter names them:
+//
+//   v.patch_embd.weight   GGUF {P, P, 3, E}: a P x P stride-P convolution,
+//                         read as the (E, 3·P·P) matrix over (channel, y, x)
+//   v.patch_embd.bias     {E}
+//   v.position_embd.weight {E, N}: one learned row per patch, N = (S/P)^2
+//   v.blk.i.ln1 / ln2     LayerNorm weight and bias {E}
+//   v.blk.i.attn_q/k/v/out, ffn_up/down   weight (out, in) and bias
+//   v.post_ln             LayerNorm weight and bias {E}
+//   mm.soft_emb_norm.weight   {E} (Gemma 3: RMSNorm weight, used as stored)
+//   mm.input_projection.weight {D, E}: token = pooled·W, D the text width
+//
+// Some converted Gemma 3 files name ffn_up and ffn_down the other way
+// round; a file whose ffn_down is {E, F} (and E != F) is read swapped, as
+// llama.cpp does.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gguf.h"
+#include "model/vision_config.h"
+#include "model/weights.h"
+#include "util/status.h"
+
+namespace llm {
+
+struct VisionLayerWeights {
+  WeightView ln1, ln1_b;        // (E)
+  WeightView wq, bq, wk, bk, wv, bv, wo, bo;  // (E, E), (E)
+  WeightView ln2, ln2_b;        // (E)
+  WeightView w_up, b_up;        // (F, E), (F)
+  WeightView w_down, b_down;    // (E, F), (E)
+};
+
+struct VisionWeights {
+  WeightView patch_embd;        // (E, 3·P·P)
+  WeightView patch_bias;        // (E)
+  WeightView position_embd;     // (N, E)
+  std::vector<VisionLayerWeights> layers;
+  WeightView post_ln, post_ln_b;  // (E)
+  WeightView soft_emb_norm;     // (E)
+  WeightView input_proj;        // (E, D): rows are the tower's features, columns the text model's
+  int64_t n_params = 0;
+
+  // Sets config->n_embd_out from mm.input_projection.weight.
+  static StatusOr<VisionWeights> FromGguf(const GgufFile& f, VisionConfig* config);
+};
+
+// A projector file opened: the mapping, its config and its weights.
+struct VisionModel {
+  std::unique_ptr<GgufFile> file;
+  VisionConfig config;
+  VisionWeights weights;
+
+  static StatusOr<std::unique_ptr<VisionModel>> Open(const std::string& path);
+  static StatusOr<std::unique_ptr<VisionModel>> FromFile(std::unique_ptr<GgufFile> file);
+};
+
+}  // namespace llm

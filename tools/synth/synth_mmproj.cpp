@@ -1,0 +1,115 @@
+#include "synth_mmproj.h"
+
+#include <vector>
+
+#include "gguf_stream_writer.h"
+
+namespace llm::synth {
+namespace {
+
+// tiny-gemma3's tower: 32 x 32 pixels in 4 x 4 patches (an 8 x 8 grid),
+// pooled 2 x 2 to 16 soft tokens of tiny-gemma3's width 64; F != E so that
+// a swapped ffn_up/ffn_down would be noticed; a mean and std per channel
+// that differ, so a channel mix-up changes the answer.
+const std::vector<SynthVisionShape>& Shapes() {
+  static const std::vector<SynthVisionShape> v = [] {
+    SynthVisionShape g;
+    g.text_shape = "tiny-gemma3";
+    g.projector = "gemma3";
+    g.n_embd = 32;
+    g.n_ff = 48;
+    g.n_layer = 2;
+    g.n_head = 2;
+    g.image_size = 32;
+    g.patch_size = 4;
+    g.n_merge = 2;
+    g.n_embd_out = 64;
+    g.eps = 1e-6f;
+    g.mean[0] = 0.48f, g.mean[1] = 0.46f, g.mean[2] = 0.41f;
+    g.std[0] = 0.27f, g.std[1] = 0.26f, g.std[2] = 0.28f;
+    return std::vector<SynthVisionShape>{g};
+  }();
+  return v;
+}
+
+struct Plan {
+  std::string name;
+  TensorType type;
+  std::vector<int64_t> dims;  // GGUF order
+  float mean, sd;
+};
+
+}  // namespace
+
+const SynthVisionShape* FindSynthVisionShape(std::string_view text_shape) {
+  for (const SynthVisionShape& s : Shapes())
+    if (s.text_shape == text_shape) return &s;
+  return nullptr;
+}
+
+Status WriteSynthMmproj(const SynthVisionShape& s, const SynthOptions& o, const std::string& path) {
+  if (s.projector != "gemma3") return Unsupported("llm-synth: projector '" + s.projector + "' is not synthesized");
+  if (o.type != TensorType::F32 && o.type != TensorType::F16 && o.type != TensorType::BF16)
+    return InvalidArgument("llm-synth: a projector file's matrices are F32, F16 or BF16");
+  GgufStreamWriter w;
+  w.AddString("general.architecture", "clip");
+  w.AddString("general.name", "synth-" + s.text_shape + "-mmproj");
+  w.AddUint32("general.file_type", o.type == TensorType::F32 ? 0 : o.type == TensorType::F16 ? 1 : 32);
+  w.AddString("clip.projector_type", s.projector);
+  w.AddBool("clip.has_vision_encoder", true);
+  w.AddBool("clip.use_gelu", true);
+  w.AddUint32("clip.vision.embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.AddUint32("clip.vision.feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.AddUint32("clip.vision.block_count", static_cast<uint32_t>(s.n_layer));
+  w.AddUint32("clip.vision.attention.head_count", static_cast<uint32_t>(s.n_head));
+  w.AddFloat32("clip.vision.attention.layer_norm_epsilon", s.eps);
+  w.AddUint32("clip.vision.projection_dim", static_cast<uint32_t>(s.n_embd_out));
+  w.AddUint32("clip.vision.image_size", static_cast<uint32_t>(s.image_size));
+  w.AddUint32("clip.vision.patch_size", static_cast<uint32_t>(s.patch_size));
+  w.AddUint32("clip.vision.projector.scale_factor", static_cast<uint32_t>(s.n_merge));
+  w.AddFloatArray("clip.vision.image_mean", {s.mean[0], s.mean[1], s.mean[2]});
+  w.AddFloatArray("clip.vision.image_std", {s.std[0], s.std[1], s.std[2]});
+
+  const int64_t E = s.n_embd, F = s.n_ff, P = s.patch_size, G = s.image_size / s.patch_size;
+  const TensorType f32 = TensorType::F32;
+  std::vector<Plan> plan;
+  plan.push_back({"v.patch_embd.weight", o.type, {P, P, 3, E}, 0.0f, 0.2f});
+  plan.push_back({"v.patch_embd.bias", f32, {E}, 0.0f, 0.1f});
+  // F32 whatever the matrices are: the learned positions are added as they are
+  plan.push_back({"v.position_embd.weight", f32, {E, G * G}, 0.0f, 0.5f});
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = "v.blk." + std::to_string(l) + ".";
+    plan.push_back({p + "ln1.weight", f32, {E}, 1.0f, 0.1f});
+    plan.push_back({p + "ln1.bias", f32, {E}, 0.0f, 0.1f});
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+      plan.push_back({p + m + ".weight", o.type, {E, E}, 0.0f, 0.2f});
+      plan.push_back({p + m + ".bias", f32, {E}, 0.0f, 0.1f});
+    }
+    plan.push_back({p + "ln2.weight", f32, {E}, 1.0f, 0.1f});
+    plan.push_back({p + "ln2.bias", f32, {E}, 0.0f, 0.1f});
+    plan.push_back({p + "ffn_up.weight", o.type, {E, F}, 0.0f, 0.2f});
+    plan.push_back({p + "ffn_up.bias", f32, {F}, 0.0f, 0.1f});
+    plan.push_back({p + "ffn_down.weight", o.type, {F, E}, 0.0f, 0.15f});
+    plan.push_back({p + "ffn_down.bias", f32, {E}, 0.0f, 0.1f});
+  }
+  plan.push_back({"v.post_ln.weight", f32, {E}, 1.0f, 0.1f});
+  plan.push_back({"v.post_ln.bias", f32, {E}, 0.0f, 0.1f});
+  plan.push_back({"mm.soft_emb_norm.weight", f32, {E}, 1.0f, 0.1f});
+  plan.push_back({"mm.input_projection.weight", o.type, {s.n_embd_out, E}, 0.0f, 0.2f});
+
+  for (const Plan& t : plan) w.AddTensor(t.name, t.type, t.dims);
+  LLM_RETURN_IF_ERROR(w.Begin(path));
+  for (const Plan& t : plan) {
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    SynthNormals(o.seed * 0x100000001b3ull ^ SynthNameKey(t.name), n, t.sd, v.data());
+    for (float& x : v) x += t.mean;
+    std::vector<char> bytes(static_cast<size_t>(n) * 4);
+    SynthEncode(t.type, v.data(), n, bytes.data());
+    LLM_RETURN_IF_ERROR(w.Write(bytes.data(), static_cast<size_t>(n) * (t.type == TensorType::F32 ? 4 : 2)));
+  }
+  return w.Finish();
+}
+
+}  // namespace llm::synth

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Reference image embeddings of llama.cpp's multimodal library (libmtmd)
+for the tiny synthesized Gemma 3 projector (tests/test_vision.cpp), from
+llama-cpp-python's bindings (an oracle at test-data generation time only,
+never a build or CI dependency).
+
+  cmake --build build --target llm-synth
+  pip install llama-cpp-python numpy pillow       # a build that carries libmtmd.so
+  LIB="$(bench/peer/build_ggml_cpu_exactgelu.sh)"  # llama-cpp-python's libraries, exact F32 GELU
+  python3 tools/vision_reference.py --lib "$LIB" [--synth build/bin/llm-synth]
+    # -> tests/data/vision/vision.tar.xz holding gemma3.json, gemma3.bin and
+    #    the pictures as PNG (img_<w>x<h>.png), unpacked in place at configure time
+
+Two F16 roundings in pip's ggml would leave the oracle itself away from an
+F32 model: GELU's lookup table (GGML_GELU_FP16) and ggml_conv_2d's im2col,
+laid out in F16 unless the kernel is BF16 (the patch embedding of an F32
+file computed on F16-rounded pixels and weights: 2-3.5e-4 of the soft
+tokens' norm, up to 1.2e-3 on one value). So --lib names a folder of
+llama-cpp-python's own libraries with libggml-cpu and libggml-base rebuilt
+from the same source without them (bench/peer/build_ggml_cpu_exactgelu.sh);
+with it llama.cpp agrees with a float64 numpy model of the file to ~2e-7.
+Flash attention is off: with it, llama.cpp's CPU path casts K and V to F16.
+
+For each synthetic picture (several sizes and aspect ratios, drawn with
+numpy: gradients, a disc, a bar and noise), llama.cpp tokenizes
+"<__media__>" with the picture as a raw RGB bitmap (mtmd_bitmap_init: no
+image decoder involved), encodes the image chunk (mtmd_encode_chunk) and
+returns its soft tokens (mtmd_get_output_embd): n_tokens x n_embd float32.
+
+gemma3.bin holds, picture after picture, at the offsets gemma3.json names:
+the picture (height x width x 3 bytes), the picture letterboxed to the
+tower's S x S by Pillow (Image.resize BILINEAR to llama.cpp's fitted size,
+pasted centred on black: an independent check of llmrt's resize), then
+llama.cpp's embeddings (float32 little-endian). Recorded beside them: the
+llm-synth arguments and the FNV-1a 64 hash of both files, so the test
+rebuilds exactly the models llama.cpp saw.
+"""
+import argparse
+import ctypes
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "vision"
+SYNTH = ["--shape", "tiny-gemma3", "--type", "f32", "--seed", "7"]
+THREADS = 2
+# (width, height): the tower's own size (no resize), wide, tall, square,
+# a thin strip, and sizes below the tower's (upscaled).
+SIZES = [(32, 32), (57, 23), (13, 20), (100, 100), (7, 31), (48, 40), (24, 24)]
+
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def picture(w, h, seed):
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    r = 255 * x / max(w - 1, 1)
+    g = 255 * y / max(h - 1, 1)
+    b = 128 + 100 * np.sin(x / 3.0 + y / 5.0)
+    img = np.stack([r, g, b], axis=-1)
+    cx, cy, rad = rng.uniform(0, w), rng.uniform(0, h), max(2.0, min(w, h) / 3)
+    disc = (x - cx) ** 2 + (y - cy) ** 2 < rad ** 2
+    img[disc] = rng.uniform(0, 255, size=3)
+    bar = (x > w * 0.6) & (x < w * 0.75)
+    img[bar] = [20, 220, 60]
+    img += rng.normal(0, 12, size=img.shape)
+    return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+
+def letterbox_pil(img, side):
+    """llama.cpp's fit (float scale, ceil, centred on black) with Pillow's resize."""
+    from PIL import Image
+    h, w = img.shape[:2]
+    if (w, h) == (side, side):
+        return img.copy()
+    s = min(np.float32(side) / np.float32(w), np.float32(side) / np.float32(h))
+    nw = min(int(math.ceil(np.float32(w) * s)), side)
+    nh = min(int(math.ceil(np.float32(h) * s)), side)
+    scaled = Image.fromarray(img, "RGB")
+    if (nw, nh) != (w, h):
+        scaled = scaled.resize((nw, nh), Image.BILINEAR)
+    canvas = Image.new("RGB", (side, side), (0, 0, 0))
+    canvas.paste(scaled, ((side - nw) // 2, (side - nh) // 2))
+    return np.asarray(canvas, dtype=np.uint8)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
+    ap.add_argument("--lib", required=True, help="folder of llama-cpp-python's libraries (exact-GELU libggml-cpu)")
+    args = ap.parse_args()
+    lib = Path(args.lib).resolve()
+    os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
+    os.environ["MTMD_CPP_LIB"] = str(lib)
+    import llama_cpp
+    import llama_cpp.mtmd_cpp as mtmd
+    from PIL import Image
+
+    oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
+        subprocess.run([args.synth, *SYNTH, "--out", str(text_path), "--mmproj", str(proj_path)],
+                       check=True, stdout=subprocess.DEVNULL)
+        llama_cpp.llama_backend_init()
+        mp = llama_cpp.llama_model_default_params()
+        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
+        assert model, "llama.cpp could not load the text model"
+        cp = mtmd.mtmd_context_params_default()
+        cp.use_gpu = False
+        cp.n_threads = THREADS
+        cp.print_timings = False
+        cp.warmup = False
+        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        ctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
+        assert ctx, "libmtmd could not load the projector file"
+        n_embd = llama_cpp.llama_model_n_embd(model)
+        marker = mtmd.mtmd_default_marker()
+
+        side = 32  # the synthesized tower's clip.vision.image_size
+        blob = bytearray()
+        cases = []
+        pngs = {}
+        for i, (w, h) in enumerate(SIZES):
+            img = picture(w, h, 100 + i)
+            boxed = letterbox_pil(img, side)
+            data = (ctypes.c_uint8 * img.size).from_buffer_copy(img.tobytes())
+            bmp = mtmd.mtmd_bitmap_init(w, h, data)
+            chunks = mtmd.mtmd_input_chunks_init()
+            text = mtmd.mtmd_input_text()
+            text.text = marker
+            text.text_len = len(marker)
+            text.add_special = False
+            text.parse_special = True
+            bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bmp)
+            rc = mtmd.mtmd_tokenize(ctx, chunks, ctypes.byref(text), bitmaps, 1)
+            assert rc == 0, f"mtmd_tokenize: {rc}"
+            emb = None
+            for c in range(mtmd.mtmd_input_chunks_size(chunks)):
+                chunk = mtmd.mtmd_input_chunks_get(chunks, c)
+                if mtmd.mtmd_input_chunk_get_type(chunk) != mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
+                    continue
+                assert mtmd.mtmd_encode_chunk(ctx, chunk) == 0
+                n_tok = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
+                ptr = mtmd.mtmd_get_output_embd(ctx)
+                emb = np.ctypeslib.as_array(ptr, shape=(n_tok * n_embd,)).astype("<f4").copy()
+            mtmd.mtmd_input_chunks_free(chunks)
+            mtmd.mtmd_bitmap_free(bmp)
+            assert emb is not None, "no image chunk"
+            case = {"width": w, "height": h, "png": f"img_{w}x{h}.png", "rgb_offset": len(blob)}
+            blob += img.tobytes()
+            case["boxed_offset"] = len(blob)
+            blob += boxed.tobytes()
+            case["embd_offset"] = len(blob)
+            case["n_tokens"] = int(emb.size // n_embd)
+            blob += emb.tobytes()
+            cases.append(case)
+            buf = io.BytesIO()
+            Image.fromarray(img, "RGB").save(buf, format="PNG", optimize=True)
+            pngs[case["png"]] = buf.getvalue()
+            print(f"{w}x{h}: {case['n_tokens']} tokens, |e| = {float(np.linalg.norm(emb)):.4f}")
+        mtmd.mtmd_free(ctx)
+        llama_cpp.llama_model_free(model)
+        doc = {
+            "origin": "tools/vision_reference.py",
+            "oracle": f"llama-cpp-python {llama_cpp.__version__}'s libmtmd on {oracle_note}; "
+                      f"CPU, {THREADS} threads, flash attention off, raw RGB bitmaps",
+            "synth_args": SYNTH,
+            "text_fnv1a64": fnv1a64(text_path.read_bytes()),
+            "mmproj_fnv1a64": fnv1a64(proj_path.read_bytes()),
+            "image_size": side,
+            "n_embd": n_embd,
+            "cases": cases,
+        }
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(OUT / "vision.tar.xz", "w:xz") as tar:
+        def add(name, data):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mtime = 0
+            tar.addfile(ti, io.BytesIO(data))
+        add("gemma3.json", (json.dumps(doc, indent=1) + "\n").encode())
+        add("gemma3.bin", bytes(blob))
+        for name, data in pngs.items():
+            add(name, data)
+    print(f"wrote {OUT / 'vision.tar.xz'} ({(OUT / 'vision.tar.xz').stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
