@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [-m model.gguf] [-t threads] [-n decode_steps] [-p prompt_tokens] [-r reps] "
-                   "[-b seqs -c context] [-d depth] [-w bw_MiB] [-k f16|f32|q8_0]\n",
+                   "[-b seqs -c context] [-d depth] [-w bw_MiB] [-k f16|f32|q8_0|q4_0]\n",
                    argv[0]);
       return 2;
     }
@@ -176,9 +176,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_forward: -n, -p, -r, -b and -c must be positive, -d and -w not negative\n");
     return 2;
   }
-  const int32_t kv_type = kv_name == "f32" ? LLM_KV_F32 : kv_name == "f16" ? LLM_KV_F16 : kv_name == "q8_0" ? LLM_KV_Q8_0 : -1;
+  const int32_t kv_type = kv_name == "f32" ? LLM_KV_F32 : kv_name == "f16" ? LLM_KV_F16 : kv_name == "q8_0" ? LLM_KV_Q8_0
+                        : kv_name == "q4_0" ? LLM_KV_Q4_0 : -1;
   if (kv_type < 0) {
-    std::fprintf(stderr, "bench_forward: -k must be f16, f32 or q8_0\n");
+    std::fprintf(stderr, "bench_forward: -k must be f16, f32, q8_0 or q4_0\n");
     return 2;
   }
   // Measured before the model is loaded, so its pages do not compete.

@@ -4,14 +4,17 @@ llmrt (llm_embed through libllmrt, ctypes) beside llama.cpp's
 `llama-embedding` on the same GGUF, at the same thread count (issue 31).
 
   cmake --build build --target llm-synth llmrt
-  python3 bench/embed_bench.py [--shape bert-base|qwen3-embed-0.6b] [--threads 8] [--n 256] \\
+  bench/peer/build_llamacpp.sh          # llama.cpp 0.3.36 with llama-embedding, into bench/peer/.cache
+  python3 bench/embed_bench.py          # the issue's measurement: both shapes, 256 chunks,
+                                        # F16, 2 threads, 3 alternating rounds, ratios printed
+  python3 bench/embed_bench.py [--shape bert-base|qwen3-embed-0.6b|both] [--threads 2] [--n 256] \\
       [--llama-embedding /path/to/llama-embedding] [--type f16] [--rounds 3]
 
 The model is llm-synth's (random weights, the shape's real sizes; its
 WordPiece vocabulary spells token i as the word "w<i>", so a chunk is the
 text "w<i> w<j> ..." and both runtimes see the same ids: [CLS] ids [SEP]).
 Both runs include loading the model; llmrt's time is also given without
-it. Mean pooling, normalised output. Write the figures to
+it. The model's pooling (BERT: mean, Qwen3: last token), normalised. Write the figures to
 bench/results/<date>-embeddings.md with the machine and the command.
 """
 import argparse
@@ -19,6 +22,7 @@ import ctypes
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,22 +109,34 @@ def run_llama(binary, model, texts, threads, pooling):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", default="bert-base")
+    ap.add_argument("--shape", default="both", help="bert-base, qwen3-embed-0.6b or both (default)")
     ap.add_argument("--type", default="f16")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=2, help="both runtimes (default 2, the issue's figure)")
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
     ap.add_argument("--lib", default=str(ROOT / "build" / "lib" / "libllmrt.so"))
-    ap.add_argument("--llama-embedding", default="")
-    ap.add_argument("--rounds", type=int, default=1, help="alternating llmrt / llama.cpp rounds")
+    peer = ROOT / "bench" / "peer" / ".cache" / "llama.cpp-0.3.36-build" / "bin" / "llama-embedding"
+    ap.add_argument("--llama-embedding", default=str(peer) if peer.exists() else "",
+                    help="default: bench/peer/build_llamacpp.sh's build, when present")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating llmrt / llama.cpp rounds")
     args = ap.parse_args()
-    decoder = args.shape.startswith("qwen3")
+    shapes = ["bert-base", "qwen3-embed-0.6b"] if args.shape == "both" else [args.shape]
+    print("%d chunks of 100-400 tokens, %s weights, %d threads, %d alternating rounds, llama-embedding: %s"
+          % (args.n, args.type.upper(), args.threads, args.rounds, args.llama_embedding or "(none)"), flush=True)
+    summary = [run_shape(args, shape) for shape in shapes]
+    if len(summary) > 1:
+        for line in summary:
+            print(line)
+
+
+def run_shape(args, shape):
+    decoder = shape.startswith("qwen3")
     pooling = "last" if decoder else "mean"  # the model's own (Qwen3-Embedding: last token)
     with tempfile.TemporaryDirectory() as tmp:
-        model = Path(tmp) / (args.shape + ".gguf")
-        subprocess.run([args.synth, "--shape", args.shape, "--out", str(model), "--type", args.type], check=True,
+        model = Path(tmp) / (shape + ".gguf")
+        subprocess.run([args.synth, "--shape", shape, "--out", str(model), "--type", args.type], check=True,
                        stdout=subprocess.DEVNULL)
-        texts = chunks(args.n, 30522 if args.shape == "bert-base" else 300, decoder=decoder)
+        texts = chunks(args.n, 30522 if shape == "bert-base" else 300, decoder=decoder)
         # Wall time and CPU time (all threads, loading included for both;
         # on a shared machine CPU seconds are the steadier measure).
         ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
@@ -138,11 +154,16 @@ def main():
                 print("round %d llama.cpp: %.2f texts/s wall, %.2f texts/CPU-s (%.2f s with loading; %.1f CPU-s)  %s"
                       % (r, args.n / t, args.n / tcpu, t, tcpu, cmd), flush=True)
                 print("round %d llmrt / llama.cpp: %.2fx wall, %.2fx CPU" % (r, t / total, tcpu / cpu), flush=True)
-        if theirs:
-            wall = sorted(t / o for o, t in zip(ours, theirs))
-            cpu = sorted(t / o for o, t in zip(ours_cpu, theirs_cpu))
-            print("median llmrt / llama.cpp over %d rounds: %.2fx wall, %.2fx CPU"
-                  % (len(wall), wall[len(wall) // 2], cpu[len(cpu) // 2]))
+        lens = [len(t.split()) + 2 if not decoder else len(t) + 1 for t in texts]  # + [CLS] [SEP] | + EOS
+        head = "%s: %d chunks, %d tokens (%d-%d)" % (shape, len(texts), sum(lens), min(lens), max(lens))
+        if not theirs:
+            return "%s: llmrt median %.2f texts/s wall" % (head, args.n / statistics.median(ours))
+        wall = statistics.median(t / o for o, t in zip(ours, theirs))
+        cpu = statistics.median(t / o for o, t in zip(ours_cpu, theirs_cpu))
+        line = ("%s: median llmrt / llama.cpp over %d rounds: %.2fx wall, %.2fx CPU (goal >= 1.5x)"
+                % (head, len(theirs), wall, cpu))
+        print(line, flush=True)
+        return line
 
 
 if __name__ == "__main__":

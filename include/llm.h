@@ -206,8 +206,11 @@ enum { /* llm_ctx_params.kv_type: element type of the KV cache                 *
   LLM_KV_AUTO = 0, /* the backend's own: F16 on the CPU, BF16 on CUDA          */
   LLM_KV_F32 = 1,  /* 4 bytes per element (CPU only)                            */
   LLM_KV_F16 = 2,  /* IEEE half, 2 bytes per element                           */
-  LLM_KV_Q8_0 = 3  /* int8 with one F32 scale per head_dim row of each          */
+  LLM_KV_Q8_0 = 3, /* int8 with one F32 scale per head_dim row of each          */
                    /* position's K and V                                        */
+  LLM_KV_Q4_0 = 4  /* GGUF's Q4_0 blocks: 4-bit values with one F16 scale per  */
+                   /* 32 (llama.cpp's rounding), 18 bytes per 32 values; CPU   */
+                   /* only, head_dim a multiple of 32 up to 256                */
 };
 
 /* A request seed with this value draws a random seed. */
@@ -286,7 +289,7 @@ typedef struct llm_ctx_params {
   int32_t kv_type;            /* LLM_KV_*; default AUTO (F16 on the CPU:    */
                               /* half of F32's memory per token, perplexity */
                               /* within 0.1%). The CPU backend reads F32,   */
-                              /* F16 and Q8_0 in its attention kernels      */
+                              /* F16, Q8_0 and Q4_0 in its attention kernels */
                               /* directly; CUDA reads BF16 (its AUTO), F16  */
                               /* and Q8_0 directly and refuses F32 with     */
                               /* UNSUPPORTED. K and V share the type.       */

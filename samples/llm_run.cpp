@@ -3,7 +3,7 @@
 //   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
 //           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
 //           [--stop STR]... [--ignore-eos] [--json] [--chat] [--system TEXT]
-//           [--prompt-ids ID,ID,...] [-kv|-ctk|-ctv f16|f32|q8_0]
+//           [--prompt-ids ID,ID,...] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0]
 //
 // Without -m it runs the model built into the library. --json prints one JSON
 // object at the end instead of streaming: prompt_tokens (ids), tokens
@@ -70,7 +70,7 @@ const char* FinishName(int32_t r) {
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
-               "               [-kv|-ctk|-ctv f16|f32|q8_0] [-ngl N]\n"
+               "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-ngl N]\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
                "                          (default -1: all; 0: none, the CPU backend)\n"
                "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"

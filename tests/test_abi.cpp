@@ -117,6 +117,7 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_KV_F32, 1);
   EXPECT_EQ(LLM_KV_F16, 2);
   EXPECT_EQ(LLM_KV_Q8_0, 3);
+  EXPECT_EQ(LLM_KV_Q4_0, 4);
 }
 
 TEST(Abi, KvRoleValues) {

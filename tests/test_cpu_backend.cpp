@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/encoder_matmul.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/rope.h"
 #include "backend/validate.h"
@@ -844,6 +845,95 @@ TEST(CpuBackend, PortableKernelsAgreeWithSimd) {
     EXPECT_LT(w, (t == TensorType::Q8_0 ? 2e-2 : 1e-4) * scale) << static_cast<int>(t);
   }
   unsetenv("LLM_CPU_ISA");
+}
+
+// The GEMM of a decoder's embedding steps (EmbedStepMatMul: the AVX-512
+// panel GEMM where the CPU has one, else Kernels::matmul): a token's row is
+// bitwise the same whatever else shares the call and however the rows are
+// split (panels of 32, tiles of 12 tokens and their remainders), accumulate
+// adds to y, and every weight type agrees with a double-precision product.
+TEST(CpuBackend, EmbedStepMatMulIsExactlyBatchInvariant) {
+  const int64_t R = 77, K = 200, N = 29;  // rows: 2 panels + 13; tokens: 2 tiles + 5; K: 3 blocks of 64 + 8
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(N * K), wf(R * K);
+  for (float& v : x) v = u(rng);
+  for (float& v : wf) v = u(rng);
+  for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    std::vector<uint16_t> w16(R * K);
+    for (int64_t i = 0; i < R * K; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &wf[i], 4);
+      w16[i] = type == TensorType::F16 ? F32ToF16(wf[i]) : static_cast<uint16_t>(bits >> 16);
+    }
+    WeightView w;
+    w.type = type;
+    w.data = type == TensorType::F32 ? static_cast<const void*>(wf.data()) : w16.data();
+    w.rows = R;
+    w.cols = K;
+    w.row_bytes = static_cast<size_t>(K) * (type == TensorType::F32 ? 4 : 2);
+    auto weight = [&](int64_t r, int64_t k) -> double {
+      if (type == TensorType::F32) return wf[r * K + k];
+      if (type == TensorType::F16) return F16ToF32(w16[r * K + k]);
+      const uint32_t bits = static_cast<uint32_t>(w16[r * K + k]) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    };
+    auto run = [&](int64_t t0, int64_t n, int64_t r0, int64_t r1, float* y, bool acc) {
+      cpu::MatMulArgs a;
+      a.w = &w;
+      a.x = x.data() + t0 * K;
+      a.ld_x = K;
+      a.n_tok = n;
+      a.y = y + t0 * R;
+      a.ld_y = R;
+      a.row_begin = r0;
+      a.row_end = r1;
+      a.accumulate = acc;
+      cpu::EmbedStepMatMul(cpu::BestKernels(), a);
+    };
+    std::vector<float> all(N * R, -7.0f);
+    run(0, N, 0, R, all.data(), false);
+    for (int64_t t = 0; t < N; ++t)
+      for (int64_t r = 0; r < R; ++r) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += x[t * K + k] * weight(r, k);
+          mag += std::fabs(x[t * K + k] * weight(r, k));
+        }
+        ASSERT_NEAR(all[t * R + r], ref, 1e-6 * mag) << static_cast<int>(type) << " t " << t << " r " << r;
+      }
+    // Tokens one at a time and in uneven groups, rows split at uneven points.
+    std::vector<float> parts(N * R, 3.0f);
+    for (int64_t t = 0; t < N;) {
+      const int64_t n = std::min<int64_t>(N - t, 1 + t % 14);
+      run(t, n, 0, 5, parts.data(), false);
+      run(t, n, 5, 40, parts.data(), false);
+      run(t, n, 40, R, parts.data(), false);
+      t += n;
+    }
+    EXPECT_EQ(0, std::memcmp(all.data(), parts.data(), all.size() * sizeof(float))) << static_cast<int>(type);
+    // accumulate: y += x·Wᵀ (y enters the sum first), rows outside the
+    // range untouched, and again bitwise the same however the call is split
+    std::vector<float> acc(N * R, 0.5f), acc_parts(N * R, 0.5f);
+    run(0, N, 3, 70, acc.data(), true);
+    for (int64_t t = 0; t < N; ++t)
+      for (int64_t r = 0; r < R; ++r) {
+        if (r < 3 || r >= 70) {
+          ASSERT_EQ(acc[t * R + r], 0.5f) << t << " " << r;
+        } else {
+          ASSERT_NEAR(acc[t * R + r], 0.5 + all[t * R + r], 1e-5) << t << " " << r;
+        }
+      }
+    for (int64_t t = 0; t < N;) {
+      const int64_t n = std::min<int64_t>(N - t, 1 + (t * 5) % 13);
+      run(t, n, 3, 36, acc_parts.data(), true);
+      run(t, n, 36, 70, acc_parts.data(), true);
+      t += n;
+    }
+    EXPECT_EQ(0, std::memcmp(acc.data(), acc_parts.data(), acc.size() * sizeof(float))) << static_cast<int>(type);
+  }
 }
 
 TEST(CpuBackend, RejectsUnusableModels) {

@@ -191,6 +191,18 @@ INSTANTIATE_TEST_SUITE_P(Synth, KvStateFamily,
                            return n;
                          });
 
+// Q4_0 (CPU, head_dim a multiple of 32): GGUF blocks on the wire, the pool's
+// nibble pairs re-indexed both ways; windows past 32 tokens on tiny-mistral.
+TEST(KvState, RoundTripQ4) {
+  for (const char* shape : {"tiny-qwen3", "tiny-mistral"}) {
+    SCOPED_TRACE(shape);
+    const std::string path = SynthPath(shape);
+    RoundTrip(path, {LLM_KV_Q4_0});
+    RoundTrip(path, {LLM_KV_Q4_0, 32}, 50, 30);
+    std::filesystem::remove(path);
+  }
+}
+
 TEST(KvState, RoundTripSmolLM2) {
   const std::string path = test::RealModelPath(test::kSmolLM2);
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
@@ -295,6 +307,47 @@ TEST(KvState, ConvertF16ToF32) { Convert(LLM_KV_F16, LLM_KV_F32); }
 TEST(KvState, ConvertF16ToQ8) { Convert(LLM_KV_F16, LLM_KV_Q8_0); }
 TEST(KvState, ConvertQ8ToF32) { Convert(LLM_KV_Q8_0, LLM_KV_F32); }
 TEST(KvState, ConvertQ8ToF16) { Convert(LLM_KV_Q8_0, LLM_KV_F16); }
+
+// A Q4_0 stream imported into F32 and F16 pools: widening to F32 is exact
+// (d * (q - 8) of the stream's own blocks), F16 within half an F16 ulp; the
+// imports serve the cached prefix.
+TEST(KvState, ConvertQ4ToF32AndF16) {
+  const std::string path = SynthPath("tiny-qwen3");
+  Ctx a(path, {LLM_KV_Q4_0});
+  const std::vector<llm_token> conv = Converse(a.p, 40, 24);
+  int32_t n = 0;
+  const std::string src = Export(a.p, conv, &n);
+  ASSERT_EQ(n, 48);
+  for (int32_t to : {LLM_KV_F32, LLM_KV_F16}) {
+    Ctx b(path, {to});
+    int32_t n_in = 0;
+    ASSERT_EQ(Import(b.p, src, &n_in), LLM_OK) << llm_last_error();
+    ASSERT_EQ(n_in, 48);
+    const std::string dst = Export(b.p, conv, &n);
+    kvstate::StreamHeader hs, hd;
+    const auto bs = Blocks(src, &hs), bd = Blocks(dst, &hd);
+    ASSERT_EQ(hs.geometry.elem, kKvWireQ4_0);
+    ASSERT_EQ(bs.size(), bd.size());
+    const KvWireLayout ws = hs.geometry.wire(), wd = hd.geometry.wire();
+    std::vector<float> x(static_cast<size_t>(ws.head_dim)), y(x.size());
+    for (size_t i = 0; i < bs.size(); ++i)
+      for (int64_t l = 0; l < ws.n_layer; ++l)
+        for (int64_t kv = 0; kv < 2; ++kv)
+          for (int64_t h = 0; h < ws.n_head_kv; ++h)
+            for (int64_t p = 0; p < ws.block_size; ++p) {
+              kvstate::DecodeKvRow(ws, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
+              kvstate::DecodeKvRow(wd, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
+              for (size_t d = 0; d < x.size(); ++d) {
+                const double tol = to == LLM_KV_F32 ? 0.0 : std::fabs(x[d]) * (1.0 / 2048) + 6e-8;
+                ASSERT_LE(std::fabs(static_cast<double>(y[d]) - x[d]), tol) << "to " << to << " dim " << d;
+              }
+            }
+    const ApiGreedyRun rb = ApiGreedy(b.p, conv, 8);
+    EXPECT_EQ(rb.status, LLM_OK);
+    EXPECT_EQ(rb.metrics.cached_prompt_tokens, 48);
+  }
+  std::filesystem::remove(path);
+}
 
 // ---------------------------------------------------------------- refusals
 

@@ -18,12 +18,13 @@ if [[ ! -d "$src" ]]; then
   tar -C "$cache" -xzf "$cache/llama_cpp_python-$version.tar.gz"
 fi
 jobs="${JOBS:-2}"
-if [[ ! -x "$build/bin/llama-bench" || ! -x "$build/bin/llama-quantize" || ! -x "$build/bin/llama-completion" || ! -x "$build/bin/llama-perplexity" || ! -x "$build/bin/llama-imatrix" ]]; then
-  # No server, no examples, no curl/openssl: only the tools the benchmarks run.
+if [[ ! -x "$build/bin/llama-bench" || ! -x "$build/bin/llama-quantize" || ! -x "$build/bin/llama-completion" || ! -x "$build/bin/llama-perplexity" || ! -x "$build/bin/llama-imatrix" || ! -x "$build/bin/llama-embedding" ]]; then
+  # No server, no curl/openssl: only the tools the benchmarks run (examples on for
+  # llama-embedding, which lives there; only the targets named below are built).
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF >&2
-  nice cmake --build "$build" --target llama-bench llama-quantize llama-completion llama-perplexity llama-imatrix -j"$jobs" >&2
+  nice cmake --build "$build" --target llama-bench llama-quantize llama-completion llama-perplexity llama-imatrix llama-embedding -j"$jobs" >&2
 fi
 echo "$build/bin"

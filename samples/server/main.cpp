@@ -46,6 +46,7 @@
 #endif
 #include "engine.h"
 #include "embeddings_routes.h"
+#include "listen_backlog.h"
 #include "template_choice.h"
 #include "native_routes.h"
 #include "options.h"
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
     server::RegisterSlotRoutes(&svr, server::SlotRoutesInfo{ctx, &slot_store, opt.slot_save_path, opt.max_seqs});
   }
 
+  server::ListenBacklog backlog(&svr);  // a burst of connections is queued, not reset (listen_backlog.h)
   int port = opt.port;
   if (port == 0) {
     port = svr.bind_to_any_port(opt.host);
@@ -232,6 +234,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "llm-server: cannot bind %s:%d\n", opt.host.c_str(), opt.port);
     return 1;  // engine's destructor shuts the context down
   }
+  if (!backlog.Widen()) std::fprintf(stderr, "llm-server: warning: could not widen the listen backlog\n");
   llm_model_info info{};
   info.struct_size = sizeof info;
   llm_model_get_info(ctx, &info);

@@ -157,7 +157,12 @@ json MessagesWriter::Message(const json& chat_body) const {
             {"cache_read_input_tokens", u["prompt_tokens_details"].value("cached_tokens", 0)}}}};
 }
 
-json MessagesWriter::Body() const { return Message(ChatBody()); }
+json MessagesWriter::Body() const {
+  const json chat = ChatBody();
+  json m = Message(chat);
+  if (chat.contains("kv_transfer_params")) m["kv_transfer_params"] = chat["kv_transfer_params"];  // a prefill's answer
+  return m;
+}
 
 std::string MessagesWriter::Begin() {
   return Event("message_start", {{"type", "message_start"},

@@ -29,7 +29,7 @@ namespace {
                "  --max-seqs N, -np N     sequences batched per step (default 16)\n"
                "  -c, --ctx N             tokens per sequence (default 2048, at most the model's)\n"
                "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
-               "  -ctk, -ctv TYPE         KV cache element type: f32, f16 or q8_0 (both the same; CPU)\n"
+               "  -ctk, -ctv TYPE         KV cache element type: f32, f16, q8_0, q4_0 (both the same; q4_0 CPU)\n"
                "  --max-batch-tokens N, -b N  token budget per engine step (default 512)\n"
                "  --kv-host-bytes N       keep KV blocks evicted from the prefix cache in N bytes of host\n"
                "                          memory (suffix k, m, g: 512m; default 0: none; CPU backend)\n"
@@ -107,7 +107,8 @@ int KvType(const std::string& flag, const char* v) {
   if (t == "f32") return LLM_KV_F32;
   if (t == "f16") return LLM_KV_F16;
   if (t == "q8_0") return LLM_KV_Q8_0;
-  Refuse(flag + " " + std::string(t), "the KV cache holds f32, f16 or q8_0 here");
+  if (t == "q4_0") return LLM_KV_Q4_0;
+  Refuse(flag + " " + std::string(t), "the KV cache holds f32, f16, q8_0 or q4_0 here");
 }
 
 // A byte count: digits with an optional k, m or g (binary multiples).

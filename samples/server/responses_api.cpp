@@ -188,8 +188,10 @@ json ResponsesWriter::Body() const {
   const json chat = ChatBody();
   bool incomplete = false;
   json output = Output(chat, &incomplete, /*with_reasoning=*/true);
-  return Response(incomplete ? "incomplete" : "completed", std::move(output), chat["usage"],
-                  incomplete ? "max_output_tokens" : nullptr);
+  json r = Response(incomplete ? "incomplete" : "completed", std::move(output), chat["usage"],
+                    incomplete ? "max_output_tokens" : nullptr);
+  if (chat.contains("kv_transfer_params")) r["kv_transfer_params"] = chat["kv_transfer_params"];  // a prefill's answer
+  return r;
 }
 
 std::string ResponsesWriter::Next(const std::string& type, json data) {

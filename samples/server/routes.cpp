@@ -271,6 +271,8 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       json as_chat;
       ok = (api == Api::kResponses ? ResponsesToChat(body, &as_chat, &err) : MessagesToChat(body, &as_chat, &err)) &&
            ParseChatRequest(as_chat, &g, &err);
+      // Disaggregation (kv_transfer_params.h) is the request's own field.
+      if (ok) ok = ParseKvTransferParams(body, &g, &err);
       if (ok) ApplyRequestDefaults(as_chat, defaults_, &g);
     } else {
       ok = chat ? ParseChatRequest(body, &g, &err) : ParseCompletionRequest(body, &g, &err);

@@ -10,11 +10,18 @@
 //          ├─ layer 1 ...                             F16:  (block_size, head_dim) IEEE half
 //                                                     Q8_0: (block_size) f32 scales, then
 //                                                           (block_size, head_dim) int8
+//                                                     Q4_0: (block_size) rows of head_dim / 32
+//                                                           GGUF Q4_0 blocks (18 bytes each)
 //
 // BF16 is the CUDA pool's type (kKvWireBf16: a wire value only, not an
 // llm_ctx_params kv_type; the CUDA pool is this layout exactly).
 // Q8_0 keeps one scale per head_dim row, as the CPU pool does: x = scale * q,
 // scale = max|x| / 127 (QuantizeRowQ8 below, the one rule both use).
+// Q4_0 (kKvWireQ4_0) is GGUF's Q4_0 block byte for byte: per 32 values an
+// IEEE-half scale d, then 16 bytes whose low nibbles hold values 0..15 and
+// high nibbles values 16..31, each stored as q + 8; x = d * q. The rounding
+// is llama.cpp's (QuantizeBlockQ4 below; d = the signed value of largest
+// magnitude / -8), so a row quantizes to the bytes llama.cpp's cache holds.
 // Little-endian throughout.
 #pragma once
 
@@ -23,24 +30,30 @@
 #include <cstdint>
 
 #include "llm.h"
+#include "util/fp16.h"
 
 namespace llm {
 
-// The wire's element types are LLM_KV_F32 / F16 / Q8_0 and this one.
+// The wire's element types are LLM_KV_F32 / F16 / Q8_0 and these two (not
+// llm_ctx_params values: LLM_KV_Q4_0 is wire kKvWireQ4_0).
 inline constexpr int32_t kKvWireBf16 = 4;
+inline constexpr int32_t kKvWireQ4_0 = 5;
+inline constexpr int64_t kQ4Block = 32;       // values per Q4_0 block
+inline constexpr int64_t kQ4BlockBytes = 18;  // its F16 scale and 16 bytes of nibbles
 
 struct KvWireLayout {
   int64_t n_layer = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
-  int32_t elem = LLM_KV_F32;  // LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0 or kKvWireBf16
+  int32_t elem = LLM_KV_F32;  // LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0, kKvWireBf16 or kKvWireQ4_0
 
   static int64_t ElemBytes(int32_t elem) {
     return elem == LLM_KV_F32 ? 4 : elem == LLM_KV_F16 || elem == kKvWireBf16 ? 2 : 1;
   }
   // One (layer, K|V, kv head) tile.
   int64_t tile_bytes() const {
+    if (elem == kKvWireQ4_0) return block_size * (head_dim / kQ4Block) * kQ4BlockBytes;
     const int64_t values = block_size * head_dim * ElemBytes(elem);
     return elem == LLM_KV_Q8_0 ? 4 * block_size + values : values;
   }
@@ -63,6 +76,30 @@ inline float QuantizeRowQ8(const float* x, int64_t n, int8_t* out, int64_t strid
     out[d * stride] = static_cast<int8_t>(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r == r ? r : 0.0f);
   }
   return scale;
+}
+
+// Quantizes one block of 32 values as GGUF's Q4_0 (llama.cpp's reference
+// rule): d = m / -8 where m is the value of largest magnitude (the first one
+// on a tie), q = min(15, trunc(x / d + 8.5)) in 0..15 (value q - 8) written to
+// q[0..32), computed with d in F32; returns d's IEEE-half bits (what the
+// reader multiplies by). A NaN value stores q = 8 (zero).
+inline uint16_t QuantizeBlockQ4(const float* x, uint8_t* q) {
+  float amax = 0.0f, m = 0.0f;
+  for (int64_t j = 0; j < kQ4Block; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      m = x[j];
+    }
+  }
+  const float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int64_t j = 0; j < kQ4Block; ++j) {
+    // the product rounded on its own, as the reference does: volatile keeps
+    // a compiler from fusing it into the add (an FMA rounds once)
+    volatile float prod = x[j] * id;
+    const float v = prod + 8.5f;  // in [0.5, 16.5] for finite x; the cast is only defined in range
+    q[j] = static_cast<uint8_t>(v >= 15.0f ? 15.0f : v >= 0.0f ? v : v == v ? 0.0f : 8.0f);
+  }
+  return F32ToF16(d);
 }
 
 }  // namespace llm

@@ -150,6 +150,9 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
   if (p.kv_type == LLM_KV_F32)
     return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16 or Q8_0 "
                        "(the CPU backend has F32)");
+  if (p.kv_type == LLM_KV_Q4_0)
+    return Unsupported("kv_type Q4_0: the CUDA backend has no Q4_0 KV cache yet (BF16, F16 or Q8_0; the CPU "
+                       "backend has Q4_0)");
   CudaBackendOptions co;
   co.fit_kv_blocks = p.n_kv_blocks == 0;
   co.max_batch_tokens = ec->max_batch_tokens;
@@ -273,7 +276,7 @@ Status CheckContextParams(const llm_ctx_params& p) {
     return InvalidArgument("moe_host_policy " + Str(p.moe_host_policy) + " is not an LLM_MOE_HOST_* value");
   if (p.moe_prefetch < -1 || p.moe_prefetch > 1) return InvalidArgument("moe_prefetch must be -1, 0 or 1");
   if (p.reserved5 != 0) return InvalidArgument("reserved5 must be 0");
-  if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q8_0)
+  if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q4_0)
     return InvalidArgument("kv_type " + Str(p.kv_type) + " is not an LLM_KV_* value");
   // Checked whatever the backend, so a bad value fails on a CPU-only machine
   // too rather than only once the program meets a GPU. !(a && b) rejects NaN.

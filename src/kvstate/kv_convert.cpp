@@ -23,6 +23,19 @@ void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* o
       }
       return;
     }
+    case kKvWireQ4_0: {
+      for (int64_t b = 0; b < hd / kQ4Block; ++b) {
+        const uint8_t* blk = tile + (p * (hd / kQ4Block) + b) * kQ4BlockBytes;
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const float scale = F16ToF32(h);
+        for (int64_t j = 0; j < 16; ++j) {
+          out[b * kQ4Block + j] = scale * static_cast<float>((blk[2 + j] & 15) - 8);
+          out[b * kQ4Block + j + 16] = scale * static_cast<float>((blk[2 + j] >> 4) - 8);
+        }
+      }
+      return;
+    }
     default: {  // Q8_0
       float scale;
       std::memcpy(&scale, tile + p * 4, 4);
@@ -45,6 +58,16 @@ void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x
       for (int64_t d = 0; d < hd; ++d) {
         const uint16_t h = bf ? F32ToBf16(x[d]) : F32ToF16(x[d]);
         std::memcpy(tile + (p * hd + d) * 2, &h, 2);
+      }
+      return;
+    }
+    case kKvWireQ4_0: {
+      for (int64_t b = 0; b < hd / kQ4Block; ++b) {
+        uint8_t* blk = tile + (p * (hd / kQ4Block) + b) * kQ4BlockBytes;
+        uint8_t q[kQ4Block];
+        const uint16_t h = QuantizeBlockQ4(x + b * kQ4Block, q);
+        std::memcpy(blk, &h, 2);
+        for (int64_t j = 0; j < 16; ++j) blk[2 + j] = static_cast<uint8_t>(q[j] | q[j + 16] << 4);
       }
       return;
     }

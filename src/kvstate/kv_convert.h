@@ -9,6 +9,7 @@
 //   any -> Q8_0                 per-row scale max|x| / 127 (QuantizeRowQ8, the
 //                               CPU pool's own rule)
 //   Q8_0 -> F16, Q8_0 -> BF16   via F32: the value nearest to scale * q
+//   Q4_0 <-> any                via F32: GGUF's Q4_0 rule (QuantizeBlockQ4)
 #pragma once
 
 #include <cstdint>

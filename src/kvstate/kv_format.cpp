@@ -267,8 +267,11 @@ Status StreamReader::ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* g)
   if (in.bad || !in_range(g->n_layer, 4096) || !in_range(g->n_head_kv, 4096) || !in_range(g->head_dim, 65536) ||
       !in_range(g->block_size, 65536))
     return KvCorrupt("KV stream: the geometry section (GEOM) is malformed or out of range");
-  if (g->elem != LLM_KV_F32 && g->elem != LLM_KV_F16 && g->elem != LLM_KV_Q8_0 && g->elem != kKvWireBf16)
+  if (g->elem != LLM_KV_F32 && g->elem != LLM_KV_F16 && g->elem != LLM_KV_Q8_0 && g->elem != kKvWireBf16 &&
+      g->elem != kKvWireQ4_0)
     return KvCorrupt("KV stream: unknown KV element type " + std::to_string(g->elem));
+  if (g->elem == kKvWireQ4_0 && g->head_dim % kQ4Block != 0)
+    return KvCorrupt("KV stream: Q4_0 KV with head_dim " + std::to_string(g->head_dim) + ", not a multiple of 32");
   if (g->hash_fn != kHashChainV1)
     return KvMismatch("KV stream: block hash function " + std::to_string(g->hash_fn) + " is unknown to this library");
   g->window.clear();

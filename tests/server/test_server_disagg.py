@@ -18,7 +18,8 @@ the proxy in front of them, over loopback (UCX_TLS=tcp), against one plain
 server with the same model (stories260K by default; SmolLM2 when given):
 - through the official openai client pointed at the proxy, greedy
   completions and chat completions, streamed and not, equal the plain
-  server's; 64 concurrent requests too; the decode server's /metrics counts
+  server's; so do OpenAI Responses (openai) and Anthropic Messages
+  (anthropic, when installed); 64 concurrent requests too; the decode server's /metrics counts
   the transfers (bytes, tokens, seconds) and no fallback;
 - a prefill answer's kv_transfer_params whose producer is killed (SIGKILL)
   before the decode server pulls: the decode server computes the prompt,
@@ -167,6 +168,44 @@ try:
     check(m.get("llmrt_kv_transfer_fallbacks_total", -1) == 0, "no fallback")
     check(m.get("llmrt_kv_transfer_bytes_total", 0) > 0 and m.get("llmrt_kv_transfer_tokens_total", 0) > 0 and
           m.get("llmrt_kv_transfer_seconds_total", 0) > 0, "bytes, tokens and seconds counted")
+
+    # Anthropic's Messages API and OpenAI's Responses API through the proxy,
+    # each with its official client, streamed and not: split and pulled too.
+    greedy = {"temperature": 0}  # (anthropic 2.x takes it only as an extra field)
+
+    def message(client, prompt, stream=False):
+        msgs = [{"role": "user", "content": prompt}]
+        if not stream:
+            r = client.messages.create(model="m", max_tokens=24, messages=msgs, extra_body=greedy)
+            return "".join(b.text for b in r.content if b.type == "text")
+        with client.messages.stream(model="m", max_tokens=24, messages=msgs, extra_body=greedy) as s:
+            return "".join(s.text_stream)
+
+    def response(client, prompt, stream=False):
+        if not stream:
+            return client.responses.create(model="m", input=prompt, max_output_tokens=24, extra_body=greedy).output_text
+        return "".join(e.delta for e in client.responses.create(model="m", input=prompt, max_output_tokens=24,
+                                                                extra_body=greedy, stream=True)
+                       if e.type == "response.output_text.delta")
+
+    apis = [("Responses (openai)", response, one, dis)]
+    try:
+        import anthropic
+        apis.insert(0, ("Messages (anthropic)", message,
+                        anthropic.Anthropic(base_url="http://127.0.0.1:%d" % single_port, api_key="x", max_retries=0),
+                        anthropic.Anthropic(base_url="http://127.0.0.1:%d" % proxy_port, api_key="x", max_retries=0,
+                                            timeout=T)))
+    except ImportError:
+        print("     (the anthropic package is not installed: /v1/messages not checked)")
+    pulled = m.get("llmrt_kv_transfers_total", 0)
+    for name, fn, ref, via in apis:
+        want = fn(ref, prompts[1])
+        check(len(want) > 0 and fn(via, prompts[1]) == want and fn(via, prompts[1], True) == want,
+              "%s through the proxy, streamed and not, equals one server's" % name)
+    m = metrics(decode_port)
+    check(m.get("llmrt_kv_transfers_total", 0) == pulled + 2 * len(apis) and
+          m.get("llmrt_kv_transfer_fallbacks_total", -1) == 0,
+          "their KV arrived by transfer, no fallback (%s -> %s pulls)" % (pulled, m.get("llmrt_kv_transfers_total")))
 
     # 64 concurrent requests, mixed streaming.
     many = [prompts[i % len(prompts)] + " %d" % i for i in range(64)]

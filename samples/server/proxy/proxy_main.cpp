@@ -1,6 +1,7 @@
 // llm-disagg-proxy: the routing proxy of prefill/decode disaggregation
-// (docs/DISAGG.md). Each /v1/completions or /v1/chat/completions request
-// goes first to a prefill llm-server (--kv-role prefill) as a one-token
+// (docs/DISAGG.md). Each /v1/completions, /v1/chat/completions,
+// /v1/responses (OpenAI's Responses API) or /v1/messages (Anthropic's
+// Messages API) request goes first to a prefill llm-server (--kv-role prefill) as a one-token
 // request that keeps its KV, then, with the kv_transfer_params it answered,
 // to a decode llm-server (--kv-role decode), whose answer (streamed or not)
 // goes back to the client unchanged. An OpenAI client points at the proxy
@@ -14,10 +15,12 @@
 // cannot be connected to. A prefill request that fails on every prefill
 // server: the request goes to a decode server as it came (it computes the
 // prompt). No decode server connectable: 502 with an OpenAI-shaped error
-// (code "decode_unavailable"). /metrics counts both; GET /v1/models and
-// /health are the first decode server's.
+// (code "decode_unavailable"). An upstream connection closed or reset before
+// any answer is retried once on a new connection (upstream.h); a streamed
+// answer whose decode server fails mid-stream ends with an error event
+// (stream_error.h). /metrics counts all of these; GET /v1/models and /health
+// are the first decode server's.
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <csignal>
@@ -27,8 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "listen_backlog.h"
 #include "proxy/balancer.h"
 #include "proxy/routing.h"
+#include "proxy/stream_error.h"
 #include "proxy/upstream.h"
 
 namespace {
@@ -45,6 +50,7 @@ struct Config {
 
 struct Counters {
   std::atomic<uint64_t> requests{0}, split{0}, prefill_failures{0}, decode_failures{0};
+  std::atomic<uint64_t> prefill_retries{0}, decode_retries{0}, streams_broken{0};
 };
 
 [[noreturn]] void Usage(int code) {
@@ -92,7 +98,15 @@ struct Servers {
   proxy::Balancer prefill, decode;
 };
 
-void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Request& req, httplib::Response& res) {
+// A retried upstream call (upstream.h): counted and logged.
+void NoteRetry(std::atomic<uint64_t>& counter, const char* kind, const proxy::Upstream& u, const std::string& why) {
+  ++counter;
+  std::fprintf(stderr, "llm-disagg-proxy: %s server %s closed the connection before answering (%s); sent again\n",
+               kind, u.base().c_str(), why.c_str());
+}
+
+void Generate(const Config& cfg, Servers& up, Counters& n, proxy::Api api, const httplib::Request& req,
+              httplib::Response& res) {
   ++n.requests;
   json body;
   try {
@@ -103,20 +117,26 @@ void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Reques
   const std::string auth = req.get_header_value("Authorization");
   json prefill_answer = nullptr;
   if (proxy::Splittable(body)) {
-    const std::string prefill_body = proxy::PrefillBody(body).dump();
+    const std::string prefill_body = proxy::PrefillBody(body, api).dump();
     proxy::CallResult p;
     std::string tried;
     for (size_t i : up.prefill.Order()) {
       auto busy = up.prefill.Begin(i);
       p = proxy::Call(up.prefill.at(i), req.path, prefill_body, auth, cfg.timeout_s);
+      if (p.retried) NoteRetry(n.prefill_retries, "prefill", up.prefill.at(i), p.first_error);
       if (!tried.empty()) tried += ", ";
       tried += up.prefill.at(i).base();
       if (!p.unconnected) break;  // answered, or failed after connecting: no retry
     }
     if (p.reached && p.status == 200) {
+      // Split only when the answer carries the transfer (a server without
+      // the prefill role for this route answers without it).
       try {
-        prefill_answer = json::parse(p.body);
-        ++n.split;
+        json a = json::parse(p.body);
+        if (a.is_object() && a.contains("kv_transfer_params") && a["kv_transfer_params"].is_object()) {
+          prefill_answer = std::move(a);
+          ++n.split;
+        }
       } catch (const json::exception&) {
       }
     } else if (p.reached && p.status >= 400 && p.status < 500) {
@@ -128,7 +148,10 @@ void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Reques
     if (prefill_answer.is_null()) {
       ++n.prefill_failures;
       std::fprintf(stderr, "llm-disagg-proxy: prefill server %s failed (%s); the decode server computes the prompt\n",
-                   tried.c_str(), p.reached ? ("HTTP " + std::to_string(p.status)).c_str() : p.error.c_str());
+                   tried.c_str(),
+                   p.reached ? ("HTTP " + std::to_string(p.status) + (p.status == 200 ? ", no kv_transfer_params" : ""))
+                                   .c_str()
+                             : p.error.c_str());
     }
   }
   const std::string decode_body = proxy::DecodeBody(body, prefill_answer).dump();
@@ -141,6 +164,7 @@ void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Reques
     auto busy = up.decode.Begin(i);
     if (!stream) {
       proxy::CallResult r = proxy::Call(d, req.path, decode_body, auth, cfg.timeout_s);
+      if (r.retried) NoteRetry(n.decode_retries, "decode", d, r.first_error);
       if (r.reached) {
         res.status = r.status;
         res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
@@ -152,6 +176,7 @@ void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Reques
     }
     auto call = std::make_shared<proxy::StreamCall>(d, req.path, decode_body, auth, cfg.timeout_s);
     const int status = call->WaitHeaders();
+    if (call->retried()) NoteRetry(n.decode_retries, "decode", d, call->first_error());
     if (status == 0) {
       error = call->error();
       if (!call->unconnected()) break;
@@ -162,9 +187,18 @@ void Generate(const Config& cfg, Servers& up, Counters& n, const httplib::Reques
     res.set_header("Cache-Control", "no-cache");
     // The server stays counted busy until the stream has been relayed.
     std::shared_ptr<proxy::Balancer::InFlight> held(std::move(busy));
-    res.set_chunked_content_provider(type, [call, held](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider(type, [call, held, api, &n, base = d.base()](size_t, httplib::DataSink& sink) {
       std::string chunk;
       if (!call->Next(&chunk)) {
+        // Not retried: part of the answer is the client's already.
+        if (const std::string why = call->broken(); !why.empty()) {
+          ++n.streams_broken;
+          const std::string message = "llm-disagg-proxy: the decode server " + base +
+                                      " failed mid-stream (" + why + "); the answer is incomplete";
+          std::fprintf(stderr, "%s\n", message.c_str());
+          const std::string event = proxy::StreamErrorEvent(api, message);
+          sink.write(event.data(), event.size());
+        }
         sink.done();
         return true;
       }
@@ -185,17 +219,12 @@ int main(int argc, char** argv) {
   Servers up{proxy::Balancer(cfg.prefill), proxy::Balancer(cfg.decode)};
   httplib::Server svr;
   svr.new_task_queue = [n = cfg.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
-  // cpp-httplib listens with a backlog of 5: a burst of clients connecting
-  // at once (while the accept thread waits for a core) would be reset. The
-  // listening socket is caught here and given the system's backlog below.
-  int listen_fd = -1;
-  svr.set_socket_options([&listen_fd](int fd) {
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd = fd;
-  });
-  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
-    svr.Post(path, [&](const httplib::Request& req, httplib::Response& res) { Generate(cfg, up, counters, req, res); });
+  // A burst of clients connecting at once is queued, not reset (listen_backlog.h).
+  server::ListenBacklog backlog(&svr);
+  for (const proxy::Route& r : proxy::kRoutes) {
+    svr.Post(r.path, [&, api = r.api](const httplib::Request& req, httplib::Response& res) {
+      Generate(cfg, up, counters, api, req, res);
+    });
   }
   auto forward_get = [&](const httplib::Request& req, httplib::Response& res) {
     httplib::Client cli(cfg.decode[0].host, cfg.decode[0].port);
@@ -219,6 +248,12 @@ int main(int argc, char** argv) {
             counters.prefill_failures.load());
     counter("decode_failures_total", "Requests whose decode server did not answer (502).",
             counters.decode_failures.load());
+    counter("prefill_retries_total", "Prefill calls sent again after their connection closed before an answer.",
+            counters.prefill_retries.load());
+    counter("decode_retries_total", "Decode calls sent again after their connection closed before an answer.",
+            counters.decode_retries.load());
+    counter("streams_broken_total", "Streamed answers whose decode server failed mid-stream (ended with an error).",
+            counters.streams_broken.load());
     res.set_content(m, "text/plain; version=0.0.4");
   });
   int port = cfg.port;
@@ -231,7 +266,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "llm-disagg-proxy: cannot listen on %s:%d\n", cfg.host.c_str(), cfg.port);
     return 1;
   }
-  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  if (!backlog.Widen()) std::fprintf(stderr, "llm-disagg-proxy: warning: could not widen the listen backlog\n");
   auto list = [](const std::vector<proxy::Upstream>& v) {
     std::string s;
     for (const proxy::Upstream& u : v) {

@@ -2,12 +2,16 @@
 
 namespace proxy {
 
-json PrefillBody(const json& request) {
+json PrefillBody(const json& request, Api api) {
   json b = request;
   b["stream"] = false;
   b.erase("stream_options");
-  b["max_tokens"] = 1;
-  if (b.contains("max_completion_tokens")) b["max_completion_tokens"] = 1;
+  if (api == Api::kResponses) {
+    b["max_output_tokens"] = 1;
+  } else {
+    b["max_tokens"] = 1;
+    if (b.contains("max_completion_tokens")) b["max_completion_tokens"] = 1;
+  }
   b.erase("min_tokens");
   b.erase("min_completion_tokens");
   b["kv_transfer_params"] = {{"do_remote_decode", true},  {"do_remote_prefill", false},

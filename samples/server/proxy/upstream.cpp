@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdlib>
 
 namespace proxy {
@@ -22,11 +23,7 @@ bool ParseUpstream(const std::string& url, Upstream* out) {
 
 namespace {
 
-httplib::Headers Headers(const std::string& authorization) {
-  httplib::Headers h;
-  if (!authorization.empty()) h.emplace("Authorization", authorization);
-  return h;
-}
+using Clock = std::chrono::steady_clock;
 
 void Configure(httplib::Client* cli, int timeout_s) {
   cli->set_connection_timeout(5, 0);
@@ -34,23 +31,57 @@ void Configure(httplib::Client* cli, int timeout_s) {
   cli->set_write_timeout(timeout_s, 0);
 }
 
+httplib::Request PostRequest(const std::string& path, const std::string& body, const std::string& authorization) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  if (!authorization.empty()) req.set_header("Authorization", authorization);
+  req.set_header("Content-Type", "application/json");
+  req.body = body;
+  return req;
+}
+
+bool Unconnected(httplib::Error e) { return e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout; }
+
+// A failed attempt that is worth one more on a new connection: the
+// connection was made, then closed or reset (httplib's Read or Write)
+// before any answer, and not by the read/write timeout (httplib reports a
+// timeout as Read too: told apart by the time it took).
+bool ClosedBeforeAnswer(httplib::Error e, bool answered, Clock::time_point start, int timeout_s) {
+  if (answered || (e != httplib::Error::Read && e != httplib::Error::Write)) return false;
+  return Clock::now() - start < std::chrono::seconds(timeout_s) - std::chrono::milliseconds(250);
+}
+
 }  // namespace
 
 CallResult Call(const Upstream& u, const std::string& path, const std::string& body, const std::string& authorization,
                 int timeout_s) {
-  httplib::Client cli(u.host, u.port);
-  Configure(&cli, timeout_s);
   CallResult r;
-  httplib::Result res = cli.Post(path.c_str(), Headers(authorization), body, "application/json");
-  if (!res) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    httplib::Client cli(u.host, u.port);
+    Configure(&cli, timeout_s);
+    httplib::Request req = PostRequest(path, body, authorization);
+    bool answered = false;
+    req.response_handler = [&answered](const httplib::Response&) {
+      answered = true;
+      return true;
+    };
+    const auto start = Clock::now();
+    httplib::Result res = cli.send(req);
+    if (res) {
+      r.reached = true;
+      r.status = res->status;
+      r.body = res->body;
+      r.content_type = res->get_header_value("Content-Type");
+      r.error.clear();
+      return r;
+    }
     r.error = httplib::to_string(res.error());
-    r.unconnected = res.error() == httplib::Error::Connection || res.error() == httplib::Error::ConnectionTimeout;
-    return r;
+    r.unconnected = Unconnected(res.error());
+    if (attempt > 0 || !ClosedBeforeAnswer(res.error(), answered, start, timeout_s)) break;
+    r.retried = true;
+    r.first_error = r.error;
   }
-  r.reached = true;
-  r.status = res->status;
-  r.body = res->body;
-  r.content_type = res->get_header_value("Content-Type");
   return r;
 }
 
@@ -63,41 +94,49 @@ StreamCall::StreamCall(const Upstream& u, std::string path, std::string body, st
 StreamCall::~StreamCall() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ended_ = true;  // the receiver stops at its next chunk
+    cancelled_ = true;  // the receiver stops at its next chunk; no retry
   }
   if (thread_.joinable()) thread_.join();
 }
 
 void StreamCall::Run(Upstream u, std::string path, std::string body, std::string authorization, int timeout_s) {
-  httplib::Client cli(u.host, u.port);
-  Configure(&cli, timeout_s);
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.headers = Headers(authorization);
-  req.body = std::move(body);
-  req.set_header("Content-Type", "application/json");
-  req.response_handler = [this](const httplib::Response& res) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    httplib::Client cli(u.host, u.port);
+    Configure(&cli, timeout_s);
+    httplib::Request req = PostRequest(path, body, authorization);
+    req.response_handler = [this](const httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = res.status;
+      content_type_ = res.get_header_value("Content-Type");
+      cv_.notify_all();
+      return true;
+    };
+    req.content_receiver = [this](const char* data, size_t n, uint64_t, uint64_t) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_) return false;  // the proxy's client went away
+      chunks_.emplace_back(data, n);
+      cv_.notify_all();
+      return true;
+    };
+    const auto start = Clock::now();
+    httplib::Result res = cli.send(req);
     std::lock_guard<std::mutex> lock(mu_);
-    status_ = res.status;
-    content_type_ = res.get_header_value("Content-Type");
-    cv_.notify_all();
-    return true;
-  };
-  req.content_receiver = [this](const char* data, size_t n, uint64_t, uint64_t) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ended_) return false;  // the proxy's client went away
-    chunks_.emplace_back(data, n);
-    cv_.notify_all();
-    return true;
-  };
-  httplib::Result res = cli.send(req);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!res && status_ <= 0) {
-    status_ = 0;
+    if (res || cancelled_) break;
+    if (status_ > 0) {  // the answer had begun
+      broken_ = httplib::to_string(res.error());
+      break;
+    }
     error_ = httplib::to_string(res.error());
-    unconnected_ = res.error() == httplib::Error::Connection || res.error() == httplib::Error::ConnectionTimeout;
+    unconnected_ = Unconnected(res.error());
+    if (attempt > 0 || !ClosedBeforeAnswer(res.error(), false, start, timeout_s)) {
+      status_ = 0;
+      break;
+    }
+    retried_ = true;
+    first_error_ = error_;
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (status_ < 0) status_ = 0;
   ended_ = true;
   cv_.notify_all();
 }
@@ -115,6 +154,11 @@ bool StreamCall::Next(std::string* out) {
   *out = std::move(chunks_.front());
   chunks_.pop_front();
   return true;
+}
+
+std::string StreamCall::broken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
 }
 
 std::string StreamCall::content_type() const {

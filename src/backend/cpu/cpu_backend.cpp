@@ -33,6 +33,7 @@ StatusOr<KvElem> KvElemOf(int32_t kv_type) {
     case LLM_KV_F16: return KvElem::kF16;
     case LLM_KV_F32: return KvElem::kF32;
     case LLM_KV_Q8_0: return KvElem::kQ8;
+    case LLM_KV_Q4_0: return KvElem::kQ4;
     default: return InvalidArgument("CPU backend: unknown kv_type " + std::to_string(kv_type));
   }
 }
@@ -187,6 +188,9 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   // batched SmolLM2 run's time when it happened inside the decode loop, so
   // a step's new chunks are touched by the thread pool before its layers.
   LLM_ASSIGN_OR_RETURN(const KvElem elem, KvElemOf(kv.kv_type));
+  if (elem == KvElem::kQ4 && (c.head_dim % 32 != 0 || c.head_dim > 256))
+    return Unsupported("CPU backend: a Q4_0 KV cache needs head_dim a multiple of 32 up to 256 (this model's is " +
+                       std::to_string(c.head_dim) + ")");
   const KvLayout layout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, kv.block_size, elem, first_layer};
   const int64_t block_bytes = layout.block_bytes();
   if (block_bytes > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)

@@ -20,4 +20,14 @@ bool EncoderMatMulAvx512();
 // As kernels.matmul(a), possibly through the AVX-512 tile.
 void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a);
 
+// As kernels.matmul(a), possibly through the AVX-512 panel GEMM: for a
+// decoder's embedding step (forward.cpp), whose calls carry a whole batch
+// of sequences (hundreds to thousands of tokens), so that widening and
+// transposing 32 rows of W per panel costs little beside the panel's
+// n_tok · 32 · K multiply-adds. Its sums are split differently from
+// EncoderMatMul's (one lane per output, k in blocks of 64 added in turn to
+// y with accumulate, else to 0), so the two agree to rounding only; each is bitwise independent of n_tok, of the
+// tile a token falls in and of the thread's row range.
+void EmbedStepMatMul(const Kernels& kernels, const MatMulArgs& a);
+
 }  // namespace llm::cpu

@@ -142,10 +142,10 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
 }
 
 // An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take
-// the AVX-512 tile (encoder_matmul.h); generation keeps Kernels::matmul.
+// the AVX-512 panel GEMM (encoder_matmul.h); generation keeps Kernels::matmul.
 void CpuBackend::MatMul(const MatMulArgs& a) const {
   if (hidden_out_ != nullptr) {
-    EncoderMatMul(*k_, a);
+    EmbedStepMatMul(*k_, a);
   } else {
     k_->matmul(a);
   }
@@ -232,7 +232,8 @@ void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, con
 // One position's head_dim values into a K tile (column `slot` of (hd, bs):
 // transposed) or a V tile (row `slot` of (bs, hd)), in the pool's element
 // type (kv_layout.h). F16 rounds to nearest even; Q8_0 stores the row's
-// scale max|x| / 127 beside the tile and x / scale rounded to nearest.
+// scale max|x| / 127 beside the tile and x / scale rounded to nearest; Q4_0
+// stores GGUF Q4_0 blocks of 32 (values and F16 scale).
 namespace {
 template <bool kColumn>
 void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
@@ -253,6 +254,21 @@ void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
       // the rule of the KV wire format's Q8_0 too (backend/kv_wire.h)
       const float scale = QuantizeRowQ8(x, hd, reinterpret_cast<int8_t*>(tile) + first, step);
       reinterpret_cast<float*>(tile + kv.scales_offset())[slot] = scale;
+      return;
+    }
+    case KvElem::kQ4: {
+      // GGUF's Q4_0 rule (backend/kv_wire.h); byte of dims (2i, 2i+1):
+      // (i, slot) in K's tile, (slot, i) in V's; scales likewise
+      const int64_t nb = hd / kQ4Block;
+      uint16_t* sc = reinterpret_cast<uint16_t*>(tile + kv.scales_offset());
+      uint8_t q[kQ4Block];
+      for (int64_t b = 0; b < nb; ++b) {
+        sc[kColumn ? b * bs + slot : slot * nb + b] = QuantizeBlockQ4(x + b * kQ4Block, q);
+        for (int64_t j = 0; j < kQ4Block; j += 2) {
+          const int64_t i = (b * kQ4Block + j) / 2;
+          tile[kColumn ? i * bs + slot : slot * (hd / 2) + i] = static_cast<uint8_t>(q[j] | q[j + 1] << 4);
+        }
+      }
       return;
     }
   }

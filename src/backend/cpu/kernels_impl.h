@@ -594,8 +594,128 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
   }
 }
 
+// ---- Q4_0 (kv_layout.h): a byte holds dims (2i, 2i+1) of one position,
+// value = (nibble - 8) * its block's F16 scale. Tiles are widened to F32 a
+// few keys at a time on the stack (8 keys of K, one row of V: at most 8 KiB
+// per group, never the cache), then scored and summed as F32 tiles are.
+
+// 8 consecutive bytes' low (hi = false) or high nibbles, each minus 8.
+inline V8 LoadQ4Nibbles(const uint8_t* p, bool hi) {
+  int8_t v[8];
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<int8_t>((hi ? p[i] >> 4 : p[i] & 15) - 8);
+  return LoadI8(v);
+}
+
+// Keys s .. s+n-1 (n <= 8) of a Q4_0 K tile as F32 (hd, 8) in out; the
+// columns past n are zero.
+inline void WidenKeysQ4(const uint8_t* tile, int64_t scales_offset, int64_t bs, int hd, int64_t s, int64_t n,
+                        float* out) {
+  const uint16_t* sc = reinterpret_cast<const uint16_t*>(tile + scales_offset);
+  if (n == 8 && (bs & 7) == 0) {
+    for (int d = 0; d < hd; d += 2) {
+      const uint8_t* b = tile + (d / 2) * bs + s;
+      const V8 scale = LoadF16(sc + (d / 32) * bs + s);
+      StoreU(out + d * 8, Mul(LoadQ4Nibbles(b, false), scale));
+      StoreU(out + (d + 1) * 8, Mul(LoadQ4Nibbles(b, true), scale));
+    }
+    return;
+  }
+  for (int d = 0; d < hd; ++d) {
+    for (int64_t i = 0; i < 8; ++i) {
+      if (i >= n) {
+        out[d * 8 + i] = 0.0f;
+        continue;
+      }
+      const uint8_t b = tile[(d / 2) * bs + s + i];
+      const int v = ((d & 1) != 0 ? b >> 4 : b & 15) - 8;
+      out[d * 8 + i] = static_cast<float>(v) * ::llm::cpu::F16ToF32(sc[(d / 32) * bs + s + i]);
+    }
+  }
+}
+
+// Row s of a Q4_0 V tile as F32 (hd values; hd a multiple of 32).
+inline void WidenRowQ4(const uint8_t* tile, int64_t scales_offset, int hd, int64_t s, float* out) {
+  const uint16_t* sc = reinterpret_cast<const uint16_t*>(tile + scales_offset) + s * (hd / 32);
+  const uint8_t* row = tile + s * (hd / 2);
+  for (int c = 0; c < hd; c += 16) {
+    // bytes c/2 .. c/2+7 hold dims c .. c+15 as (low, high) pairs
+    float lo[8], hi[8];
+    const V8 scale = Set1(::llm::cpu::F16ToF32(sc[c / 32]));
+    StoreU(lo, Mul(LoadQ4Nibbles(row + c / 2, false), scale));
+    StoreU(hi, Mul(LoadQ4Nibbles(row + c / 2, true), scale));
+    for (int i = 0; i < 8; ++i) {
+      out[c + 2 * i] = lo[i];
+      out[c + 2 * i + 1] = hi[i];
+    }
+  }
+}
+
+inline void AttentionQ4(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
+  constexpr int kMaxHd = 256;
+  const int64_t n_end = a.n_keys, bs = a.block_size;
+  const int hd = a.head_dim;
+  // scores from the start of lo's block, as AttentionTyped lays them out
+  const int64_t lo = a.first_key, base = lo / bs * bs, ld = n_end - base;
+  const V8 vscale = Set1(a.scale);
+  alignas(32) float wide[4][8 * kMaxHd];  // up to 4 widened groups of 8 keys
+  KeyGroup<float> pend[4];
+  int n_pend = 0;
+  for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
+    const uint8_t* kt = KvTile<uint8_t>(a, blk, a.k_offset);
+    PrefetchTile(KvTile<uint8_t>(a, blk, a.v_offset), a.tile_bytes);
+    const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
+    for (int64_t s = 0; s < cnt; s += 8) {
+      const int64_t n = cnt - s < 8 ? cnt - s : 8;
+      WidenKeysQ4(kt, a.scales_offset, bs, hd, s, n, wide[n_pend]);
+      pend[n_pend] = KeyGroup<float>{wide[n_pend], nullptr, j0 - base + s, n};
+      if (++n_pend == 4) {
+        ScorePending(q, n_q, hd, pend, n_pend, 8, vscale, scores_buf, ld);
+        n_pend = 0;
+      }
+    }
+  }
+  if (n_pend > 0) ScorePending(q, n_q, hd, pend, n_pend, 8, vscale, scores_buf, ld);
+
+  float* scores = scores_buf + (lo - base);
+  const int64_t n = n_end - lo;
+  if (a.softcap > 0.0f) {
+    const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
+    for (int g = 0; g < n_q; ++g)
+      for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
+  }
+  // heads in chunks of up to 64, each V row widened once per chunk
+  constexpr int kChunk = 64;
+  alignas(32) float row[kMaxHd];
+  for (int g0 = 0; g0 < n_q; g0 += kChunk) {
+    const int ng = n_q - g0 < kChunk ? n_q - g0 : kChunk;
+    float inv[kChunk];
+    for (int g = 0; g < ng; ++g) {
+      inv[g] = 1.0f / SoftmaxWeights(scores + (g0 + g) * ld, n, a.sinks ? a.sinks + g0 + g : nullptr);
+      for (int d = 0; d < hd; d += 8) StoreU(out + (g0 + g) * hd + d, Zero());
+    }
+    for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n_end; j0 += bs, ++blk) {
+      const uint8_t* vt = KvTile<uint8_t>(a, blk, a.v_offset);
+      const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
+      for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s) {
+        WidenRowQ4(vt, a.scales_offset, hd, s, row);
+        for (int g = 0; g < ng; ++g) {
+          const V8 w = Set1(scores[(g0 + g) * ld + j0 + s - lo]);
+          float* o = out + (g0 + g) * hd;
+          for (int d = 0; d < hd; d += 8) StoreU(o + d, Fma(w, LoadU(row + d), LoadU(o + d)));
+        }
+      }
+    }
+    for (int g = 0; g < ng; ++g) {
+      const V8 iv = Set1(inv[g]);
+      float* o = out + (g0 + g) * hd;
+      for (int d = 0; d < hd; d += 8) StoreU(o + d, Mul(LoadU(o + d), iv));
+    }
+  }
+}
+
 void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
   switch (a.elem) {
+    case KvElem::kQ4: AttentionQ4(a, n_q, q, scores_buf, out); break;
     case KvElem::kF16: AttentionTyped<uint16_t>(a, n_q, q, scores_buf, out); break;
     case KvElem::kQ8: AttentionTyped<int8_t>(a, n_q, q, scores_buf, out); break;
     default: AttentionTyped<float>(a, n_q, q, scores_buf, out); break;

@@ -1,5 +1,5 @@
-// Layout of the CPU backend's paged KV pool, in one of three element types
-// (llm_ctx_params.kv_type): F32, F16 or Q8_0.
+// Layout of the CPU backend's paged KV pool, in one of four element types
+// (llm_ctx_params.kv_type): F32, F16, Q8_0 or Q4_0.
 //
 // One allocation of n_blocks blocks. A block holds block_size consecutive
 // positions of one sequence for every layer, K and V, so CopyKvBlock is a
@@ -31,13 +31,26 @@
 // dot product once, and V's scale folds into the softmax weight.
 //
 //   Q8_0 tile: [ int8 (head_dim * block_size) | F32 scale (block_size) ]
+//
+// Q4_0 (head_dim a multiple of 32) quantizes each position's row in blocks
+// of 32 dimensions by GGUF's Q4_0 rule (backend/kv_wire.h QuantizeBlockQ4:
+// one IEEE-half scale per block, values q - 8 with q in 0..15). One byte
+// holds dimensions 2i (low nibble) and 2i+1 (high nibble) of one position,
+// so a position's bytes are its own (tokens are stored by parallel threads)
+// and K keeps its transposed order by dimension pairs:
+//
+//   Q4_0 K tile: [ byte (head_dim / 2, block_size) | F16 scale (head_dim / 32, block_size) ]
+//   Q4_0 V tile: [ byte (block_size, head_dim / 2) | F16 scale (block_size, head_dim / 32) ]
+//
+// 18 bytes per 32 values, as in GGUF; the attention kernel widens 8 keys (K)
+// or one row (V) at a time to F32 in registers/L1, never the whole cache.
 #pragma once
 
 #include <cstdint>
 
 namespace llm::cpu {
 
-enum class KvElem : int32_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
+enum class KvElem : int32_t { kF32 = 0, kF16 = 1, kQ8 = 2, kQ4 = 3 };
 
 struct KvLayout {
   int64_t n_layer = 0;    // layers the pool holds: first_layer .. first_layer + n_layer - 1
@@ -49,13 +62,17 @@ struct KvLayout {
   // on keeps only theirs; the offsets take the model's (global) layer index.
   int64_t first_layer = 0;
 
+  // bytes per element; Q4_0's are half a byte (tile_bytes counts them)
   int64_t elem_bytes() const { return elem == KvElem::kF32 ? 4 : elem == KvElem::kF16 ? 2 : 1; }
-  // bytes from a Q8_0 tile's start to its scales (4-aligned)
-  int64_t scales_offset() const { return (head_dim * block_size + 3) / 4 * 4; }
+  // bytes from a Q8_0 or Q4_0 tile's start to its scales (4-aligned)
+  int64_t scales_offset() const {
+    return elem == KvElem::kQ4 ? (head_dim / 2 * block_size + 3) / 4 * 4 : (head_dim * block_size + 3) / 4 * 4;
+  }
   // one (layer, K|V, head) tile, padded to 4 bytes so every tile (and a
   // Q8_0 tile's scales) stays 4-aligned
   int64_t tile_bytes() const {
     if (elem == KvElem::kQ8) return scales_offset() + 4 * block_size;
+    if (elem == KvElem::kQ4) return scales_offset() + (head_dim / 32 * block_size * 2 + 3) / 4 * 4;
     return (head_dim * block_size * elem_bytes() + 3) / 4 * 4;
   }
   int64_t block_bytes() const { return n_layer * 2 * n_head_kv * tile_bytes(); }

@@ -4,6 +4,7 @@
 //   pool K tile (head_dim, block_size), transposed   wire tile (block_size, head_dim)
 //   pool V tile (block_size, head_dim)               wire tile (block_size, head_dim)
 //   pool Q8_0 scales after the values                wire Q8_0 scales before the values
+//   pool Q4_0 nibble pairs, scales after             wire GGUF Q4_0 blocks per row
 #include <cstring>
 #include <string>
 
@@ -14,9 +15,47 @@ namespace llm::cpu {
 namespace {
 // Moves one tile between the pool (`pool`, transposed when kColumn) and the
 // wire (`wire`), in the direction kToWire says.
+// Q4_0: the pool's nibble pairs (dims 2i, 2i+1 of a position; kv_layout.h)
+// and the wire's GGUF blocks (value j with j + 16 in one byte) hold the
+// same 4-bit values and F16 scales, re-indexed.
+template <bool kToWire>
+void MoveTileQ4(const KvLayout& kv, uint8_t* pool, uint8_t* wire, bool transposed) {
+  const int64_t hd = kv.head_dim, bs = kv.block_size, nb = hd / kQ4Block;
+  uint8_t* scales = pool + kv.scales_offset();
+  auto pool_byte = [&](int64_t p, int64_t i) -> uint8_t& { return pool[transposed ? i * bs + p : p * (hd / 2) + i]; };
+  for (int64_t p = 0; p < bs; ++p) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* blk = wire + (p * nb + b) * kQ4BlockBytes;
+      uint8_t* sc = scales + 2 * (transposed ? b * bs + p : p * nb + b);
+      if (kToWire) std::memcpy(blk, sc, 2);
+      else std::memcpy(sc, blk, 2);
+      uint8_t q[kQ4Block];
+      if (kToWire) {
+        for (int64_t j = 0; j < kQ4Block; j += 2) {
+          const uint8_t v = pool_byte(p, (b * kQ4Block + j) / 2);
+          q[j] = v & 15;
+          q[j + 1] = v >> 4;
+        }
+        for (int64_t j = 0; j < 16; ++j) blk[2 + j] = static_cast<uint8_t>(q[j] | q[j + 16] << 4);
+      } else {
+        for (int64_t j = 0; j < 16; ++j) {
+          q[j] = blk[2 + j] & 15;
+          q[j + 16] = blk[2 + j] >> 4;
+        }
+        for (int64_t j = 0; j < kQ4Block; j += 2)
+          pool_byte(p, (b * kQ4Block + j) / 2) = static_cast<uint8_t>(q[j] | q[j + 1] << 4);
+      }
+    }
+  }
+}
+
 template <bool kToWire>
 void MoveTile(const KvLayout& kv, uint8_t* pool, uint8_t* wire, bool transposed) {
   const int64_t hd = kv.head_dim, bs = kv.block_size, eb = kv.elem_bytes();
+  if (kv.elem == KvElem::kQ4) {
+    MoveTileQ4<kToWire>(kv, pool, wire, transposed);
+    return;
+  }
   uint8_t* values = wire;
   if (kv.elem == KvElem::kQ8) {
     uint8_t* scales = pool + kv.scales_offset();
@@ -39,7 +78,15 @@ void MoveTile(const KvLayout& kv, uint8_t* pool, uint8_t* wire, bool transposed)
   }
 }
 
-int32_t WireElem(KvElem e) { return e == KvElem::kF32 ? LLM_KV_F32 : e == KvElem::kF16 ? LLM_KV_F16 : LLM_KV_Q8_0; }
+int32_t WireElem(KvElem e) {
+  switch (e) {
+    case KvElem::kF32: return LLM_KV_F32;
+    case KvElem::kF16: return LLM_KV_F16;
+    case KvElem::kQ8: return LLM_KV_Q8_0;
+    case KvElem::kQ4: return kKvWireQ4_0;
+  }
+  return LLM_KV_F32;
+}
 }  // namespace
 
 KvWireLayout CpuBackend::kv_wire_layout() const {

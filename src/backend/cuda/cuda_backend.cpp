@@ -60,6 +60,7 @@ StatusOr<int32_t> CudaKvElemOf(int32_t kv_type) {
     case LLM_KV_F32: return kKvBf16;  // KvCacheSpec's default (contexts refuse an explicit F32 on CUDA)
     case LLM_KV_F16: return kKvF16;
     case LLM_KV_Q8_0: return kKvQ8;
+    case LLM_KV_Q4_0: return Unsupported("CUDA backend: no Q4_0 KV cache yet (the CPU backend has one)");
     default: return InvalidArgument("CUDA backend: unknown kv_type " + std::to_string(kv_type));
   }
 }

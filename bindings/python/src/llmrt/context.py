@@ -22,7 +22,7 @@ from ._stream import AsyncEventStream, Completion, EventStream
 from .errors import BUFFER_TOO_SMALL, NOT_FOUND, check
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
-KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3}
+KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3, "q4_0": 4}
 POOLINGS = {"model": -1, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 
@@ -51,7 +51,7 @@ class Context:
     built-in stories260K). Keyword arguments are the fields of
     ``llm_ctx_params``: ``n_ctx``, ``n_threads``, ``backend`` ("auto",
     "cpu", "cuda"), ``n_gpu_layers``, ``kv_type`` ("auto", "f32", "f16",
-    "q8_0"), ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
+    "q8_0", "q4_0": CPU only), ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
     tiers under the prefix cache: ``kv_host_bytes``, ``kv_disk_dir``,
