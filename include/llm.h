@@ -93,6 +93,10 @@ extern "C" {
 #define LLM_VERSION_MINOR 1
 #define LLM_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
+/* The most CUDA devices one context splits its layers over
+   (llm_ctx_params.tensor_split). */
+#define LLM_MAX_DEVICES 16
+
 #define LLM_VERSION_NUMBER (LLM_VERSION_MAJOR * 10000 + LLM_VERSION_MINOR * 100 + LLM_VERSION_PATCH)
 
 /* The version of the library actually loaded, as "MAJOR.MINOR.PATCH". Static
@@ -383,6 +387,29 @@ typedef struct llm_ctx_params {
                               /* second stream; 0 = the default (on), -1 =  */
                               /* off. Outputs do not depend on it.          */
   int32_t reserved5;          /* must be 0                                  */
+  /* --- appended in 0.6 (issue 35): several GPUs. With the CUDA backend   */
+  /* the device layers (n_gpu_layers) are split by layer over the visible  */
+  /* devices, llama.cpp's default layer split: consecutive runs of layers, */
+  /* one per device in ordinal order, each device holding its layers'      */
+  /* weights and KV cache (llm_get_device_stats reports each). Callers    */
+  /* against an older header get the defaults (-1, all 0). --- */
+  int32_t main_gpu;           /* -1 (default): split over every device with */
+                              /* a share; >= 0: that device alone runs the  */
+                              /* device layers (llama.cpp's --main-gpu with */
+                              /* --split-mode none). < -1, or (where CUDA   */
+                              /* runs) a device that does not exist:        */
+                              /* INVALID_ARGUMENT.                          */
+  float tensor_split[LLM_MAX_DEVICES]; /* each device's share of the        */
+                              /* device layers (llama.cpp's --tensor-split, */
+                              /* proportions, e.g. 3,1); all 0 (default):   */
+                              /* in proportion to each device's free memory.*/
+                              /* Negative, NaN or infinite values, a share  */
+                              /* for a device that does not exist, or a     */
+                              /* split with main_gpu >= 0: INVALID_ARGUMENT */
+                              /* (the last two only where CUDA runs).       */
+                              /* n_cpu_moe != 0 on a model with experts     */
+                              /* while the layers are split over more than  */
+                              /* one device: UNSUPPORTED (set main_gpu).    */
 } llm_ctx_params;
 
 /* llm_ctx_params.kv_role */
@@ -947,6 +974,29 @@ typedef struct llm_stats {
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the
  * library fills the fields that fit. Errors: NULL_ARGUMENT, STRUCT_SIZE. */
 LLM_API llm_status llm_get_stats(llm_ctx* ctx, llm_stats* out);
+
+/* One CUDA device's share of a context (appended in 0.6, issue 35): the  */
+/* layers it runs and the memory it holds there.                          */
+typedef struct llm_device_stats {
+  uint32_t struct_size;
+  int32_t device;              /* CUDA ordinal                                */
+  int32_t first_layer;         /* runs layers [first_layer, end_layer)        */
+  int32_t end_layer;
+  int32_t n_devices;           /* devices the context uses (index range);    */
+                               /* 0 for a context on the CPU backend          */
+  int32_t reserved;
+  uint64_t weight_bytes;       /* weights on this device                      */
+  uint64_t kv_pool_bytes;      /* KV pool on this device                      */
+  uint64_t used_bytes;         /* the device's memory in use now (everyone's) */
+  uint64_t total_bytes;        /* the device's memory                         */
+} llm_device_stats;
+
+/* The index-th device (0-based, in layer order) the context's layers run  */
+/* on. The caller sets out->struct_size. out->n_devices is filled whatever */
+/* the index; an index outside [0, n_devices) returns NOT_FOUND with the   */
+/* other fields 0 (so index 0 on a CPU context says n_devices 0). Errors:  */
+/* NULL_ARGUMENT, STRUCT_SIZE, NOT_FOUND. Thread-safe like llm_get_stats.  */
+LLM_API llm_status llm_get_device_stats(llm_ctx* ctx, int32_t index, llm_device_stats* out);
 
 /* --------------------------------------------------------------- model */
 typedef struct llm_model_info {

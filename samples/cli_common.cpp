@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -56,6 +57,25 @@ int32_t KvTypeArg(const char* opt, const char* value) {
   if (t == "q4_0") return LLM_KV_Q4_0;
   std::fprintf(stderr, "option %s: '%s' is not a KV cache type (f16, f32, q8_0 or q4_0)\n", opt, t.c_str());
   std::exit(2);
+}
+
+void TensorSplitArg(const char* opt, const char* value, float* out) {
+  const std::string t = value == nullptr ? "" : value;
+  for (int i = 0; i < LLM_MAX_DEVICES; ++i) out[i] = 0.0f;
+  size_t start = 0;
+  for (int i = 0; start <= t.size(); ++i) {
+    const size_t end = std::min(t.find_first_of(",/", start), t.size());
+    const std::string item = t.substr(start, end - start);
+    char* stop = nullptr;
+    const double share = std::strtod(item.c_str(), &stop);
+    if (i >= LLM_MAX_DEVICES || item.empty() || *stop != '\0' || !(share >= 0.0) || share > 1e30) {
+      std::fprintf(stderr, "option %s: '%s' is not a list of at most %d shares >= 0 (e.g. 3,1)\n", opt, t.c_str(),
+                   LLM_MAX_DEVICES);
+      std::exit(2);
+    }
+    out[i] = static_cast<float>(share);
+    start = end + 1;
+  }
 }
 
 int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v) {

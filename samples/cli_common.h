@@ -27,6 +27,11 @@ int32_t KvTypeArg(const char* opt, const char* value);
 // type here, so types that differ exit with status 2 and a message.
 int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v);
 
+// Parses llama.cpp's --tensor-split value, shares separated by ',' or '/'
+// ("3,1"), into out[LLM_MAX_DEVICES] (the rest 0), or exits with a usage
+// message (more than LLM_MAX_DEVICES shares, not a number, negative).
+void TensorSplitArg(const char* opt, const char* value, float* out);
+
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags);
 
 }  // namespace cli

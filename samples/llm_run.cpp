@@ -73,8 +73,11 @@ const char* FinishName(int32_t r) {
                "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-ngl N]\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
                "                          (default -1: all; 0: none, the CPU backend)\n"
+               "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
+               "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
                "  -ncmoe, --n-cpu-moe N   CUDA, Mixture of Experts: the experts of the first N MoE layers in host\n"
-               "                          memory (CPU or copied to a device cache per step, by measured cost)\n"
+               "                          memory (CPU or copied to a device cache per step, by measured cost;\n"
+               "                          one GPU only: with several, set -mg)\n"
                "  -cmoe, --cpu-moe        every MoE layer's experts in host memory\n"
                "  --moe-cache-mib N       device expert cache for them (default: one layer's experts)\n");
   std::exit(2);
@@ -164,6 +167,8 @@ int main(int argc, char** argv) {
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
+    else if (a == "-ts" || a == "--tensor-split") { cli::TensorSplitArg(a.c_str(), v, params.tensor_split); ++i; }
+    else if (a == "-mg" || a == "--main-gpu") params.main_gpu = static_cast<int32_t>(num());
     else if (a == "-ncmoe" || a == "--n-cpu-moe") params.n_cpu_moe = static_cast<int32_t>(num());
     else if (a == "-cmoe" || a == "--cpu-moe") params.n_cpu_moe = -1;
     else if (a == "--moe-cache-mib") params.moe_cache_bytes = static_cast<uint64_t>(std::max<long long>(0, num())) << 20;

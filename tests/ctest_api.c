@@ -317,6 +317,23 @@ int main(void) {
   CHECK(st.requests_finished == N_REQ);
   CHECK(st.kv_blocks_used == 0);
 
+  /* A CPU context uses no device: index 0 is NOT_FOUND, n_devices 0; a
+     CUDA one (AUTO on a GPU machine) reports its devices' weights. */
+  llm_device_stats ds;
+  ds.struct_size = sizeof ds;
+  ds.n_devices = 7;
+  if (st.backend == LLM_BACKEND_CPU) {
+    CHECK(llm_get_device_stats(g_ctx, 0, &ds) == LLM_ERR_NOT_FOUND);
+    CHECK(ds.n_devices == 0 && ds.weight_bytes == 0);
+  } else {
+    CHECK_OK(llm_get_device_stats(g_ctx, 0, &ds));
+    CHECK(ds.n_devices >= 1 && ds.weight_bytes > 0);
+    CHECK(llm_get_device_stats(g_ctx, ds.n_devices, &ds) == LLM_ERR_NOT_FOUND);
+  }
+  ds.struct_size = 8;
+  CHECK(llm_get_device_stats(g_ctx, 0, &ds) == LLM_ERR_STRUCT_SIZE);
+  CHECK(llm_get_device_stats(g_ctx, 0, NULL) == LLM_ERR_NULL_ARGUMENT);
+
   sampling_options_from_c();
 
   llm_ctx_destroy(g_ctx);

@@ -138,8 +138,26 @@ TEST(Abi, ToolFormatValues) {
 #ifdef LLM_ABI_64
 #define PIN(T, f, off) EXPECT_EQ(offsetof(T, f), static_cast<size_t>(off)) << #T "." #f
 
+// appended in 0.6 (issue 35): llm_get_device_stats
+TEST(Abi, DeviceStatsLayout) {
+  EXPECT_EQ(sizeof(llm_device_stats), 56u);
+  PIN(llm_device_stats, device, 4);
+  PIN(llm_device_stats, first_layer, 8);
+  PIN(llm_device_stats, end_layer, 12);
+  PIN(llm_device_stats, n_devices, 16);
+  PIN(llm_device_stats, reserved, 20);
+  PIN(llm_device_stats, weight_bytes, 24);
+  PIN(llm_device_stats, kv_pool_bytes, 32);
+  PIN(llm_device_stats, used_bytes, 40);
+  PIN(llm_device_stats, total_bytes, 48);
+}
+
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 168u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 240u);
+  // appended in 0.6 (issue 35: several GPUs), after the host experts
+  EXPECT_EQ(LLM_MAX_DEVICES, 16);
+  PIN(llm_ctx_params, main_gpu, 168);
+  PIN(llm_ctx_params, tensor_split, 172);
   PIN(llm_ctx_params, moe_prefetch, 160);
   PIN(llm_ctx_params, reserved5, 164);
   // appended in 0.6 (issue 35: experts in host memory)

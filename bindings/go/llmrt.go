@@ -54,6 +54,22 @@ type Params struct {
 	// layer's experts).
 	CPUMoELayers  int
 	MoECacheBytes uint64
+	// Several GPUs (llm_ctx_params.main_gpu, tensor_split): OnlyGPU runs
+	// the device layers on device *OnlyGPU alone (nil: split over every
+	// device, main_gpu -1); TensorSplit gives each device's share (nil or
+	// all 0: in proportion to free memory; at most MaxDevices entries).
+	OnlyGPU     *int
+	TensorSplit []float32
+}
+
+// MaxDevices is LLM_MAX_DEVICES: the longest TensorSplit.
+const MaxDevices = int(C.LLM_MAX_DEVICES)
+
+// DeviceStats is llm_device_stats: one CUDA device's share of a context.
+type DeviceStats struct {
+	Device, FirstLayer, EndLayer int
+	WeightBytes, KVPoolBytes     uint64
+	UsedBytes, TotalBytes        uint64
 }
 
 // KVRole is llm_ctx_params.kv_role.
@@ -113,6 +129,15 @@ func Open(p *Params) (*Context, error) {
 		addr := C.CString(p.KVListenAddr)
 		defer C.free(unsafe.Pointer(addr))
 		cp.kv_listen_addr = addr
+	}
+	if p.OnlyGPU != nil {
+		cp.main_gpu = C.int32_t(*p.OnlyGPU)
+	}
+	if len(p.TensorSplit) > MaxDevices {
+		return nil, &Error{Status: StatusInvalidArgument, Message: "TensorSplit has more than MaxDevices entries"}
+	}
+	for i, share := range p.TensorSplit {
+		cp.tensor_split[i] = C.float(share)
 	}
 	c := &Context{routes: make(map[uint64]*stream), pumpDone: make(chan struct{})}
 	// cp lives in Go memory but holds only C pointers, which cgo allows.
@@ -359,4 +384,30 @@ func (c *Context) Tokenize(text string, addSpecial bool) ([]int32, error) {
 		C.free(unsafe.Pointer(buf))
 		return out, err
 	}
+}
+
+// Devices reports each CUDA device the context's layers run on, in layer
+// order (llm_get_device_stats); empty on the CPU backend.
+func (c *Context) Devices() ([]DeviceStats, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	var out []DeviceStats
+	for i, n := 0, 1; i < n; i++ {
+		var d C.llm_device_stats
+		d.struct_size = C.uint32_t(C.sizeof_llm_device_stats)
+		st := C.llm_get_device_stats(c.raw, C.int32_t(i), &d)
+		n = int(d.n_devices)
+		if i >= n {
+			break
+		}
+		if err := call(func() C.llm_status { return st }); err != nil {
+			return nil, err
+		}
+		out = append(out, DeviceStats{int(d.device), int(d.first_layer), int(d.end_layer), uint64(d.weight_bytes),
+			uint64(d.kv_pool_bytes), uint64(d.used_bytes), uint64(d.total_bytes)})
+	}
+	return out, nil
 }

@@ -518,3 +518,23 @@ func TestDisaggProducerConsumer(t *testing.T) {
 		t.Fatalf("outputs differ: %v vs %v (%v)", got.Tokens(), want.Tokens(), err)
 	}
 }
+
+func TestDevicesAndTensorSplit(t *testing.T) {
+	// More shares than LLM_MAX_DEVICES: refused before the library is called.
+	if _, err := Open(&Params{Backend: BackendCPU, TensorSplit: make([]float32, MaxDevices+1)}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("a 17-entry TensorSplit: %v", err)
+	}
+	// A negative share: the library's INVALID_ARGUMENT, whatever the backend.
+	if _, err := Open(&Params{Backend: BackendCPU, TensorSplit: []float32{1, -1}}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("a negative share: %v", err)
+	}
+	c, err := Open(&Params{Backend: BackendCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Devices()
+	if err != nil || len(d) != 0 {
+		t.Fatalf("a CPU context's devices: %v %v", d, err)
+	}
+}

@@ -68,6 +68,8 @@ llm_ctx* CreateContext(const server::Options& o) {
   p.n_gpu_layers = o.n_gpu_layers;
   p.n_cpu_moe = o.n_cpu_moe;
   p.moe_cache_bytes = static_cast<uint64_t>(std::max(0, o.moe_cache_mib)) << 20;
+  p.main_gpu = o.main_gpu;
+  std::copy(std::begin(o.tensor_split), std::end(o.tensor_split), p.tensor_split);
   p.max_batch_tokens = o.max_batch_tokens;
   p.kv_type = o.kv_type;
   p.kv_host_bytes = o.kv_host_bytes;

@@ -42,6 +42,8 @@ namespace {
                "  --kv-lease-ms N         prefill: how long unfetched KV is held (default 30000)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
                "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
+               "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
+               "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
                "  -ncmoe, --n-cpu-moe N   CUDA, Mixture of Experts: the experts of the first N MoE layers\n"
                "                          stay in host memory (run on the CPU or copied to a device cache\n"
                "                          per step, whichever measures cheaper)\n"
@@ -243,6 +245,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--kv-listen") o.kv_listen = str();
     else if (a == "--kv-lease-ms") o.kv_lease_ms = num();
     else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
+    else if (a == "-ts" || a == "--tensor-split") cli::TensorSplitArg(a.c_str(), str().c_str(), o.tensor_split);
+    else if (a == "-mg" || a == "--main-gpu") o.main_gpu = num();
     else if (a == "-ncmoe" || a == "--n-cpu-moe") o.n_cpu_moe = num();
     else if (a == "-cmoe" || a == "--cpu-moe") o.n_cpu_moe = -1;
     else if (a == "--moe-cache-mib") o.moe_cache_mib = num();

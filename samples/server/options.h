@@ -31,6 +31,8 @@ struct Options {
   int n_gpu_layers = -1;  // llm_ctx_params.n_gpu_layers
   int n_cpu_moe = 0;      // llm_ctx_params.n_cpu_moe
   int moe_cache_mib = 0;  // llm_ctx_params.moe_cache_bytes in MiB
+  int main_gpu = -1;      // llm_ctx_params.main_gpu
+  float tensor_split[LLM_MAX_DEVICES] = {};  // llm_ctx_params.tensor_split
   int max_batch_tokens = 0;
   // KV tiers under the prefix cache (llm_ctx_params.kv_host_bytes, kv_disk_dir, kv_disk_bytes).
   unsigned long long kv_host_bytes = 0;

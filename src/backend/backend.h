@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "backend/kv_wire.h"
 #include "core/defaults.h"
@@ -61,6 +62,18 @@ struct BackendMemory {
   int64_t kv_pool = 0;       // the whole pool, committed or not
   int64_t weights = 0;       // weight bytes the backend reads (views and own copies)
   int64_t scratch = 0;       // activation buffers and the swap space
+};
+
+// One device's share of a backend (llm_stats' per-device figures): what this
+// backend holds there. A CPU backend has none.
+struct DeviceMemory {
+  int32_t device = 0;        // CUDA ordinal
+  int32_t first_layer = 0;   // the layers [first_layer, end_layer) it runs
+  int32_t end_layer = 0;
+  int64_t weights = 0;       // weight bytes on the device
+  int64_t kv_pool = 0;       // KV pool bytes on the device
+  int64_t used = 0;          // the device's memory in use now (everyone's)
+  int64_t total = 0;         // the device's memory
 };
 
 // One KV block's move between the pool and the host swap space (preemption
@@ -178,10 +191,17 @@ class Backend {
     return Unsupported("this backend does not run encoder (embedding) models");
   }
 
+  // Per device: what this backend holds on each CUDA device it uses, in
+  // layer order (empty for a CPU backend).
+  virtual std::vector<DeviceMemory> device_memory() const { return {}; }
+
   // Partial offload (split_backend.h): Forward for a backend made for the
-  // layers from first_layer > 0 on (CreateCpuBackend's), which reads the
-  // residual stream entering that layer, hidden (n_tokens, n_embd), instead
-  // of embedding batch.tokens. UNSUPPORTED where the backend has no such mode.
+  // layers from first_layer > 0 on (CreateCpuBackend's, or a CUDA backend's
+  // with CudaBackendOptions::first_layer), which reads the residual stream
+  // entering that layer, hidden (n_tokens, n_embd), instead of embedding
+  // batch.tokens; a backend that does not end the model writes the stream
+  // leaving its last layer to `logits` (n_tokens, n_embd) instead.
+  // UNSUPPORTED where the backend has no such mode.
   virtual Status ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) {
     (void)batch, (void)hidden, (void)logits;
     return Unsupported("this backend does not start from hidden states");
@@ -245,6 +265,12 @@ struct CudaBackendOptions {
   // rows, which the decode graphs, made for logit rows, do not capture).
   // <= 0 or >= n_layer: the whole model.
   int32_t n_layers = 0;
+  // Layer split across devices (split_backend.h): > 0, the backend runs
+  // layers [first_layer, n_layers) only, from the residual stream entering
+  // first_layer that ForwardFromHidden hands it (no embedding; Forward is
+  // refused), its pool holding those layers' KV. Such a backend runs every
+  // step eagerly. Must be below n_layers.
+  int32_t first_layer = 0;
   // Mixture of Experts: the experts of the first n_cpu_moe MoE layers (-1:
   // all) stay in host memory (cuda/moe_host.h), run per step on the CPU or
   // copied into a device expert cache of moe_cache_bytes (0: one layer's
@@ -260,6 +286,8 @@ struct CudaBackendOptions {
 
 // Usable CUDA devices (0 without CUDA support, without a driver, or on error).
 int CudaDeviceCount();
+// A device's free memory now, bytes (0 on error or without CUDA support).
+int64_t CudaDeviceFreeBytes(int device);
 
 // Whether the CUDA backend runs this model: OK, or UNSUPPORTED saying which
 // feature it lacks (today: Mixture-of-Experts layers). Every build answers,

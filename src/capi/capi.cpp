@@ -100,6 +100,7 @@ LLM_API llm_status llm_ctx_params_init(llm_ctx_params* p) {
   p->struct_size = sizeof(*p);
   p->backend = LLM_BACKEND_AUTO;
   p->n_gpu_layers = -1;  // every layer on the GPU (when the backend is CUDA)
+  p->main_gpu = -1;      // the layers split over every device
   return Ok();
 }
 
@@ -297,6 +298,34 @@ LLM_API llm_status llm_get_stats(llm_ctx* ctx, llm_stats* out) {
     const uint32_t size = out->struct_size;
     std::memcpy(out, &full, size);
     out->struct_size = size;
+    return Ok();
+  });
+}
+
+LLM_API llm_status llm_get_device_stats(llm_ctx* ctx, int32_t index, llm_device_stats* out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(out);
+  if (llm_status s = CheckOutSize(out, sizeof(llm_device_stats), "llm_device_stats"); s != LLM_OK) return s;
+  return Guard([&]() -> llm_status {
+    const std::vector<llm::DeviceMemory> devices = ctx->engine->DeviceStats();
+    llm_device_stats d{};
+    d.struct_size = out->struct_size;
+    d.n_devices = static_cast<int32_t>(devices.size());
+    const bool found = index >= 0 && static_cast<size_t>(index) < devices.size();
+    if (found) {
+      const llm::DeviceMemory& m = devices[static_cast<size_t>(index)];
+      d.device = m.device;
+      d.first_layer = m.first_layer;
+      d.end_layer = m.end_layer;
+      d.weight_bytes = static_cast<uint64_t>(m.weights);
+      d.kv_pool_bytes = static_cast<uint64_t>(m.kv_pool);
+      d.used_bytes = static_cast<uint64_t>(m.used);
+      d.total_bytes = static_cast<uint64_t>(m.total);
+    }
+    std::memcpy(out, &d, d.struct_size);
+    if (!found)
+      return Fail(LLM_ERR_NOT_FOUND, "device index " + std::to_string(index) + " outside [0, " +
+                                         std::to_string(devices.size()) + ")");
     return Ok();
   });
 }

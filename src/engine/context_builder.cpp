@@ -1,9 +1,12 @@
 #include "engine/context_builder.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 #include <optional>
 #include <string>
 
+#include "backend/layer_placement.h"
 #include "backend/split_backend.h"
 #include "core/defaults.h"
 #include "spec/draft_model_proposer.h"
@@ -107,6 +110,36 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
   return ec;
 }
 
+// The devices the first ngl layers run on (layer_placement.h): main_gpu
+// alone, or every device in proportion to tensor_split (all 0: to each
+// device's free memory).
+StatusOr<LayerPlacement> PlaceDeviceLayers(const llm_ctx_params& p, int32_t ngl) {
+  const int n_dev = CudaDeviceCount();
+  bool any_share = false;
+  for (int i = 0; i < LLM_MAX_DEVICES; ++i) {
+    if (p.tensor_split[i] == 0.0f) continue;
+    any_share = true;
+    if (i >= n_dev)
+      return InvalidArgument("tensor_split gives device " + Str(i) + " a share but " + Str(n_dev) +
+                             " CUDA device(s) are present");
+  }
+  std::vector<int32_t> devices;
+  std::vector<float> shares;
+  if (p.main_gpu >= 0) {
+    if (p.main_gpu >= n_dev)
+      return InvalidArgument("main_gpu " + Str(p.main_gpu) + ": " + Str(n_dev) + " CUDA device(s) are present");
+    if (any_share) return InvalidArgument("tensor_split and main_gpu >= 0 are exclusive");
+    devices.push_back(p.main_gpu);
+    shares.push_back(1.0f);
+  } else {
+    for (int i = 0; i < n_dev && i < LLM_MAX_DEVICES; ++i) {
+      devices.push_back(i);
+      shares.push_back(any_share ? p.tensor_split[i] : static_cast<float>(CudaDeviceFreeBytes(i)));
+    }
+  }
+  return SplitLayers(ngl, devices, shares);
+}
+
 // The target's backend. The GPU pool is real memory: without an explicit
 // n_kv_blocks it gets as many blocks as fit (up to the CPU default), and
 // the engine follows (ec->n_blocks).
@@ -134,10 +167,16 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
   // CPU backend (split_backend.h); the device pool holds only the lower
   // layers' KV, so fit_kv_blocks counts only them. 0 never gets here
   // (BuildEngine chose the CPU backend); -1 or >= n_layer: all on the GPU.
-  const int32_t ngl = p.n_gpu_layers;
-  auto backend = ngl > 0 && ngl < model.config.n_layer
-                     ? CreateSplitBackend(model.config, model.weights, &kv, co, ngl, p.n_threads)
-                     : CreateCudaBackend(model.config, model.weights, &kv, co);
+  const int32_t n_layer = model.config.n_layer;
+  const int32_t ngl = p.n_gpu_layers > 0 && p.n_gpu_layers < n_layer ? p.n_gpu_layers : n_layer;
+  LLM_ASSIGN_OR_RETURN(const LayerPlacement placement, PlaceDeviceLayers(p, ngl));
+  // Host experts (cuda/moe_host.h) live in one device's backend, counted
+  // from layer 0: with the layers split over several devices, refused.
+  if (p.n_cpu_moe != 0 && model.config.n_expert > 0 && placement.shares.size() > 1)
+    return Unsupported("n_cpu_moe " + Str(p.n_cpu_moe) + " with the layers split over " +
+                       Str(placement.shares.size()) +
+                       " CUDA devices is not supported: set main_gpu to one device, or n_cpu_moe 0");
+  auto backend = CreateSplitBackend(model.config, model.weights, &kv, co, placement, p.n_threads);
   ec->n_blocks = kv.n_blocks;
   return backend;
 }
@@ -227,6 +266,10 @@ Status CheckContextParams(const llm_ctx_params& p) {
     return InvalidArgument("kv_disk_dir is empty (NULL for no disk tier)");
   if (p.n_gpu_layers < -1)
     return InvalidArgument("n_gpu_layers " + Str(p.n_gpu_layers) + " must be >= 0, or -1 for every layer");
+  if (p.main_gpu < -1) return InvalidArgument("main_gpu " + Str(p.main_gpu) + " must be >= 0, or -1 for every device");
+  for (float f : p.tensor_split)
+    if (!(f >= 0.0f) || !std::isfinite(f))
+      return InvalidArgument("tensor_split values must be finite and >= 0 (got " + Str(f) + ")");
   if (p.n_cpu_moe < -1)
     return InvalidArgument("n_cpu_moe " + Str(p.n_cpu_moe) + " must be >= 0, or -1 for every MoE layer");
   if (p.moe_host_policy < LLM_MOE_HOST_AUTO || p.moe_host_policy > LLM_MOE_HOST_COPY)

@@ -85,6 +85,8 @@ class Engine {
   // The statistics as of the last published loop iteration (Publish), in
   // one consistent snapshot: every field of a full-size struct.
   void GetStats(llm_stats* out) const;
+  // Each CUDA device's share (Backend::device_memory; its figures read now).
+  std::vector<DeviceMemory> DeviceStats() const { return backend_->device_memory(); }
 
   // ---- work on the engine's own state from a caller's thread
   // Runs `fn` on the calling thread while the engine thread waits between

@@ -33,6 +33,7 @@ EnvOptions ReadEnv() {
   e.cuda_graphs_off = Is("LLM_CUDA_GRAPHS", "0");
   e.emu_racecheck_off = Is("LLM_EMU_RACECHECK", "0");
   if (const char* v = std::getenv("LLM_EMU_DEVICE_MIB"); v != nullptr) e.emu_device_mib = std::max(0L, std::atol(v));
+  if (const char* v = std::getenv("LLM_EMU_DEVICES"); v != nullptr) e.emu_devices = std::clamp(std::atol(v), 1L, 16L);
   if (const char* v = std::getenv("LLM_KV_SERVE_STALL_MS"); v != nullptr)
     e.kv_serve_stall_ms = std::clamp(std::atol(v), 0L, 600000L);
   return e;

@@ -41,6 +41,9 @@ struct EnvOptions {
   bool emu_racecheck_off = false;
   // LLM_EMU_DEVICE_MIB=N: the CUDA emulator's device memory, MiB (0: 16 GiB).
   long emu_device_mib = 0;
+  // LLM_EMU_DEVICES=N: how many devices the CUDA emulator shows (1..16;
+  // default 1), each with LLM_EMU_DEVICE_MIB of memory.
+  long emu_devices = 1;
   // LLM_KV_SERVE_STALL_MS=N: a KV producer's server sends the first half of
   // each PULL's bytes, then holds the rest N ms (the tests kill a producer
   // mid-transfer with it; 0: off).

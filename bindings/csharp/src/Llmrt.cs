@@ -89,6 +89,11 @@ namespace Llmrt
         /// (0: one layer's experts).</summary>
         public int CpuMoeLayers;
         public ulong MoeCacheBytes;
+        // Several GPUs: MainGpu -1 splits the layers over every device, N
+        // runs them on device N alone; TensorSplit gives each device's share
+        // (null or all 0: in proportion to free memory; at most 16 entries).
+        public int MainGpu = -1;
+        public float[] TensorSplit;
     }
 
     public sealed class SamplingOptions
@@ -218,6 +223,13 @@ namespace Llmrt
                 p.max_seqs = options.MaxSeqs; p.max_batch_tokens = options.MaxBatchTokens;
                 p.max_queued = options.MaxQueued;
                 p.n_cpu_moe = options.CpuMoeLayers; p.moe_cache_bytes = options.MoeCacheBytes;
+                p.main_gpu = options.MainGpu;
+                if (options.TensorSplit != null)
+                {
+                    if (options.TensorSplit.Length > 16)
+                        throw new ArgumentException("TensorSplit has more than 16 entries (LLM_MAX_DEVICES)");
+                    Array.Copy(options.TensorSplit, p.tensor_split, options.TensorSplit.Length);
+                }
                 ContextHandle h;
                 int st = Native.llm_ctx_create(ref p, out h);
                 if (st != 0)

@@ -30,6 +30,8 @@ namespace Llmrt
         public int n_cpu_moe, moe_host_policy;
         public ulong moe_cache_bytes;
         public int moe_prefetch, reserved5;
+        public int main_gpu;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 16)] public float[] tensor_split;  // LLM_MAX_DEVICES
     }
 
     [StructLayout(LayoutKind.Sequential)]

@@ -53,13 +53,15 @@ static class Tests
     static void Layout()
     {
         // The pinned ABI of llm.h (tests/test_abi.cpp) as this mirror sees it.
-        Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 168, "llm_ctx_params size");
+        Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 240, "llm_ctx_params size");
         Check(Offset(typeof(NativeCtxParams), "moe_prefetch") == 160, "llm_ctx_params.moe_prefetch");
         Check(Offset(typeof(NativeCtxParams), "n_gpu_layers") == 96, "llm_ctx_params.n_gpu_layers");
         Check(Offset(typeof(NativeCtxParams), "kv_listen_addr") == 136, "llm_ctx_params.kv_listen_addr");
         Check(Offset(typeof(NativeCtxParams), "n_cpu_moe") == 144, "llm_ctx_params.n_cpu_moe");
         Check(Offset(typeof(NativeCtxParams), "moe_host_policy") == 148, "llm_ctx_params.moe_host_policy");
         Check(Offset(typeof(NativeCtxParams), "moe_cache_bytes") == 152, "llm_ctx_params.moe_cache_bytes");
+        Check(Offset(typeof(NativeCtxParams), "main_gpu") == 168, "llm_ctx_params.main_gpu");
+        Check(Offset(typeof(NativeCtxParams), "tensor_split") == 172, "llm_ctx_params.tensor_split");
         Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 64, "llm_sampling_params size");
         Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
         Check(Marshal.SizeOf(typeof(NativeEvent)) == 192, "llm_event size");

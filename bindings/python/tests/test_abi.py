@@ -15,7 +15,7 @@ from conftest import REPO
 MIRRORS = {
     "llm_ctx_params": S.CtxParams, "llm_sampling_params": S.SamplingParams, "llm_logit_bias": S.LogitBias,
     "llm_request": S.Request, "llm_metrics": S.Metrics, "llm_event": S.Event, "llm_top_logprob": S.TopLogprob,
-    "llm_stats": S.Stats, "llm_model_info": S.ModelInfo,
+    "llm_stats": S.Stats, "llm_model_info": S.ModelInfo, "llm_device_stats": S.DeviceStats,
 }
 
 

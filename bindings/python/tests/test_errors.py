@@ -48,3 +48,12 @@ def test_bad_constructor_values():
         llmrt.Context(backend="tpu")
     with pytest.raises(llmrt.InvalidArgumentError):
         llmrt.Context(gpu_memory_fraction=2.0)
+
+
+def test_device_options():
+    with pytest.raises(llmrt.InvalidArgumentError, match="tensor_split"):
+        llmrt.Context(backend="cpu", tensor_split=[1.0, -1.0])
+    with pytest.raises(ValueError, match="more than 16"):
+        llmrt.Context(backend="cpu", tensor_split=[1.0] * 17)
+    with llmrt.Context(backend="cpu") as c:
+        assert c.devices() == []  # the CPU backend holds no device memory

@@ -21,6 +21,7 @@ pub struct llm_ctx {
 pub const LLM_VERSION_MAJOR: i64 = 0;
 pub const LLM_VERSION_MINOR: i64 = 1;
 pub const LLM_VERSION_PATCH: i64 = 0;
+pub const LLM_MAX_DEVICES: i64 = 16;
 pub const LLM_VERSION_NUMBER: i64 = LLM_VERSION_MAJOR * 10000 + LLM_VERSION_MINOR * 100 + LLM_VERSION_PATCH;
 
 pub const LLM_OK: llm_status = 0;
@@ -165,6 +166,24 @@ pub struct llm_ctx_params {
     pub moe_cache_bytes: u64,
     pub moe_prefetch: i32,
     pub reserved5: i32,
+    // appended in 0.6: several GPUs (issue 35)
+    pub main_gpu: i32,
+    pub tensor_split: [f32; LLM_MAX_DEVICES as usize],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct llm_device_stats {
+    pub struct_size: u32,
+    pub device: i32,
+    pub first_layer: i32,
+    pub end_layer: i32,
+    pub n_devices: i32,
+    pub reserved: i32,
+    pub weight_bytes: u64,
+    pub kv_pool_bytes: u64,
+    pub used_bytes: u64,
+    pub total_bytes: u64,
 }
 
 #[repr(C)]
@@ -493,6 +512,7 @@ extern "C" {
     ) -> llm_status;
     pub fn llm_wakeup(ctx: *mut llm_ctx) -> llm_status;
     pub fn llm_get_stats(ctx: *mut llm_ctx, out: *mut llm_stats) -> llm_status;
+    pub fn llm_get_device_stats(ctx: *mut llm_ctx, index: i32, out: *mut llm_device_stats) -> llm_status;
     pub fn llm_model_get_info(ctx: *mut llm_ctx, out: *mut llm_model_info) -> llm_status;
     pub fn llm_tokenize(
         ctx: *mut llm_ctx,

@@ -47,7 +47,10 @@ fn rust_layout() -> Layout {
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
                          swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4, kv_host_bytes,
                          kv_disk_dir, kv_disk_bytes, kv_role, kv_lease_ms, kv_listen_addr,
-                         n_cpu_moe, moe_host_policy, moe_cache_bytes, moe_prefetch, reserved5 }
+                         n_cpu_moe, moe_host_policy, moe_cache_bytes, moe_prefetch, reserved5, main_gpu,
+                         tensor_split }
+        llm_device_stats { struct_size, device, first_layer, end_layer, n_devices, reserved, weight_bytes,
+                           kv_pool_bytes, used_bytes, total_bytes }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
                               frequency_penalty, presence_penalty, penalty_last_n, seed, logit_bias, n_logit_bias,
                               reserved1 }
@@ -88,7 +91,7 @@ fn rust_layout() -> Layout {
 
 fn rust_constants() -> Vec<(String, u64)> {
     let mut v = constants![
-        LLM_VERSION_MAJOR, LLM_VERSION_MINOR, LLM_VERSION_PATCH, LLM_VERSION_NUMBER,
+        LLM_VERSION_MAJOR, LLM_VERSION_MINOR, LLM_VERSION_PATCH, LLM_VERSION_NUMBER, LLM_MAX_DEVICES,
         LLM_OK, LLM_ERR_INVALID_ARGUMENT, LLM_ERR_NULL_ARGUMENT, LLM_ERR_STRUCT_SIZE, LLM_ERR_IO,
         LLM_ERR_MODEL_FORMAT, LLM_ERR_UNSUPPORTED, LLM_ERR_OUT_OF_MEMORY, LLM_ERR_BUSY, LLM_ERR_NOT_FOUND,
         LLM_ERR_CONTEXT_OVERFLOW, LLM_ERR_INVALID_UTF8, LLM_ERR_BUFFER_TOO_SMALL, LLM_ERR_BACKEND,

@@ -29,6 +29,16 @@ int CudaDeviceCount() {
   return n;
 }
 
+int64_t CudaDeviceFreeBytes(int device) {
+  int prev = 0;
+  size_t free_b = 0, total_b = 0;
+  const bool ok = cudaGetDevice(&prev) == cudaSuccess && cudaSetDevice(device) == cudaSuccess &&
+                  cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+  cudaGetLastError();
+  cudaSetDevice(prev);
+  return ok ? static_cast<int64_t>(free_b) : 0;
+}
+
 StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelConfig& config, const ModelWeights& weights,
                                                      KvCacheSpec* kv, const CudaBackendOptions& options) {
   return cuda::CudaBackend::Create(config, weights, kv, options);
@@ -137,6 +147,14 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
     return InvalidArgument("CUDA backend: gpu_memory_fraction must be in (0, 1]");
   CudaBackendOptions opt = options;
   if (opt.n_layers <= 0 || opt.n_layers > c.n_layer) opt.n_layers = c.n_layer;
+  if (opt.first_layer < 0 || opt.first_layer >= opt.n_layers)
+    return InvalidArgument("CUDA backend: first_layer " + std::to_string(opt.first_layer) + " outside [0, " +
+                           std::to_string(opt.n_layers) + ")");
+  // Host experts count the model's first MoE layers from layer 0; a backend
+  // that starts later (a layer split over devices) has none of its own.
+  if (opt.first_layer > 0 && opt.n_cpu_moe != 0 && c.n_expert > 0)
+    return Unsupported("CUDA backend: n_cpu_moe with layers from " + std::to_string(opt.first_layer) +
+                       " (a layer split over several devices) is not supported");
   std::unique_ptr<CudaBackend> b(new CudaBackend(c, opt));
   LLM_RETURN_IF_ERROR(b->Init(w, kv));
   return std::unique_ptr<Backend>(std::move(b));
@@ -185,7 +203,8 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
   // A backend for the lower layers of a split model runs eagerly (backend.h:
   // CudaBackendOptions::n_layers).
   // Host-resident experts (n_cpu_moe) read the routing on the host mid-step.
-  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off && !partial() && HostMoeLayers() == 0;
+  graphs_on_ = opt_.cuda_graphs && !debug_ && !env.cuda_graphs_off && !partial() && !from_hidden() &&
+               HostMoeLayers() == 0;
   const int32_t mbt = std::max(opt_.max_batch_tokens, 1);
   const int32_t max_bucket = std::max(1, std::min(std::max(opt_.max_seqs, 1), mbt));
   // Activations for the largest bucket too, before the KV pool takes the
@@ -211,8 +230,9 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
   LLM_RETURN_IF_ERROR(CheckMatrix(w.token_embd, V, E, "token_embd"));
   if (!w.output.empty() && !partial()) LLM_RETURN_IF_ERROR(CheckMatrix(w.output, V, E, "output"));
-  const int n_layers = opt_.n_layers;  // layers [0, n_layers) run here; the rest are another backend's
-  for (int l = 0; l < n_layers; ++l) {
+  // Layers [first, n_layers) run here; the rest are other backends'.
+  const int first = opt_.first_layer, n_layers = opt_.n_layers;
+  for (int l = first; l < n_layers; ++l) {
     const LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
     LLM_RETURN_IF_ERROR(CheckMatrix(L.wq, Q, E, p + "attn_q"));
@@ -224,18 +244,20 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_up, F, E, p + "ffn_up"));
     LLM_RETURN_IF_ERROR(CheckMatrix(L.w_down, E, F, p + "ffn_down"));
   }
-  LLM_RETURN_IF_ERROR(tok_embd_.Upload({&w.token_embd}, "token_embd"));
+  const bool tied = w.output.empty() || w.output.data == w.token_embd.data;
+  // The table is the embedding (first backend) or the tied classifier (last).
+  if (!from_hidden() || (!partial() && tied)) LLM_RETURN_IF_ERROR(tok_embd_.Upload({&w.token_embd}, "token_embd"));
   if (partial()) {
     output_w_ = nullptr;  // the classifier and the final norm run on the other backend
-  } else if (w.output.empty() || w.output.data == w.token_embd.data) {
+  } else if (tied) {
     output_w_ = &tok_embd_;  // tied embeddings
   } else {
     LLM_RETURN_IF_ERROR(output_.Upload({&w.output}, "output"));
     output_w_ = &output_;
   }
   if (!partial()) LLM_RETURN_IF_ERROR(UploadNorm(w.output_norm, E, &out_norm_, "output_norm"));
-  layers_.resize(n_layers);
-  for (int l = 0; l < n_layers; ++l) {
+  layers_.resize(n_layers);  // indexed by the model's layer number; [0, first) stay empty
+  for (int l = first; l < n_layers; ++l) {
     const LayerWeights& L = w.layers[l];
     Layer& d = layers_[l];
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -298,7 +320,8 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
 
 bool CudaBackend::weights_quantized() const {
   if (layers_.empty()) return false;
-  for (const Layer& d : layers_) {
+  for (size_t l = static_cast<size_t>(opt_.first_layer); l < layers_.size(); ++l) {
+    const Layer& d = layers_[l];
     if (!d.wqkv.quantized() || !d.wo.quantized()) return false;
     if (cfg_.n_expert > 0) {
       for (const DeviceExperts* e : {&d.exp_gate, &d.exp_up, &d.exp_down})
@@ -313,7 +336,7 @@ bool CudaBackend::weights_quantized() const {
 
 Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
   LLM_ASSIGN_OR_RETURN(const int32_t elem, CudaKvElemOf(kv->kv_type));
-  kv_ = KvPoolLayout{opt_.n_layers, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem};  // this backend's layers only
+  kv_ = KvPoolLayout{opt_.n_layers - opt_.first_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem};  // this backend's layers only
   const int64_t block_bytes = kv_.block_bytes();
   size_t free_b = 0, total_b = 0;
   LLM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
@@ -345,6 +368,25 @@ Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
   capacity_ = n * kv->block_size;
   kv->n_blocks = n_blocks_;
   return Status::Ok();
+}
+
+std::vector<DeviceMemory> CudaBackend::device_memory() const {
+  DeviceMemory d;
+  d.device = opt_.device;
+  d.first_layer = opt_.first_layer;
+  d.end_layer = opt_.n_layers;
+  d.weights = weight_bytes_;
+  d.kv_pool = static_cast<int64_t>(kv_pool_.bytes());
+  size_t free_b = 0, total_b = 0;
+  int prev = 0;
+  if (cudaGetDevice(&prev) == cudaSuccess && cudaSetDevice(opt_.device) == cudaSuccess &&
+      cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+    d.used = static_cast<int64_t>(total_b - free_b);
+    d.total = static_cast<int64_t>(total_b);
+  }
+  cudaGetLastError();  // a failed query leaves used/total 0, not a sticky error
+  cudaSetDevice(prev);
+  return {d};
 }
 
 CudaBackend::~CudaBackend() {

@@ -65,6 +65,9 @@ class CudaBackend final : public Backend {
 
   int32_t kind() const override { return LLM_BACKEND_CUDA; }
   Status Forward(const Batch& batch, float* logits) override;
+  // A backend with first_layer > 0: the step from the residual stream
+  // entering first_layer, hidden (n_tok, n_embd) F32 on the host.
+  Status ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) override;
   Status CopyKvBlock(int32_t src, int32_t dst) override;
   int64_t kv_block_bytes() const override { return kv_.block_bytes(); }
   // The device pool is allocated whole at creation (BF16).
@@ -74,6 +77,7 @@ class CudaBackend final : public Backend {
     m.weights = weight_bytes_;
     return m;
   }
+  std::vector<DeviceMemory> device_memory() const override;
   MoeOffloadStats moe_offload() const override { return moe_stats_; }
   Status ReserveSwapSpace(int32_t n_slots) override;
   Status SwapOutKvBlocks(std::span<const KvSwap> moves) override;
@@ -121,6 +125,9 @@ class CudaBackend final : public Backend {
   // Runs only layers [0, opt_.n_layers) and hands out hidden states
   // (CudaBackendOptions::n_layers).
   bool partial() const { return opt_.n_layers < cfg_.n_layer; }
+  // Starts at a later layer from hidden states (CudaBackendOptions::first_layer).
+  bool from_hidden() const { return opt_.first_layer > 0; }
+  int32_t device() const { return opt_.device; }
 
   // Counters for tests and benchmarks: steps replayed from a graph, graphs
   // captured, captures that failed (those buckets run eagerly).
@@ -210,8 +217,9 @@ class CudaBackend final : public Backend {
   Status RunStep(const StepView& v);
   Status Attention(int layer, const StepView& v);
   PagedKv LayerKv(int layer);  // layer's view of the pool
-  // The eager path: metadata upload + RunStep on meta_dev_.
-  Status RunEager();
+  // The eager path: metadata upload (+ the hidden states entering
+  // first_layer, when from_hidden()) + RunStep on meta_dev_.
+  Status RunEager(const float* hidden = nullptr);
 
   // ---- CUDA graphs (cuda_graphs.cpp)
   Status InitGraphs();

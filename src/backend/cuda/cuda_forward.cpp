@@ -76,8 +76,9 @@ Status CudaBackend::MatMul(const DeviceMatrix& w, const bf16* x, int64_t n, floa
 
 PagedKv CudaBackend::LayerKv(int layer) {
   PagedKv kv;
-  kv.k = kv_pool_.get<unsigned char>() + kv_.KOffset(layer);
-  kv.v = kv_pool_.get<unsigned char>() + kv_.VOffset(layer);
+  // The pool holds layers [first_layer, n_layers) from its layer 0.
+  kv.k = kv_pool_.get<unsigned char>() + kv_.KOffset(layer - opt_.first_layer);
+  kv.v = kv_pool_.get<unsigned char>() + kv_.VOffset(layer - opt_.first_layer);
   kv.block_stride = kv_.block_bytes();
   kv.tile_bytes = kv_.tile_bytes();
   kv.block_size = kv_.block_size;
@@ -146,12 +147,14 @@ Status CudaBackend::RunStep(const StepView& v) {
   float* x = x_.get<float>();
   float* delta = delta_.get<float>();
   bf16* xn = xn_.get<bf16>();
-  LLM_RETURN_IF_ERROR(Launched(
-      tok_embd_.quantized()
-          ? LaunchQuantEmbedding(tok_embd_.quant(), meta + v.off.tokens, nt, x, stream_, cfg_.embd_scale)
-          : LaunchEmbedding(tok_embd_.bf16_data(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_,
-                            cfg_.embd_scale),
-      "embedding"));
+  if (!from_hidden()) {  // else x holds the residual stream entering first_layer (RunEager)
+    LLM_RETURN_IF_ERROR(Launched(
+        tok_embd_.quantized()
+            ? LaunchQuantEmbedding(tok_embd_.quant(), meta + v.off.tokens, nt, x, stream_, cfg_.embd_scale)
+            : LaunchEmbedding(tok_embd_.bf16_data(), cfg_.n_vocab, cfg_.n_embd, meta + v.off.tokens, nt, x, stream_,
+                              cfg_.embd_scale),
+        "embedding"));
+  }
   LLM_RETURN_IF_ERROR(Launched(LaunchRopeAngles(meta + v.off.tok_pos, nt, inv_freq_.get<double>(), cfg_.rope_dim / 2,
                                                 cos_sin_.get<float>(), stream_, rope_mag_),
                                "rope angles"));
@@ -161,11 +164,13 @@ Status CudaBackend::RunStep(const StepView& v) {
                                                   rope_mag_local_),
                                  "local rope angles"));
 
-  const int n_layers = opt_.n_layers;  // < n_layer: a split model's lower layers (FinishLogits hands x + delta out)
-  for (int l = 0; l < n_layers; ++l) {
+  // [first, n_layers): a split model's share (FinishLogits hands x + delta
+  // out when n_layers < n_layer).
+  const int first = opt_.first_layer, n_layers = opt_.n_layers;
+  for (int l = first; l < n_layers; ++l) {
     const Layer& L = layers_[l];
     // ---- attention block
-    LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, l == 0 ? nullptr : delta, L.attn_norm.get<float>(), nullptr, nt,
+    LLM_RETURN_IF_ERROR(Launched(LaunchAddRmsNorm(x, l == first ? nullptr : delta, L.attn_norm.get<float>(), nullptr, nt,
                                                   cfg_.n_embd, cfg_.rms_eps, xn, stream_),
                                  "attn_norm", l));
     LLM_RETURN_IF_ERROR(MatMul(L.wqkv, xn, n, qkv_.get<float>(), "qkv GEMM", l));
@@ -233,7 +238,7 @@ Status CudaBackend::RunStep(const StepView& v) {
   return Status::Ok();
 }
 
-Status CudaBackend::RunEager() {
+Status CudaBackend::RunEager(const float* hidden) {
   const int64_t n = n_tok_;
   LLM_RETURN_IF_ERROR(Reserve(n, n_out_, off_.total));
   // ---- step metadata: one copy (the previous step has finished with the pinned buffer)
@@ -241,6 +246,11 @@ Status CudaBackend::RunEager() {
   LLM_CUDA_TRY(cudaMemcpyAsync(meta_dev_.get(), meta_pinned_.get(), meta_.size() * sizeof(int32_t),
                                cudaMemcpyHostToDevice, stream_),
                "upload batch metadata");
+  if (hidden != nullptr) {  // x: (n, n_embd) the residual stream entering first_layer
+    LLM_CUDA_TRY(cudaMemcpyAsync(x_.get(), hidden, static_cast<size_t>(n * cfg_.n_embd) * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_),
+                 "upload hidden states");
+  }
   StepView v;
   v.meta = meta_dev_.get<int32_t>();
   v.off = off_;
@@ -302,12 +312,29 @@ Status CudaBackend::SettleOnError(Status st) {
 }
 
 Status CudaBackend::Forward(const Batch& batch, float* logits) {
+  if (from_hidden())
+    return InvalidArgument("CUDA backend: layers from " + std::to_string(opt_.first_layer) +
+                           " on start from hidden states (ForwardFromHidden)");
   LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
   LLM_RETURN_IF_ERROR(Validate(batch, logits));  // queues nothing
   if (batch.tokens.empty()) return Status::Ok();
   bool handled = false;
   Status st = RunDecodeGraph(&handled);
   if (st.ok() && !handled) st = RunEager();
+  if (st.ok()) st = FinishLogits(logits);
+  return SettleOnError(std::move(st));
+}
+
+Status CudaBackend::ForwardFromHidden(const Batch& batch, const float* hidden, float* logits) {
+  if (!from_hidden()) return Unsupported("CUDA backend: this backend starts at the embedding (Forward)");
+  if (hidden == nullptr && !batch.tokens.empty()) return InvalidArgument("ForwardFromHidden: hidden is NULL");
+  LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
+  // A middle backend hands out hidden states: its output buffer is never
+  // NULL (the split backend's), whatever the logit rows.
+  LLM_RETURN_IF_ERROR(Validate(batch, logits, /*need_logits=*/!partial()));
+  if (batch.tokens.empty()) return Status::Ok();
+  if (partial() && logits == nullptr) return InvalidArgument("ForwardFromHidden: the hidden-state output is NULL");
+  Status st = RunEager(hidden);
   if (st.ok()) st = FinishLogits(logits);
   return SettleOnError(std::move(st));
 }

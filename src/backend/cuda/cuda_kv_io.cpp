@@ -10,7 +10,7 @@
 namespace llm::cuda {
 
 KvWireLayout CudaBackend::kv_wire_layout() const {
-  if (partial()) return KvWireLayout{};
+  if (partial() || from_hidden()) return KvWireLayout{};
   return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, kv_.elem};
 }
 

@@ -45,7 +45,7 @@ static void AppendPenaltyList(const SamplingParams& p, std::span<const int32_t> 
 
 Status CudaBackend::ForwardSample(const Batch& batch, std::span<const DeviceSampling> sampling, int32_t* tokens,
                                   float* logprobs) {
-  if (partial()) return Unsupported("ForwardSample: this CUDA backend runs only the lower layers of the model");
+  if (partial() || from_hidden()) return Unsupported("ForwardSample: this CUDA backend runs only some layers of the model");
   LLM_CUDA_TRY(cudaSetDevice(opt_.device), "cudaSetDevice");
   LLM_RETURN_IF_ERROR(Validate(batch, nullptr, /*need_logits=*/false));
   if (sampling.size() != batch.logit_rows.size())

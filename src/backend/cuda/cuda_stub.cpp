@@ -4,6 +4,7 @@
 namespace llm {
 
 int CudaDeviceCount() { return 0; }
+int64_t CudaDeviceFreeBytes(int) { return 0; }
 
 StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelConfig&, const ModelWeights&, KvCacheSpec*,
                                                      const CudaBackendOptions&) {

@@ -78,6 +78,7 @@ _SIGNATURES = {
     "llm_poll": (S.llm_status, [_ctx, _P(S.Event), C.c_uint32, _P(C.c_uint32), C.c_int32]),
     "llm_wakeup": (S.llm_status, [_ctx]),
     "llm_get_stats": (S.llm_status, [_ctx, _P(S.Stats)]),
+    "llm_get_device_stats": (S.llm_status, [_ctx, C.c_int32, _P(S.DeviceStats)]),
     "llm_model_get_info": (S.llm_status, [_ctx, _P(S.ModelInfo)]),
     "llm_tokenize": (S.llm_status, [_ctx, C.c_char_p, C.c_size_t, C.c_uint32, _P(S.llm_token), C.c_int32,
                                     _P(C.c_int32)]),

@@ -21,6 +21,9 @@ REASONING_NONE, REASONING_DEEPSEEK, REASONING_HARMONY, REASONING_AUTO = 0, 1, 2,
 PART_CONTENT, PART_REASONING = 0, 1
 
 
+MAX_DEVICES = 16  # LLM_MAX_DEVICES
+
+
 class CtxParams(C.Structure):
     _fields_ = [
         ("struct_size", C.c_uint32),
@@ -58,6 +61,9 @@ class CtxParams(C.Structure):
         ("moe_cache_bytes", C.c_uint64),
         ("moe_prefetch", C.c_int32),
         ("reserved5", C.c_int32),
+        # appended in 0.6: several GPUs (issue 35)
+        ("main_gpu", C.c_int32),
+        ("tensor_split", C.c_float * MAX_DEVICES),
     ]
 
 
@@ -178,6 +184,21 @@ class Request(C.Structure):
         ("reserved4", C.c_int32),
         ("reasoning_format", C.c_int32),  # REASONING_* (0.6, issue 32)
         ("reserved5", C.c_int32),
+    ]
+
+
+class DeviceStats(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("device", C.c_int32),
+        ("first_layer", C.c_int32),
+        ("end_layer", C.c_int32),
+        ("n_devices", C.c_int32),
+        ("reserved", C.c_int32),
+        ("weight_bytes", C.c_uint64),
+        ("kv_pool_bytes", C.c_uint64),
+        ("used_bytes", C.c_uint64),
+        ("total_bytes", C.c_uint64),
     ]
 
 

@@ -56,7 +56,9 @@ class Context:
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
     tiers under the prefix cache: ``kv_host_bytes``, ``kv_disk_dir``,
     ``kv_disk_bytes``; Mixture of Experts on CUDA: ``n_cpu_moe`` (experts
-    of the first N MoE layers in host memory, -1 all), ``moe_cache_bytes``.
+    of the first N MoE layers in host memory, -1 all; one device only),
+    ``moe_cache_bytes``; several GPUs: ``main_gpu`` (-1: split over every
+    device) and ``tensor_split`` (each device's share, e.g. ``[3, 1]``).
     0 means the library's default, as in C."""
 
     def __init__(self, model_path: Union[None, str, os.PathLike] = None, *, n_ctx: int = 0, n_threads: int = 0,
@@ -65,7 +67,7 @@ class Context:
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
                  spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
                  kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0, n_cpu_moe: int = 0,
-                 moe_cache_bytes: int = 0):
+                 moe_cache_bytes: int = 0, main_gpu: int = -1, tensor_split: Optional[Sequence[float]] = None):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
@@ -82,6 +84,12 @@ class Context:
         p.max_batch_tokens, p.max_queued = max_batch_tokens, max_queued
         p.self_draft_layers, p.spec_k, p.gpu_memory_fraction = self_draft_layers, spec_k, gpu_memory_fraction
         p.n_cpu_moe, p.moe_cache_bytes = n_cpu_moe, moe_cache_bytes
+        p.main_gpu = main_gpu
+        if tensor_split is not None:
+            if len(tensor_split) > S.MAX_DEVICES:
+                raise ValueError(f"tensor_split has more than {S.MAX_DEVICES} entries")
+            for i, share in enumerate(tensor_split):
+                p.tensor_split[i] = share
         handle = C.c_void_p()
         self._handle: Optional[int] = None
         check(lib.llm_ctx_create(C.byref(p), C.byref(handle)))
@@ -133,6 +141,24 @@ class Context:
         check(lib.llm_get_stats(self.handle, C.byref(s)))
         out = {name: getattr(s, name) for name, _ in S.Stats._fields_ if not name.startswith(("struct_", "reserved"))}
         out["backend"] = {1: "cpu", 2: "cuda"}.get(out["backend"], "unknown")
+        return out
+
+    def devices(self) -> list:
+        """``llm_get_device_stats`` for each CUDA device the layers run on, in
+        layer order (empty on the CPU backend): dicts of device, first_layer,
+        end_layer, weight_bytes, kv_pool_bytes, used_bytes, total_bytes."""
+        out, i, n = [], 0, 1
+        while i < n:
+            d = S.DeviceStats()
+            d.struct_size = C.sizeof(S.DeviceStats)
+            st = lib.llm_get_device_stats(self.handle, i, C.byref(d))
+            n = d.n_devices
+            if i >= n:
+                break
+            check(st)
+            out.append({name: getattr(d, name) for name, _ in S.DeviceStats._fields_
+                        if name not in ("struct_size", "reserved", "n_devices")})
+            i += 1
         return out
 
     # ----------------------------------------------------------- tokenizer

@@ -102,6 +102,12 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
       ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  // Operands in another device's memory: a GPU faults on the first access.
+  for (const void* p : {A, B, static_cast<const void*>(C)})
+    if (llm::emu::ForeignDevicePointer(p) != nullptr) {
+      llm::emu::Submit(handle->stream, [] { return cudaErrorIllegalAddress; });
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
   const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
   const cudaError_t e = llm::emu::Submit(handle->stream, [=]() {
     // op(A) rows and op(B) columns as contiguous f32 rows of k, in blocks of A rows.

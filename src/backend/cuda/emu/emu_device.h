@@ -65,16 +65,39 @@ void MmaM16N8K16Bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
 // The launch: checks the configuration as a GPU would, then runs the blocks
 // now, or records the launch (argument values copied now) while `stream`
 // captures a graph. Errors go where a GPU puts them (cudaGetLastError).
+// `foreign`: a pointer argument into another device's memory (the launch
+// fails with cudaErrorIllegalAddress, as the kernel's first access would).
 void LaunchKernel(const char* name, const void* func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                  std::function<void()> body);
+                  std::function<void()> body, const void* foreign = nullptr);
 
+// p when it points into a device allocation of a device other than the
+// current one (emu_runtime.cpp), else null.
+const void* ForeignDevicePointer(const void* p);
+template <typename T>
+const void* ForeignArg(const T& v) {
+  if constexpr (std::is_pointer_v<T>) {
+    return ForeignDevicePointer((const void*)v);  // NOLINT: any pointee, const or not
+  } else {
+    return nullptr;
+  }
+}
+
+// Pointers inside parameter structs are not looked into: only a kernel's
+// direct pointer arguments are checked against the current device.
 template <typename... P, typename... A>
 void Launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
             A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
   std::tuple<std::decay_t<P>...> values(static_cast<std::decay_t<P>>(std::forward<A>(args))...);
+  const void* foreign = std::apply(
+      [](const auto&... a) {
+        const void* f = nullptr;
+        ((f = f != nullptr ? f : ForeignArg(a)), ...);
+        return f;
+      },
+      values);
   LaunchKernel(name, reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
-               [kernel, values]() { std::apply(kernel, values); });
+               [kernel, values]() { std::apply(kernel, values); }, foreign);
 }
 
 template <typename T>

@@ -435,7 +435,11 @@ cudaError_t FuncSetAttribute(const void* func, cudaFuncAttribute attr, int value
 }
 
 void LaunchKernel(const char* name, const void* func, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                  std::function<void()> body) {
+                  std::function<void()> body, const void* foreign) {
+  if (!StreamOnCurrentDevice(stream)) {  // a stream of another device
+    SetLastError(cudaErrorInvalidResourceHandle);
+    return;
+  }
   // sm_90 limits: a block of at most 1024 threads (z at most 64), a grid of
   // 2^31-1 x 65535 x 65535 blocks, 48 KiB of dynamic shared memory unless
   // the kernel opted in to more.
@@ -447,6 +451,12 @@ void LaunchKernel(const char* name, const void* func, dim3 grid, dim3 block, siz
   }
   if (smem > MaxDynamicSmem(func)) {
     SetLastError(cudaErrorInvalidValue);
+    return;
+  }
+  if (foreign != nullptr) {
+    std::fprintf(stderr, "llmrt CUDA emulator: kernel %s given %p, another device's memory\n", name, foreign);
+    const cudaError_t e = Submit(stream, [] { return cudaErrorIllegalAddress; });
+    if (e != cudaSuccess) SetLastError(e);
     return;
   }
   const cudaError_t e = Submit(stream, [name, grid, block, smem, body = std::move(body)]() {

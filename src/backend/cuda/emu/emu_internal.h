@@ -23,6 +23,10 @@ void SetLastError(cudaError_t e);
 // a __trap fails it with cudaErrorLaunchFailure (message on stderr).
 cudaError_t RunGrid(const char* name, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body);
 
+// ForeignDevicePointer (emu_device.h) checks kernel and GEMM operands.
+// Whether `stream` may take work from the current device's launches.
+bool StreamOnCurrentDevice(cudaStream_t stream);
+
 // The opt-in dynamic shared memory limit set for a kernel (default 48 KiB).
 size_t MaxDynamicSmem(const void* func);
 

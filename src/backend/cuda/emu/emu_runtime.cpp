@@ -1,7 +1,11 @@
 // EMULATE builds: the host side of the CUDA runtime. Device memory is host
 // heap memory (so ASan sees out-of-bounds device accesses), filled with 0xFF
 // bytes when allocated (NaN as f32 and bf16: outputs a kernel never wrote
-// show). Every stream runs eagerly in call order, which is one valid
+// show). LLM_EMU_DEVICES=N emulates N devices (util/env.h): each has its
+// own memory budget and accounting, every allocation and stream belongs to
+// the device current on its thread (cudaSetDevice) when it was made, and a
+// device pointer used while another device is current is an error (see
+// ForeignDevicePointer); data crosses devices through cudaMemcpyPeer. Every stream runs eagerly in call order, which is one valid
 // schedule of CUDA's stream semantics; a stream that captures a graph
 // records its operations instead, each with the argument values of the call,
 // and cudaGraphLaunch runs the recording again.
@@ -20,6 +24,7 @@
 #include "util/env.h"
 
 struct CUstream_st {
+  int device = 0;  // the device current when it was created
   unsigned int flags = 0;
   bool capturing = false;
   bool invalidated = false;
@@ -41,13 +46,19 @@ namespace llm::emu {
 namespace {
 
 constexpr size_t kAlign = 256;  // cudaMalloc's alignment
+constexpr int kMaxDevices = 16;
+
+struct Allocation {
+  size_t bytes;
+  int device;
+};
 
 struct State {
   std::recursive_mutex mu;
-  std::map<uintptr_t, size_t> device;  // device allocations: start -> bytes
+  std::map<uintptr_t, Allocation> device;  // device allocations: start -> bytes, owner
   std::set<void*> pinned;
   std::set<cudaStream_t> streams;
-  size_t used = 0;
+  size_t used[kMaxDevices] = {};  // bytes allocated per device
   cudaError_t last = cudaSuccess;     // what cudaGetLastError returns and clears
   cudaError_t pending = cudaSuccess;  // an execution error, reported by the next synchronising call
   int global_captures = 0;            // streams capturing in global mode
@@ -58,24 +69,30 @@ State& S() {
   return *s;
 }
 
-size_t DeviceBytes() {
-  static const size_t bytes = [] {
-    const long mib = ReadEnv().emu_device_mib;
-    return (mib > 0 ? static_cast<size_t>(mib) : size_t{16384}) << 20;
-  }();
-  return bytes;
-}
+thread_local int t_device = 0;  // cudaSetDevice's, per host thread as in CUDA
 
-// Whether [p, p + n) lies inside one device allocation.
-bool IsDeviceRange(const void* p, size_t n) {
+// The switches are read when asked (tests set them before creating a
+// context; allocations are not hot).
+size_t DeviceBytes() {
+  const long mib = ReadEnv().emu_device_mib;
+  return (mib > 0 ? static_cast<size_t>(mib) : size_t{16384}) << 20;
+}
+int DeviceCount() { return static_cast<int>(std::clamp<long>(ReadEnv().emu_devices, 1, kMaxDevices)); }
+
+// The device owning the allocation [p, p + n) lies inside, or -1.
+int DeviceOfRange(const void* p, size_t n) {
   State& s = S();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   const auto a = reinterpret_cast<uintptr_t>(p);
   auto it = s.device.upper_bound(a);
-  if (it == s.device.begin()) return false;
+  if (it == s.device.begin()) return -1;
   --it;
-  return a >= it->first && a - it->first <= it->second && n <= it->second - (a - it->first);
+  const size_t bytes = it->second.bytes;
+  const bool inside = a >= it->first && a - it->first <= bytes && n <= bytes - (a - it->first);
+  return inside ? it->second.device : -1;
 }
+// Inside one allocation of the current device.
+bool IsDeviceRange(const void* p, size_t n) { return DeviceOfRange(p, n) == t_device; }
 
 bool Valid(cudaStream_t st) {
   if (st == nullptr) return true;
@@ -83,6 +100,9 @@ bool Valid(cudaStream_t st) {
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   return s.streams.count(st) != 0;
 }
+// A launch into a stream of another device is refused (the legacy stream
+// is every device's).
+bool OnCurrentDevice(cudaStream_t st) { return st == nullptr || st->device == t_device; }
 
 // Calls a capture-mode-global stream forbids (synchronous copies, malloc)
 // invalidate its capture and fail, as on a GPU.
@@ -108,6 +128,9 @@ cudaError_t TakePending() {
   return e;
 }
 
+// Device operands must lie in allocations of the current device: stricter
+// than CUDA's unified addressing, which would route a copy of another
+// device's memory, because here it is always a missing cudaSetDevice.
 cudaError_t CopyChecked(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   if (n == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
@@ -119,6 +142,21 @@ cudaError_t CopyChecked(void* dst, const void* src, size_t n, cudaMemcpyKind kin
 }
 
 }  // namespace
+
+const void* ForeignDevicePointer(const void* p) {
+  if (p == nullptr) return nullptr;
+  State& s = S();
+  std::lock_guard<std::recursive_mutex> lock(s.mu);
+  if (s.device.empty()) return nullptr;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = s.device.upper_bound(a);
+  if (it == s.device.begin()) return nullptr;
+  --it;
+  const bool inside = a - it->first < it->second.bytes;
+  return inside && it->second.device != t_device ? p : nullptr;
+}
+
+bool StreamOnCurrentDevice(cudaStream_t st) { return OnCurrentDevice(st); }
 
 void SetLastError(cudaError_t e) {
   State& s = S();
@@ -150,18 +188,22 @@ using namespace llm::emu;  // NOLINT: this file implements the global CUDA API
 // ---------------------------------------------------------------- device
 cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return Result(cudaErrorInvalidValue);
-  *count = 1;
+  *count = DeviceCount();
   return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : Result(cudaErrorInvalidDevice); }
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= DeviceCount()) return Result(cudaErrorInvalidDevice);
+  t_device = device;
+  return cudaSuccess;
+}
 cudaError_t cudaGetDevice(int* device) {
   if (device == nullptr) return Result(cudaErrorInvalidValue);
-  *device = 0;
+  *device = t_device;
   return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   if (p == nullptr) return Result(cudaErrorInvalidValue);
-  if (device != 0) return Result(cudaErrorInvalidDevice);
+  if (device < 0 || device >= DeviceCount()) return Result(cudaErrorInvalidDevice);
   *p = cudaDeviceProp{};
   std::snprintf(p->name, sizeof p->name, "llmrt emulator (sm_90)");
   p->totalGlobalMem = DeviceBytes();
@@ -264,13 +306,14 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   State& s = S();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   if (bytes == 0) return cudaSuccess;
-  if (bytes > DeviceBytes() - s.used) return Result(cudaErrorMemoryAllocation);
+  size_t& used = s.used[t_device];
+  if (bytes > DeviceBytes() - std::min(used, DeviceBytes())) return Result(cudaErrorMemoryAllocation);
   // The exact size (not rounded up to the alignment): ASan flags the first byte past it.
   void* m = ::operator new(bytes, std::align_val_t(kAlign), std::nothrow);
   if (m == nullptr) return Result(cudaErrorMemoryAllocation);
   std::memset(m, 0xFF, bytes);
-  s.device[reinterpret_cast<uintptr_t>(m)] = bytes;
-  s.used += bytes;
+  s.device[reinterpret_cast<uintptr_t>(m)] = Allocation{bytes, t_device};
+  used += bytes;
   *p = m;
   return cudaSuccess;
 }
@@ -281,7 +324,7 @@ cudaError_t cudaFree(void* p) {
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   const auto it = s.device.find(reinterpret_cast<uintptr_t>(p));
   if (it == s.device.end()) return Result(cudaErrorInvalidValue);
-  s.used -= it->second;
+  s.used[it->second.device] -= it->second.bytes;  // any device may free it, as in CUDA
   s.device.erase(it);
   ::operator delete(p, std::align_val_t(kAlign));
   return cudaSuccess;
@@ -316,7 +359,7 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   State& s = S();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
   *total_bytes = DeviceBytes();
-  *free_bytes = DeviceBytes() - s.used;
+  *free_bytes = DeviceBytes() - std::min(s.used[t_device], DeviceBytes());
   return cudaSuccess;
 }
 
@@ -350,11 +393,31 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   return e != cudaSuccess ? e : TakePending();
 }
 
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                                cudaStream_t stream) {
+  if (bytes == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return Result(cudaErrorInvalidValue);
+  const int n = DeviceCount();
+  if (dst_device < 0 || dst_device >= n || src_device < 0 || src_device >= n) return Result(cudaErrorInvalidDevice);
+  if (DeviceOfRange(dst, bytes) != dst_device || DeviceOfRange(src, bytes) != src_device)
+    return Result(cudaErrorInvalidValue);
+  return Result(Submit(stream, [dst, src, bytes]() {
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+  }));
+}
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
+  if (GlobalCaptureForbids()) return Result(cudaErrorStreamCaptureUnsupported);
+  const cudaError_t e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, nullptr);
+  return e != cudaSuccess ? e : TakePending();
+}
+
 // ---------------------------------------------------------------- streams and graphs
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* st, unsigned int flags) {
   if (st == nullptr) return Result(cudaErrorInvalidValue);
   auto* n = new CUstream_st;
+  n->device = t_device;
   n->flags = flags;
   State& s = S();
   std::lock_guard<std::recursive_mutex> lock(s.mu);
