@@ -37,7 +37,18 @@
 namespace llm::test {
 namespace {
 
-constexpr double kGreedyRelL2 = 2e-2;
+// Bound on a greedy run's logit rows (relative L2 against the CPU on the
+// same BF16-rounded weights) while the tokens agree. The error grows along
+// the 200 generated positions as the BF16 KV cache and activations drift:
+// its largest value over the six prompts was 0.0178 on the emulator and
+// 0.0211 on an H200 (2026-11-27: the GPU's exp2f/tanhf and fused
+// multiply-adds round differently; tokens agreed up to the same positions
+// as on the emulator, where the CPU's two candidate tokens were within
+// 0.01). The first bound, 2e-2, left the emulator 11% of margin. The
+// kernel mutants (bench/results/2026-11-24-cuda-mutants.md) move the model
+// tests' logits by 0.8 to 1.2; the subtlest (a stale split plan in a
+// graph, 2.8e-2 to 8.5e-2) is the graph tests' to catch, at 2e-2.
+constexpr double kGreedyRelL2 = 3e-2;
 
 struct Backends {
   std::unique_ptr<Model> model;
@@ -134,8 +145,8 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b, int3
 // left is the GPU's BF16 KV cache and BF16 GEMM inputs. Positions are
 // compared while the tokens agree (both backends then saw the same
 // context), and at each such position:
-//   - the GPU's logit row is within 2e-2 relative L2 of the CPU's (the
-//     bound the other model tests use: a wrong kernel misses it by far);
+//   - the GPU's logit row is within kGreedyRelL2 (3e-2) relative L2 of the
+//     CPU's (a wrong kernel misses it by far);
 //   - e = the largest |gpu - cpu| logit difference over the earlier rows
 //     and over this row's other logits is the measured error of this run.
 // Where the tokens first differ, the CPU's logit of its own token may exceed
