@@ -18,7 +18,14 @@
 // CudaBackend::decode_weight_bytes(), plus the BF16 K and V of the context.
 //
 //   cuda-bench [--model FILE.gguf] [--prompt 512] [--steps 128] [--json FILE] [--kernels-only] [--no-throughput]
-//              [--no-kernels]
+//              [--no-kernels] [--no-ttft] [--n-cpu-moe N] [--moe-policy auto|cpu|copy] [--moe-cache-mib N]
+//              [--no-prefetch]
+//
+// The MoE options keep the experts of the first N MoE layers (-1: all) in
+// host memory (llm_ctx_params.n_cpu_moe and its companions), so (a) measures
+// decode with experts run on the CPU or copied into the device cache; (a)
+// then also reports the host-expert counters (steps on each path, bytes
+// copied per token, cache and prefetch hit rates). --no-ttft skips (d).
 //
 // (a), (b) and (d) need --model (e.g. llm-synth --shape llama-3.1-8b); (c)
 // needs none. --no-throughput skips (b) (it loads the model a second time);
@@ -332,7 +339,29 @@ double ForwardSeconds(llm::Backend* be, const std::vector<llm_token>& toks, int3
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
+struct MoeHostBench {
+  int32_t n_cpu_moe = 0;
+  int32_t policy = LLM_MOE_HOST_AUTO;
+  int64_t cache_bytes = 0;
+  bool prefetch = true;
+};
+
+void EmitMoeHost(const llm::MoeOffloadStats& s) {
+  const double tok = static_cast<double>(std::max<int64_t>(1, s.tokens));
+  Emit("moe-host", "layers with experts in host memory", s.host_layers, "layers",
+       std::to_string(s.host_bytes / (1 << 20)) + " MiB of experts on the host");
+  Emit("moe-host", "device expert cache", static_cast<double>(s.cache_bytes) / (1 << 20), "MiB",
+       std::to_string(s.cache_slots) + " slots");
+  Emit("moe-host", "layer-steps run on the CPU", static_cast<double>(s.cpu_steps), "steps");
+  Emit("moe-host", "layer-steps copied to the device", static_cast<double>(s.copy_steps), "steps");
+  Emit("moe-host", "bytes copied host->device per token", static_cast<double>(s.bytes_copied) / tok / 1e6, "MB");
+  const int64_t looks = s.cache_hits + s.cache_misses;
+  Emit("moe-host", "cache hit rate", looks > 0 ? 100.0 * s.cache_hits / looks : 0.0, "%");
+  Emit("moe-host", "prefetched experts used", s.prefetch_experts > 0 ? 100.0 * s.prefetch_used / s.prefetch_experts : 0.0,
+       "%", std::to_string(s.prefetch_experts) + " prefetched");
+}
+
+void ModelBench(const std::string& path, int prompt, int steps, double d2d, const MoeHostBench& moe, bool ttft_on) {
   auto m = llm::Model::Load(path.c_str());
   if (!m.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), m.status().message().c_str());
@@ -343,6 +372,10 @@ void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
   llm::KvCacheSpec kv{16, (ctx + 15) / 16};
   llm::CudaBackendOptions o;
   o.max_batch_tokens = 2048;
+  o.n_cpu_moe = moe.n_cpu_moe;
+  o.moe_host_policy = moe.policy;
+  o.moe_cache_bytes = moe.cache_bytes;
+  o.moe_prefetch = moe.prefetch;
   const auto t0 = std::chrono::steady_clock::now();
   auto be = llm::CreateCudaBackend(c, (*m)->weights, &kv, o);
   if (!be.ok()) {
@@ -381,6 +414,8 @@ void ModelBench(const std::string& path, int prompt, int steps, double d2d) {
        "= " + std::to_string(static_cast<int>(100 * (weight_bytes + kv_bytes) / step / d2d)) + "% of D2D memcpy");
   Emit("decode", "share of D2D copy bandwidth (goal >= 75)", 100.0 * (weight_bytes + kv_bytes) / step / d2d, "%",
        cb->weights_quantized() ? "quantized weights" : "BF16 weights");
+  if (moe.n_cpu_moe != 0) EmitMoeHost(be->get()->moe_offload());
+  if (!ttft_on) return;
 
   // ---- (d) TTFT of a 2k prompt
   std::vector<llm_token> p2k(2048);
@@ -487,7 +522,8 @@ void ThroughputBench(const std::string& path) {
 int main(int argc, char** argv) {
   std::string model, json;
   int prompt = 512, steps = 128;
-  bool kernels_only = false, throughput = true, kernels = true;
+  bool kernels_only = false, throughput = true, kernels = true, ttft = true;
+  MoeHostBench moe;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--model" && i + 1 < argc) {
@@ -504,10 +540,26 @@ int main(int argc, char** argv) {
       throughput = false;
     } else if (a == "--no-kernels") {
       kernels = false;
+    } else if (a == "--no-ttft") {
+      ttft = false;
+    } else if (a == "--n-cpu-moe" && i + 1 < argc) {
+      moe.n_cpu_moe = std::atoi(argv[++i]);
+    } else if (a == "--moe-policy" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      moe.policy = v == "cpu" ? LLM_MOE_HOST_CPU : v == "copy" ? LLM_MOE_HOST_COPY : LLM_MOE_HOST_AUTO;
+      if (v != "cpu" && v != "copy" && v != "auto") {
+        std::fprintf(stderr, "cuda-bench: --moe-policy takes auto, cpu or copy\n");
+        return 2;
+      }
+    } else if (a == "--moe-cache-mib" && i + 1 < argc) {
+      moe.cache_bytes = static_cast<int64_t>(std::atoll(argv[++i])) << 20;
+    } else if (a == "--no-prefetch") {
+      moe.prefetch = false;
     } else {
       std::fprintf(stderr,
                    "usage: cuda-bench [--model FILE.gguf] [--prompt N] [--steps N] [--json FILE] [--kernels-only] "
-                   "[--no-throughput] [--no-kernels]\n");
+                   "[--no-throughput] [--no-kernels] [--no-ttft] [--n-cpu-moe N] [--moe-policy auto|cpu|copy] "
+                   "[--moe-cache-mib N] [--no-prefetch]\n");
       return 2;
     }
   }
@@ -556,7 +608,7 @@ int main(int argc, char** argv) {
     if (model.empty()) {
       std::printf("(a), (b) and (d) skipped: no --model (make one: llm-synth --shape llama-3.1-8b --out l8b.gguf)\n");
     } else {
-      ModelBench(model, prompt, steps, d2d);
+      ModelBench(model, prompt, steps, d2d, moe, ttft);
       if (throughput) ThroughputBench(model);
     }
   }

@@ -162,6 +162,7 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
         sum += e;
       }
       sum = dev::WarpSum(sum);
+      __syncwarp();  // every lane has read sM[h] (m_old): a shuffle does not order memory
       if (lane == 0) {
         const float alpha = exp2f(m_old - m_new);  // 0 on the first tile
         sA[h] = alpha;

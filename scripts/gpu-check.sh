@@ -406,7 +406,7 @@ if wants bench; then
     else
       record synth FAIL $(( $(now) - t0 )) "$(tail -n 2 "$LOGS/synth.log" | paste -sd';' -)"
     fi
-    for b in bench-8b-q4km bench-moe-q4km bench-8b-bf16 bench-kernels; do
+    for b in bench-8b-q4km bench-moe-q4km bench-moe-host-cpu bench-moe-host-cache bench-8b-bf16 bench-kernels; do
       record "$b" "SKIPPED(emulator)" 0 "an emulator build: the figures need a GPU"
     done
     report
@@ -428,6 +428,15 @@ if wants bench; then
       record synth-moe PASS $(( $(now) - t0 )) "waited $(( $(now) - t0 ))s; $(grep "$MOE_SHAPE" "$LOGS/synth.log" | paste -sd';' -)"
       report
       bench bench-moe-q4km 100 --model "$MOEQ" --no-kernels --no-throughput
+      report
+      # The same model with every layer's experts in host memory (issue 35):
+      # run by the CPU, then copied into a device cache of one layer's
+      # experts (with the affinity prefetch). Decode only, short.
+      bench bench-moe-host-cpu 60 --model "$MOEQ" --no-kernels --no-throughput --no-ttft --prompt 64 --steps 32 \
+        --n-cpu-moe -1 --moe-policy cpu
+      report
+      bench bench-moe-host-cache 60 --model "$MOEQ" --no-kernels --no-throughput --no-ttft --prompt 64 --steps 32 \
+        --n-cpu-moe -1 --moe-policy copy
     else
       record synth-moe "SKIPPED(time)" $(( $(now) - t0 )) "not synthesized in time: $(tail -n 1 "$LOGS/synth.log")"
     fi
@@ -485,7 +494,7 @@ fi
 
 # steps left out by --only, named in the report
 wants tests || record tests "SKIPPED(--only)" 0 "not asked for"
-wants bench || for b in bench-8b-q4km bench-moe-q4km bench-8b-bf16 bench-kernels; do record "$b" "SKIPPED(--only)" 0 "not asked for"; done
+wants bench || for b in bench-8b-q4km bench-moe-q4km bench-moe-host-cpu bench-moe-host-cache bench-8b-bf16 bench-kernels; do record "$b" "SKIPPED(--only)" 0 "not asked for"; done
 wants sanitizers || for b in memcheck racecheck; do record "$b" "SKIPPED(--only)" 0 "not asked for"; done
 
 # ------------------------------------------------------------------ end

@@ -135,6 +135,8 @@ def markdown(doc):
     steps = {s["step"]: s for s in doc["steps"]}
     for key, label in (("bench-8b-q4km", "Llama 3.1 8B Q4_K_M"),
                        ("bench-moe-q4km", "Qwen3-30B-A3B shape Q4_K_M (MoE, experts on the device)"),
+                       ("bench-moe-host-cpu", "the same, experts in host memory, run by the CPU"),
+                       ("bench-moe-host-cache", "the same, experts in host memory, copied into the device cache"),
                        ("bench-8b-bf16", "Llama 3.1 8B BF16")):
         rows = doc["bench"].get(key, {}).get("results", [])
         if not rows:
@@ -145,7 +147,8 @@ def markdown(doc):
                  fmt(find(rows, "bytes read per token")), fmt(find(rows, "share of D2D copy"), " %")]
         cells += [fmt(find(rows, f"concurrency {c}:")) for c in (1, 8, 64, 256)]
         w(f"| {label} | " + " | ".join(cells) + " |")
-    for key in ("bench-8b-q4km", "bench-moe-q4km", "bench-8b-bf16", "bench-kernels"):
+    for key in ("bench-8b-q4km", "bench-moe-q4km", "bench-moe-host-cpu", "bench-moe-host-cache", "bench-8b-bf16",
+                "bench-kernels"):
         st = steps.get(key)
         w()
         w(f"### {key}")

@@ -37,6 +37,19 @@
 namespace llm::test {
 namespace {
 
+// Bound on a greedy run's logit rows (relative L2 against the CPU on the
+// same BF16-rounded weights) while the tokens agree. The error grows along
+// the 200 generated positions as the BF16 KV cache and activations drift:
+// its largest value over the six prompts was 0.0178 on the emulator and
+// 0.0211 on an H200 (2026-11-27: the GPU's exp2f/tanhf and fused
+// multiply-adds round differently; tokens agreed up to the same positions
+// as on the emulator, where the CPU's two candidate tokens were within
+// 0.01). The first bound, 2e-2, left the emulator 11% of margin. The
+// kernel mutants (bench/results/2026-11-24-cuda-mutants.md) move the model
+// tests' logits by 0.8 to 1.2; the subtlest (a stale split plan in a
+// graph, 2.8e-2 to 8.5e-2) is the graph tests' to catch, at 2e-2.
+constexpr double kGreedyRelL2 = 3e-2;
+
 struct Backends {
   std::unique_ptr<Model> model;
   std::unique_ptr<Backend> cpu, gpu;
@@ -132,8 +145,8 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b, int3
 // left is the GPU's BF16 KV cache and BF16 GEMM inputs. Positions are
 // compared while the tokens agree (both backends then saw the same
 // context), and at each such position:
-//   - the GPU's logit row is within 2e-2 relative L2 of the CPU's (the
-//     bound the other model tests use: a wrong kernel misses it by far);
+//   - the GPU's logit row is within kGreedyRelL2 (3e-2) relative L2 of the
+//     CPU's (a wrong kernel misses it by far);
 //   - e = the largest |gpu - cpu| logit difference over the earlier rows
 //     and over this row's other logits is the measured error of this run.
 // Where the tokens first differ, the CPU's logit of its own token may exceed
@@ -190,10 +203,12 @@ TEST(CudaBackend, StoriesGreedyMatchesCpu) {
     const std::vector<int32_t> got = Greedy(b.gpu.get(), prompt, n, V, &gpu_logits);
     ASSERT_EQ(got.size(), want.size());
     ASSERT_EQ(gpu_logits.size(), cpu_logits.size());
-    double e = 0;
+    double e = 0, rel = 0;
     size_t i = 0;
     for (; i < want.size(); ++i) {
-      EXPECT_LT(RelL2(gpu_logits[i], cpu_logits[i]), 2e-2) << "logits at generated position " << i;
+      const double r = RelL2(gpu_logits[i], cpu_logits[i]);
+      rel = std::max(rel, r);
+      EXPECT_LT(r, kGreedyRelL2) << "logits at generated position " << i;
       e = std::max(e, MaxAbsDiff(gpu_logits[i], cpu_logits[i], want[i], got[i]));
       if (got[i] != want[i]) break;
       e = std::max(e, MaxAbsDiff(gpu_logits[i], cpu_logits[i]));
@@ -203,10 +218,11 @@ TEST(CudaBackend, StoriesGreedyMatchesCpu) {
       EXPECT_LE(gap, 2 * e) << "CUDA token " << got[i] << " != CPU token " << want[i] << " at generated position "
                             << i << ": the CPU's logits of the two differ by " << gap
                             << ", more than twice the largest logit error measured so far (" << e << ")";
-      std::printf("note: tokens agree up to position %zu of %zu (CPU gap of the two tokens %.4f, 2e = %.4f)\n", i,
-                  want.size(), gap, 2 * e);
+      std::printf("note: tokens agree up to position %zu of %zu (CPU gap of the two tokens %.4f, 2e = %.4f; "
+                  "largest relative L2 %.4f)\n",
+                  i, want.size(), gap, 2 * e, rel);
     } else {
-      std::printf("note: all %zu tokens agree; largest logit error %.4f\n", want.size(), e);
+      std::printf("note: all %zu tokens agree; largest logit error %.4f, relative L2 %.4f\n", want.size(), e, rel);
     }
   }
 }

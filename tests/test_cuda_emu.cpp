@@ -280,6 +280,22 @@ __global__ void WarpSyncedKernel(int* out) {
   out[threadIdx.x] = s[threadIdx.x ^ 1];
 }
 
+// Every lane reads a shared word, a shuffle reduction follows, then lane 0
+// overwrites the word: a shuffle does not order memory, so this is the
+// write-after-read hazard compute-sanitizer's racecheck reported in the
+// decode-attention kernel's online softmax on an H200 (2026-11-27).
+__global__ void ShuffleOrderedKernel(float* out, bool syncwarp) {
+  __shared__ float m;
+  if (threadIdx.x == 0) m = 1.0f;
+  __syncthreads();
+  const float old = m;
+  float v = old + static_cast<float>(threadIdx.x);
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (syncwarp) __syncwarp();
+  if (threadIdx.x == 0) m = v;
+  out[threadIdx.x] = old;
+}
+
 TEST(CudaEmu, RaceDetectorCatchesAPlantedSharedMemoryRace) {
   Buf<int> out(64);
   testing::internal::CaptureStderr();
@@ -301,6 +317,21 @@ TEST(CudaEmu, RaceDetectorCatchesAPlantedSharedMemoryRace) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   const std::vector<int> v = out.Get();
   for (int t = 0; t < 32; ++t) EXPECT_EQ(v[t], (t ^ 1) * 3);
+}
+
+TEST(CudaEmu, RaceDetectorDoesNotTakeAShuffleForAMemoryBarrier) {
+  Buf<float> out(32);
+  testing::internal::CaptureStderr();
+  LLM_LAUNCH(ShuffleOrderedKernel, 1, 32, 0, nullptr, out.p, false);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  const std::string msg = testing::internal::GetCapturedStderr();
+  EXPECT_NE(msg.find("shared-memory race"), std::string::npos) << msg;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+
+  LLM_LAUNCH(ShuffleOrderedKernel, 1, 32, 0, nullptr, out.p, true);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  const std::vector<float> v = out.Get();
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(v[t], 1.0f);
 }
 #endif  // LLM_EMU_RACE_HOOKS
 

@@ -81,7 +81,8 @@ check(g.get("status") == "TIMEOUT" and g.get("culprits") == "FakeHang.Hangs" and
       f"planted hang (resumed: AfterHang passes): {g}")
 check(g.get("seconds", 99) <= 3 * 6 * 3 // 2 + 3, f"the hang cost {g.get('seconds')} s, more than its cap and a half")
 steps = {s["step"]: s for s in doc["steps"]}
-for b in ("bench-8b-q4km", "bench-moe-q4km", "bench-8b-bf16", "bench-kernels"):
+for b in ("bench-8b-q4km", "bench-moe-q4km", "bench-moe-host-cpu", "bench-moe-host-cache", "bench-8b-bf16",
+          "bench-kernels"):
     check(steps.get(b, {}).get("status") == "SKIPPED(emulator)" and "need a GPU" in steps[b]["note"], f"{b}: {steps.get(b)}")
     check(f"### {b}" in md, f"{b} missing from the markdown")
 check(steps.get("synth", {}).get("status") == "PASS", f"synth: {steps.get('synth')}")

@@ -102,7 +102,8 @@ struct Fiber {
 struct WarpState {
   int arrived = 0;
   int live = 0;
-  uint64_t gen = 0;
+  uint64_t gen = 0;       // every collective: the lanes' rendezvous
+  uint64_t sync_gen = 0;  // __syncwarp only: what orders shared memory in a warp (race detector)
   CollectiveOp op = kOpShfl;
   unsigned int active[2] = {0, 0};
   alignas(16) unsigned char buf[2][32][kLanePayload];
@@ -203,7 +204,7 @@ void SwitchFromFiber(Block* b, int to, bool dying) {
   if (to >= 0) {
     b->current = to;
     t_thread_idx = b->fibers[to].tid;
-    RaceSwitch(to, &b->warps[b->fibers[to].warp].gen);
+    RaceSwitch(to, &b->warps[b->fibers[to].warp].sync_gen);
     target = &b->fibers[to].ctx;
 #if LLM_EMU_ASAN
     bottom = b->fibers[to].stack;
@@ -261,6 +262,10 @@ void ReleaseWarpIfComplete(WarpState& w) {
   if (w.arrived > 0 && w.arrived == w.live) {
     w.arrived = 0;
     ++w.gen;
+    // Only __syncwarp orders memory among a warp's lanes (CUDA's memory
+    // model; compute-sanitizer's racecheck flags a shared word one lane reads
+    // and another writes with only shuffles between them).
+    if (w.op == kOpSyncWarp) ++w.sync_gen;
     w.active[w.gen & 1] = 0;  // the slot the next collective fills; its last readers are done
   }
 }
@@ -320,7 +325,7 @@ std::string RunBlock(Block& b, const std::function<void()>& body, size_t smem) {
   // comes back here when the last one exits or the block fails.
   b.current = 0;
   t_thread_idx = b.fibers[0].tid;
-  RaceBeginBlock(b.dyn_smem.empty() ? nullptr : b.dyn_smem.data(), smem, 0, &b.warps[0].gen);
+  RaceBeginBlock(b.dyn_smem.empty() ? nullptr : b.dyn_smem.data(), smem, 0, &b.warps[0].sync_gen);
 #if LLM_EMU_ASAN
   b.sched_stack = nullptr;
   __sanitizer_start_switch_fiber(&b.sched_fake, b.fibers[0].stack, kStackBytes);

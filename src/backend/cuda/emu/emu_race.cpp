@@ -6,7 +6,8 @@
 // and the static __shared__ variables, which are thread-locals of the main
 // program: see emu_device.h). Two threads touching the same byte in the same
 // barrier interval, at least one writing, fail the launch, unless both are in
-// one warp and a warp collective came between. Atomics are synchronised and
+// one warp and a __syncwarp came between (a shuffle or vote does not
+// order memory: racecheck on an H200 flagged exactly that, 2026-11-27). Atomics are synchronised and
 // not recorded.
 //
 // Built only when LLM_EMU_RACE_HOOKS (EMULATE without sanitizers: the hooks
@@ -111,7 +112,7 @@ const char* Where(const RaceState& r, uintptr_t a, size_t* off) {
   for (size_t i = 0; i < n; ++i) {
     Shadow& s = base[i];
     if (s.interval != t_interval) s = Shadow{t_interval, 0, 0, 0, 0, 0, 0};
-    // synchronised by a warp collective since the other access?
+    // synchronised by a __syncwarp since the other access?
     const bool w_synced = s.writer != 0 && (s.writer - 1) / 32 == warp && s.wgen != gen;
     if (s.writer != 0 && s.writer != me && !w_synced) Report(a + i, me - 1, s.writer - 1, write, true);
     if (write) {
