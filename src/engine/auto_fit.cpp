@@ -41,6 +41,7 @@ std::string Describe(const FitPlan& plan, int32_t n_layer, int32_t n_blocks) {
   }
   s += ")";
   if (plan.n_cpu_moe > 0) s += ", experts of layers 0-" + std::to_string(plan.n_cpu_moe - 1) + " in host memory";
+  if (plan.n_cpu_moe < 0) s += ", experts of every device layer in host memory";
   if (k < n_layer) s += ", layers " + std::to_string(k) + "-" + std::to_string(n_layer - 1) + " on the CPU";
   s += ", KV pool " + std::to_string(n_blocks) + " blocks";
   return s;
