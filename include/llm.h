@@ -217,6 +217,12 @@ enum { /* llm_ctx_params.kv_type: element type of the KV cache                 *
 #define LLM_SEED_RANDOM UINT64_MAX
 
 /* ------------------------------------------------------- context params */
+enum { /* llm_ctx_params.n_gpu_layers: besides a layer count (appended in 0.6) */
+  LLM_GPU_LAYERS_ALL = -1, /* every layer on the GPU (the default)          */
+  LLM_GPU_LAYERS_AUTO = -2 /* as many as fit the devices' free memory       */
+                           /* (llama.cpp's -ngl auto / --fit): see the field */
+};
+
 enum { /* llm_ctx_params.moe_host_policy: where host-resident experts run   */
   LLM_MOE_HOST_AUTO = 0, /* per step, the cheaper by measured cost          */
   LLM_MOE_HOST_CPU = 1,  /* always the CPU                                  */
@@ -315,7 +321,37 @@ typedef struct llm_ctx_params {
                               /* every layer on the GPU. 0: the CPU backend */
                               /* runs everything (llm_stats.backend says    */
                               /* LLM_BACKEND_CPU).                          */
-                              /* < -1: INVALID_ARGUMENT. Ignored when the   */
+                              /* LLM_GPU_LAYERS_AUTO (-2, appended in 0.6,  */
+                              /* issue 35): chosen at creation, before any  */
+                              /* weight reaches a device, from each         */
+                              /* device's free memory: its share            */
+                              /* (gpu_memory_fraction of its total, less    */
+                              /* what is in use now) less a 256 MiB margin  */
+                              /* must hold its layers' weights as the       */
+                              /* backend stores them, the KV pool the       */
+                              /* context asks for (n_kv_blocks, else        */
+                              /* max_seqs sequences of n_ctx tokens, in     */
+                              /* kv_type), the embedding and output         */
+                              /* matrices, and the workspaces. The most     */
+                              /* layers that fit, split over the devices    */
+                              /* in proportion to their free memory (or     */
+                              /* tensor_split; main_gpu >= 0: that device   */
+                              /* alone); on one device, for a model with    */
+                              /* experts whose dense part fits but not all  */
+                              /* its experts, the experts of the fewest     */
+                              /* first layers go to host memory (n_cpu_moe, */
+                              /* when the caller left it 0) rather than     */
+                              /* whole layers to the CPU. The choice is     */
+                              /* written to stderr ("llmrt: n_gpu_layers    */
+                              /* auto: ...") and reported by                */
+                              /* llm_get_device_stats (layers and bytes per */
+                              /* device) and llm_stats (backend,            */
+                              /* moe_host_layers). When not even one layer  */
+                              /* fits: with backend AUTO the CPU backend    */
+                              /* runs everything (and says so on stderr);   */
+                              /* with backend CUDA, OUT_OF_MEMORY naming    */
+                              /* the bytes needed and free.                 */
+                              /* < -2: INVALID_ARGUMENT. Ignored when the   */
                               /* backend is the CPU (chosen, or what AUTO   */
                               /* picked), as llama.cpp ignores -ngl without */
                               /* a GPU. Callers built against an older      */

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 namespace cli {
 
@@ -76,6 +77,31 @@ void TensorSplitArg(const char* opt, const char* value, float* out) {
     out[i] = static_cast<float>(share);
     start = end + 1;
   }
+}
+
+int32_t GpuLayersArg(const char* opt, const char* value) {
+  if (value != nullptr && std::strcmp(value, "auto") == 0) return LLM_GPU_LAYERS_AUTO;
+  if (value != nullptr && std::strcmp(value, "all") == 0) return LLM_GPU_LAYERS_ALL;
+  const double v = NumberArg(opt, value);
+  if (!(v >= -1.0 && v <= 1e9) || v != static_cast<double>(static_cast<int64_t>(v))) {
+    std::fprintf(stderr, "option %s: '%s' is not a layer count, 'auto' or 'all'\n", opt, value);
+    std::exit(2);
+  }
+  return static_cast<int32_t>(v);
+}
+
+int FitArg(const char* opt, const char* value) {
+  const std::string v = value == nullptr ? "" : value;
+  if (v == "on" || v == "1" || v == "true") return 1;
+  if (v == "off" || v == "0" || v == "false") return 0;
+  std::fprintf(stderr, "option %s: '%s' is not on or off\n", opt, v.c_str());
+  std::exit(2);
+}
+
+int32_t ApplyFit(int32_t n_gpu_layers, bool ngl_given, int fit) {
+  if (fit == 1 && !ngl_given) return LLM_GPU_LAYERS_AUTO;
+  if (fit == 0 && n_gpu_layers == LLM_GPU_LAYERS_AUTO) return LLM_GPU_LAYERS_ALL;
+  return n_gpu_layers;
 }
 
 int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v) {

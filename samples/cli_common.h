@@ -32,6 +32,19 @@ int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v);
 // message (more than LLM_MAX_DEVICES shares, not a number, negative).
 void TensorSplitArg(const char* opt, const char* value, float* out);
 
+// Parses an -ngl value as llama.cpp does: "auto" (LLM_GPU_LAYERS_AUTO: as
+// many layers as fit the GPUs' free memory), "all" (-1), or a count; exits
+// with a usage message otherwise.
+int32_t GpuLayersArg(const char* opt, const char* value);
+
+// llama.cpp's --fit on|off: 1 or 0; exits with a usage message otherwise.
+int FitArg(const char* opt, const char* value);
+
+// n_gpu_layers after the command line: --fit on (fit 1) makes an -ngl left
+// at its default (ngl_given false) LLM_GPU_LAYERS_AUTO; --fit off (0) turns
+// an "auto" back into every layer; fit -1 (not given) changes nothing.
+int32_t ApplyFit(int32_t n_gpu_layers, bool ngl_given, int fit);
+
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags);
 
 }  // namespace cli

@@ -87,7 +87,7 @@ const char* FinishName(int32_t r) {
                "  -s, --system TEXT     system prompt\n"
                "  --template FILE       Jinja chat template replacing the model's\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest\n"
-               "                        on the CPU (default -1: all; 0: none)\n"
+               "                        on the CPU (default all; 0: none; auto: as many as fit)\n"
                "  -v, --verbose         per-turn token counts and speed on stderr\n"
                "commands: /reset clears the history, /quit leaves\n",
                chat::kDefaultChatModel);
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     if (a == "-m" || a == "--model") { model = str(); model_given = true; }
     else if (a == "-t" || a == "--threads") params.n_threads = static_cast<int32_t>(num());
     else if (a == "-c" || a == "--ctx-size") params.n_ctx = static_cast<int32_t>(num());
-    else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
+    else if (a == "-ngl" || a == "--n-gpu-layers") { params.n_gpu_layers = cli::GpuLayersArg(a.c_str(), v); ++i; }
     else if (a == "-n" || a == "--max-tokens") max_tokens = static_cast<int32_t>(num());
     else if (a == "--temp") sampling.temperature = static_cast<float>(num());
     else if (a == "--top-p") sampling.top_p = static_cast<float>(num());

@@ -70,9 +70,12 @@ const char* FinishName(int32_t r) {
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
-               "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-ngl N]\n"
+               "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-ngl N|auto|all] [--fit on|off]\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
-               "                          (default -1: all; 0: none, the CPU backend)\n"
+               "                          (default all; 0: none, the CPU backend; auto: as many as fit the GPUs'\n"
+               "                          free memory with the KV cache for -c tokens, MoE experts to host memory\n"
+               "                          first, the CPU backend when none fits; the choice goes to stderr)\n"
+               "  --fit on|off            on: -ngl auto unless -ngl is given; off: auto means all\n"
                "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
                "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
                "  -ncmoe, --n-cpu-moe N   CUDA, Mixture of Experts: the experts of the first N MoE layers in host\n"
@@ -147,6 +150,8 @@ int main(int argc, char** argv) {
   bool use_ids = false;
   Output out;
   int32_t kv_both = 0, kv_k = 0, kv_v = 0;  // -kv, -ctk, -ctv
+  bool ngl_given = false;
+  int fit = -1;  // --fit: -1 not given
 
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -166,7 +171,12 @@ int main(int argc, char** argv) {
     else if (a == "-kv" || a == "--kv-type") { kv_both = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
-    else if (a == "-ngl" || a == "--n-gpu-layers") params.n_gpu_layers = static_cast<int32_t>(num());
+    else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
+      params.n_gpu_layers = cli::GpuLayersArg(a.c_str(), v);
+      ngl_given = true;
+      ++i;
+    }
+    else if (a == "-fit" || a == "--fit") { fit = cli::FitArg(a.c_str(), v); ++i; }
     else if (a == "-ts" || a == "--tensor-split") { cli::TensorSplitArg(a.c_str(), v, params.tensor_split); ++i; }
     else if (a == "-mg" || a == "--main-gpu") params.main_gpu = static_cast<int32_t>(num());
     else if (a == "-ncmoe" || a == "--n-cpu-moe") params.n_cpu_moe = static_cast<int32_t>(num());
@@ -181,6 +191,7 @@ int main(int argc, char** argv) {
     else Usage();
   }
   if (use_ids && chat) Usage();
+  params.n_gpu_layers = cli::ApplyFit(params.n_gpu_layers, ngl_given, fit);
   if (int32_t kv = cli::KvTypeOfPair(kv_both, kv_k, kv_v); kv != 0) params.kv_type = kv;
 
   llm_ctx* ctx = nullptr;

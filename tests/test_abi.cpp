@@ -156,6 +156,9 @@ TEST(Abi, CtxParamsLayout) {
   EXPECT_EQ(sizeof(llm_ctx_params), 240u);
   // appended in 0.6 (issue 35: several GPUs), after the host experts
   EXPECT_EQ(LLM_MAX_DEVICES, 16);
+  // appended in 0.6 (issue 35: n_gpu_layers fitted to free memory)
+  EXPECT_EQ(LLM_GPU_LAYERS_ALL, -1);
+  EXPECT_EQ(LLM_GPU_LAYERS_AUTO, -2);
   PIN(llm_ctx_params, main_gpu, 168);
   PIN(llm_ctx_params, tensor_split, 172);
   PIN(llm_ctx_params, moe_prefetch, 160);

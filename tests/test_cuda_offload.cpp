@@ -428,8 +428,9 @@ TEST(CudaOffloadCApi, Gemma3_270mQ4_K_MHalfOffloadMatchesCpu) {
 TEST(CudaOffloadCApi, LayerCountEndsAndBadValues) {
   const std::string path = RepoDir() + "/models/stories260K-f32.gguf";
   llm_status s = LLM_OK;
-  // < -1: refused whatever the backend (checked before any backend is chosen).
-  for (int32_t bad : {-2, -100}) {
+  // < -2 (-2 is LLM_GPU_LAYERS_AUTO, test_cuda_auto_fit): refused whatever
+  // the backend (checked before any backend is chosen).
+  for (int32_t bad : {-3, -100}) {
     llm_ctx* ctx = MakeContext(path, LLM_BACKEND_CPU, bad, &s);
     EXPECT_EQ(s, LLM_ERR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::strstr(llm_last_error(), "n_gpu_layers"), nullptr) << llm_last_error();

@@ -60,7 +60,18 @@ type Params struct {
 	// all 0: in proportion to free memory; at most MaxDevices entries).
 	OnlyGPU     *int
 	TensorSplit []float32
+	// Layers on the GPU (llm_ctx_params.n_gpu_layers): nil is every layer
+	// (GPULayersAll); a count; GPULayersAuto fits as many as the devices'
+	// free memory holds (MoE experts to host memory first, the CPU when
+	// none fits). The CPU backend ignores it.
+	GPULayers *int
 }
+
+// GPULayersAll and GPULayersAuto are LLM_GPU_LAYERS_ALL and _AUTO.
+const (
+	GPULayersAll  = int(C.LLM_GPU_LAYERS_ALL)
+	GPULayersAuto = int(C.LLM_GPU_LAYERS_AUTO)
+)
 
 // MaxDevices is LLM_MAX_DEVICES: the longest TensorSplit.
 const MaxDevices = int(C.LLM_MAX_DEVICES)
@@ -132,6 +143,9 @@ func Open(p *Params) (*Context, error) {
 	}
 	if p.OnlyGPU != nil {
 		cp.main_gpu = C.int32_t(*p.OnlyGPU)
+	}
+	if p.GPULayers != nil {
+		cp.n_gpu_layers = C.int32_t(*p.GPULayers)
 	}
 	if len(p.TensorSplit) > MaxDevices {
 		return nil, &Error{Status: StatusInvalidArgument, Message: "TensorSplit has more than MaxDevices entries"}

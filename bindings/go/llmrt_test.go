@@ -528,7 +528,16 @@ func TestDevicesAndTensorSplit(t *testing.T) {
 	if _, err := Open(&Params{Backend: BackendCPU, TensorSplit: []float32{1, -1}}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
 		t.Fatalf("a negative share: %v", err)
 	}
-	c, err := Open(&Params{Backend: BackendCPU})
+	// GPULayers: AUTO accepted (the CPU backend ignores it), below it refused.
+	if GPULayersAuto != -2 || GPULayersAll != -1 {
+		t.Fatalf("GPULayers constants %d %d", GPULayersAuto, GPULayersAll)
+	}
+	bad := GPULayersAuto - 1
+	if _, err := Open(&Params{Backend: BackendCPU, GPULayers: &bad}); !errors.Is(err, &Error{Status: StatusInvalidArgument}) {
+		t.Fatalf("GPULayers -3: %v", err)
+	}
+	auto := GPULayersAuto
+	c, err := Open(&Params{Backend: BackendCPU, GPULayers: &auto})
 	if err != nil {
 		t.Fatal(err)
 	}

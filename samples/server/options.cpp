@@ -41,7 +41,10 @@ namespace {
                "  --kv-listen HOST:PORT   prefill: where UCX serves the KV (default 127.0.0.1:0, any port)\n"
                "  --kv-lease-ms N         prefill: how long unfetched KV is held (default 30000)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on\n"
-               "                          the CPU (default -1: all; 0: none, the CPU backend)\n"
+               "                          the CPU (default all; 0: none, the CPU backend; auto: as many as\n"
+               "                          fit the GPUs' free memory with the KV pool, MoE experts to host\n"
+               "                          memory first, the CPU backend when none fits; logged to stderr)\n"
+               "  --fit on|off            on: -ngl auto unless -ngl is given; off: auto means all\n"
                "  -ts, --tensor-split A,B,...  each GPU's share of those layers (default: by free memory)\n"
                "  -mg, --main-gpu N       run them on GPU N alone (default -1: split over every GPU)\n"
                "  -ncmoe, --n-cpu-moe N   CUDA, Mixture of Experts: the experts of the first N MoE layers\n"
@@ -205,6 +208,8 @@ std::vector<std::string> SplitList(const std::string& list) {
 Options ParseArgs(int argc, char** argv) {
   Options o;
   int kv_k = 0, kv_v = 0;
+  bool ngl_given = false;
+  int fit = -1;  // --fit: -1 not given
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -244,7 +249,12 @@ Options ParseArgs(int argc, char** argv) {
     }
     else if (a == "--kv-listen") o.kv_listen = str();
     else if (a == "--kv-lease-ms") o.kv_lease_ms = num();
-    else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") o.n_gpu_layers = num();
+    else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
+      o.n_gpu_layers = cli::GpuLayersArg(a.c_str(), v);
+      ngl_given = true;
+      ++i;
+    }
+    else if (a == "-fit" || a == "--fit") { fit = cli::FitArg(a.c_str(), v); ++i; }
     else if (a == "-ts" || a == "--tensor-split") cli::TensorSplitArg(a.c_str(), str().c_str(), o.tensor_split);
     else if (a == "-mg" || a == "--main-gpu") o.main_gpu = num();
     else if (a == "-ncmoe" || a == "--n-cpu-moe") o.n_cpu_moe = num();
@@ -308,6 +318,7 @@ Options ParseArgs(int argc, char** argv) {
   }
   if (kv_k != kv_v && kv_k != 0 && kv_v != 0) Refuse("-ctk/-ctv of different types", "K and V share one element type here");
   o.kv_type = kv_k != 0 ? kv_k : kv_v;
+  o.n_gpu_layers = cli::ApplyFit(o.n_gpu_layers, ngl_given, fit);
   if (o.port < 0 || o.port > 65535 || o.max_seqs < 1 || o.ctx < 1 || o.http_threads < 0) Usage(2);
   if (!o.model_given) o.model = chat::FindDefaultModel();
   return o;

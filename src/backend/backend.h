@@ -288,12 +288,31 @@ struct CudaBackendOptions {
 int CudaDeviceCount();
 // A device's free memory now, bytes (0 on error or without CUDA support).
 int64_t CudaDeviceFreeBytes(int device);
+// A device's total memory, bytes (0 on error or without CUDA support).
+int64_t CudaDeviceTotalBytes(int device);
 
 // Whether the CUDA backend runs this model: OK, or UNSUPPORTED saying which
 // feature it lacks (today: Mixture-of-Experts layers). Every build answers,
 // so the context builder can fall back to the CPU before loading anything
 // onto a device; CreateCudaBackend refuses such a model with the same message.
 Status CudaSupportsModel(const ModelConfig& config);
+
+// A CUDA backend's device memory, known before it is made: what
+// CreateCudaBackend(config, weights, kv, options) allocates on
+// options.device before its KV pool (weights as the backend stores them,
+// the device expert cache, cuBLAS and attention workspaces, dequantization
+// scratch, activations for max_batch_tokens), and one block of that pool
+// (its layers only). By the backend's own size rules (cuda/cuda_footprint.cpp),
+// so a device holds the backend when before_kv + (n_blocks + 1) * kv_block
+// is within its share (gpu_memory_fraction of the total, less what is in
+// use, less defaults::kCudaHeadroomBytes). The input of n_gpu_layers =
+// LLM_GPU_LAYERS_AUTO (engine/auto_fit.h). UNSUPPORTED without CUDA.
+struct CudaFootprint {
+  int64_t before_kv = 0;
+  int64_t kv_block = 0;
+};
+StatusOr<CudaFootprint> EstimateCudaFootprint(const ModelConfig& config, const ModelWeights& weights,
+                                              const KvCacheSpec& kv, const CudaBackendOptions& options);
 
 // The CUDA backend: weights uploaded once as BF16 (block-quantized types are
 // dequantized on the host at upload), KV pool in device memory (BF16), logits

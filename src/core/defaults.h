@@ -17,6 +17,12 @@ inline constexpr int32_t kMaxBatchTokens = 512;      // max_batch_tokens: tokens
 inline constexpr int32_t kMaxQueued = 1024;          // max_queued: pending requests before BUSY
 inline constexpr int32_t kSpecK = 4;                 // spec_k: drafts per speculation round
 inline constexpr float kGpuMemoryFraction = 0.90f;   // gpu_memory_fraction (CUDA)
+// CUDA: device memory each backend leaves free beyond what it allocates up to
+// its KV pool (its share of gpu_memory_fraction less this): logits buffers and
+// graph metadata that grow later, cuBLAS's and the driver's own allocations,
+// allocator rounding on a GPU. The KV pool's sizing and n_gpu_layers =
+// LLM_GPU_LAYERS_AUTO's fit (engine/auto_fit.h) both keep it.
+inline constexpr int64_t kCudaHeadroomBytes = int64_t{256} << 20;
 // n_kv_blocks on the CPU: enough for max_seqs full-length sequences, held to
 // this much KV memory (but at least one full-length sequence), because the
 // CPU pool is committed at creation (SmolLM2's 8K context x 16 sequences

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "backend/layer_placement.h"
 #include "backend/split_backend.h"
 #include "core/defaults.h"
+#include "engine/auto_fit.h"
 #include "spec/draft_model_proposer.h"
 
 namespace llm {
@@ -140,6 +142,42 @@ StatusOr<LayerPlacement> PlaceDeviceLayers(const llm_ctx_params& p, int32_t ngl)
   return SplitLayers(ngl, devices, shares);
 }
 
+// The CUDA backend's options for these params and engine config.
+CudaBackendOptions CudaOptions(const llm_ctx_params& p, const EngineConfig& ec) {
+  CudaBackendOptions co;
+  co.fit_kv_blocks = p.n_kv_blocks == 0;
+  co.max_batch_tokens = ec.max_batch_tokens;
+  co.max_seqs = ec.max_seqs;
+  co.max_seq_len = ec.n_ctx;
+  co.gpu_memory_fraction = p.gpu_memory_fraction > 0.0f ? p.gpu_memory_fraction : defaults::kGpuMemoryFraction;
+  co.n_cpu_moe = p.n_cpu_moe;
+  co.moe_host_policy = p.moe_host_policy;
+  co.moe_prefetch = p.moe_prefetch >= 0;
+  co.moe_cache_bytes = static_cast<int64_t>(std::min<uint64_t>(p.moe_cache_bytes, uint64_t{1} << 62));
+  return co;
+}
+
+// n_gpu_layers = LLM_GPU_LAYERS_AUTO on the CUDA backend (engine/auto_fit.h):
+// the params with the fit's choice written in (a layer count, n_cpu_moe, the
+// split), and the choice on stderr. Not one layer fits: the CPU backend
+// (*kind) when the caller left the backend to us, else OUT_OF_MEMORY.
+StatusOr<llm_ctx_params> ResolveAutoLayers(const llm_ctx_params& p, const Model& model, int32_t* kind,
+                                           const ModelConfig* draft) {
+  llm_ctx_params all = p;
+  all.n_gpu_layers = LLM_GPU_LAYERS_ALL;  // the KV pool asked for with every layer on the device
+  LLM_ASSIGN_OR_RETURN(const EngineConfig ec, ResolveEngineConfig(all, model.config, *kind, draft));
+  const KvCacheSpec kv{ec.block_size, ec.n_blocks, ec.n_ctx, p.kv_type};
+  LLM_ASSIGN_OR_RETURN(AutoFit fit, FitLayersToDevices(all, model, kv, CudaOptions(all, ec)));
+  if (fit.gpu_layers == 0) {
+    if (p.backend == LLM_BACKEND_CUDA) return OutOfMemory(fit.summary);
+    std::fprintf(stderr, "llmrt: %s; the CPU backend runs the model\n", fit.summary.c_str());
+    *kind = LLM_BACKEND_CPU;
+    return p;
+  }
+  std::fprintf(stderr, "%s\n", fit.summary.c_str());
+  return fit.params;
+}
+
 // The target's backend. The GPU pool is real memory: without an explicit
 // n_kv_blocks it gets as many blocks as fit (up to the CPU default), and
 // the engine follows (ec->n_blocks).
@@ -153,16 +191,7 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
   if (p.kv_type == LLM_KV_Q4_0)
     return Unsupported("kv_type Q4_0: the CUDA backend has no Q4_0 KV cache yet (BF16, F16 or Q8_0; the CPU "
                        "backend has Q4_0)");
-  CudaBackendOptions co;
-  co.fit_kv_blocks = p.n_kv_blocks == 0;
-  co.max_batch_tokens = ec->max_batch_tokens;
-  co.max_seqs = ec->max_seqs;
-  co.max_seq_len = ec->n_ctx;
-  co.gpu_memory_fraction = p.gpu_memory_fraction > 0.0f ? p.gpu_memory_fraction : defaults::kGpuMemoryFraction;
-  co.n_cpu_moe = p.n_cpu_moe;
-  co.moe_host_policy = p.moe_host_policy;
-  co.moe_prefetch = p.moe_prefetch >= 0;
-  co.moe_cache_bytes = static_cast<int64_t>(std::min<uint64_t>(p.moe_cache_bytes, uint64_t{1} << 62));
+  const CudaBackendOptions co = CudaOptions(p, *ec);
   // n_gpu_layers in (0, n_layer): partial offload, the upper layers on the
   // CPU backend (split_backend.h); the device pool holds only the lower
   // layers' KV, so fit_kv_blocks counts only them. 0 never gets here
@@ -264,8 +293,9 @@ Status CheckContextParams(const llm_ctx_params& p) {
     return InvalidArgument("kv_disk_bytes needs kv_disk_dir");
   if (p.kv_disk_dir != nullptr && p.kv_disk_dir[0] == '\0')
     return InvalidArgument("kv_disk_dir is empty (NULL for no disk tier)");
-  if (p.n_gpu_layers < -1)
-    return InvalidArgument("n_gpu_layers " + Str(p.n_gpu_layers) + " must be >= 0, or -1 for every layer");
+  if (p.n_gpu_layers < LLM_GPU_LAYERS_AUTO)
+    return InvalidArgument("n_gpu_layers " + Str(p.n_gpu_layers) +
+                           " must be >= 0, -1 for every layer or -2 (LLM_GPU_LAYERS_AUTO) to fit free memory");
   if (p.main_gpu < -1) return InvalidArgument("main_gpu " + Str(p.main_gpu) + " must be >= 0, or -1 for every device");
   for (float f : p.tensor_split)
     if (!(f >= 0.0f) || !std::isfinite(f))
@@ -294,14 +324,18 @@ Status CheckContextParams(const llm_ctx_params& p) {
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p, const ContextOverrides& overrides) {
-  LLM_RETURN_IF_ERROR(CheckContextParams(p));
+StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p_in, const ContextOverrides& overrides) {
+  LLM_RETURN_IF_ERROR(CheckContextParams(p_in));
+  llm_ctx_params p = p_in;  // n_gpu_layers AUTO: with the fit's choice written in
   LLM_ASSIGN_OR_RETURN(int32_t kind, ChooseBackend(p.backend, overrides.backend));
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(p.model_path));
   LLM_ASSIGN_OR_RETURN(kind, FitBackendToModel(p.backend, kind, model->config));
-  if (kind == LLM_BACKEND_CUDA && p.n_gpu_layers == 0) kind = LLM_BACKEND_CPU;  // no layer on the GPU
+  if (kind == LLM_BACKEND_CUDA && p_in.n_gpu_layers == 0) kind = LLM_BACKEND_CPU;  // no layer on the GPU
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> draft, LoadDraftModel(p, *model));
   const std::optional<ModelConfig> dc = DraftConfig(p, *model, draft.get());
+  if (kind == LLM_BACKEND_CUDA && p_in.n_gpu_layers == LLM_GPU_LAYERS_AUTO) {
+    LLM_ASSIGN_OR_RETURN(p, ResolveAutoLayers(p_in, *model, &kind, dc ? &*dc : nullptr));
+  }
   LLM_ASSIGN_OR_RETURN(EngineConfig ec, ResolveEngineConfig(p, model->config, kind, dc ? &*dc : nullptr));
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(p, kind, *model, &ec));
   SpecSetup spec;

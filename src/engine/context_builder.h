@@ -3,8 +3,9 @@
 // check is resolved here, once; then the program is assembled in order:
 //
 //   check params -> choose backend -> load model -> fit backend to the
-//   model's architecture -> engine config (KV sizing) -> backend -> draft
-//   proposer -> swap space -> Engine::Create
+//   model's architecture -> [n_gpu_layers auto: fit the layers to the
+//   devices' free memory, auto_fit.h] -> engine config (KV sizing) ->
+//   backend -> draft proposer -> swap space -> Engine::Create
 //
 // capi.cpp only converts the C structs in and the Status out.
 #pragma once

@@ -47,6 +47,20 @@ for e in golden:
     check(j["tokens"] == e["generated_ids"], what + ": generated ids")
     check(j["text"] == e["generated_text"], what + ": text")
 
+# -ngl auto / all and --fit (llama.cpp's spellings): accepted; on the CPU
+# backend (the suite's LLM_BACKEND=cpu) they change nothing. Bad values: exit 2.
+e = golden[0]
+for flags in (["-ngl", "auto"], ["-ngl", "all"], ["--fit", "on"], ["--fit", "off", "-ngl", "auto"]):
+    cmd = [os.path.join(bin_dir, "llm-run"), "-m", models[e["weights"]], "-p", e["prompt"],
+           "--temp", "0", "-n", str(e["n_predict"]), "-t", "2", "--json"] + flags
+    out = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
+    ok = out.returncode == 0 and json.loads(out.stdout)["tokens"] == e["generated_ids"]
+    check(ok, "llm-run " + " ".join(flags) + ": the golden tokens (" + out.stderr[-200:] + ")")
+for flags in (["-ngl", "most"], ["-ngl", "-2"], ["--fit", "maybe"]):
+    out = subprocess.run([os.path.join(bin_dir, "llm-run"), "-m", models["F32"]] + flags,
+                         capture_output=True, text=True)
+    check(out.returncode == 2 and flags[0] in out.stderr, "llm-run " + " ".join(flags) + ": exit 2 naming it")
+
 ppl = json.load(open(os.path.join(reference, "stories260K-perplexity.json"), encoding="utf-8"))
 corpus = os.path.join(reference, "stories260K-corpus.txt")
 for run in ppl["runs"]:

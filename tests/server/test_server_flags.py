@@ -54,7 +54,8 @@ for flag in ["-fa", "--jinja", "-ub", "--metrics", "--mlock", "--no-mmap", "--em
 
 for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"),
                     (["--context-shift"], "--context-shift"), (["-ctk", "f16", "-ctv", "q8_0"], "-ctk/-ctv"),
-                    (["-ctk", "q5_1"], "-ctk q5_1"), (["--no-such-flag"], "--no-such-flag")]:
+                    (["-ctk", "q5_1"], "-ctk q5_1"), (["--no-such-flag"], "--no-such-flag"),
+                    (["-ngl", "most"], "-ngl"), (["--fit", "maybe"], "--fit")]:
     p = subprocess.run([server_bin, "-m", model, "--port", "0"] + extra, capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and name in p.stderr, "%s: exit 2 naming it (%d, %r)" % (" ".join(extra), p.returncode, p.stderr[:160]))
 

@@ -94,6 +94,12 @@ namespace Llmrt
         // (null or all 0: in proportion to free memory; at most 16 entries).
         public int MainGpu = -1;
         public float[] TensorSplit;
+        /// <summary>Layers on the GPU (llm_ctx_params.n_gpu_layers): a count, GpuLayersAll (the
+        /// default) or GpuLayersAuto (as many as fit the devices' free memory; MoE experts to host
+        /// memory first, the CPU when none fits). The CPU backend ignores it.</summary>
+        public int GpuLayers = GpuLayersAll;
+        public const int GpuLayersAll = -1;   // LLM_GPU_LAYERS_ALL
+        public const int GpuLayersAuto = -2;  // LLM_GPU_LAYERS_AUTO
     }
 
     public sealed class SamplingOptions
@@ -224,6 +230,7 @@ namespace Llmrt
                 p.max_queued = options.MaxQueued;
                 p.n_cpu_moe = options.CpuMoeLayers; p.moe_cache_bytes = options.MoeCacheBytes;
                 p.main_gpu = options.MainGpu;
+                p.n_gpu_layers = options.GpuLayers;
                 if (options.TensorSplit != null)
                 {
                     if (options.TensorSplit.Length > 16)

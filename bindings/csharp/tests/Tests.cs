@@ -261,6 +261,15 @@ static class Tests
 
     static void BadRequestAndDispose()
     {
+        // n_gpu_layers: AUTO is accepted (the CPU backend ignores it), below it refused.
+        Check(ContextOptions.GpuLayersAuto == -2 && ContextOptions.GpuLayersAll == -1, "GpuLayers constants");
+        using (new LlmContext(new ContextOptions { Backend = Backend.Cpu, GpuLayers = ContextOptions.GpuLayersAuto })) { }
+        try
+        {
+            using (new LlmContext(new ContextOptions { Backend = Backend.Cpu, GpuLayers = -3 })) { }
+            Check(false, "n_gpu_layers -3 accepted");
+        }
+        catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument, "status " + e.Status); }
         var ctx = new LlmContext();
         try
         {

@@ -57,3 +57,15 @@ def test_device_options():
         llmrt.Context(backend="cpu", tensor_split=[1.0] * 17)
     with llmrt.Context(backend="cpu") as c:
         assert c.devices() == []  # the CPU backend holds no device memory
+
+
+
+def test_gpu_layers_auto():
+    from llmrt import _structs as S
+    assert (S.GPU_LAYERS_AUTO, S.GPU_LAYERS_ALL) == (-2, -1)
+    with llmrt.Context(backend="cpu", n_gpu_layers="auto") as c:  # the CPU backend ignores it
+        assert c.devices() == []
+    with pytest.raises(llmrt.InvalidArgumentError, match="n_gpu_layers"):
+        llmrt.Context(backend="cpu", n_gpu_layers=-3)
+    with pytest.raises(ValueError, match="n_gpu_layers"):
+        llmrt.Context(backend="cpu", n_gpu_layers="most")

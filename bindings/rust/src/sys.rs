@@ -47,6 +47,11 @@ pub const LLM_BACKEND_AUTO: i32 = 0;
 pub const LLM_BACKEND_CPU: i32 = 1;
 pub const LLM_BACKEND_CUDA: i32 = 2;
 
+/// `llm_ctx_params.n_gpu_layers` besides a layer count: every layer on the
+/// GPU (the default), or as many as fit the devices' free memory.
+pub const LLM_GPU_LAYERS_ALL: i32 = -1;
+pub const LLM_GPU_LAYERS_AUTO: i32 = -2;
+
 pub const LLM_SPEC_AUTO: i32 = 0;
 pub const LLM_SPEC_OFF: i32 = 1;
 pub const LLM_SPEC_NGRAM: i32 = 2;

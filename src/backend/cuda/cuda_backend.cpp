@@ -29,14 +29,26 @@ int CudaDeviceCount() {
   return n;
 }
 
-int64_t CudaDeviceFreeBytes(int device) {
+namespace {
+// cudaMemGetInfo on `device`, the caller's current device kept; false on error.
+bool DeviceMemInfo(int device, size_t* free_b, size_t* total_b) {
   int prev = 0;
-  size_t free_b = 0, total_b = 0;
   const bool ok = cudaGetDevice(&prev) == cudaSuccess && cudaSetDevice(device) == cudaSuccess &&
-                  cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+                  cudaMemGetInfo(free_b, total_b) == cudaSuccess;
   cudaGetLastError();
   cudaSetDevice(prev);
-  return ok ? static_cast<int64_t>(free_b) : 0;
+  return ok;
+}
+}  // namespace
+
+int64_t CudaDeviceFreeBytes(int device) {
+  size_t free_b = 0, total_b = 0;
+  return DeviceMemInfo(device, &free_b, &total_b) ? static_cast<int64_t>(free_b) : 0;
+}
+
+int64_t CudaDeviceTotalBytes(int device) {
+  size_t free_b = 0, total_b = 0;
+  return DeviceMemInfo(device, &free_b, &total_b) ? static_cast<int64_t>(total_b) : 0;
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelConfig& config, const ModelWeights& weights,
@@ -46,24 +58,6 @@ StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelConfig& config, 
 
 namespace cuda {
 namespace {
-
-// Bytes of cuBLAS workspace (set explicitly so that graph capture needs no
-// allocation inside cuBLAS).
-constexpr size_t kCublasWorkspace = 32u << 20;
-
-// The pool's element type for llm_ctx_params.kv_type; the kernels' values
-// are the KV wire's (kernels/common.cuh), so a pool block is a wire block.
-static_assert(kKvF16 == LLM_KV_F16 && kKvQ8 == LLM_KV_Q8_0 && kKvBf16 == kKvWireBf16);
-StatusOr<int32_t> CudaKvElemOf(int32_t kv_type) {
-  switch (kv_type) {
-    case LLM_KV_AUTO:
-    case LLM_KV_F32: return kKvBf16;  // KvCacheSpec's default (contexts refuse an explicit F32 on CUDA)
-    case LLM_KV_F16: return kKvF16;
-    case LLM_KV_Q8_0: return kKvQ8;
-    case LLM_KV_Q4_0: return Unsupported("CUDA backend: no Q4_0 KV cache yet (the CPU backend has one)");
-    default: return InvalidArgument("CUDA backend: unknown kv_type " + std::to_string(kv_type));
-  }
-}
 
 Status CheckMatrix(const WeightView& w, int64_t rows, int64_t cols, const std::string& name) {
   return CheckWeightMatrix(w, rows, cols, name, "CUDA backend");
@@ -109,6 +103,20 @@ Status UploadBiases(const LayerWeights& L, int64_t q, int64_t kv, DeviceBuffer* 
 }
 
 }  // namespace
+
+// The kernels' values are the KV wire's (kernels/common.cuh), so a pool
+// block is a wire block.
+static_assert(kKvF16 == LLM_KV_F16 && kKvQ8 == LLM_KV_Q8_0 && kKvBf16 == kKvWireBf16);
+StatusOr<int32_t> CudaBackend::KvElemOf(int32_t kv_type) {
+  switch (kv_type) {
+    case LLM_KV_AUTO:
+    case LLM_KV_F32: return kKvBf16;  // KvCacheSpec's default (contexts refuse an explicit F32 on CUDA)
+    case LLM_KV_F16: return kKvF16;
+    case LLM_KV_Q8_0: return kKvQ8;
+    case LLM_KV_Q4_0: return Unsupported("CUDA backend: no Q4_0 KV cache yet (the CPU backend has one)");
+    default: return InvalidArgument("CUDA backend: unknown kv_type " + std::to_string(kv_type));
+  }
+}
 
 StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, const ModelWeights& w, KvCacheSpec* kv,
                                                        const CudaBackendOptions& options) {
@@ -335,7 +343,7 @@ bool CudaBackend::weights_quantized() const {
 }
 
 Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
-  LLM_ASSIGN_OR_RETURN(const int32_t elem, CudaKvElemOf(kv->kv_type));
+  LLM_ASSIGN_OR_RETURN(const int32_t elem, KvElemOf(kv->kv_type));
   kv_ = KvPoolLayout{opt_.n_layers - opt_.first_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem};  // this backend's layers only
   const int64_t block_bytes = kv_.block_bytes();
   size_t free_b = 0, total_b = 0;
@@ -344,7 +352,7 @@ Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
   // in use now (by it and by anyone else), less headroom for logits buffers
   // that grow later and for cuBLAS/driver allocations.
   const double used = static_cast<double>(total_b - free_b);
-  const double headroom = 256.0 * (1 << 20);
+  const double headroom = static_cast<double>(defaults::kCudaHeadroomBytes);
   const double budget = static_cast<double>(total_b) * opt_.gpu_memory_fraction - used - headroom;
   // One block beyond the engine's pool is the scratch block graph padding
   // writes into; it comes out of the same budget.
@@ -402,11 +410,40 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+CudaBackend::ActivationSizes CudaBackend::SizeActivations(const ModelConfig& c, int64_t n_tok, int64_t n_out) {
+  const size_t t = static_cast<size_t>(n_tok), E = static_cast<size_t>(c.n_embd), Q = static_cast<size_t>(c.q_dim()),
+               KV = static_cast<size_t>(c.kv_dim()), FW = static_cast<size_t>(FfnWidthOf(c));
+  ActivationSizes a;
+  a.x = a.delta = t * E * 4;
+  a.qkv = t * (Q + 2 * KV) * 4;
+  a.q = a.att = t * Q * 2;
+  a.gu = t * 2 * FW * 4;
+  a.h = t * FW * 2;
+  if (c.n_expert > 0) {
+    const size_t K = static_cast<size_t>(c.n_expert_used), NE = static_cast<size_t>(c.n_expert);
+    a.moe_pick = t * (2 * K + 1) * 4;
+    a.moe_order = t * 2 * K * 4;
+    a.moe_items = (t * K + NE) * sizeof(MoeWorkItem);
+    a.moe_y = t * K * E * 4;
+    if (c.n_ff_shexp > 0) a.moe_shared = t * E * 4;
+  }
+  a.cos_sin = t * static_cast<size_t>(c.rope_dim) * 4;
+  if (c.sliding_window > 0) a.cos_sin_local = a.cos_sin;
+  a.logits = static_cast<size_t>(n_out) * static_cast<size_t>(c.n_vocab) * 4;
+  a.xn = static_cast<size_t>(std::max(n_tok, n_out)) * E * 2;
+  return a;
+}
+
+size_t CudaBackend::ActivationSizes::total() const {
+  return x + delta + qkv + q + att + gu + h + moe_pick + moe_order + moe_items + moe_y + moe_shared + cos_sin +
+         cos_sin_local + logits + xn;
+}
+
 Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
   if (partial()) n_out = 0;  // no classifier here: no logits buffer (n_out x n_vocab) on a device too small already
-  const int64_t E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), V = cfg_.n_vocab;
   const int64_t new_tok = std::max(cap_tok_, n_tok), new_out = std::max(cap_out_, n_out);
-  const size_t xn_bytes = static_cast<size_t>(std::max(new_tok, new_out)) * E * 2;
+  const ActivationSizes a = SizeActivations(cfg_, new_tok, new_out);
+  const size_t xn_bytes = a.xn;
   if (new_tok > cap_tok_ || new_out > cap_out_ || xn_.bytes() < xn_bytes) {
     // Ordered after earlier work on the stream: the old buffers may still be read.
     LLM_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronise before growing buffers");
@@ -416,31 +453,27 @@ Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
     // Zero until every buffer has its new size: a failure half-way leaves a
     // capacity the next call re-allocates from scratch, never a stale one.
     cap_tok_ = 0;
-    const size_t t = static_cast<size_t>(new_tok);
-    LLM_RETURN_IF_ERROR(x_.Allocate(t * E * 4, "residual stream"));
-    LLM_RETURN_IF_ERROR(delta_.Allocate(t * E * 4, "sub-block output"));
-    LLM_RETURN_IF_ERROR(qkv_.Allocate(t * (Q + 2 * KV) * 4, "qkv"));
-    LLM_RETURN_IF_ERROR(q_.Allocate(t * Q * 2, "queries"));
-    LLM_RETURN_IF_ERROR(att_.Allocate(t * Q * 2, "attention output"));
-    const size_t FW = static_cast<size_t>(FfnWidth());
-    LLM_RETURN_IF_ERROR(gu_.Allocate(t * 2 * FW * 4, "gate/up"));
-    LLM_RETURN_IF_ERROR(h_.Allocate(t * FW * 2, "ffn hidden"));
+    LLM_RETURN_IF_ERROR(x_.Allocate(a.x, "residual stream"));
+    LLM_RETURN_IF_ERROR(delta_.Allocate(a.delta, "sub-block output"));
+    LLM_RETURN_IF_ERROR(qkv_.Allocate(a.qkv, "qkv"));
+    LLM_RETURN_IF_ERROR(q_.Allocate(a.q, "queries"));
+    LLM_RETURN_IF_ERROR(att_.Allocate(a.att, "attention output"));
+    LLM_RETURN_IF_ERROR(gu_.Allocate(a.gu, "gate/up"));
+    LLM_RETURN_IF_ERROR(h_.Allocate(a.h, "ffn hidden"));
     if (cfg_.n_expert > 0) {
-      const size_t K = static_cast<size_t>(cfg_.n_expert_used), NE = static_cast<size_t>(cfg_.n_expert);
-      LLM_RETURN_IF_ERROR(moe_pick_.Allocate(t * (2 * K + 1) * 4, "expert picks"));
-      LLM_RETURN_IF_ERROR(moe_order_.Allocate(t * 2 * K * 4, "expert order"));
-      LLM_RETURN_IF_ERROR(moe_items_.Allocate((t * K + NE) * sizeof(MoeWorkItem), "expert work items"));
-      LLM_RETURN_IF_ERROR(moe_y_.Allocate(t * K * E * 4, "expert outputs"));
-      if (cfg_.n_ff_shexp > 0) LLM_RETURN_IF_ERROR(moe_shared_.Allocate(t * E * 4, "shared expert output"));
+      LLM_RETURN_IF_ERROR(moe_pick_.Allocate(a.moe_pick, "expert picks"));
+      LLM_RETURN_IF_ERROR(moe_order_.Allocate(a.moe_order, "expert order"));
+      LLM_RETURN_IF_ERROR(moe_items_.Allocate(a.moe_items, "expert work items"));
+      LLM_RETURN_IF_ERROR(moe_y_.Allocate(a.moe_y, "expert outputs"));
+      if (cfg_.n_ff_shexp > 0) LLM_RETURN_IF_ERROR(moe_shared_.Allocate(a.moe_shared, "shared expert output"));
     }
-    LLM_RETURN_IF_ERROR(cos_sin_.Allocate(t * cfg_.rope_dim * 4, "rope angles"));
-    if (cfg_.sliding_window > 0)
-      LLM_RETURN_IF_ERROR(cos_sin_local_.Allocate(t * cfg_.rope_dim * 4, "local rope angles"));
+    LLM_RETURN_IF_ERROR(cos_sin_.Allocate(a.cos_sin, "rope angles"));
+    if (cfg_.sliding_window > 0) LLM_RETURN_IF_ERROR(cos_sin_local_.Allocate(a.cos_sin_local, "local rope angles"));
     cap_tok_ = new_tok;
   }
   if (new_out > cap_out_) {
     cap_out_ = 0;
-    LLM_RETURN_IF_ERROR(logits_.Allocate(static_cast<size_t>(new_out) * V * 4, "logits"));
+    LLM_RETURN_IF_ERROR(logits_.Allocate(a.logits, "logits"));
     cap_out_ = new_out;
   }
   if (xn_.bytes() < xn_bytes) LLM_RETURN_IF_ERROR(xn_.Allocate(xn_bytes, "normed rows"));

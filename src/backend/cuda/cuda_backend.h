@@ -61,6 +61,11 @@ class CudaBackend final : public Backend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const ModelConfig& config, const ModelWeights& weights,
                                                    KvCacheSpec* kv, const CudaBackendOptions& options);
+  // What Create with these arguments allocates on its device before the KV
+  // pool, and one block of that pool (cuda_footprint.cpp; EstimateCudaFootprint
+  // in backend.h says what for).
+  static StatusOr<CudaFootprint> Footprint(const ModelConfig& config, const ModelWeights& weights,
+                                           const KvCacheSpec& kv, const CudaBackendOptions& options);
   ~CudaBackend() override;
 
   int32_t kind() const override { return LLM_BACKEND_CUDA; }
@@ -172,7 +177,19 @@ class CudaBackend final : public Backend {
   Status MoeHostPrefetch(int layer, int32_t n_tok, const std::vector<int32_t>& keep);
   // Gate/up and hidden widths per token the FFN buffers hold (dense, the
   // routed experts' k rows, the shared expert: the largest).
-  int64_t FfnWidth() const;
+  int64_t FfnWidth() const { return FfnWidthOf(cfg_); }
+  static int64_t FfnWidthOf(const ModelConfig& c);
+  // The activation buffers Reserve holds for n_tok tokens and n_out logit
+  // rows, bytes each (Footprint counts them the same way).
+  struct ActivationSizes {
+    size_t x = 0, delta = 0, qkv = 0, q = 0, att = 0, gu = 0, h = 0;
+    size_t moe_pick = 0, moe_order = 0, moe_items = 0, moe_y = 0, moe_shared = 0;
+    size_t cos_sin = 0, cos_sin_local = 0, logits = 0, xn = 0;
+    size_t total() const;
+  };
+  static ActivationSizes SizeActivations(const ModelConfig& c, int64_t n_tok, int64_t n_out);
+  // The pool's element type (kernels/common.cuh) for llm_ctx_params.kv_type.
+  static StatusOr<int32_t> KvElemOf(int32_t kv_type);
   Status AllocateKvPool(KvCacheSpec* kv);
 
   // The shared batch check (backend/validate.h), then this step's metadata
@@ -242,6 +259,9 @@ class CudaBackend final : public Backend {
 
   // Query-token slots (tokens x splits) of the decode attention workspace.
   static constexpr int32_t kDecodeSlots = 2048;
+  // Bytes of cuBLAS workspace (set explicitly so that graph capture needs no
+  // allocation inside cuBLAS).
+  static constexpr size_t kCublasWorkspace = 32u << 20;
 
   ModelConfig cfg_;
   CudaBackendOptions opt_;

@@ -54,11 +54,11 @@ ExpertMatrix Stacked(std::initializer_list<const DeviceExperts*> parts) {
 
 }  // namespace
 
-int64_t CudaBackend::FfnWidth() const {
-  int64_t w = cfg_.n_ff;
-  if (cfg_.n_expert > 0) {
-    w = std::max<int64_t>(w, static_cast<int64_t>(cfg_.n_expert_used) * cfg_.n_ff_exp);
-    w = std::max<int64_t>(w, cfg_.n_ff_shexp);
+int64_t CudaBackend::FfnWidthOf(const ModelConfig& c) {
+  int64_t w = c.n_ff;
+  if (c.n_expert > 0) {
+    w = std::max<int64_t>(w, static_cast<int64_t>(c.n_expert_used) * c.n_ff_exp);
+    w = std::max<int64_t>(w, c.n_ff_shexp);
   }
   return w;
 }

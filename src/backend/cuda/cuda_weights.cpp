@@ -52,7 +52,46 @@ Status UploadBf16(std::span<const WeightView* const> parts, int64_t rows, int64_
   return Status::Ok();
 }
 
+// Whether Upload keeps `parts` in their file's blocks (every part a type the
+// kernels decode, at most kMaxQuantParts of them), else converts to BF16.
+bool KeepsBlocks(std::initializer_list<const WeightView*> parts, int64_t cols, bool keep_quantized) {
+  bool all_quant = keep_quantized && parts.size() <= static_cast<size_t>(kMaxQuantParts);
+  for (const WeightView* p : parts)
+    all_quant = all_quant && QuantTypeSupported(static_cast<uint32_t>(p->type)) && TensorRowBytes(p->type, cols) != 0;
+  return all_quant;
+}
+
+// An expert's row as stored on the device and in host memory.
+size_t ExpertRowBytes(const WeightView& e0, bool keep_quantized) {
+  const bool quant = keep_quantized && QuantTypeSupported(static_cast<uint32_t>(e0.type)) &&
+                     TensorRowBytes(e0.type, e0.cols) != 0;
+  return quant ? TensorRowBytes(e0.type, e0.cols) : static_cast<size_t>(e0.cols) * sizeof(uint16_t);
+}
+
 }  // namespace
+
+size_t DeviceMatrix::StoredBytes(std::initializer_list<const WeightView*> parts, bool keep_quantized) {
+  if (parts.size() == 0) return 0;
+  const int64_t cols = (*parts.begin())->cols;
+  int64_t rows = 0;
+  for (const WeightView* p : parts) {
+    if (p->empty() || p->cols != cols || p->rows <= 0) return 0;
+    rows += p->rows;
+  }
+  if (!KeepsBlocks(parts, cols, keep_quantized)) return static_cast<size_t>(rows * cols) * sizeof(uint16_t);
+  size_t total = 0;
+  for (const WeightView* p : parts) total += static_cast<size_t>(p->rows) * TensorRowBytes(p->type, cols);
+  return total;
+}
+
+bool DeviceMatrix::StaysQuantized(std::initializer_list<const WeightView*> parts, bool keep_quantized) {
+  return parts.size() > 0 && KeepsBlocks(parts, (*parts.begin())->cols, keep_quantized);
+}
+
+size_t DeviceExperts::ExpertBytes(std::span<const WeightView> experts, bool keep_quantized) {
+  if (experts.empty()) return 0;
+  return ExpertRowBytes(experts[0], keep_quantized) * static_cast<size_t>(std::max<int64_t>(experts[0].rows, 0));
+}
 
 Status DeviceMatrix::Upload(std::initializer_list<const WeightView*> parts, const std::string& name,
                             bool keep_quantized) {
@@ -62,14 +101,12 @@ Status DeviceMatrix::Upload(std::initializer_list<const WeightView*> parts, cons
   if (parts.size() == 0) return InvalidArgument("CUDA backend: " + name + " has no parts");
   const int64_t cols = (*parts.begin())->cols;
   int64_t rows = 0;
-  bool all_quant = keep_quantized && parts.size() <= static_cast<size_t>(kMaxQuantParts);
   for (const WeightView* p : parts) {
     if (p->empty() || p->cols != cols || p->rows <= 0)
       return InvalidArgument("CUDA backend: " + name + ": parts missing or of different widths");
     rows += p->rows;
-    all_quant = all_quant && QuantTypeSupported(static_cast<uint32_t>(p->type)) &&
-                TensorRowBytes(p->type, cols) != 0;
   }
+  const bool all_quant = KeepsBlocks(parts, cols, keep_quantized);
   if (rows > std::numeric_limits<int32_t>::max() || cols > std::numeric_limits<int32_t>::max())
     return Unsupported("CUDA backend: " + name + " has more than 2^31 rows or columns");
   rows_ = rows;
@@ -125,7 +162,7 @@ Status DeviceExperts::Upload(std::span<const WeightView> experts, const std::str
   if (e0.cols % 32 != 0) return Unsupported("CUDA backend: " + name + ": rows of a width not a multiple of 32");
   const auto type = static_cast<uint32_t>(e0.type);
   const bool quant = keep_quantized && QuantTypeSupported(type) && TensorRowBytes(e0.type, e0.cols) != 0;
-  const size_t rb = quant ? TensorRowBytes(e0.type, e0.cols) : static_cast<size_t>(e0.cols) * sizeof(uint16_t);
+  const size_t rb = ExpertRowBytes(e0, keep_quantized);
   const size_t per = rb * static_cast<size_t>(e0.rows);
   if (quant) {
     LLM_RETURN_IF_ERROR(buf_.Allocate(per * experts.size(), name.c_str()));

@@ -21,6 +21,11 @@ class DeviceMatrix {
   // them when they are all block-quantized. `name` names it in errors.
   // keep_quantized false forces BF16 (a debugging and comparison aid).
   Status Upload(std::initializer_list<const WeightView*> parts, const std::string& name, bool keep_quantized = true);
+  // The device bytes Upload would hold for `parts` (0 when they are not a
+  // matrix Upload takes): the fit planner's size rule (cuda_footprint.cpp).
+  static size_t StoredBytes(std::initializer_list<const WeightView*> parts, bool keep_quantized = true);
+  // Whether Upload keeps them in their file's blocks (quantized()).
+  static bool StaysQuantized(std::initializer_list<const WeightView*> parts, bool keep_quantized = true);
 
   bool quantized() const { return q_.n_parts > 0; }
   const QuantMatrix& quant() const { return q_; }    // quantized() only
@@ -42,6 +47,14 @@ class DeviceMatrix {
 class DeviceExperts {
  public:
   Status Upload(std::span<const WeightView> experts, const std::string& name, bool keep_quantized = true);
+  // One expert's bytes as Upload (and the host copy, moe_host.h) store it:
+  // the file's blocks when the kernels decode them, else BF16. 0 for an
+  // empty list.
+  static size_t ExpertBytes(std::span<const WeightView> experts, bool keep_quantized = true);
+  // The device bytes Upload would hold: the experts and their address table.
+  static size_t StoredBytes(std::span<const WeightView> experts, bool keep_quantized = true) {
+    return ExpertBytes(experts, keep_quantized) * experts.size() + experts.size() * sizeof(const uint8_t*);
+  }
 
   const ExpertStack& stack() const { return s_; }
   size_t bytes() const { return buf_.bytes(); }      // the weights

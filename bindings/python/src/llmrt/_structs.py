@@ -22,6 +22,8 @@ PART_CONTENT, PART_REASONING = 0, 1
 
 
 MAX_DEVICES = 16  # LLM_MAX_DEVICES
+GPU_LAYERS_ALL = -1  # LLM_GPU_LAYERS_ALL: every layer on the GPU
+GPU_LAYERS_AUTO = -2  # LLM_GPU_LAYERS_AUTO: as many as fit the devices' free memory
 
 
 class CtxParams(C.Structure):

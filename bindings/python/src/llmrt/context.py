@@ -50,7 +50,8 @@ class Context:
     """Loads ``model_path`` (a GGUF file or a Hugging Face folder; None: the
     built-in stories260K). Keyword arguments are the fields of
     ``llm_ctx_params``: ``n_ctx``, ``n_threads``, ``backend`` ("auto",
-    "cpu", "cuda"), ``n_gpu_layers``, ``kv_type`` ("auto", "f32", "f16",
+    "cpu", "cuda"), ``n_gpu_layers`` (a count, -1 every layer, or "auto":
+    as many as fit the devices' free memory), ``kv_type`` ("auto", "f32", "f16",
     "q8_0", "q4_0": CPU only), ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
@@ -62,7 +63,7 @@ class Context:
     0 means the library's default, as in C."""
 
     def __init__(self, model_path: Union[None, str, os.PathLike] = None, *, n_ctx: int = 0, n_threads: int = 0,
-                 backend: str = "auto", n_gpu_layers: int = -1, kv_type: str = "auto", max_seqs: int = 0,
+                 backend: str = "auto", n_gpu_layers: Union[int, str] = -1, kv_type: str = "auto", max_seqs: int = 0,
                  kv_block_size: int = 0, n_kv_blocks: int = 0, max_batch_tokens: int = 0, max_queued: int = 0,
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
                  spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
@@ -72,6 +73,10 @@ class Context:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
             raise ValueError(f"kv_type must be one of {sorted(KV_TYPES)}")
+        if isinstance(n_gpu_layers, str):
+            if n_gpu_layers not in ("auto", "all"):
+                raise ValueError('n_gpu_layers must be a count, "auto" or "all"')
+            n_gpu_layers = S.GPU_LAYERS_AUTO if n_gpu_layers == "auto" else S.GPU_LAYERS_ALL
         p = S.CtxParams()
         p.struct_size = C.sizeof(S.CtxParams)
         check(lib.llm_ctx_params_init(C.byref(p)))
