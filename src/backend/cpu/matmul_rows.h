@@ -3,7 +3,8 @@
 // x (n_tok, w.cols), its quantized blocks xq (n_tok, w.cols / 32; nullptr
 // for an unquantized W) and y (n_tok, w.rows), each row right after the
 // last. The encoder's and the vision tower's linears and a decoder's
-// embedding projections (encoder.cpp, vision_linear.cpp, decoder_embed.cpp).
+// embedding projections (encoder.cpp, vision_linear.cpp, decoder_embed.cpp)
+// and the decoder step's matmuls (forward.cpp's MatMulJobs).
 #pragma once
 
 #include <cstdint>
