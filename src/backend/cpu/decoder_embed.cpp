@@ -25,6 +25,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul_rows.h"
 #include "backend/pooling.h"
 
 namespace llm::cpu {
@@ -42,18 +43,7 @@ void CpuBackend::Project(const WeightView& w, const float* x, int64_t n, float* 
     for (int64_t t = 0; t < n; ++t) k_->quantize_act(x + t * w.cols, w.cols, xq.data() + t * nb);
   }
   auto rows = [&](int64_t lo, int64_t hi, int) {
-    MatMulArgs a;
-    a.w = &w;
-    a.x = x;
-    a.ld_x = w.cols;
-    a.xq = xq.empty() ? nullptr : xq.data();
-    a.ld_xq = w.cols / 32;
-    a.n_tok = n;
-    a.y = y;
-    a.ld_y = w.rows;
-    a.row_begin = lo;
-    a.row_end = hi;
-    k_->matmul(a);
+    k_->matmul(DenseRowRange(w, x, xq.empty() ? nullptr : xq.data(), n, y, lo, hi));
   };
   if (Parallel(n * w.rows * w.cols)) {
     pool_.ParallelFor(w.rows, rows);

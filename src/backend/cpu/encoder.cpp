@@ -21,6 +21,7 @@
 
 #include "backend/cpu/encoder_attention.h"
 #include "backend/cpu/encoder_matmul.h"
+#include "backend/cpu/matmul_rows.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/rope.h"
 #include "backend/pooling.h"
@@ -150,18 +151,7 @@ void CpuEncoder::Linear(const WeightView& w, const WeightView& b, const float* x
     xq = xq_.data();
   }
   auto rows = [&](int64_t lo, int64_t hi, int) {
-    MatMulArgs a;
-    a.w = &w;
-    a.x = x;
-    a.ld_x = w.cols;
-    a.xq = xq;
-    a.ld_xq = w.cols / 32;
-    a.n_tok = n;
-    a.y = y;
-    a.ld_y = w.rows;
-    a.row_begin = lo;
-    a.row_end = hi;
-    EncoderMatMul(*k_, a);  // the AVX-512 tile where the CPU has it
+    EncoderMatMul(*k_, DenseRowRange(w, x, xq, n, y, lo, hi));  // the AVX-512 tile where the CPU has it
     if (!b.empty())
       for (int64_t t = 0; t < n; ++t)
         for (int64_t r = lo; r < hi; ++r) y[t * w.rows + r] += Vec(b)[r];

@@ -28,6 +28,7 @@
 #include "backend/cpu/act_rounding.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/encoder_matmul.h"
+#include "backend/cpu/matmul_rows.h"
 #include "backend/kv_wire.h"
 #include "util/fp16.h"
 
@@ -167,19 +168,7 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
       const int64_t lo = b > base ? b - base : 0;
       const int64_t hi = e - base < w.rows ? e - base : w.rows;
       if (lo < hi) {
-        MatMulArgs a;
-        a.w = &w;
-        a.x = x;
-        a.ld_x = w.cols;
-        a.xq = xq;
-        a.ld_xq = w.cols / 32;
-        a.n_tok = n;
-        a.y = jobs[j].y;
-        a.ld_y = w.rows;
-        a.row_begin = lo;
-        a.row_end = hi;
-        a.accumulate = jobs[j].accumulate;
-        MatMul(a);
+        MatMul(DenseRowRange(w, x, xq, n, jobs[j].y, lo, hi, jobs[j].accumulate));
       }
       base += w.rows;
     }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu/encoder_matmul.h"
+#include "backend/cpu/matmul_rows.h"
 
 namespace llm::cpu {
 namespace {
@@ -22,19 +23,7 @@ void VisionLinear::operator()(const WeightView& w, const WeightView& b, const fl
   }
   const float* bias = static_cast<const float*>(b.data);
   auto rows = [&](int64_t lo, int64_t hi, int) {
-    MatMulArgs a;
-    a.w = &w;
-    a.x = x;
-    a.ld_x = w.cols;
-    a.xq = xq;
-    a.ld_xq = w.cols / 32;
-    a.n_tok = n;
-    a.y = y;
-    a.ld_y = w.rows;
-    a.row_begin = lo;
-    a.row_end = hi;
-    a.accumulate = accumulate;
-    EncoderMatMul(k_, a);
+    EncoderMatMul(k_, DenseRowRange(w, x, xq, n, y, lo, hi, accumulate));
     if (bias != nullptr)
       for (int64_t t = 0; t < n; ++t)
         for (int64_t r = lo; r < hi; ++r) y[t * w.rows + r] += bias[r];
