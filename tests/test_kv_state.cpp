@@ -806,6 +806,12 @@ TEST(KvState, DISABLED_WriteFuzzSeeds) {
     save("gemma3-q8-1block", Export(c.p, Converse(c.p, 20, 4), &n));
   }
   std::filesystem::remove(g3);
+  const std::string tiny = SynthPath("tiny");  // head_dim 64: Q4_0 of rotated rows (elem 6)
+  {
+    Ctx c(tiny, {LLM_KV_Q4_0});
+    save("tiny-q4-1block", Export(c.p, Converse(c.p, 20, 4), &n));
+  }
+  std::filesystem::remove(tiny);
 }
 
 }  // namespace
