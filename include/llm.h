@@ -210,7 +210,9 @@ enum { /* llm_ctx_params.kv_type: element type of the KV cache                 *
                    /* position's K and V                                        */
   LLM_KV_Q4_0 = 4  /* GGUF's Q4_0 blocks: 4-bit values with one F16 scale per  */
                    /* 32 (llama.cpp's rounding), 18 bytes per 32 values; CPU   */
-                   /* only, head_dim a multiple of 32 up to 256                */
+                   /* only, head_dim a multiple of 32 up to 256. Rows are      */
+                   /* Hadamard-rotated first (head_dim a multiple of 64), as   */
+                   /* llama.cpp's quantized cache does                         */
 };
 
 /* A request seed with this value draws a random seed. */

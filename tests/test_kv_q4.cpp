@@ -19,6 +19,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kv_layout.h"
+#include "backend/kv_rotation.h"
 #include "backend/kv_wire.h"
 #include "llm.h"
 #include "support/api_helpers.h"
@@ -62,6 +63,49 @@ TEST(KvQ4, HostileValuesStayInRange) {
   uint8_t q[kQ4Block];
   QuantizeBlockQ4(x, q);
   for (int j = 0; j < 32; ++j) EXPECT_LE(q[j], 15) << j;
+}
+
+// ------------------------------------------------------------ the rotation
+
+// HadamardRotate against the matrix written out by Sylvester's doubling
+// (H_1 = 1/sqrt(n); [[H, H], [H, -H]]), the matrix llama.cpp's quantized
+// cache multiplies rows by; H·H = I; the sizes follow llama.cpp's rule.
+TEST(KvQ4, HadamardRotationIsSylvesterMatrix) {
+  for (int n : {64, 128, 256}) {
+    std::vector<double> m(static_cast<size_t>(n) * n, 0.0);
+    m[0] = 1.0 / std::sqrt(static_cast<double>(n));
+    for (int s = 1; s < n; s *= 2)
+      for (int i = 0; i < s; ++i)
+        for (int j = 0; j < s; ++j) {
+          const double v = m[i * n + j];
+          m[(i + s) * n + j] = v;
+          m[i * n + j + s] = v;
+          m[(i + s) * n + j + s] = -v;
+        }
+    std::mt19937 rng(n);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(2 * n)), y;  // two chunks
+    for (float& e : x) e = dist(rng);
+    x[3] = 40.0f;  // an outlier channel
+    y = x;
+    HadamardRotate(y.data(), 2 * n, n);
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < n; ++i) {
+        double want = 0;
+        for (int j = 0; j < n; ++j) want += m[i * n + j] * x[c * n + j];
+        ASSERT_NEAR(y[c * n + i], want, 1e-4) << "n " << n << " chunk " << c << " row " << i;
+      }
+    HadamardRotate(y.data(), 2 * n, n);
+    for (int i = 0; i < 2 * n; ++i) ASSERT_NEAR(y[i], x[i], 1e-4) << "H·H != I at " << i;
+  }
+  EXPECT_EQ(KvRotationK(64), 64);
+  EXPECT_EQ(KvRotationK(128), 128);
+  EXPECT_EQ(KvRotationK(192), 64);
+  EXPECT_EQ(KvRotationK(256), 256);
+  EXPECT_EQ(KvRotationK(32), 0);
+  EXPECT_EQ(KvRotationK(96), 0);
+  EXPECT_EQ(KvRotationV(256), 64);
+  EXPECT_EQ(KvRotationV(96), 0);
 }
 
 // ------------------------------------------------------------ the kernel

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_rotation.h"
 #include "kvstate/kv_convert.h"
 #include "kvstate/kv_format.h"
 #include "llm.h"
@@ -194,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(Synth, KvStateFamily,
 // Q4_0 (CPU, head_dim a multiple of 32): GGUF blocks on the wire, the pool's
 // nibble pairs re-indexed both ways; windows past 32 tokens on tiny-mistral.
 TEST(KvState, RoundTripQ4) {
-  for (const char* shape : {"tiny-qwen3", "tiny-mistral"}) {
+  for (const char* shape : {"tiny-qwen3", "tiny-mistral", "tiny"}) {  // tiny: head_dim 64, rotated rows
     SCOPED_TRACE(shape);
     const std::string path = SynthPath(shape);
     RoundTrip(path, {LLM_KV_Q4_0});
@@ -349,6 +350,104 @@ TEST(KvState, ConvertQ4ToF32AndF16) {
   std::filesystem::remove(path);
 }
 
+// A Q4_0 pool holds Hadamard-rotated rows (backend/kv_rotation.h), as
+// llama.cpp's quantized cache does: on a head_dim-64 model, layer 0's K and V
+// (the same F32 values in any pool: they depend on the embeddings alone) are
+// stored in the Q4_0 stream as QuantizeBlockQ4 of H·row, byte for byte, not
+// as the unrotated row's blocks.
+TEST(KvState, Q4PoolHoldsRotatedRows) {
+  const std::string path = SynthPath("tiny");
+  // both pools compute the same prompt in one step (the same F32 rows)
+  const std::vector<llm_token> conv = Prompt(48);
+  Ctx f(path, {LLM_KV_F32});
+  ASSERT_EQ(ApiGreedy(f.p, conv, 1).status, LLM_OK);
+  int32_t n = 0, nq = 0;
+  const std::string sf = Export(f.p, conv, &n);
+  ASSERT_GE(n, 32);
+  Ctx q(path, {LLM_KV_Q4_0});
+  ASSERT_EQ(ApiGreedy(q.p, conv, 1).status, LLM_OK);
+  const std::string sq = Export(q.p, conv, &nq);
+  ASSERT_EQ(nq, n);
+  kvstate::StreamHeader hf, hq;
+  const auto bf = Blocks(sf, &hf), bq = Blocks(sq, &hq);
+  ASSERT_EQ(hq.geometry.elem, kKvWireQ4_0);
+  ASSERT_EQ(hq.geometry.head_dim, 64);
+  ASSERT_EQ(bf.size(), bq.size());
+  const KvWireLayout wf = hf.geometry.wire(), wq = hq.geometry.wire();
+  const int64_t hd = wf.head_dim;
+  std::vector<float> x(static_cast<size_t>(hd));
+  std::vector<uint8_t> want(static_cast<size_t>(wq.block_size * hd / 32 * 18));
+  int64_t rows = 0, unrotated_equal = 0;
+  for (size_t i = 0; i < bf.size(); ++i)
+    for (int64_t kv = 0; kv < 2; ++kv)
+      for (int64_t h = 0; h < wf.n_head_kv; ++h) {
+        const uint8_t* got = bq[i].kv.data() + wq.TileOffset(0, kv, h);
+        for (int64_t p = 0; p < wf.block_size; ++p) {
+          kvstate::DecodeKvRow(wf, bf[i].kv.data() + wf.TileOffset(0, kv, h), p, x.data());
+          kvstate::EncodeKvRow(wq, want.data(), p, x.data());  // unrotated
+          unrotated_equal += std::memcmp(want.data() + p * (hd / 32) * 18, got + p * (hd / 32) * 18, hd / 32 * 18) == 0;
+          HadamardRotate(x.data(), hd, kv == 0 ? KvRotationK(hd) : KvRotationV(hd));
+          kvstate::EncodeKvRow(wq, want.data(), p, x.data());
+          ASSERT_EQ(0, std::memcmp(want.data() + p * (hd / 32) * 18, got + p * (hd / 32) * 18, hd / 32 * 18))
+              << "block " << i << (kv == 0 ? " K" : " V") << " head " << h << " pos " << p;
+          ++rows;
+        }
+      }
+  EXPECT_EQ(rows, 2 * 2 * int64_t{n});
+  EXPECT_EQ(unrotated_equal, 0);
+  std::filesystem::remove(path);
+}
+
+// A rotated Q4_0 stream imported into an F32 pool is rotated back (H is its
+// own inverse): the F32 rows are H·(the stream's values) up to F32 rounding,
+// and an F32 stream imported into a Q4_0 pool is rotated on the way in.
+TEST(KvState, ConvertRotatedQ4BothWays) {
+  const std::string path = SynthPath("tiny");
+  Ctx a(path, {LLM_KV_Q4_0});
+  const std::vector<llm_token> conv = Converse(a.p, 40, 8);
+  int32_t n = 0;
+  const std::string src = Export(a.p, conv, &n);
+  ASSERT_EQ(n, 32);
+  Ctx b(path, {LLM_KV_F32});
+  int32_t n_in = 0;
+  ASSERT_EQ(Import(b.p, src, &n_in), LLM_OK) << llm_last_error();
+  ASSERT_EQ(n_in, 32);
+  const std::string dst = Export(b.p, conv, &n);
+  kvstate::StreamHeader hs, hd;
+  const auto bs = Blocks(src, &hs), bd = Blocks(dst, &hd);
+  ASSERT_EQ(hd.geometry.elem, LLM_KV_F32);
+  ASSERT_EQ(bs.size(), bd.size());
+  const KvWireLayout ws = hs.geometry.wire(), wd = hd.geometry.wire();
+  const int64_t dim = ws.head_dim;
+  std::vector<float> x(static_cast<size_t>(dim)), y(x.size());
+  for (size_t i = 0; i < bs.size(); ++i)
+    for (int64_t l = 0; l < ws.n_layer; ++l)
+      for (int64_t kv = 0; kv < 2; ++kv)
+        for (int64_t h = 0; h < ws.n_head_kv; ++h)
+          for (int64_t p = 0; p < ws.block_size; ++p) {
+            kvstate::DecodeKvRow(ws, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
+            kvstate::DecodeKvRow(wd, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
+            float amax = 0;
+            for (float v : x) amax = std::max(amax, std::fabs(v));
+            HadamardRotate(x.data(), dim, kvstate::KvRowRotation(ws, kv));
+            for (int64_t d = 0; d < dim; ++d)
+              ASSERT_NEAR(y[d], x[d], 1e-6 * amax + 1e-12) << "layer " << l << " kv " << kv << " dim " << d;
+          }
+  // ... and back into a Q4_0 pool: rotated again, the stream's bytes return
+  // (a rotated row re-quantizes to its own blocks but for a rounding tie).
+  Ctx c(path, {LLM_KV_Q4_0});
+  ASSERT_EQ(Import(c.p, dst, &n_in), LLM_OK) << llm_last_error();
+  const std::string again = Export(c.p, conv, &n);
+  ASSERT_EQ(again.size(), src.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < src.size(); ++i) differ += again[i] != src[i];
+  EXPECT_LE(differ, src.size() / 1000) << "bytes differing after Q4_0 -> F32 -> Q4_0";
+  const ApiGreedyRun rc = ApiGreedy(c.p, conv, 4);
+  EXPECT_EQ(rc.status, LLM_OK);
+  EXPECT_EQ(rc.metrics.cached_prompt_tokens, 32);
+  std::filesystem::remove(path);
+}
+
 // ---------------------------------------------------------------- refusals
 
 // A context that refused something still serves, and still imports.
@@ -402,6 +501,33 @@ TEST(KvState, RefusesAnotherGeometry) {
   EXPECT_EQ(Import(b32.p, s, &got), LLM_ERR_KV_MISMATCH);
   EXPECT_NE(std::string(llm_last_error()).find("block size 16 there, 32 here"), std::string::npos) << llm_last_error();
   ExpectServes(b32.p, Export(b32.p, Converse(b32.p, 40, 8), &n), 32);
+}
+
+// Element type 5 was the Q4_0 of one earlier build, its rows not rotated:
+// read as today's rotated Q4_0 it would give wrong attention, so it is
+// refused by name (KV_MISMATCH), and the context still serves.
+TEST(KvState, RefusesUnrotatedQ4Stream) {
+  const std::string path = SynthPath("tiny");
+  Ctx a(path, {LLM_KV_Q4_0});
+  int32_t n = 0;
+  std::string s = Export(a.p, Converse(a.p, 40, 8), &n);
+  ASSERT_EQ(n, 32);
+  const size_t geom = s.find("GEOM");
+  ASSERT_NE(geom, std::string::npos);
+  const size_t elem_at = geom + 4 + 4 + 8 + 4 * 4;  // tag, flags, length; n_layer .. block_size
+  int32_t elem = 0;
+  std::memcpy(&elem, s.data() + elem_at, 4);
+  ASSERT_EQ(elem, kKvWireQ4_0);
+  elem = kKvWireQ4_0Unrotated;
+  std::memcpy(s.data() + elem_at, &elem, 4);
+  Ctx b(path, {LLM_KV_Q4_0});
+  int32_t got = 0;
+  EXPECT_EQ(Import(b.p, s, &got), LLM_ERR_KV_MISMATCH);
+  EXPECT_NE(std::string(llm_last_error()).find("unrotated"), std::string::npos) << llm_last_error();
+  const ApiGreedyRun r = ApiGreedy(b.p, Prompt(20), 4);
+  EXPECT_EQ(r.status, LLM_OK);
+  EXPECT_EQ(r.metrics.cached_prompt_tokens, 0);
+  std::filesystem::remove(path);
 }
 
 TEST(KvState, RefusesNewerVersionAndUnknownRequiredSection) {
@@ -680,6 +806,12 @@ TEST(KvState, DISABLED_WriteFuzzSeeds) {
     save("gemma3-q8-1block", Export(c.p, Converse(c.p, 20, 4), &n));
   }
   std::filesystem::remove(g3);
+  const std::string tiny = SynthPath("tiny");  // head_dim 64: Q4_0 of rotated rows (elem 6)
+  {
+    Ctx c(tiny, {LLM_KV_Q4_0});
+    save("tiny-q4-1block", Export(c.p, Converse(c.p, 20, 4), &n));
+  }
+  std::filesystem::remove(tiny);
 }
 
 }  // namespace

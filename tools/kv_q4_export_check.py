@@ -3,8 +3,12 @@
 the same prompt through an F32-KV and a Q4_0-KV context on the CPU, both
 exported (llm_kv_export_file); layer 0's K and V (identical inputs in both
 contexts: later layers see the quantized cache's effect) quantized from the
-F32 stream by gguf-py's numpy Q4_0 quantizer must equal the Q4_0 stream's
-tiles. Not part of CI (needs build/lib/libllmrt.so and a model).
+F32 stream by gguf-py's numpy Q4_0 quantizer, after the Walsh-Hadamard
+rotation a Q4_0 cache applies to its rows (src/backend/kv_rotation.h; the
+matrix here is built independently, in float64), must equal the Q4_0
+stream's tiles (a rare byte may differ where float32 and float64 rotations
+round a value to opposite sides of a level boundary). Not part of CI
+(needs build/lib/libllmrt.so and a model).
 
   LLMRT_LIB=build/lib/libllmrt.so python3 tools/kv_q4_export_check.py MODEL.gguf TEXT
 """
@@ -33,6 +37,19 @@ def parse(b):
         if tag == b"BLCK": blocks.append(p)
     return geom, blocks
 
+def hadamard(n):
+    m = np.ones((1, 1))
+    while m.shape[0] < n:
+        m = np.block([[m, m], [m, -m]])
+    return m / np.sqrt(n)
+
+def rotation(hd, kv):  # llama.cpp's sizes: K the largest power of two dividing hd, V 64
+    if hd % 64: return 0
+    if kv == 1: return 64
+    n = 64
+    while hd % (2 * n) == 0: n *= 2
+    return n
+
 (bf, nf), (bq, nq) = stream("f32"), stream("q4_0")
 gf, blf = parse(bf); gq, blq = parse(bq)
 print("geom", gf, gq, "tokens", nf, nq)
@@ -46,6 +63,9 @@ for bi in range(len(blf)):
             l = 0
             o = ((l * 2 + kv) * H + h)
             x = np.frombuffer(pf[o * tf:(o + 1) * tf], dtype=np.float32).reshape(bs, hd)
+            n = rotation(hd, kv)
+            if n:
+                x = (x.astype(np.float64).reshape(-1, n) @ hadamard(n).T).reshape(bs, hd).astype(np.float32)
             want = quants.quantize(x.reshape(-1, 32), gguf.GGMLQuantizationType.Q4_0).reshape(-1)
             got = np.frombuffer(pq[o * tq:(o + 1) * tq], dtype=np.uint8)
             same += int((want == got).sum()); diff += int((want != got).sum())

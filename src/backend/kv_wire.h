@@ -22,6 +22,9 @@
 // high nibbles values 16..31, each stored as q + 8; x = d * q. The rounding
 // is llama.cpp's (QuantizeBlockQ4 below; d = the signed value of largest
 // magnitude / -8), so a row quantizes to the bytes llama.cpp's cache holds.
+// Its rows are Hadamard-rotated K and V rows (backend/kv_rotation.h: the CPU
+// pool's, and llama.cpp's for a quantized cache); elem 5, the unrotated Q4_0
+// of one earlier build, is refused (kKvWireQ4_0Unrotated).
 // Little-endian throughout.
 #pragma once
 
@@ -37,7 +40,8 @@ namespace llm {
 // The wire's element types are LLM_KV_F32 / F16 / Q8_0 and these two (not
 // llm_ctx_params values: LLM_KV_Q4_0 is wire kKvWireQ4_0).
 inline constexpr int32_t kKvWireBf16 = 4;
-inline constexpr int32_t kKvWireQ4_0 = 5;
+inline constexpr int32_t kKvWireQ4_0 = 6;            // rows rotated (kv_rotation.h)
+inline constexpr int32_t kKvWireQ4_0Unrotated = 5;   // refused: not what a Q4_0 pool holds
 inline constexpr int64_t kQ4Block = 32;       // values per Q4_0 block
 inline constexpr int64_t kQ4BlockBytes = 18;  // its F16 scale and 16 bytes of nibbles
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/kv_rotation.h"
 #include "util/fp16.h"
 
 namespace llm::kvstate {
@@ -79,16 +80,27 @@ void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x
   }
 }
 
+int64_t KvRowRotation(const KvWireLayout& w, int64_t kv) {
+  if (w.elem != kKvWireQ4_0) return 0;
+  return kv == 0 ? KvRotationK(w.head_dim) : KvRotationV(w.head_dim);
+}
+
 void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
                     std::span<uint8_t> out) {
   std::vector<float> row(static_cast<size_t>(from.head_dim));
   for (int64_t l = 0; l < from.n_layer; ++l) {
     for (int64_t kv = 0; kv < 2; ++kv) {
+      // H is its own inverse: un-rotate leaving a rotated type, rotate entering one
+      const int64_t rot_from = KvRowRotation(from, kv), rot_to = KvRowRotation(to, kv);
       for (int64_t h = 0; h < from.n_head_kv; ++h) {
         const uint8_t* src = in.data() + from.TileOffset(l, kv, h);
         uint8_t* dst = out.data() + to.TileOffset(l, kv, h);
         for (int64_t p = 0; p < from.block_size; ++p) {
           DecodeKvRow(from, src, p, row.data());
+          if (rot_from != rot_to) {
+            HadamardRotate(row.data(), from.head_dim, rot_from);
+            HadamardRotate(row.data(), from.head_dim, rot_to);
+          }
           EncodeKvRow(to, dst, p, row.data());
         }
       }

@@ -10,6 +10,8 @@
 //                               CPU pool's own rule)
 //   Q8_0 -> F16, Q8_0 -> BF16   via F32: the value nearest to scale * q
 //   Q4_0 <-> any                via F32: GGUF's Q4_0 rule (QuantizeBlockQ4)
+//                               over rotated rows: H applied leaving Q4_0
+//                               and entering it (backend/kv_rotation.h)
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,12 @@ namespace llm::kvstate {
 void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
                     std::span<uint8_t> out);
 
-// Row `p` of a tile of `w`'s element type as F32 (head_dim values).
+// The Hadamard rotation size of `w`'s K (kv 0) or V (kv 1) rows: 0 unless
+// the type stores rotated rows (Q4_0).
+int64_t KvRowRotation(const KvWireLayout& w, int64_t kv);
+
+// Row `p` of a tile of `w`'s element type as F32 (head_dim values), as
+// stored (a Q4_0 row still rotated: KvRowRotation).
 void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* out);
 
 // Stores x (head_dim values) as row `p` of a tile of `w`'s element type,

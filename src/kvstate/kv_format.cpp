@@ -267,6 +267,9 @@ Status StreamReader::ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* g)
   if (in.bad || !in_range(g->n_layer, 4096) || !in_range(g->n_head_kv, 4096) || !in_range(g->head_dim, 65536) ||
       !in_range(g->block_size, 65536))
     return KvCorrupt("KV stream: the geometry section (GEOM) is malformed or out of range");
+  if (g->elem == kKvWireQ4_0Unrotated)
+    return KvMismatch("KV stream: element type 5 is the unrotated Q4_0 KV of an earlier llmrt build; this one's Q4_0 "
+                      "(6) holds Hadamard-rotated rows: export the prefix again");
   if (g->elem != LLM_KV_F32 && g->elem != LLM_KV_F16 && g->elem != LLM_KV_Q8_0 && g->elem != kKvWireBf16 &&
       g->elem != kKvWireQ4_0)
     return KvCorrupt("KV stream: unknown KV element type " + std::to_string(g->elem));

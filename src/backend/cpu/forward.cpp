@@ -277,6 +277,7 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const float* qn = cfg_.qk_norm ? norms_.q[layer].data() : nullptr;       // (head_dim)
   const float* kn = cfg_.qk_norm ? norms_.k[layer].data() : nullptr;       // (head_dim)
   const bool bias = cfg_.qkv_bias;
+  const int64_t rot_k = kv_.k_rotation(), rot_v = kv_.v_rotation();
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       const float* cs = cos_sin + t * rd;
@@ -299,6 +300,13 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
       const float* k = ws_.k_new.data() + t * KV;  // (Hkv, hd)
       const float* v = ws_.v_new.data() + t * KV;  // (Hkv, hd)
       rope.Apply(cs, ws_.k_new.data() + t * KV, Hkv, hd);
+      // a Q4_0 pool holds rotated rows: q and k rotate alike (scores keep),
+      // v here and its head's output after attention (kv_rotation.h)
+      if (rot_k > 0) {
+        HadamardRotate(ws_.q.data() + t * Q, Q, rot_k);
+        HadamardRotate(ws_.k_new.data() + t * KV, KV, rot_k);
+      }
+      if (rot_v > 0) HadamardRotate(ws_.v_new.data() + t * KV, KV, rot_v);
       const int64_t p = ws_.pos[t];
       const int32_t block = batch.seqs[ws_.seq_of[t]].block_table[p / bs];
       const int64_t slot = p % bs;
@@ -339,6 +347,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   const int32_t n_rep = cfg_.n_head / cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim();
   const float scale = cfg_.AttnScale();
+  const int64_t rot_v = kv_.v_rotation();  // 0: none
   const int64_t window = cfg_.IsLocalLayer(layer) ? cfg_.sliding_window : 0;  // 0: all keys
   // Keys [first, end) of token t's sequence: causal 0 .. pos (the last
   // `window` of them on a local layer); bidirectional (EmbeddingGemma, the
@@ -389,6 +398,7 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       a.sinks = cfg_.attn_sinks ? norms_.sinks[layer].data() + static_cast<int64_t>(g) * n_rep : nullptr;
       const int64_t off = t * Q + static_cast<int64_t>(g) * n_rep * hd;  // query heads g*n_rep ..
       k_->attention(a, n_rep, ws_.q.data() + off, scores, ws_.att.data() + off);
+      HadamardRotate(ws_.att.data() + off, static_cast<int64_t>(n_rep) * hd, rot_v);  // back from V's rotation
     }
   };
   if (Parallel(keys * cfg_.n_head * hd * 3)) {

@@ -44,9 +44,13 @@
 //
 // 18 bytes per 32 values, as in GGUF; the attention kernel widens 8 keys (K)
 // or one row (V) at a time to F32 in registers/L1, never the whole cache.
+// A Q4_0 pool holds Hadamard-rotated rows (backend/kv_rotation.h): forward.cpp
+// rotates q and k before the store and each head's attention output after.
 #pragma once
 
 #include <cstdint>
+
+#include "backend/kv_rotation.h"
 
 namespace llm::cpu {
 
@@ -76,6 +80,9 @@ struct KvLayout {
     return (head_dim * block_size * elem_bytes() + 3) / 4 * 4;
   }
   int64_t block_bytes() const { return n_layer * 2 * n_head_kv * tile_bytes(); }
+  // Hadamard rotation sizes of K's and V's rows (0: stored as computed)
+  int64_t k_rotation() const { return elem == KvElem::kQ4 ? KvRotationK(head_dim) : 0; }
+  int64_t v_rotation() const { return elem == KvElem::kQ4 ? KvRotationV(head_dim) : 0; }
   int64_t KOffset(int64_t layer, int64_t h) const {
     return (((layer - first_layer) * 2 + 0) * n_head_kv + h) * tile_bytes();
   }
