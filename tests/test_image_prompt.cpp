@@ -185,7 +185,11 @@ class ImagePrompt : public ::testing::Test {
   static RequestSpec Greedy(const RefCase& k, int32_t max_tokens) {
     RequestSpec s;
     s.pieces = k.pieces;
-    s.images = *images_;
+    for (PromptPiece& p : s.pieces) {  // the pictures this prompt shows, in order of appearance
+      if (p.image < 0) continue;
+      s.images.push_back((*images_)[p.image]);
+      p.image = static_cast<int>(s.images.size()) - 1;
+    }
     s.sampling.temperature = 0.0f;
     s.max_tokens = max_tokens;
     s.ignore_eos = true;

@@ -26,7 +26,9 @@ logits for every position, then GREEDY tokens one at a time.
 prompt.bin holds the pictures (height x width x 3 bytes each) and the
 logits (float32 little-endian) at the offsets prompt.json names; the pieces
 are recorded as llama.cpp tokenized them ({"tokens": [...]} or {"image": i}),
-so the test needs no tokenizer. Flash attention is off, 2 threads, CPU.
+so the test needs no tokenizer. Flash attention is off (its CPU path casts
+K and V to F16) and the KV cache is F32 (the default F16 cache moves these
+small logits by ~4e-3), 2 threads, CPU.
 """
 import argparse
 import ctypes
@@ -110,6 +112,10 @@ def main():
             cparams.n_threads = THREADS
             cparams.n_threads_batch = THREADS
             cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+            # an F32 KV cache: llama.cpp's default F16 one rounds K and V
+            # (~4e-3 on these logits, more than the gaps between the top two)
+            cparams.type_k = llama_cpp.GGML_TYPE_F32
+            cparams.type_v = llama_cpp.GGML_TYPE_F32
             lctx = llama_cpp.llama_init_from_model(model, cparams)
             assert lctx
             bmps = [mtmd.mtmd_bitmap_init(pics[i].shape[1], pics[i].shape[0],
@@ -201,7 +207,7 @@ def main():
         doc = {
             "origin": "tools/vision_prompt_reference.py",
             "oracle": f"llama-cpp-python {llama_cpp.__version__}'s libmtmd + libllama on {oracle_note}; "
-                      f"CPU, {THREADS} threads, flash attention off, raw RGB bitmaps, n_batch {N_BATCH}",
+                      f"CPU, {THREADS} threads, flash attention off, F32 KV cache, raw RGB bitmaps, n_batch {N_BATCH}",
             "synth_args": SYNTH,
             "text_fnv1a64": fnv1a64(text_path.read_bytes()),
             "mmproj_fnv1a64": fnv1a64(proj_path.read_bytes()),
