@@ -11,7 +11,8 @@
 //   * Engine: greedy continuations identical to llama.cpp's, whole and with
 //     chunked prefill cut around the images; the same image twice is encoded
 //     once (ImageStats) and its blocks come from the prefix cache; another
-//     image at the same place is never matched.
+//     image at the same place is never matched; parallel samples fork from
+//     an image prompt.
 //   * Refusals: a context without a projector, wrong pixel counts, bad
 //     pieces, an image longer than a step, prompt logprobs.
 #include <gtest/gtest.h>
@@ -391,6 +392,38 @@ TEST_F(ImagePrompt, AnotherImageNeverMatchesTheCachedOne) {
   const int32_t image_at = static_cast<int32_t>(b.pieces[0].tokens.size());
   EXPECT_EQ(r.metrics.cached_prompt_tokens, image_at / kBlock * kBlock);
   EXPECT_EQ(r.tokens, b.greedy);
+}
+
+// Parallel samples fork from the sequence that ran the prompt, images and
+// all; at temperature 0 each continues as llama.cpp did.
+TEST_F(ImagePrompt, ParallelSamplesContinueFromTheImagePrompt) {
+  auto e = MakeEngine(17);
+  ASSERT_NE(e, nullptr);
+  const RefCase& k = (*cases_)[2];
+  RequestSpec s = Greedy(k, static_cast<int32_t>(k.greedy.size()));
+  s.n = 2;
+  auto id = e->Submit(std::move(s));
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  std::vector<int32_t> tokens[2];
+  int finals = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finals < 2 && std::chrono::steady_clock::now() < deadline) {
+    llm_event ev[16];
+    uint32_t n = 0;
+    ASSERT_TRUE(e->Poll(ev, 16, sizeof(llm_event), &n, 1000).ok());
+    for (uint32_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(ev[i].seq_index == 0 || ev[i].seq_index == 1);
+      if (ev[i].type == LLM_EVENT_TOKEN) tokens[ev[i].seq_index].push_back(ev[i].token);
+      if (ev[i].type == LLM_EVENT_FINAL) {
+        EXPECT_EQ(ev[i].status, LLM_OK);
+        ++finals;
+      }
+    }
+  }
+  EXPECT_EQ(finals, 2);
+  EXPECT_EQ(tokens[0], k.greedy);
+  EXPECT_EQ(tokens[1], k.greedy);
+  EXPECT_EQ(e->image_stats().encoded, 2u);  // its two pictures, once each
 }
 
 TEST_F(ImagePrompt, BadRequestsAreRefused) {
