@@ -12,7 +12,7 @@
 //     chunked prefill cut around the images; the same image twice is encoded
 //     once (ImageStats) and its blocks come from the prefix cache; another
 //     image at the same place is never matched; parallel samples fork from
-//     an image prompt.
+//     an image prompt; a preempted image prompt recomputes.
 //   * Refusals: a context without a projector, wrong pixel counts, bad
 //     pieces, an image longer than a step, prompt logprobs.
 #include <gtest/gtest.h>
@@ -159,11 +159,10 @@ class ImagePrompt : public ::testing::Test {
   }
 
   // A context (engine) with the projector attached.
-  static std::unique_ptr<Engine> MakeEngine(int32_t max_batch_tokens, bool attach = true) {
+  static std::unique_ptr<Engine> MakeEngine(int32_t max_batch_tokens, bool attach = true, int32_t n_blocks = 64) {
     auto m = Model::Load(text_path_->c_str());
     EXPECT_TRUE(m.ok()) << m.status().message();
     if (!m.ok()) return nullptr;
-    const int32_t n_blocks = 64;
     auto b = CreateCpuBackend((*m)->config, (*m)->weights, KvCacheSpec{kBlock, n_blocks, 256}, 2);
     EXPECT_TRUE(b.ok()) << b.status().message();
     if (!b.ok()) return nullptr;
@@ -424,6 +423,42 @@ TEST_F(ImagePrompt, ParallelSamplesContinueFromTheImagePrompt) {
   EXPECT_EQ(tokens[0], k.greedy);
   EXPECT_EQ(tokens[1], k.greedy);
   EXPECT_EQ(e->image_stats().encoded, 2u);  // its two pictures, once each
+}
+
+// Two image prompts in a pool too small for both: one is preempted and
+// recomputes its prompt, images included, and still continues as
+// llama.cpp did.
+TEST_F(ImagePrompt, PreemptedImagePromptRecomputes) {
+  auto e = MakeEngine(32, true, /*n_blocks=*/12);  // 9 blocks each at the end
+  ASSERT_NE(e, nullptr);
+  const RefCase* k[2] = {&(*cases_)[0], &(*cases_)[1]};
+  uint64_t ids[2];
+  for (int i = 0; i < 2; ++i) {
+    auto id = e->Submit(Greedy(*k[i], static_cast<int32_t>(k[i]->greedy.size())));
+    ASSERT_TRUE(id.ok()) << id.status().message();
+    ids[i] = *id;
+  }
+  std::vector<int32_t> tokens[2];
+  int finals = 0, preemptions = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finals < 2 && std::chrono::steady_clock::now() < deadline) {
+    llm_event ev[16];
+    uint32_t n = 0;
+    ASSERT_TRUE(e->Poll(ev, 16, sizeof(llm_event), &n, 1000).ok());
+    for (uint32_t i = 0; i < n; ++i) {
+      const int which = ev[i].request_id == ids[0] ? 0 : 1;
+      if (ev[i].type == LLM_EVENT_TOKEN) tokens[which].push_back(ev[i].token);
+      if (ev[i].type == LLM_EVENT_FINAL) {
+        EXPECT_EQ(ev[i].status, LLM_OK) << (ev[i].message != nullptr ? ev[i].message : "");
+        preemptions += ev[i].metrics.preemptions;
+        ++finals;
+      }
+    }
+  }
+  EXPECT_EQ(finals, 2);
+  EXPECT_GT(preemptions, 0) << "the pool should have been too small for both";
+  EXPECT_EQ(tokens[0], k[0]->greedy);
+  EXPECT_EQ(tokens[1], k[1]->greedy);
 }
 
 TEST_F(ImagePrompt, BadRequestsAreRefused) {
