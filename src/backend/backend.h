@@ -106,8 +106,8 @@ struct Batch {
   std::span<const llm_token> tokens;     // (n_tokens) ids; ignored where embd[i] is set
   std::span<const BatchSeq> seqs;        // (n_seqs)
   std::span<const int32_t> logit_rows;   // (n_logits) token indices whose logits are wanted
-  std::span<const float* const> embd;    // (n_tokens) or empty: token i's input row (n_embd), or null
-  std::span<const int32_t> attn_end;     // (n_tokens) or empty (all causal): end of token i's keys
+  std::span<const float* const> embd = {};    // (n_tokens) or empty: token i's input row (n_embd), or null
+  std::span<const int32_t> attn_end = {};     // (n_tokens) or empty (all causal): end of token i's keys
 };
 
 // One sequence of an encoder step (Backend::Encode): the whole sequence at
