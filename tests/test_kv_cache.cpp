@@ -679,5 +679,28 @@ TEST(KvCacheProperty, TenThousandRandomOperations) {
   EXPECT_EQ(kv.pool().n_used(), 0);
 }
 
+// Blocks holding an image's positions are keyed by the image's whole
+// content hash as well as their tokens: the same tokens with another image
+// there never match, the same image does, and text before the image is
+// shared either way.
+TEST(KvCache, ImageBlocksAreKeyedByTheImageHash) {
+  KvCacheManager kv(32, 4);
+  auto with_image = [](uint64_t hash, uint64_t arrival) {
+    auto s = Seq(Range(14), arrival);
+    s->image_spans.push_back({6, 5, hash});  // positions [6, 11): blocks 1 and 2
+    return s;
+  };
+  auto a = with_image(0x1111, 0);
+  Compute(kv, a.get());
+  auto same = with_image(0x1111, 1);
+  EXPECT_EQ(kv.AttachCachedPrefix(same.get()), 12);  // every full block
+  auto other = with_image(0x2222, 2);  // same tokens, another image
+  EXPECT_EQ(kv.AttachCachedPrefix(other.get()), 4);  // the text block before it only
+  auto text = Seq(Range(14), 3);  // no image at all
+  EXPECT_EQ(kv.AttachCachedPrefix(text.get()), 4);
+  std::string why;
+  EXPECT_TRUE(kv.pool().CheckInvariants(&why)) << why;
+}
+
 }  // namespace
 }  // namespace llm

@@ -251,5 +251,68 @@ TEST(Scheduler, RemoveReleasesBlocks) {
   EXPECT_TRUE(sched.idle());
 }
 
+// An image's span (its tokens attend to each other both ways) runs whole in
+// the step that ends it: a chunk that would end inside it stops before it,
+// and the span waits for a step whose budget holds it.
+TEST(Scheduler, ChunksNeverEndInsideAnImageSpan) {
+  KvCacheManager kv(64, 16);
+  Scheduler sched({/*max_seqs=*/4, /*max_batch_tokens=*/20}, &kv);
+  auto a = MakeSeq(60, 0);
+  a->image_spans.push_back({10, 16, 0xABCDull});  // positions [10, 26)
+  a->image_spans.push_back({30, 16, 0xABCDull});  // positions [30, 46)
+  sched.Add(a.get());
+  std::vector<int32_t> chunks;
+  for (int step = 0; step < 10 && a->n_computed < a->n_prompt; ++step) {
+    auto out = sched.Schedule();
+    ASSERT_EQ(out.chunks.size(), 1u);
+    const int32_t begin = a->n_computed, end = begin + out.chunks[0].n_tokens;
+    for (const ImageSpan& im : a->image_spans) {
+      EXPECT_FALSE(end > im.first && end < im.first + im.n) << "chunk [" << begin << ", " << end << ") ends inside";
+    }
+    chunks.push_back(out.chunks[0].n_tokens);
+    Advance(out);
+  }
+  // [0, 10) text, stopping short of the first image; [10, 30) the image
+  // and text up to the second; [30, 50) the second image and text; the rest
+  EXPECT_EQ(chunks, (std::vector<int32_t>{10, 20, 20, 10}));
+
+  // A second sequence whose span does not fit beside the first one's
+  // decode waits without losing its place, then runs it whole.
+  KvCacheManager kv2(64, 16);
+  Scheduler s2({/*max_seqs=*/4, /*max_batch_tokens=*/16}, &kv2);
+  auto b = MakeSeq(4, 0);
+  auto c = MakeSeq(20, 1);
+  c->image_spans.push_back({0, 16, 7});
+  s2.Add(b.get());
+  s2.Add(c.get());
+  auto out = s2.Schedule();  // b's prompt (4) leaves 12: too few for c's span
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, b.get());
+  EXPECT_TRUE(c->block_table.empty());  // its attach was undone
+  Advance(out);
+  out = s2.Schedule();  // b decodes (1), c still waits (15 < 16)
+  ASSERT_EQ(out.chunks.size(), 1u);
+  Advance(out);
+  s2.Remove(b.get());
+  out = s2.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].seq, c.get());
+  EXPECT_EQ(out.chunks[0].n_tokens, 16);
+
+  // Starting inside a span (its first blocks came from the prefix cache,
+  // computed whole) runs on to the span's end.
+  KvCacheManager kv3(64, 16);
+  Scheduler s3({/*max_seqs=*/4, /*max_batch_tokens=*/8}, &kv3);
+  auto d = MakeSeq(40, 0);
+  d->image_spans.push_back({12, 16, 9});
+  d->n_computed = 20;  // as if the cache held [0, 20)
+  std::vector<KvCopy> copies;
+  ASSERT_TRUE(kv3.AllocateSlots(d.get(), 0, 0, &copies));
+  s3.AddRunning(d.get());
+  out = s3.Schedule();
+  ASSERT_EQ(out.chunks.size(), 1u);
+  EXPECT_EQ(out.chunks[0].n_tokens, 8);  // [20, 28): ends at the span's end
+}
+
 }  // namespace
 }  // namespace llm

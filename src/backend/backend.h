@@ -90,10 +90,24 @@ struct BatchSeq {
   std::span<const int32_t> block_table;  // physical block ids; must cover n_past + n_tokens
 };
 
+// Images in the prompt (engine/image_input.h): a token may come as an
+// embedding row instead of an id, and a span of tokens may attend both ways.
+//
+//   tokens:    [ t0  t1  i0  i1  i2  t2 ]       i* = an image's soft tokens
+//   embd:      [ -   -   r0  r1  r2  -  ]       rows of n_embd floats (null: use token_embd)
+//   attn_end:  [ 1   2   5   5   5   6  ]       position + 1 = causal
+//
+// A row is the model's input as it is: no input scale applies to it (Gemma's
+// sqrt(n_embd) multiplies token_embd rows only, as llama.cpp's graph does).
+// Token i at position p attends to positions [window start, attn_end[i]):
+// the image tokens above see each other both ways (Gemma 3), so every
+// position below attn_end[i] must be in the cache or in this batch.
 struct Batch {
-  std::span<const llm_token> tokens;     // (n_tokens)
+  std::span<const llm_token> tokens;     // (n_tokens) ids; ignored where embd[i] is set
   std::span<const BatchSeq> seqs;        // (n_seqs)
   std::span<const int32_t> logit_rows;   // (n_logits) token indices whose logits are wanted
+  std::span<const float* const> embd = {};    // (n_tokens) or empty: token i's input row (n_embd), or null
+  std::span<const int32_t> attn_end = {};     // (n_tokens) or empty (all causal): end of token i's keys
 };
 
 // One sequence of an encoder step (Backend::Encode): the whole sequence at

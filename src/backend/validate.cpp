@@ -31,7 +31,14 @@ StatusOr<BatchExtent> CheckBatch(const Batch& batch, bool has_logits_out, const 
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   if (n > std::numeric_limits<int32_t>::max() / 4 || n_out > std::numeric_limits<int32_t>::max() / 4)
     return InvalidArgument("batch too large");
+  if (!batch.embd.empty() && static_cast<int64_t>(batch.embd.size()) != n)
+    return InvalidArgument("batch has " + std::to_string(batch.embd.size()) + " embedding-row slots for " +
+                           std::to_string(n) + " tokens");
+  if (!batch.attn_end.empty() && static_cast<int64_t>(batch.attn_end.size()) != n)
+    return InvalidArgument("batch has " + std::to_string(batch.attn_end.size()) + " attention ends for " +
+                           std::to_string(n) + " tokens");
   for (int64_t i = 0; i < n; ++i) {
+    if (!batch.embd.empty() && batch.embd[i] != nullptr) continue;  // an embedding row: the id is not read
     const llm_token t = batch.tokens[i];
     if (t < 0 || t >= limits.n_vocab)
       return InvalidArgument("batch token " + std::to_string(i) + " has id " + std::to_string(t) + ", outside [0, " +
@@ -76,6 +83,14 @@ StatusOr<BatchExtent> CheckBatch(const Batch& batch, bool has_logits_out, const 
     for (int64_t t = q.first; t < static_cast<int64_t>(q.first) + q.n_tokens; ++t) {
       if ((*seq_of)[t] != -1) return InvalidArgument("batch token " + std::to_string(t) + " belongs to two sequences");
       (*seq_of)[t] = static_cast<int32_t>(s);
+      // keys up to attn_end: at least its own position, at most what the
+      // cache and this step hold of its sequence
+      const int64_t pos = int64_t{q.n_past} + (t - q.first);
+      if (!batch.attn_end.empty() &&
+          (batch.attn_end[t] < pos + 1 || batch.attn_end[t] > int64_t{q.n_past} + q.n_tokens))
+        return InvalidArgument("batch token " + std::to_string(t) + " at position " + std::to_string(pos) +
+                               " attends up to " + std::to_string(batch.attn_end[t]) + ", outside [" +
+                               std::to_string(pos + 1) + ", " + std::to_string(int64_t{q.n_past} + q.n_tokens) + "]");
     }
   }
   for (int64_t i = 0; i < n; ++i)

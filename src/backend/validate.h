@@ -40,7 +40,9 @@ struct BatchExtent {
 // exists when rows are asked for (`has_logits_out`); every sequence has a
 // token range inside the batch, positions within the pool, and a block table
 // that covers them with ids in range; every token belongs to exactly one
-// sequence. INVALID_ARGUMENT naming the first fault. `seq_of` (n_tokens) gets
+// sequence; embd and attn_end are empty or one per token, and each attn_end
+// lies in [position + 1, its sequence's n_past + n_tokens] (a token given as
+// an embedding row may carry any id). INVALID_ARGUMENT naming the first fault. `seq_of` (n_tokens) gets
 // each token's sequence index.
 StatusOr<BatchExtent> CheckBatch(const Batch& batch, bool has_logits_out, const BatchLimits& limits,
                                  std::vector<int32_t>* seq_of);

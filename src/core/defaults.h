@@ -47,6 +47,12 @@ inline constexpr int32_t kMaxMaxBatchTokens = 1 << 20;
 inline constexpr int64_t kMaxKvBlocks = int64_t{1} << 24;  // also the swap space's limit, in blocks
 inline constexpr int32_t kMaxSpecK = 32;
 
+// ---- images in the prompt (engine/image_cache.h)
+// Encoded images (soft-token rows) the engine keeps by content hash, so the
+// same image in several requests is encoded once: 8 of Gemma 3 4B's
+// (256 x 2560 floats) are 20 MiB.
+inline constexpr int32_t kImageCacheEntries = 8;
+
 // ---- llm_request
 inline constexpr int32_t kMaxTokens = 256;           // llm_request_init's max_tokens
 inline constexpr int32_t kMaxParallel = 64;          // n in [1, 64]

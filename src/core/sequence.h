@@ -21,6 +21,16 @@ namespace llm {
 
 enum class SeqState { kWaiting, kRunning, kFinished };
 
+// An image's soft tokens in a sequence: positions [first, first + n). They
+// attend to each other both ways, so a prefill chunk never ends inside one
+// (the scheduler's rule), and the prefix cache keys the blocks they touch by
+// the image's content hash (kv_cache_manager.cpp).
+struct ImageSpan {
+  int32_t first = 0;
+  int32_t n = 0;
+  uint64_t hash = 0;  // of the image's preprocessed pixels
+};
+
 struct Sequence {
   uint64_t request_id = 0;
   int32_t seq_index = 0;        // which of the request's n samples
@@ -36,6 +46,7 @@ struct Sequence {
   int32_t n_cached_prompt = -1;      // prompt tokens served from the cache at first admission
   bool use_cached_prefix = true;     // may start from cached blocks
   bool keep_kv = false;              // its freed blocks go to the protected end of the eviction order
+  std::vector<ImageSpan> image_spans;  // in position order; their tokens[] hold negative placeholders
   SeqState state = SeqState::kWaiting;
   int32_t n_preemptions = 0;         // by recompute or by swapping
 

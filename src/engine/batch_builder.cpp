@@ -36,7 +36,33 @@ Batch BatchBuilder::Build(const SchedulerOutput& plan) {
     }
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab_));
-  return Batch{tokens_, seqs_, logit_rows_};
+  PlaceImages(plan);
+  return Batch{tokens_, seqs_, logit_rows_, embd_, attn_end_};
+}
+
+void BatchBuilder::PlaceImages(const SchedulerOutput& plan) {
+  embd_.clear();
+  attn_end_.clear();
+  bool any = false;
+  for (const ScheduledChunk& c : plan.chunks) any |= !c.seq->image_spans.empty();
+  if (!any) return;
+  embd_.assign(tokens_.size(), nullptr);
+  attn_end_.resize(tokens_.size());
+  for (size_t q = 0; q < seqs_.size(); ++q) {
+    const BatchSeq& b = seqs_[q];
+    for (int32_t i = 0; i < b.n_tokens; ++i) attn_end_[b.first + i] = b.n_past + i + 1;  // causal
+    const Sequence* s = plan.chunks[q].seq;
+    const RequestState& r = *Gen(*s).req;
+    for (size_t k = 0; k < s->image_spans.size(); ++k) {
+      const ImageSpan& im = s->image_spans[k];
+      const int32_t p0 = std::max(im.first, b.n_past), p1 = std::min(im.first + im.n, b.n_past + b.n_tokens);
+      for (int32_t p = p0; p < p1; ++p) {
+        const int32_t t = b.first + (p - b.n_past);
+        embd_[t] = r.image_rows[k]->data() + static_cast<size_t>(p - im.first) * n_embd_;
+        attn_end_[t] = im.first + im.n;
+      }
+    }
+  }
 }
 
 }  // namespace llm

@@ -11,6 +11,10 @@
 //
 // A request that wants prompt logprobs adds a kPromptLogprob row for every
 // position of its chunk that predicts a prompt token not yet scored.
+//
+// A step with image tokens (RequestState::image_rows) also points each of
+// them at its soft-token row and lets it see its whole span (Batch::embd,
+// Batch::attn_end); a step without any leaves both empty.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,7 @@ struct LogitRow {
 
 class BatchBuilder {
  public:
-  explicit BatchBuilder(int32_t n_vocab) : n_vocab_(n_vocab) {}
+  BatchBuilder(int32_t n_vocab, int32_t n_embd) : n_vocab_(n_vocab), n_embd_(n_embd) {}
 
   // Lays out the plan's chunks (each with its drafts) and sizes the logits
   // buffer. The Batch views this builder's buffers: valid until the next Build.
@@ -46,8 +50,14 @@ class BatchBuilder {
   const float* row(size_t i) const { return logits_.data() + i * static_cast<size_t>(n_vocab_); }
 
  private:
+  // Image positions of the chunks: embd_ and attn_end_ (n_tokens).
+  void PlaceImages(const SchedulerOutput& plan);
+
   int32_t n_vocab_;
+  int32_t n_embd_;
   std::vector<int32_t> tokens_;      // (n_tokens)
+  std::vector<const float*> embd_;   // (n_tokens) or empty: image rows
+  std::vector<int32_t> attn_end_;    // (n_tokens) or empty
   std::vector<BatchSeq> seqs_;       // (n_seqs)
   std::vector<int32_t> logit_rows_;  // (n_logits) token index of each row
   std::vector<LogitRow> rows_;       // (n_logits) what each row is for

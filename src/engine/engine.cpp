@@ -55,7 +55,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       kv_(config.n_blocks, config.block_size, config.n_swap_slots),
       scheduler_(SchedulerConfig{config.max_seqs, config.max_batch_tokens}, &kv_),
       spec_(model_->config.n_vocab, std::move(spec.draft), spec.verify),
-      batch_(model_->config.n_vocab) {
+      batch_(model_->config.n_vocab, model_->config.n_embd) {
   scratch_.resize(model_->config.n_vocab);
   stats_.struct_size = sizeof(llm_stats);
   stats_.backend = backend_->kind();
@@ -93,9 +93,11 @@ std::vector<std::string> Engine::TierWarnings() const {
 // ------------------------------------------------------------ caller side
 
 StatusOr<uint64_t> Engine::Submit(RequestSpec spec) {
+  if (!spec.pieces.empty() || !spec.images.empty()) LLM_RETURN_IF_ERROR(LayOutImages(&spec));
   const int32_t n_prompt = static_cast<int32_t>(spec.prompt.size());
   if (n_prompt == 0) return InvalidArgument("the prompt is empty (no tokens)");
   for (int32_t t : spec.prompt) {
+    if (t < 0 && !spec.image_spans.empty()) continue;  // an image's placeholder (LayOutImages checked the rest)
     if (t < 0 || t >= model_->config.n_vocab) {
       return InvalidArgument("prompt token id " + std::to_string(t) + " is outside the vocabulary");
     }
@@ -315,6 +317,7 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
     seq->n_prompt = static_cast<int32_t>(spec.prompt.size());
     seq->cache_salt = spec.cache_salt;
     seq->keep_kv = spec.keep_kv;
+    seq->image_spans = spec.image_spans;
     seq->spec_mode = spec.spec_mode;
     seq->use_cached_prefix = !spec.prompt_logprobs;  // those need every prompt position's logits
     if (!spec.rules.empty()) seq->gen.sampler.set_rules(&spec.rules);
@@ -342,6 +345,9 @@ void Engine::Admit(std::unique_ptr<RequestState> req) {
   }
   r->n_live = spec.n;
   requests_[r->id] = std::move(req);
+  if (!r->spec.image_spans.empty()) {
+    if (Status st = EncodeImages(r); !st.ok()) Finish(r->seqs[0].get(), LLM_FINISH_ERROR, st.code(), st.message());
+  }
 }
 
 void Engine::CancelRequest(uint64_t id) {

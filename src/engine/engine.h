@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/vision_encoder.h"
 #include "core/defaults.h"
 #include "engine/batch_builder.h"
 #include "engine/event_queue.h"
@@ -28,6 +29,7 @@
 #include "kvstate/kv_tiers.h"
 #include "kvstate/kv_transfer.h"
 #include "model/model.h"
+#include "model/vision_weights.h"
 #include "sched/scheduler.h"
 #include "spec/proposer.h"
 #include "spec/speculator.h"
@@ -108,6 +110,25 @@ class Engine {
   using KvPublishFn = std::function<StatusOr<std::string>(std::vector<uint8_t> stream, int32_t n_tokens)>;
   void SetKvPublisher(KvPublishFn fn) { publish_kv_ = std::move(fn); }
 
+  // ---- images in the prompt
+  // Gives the engine a projector file (model/vision_weights.h) to encode
+  // the images of requests with RequestSpec::pieces. Call once, before the
+  // first such request. MODEL_FORMAT when the projector's output width is
+  // not the text model's n_embd; UNSUPPORTED on a backend other than the
+  // CPU's (the CUDA backend has no embedding-row input yet) or for a
+  // projector the CPU encoder does not run; INVALID_ARGUMENT when one is
+  // attached already.
+  Status AttachVision(std::unique_ptr<VisionModel> vision, int n_threads);
+  // Soft tokens per image (0: no projector attached).
+  int32_t n_image_tokens() const { return n_image_tokens_.load(std::memory_order_acquire); }
+  struct ImageStats {
+    uint64_t encoded = 0;     // images run through the vision encoder
+    uint64_t cache_hits = 0;  // images whose rows came from the cache
+  };
+  ImageStats image_stats() const {
+    return {images_encoded_.load(std::memory_order_relaxed), image_cache_hits_.load(std::memory_order_relaxed)};
+  }
+
   const Model& model() const { return *model_; }
   // The KV geometry of this context's pool (n_layer 0: the backend cannot
   // read or write its KV blocks, so nothing can leave or enter the pool).
@@ -125,6 +146,11 @@ class Engine {
          SpecSetup spec);
   void Run();                           // the engine thread
   void Admit(std::unique_ptr<RequestState> req);
+  // Submit: lays spec->pieces out into spec->prompt and spec->image_spans,
+  // checking them (image_layout.cpp).
+  Status LayOutImages(RequestSpec* spec) const;
+  // Admit: each span's rows, from the cache or the encoder (image_layout.cpp).
+  Status EncodeImages(RequestState* r);
   void CancelRequest(uint64_t id);
 
   // ---- embedding requests (embed_step.cpp): checked at Submit, queued
@@ -218,6 +244,13 @@ class Engine {
   std::vector<int32_t> block_fill_;          // (n_blocks) tokens held, this step
   uint32_t step_no_ = 0;
   double slots_allocated_ = 0, slots_filled_ = 0;  // summed over steps
+
+  // ---- images: set by AttachVision before any image request, under mu_
+  std::unique_ptr<VisionModel> vision_model_;
+  std::unique_ptr<cpu::VisionEncoder> vision_;   // used on the engine thread
+  std::atomic<int32_t> n_image_tokens_{0};
+  ImageCache image_cache_{defaults::kImageCacheEntries};  // engine thread only
+  std::atomic<uint64_t> images_encoded_{0}, image_cache_hits_{0};
 
   std::thread thread_;
 };

@@ -22,6 +22,8 @@
 #include "core/sequence.h"
 #include "llm.h"
 #include "engine/embed_sink.h"
+#include "engine/image_cache.h"
+#include "engine/image_input.h"
 #include "engine/reasoning_parser.h"
 #include "engine/text_stream.h"
 #include "model/config.h"
@@ -34,6 +36,13 @@ using Clock = std::chrono::steady_clock;
 
 struct RequestSpec {
   std::vector<int32_t> prompt;        // (n_prompt) token ids
+  // ---- images in the prompt (engine/image_input.h): given instead of
+  // `prompt`, Engine::Submit lays the pieces out into `prompt` (an image's
+  // positions hold negative placeholders) and `image_spans`.
+  std::vector<PromptPiece> pieces;
+  std::vector<ImageInput> images;     // dropped once encoded
+  std::vector<ImageSpan> image_spans; // set by Submit, in position order
+  std::vector<int32_t> span_image;    // (image_spans) index into images
   SamplingParams sampling;
   int32_t max_tokens = defaults::kMaxTokens;
   std::vector<std::string> stop;
@@ -109,6 +118,8 @@ struct RequestState {
   std::vector<std::unique_ptr<EngineSeq>> seqs;  // (n)
   int32_t n_live = 0;
   bool forked = false;         // n > 1: the samples have split from sequence 0
+  // (spec.image_spans) each span's soft tokens (n, n_embd), once encoded
+  std::vector<ImageCache::Rows> image_rows;
   bool counted_queued = true;  // still counted in Engine::n_queued_
 };
 

@@ -8,6 +8,28 @@ namespace {
 std::span<const int32_t> BlockTokens(const Sequence& s, int32_t i, int32_t bs) {
   return {s.tokens.data() + static_cast<size_t>(i) * bs, static_cast<size_t>(bs)};
 }
+
+// The salt block i is hashed and registered with: the sequence's, or, where
+// image positions fall in the block, that mixed with each such image's
+// content hash and where the block cuts it. So the chain carries every
+// image's whole 64-bit hash in the blocks it touches (the placeholders in
+// tokens[] only tell text from image), and a block is found again only by
+// the same prefix with the same images at the same places.
+//
+//   positions  | t t t i0 | i1 i2 i3 i4 | i5 t t t |     (block size 4)
+//   salt       | s^(h,0)  | s^(h,1)     | s^(h,5)  |
+uint64_t BlockSalt(const Sequence& s, int32_t i, int32_t bs) {
+  uint64_t salt = s.cache_salt;
+  const int64_t b0 = int64_t{i} * bs, b1 = b0 + bs;
+  for (const ImageSpan& im : s.image_spans) {
+    if (im.first >= b1) break;
+    if (int64_t{im.first} + im.n <= b0) continue;
+    const uint64_t cut = static_cast<uint64_t>(std::max<int64_t>(b0 - im.first, 0));
+    salt = BlockPool::HashBlock(salt ^ 0x1A7E5EEDull, im.hash, std::span<const int32_t>());
+    salt = BlockPool::HashBlock(salt, cut, std::span<const int32_t>());
+  }
+  return salt;
+}
 }  // namespace
 
 KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, int32_t n_swap_slots)
@@ -26,12 +48,13 @@ int32_t KvCacheManager::AttachCachedPrefix(Sequence* seq) {
   BlockHash parent = 0;
   for (int32_t i = 0; i < max_blocks; ++i) {
     auto toks = BlockTokens(*seq, i, bs);
-    const BlockHash h = BlockPool::HashBlock(parent, seq->cache_salt, toks);
+    const uint64_t salt = BlockSalt(*seq, i, bs);
+    const BlockHash h = BlockPool::HashBlock(parent, salt, toks);
     auto b = pool_.Lookup(h, parent, toks);
     if (b) {
       pool_.Touch(*b);
     } else {
-      b = RestoreFromTier(h, parent, seq->cache_salt, toks);
+      b = RestoreFromTier(h, parent, salt, toks);
       if (!b) break;
     }
     seq->block_table.push_back(*b);
@@ -82,8 +105,9 @@ void KvCacheManager::CommitComputed(Sequence* seq) {
   for (int32_t i = static_cast<int32_t>(seq->block_hashes.size()); i < n_full; ++i) {
     const BlockHash parent = i > 0 ? seq->block_hashes[i - 1] : 0;
     auto toks = BlockTokens(*seq, i, bs);
-    const BlockHash h = BlockPool::HashBlock(parent, seq->cache_salt, toks);
-    pool_.Register(seq->block_table[i], h, parent, seq->cache_salt, toks);
+    const uint64_t salt = BlockSalt(*seq, i, bs);
+    const BlockHash h = BlockPool::HashBlock(parent, salt, toks);
+    pool_.Register(seq->block_table[i], h, parent, salt, toks);
     seq->block_hashes.push_back(h);
   }
 }
@@ -177,7 +201,6 @@ KvCacheManager::SwapInResult KvCacheManager::SwapIn(Sequence* seq, int32_t n_new
       seq->block_table[i] = *b;
     }
   }
-  const uint64_t salt = seq->cache_salt;
   for (int32_t i = 0; i < n; ++i) {
     if (seq->block_table[i] >= 0) continue;
     const int32_t b = *pool_.Allocate();
@@ -188,7 +211,8 @@ KvCacheManager::SwapInResult KvCacheManager::SwapIn(Sequence* seq, int32_t n_new
       // Findable again (unless another block took its hash meanwhile). The
       // copy runs before any step that could read it.
       const BlockHash parent = i > 0 ? seq->block_hashes[i - 1] : 0;
-      pool_.Register(b, seq->block_hashes[i], parent, salt, BlockTokens(*seq, i, pool_.block_size()));
+      pool_.Register(b, seq->block_hashes[i], parent, BlockSalt(*seq, i, pool_.block_size()),
+                     BlockTokens(*seq, i, pool_.block_size()));
       pool_.MarkPending(b);  // its K/V arrive with the swap-in copy, before the step
     }
   }

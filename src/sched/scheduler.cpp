@@ -11,6 +11,29 @@ void InsertOrdered(std::vector<Sequence*>* list, Sequence* seq) {
 void Erase(std::vector<Sequence*>* list, Sequence* seq) {
   list->erase(std::remove(list->begin(), list->end(), seq), list->end());
 }
+
+// The tokens `seq` runs this step, at most `budget`: its pending ones, cut
+// back so the chunk does not end inside an image span. A span's tokens
+// attend to each other both ways, so the step that ends a span holds every
+// one of its tokens not yet in the cache (a chunk may start inside one: the
+// cached part was computed whole, with the same image). 0: the span it
+// stands at does not fit in `budget` this step (Engine::Submit keeps every
+// span within max_batch_tokens, so a step's first sequence always fits).
+//
+//   n_computed          span [first, first + n)
+//        v              v                  v
+//   ... t t t t t t t t i i i i i i i i i i t t t
+//        |<-- k -->|                            chunk ends before the span, or
+//        |<------------------- k ------------->|  after it, never inside
+int32_t ChunkTokens(const Sequence* seq, int32_t budget) {
+  const int32_t k = std::min(seq->n_pending(), budget);
+  const int32_t end = seq->n_computed + k;
+  for (const ImageSpan& im : seq->image_spans) {
+    if (im.first >= end) break;
+    if (end > im.first && end < im.first + im.n) return im.first > seq->n_computed ? im.first - seq->n_computed : 0;
+  }
+  return k;
+}
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager* kv) : config_(config), kv_(kv) {}
@@ -54,7 +77,7 @@ SchedulerOutput Scheduler::Schedule() {
   //    sequence; if that is itself, it steps back to the waiting queue.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* seq = running_[i];
-    int32_t k = std::min(seq->n_pending(), budget);
+    int32_t k = ChunkTokens(seq, budget);
     if (k <= 0) {
       ++i;
       continue;
@@ -100,7 +123,8 @@ SchedulerOutput Scheduler::Schedule() {
     Sequence* seq = waiting_.front();
     if (std::find(out.preempted.begin(), out.preempted.end(), seq) != out.preempted.end()) break;
     if (seq->swapped) {
-      const int32_t k = std::min(seq->n_pending(), budget);
+      const int32_t k = ChunkTokens(seq, budget);
+      if (k <= 0) break;  // it keeps its place
       const auto r = kv_->SwapIn(seq, k, &out.swap_ins);
       if (r == KvCacheManager::SwapInResult::kNoRoom) break;  // it keeps its place
       if (r == KvCacheManager::SwapInResult::kOk) {
@@ -116,8 +140,8 @@ SchedulerOutput Scheduler::Schedule() {
       // kLost: a block it left in the prefix cache is gone; it recomputes.
     }
     const int32_t cached = kv_->AttachCachedPrefix(seq);
-    int32_t k = std::min(seq->n_pending(), budget);
-    if (!kv_->AllocateSlots(seq, k, 0, &out.copies)) {
+    int32_t k = ChunkTokens(seq, budget);
+    if (k <= 0 || !kv_->AllocateSlots(seq, k, 0, &out.copies)) {
       kv_->Free(seq);  // undo the attach; try again next step
       seq->n_computed = 0;
       break;

@@ -166,7 +166,7 @@ class CpuBackend final : public Backend {
   Status Reserve(int64_t n_tok, int64_t n_keys);
 
   // forward.cpp
-  void Embed(std::span<const llm_token> tokens);
+  void Embed(const Batch& batch);  // x: (n_tokens, n_embd), token_embd rows or the batch's embedding rows
   void RmsNormRows(const float* x, const float* w, int64_t n, float* out);
   // x += rmsnorm(y) * w row by row; y (n, n_embd) is normed in place (Gemma's
   // post-norms on a sub-block's output before the residual add).

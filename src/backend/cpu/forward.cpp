@@ -52,13 +52,21 @@ bool CpuBackend::Parallel(int64_t macs) const { return pool_.n_threads() > 1 && 
 
 // ================================================================ embedding
 
-void CpuBackend::Embed(std::span<const llm_token> tokens) {
+// A token given as an embedding row (an image's soft token) is copied as
+// it is: the input scale is token_embd's (llama.cpp's Gemma 3 graph scales
+// only when the batch holds token ids).
+void CpuBackend::Embed(const Batch& batch) {
   const int64_t E = cfg_.n_embd;
-  for (size_t t = 0; t < tokens.size(); ++t) DequantizeRow(w_.token_embd, tokens[t], ws_.x.data() + t * E);
-  if (cfg_.embd_scale != 1.0f) {
-    const float s = cfg_.embd_scale;
-    float* x = ws_.x.data();
-    for (int64_t i = 0, n = static_cast<int64_t>(tokens.size()) * E; i < n; ++i) x[i] *= s;
+  const float s = cfg_.embd_scale;
+  for (size_t t = 0; t < batch.tokens.size(); ++t) {
+    float* x = ws_.x.data() + t * E;
+    if (!batch.embd.empty() && batch.embd[t] != nullptr) {
+      std::memcpy(x, batch.embd[t], static_cast<size_t>(E) * sizeof(float));
+      continue;
+    }
+    DequantizeRow(w_.token_embd, batch.tokens[t], x);
+    if (s != 1.0f)
+      for (int64_t i = 0; i < E; ++i) x[i] *= s;
   }
 }
 
@@ -356,8 +364,10 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
   auto key_range = [&](int64_t t, int64_t* first, int64_t* end) {
     const int64_t p = ws_.pos[t];
     if (cfg_.causal) {
-      *end = p + 1;
-      *first = window > 0 && *end > window ? *end - window : 0;
+      // an image span's tokens reach past themselves to the span's end;
+      // the window still counts back from the token's own position
+      *end = batch.attn_end.empty() ? p + 1 : batch.attn_end[t];
+      *first = window > 0 && p + 1 > window ? p + 1 - window : 0;
       return;
     }
     const BatchSeq& s = batch.seqs[ws_.seq_of[t]];
@@ -490,7 +500,7 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
   if (hidden_in_ != nullptr) {
     std::memcpy(ws_.x.data(), hidden_in_, static_cast<size_t>(n_tok * E) * sizeof(float));
   } else {
-    Embed(batch.tokens);
+    Embed(batch);
   }
   for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(ws_.pos[t], ws_.cos_sin.data() + t * cfg_.rope_dim);
   if (cfg_.sliding_window > 0)

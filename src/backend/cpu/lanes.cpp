@@ -102,6 +102,8 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
     L.logits = logits == nullptr ? nullptr : logits + r * cfg_.n_vocab;
     for (; r < batch.logit_rows.size() && batch.logit_rows[r] < t1; ++r) L.rows.push_back(batch.logit_rows[r] - t0);
     L.batch.tokens = batch.tokens.subspan(t0, t1 - t0);
+    if (!batch.embd.empty()) L.batch.embd = batch.embd.subspan(t0, t1 - t0);
+    if (!batch.attn_end.empty()) L.batch.attn_end = batch.attn_end.subspan(t0, t1 - t0);
     L.batch.seqs = L.seqs;
     L.batch.logit_rows = L.rows;
   }

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Reference for images inside a prompt (tests/test_image_prompt.cpp):
+llama.cpp (libmtmd + libllama, through llama-cpp-python's bindings; an
+oracle at test-data generation time only) runs the tiny synthesized Gemma 3
+text model with its projector (llm-synth --mmproj, as tools/vision_reference.py)
+on prompts of text, images and text, and records the logits of the last
+text piece's positions and a greedy continuation with the logits after each
+of its tokens.
+
+  cmake --build build --target llm-synth
+  LIB="$(bench/peer/build_ggml_cpu_exactgelu.sh)"   # exact F32 GELU and im2col
+  python3 tools/vision_prompt_reference.py --lib "$LIB" [--synth build/bin/llm-synth]
+    # -> tests/data/vision/prompt.tar.xz holding prompt.json and prompt.bin,
+    #    unpacked in place at configure time
+
+How llama.cpp runs such a prompt (mtmd_tokenize, then per chunk): a text
+chunk is decoded as tokens; an image chunk is encoded (mtmd_encode_chunk:
+the vision tower and projector) and its soft tokens decoded as embedding
+rows (mtmd_helper_decode_image_chunk) with causal attention switched off
+for Gemma 3 (mtmd_decode_use_non_causal), so the image's positions see each
+other both ways; the rows are not multiplied by Gemma's sqrt(n_embd), which
+its graph applies to token ids only. The image is decoded in one batch
+(n_batch 512 >= its 16 soft tokens). The last text chunk is decoded with
+logits for every position, then GREEDY tokens one at a time.
+
+prompt.bin holds the pictures (height x width x 3 bytes each) and the
+logits (float32 little-endian) at the offsets prompt.json names; the pieces
+are recorded as llama.cpp tokenized them ({"tokens": [...]} or {"image": i}),
+so the test needs no tokenizer. Flash attention is off (its CPU path casts
+K and V to F16) and the KV cache is F32 (the default F16 cache moves these
+small logits by ~4e-3), 2 threads, CPU.
+"""
+import argparse
+import ctypes
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vision_reference import SYNTH, THREADS, fnv1a64, picture  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "vision"
+GREEDY = 8
+N_BATCH = 512
+# pictures (width, height, seed) and prompts (text with <__media__> markers,
+# each marker taking the next picture index listed)
+PICTURES = [(57, 23, 200), (40, 48, 201), (32, 32, 202)]
+PROMPTS = [
+    ("the quick brown fox jumps <__media__> over the lazy dog and then", [0]),
+    ("the quick brown fox jumps <__media__> over the lazy dog and then", [1]),  # same text, another picture
+    ("a <__media__> b c <__media__> and so on", [2, 0]),                         # two images, ~45 positions
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
+    ap.add_argument("--lib", required=True, help="folder of llama-cpp-python's libraries (exact-GELU libggml-cpu)")
+    args = ap.parse_args()
+    lib = Path(args.lib).resolve()
+    os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
+    os.environ["MTMD_CPP_LIB"] = str(lib)
+    import llama_cpp
+    import llama_cpp.mtmd_cpp as mtmd
+
+    oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
+    blob = bytearray()
+    pics = []
+    for w, h, seed in PICTURES:
+        img = picture(w, h, seed)
+        pics.append(img)
+    pic_docs = []
+    for img in pics:
+        pic_docs.append({"width": int(img.shape[1]), "height": int(img.shape[0]), "rgb_offset": len(blob)})
+        blob += img.tobytes()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
+        subprocess.run([args.synth, *SYNTH, "--out", str(text_path), "--mmproj", str(proj_path)],
+                       check=True, stdout=subprocess.DEVNULL)
+        llama_cpp.llama_backend_init()
+        mp = llama_cpp.llama_model_default_params()
+        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
+        assert model, "llama.cpp could not load the text model"
+        vocab = llama_cpp.llama_model_get_vocab(model)
+        n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+        n_embd = llama_cpp.llama_model_n_embd(model)
+        cp = mtmd.mtmd_context_params_default()
+        cp.use_gpu = False
+        cp.n_threads = THREADS
+        cp.print_timings = False
+        cp.warmup = False
+        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        mctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
+        assert mctx, "libmtmd could not load the projector file"
+        assert mtmd.mtmd_decode_use_non_causal(mctx, None), "Gemma 3's image span should be non-causal"
+
+        cases = []
+        for text, pic_ids in PROMPTS:
+            cparams = llama_cpp.llama_context_default_params()
+            cparams.n_ctx = 256
+            cparams.n_batch = N_BATCH
+            cparams.n_ubatch = N_BATCH
+            cparams.n_threads = THREADS
+            cparams.n_threads_batch = THREADS
+            cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+            # an F32 KV cache: llama.cpp's default F16 one rounds K and V
+            # (~4e-3 on these logits, more than the gaps between the top two)
+            cparams.type_k = llama_cpp.GGML_TYPE_F32
+            cparams.type_v = llama_cpp.GGML_TYPE_F32
+            lctx = llama_cpp.llama_init_from_model(model, cparams)
+            assert lctx
+            bmps = [mtmd.mtmd_bitmap_init(pics[i].shape[1], pics[i].shape[0],
+                                          (ctypes.c_uint8 * pics[i].size).from_buffer_copy(pics[i].tobytes()))
+                    for i in pic_ids]
+            chunks = mtmd.mtmd_input_chunks_init()
+            t = mtmd.mtmd_input_text()
+            raw = text.replace("<__media__>", mtmd.mtmd_default_marker().decode()).encode()
+            t.text = raw
+            t.text_len = len(raw)
+            t.add_special = True
+            t.parse_special = True
+            arr = (mtmd.mtmd_bitmap_p_ctypes * len(bmps))(*bmps)
+            assert mtmd.mtmd_tokenize(mctx, chunks, ctypes.byref(t), arr, len(bmps)) == 0
+            n_chunks = mtmd.mtmd_input_chunks_size(chunks)
+            pieces = []
+            n_past = llama_cpp.llama_pos(0)
+            img_no = 0
+            last = n_chunks - 1
+            assert mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, last)) == \
+                mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT, "the prompt should end with text"
+            n_image_tokens = None
+            for c in range(last):
+                chunk = mtmd.mtmd_input_chunks_get(chunks, c)
+                if mtmd.mtmd_input_chunk_get_type(chunk) == mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
+                    n = ctypes.c_size_t(0)
+                    ptr = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
+                    pieces.append({"tokens": [int(ptr[i]) for i in range(n.value)]})
+                else:
+                    n_image_tokens = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
+                    pieces.append({"image": pic_ids[img_no]})
+                    img_no += 1
+                new_past = llama_cpp.llama_pos(n_past.value)  # text chunks add to it
+                rc = mtmd.mtmd_helper_eval_chunk_single(mctx, lctx, chunk, n_past.value, 0, N_BATCH, False,
+                                                        ctypes.byref(new_past))
+                assert rc == 0, f"chunk {c}: {rc}"
+                n_past = new_past
+            assert img_no == len(pic_ids)
+            # the last text chunk: logits at every position
+            chunk = mtmd.mtmd_input_chunks_get(chunks, last)
+            n = ctypes.c_size_t(0)
+            ptr = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
+            tail = [int(ptr[i]) for i in range(n.value)]
+            pieces.append({"tokens": tail})
+            batch = llama_cpp.llama_batch_init(max(len(tail), 1), 0, 1)
+            batch.n_tokens = len(tail)
+            for i, tok in enumerate(tail):
+                batch.token[i] = tok
+                batch.pos[i] = n_past.value + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = True
+            assert llama_cpp.llama_decode(lctx, batch) == 0
+            tail_logits = np.stack([np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(lctx, i), shape=(n_vocab,))
+                                    .astype("<f4").copy() for i in range(len(tail))])
+            pos = n_prompt = n_past.value + len(tail)
+            gen, gen_logits = [], []
+            row = tail_logits[-1]
+            for g in range(GREEDY):
+                tok = int(np.argmax(row))
+                gen.append(tok)
+                if g == GREEDY - 1:
+                    break
+                batch.n_tokens = 1
+                batch.token[0] = tok
+                batch.pos[0] = pos
+                batch.n_seq_id[0] = 1
+                batch.seq_id[0][0] = 0
+                batch.logits[0] = True
+                assert llama_cpp.llama_decode(lctx, batch) == 0
+                pos += 1
+                row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(lctx, 0), shape=(n_vocab,)).astype("<f4").copy()
+                gen_logits.append(row)
+            llama_cpp.llama_batch_free(batch)
+            mtmd.mtmd_input_chunks_free(chunks)
+            for b in bmps:
+                mtmd.mtmd_bitmap_free(b)
+            llama_cpp.llama_free(lctx)
+            case = {"text": text, "pieces": pieces, "n_prompt": n_prompt,
+                    "tail_logits_offset": len(blob)}
+            blob += tail_logits.tobytes()
+            case["greedy"] = gen
+            case["greedy_logits_offset"] = len(blob)
+            blob += np.stack(gen_logits).astype("<f4").tobytes()
+            cases.append(case)
+            print(f"{text!r} {pic_ids}: {len(pieces)} pieces, {n_prompt} positions, greedy {gen}")
+        mtmd.mtmd_free(mctx)
+        llama_cpp.llama_model_free(model)
+        doc = {
+            "origin": "tools/vision_prompt_reference.py",
+            "oracle": f"llama-cpp-python {llama_cpp.__version__}'s libmtmd + libllama on {oracle_note}; "
+                      f"CPU, {THREADS} threads, flash attention off, F32 KV cache, raw RGB bitmaps, n_batch {N_BATCH}",
+            "synth_args": SYNTH,
+            "text_fnv1a64": fnv1a64(text_path.read_bytes()),
+            "mmproj_fnv1a64": fnv1a64(proj_path.read_bytes()),
+            "n_vocab": n_vocab,
+            "n_embd": n_embd,
+            "n_image_tokens": n_image_tokens,
+            "pictures": pic_docs,
+            "cases": cases,
+        }
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(OUT / "prompt.tar.xz", "w:xz") as tar:
+        def add(name, data):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mtime = 0
+            tar.addfile(ti, io.BytesIO(data))
+        add("prompt.json", (json.dumps(doc, indent=1) + "\n").encode())
+        add("prompt.bin", bytes(blob))
+    print(f"wrote {OUT / 'prompt.tar.xz'} ({(OUT / 'prompt.tar.xz').stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
