@@ -60,6 +60,9 @@ type Params struct {
 	// all 0: in proportion to free memory; at most MaxDevices entries).
 	OnlyGPU     *int
 	TensorSplit []float32
+	// Images in the prompt (llm_ctx_params.mmproj_path): a projector file
+	// (llama.cpp's --mmproj) for the text model; "" = none.
+	MMProjPath string
 }
 
 // MaxDevices is LLM_MAX_DEVICES: the longest TensorSplit.
@@ -132,6 +135,11 @@ func Open(p *Params) (*Context, error) {
 	}
 	if p.OnlyGPU != nil {
 		cp.main_gpu = C.int32_t(*p.OnlyGPU)
+	}
+	if p.MMProjPath != "" {
+		mm := C.CString(p.MMProjPath)
+		defer C.free(unsafe.Pointer(mm))
+		cp.mmproj_path = mm
 	}
 	if len(p.TensorSplit) > MaxDevices {
 		return nil, &Error{Status: StatusInvalidArgument, Message: "TensorSplit has more than MaxDevices entries"}
