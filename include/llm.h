@@ -747,9 +747,13 @@ typedef struct llm_request {
   int32_t n_parts;            /* images, llm_content_part), in order; or    */
                               /* NULL, 0 (default). Exclusive with prompt   */
                               /* and prompt_tokens (more than one set:      */
-                              /* INVALID_ARGUMENT). Text parts are          */
-                              /* tokenized with tokenize_flags (ADD_SPECIAL */
-                              /* adds BOS once, before the first part).     */
+                              /* INVALID_ARGUMENT). The text between two    */
+                              /* pictures is one run (text parts joined),   */
+                              /* tokenized with tokenize_flags, as          */
+                              /* llama.cpp's multimodal tokenizer does:     */
+                              /* ADD_SPECIAL adds BOS before the first run  */
+                              /* only; with image parts special tokens are  */
+                              /* always parsed (PARSE_SPECIAL).             */
                               /* Each image stands where its part stands,   */
                               /* wrapped in the model's image markers       */
                               /* (Gemma 3: "<start_of_image>" ...           */

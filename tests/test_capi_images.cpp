@@ -201,7 +201,7 @@ TEST_F(CapiImages, BadPartsAreRefused) {
   if (!HaveImageCodecs()) return;
   // encoded pictures: corrupt, truncated, oversized headers, other formats
   std::string corrupt = png;
-  corrupt[20] ^= 0x40;
+  corrupt[28] ^= 0x40;  // IHDR's interlace byte: its CRC no longer matches
   EXPECT_EQ(Submit(vision_, {Image(corrupt)}, &msg), LLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(msg.find("corrupt PNG"), std::string::npos) << msg;
   EXPECT_EQ(Submit(vision_, {Image(png.substr(0, png.size() / 2))}, &msg), LLM_ERR_INVALID_ARGUMENT);
@@ -251,11 +251,12 @@ TEST_F(CapiImages, PromptLayout) {
   };
   const uint32_t add = LLM_TOKENIZE_ADD_SPECIAL;
   auto [pieces, images] = layout({Text("one"), Rgb(a, 4, 3), Text("two"), Rgb(b, 4, 3)}, add);
-  ASSERT_EQ(pieces.size(), 4u);
+  ASSERT_EQ(pieces.size(), 5u);
   EXPECT_EQ(pieces[0].tokens, Tokens("one<start_of_image>", add | LLM_TOKENIZE_PARSE_SPECIAL));
   EXPECT_EQ(pieces[1].image, 0);
   EXPECT_EQ(pieces[2].tokens, Tokens("<end_of_image>two<start_of_image>", LLM_TOKENIZE_PARSE_SPECIAL));
   EXPECT_EQ(pieces[3].image, 1);
+  EXPECT_EQ(pieces[4].tokens, Tokens("<end_of_image>", LLM_TOKENIZE_PARSE_SPECIAL));
   ASSERT_EQ(images.size(), 2u);
   const int32_t side = synth::FindSynthVisionShape("tiny-gemma3")->image_size;
   EXPECT_EQ(images[0].width, side);

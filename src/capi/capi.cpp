@@ -147,9 +147,9 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     llm::ContextOverrides overrides;
     overrides.backend = BackendFromEnvironment();
     if (llm::Status s = llm::capi::CheckKvRole(p); !s.ok()) return Fail(s);
+    if (p.reserved6 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved6 must be 0");
     auto engine = llm::BuildEngine(p, overrides);
     if (!engine.ok()) return Fail(engine.status());
-    if (p.reserved6 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved6 must be 0");
     std::shared_ptr<const llm::VisionModel> vision;
     if (p.mmproj_path != nullptr) {
       auto v = llm::capi::OpenProjector(p.mmproj_path, (*engine)->model());

@@ -52,8 +52,7 @@ size_t CountMarkers(std::string_view text, std::string_view marker) {
 // The prompt as a list of text runs and pictures (see llm.h, llm_request.parts).
 struct Segment {
   std::string text;
-  int image = -1;        // a picture, or -1: text
-  bool special = false;  // the markers around a picture: special tokens whatever tokenize_flags say
+  int image = -1;  // a picture, or -1: text
 };
 
 }  // namespace
@@ -143,12 +142,12 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
   std::vector<Segment> segs;
   int next_image = 0;
   auto add_text = [&](std::string_view t) {
-    if (!t.empty()) segs.push_back({std::string(t), -1, false});
+    if (!t.empty()) segs.push_back({std::string(t), -1});
   };
   auto add_image = [&]() {
-    segs.push_back({std::string(it.begin), -1, true});
-    segs.push_back({"", next_image++, false});
-    segs.push_back({std::string(it.end), -1, true});
+    segs.push_back({std::string(it.begin), -1});
+    segs.push_back({"", next_image++});
+    segs.push_back({std::string(it.end), -1});
   };
   for (int32_t i = 0; i < r.n_parts; ++i) {
     const llm_content_part& p = r.parts[i];
@@ -166,23 +165,29 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
     add_text(text);
   }
 
-  // Each text run tokenized on its own (BOS once, before everything), runs
-  // between two pictures joined into one piece. The markers around a
-  // picture are parsed as special tokens; a vocabulary without them spells
-  // them out as text, as llama.cpp does.
+  // The text between two pictures (the begin and end markers included) is
+  // one run, tokenized as a whole, as llama.cpp's multimodal tokenizer
+  // does (mtmd_tokenize): BOS (ADD_SPECIAL) before the first run only, and
+  // with pictures always parsing special tokens, so the markers are the
+  // model's own tokens (a vocabulary without them spells them out).
   const bool add_special = (r.tokenize_flags & LLM_TOKENIZE_ADD_SPECIAL) != 0;
-  const bool parse_special = (r.tokenize_flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0;
-  if (add_special && tok.add_bos() && tok.bos() >= 0) pieces->push_back({{tok.bos()}, -1});
-  for (const Segment& sg : segs) {
-    if (sg.image >= 0) {
-      pieces->push_back({{}, sg.image});
+  const bool parse_special = (r.tokenize_flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0 || n_images > 0;
+  std::vector<Segment> runs;
+  for (Segment& sg : segs) {
+    if (sg.image < 0 && !runs.empty() && runs.back().image < 0) {
+      runs.back().text += sg.text;
+    } else {
+      runs.push_back(std::move(sg));
+    }
+  }
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].image >= 0) {
+      pieces->push_back({{}, runs[k].image});
       continue;
     }
-    auto ids = tok.Encode(sg.text, false, sg.special || parse_special);
+    auto ids = tok.Encode(runs[k].text, k == 0 && add_special, parse_special);
     if (!ids.ok()) return Fail(ids.status());
-    if (pieces->empty() || pieces->back().image >= 0) pieces->push_back({});
-    auto& dst = pieces->back().tokens;
-    dst.insert(dst.end(), ids->begin(), ids->end());
+    pieces->push_back({std::move(*ids), -1});
   }
   if (pieces->empty() || (pieces->size() == 1 && pieces->front().image < 0 && pieces->front().tokens.empty()))
     return Fail(LLM_ERR_INVALID_ARGUMENT, "the parts make an empty prompt");

@@ -87,6 +87,14 @@ Outcome ReadPng(PngRead* r) {
 bool Available() { return true; }
 
 StatusOr<RgbImage> DecodePng(const uint8_t* data, size_t n, const ImageLimits& limits) {
+  // The size first, straight from IHDR (the first chunk, at a fixed
+  // place): a picture too large is refused whatever follows its header.
+  if (n >= 24 && std::memcmp(data + 12, "IHDR", 4) == 0) {
+    auto be32 = [&](size_t at) {
+      return (uint32_t{data[at]} << 24) | (uint32_t{data[at + 1]} << 16) | (uint32_t{data[at + 2]} << 8) | data[at + 3];
+    };
+    if (Status s = CheckImageSize(be32(16), be32(20), limits); !s.ok()) return s;
+  }
   RgbImage img;
   PngRead r;
   r.data = data;

@@ -72,7 +72,7 @@ subprocess.run([synth_bin, "--shape", "tiny-gemma3", "--out", model, "--type", "
 with open(os.path.join(images, "rgb.png"), "rb") as f:
     png = f.read()
 bad = bytearray(png)
-bad[20] ^= 0x40
+bad[28] ^= 0x40  # IHDR's interlace byte: a CRC mismatch
 cases = [
     (data_url("huge.png"), "header declares", "a 100000 x 100000 header"),
     (data_url("bomb.png"), "budget", "a decompression bomb (16384 x 8192, 16 KB)"),
