@@ -13,7 +13,7 @@ base64 that does not decode, a data: URL that is not base64, a remote URL
 an image part without a projector (a second server). A valid picture is
 decoded and checked, then refused (400, code "unsupported") until the
 engine's image path lands; text-only chats still answer. Skips (77)
-without the openai package.
+without the openai package or in a build without the image codecs.
 """
 import base64
 import json
@@ -88,6 +88,11 @@ cases = [
 proc, port, log = server_proc.start(server_bin, ["-m", model, "--mmproj", mmproj, "-t", "2", "-c", "512"])
 base = "http://127.0.0.1:%d" % port
 try:
+    st, r = post(base, chat(data_url("rgb.png")))
+    if "this build has no PNG decoder" in r.get("error", {}).get("message", ""):
+        print("built without libpng/libjpeg-turbo (LLM_IMAGE_CODECS): skipping")
+        server_proc.stop(proc)
+        sys.exit(77)
     for url, needle, what in cases:
         st, r = post(base, chat(url))
         msg = r.get("error", {}).get("message", "")
