@@ -194,6 +194,9 @@ TEST_F(CapiImages, BadPartsAreRefused) {
   EXPECT_EQ(Submit(vision_, {Rgb(px, -4, -3)}, &msg), LLM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(Submit(vision_, {Rgb(px, 100000, 1)}, &msg), LLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(msg.find("at most 16384"), std::string::npos) << msg;
+  // text that cannot fit the context whatever it tokenizes to
+  const std::string huge(8u << 20, 'a');
+  EXPECT_EQ(Submit(vision_, {Text(huge.c_str()), Rgb(px, 4, 3)}, &msg), LLM_ERR_CONTEXT_OVERFLOW);
   // too many pictures
   std::vector<llm_content_part> many(65, Rgb(px, 4, 3));
   EXPECT_EQ(Submit(vision_, many, &msg), LLM_ERR_INVALID_ARGUMENT);

@@ -214,6 +214,18 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
       if (r.prompt != nullptr || r.prompt_tokens != nullptr)
         return Fail(LLM_ERR_INVALID_ARGUMENT, "parts is exclusive with prompt and prompt_tokens: set one");
       if (r.parts == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "parts is NULL but n_parts is not 0");
+      // As for prompt below: text that cannot fit however it tokenizes is
+      // refused before the tokenizer spends seconds on it.
+      size_t text_bytes = 0;
+      for (int32_t i = 0; i < r.n_parts; ++i)
+        if (r.parts[i].struct_size == sizeof(llm_content_part) && r.parts[i].kind == LLM_CONTENT_TEXT &&
+            r.parts[i].text != nullptr)
+          text_bytes += std::strlen(r.parts[i].text);
+      const size_t n_ctx = static_cast<size_t>(ctx->engine->config().n_ctx);
+      if (text_bytes > 3 * model.tokenizer->max_token_bytes() * (n_ctx + 8))
+        return Fail(LLM_ERR_CONTEXT_OVERFLOW, "the text parts (" + std::to_string(text_bytes) +
+                                                  " bytes) are longer than the context of " + std::to_string(n_ctx) +
+                                                  " tokens can hold");
       std::vector<llm::PromptPiece> pieces;
       std::vector<llm::ImageInput> images;
       if (llm_status s = llm::capi::ToPromptParts(r, *ctx, &pieces, &images); s != LLM_OK) return s;
