@@ -448,6 +448,20 @@ typedef struct llm_ctx_params {
                               /* n_cpu_moe != 0 on a model with experts     */
                               /* while the layers are split over more than  */
                               /* one device: UNSUPPORTED (set main_gpu).    */
+  /* --- appended in 0.7 (issue 36: images in the prompt); an older        */
+  /* caller's smaller struct_size leaves mmproj_path NULL --- */
+  int32_t reserved6;          /* must be 0                                  */
+  const char* mmproj_path;    /* a projector file (llama.cpp's --mmproj:    */
+                              /* GGUF with general.architecture "clip") for */
+                              /* image parts (llm_content_part); NULL      */
+                              /* (default): none, and requests with image   */
+                              /* parts get INVALID_ARGUMENT. A file that    */
+                              /* does not open: IO; not a projector file,   */
+                              /* or one whose output width is not the text  */
+                              /* model's n_embd, or for another family      */
+                              /* (Gemma 3's projector with a non-gemma3     */
+                              /* model): MODEL_FORMAT; a projector type     */
+                              /* this build does not run: UNSUPPORTED       */
 } llm_ctx_params;
 
 /* llm_ctx_params.kv_role */
@@ -612,6 +626,43 @@ typedef enum llm_part {
  * llm_ctx_destroy on the same context; any other llm_* call is allowed. */
 typedef void (*llm_event_callback)(const llm_event* event, void* user_data);
 
+/* ------------------------------------------------------- content parts */
+
+/* llm_content_part.kind */
+typedef enum llm_content_kind {
+  LLM_CONTENT_TEXT = 0,      /* text: NUL-terminated UTF-8                  */
+  LLM_CONTENT_IMAGE = 1,     /* data, n_data: an encoded picture, PNG or    */
+                             /* JPEG (sniffed from its bytes; WebP, GIF...: */
+                             /* UNSUPPORTED), at most 64 MiB, each side at  */
+                             /* most 16384 pixels and at most 2^26 pixels   */
+                             /* (else INVALID_ARGUMENT, from the header,    */
+                             /* before any decoding). Alpha is dropped (the */
+                             /* colour under it kept), 16-bit samples keep  */
+                             /* their high byte, EXIF orientation is not    */
+                             /* applied, CMYK is converted: as llama.cpp    */
+                             /* loads pictures. Corrupt or truncated:       */
+                             /* INVALID_ARGUMENT with the decoder's reason  */
+  LLM_CONTENT_IMAGE_RGB = 2  /* data: width x height 8-bit RGB pixels, row  */
+                             /* after row, no padding: n_data must be       */
+                             /* width * height * 3; sides as for IMAGE      */
+} llm_content_kind;
+
+/* One part of a prompt or of a chat message: text or a picture. Borrowed
+ * for the duration of the call that reads it (llm_submit copies). */
+typedef struct llm_content_part {
+  uint32_t struct_size;       /* = sizeof(llm_content_part)                 */
+  int32_t kind;               /* LLM_CONTENT_*; default TEXT                */
+  const char* text;           /* TEXT: UTF-8, NUL-terminated; else NULL     */
+  const void* data;           /* IMAGE, IMAGE_RGB: the bytes; else NULL     */
+  size_t n_data;              /* bytes at data                              */
+  int32_t width;              /* IMAGE_RGB: the picture's size in pixels;   */
+  int32_t height;             /* IMAGE: 0 (the file says)                   */
+} llm_content_part;
+
+/* Fills *part with struct_size and defaults (TEXT, all else NULL/0).
+ * NULL: LLM_ERR_NULL_ARGUMENT. */
+LLM_API llm_status llm_content_part_init(llm_content_part* part);
+
 /* ------------------------------------------------------------ requests */
 typedef struct llm_request {
   uint32_t struct_size;       /* = sizeof(llm_request)                      */
@@ -728,6 +779,36 @@ typedef struct llm_request {
                               /* apart from its answer (llm_event's         */
                               /* reasoning_text and part); default NONE     */
   int32_t reserved5;          /* must be 0                                  */
+  /* --- appended in 0.7 (issue 36: images in the prompt); an older caller's
+   *     smaller struct_size leaves parts NULL --- */
+  const llm_content_part* parts; /* the prompt as n_parts parts (text and  */
+  int32_t n_parts;            /* images, llm_content_part), in order; or    */
+                              /* NULL, 0 (default). Exclusive with prompt   */
+                              /* and prompt_tokens (more than one set:      */
+                              /* INVALID_ARGUMENT). The text between two    */
+                              /* pictures is one run (text parts joined),   */
+                              /* tokenized with tokenize_flags, as          */
+                              /* llama.cpp's multimodal tokenizer does:     */
+                              /* ADD_SPECIAL adds BOS before the first run  */
+                              /* only; with image parts special tokens are  */
+                              /* always parsed (PARSE_SPECIAL).             */
+                              /* Each image stands where its part stands,   */
+                              /* wrapped in the model's image markers       */
+                              /* (Gemma 3: "<start_of_image>" ...           */
+                              /* "<end_of_image>"); but when the text parts */
+                              /* hold the model's image marker (as          */
+                              /* llm_chat_apply_template_v2 renders it),    */
+                              /* the markers are the images' places, in     */
+                              /* order, and their count must equal the      */
+                              /* image parts' (else INVALID_ARGUMENT). The  */
+                              /* bytes are decoded and copied before        */
+                              /* llm_submit returns. At most 64 images.     */
+                              /* Image parts need a context with an         */
+                              /* mmproj_path (else INVALID_ARGUMENT).       */
+                              /* Until the engine's image path lands, a     */
+                              /* valid request with image parts is          */
+                              /* UNSUPPORTED after every check above.       */
+  int32_t reserved6;          /* must be 0                                  */
 } llm_request;
 
 /* How a request's output is split into thinking and answer
@@ -1141,6 +1222,32 @@ LLM_API llm_status llm_chat_apply_template_vars(llm_ctx* ctx, const char* tmpl, 
                                                 const char* tools_json, const char* vars_json,
                                                 int32_t add_generation_prompt, char* out, size_t capacity,
                                                 size_t* n_out);
+
+/* One turn of a conversation with pictures: role as in llm_chat_message,
+ * its content as n_parts parts (text and images) in order. Unlike
+ * llm_chat_message it starts with struct_size, so it can grow. */
+typedef struct llm_chat_message_v2 {
+  uint32_t struct_size;       /* = sizeof(llm_chat_message_v2)              */
+  int32_t n_parts;            /* >= 0                                       */
+  const char* role;           /* NUL-terminated UTF-8                       */
+  const llm_content_part* parts; /* may be NULL when n_parts is 0          */
+} llm_chat_message_v2;
+
+/* llm_chat_apply_template for messages with pictures: each message's
+ * content reaches the template as a list of OpenAI-style items,
+ * {"type": "text", "text": ...} and {"type": "image"} (as transformers
+ * gives a processor's template), so the model's own template writes its
+ * image marker where each picture stands (Gemma 3: "<start_of_image>").
+ * The image bytes are not read here (only the parts' kinds and text): the
+ * rendered text is submitted as a text part followed by the same pictures,
+ * in order, as image parts (llm_request.parts), and each marker takes its
+ * picture. Everything else (template choice, output protocol, errors) is as
+ * llm_chat_apply_template; also STRUCT_SIZE for a message or part whose
+ * struct_size this library does not know, NULL_ARGUMENT for a NULL role or
+ * text, INVALID_ARGUMENT for an unknown kind or n_parts < 0. */
+LLM_API llm_status llm_chat_apply_template_v2(llm_ctx* ctx, const char* tmpl, const llm_chat_message_v2* messages,
+                                              size_t n_messages, int32_t add_generation_prompt, char* out,
+                                              size_t capacity, size_t* n_out);
 
 /* ------------------------------------------------------------ tool calls */
 

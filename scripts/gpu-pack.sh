@@ -65,7 +65,9 @@ for i in "${!archs[@]}"; do
 done
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
   gen=(); command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-  common=(-DCMAKE_BUILD_TYPE=Release -DLLM_USE_MIMALLOC=OFF -DLLM_UCX=OFF -DLLM_BUILD_TESTS=ON -DLLM_BUILD_SAMPLES=ON
+  # No UCX and no image codecs: the pack's binaries need no library a bare GPU
+  # machine may lack (libucx, libpng, libjpeg).
+  common=(-DCMAKE_BUILD_TYPE=Release -DLLM_USE_MIMALLOC=OFF -DLLM_UCX=OFF -DLLM_IMAGE_CODECS=OFF -DLLM_BUILD_TESTS=ON -DLLM_BUILD_SAMPLES=ON
           "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc")
   if [[ $EMULATE -eq 1 ]]; then
     cmake "${gen[@]}" -B "$BUILD" "${common[@]}" -DLLM_CUDA=EMULATE >/dev/null

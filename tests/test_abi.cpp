@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "llm.h"
@@ -153,7 +154,10 @@ TEST(Abi, DeviceStatsLayout) {
 }
 
 TEST(Abi, CtxParamsLayout) {
-  EXPECT_EQ(sizeof(llm_ctx_params), 240u);
+  EXPECT_EQ(sizeof(llm_ctx_params), 248u);
+  // appended in 0.7 (issue 36: images), reserved6 in the 0.6 layout's tail padding
+  PIN(llm_ctx_params, reserved6, 236);
+  PIN(llm_ctx_params, mmproj_path, 240);
   // appended in 0.6 (issue 35: several GPUs), after the host experts
   EXPECT_EQ(LLM_MAX_DEVICES, 16);
   // appended in 0.6 (issue 35: n_gpu_layers fitted to free memory)
@@ -222,7 +226,11 @@ TEST(Abi, SamplingParamsLayout) {
 }
 
 TEST(Abi, RequestLayout) {
-  EXPECT_EQ(sizeof(llm_request), 208u);
+  EXPECT_EQ(sizeof(llm_request), 224u);
+  // appended in 0.7 (issue 36: images in the prompt)
+  PIN(llm_request, parts, 208);
+  PIN(llm_request, n_parts, 216);
+  PIN(llm_request, reserved6, 220);
   // appended in 0.6 (issue 32: reasoning output)
   PIN(llm_request, reasoning_format, 200);
   PIN(llm_request, reserved5, 204);
@@ -416,4 +424,48 @@ TEST(Abi, StatsAndModelInfoLayout) {
 TEST(Abi, VersionMatchesHeader) {
   EXPECT_EQ(llm_version_number(), static_cast<uint32_t>(LLM_VERSION_NUMBER));
   EXPECT_STREQ(llm_version(), "0.1.0");
+}
+
+// Images in the prompt (issue 36): content parts, chat messages v2, values
+// and the template call's signature.
+TEST(Abi, ContentParts) {
+  EXPECT_EQ(LLM_CONTENT_TEXT, 0);
+  EXPECT_EQ(LLM_CONTENT_IMAGE, 1);
+  EXPECT_EQ(LLM_CONTENT_IMAGE_RGB, 2);
+  EXPECT_EQ(sizeof(llm_content_part), 40u);
+  PIN(llm_content_part, struct_size, 0);
+  PIN(llm_content_part, kind, 4);
+  PIN(llm_content_part, text, 8);
+  PIN(llm_content_part, data, 16);
+  PIN(llm_content_part, n_data, 24);
+  PIN(llm_content_part, width, 32);
+  PIN(llm_content_part, height, 36);
+  EXPECT_EQ(sizeof(llm_chat_message_v2), 24u);
+  PIN(llm_chat_message_v2, struct_size, 0);
+  PIN(llm_chat_message_v2, n_parts, 4);
+  PIN(llm_chat_message_v2, role, 8);
+  PIN(llm_chat_message_v2, parts, 16);
+  static_assert(std::is_same_v<decltype(&llm_content_part_init), llm_status (*)(llm_content_part*)>);
+  static_assert(std::is_same_v<decltype(&llm_chat_apply_template_v2),
+                               llm_status (*)(llm_ctx*, const char*, const llm_chat_message_v2*, size_t, int32_t,
+                                              char*, size_t, size_t*)>);
+  llm_content_part part;
+  std::memset(&part, 0x5a, sizeof(part));
+  ASSERT_EQ(llm_content_part_init(&part), LLM_OK);
+  EXPECT_EQ(part.struct_size, sizeof(llm_content_part));
+  EXPECT_EQ(part.kind, LLM_CONTENT_TEXT);
+  EXPECT_EQ(part.text, nullptr);
+  EXPECT_EQ(part.data, nullptr);
+  EXPECT_EQ(part.n_data, 0u);
+  EXPECT_EQ(part.width, 0);
+  EXPECT_EQ(part.height, 0);
+  EXPECT_EQ(llm_content_part_init(nullptr), LLM_ERR_NULL_ARGUMENT);
+  llm_request r;
+  ASSERT_EQ(llm_request_init(&r), LLM_OK);
+  EXPECT_EQ(r.parts, nullptr);
+  EXPECT_EQ(r.n_parts, 0);
+  llm_ctx_params p;
+  ASSERT_EQ(llm_ctx_params_init(&p), LLM_OK);
+  EXPECT_EQ(p.mmproj_path, nullptr);
+  EXPECT_EQ(p.reserved6, 0);
 }

@@ -65,6 +65,9 @@ type Params struct {
 	// free memory holds (MoE experts to host memory first, the CPU when
 	// none fits). The CPU backend ignores it.
 	GPULayers *int
+	// Images in the prompt (llm_ctx_params.mmproj_path): a projector file
+	// (llama.cpp's --mmproj) for the text model; "" = none.
+	MMProjPath string
 }
 
 // GPULayersAll and GPULayersAuto are LLM_GPU_LAYERS_ALL and _AUTO.
@@ -146,6 +149,11 @@ func Open(p *Params) (*Context, error) {
 	}
 	if p.GPULayers != nil {
 		cp.n_gpu_layers = C.int32_t(*p.GPULayers)
+	}
+	if p.MMProjPath != "" {
+		mm := C.CString(p.MMProjPath)
+		defer C.free(unsafe.Pointer(mm))
+		cp.mmproj_path = mm
 	}
 	if len(p.TensorSplit) > MaxDevices {
 		return nil, &Error{Status: StatusInvalidArgument, Message: "TensorSplit has more than MaxDevices entries"}

@@ -61,6 +61,7 @@ llm_ctx* CreateContext(const server::Options& o) {
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   p.model_path = o.model.empty() ? nullptr : o.model.c_str();
+  p.mmproj_path = o.mmproj.empty() ? nullptr : o.mmproj.c_str();
   p.n_threads = o.threads;
   p.max_seqs = o.max_seqs;
   p.n_ctx = o.ctx;
@@ -175,6 +176,7 @@ int main(int argc, char** argv) {
   server::Engine engine(ctx);
   server::Routes routes(&engine, &prompter, name, opt.verbose);
   routes.set_defaults(opt.defaults);
+  routes.set_allow_remote_images(opt.allow_remote_images);
   routes.set_labels(aliases, server::SplitList(opt.tags));
   const int http_threads = opt.http_threads > 0 ? opt.http_threads : std::max(8, 4 * opt.max_seqs);
 #if LLM_SERVER_GATE

@@ -1,5 +1,7 @@
 #include "openai_request.h"
 
+#include "image_url.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -361,17 +363,28 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
     msg.role = role->get<std::string>();
     if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for it
     if (msg.role == "function") msg.role = "tool";     // the deprecated name of a tool result
+    json items = json::array();  // the content as the template's items, when it holds pictures
+    const size_t images_before = g->images.size();
     if (const json* c = Field(m, "content")) {
       if (c->is_string()) {
         msg.content = c->get<std::string>();
       } else if (c->is_array()) {
         for (const json& part : *c) {
           const json* type = part.is_object() ? Field(part, "type") : nullptr;
+          if (type != nullptr && *type == "image_url") {
+            std::string bytes, problem;
+            if (!ImageUrlBytes(part, g->allow_remote_images, &bytes, &problem))
+              return Bad(err, where + ".content", where + ".content: " + problem);
+            g->images.push_back(std::move(bytes));
+            items.push_back({{"type", "image"}});
+            continue;
+          }
           const json* text = part.is_object() ? Field(part, "text") : nullptr;
           if (type == nullptr || *type != "text" || text == nullptr || !text->is_string())
-            return Bad(err, where + ".content", "only text content parts are supported by this server");
+            return Bad(err, where + ".content", "only text and image_url content parts are supported by this server");
           if (!msg.content.empty()) msg.content += "\n";
           msg.content += text->get<std::string>();
+          items.push_back({{"type", "text"}, {"text", *text}});
         }
       } else {
         return Bad(err, where + ".content", where + ".content must be a string or a list of content parts");
@@ -380,6 +393,7 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
     json raw = m;
     raw["role"] = msg.role;
     raw["content"] = msg.content;  // text parts joined; null as "" (templates test `in content`)
+    if (g->images.size() > images_before) raw["content"] = std::move(items);  // the template places the pictures
     // An assistant's earlier calls, as the text the model wrote for them.
     if (const json* tc = Field(m, "tool_calls"); tc != nullptr && !tc->empty()) {
       std::string text, problem;

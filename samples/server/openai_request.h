@@ -87,6 +87,11 @@ struct Generation {
   // -1 = not given (the server's --reasoning-format then).
   int32_t reasoning_format = -1;
   std::vector<PromptInput> prompts;     // choices are numbered prompt * n + sample
+  // chat: the pictures of image_url parts (encoded bytes, in order), each
+  // rendered as the template's image marker (image_url.h); set before
+  // parsing: whether remote URLs are allowed (--allow-remote-images).
+  std::vector<std::string> images;
+  bool allow_remote_images = false;
 };
 
 // "none", "deepseek", "harmony", "auto" -> LLM_REASONING_*; -1 for others.

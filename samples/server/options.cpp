@@ -20,6 +20,10 @@ namespace {
                "usage: llm-server [options]\n"
                "  -m, --model PATH        GGUF model (default: %s if present,\n"
                "                          else the built-in stories260K); its file stem is the model id\n"
+               "  --mmproj PATH           a projector file (GGUF, general.architecture \"clip\") for\n"
+               "                          image_url parts (data: URLs with base64 PNG/JPEG)\n"
+               "  --allow-remote-images   let http(s) image URLs through parsing (this server fetches\n"
+               "                          none: they are refused as not fetched)\n"
                "  -a, --alias NAME        the model id to serve instead of the file stem (\"a,b\": several\n"
                "                          names, the first in sorted order is the id)\n"
                "  --tags LIST             comma-separated labels /v1/models shows\n"
@@ -81,7 +85,7 @@ namespace {
                "llama-server's flags -ub, -fa, --jinja, --no-jinja, --metrics, --mlock, --no-mmap,\n"
                "--cont-batching, --no-webui, --no-ui, -to, --offline, --kv-unified, --swa-full,\n"
                "--cache-ram, --cache-reuse, --no-warmup are accepted (each changes nothing here: a\n"
-               "warning says so), as are --embedding and --reranking; --lora, --mmproj, --context-shift, -sm,\n"
+               "warning says so), as are --embedding and --reranking; --lora, --context-shift, -sm,\n"
                "-ts, --rope-scaling, --grammar, -md are refused\n"
                "by name.\n",
                chat::kDefaultChatModel);
@@ -177,7 +181,6 @@ struct Refused {
 constexpr Refused kRefused[] = {
     {"--lora", "LoRA adapters are not supported"},
     {"--lora-scaled", "LoRA adapters are not supported"},
-    {"--mmproj", "image input (multimodal projectors) is not supported yet"},
     {"--context-shift", "a full context ends the request (finish_reason length); it is never shifted"},
     {"-sm", "multi-GPU splits are not supported"},
     {"--split-mode", "multi-GPU splits are not supported"},
@@ -223,6 +226,8 @@ Options ParseArgs(int argc, char** argv) {
       return static_cast<int>(cli::NumberArg(a.c_str(), v));
     };
     if (a == "-m" || a == "--model") { o.model = str(); o.model_given = true; }
+    else if (a == "--mmproj") o.mmproj = str();
+    else if (a == "--allow-remote-images") o.allow_remote_images = true;
     else if (a == "-a" || a == "--alias") o.alias = str();
     else if (a == "--tags") o.tags = str();
     else if (a == "--host") o.host = str();

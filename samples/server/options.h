@@ -18,6 +18,8 @@ namespace server {
 struct Options {
   std::string model;
   bool model_given = false;
+  std::string mmproj;                // --mmproj: llm_ctx_params.mmproj_path ("" = none)
+  bool allow_remote_images = false;  // --allow-remote-images (image_url.h)
   std::string alias;  // the model id served; default the file stem ("a,b": several, the first sorted is the id)
   std::string tags;   // --tags "x,y": labels /v1/models shows
   std::string host = "127.0.0.1";

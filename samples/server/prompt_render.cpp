@@ -12,7 +12,10 @@ bool RenderChatPrompt(const chat::Prompter& prompter, Generation* g, ApiError* e
   json vars = json::parse(chat::TodayVarsJson());  // today's date, under the request's kwargs
   for (const auto& item : g->template_vars.items()) vars[item.key()] = item.value();
   const std::string vars_json = Dump(vars);
-  if ((g->tools.active() || g->tool_history) && prompter.tool_format() != LLM_TOOL_FORMAT_GENERIC) {
+  // Pictures: the messages' content items reach the template, which writes
+  // the model's image marker for each {"type": "image"} (image_url.h).
+  if (!g->images.empty() ||
+      ((g->tools.active() || g->tool_history) && prompter.tool_format() != LLM_TOOL_FORMAT_GENERIC)) {
     // A template that knows tools (Qwen, Hermes, Llama 3.1, Mistral)
     // renders them, the earlier calls and their results itself; the model
     // then writes calls in its own format, which the reply parser reads

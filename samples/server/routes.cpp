@@ -257,6 +257,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
   trim.set_body_bytes(body_bytes);
   if (!read) return;
   Generation g;
+  g.allow_remote_images = allow_remote_images_;
   NativeOptions native;
   try {
     bool ok = false;
@@ -300,6 +301,23 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
 
   std::vector<const char*> choices;
   for (const std::string& c : g.choices) choices.push_back(c.c_str());
+  // A chat with pictures: the rendered text (its image markers) and the
+  // pictures, in order, as llm_request.parts (llm.h).
+  std::vector<llm_content_part> parts;
+  if (!g.images.empty()) {
+    llm_content_part text;
+    llm_content_part_init(&text);
+    text.text = g.prompts[0].text.c_str();
+    parts.push_back(text);
+    for (const std::string& bytes : g.images) {
+      llm_content_part img;
+      llm_content_part_init(&img);
+      img.kind = LLM_CONTENT_IMAGE;
+      img.data = bytes.data();
+      img.n_data = bytes.size();
+      parts.push_back(img);
+    }
+  }
   std::vector<llm_request> reqs(g.prompts.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
     llm_request& r = reqs[i];
@@ -324,6 +342,17 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       r.prompt = nullptr;
       r.prompt_tokens = in.tokens.data();
       r.n_prompt_tokens = static_cast<int32_t>(in.tokens.size());
+    }
+    if (!parts.empty()) {
+      // The library decodes and checks the pictures; without max_tokens
+      // the room left is not known before their soft tokens are counted:
+      // the context's length bounds it.
+      r.prompt = nullptr;
+      r.prompt_tokens = nullptr;
+      r.n_prompt_tokens = 0;
+      r.parts = parts.data();
+      r.n_parts = static_cast<int32_t>(parts.size());
+      r.tokenize_flags = in.flags;
     }
     r.sampling = &g.sampling;
     r.stop = stops.empty() ? nullptr : stops.data();
@@ -356,6 +385,14 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       err.type = "invalid_request_error";
       err.code = s == LLM_ERR_UNSUPPORTED ? "unsupported" : "";
       err.param = g.constraint_param;
+    }
+    // A picture the library refuses (corrupt, too large, a format it does
+    // not decode, no --mmproj), or the engine's image path not there yet.
+    if (!g.images.empty() && (s == LLM_ERR_INVALID_ARGUMENT || s == LLM_ERR_UNSUPPORTED)) {
+      err.http_status = 400;
+      err.type = "invalid_request_error";
+      err.code = s == LLM_ERR_UNSUPPORTED ? "unsupported" : "";
+      err.param = "messages";
     }
     return SendError(res, err);
   }

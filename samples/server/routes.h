@@ -41,6 +41,9 @@ class Routes {
     slots_ = store;
     total_slots_ = total_slots;
   }
+  // image_url parts with http(s) URLs pass parsing (then refused as not
+  // fetched) rather than being refused as not allowed (--allow-remote-images).
+  void set_allow_remote_images(bool allow) { allow_remote_images_ = allow; }
   // The model's other names and its labels, shown by /v1/models.
   void set_labels(std::vector<std::string> aliases, std::vector<std::string> tags) {
     aliases_ = std::move(aliases);
@@ -70,6 +73,7 @@ class Routes {
   RequestDefaults defaults_;
   std::vector<std::string> aliases_, tags_;
   SlotStore* slots_ = nullptr;
+  bool allow_remote_images_ = false;
   int32_t total_slots_ = 0;
   IdleTrim idle_trim_;
 };

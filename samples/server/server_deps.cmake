@@ -34,6 +34,6 @@ set(LLM_SERVER_CORE_SOURCES "")
 foreach(f access.cpp client_socket.cpp embeddings_routes.cpp engine.cpp http_body.cpp messages_api.cpp metrics.cpp native_completion.cpp
           native_routes.cpp openai_request.cpp openai_response.cpp openai_tools.cpp prompt_render.cpp request_defaults.cpp
           responses_api.cpp routes.cpp slot_store.cpp
-          request_limits.cpp request_peek.cpp kv_transfer_params.cpp ../chat_prompt.cpp ../cli_common.cpp)
+          request_limits.cpp request_peek.cpp kv_transfer_params.cpp image_url.cpp ../chat_prompt.cpp ../cli_common.cpp)
   list(APPEND LLM_SERVER_CORE_SOURCES ${CMAKE_CURRENT_LIST_DIR}/${f})
 endforeach()

@@ -147,11 +147,18 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
     llm::ContextOverrides overrides;
     overrides.backend = BackendFromEnvironment();
     if (llm::Status s = llm::capi::CheckKvRole(p); !s.ok()) return Fail(s);
+    if (p.reserved6 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved6 must be 0");
     auto engine = llm::BuildEngine(p, overrides);
     if (!engine.ok()) return Fail(engine.status());
+    std::shared_ptr<const llm::VisionModel> vision;
+    if (p.mmproj_path != nullptr) {
+      auto v = llm::capi::OpenProjector(p.mmproj_path, (*engine)->model());
+      if (!v.ok()) return Fail(v.status());
+      vision = std::move(*v);
+    }
     auto disagg = llm::capi::CreateDisagg(p, **engine);
     if (!disagg.ok()) return Fail(disagg.status());
-    *out_ctx = new llm_ctx{std::move(*engine), {}, std::move(*disagg)};
+    *out_ctx = new llm_ctx{std::move(*engine), {}, std::move(*disagg), std::move(vision)};
     return Ok();
   });
 }
@@ -203,7 +210,30 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
       spec.stop.emplace_back(sv);
     }
     const llm::Model& model = ctx->engine->model();
-    if (r.prompt != nullptr) {
+    if (r.parts != nullptr || r.n_parts != 0) {
+      if (r.prompt != nullptr || r.prompt_tokens != nullptr)
+        return Fail(LLM_ERR_INVALID_ARGUMENT, "parts is exclusive with prompt and prompt_tokens: set one");
+      if (r.parts == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "parts is NULL but n_parts is not 0");
+      // As for prompt below: text that cannot fit however it tokenizes is
+      // refused before the tokenizer spends seconds on it.
+      size_t text_bytes = 0;
+      for (int32_t i = 0; i < r.n_parts; ++i)
+        if (r.parts[i].struct_size == sizeof(llm_content_part) && r.parts[i].kind == LLM_CONTENT_TEXT &&
+            r.parts[i].text != nullptr)
+          text_bytes += std::strlen(r.parts[i].text);
+      const size_t n_ctx = static_cast<size_t>(ctx->engine->config().n_ctx);
+      if (text_bytes > 3 * model.tokenizer->max_token_bytes() * (n_ctx + 8))
+        return Fail(LLM_ERR_CONTEXT_OVERFLOW, "the text parts (" + std::to_string(text_bytes) +
+                                                  " bytes) are longer than the context of " + std::to_string(n_ctx) +
+                                                  " tokens can hold");
+      std::vector<llm::PromptPiece> pieces;
+      std::vector<llm::ImageInput> images;
+      if (llm_status s = llm::capi::ToPromptParts(r, *ctx, &pieces, &images); s != LLM_OK) return s;
+      if (!images.empty())
+        return Fail(LLM_ERR_UNSUPPORTED, "images need the engine's image path, which this build does not have yet "
+                                         "(the image parts were checked, decoded and preprocessed)");
+      for (const llm::PromptPiece& piece : pieces) spec.prompt.insert(spec.prompt.end(), piece.tokens.begin(), piece.tokens.end());
+    } else if (r.prompt != nullptr) {
       // A text that cannot fit the context however it tokenizes is refused
       // before the tokenizer spends seconds on megabytes of it.
       const size_t n_ctx = static_cast<size_t>(ctx->engine->config().n_ctx);

@@ -183,6 +183,57 @@ LLM_API llm_status llm_chat_apply_template_vars(llm_ctx* ctx, const char* tmpl, 
   });
 }
 
+LLM_API llm_status llm_chat_apply_template_v2(llm_ctx* ctx, const char* tmpl, const llm_chat_message_v2* messages,
+                                              size_t n_messages, int32_t add_generation_prompt, char* out,
+                                              size_t capacity, size_t* n_out) {
+  LLM_CHECK_ARG(ctx);
+  LLM_CHECK_ARG(n_out);
+  if (n_messages > 0 && messages == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "messages is NULL but n_messages > 0");
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (add_generation_prompt != 0 && add_generation_prompt != 1)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "add_generation_prompt must be 0 or 1");
+  return Guard([&]() -> llm_status {
+    // The messages as transformers hands them to a processor's template:
+    // content a list of {"type": "text", "text"} and {"type": "image"} items.
+    std::vector<llm::Json> msgs;
+    msgs.reserve(n_messages);
+    for (size_t i = 0; i < n_messages; ++i) {
+      const std::string at = "messages[" + std::to_string(i) + "]";
+      const llm_chat_message_v2& m = messages[i];
+      if (m.struct_size < sizeof(llm_chat_message_v2) || m.struct_size > sizeof(llm_chat_message_v2))
+        return Fail(LLM_ERR_STRUCT_SIZE, at + ".struct_size is " + std::to_string(m.struct_size) +
+                                             "; set it to sizeof(llm_chat_message_v2)");
+      if (m.role == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, at + ".role is NULL");
+      if (!llm::IsValidUtf8(m.role)) return Fail(LLM_ERR_INVALID_UTF8, at + ".role is not valid UTF-8");
+      if (m.n_parts < 0) return Fail(LLM_ERR_INVALID_ARGUMENT, at + ".n_parts is negative");
+      if (m.n_parts > 0 && m.parts == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, at + ".parts is NULL but n_parts > 0");
+      std::vector<llm::Json> items;
+      for (int32_t k = 0; k < m.n_parts; ++k) {
+        const std::string pat = at + ".parts[" + std::to_string(k) + "]";
+        const llm_content_part& p = m.parts[k];
+        if (llm_status s = CheckPartHeader(p, pat); s != LLM_OK) return s;
+        if (p.kind == LLM_CONTENT_TEXT) {
+          if (!llm::IsValidUtf8(p.text)) return Fail(LLM_ERR_INVALID_UTF8, pat + ".text is not valid UTF-8");
+          items.push_back(llm::Json::Object({{"type", llm::Json::String("text")}, {"text", llm::Json::String(p.text)}}));
+        } else {
+          items.push_back(llm::Json::Object({{"type", llm::Json::String("image")}}));
+        }
+      }
+      msgs.push_back(llm::Json::Object(
+          {{"role", llm::Json::String(m.role)}, {"content", llm::Json::Array(std::move(items))}}));
+    }
+    const llm::Model& model = ctx->engine->model();
+    auto text = TemplateText(model, tmpl);
+    if (!text.ok()) return Fail(text.status());
+    auto compiled = llm::ChatTemplate::Create(*text);
+    if (!compiled.ok()) return Fail(compiled.status());
+    auto rendered = (*compiled)->ApplyJson(llm::Json::Array(std::move(msgs)), nullptr,
+                                           TemplateOptions(model, add_generation_prompt));
+    if (!rendered.ok()) return Fail(rendered.status());
+    return CopyOut(*rendered, out, capacity, n_out);
+  });
+}
+
 LLM_API llm_status llm_chat_tool_format(llm_ctx* ctx, const char* tmpl, int32_t* out_format) {
   LLM_CHECK_ARG(ctx);
   LLM_CHECK_ARG(out_format);

@@ -11,12 +11,15 @@
 #include "constrain/constraint.h"
 #include "capi/capi_disagg.h"
 #include "engine/engine.h"
+#include "engine/image_input.h"
+#include "model/vision_weights.h"
 #include "llm.h"
 
 struct llm_ctx {
   std::unique_ptr<llm::Engine> engine;
   llm::constrain::ConstraintCache constraints;  // compiled constraints by content (capi_constraint.cpp)
   std::unique_ptr<llm::capi::DisaggState> disagg;  // null: no kv_role (capi_disagg.h)
+  std::shared_ptr<const llm::VisionModel> vision;   // null: no mmproj_path (capi_parts.cpp)
   // The engine goes first: its thread may still publish into `disagg`.
   ~llm_ctx() { engine.reset(); }
 };
@@ -77,6 +80,17 @@ llm_status ToReasoning(const llm_request& r, const Model& model, RequestSpec* sp
 // is cut to n_ctx here when truncate is 1) (capi_embed.cpp).
 llm_status ToEmbedSpec(int32_t task, int32_t pooling, int32_t normalize, int32_t dimensions, int32_t truncate,
                        const Engine& engine, RequestSpec* spec);
+
+// Content parts (capi_parts.cpp). CheckPartHeader: a part's struct_size,
+// kind and the pointers its kind needs, `at` naming it in messages.
+llm_status CheckPartHeader(const llm_content_part& p, const std::string& at);
+// llm_ctx_params.mmproj_path opened and checked against the text model:
+// its output width is n_embd, its family the model's architecture.
+StatusOr<std::shared_ptr<const VisionModel>> OpenProjector(const char* path, const Model& model);
+// Request `r`'s parts as the prompt's pieces and pictures (each decoded and
+// preprocessed for ctx.vision): every check llm.h names for parts.
+llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<PromptPiece>* pieces,
+                         std::vector<ImageInput>* images);
 
 // Runs `body`, turning any escaping exception into a status.
 template <typename F>

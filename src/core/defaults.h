@@ -59,4 +59,19 @@ inline constexpr int32_t kMaxParallel = 64;          // n in [1, 64]
 inline constexpr int32_t kMaxStops = 64;             // n_stop in [0, 64]
 inline constexpr size_t kMaxStopBytes = 4096;        // each stop string, in bytes
 
+// ---- images in requests (llm_content_part, src/vision/image_decode.h)
+// Pixels one decoded picture may have (its side is held to kMaxImageSide,
+// src/vision/image.h): a 48-megapixel phone photo fits; a header declaring
+// more is refused before anything is allocated for it (decompression
+// bombs). 2^26 pixels are 192 MiB of RGB.
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 26;
+// Encoded bytes one image part may carry (a PNG of the largest picture
+// above compresses far below this).
+inline constexpr size_t kMaxImageBytes = size_t{64} << 20;
+// Progressive JPEG scans one picture may have: each scan re-reads the whole
+// coefficient buffer, so thousands of tiny scans cost minutes of CPU.
+inline constexpr int32_t kMaxJpegScans = 500;
+// Image parts in one request.
+inline constexpr int32_t kMaxImagesPerRequest = 64;
+
 }  // namespace llm::defaults

@@ -1,12 +1,14 @@
-// An image in a request, as the engine receives it: the vision tower's
-// input, already decoded and preprocessed (vision/image_preprocess.h), and
-// the prompt as pieces of text tokens with images between them.
+// An image in a request, as the engine receives it from the C API
+// (capi_parts.cpp): the vision tower's input, already decoded and
+// preprocessed (vision/image_preprocess.h), and the prompt as pieces of text
+// tokens with images between them.
 //
 //   pieces:  { tokens "Describe", image -1 } { tokens {}, image 0 } { tokens "briefly.", image -1 }
 //   images:  [ 0: pixels (3, S, S), hash ]
 //
 // A piece with image >= 0 stands for that image's soft tokens
-// (VisionEncoder::n_tokens() positions); its tokens come before them.
+// (VisionEncoder::n_tokens() positions); its tokens, if any, come before
+// them. The engine encodes each distinct image once (keyed by `hash`).
 #pragma once
 
 #include <cstdint>
@@ -15,14 +17,14 @@
 namespace llm {
 
 struct ImageInput {
-  std::vector<float> pixels;  // tower input, planar, after vision::PreprocessFixedSize
-  int width, height;
-  uint64_t hash;              // of the preprocessed pixels
+  std::vector<float> pixels;  // (3, S, S): the tower's input, planar, after PreprocessFixedSize
+  int width = 0, height = 0;  // S, S: the preprocessed size (the tower's image_size)
+  uint64_t hash = 0;          // 64-bit hash of `pixels` (ImagePixelsHash)
 };
 
 struct PromptPiece {
-  std::vector<int32_t> tokens;
-  int image = -1;  // index into images or -1
+  std::vector<int32_t> tokens;  // text tokens (before the image, if any)
+  int image = -1;               // index into the request's images, or -1
 };
 
 }  // namespace llm

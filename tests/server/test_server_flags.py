@@ -7,9 +7,10 @@
   --alias -b -ub --metrics --slots --mlock --no-mmap --embedding) starts the server; the
   alias is the model id, a chat request is served, and each flag that
   changes nothing here is named in a warning.
-- Flags that would change results and are not supported (--lora, --mmproj,
+- Flags that would change results and are not supported (--lora,
   --context-shift), K and V of different types, and an unknown
-  flag end the process with status 2 and a message naming the flag.
+  flag end the process with status 2 and a message naming the flag; a
+  --mmproj file that does not open ends it naming mmproj_path.
 """
 import json
 import os
@@ -52,7 +53,11 @@ err = "".join(log)
 for flag in ["-fa", "--jinja", "-ub", "--metrics", "--mlock", "--no-mmap", "--embedding"]:
     check(("warning: %s changes nothing here" % flag) in err, "%s is named in a warning" % flag)
 
-for extra, name in [(["--lora", "x.gguf"], "--lora"), (["--mmproj", "p.gguf"], "--mmproj"),
+p = subprocess.run([server_bin, "-m", model, "--port", "0", "--mmproj", "/nonexistent/p.gguf"], capture_output=True,
+                   text=True, timeout=60)
+check(p.returncode != 0 and "mmproj_path" in p.stderr, "--mmproj of a missing file: refused naming it (%d, %r)"
+      % (p.returncode, p.stderr[-200:]))
+for extra, name in [(["--lora", "x.gguf"], "--lora"),
                     (["--context-shift"], "--context-shift"), (["-ctk", "f16", "-ctv", "q8_0"], "-ctk/-ctv"),
                     (["-ctk", "q5_1"], "-ctk q5_1"), (["--no-such-flag"], "--no-such-flag"),
                     (["-ngl", "most"], "-ngl"), (["--fit", "maybe"], "--fit")]:

@@ -32,6 +32,9 @@ namespace Llmrt
         public int moe_prefetch, reserved5;
         public int main_gpu;
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = 16)] public float[] tensor_split;  // LLM_MAX_DEVICES
+        // appended in 0.7 (issue 36): images in the prompt
+        public int reserved6;
+        public IntPtr mmproj_path;  // UTF-8 projector file path, or NULL
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -135,6 +138,30 @@ namespace Llmrt
         public int kv_produce, reserved4;
         // appended in 0.6: reasoning output (issue 32)
         public int reasoning_format, reserved5; // LLM_REASONING_*
+        // appended in 0.7: images in the prompt (issue 36)
+        public IntPtr parts;  // llm_content_part[n_parts]
+        public int n_parts, reserved6;
+    }
+
+    // appended in 0.7: images in the prompt (issue 36); kind is LLM_CONTENT_*
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeContentPart
+    {
+        public uint struct_size;
+        public int kind;
+        public IntPtr text;   // TEXT: UTF-8, NUL-terminated
+        public IntPtr data;   // IMAGE, IMAGE_RGB: the bytes
+        public UIntPtr n_data;
+        public int width, height;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct NativeChatMessageV2
+    {
+        public uint struct_size;
+        public int n_parts;
+        public IntPtr role;   // UTF-8
+        public IntPtr parts;  // llm_content_part[n_parts]
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
@@ -165,6 +192,7 @@ namespace Llmrt
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr llm_last_error();
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_ctx_params_init(IntPtr p);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_sampling_params_init(IntPtr p);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_content_part_init(IntPtr p);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_request_init(IntPtr r);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int llm_ctx_create(ref NativeCtxParams p, out ContextHandle ctx);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void llm_ctx_destroy(IntPtr ctx);

@@ -53,7 +53,37 @@ static class Tests
     static void Layout()
     {
         // The pinned ABI of llm.h (tests/test_abi.cpp) as this mirror sees it.
-        Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 240, "llm_ctx_params size");
+        Check(Marshal.SizeOf(typeof(NativeCtxParams)) == 248, "llm_ctx_params size");
+        Check(Offset(typeof(NativeCtxParams), "reserved6") == 236, "llm_ctx_params.reserved6");
+        Check(Offset(typeof(NativeCtxParams), "mmproj_path") == 240, "llm_ctx_params.mmproj_path");
+        Check(Offset(typeof(NativeRequest), "parts") == 208, "llm_request.parts offset");
+        Check(Offset(typeof(NativeRequest), "n_parts") == 216, "llm_request.n_parts offset");
+        Check(Offset(typeof(NativeRequest), "reserved6") == 220, "llm_request.reserved6 offset");
+        Check(Marshal.SizeOf(typeof(NativeContentPart)) == 40, "llm_content_part size");
+        Check(Offset(typeof(NativeContentPart), "kind") == 4, "llm_content_part.kind");
+        Check(Offset(typeof(NativeContentPart), "text") == 8, "llm_content_part.text");
+        Check(Offset(typeof(NativeContentPart), "data") == 16, "llm_content_part.data");
+        Check(Offset(typeof(NativeContentPart), "n_data") == 24, "llm_content_part.n_data");
+        Check(Offset(typeof(NativeContentPart), "width") == 32, "llm_content_part.width");
+        Check(Offset(typeof(NativeContentPart), "height") == 36, "llm_content_part.height");
+        Check(Marshal.SizeOf(typeof(NativeChatMessageV2)) == 24, "llm_chat_message_v2 size");
+        Check(Offset(typeof(NativeChatMessageV2), "n_parts") == 4, "llm_chat_message_v2.n_parts");
+        Check(Offset(typeof(NativeChatMessageV2), "role") == 8, "llm_chat_message_v2.role");
+        Check(Offset(typeof(NativeChatMessageV2), "parts") == 16, "llm_chat_message_v2.parts");
+        {
+            // llm_content_part_init writes the mirror's size and the defaults
+            IntPtr buf = Marshal.AllocHGlobal(64);
+            try
+            {
+                for (int i = 0; i < 64; ++i) Marshal.WriteByte(buf, i, 0x5a);
+                Check(Native.llm_content_part_init(buf) == 0, "llm_content_part_init");
+                var part = Marshal.PtrToStructure<NativeContentPart>(buf);
+                Check(part.struct_size == 40 && part.kind == 0 && part.text == IntPtr.Zero && part.data == IntPtr.Zero &&
+                      part.n_data == UIntPtr.Zero && part.width == 0 && part.height == 0, "llm_content_part_init defaults");
+                Check(Marshal.ReadByte(buf, 40) == 0x5a, "llm_content_part_init wrote past its struct");
+            }
+            finally { Marshal.FreeHGlobal(buf); }
+        }
         Check(Offset(typeof(NativeCtxParams), "moe_prefetch") == 160, "llm_ctx_params.moe_prefetch");
         Check(Offset(typeof(NativeCtxParams), "n_gpu_layers") == 96, "llm_ctx_params.n_gpu_layers");
         Check(Offset(typeof(NativeCtxParams), "kv_listen_addr") == 136, "llm_ctx_params.kv_listen_addr");
@@ -65,7 +95,7 @@ static class Tests
         Check(Marshal.SizeOf(typeof(NativeSamplingParams)) == 64, "llm_sampling_params size");
         Check(Marshal.SizeOf(typeof(NativeMetrics)) == 56, "llm_metrics size");
         Check(Marshal.SizeOf(typeof(NativeEvent)) == 192, "llm_event size");
-        Check(Marshal.SizeOf(typeof(NativeRequest)) == 208, "llm_request size");
+        Check(Marshal.SizeOf(typeof(NativeRequest)) == 224, "llm_request size");
         Check(Offset(typeof(NativeEvent), "reasoning_text") == 176, "llm_event.reasoning_text offset");
         Check(Offset(typeof(NativeEvent), "reasoning_text_len") == 184, "llm_event.reasoning_text_len offset");
         Check(Offset(typeof(NativeEvent), "part") == 188, "llm_event.part offset");

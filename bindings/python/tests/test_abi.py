@@ -16,6 +16,7 @@ MIRRORS = {
     "llm_ctx_params": S.CtxParams, "llm_sampling_params": S.SamplingParams, "llm_logit_bias": S.LogitBias,
     "llm_request": S.Request, "llm_metrics": S.Metrics, "llm_event": S.Event, "llm_top_logprob": S.TopLogprob,
     "llm_stats": S.Stats, "llm_model_info": S.ModelInfo, "llm_device_stats": S.DeviceStats,
+    "llm_content_part": S.ContentPart, "llm_chat_message_v2": S.ChatMessageV2,
 }
 
 
@@ -52,7 +53,8 @@ def test_offsets_match_the_pinned_layout():
 
 @pytest.mark.parametrize("init,cls", [("llm_ctx_params_init", S.CtxParams),
                                       ("llm_sampling_params_init", S.SamplingParams),
-                                      ("llm_request_init", S.Request)])
+                                      ("llm_request_init", S.Request),
+                                      ("llm_content_part_init", S.ContentPart)])
 def test_init_writes_the_mirrors_size(init, cls):
     buf = (C.c_uint8 * 4096)()
     getattr(lib, init).argtypes = [C.c_void_p]
@@ -89,3 +91,15 @@ def test_reasoning_values_match_the_header():
     assert values == {"REASONING_NONE": S.REASONING_NONE, "REASONING_DEEPSEEK": S.REASONING_DEEPSEEK,
                       "REASONING_HARMONY": S.REASONING_HARMONY, "REASONING_AUTO": S.REASONING_AUTO,
                       "PART_CONTENT": S.PART_CONTENT, "PART_REASONING": S.PART_REASONING}
+
+
+def test_content_part_values_match_the_header_and_init():
+    header = (REPO / "include" / "llm.h").read_text()
+    values = {m[0]: int(m[1]) for m in re.findall(r"LLM_(CONTENT_\w+) = (\d+)", header)}
+    assert values == {"CONTENT_TEXT": S.CONTENT_TEXT, "CONTENT_IMAGE": S.CONTENT_IMAGE,
+                      "CONTENT_IMAGE_RGB": S.CONTENT_IMAGE_RGB}
+    part = S.ContentPart()
+    C.memset(C.byref(part), 0x5A, C.sizeof(part))
+    assert lib.llm_content_part_init(C.byref(part)) == 0
+    assert (part.struct_size, part.kind, part.text, part.data, part.n_data, part.width, part.height) == \
+        (C.sizeof(S.ContentPart), S.CONTENT_TEXT, None, None, 0, 0, 0)

@@ -102,6 +102,11 @@ pub const LLM_REASONING_AUTO: i32 = 3;
 pub const LLM_PART_CONTENT: i32 = 0;
 pub const LLM_PART_REASONING: i32 = 1;
 
+// llm_content_kind (issue 36: images in the prompt)
+pub const LLM_CONTENT_TEXT: i32 = 0;
+pub const LLM_CONTENT_IMAGE: i32 = 1;
+pub const LLM_CONTENT_IMAGE_RGB: i32 = 2;
+
 pub const LLM_TOOL_FORMAT_AUTO: i32 = 0;
 pub const LLM_TOOL_FORMAT_GENERIC: i32 = 1;
 pub const LLM_TOOL_FORMAT_HERMES: i32 = 2;
@@ -174,6 +179,9 @@ pub struct llm_ctx_params {
     // appended in 0.6: several GPUs (issue 35)
     pub main_gpu: i32,
     pub tensor_split: [f32; LLM_MAX_DEVICES as usize],
+    // appended in 0.7: images in the prompt (issue 36)
+    pub reserved6: i32,
+    pub mmproj_path: *const c_char,
 }
 
 #[repr(C)]
@@ -276,6 +284,29 @@ pub struct llm_event {
     pub part: i32,
 }
 
+/// One part of a prompt or chat message: text or a picture (issue 36).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_content_part {
+    pub struct_size: u32,
+    pub kind: i32,
+    pub text: *const c_char,
+    pub data: *const c_void,
+    pub n_data: usize,
+    pub width: i32,
+    pub height: i32,
+}
+
+/// A chat turn whose content is parts (issue 36).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct llm_chat_message_v2 {
+    pub struct_size: u32,
+    pub n_parts: i32,
+    pub role: *const c_char,
+    pub parts: *const llm_content_part,
+}
+
 pub type llm_event_callback = Option<unsafe extern "C" fn(event: *const llm_event, user_data: *mut c_void)>;
 
 #[repr(C)]
@@ -329,6 +360,10 @@ pub struct llm_request {
     // appended in 0.6: reasoning output (issue 32)
     pub reasoning_format: i32,
     pub reserved5: i32,
+    // appended in 0.7: images in the prompt (issue 36)
+    pub parts: *const llm_content_part,
+    pub n_parts: i32,
+    pub reserved6: i32,
 }
 
 #[repr(C)]
@@ -478,6 +513,17 @@ extern "C" {
 }
 
 extern "C" {
+    pub fn llm_content_part_init(part: *mut llm_content_part) -> llm_status;
+    pub fn llm_chat_apply_template_v2(
+        ctx: *mut llm_ctx,
+        tmpl: *const c_char,
+        messages: *const llm_chat_message_v2,
+        n_messages: usize,
+        add_generation_prompt: i32,
+        out: *mut c_char,
+        capacity: usize,
+        n_out: *mut usize,
+    ) -> llm_status;
     pub fn llm_chat_tool_format(ctx: *mut llm_ctx, tmpl: *const c_char, out_format: *mut i32) -> llm_status;
     pub fn llm_chat_parse_tool_calls(
         format: i32,

@@ -48,7 +48,9 @@ fn rust_layout() -> Layout {
                          swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4, kv_host_bytes,
                          kv_disk_dir, kv_disk_bytes, kv_role, kv_lease_ms, kv_listen_addr,
                          n_cpu_moe, moe_host_policy, moe_cache_bytes, moe_prefetch, reserved5, main_gpu,
-                         tensor_split }
+                         tensor_split, reserved6, mmproj_path }
+        llm_content_part { struct_size, kind, text, data, n_data, width, height }
+        llm_chat_message_v2 { struct_size, n_parts, role, parts }
         llm_device_stats { struct_size, device, first_layer, end_layer, n_devices, reserved, weight_bytes,
                            kv_pool_bytes, used_bytes, total_bytes }
         llm_sampling_params { struct_size, temperature, top_k, top_p, min_p, repetition_penalty,
@@ -67,7 +69,7 @@ fn rust_layout() -> Layout {
                       cache_salt, spec_mode, spec_k, stop_token_ids, n_stop_token_ids, min_tokens, top_logprobs,
                       reserved1, constraint_kind, n_choices, constraint, choices, task, pooling, normalize,
                       dimensions, truncate, reserved2, keep_kv, constraint_whitespace, kv_transfer_desc, kv_produce, reserved4,
-                      reasoning_format, reserved5 }
+                      reasoning_format, reserved5, parts, n_parts, reserved6 }
         llm_stats { struct_size, backend, requests_submitted, requests_finished, prompt_tokens, generated_tokens,
                     steps, queue_depth, running, kv_blocks_total, kv_blocks_used, kv_blocks_free,
                     kv_blocks_cached, uptime_s, prompt_tokens_per_s, generated_tokens_per_s,
@@ -113,6 +115,7 @@ fn rust_constants() -> Vec<(String, u64)> {
         LLM_POOLING_MODEL, LLM_POOLING_NONE, LLM_POOLING_MEAN, LLM_POOLING_CLS, LLM_POOLING_LAST, LLM_POOLING_RANK,
         LLM_REASONING_NONE, LLM_REASONING_DEEPSEEK, LLM_REASONING_HARMONY, LLM_REASONING_AUTO,
         LLM_PART_CONTENT, LLM_PART_REASONING,
+        LLM_CONTENT_TEXT, LLM_CONTENT_IMAGE, LLM_CONTENT_IMAGE_RGB,
     ];
     v.push(("LLM_SEED_RANDOM".into(), sys::LLM_SEED_RANDOM));
     v
@@ -332,4 +335,40 @@ fn parser_sees_an_added_field() {
     let rust_names: Vec<&str> = rf.iter().map(|(n, _, _)| n.as_str()).collect();
     assert!(fields.iter().any(|f| f == "new_field"));
     assert_ne!(fields.iter().map(String::as_str).collect::<Vec<_>>(), rust_names);
+}
+
+/// Images in the prompt (issue 36): llm_content_part_init fills the mirror
+/// (writing no byte past it), and a request with an image part on a context
+/// without a projector file is refused, naming mmproj_path.
+#[test]
+fn content_parts_through_sys() {
+    unsafe {
+        let mut buf = [0x5au8; 64];
+        assert_eq!(sys::llm_content_part_init(buf.as_mut_ptr().cast()), sys::LLM_OK);
+        let part: sys::llm_content_part = std::ptr::read_unaligned(buf.as_ptr().cast());
+        assert_eq!(part.struct_size as usize, size_of::<sys::llm_content_part>());
+        assert_eq!(part.kind, sys::LLM_CONTENT_TEXT);
+        assert!(part.text.is_null() && part.data.is_null() && part.n_data == 0);
+        assert_eq!(buf[size_of::<sys::llm_content_part>()], 0x5a);
+
+        let p = sys::init_struct(sys::llm_ctx_params_init);
+        assert!(p.mmproj_path.is_null());
+        let mut ctx = std::ptr::null_mut();
+        assert_eq!(sys::llm_ctx_create(&p, &mut ctx), sys::LLM_OK);
+        let pixels = [0u8; 2 * 2 * 3];
+        let mut img: sys::llm_content_part = std::ptr::read_unaligned(buf.as_ptr().cast());
+        img.kind = sys::LLM_CONTENT_IMAGE_RGB;
+        img.data = pixels.as_ptr().cast();
+        img.n_data = pixels.len();
+        img.width = 2;
+        img.height = 2;
+        let mut r = sys::init_struct(sys::llm_request_init);
+        r.parts = &img;
+        r.n_parts = 1;
+        let mut id = 0u64;
+        assert_eq!(sys::llm_submit(ctx, &r, &mut id), sys::LLM_ERR_INVALID_ARGUMENT);
+        let msg = std::ffi::CStr::from_ptr(sys::llm_last_error()).to_string_lossy().into_owned();
+        assert!(msg.contains("mmproj_path"), "{msg}");
+        sys::llm_ctx_destroy(ctx);
+    }
 }

@@ -66,6 +66,9 @@ class CtxParams(C.Structure):
         # appended in 0.6: several GPUs (issue 35)
         ("main_gpu", C.c_int32),
         ("tensor_split", C.c_float * MAX_DEVICES),
+        # appended in 0.7: images in the prompt (issue 36)
+        ("reserved6", C.c_int32),
+        ("mmproj_path", C.c_char_p),
     ]
 
 
@@ -143,6 +146,31 @@ class Event(C.Structure):
     ]
 
 
+# llm_content_part.kind (issue 36)
+CONTENT_TEXT, CONTENT_IMAGE, CONTENT_IMAGE_RGB = 0, 1, 2
+
+
+class ContentPart(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("kind", C.c_int32),  # CONTENT_*
+        ("text", C.c_char_p),
+        ("data", C.c_void_p),
+        ("n_data", C.c_size_t),
+        ("width", C.c_int32),
+        ("height", C.c_int32),
+    ]
+
+
+class ChatMessageV2(C.Structure):
+    _fields_ = [
+        ("struct_size", C.c_uint32),
+        ("n_parts", C.c_int32),
+        ("role", C.c_char_p),
+        ("parts", C.POINTER(ContentPart)),
+    ]
+
+
 class Request(C.Structure):
     _fields_ = [
         ("struct_size", C.c_uint32),
@@ -186,6 +214,9 @@ class Request(C.Structure):
         ("reserved4", C.c_int32),
         ("reasoning_format", C.c_int32),  # REASONING_* (0.6, issue 32)
         ("reserved5", C.c_int32),
+        ("parts", C.POINTER(ContentPart)),  # 0.7, issue 36
+        ("n_parts", C.c_int32),
+        ("reserved6", C.c_int32),
     ]
 
 

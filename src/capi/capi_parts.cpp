@@ -1,0 +1,209 @@
+// Content parts (llm_content_part): the checks every part gets, the
+// context's projector file (llm_ctx_params.mmproj_path), and a request's
+// parts turned into what the engine's image path takes
+// (engine/image_input.h): the prompt as pieces of tokens and pictures, each
+// picture decoded and preprocessed for the projector's tower.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capi/capi_util.h"
+#include "core/defaults.h"
+#include "util/utf8.h"
+#include "vision/image_decode.h"
+#include "vision/image_preprocess.h"
+#include "vision/image_tokens.h"
+
+namespace llm::capi {
+
+namespace {
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+// One part's picture, as 8-bit RGB.
+StatusOr<RgbImage> PartPicture(const llm_content_part& p, const std::string& at) {
+  if (p.kind == LLM_CONTENT_IMAGE) {
+    if (p.width != 0 || p.height != 0)
+      return InvalidArgument(at + ": width and height must be 0 for LLM_CONTENT_IMAGE (the file gives the size)");
+    auto img = DecodeImage(static_cast<const uint8_t*>(p.data), p.n_data);
+    if (!img.ok()) return Status(img.status().code(), at + ": " + img.status().message());
+    return img;
+  }
+  if (Status s = CheckImageSize(p.width, p.height, ImageLimits{}); !s.ok())
+    return InvalidArgument(at + ": LLM_CONTENT_IMAGE_RGB " + s.message().substr(s.message().find(':') + 2));
+  const size_t want = static_cast<size_t>(p.width) * static_cast<size_t>(p.height) * 3;
+  if (p.n_data != want)
+    return InvalidArgument(at + ": n_data is " + Str(static_cast<int64_t>(p.n_data)) + " but width * height * 3 is " +
+                           Str(static_cast<int64_t>(want)));
+  RgbImage img;
+  img.width = p.width;
+  img.height = p.height;
+  const auto* b = static_cast<const uint8_t*>(p.data);
+  img.rgb.assign(b, b + want);
+  return img;
+}
+
+size_t CountMarkers(std::string_view text, std::string_view marker) {
+  size_t n = 0;
+  for (size_t at = text.find(marker); at != std::string_view::npos; at = text.find(marker, at + marker.size())) ++n;
+  return n;
+}
+
+// The prompt as a list of text runs and pictures (see llm.h, llm_request.parts).
+struct Segment {
+  std::string text;
+  int image = -1;  // a picture, or -1: text
+};
+
+}  // namespace
+
+llm_status CheckPartHeader(const llm_content_part& p, const std::string& at) {
+  if (p.struct_size != sizeof(llm_content_part))
+    return Fail(LLM_ERR_STRUCT_SIZE, at + ".struct_size is " + Str(p.struct_size) + "; set it to sizeof(llm_content_part)");
+  switch (p.kind) {
+    case LLM_CONTENT_TEXT:
+      if (p.text == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, at + ".text is NULL");
+      return LLM_OK;
+    case LLM_CONTENT_IMAGE:
+    case LLM_CONTENT_IMAGE_RGB:
+      if (p.data == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, at + ".data is NULL");
+      if (p.n_data == 0) return Fail(LLM_ERR_INVALID_ARGUMENT, at + ".n_data is 0");
+      if (p.n_data > defaults::kMaxImageBytes)
+        return Fail(LLM_ERR_INVALID_ARGUMENT, at + ".n_data is " + Str(static_cast<int64_t>(p.n_data)) +
+                                                  ", more than the limit of " + Str(defaults::kMaxImageBytes) + " bytes");
+      return LLM_OK;
+    default:
+      return Fail(LLM_ERR_INVALID_ARGUMENT, at + ".kind " + Str(p.kind) + " is not an LLM_CONTENT_* value");
+  }
+}
+
+StatusOr<std::shared_ptr<const VisionModel>> OpenProjector(const char* path, const Model& model) {
+  auto vm = VisionModel::Open(path);
+  if (!vm.ok()) return Status(vm.status().code(), std::string("mmproj_path: ") + vm.status().message());
+  const VisionConfig& vc = (*vm)->config;
+  if (vc.n_embd_out != model.config.n_embd)
+    return Status(LLM_ERR_MODEL_FORMAT, "mmproj_path: the projector's output width " + Str(vc.n_embd_out) +
+                                            " is not the text model's n_embd " + Str(model.config.n_embd) +
+                                            " (a projector for another model)");
+  const ImageTokens it = ImageTokensFor(vc.projector);
+  if (model.config.arch != it.arch)
+    return Status(LLM_ERR_MODEL_FORMAT, "mmproj_path: the projector is for \"" + std::string(it.arch) +
+                                            "\" models; the text model is \"" + model.config.arch + "\"");
+  return std::shared_ptr<const VisionModel>(std::move(*vm));
+}
+
+llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<PromptPiece>* pieces,
+                         std::vector<ImageInput>* images) {
+  if (r.reserved6 != 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "reserved6 must be 0");
+  if (r.n_parts <= 0) return Fail(LLM_ERR_INVALID_ARGUMENT, "n_parts must be > 0 when parts is set");
+  int32_t n_images = 0;
+  for (int32_t i = 0; i < r.n_parts; ++i) {
+    const std::string at = "parts[" + Str(i) + "]";
+    if (llm_status s = CheckPartHeader(r.parts[i], at); s != LLM_OK) return s;
+    if (r.parts[i].kind == LLM_CONTENT_TEXT) {
+      if (!IsValidUtf8(r.parts[i].text)) return Fail(LLM_ERR_INVALID_UTF8, at + ".text is not valid UTF-8");
+    } else {
+      ++n_images;
+    }
+  }
+  if (n_images > defaults::kMaxImagesPerRequest)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, Str(n_images) + " image parts; at most " +
+                                              Str(defaults::kMaxImagesPerRequest) + " per request");
+  if (n_images > 0 && ctx.vision == nullptr)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "the request has image parts but the context has no projector file "
+                                          "(llm_ctx_params.mmproj_path)");
+  const Tokenizer& tok = *ctx.engine->model().tokenizer;
+
+  // The pictures, in order, each decoded and preprocessed for the tower.
+  for (int32_t i = 0; i < r.n_parts; ++i) {
+    const llm_content_part& p = r.parts[i];
+    if (p.kind == LLM_CONTENT_TEXT) continue;
+    auto img = PartPicture(p, "parts[" + Str(i) + "]");
+    if (!img.ok()) return Fail(img.status());
+    const VisionConfig& vc = ctx.vision->config;
+    ImageInput in;
+    if (Status s = PreprocessFixedSize(*img, vc.image_size, ImageNorm{vc.image_mean, vc.image_std}, &in.pixels); !s.ok())
+      return Fail(Status(s.code(), "parts[" + Str(i) + "]: " + s.message()));
+    in.width = in.height = vc.image_size;
+    in.hash = HashImagePixels(in.pixels);
+    images->push_back(std::move(in));
+  }
+
+  // The layout: pictures at the template's markers when the text has them,
+  // else where their parts stand.
+  const ImageTokens it = n_images > 0 ? ImageTokensFor(ctx.vision->config.projector) : ImageTokens{};
+  size_t n_markers = 0;
+  if (n_images > 0)
+    for (int32_t i = 0; i < r.n_parts; ++i)
+      if (r.parts[i].kind == LLM_CONTENT_TEXT) n_markers += CountMarkers(r.parts[i].text, it.marker);
+  if (n_markers > 0 && n_markers != static_cast<size_t>(n_images))
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "the text holds " + Str(static_cast<int64_t>(n_markers)) + " image markers (" +
+                                              std::string(it.marker) + ") for " + Str(n_images) + " image parts");
+  std::vector<Segment> segs;
+  int next_image = 0;
+  auto add_text = [&](std::string_view t) {
+    if (!t.empty()) segs.push_back({std::string(t), -1});
+  };
+  auto add_image = [&]() {
+    segs.push_back({std::string(it.begin), -1});
+    segs.push_back({"", next_image++});
+    segs.push_back({std::string(it.end), -1});
+  };
+  for (int32_t i = 0; i < r.n_parts; ++i) {
+    const llm_content_part& p = r.parts[i];
+    if (p.kind != LLM_CONTENT_TEXT) {
+      if (n_markers == 0) add_image();
+      continue;
+    }
+    std::string_view text(p.text);
+    if (n_markers > 0)
+      for (size_t at = text.find(it.marker); at != std::string_view::npos; at = text.find(it.marker)) {
+        add_text(text.substr(0, at));
+        add_image();
+        text.remove_prefix(at + it.marker.size());
+      }
+    add_text(text);
+  }
+
+  // The text between two pictures (the begin and end markers included) is
+  // one run, tokenized as a whole, as llama.cpp's multimodal tokenizer
+  // does (mtmd_tokenize): BOS (ADD_SPECIAL) before the first run only, and
+  // with pictures always parsing special tokens, so the markers are the
+  // model's own tokens (a vocabulary without them spells them out).
+  const bool add_special = (r.tokenize_flags & LLM_TOKENIZE_ADD_SPECIAL) != 0;
+  const bool parse_special = (r.tokenize_flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0 || n_images > 0;
+  std::vector<Segment> runs;
+  for (Segment& sg : segs) {
+    if (sg.image < 0 && !runs.empty() && runs.back().image < 0) {
+      runs.back().text += sg.text;
+    } else {
+      runs.push_back(std::move(sg));
+    }
+  }
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].image >= 0) {
+      pieces->push_back({{}, runs[k].image});
+      continue;
+    }
+    auto ids = tok.Encode(runs[k].text, k == 0 && add_special, parse_special);
+    if (!ids.ok()) return Fail(ids.status());
+    pieces->push_back({std::move(*ids), -1});
+  }
+  if (pieces->empty() || (pieces->size() == 1 && pieces->front().image < 0 && pieces->front().tokens.empty()))
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "the parts make an empty prompt");
+  return LLM_OK;
+}
+
+}  // namespace llm::capi
+
+extern "C" {
+
+LLM_API llm_status llm_content_part_init(llm_content_part* part) {
+  LLM_CHECK_ARG(part);  // NOLINT
+  std::memset(part, 0, sizeof(*part));
+  part->struct_size = sizeof(*part);
+  part->kind = LLM_CONTENT_TEXT;
+  return llm::capi::Ok();
+}
+
+}  // extern "C"

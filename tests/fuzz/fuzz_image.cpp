@@ -1,0 +1,39 @@
+// Fuzzes the image path of a request's picture: DecodeImage (PNG through
+// libpng, JPEG through libjpeg-turbo, the format sniffed) and then
+// PreprocessFixedSize to a small tower's square. Limits tighter than the
+// library's (2048 per side, 1 Mpx) keep each input fast; the size checks
+// themselves are the same code. A decoded picture must hold exactly
+// width * height * 3 bytes and preprocess to finite values.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fuzz/common.h"
+#include "vision/image_decode.h"
+#include "vision/image_preprocess.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  llm::ImageLimits limits;
+  limits.max_side = 2048;
+  limits.max_pixels = int64_t{1} << 20;
+  auto img = llm::DecodeImage(data, size, limits);
+  if (!img.ok()) {
+    LLM_FUZZ_CHECK(img.status().code() == LLM_ERR_INVALID_ARGUMENT || img.status().code() == LLM_ERR_UNSUPPORTED,
+                   img.status().message().c_str());
+    LLM_FUZZ_CHECK(!img.status().message().empty(), "a refusal without a reason");
+    return 0;
+  }
+  LLM_FUZZ_CHECK(img->width >= 1 && img->height >= 1 && img->width <= limits.max_side && img->height <= limits.max_side,
+                 "a picture outside the limits");
+  LLM_FUZZ_CHECK(img->rgb.size() == static_cast<size_t>(img->width) * img->height * 3, "pixel buffer size");
+  llm::ImageNorm norm;
+  norm.mean = {0.5f, 0.5f, 0.5f};
+  norm.std = {0.5f, 0.5f, 0.5f};
+  std::vector<float> out;
+  llm::Status s = llm::PreprocessFixedSize(*img, 32, norm, &out);
+  LLM_FUZZ_CHECK(s.ok(), s.message().c_str());
+  LLM_FUZZ_CHECK(out.size() == 3 * 32 * 32, "tower input size");
+  for (float v : out) LLM_FUZZ_CHECK(std::isfinite(v) && v >= -1.0001f && v <= 1.0001f, "a pixel out of range");
+  return 0;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""llm-server's image_url content parts (issue 36), up to the engine's image
+path.
+
+  test_server_images.py LLM_SERVER LLM_SYNTH REPO
+
+On llm-synth's tiny-gemma3 with its projector (--mmproj): chat requests with
+OpenAI image_url parts (data: URLs, base64) through the official openai
+client and raw HTTP. Bad pictures are 400s naming the problem: corrupt or
+truncated PNG bytes, a 100000 x 100000 header, a decompression bomb, WebP,
+base64 that does not decode, a data: URL that is not base64, a remote URL
+(refused without --allow-remote-images, refused as not fetched with it),
+an image part without a projector (a second server). A valid picture is
+decoded and checked, then refused (400, code "unsupported") until the
+engine's image path lands; text-only chats still answer. Skips (77)
+without the openai package or in a build without the image codecs.
+"""
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+
+import server_proc
+
+try:
+    import openai
+except ImportError:
+    print("openai package not installed: skipping")
+    sys.exit(77)
+
+server_bin, synth_bin, repo = sys.argv[1:4]
+images = os.path.join(repo, "tests", "data", "images")
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def post(base, body):
+    req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def data_url(name, mime="image/png"):
+    with open(os.path.join(images, name), "rb") as f:
+        return "data:%s;base64,%s" % (mime, base64.b64encode(f.read()).decode())
+
+
+def chat(url, text="What is in this picture?"):
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": text},
+                                                      {"type": "image_url", "image_url": {"url": url}}]}],
+            "max_tokens": 4}
+
+
+tmp = tempfile.mkdtemp()
+model, mmproj = os.path.join(tmp, "g3.gguf"), os.path.join(tmp, "mmproj.gguf")
+subprocess.run([synth_bin, "--shape", "tiny-gemma3", "--out", model, "--type", "f32", "--seed", "7", "--mmproj", mmproj],
+               check=True, stdout=subprocess.DEVNULL)
+
+with open(os.path.join(images, "rgb.png"), "rb") as f:
+    png = f.read()
+bad = bytearray(png)
+bad[28] ^= 0x40  # IHDR's interlace byte: a CRC mismatch
+cases = [
+    (data_url("huge.png"), "header declares", "a 100000 x 100000 header"),
+    (data_url("bomb.png"), "budget", "a decompression bomb (16384 x 8192, 16 KB)"),
+    ("data:image/png;base64," + base64.b64encode(bytes(bad)).decode(), "corrupt PNG", "a broken checksum"),
+    ("data:image/png;base64," + base64.b64encode(png[:len(png) // 2]).decode(), "truncated", "half a PNG"),
+    ("data:image/webp;base64," + base64.b64encode(b"RIFF\x10\0\0\0WEBPVP8 \0\0\0\0").decode(), "WebP", "WebP"),
+    ("data:image/png;base64,not*base64", "does not decode", "bad base64"),
+    ("data:image/png,rawbytes", "must be base64", "a data: URL without base64"),
+    ("https://example.com/cat.png", "--allow-remote-images", "a remote URL"),
+    ("file:///etc/passwd", "data: URL", "a file: URL"),
+]
+
+proc, port, log = server_proc.start(server_bin, ["-m", model, "--mmproj", mmproj, "-t", "2", "-c", "512"])
+base = "http://127.0.0.1:%d" % port
+try:
+    st, r = post(base, chat(data_url("rgb.png")))
+    if "this build has no PNG decoder" in r.get("error", {}).get("message", ""):
+        print("built without libpng/libjpeg-turbo (LLM_IMAGE_CODECS): skipping")
+        server_proc.stop(proc)
+        sys.exit(77)
+    for url, needle, what in cases:
+        st, r = post(base, chat(url))
+        msg = r.get("error", {}).get("message", "")
+        check(st == 400 and needle in msg, "%s -> %d %r" % (what, st, msg[:160]))
+    # a valid picture: checked and decoded, then refused until the engine's image path is there
+    st, r = post(base, chat(data_url("rgb.png")))
+    e = r.get("error", {})
+    check(st == 400 and e.get("code") == "unsupported" and "engine's image path" in e.get("message", ""),
+          "a valid PNG -> %d %r" % (st, e))
+    st, r = post(base, chat(data_url("rgb.jpg", "image/jpeg")))
+    check(st == 400 and r.get("error", {}).get("code") == "unsupported", "a valid JPEG -> %d" % st)
+    client = openai.OpenAI(base_url=base + "/v1", api_key="none")
+    try:
+        client.chat.completions.create(model="g3", max_tokens=4, **{k: v for k, v in chat(data_url("rgb.png")).items()
+                                                                     if k != "max_tokens"})
+        check(False, "openai client: an image request is refused for now")
+    except openai.BadRequestError as ex:
+        check("engine's image path" in str(ex), "openai client: BadRequestError naming the engine's image path")
+    text = client.chat.completions.create(model="g3", max_tokens=4,
+                                          messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+    check(text.choices[0].finish_reason in ("length", "stop"), "a text-only chat still answers")
+finally:
+    server_proc.stop(proc)
+
+# remote URLs let through parsing are still not fetched; no projector: refused
+proc, port, log = server_proc.start(server_bin, ["-m", model, "--allow-remote-images", "-t", "2", "-c", "512"])
+base = "http://127.0.0.1:%d" % port
+try:
+    st, r = post(base, chat("https://example.com/cat.png"))
+    check(st == 400 and "not fetched" in r.get("error", {}).get("message", ""), "--allow-remote-images: not fetched")
+    st, r = post(base, chat(data_url("rgb.png")))
+    check(st == 400 and "mmproj" in r.get("error", {}).get("message", ""), "no --mmproj: 400 naming it (%r)" % r)
+finally:
+    server_proc.stop(proc)
+
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
