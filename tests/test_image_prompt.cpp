@@ -32,6 +32,7 @@
 #include "engine/image_input.h"
 #include "model/model.h"
 #include "model/vision_weights.h"
+#include "support/api_greedy.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
 #include "synth_mmproj.h"
@@ -54,6 +55,7 @@ std::string Fnv1a64Hex(const std::string& data) {
 }
 
 struct RefCase {
+  std::string text;                  // the prompt llama.cpp tokenized, pictures at <__media__>
   std::vector<PromptPiece> pieces;
   int32_t n_prompt = 0;
   std::vector<float> tail_logits;    // (n_tail, n_vocab) the last text piece's positions
@@ -109,6 +111,7 @@ class ImagePrompt : public ::testing::Test {
     ASSERT_TRUE(vm.ok()) << vm.status().message();
     const VisionConfig& vc = (*vm)->config;
     images_ = new std::vector<ImageInput>();
+    rgbs_ = new std::vector<RgbImage>();
     for (const Json& p : ref_->Find("pictures")->array()) {
       RgbImage img;
       img.width = static_cast<int32_t>(p.Find("width")->as_int());
@@ -119,10 +122,12 @@ class ImagePrompt : public ::testing::Test {
       ASSERT_TRUE(PreprocessFixedSize(img, vc.image_size, ImageNorm{vc.image_mean, vc.image_std}, &in.pixels).ok());
       in.hash = 0x5EED0000ull + images_->size();  // the C API hashes the pixels; any distinct values serve here
       images_->push_back(std::move(in));
+      rgbs_->push_back(std::move(img));
     }
     cases_ = new std::vector<RefCase>();
     for (const Json& c : ref_->Find("cases")->array()) {
       RefCase k;
+      k.text = c.Find("text")->as_string();
       int32_t n_tail = 0;
       for (const Json& p : c.Find("pieces")->array()) {
         PromptPiece piece;
@@ -150,6 +155,8 @@ class ImagePrompt : public ::testing::Test {
     delete text_path_;
     delete proj_path_;
     delete images_;
+    delete rgbs_;
+    rgbs_ = nullptr;
     delete cases_;
     delete ref_;
     text_path_ = proj_path_ = nullptr;
@@ -233,6 +240,7 @@ class ImagePrompt : public ::testing::Test {
   static Json* ref_;
   static std::vector<RefCase>* cases_;
   static std::vector<ImageInput>* images_;
+  static std::vector<RgbImage>* rgbs_;  // the pictures as llama.cpp got them
   static std::string* text_path_;
   static std::string* proj_path_;
   static int32_t n_vocab_;
@@ -241,6 +249,7 @@ class ImagePrompt : public ::testing::Test {
 Json* ImagePrompt::ref_ = nullptr;
 std::vector<RefCase>* ImagePrompt::cases_ = nullptr;
 std::vector<ImageInput>* ImagePrompt::images_ = nullptr;
+std::vector<RgbImage>* ImagePrompt::rgbs_ = nullptr;
 std::string* ImagePrompt::text_path_ = nullptr;
 std::string* ImagePrompt::proj_path_ = nullptr;
 int32_t ImagePrompt::n_vocab_ = 0;
@@ -355,6 +364,65 @@ TEST_F(ImagePrompt, EngineGreedyMatchesLlamaCpp) {
       EXPECT_EQ(r.metrics.prompt_tokens, k.n_prompt);  // the image positions count
     }
   }
+}
+
+// Through the C API: a context with the projector (mmproj_path), the prompt
+// as text and raw-RGB parts as llama.cpp's text and bitmaps were, so the
+// layout (capi_parts: markers, special tokens, BOS), the decoding-free path
+// to the engine and the engine itself give llama.cpp's greedy tokens.
+TEST_F(ImagePrompt, CapiPartsGreedyMatchesLlamaCpp) {
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = text_path_->c_str();
+  p.mmproj_path = proj_path_->c_str();
+  p.backend = LLM_BACKEND_CPU;
+  p.kv_type = LLM_KV_F32;  // as the reference (tools/vision_prompt_reference.py)
+  p.n_threads = 2;
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  for (size_t c = 0; c < cases_->size(); ++c) {
+    const RefCase& k = (*cases_)[c];
+    SCOPED_TRACE("case " + std::to_string(c) + ": " + k.text);
+    std::vector<std::string> texts;  // the text around the markers
+    for (size_t at = 0;;) {
+      const size_t m = k.text.find("<__media__>", at);
+      texts.push_back(k.text.substr(at, m == std::string::npos ? std::string::npos : m - at));
+      if (m == std::string::npos) break;
+      at = m + std::strlen("<__media__>");
+    }
+    std::vector<int> shown;
+    for (const PromptPiece& piece : k.pieces)
+      if (piece.image >= 0) shown.push_back(piece.image);
+    ASSERT_EQ(texts.size(), shown.size() + 1);
+    std::vector<llm_content_part> parts;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      llm_content_part t;
+      llm_content_part_init(&t);
+      t.kind = LLM_CONTENT_TEXT;
+      t.text = texts[i].c_str();
+      if (!texts[i].empty()) parts.push_back(t);
+      if (i == shown.size()) break;
+      const RgbImage& img = (*rgbs_)[static_cast<size_t>(shown[i])];
+      llm_content_part im;
+      llm_content_part_init(&im);
+      im.kind = LLM_CONTENT_IMAGE_RGB;
+      im.data = img.rgb.data();
+      im.n_data = img.rgb.size();
+      im.width = img.width;
+      im.height = img.height;
+      parts.push_back(im);
+    }
+    llm_request r;
+    llm_request_init(&r);
+    r.parts = parts.data();
+    r.n_parts = static_cast<int32_t>(parts.size());
+    r.tokenize_flags = LLM_TOKENIZE_ADD_SPECIAL | LLM_TOKENIZE_PARSE_SPECIAL;
+    const ApiGreedyRun run = ApiGreedyRequest(ctx, r, static_cast<int>(k.greedy.size()));
+    ASSERT_EQ(run.status, LLM_OK) << llm_last_error();
+    EXPECT_EQ(std::vector<int32_t>(run.tokens.begin(), run.tokens.end()), k.greedy);
+    EXPECT_EQ(run.metrics.prompt_tokens, k.n_prompt);  // the image positions count
+  }
+  llm_ctx_destroy(ctx);
 }
 
 TEST_F(ImagePrompt, SameImageIsEncodedOnceAndItsBlocksReused) {

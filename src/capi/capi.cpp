@@ -2,6 +2,7 @@
 // of internal Status values into llm_status codes plus a thread-local message.
 // No exception leaves this file.
 #include <algorithm>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -155,6 +156,9 @@ LLM_API llm_status llm_ctx_create(const llm_ctx_params* params, llm_ctx** out_ct
       auto v = llm::capi::OpenProjector(p.mmproj_path, (*engine)->model());
       if (!v.ok()) return Fail(v.status());
       vision = std::move(*v);
+      // The engine encodes pictures on its thread with the tower on the CPU.
+      const int threads = p.n_threads > 0 ? p.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      if (llm::Status s = (*engine)->AttachVision(vision, threads); !s.ok()) return Fail(s);
     }
     auto disagg = llm::capi::CreateDisagg(p, **engine);
     if (!disagg.ok()) return Fail(disagg.status());
@@ -229,10 +233,13 @@ LLM_API llm_status llm_submit(llm_ctx* ctx, const llm_request* request, llm_requ
       std::vector<llm::PromptPiece> pieces;
       std::vector<llm::ImageInput> images;
       if (llm_status s = llm::capi::ToPromptParts(r, *ctx, &pieces, &images); s != LLM_OK) return s;
-      if (!images.empty())
-        return Fail(LLM_ERR_UNSUPPORTED, "images need the engine's image path, which this build does not have yet "
-                                         "(the image parts were checked, decoded and preprocessed)");
-      for (const llm::PromptPiece& piece : pieces) spec.prompt.insert(spec.prompt.end(), piece.tokens.begin(), piece.tokens.end());
+      if (images.empty()) {
+        for (const llm::PromptPiece& piece : pieces)
+          spec.prompt.insert(spec.prompt.end(), piece.tokens.begin(), piece.tokens.end());
+      } else {  // Engine::Submit lays the pieces out (engine/image_prompt.cpp)
+        spec.pieces = std::move(pieces);
+        spec.images = std::move(images);
+      }
     } else if (r.prompt != nullptr) {
       // A text that cannot fit the context however it tokenizes is refused
       // before the tokenizer spends seconds on megabytes of it.

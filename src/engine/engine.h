@@ -118,7 +118,7 @@ class Engine {
   // CPU's (the CUDA backend has no embedding-row input yet) or for a
   // projector the CPU encoder does not run; INVALID_ARGUMENT when one is
   // attached already.
-  Status AttachVision(std::unique_ptr<VisionModel> vision, int n_threads);
+  Status AttachVision(std::shared_ptr<const VisionModel> vision, int n_threads);
   // Soft tokens per image (0: no projector attached).
   int32_t n_image_tokens() const { return n_image_tokens_.load(std::memory_order_acquire); }
   struct ImageStats {
@@ -246,7 +246,7 @@ class Engine {
   double slots_allocated_ = 0, slots_filled_ = 0;  // summed over steps
 
   // ---- images: set by AttachVision before any image request, under mu_
-  std::unique_ptr<VisionModel> vision_model_;
+  std::shared_ptr<const VisionModel> vision_model_;  // shared with the C API (capi_parts preprocesses for it)
   std::unique_ptr<cpu::VisionEncoder> vision_;   // used on the engine thread
   std::atomic<int32_t> n_image_tokens_{0};
   ImageCache image_cache_{defaults::kImageCacheEntries};  // engine thread only

@@ -31,7 +31,7 @@ int32_t Placeholder(uint64_t hash, int32_t j) {
 
 }  // namespace
 
-Status Engine::AttachVision(std::unique_ptr<VisionModel> vision, int n_threads) {
+Status Engine::AttachVision(std::shared_ptr<const VisionModel> vision, int n_threads) {
   if (vision == nullptr) return InvalidArgument("AttachVision: no projector");
   if (backend_->kind() != LLM_BACKEND_CPU)
     return Unsupported("images in the prompt run on the CPU backend only (the CUDA backend has no embedding-row input yet)");

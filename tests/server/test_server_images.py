@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""llm-server's image_url content parts (issue 36), up to the engine's image
-path.
+"""llm-server's image_url content parts (issue 36).
 
   test_server_images.py LLM_SERVER LLM_SYNTH REPO
 
@@ -10,9 +9,9 @@ client and raw HTTP. Bad pictures are 400s naming the problem: corrupt or
 truncated PNG bytes, a 100000 x 100000 header, a decompression bomb, WebP,
 base64 that does not decode, a data: URL that is not base64, a remote URL
 (refused without --allow-remote-images, refused as not fetched with it),
-an image part without a projector (a second server). A valid picture is
-decoded and checked, then refused (400, code "unsupported") until the
-engine's image path lands; text-only chats still answer. Skips (77)
+an image part without a projector (a second server). Valid PNG and JPEG
+pictures are answered, through raw HTTP and the openai client, with the
+image's positions in usage.prompt_tokens; text-only chats still answer. Skips (77)
 without the openai package or in a build without the image codecs.
 """
 import base64
@@ -97,20 +96,25 @@ try:
         st, r = post(base, chat(url))
         msg = r.get("error", {}).get("message", "")
         check(st == 400 and needle in msg, "%s -> %d %r" % (what, st, msg[:160]))
-    # a valid picture: checked and decoded, then refused until the engine's image path is there
+    # valid pictures are answered; their 16 soft tokens (tiny-gemma3's
+    # projector) and markers count in usage.prompt_tokens
+    text_only = {"model": "g3", "max_tokens": 4,
+                 "messages": [{"role": "user", "content": [{"type": "text", "text": "What is in this picture?"}]}]}
+    st, r0 = post(base, text_only)
+    check(st == 200, "a text-only chat -> %d" % st)
     st, r = post(base, chat(data_url("rgb.png")))
-    e = r.get("error", {})
-    check(st == 400 and e.get("code") == "unsupported" and "engine's image path" in e.get("message", ""),
-          "a valid PNG -> %d %r" % (st, e))
+    check(st == 200 and r.get("choices"), "a valid PNG -> %d %r" % (st, r.get("error")))
+    n_text = r0.get("usage", {}).get("prompt_tokens", 0)
+    n_img = r.get("usage", {}).get("prompt_tokens", 0)
+    check(n_img >= n_text + 16, "usage counts the image's positions (%d with the picture, %d without)" % (n_img, n_text))
     st, r = post(base, chat(data_url("rgb.jpg", "image/jpeg")))
-    check(st == 400 and r.get("error", {}).get("code") == "unsupported", "a valid JPEG -> %d" % st)
+    check(st == 200 and r.get("choices"), "a valid JPEG -> %d %r" % (st, r.get("error")))
     client = openai.OpenAI(base_url=base + "/v1", api_key="none")
-    try:
-        client.chat.completions.create(model="g3", max_tokens=4, **{k: v for k, v in chat(data_url("rgb.png")).items()
-                                                                     if k != "max_tokens"})
-        check(False, "openai client: an image request is refused for now")
-    except openai.BadRequestError as ex:
-        check("engine's image path" in str(ex), "openai client: BadRequestError naming the engine's image path")
+    out = client.chat.completions.create(model="g3", max_tokens=4, **{k: v for k, v in chat(data_url("rgb.png")).items()
+                                                                       if k != "max_tokens"})
+    check(out.choices[0].finish_reason in ("length", "stop") and out.usage.prompt_tokens == n_img,
+          "openai client: an image chat answers (%r, %d prompt tokens)" % (out.choices[0].finish_reason,
+                                                                           out.usage.prompt_tokens))
     text = client.chat.completions.create(model="g3", max_tokens=4,
                                           messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
     check(text.choices[0].finish_reason in ("length", "stop"), "a text-only chat still answers")

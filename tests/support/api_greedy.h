@@ -32,16 +32,26 @@ struct ApiGreedyRun {
 
 // n greedy tokens after `prompt` (EOS ignored), with each position's top_k;
 // keep_kv and kv_transfer_desc are the request's fields of those names.
+// ApiGreedyRequest: the same for a request whose prompt the caller set
+// (prompt, prompt_tokens or parts).
+inline ApiGreedyRun ApiGreedyRequest(llm_ctx* ctx, llm_request r, int n, int32_t top_k = 2, int32_t keep_kv = 0,
+                                     const char* kv_transfer_desc = nullptr);
+
 inline ApiGreedyRun ApiGreedy(llm_ctx* ctx, const std::vector<llm_token>& prompt, int n, int32_t top_k = 2,
                               int32_t keep_kv = 0, const char* kv_transfer_desc = nullptr) {
-  ApiGreedyRun run;
-  llm_sampling_params sp;
-  llm_sampling_params_init(&sp);
-  sp.temperature = 0.0f;
   llm_request r;
   llm_request_init(&r);
   r.prompt_tokens = prompt.data();
   r.n_prompt_tokens = static_cast<int32_t>(prompt.size());
+  return ApiGreedyRequest(ctx, r, n, top_k, keep_kv, kv_transfer_desc);
+}
+
+inline ApiGreedyRun ApiGreedyRequest(llm_ctx* ctx, llm_request r, int n, int32_t top_k, int32_t keep_kv,
+                                     const char* kv_transfer_desc) {
+  ApiGreedyRun run;
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0.0f;
   r.max_tokens = n;
   r.ignore_eos = 1;
   r.top_logprobs = top_k;
