@@ -92,9 +92,8 @@ __device__ __forceinline__ uint4 LoadStage(const uint8_t* p, const uint8_t* end)
   return r;
 }
 
-// acc += the 32 weights v · the 32 bf16 activations at xr (16-aligned).
-__device__ __forceinline__ float DotChunk(const float (&v)[32], const bf16* xr) {
-  const uint4* xp = reinterpret_cast<const uint4*>(xr);
+// The 32 weights v · the 32 bf16 activations at xp (16-aligned).
+__device__ __forceinline__ float DotChunk(const float (&v)[32], const uint4* xp) {
   uint4 u[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) u[q] = xp[q];
@@ -112,6 +111,12 @@ __device__ __forceinline__ float DotChunk(const float (&v)[32], const bf16* xr) 
 }
 
 // y[j * ld_y + row0 + r] = x_j · row r of `part` (all of type kType) for j < n <= kN.
+// The activations of 32 chunks (1024 columns) for kN rows in shared memory:
+// chunk k of row j at j * 32 * kXStride + k * kXStride bytes, 80 apart (64
+// and 16 spare), so that 8 lanes reading 16 bytes each of their own chunks
+// hit 8 different bank quads.
+constexpr int kXStride = 80;
+
 template <uint32_t kType, int kN>
 __global__ void __launch_bounds__(kWarps * 32) FastGemvKernel(QuantPart part, int32_t cols, const bf16* __restrict__ x,
                                                                int32_t n, float* __restrict__ y, int32_t ld_y,
@@ -119,54 +124,76 @@ __global__ void __launch_bounds__(kWarps * 32) FastGemvKernel(QuantPart part, in
   using T = FastTile<kType>;
   constexpr int kBlockBytes = dev::FastBlockBytes(kType);
   __shared__ uint4 stage[kWarps][T::kLoads * 32 + 1];  // + 16 spare bytes for SmemWord
+  __shared__ uint4 xs[kN * 32 * kXStride / 16];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (r >= part.rows) return;  // the whole warp: no block-wide barrier below
+  const bool active = r < part.rows;  // a warp past the last row still stages activations
   const uint8_t* base = static_cast<const uint8_t*>(part.data);
-  const uint8_t* row = base + r * part.row_bytes;
+  const uint8_t* row = base + (active ? r : 0) * part.row_bytes;
   const uint8_t* end = base + static_cast<int64_t>(part.rows) * part.row_bytes;
   const int64_t n_chunks = cols / 32, n_blocks = n_chunks / T::kCpb;
   float acc[kN];
 #pragma unroll
   for (int j = 0; j < kN; ++j) acc[j] = 0.0f;
-  for (int64_t t0 = 0; t0 < n_chunks; t0 += kTileChunks) {
+  // Tile t0's first 16-aligned address, its first block's offset from there,
+  // and its 16-byte loads.
+  auto tile = [&](int64_t t0, const uint8_t** a0, int* skew, int* n16) {
     const int64_t b0 = t0 / T::kCpb;
     const int64_t nb = n_blocks - b0 < T::kBlocks ? n_blocks - b0 : T::kBlocks;
     const uint8_t* lo = row + b0 * kBlockBytes;
-    const uint8_t* a0 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(lo) & ~uintptr_t{15});
-    const int skew = static_cast<int>(lo - a0);
-    const int n16 = static_cast<int>((skew + nb * kBlockBytes + 15) / 16);
-    uint4 got[T::kLoads];
+    *a0 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(lo) & ~uintptr_t{15});
+    *skew = static_cast<int>(lo - *a0);
+    *n16 = active ? static_cast<int>((*skew + nb * kBlockBytes + 15) / 16) : 0;
+  };
+  // The next tile's loads are issued before this one is decoded, so they
+  // are in flight while the warp computes.
+  uint4 got[T::kLoads];
+  const uint8_t* a0;
+  int skew, n16;
+  tile(0, &a0, &skew, &n16);
 #pragma unroll
-    for (int i = 0; i < T::kLoads; ++i) {
-      const int q = lane + 32 * i;
-      if (q < n16) got[i] = LoadStage(a0 + 16 * q, end);
-    }
+  for (int i = 0; i < T::kLoads; ++i)
+    if (lane + 32 * i < n16) got[i] = LoadStage(a0 + 16 * (lane + 32 * i), end);
+  for (int64_t t0 = 0; t0 < n_chunks; t0 += kTileChunks) {
     __syncwarp();  // the previous tile's reads are done
 #pragma unroll
-    for (int i = 0; i < T::kLoads; ++i) {
-      const int q = lane + 32 * i;
-      if (q < n16) stage[warp][q] = got[i];
-    }
+    for (int i = 0; i < T::kLoads; ++i)
+      if (lane + 32 * i < n16) stage[warp][lane + 32 * i] = got[i];
     __syncwarp();
     const uint8_t* s = reinterpret_cast<const uint8_t*>(stage[warp]) + skew;
+    if (t0 + kTileChunks < n_chunks) {
+      tile(t0 + kTileChunks, &a0, &skew, &n16);
+#pragma unroll
+      for (int i = 0; i < T::kLoads; ++i)
+        if (lane + 32 * i < n16) got[i] = LoadStage(a0 + 16 * (lane + 32 * i), end);
+    }
 #pragma unroll
     for (int h = 0; h < kTileChunks / 32; ++h) {
+      // The activations of chunks t0 + 32h .. + 32, 16 bytes a thread per row:
+      // coalesced, and read from global once per CTA rather than once per warp.
+      const int64_t c0 = t0 + 32 * h;
+      __syncthreads();  // the previous half's reads are done
+      const int tk = threadIdx.x >> 2, tq = threadIdx.x & 3;  // chunk c0 + tk, its 16-byte quarter tq
+#pragma unroll
+      for (int j = 0; j < kN; ++j)
+        if (j < n && c0 + tk < n_chunks)
+          xs[(j * 32 * kXStride + tk * kXStride) / 16 + tq] =
+              reinterpret_cast<const uint4*>(x + static_cast<int64_t>(j) * cols + (c0 + tk) * 32)[tq];
+      __syncthreads();
       const int ci = lane + 32 * h;
-      const int64_t c = t0 + ci;
-      if (c < n_chunks) {
+      if (active && c0 + lane < n_chunks) {
         float v[32];
         dev::DecodeFast<kType>(s + (ci / T::kCpb) * kBlockBytes, ci % T::kCpb, v);
 #pragma unroll
         for (int j = 0; j < kN; ++j)
-          if (j < n) acc[j] += DotChunk(v, x + static_cast<int64_t>(j) * cols + c * 32);
+          if (j < n) acc[j] += DotChunk(v, &xs[(j * 32 * kXStride + lane * kXStride) / 16]);
       }
     }
   }
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
     const float s = dev::WarpSum(acc[j]);
-    if (lane == 0 && j < n) y[static_cast<int64_t>(j) * ld_y + row0 + r] = s;
+    if (active && lane == 0 && j < n) y[static_cast<int64_t>(j) * ld_y + row0 + r] = s;
   }
 }
 
