@@ -277,8 +277,8 @@ MUTANTS = [
         "what": "quantized GEMV, fast path: a tile's staged 16-byte loads counted without its first block's offset "
                 "in its first 16 bytes (the tail of a tile whose blocks are not 16-aligned never staged)",
         "edits": [("kernels/quant_gemv.cu",
-                   "*n16 = static_cast<int>((*skew + nb * kBlockBytes + 15) / 16);",
-                   "*n16 = static_cast<int>((nb * kBlockBytes + 15) / 16);")],
+                   "static_cast<int>((*skew + nb * kBlockBytes + 15) / 16)",
+                   "static_cast<int>((nb * kBlockBytes + 15) / 16)")],
         "units": ["kernels/quant_gemv.cu"],
     },
     {
