@@ -4,12 +4,14 @@
 // One warp per weight row, four rows per CTA; the warp streams its row 64
 // chunks (32 weights each) at a time: its lanes load the chunks' blocks with
 // coalesced, aligned 16-byte loads into the warp's shared-memory stage, then
-// lane l decodes chunks l and l + 32 from there (quant_fast.cuh: 4-byte reads,
-// no conversion instructions) and dots each with the n activation rows, read
-// 16 bytes at a time, into n accumulators in registers; one warp reduction per
-// activation row at the end. Staging makes every type's loads 16-byte ones
-// whatever its block size (Q6_K's 210 and Q8_0's 34 bytes leave blocks only
-// 2-aligned) and keeps a warp's loads contiguous.
+// the next tile's loads are issued, and lane l decodes chunks l and l + 32
+// from the stage (quant_fast.cuh: 4-byte reads, no conversion instructions)
+// and dots each with the n activation rows, which the CTA stages in shared
+// memory 32 chunks at a time (coalesced, once for its four warps), into n
+// accumulators in registers; one warp reduction per activation row at the
+// end. Staging makes every type's loads 16-byte ones whatever its block size
+// (Q6_K's 210 and Q8_0's 34 bytes leave blocks only 2-aligned) and keeps a
+// warp's loads contiguous.
 //
 // The general one, for every other type (and matrices or activations not
 // 16-byte aligned): lane l decodes chunks l, l + 32, ... of its row through
@@ -110,13 +112,13 @@ __device__ __forceinline__ float DotChunk(const float (&v)[32], const uint4* xp)
   return s0 + s1;
 }
 
-// y[j * ld_y + row0 + r] = x_j · row r of `part` (all of type kType) for j < n <= kN.
 // The activations of 32 chunks (1024 columns) for kN rows in shared memory:
 // chunk k of row j at j * 32 * kXStride + k * kXStride bytes, 80 apart (64
 // and 16 spare), so that 8 lanes reading 16 bytes each of their own chunks
 // hit 8 different bank quads.
 constexpr int kXStride = 80;
 
+// y[j * ld_y + row0 + r] = x_j · row r of `part` (all of type kType) for j < n <= kN.
 template <uint32_t kType, int kN>
 __global__ void __launch_bounds__(kWarps * 32) FastGemvKernel(QuantPart part, int32_t cols, const bf16* __restrict__ x,
                                                                int32_t n, float* __restrict__ y, int32_t ld_y,
