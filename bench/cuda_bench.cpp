@@ -591,10 +591,13 @@ int main(int argc, char** argv) {
     Emit("decode", "attention batch 32, ctx " + std::to_string(len), bytes / td32 / 1e9, "GB/s",
          std::to_string(td32 * 1e6) + " us");
   }
-  for (const auto& [type, name] : {std::pair<uint32_t, const char*>{12, "Q4_K"}, {14, "Q6_K"}}) {
+  // The types real files hold their matrices in (Q4_K_M/Q5_K_M: Q4_K or Q5_K
+  // with Q6_K; Q8_0; Q4_0), each at n = 1, 2, 4, 8 activation rows.
+  for (const auto& [type, name] : {std::pair<uint32_t, const char*>{12, "Q4_K"}, {14, "Q6_K"}, {13, "Q5_K"},
+                                   {8, "Q8_0"}, {2, "Q4_0"}}) {
     if (!kernels) break;
     for (const auto& [rows, cols] : {std::pair<int, int>{28672, 4096}, {4096, 14336}}) {  // 8B gate|up, down
-      for (int n : {1, 8}) {
+      for (int n : {1, 2, 4, 8}) {
         double bytes = 0;
         const double tg = TimeQuantGemv(type, rows, cols, n, &bytes);
         Emit("gemv", std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " n=" +

@@ -9,8 +9,9 @@
 // transposed copy; the device holds exactly the file's bytes (issue 21: within
 // 5% of the tensor bytes), and the decoding stays the GGUF spec's (and the
 // CPU backend's, model/tensor_type.h) so both are checked against one
-// reference. A repacking (scales split from quants, 16-byte aligned loads)
-// is the next step once a GPU can measure it (kernels/README.md).
+// reference. The GEMV's fast kernel stages tiles of blocks in shared memory
+// with 16-byte loads whatever the block size; a repacking (scales split from
+// quants) would save instructions, not load width (kernels/README.md).
 #pragma once
 
 #include <cstdint>

@@ -287,10 +287,11 @@ TEST_F(CudaQuant, GemvMatchesCpuForEveryTypeShapeAndBatch) {
   for (TensorType t : kTypes) {
     const bool k_quant = BlockElems(t) == 256;
     // Rows not a multiple of the CTA's 4, columns not a multiple of the
-    // warp's 32 chunks, a single block; n = 1..8.
+    // warp's 32 chunks, a single block, and rows of more than one of the fast
+    // kernel's 64-chunk tiles with a partial last one; n = 1..8.
     const std::vector<std::pair<int64_t, int64_t>> shapes =
         k_quant ? std::vector<std::pair<int64_t, int64_t>>{{1, 256}, {37, 768}, {6, 256 * 9}}
-                : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {37, 224}, {130, 1056}};
+                : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {37, 224}, {130, 1056}, {3, 32 * 129}};
     for (const auto& [rows, cols] : shapes) {
       QuantWeights w(t, rows, cols, rng_);
       std::vector<std::vector<float>> wrows;
@@ -338,6 +339,14 @@ TEST_F(CudaQuant, GemvFusedPartsOfDifferentTypes) {
   Dev<float> dy(static_cast<size_t>(n * m.rows));
   LAUNCH_OK(LaunchQuantGemv(m, reinterpret_cast<const bf16*>(dx.get()), n, dy.get(), 0));
   CheckProduct(wrows, x, n, dy.Download(), nullptr, "fused Q4_K|Q4_K|Q6_K");
+  // Activations not 16-byte aligned (one bf16 in): the general kernel, which
+  // the fast types otherwise never reach.
+  Dev<uint16_t> dx1(x.size() + 1);
+  std::vector<uint16_t> x1(1, 0);
+  x1.insert(x1.end(), x.begin(), x.end());
+  dx1.Upload(x1);
+  LAUNCH_OK(LaunchQuantGemv(m, reinterpret_cast<const bf16*>(dx1.get()) + 1, n, dy.get(), 0));
+  CheckProduct(wrows, x, n, dy.Download(), nullptr, "fused Q4_K|Q4_K|Q6_K, unaligned activations");
   // The same rows dequantized (prefill path) across the part boundaries.
   Dev<uint16_t> out(static_cast<size_t>(10 * cols));
   LAUNCH_OK(LaunchDequantRows(m, 40, 10, reinterpret_cast<bf16*>(out.get()), 0));

@@ -230,6 +230,67 @@ MUTANTS = [
         "units": ["kernels/quant_gemv.cu", "kernels/dequant.cu"],
     },
     {
+        "name": "quant-fast-q4k-min-scale",
+        "what": "quantized GEMV, fast path (quant_fast.cuh): a Q4_K/Q5_K sub-block's minimum scaled by d "
+                "instead of dmin",
+        "edits": [("kernels/quant_fast.cuh",
+                   "*dm = __fmul_rn(HalfBitsToFloat(dd >> 16), static_cast<float>(mn));",
+                   "*dm = __fmul_rn(HalfBitsToFloat(dd & 0xFFFFu), static_cast<float>(mn));")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
+        "name": "quant-fast-q5k-high-bit",
+        "what": "quantized GEMV, fast path: a Q5_K weight's fifth bit read from the next sub-block's bit of qh",
+        "edits": [("kernels/quant_fast.cuh",
+                   "const uint32_t q = ((w >> (8 * i)) & 0xFu) | ((h >> (8 * i)) & 1u) << 4;",
+                   "const uint32_t q = ((w >> (8 * i)) & 0xFu) | ((h >> (8 * i + 1)) & 1u) << 4;")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
+        "name": "quant-fast-q6k-wrong-scale",
+        "what": "quantized GEMV, fast path: a Q6_K chunk's second 16 weights use the first 16's scale",
+        "edits": [("kernels/quant_fast.cuh",
+                   "v[4 * m + i] = __fmul_rn(m < 4 ? ds0 : ds1, MagicFloat(q) - (kMagic + 32.0f));",
+                   "v[4 * m + i] = __fmul_rn(ds0, MagicFloat(q) - (kMagic + 32.0f));")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
+        "name": "quant-fast-q8-unsigned",
+        "what": "quantized GEMV, fast path: a Q8_0 quant's byte read as unsigned minus 128 (its sign bit not flipped)",
+        "edits": [("kernels/quant_fast.cuh",
+                   "MagicFloat(((w >> (8 * i)) & 0xFFu) ^ 0x80u)",
+                   "MagicFloat((w >> (8 * i)) & 0xFFu)")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
+        "name": "quant-fast-q4-nibble-swap",
+        "what": "quantized GEMV, fast path: a Q4_0 byte's low nibble read as weight m + 16 and its high one as weight m",
+        "edits": [("kernels/quant_fast.cuh",
+                   "      v[4 * k + i] = __fmul_rn(d, MagicFloat((w >> (8 * i)) & 0xFu) - (kMagic + 8.0f));\n"
+                   "      v[4 * k + i + 16] = __fmul_rn(d, MagicFloat((w >> (8 * i + 4)) & 0xFu) - (kMagic + 8.0f));\n",
+                   "      v[4 * k + i + 16] = __fmul_rn(d, MagicFloat((w >> (8 * i)) & 0xFu) - (kMagic + 8.0f));\n"
+                   "      v[4 * k + i] = __fmul_rn(d, MagicFloat((w >> (8 * i + 4)) & 0xFu) - (kMagic + 8.0f));\n")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
+        "name": "quant-fast-stage-skew",
+        "what": "quantized GEMV, fast path: a tile's staged 16-byte loads counted without its first block's offset "
+                "in its first 16 bytes (the tail of a tile whose blocks are not 16-aligned never staged)",
+        "edits": [("kernels/quant_gemv.cu",
+                   "static_cast<int>((*skew + nb * kBlockBytes + 15) / 16)",
+                   "static_cast<int>((nb * kBlockBytes + 15) / 16)")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
+        "name": "quant-fast-part-offset",
+        "what": "quantized GEMV, fast path: each part of a fused matrix writes its outputs from row 0 of y "
+                "(the parts' row offsets not accumulated)",
+        "edits": [("kernels/quant_gemv.cu",
+                   "      row0 += part.rows;\n",
+                   "")],
+        "units": ["kernels/quant_gemv.cu"],
+    },
+    {
         "name": "window-off-by-one",
         "what": "decode attention: a sliding-window layer's query sees one key more than its window "
                 "(lo = n_keys - window - 1)",
