@@ -52,7 +52,8 @@ size_t CountMarkers(std::string_view text, std::string_view marker) {
 // The prompt as a list of text runs and pictures (see llm.h, llm_request.parts).
 struct Segment {
   std::string text;
-  int image = -1;  // a picture, or -1: text
+  int image = -1;       // a picture, or -1: text
+  bool marker = false;  // a picture's begin or end marker (tokenized on its own)
 };
 
 }  // namespace
@@ -141,13 +142,18 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
                                               std::string(it.marker) + ") for " + Str(n_images) + " image parts");
   std::vector<Segment> segs;
   int next_image = 0;
-  auto add_text = [&](std::string_view t) {
-    if (!t.empty()) segs.push_back({std::string(t), -1});
+  auto add_text = [&](std::string_view t) {  // the caller's text: consecutive runs join
+    if (t.empty()) return;
+    if (!segs.empty() && segs.back().image < 0 && !segs.back().marker) {
+      segs.back().text += t;
+    } else {
+      segs.push_back({std::string(t), -1, false});
+    }
   };
   auto add_image = [&]() {
-    segs.push_back({std::string(it.begin), -1});
-    segs.push_back({"", next_image++});
-    segs.push_back({std::string(it.end), -1});
+    if (!it.begin.empty()) segs.push_back({std::string(it.begin), -1, true});
+    segs.push_back({"", next_image++, false});
+    if (!it.end.empty()) segs.push_back({std::string(it.end), -1, true});
   };
   for (int32_t i = 0; i < r.n_parts; ++i) {
     const llm_content_part& p = r.parts[i];
@@ -165,29 +171,27 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
     add_text(text);
   }
 
-  // The text between two pictures (the begin and end markers included) is
-  // one run, tokenized as a whole, as llama.cpp's multimodal tokenizer
-  // does (mtmd_tokenize): BOS (ADD_SPECIAL) before the first run only, and
-  // with pictures always parsing special tokens, so the markers are the
-  // model's own tokens (a vocabulary without them spells them out).
+  // Each stretch of the caller's text between pictures, and each picture's
+  // begin and end marker, is tokenized on its own, as llama.cpp's multimodal
+  // tokenizer does (mtmd_tokenize: one tokenizer call per text part and per
+  // marker, so a tokenizer that adds a space prefix adds it to each): BOS
+  // (ADD_SPECIAL) before the first only; the markers always parse special
+  // tokens (a vocabulary without them spells them out), and with pictures
+  // the caller's text does too.
   const bool add_special = (r.tokenize_flags & LLM_TOKENIZE_ADD_SPECIAL) != 0;
   const bool parse_special = (r.tokenize_flags & LLM_TOKENIZE_PARSE_SPECIAL) != 0 || n_images > 0;
-  std::vector<Segment> runs;
-  for (Segment& sg : segs) {
-    if (sg.image < 0 && !runs.empty() && runs.back().image < 0) {
-      runs.back().text += sg.text;
-    } else {
-      runs.push_back(std::move(sg));
-    }
-  }
-  for (size_t k = 0; k < runs.size(); ++k) {
-    if (runs[k].image >= 0) {
-      pieces->push_back({{}, runs[k].image});
+  for (size_t k = 0; k < segs.size(); ++k) {
+    if (segs[k].image >= 0) {
+      pieces->push_back({{}, segs[k].image});
       continue;
     }
-    auto ids = tok.Encode(runs[k].text, k == 0 && add_special, parse_special);
+    auto ids = tok.Encode(segs[k].text, k == 0 && add_special, segs[k].marker || parse_special);
     if (!ids.ok()) return Fail(ids.status());
-    pieces->push_back({std::move(*ids), -1});
+    if (!pieces->empty() && pieces->back().image < 0) {  // text after text: one piece
+      pieces->back().tokens.insert(pieces->back().tokens.end(), ids->begin(), ids->end());
+    } else {
+      pieces->push_back({std::move(*ids), -1});
+    }
   }
   if (pieces->empty() || (pieces->size() == 1 && pieces->front().image < 0 && pieces->front().tokens.empty()))
     return Fail(LLM_ERR_INVALID_ARGUMENT, "the parts make an empty prompt");
