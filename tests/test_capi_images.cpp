@@ -254,13 +254,23 @@ TEST_F(CapiImages, PromptLayout) {
     return std::make_pair(pieces, images);
   };
   const uint32_t add = LLM_TOKENIZE_ADD_SPECIAL;
+  // One tokenizer call per stretch of text and per marker, as libmtmd
+  // (test_image_prompt compares whole prompts with llama.cpp's): this
+  // vocabulary has no <start_of_image> token, so each marker is spelled out
+  // with its own space prefix.
+  const uint32_t ps = LLM_TOKENIZE_PARSE_SPECIAL;
+  auto cat = [](std::initializer_list<std::vector<int32_t>> parts) {
+    std::vector<int32_t> v;
+    for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
+    return v;
+  };
   auto [pieces, images] = layout({Text("one"), Rgb(a, 4, 3), Text("two"), Rgb(b, 4, 3)}, add);
   ASSERT_EQ(pieces.size(), 5u);
-  EXPECT_EQ(pieces[0].tokens, Tokens("one<start_of_image>", add | LLM_TOKENIZE_PARSE_SPECIAL));
+  EXPECT_EQ(pieces[0].tokens, cat({Tokens("one", add | ps), Tokens("<start_of_image>", ps)}));
   EXPECT_EQ(pieces[1].image, 0);
-  EXPECT_EQ(pieces[2].tokens, Tokens("<end_of_image>two<start_of_image>", LLM_TOKENIZE_PARSE_SPECIAL));
+  EXPECT_EQ(pieces[2].tokens, cat({Tokens("<end_of_image>", ps), Tokens("two", ps), Tokens("<start_of_image>", ps)}));
   EXPECT_EQ(pieces[3].image, 1);
-  EXPECT_EQ(pieces[4].tokens, Tokens("<end_of_image>", LLM_TOKENIZE_PARSE_SPECIAL));
+  EXPECT_EQ(pieces[4].tokens, Tokens("<end_of_image>", ps));
   ASSERT_EQ(images.size(), 2u);
   const int32_t side = synth::FindSynthVisionShape("tiny-gemma3")->image_size;
   EXPECT_EQ(images[0].width, side);
@@ -275,11 +285,11 @@ TEST_F(CapiImages, PromptLayout) {
   auto [p3, i3] = layout({Text("<s>x<start_of_image>y<start_of_image>z"), Rgb(a, 4, 3), Rgb(b, 4, 3)},
                          LLM_TOKENIZE_PARSE_SPECIAL);
   ASSERT_EQ(p3.size(), 5u);
-  EXPECT_EQ(p3[0].tokens, Tokens("<s>x<start_of_image>", LLM_TOKENIZE_PARSE_SPECIAL));
+  EXPECT_EQ(p3[0].tokens, cat({Tokens("<s>x", ps), Tokens("<start_of_image>", ps)}));
   EXPECT_EQ(p3[1].image, 0);
-  EXPECT_EQ(p3[2].tokens, Tokens("<end_of_image>y<start_of_image>", LLM_TOKENIZE_PARSE_SPECIAL));
+  EXPECT_EQ(p3[2].tokens, cat({Tokens("<end_of_image>", ps), Tokens("y", ps), Tokens("<start_of_image>", ps)}));
   EXPECT_EQ(p3[3].image, 1);
-  EXPECT_EQ(p3[4].tokens, Tokens("<end_of_image>z", LLM_TOKENIZE_PARSE_SPECIAL));
+  EXPECT_EQ(p3[4].tokens, cat({Tokens("<end_of_image>", ps), Tokens("z", ps)}));
 }
 
 TEST_F(CapiImages, ChatTemplateV2MatchesJinja2) {
