@@ -86,7 +86,8 @@ Reference LoadReference(const std::string& name) {
 }
 
 // Rebuilds the model llama.cpp ran and checks it is byte for byte that file.
-std::string SynthesizeFile(const std::string& name, const Json& ref, const std::string& shape_name = "") {
+std::string SynthesizeFile(const std::string& name, const Json& ref, const std::string& shape_name = "",
+                           const TensorType* type = nullptr) {
   const synth::SynthShape* shape = synth::FindSynthShape(shape_name.empty() ? ref.Find("shape")->as_string() : shape_name);
   if (shape == nullptr) {
     ADD_FAILURE() << "unknown shape";
@@ -113,6 +114,7 @@ std::string SynthesizeFile(const std::string& name, const Json& ref, const std::
       ADD_FAILURE() << "unknown llm-synth argument " << k;
     }
   }
+  if (type != nullptr) o.type = *type;
   const std::string path = ::testing::TempDir() + "/llmrt_embed_" + std::to_string(::getpid()) + "_" + name + ".gguf";
   Status st = synth::WriteSynthModel(*shape, o, path);
   if (!st.ok()) {
@@ -722,6 +724,38 @@ TEST(DecoderEmbed, BatchCompositionDoesNotMatterAndItStillGenerates) {
   Ctx autoc;  // AUTO runs it on the CPU
   EXPECT_EQ(Open(path, &autoc, 256, LLM_BACKEND_AUTO), LLM_OK) << llm_last_error();
   std::remove(path.c_str());
+}
+
+// The same with F16 weights, whose embedding-step GEMMs take the AMX tiles
+// where the CPU has them (src/backend/cpu/embed_matmul_amx.h), else the
+// AVX-512 panels: a vector is bitwise the same alone and in the batch.
+TEST(DecoderEmbed, F16BatchCompositionDoesNotMatter) {
+  Reference ref = LoadReference("qwen3_embed");
+  ASSERT_FALSE(ref.cases.empty());
+  const TensorType f16 = TensorType::F16;
+  const std::string path = SynthesizeFile("qwen3_f16", ref.json, "tiny-qwen3-embed", &f16);
+  ASSERT_FALSE(path.empty());
+  Ctx c;
+  ASSERT_EQ(Open(path, &c, 256), LLM_OK) << llm_last_error();
+  std::remove(path.c_str());
+  std::vector<std::vector<int32_t>> inputs;
+  std::mt19937 rng(13);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<int32_t> t(1 + rng() % 200);
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % 297);
+    t.back() = 297;  // <|endoftext|>
+    inputs.push_back(std::move(t));
+  }
+  int32_t dim = 0;
+  llm_status st;
+  std::vector<float> batch = Embed(c.ctx, inputs, LLM_POOLING_LAST, 1, &dim, &st);
+  ASSERT_EQ(st, LLM_OK) << llm_last_error();
+  ASSERT_EQ(dim, 64);
+  for (size_t i = 0; i < inputs.size(); i += 5) {
+    std::vector<float> one = Embed(c.ctx, {inputs[i]}, LLM_POOLING_LAST, 1, &dim, &st);
+    ASSERT_EQ(st, LLM_OK);
+    EXPECT_EQ(std::memcmp(one.data(), batch.data() + i * dim, dim * sizeof(float)), 0) << "input " << i;
+  }
 }
 
 // EmbeddingGemma: a text's vector is bitwise the same alone and among 64

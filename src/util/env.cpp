@@ -24,6 +24,7 @@ EnvOptions ReadEnv() {
   }
   e.cpu_isa_generic = Is("LLM_CPU_ISA", "generic");
   e.cpu_isa_avx2 = Is("LLM_CPU_ISA", "avx2");
+  e.cpu_amx_off = Is("LLM_CPU_AMX", "0");
   e.cpu_pack_off = Is("LLM_CPU_PACK", "0");
   e.cpu_release_off = Is("LLM_CPU_RELEASE", "0");
   e.cpu_lanes_off = Is("LLM_CPU_LANES", "0");

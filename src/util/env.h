@@ -20,6 +20,9 @@ struct EnvOptions {
   bool cpu_isa_generic = false;
   // LLM_CPU_ISA=avx2: the AVX2 kernels without their AVX-512 VNNI tiles.
   bool cpu_isa_avx2 = false;
+  // LLM_CPU_AMX=0: no AMX tiles (the embedding step's GEMM keeps its
+  // AVX-512 panels where the CPU has AMX-BF16).
+  bool cpu_amx_off = false;
   // LLM_CPU_PACK=0: CPU matmuls read the GGUF rows, not the packed copy.
   bool cpu_pack_off = false;
   // LLM_CPU_RELEASE=0: keep the mapped file pages of packed weights resident

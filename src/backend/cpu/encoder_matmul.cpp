@@ -21,6 +21,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/amx.h"
+#include "backend/cpu/embed_matmul_amx.h"
 #include "util/env.h"
 #include "util/fp16.h"
 
@@ -322,6 +324,29 @@ void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a) {
 void EmbedStepMatMul(const Kernels& kernels, const MatMulArgs& a) {
 #if defined(LLM_HAVE_AVX512_ENCODER)
   const TensorType t = a.w->type;
+  if ((t == TensorType::F16 || t == TensorType::BF16) && AmxBf16Usable()) {
+    // Always AMX for these types once it is usable (whatever n_tok): one
+    // arithmetic per weight type keeps a row batch-invariant.
+    AmxGemmArgs g;
+    g.w = static_cast<const uint16_t*>(a.w->data);
+    g.w_row_bytes = a.w->row_bytes;
+    g.w_bf16 = t == TensorType::BF16;
+    g.k = a.w->cols;
+    g.x = a.x;
+    g.ld_x = a.ld_x;
+    g.n_tok = a.n_tok;
+    g.y = a.y;
+    g.ld_y = a.ld_y;
+    g.row_begin = a.row_begin;
+    g.row_end = a.row_end;
+    g.accumulate = a.accumulate;
+    thread_local std::vector<uint8_t> scratch;
+    const size_t need = AmxGemmScratchBytes(g) + 64;
+    if (scratch.size() < need) scratch.resize(need);
+    const auto addr = reinterpret_cast<uintptr_t>(scratch.data());
+    AmxGemm(g, scratch.data() + ((64 - addr % 64) % 64));
+    return;
+  }
   if ((t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) && EncoderMatMulAvx512()) {
     // The row range's panels for one k slab, per thread, kept between calls.
     thread_local std::vector<float> panels;

@@ -20,7 +20,10 @@ bool EncoderMatMulAvx512();
 // As kernels.matmul(a), possibly through the AVX-512 tile.
 void EncoderMatMul(const Kernels& kernels, const MatMulArgs& a);
 
-// As kernels.matmul(a), possibly through the AVX-512 panel GEMM: for a
+// As kernels.matmul(a), possibly through the AMX-BF16 tile GEMM (F16 and
+// BF16 weights where AmxBf16Usable(), amx.h: embed_matmul_amx.h, about F32
+// accuracy, for every n_tok) or the AVX-512 panel GEMM (F32 weights, or no
+// AMX): for a
 // decoder's embedding step (forward.cpp), whose calls carry a whole batch
 // of sequences (hundreds to thousands of tokens), so that widening and
 // transposing 32 rows of W per panel costs little beside the panel's
