@@ -426,6 +426,79 @@ TEST(CudaAutoFit, PicksTheMostLayersThatLoad) {
   std::remove(path.c_str());
 }
 
+// A prompt as long as the context never fails for want of device memory:
+// the fit reserves the whole KV pool the context asks for (max_seqs x
+// n_ctx) and the activations of a max_batch_tokens chunk before it counts
+// layers, so on the tightest device that still takes layers, two prompts
+// of nearly n_ctx tokens each (chunked prefill), one after the other and
+// then at once, run to the end and match the CPU.
+TEST(CudaAutoFit, FullContextPromptsRunOnAFittedDevice) {
+  SKIP_WITHOUT_EMULATOR();
+  const std::string path = SynthShape("tiny", 8, "dense");
+  std::vector<llm_token> longp(124);  // n_ctx 128: 124 + 4 generated
+  for (size_t i = 0; i < longp.size(); ++i) longp[i] = static_cast<llm_token>((i * 37 + 11) % 240 + 2);
+  std::vector<llm_token> other(longp.rbegin(), longp.rend());
+  llm_ctx* cpu = Open(path, LLM_BACKEND_CPU, LLM_GPU_LAYERS_AUTO);
+  ASSERT_NE(cpu, nullptr) << llm_last_error();
+  const ApiGreedyRun want = ApiGreedy(cpu, longp, 4);
+  const ApiGreedyRun want2 = ApiGreedy(cpu, other, 4);
+  ASSERT_EQ(want.status, LLM_OK);
+  ASSERT_EQ(want2.status, LLM_OK);
+  llm_ctx_destroy(cpu);
+  ScopedEnv mem("LLM_EMU_DEVICE_MIB", std::to_string(DeviceMibFor(path, 2.5)));
+  llm_ctx* ctx = Open(path, LLM_BACKEND_CUDA, LLM_GPU_LAYERS_AUTO);
+  ASSERT_NE(ctx, nullptr) << llm_last_error();
+  EXPECT_GT(GpuLayers(ctx), 0);
+  EXPECT_LT(GpuLayers(ctx), 8);
+  const ApiGreedyRun got = ApiGreedy(ctx, longp, 4);
+  ASSERT_EQ(got.status, LLM_OK) << llm_last_error();
+  ExpectEqualUpToNearTie(want, got, kNearTie);
+  const ApiGreedyRun got2 = ApiGreedy(ctx, other, 4);
+  ASSERT_EQ(got2.status, LLM_OK) << llm_last_error();
+  ExpectEqualUpToNearTie(want2, got2, kNearTie);
+  // both at once: the pool holds max_seqs full contexts
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0.0f;
+  llm_request_id ids[2] = {0, 0};
+  const std::vector<llm_token>* prompts[2] = {&longp, &other};
+  for (int i = 0; i < 2; ++i) {
+    llm_request r;
+    llm_request_init(&r);
+    r.prompt_tokens = prompts[i]->data();
+    r.n_prompt_tokens = static_cast<int32_t>(prompts[i]->size());
+    r.max_tokens = 4;
+    r.ignore_eos = 1;
+    r.sampling = &sp;
+    ASSERT_EQ(llm_submit(ctx, &r, &ids[i]), LLM_OK) << llm_last_error();
+  }
+  int finals = 0;
+  std::vector<llm_token> toks[2];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (finals < 2 && std::chrono::steady_clock::now() < deadline) {
+    llm_event ev[16];
+    for (llm_event& e : ev) {
+      std::memset(&e, 0, sizeof e);
+      e.struct_size = sizeof e;
+    }
+    uint32_t n = 0;
+    ASSERT_EQ(llm_poll(ctx, ev, 16, &n, 1000), LLM_OK);
+    for (uint32_t i = 0; i < n; ++i) {
+      const int which = ev[i].request_id == ids[0] ? 0 : 1;
+      if (ev[i].type == LLM_EVENT_TOKEN) toks[which].push_back(ev[i].token);
+      if (ev[i].type == LLM_EVENT_FINAL) {
+        EXPECT_EQ(ev[i].status, LLM_OK) << "request " << which;
+        ++finals;
+      }
+    }
+  }
+  EXPECT_EQ(finals, 2);
+  EXPECT_EQ(toks[0].size(), 4u);  // every token of both (their values: the near-tie checks above)
+  EXPECT_EQ(toks[1].size(), 4u);
+  llm_ctx_destroy(ctx);
+  std::remove(path.c_str());
+}
+
 // Experts in host memory before whole layers leave the device.
 TEST(CudaAutoFit, MoeExpertsGoToHostFirst) {
   SKIP_WITHOUT_EMULATOR();
