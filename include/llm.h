@@ -805,9 +805,8 @@ typedef struct llm_request {
                               /* llm_submit returns. At most 64 images.     */
                               /* Image parts need a context with an         */
                               /* mmproj_path (else INVALID_ARGUMENT).       */
-                              /* Until the engine's image path lands, a     */
-                              /* valid request with image parts is          */
-                              /* UNSUPPORTED after every check above.       */
+                              /* The CPU backend runs them; a CUDA context  */
+                              /* refuses an mmproj_path (UNSUPPORTED).      */
   int32_t reserved6;          /* must be 0                                  */
 } llm_request;
 

@@ -221,8 +221,6 @@ TEST_F(CapiImages, BadPartsAreRefused) {
   EXPECT_NE(msg.find("2 image markers"), std::string::npos) << msg;
 }
 
-// Valid pictures are checked, decoded and preprocessed, then refused until
-// the engine's image path lands: never an answer computed without them.
 // Valid pictures reach the engine (test_image_prompt compares what it makes
 // of them with llama.cpp).
 TEST_F(CapiImages, ValidImagesReachTheEngine) {

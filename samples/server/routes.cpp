@@ -387,7 +387,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
       err.param = g.constraint_param;
     }
     // A picture the library refuses (corrupt, too large, a format it does
-    // not decode, no --mmproj), or the engine's image path not there yet.
+    // not decode, no --mmproj) or a backend that cannot take it.
     if (!g.images.empty() && (s == LLM_ERR_INVALID_ARGUMENT || s == LLM_ERR_UNSUPPORTED)) {
       err.http_status = 400;
       err.type = "invalid_request_error";
