@@ -91,6 +91,16 @@ llm_status ToReasoning(const llm_request& r, const Model& model, RequestSpec* sp
   return LLM_OK;
 }
 
+// The arguments llm_chat_apply_template and its v2 check alike.
+static llm_status CheckChatArgs(bool messages_null, size_t n_messages, const char* out, size_t capacity,
+                                int32_t add_generation_prompt) {
+  if (n_messages > 0 && messages_null) return Fail(LLM_ERR_NULL_ARGUMENT, "messages is NULL but n_messages > 0");
+  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
+  if (add_generation_prompt != 0 && add_generation_prompt != 1)
+    return Fail(LLM_ERR_INVALID_ARGUMENT, "add_generation_prompt must be 0 or 1");
+  return LLM_OK;
+}
+
 }  // namespace llm::capi
 
 extern "C" {
@@ -100,10 +110,9 @@ LLM_API llm_status llm_chat_apply_template(llm_ctx* ctx, const char* tmpl, const
                                            size_t capacity, size_t* n_out) {
   LLM_CHECK_ARG(ctx);
   LLM_CHECK_ARG(n_out);
-  if (n_messages > 0 && messages == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "messages is NULL but n_messages > 0");
-  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
-  if (add_generation_prompt != 0 && add_generation_prompt != 1)
-    return Fail(LLM_ERR_INVALID_ARGUMENT, "add_generation_prompt must be 0 or 1");
+  if (llm_status st = llm::capi::CheckChatArgs(messages == nullptr, n_messages, out, capacity, add_generation_prompt);
+      st != LLM_OK)
+    return st;
   return Guard([&]() -> llm_status {
     std::vector<llm::ChatMessage> msgs;
     msgs.reserve(n_messages);
@@ -188,10 +197,9 @@ LLM_API llm_status llm_chat_apply_template_v2(llm_ctx* ctx, const char* tmpl, co
                                               size_t capacity, size_t* n_out) {
   LLM_CHECK_ARG(ctx);
   LLM_CHECK_ARG(n_out);
-  if (n_messages > 0 && messages == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "messages is NULL but n_messages > 0");
-  if (capacity > 0 && out == nullptr) return Fail(LLM_ERR_NULL_ARGUMENT, "out is NULL but capacity > 0");
-  if (add_generation_prompt != 0 && add_generation_prompt != 1)
-    return Fail(LLM_ERR_INVALID_ARGUMENT, "add_generation_prompt must be 0 or 1");
+  if (llm_status st = llm::capi::CheckChatArgs(messages == nullptr, n_messages, out, capacity, add_generation_prompt);
+      st != LLM_OK)
+    return st;
   return Guard([&]() -> llm_status {
     // The messages as transformers hands them to a processor's template:
     // content a list of {"type": "text", "text"} and {"type": "image"} items.
