@@ -75,7 +75,7 @@ function(llm_add_gtest name)
     set(labels LABELS cuda)
   endif()
   add_executable(${name} ${ARGN})
-  target_link_libraries(${name} PRIVATE llmrt_static llmrt_test_support GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE llmrt_internal llmrt_test_support GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   llm_target_warnings(${name})
   gtest_discover_tests(${name}
