@@ -300,10 +300,21 @@ typedef struct llm_ctx_params {
                               /* F16, Q8_0 and Q4_0 in its attention kernels */
                               /* directly; CUDA reads BF16 (its AUTO), F16  */
                               /* and Q8_0 directly and refuses F32 with     */
-                              /* UNSUPPORTED. K and V share the type.       */
+                              /* UNSUPPORTED. V takes kv_type too unless    */
+                              /* kv_type_v names another type.              */
                               /* Another value: INVALID_ARGUMENT. Callers   */
                               /* built against an older header get AUTO.    */
-  int32_t reserved3;          /* must be 0                                  */
+  int32_t kv_type_v;          /* (0.6, was reserved3; issue 32) LLM_KV_*:   */
+                              /* the element type of V when it differs from */
+                              /* K's (llama.cpp's -ctk / -ctv: e.g. K Q8_0, */
+                              /* V F16). 0 (LLM_KV_AUTO, the default and    */
+                              /* what every caller of an older header       */
+                              /* passes) = as kv_type. The CPU backend      */
+                              /* stores and reads each side in its own type */
+                              /* (llm_stats.kv_pool_bytes: the sum of both  */
+                              /* sides); CUDA refuses a V type other than   */
+                              /* kv_type with UNSUPPORTED. Another value:   */
+                              /* INVALID_ARGUMENT.                          */
   /* --- appended in 0.3: partial offload (llama.cpp's -ngl) --- */
   int32_t n_gpu_layers;       /* With the CUDA backend: how many of the     */
                               /* model's layers run on the GPU, the first   */
@@ -1314,9 +1325,9 @@ LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, s
  *    type and shape, a hash of sampled weight bytes) and the KV geometry;
  *    an import checks both before it reads a block, and checks each block's
  *    checksum and chained hash before it uses it. A stream of another
- *    element type (F32, F16, Q8_0: llm_ctx_params.kv_type; BF16, the CUDA
- *    pool's AUTO) converts: a CPU context's stream imports into a CUDA context
- *    and back.
+ *    element type (F32, F16, Q8_0, Q4_0: llm_ctx_params.kv_type, and V's
+ *    kv_type_v when it differs; BF16, the CUDA pool's AUTO) converts, K and
+ *    V each: a CPU context's stream imports into a CUDA context and back.
  *  - Threads: the engine waits between two steps while an export or import
  *    runs (requests keep queueing; their steps resume after), and the
  *    callbacks run on the calling thread. Concurrent calls on one context

@@ -104,17 +104,10 @@ int32_t ApplyFit(int32_t n_gpu_layers, bool ngl_given, int fit) {
   return n_gpu_layers;
 }
 
-int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v) {
-  int32_t t = both;
-  for (int32_t x : {k, v}) {
-    if (x == 0) continue;
-    if (t != 0 && t != x) {
-      std::fprintf(stderr, "KV cache types that differ (-kv/-ctk/-ctv): K and V share one element type here\n");
-      std::exit(2);
-    }
-    t = x;
-  }
-  return t;
+void ApplyKvTypes(int32_t both, int32_t k, int32_t v, llm_ctx_params* p) {
+  const int32_t kt = k != 0 ? k : both, vt = v != 0 ? v : both;
+  if (kt != 0) p->kv_type = kt;
+  p->kv_type_v = vt != 0 && vt != p->kv_type ? vt : LLM_KV_AUTO;
 }
 
 std::vector<llm_token> Tokenize(llm_ctx* ctx, const std::string& text, uint32_t flags) {

@@ -22,10 +22,12 @@ double NumberArg(const char* opt, const char* value);
 // usage message.
 int32_t KvTypeArg(const char* opt, const char* value);
 
-// The KV cache type from -ctk / -ctv (llama.cpp's --cache-type-k/-v; 0 =
-// not given) and -kv (`both`, 0 = not given): K and V share one element
-// type here, so types that differ exit with status 2 and a message.
-int32_t KvTypeOfPair(int32_t both, int32_t k, int32_t v);
+// The KV cache types from -kv (`both`), -ctk (`k`) and -ctv (`v`), each 0
+// when not given (llama.cpp's --cache-type-k/-v), into p->kv_type (K's:
+// -ctk, else -kv; left as it is when neither is given) and p->kv_type_v
+// (V's: -ctv, else -kv; 0, "as kv_type", when that is K's or neither is
+// given). So -ctk alone sets both sides, as -kv does.
+void ApplyKvTypes(int32_t both, int32_t k, int32_t v, llm_ctx_params* p);
 
 // Parses llama.cpp's --tensor-split value, shares separated by ',' or '/'
 // ("3,1"), into out[LLM_MAX_DEVICES] (the rest 0), or exits with a usage

@@ -76,7 +76,8 @@ const char* FinishName(int32_t r) {
 [[noreturn]] void Usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: llm-chat [-m MODEL] [-t THREADS] [-c CTX] [-n MAX_TOKENS] [--temp T] [--top-p P]\n"
-               "                [--top-k K] [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-ngl N] [-v]\n"
+               "                [--top-k K] [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-ngl N]\n"
+               "                [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-v]\n"
                "  -m, --model PATH      GGUF model (default: %s if present,\n"
                "                        else the built-in stories260K)\n"
                "  -t, --threads N       CPU threads (default: all cores)\n"
@@ -88,6 +89,9 @@ const char* FinishName(int32_t r) {
                "  --template FILE       Jinja chat template replacing the model's\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest\n"
                "                        on the CPU (default all; 0: none; auto: as many as fit)\n"
+               "  -kv TYPE              KV cache element type of K and V (default: the backend's)\n"
+               "  -ctk, --cache-type-k TYPE, -ctv, --cache-type-v TYPE   K's and V's apart (-ctk alone\n"
+               "                        sets both; types that differ: CPU backend only)\n"
                "  -v, --verbose         per-turn token counts and speed on stderr\n"
                "commands: /reset clears the history, /quit leaves\n",
                chat::kDefaultChatModel);
@@ -133,6 +137,7 @@ int main(int argc, char** argv) {
   int32_t max_tokens = 512;
   std::string model, system_prompt, template_text;
   bool model_given = false, verbose = false;
+  int32_t kv_both = 0, kv_k = 0, kv_v = 0;  // -kv, -ctk, -ctv
 
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -161,10 +166,14 @@ int main(int argc, char** argv) {
       ss << f.rdbuf();
       template_text = ss.str();
     }
+    else if (a == "-kv" || a == "--kv-type") { kv_both = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
+    else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-v" || a == "--verbose") verbose = true;
     else if (a == "-h" || a == "--help") Usage(0);
     else Usage(2);
   }
+  cli::ApplyKvTypes(kv_both, kv_k, kv_v, &params);
   if (!model_given) model = chat::FindDefaultModel();
   params.model_path = model.empty() ? nullptr : model.c_str();
 

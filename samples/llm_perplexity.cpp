@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (int32_t kv = cli::KvTypeOfPair(kv_both, kv_k, kv_v); kv != 0) params.kv_type = kv;
+  cli::ApplyKvTypes(kv_both, kv_k, kv_v, &params);
   if (file.empty() || n_ctx < 4) {
     std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX>=4] [-t THREADS]\n");
     return 2;

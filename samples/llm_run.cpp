@@ -71,6 +71,8 @@ const char* FinishName(int32_t r) {
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
                "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-ngl N|auto|all] [--fit on|off]\n"
+               "  -kv TYPE                KV cache element type of K and V; -ctk / -ctv: K's and V's apart\n"
+               "                          (-ctk alone sets both; types that differ: CPU backend only)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"
                "                          (default all; 0: none, the CPU backend; auto: as many as fit the GPUs'\n"
                "                          free memory with the KV cache for -c tokens, MoE experts to host memory\n"
@@ -192,7 +194,7 @@ int main(int argc, char** argv) {
   }
   if (use_ids && chat) Usage();
   params.n_gpu_layers = cli::ApplyFit(params.n_gpu_layers, ngl_given, fit);
-  if (int32_t kv = cli::KvTypeOfPair(kv_both, kv_k, kv_v); kv != 0) params.kv_type = kv;
+  cli::ApplyKvTypes(kv_both, kv_k, kv_v, &params);
 
   llm_ctx* ctx = nullptr;
   if (cli::Failed(llm_ctx_create(&params, &ctx), "llm_ctx_create")) return 1;

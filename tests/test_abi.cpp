@@ -180,7 +180,7 @@ TEST(Abi, CtxParamsLayout) {
   PIN(llm_ctx_params, kv_disk_dir, 112);
   PIN(llm_ctx_params, kv_disk_bytes, 120);
   PIN(llm_ctx_params, kv_type, 88);
-  PIN(llm_ctx_params, reserved3, 92);
+  PIN(llm_ctx_params, kv_type_v, 92);  // 0.6 (issue 32): the 0.3 layout's reserved3
   PIN(llm_ctx_params, n_gpu_layers, 96);
   PIN(llm_ctx_params, reserved4, 100);
   PIN(llm_ctx_params, swap_space_bytes, 80);

@@ -462,7 +462,7 @@ struct PagedBatch {
   }
   std::vector<float> Row(const std::vector<uint8_t>& pool, int layer, bool v, int s, int pos, int h) const {
     std::vector<float> x(hd);
-    kvstate::DecodeKvRow(wire(), pool.data() + Tile(layer, v, s, pos, h), pos % bs, x.data());
+    kvstate::DecodeKvRow(wire(), v ? 1 : 0, pool.data() + Tile(layer, v, s, pos, h), pos % bs, x.data());
     return x;
   }
   PagedKv View(uint8_t* d_pool) const {  // layer 1's view of a device copy
@@ -476,7 +476,7 @@ struct PagedBatch {
     return kv;
   }
   void SetRow(std::vector<uint8_t>& pool, int layer, bool v, int s, int pos, int h, const float* x) const {
-    kvstate::EncodeKvRow(wire(), pool.data() + Tile(layer, v, s, pos, h), pos % bs, x);
+    kvstate::EncodeKvRow(wire(), v ? 1 : 0, pool.data() + Tile(layer, v, s, pos, h), pos % bs, x);
   }
 };
 
@@ -605,9 +605,9 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
           if (elem == kKvQ8) {  // the CPU pool's rule on the reference row
             std::vector<uint8_t> tile(static_cast<size_t>(b.layout.tile_bytes()));
             const KvWireLayout w = b.wire();
-            kvstate::EncodeKvRow(w, tile.data(), 0, xr);
+            kvstate::EncodeKvRow(w, 0, tile.data(), 0, xr);
             std::vector<float> rq(k.hd);
-            kvstate::DecodeKvRow(w, tile.data(), 0, rq.data());
+            kvstate::DecodeKvRow(w, 0, tile.data(), 0, rq.data());
             for (int d = 0; d < k.hd; ++d) {
               got_q.push_back(row[d]);
               ref_q.push_back(rq[d]);

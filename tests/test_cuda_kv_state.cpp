@@ -186,8 +186,8 @@ void ExpectValues(const std::string& want_stream, const std::string& got_stream,
       for (int64_t kv = 0; kv < 2; ++kv)
         for (int64_t h = 0; h < ww.n_head_kv; ++h)
           for (int64_t p = 0; p < ww.block_size; ++p) {
-            kvstate::DecodeKvRow(ww, bw[i].kv.data() + ww.TileOffset(l, kv, h), p, x.data());
-            kvstate::DecodeKvRow(wg, bg[i].kv.data() + wg.TileOffset(l, kv, h), p, y.data());
+            kvstate::DecodeKvRow(ww, kv, bw[i].kv.data() + ww.TileOffset(l, kv, h), p, x.data());
+            kvstate::DecodeKvRow(wg, kv, bg[i].kv.data() + wg.TileOffset(l, kv, h), p, y.data());
             float amax = 0;
             for (float v : x) amax = std::max(amax, std::fabs(v));
             for (size_t d = 0; d < x.size(); ++d)

@@ -133,6 +133,19 @@ TEST_F(CudaKvTypes, BytesPerTokenFollowTheType) {
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(ctx, nullptr);
   EXPECT_NE(std::string(llm_last_error()).find("F32"), std::string::npos) << llm_last_error();
+  // K and V of different types (kv_type_v) are the CPU's: the CUDA pool
+  // holds one type, so a difference is refused naming both; kv_type_v of
+  // K's own type is the one-type pool.
+  for (int32_t v : {LLM_KV_F16, LLM_KV_Q4_0}) {
+    p.kv_type = LLM_KV_Q8_0;
+    p.kv_type_v = v;
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(std::string(llm_last_error()).find("kv_type q8_0 with kv_type_v"), std::string::npos) << llm_last_error();
+  }
+  p.kv_type_v = LLM_KV_Q8_0;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_ctx_destroy(ctx);
 }
 
 // ---------------------------------------------------------------- export / import

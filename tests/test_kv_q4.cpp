@@ -111,15 +111,16 @@ TEST(KvQ4, HadamardRotationIsSylvesterMatrix) {
 // ------------------------------------------------------------ the kernel
 
 // A one-layer, one-head Q4_0 pool laid out as kv_layout.h says, filled from
-// gguf blocks of random values; Elem gives the stored values back.
+// gguf blocks of random values; Elem gives the stored values back. One side
+// may be F16 instead (ek / ev: K and V of different types, kv_type_v).
 struct Q4Pool {
   KvLayout lay;
   std::vector<uint8_t> bytes;
   std::vector<int32_t> table;
   std::vector<float> k, v;  // (n_blocks * bs, hd) values as stored: d * (q - 8)
 
-  Q4Pool(int hd, int bs, int n_blocks, std::mt19937& rng) {
-    lay = KvLayout{1, 1, hd, bs, KvElem::kQ4};
+  Q4Pool(int hd, int bs, int n_blocks, std::mt19937& rng, KvElem ek = KvElem::kQ4, KvElem ev = KvElem::kQ4) {
+    lay = KvLayout{1, 1, hd, bs, ek, ev};
     bytes.assign(static_cast<size_t>(lay.block_bytes()) * n_blocks, 0);
     k.resize(static_cast<size_t>(n_blocks) * bs * hd);
     v.resize(k.size());
@@ -128,11 +129,17 @@ struct Q4Pool {
     for (int b = 0; b < n_blocks; ++b) {
       for (int kv = 0; kv < 2; ++kv) {
         uint8_t* tile = bytes.data() + b * lay.block_bytes() + (kv == 0 ? lay.KOffset(0, 0) : lay.VOffset(0, 0));
-        uint16_t* sc = reinterpret_cast<uint16_t*>(tile + lay.scales_offset());
+        uint16_t* sc = reinterpret_cast<uint16_t*>(tile + lay.ScalesOffset(KvElem::kQ4));
+        const bool f16 = (kv == 0 ? ek : ev) == KvElem::kF16;
         for (int s = 0; s < bs; ++s) {
           for (float& e : x) e = dist(rng);
           float* stored = (kv == 0 ? k : v).data() + (static_cast<size_t>(b) * bs + s) * hd;
-          for (int g = 0; g < hd / 32; ++g) {
+          for (int dim = 0; f16 && dim < hd; ++dim) {  // K transposed, V by rows
+            const uint16_t h = F32ToF16(x[dim]);
+            reinterpret_cast<uint16_t*>(tile)[kv == 0 ? dim * bs + s : s * hd + dim] = h;
+            stored[dim] = F16ToF32Portable(h);
+          }
+          for (int g = 0; g < (f16 ? 0 : hd / 32); ++g) {
             uint8_t q[32];
             const uint16_t d = QuantizeBlockQ4(x.data() + 32 * g, q);
             sc[kv == 0 ? g * bs + s : s * (hd / 32) + g] = d;
@@ -161,22 +168,29 @@ struct Q4Pool {
 // Q4_0 tiles read in place by both kernel tables against a double reference
 // over the stored values: GQA groups of 1-4 heads, head_dim 32/64/128, block
 // sizes with and without whole groups of 8 keys, contexts ending mid-block,
-// sliding windows, a softcap. Each head is bitwise the same whatever group it
-// is computed in.
+// sliding windows, a softcap; K and V both Q4_0, or one of them F16
+// (kv_type_v). Each head is bitwise the same whatever group it is computed
+// in.
 TEST(KvQ4, AttentionKernelReadsQ4InPlace) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const std::vector<const cpu::Kernels*> tables = {&cpu::GenericKernels(), &cpu::BestKernels()};
+  const KvElem types[][2] = {{KvElem::kQ4, KvElem::kQ4}, {KvElem::kQ4, KvElem::kF16}, {KvElem::kF16, KvElem::kQ4}};
+  for (const auto& t : types)
   for (int hd : {32, 64, 128}) {
     for (int bs : {16, 5}) {
       const int n_blocks = 70 / bs + 2;
-      Q4Pool pool(hd, bs, n_blocks, rng);
+      Q4Pool pool(hd, bs, n_blocks, rng, t[0], t[1]);
+      SCOPED_TRACE("K " + std::to_string(static_cast<int>(t[0])) + " V " + std::to_string(static_cast<int>(t[1])));
       cpu::AttnArgs a;
       a.pool = pool.bytes.data();
-      a.elem = KvElem::kQ4;
+      a.elem_k = t[0];
+      a.elem_v = t[1];
       a.block_stride = pool.lay.block_bytes();
-      a.tile_bytes = pool.lay.tile_bytes();
-      a.scales_offset = pool.lay.scales_offset();
+      a.k_tile_bytes = pool.lay.k_tile_bytes();
+      a.v_tile_bytes = pool.lay.v_tile_bytes();
+      a.k_scales_offset = pool.lay.k_scales_offset();
+      a.v_scales_offset = pool.lay.v_scales_offset();
       a.k_offset = pool.lay.KOffset(0, 0);
       a.v_offset = pool.lay.VOffset(0, 0);
       a.block_table = pool.table.data();

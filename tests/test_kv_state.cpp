@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/kv_rotation.h"
@@ -33,6 +34,7 @@ struct CtxOptions {
   int32_t kv_type = LLM_KV_AUTO;
   int32_t block_size = 16;
   int32_t n_blocks = 0;
+  int32_t kv_type_v = LLM_KV_AUTO;  // V's type when it differs (0: as kv_type)
 };
 
 struct Ctx {
@@ -46,6 +48,7 @@ struct Ctx {
     cp.n_threads = 2;
     cp.n_ctx = 256;
     cp.kv_type = o.kv_type;
+    cp.kv_type_v = o.kv_type_v;
     cp.kv_block_size = o.block_size;
     cp.n_kv_blocks = o.n_blocks;
     const llm_status st = llm_ctx_create(&cp, &p);
@@ -277,8 +280,8 @@ void Convert(int32_t from, int32_t to) {
       for (int64_t kv = 0; kv < 2; ++kv)
         for (int64_t h = 0; h < ws.n_head_kv; ++h)
           for (int64_t p = 0; p < ws.block_size; ++p) {
-            kvstate::DecodeKvRow(ws, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
-            kvstate::DecodeKvRow(wd, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
+            kvstate::DecodeKvRow(ws, kv, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
+            kvstate::DecodeKvRow(wd, kv, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
             float amax = 0;
             for (float v : x) amax = std::max(amax, std::fabs(v));
             for (size_t d = 0; d < x.size(); ++d) {
@@ -300,6 +303,83 @@ void Convert(int32_t from, int32_t to) {
   EXPECT_EQ(rb.status, LLM_OK);
   EXPECT_EQ(rb.metrics.cached_prompt_tokens, 48);
   EXPECT_EQ(rb.tokens.size(), 8u);
+}
+
+// K and V of different types (kv_type_v): the stream's GEOM names K's type
+// and a VELM section V's; each side's tiles keep their own size on the wire
+// and come back into a pool of the same pair byte for byte ("tiny":
+// head_dim 64, so Q4_0 takes part on either side).
+TEST(KvState, RoundTripMixedTypes) {
+  const std::string path = SynthPath("tiny");
+  const std::pair<int32_t, int32_t> pairs[] = {{LLM_KV_Q8_0, LLM_KV_F16}, {LLM_KV_F16, LLM_KV_Q4_0},
+                                               {LLM_KV_Q4_0, LLM_KV_Q8_0}, {LLM_KV_F32, LLM_KV_Q8_0}};
+  for (const auto& [k, v] : pairs) {
+    SCOPED_TRACE("K " + std::to_string(k) + " V " + std::to_string(v));
+    RoundTrip(path, {k, 16, 0, v});
+    Ctx a(path, {k, 16, 0, v});
+    int32_t n = 0;
+    const std::string stream = Export(a.p, Converse(a.p, 20, 4), &n);
+    ASSERT_EQ(n, 16);
+    kvstate::StreamHeader h;
+    const auto blocks = Blocks(stream, &h);
+    ASSERT_EQ(blocks.size(), 1u);
+    auto wire = [](int32_t t) { return t == LLM_KV_Q4_0 ? kKvWireQ4_0 : t; };
+    EXPECT_EQ(h.geometry.elem, wire(k));
+    EXPECT_EQ(h.geometry.elem_v, wire(v));
+    EXPECT_NE(stream.find("VELM"), std::string::npos);
+    // 2 layers x 2 KV heads x (a K tile + a V tile) of 16 rows each
+    const KvWireLayout w = h.geometry.wire();
+    EXPECT_EQ(static_cast<int64_t>(blocks[0].kv.size()), 2 * 2 * (w.TileBytes(wire(k)) + w.TileBytes(wire(v))));
+  }
+  // a single-type stream carries no VELM (it reads as before kv_type_v)
+  Ctx one(path, {LLM_KV_Q8_0, 16, 0, LLM_KV_Q8_0});
+  int32_t n = 0;
+  EXPECT_EQ(Export(one.p, Converse(one.p, 20, 4), &n).find("VELM"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+// A mixed cache's stream (K Q8_0, V F16) into a one-type F32 context: each
+// side widens exactly; and that F32 stream back into a mixed context, each
+// side converting to its own type; both imports serve their prefix.
+TEST(KvState, ConvertMixedTypes) {
+  const std::string path = test::ModelPathF32();
+  Ctx a(path, {LLM_KV_Q8_0, 16, 0, LLM_KV_F16});
+  const std::vector<llm_token> conv = Converse(a.p, 40, 24);
+  int32_t n = 0;
+  const std::string src = Export(a.p, conv, &n);
+  ASSERT_EQ(n, 48);
+  Ctx b(path, {LLM_KV_F32});
+  int32_t n_in = 0;
+  ASSERT_EQ(Import(b.p, src, &n_in), LLM_OK) << llm_last_error();
+  ASSERT_EQ(n_in, 48);
+  const std::string dst = Export(b.p, conv, &n);
+  kvstate::StreamHeader hs, hd;
+  const auto bs = Blocks(src, &hs), bd = Blocks(dst, &hd);
+  ASSERT_EQ(bs.size(), 3u);
+  ASSERT_EQ(bd.size(), 3u);
+  ASSERT_EQ(hs.geometry.elem, LLM_KV_Q8_0);
+  ASSERT_EQ(hs.geometry.elem_v, LLM_KV_F16);
+  ASSERT_EQ(hd.geometry.elem, LLM_KV_F32);
+  ASSERT_EQ(hd.geometry.elem_v, 0);
+  const KvWireLayout ws = hs.geometry.wire(), wd = hd.geometry.wire();
+  std::vector<float> x(static_cast<size_t>(ws.head_dim)), y(x.size());
+  for (size_t i = 0; i < bs.size(); ++i)
+    for (int64_t l = 0; l < ws.n_layer; ++l)
+      for (int64_t kv = 0; kv < 2; ++kv)
+        for (int64_t h = 0; h < ws.n_head_kv; ++h)
+          for (int64_t p = 0; p < ws.block_size; ++p) {
+            kvstate::DecodeKvRow(ws, kv, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
+            kvstate::DecodeKvRow(wd, kv, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
+            ASSERT_EQ(x, y) << "block " << i << " layer " << l << " kv " << kv << " head " << h << " pos " << p;
+          }
+  const ApiGreedyRun rb = ApiGreedy(b.p, conv, 8);
+  EXPECT_EQ(rb.metrics.cached_prompt_tokens, 48);
+  Ctx c(path, {LLM_KV_Q8_0, 16, 0, LLM_KV_F16});
+  ASSERT_EQ(Import(c.p, dst, &n_in), LLM_OK) << llm_last_error();
+  ASSERT_EQ(n_in, 48);
+  const ApiGreedyRun rc = ApiGreedy(c.p, conv, 8);
+  EXPECT_EQ(rc.metrics.cached_prompt_tokens, 48);
+  EXPECT_EQ(rc.tokens.size(), 8u);
 }
 
 TEST(KvState, ConvertF32ToF16) { Convert(LLM_KV_F32, LLM_KV_F16); }
@@ -336,8 +416,8 @@ TEST(KvState, ConvertQ4ToF32AndF16) {
         for (int64_t kv = 0; kv < 2; ++kv)
           for (int64_t h = 0; h < ws.n_head_kv; ++h)
             for (int64_t p = 0; p < ws.block_size; ++p) {
-              kvstate::DecodeKvRow(ws, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
-              kvstate::DecodeKvRow(wd, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
+              kvstate::DecodeKvRow(ws, kv, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
+              kvstate::DecodeKvRow(wd, kv, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
               for (size_t d = 0; d < x.size(); ++d) {
                 const double tol = to == LLM_KV_F32 ? 0.0 : std::fabs(x[d]) * (1.0 / 2048) + 6e-8;
                 ASSERT_LE(std::fabs(static_cast<double>(y[d]) - x[d]), tol) << "to " << to << " dim " << d;
@@ -383,11 +463,11 @@ TEST(KvState, Q4PoolHoldsRotatedRows) {
       for (int64_t h = 0; h < wf.n_head_kv; ++h) {
         const uint8_t* got = bq[i].kv.data() + wq.TileOffset(0, kv, h);
         for (int64_t p = 0; p < wf.block_size; ++p) {
-          kvstate::DecodeKvRow(wf, bf[i].kv.data() + wf.TileOffset(0, kv, h), p, x.data());
-          kvstate::EncodeKvRow(wq, want.data(), p, x.data());  // unrotated
+          kvstate::DecodeKvRow(wf, kv, bf[i].kv.data() + wf.TileOffset(0, kv, h), p, x.data());
+          kvstate::EncodeKvRow(wq, kv, want.data(), p, x.data());  // unrotated
           unrotated_equal += std::memcmp(want.data() + p * (hd / 32) * 18, got + p * (hd / 32) * 18, hd / 32 * 18) == 0;
           HadamardRotate(x.data(), hd, kv == 0 ? KvRotationK(hd) : KvRotationV(hd));
-          kvstate::EncodeKvRow(wq, want.data(), p, x.data());
+          kvstate::EncodeKvRow(wq, kv, want.data(), p, x.data());
           ASSERT_EQ(0, std::memcmp(want.data() + p * (hd / 32) * 18, got + p * (hd / 32) * 18, hd / 32 * 18))
               << "block " << i << (kv == 0 ? " K" : " V") << " head " << h << " pos " << p;
           ++rows;
@@ -425,8 +505,8 @@ TEST(KvState, ConvertRotatedQ4BothWays) {
       for (int64_t kv = 0; kv < 2; ++kv)
         for (int64_t h = 0; h < ws.n_head_kv; ++h)
           for (int64_t p = 0; p < ws.block_size; ++p) {
-            kvstate::DecodeKvRow(ws, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
-            kvstate::DecodeKvRow(wd, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
+            kvstate::DecodeKvRow(ws, kv, bs[i].kv.data() + ws.TileOffset(l, kv, h), p, x.data());
+            kvstate::DecodeKvRow(wd, kv, bd[i].kv.data() + wd.TileOffset(l, kv, h), p, y.data());
             float amax = 0;
             for (float v : x) amax = std::max(amax, std::fabs(v));
             HadamardRotate(x.data(), dim, kvstate::KvRowRotation(ws, kv));
@@ -528,6 +608,64 @@ TEST(KvState, RefusesUnrotatedQ4Stream) {
   EXPECT_EQ(r.status, LLM_OK);
   EXPECT_EQ(r.metrics.cached_prompt_tokens, 0);
   std::filesystem::remove(path);
+}
+
+// A hostile VELM (V's element type): out of range, 0, the refused
+// unrotated Q4_0, Q4_0 where head_dim is no multiple of 32, a valid type
+// its blocks were not written in, a wrong length, unknown flags, repeated,
+// after GEOM, or missing from a mixed stream: each a clear status before
+// any block is used, and the context serves on.
+TEST(KvState, RefusesHostileVElem) {
+  const std::string path = test::ModelPathF32();  // head_dim 8
+  Ctx a(path, {LLM_KV_Q8_0, 16, 0, LLM_KV_F16});
+  int32_t n = 0;
+  const std::string s = Export(a.p, Converse(a.p, 40, 8), &n);
+  ASSERT_EQ(n, 32);
+  const size_t velm = s.find("VELM"), geom = s.find("GEOM");
+  ASSERT_NE(velm, std::string::npos);
+  ASSERT_LT(velm, geom);
+  const size_t value_at = velm + 16, section = 16 + 4;  // header (tag, flags, u64 length), i32
+  auto with_value = [&](int32_t v) {
+    std::string x = s;
+    std::memcpy(x.data() + value_at, &v, 4);
+    return x;
+  };
+  Ctx b(path, {LLM_KV_Q8_0, 16, 0, LLM_KV_F16});
+  int32_t got = 0;
+  auto expect = [&](const std::string& x, llm_status want, const char* says) {
+    EXPECT_EQ(Import(b.p, x, &got), want) << says << ": " << llm_last_error();
+    EXPECT_NE(std::string(llm_last_error()).find(says), std::string::npos) << llm_last_error();
+    EXPECT_LE(got, 0) << says;  // -1: untouched (header refused); 0: no block imported
+  };
+  expect(with_value(99), LLM_ERR_KV_CORRUPT, "unknown V element type 99");
+  expect(with_value(-7), LLM_ERR_KV_CORRUPT, "unknown V element type -7");
+  expect(with_value(0), LLM_ERR_KV_CORRUPT, "VELM");
+  expect(with_value(kKvWireQ4_0Unrotated), LLM_ERR_KV_MISMATCH, "unrotated");
+  expect(with_value(kKvWireQ4_0), LLM_ERR_KV_CORRUPT, "head_dim 8");
+  expect(with_value(LLM_KV_F32), LLM_ERR_KV_CORRUPT, "its geometry needs");  // F32 V tiles: longer blocks
+  {
+    std::string x = s;  // an 8-byte payload
+    const uint64_t len = 8;
+    std::memcpy(x.data() + velm + 8, &len, 8);
+    x.insert(value_at + 4, 4, '\0');
+    expect(x, LLM_ERR_KV_CORRUPT, "VELM");
+  }
+  {
+    std::string x = s;
+    const uint32_t flags = 3;
+    std::memcpy(x.data() + velm + 4, &flags, 4);
+    expect(x, LLM_ERR_KV_MISMATCH, "flags 3");
+  }
+  expect(s.substr(0, velm) + s.substr(velm, section) + s.substr(velm), LLM_ERR_KV_CORRUPT, "'VELM'");  // twice
+  {
+    // after GEOM: read where a block may come
+    const std::string no_velm = s.substr(0, velm) + s.substr(velm + section);
+    const size_t blck = no_velm.find("BLCK");
+    expect(no_velm.substr(0, blck) + s.substr(velm, section) + no_velm.substr(blck), LLM_ERR_KV_CORRUPT, "'VELM'");
+    // left out: V read as K's Q8_0, whose tiles are another size
+    expect(no_velm, LLM_ERR_KV_CORRUPT, "its geometry needs");
+  }
+  ExpectServes(b.p, s, 32);
 }
 
 TEST(KvState, RefusesNewerVersionAndUnknownRequiredSection) {
@@ -810,6 +948,14 @@ TEST(KvState, DISABLED_WriteFuzzSeeds) {
   {
     Ctx c(tiny, {LLM_KV_Q4_0});
     save("tiny-q4-1block", Export(c.p, Converse(c.p, 20, 4), &n));
+  }
+  {
+    Ctx c(tiny, {LLM_KV_Q4_0, 16, 0, LLM_KV_Q8_0});  // K and V apart: a VELM section
+    save("tiny-q4k-q8v-1block", Export(c.p, Converse(c.p, 20, 4), &n));
+  }
+  {
+    Ctx c(test::ModelPathF32(), {LLM_KV_Q8_0, 16, 0, LLM_KV_F16});
+    save("stories-q8k-f16v-1block", Export(c.p, Converse(c.p, 20, 4), &n));
   }
   std::filesystem::remove(tiny);
 }

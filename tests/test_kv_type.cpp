@@ -32,7 +32,7 @@ using cpu::KvLayout;
 
 // ------------------------------------------------------------ the kernel
 
-// A one-layer, one-head pool of `n_blocks` blocks in `elem`, filled from
+// A one-layer, one-head pool of `n_blocks` blocks, K in `ek` and V in `ev`, filled from
 // random F32 values the way the backend stores them; key(j, d) / val(j, d)
 // give back the values as stored (the kernel's exact inputs).
 struct TypedPool {
@@ -40,8 +40,8 @@ struct TypedPool {
   std::vector<uint8_t> bytes;
   std::vector<int32_t> table;
 
-  TypedPool(KvElem elem, int hd, int bs, int n_blocks, std::mt19937& rng) {
-    lay = KvLayout{1, 1, hd, bs, elem};
+  TypedPool(KvElem ek, KvElem ev, int hd, int bs, int n_blocks, std::mt19937& rng) {
+    lay = KvLayout{1, 1, hd, bs, ek, ev};
     bytes.assign(static_cast<size_t>(lay.block_bytes()) * n_blocks, 0);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     std::vector<float> x(hd);
@@ -63,9 +63,10 @@ struct TypedPool {
   void Store(uint8_t* tile, int64_t slot, const float* x, bool column) {
     const int64_t hd = lay.head_dim, bs = lay.block_size;
     const int64_t step = column ? bs : 1, first = column ? slot : slot * hd;
-    if (lay.elem == KvElem::kF32) {
+    const KvElem elem = column ? lay.elem_k : lay.elem_v;
+    if (elem == KvElem::kF32) {
       for (int64_t d = 0; d < hd; ++d) reinterpret_cast<float*>(tile)[first + d * step] = x[d];
-    } else if (lay.elem == KvElem::kF16) {
+    } else if (elem == KvElem::kF16) {
       for (int64_t d = 0; d < hd; ++d) reinterpret_cast<uint16_t*>(tile)[first + d * step] = F32ToF16(x[d]);
     } else {
       float amax = 0;
@@ -73,7 +74,7 @@ struct TypedPool {
       const float scale = amax / 127.0f;
       for (int64_t d = 0; d < hd; ++d)
         reinterpret_cast<int8_t*>(tile)[first + d * step] = static_cast<int8_t>(std::nearbyint(x[d] / scale));
-      reinterpret_cast<float*>(tile + lay.scales_offset())[slot] = scale;
+      reinterpret_cast<float*>(tile + lay.ScalesOffset(elem))[slot] = scale;
     }
   }
 
@@ -81,12 +82,14 @@ struct TypedPool {
     const int64_t bs = lay.block_size, hd = lay.head_dim;
     const uint8_t* tile = bytes.data() + table[j / bs] * lay.block_bytes() + (k ? lay.KOffset(0, 0) : lay.VOffset(0, 0));
     const int64_t i = k ? d * bs + j % bs : (j % bs) * hd + d;
-    switch (lay.elem) {
+    const KvElem elem = k ? lay.elem_k : lay.elem_v;
+    switch (elem) {
       case KvElem::kF32: return reinterpret_cast<const float*>(tile)[i];
       case KvElem::kF16: return F16ToF32Portable(reinterpret_cast<const uint16_t*>(tile)[i]);
       case KvElem::kQ8:
         return static_cast<double>(reinterpret_cast<const int8_t*>(tile)[i]) *
-               reinterpret_cast<const float*>(tile + lay.scales_offset())[j % bs];
+               reinterpret_cast<const float*>(tile + lay.ScalesOffset(elem))[j % bs];
+      case KvElem::kQ4: break;  // not stored here (test_kv_q4.cpp)
     }
     return 0;
   }
@@ -95,23 +98,32 @@ struct TypedPool {
 // F16 and Q8_0 tiles read in place by both kernel tables, against a double
 // reference over the stored values: GQA groups of 1-4 heads, head_dim on and
 // off the vector paths, block sizes with and without whole groups of 8 keys
-// (the scalar path), contexts ending mid-block, sliding windows. Each head
-// is also bitwise the same whatever group it is computed in.
+// (the scalar path), contexts ending mid-block, sliding windows; K and V of
+// one type and of two (kv_type_v: each side's tiles of its own size, read
+// by its own pass). Each head is also bitwise the same whatever group it is
+// computed in.
 TEST(KvType, AttentionKernelReadsF16AndQ8InPlace) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const std::vector<const cpu::Kernels*> tables = {&cpu::GenericKernels(), &cpu::BestKernels()};
-  for (KvElem elem : {KvElem::kF16, KvElem::kQ8}) {
+  const std::pair<KvElem, KvElem> types[] = {{KvElem::kF16, KvElem::kF16}, {KvElem::kQ8, KvElem::kQ8},
+                                             {KvElem::kQ8, KvElem::kF16}, {KvElem::kF16, KvElem::kQ8},
+                                             {KvElem::kF32, KvElem::kQ8}, {KvElem::kQ8, KvElem::kF32}};
+  for (const auto& [ek, ev] : types) {
+    const int elem = static_cast<int>(ek) * 10 + static_cast<int>(ev);  // in failure messages: K, V
     for (int hd : {8, 12, 64}) {
       for (int bs : {16, 5}) {
         const int n_blocks = 70 / bs + 2;
-        TypedPool pool(elem, hd, bs, n_blocks, rng);
+        TypedPool pool(ek, ev, hd, bs, n_blocks, rng);
         cpu::AttnArgs a;
         a.pool = pool.bytes.data();
-        a.elem = elem;
+        a.elem_k = ek;
+        a.elem_v = ev;
         a.block_stride = pool.lay.block_bytes();
-        a.tile_bytes = pool.lay.tile_bytes();
-        a.scales_offset = pool.lay.scales_offset();
+        a.k_tile_bytes = pool.lay.k_tile_bytes();
+        a.v_tile_bytes = pool.lay.v_tile_bytes();
+        a.k_scales_offset = pool.lay.k_scales_offset();
+        a.v_scales_offset = pool.lay.v_scales_offset();
         a.k_offset = pool.lay.KOffset(0, 0);
         a.v_offset = pool.lay.VOffset(0, 0);
         a.block_table = pool.table.data();
@@ -143,13 +155,13 @@ TEST(KvType, AttentionKernelReadsF16AndQ8InPlace) {
                     double want = 0;
                     for (int64_t j = first; j < n_keys; ++j) want += s[j - first] * pool.Elem(j, d, false);
                     ASSERT_NEAR(out[g * hd + d], want / z, 1e-5)
-                        << k->name << " elem " << static_cast<int>(elem) << " hd " << hd << " bs " << bs
+                        << k->name << " elem " << elem << " hd " << hd << " bs " << bs
                         << " n_keys " << n_keys << " first " << first << " n_q " << n_q << " head " << g;
                   }
                   std::vector<float> s1(n_keys), o1(hd);
                   k->attention(a, 1, q.data() + g * hd, s1.data(), o1.data());
                   ASSERT_EQ(0, std::memcmp(o1.data(), out.data() + g * hd, hd * sizeof(float)))
-                      << k->name << " elem " << static_cast<int>(elem) << " head " << g;
+                      << k->name << " elem " << elem << " head " << g;
                 }
               }
             }
@@ -288,8 +300,12 @@ TEST(KvType, BadValuesAreRefused) {
     EXPECT_EQ(ctx, nullptr);
   }
   p.kv_type = LLM_KV_AUTO;
-  p.reserved3 = 1;
-  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
+  for (int32_t bad : {-1, 5, 1000}) {  // kv_type_v (0.3's reserved3): 0 = as kv_type, else an LLM_KV_* value
+    p.kv_type_v = bad;
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(std::string(llm_last_error()).find("kv_type_v"), std::string::npos);
+    EXPECT_EQ(ctx, nullptr);
+  }
 }
 
 int64_t ResidentBytes() {

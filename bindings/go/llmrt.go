@@ -43,6 +43,11 @@ type Params struct {
 	MaxSeqs        int
 	MaxBatchTokens int
 	MaxQueued      int
+	// KV cache element types (llm_ctx_params.kv_type, kv_type_v): K's
+	// (KVAuto: the backend's own) and V's when it differs (KVAuto: as
+	// KVType; the CPU backend only, CUDA refuses a difference).
+	KVType  KVType
+	KVTypeV KVType
 	// Prefill/decode disaggregation (llm_ctx_params.kv_role; a build
 	// without UCX refuses any role with StatusUnsupported).
 	KVRole       KVRole
@@ -85,6 +90,17 @@ type DeviceStats struct {
 	WeightBytes, KVPoolBytes     uint64
 	UsedBytes, TotalBytes        uint64
 }
+
+// KVType is an LLM_KV_* element type of the KV cache.
+type KVType int32
+
+const (
+	KVAuto KVType = C.LLM_KV_AUTO
+	KVF32  KVType = C.LLM_KV_F32
+	KVF16  KVType = C.LLM_KV_F16
+	KVQ8_0 KVType = C.LLM_KV_Q8_0
+	KVQ4_0 KVType = C.LLM_KV_Q4_0
+)
 
 // KVRole is llm_ctx_params.kv_role.
 type KVRole int32
@@ -135,6 +151,8 @@ func Open(p *Params) (*Context, error) {
 	cp.max_seqs = C.int32_t(p.MaxSeqs)
 	cp.max_batch_tokens = C.int32_t(p.MaxBatchTokens)
 	cp.max_queued = C.int32_t(p.MaxQueued)
+	cp.kv_type = C.int32_t(p.KVType)
+	cp.kv_type_v = C.int32_t(p.KVTypeV)
 	cp.kv_role = C.int32_t(p.KVRole)
 	cp.kv_lease_ms = C.int32_t(p.KVLeaseMs)
 	cp.n_cpu_moe = C.int32_t(p.CPUMoELayers)

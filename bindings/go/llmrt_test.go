@@ -547,3 +547,23 @@ func TestDevicesAndTensorSplit(t *testing.T) {
 		t.Fatalf("a CPU context's devices: %v %v", d, err)
 	}
 }
+
+// K and V in different element types (llm_ctx_params.kv_type_v) on the CPU:
+// the context runs; a V type that is no LLM_KV_* value reaches the library
+// and is refused.
+func TestKVTypesApart(t *testing.T) {
+	c, err := Open(&Params{Backend: BackendCPU, ContextLength: 128, KVType: KVQ8_0, KVTypeV: KVF16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Complete(context.Background(), Request{Prompt: "Once upon a time", MaxTokens: 4})
+	if err != nil || len(res.Text()) == 0 {
+		t.Fatalf("K q8_0 + V f16: %v %+v", err, res)
+	}
+	c.Close()
+	_, err = Open(&Params{Backend: BackendCPU, KVTypeV: KVType(99)})
+	var e *Error
+	if !errors.As(err, &e) || e.Status != StatusInvalidArgument || !strings.Contains(e.Message, "kv_type_v") {
+		t.Fatalf("KVTypeV 99: %v", err)
+	}
+}

@@ -73,6 +73,7 @@ llm_ctx* CreateContext(const server::Options& o) {
   std::copy(std::begin(o.tensor_split), std::end(o.tensor_split), p.tensor_split);
   p.max_batch_tokens = o.max_batch_tokens;
   p.kv_type = o.kv_type;
+  p.kv_type_v = o.kv_type_v;
   p.kv_host_bytes = o.kv_host_bytes;
   p.kv_disk_dir = o.kv_disk_dir.empty() ? nullptr : o.kv_disk_dir.c_str();
   p.kv_disk_bytes = o.kv_disk_bytes;

@@ -33,7 +33,8 @@ namespace {
                "  --max-seqs N, -np N     sequences batched per step (default 16)\n"
                "  -c, --ctx N             tokens per sequence (default 2048, at most the model's)\n"
                "  --kv-blocks N           KV pool size in 16-token blocks (default: max-seqs full contexts)\n"
-               "  -ctk, -ctv TYPE         KV cache element type: f32, f16, q8_0, q4_0 (both the same; q4_0 CPU)\n"
+               "  -ctk, -ctv TYPE         KV cache element type of K and of V: f32, f16, q8_0, q4_0 (-ctk alone\n"
+               "                          sets both; q4_0 and types that differ: CPU backend only)\n"
                "  --max-batch-tokens N, -b N  token budget per engine step (default 512)\n"
                "  --kv-host-bytes N       keep KV blocks evicted from the prefix cache in N bytes of host\n"
                "                          memory (suffix k, m, g: 512m; default 0: none; CPU backend)\n"
@@ -321,8 +322,10 @@ Options ParseArgs(int argc, char** argv) {
       }
     }
   }
-  if (kv_k != kv_v && kv_k != 0 && kv_v != 0) Refuse("-ctk/-ctv of different types", "K and V share one element type here");
-  o.kv_type = kv_k != 0 ? kv_k : kv_v;
+  // -ctk sets K's type (and V's unless -ctv names another), -ctv V's
+  // (llm_ctx_params.kv_type_v: 0 = as K's)
+  o.kv_type = kv_k;
+  o.kv_type_v = kv_v != 0 && kv_v != kv_k ? kv_v : 0;
   o.n_gpu_layers = cli::ApplyFit(o.n_gpu_layers, ngl_given, fit);
   if (o.port < 0 || o.port > 65535 || o.max_seqs < 1 || o.ctx < 1 || o.http_threads < 0) Usage(2);
   if (!o.model_given) o.model = chat::FindDefaultModel();

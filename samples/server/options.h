@@ -30,6 +30,7 @@ struct Options {
   bool ctx_given = false;
   int kv_blocks = 0;
   int kv_type = 0;        // llm_ctx_params.kv_type (LLM_KV_*); 0 = AUTO
+  int kv_type_v = 0;      // llm_ctx_params.kv_type_v; 0 = as kv_type
   int n_gpu_layers = -1;  // llm_ctx_params.n_gpu_layers
   int n_cpu_moe = 0;      // llm_ctx_params.n_cpu_moe
   int moe_cache_mib = 0;  // llm_ctx_params.moe_cache_bytes in MiB

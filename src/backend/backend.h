@@ -45,6 +45,9 @@ struct KvCacheSpec {
   // AUTO; contexts refuse an explicit F32 there); a context passes
   // llm_ctx_params.kv_type.
   int32_t kv_type = LLM_KV_F32;
+  // V's type when it differs (llm_ctx_params.kv_type_v; the CPU backend
+  // only, CUDA refuses a difference); LLM_KV_AUTO (0) = as kv_type.
+  int32_t kv_type_v = LLM_KV_AUTO;
 };
 
 // Host or device memory a backend holds, for llm_stats.
@@ -228,7 +231,8 @@ class Backend {
 // blocks are first written, in 2 MiB steps touched by the backend's threads
 // before the step that needs them (so no layer of a step stops on a page
 // fault, and an idle context with a long window holds little).
-// kv.kv_type: F32, F16, Q8_0 or AUTO (= F16); INVALID_ARGUMENT otherwise.
+// kv.kv_type (K, and V unless kv.kv_type_v names another): F32, F16, Q8_0,
+// Q4_0 or AUTO (= F16); INVALID_ARGUMENT otherwise.
 // first_layer > 0 (partial offload, split_backend.h): the backend runs only
 // layers [first_layer, n_layer) + the classifier, from the hidden states
 // ForwardFromHidden is given; its pool and weight bytes hold those layers only.
@@ -237,8 +241,9 @@ StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const ModelConfig& config,
                                                     const KvCacheSpec& kv, int n_threads,
                                                     int32_t first_layer = 0);
 // Host memory of one CPU KV block of kv_type (LLM_KV_*; AUTO = F16): the K
-// and V of layers [first_layer, n_layer).
-int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size, int32_t kv_type, int32_t first_layer = 0);
+// and V of layers [first_layer, n_layer); V in kv_type_v unless that is 0.
+int64_t CpuKvBlockBytes(const ModelConfig& config, int32_t block_size, int32_t kv_type, int32_t first_layer = 0,
+                        int32_t kv_type_v = LLM_KV_AUTO);
 
 // ---------------------------------------------------------------- CUDA
 //

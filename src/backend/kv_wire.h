@@ -13,6 +13,7 @@
 //                                                     Q4_0: (block_size) rows of head_dim / 32
 //                                                           GGUF Q4_0 blocks (18 bytes each)
 //
+// K and V may be of different types (elem, elem_v): each tile is its side's.
 // BF16 is the CUDA pool's type (kKvWireBf16: a wire value only, not an
 // llm_ctx_params kv_type; the CUDA pool is this layout exactly).
 // Q8_0 keeps one scale per head_dim row, as the CPU pool does: x = scale * q,
@@ -50,21 +51,30 @@ struct KvWireLayout {
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
-  int32_t elem = LLM_KV_F32;  // LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0, kKvWireBf16 or kKvWireQ4_0
+  int32_t elem = LLM_KV_F32;  // K's (and V's): LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0, kKvWireBf16 or kKvWireQ4_0
+  // V's element type when it differs from K's (llm_ctx_params.kv_type_v);
+  // 0 (no wire type has that value): as elem. Elem(1) reads it.
+  int32_t elem_v = 0;
 
   static int64_t ElemBytes(int32_t elem) {
     return elem == LLM_KV_F32 ? 4 : elem == LLM_KV_F16 || elem == kKvWireBf16 ? 2 : 1;
   }
-  // One (layer, K|V, kv head) tile.
-  int64_t tile_bytes() const {
-    if (elem == kKvWireQ4_0) return block_size * (head_dim / kQ4Block) * kQ4BlockBytes;
-    const int64_t values = block_size * head_dim * ElemBytes(elem);
-    return elem == LLM_KV_Q8_0 ? 4 * block_size + values : values;
+  // The element type of K (kv = 0) or V (kv = 1).
+  int32_t Elem(int64_t kv) const { return kv == 1 && elem_v != 0 ? elem_v : elem; }
+  bool SameElems(const KvWireLayout& o) const { return Elem(0) == o.Elem(0) && Elem(1) == o.Elem(1); }
+  // One (layer, K|V, kv head) tile of element type e.
+  int64_t TileBytes(int32_t e) const {
+    if (e == kKvWireQ4_0) return block_size * (head_dim / kQ4Block) * kQ4BlockBytes;
+    const int64_t values = block_size * head_dim * ElemBytes(e);
+    return e == LLM_KV_Q8_0 ? 4 * block_size + values : values;
   }
-  int64_t block_bytes() const { return n_layer * 2 * n_head_kv * tile_bytes(); }
-  // Tile of (layer, kv = 0 for K / 1 for V, head) from the block's start.
+  int64_t tile_bytes(int64_t kv) const { return TileBytes(Elem(kv)); }
+  int64_t block_bytes() const { return n_layer * n_head_kv * (tile_bytes(0) + tile_bytes(1)); }
+  // Tile of (layer, kv = 0 for K / 1 for V, head) from the block's start:
+  // a layer's K tiles, then its V tiles, each of their side's size.
   int64_t TileOffset(int64_t layer, int64_t kv, int64_t head) const {
-    return ((layer * 2 + kv) * n_head_kv + head) * tile_bytes();
+    const int64_t tk = tile_bytes(0), tv = tile_bytes(1);
+    return layer * n_head_kv * (tk + tv) + kv * n_head_kv * tk + head * (kv == 0 ? tk : tv);
   }
 };
 

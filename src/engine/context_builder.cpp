@@ -22,6 +22,18 @@ std::string Str(T v) {
   return std::to_string(v);
 }
 
+// An LLM_KV_* value as the tools' -ctk / -ctv spell it.
+const char* KvTypeName(int32_t t) {
+  switch (t) {
+    case LLM_KV_AUTO: return "auto";
+    case LLM_KV_F32: return "f32";
+    case LLM_KV_F16: return "f16";
+    case LLM_KV_Q8_0: return "q8_0";
+    case LLM_KV_Q4_0: return "q4_0";
+    default: return "?";
+  }
+}
+
 // AUTO: CUDA when this build has it and a device is usable, else the CPU;
 // an override (the environment's LLM_BACKEND) replaces AUTO. An explicit
 // CUDA request without a device fails here, before the model is loaded.
@@ -82,7 +94,7 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
   if (p.n_kv_blocks == 0 && backend_kind != LLM_BACKEND_CUDA) {
     // The CPU pool is committed at creation (backend.h); the CUDA backend
     // sizes its own pool to the device's memory.
-    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size, p.kv_type), 1);
+    const int64_t budget = std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size, p.kv_type, 0, p.kv_type_v), 1);
     n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
   }
   if (p.n_kv_blocks == 0 && backend_kind == LLM_BACKEND_CUDA && draft != nullptr) {
@@ -101,7 +113,7 @@ StatusOr<EngineConfig> ResolveEngineConfig(const llm_ctx_params& p, const ModelC
     // pool's block count, so the default is held to the CPU pool's budget
     // for those layers too, as for a draft.
     const int64_t budget =
-        std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size, p.kv_type, p.n_gpu_layers), 1);
+        std::max<int64_t>(defaults::kCpuKvBytes / CpuKvBlockBytes(mc, ec.block_size, p.kv_type, p.n_gpu_layers, p.kv_type_v), 1);
     n_blocks = std::min(n_blocks, std::max(budget, blocks_per_seq));
   }
   if (n_blocks > defaults::kMaxKvBlocks) return InvalidArgument("KV pool too large");
@@ -166,7 +178,7 @@ StatusOr<llm_ctx_params> ResolveAutoLayers(const llm_ctx_params& p, const Model&
   llm_ctx_params all = p;
   all.n_gpu_layers = LLM_GPU_LAYERS_ALL;  // the KV pool asked for with every layer on the device
   LLM_ASSIGN_OR_RETURN(const EngineConfig ec, ResolveEngineConfig(all, model.config, *kind, draft));
-  const KvCacheSpec kv{ec.block_size, ec.n_blocks, ec.n_ctx, p.kv_type};
+  const KvCacheSpec kv{ec.block_size, ec.n_blocks, ec.n_ctx, p.kv_type, p.kv_type_v};
   LLM_ASSIGN_OR_RETURN(AutoFit fit, FitLayersToDevices(all, model, kv, CudaOptions(all, ec)));
   if (fit.gpu_layers == 0) {
     if (p.backend == LLM_BACKEND_CUDA) return OutOfMemory(fit.summary);
@@ -183,8 +195,13 @@ StatusOr<llm_ctx_params> ResolveAutoLayers(const llm_ctx_params& p, const Model&
 // the engine follows (ec->n_blocks).
 StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_t kind, const Model& model,
                                                  EngineConfig* ec) {
-  KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx, p.kv_type};
+  KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx, p.kv_type, p.kv_type_v};
   if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
+  // The CUDA pool and kernels carry one element type for K and V.
+  if (p.kv_type_v != LLM_KV_AUTO && p.kv_type_v != p.kv_type)
+    return Unsupported("kv_type " + std::string(KvTypeName(p.kv_type)) + " with kv_type_v " +
+                       KvTypeName(p.kv_type_v) + ": the CUDA backend stores K and V in one type (the CPU backend "
+                       "has them apart)");
   if (p.kv_type == LLM_KV_F32)
     return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16 or Q8_0 "
                        "(the CPU backend has F32)");
@@ -287,7 +304,6 @@ Status CheckContextParams(const llm_ctx_params& p) {
     return InvalidArgument("swap_space_bytes needs preempt_mode LLM_PREEMPT_SWAP");
   if (p.reserved1 != 0) return InvalidArgument("reserved1 must be 0");
   if (p.reserved2 != 0) return InvalidArgument("reserved2 must be 0");
-  if (p.reserved3 != 0) return InvalidArgument("reserved3 must be 0");
   if (p.reserved4 != 0) return InvalidArgument("reserved4 must be 0");
   if (p.kv_disk_bytes != 0 && p.kv_disk_dir == nullptr)
     return InvalidArgument("kv_disk_bytes needs kv_disk_dir");
@@ -308,6 +324,8 @@ Status CheckContextParams(const llm_ctx_params& p) {
   if (p.reserved5 != 0) return InvalidArgument("reserved5 must be 0");
   if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q4_0)
     return InvalidArgument("kv_type " + Str(p.kv_type) + " is not an LLM_KV_* value");
+  if (p.kv_type_v < LLM_KV_AUTO || p.kv_type_v > LLM_KV_Q4_0)
+    return InvalidArgument("kv_type_v " + Str(p.kv_type_v) + " is not an LLM_KV_* value (0: as kv_type)");
   // Checked whatever the backend, so a bad value fails on a CPU-only machine
   // too rather than only once the program meets a GPU. !(a && b) rejects NaN.
   if (!(p.gpu_memory_fraction >= 0.0f && p.gpu_memory_fraction <= 1.0f))

@@ -61,6 +61,9 @@ uint64_t ContextKey(const ModelFingerprint& m, const KvGeometry& g) {
   }
   const int32_t f[6] = {g.n_layer, g.n_head_kv, g.head_dim, g.block_size, g.elem, static_cast<int32_t>(g.hash_fn)};
   h = Hash64(f, sizeof f, h);
+  // V's type counts only when it differs, so a single-type context keeps
+  // the key (and the files) it had before K and V could differ
+  if (g.elem_v != 0 && g.elem_v != g.elem) h = Hash64(&g.elem_v, sizeof g.elem_v, h);
   return Hash64(g.window.data(), g.window.size() * sizeof(int32_t), h);
 }
 

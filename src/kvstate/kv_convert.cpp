@@ -8,15 +8,16 @@
 
 namespace llm::kvstate {
 
-void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* out) {
+void DecodeKvRow(const KvWireLayout& w, int64_t kv, const uint8_t* tile, int64_t p, float* out) {
   const int64_t hd = w.head_dim;
-  switch (w.elem) {
+  const int32_t elem = w.Elem(kv);
+  switch (elem) {
     case LLM_KV_F32:
       std::memcpy(out, tile + p * hd * 4, static_cast<size_t>(hd * 4));
       return;
     case LLM_KV_F16:
     case kKvWireBf16: {
-      const bool bf = w.elem == kKvWireBf16;
+      const bool bf = elem == kKvWireBf16;
       for (int64_t d = 0; d < hd; ++d) {
         uint16_t h;
         std::memcpy(&h, tile + (p * hd + d) * 2, 2);
@@ -47,15 +48,16 @@ void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* o
   }
 }
 
-void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x) {
+void EncodeKvRow(const KvWireLayout& w, int64_t kv, uint8_t* tile, int64_t p, const float* x) {
   const int64_t hd = w.head_dim;
-  switch (w.elem) {
+  const int32_t elem = w.Elem(kv);
+  switch (elem) {
     case LLM_KV_F32:
       std::memcpy(tile + p * hd * 4, x, static_cast<size_t>(hd * 4));
       return;
     case LLM_KV_F16:
     case kKvWireBf16: {
-      const bool bf = w.elem == kKvWireBf16;
+      const bool bf = elem == kKvWireBf16;
       for (int64_t d = 0; d < hd; ++d) {
         const uint16_t h = bf ? F32ToBf16(x[d]) : F32ToF16(x[d]);
         std::memcpy(tile + (p * hd + d) * 2, &h, 2);
@@ -81,7 +83,7 @@ void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x
 }
 
 int64_t KvRowRotation(const KvWireLayout& w, int64_t kv) {
-  if (w.elem != kKvWireQ4_0) return 0;
+  if (w.Elem(kv) != kKvWireQ4_0) return 0;
   return kv == 0 ? KvRotationK(w.head_dim) : KvRotationV(w.head_dim);
 }
 
@@ -96,12 +98,12 @@ void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const
         const uint8_t* src = in.data() + from.TileOffset(l, kv, h);
         uint8_t* dst = out.data() + to.TileOffset(l, kv, h);
         for (int64_t p = 0; p < from.block_size; ++p) {
-          DecodeKvRow(from, src, p, row.data());
+          DecodeKvRow(from, kv, src, p, row.data());
           if (rot_from != rot_to) {
             HadamardRotate(row.data(), from.head_dim, rot_from);
             HadamardRotate(row.data(), from.head_dim, rot_to);
           }
-          EncodeKvRow(to, dst, p, row.data());
+          EncodeKvRow(to, kv, dst, p, row.data());
         }
       }
     }

@@ -21,7 +21,8 @@
 
 namespace llm::kvstate {
 
-// `from` and `to` differ only in elem; in and out have their block_bytes().
+// `from` and `to` differ only in their element types (K's, V's, or both);
+// in and out have their block_bytes(). Each side converts on its own.
 void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
                     std::span<uint8_t> out);
 
@@ -29,12 +30,13 @@ void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const
 // the type stores rotated rows (Q4_0).
 int64_t KvRowRotation(const KvWireLayout& w, int64_t kv);
 
-// Row `p` of a tile of `w`'s element type as F32 (head_dim values), as
-// stored (a Q4_0 row still rotated: KvRowRotation).
-void DecodeKvRow(const KvWireLayout& w, const uint8_t* tile, int64_t p, float* out);
+// Row `p` of a K (kv 0) or V (kv 1) tile of `w` as F32 (head_dim values),
+// as stored in that side's element type (a Q4_0 row still rotated:
+// KvRowRotation).
+void DecodeKvRow(const KvWireLayout& w, int64_t kv, const uint8_t* tile, int64_t p, float* out);
 
-// Stores x (head_dim values) as row `p` of a tile of `w`'s element type,
-// rounded or quantized as the pools do.
-void EncodeKvRow(const KvWireLayout& w, uint8_t* tile, int64_t p, const float* x);
+// Stores x (head_dim values) as row `p` of a K (kv 0) or V (kv 1) tile of
+// `w`, in that side's element type, rounded or quantized as the pools do.
+void EncodeKvRow(const KvWireLayout& w, int64_t kv, uint8_t* tile, int64_t p, const float* x);
 
 }  // namespace llm::kvstate

@@ -74,6 +74,20 @@ uint64_t BlockChecksum(const uint8_t* prefix, std::span<const int32_t> tokens, s
   return Hash64(kv.data(), kv.size(), h);
 }
 
+// One side's element type from GEOM or VELM: a wire type the library reads
+// (5, the unrotated Q4_0 of an earlier build, is refused by name).
+Status CheckElem(int32_t elem, int32_t head_dim, const char* side) {
+  if (elem == kKvWireQ4_0Unrotated)
+    return KvMismatch(std::string("KV stream: ") + side + " element type 5 is the unrotated Q4_0 KV of an earlier "
+                      "llmrt build; this one's Q4_0 (6) holds Hadamard-rotated rows: export the prefix again");
+  if (elem != LLM_KV_F32 && elem != LLM_KV_F16 && elem != LLM_KV_Q8_0 && elem != kKvWireBf16 && elem != kKvWireQ4_0)
+    return KvCorrupt(std::string("KV stream: unknown ") + side + " element type " + std::to_string(elem));
+  if (elem == kKvWireQ4_0 && head_dim % kQ4Block != 0)
+    return KvCorrupt(std::string("KV stream: Q4_0 ") + side + " with head_dim " + std::to_string(head_dim) +
+                     ", not a multiple of 32");
+  return Status::Ok();
+}
+
 std::string Dims(const std::vector<int64_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
@@ -88,7 +102,8 @@ KvGeometry ContextGeometry(const ModelConfig& config, const KvWireLayout& wire) 
   g.n_head_kv = static_cast<int32_t>(wire.n_head_kv);
   g.head_dim = static_cast<int32_t>(wire.head_dim);
   g.block_size = static_cast<int32_t>(wire.block_size);
-  g.elem = wire.elem;
+  g.elem = wire.Elem(0);
+  g.elem_v = wire.Elem(1) != g.elem ? wire.Elem(1) : 0;
   for (int32_t l = 0; l < g.n_layer; ++l) g.window.push_back(config.IsLocalLayer(l) ? config.sliding_window : 0);
   return g;
 }
@@ -136,6 +151,12 @@ Status StreamWriter::WriteHeader(const ModelFingerprint& model, const KvGeometry
     for (int64_t d : t.dims) m.Put(d);
   }
   LLM_RETURN_IF_ERROR(Section(kTagModel, kSectionRequired, m.b));
+
+  if (g.elem_v != 0 && g.elem_v != g.elem) {
+    Out v;
+    v.Put(g.elem_v);
+    LLM_RETURN_IF_ERROR(Section(kTagVElem, kSectionRequired, v.b));
+  }
 
   Out geo;
   geo.Put(g.n_layer);
@@ -201,8 +222,8 @@ Status StreamReader::ReadSectionHead(uint32_t* tag, uint32_t* flags, uint64_t* l
   std::memcpy(length, h + 8, 8);
   // A known section with a flag this reader does not know (a later version
   // marking, say, a compressed block) must not be read as if it had none.
-  const bool known =
-      *tag == kTagModel || *tag == kTagGeometry || *tag == kTagBlock || *tag == kTagEnd || *tag == kTagTier;
+  const bool known = *tag == kTagModel || *tag == kTagGeometry || *tag == kTagBlock || *tag == kTagEnd ||
+                     *tag == kTagTier || *tag == kTagVElem;
   if (known && (*flags & ~kSectionRequired) != 0)
     return KvMismatch("KV stream: section " + TagName(*tag) + " at byte " + std::to_string(offset_ - 16) +
                       " has flags " + std::to_string(*flags) + " unknown to this library (a newer writer)");
@@ -255,26 +276,29 @@ Status StreamReader::ParseModel(const std::vector<uint8_t>& p, ModelFingerprint*
   return Status::Ok();
 }
 
-Status StreamReader::ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* g) {
+Status StreamReader::ParseVElem(const std::vector<uint8_t>& p, int32_t* elem_v) {
+  In in{p};
+  *elem_v = in.Get<int32_t>();
+  if (!in.done() || *elem_v == 0) return KvCorrupt("KV stream: the V element type section (VELM) is malformed");
+  return Status::Ok();
+}
+
+// elem_v: the VELM section's value (0: none, V as K).
+Status StreamReader::ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* g, int32_t elem_v) {
   In in{p};
   g->n_layer = in.Get<int32_t>();
   g->n_head_kv = in.Get<int32_t>();
   g->head_dim = in.Get<int32_t>();
   g->block_size = in.Get<int32_t>();
   g->elem = in.Get<int32_t>();
+  g->elem_v = elem_v;
   g->hash_fn = in.Get<uint32_t>();
   auto in_range = [](int32_t v, int32_t hi) { return v >= 1 && v <= hi; };
   if (in.bad || !in_range(g->n_layer, 4096) || !in_range(g->n_head_kv, 4096) || !in_range(g->head_dim, 65536) ||
       !in_range(g->block_size, 65536))
     return KvCorrupt("KV stream: the geometry section (GEOM) is malformed or out of range");
-  if (g->elem == kKvWireQ4_0Unrotated)
-    return KvMismatch("KV stream: element type 5 is the unrotated Q4_0 KV of an earlier llmrt build; this one's Q4_0 "
-                      "(6) holds Hadamard-rotated rows: export the prefix again");
-  if (g->elem != LLM_KV_F32 && g->elem != LLM_KV_F16 && g->elem != LLM_KV_Q8_0 && g->elem != kKvWireBf16 &&
-      g->elem != kKvWireQ4_0)
-    return KvCorrupt("KV stream: unknown KV element type " + std::to_string(g->elem));
-  if (g->elem == kKvWireQ4_0 && g->head_dim % kQ4Block != 0)
-    return KvCorrupt("KV stream: Q4_0 KV with head_dim " + std::to_string(g->head_dim) + ", not a multiple of 32");
+  LLM_RETURN_IF_ERROR(CheckElem(g->elem, g->head_dim, "K"));
+  if (g->elem_v != 0) LLM_RETURN_IF_ERROR(CheckElem(g->elem_v, g->head_dim, "V"));
   if (g->hash_fn != kHashChainV1)
     return KvMismatch("KV stream: block hash function " + std::to_string(g->hash_fn) + " is unknown to this library");
   g->window.clear();
@@ -302,7 +326,8 @@ Status StreamReader::ReadHeader(StreamHeader* out) {
                       " is newer than this library reads (" + std::to_string(kVersion) + ")");
   if (header_flags != 0)
     return KvMismatch("KV stream: header flags " + std::to_string(header_flags) + " are unknown to this library");
-  bool have_model = false, have_geo = false;
+  bool have_model = false, have_geo = false, have_velm = false;
+  int32_t elem_v = 0;  // VELM's, which comes before GEOM
   out->tier = false;
   out->salt = 0;
   out->first_parent = 0;
@@ -325,11 +350,17 @@ Status StreamReader::ReadHeader(StreamHeader* out) {
       have_model = true;
     } else if (tag == kTagGeometry && !have_geo) {
       LLM_RETURN_IF_ERROR(ReadPayload(length, &scratch_, "geometry"));
-      LLM_RETURN_IF_ERROR(ParseGeometry(scratch_, &out->geometry));
+      LLM_RETURN_IF_ERROR(ParseGeometry(scratch_, &out->geometry, elem_v));
       have_geo = true;
-    } else if (tag == kTagModel || tag == kTagGeometry || tag == kTagBlock || tag == kTagEnd || tag == kTagTier) {
+    } else if (tag == kTagVElem && !have_velm && !have_geo) {
+      LLM_RETURN_IF_ERROR(ReadPayload(length, &scratch_, "V element type"));
+      LLM_RETURN_IF_ERROR(ParseVElem(scratch_, &elem_v));
+      have_velm = true;
+    } else if (tag == kTagModel || tag == kTagGeometry || tag == kTagBlock || tag == kTagEnd || tag == kTagTier ||
+               tag == kTagVElem) {
       return KvCorrupt("KV stream: section " + TagName(tag) + " at byte " + std::to_string(at) +
-                       " comes before the model and geometry sections (or repeats one, or TIER comes after them)");
+                       " comes before the model and geometry sections (or repeats one, or TIER or VELM comes after "
+                       "GEOM)");
     } else if (flags & kSectionRequired) {
       return KvMismatch("KV stream: section " + TagName(tag) + " at byte " + std::to_string(at) +
                         " is required and unknown to this library (a newer writer)");
@@ -366,7 +397,7 @@ StatusOr<bool> StreamReader::NextBlock(BlockRecord* out) {
       return false;
     }
     if (tag != kTagBlock) {
-      if (tag == kTagModel || tag == kTagGeometry || tag == kTagTier)
+      if (tag == kTagModel || tag == kTagGeometry || tag == kTagTier || tag == kTagVElem)
         return KvCorrupt("KV stream: a second " + TagName(tag) + " section at byte " + std::to_string(at));
       if (flags & kSectionRequired)
         return KvMismatch("KV stream: section " + TagName(tag) + " at byte " + std::to_string(at) +

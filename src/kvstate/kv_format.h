@@ -9,6 +9,8 @@
 //   section = u32 tag | u32 flags (bit 0: required) | u64 length | payload (length)
 //
 //   version 1 writes:  MODL (required)  model fingerprint
+//                      VELM (required)  i32 V's element type, only when it
+//                                       differs from GEOM's elem (K's)
 //                      GEOM (required)  KV geometry
 //                      BLCK * n         one KV block each, in prefix order
 //                      END  (required)  u64 n (the block count)
@@ -53,6 +55,11 @@ inline constexpr uint32_t kTagEnd = Tag("END ");
 // Tier files (kvstate/tier_file.h): the blocks continue a chain that starts
 // elsewhere, under a cache salt: u64 salt | u64 parent hash of block 0.
 inline constexpr uint32_t kTagTier = Tag("TIER");
+// V's element type when it is not K's (GEOM's elem): i32, a wire type.
+// Written before GEOM, and only then, so a single-type stream is what it
+// was; marked required, so a reader that does not know it refuses the
+// stream (KV_MISMATCH) instead of reading V in K's type.
+inline constexpr uint32_t kTagVElem = Tag("VELM");
 inline constexpr uint32_t kSectionRequired = 1;
 // The chained block hash function (BlockPool::HashBlock); another one would
 // be another id, and a reader refuses ids it does not know.
@@ -70,11 +77,12 @@ struct KvGeometry {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int32_t block_size = 0;
-  int32_t elem = LLM_KV_F32;      // LLM_KV_F32 / F16 / Q8_0
+  int32_t elem = LLM_KV_F32;      // K's (and V's) wire element type (backend/kv_wire.h)
+  int32_t elem_v = 0;             // V's when it differs (the VELM section); 0: as elem
   uint32_t hash_fn = kHashChainV1;
   std::vector<int32_t> window;    // (n_layer) each layer's sliding window; 0 = global
 
-  KvWireLayout wire() const { return {n_layer, n_head_kv, head_dim, block_size, elem}; }
+  KvWireLayout wire() const { return {n_layer, n_head_kv, head_dim, block_size, elem, elem_v}; }
 };
 
 // The geometry of a context running `config` with a pool of `wire` layout.
@@ -147,7 +155,8 @@ class StreamReader {
   Status ReadPayload(uint64_t length, std::vector<uint8_t>* out, const char* what);
   Status Skip(uint64_t length);
   Status ParseModel(const std::vector<uint8_t>& p, ModelFingerprint* out);
-  Status ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* out);
+  Status ParseVElem(const std::vector<uint8_t>& p, int32_t* elem_v);
+  Status ParseGeometry(const std::vector<uint8_t>& p, KvGeometry* out, int32_t elem_v);
 
   ReadFn read_;
   uint64_t offset_ = 0;

@@ -58,7 +58,7 @@ ImportResult ImportKv(const KvTarget& t, uint64_t salt, const ReadFn& read) {
 
   BlockPool& pool = *t.pool;
   const KvWireLayout from = header.geometry.wire();
-  const bool convert = from.elem != wire.elem;
+  const bool convert = !from.SameElems(wire);  // K's type, V's, or both
   std::vector<uint8_t> converted(convert ? static_cast<size_t>(wire.block_bytes()) : 0);
   const int32_t n_vocab = t.model->config.n_vocab;
   std::vector<int32_t> held;  // blocks of the imported prefix, one reference each

@@ -47,7 +47,7 @@ Status ReadTierFile(const ReadFn& read, const ModelFingerprint& model, const KvG
   out->tokens = std::move(rec.tokens);
   const KvWireLayout from = h.geometry.wire();
   const KvWireLayout to = geometry.wire();
-  if (from.elem == to.elem) {
+  if (from.SameElems(to)) {
     out->kv = std::move(rec.kv);
   } else {
     out->kv.resize(static_cast<size_t>(to.block_bytes()));

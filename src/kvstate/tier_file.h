@@ -28,8 +28,9 @@ struct TierBlock {
 Status WriteTierFile(const WriteFn& write, const ModelFingerprint& model, const KvGeometry& geometry,
                      const TierBlock& block);
 
-// Reads a tier file for a context of `model` and `geometry` into *out (K/V
-// converted to geometry.elem if the file's differs). KV_MISMATCH: another
+// Reads a tier file for a context of `model` and `geometry` into *out (K
+// and V each converted to geometry's type for that side if the file's
+// differs). KV_MISMATCH: another
 // model or geometry, or not a tier file; KV_CORRUPT: malformed, truncated,
 // a bad checksum or hash, more or fewer than one block.
 Status ReadTierFile(const ReadFn& read, const ModelFingerprint& model, const KvGeometry& geometry, TierBlock* out);

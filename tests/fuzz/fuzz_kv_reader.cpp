@@ -3,8 +3,8 @@
 // the input, an allocation the input did not pay for, or a block accepted
 // whose checksum or hash chain is wrong. Bytes arrive in uneven pieces (as
 // a caller's read callback may give them). Accepted blocks go through
-// every element-type conversion (arbitrary bytes: NaN, infinities, huge
-// scales) and a compatibility check against the stream's own header, which
+// element-type conversions, K and V alike or apart (arbitrary bytes: NaN,
+// infinities, huge scales) and a compatibility check against the stream's own header, which
 // must pass, and against another model's, which must not.
 #include <algorithm>
 #include <cstdint>
@@ -55,9 +55,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LLM_FUZZ_CHECK(rec.parent == parent && rec.hash == BlockPool::HashBlock(parent, h.salt, rec.tokens), "bad chain accepted");
     LLM_FUZZ_CHECK(static_cast<int64_t>(rec.kv.size()) == wire.block_bytes(), "block size");
     parent = rec.hash;
-    for (int32_t elem : {LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0}) {
+    // one-type targets and K and V apart (each side converting on its own;
+    // Q4_0 only where head_dim holds its 32-value blocks)
+    const bool q4 = wire.head_dim % kQ4Block == 0;
+    const int32_t targets[][2] = {{LLM_KV_F32, 0},           {LLM_KV_F16, 0},          {LLM_KV_Q8_0, 0},
+                                  {LLM_KV_Q8_0, LLM_KV_F16}, {LLM_KV_F16, LLM_KV_F32}, {LLM_KV_F32, kKvWireQ4_0}};
+    for (const auto& t : targets) {
+      if (t[1] == kKvWireQ4_0 && !q4) continue;
       KvWireLayout to = wire;
-      to.elem = elem;
+      to.elem = t[0];
+      to.elem_v = t[1];
       out.assign(static_cast<size_t>(to.block_bytes()), 0);
       kvstate::ConvertKvBlock(wire, rec.kv, to, out);
     }

@@ -36,9 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!header_reader.ReadHeader(&h).ok()) return 0;
   if (h.geometry.wire().block_bytes() > (int64_t{4} << 20)) return 0;  // see fuzz_kv_reader
   const int32_t other_elem = h.geometry.elem == LLM_KV_F32 ? int32_t{LLM_KV_Q8_0} : int32_t{LLM_KV_F32};
-  for (int32_t elem : {h.geometry.elem, other_elem}) {
+  // the file's own types, another K type, and K and V apart (V F16)
+  const int32_t types[][2] = {{h.geometry.elem, h.geometry.elem_v}, {other_elem, h.geometry.elem_v},
+                              {other_elem, LLM_KV_F16}};
+  for (const auto& t : types) {
     kvstate::KvGeometry g = h.geometry;
-    g.elem = elem;
+    g.elem = t[0];
+    g.elem_v = t[1];
     at = 0;
     kvstate::TierBlock b;
     const Status st = kvstate::ReadTierFile(Reader(data, size, &at), h.model, g, &b);

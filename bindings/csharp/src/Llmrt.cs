@@ -84,6 +84,10 @@ namespace Llmrt
         public string ModelPath;
         public Backend Backend = Backend.Auto;
         public int Threads, ContextLength, KvBlockSize, KvBlocks, MaxSeqs, MaxBatchTokens, MaxQueued;
+        /// <summary>KV cache element types (LLM_KV_*: 0 auto, 1 f32, 2 f16, 3 q8_0, 4 q4_0):
+        /// KvType for K (and V), KvTypeV for V when it differs (llm_ctx_params.kv_type_v; 0: as
+        /// KvType; the CPU backend only).</summary>
+        public int KvType, KvTypeV;
         /// <summary>CUDA, Mixture of Experts: the experts of the first N MoE layers (-1: all) in host
         /// memory (llm_ctx_params.n_cpu_moe), served through a device expert cache of MoeCacheBytes
         /// (0: one layer's experts).</summary>
@@ -228,6 +232,7 @@ namespace Llmrt
                 p.kv_block_size = options.KvBlockSize; p.n_kv_blocks = options.KvBlocks;
                 p.max_seqs = options.MaxSeqs; p.max_batch_tokens = options.MaxBatchTokens;
                 p.max_queued = options.MaxQueued;
+                p.kv_type = options.KvType; p.kv_type_v = options.KvTypeV;
                 p.n_cpu_moe = options.CpuMoeLayers; p.moe_cache_bytes = options.MoeCacheBytes;
                 p.main_gpu = options.MainGpu;
                 p.n_gpu_layers = options.GpuLayers;

@@ -20,7 +20,7 @@ namespace Llmrt
         public float gpu_memory_fraction;
         public int reserved2;
         public ulong swap_space_bytes;
-        public int kv_type, reserved3, n_gpu_layers, reserved4;
+        public int kv_type, kv_type_v, n_gpu_layers, reserved4;  // kv_type_v: 0.6 (issue 32), was reserved3
         public ulong kv_host_bytes;
         public IntPtr kv_disk_dir;
         public ulong kv_disk_bytes;

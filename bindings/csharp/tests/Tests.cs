@@ -289,6 +289,23 @@ static class Tests
         }
     }
 
+    // K Q8_0 and V F16 (llm_ctx_params.kv_type_v) on the CPU: the context
+    // runs; a V type that is no LLM_KV_* value reaches the library.
+    static void KvTypesApart()
+    {
+        using (var ctx = new LlmContext(new ContextOptions { Backend = Backend.Cpu, ContextLength = 128, KvType = 3, KvTypeV = 2 }))
+        {
+            var res = ctx.Generate(new GenerateRequest { Prompt = "Once upon a time", MaxTokens = 4 });
+            Check(res.Tokens.Length > 0, "K q8_0 + V f16 generated nothing");
+        }
+        try
+        {
+            using (new LlmContext(new ContextOptions { Backend = Backend.Cpu, KvTypeV = 99 })) { }
+            Check(false, "kv_type_v 99 accepted");
+        }
+        catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument && e.NativeMessage.Contains("kv_type_v"), "kv_type_v 99: " + e.Message); }
+    }
+
     static void BadRequestAndDispose()
     {
         // n_gpu_layers: AUTO is accepted (the CPU backend ignores it), below it refused.
@@ -438,6 +455,7 @@ static class Tests
             { "FourConcurrentStreamsAndACancel", FourConcurrentStreamsAndACancel },
             { "MissingModelFile", MissingModelFile },
             { "BadRequestAndDispose", BadRequestAndDispose },
+            { "KvTypesApart", KvTypesApart },
             { "SamplingOptionsThroughTheAbi", SamplingOptionsThroughTheAbi },
             { "ConstraintsAndToolCalls", ConstraintsAndToolCalls },
             { "KvStateFile", KvStateFile },

@@ -88,3 +88,25 @@ def test_prefix_cache_hit_is_reported(ctx):
     ctx.generate(prompt, max_tokens=2, temperature=0)
     again = ctx.generate(prompt, max_tokens=2, temperature=0)
     assert again.usage["prompt_tokens_details"]["cached_tokens"] >= 16
+
+
+def test_kv_types_apart():
+    # K and V in different element types (llm_ctx_params.kv_type_v): a
+    # block's bytes are the sum of a K side and a V side of their own types,
+    # so K Q8_0 + V F16 is the mean of an all-Q8_0 and an all-F16 block.
+    def per_block(**kw):
+        with llmrt.Context(n_ctx=128, n_threads=1, backend="cpu", n_kv_blocks=8, **kw) as c:
+            out = c.generate("Once upon a time", max_tokens=4, temperature=0)
+            assert len(out.choices[0].tokens) >= 1
+            s = c.stats()
+            return s["kv_pool_bytes"] // s["kv_blocks_total"]
+    q8, f16 = per_block(kv_type="q8_0"), per_block(kv_type="f16")
+    assert q8 != f16
+    assert per_block(kv_type="q8_0", kv_type_v="f16") * 2 == q8 + f16
+    assert per_block(kv_type="q8_0", kv_type_v="q8_0") == q8
+    try:
+        llmrt.Context(kv_type_v="q5_1")
+    except ValueError as e:
+        assert "kv_type_v" in str(e)
+    else:
+        raise AssertionError("an unknown kv_type_v was accepted")

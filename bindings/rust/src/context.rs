@@ -129,6 +129,8 @@ impl Context {
         p.max_seqs = params.max_seqs;
         p.max_batch_tokens = params.max_batch_tokens;
         p.max_queued = params.max_queued;
+        p.kv_type = params.kv_type;
+        p.kv_type_v = params.kv_type_v;
         let mut raw: *mut sys::llm_ctx = std::ptr::null_mut();
         Error::check(unsafe { sys::llm_ctx_create(&p, &mut raw) })?;
         let shared = Arc::new(Shared { raw, routes: Mutex::new(HashMap::new()), stopping: AtomicBool::new(false) });

@@ -37,6 +37,12 @@ pub struct ContextParams {
     pub max_seqs: i32,
     pub max_batch_tokens: i32,
     pub max_queued: i32,
+    /// KV cache element type of K (and V): `sys::LLM_KV_*`; 0 is the
+    /// backend's own (`llm_ctx_params.kv_type`).
+    pub kv_type: i32,
+    /// V's element type when it differs from K's (`llm_ctx_params.kv_type_v`):
+    /// `sys::LLM_KV_*`; 0 is "as `kv_type`". The CPU backend only.
+    pub kv_type_v: i32,
 }
 
 impl ContextParams {
@@ -54,6 +60,12 @@ impl ContextParams {
     }
     pub fn n_ctx(mut self, n: i32) -> Self {
         self.n_ctx = n;
+        self
+    }
+    /// K's and V's KV cache element types (`sys::LLM_KV_*`; V 0: as K).
+    pub fn kv_types(mut self, k: i32, v: i32) -> Self {
+        self.kv_type = k;
+        self.kv_type_v = v;
         self
     }
 }

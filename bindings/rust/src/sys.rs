@@ -158,7 +158,7 @@ pub struct llm_ctx_params {
     pub swap_space_bytes: u64,
     // appended in 0.3: KV cache element type
     pub kv_type: i32,
-    pub reserved3: i32,
+    pub kv_type_v: i32, // 0.6 (issue 32), was reserved3: V's type, 0 = as kv_type
     // appended in 0.3: partial offload
     pub n_gpu_layers: i32,
     pub reserved4: i32,

@@ -2,7 +2,7 @@
 //! cancellation, concurrency and errors. Uses the model built into the
 //! library.
 
-use llmrt::{sys, Context, ContextParams, Event, FinishReason, Request, Status};
+use llmrt::{sys, Backend, Context, ContextParams, Event, FinishReason, Request, Status};
 use std::sync::Arc;
 
 struct Case {
@@ -320,4 +320,22 @@ fn kv_state_saved_to_a_file_is_reused_by_another_context() {
     assert_eq!(err.status(), Status::KvCorrupt, "{}", err.message());
     std::fs::remove_file(&path).ok();
     assert!(!b.generate(Request::new("Once").max_tokens(2)).unwrap().tokens().is_empty());
+}
+
+#[test]
+fn kv_types_apart() {
+    // K Q8_0 and V F16 (llm_ctx_params.kv_type_v) on the CPU backend: the
+    // context runs; a V type that is no LLM_KV_* value reaches the library
+    // and is refused.
+    let params = ContextParams::default().backend(Backend::Cpu).n_ctx(128);
+    let ctx = Context::new(params.clone().kv_types(sys::LLM_KV_Q8_0, sys::LLM_KV_F16)).unwrap();
+    let out = ctx.generate(Request::new("Once upon a time").max_tokens(4).temperature(0.0)).unwrap();
+    assert!(!out.tokens().is_empty());
+    drop(ctx);
+    let err = match Context::new(params.kv_types(sys::LLM_KV_AUTO, 99)) {
+        Ok(_) => panic!("kv_type_v 99 accepted"),
+        Err(e) => e,
+    };
+    assert_eq!(err.status(), Status::InvalidArgument);
+    assert!(err.message().contains("kv_type_v"), "message: {}", err.message());
 }

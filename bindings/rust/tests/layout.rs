@@ -45,7 +45,7 @@ fn rust_layout() -> Layout {
         llm_ctx_params { struct_size, backend, model_path, n_threads, n_ctx, kv_block_size, n_kv_blocks,
                          max_seqs, max_batch_tokens, max_queued, preempt_mode, draft_model_path,
                          self_draft_layers, spec_mode, spec_k, reserved1, gpu_memory_fraction, reserved2,
-                         swap_space_bytes, kv_type, reserved3, n_gpu_layers, reserved4, kv_host_bytes,
+                         swap_space_bytes, kv_type, kv_type_v, n_gpu_layers, reserved4, kv_host_bytes,
                          kv_disk_dir, kv_disk_bytes, kv_role, kv_lease_ms, kv_listen_addr,
                          n_cpu_moe, moe_host_policy, moe_cache_bytes, moe_prefetch, reserved5, main_gpu,
                          tensor_split, reserved6, mmproj_path }

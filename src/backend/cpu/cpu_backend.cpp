@@ -92,10 +92,11 @@ StatusOr<std::vector<float>> BiasesToF32(const WeightView& w, int64_t rows, int6
 }  // namespace
 }  // namespace cpu
 
-int64_t CpuKvBlockBytes(const ModelConfig& c, int32_t block_size, int32_t kv_type, int32_t first_layer) {
-  StatusOr<cpu::KvElem> e = cpu::KvElemOf(kv_type);
-  return cpu::KvLayout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, block_size, e.ok() ? *e : cpu::KvElem::kF16}
-      .block_bytes();
+int64_t CpuKvBlockBytes(const ModelConfig& c, int32_t block_size, int32_t kv_type, int32_t first_layer,
+                        int32_t kv_type_v) {
+  StatusOr<cpu::KvElem> k = cpu::KvElemOf(kv_type), v = cpu::KvElemOf(kv_type_v != LLM_KV_AUTO ? kv_type_v : kv_type);
+  const cpu::KvElem ek = k.ok() ? *k : cpu::KvElem::kF16, ev = v.ok() ? *v : cpu::KvElem::kF16;
+  return cpu::KvLayout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, block_size, ek, ev}.block_bytes();
 }
 
 namespace cpu {
@@ -187,11 +188,13 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   // clear (on a VM, also the host's backing of it), measured at ~9% of a
   // batched SmolLM2 run's time when it happened inside the decode loop, so
   // a step's new chunks are touched by the thread pool before its layers.
-  LLM_ASSIGN_OR_RETURN(const KvElem elem, KvElemOf(kv.kv_type));
-  if (elem == KvElem::kQ4 && (c.head_dim % 32 != 0 || c.head_dim > 256))
+  // K and V each in their own type (kv_type_v 0: as kv_type)
+  LLM_ASSIGN_OR_RETURN(const KvElem elem_k, KvElemOf(kv.kv_type));
+  LLM_ASSIGN_OR_RETURN(const KvElem elem_v, KvElemOf(kv.kv_type_v != LLM_KV_AUTO ? kv.kv_type_v : kv.kv_type));
+  if ((elem_k == KvElem::kQ4 || elem_v == KvElem::kQ4) && (c.head_dim % 32 != 0 || c.head_dim > 256))
     return Unsupported("CPU backend: a Q4_0 KV cache needs head_dim a multiple of 32 up to 256 (this model's is " +
                        std::to_string(c.head_dim) + ")");
-  const KvLayout layout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, kv.block_size, elem, first_layer};
+  const KvLayout layout{c.n_layer - first_layer, c.n_head_kv, c.head_dim, kv.block_size, elem_k, elem_v, first_layer};
   const int64_t block_bytes = layout.block_bytes();
   if (block_bytes > std::numeric_limits<int64_t>::max() / 4 / kv.n_blocks)
     return OutOfMemory("CPU backend: KV pool size overflows");

@@ -69,11 +69,11 @@ void EncoderAttention(const Kernels& kernels, ThreadPool& pool, const EncoderAtt
         std::memcpy(qc + i * hd, q + (t0 + i) * s.ld + h * hd, static_cast<size_t>(hd) * sizeof(float));
       AttnArgs a;
       a.pool = reinterpret_cast<const uint8_t*>(kv + 2 * h * tile);
-      a.elem = KvElem::kF32;
+      a.elem_k = a.elem_v = KvElem::kF32;
       a.block_stride = 0;  // one block
-      a.tile_bytes = tile * static_cast<int64_t>(sizeof(float));
+      a.k_tile_bytes = a.v_tile_bytes = tile * static_cast<int64_t>(sizeof(float));
       a.k_offset = 0;
-      a.v_offset = a.tile_bytes;
+      a.v_offset = a.k_tile_bytes;
       a.block_table = &block0;
       a.block_size = static_cast<int32_t>(ld);
       a.head_dim = static_cast<int32_t>(hd);

@@ -227,7 +227,7 @@ void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, con
 // With qkv_bias (Qwen2) the biases are added to q, k and v first; with
 // qk_norm (Gemma 3, Qwen3) each head of q and k is RMS-normed over head_dim.
 // One position's head_dim values into a K tile (column `slot` of (hd, bs):
-// transposed) or a V tile (row `slot` of (bs, hd)), in the pool's element
+// transposed) or a V tile (row `slot` of (bs, hd)), in that side's element
 // type (kv_layout.h). F16 rounds to nearest even; Q8_0 stores the row's
 // scale max|x| / 127 beside the tile and x / scale rounded to nearest; Q4_0
 // stores GGUF Q4_0 blocks of 32 (values and F16 scale).
@@ -236,7 +236,9 @@ template <bool kColumn>
 void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
   const int64_t hd = kv.head_dim, bs = kv.block_size;
   const int64_t step = kColumn ? bs : 1, first = kColumn ? slot : slot * hd;
-  switch (kv.elem) {
+  const KvElem elem = kColumn ? kv.elem_k : kv.elem_v;  // K tiles are the transposed ones
+  const int64_t scales_offset = kv.ScalesOffset(elem);
+  switch (elem) {
     case KvElem::kF32: {
       float* t = reinterpret_cast<float*>(tile) + first;
       for (int64_t d = 0; d < hd; ++d) t[d * step] = x[d];
@@ -250,14 +252,14 @@ void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
     case KvElem::kQ8: {
       // the rule of the KV wire format's Q8_0 too (backend/kv_wire.h)
       const float scale = QuantizeRowQ8(x, hd, reinterpret_cast<int8_t*>(tile) + first, step);
-      reinterpret_cast<float*>(tile + kv.scales_offset())[slot] = scale;
+      reinterpret_cast<float*>(tile + scales_offset)[slot] = scale;
       return;
     }
     case KvElem::kQ4: {
       // GGUF's Q4_0 rule (backend/kv_wire.h); byte of dims (2i, 2i+1):
       // (i, slot) in K's tile, (slot, i) in V's; scales likewise
       const int64_t nb = hd / kQ4Block;
-      uint16_t* sc = reinterpret_cast<uint16_t*>(tile + kv.scales_offset());
+      uint16_t* sc = reinterpret_cast<uint16_t*>(tile + scales_offset);
       uint8_t q[kQ4Block];
       for (int64_t b = 0; b < nb; ++b) {
         sc[kColumn ? b * bs + slot : slot * nb + b] = QuantizeBlockQ4(x + b * kQ4Block, q);
@@ -308,8 +310,9 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
       const float* k = ws_.k_new.data() + t * KV;  // (Hkv, hd)
       const float* v = ws_.v_new.data() + t * KV;  // (Hkv, hd)
       rope.Apply(cs, ws_.k_new.data() + t * KV, Hkv, hd);
-      // a Q4_0 pool holds rotated rows: q and k rotate alike (scores keep),
-      // v here and its head's output after attention (kv_rotation.h)
+      // a Q4_0 side holds rotated rows: with a Q4_0 K, q and k rotate alike
+      // (scores keep); with a Q4_0 V, v here and its head's output after
+      // attention (kv_rotation.h)
       if (rot_k > 0) {
         HadamardRotate(ws_.q.data() + t * Q, Q, rot_k);
         HadamardRotate(ws_.k_new.data() + t * KV, KV, rot_k);
@@ -393,10 +396,13 @@ void CpuBackend::Attention(int layer, const Batch& batch, int64_t n) {
       const BatchSeq& s = batch.seqs[ws_.seq_of[t]];
       AttnArgs a;
       a.pool = pool_base_;
-      a.elem = kv_.elem;
+      a.elem_k = kv_.elem_k;
+      a.elem_v = kv_.elem_v;
       a.block_stride = kv_.block_bytes();
-      a.tile_bytes = kv_.tile_bytes();
-      a.scales_offset = kv_.scales_offset();
+      a.k_tile_bytes = kv_.k_tile_bytes();
+      a.v_tile_bytes = kv_.v_tile_bytes();
+      a.k_scales_offset = kv_.k_scales_offset();
+      a.v_scales_offset = kv_.v_scales_offset();
       a.k_offset = kv_.KOffset(layer, g);
       a.v_offset = kv_.VOffset(layer, g);
       a.block_table = s.block_table.data();

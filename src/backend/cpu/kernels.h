@@ -61,10 +61,13 @@ struct MatMulArgs {
 // Key j lives in block block_table[j / block_size], slot j % block_size.
 struct AttnArgs {
   const uint8_t* pool = nullptr; // the whole KV pool
-  KvElem elem = KvElem::kF32;    // element type of its tiles
+  KvElem elem_k = KvElem::kF32;  // element type of the K tiles
+  KvElem elem_v = KvElem::kF32;  // ... and of the V tiles (may differ)
   int64_t block_stride = 0;      // bytes per block (all layers, K and V)
-  int64_t tile_bytes = 0;        // bytes of one (layer, K|V, head) tile
-  int64_t scales_offset = 0;     // Q8_0: bytes from a tile's start to its scales
+  int64_t k_tile_bytes = 0;      // bytes of one (layer, K, head) tile
+  int64_t v_tile_bytes = 0;      // ... and of one V tile
+  int64_t k_scales_offset = 0;   // Q8_0 / Q4_0: bytes from a K tile's start to its scales
+  int64_t v_scales_offset = 0;   // ... and from a V tile's
   int64_t k_offset = 0;          // bytes from a block's start to this (layer, head)'s K tile
   int64_t v_offset = 0;          // ... and to its V tile
   const int32_t* block_table = nullptr;

@@ -238,9 +238,10 @@ inline const T* KvTile(const AttnArgs& a, int64_t blk, int64_t off) {
   return reinterpret_cast<const T*>(a.pool + a.block_table[blk] * a.block_stride + off);
 }
 // A Q8_0 tile's per-position scales (block_size floats); nullptr otherwise.
+// scales_offset: its side's (a.k_scales_offset or a.v_scales_offset).
 template <typename T>
-inline const float* KvScales(const AttnArgs& a, const T* tile) {
-  if constexpr (kKvQ8<T>) return reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(tile) + a.scales_offset);
+inline const float* KvScales(const T* tile, int64_t scales_offset) {
+  if constexpr (kKvQ8<T>) return reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(tile) + scales_offset);
   return nullptr;
 }
 
@@ -364,7 +365,7 @@ inline void WeightedSumV(const AttnArgs& a, const float* e, int64_t ld_e, int64_
   const int64_t bs = a.block_size, hd = 8 * NC;
   for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
     const T* vb = KvTile<T>(a, blk, a.v_offset);  // (bs, hd)
-    const float* vs = KvScales(a, vb);            // (bs) Q8_0 only
+    const float* vs = KvScales(vb, a.v_scales_offset);  // (bs) Q8_0 only
     auto rs = [&](int64_t s) { return kKvQ8<T> ? vs[s] : 1.0f; };
     const int64_t cnt = n - j0 < bs ? n - j0 : bs;
     int64_t s = j0 < lo ? lo - j0 : 0;
@@ -420,7 +421,7 @@ inline void WeightedSumVGroup(const AttnArgs& a, const float* e, int64_t ld_e, i
     for (int c = 0; c < NC; ++c) StoreU(out + g * hd + 8 * c, Zero());
   for (int64_t blk = lo / bs, j0 = blk * bs; j0 < n; j0 += bs, ++blk) {
     const T* vb = KvTile<T>(a, blk, a.v_offset);  // (bs, hd)
-    const float* vs = KvScales(a, vb);            // (bs) Q8_0 only
+    const float* vs = KvScales(vb, a.v_scales_offset);  // (bs) Q8_0 only
     const int64_t cnt = n - j0 < bs ? n - j0 : bs;
     const int64_t s0 = j0 < lo ? lo - j0 : 0;
     for (int g = 0; g < n_q; ++g) {
@@ -487,24 +488,30 @@ inline float SoftmaxWeights(float* scores, int64_t n, const float* sink = nullpt
   return sum;
 }
 
+// K and V are read by two passes that share only the scores, so each side
+// runs the pass of its own element type (llm_ctx_params.kv_type and
+// kv_type_v may differ): AttentionImpl pairs ScoresTyped<TK> or ScoresQ4
+// with SumValuesTyped<TV> or SumValuesQ4. A pair of one type performs the
+// operations, in the order, of a single kernel of that type.
+//
+// Scores of keys first_key .. n_keys-1 for the n_q heads. They are computed
+// from the start of first_key's block (whole blocks keep the 8-wide loads
+// aligned to the tile) into row g of scores_buf, (n_q, ld) with
+// ld = n_keys - base; the softmax then reads from key first_key on:
+//
+//   scores_buf row g: [ base ... lo-1 | lo ............ n_end-1 ]
+//                       (discarded)     scores, n = n_end - lo of them
 template <typename T>
-void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
+void ScoresTyped(const AttnArgs& a, int n_q, const float* q, float* scores_buf) {
   const int64_t n_end = a.n_keys;
   const int64_t bs = a.block_size;
   const int hd = a.head_dim;
-  // Keys lo .. n_end-1 are attended. Scores are computed from the start of
-  // lo's block (whole blocks keep the 8-wide loads aligned to the tile) into
-  // row g of scores_buf, (n_q, ld) with ld = n_end - base; the softmax then
-  // reads from key lo on:
-  //
-  //   scores_buf row g: [ base ... lo-1 | lo ............ n_end-1 ]
-  //                       (discarded)     scores, n = n_end - lo of them
   const int64_t lo = a.first_key, base = lo / bs * bs, ld = n_end - base;
 
   // ---- scores. K tiles are requested kAhead blocks ahead of use and each
   // block's V tile as its K tile is scored, so the V pass finds them in cache.
   const V8 vscale = Set1(a.scale);
-  const int64_t tile = a.tile_bytes, last_blk = (n_end - 1) / bs;
+  const int64_t tile = a.k_tile_bytes, last_blk = (n_end - 1) / bs;
   constexpr int64_t kAhead = 4;
   for (int64_t blk = base / bs; blk <= last_blk && blk < base / bs + kAhead; ++blk)
     PrefetchTile(KvTile<T>(a, blk, a.k_offset), tile);
@@ -512,9 +519,9 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
   int n_pend = 0;
   for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
     if (blk + kAhead <= last_blk) PrefetchTile(KvTile<T>(a, blk + kAhead, a.k_offset), tile);
-    PrefetchTile(KvTile<T>(a, blk, a.v_offset), tile);
+    PrefetchTile(KvTile<uint8_t>(a, blk, a.v_offset), a.v_tile_bytes);
     const T* kt = KvTile<T>(a, blk, a.k_offset);  // (hd, bs)
-    const float* ks = KvScales(a, kt);           // (bs) Q8_0 only
+    const float* ks = KvScales(kt, a.k_scales_offset);  // (bs) Q8_0 only
     const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
     if ((bs & 7) == 0) {
       for (int64_t s = 0; s < cnt; s += 8) {
@@ -537,16 +544,29 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
     }
   }
   if (n_pend > 0) ScorePending(q, n_q, hd, pend, n_pend, bs, vscale, scores_buf, ld);
+}
 
-  // ---- softmax weights (unnormalised), in place: head g's key lo + i at
-  // scores[g * ld + i]
+// Gemma 2's soft-cap over the attended scores (ScoresTyped's layout), in
+// llama.cpp's order: scale, tanh(s / cap), * cap.
+inline void SoftcapScores(const AttnArgs& a, int n_q, float* scores_buf) {
+  if (!(a.softcap > 0.0f)) return;
+  const int64_t bs = a.block_size, lo = a.first_key, base = lo / bs * bs, ld = a.n_keys - base, n = a.n_keys - lo;
+  float* scores = scores_buf + (lo - base);
+  const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
+  for (int g = 0; g < n_q; ++g)
+    for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
+}
+
+// out (n_q, head_dim) = softmax(scores) · V over the attended keys: softmax
+// weights (unnormalised) in place, head g's key lo + i at scores[g * ld + i],
+// then out = Σ e_j v_j / Σ e_j.
+template <typename T>
+void SumValuesTyped(const AttnArgs& a, int n_q, float* scores_buf, float* out) {
+  const int64_t n_end = a.n_keys, bs = a.block_size;
+  const int hd = a.head_dim;
+  const int64_t lo = a.first_key, base = lo / bs * bs, ld = n_end - base;
   float* scores = scores_buf + (lo - base);
   const int64_t n = n_end - lo;
-  if (a.softcap > 0.0f) {  // llama.cpp's order: scale, tanh(s / cap), * cap
-    const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
-    for (int g = 0; g < n_q; ++g)
-      for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
-  }
   constexpr int kMaxGroup = 64;
   if ((hd == 64 || hd == 128 || hd == 256) && n_q >= 2 && n_q <= kMaxGroup) {  // V read once per group
     float inv_all[kMaxGroup];
@@ -581,7 +601,7 @@ void AttentionTyped(const AttnArgs& a, int n_q, const float* q, float* scores_bu
       for (int d = 0; d < hd; ++d) oh[d] = 0.0f;
       for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
         const T* vb = KvTile<T>(a, blk, a.v_offset);
-        const float* vs = KvScales(a, vb);
+        const float* vs = KvScales(vb, a.v_scales_offset);
         const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
         for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s) {
           float w = eh[j0 + s - lo];
@@ -650,11 +670,14 @@ inline void WidenRowQ4(const uint8_t* tile, int64_t scales_offset, int hd, int64
   }
 }
 
-inline void AttentionQ4(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
-  constexpr int kMaxHd = 256;
+constexpr int kMaxHdQ4 = 256;
+
+// ScoresTyped's scores from a Q4_0 K.
+inline void ScoresQ4(const AttnArgs& a, int n_q, const float* q, float* scores_buf) {
+  constexpr int kMaxHd = kMaxHdQ4;
   const int64_t n_end = a.n_keys, bs = a.block_size;
   const int hd = a.head_dim;
-  // scores from the start of lo's block, as AttentionTyped lays them out
+  // scores from the start of lo's block, as ScoresTyped lays them out
   const int64_t lo = a.first_key, base = lo / bs * bs, ld = n_end - base;
   const V8 vscale = Set1(a.scale);
   alignas(32) float wide[4][8 * kMaxHd];  // up to 4 widened groups of 8 keys
@@ -662,11 +685,11 @@ inline void AttentionQ4(const AttnArgs& a, int n_q, const float* q, float* score
   int n_pend = 0;
   for (int64_t blk = base / bs, j0 = base; j0 < n_end; j0 += bs, ++blk) {
     const uint8_t* kt = KvTile<uint8_t>(a, blk, a.k_offset);
-    PrefetchTile(KvTile<uint8_t>(a, blk, a.v_offset), a.tile_bytes);
+    PrefetchTile(KvTile<uint8_t>(a, blk, a.v_offset), a.v_tile_bytes);
     const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
     for (int64_t s = 0; s < cnt; s += 8) {
       const int64_t n = cnt - s < 8 ? cnt - s : 8;
-      WidenKeysQ4(kt, a.scales_offset, bs, hd, s, n, wide[n_pend]);
+      WidenKeysQ4(kt, a.k_scales_offset, bs, hd, s, n, wide[n_pend]);
       pend[n_pend] = KeyGroup<float>{wide[n_pend], nullptr, j0 - base + s, n};
       if (++n_pend == 4) {
         ScorePending(q, n_q, hd, pend, n_pend, 8, vscale, scores_buf, ld);
@@ -675,14 +698,16 @@ inline void AttentionQ4(const AttnArgs& a, int n_q, const float* q, float* score
     }
   }
   if (n_pend > 0) ScorePending(q, n_q, hd, pend, n_pend, 8, vscale, scores_buf, ld);
+}
 
+// SumValuesTyped's weighted sum over a Q4_0 V.
+inline void SumValuesQ4(const AttnArgs& a, int n_q, float* scores_buf, float* out) {
+  constexpr int kMaxHd = kMaxHdQ4;
+  const int64_t n_end = a.n_keys, bs = a.block_size;
+  const int hd = a.head_dim;
+  const int64_t lo = a.first_key, base = lo / bs * bs, ld = n_end - base;
   float* scores = scores_buf + (lo - base);
   const int64_t n = n_end - lo;
-  if (a.softcap > 0.0f) {
-    const float cap = a.softcap, inv_cap = 1.0f / a.softcap;
-    for (int g = 0; g < n_q; ++g)
-      for (int64_t i = 0; i < n; ++i) scores[g * ld + i] = cap * std::tanh(scores[g * ld + i] * inv_cap);
-  }
   // heads in chunks of up to 64, each V row widened once per chunk
   constexpr int kChunk = 64;
   alignas(32) float row[kMaxHd];
@@ -697,7 +722,7 @@ inline void AttentionQ4(const AttnArgs& a, int n_q, const float* q, float* score
       const uint8_t* vt = KvTile<uint8_t>(a, blk, a.v_offset);
       const int64_t cnt = n_end - j0 < bs ? n_end - j0 : bs;
       for (int64_t s = j0 < lo ? lo - j0 : 0; s < cnt; ++s) {
-        WidenRowQ4(vt, a.scales_offset, hd, s, row);
+        WidenRowQ4(vt, a.v_scales_offset, hd, s, row);
         for (int g = 0; g < ng; ++g) {
           const V8 w = Set1(scores[(g0 + g) * ld + j0 + s - lo]);
           float* o = out + (g0 + g) * hd;
@@ -714,10 +739,17 @@ inline void AttentionQ4(const AttnArgs& a, int n_q, const float* q, float* score
 }
 
 void AttentionImpl(const AttnArgs& a, int n_q, const float* q, float* scores_buf, float* out) {
-  switch (a.elem) {
-    case KvElem::kQ4: AttentionQ4(a, n_q, q, scores_buf, out); break;
-    case KvElem::kF16: AttentionTyped<uint16_t>(a, n_q, q, scores_buf, out); break;
-    case KvElem::kQ8: AttentionTyped<int8_t>(a, n_q, q, scores_buf, out); break;
-    default: AttentionTyped<float>(a, n_q, q, scores_buf, out); break;
+  switch (a.elem_k) {
+    case KvElem::kQ4: ScoresQ4(a, n_q, q, scores_buf); break;
+    case KvElem::kF16: ScoresTyped<uint16_t>(a, n_q, q, scores_buf); break;
+    case KvElem::kQ8: ScoresTyped<int8_t>(a, n_q, q, scores_buf); break;
+    default: ScoresTyped<float>(a, n_q, q, scores_buf); break;
+  }
+  SoftcapScores(a, n_q, scores_buf);
+  switch (a.elem_v) {
+    case KvElem::kQ4: SumValuesQ4(a, n_q, scores_buf, out); break;
+    case KvElem::kF16: SumValuesTyped<uint16_t>(a, n_q, scores_buf, out); break;
+    case KvElem::kQ8: SumValuesTyped<int8_t>(a, n_q, scores_buf, out); break;
+    default: SumValuesTyped<float>(a, n_q, scores_buf, out); break;
   }
 }

@@ -1,5 +1,6 @@
 // The CPU pool's blocks in the KV wire layout (backend/kv_wire.h): a plain
-// re-indexing, no conversion (the wire layout takes the pool's element type).
+// re-indexing, no conversion (the wire layout takes the pool's element
+// types, K's and V's).
 //
 //   pool K tile (head_dim, block_size), transposed   wire tile (block_size, head_dim)
 //   pool V tile (block_size, head_dim)               wire tile (block_size, head_dim)
@@ -21,7 +22,7 @@ namespace {
 template <bool kToWire>
 void MoveTileQ4(const KvLayout& kv, uint8_t* pool, uint8_t* wire, bool transposed) {
   const int64_t hd = kv.head_dim, bs = kv.block_size, nb = hd / kQ4Block;
-  uint8_t* scales = pool + kv.scales_offset();
+  uint8_t* scales = pool + kv.ScalesOffset(KvElem::kQ4);
   auto pool_byte = [&](int64_t p, int64_t i) -> uint8_t& { return pool[transposed ? i * bs + p : p * (hd / 2) + i]; };
   for (int64_t p = 0; p < bs; ++p) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -49,16 +50,18 @@ void MoveTileQ4(const KvLayout& kv, uint8_t* pool, uint8_t* wire, bool transpose
   }
 }
 
+// transposed: a K tile (in K's element type), else a V tile (in V's).
 template <bool kToWire>
 void MoveTile(const KvLayout& kv, uint8_t* pool, uint8_t* wire, bool transposed) {
-  const int64_t hd = kv.head_dim, bs = kv.block_size, eb = kv.elem_bytes();
-  if (kv.elem == KvElem::kQ4) {
+  const KvElem elem = transposed ? kv.elem_k : kv.elem_v;
+  const int64_t hd = kv.head_dim, bs = kv.block_size, eb = KvLayout::ElemBytes(elem);
+  if (elem == KvElem::kQ4) {
     MoveTileQ4<kToWire>(kv, pool, wire, transposed);
     return;
   }
   uint8_t* values = wire;
-  if (kv.elem == KvElem::kQ8) {
-    uint8_t* scales = pool + kv.scales_offset();
+  if (elem == KvElem::kQ8) {
+    uint8_t* scales = pool + kv.ScalesOffset(elem);
     if (kToWire) std::memcpy(wire, scales, static_cast<size_t>(4 * bs));
     else std::memcpy(scales, wire, static_cast<size_t>(4 * bs));
     values = wire + 4 * bs;
@@ -91,7 +94,8 @@ int32_t WireElem(KvElem e) {
 
 KvWireLayout CpuBackend::kv_wire_layout() const {
   if (first_layer_ != 0) return KvWireLayout{};  // partial offload: the stream needs every layer
-  return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, WireElem(kv_.elem)};
+  const int32_t ek = WireElem(kv_.elem_k), ev = WireElem(kv_.elem_v);
+  return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, ek, ev != ek ? ev : 0};
 }
 
 Status CpuBackend::ReadKvBlock(int32_t block, std::span<uint8_t> out) {

@@ -48,7 +48,7 @@ class CtxParams(C.Structure):
         ("reserved2", C.c_int32),
         ("swap_space_bytes", C.c_uint64),
         ("kv_type", C.c_int32),
-        ("reserved3", C.c_int32),
+        ("kv_type_v", C.c_int32),  # 0.6 (issue 32), was reserved3: V's type, 0 = as kv_type
         ("n_gpu_layers", C.c_int32),
         ("reserved4", C.c_int32),
         ("kv_host_bytes", C.c_uint64),

@@ -52,7 +52,9 @@ class Context:
     ``llm_ctx_params``: ``n_ctx``, ``n_threads``, ``backend`` ("auto",
     "cpu", "cuda"), ``n_gpu_layers`` (a count, -1 every layer, or "auto":
     as many as fit the devices' free memory), ``kv_type`` ("auto", "f32", "f16",
-    "q8_0", "q4_0": CPU only), ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
+    "q8_0", "q4_0": CPU only), ``kv_type_v`` (V's type when it differs from
+    K's, as llama.cpp's ``type_v``; "auto": as ``kv_type``; CPU only),
+    ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
     tiers under the prefix cache: ``kv_host_bytes``, ``kv_disk_dir``,
@@ -63,7 +65,8 @@ class Context:
     0 means the library's default, as in C."""
 
     def __init__(self, model_path: Union[None, str, os.PathLike] = None, *, n_ctx: int = 0, n_threads: int = 0,
-                 backend: str = "auto", n_gpu_layers: Union[int, str] = -1, kv_type: str = "auto", max_seqs: int = 0,
+                 backend: str = "auto", n_gpu_layers: Union[int, str] = -1, kv_type: str = "auto", kv_type_v: str = "auto",
+                 max_seqs: int = 0,
                  kv_block_size: int = 0, n_kv_blocks: int = 0, max_batch_tokens: int = 0, max_queued: int = 0,
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
                  spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
@@ -73,6 +76,8 @@ class Context:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
             raise ValueError(f"kv_type must be one of {sorted(KV_TYPES)}")
+        if kv_type_v not in KV_TYPES:
+            raise ValueError(f"kv_type_v must be one of {sorted(KV_TYPES)}")
         if isinstance(n_gpu_layers, str):
             if n_gpu_layers not in ("auto", "all"):
                 raise ValueError('n_gpu_layers must be a count, "auto" or "all"')
@@ -85,6 +90,7 @@ class Context:
         p.kv_host_bytes, p.kv_disk_bytes = kv_host_bytes, kv_disk_bytes
         p.backend = BACKENDS[backend]
         p.n_threads, p.n_ctx, p.n_gpu_layers, p.kv_type = n_threads, n_ctx, n_gpu_layers, KV_TYPES[kv_type]
+        p.kv_type_v = KV_TYPES[kv_type_v]  # "auto" is 0: as kv_type
         p.max_seqs, p.kv_block_size, p.n_kv_blocks = max_seqs, kv_block_size, n_kv_blocks
         p.max_batch_tokens, p.max_queued = max_batch_tokens, max_queued
         p.self_draft_layers, p.spec_k, p.gpu_memory_fraction = self_draft_layers, spec_k, gpu_memory_fraction
