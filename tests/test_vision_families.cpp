@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/cpu/vision_encoder.h"
+#include "model/gguf.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
 #include "support/real_models.h"
@@ -211,6 +212,47 @@ TEST_P(VisionFamily, EmbeddingsMatchLlamaCpp) {
     }
   }
   EXPECT_GE(n_passes, f_.cases.size());
+}
+
+// The family's file damaged one way at a time (same-length renames keep it a
+// valid GGUF): a clear status, never a crash or a silently different tower.
+TEST_P(VisionFamily, DamagedFilesRefused) {
+  const std::string good = ReadFile(f_.path);
+  ASSERT_FALSE(good.empty());
+  auto patched = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  auto open = [](const std::string& bytes) {
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    if (!f.ok()) return f.status();
+    return VisionModel::FromFile(std::move(*f)).status();
+  };
+  EXPECT_TRUE(open(good).ok());
+  if (f_.name == "idefics3") {
+    // an older conversion (no longest edge): tiled another way, not built
+    EXPECT_EQ(open(patched("clip.vision.preproc_image_size", "clip.vision.preproc_image_sizX")).code(),
+              LLM_ERR_UNSUPPORTED);
+    EXPECT_EQ(open(patched("clip.vision.projector.scale_factor", "clip.vision.projector.scale_factoX")).code(),
+              LLM_ERR_MODEL_FORMAT);
+    EXPECT_EQ(open(patched("mm.model.fc.weight", "mm.model.fX.weight")).code(), LLM_ERR_MODEL_FORMAT);
+    EXPECT_EQ(open(patched("v.post_ln.weight", "v.post_lX.weight")).code(), LLM_ERR_MODEL_FORMAT);  // SigLIP's needs it
+  } else {
+    // without its class token the position table is one row too long
+    EXPECT_EQ(open(patched("v.class_embd", "v.class_embX")).code(), LLM_ERR_MODEL_FORMAT);
+    EXPECT_EQ(open(patched("mm.2.weight", "mm.3.weight")).code(), LLM_ERR_UNSUPPORTED);  // an mlp_norm part
+    EXPECT_EQ(open(patched("mm.0.bias", "mm.0.biaX")).code(), LLM_ERR_MODEL_FORMAT);
+  }
+  EXPECT_NE(open(good.substr(0, good.size() / 2)).code(), LLM_OK);  // truncated
+  auto m = VisionModel::Open(f_.path);
+  ASSERT_TRUE(m.ok());
+  auto enc = cpu::CreateCpuVisionEncoder((*m)->config, (*m)->weights, 1);
+  ASSERT_TRUE(enc.ok());
+  std::vector<float> out(static_cast<size_t>((*enc)->n_tokens()) * (*enc)->n_embd_out());
+  EXPECT_EQ((*enc)->Encode(std::vector<float>(10), out.data()).code(), LLM_ERR_INVALID_ARGUMENT);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, VisionFamily, ::testing::Values("idefics3", "mlp"),

@@ -108,6 +108,10 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
     LLM_ASSIGN_OR_RETURN(c.longest_edge, ReadInt(f, "clip.vision.preproc_image_size", 1, kMaxImageSize));
   } else {
     c.n_merge = 1;
+    // LLaVA 1.6's slicing of large pictures is not built: refused, never
+    // replaced by the fixed-size fit
+    if (f.Has("clip.vision.image_grid_pinpoints"))
+      return Unsupported("projector file: LLaVA 1.6's image slicing (clip.vision.image_grid_pinpoints) is not supported");
     c.n_layer_run = c.n_layer - 1;  // the second-to-last layer's output, llama.cpp's default for these files
     if (f.Has("clip.vision.feature_layer")) {
       auto fl = f.GetIntArray("clip.vision.feature_layer");
