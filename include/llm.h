@@ -461,7 +461,11 @@ typedef struct llm_ctx_params {
                               /* model's n_embd, or for another family      */
                               /* (Gemma 3's projector with a non-gemma3     */
                               /* model): MODEL_FORMAT; a projector type     */
-                              /* this build does not run: UNSUPPORTED       */
+                              /* this build does not run: UNSUPPORTED.      */
+                              /* Runs: "gemma3" (gemma3 models), "idefics3" */
+                              /* (SmolVLM: llama models; a picture is tiled */
+                              /* and laid out with its row/column tokens)   */
+                              /* and "mlp" (LLaVA-style CLIP + MLP: llama)  */
 } llm_ctx_params;
 
 /* llm_ctx_params.kv_role */

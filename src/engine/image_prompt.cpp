@@ -16,6 +16,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "vision/image_tokens.h"
 
 namespace llm {
 
@@ -42,6 +43,7 @@ Status Engine::AttachVision(std::shared_ptr<const VisionModel> vision, int n_thr
   LLM_ASSIGN_OR_RETURN(auto encoder, cpu::CreateCpuVisionEncoder(vision->config, vision->weights, n_threads));
   std::lock_guard<std::mutex> lock(mu_);
   if (vision_ != nullptr) return InvalidArgument("AttachVision: a projector is attached already");
+  batch_.set_image_both_ways(ImageTokensFor(vision->config.projector).both_ways);
   vision_model_ = std::move(vision);
   vision_ = std::move(encoder);
   n_image_tokens_.store(vision_->n_tokens(), std::memory_order_release);

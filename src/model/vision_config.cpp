@@ -52,13 +52,19 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
   VisionConfig c;
   if (proj == "gemma3") {
     c.projector = ProjectorType::kGemma3;
+  } else if (proj == "idefics3") {
+    c.projector = ProjectorType::kIdefics3;
+  } else if (proj == "mlp") {
+    c.projector = ProjectorType::kMlp;
   } else {
-    return Unsupported("projector type '" + proj + "' is not supported (supported: gemma3)");
+    return Unsupported("projector type '" + proj + "' is not supported (supported: gemma3, idefics3, mlp)");
   }
   auto gelu = f.GetBool("clip.use_gelu");
   auto silu = f.GetBool("clip.use_silu");
-  if (!gelu.ok() || !*gelu || (silu.ok() && *silu))
-    return Unsupported("projector file: only a GELU tower (clip.use_gelu) is supported");
+  if (silu.ok() && *silu) return Unsupported("projector file: a SiLU tower (clip.use_silu) is not supported");
+  c.act = gelu.ok() && *gelu ? VisionAct::kGelu : VisionAct::kGeluQuick;
+  if (c.projector != ProjectorType::kMlp && c.act != VisionAct::kGelu)
+    return Unsupported("projector file: a SigLIP tower (" + proj + ") must use GELU (clip.use_gelu)");
 
   LLM_ASSIGN_OR_RETURN(c.n_embd, ReadInt(f, "clip.vision.embedding_length", 1, kMaxWidth));
   LLM_ASSIGN_OR_RETURN(c.n_ff, ReadInt(f, "clip.vision.feed_forward_length", 1, 4 * kMaxWidth));
@@ -86,13 +92,43 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
   LLM_RETURN_IF_ERROR(ReadTriple(f, "clip.vision.image_std", &c.image_std));
   for (float s : c.image_std)
     if (s == 0.0f) return ModelFormatError("projector file: image_std holds a zero");
-  c.n_merge = 4;  // Gemma 3's released towers: 64 x 64 patches pooled to 16 x 16 tokens
-  if (f.Has("clip.vision.projector.scale_factor")) {
-    LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.projector.scale_factor", 1, kMaxImageSize));
+  c.n_layer_run = c.n_layer;
+  if (c.projector == ProjectorType::kGemma3) {
+    c.n_merge = 4;  // Gemma 3's released towers: 64 x 64 patches pooled to 16 x 16 tokens
+    if (f.Has("clip.vision.projector.scale_factor")) {
+      LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.projector.scale_factor", 1, kMaxImageSize));
+    }
+  } else if (c.projector == ProjectorType::kIdefics3) {
+    // both required: llama.cpp refuses a factor of 1, and files without the
+    // longest edge (older conversions) are tiled another way, not built here
+    LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.projector.scale_factor", 2, kMaxImageSize));
+    if (!f.Has("clip.vision.preproc_image_size"))
+      return Unsupported("projector file: an Idefics3 file without clip.vision.preproc_image_size (an older "
+                         "conversion) is not supported");
+    LLM_ASSIGN_OR_RETURN(c.longest_edge, ReadInt(f, "clip.vision.preproc_image_size", 1, kMaxImageSize));
+  } else {
+    c.n_merge = 1;
+    // LLaVA 1.6's slicing of large pictures is not built: refused, never
+    // replaced by the fixed-size fit
+    if (f.Has("clip.vision.image_grid_pinpoints"))
+      return Unsupported("projector file: LLaVA 1.6's image slicing (clip.vision.image_grid_pinpoints) is not supported");
+    c.n_layer_run = c.n_layer - 1;  // the second-to-last layer's output, llama.cpp's default for these files
+    if (f.Has("clip.vision.feature_layer")) {
+      auto fl = f.GetIntArray("clip.vision.feature_layer");
+      if (!fl.ok()) return ModelFormatError("projector file: " + fl.status().message());
+      if (fl->size() != 1)
+        return Unsupported("projector file: " + std::to_string(fl->size()) +
+                           " feature layers (stacked features) are not supported; one is");
+      if ((*fl)[0] < 1 || (*fl)[0] > c.n_layer)
+        return ModelFormatError("projector file: clip.vision.feature_layer " + std::to_string((*fl)[0]) +
+                                " is outside [1, block_count]");
+      c.n_layer_run = static_cast<int32_t>((*fl)[0]);
+    }
+    if (c.n_layer_run < 1) return ModelFormatError("projector file: a LLaVA tower needs at least 2 layers");
   }
   if (c.patches_per_side() % c.n_merge != 0)
     return ModelFormatError("projector file: the patch grid (" + std::to_string(c.patches_per_side()) +
-                            " per side) does not divide into the pooling kernel " + std::to_string(c.n_merge));
+                            " per side) does not divide into the merge factor " + std::to_string(c.n_merge));
   return c;
 }
 

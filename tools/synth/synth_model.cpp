@@ -38,6 +38,11 @@ const std::vector<SynthShape>& Shapes() {
     // Gemma 3: 6 layers, five local (window 32, base 10000) then one global
     // (base 1e6), q/k norms; for the HF-vs-GGUF test (no llama.cpp reference).
     v.push_back({"tiny-gemma3", 300, 64, 6, 4, 1, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "gemma3", 32});
+    // The text models of the vision-language families' tiny projectors
+    // (synth_mmproj.h): Llamas whose vocabularies end with the image
+    // layout's tokens (SyntheticVocab's specials below).
+    v.push_back({"tiny-llava", 300, 64, 2, 4, 2, 16, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
+    v.push_back({"tiny-smolvlm", 300, 64, 2, 4, 2, 16, 128, 4096, 100000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
     // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
     // that llama.cpp reads and does not apply.
     v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
@@ -501,9 +506,15 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   } else if (s.arch.rfind("qwen", 0) == 0 || o.bpe_vocab) {
     Gpt2Vocab(n_vocab, &w, o.think_tokens, o.harmony_tokens);
   } else {
-    SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
-                                                                "<|end|>", "<|user|>"}
-                                     : std::vector<std::string>{});
+    std::vector<std::string> specials;
+    if (phi3) specials = {"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"};
+    if (s.name == "tiny-llava") specials = {"<image>"};
+    if (s.name == "tiny-smolvlm") {  // Idefics3's layout tokens (image_tokens.h), for grids up to 3 x 3
+      specials = {"<image>", "<fake_token_around_image>", "<global-img>", "\n\n", "<end_of_utterance>"};
+      for (int r = 1; r <= 3; ++r)
+        for (int c = 1; c <= 3; ++c) specials.push_back("<row_" + std::to_string(r) + "_col_" + std::to_string(c) + ">");
+    }
+    SyntheticVocab(n_vocab, &w, specials);
   }
   if (s.decoder_pooling == 3 && o.vocab == nullptr) w.AddBool("tokenizer.ggml.add_eos_token", true);
   if (s.decoder_pooling == 4 && o.vocab == nullptr) {

@@ -1,7 +1,9 @@
 // Images to soft tokens on the CPU: a projector file's tower and projector
 // (model/vision_weights.h) run over one preprocessed image at a time
-// (vision/image_preprocess.h makes the pixels). For Gemma 3: the SigLIP
-// tower (vision_tower.h), then its projector (gemma3_projector.h).
+// (vision/image_preprocess.h makes the pixels): the ViT tower
+// (vision_tower.h), then the family's projector: Gemma 3's pooling
+// (gemma3_projector.h), Idefics3's pixel shuffle (idefics3_projector.h; one
+// Encode per tile or overview), LLaVA's MLP (llava_projector.h).
 #pragma once
 
 #include <cstdint>
