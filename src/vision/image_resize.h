@@ -10,7 +10,9 @@
 //   normalised to sum 1 and rounded to 22-bit fixed point; each pass rounds
 //   its sums to 8 bits (half up) and clamps to [0, 255].
 //
-// A side that keeps its size skips its pass.
+// A side that keeps its size skips its pass. ResizeBicubic is the same with
+// Pillow's BICUBIC kernel (a = -0.5, radius 2 widened; negative weights
+// rounded half away from zero), which Qwen2.5-VL's preprocessing uses.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +25,6 @@ namespace llm {
 // `src` resampled to (width, height). Sizes in [1, kMaxImageSide], and
 // src.rgb holding width * height * 3 bytes, or INVALID_ARGUMENT.
 StatusOr<RgbImage> ResizeBilinear(const RgbImage& src, int32_t width, int32_t height);
+StatusOr<RgbImage> ResizeBicubic(const RgbImage& src, int32_t width, int32_t height);
 
 }  // namespace llm

@@ -22,6 +22,9 @@ struct ImageTokens {
 inline ImageTokens ImageTokensFor(ProjectorType t) {
   switch (t) {
     case ProjectorType::kGemma3: return {"<start_of_image>", "<start_of_image>", "<end_of_image>", "gemma3"};
+    // the Qwen2-VL chat template's image, wrapped by libmtmd in vision_start/end
+    case ProjectorType::kQwen25VL:
+      return {"<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|>", "<|vision_end|>", "qwen2vl"};
   }
   return {};
 }

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/gemma3_projector.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/qwen25vl_vision.h"
 #include "backend/cpu/vision_linear.h"
 #include "backend/cpu/vision_tower.h"
 #include "util/thread_pool.h"
@@ -48,6 +49,7 @@ class CpuGemma3Vision final : public VisionEncoder {
 StatusOr<std::unique_ptr<VisionEncoder>> CreateCpuVisionEncoder(const VisionConfig& config,
                                                                 const VisionWeights& weights, int n_threads) {
   if (n_threads < 1) return InvalidArgument("vision encoder: n_threads must be >= 1");
+  if (config.projector == ProjectorType::kQwen25VL) return CreateQwen25VLVision(config, weights, n_threads);
   if (config.projector != ProjectorType::kGemma3) return Unsupported("vision encoder: unknown projector type");
   LLM_ASSIGN_OR_RETURN(Gemma3Projector proj, Gemma3Projector::Create(config, weights));
   auto enc = std::make_unique<CpuGemma3Vision>(config, weights, n_threads, std::move(proj));
