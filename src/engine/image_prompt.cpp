@@ -36,6 +36,9 @@ Status Engine::AttachVision(std::shared_ptr<const VisionModel> vision, int n_thr
   if (vision == nullptr) return InvalidArgument("AttachVision: no projector");
   if (backend_->kind() != LLM_BACKEND_CPU)
     return Unsupported("images in the prompt run on the CPU backend only (the CUDA backend has no embedding-row input yet)");
+  if (vision->config.dynamic_size())
+    return Unsupported("Qwen2.5-VL's projector: pictures at their own size and the text model's M-RoPE positions "
+                       "are not run by the engine yet (docs/ARCHITECTURE.md, images in the prompt, item 5)");
   if (vision->config.n_embd_out != model_->config.n_embd)
     return Status(LLM_ERR_MODEL_FORMAT, "the projector makes rows of " + std::to_string(vision->config.n_embd_out) +
                                             " values; the text model's width is " +

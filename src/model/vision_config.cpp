@@ -33,6 +33,24 @@ Status ReadTriple(const GgufFile& f, const std::string& key, std::array<float, 3
   return Status::Ok();
 }
 
+// Qwen2.5-VL's own keys: the merger's side (only 2, which llama.cpp's
+// window layout assumes too) and the window-attention pattern (required, as
+// llama.cpp requires it; 0 = every layer attends fully).
+StatusOr<VisionConfig> ReadQwen25VLKeys(const GgufFile& f, VisionConfig c) {
+  c.n_merge = 2;
+  if (f.Has("clip.vision.spatial_merge_size")) {
+    LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.spatial_merge_size", 1, kMaxImageSize));
+  }
+  if (c.n_merge != 2) return Unsupported("projector file: Qwen2.5-VL with a spatial_merge_size other than 2");
+  LLM_ASSIGN_OR_RETURN(c.n_wa_pattern, ReadInt(f, "clip.vision.n_wa_pattern", 0, kMaxLayers));
+  if (c.head_dim % 4 != 0) return ModelFormatError("projector file: Qwen2.5-VL's 2D RoPE needs head_dim % 4 == 0");
+  if (c.n_wa_pattern > 0 && 112 / c.patch_size / 2 < 1)  // llama.cpp's 112-pixel window holds no 2 x 2 cell
+    return Unsupported("projector file: Qwen2.5-VL's window attention with patch_size " + std::to_string(c.patch_size));
+  if (int64_t{c.patch_size} * c.n_merge > 1024)
+    return ModelFormatError("projector file: patch_size " + std::to_string(c.patch_size) + " is too large");
+  return c;
+}
+
 }  // namespace
 
 StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
@@ -56,15 +74,24 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
     c.projector = ProjectorType::kIdefics3;
   } else if (proj == "mlp") {
     c.projector = ProjectorType::kMlp;
+  } else if (proj == "qwen2.5vl_merger") {
+    c.projector = ProjectorType::kQwen25VL;
   } else {
-    return Unsupported("projector type '" + proj + "' is not supported (supported: gemma3, idefics3, mlp)");
+    return Unsupported("projector type '" + proj +
+                       "' is not supported (supported: gemma3, idefics3, mlp, qwen2.5vl_merger)");
   }
   auto gelu = f.GetBool("clip.use_gelu");
   auto silu = f.GetBool("clip.use_silu");
-  if (silu.ok() && *silu) return Unsupported("projector file: a SiLU tower (clip.use_silu) is not supported");
-  c.act = gelu.ok() && *gelu ? VisionAct::kGelu : VisionAct::kGeluQuick;
-  if (c.projector != ProjectorType::kMlp && c.act != VisionAct::kGelu)
-    return Unsupported("projector file: a SigLIP tower (" + proj + ") must use GELU (clip.use_gelu)");
+  const bool is_gelu = gelu.ok() && *gelu, is_silu = silu.ok() && *silu;
+  if (c.projector == ProjectorType::kQwen25VL) {
+    if (!is_silu || is_gelu)
+      return Unsupported("projector file: only a SwiGLU tower (clip.use_silu) is supported for Qwen2.5-VL");
+  } else {
+    if (is_silu) return Unsupported("projector file: a SiLU tower (clip.use_silu) is supported for Qwen2.5-VL only");
+    c.act = is_gelu ? VisionAct::kGelu : VisionAct::kGeluQuick;
+    if (c.projector != ProjectorType::kMlp && c.act != VisionAct::kGelu)
+      return Unsupported("projector file: a SigLIP tower (" + proj + ") must use GELU (clip.use_gelu)");
+  }
 
   LLM_ASSIGN_OR_RETURN(c.n_embd, ReadInt(f, "clip.vision.embedding_length", 1, kMaxWidth));
   LLM_ASSIGN_OR_RETURN(c.n_ff, ReadInt(f, "clip.vision.feed_forward_length", 1, 4 * kMaxWidth));
@@ -86,13 +113,14 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
   c.eps = static_cast<float>(*eps);
   LLM_ASSIGN_OR_RETURN(c.image_size, ReadInt(f, "clip.vision.image_size", 1, kMaxImageSize));
   LLM_ASSIGN_OR_RETURN(c.patch_size, ReadInt(f, "clip.vision.patch_size", 1, kMaxImageSize));
-  if (c.image_size % c.patch_size != 0)
+  if (!c.dynamic_size() && c.image_size % c.patch_size != 0)
     return ModelFormatError("projector file: image_size is not a multiple of patch_size");
   LLM_RETURN_IF_ERROR(ReadTriple(f, "clip.vision.image_mean", &c.image_mean));
   LLM_RETURN_IF_ERROR(ReadTriple(f, "clip.vision.image_std", &c.image_std));
   for (float s : c.image_std)
     if (s == 0.0f) return ModelFormatError("projector file: image_std holds a zero");
   c.n_layer_run = c.n_layer;
+  if (c.projector == ProjectorType::kQwen25VL) return ReadQwen25VLKeys(f, c);
   if (c.projector == ProjectorType::kGemma3) {
     c.n_merge = 4;  // Gemma 3's released towers: 64 x 64 patches pooled to 16 x 16 tokens
     if (f.Has("clip.vision.projector.scale_factor")) {

@@ -10,22 +10,20 @@ namespace llm {
 using weights_internal::Kind;
 using weights_internal::Loader;
 
-namespace {
+namespace vision_weights_internal {
 
-constexpr int64_t kMaxTextWidth = 65536;
-
-// v.patch_embd.weight, GGUF {P, P, 3, E}, as the (E, 3·P·P) matrix.
-Status GetPatchEmbd(const GgufFile& f, const VisionConfig& c, WeightView* out) {
-  const GgufTensorInfo* t = f.FindTensor("v.patch_embd.weight");
-  if (t == nullptr) return ModelFormatError("projector file: missing tensor v.patch_embd.weight");
+// v.patch_embd.weight (or `name`), GGUF {P, P, 3, E}, as the (E, 3·P·P) matrix.
+Status GetPatchEmbd(const GgufFile& f, const VisionConfig& c, WeightView* out, const std::string& name) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  if (t == nullptr) return ModelFormatError("projector file: missing tensor " + name);
   const std::vector<int64_t> want = {c.patch_size, c.patch_size, 3, c.n_embd};
   if (t->dims != want)
-    return ModelFormatError("projector file: v.patch_embd.weight has shape " + weights_internal::Shape(t->dims) +
+    return ModelFormatError("projector file: " + name + " has shape " + weights_internal::Shape(t->dims) +
                             ", expected " + weights_internal::Shape(want));
   const int64_t cols = 3LL * c.patch_size * c.patch_size;
   const size_t row_bytes = TensorRowBytes(t->type, cols);
   if (row_bytes == 0 || row_bytes * static_cast<uint64_t>(c.n_embd) != t->nbytes)
-    return ModelFormatError("projector file: v.patch_embd.weight's rows are not whole " +
+    return ModelFormatError("projector file: " + name + "'s rows are not whole " +
                             std::string(TensorTypeName(t->type)) + " blocks");
   out->type = t->type;
   out->data = t->data;
@@ -35,9 +33,18 @@ Status GetPatchEmbd(const GgufFile& f, const VisionConfig& c, WeightView* out) {
   return Status::Ok();
 }
 
+}  // namespace vision_weights_internal
+
+namespace {
+
+constexpr int64_t kMaxTextWidth = 65536;
+
+using vision_weights_internal::GetPatchEmbd;
+
 }  // namespace
 
 StatusOr<VisionWeights> VisionWeights::FromGguf(const GgufFile& f, VisionConfig* config) {
+  if (config->projector == ProjectorType::kQwen25VL) return vision_weights_internal::Qwen25VLFromGguf(f, config);
   VisionConfig& c = *config;
   VisionWeights w;
   Loader l(f);
@@ -55,7 +62,7 @@ StatusOr<VisionWeights> VisionWeights::FromGguf(const GgufFile& f, VisionConfig*
     for (const char* other : {"v.class_embd", "v.pre_ln.weight"})
       if (f.FindTensor(other) != nullptr)
         return Unsupported(std::string("projector file: tensor ") + other + " is not part of a SigLIP tower");
-  LLM_RETURN_IF_ERROR(GetPatchEmbd(f, c, &w.patch_embd));
+  LLM_RETURN_IF_ERROR(GetPatchEmbd(f, c, &w.patch_embd, "v.patch_embd.weight"));
   if (!clip || f.FindTensor("v.patch_embd.bias") != nullptr)
     LLM_RETURN_IF_ERROR(l.Get("v.patch_embd.bias", Kind::kNorm, 1, E, &w.patch_bias));
   const bool cls = clip && f.FindTensor("v.class_embd") != nullptr;

@@ -19,6 +19,14 @@
 // Some converted Gemma 3 files name ffn_up and ffn_down the other way
 // round; a file whose ffn_down is {E, F} (and E != F) is read swapped, as
 // llama.cpp does.
+//
+// Qwen2.5-VL (vision_weights_qwen25vl.cpp) instead: two patch kernels
+// v.patch_embd.weight and v.patch_embd.weight.1 (the video model's two
+// frames; a still picture goes through both and they are summed), no patch
+// bias and no learned positions (2D RoPE); ln1/ln2 are RMSNorm weights
+// without biases; ffn_gate beside ffn_up (SwiGLU, biases on all three);
+// v.post_ln the merger's RMSNorm; mm.0 (4E, 4E) and mm.2 (D, 4E) with
+// biases the merger's MLP over each 2 x 2 group of patches.
 #pragma once
 
 #include <memory>
@@ -38,6 +46,7 @@ struct VisionLayerWeights {
   WeightView ln2, ln2_b;        // (E)
   WeightView w_up, b_up;        // (F, E), (F)
   WeightView w_down, b_down;    // (E, F), (E)
+  WeightView w_gate, b_gate;    // Qwen2.5-VL: (F, E), (F)
 };
 
 struct VisionWeights {
@@ -56,11 +65,20 @@ struct VisionWeights {
   // mlp
   WeightView mm0, mm0_b;        // (H, E), (H)
   WeightView mm2, mm2_b;        // (D, H), (D)
+  // Qwen2.5-VL
+  WeightView patch_embd1;       // (E, 3·P·P): the second patch kernel
+  WeightView merger_w0, merger_b0;  // (4E, 4E), (4E)
+  WeightView merger_w1, merger_b1;  // (D, 4E), (D)
   int64_t n_params = 0;
 
   // Sets config->n_embd_out from the projector's last matrix.
   static StatusOr<VisionWeights> FromGguf(const GgufFile& f, VisionConfig* config);
 };
+
+namespace vision_weights_internal {
+Status GetPatchEmbd(const GgufFile& f, const VisionConfig& c, WeightView* out, const std::string& name);
+StatusOr<VisionWeights> Qwen25VLFromGguf(const GgufFile& f, VisionConfig* config);
+}  // namespace vision_weights_internal
 
 // A projector file opened: the mapping, its config and its weights.
 struct VisionModel {

@@ -12,7 +12,8 @@
 //   away from zero); each pass rounds its sums to 8 bits (half up) and
 //   clamps to [0, 255].
 //
-// A side that keeps its size skips its pass.
+// A side that keeps its size skips its pass. BICUBIC serves LLaVA's fit and
+// Qwen2.5-VL's dynamic size, LANCZOS Idefics3's tiling.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,9 @@ StatusOr<RgbImage> Resize(const RgbImage& src, int32_t width, int32_t height, Re
 
 inline StatusOr<RgbImage> ResizeBilinear(const RgbImage& src, int32_t width, int32_t height) {
   return Resize(src, width, height, ResizeFilter::kBilinear);
+}
+inline StatusOr<RgbImage> ResizeBicubic(const RgbImage& src, int32_t width, int32_t height) {
+  return Resize(src, width, height, ResizeFilter::kBicubic);
 }
 
 }  // namespace llm

@@ -50,6 +50,9 @@ inline ImageTokens ImageTokensFor(ProjectorType t) {
       it.overview_end_piece = "<fake_token_around_image>";
       return it;
     }
+    // the Qwen2-VL chat template's image, wrapped by libmtmd in vision_start/end
+    case ProjectorType::kQwen25VL:
+      return {"<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|>", "<|vision_end|>", "qwen2vl"};  // causal
   }
   return {};
 }

@@ -16,7 +16,7 @@ namespace llm::synth {
 
 struct SynthVisionShape {
   std::string text_shape;       // the synth_model.h shape it pairs with
-  std::string projector;        // clip.projector_type: "gemma3", "idefics3" or "mlp"
+  std::string projector;        // clip.projector_type: "gemma3", "idefics3", "mlp" or "qwen2.5vl_merger"
   int32_t n_embd = 0;           // tower width E
   int32_t n_ff = 0;
   int32_t n_layer = 0;
@@ -31,10 +31,11 @@ struct SynthVisionShape {
   float eps = 1e-6f;
   float mean[3] = {0.5f, 0.5f, 0.5f};
   float std[3] = {0.5f, 0.5f, 0.5f};
+  int32_t n_wa_pattern = 0;     // Qwen2.5-VL: every n-th layer attends fully
 };
 
 // The projector shape paired with text shape `text_shape` ("tiny-gemma3",
-// "tiny-smolvlm", "tiny-llava"),
+// "tiny-smolvlm", "tiny-llava", "tiny-qwen2vl"),
 // nullptr when it has none.
 const SynthVisionShape* FindSynthVisionShape(std::string_view text_shape);
 

@@ -8,6 +8,7 @@
 #include "backend/cpu/idefics3_projector.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/llava_projector.h"
+#include "backend/cpu/qwen25vl_vision.h"
 #include "backend/cpu/vision_linear.h"
 #include "backend/cpu/vision_tower.h"
 #include "util/thread_pool.h"
@@ -71,6 +72,7 @@ StatusOr<std::unique_ptr<VisionEncoder>> CreateCpuVisionEncoder(const VisionConf
     case ProjectorType::kGemma3: return Make<Gemma3Projector>(config, weights, n_threads);
     case ProjectorType::kIdefics3: return Make<Idefics3Projector>(config, weights, n_threads);
     case ProjectorType::kMlp: return Make<LlavaProjector>(config, weights, n_threads);
+    case ProjectorType::kQwen25VL: return CreateQwen25VLVision(config, weights, n_threads);
   }
   return Unsupported("vision encoder: unknown projector type");
 }
