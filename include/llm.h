@@ -1087,6 +1087,15 @@ typedef struct llm_stats {
                                /* prediction was made (accuracy's denominator)*/
   uint64_t moe_predicted_right; /* ... of them predicted: prefetch accuracy   */
                                /* = predicted_right / predicted_wanted        */
+  /* --- appended in 0.7 (issue 36: images in the prompt, mmproj_path) --- */
+  uint64_t images_encoded;     /* images run through the vision encoder       */
+  uint64_t image_cache_hits;   /* images whose soft tokens came from the      */
+                               /* image cache instead (the same pixels seen   */
+                               /* before: no second encoding)                 */
+  uint64_t image_tokens;       /* image positions in the prompts admitted so  */
+                               /* far (encoded or from the cache)             */
+  double image_encode_seconds; /* time spent encoding images (seconds per     */
+                               /* image = this / images_encoded)              */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the
