@@ -631,10 +631,12 @@ typedef void (*llm_event_callback)(const llm_event* event, void* user_data);
 /* llm_content_part.kind */
 typedef enum llm_content_kind {
   LLM_CONTENT_TEXT = 0,      /* text: NUL-terminated UTF-8                  */
-  LLM_CONTENT_IMAGE = 1,     /* data, n_data: an encoded picture, PNG or    */
-                             /* JPEG (sniffed from its bytes; WebP, GIF...: */
-                             /* UNSUPPORTED), at most 64 MiB, each side at  */
-                             /* most 16384 pixels and at most 2^26 pixels   */
+  LLM_CONTENT_IMAGE = 1,     /* data, n_data: an encoded picture, PNG, JPEG */
+                             /* or WebP (sniffed from its bytes; WebP in a  */
+                             /* build with libwebp, and still pictures      */
+                             /* only; GIF, BMP...: UNSUPPORTED), at most 64 */
+                             /* MiB, each side at most 16384 pixels and at  */
+                             /* most 2^26 pixels                            */
                              /* (else INVALID_ARGUMENT, from the header,    */
                              /* before any decoding). Alpha is dropped (the */
                              /* colour under it kept), 16-bit samples keep  */
