@@ -11,6 +11,7 @@
 // token usage like text. Its placeholders differ per image and position
 // (hash-derived) so a text prompt never matches them; the prefix cache keys
 // those blocks by the image's whole hash (kv_cache_manager.cpp, BlockSalt).
+#include <chrono>
 #include <cmath>
 #include <new>
 #include <string>
@@ -131,12 +132,16 @@ Status Engine::EncodeImages(RequestState* r) {
       } catch (const std::bad_alloc&) {
         return OutOfMemory("no host memory for an image's soft tokens");
       }
+      const auto t0 = std::chrono::steady_clock::now();
       LLM_RETURN_IF_ERROR(vision_->Encode(im.pixels, fresh->data()));
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+      image_encode_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
       images_encoded_.fetch_add(1, std::memory_order_relaxed);
       rows = std::move(fresh);
       image_cache_.Put(im.hash, rows);
     }
     r->image_rows.push_back(std::move(rows));
+    image_tokens_.fetch_add(static_cast<uint64_t>(n_img), std::memory_order_relaxed);
   }
   spec.images.clear();  // the pixels are not needed once encoded
   spec.images.shrink_to_fit();
