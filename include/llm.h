@@ -472,7 +472,11 @@ typedef struct llm_ctx_params {
                               /* model's n_embd, or for another family      */
                               /* (Gemma 3's projector with a non-gemma3     */
                               /* model): MODEL_FORMAT; a projector type     */
-                              /* this build does not run: UNSUPPORTED       */
+                              /* this build does not run: UNSUPPORTED.      */
+                              /* Runs: "gemma3" (gemma3 models), "idefics3" */
+                              /* (SmolVLM: llama models; a picture is tiled */
+                              /* and laid out with its row/column tokens)   */
+                              /* and "mlp" (LLaVA-style CLIP + MLP: llama)  */
 } llm_ctx_params;
 
 /* llm_ctx_params.kv_role */
@@ -642,10 +646,12 @@ typedef void (*llm_event_callback)(const llm_event* event, void* user_data);
 /* llm_content_part.kind */
 typedef enum llm_content_kind {
   LLM_CONTENT_TEXT = 0,      /* text: NUL-terminated UTF-8                  */
-  LLM_CONTENT_IMAGE = 1,     /* data, n_data: an encoded picture, PNG or    */
-                             /* JPEG (sniffed from its bytes; WebP, GIF...: */
-                             /* UNSUPPORTED), at most 64 MiB, each side at  */
-                             /* most 16384 pixels and at most 2^26 pixels   */
+  LLM_CONTENT_IMAGE = 1,     /* data, n_data: an encoded picture, PNG, JPEG */
+                             /* or WebP (sniffed from its bytes; WebP in a  */
+                             /* build with libwebp, and still pictures      */
+                             /* only; GIF, BMP...: UNSUPPORTED), at most 64 */
+                             /* MiB, each side at most 16384 pixels and at  */
+                             /* most 2^26 pixels                            */
                              /* (else INVALID_ARGUMENT, from the header,    */
                              /* before any decoding). Alpha is dropped (the */
                              /* colour under it kept), 16-bit samples keep  */
@@ -1098,6 +1104,15 @@ typedef struct llm_stats {
                                /* prediction was made (accuracy's denominator)*/
   uint64_t moe_predicted_right; /* ... of them predicted: prefetch accuracy   */
                                /* = predicted_right / predicted_wanted        */
+  /* --- appended in 0.7 (issue 36: images in the prompt, mmproj_path) --- */
+  uint64_t images_encoded;     /* images run through the vision encoder       */
+  uint64_t image_cache_hits;   /* images whose soft tokens came from the      */
+                               /* image cache instead (the same pixels seen   */
+                               /* before: no second encoding)                 */
+  uint64_t image_tokens;       /* image positions in the prompts admitted so  */
+                               /* far (encoded or from the cache)             */
+  double image_encode_seconds; /* time spent encoding images (seconds per     */
+                               /* image = this / images_encoded)              */
 } llm_stats;
 
 /* Engine-wide figures at this moment. The caller sets out->struct_size; the

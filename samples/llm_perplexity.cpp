@@ -10,6 +10,9 @@
 // per-position log-probabilities come back in each request's final event.
 //
 //   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [--backend cpu|cuda]
+//                  [--nll-out FILE]
+// --nll-out writes each scored token's NLL, one per line in chunk order, for
+// token-by-token comparisons with another runtime or a reference.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +28,7 @@
 int main(int argc, char** argv) {
   llm_ctx_params params;
   llm_ctx_params_init(&params);
-  std::string file;
+  std::string file, nll_out;
   int32_t n_ctx = 512;
   int32_t kv_both = 0, kv_k = 0, kv_v = 0;  // -kv, -ctk, -ctv
   for (int i = 1; i < argc; ++i) {
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (a == "-m" && v) { params.model_path = v; ++i; }
     else if (a == "-f" && v) { file = v; ++i; }
+    else if (a == "--nll-out" && v) { nll_out = v; ++i; }
     else if (a == "-c") { n_ctx = static_cast<int32_t>(cli::NumberArg("-c", v)); ++i; }
     else if (a == "-t") { params.n_threads = static_cast<int32_t>(cli::NumberArg("-t", v)); ++i; }
     else if (a == "-kv") { kv_both = cli::KvTypeArg("-kv", v); ++i; }
@@ -43,7 +47,7 @@ int main(int argc, char** argv) {
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else {
-      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [--backend cpu|cuda]\n");
+      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [--backend cpu|cuda] [--nll-out FILE]\n");
       return 2;
     }
   }
@@ -143,6 +147,16 @@ int main(int argc, char** argv) {
   const double var = sum2 / count - mean * mean;
   const double stderr_ppl = count > 1 ? ppl * std::sqrt(var / (count - 1)) : 0.0;
   std::fprintf(stderr, "\n");
+  if (!nll_out.empty()) {
+    std::ofstream out(nll_out);
+    for (const std::vector<double>& v : nll)
+      for (double x : v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g\n", x);
+        out << buf;
+      }
+    if (!out) std::fprintf(stderr, "cannot write %s\n", nll_out.c_str());
+  }
   std::printf("tokens scored: %lld, mean NLL: %.6f\n", static_cast<long long>(count), mean);
   std::printf("perplexity: %.4f +/- %.5f\n", ppl, stderr_ppl);
   llm_ctx_destroy(ctx);

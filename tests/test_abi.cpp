@@ -330,7 +330,12 @@ TEST(Abi, EventAndMetricsLayout) {
 }
 
 TEST(Abi, StatsAndModelInfoLayout) {
-  EXPECT_EQ(sizeof(llm_stats), 488u);
+  EXPECT_EQ(sizeof(llm_stats), 520u);
+  // appended in 0.7 (issue 36: images in the prompt)
+  PIN(llm_stats, images_encoded, 488);
+  PIN(llm_stats, image_cache_hits, 496);
+  PIN(llm_stats, image_tokens, 504);
+  PIN(llm_stats, image_encode_seconds, 512);
   PIN(llm_stats, moe_prefetch_experts, 456);
   PIN(llm_stats, moe_prefetch_used, 464);
   PIN(llm_stats, moe_predicted_wanted, 472);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -213,7 +214,12 @@ TEST_F(CapiImages, BadPartsAreRefused) {
     EXPECT_EQ(Submit(vision_, {Image(ReadFile(DataDir() + "/images/" + f))}, &msg), LLM_ERR_INVALID_ARGUMENT) << f;
     EXPECT_NE(msg.find("header declares"), std::string::npos) << msg;
   }
-  EXPECT_EQ(Submit(vision_, {Image(std::string("RIFF\x10\0\0\0WEBPVP8 ", 16))}, &msg), LLM_ERR_UNSUPPORTED);
+  // a WebP container cut off after its chunk header: corrupt where libwebp
+  // is built in, unsupported where it is not; GIF is never decoded
+  EXPECT_EQ(Submit(vision_, {Image(std::string("RIFF\x10\0\0\0WEBPVP8 ", 16))}, &msg),
+            HaveWebpCodec() ? LLM_ERR_INVALID_ARGUMENT : LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(msg.find("WebP"), std::string::npos) << msg;
+  EXPECT_EQ(Submit(vision_, {Image(std::string("GIF89a\x01\0\x01\0", 10))}, &msg), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(Submit(vision_, {Image("not a picture")}, &msg), LLM_ERR_INVALID_ARGUMENT);
   // the template's markers and the pictures must agree in number
   EXPECT_EQ(Submit(vision_, {Text("a <start_of_image> b <start_of_image>"), Image(png)}, &msg),
@@ -233,6 +239,50 @@ TEST_F(CapiImages, ValidImagesReachTheEngine) {
   // text-only parts are a prompt like any other
   EXPECT_EQ(Submit(vision_, {Text("hello")}, &msg), LLM_OK) << msg;
   EXPECT_EQ(Submit(plain_, {Text("hello"), Text(" again")}, &msg), LLM_OK) << msg;
+}
+
+// llm_stats' image counters (appended in 0.7): the same picture twice is one
+// encoding and one cache hit, each request's image positions are counted
+// (tiny-gemma3's projector: 16 soft tokens), encoding time only grows when
+// the encoder runs; a caller built against the 0.6 struct gets its fields
+// and nothing past them.
+TEST_F(CapiImages, StatsCountEncodingsAndCacheHits) {
+  auto stats = [] {
+    llm_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    EXPECT_EQ(llm_get_stats(vision_, &s), LLM_OK) << llm_last_error();
+    return s;
+  };
+  std::vector<uint8_t> px(9 * 4 * 3);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>(i * 37 + 11);  // seen by no other test
+  std::string msg;
+  const llm_stats s0 = stats();
+  ASSERT_EQ(Submit(vision_, {Text("first: "), Rgb(px, 9, 4)}, &msg), LLM_OK) << msg;
+  const llm_stats s1 = stats();
+  EXPECT_EQ(s1.images_encoded - s0.images_encoded, 1u);
+  EXPECT_EQ(s1.image_cache_hits - s0.image_cache_hits, 0u);
+  EXPECT_EQ(s1.image_tokens - s0.image_tokens, 16u);
+  EXPECT_GT(s1.image_encode_seconds, s0.image_encode_seconds);
+  ASSERT_EQ(Submit(vision_, {Text("again: "), Rgb(px, 9, 4)}, &msg), LLM_OK) << msg;
+  const llm_stats s2 = stats();
+  EXPECT_EQ(s2.images_encoded - s1.images_encoded, 0u) << "the same picture was encoded twice";
+  EXPECT_EQ(s2.image_cache_hits - s1.image_cache_hits, 1u);
+  EXPECT_EQ(s2.image_tokens - s1.image_tokens, 16u);
+  EXPECT_EQ(s2.image_encode_seconds, s1.image_encode_seconds);
+  // one picture twice in one request: one more encoding, one hit
+  px[0] ^= 1;
+  ASSERT_EQ(Submit(vision_, {Rgb(px, 9, 4), Text(" and "), Rgb(px, 9, 4)}, &msg), LLM_OK) << msg;
+  const llm_stats s3 = stats();
+  EXPECT_EQ(s3.images_encoded - s2.images_encoded, 1u);
+  EXPECT_EQ(s3.image_cache_hits - s2.image_cache_hits, 1u);
+  EXPECT_EQ(s3.image_tokens - s2.image_tokens, 32u);
+  // the 0.6 layout ends at moe_predicted_right: nothing past it is written
+  std::vector<uint8_t> old(sizeof(llm_stats), 0xAB);
+  llm_stats* o = reinterpret_cast<llm_stats*>(old.data());
+  o->struct_size = offsetof(llm_stats, images_encoded);
+  ASSERT_EQ(llm_get_stats(vision_, o), LLM_OK) << llm_last_error();
+  for (size_t i = offsetof(llm_stats, images_encoded); i < old.size(); ++i) ASSERT_EQ(old[i], 0xAB) << i;
 }
 
 // The pieces handed to the engine: pictures where their parts stand, or at

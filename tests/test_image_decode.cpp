@@ -1,10 +1,12 @@
 // The image decoder (src/vision/image_decode.h) against Pillow: the pictures
 // in tests/data/images (tools/gen_image_vectors.py) — every PNG colour type
-// and depth, JPEG 4:2:0 / 4:4:4 / gray / progressive / CMYK / EXIF-rotated —
-// decode to the RGB bytes Pillow gave (PNG exactly, JPEG within one unit;
-// the MANIFEST says which rule made each reference). Then the refusals:
-// headers declaring too many pixels (refused before any allocation),
-// truncated and corrupted streams, formats not supported, empty input.
+// and depth, JPEG 4:2:0 / 4:4:4 / gray / progressive / CMYK / EXIF-rotated,
+// WebP lossy / lossless with and without alpha — decode to the RGB bytes
+// Pillow gave (PNG and WebP exactly, JPEG within one unit; the MANIFEST says
+// which rule made each reference). Then the refusals: headers declaring too
+// many pixels (refused before any allocation), truncated and corrupted
+// streams, formats not supported (an animated WebP), empty input. The WebP
+// cases skip in a build without libwebp.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -44,6 +46,8 @@ StatusOr<RgbImage> Decode(const std::string& bytes, const ImageLimits& limits = 
   return DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), limits);
 }
 
+bool IsWebp(const std::string& name) { return name.size() > 5 && name.compare(name.size() - 5, 5, ".webp") == 0; }
+
 class ImageDecode : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,8 +58,13 @@ class ImageDecode : public ::testing::Test {
 TEST_F(ImageDecode, MatchesPillow) {
   const auto vectors = Manifest();
   ASSERT_GE(vectors.size(), 15u) << "tests/data/images/MANIFEST.txt";
+  size_t n_webp = 0;
   for (const Vector& v : vectors) {
     SCOPED_TRACE(v.file + " (" + v.rule + ")");
+    if (IsWebp(v.file)) {
+      ++n_webp;
+      if (!HaveWebpCodec()) continue;
+    }
     const std::string bytes = ReadFile(ImagesDir() + v.file);
     const std::string want = ReadFile(ImagesDir() + v.file + ".rgb");
     ASSERT_FALSE(bytes.empty());
@@ -73,6 +82,7 @@ TEST_F(ImageDecode, MatchesPillow) {
     EXPECT_LE(worst, v.tol) << off << " of " << want.size() << " bytes differ";
     if (v.tol > 0) RecordProperty(v.file + "_max_diff", worst);
   }
+  EXPECT_GE(n_webp, 5u) << "the MANIFEST's WebP pictures";
 }
 
 TEST(ImageSniff, MagicBytes) {
@@ -92,11 +102,51 @@ TEST(ImageDecodeRefusals, EmptyUnknownUnsupported) {
   EXPECT_EQ(Decode("").status().code(), LLM_ERR_INVALID_ARGUMENT);
   auto junk = Decode("this is not a picture at all");
   EXPECT_EQ(junk.status().code(), LLM_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(junk.status().message().find("not a PNG or JPEG"), std::string::npos) << junk.status().message();
+  EXPECT_NE(junk.status().message().find("not a PNG, JPEG or WebP"), std::string::npos) << junk.status().message();
+  // a WebP container with an empty VP8 chunk: corrupt where libwebp is
+  // built in, unsupported where it is not; named either way
   auto webp = Decode(std::string("RIFF\x10\0\0\0WEBPVP8 \0\0\0\0", 20));
-  EXPECT_EQ(webp.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(webp.status().code(), HaveWebpCodec() ? LLM_ERR_INVALID_ARGUMENT : LLM_ERR_UNSUPPORTED);
   EXPECT_NE(webp.status().message().find("WebP"), std::string::npos) << webp.status().message();
-  EXPECT_EQ(Decode("GIF89a\x01\0\x01\0").status().code(), LLM_ERR_UNSUPPORTED);
+  auto gif = Decode("GIF89a\x01\0\x01\0");
+  EXPECT_EQ(gif.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(gif.status().message().find("GIF"), std::string::npos) << gif.status().message();
+}
+
+// WebP's hostile and unsupported files: a lossless header declaring
+// 16384 x 16384 with no pixel data, and a complete, valid lossless
+// 16383 x 8192 picture of one colour (402 MiB as RGB) in 38 bytes, are
+// refused from their headers; an animation is UNSUPPORTED (not decoded as
+// its first frame); every prefix of a lossy and a lossless file is refused.
+TEST_F(ImageDecode, WebpRefusals) {
+  if (!HaveWebpCodec()) GTEST_SKIP() << "built without libwebp";
+  for (const char* f : {"huge.webp", "bomb.webp"}) {
+    SCOPED_TRACE(f);
+    const std::string bytes = ReadFile(ImagesDir() + f);
+    ASSERT_FALSE(bytes.empty());
+    auto img = Decode(bytes);
+    ASSERT_EQ(img.status().code(), LLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(img.status().message().find("header declares"), std::string::npos) << img.status().message();
+    EXPECT_NE(img.status().message().find("budget"), std::string::npos) << img.status().message();
+  }
+  auto anim = Decode(ReadFile(ImagesDir() + "animated.webp"));
+  EXPECT_EQ(anim.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(anim.status().message().find("animated WebP"), std::string::npos) << anim.status().message();
+  ImageLimits tight;
+  tight.max_side = 16;
+  EXPECT_EQ(Decode(ReadFile(ImagesDir() + "lossy.webp"), tight).status().code(), LLM_ERR_INVALID_ARGUMENT);
+  for (const char* f : {"lossy.webp", "lossless.webp", "alpha_lossy.webp"}) {
+    SCOPED_TRACE(f);
+    const std::string bytes = ReadFile(ImagesDir() + f);
+    ASSERT_GT(bytes.size(), 100u);
+    for (size_t n = 1; n < bytes.size(); n += (bytes.size() < 1200 ? 1 : 5)) {
+      auto img = Decode(bytes.substr(0, n));
+      ASSERT_FALSE(img.ok()) << "a " << n << "-byte prefix of " << bytes.size() << " decoded";
+      ASSERT_EQ(img.status().code(), LLM_ERR_INVALID_ARGUMENT) << n << ": " << img.status().message();
+    }
+  }
+  auto cut = Decode(ReadFile(ImagesDir() + "lossless.webp").substr(0, 900));
+  EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status().message();
 }
 
 // Declared sizes past the limits are refused from the header: the 100000 x
@@ -156,7 +206,8 @@ TEST_F(ImageDecode, CorruptStreams) {
   ASSERT_EQ(bad.status().code(), LLM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(bad.status().message().find("corrupt PNG"), std::string::npos) << bad.status().message();
   EXPECT_NE(bad.status().message().find("CRC"), std::string::npos) << bad.status().message();
-  for (const char* f : {"rgb.png", "palette.png", "rgb.jpg", "progressive.jpg", "cmyk.jpg"}) {
+  for (const char* f : {"rgb.png", "palette.png", "rgb.jpg", "progressive.jpg", "cmyk.jpg", "lossy.webp",
+                        "alpha_lossless.webp"}) {
     const std::string bytes = ReadFile(ImagesDir() + f);
     uint32_t seed = 12345;
     for (int trial = 0; trial < 300; ++trial) {

@@ -7,7 +7,7 @@ test-data-time tool only; the tests never run Python).
   pip install pillow numpy
   python3 tools/gen_image_vectors.py        # -> tests/data/images/
 
-Writes, for each picture NAME.{png,jpg}, NAME.EXT.rgb: the RGB bytes the decoder
+Writes, for each picture NAME.{png,jpg,webp}, NAME.EXT.rgb: the RGB bytes the decoder
 must give (height x width x 3), and MANIFEST.txt: one line per picture
 "file width height tolerance rule". The rule says how the reference was
 made; where it is not Pillow's convert("RGB") it is the rule llama.cpp's
@@ -37,6 +37,9 @@ Hostile files, refused by size before any pixel is allocated:
   bomb.png      a complete, valid 1-bit 16384 x 8192 picture (134 Mpx,
                 402 MiB as RGB) in a few KB
   huge.jpg      rgb.jpg with its frame header declaring 65000 x 65000
+  huge.webp     a lossless header declaring 16384 x 16384 (no pixel data)
+  bomb.webp     a complete, valid lossless 16383 x 8192 picture in bytes
+Refused as unsupported: animated.webp (two frames).
 The pictures are synthetic (gradients, a disc, noise): no third-party content.
 """
 import io
@@ -47,6 +50,7 @@ import zlib
 import numpy as np
 from PIL import Image
 
+WEBP_LOSSY_TOL = 0
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "images")
 
 
@@ -133,7 +137,38 @@ def main():
     blob = encode(big, "JPEG", quality=90, exif=exif.tobytes())
     save("exif_rotated.jpg", blob, pillow_rgb(blob), 1, "no-rotate")
 
+    # WebP: lossy and lossless, with and without alpha. stb_image has no
+    # WebP, so llama.cpp decodes none; Pillow's decode (its wheel's libwebp)
+    # is the reference. Lossless: exact. Lossy: libwebp's YUV -> RGB with
+    # its default (fancy) upsampling in both; WEBP_LOSSY_TOL allows for the
+    # wheel's newer libwebp against Debian's 1.2.
+    wbase = picture(37, 23, 6)
+    walpha = Image.fromarray(np.dstack([wbase, picture(37, 23, 7)[..., 0]]), "RGBA")
+    for name, img, kw, tol in [
+        ("lossy.webp", Image.fromarray(wbase, "RGB"), {"quality": 80}, WEBP_LOSSY_TOL),
+        ("lossless.webp", Image.fromarray(wbase, "RGB"), {"lossless": True}, 0),
+        ("alpha_lossy.webp", walpha, {"quality": 80}, WEBP_LOSSY_TOL),
+        ("alpha_lossless.webp", walpha, {"lossless": True, "exact": True}, 0),
+        ("gray_lossy.webp", Image.fromarray(wbase, "RGB").convert("L"), {"quality": 90}, WEBP_LOSSY_TOL),
+    ]:
+        blob = encode(img, "WEBP", **kw)
+        save(name, blob, pillow_rgb(blob), tol, "pillow")
+    # an animation (two frames): refused, not decoded as its first frame
+    frames = [Image.fromarray(wbase, "RGB"), Image.fromarray(255 - wbase, "RGB")]
+    with open(os.path.join(OUT, "animated.webp"), "wb") as f:
+        f.write(encode(frames[0], "WEBP", save_all=True, append_images=frames[1:], duration=100, lossless=True))
+
     # hostile
+    with open(os.path.join(OUT, "huge.webp"), "wb") as f:
+        # a lossless (VP8L) header declaring 16384 x 16384 (WebP's largest,
+        # 268 Mpx) and no pixel data
+        bits = (16384 - 1) | ((16384 - 1) << 14)  # width-1, height-1; no alpha, version 0
+        vp8l = b"\x2f" + struct.pack("<I", bits) + bytes(11)
+        f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(vp8l)) + b"WEBP" + b"VP8L" + struct.pack("<I", len(vp8l)) + vp8l)
+    with open(os.path.join(OUT, "bomb.webp"), "wb") as f:
+        # a complete, valid lossless 16383 x 8192 picture of one colour
+        # (134 Mpx, 402 MiB as RGB) in well under a KB
+        f.write(encode(Image.new("RGB", (16383, 8192), (40, 90, 200)), "WEBP", lossless=True, method=0, quality=0))
     with open(os.path.join(OUT, "huge.png"), "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", 100000, 100000, 8, 2, 0, 0, 0)) +
                 png_chunk(b"IEND", b""))

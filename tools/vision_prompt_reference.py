@@ -9,9 +9,17 @@ of its tokens.
 
   cmake --build build --target llm-synth
   LIB="$(bench/peer/build_ggml_cpu_exactgelu.sh)"   # exact F32 GELU and im2col
-  python3 tools/vision_prompt_reference.py --lib "$LIB" [--synth build/bin/llm-synth]
-    # -> tests/data/vision/prompt.tar.xz holding prompt.json and prompt.bin,
-    #    unpacked in place at configure time
+  python3 tools/vision_prompt_reference.py --lib "$LIB" [--synth build/bin/llm-synth] [--family F]
+    # -> tests/data/vision/prompt.tar.xz holding prompt.json and prompt.bin
+    #    (Gemma 3), or prompt_<F>.tar.xz (idefics3, mlp: tiny-smolvlm and
+    #    tiny-llava with their projectors; LIB with build_mtmd_clsfirst.sh's
+    #    libmtmd, see vision_reference.py), unpacked in place at configure time
+
+Idefics3 makes several image chunks of one picture (its tiles, then the
+overview, with text chunks between them): each is a piece {"image": i,
+"tile": k}, k counting the picture's chunks. Its and LLaVA's image spans are
+decoded causally (mtmd_decode_use_non_causal is false for them), Gemma 3's
+both ways.
 
 How llama.cpp runs such a prompt (mtmd_tokenize, then per chunk): a text
 chunk is decoded as tokens; an image chunk is encoded (mtmd_encode_chunk:
@@ -44,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vision_reference import SYNTH, THREADS, fnv1a64, picture  # noqa: E402
+from vision_reference import FAMILIES, SYNTH, THREADS, fnv1a64, picture  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "vision"
@@ -60,11 +68,29 @@ PROMPTS = [
 ]
 
 
+def _is_last_of_picture(mtmd, chunks, c, last):
+    """Idefics3: whether image chunk c is its picture's overview (the chunk
+    before it is text ending in <global-img>)."""
+    prev = mtmd.mtmd_input_chunks_get(chunks, c - 1)
+    if mtmd.mtmd_input_chunk_get_type(prev) != mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
+        return False
+    n = ctypes.c_size_t(0)
+    ptr = mtmd.mtmd_input_chunk_get_tokens_text(prev, ctypes.byref(n))
+    return n.value >= 1 and int(ptr[n.value - 1]) == _is_last_of_picture.global_img
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
     ap.add_argument("--lib", required=True, help="folder of llama-cpp-python's libraries (exact-GELU libggml-cpu)")
+    ap.add_argument("--family", default="gemma3", choices=["gemma3", *FAMILIES])
     args = ap.parse_args()
+    synth = SYNTH if args.family == "gemma3" else FAMILIES[args.family]["synth"]
+    stem = "prompt" if args.family == "gemma3" else f"prompt_{args.family}"
+    if args.family == "mlp" and "libmtmd_llava_clsfirst.so" not in os.environ.get("LD_PRELOAD", ""):
+        sys.exit("the LLaVA reference needs libmtmd's class token first: run with "
+                 "LD_PRELOAD=<lib>/libmtmd_llava_clsfirst.so (bench/peer/build_mtmd_clsfirst.sh)")
+    n_ctx = 256 if args.family == "gemma3" else 1024
     lib = Path(args.lib).resolve()
     os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
     os.environ["MTMD_CPP_LIB"] = str(lib)
@@ -84,7 +110,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
-        subprocess.run([args.synth, *SYNTH, "--out", str(text_path), "--mmproj", str(proj_path)],
+        subprocess.run([args.synth, *synth, "--out", str(text_path), "--mmproj", str(proj_path)],
                        check=True, stdout=subprocess.DEVNULL)
         llama_cpp.llama_backend_init()
         mp = llama_cpp.llama_model_default_params()
@@ -101,12 +127,22 @@ def main():
         cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         mctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
         assert mctx, "libmtmd could not load the projector file"
-        assert mtmd.mtmd_decode_use_non_causal(mctx, None), "Gemma 3's image span should be non-causal"
+        _is_last_of_picture.global_img = -2
+        if args.family == "idefics3":
+            for t in range(n_vocab):
+                buf = ctypes.create_string_buffer(64)
+                k = llama_cpp.llama_token_to_piece(vocab, t, buf, 64, 0, True)
+                if buf.raw[:k] == b"<global-img>":
+                    _is_last_of_picture.global_img = t
+                    break
+            assert _is_last_of_picture.global_img >= 0
+        both_ways = bool(mtmd.mtmd_decode_use_non_causal(mctx, None))
+        assert both_ways == (args.family == "gemma3"), "only Gemma 3's image spans are non-causal"
 
         cases = []
         for text, pic_ids in PROMPTS:
             cparams = llama_cpp.llama_context_default_params()
-            cparams.n_ctx = 256
+            cparams.n_ctx = n_ctx
             cparams.n_batch = N_BATCH
             cparams.n_ubatch = N_BATCH
             cparams.n_threads = THREADS
@@ -138,6 +174,7 @@ def main():
             assert mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, last)) == \
                 mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT, "the prompt should end with text"
             n_image_tokens = None
+            tile = 0
             for c in range(last):
                 chunk = mtmd.mtmd_input_chunks_get(chunks, c)
                 if mtmd.mtmd_input_chunk_get_type(chunk) == mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
@@ -146,8 +183,15 @@ def main():
                     pieces.append({"tokens": [int(ptr[i]) for i in range(n.value)]})
                 else:
                     n_image_tokens = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-                    pieces.append({"image": pic_ids[img_no]})
-                    img_no += 1
+                    piece = {"image": pic_ids[img_no]}
+                    if args.family == "idefics3":
+                        piece["tile"] = tile
+                        tile += 1
+                    pieces.append(piece)
+                    # Idefics3: a picture's last chunk is its overview, closed by a text chunk
+                    if args.family != "idefics3" or _is_last_of_picture(mtmd, chunks, c, last):
+                        img_no += 1
+                        tile = 0
                 new_past = llama_cpp.llama_pos(n_past.value)  # text chunks add to it
                 rc = mtmd.mtmd_helper_eval_chunk_single(mctx, lctx, chunk, n_past.value, 0, N_BATCH, False,
                                                         ctypes.byref(new_past))
@@ -208,7 +252,9 @@ def main():
             "origin": "tools/vision_prompt_reference.py",
             "oracle": f"llama-cpp-python {llama_cpp.__version__}'s libmtmd + libllama on {oracle_note}; "
                       f"CPU, {THREADS} threads, flash attention off, F32 KV cache, raw RGB bitmaps, n_batch {N_BATCH}",
-            "synth_args": SYNTH,
+            "family": args.family,
+            "both_ways": both_ways,
+            "synth_args": synth,
             "text_fnv1a64": fnv1a64(text_path.read_bytes()),
             "mmproj_fnv1a64": fnv1a64(proj_path.read_bytes()),
             "n_vocab": n_vocab,
@@ -218,15 +264,15 @@ def main():
             "cases": cases,
         }
     OUT.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(OUT / "prompt.tar.xz", "w:xz") as tar:
+    with tarfile.open(OUT / f"{stem}.tar.xz", "w:xz") as tar:
         def add(name, data):
             ti = tarfile.TarInfo(name)
             ti.size = len(data)
             ti.mtime = 0
             tar.addfile(ti, io.BytesIO(data))
-        add("prompt.json", (json.dumps(doc, indent=1) + "\n").encode())
-        add("prompt.bin", bytes(blob))
-    print(f"wrote {OUT / 'prompt.tar.xz'} ({(OUT / 'prompt.tar.xz').stat().st_size} bytes)")
+        add(f"{stem}.json", (json.dumps(doc, indent=1) + "\n").encode())
+        add(f"{stem}.bin", bytes(blob))
+    print(f"wrote {OUT / (stem + '.tar.xz')} ({(OUT / (stem + '.tar.xz')).stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Reference image embeddings of llama.cpp's multimodal library (libmtmd)
-for the tiny synthesized Gemma 3 projector (tests/test_vision.cpp), from
-llama-cpp-python's bindings (an oracle at test-data generation time only,
-never a build or CI dependency).
+for the tiny synthesized projectors (tests/test_vision.cpp): Gemma 3,
+Idefics3 (SmolVLM) and LLaVA-style CLIP + MLP, from llama-cpp-python's
+bindings (an oracle at test-data generation time only, never a build or CI
+dependency).
 
   cmake --build build --target llm-synth
   pip install llama-cpp-python numpy pillow       # a build that carries libmtmd.so
   LIB="$(bench/peer/build_ggml_cpu_exactgelu.sh)"  # llama-cpp-python's libraries, exact F32 GELU
-  python3 tools/vision_reference.py --lib "$LIB" [--synth build/bin/llm-synth]
+  bench/peer/build_mtmd_clsfirst.sh "$LIB"          # LLaVA: libmtmd with CLIP's class token first
+  LD_PRELOAD="$LIB/libmtmd_llava_clsfirst.so" python3 tools/vision_reference.py --lib "$LIB" [--synth build/bin/llm-synth] [--family F ...]
     # -> tests/data/vision/vision.tar.xz holding gemma3.json, gemma3.bin and
-    #    the pictures as PNG (img_<w>x<h>.png), unpacked in place at configure time
+    #    the pictures as PNG (img_<w>x<h>.png), unpacked in place at configure time;
+    #    tests/data/vision/<family>.tar.xz (idefics3, mlp) holding <family>.json/.bin
 
 Two F16 roundings in pip's ggml would leave the oracle itself away from an
 F32 model: GELU's lookup table (GGML_GELU_FP16) and ggml_conv_2d's im2col,
@@ -34,6 +37,21 @@ pasted centred on black: an independent check of llmrt's resize), then
 llama.cpp's embeddings (float32 little-endian). Recorded beside them: the
 llm-synth arguments and the FNV-1a 64 hash of both files, so the test
 rebuilds exactly the models llama.cpp saw.
+
+The other families' files hold, per picture, the picture, then per image
+chunk libmtmd made of it (Idefics3: each tile, row after row, then the
+overview; LLaVA: one) the tower's input as Pillow makes it (LLaVA: BICUBIC
+fit on the grey (122, 116, 104); Idefics3: LANCZOS to the longest edge,
+LANCZOS to whole tiles, the tiles cut out and the overview LANCZOS from the
+tiled picture) and llama.cpp's embeddings; and the text chunks between the
+image chunks as token ids (the tiles' row/column markers).
+
+LLaVA's tower is a CLIP with a class token. libmtmd 0.3.36 concatenates it
+after the patches while still numbering positions and picking patch rows as
+for a class token first (llama.cpp issue 25814, PR 25844 unmerged), so its
+LLaVA embeddings are those of a shifted tower; the oracle's libmtmd is
+rebuilt with that PR's one-line fix (bench/peer/build_mtmd_clsfirst.sh),
+CLIP's and libmtmd's own layout before its graph refactor.
 """
 import argparse
 import ctypes
@@ -53,6 +71,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "vision"
 SYNTH = ["--shape", "tiny-gemma3", "--type", "f32", "--seed", "7"]
+# the other families: llm-synth shape, and pictures (width, height) of several
+# sizes and aspect ratios (Idefics3: 2 x 1, 1 x 2 and 2 x 2 tiles at its
+# longest edge 64 and tile 32; LLaVA: as Gemma 3's, with the grey pad)
+FAMILIES = {
+    "idefics3": {"synth": ["--shape", "tiny-smolvlm", "--type", "f32", "--seed", "11"],
+                 "sizes": [(32, 32), (57, 23), (13, 20), (7, 31), (96, 64)]},
+    "mlp": {"synth": ["--shape", "tiny-llava", "--type", "f32", "--seed", "13"],
+            "sizes": [(32, 32), (57, 23), (13, 20), (100, 100), (7, 31)]},
+}
 THREADS = 2
 # (width, height): the tower's own size (no resize), wide, tall, square,
 # a thin strip, and sizes below the tower's (upscaled).
@@ -99,10 +126,150 @@ def letterbox_pil(img, side):
     return np.asarray(canvas, dtype=np.uint8)
 
 
+def fit_pil(img, side, resample, pad):
+    """llama.cpp's fixed-size fit with Pillow's resize, on a pad colour."""
+    from PIL import Image
+    h, w = img.shape[:2]
+    if (w, h) == (side, side):
+        return img.copy()
+    s = min(np.float32(side) / np.float32(w), np.float32(side) / np.float32(h))
+    nw = min(int(math.ceil(np.float32(w) * s)), side)
+    nh = min(int(math.ceil(np.float32(h) * s)), side)
+    scaled = Image.fromarray(img, "RGB")
+    if (nw, nh) != (w, h):
+        scaled = scaled.resize((nw, nh), resample)
+    canvas = Image.new("RGB", (side, side), pad)
+    canvas.paste(scaled, ((side - nw) // 2, (side - nh) // 2))
+    return np.asarray(canvas, dtype=np.uint8)
+
+
+def tiles_pil(img, side, longest):
+    """Idefics3's tiling (llama.cpp's mtmd_image_preprocessor_idefics3) with Pillow's LANCZOS."""
+    from PIL import Image
+    h, w = img.shape[:2]
+    ratio = w / h
+    if w >= h:
+        rw, rh = longest, int(longest / ratio)
+        rh += rh % 2
+    else:
+        rw, rh = int(longest * ratio), longest
+        rw += rw % 2
+    gx, gy = (rw + side - 1) // side, (rh + side - 1) // side
+
+    def resize(im, size):
+        return im if im.size == size else im.resize(size, Image.LANCZOS)
+
+    refined = resize(resize(Image.fromarray(img, "RGB"), (rw, rh)), (gx * side, gy * side))
+    arr = np.asarray(refined, dtype=np.uint8)
+    out = [arr[y * side:(y + 1) * side, x * side:(x + 1) * side].copy() for y in range(gy) for x in range(gx)]
+    out.append(np.asarray(resize(refined, (side, side)), dtype=np.uint8))
+    return out, gx, gy
+
+
+def run_family(args, llama_cpp, mtmd, oracle_note, family):
+    """Records the family's cases; returns (json doc, bin blob)."""
+    from PIL import Image
+    spec = FAMILIES[family]
+    if family == "mlp" and "libmtmd_llava_clsfirst.so" not in os.environ.get("LD_PRELOAD", ""):
+        sys.exit("the LLaVA reference needs libmtmd's class token first: run with "
+                 "LD_PRELOAD=<lib>/libmtmd_llava_clsfirst.so (bench/peer/build_mtmd_clsfirst.sh)")
+    with tempfile.TemporaryDirectory() as tmp:
+        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
+        subprocess.run([args.synth, *spec["synth"], "--out", str(text_path), "--mmproj", str(proj_path)],
+                       check=True, stdout=subprocess.DEVNULL)
+        llama_cpp.llama_backend_init()
+        mp = llama_cpp.llama_model_default_params()
+        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
+        assert model, "llama.cpp could not load the text model"
+        cp = mtmd.mtmd_context_params_default()
+        cp.use_gpu = False
+        cp.n_threads = THREADS
+        cp.print_timings = False
+        cp.warmup = False
+        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        ctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
+        assert ctx, "libmtmd could not load the projector file"
+        n_embd = llama_cpp.llama_model_n_embd(model)
+        marker = mtmd.mtmd_default_marker()
+        side = 32  # the synthesized towers' clip.vision.image_size
+        blob = bytearray()
+        cases = []
+        for i, (w, h) in enumerate(spec["sizes"]):
+            img = picture(w, h, 300 + i)
+            if family == "idefics3":
+                inputs, gx, gy = tiles_pil(img, side, 64)
+            else:
+                inputs, gx, gy = [fit_pil(img, side, Image.BICUBIC, (122, 116, 104))], 0, 0
+            data = (ctypes.c_uint8 * img.size).from_buffer_copy(img.tobytes())
+            bmp = mtmd.mtmd_bitmap_init(w, h, data)
+            chunks = mtmd.mtmd_input_chunks_init()
+            text = mtmd.mtmd_input_text()
+            text.text = marker
+            text.text_len = len(marker)
+            text.add_special = False
+            text.parse_special = True
+            bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bmp)
+            rc = mtmd.mtmd_tokenize(ctx, chunks, ctypes.byref(text), bitmaps, 1)
+            assert rc == 0, f"mtmd_tokenize: {rc}"
+            case = {"width": w, "height": h, "grid_x": gx, "grid_y": gy, "rgb_offset": len(blob), "chunks": []}
+            blob += img.tobytes()
+            n_img = 0
+            for c in range(mtmd.mtmd_input_chunks_size(chunks)):
+                chunk = mtmd.mtmd_input_chunks_get(chunks, c)
+                if mtmd.mtmd_input_chunk_get_type(chunk) == mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
+                    n = ctypes.c_size_t(0)
+                    ptr = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
+                    case["chunks"].append({"tokens": [int(ptr[k]) for k in range(n.value)]})
+                    continue
+                assert mtmd.mtmd_encode_chunk(ctx, chunk) == 0
+                n_tok = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
+                ptr = mtmd.mtmd_get_output_embd(ctx)
+                emb = np.ctypeslib.as_array(ptr, shape=(n_tok * n_embd,)).astype("<f4").copy()
+                assert n_img < len(inputs), "more image chunks than Pillow's tower inputs"
+                ch = {"input_offset": len(blob), "n_tokens": int(n_tok)}
+                blob += inputs[n_img].tobytes()
+                ch["embd_offset"] = len(blob)
+                blob += emb.tobytes()
+                case["chunks"].append(ch)
+                n_img += 1
+            assert n_img == len(inputs), f"{n_img} image chunks for {len(inputs)} tower inputs"
+            mtmd.mtmd_input_chunks_free(chunks)
+            mtmd.mtmd_bitmap_free(bmp)
+            cases.append(case)
+            print(f"{family} {w}x{h}: {n_img} image chunks ({gx} x {gy} tiles), {len(case['chunks'])} chunks")
+        mtmd.mtmd_free(ctx)
+        llama_cpp.llama_model_free(model)
+        doc = {
+            "origin": "tools/vision_reference.py",
+            "oracle": f"llama-cpp-python {llama_cpp.__version__}'s libmtmd on {oracle_note}; "
+                      f"CPU, {THREADS} threads, flash attention off, raw RGB bitmaps",
+            "family": family,
+            "synth_args": spec["synth"],
+            "text_fnv1a64": fnv1a64(text_path.read_bytes()),
+            "mmproj_fnv1a64": fnv1a64(proj_path.read_bytes()),
+            "image_size": side,
+            "n_embd": n_embd,
+            "cases": cases,
+        }
+    return doc, blob
+
+
+def write_tar(path, files):
+    with tarfile.open(path, "w:xz") as tar:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mtime = 0
+            tar.addfile(ti, io.BytesIO(data))
+    print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
     ap.add_argument("--lib", required=True, help="folder of llama-cpp-python's libraries (exact-GELU libggml-cpu)")
+    ap.add_argument("--family", action="append", choices=["gemma3", *FAMILIES],
+                    help="families to record (default: all)")
     args = ap.parse_args()
     lib = Path(args.lib).resolve()
     os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
@@ -112,6 +279,17 @@ def main():
     from PIL import Image
 
     oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
+    families = args.family or ["gemma3", *FAMILIES]
+    for family in families:
+        if family == "gemma3":
+            continue
+        doc, blob = run_family(args, llama_cpp, mtmd, oracle_note, family)
+        OUT.mkdir(parents=True, exist_ok=True)
+        write_tar(OUT / f"{family}.tar.xz", {f"{family}.json": (json.dumps(doc, indent=1) + "\n").encode(),
+                                             f"{family}.bin": bytes(blob)})
+    if "gemma3" not in families:
+        return 0
+
     with tempfile.TemporaryDirectory() as tmp:
         text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
         subprocess.run([args.synth, *SYNTH, "--out", str(text_path), "--mmproj", str(proj_path)],

@@ -5,7 +5,9 @@
 # of an F32 model taken out, so that an oracle for a 1e-3 F32 test does not
 # carry them:
 #   * GGML_GELU_FP16 undefined (ggml-cpu/vec.h): exact F32 tanh-GELU instead
-#     of the F16 lookup table (see build_llamacpp_exactgelu.sh);
+#     of the F16 lookup table (see build_llamacpp_exactgelu.sh), and
+#     GGML_GELU_QUICK_FP16 likewise (CLIP towers' quick GELU, LLaVA-style
+#     projector files);
 #   * ggml_conv_2d (ggml.c) lays its im2col out in F32 unless the kernel is
 #     F16 (released: F16 unless the kernel is BF16), so an F32 patch
 #     embedding is not computed on F16-rounded pixels and weights. Alone this
@@ -45,15 +47,18 @@ if [[ ! -f "$src/$vec_h" ]]; then
   sed -i "s|$im2col|a->type == GGML_TYPE_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32); // [N, OH, OW, IC * KH * KW] (llmrt: F32 im2col)|" "$src/src/ggml.c"
   [[ -f "$src/ggml.pc.in" ]] || : > "$src/ggml.pc.in"   # the sdist leaves it out; ggml's CMake wants it
 fi
+if grep -qx '#define GGML_GELU_QUICK_FP16' "$src/$vec_h"; then
+  sed -i 's|^#define GGML_GELU_QUICK_FP16$|// #define GGML_GELU_QUICK_FP16  (removed by llmrt: exact F32 quick GELU)|' "$src/$vec_h"
+fi
 if grep -qx '#define GGML_GELU_FP16' "$src/$vec_h"; then
   echo "$src/$vec_h still defines GGML_GELU_FP16" >&2
   exit 1
 fi
-if [[ ! -f "$build/src/libggml-cpu.so" || ! -f "$build/src/libggml-base.so" ]]; then
+if [[ ! -f "$build/build.ninja" ]]; then
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON \
     -DGGML_OPENMP=ON -DGGML_CUDA=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF >&2
-  nice cmake --build "$build" --target ggml-cpu -j"${JOBS:-2}" >&2
 fi
+nice -n 19 cmake --build "$build" --target ggml-cpu -j"${JOBS:-2}" >&2   # incremental
 wheel_lib="$("$py" -c 'import llama_cpp, os; print(os.path.join(os.path.dirname(llama_cpp.__file__), "lib"))')"
 have="$("$py" -c 'import llama_cpp; print(llama_cpp.__version__)')"
 [[ "$have" == "$version" ]] || { echo "$py imports llama_cpp $have, not $version" >&2; exit 1; }
@@ -64,6 +69,6 @@ cp -a "$wheel_lib"/. "$out"/
 rm -f "$out"/libggml-cpu.so* "$out"/libggml-base.so*
 cp -a "$build"/src/libggml-cpu.so* "$build"/src/libggml-base.so* "$out"/
 cat > "$out/llmrt-oracle.txt" <<EON
-llama-cpp-python $version's wheel libraries with libggml-cpu and libggml-base rebuilt by bench/peer/build_ggml_cpu_exactgelu.sh from its vendored ggml (CPU, Release, GGML_NATIVE=ON) with GGML_GELU_FP16 undefined (exact F32 tanh-GELU/GeGLU instead of the F16 lookup table) and ggml_conv_2d's im2col in F32 for an F32 kernel (not F16)
+llama-cpp-python $version's wheel libraries with libggml-cpu and libggml-base rebuilt by bench/peer/build_ggml_cpu_exactgelu.sh from its vendored ggml (CPU, Release, GGML_NATIVE=ON) with GGML_GELU_FP16 and GGML_GELU_QUICK_FP16 undefined (exact F32 tanh-GELU/GeGLU and quick GELU instead of the F16 lookup tables) and ggml_conv_2d's im2col in F32 for an F32 kernel (not F16)
 EON
 echo "$out"

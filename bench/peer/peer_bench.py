@@ -33,7 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-QTYPES = {"q4_0": "Q4_0", "q4_k_m": "Q4_K_M", "q8_0": "Q8_0", "q4_1": "Q4_1", "q5_k_m": "Q5_K_M", "q6_k": "Q6_K"}
+QTYPES = {"q4_0": "Q4_0", "q4_k_m": "Q4_K_M", "q8_0": "Q8_0", "q4_1": "Q4_1", "q5_k_m": "Q5_K_M", "q6_k": "Q6_K",
+          # issue 32's low-bit types; the IQ2 ones need --imatrix (llama-quantize refuses them without one)
+          "iq4_xs": "IQ4_XS", "q3_k_m": "Q3_K_M", "q2_k": "Q2_K", "iq3_xxs": "IQ3_XXS", "iq2_xs": "IQ2_XS"}
 
 
 def log(msg):
@@ -61,8 +63,11 @@ def models(args, llama_bin):
             q = os.path.join(args.work, f"{shape}-{t}.gguf")
             if not os.path.exists(q):
                 if llama_bin:
-                    run([os.path.join(llama_bin, "llama-quantize"), f16, q + ".tmp", QTYPES[t], "2"])
+                    im = ["--imatrix", args.imatrix] if args.imatrix else []
+                    run([os.path.join(llama_bin, "llama-quantize")] + im + [f16, q + ".tmp", QTYPES[t], "2"])
                 else:
+                    if args.imatrix:
+                        raise RuntimeError("--imatrix needs the llama.cpp tools (--llama tools)")
                     import llama_cpp
                     p = llama_cpp.llama_model_quantize_default_params()
                     p.ftype = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}[t]
@@ -95,6 +100,8 @@ def llama_bench(args, llama_bin, model, threads, depth, tests):
         cmd = [sys.executable, os.path.join(HERE, "llamacpp_py_bench.py"), "-m", model, "-t", str(threads), "-r", "1"]
     else:
         cmd = [os.path.join(llama_bin, "llama-bench"), "-m", model, "-t", str(threads), "-r", "1", "-o", "json"]
+        if args.no_repack:
+            cmd += ["--repack", "0"]
     if depth:
         cmd += ["-p", "0", "-n", str(args.n_gen), "-d", str(depth)]
     else:
@@ -147,6 +154,11 @@ def main():
     ap.add_argument("--work", default=os.path.join(HERE, ".cache", "models"))
     ap.add_argument("--llama-version", default="0.3.36", help="llama-cpp-python sdist version")
     ap.add_argument("--keep-f16", action="store_true")
+    ap.add_argument("--no-repack", action="store_true",
+                    help="llama-bench --repack 0: on a CPU reporting AMX_INT8 whose AMX matmul crashes llama.cpp "
+                         "(this VM), without its repacked weights (AMX and its AVX2/AVX-512 repacking alike)")
+    ap.add_argument("--imatrix", help="importance matrix for llama-quantize (llama-imatrix's output; the IQ2 types "
+                                      "need one)")
     ap.add_argument("--json", help="also write the raw samples here")
     ap.add_argument("--llama", choices=["auto", "tools", "python"], default="auto",
                     help="llama.cpp side: its tools (llama-bench, llama-completion), or the same llama.cpp through "

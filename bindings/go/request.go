@@ -60,6 +60,9 @@ func Greedy() Sampling {
 type Request struct {
 	Prompt       string  // text, tokenized with BOS as the model says
 	PromptTokens []int32 // used verbatim (no BOS added) when Prompt is ""
+	// Parts: the prompt as text and pictures in order (llm_request.parts),
+	// instead of Prompt or PromptTokens; pictures need Params.MMProjPath.
+	Parts        []ContentPart
 	MaxTokens    int
 	Sampling     *Sampling
 	Stop         []string // stop strings, not included in the output
@@ -120,7 +123,15 @@ func newCRequest(q *Request) (*cRequest, error) {
 	r := &cRequest{}
 	r.req = (*C.llm_request)(r.alloc(C.sizeof_llm_request))
 	C.llm_request_init(r.req)
-	if q.Prompt != "" {
+	if len(q.Parts) > 0 {
+		if err := r.setParts(q.Parts); err != nil {
+			r.free()
+			return nil, err
+		}
+		if q.Prompt != "" || len(q.PromptTokens) > 0 { // the library refuses more than one
+			r.req.prompt = r.cstring(q.Prompt)
+		}
+	} else if q.Prompt != "" {
 		r.req.prompt = r.cstring(q.Prompt)
 	} else if len(q.PromptTokens) > 0 {
 		toks := (*C.llm_token)(r.alloc(C.size_t(len(q.PromptTokens)) * C.sizeof_llm_token))

@@ -99,6 +99,12 @@ std::string PrometheusMetrics(const Engine& engine, const std::string& model) {
   w.Counter("kv_transfer_bytes_served_total", "Prefill: KV bytes sent.", s.kv_xfer_bytes_served);
   w.Counter("kv_leases_expired_total", "Prefill: leases dropped before a decode server pulled them.",
             s.kv_leases_expired);
+  // Images in the prompt (--mmproj).
+  w.Counter("images_encoded_total", "Images run through the vision encoder.", s.images_encoded);
+  w.Counter("image_cache_hits_total", "Images whose soft tokens came from the image cache (no encoding).",
+            s.image_cache_hits);
+  w.Counter("image_tokens_total", "Image positions in the prompts admitted.", s.image_tokens);
+  w.CounterSeconds("image_encode_seconds_total", "Seconds spent encoding images.", s.image_encode_seconds);
   w.Counter("http_requests_total", "Generation requests received by the server.", engine.http_requests.load());
   w.Counter("cancelled_on_disconnect_total", "Streaming requests cancelled because the client went away.",
             engine.cancelled_on_disconnect.load());

@@ -11,7 +11,7 @@
 #include "core/defaults.h"
 #include "util/utf8.h"
 #include "vision/image_decode.h"
-#include "vision/image_preprocess.h"
+#include "vision/image_prep.h"
 #include "vision/image_tokens.h"
 
 namespace llm::capi {
@@ -52,9 +52,24 @@ size_t CountMarkers(std::string_view text, std::string_view marker) {
 // The prompt as a list of text runs and pictures (see llm.h, llm_request.parts).
 struct Segment {
   std::string text;
-  int image = -1;       // a picture, or -1: text
-  bool marker = false;  // a picture's begin or end marker (tokenized on its own)
+  int image = -1;             // a tower input (images[image]), or -1: text
+  bool marker = false;        // a picture's begin or end marker (tokenized on its own)
+  std::vector<int32_t> ids;   // fixed: tokens as they are (a tiled layout's single tokens)
+  bool fixed = false;
 };
+
+// The token whose text (special tokens rendered) is `piece`, the lowest id
+// first, as llama.cpp's multimodal library finds its layout tokens; -1 when
+// the vocabulary has none.
+int32_t TokenByPiece(const Tokenizer& tok, std::string_view piece) {
+  std::string s;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    s.clear();
+    tok.AppendPiece(id, /*render_special=*/true, &s);
+    if (s == piece) return id;
+  }
+  return -1;
+}
 
 }  // namespace
 
@@ -115,19 +130,29 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
                                           "(llm_ctx_params.mmproj_path)");
   const Tokenizer& tok = *ctx.engine->model().tokenizer;
 
-  // The pictures, in order, each decoded and preprocessed for the tower.
+  // The pictures, in order, each decoded and prepared for the tower: one
+  // tower input, or (tiled families) its tiles and overview.
+  struct Picture {
+    int first = 0;  // its first input in *images
+    int32_t grid_x = 0, grid_y = 0;
+  };
+  std::vector<Picture> pictures;
   for (int32_t i = 0; i < r.n_parts; ++i) {
     const llm_content_part& p = r.parts[i];
     if (p.kind == LLM_CONTENT_TEXT) continue;
     auto img = PartPicture(p, "parts[" + Str(i) + "]");
     if (!img.ok()) return Fail(img.status());
     const VisionConfig& vc = ctx.vision->config;
-    ImageInput in;
-    if (Status s = PreprocessFixedSize(*img, vc.image_size, ImageNorm{vc.image_mean, vc.image_std}, &in.pixels); !s.ok())
-      return Fail(Status(s.code(), "parts[" + Str(i) + "]: " + s.message()));
-    in.width = in.height = vc.image_size;
-    in.hash = HashImagePixels(in.pixels);
-    images->push_back(std::move(in));
+    auto prepared = PrepareForTower(*img, vc);
+    if (!prepared.ok()) return Fail(Status(prepared.status().code(), "parts[" + Str(i) + "]: " + prepared.status().message()));
+    pictures.push_back({static_cast<int>(images->size()), prepared->grid_x, prepared->grid_y});
+    for (std::vector<float>& px : prepared->pixels) {
+      ImageInput in;
+      in.pixels = std::move(px);
+      in.width = in.height = vc.image_size;
+      in.hash = HashImagePixels(in.pixels);
+      images->push_back(std::move(in));
+    }
   }
 
   // The layout: pictures at the template's markers when the text has them,
@@ -140,20 +165,50 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
   if (n_markers > 0 && n_markers != static_cast<size_t>(n_images))
     return Fail(LLM_ERR_INVALID_ARGUMENT, "the text holds " + Str(static_cast<int64_t>(n_markers)) + " image markers (" +
                                               std::string(it.marker) + ") for " + Str(n_images) + " image parts");
+  // a tiled layout's single tokens
+  int32_t row_end = -1, overview_end = -1;
+  std::vector<int32_t> overview_begin;
+  if (it.tiled && n_images > 0) {
+    for (std::string_view piece : {it.row_end_piece, it.overview_begin_pieces[0], it.overview_begin_pieces[1],
+                                   it.overview_begin_pieces[2], it.overview_end_piece}) {
+      const int32_t id = TokenByPiece(tok, piece);
+      if (id < 0)
+        return Fail(LLM_ERR_MODEL_FORMAT, "the text model's vocabulary has no token \"" + std::string(piece) +
+                                              "\", which this projector's image layout needs");
+      if (piece == it.row_end_piece) row_end = id;
+      else if (overview_begin.size() < 3) overview_begin.push_back(id);
+      else overview_end = id;
+    }
+  }
   std::vector<Segment> segs;
   int next_image = 0;
   auto add_text = [&](std::string_view t) {  // the caller's text: consecutive runs join
     if (t.empty()) return;
-    if (!segs.empty() && segs.back().image < 0 && !segs.back().marker) {
+    if (!segs.empty() && segs.back().image < 0 && !segs.back().marker && !segs.back().fixed) {
       segs.back().text += t;
     } else {
-      segs.push_back({std::string(t), -1, false});
+      segs.push_back({std::string(t), -1, false, {}, false});
     }
   };
+  auto add_ids = [&](std::vector<int32_t> ids) { segs.push_back({"", -1, false, std::move(ids), true}); };
   auto add_image = [&]() {
-    if (!it.begin.empty()) segs.push_back({std::string(it.begin), -1, true});
-    segs.push_back({"", next_image++, false});
-    if (!it.end.empty()) segs.push_back({std::string(it.end), -1, true});
+    const Picture& pic = pictures[next_image++];
+    if (!it.tiled) {
+      if (!it.begin.empty()) segs.push_back({std::string(it.begin), -1, true, {}, false});
+      segs.push_back({"", pic.first, false, {}, false});
+      if (!it.end.empty()) segs.push_back({std::string(it.end), -1, true, {}, false});
+      return;
+    }
+    for (int32_t y = 0; y < pic.grid_y; ++y) {
+      for (int32_t x = 0; x < pic.grid_x; ++x) {
+        segs.push_back({TilePrefix(y + 1, x + 1), -1, true, {}, false});
+        segs.push_back({"", pic.first + y * pic.grid_x + x, false, {}, false});
+      }
+      if (y != pic.grid_y - 1) add_ids({row_end});
+    }
+    add_ids(overview_begin);
+    segs.push_back({"", pic.first + pic.grid_x * pic.grid_y, false, {}, false});
+    add_ids({overview_end});
   };
   for (int32_t i = 0; i < r.n_parts; ++i) {
     const llm_content_part& p = r.parts[i];
@@ -185,7 +240,8 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
       pieces->push_back({{}, segs[k].image});
       continue;
     }
-    auto ids = tok.Encode(segs[k].text, k == 0 && add_special, segs[k].marker || parse_special);
+    StatusOr<std::vector<int32_t>> ids = segs[k].ids;
+    if (!segs[k].fixed) ids = tok.Encode(segs[k].text, k == 0 && add_special, segs[k].marker || parse_special);
     if (!ids.ok()) return Fail(ids.status());
     if (!pieces->empty() && pieces->back().image < 0) {  // text after text: one piece
       pieces->back().tokens.insert(pieces->back().tokens.end(), ids->begin(), ids->end());

@@ -59,7 +59,7 @@ void BatchBuilder::PlaceImages(const SchedulerOutput& plan) {
       for (int32_t p = p0; p < p1; ++p) {
         const int32_t t = b.first + (p - b.n_past);
         embd_[t] = r.image_rows[k]->data() + static_cast<size_t>(p - im.first) * n_embd_;
-        attn_end_[t] = im.first + im.n;
+        if (image_both_ways_) attn_end_[t] = im.first + im.n;
       }
     }
   }

@@ -45,6 +45,10 @@ class BatchBuilder {
   // buffer. The Batch views this builder's buffers: valid until the next Build.
   Batch Build(const SchedulerOutput& plan);
 
+  // Whether an image's positions see each other both ways (Gemma 3; set
+  // when a projector is attached) or causally, as text does (the default).
+  void set_image_both_ways(bool both) { image_both_ways_ = both; }
+
   std::span<const LogitRow> rows() const { return rows_; }
   float* logits() { return logits_.data(); }            // (rows, n_vocab)
   const float* row(size_t i) const { return logits_.data() + i * static_cast<size_t>(n_vocab_); }
@@ -55,6 +59,7 @@ class BatchBuilder {
 
   int32_t n_vocab_;
   int32_t n_embd_;
+  bool image_both_ways_ = false;
   std::vector<int32_t> tokens_;      // (n_tokens)
   std::vector<const float*> embd_;   // (n_tokens) or empty: image rows
   std::vector<int32_t> attn_end_;    // (n_tokens) or empty

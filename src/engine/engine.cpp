@@ -630,6 +630,11 @@ void Engine::Publish() {
   s.moe_prefetch_used = static_cast<uint64_t>(moe.prefetch_used);
   s.moe_predicted_wanted = static_cast<uint64_t>(moe.predicted_wanted);
   s.moe_predicted_right = static_cast<uint64_t>(moe.predicted_right);
+  const ImageStats img = image_stats();
+  s.images_encoded = img.encoded;
+  s.image_cache_hits = img.cache_hits;
+  s.image_tokens = img.tokens;
+  s.image_encode_seconds = static_cast<double>(img.encode_ns) * 1e-9;
   const double busy_s = static_cast<double>(busy_ns_) * 1e-9;
   if (busy_s > 0) {
     s.prompt_tokens_per_s = static_cast<double>(s.prompt_tokens) / busy_s;

@@ -121,12 +121,17 @@ class Engine {
   Status AttachVision(std::shared_ptr<const VisionModel> vision, int n_threads);
   // Soft tokens per image (0: no projector attached).
   int32_t n_image_tokens() const { return n_image_tokens_.load(std::memory_order_acquire); }
+  // What llm_stats.images_encoded, image_cache_hits, image_tokens and
+  // image_encode_seconds report.
   struct ImageStats {
     uint64_t encoded = 0;     // images run through the vision encoder
     uint64_t cache_hits = 0;  // images whose rows came from the cache
+    uint64_t tokens = 0;      // image positions of the requests admitted
+    uint64_t encode_ns = 0;   // time in the vision encoder
   };
   ImageStats image_stats() const {
-    return {images_encoded_.load(std::memory_order_relaxed), image_cache_hits_.load(std::memory_order_relaxed)};
+    return {images_encoded_.load(std::memory_order_relaxed), image_cache_hits_.load(std::memory_order_relaxed),
+            image_tokens_.load(std::memory_order_relaxed), image_encode_ns_.load(std::memory_order_relaxed)};
   }
 
   const Model& model() const { return *model_; }
@@ -250,7 +255,7 @@ class Engine {
   std::unique_ptr<cpu::VisionEncoder> vision_;   // used on the engine thread
   std::atomic<int32_t> n_image_tokens_{0};
   ImageCache image_cache_{defaults::kImageCacheEntries};  // engine thread only
-  std::atomic<uint64_t> images_encoded_{0}, image_cache_hits_{0};
+  std::atomic<uint64_t> images_encoded_{0}, image_cache_hits_{0}, image_tokens_{0}, image_encode_ns_{0};
 
   std::thread thread_;
 };

@@ -11,11 +11,13 @@
 // token usage like text. Its placeholders differ per image and position
 // (hash-derived) so a text prompt never matches them; the prefix cache keys
 // those blocks by the image's whole hash (kv_cache_manager.cpp, BlockSalt).
+#include <chrono>
 #include <cmath>
 #include <new>
 #include <string>
 
 #include "engine/engine.h"
+#include "vision/image_tokens.h"
 
 namespace llm {
 
@@ -35,6 +37,9 @@ Status Engine::AttachVision(std::shared_ptr<const VisionModel> vision, int n_thr
   if (vision == nullptr) return InvalidArgument("AttachVision: no projector");
   if (backend_->kind() != LLM_BACKEND_CPU)
     return Unsupported("images in the prompt run on the CPU backend only (the CUDA backend has no embedding-row input yet)");
+  if (vision->config.dynamic_size())
+    return Unsupported("Qwen2.5-VL's projector: pictures at their own size and the text model's M-RoPE positions "
+                       "are not run by the engine yet (docs/ARCHITECTURE.md, images in the prompt, item 5)");
   if (vision->config.n_embd_out != model_->config.n_embd)
     return Status(LLM_ERR_MODEL_FORMAT, "the projector makes rows of " + std::to_string(vision->config.n_embd_out) +
                                             " values; the text model's width is " +
@@ -42,6 +47,7 @@ Status Engine::AttachVision(std::shared_ptr<const VisionModel> vision, int n_thr
   LLM_ASSIGN_OR_RETURN(auto encoder, cpu::CreateCpuVisionEncoder(vision->config, vision->weights, n_threads));
   std::lock_guard<std::mutex> lock(mu_);
   if (vision_ != nullptr) return InvalidArgument("AttachVision: a projector is attached already");
+  batch_.set_image_both_ways(ImageTokensFor(vision->config.projector).both_ways);
   vision_model_ = std::move(vision);
   vision_ = std::move(encoder);
   n_image_tokens_.store(vision_->n_tokens(), std::memory_order_release);
@@ -126,12 +132,16 @@ Status Engine::EncodeImages(RequestState* r) {
       } catch (const std::bad_alloc&) {
         return OutOfMemory("no host memory for an image's soft tokens");
       }
+      const auto t0 = std::chrono::steady_clock::now();
       LLM_RETURN_IF_ERROR(vision_->Encode(im.pixels, fresh->data()));
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+      image_encode_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
       images_encoded_.fetch_add(1, std::memory_order_relaxed);
       rows = std::move(fresh);
       image_cache_.Put(im.hash, rows);
     }
     r->image_rows.push_back(std::move(rows));
+    image_tokens_.fetch_add(static_cast<uint64_t>(n_img), std::memory_order_relaxed);
   }
   spec.images.clear();  // the pixels are not needed once encoded
   spec.images.shrink_to_fit();

@@ -357,6 +357,10 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.arch_kind = ModelArch::kGptOss;
   } else if (arch == "nomic-bert") {
     c.arch_kind = ModelArch::kNomicBert;
+  } else if (arch == "qwen2vl") {
+    // docs/ARCHITECTURE.md, images in the prompt: Qwen2.5-VL's text side is designed, not built
+    return Unsupported("model architecture 'qwen2vl' (Qwen2-VL / Qwen2.5-VL text) is not supported yet: its M-RoPE "
+                       "positions (t, h, w per image token) are not implemented; reading it as qwen2 would be wrong");
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
                        "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3, "

@@ -33,6 +33,24 @@ Status ReadTriple(const GgufFile& f, const std::string& key, std::array<float, 3
   return Status::Ok();
 }
 
+// Qwen2.5-VL's own keys: the merger's side (only 2, which llama.cpp's
+// window layout assumes too) and the window-attention pattern (required, as
+// llama.cpp requires it; 0 = every layer attends fully).
+StatusOr<VisionConfig> ReadQwen25VLKeys(const GgufFile& f, VisionConfig c) {
+  c.n_merge = 2;
+  if (f.Has("clip.vision.spatial_merge_size")) {
+    LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.spatial_merge_size", 1, kMaxImageSize));
+  }
+  if (c.n_merge != 2) return Unsupported("projector file: Qwen2.5-VL with a spatial_merge_size other than 2");
+  LLM_ASSIGN_OR_RETURN(c.n_wa_pattern, ReadInt(f, "clip.vision.n_wa_pattern", 0, kMaxLayers));
+  if (c.head_dim % 4 != 0) return ModelFormatError("projector file: Qwen2.5-VL's 2D RoPE needs head_dim % 4 == 0");
+  if (c.n_wa_pattern > 0 && 112 / c.patch_size / 2 < 1)  // llama.cpp's 112-pixel window holds no 2 x 2 cell
+    return Unsupported("projector file: Qwen2.5-VL's window attention with patch_size " + std::to_string(c.patch_size));
+  if (int64_t{c.patch_size} * c.n_merge > 1024)
+    return ModelFormatError("projector file: patch_size " + std::to_string(c.patch_size) + " is too large");
+  return c;
+}
+
 }  // namespace
 
 StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
@@ -52,13 +70,28 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
   VisionConfig c;
   if (proj == "gemma3") {
     c.projector = ProjectorType::kGemma3;
+  } else if (proj == "idefics3") {
+    c.projector = ProjectorType::kIdefics3;
+  } else if (proj == "mlp") {
+    c.projector = ProjectorType::kMlp;
+  } else if (proj == "qwen2.5vl_merger") {
+    c.projector = ProjectorType::kQwen25VL;
   } else {
-    return Unsupported("projector type '" + proj + "' is not supported (supported: gemma3)");
+    return Unsupported("projector type '" + proj +
+                       "' is not supported (supported: gemma3, idefics3, mlp, qwen2.5vl_merger)");
   }
   auto gelu = f.GetBool("clip.use_gelu");
   auto silu = f.GetBool("clip.use_silu");
-  if (!gelu.ok() || !*gelu || (silu.ok() && *silu))
-    return Unsupported("projector file: only a GELU tower (clip.use_gelu) is supported");
+  const bool is_gelu = gelu.ok() && *gelu, is_silu = silu.ok() && *silu;
+  if (c.projector == ProjectorType::kQwen25VL) {
+    if (!is_silu || is_gelu)
+      return Unsupported("projector file: only a SwiGLU tower (clip.use_silu) is supported for Qwen2.5-VL");
+  } else {
+    if (is_silu) return Unsupported("projector file: a SiLU tower (clip.use_silu) is supported for Qwen2.5-VL only");
+    c.act = is_gelu ? VisionAct::kGelu : VisionAct::kGeluQuick;
+    if (c.projector != ProjectorType::kMlp && c.act != VisionAct::kGelu)
+      return Unsupported("projector file: a SigLIP tower (" + proj + ") must use GELU (clip.use_gelu)");
+  }
 
   LLM_ASSIGN_OR_RETURN(c.n_embd, ReadInt(f, "clip.vision.embedding_length", 1, kMaxWidth));
   LLM_ASSIGN_OR_RETURN(c.n_ff, ReadInt(f, "clip.vision.feed_forward_length", 1, 4 * kMaxWidth));
@@ -80,19 +113,50 @@ StatusOr<VisionConfig> VisionConfig::FromGguf(const GgufFile& f) {
   c.eps = static_cast<float>(*eps);
   LLM_ASSIGN_OR_RETURN(c.image_size, ReadInt(f, "clip.vision.image_size", 1, kMaxImageSize));
   LLM_ASSIGN_OR_RETURN(c.patch_size, ReadInt(f, "clip.vision.patch_size", 1, kMaxImageSize));
-  if (c.image_size % c.patch_size != 0)
+  if (!c.dynamic_size() && c.image_size % c.patch_size != 0)
     return ModelFormatError("projector file: image_size is not a multiple of patch_size");
   LLM_RETURN_IF_ERROR(ReadTriple(f, "clip.vision.image_mean", &c.image_mean));
   LLM_RETURN_IF_ERROR(ReadTriple(f, "clip.vision.image_std", &c.image_std));
   for (float s : c.image_std)
     if (s == 0.0f) return ModelFormatError("projector file: image_std holds a zero");
-  c.n_merge = 4;  // Gemma 3's released towers: 64 x 64 patches pooled to 16 x 16 tokens
-  if (f.Has("clip.vision.projector.scale_factor")) {
-    LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.projector.scale_factor", 1, kMaxImageSize));
+  c.n_layer_run = c.n_layer;
+  if (c.projector == ProjectorType::kQwen25VL) return ReadQwen25VLKeys(f, c);
+  if (c.projector == ProjectorType::kGemma3) {
+    c.n_merge = 4;  // Gemma 3's released towers: 64 x 64 patches pooled to 16 x 16 tokens
+    if (f.Has("clip.vision.projector.scale_factor")) {
+      LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.projector.scale_factor", 1, kMaxImageSize));
+    }
+  } else if (c.projector == ProjectorType::kIdefics3) {
+    // both required: llama.cpp refuses a factor of 1, and files without the
+    // longest edge (older conversions) are tiled another way, not built here
+    LLM_ASSIGN_OR_RETURN(c.n_merge, ReadInt(f, "clip.vision.projector.scale_factor", 2, kMaxImageSize));
+    if (!f.Has("clip.vision.preproc_image_size"))
+      return Unsupported("projector file: an Idefics3 file without clip.vision.preproc_image_size (an older "
+                         "conversion) is not supported");
+    LLM_ASSIGN_OR_RETURN(c.longest_edge, ReadInt(f, "clip.vision.preproc_image_size", 1, kMaxImageSize));
+  } else {
+    c.n_merge = 1;
+    // LLaVA 1.6's slicing of large pictures is not built: refused, never
+    // replaced by the fixed-size fit
+    if (f.Has("clip.vision.image_grid_pinpoints"))
+      return Unsupported("projector file: LLaVA 1.6's image slicing (clip.vision.image_grid_pinpoints) is not supported");
+    c.n_layer_run = c.n_layer - 1;  // the second-to-last layer's output, llama.cpp's default for these files
+    if (f.Has("clip.vision.feature_layer")) {
+      auto fl = f.GetIntArray("clip.vision.feature_layer");
+      if (!fl.ok()) return ModelFormatError("projector file: " + fl.status().message());
+      if (fl->size() != 1)
+        return Unsupported("projector file: " + std::to_string(fl->size()) +
+                           " feature layers (stacked features) are not supported; one is");
+      if ((*fl)[0] < 1 || (*fl)[0] > c.n_layer)
+        return ModelFormatError("projector file: clip.vision.feature_layer " + std::to_string((*fl)[0]) +
+                                " is outside [1, block_count]");
+      c.n_layer_run = static_cast<int32_t>((*fl)[0]);
+    }
+    if (c.n_layer_run < 1) return ModelFormatError("projector file: a LLaVA tower needs at least 2 layers");
   }
   if (c.patches_per_side() % c.n_merge != 0)
     return ModelFormatError("projector file: the patch grid (" + std::to_string(c.patches_per_side()) +
-                            " per side) does not divide into the pooling kernel " + std::to_string(c.n_merge));
+                            " per side) does not divide into the merge factor " + std::to_string(c.n_merge));
   return c;
 }
 

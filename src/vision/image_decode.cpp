@@ -45,6 +45,7 @@ Status CheckImageSize(int64_t width, int64_t height, const ImageLimits& limits) 
 }
 
 bool HaveImageCodecs() { return codecs::Available(); }
+bool HaveWebpCodec() { return codecs::WebpAvailable(); }
 
 StatusOr<RgbImage> DecodeImage(const uint8_t* data, size_t n, const ImageLimits& limits) {
   if (data == nullptr || n == 0) return InvalidArgument("image: no bytes");
@@ -55,10 +56,11 @@ StatusOr<RgbImage> DecodeImage(const uint8_t* data, size_t n, const ImageLimits&
   switch (f) {
     case ImageFormat::kPng: return codecs::DecodePng(data, n, limits);
     case ImageFormat::kJpeg: return codecs::DecodeJpeg(data, n, limits);
+    case ImageFormat::kWebp: return codecs::DecodeWebp(data, n, limits);
     case ImageFormat::kUnknown:
-      return InvalidArgument("image: the bytes are not a PNG or JPEG file (unrecognised signature)");
+      return InvalidArgument("image: the bytes are not a PNG, JPEG or WebP file (unrecognised signature)");
     default:
-      return Unsupported(std::string("image: ") + ImageFormatName(f) + " is not supported (PNG and JPEG are)");
+      return Unsupported(std::string("image: ") + ImageFormatName(f) + " is not supported (PNG, JPEG and WebP are)");
   }
 }
 

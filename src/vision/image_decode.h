@@ -1,9 +1,12 @@
-// From an encoded picture (the bytes of a PNG or JPEG file) to the RgbImage
-// the vision path takes, the way llama.cpp's multimodal helper loads one
-// (stb_image asked for three channels), through libpng and libjpeg-turbo:
+// From an encoded picture (the bytes of a PNG, JPEG or WebP file) to the
+// RgbImage the vision path takes, the way llama.cpp's multimodal helper
+// loads one (stb_image asked for three channels), through libpng,
+// libjpeg-turbo and libwebp (stb_image has no WebP: Pillow's decode, which
+// is libwebp's, is the reference there; decode_webp.cpp):
 //
 //   - the format is sniffed from the magic bytes, never from a name or a
-//     MIME type; WebP, GIF, BMP... are UNSUPPORTED with their name;
+//     MIME type; GIF, BMP... are UNSUPPORTED with their name, and so is
+//     an animated WebP;
 //   - the header's width and height are checked against ImageLimits before
 //     anything is allocated for the pixels (a 100000 x 100000 header or a
 //     decompression bomb is refused at once);
@@ -19,7 +22,9 @@
 //     stb_image rounds.
 //
 // A corrupt or truncated stream is INVALID_ARGUMENT with the decoder's
-// reason; a build without libpng/libjpeg-turbo answers UNSUPPORTED.
+// reason; a build without libpng/libjpeg-turbo answers UNSUPPORTED, and one
+// without libwebp answers UNSUPPORTED for WebP (libwebp is found apart from
+// the other two: a build may have PNG and JPEG without WebP).
 #pragma once
 
 #include <cstddef>
@@ -50,5 +55,7 @@ StatusOr<RgbImage> DecodeImage(const uint8_t* data, size_t n, const ImageLimits&
 // Whether this build can decode PNG and JPEG (false: DecodeImage answers
 // UNSUPPORTED for them).
 bool HaveImageCodecs();
+// Whether this build can decode WebP (libwebp).
+bool HaveWebpCodec();
 
 }  // namespace llm

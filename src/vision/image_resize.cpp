@@ -17,11 +17,41 @@ struct Filter {
   std::vector<int32_t> w;
 };
 
-Filter MakeFilter(int32_t in, int32_t out) {
+double Radius(ResizeFilter k) {
+  return k == ResizeFilter::kBilinear ? 1.0 : k == ResizeFilter::kBicubic ? 2.0 : 3.0;
+}
+
+double Sinc(double x) {
+  if (x == 0.0) return 1.0;
+  const double px = x * 3.14159265358979323846;
+  return std::sin(px) / px;
+}
+
+// The filter's weight at distance x (in source pixels, after widening).
+double Kernel(ResizeFilter k, double x) {
+  switch (k) {
+    case ResizeFilter::kBilinear:
+      x = std::fabs(x);
+      return x < 1.0 ? 1.0 - x : 0.0;
+    case ResizeFilter::kBicubic: {
+      constexpr double a = -0.5;  // Pillow's (PyTorch's is -0.75)
+      x = std::fabs(x);
+      if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+      if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+      return 0.0;
+    }
+    case ResizeFilter::kLanczos:
+      return (x >= -3.0 && x < 3.0) ? Sinc(x) * Sinc(x / 3.0) : 0.0;
+  }
+  return 0.0;
+}
+
+Filter MakeFilter(int32_t in, int32_t out, ResizeFilter kind) {
   Filter f;
   const double scale = static_cast<double>(in) / out;
-  const double widen = scale < 1.0 ? 1.0 : scale;  // shrinking widens the triangle
-  const double support = widen;                    // the triangle's radius is 1 source pixel, widened
+  const double widen = scale < 1.0 ? 1.0 : scale;  // shrinking widens the filter
+  const double support = Radius(kind) * widen;
+  const double inv_widen = 1.0 / widen;
   f.taps = static_cast<int>(std::ceil(support)) * 2 + 1;
   f.first.resize(out);
   f.n.resize(out);
@@ -37,14 +67,13 @@ Filter MakeFilter(int32_t in, int32_t out) {
     const int32_t count = hi - lo;
     double sum = 0.0;
     for (int32_t j = 0; j < count; ++j) {
-      const double d = std::fabs((lo + j - centre + 0.5) / widen);
-      k[j] = d < 1.0 ? 1.0 - d : 0.0;
+      k[j] = Kernel(kind, (lo + j - centre + 0.5) * inv_widen);  // a product, as Pillow computes it
       sum += k[j];
     }
     for (int32_t j = 0; j < count; ++j) {
       const double v = sum != 0.0 ? k[j] / sum : 0.0;
-      // weights are never negative for the triangle: round half up, truncate
-      f.w[static_cast<size_t>(i) * f.taps + j] = static_cast<int32_t>(v * (1 << kFracBits) + 0.5);
+      // round half away from zero, then truncate (cubic and Lanczos weights go negative)
+      f.w[static_cast<size_t>(i) * f.taps + j] = static_cast<int32_t>(v * (1 << kFracBits) + (v < 0.0 ? -0.5 : 0.5));
     }
     f.first[i] = lo;
     f.n[i] = count;
@@ -55,8 +84,8 @@ Filter MakeFilter(int32_t in, int32_t out) {
 uint8_t Clamp8(int32_t v) { return v < 0 ? 0 : v > 255 ? 255 : static_cast<uint8_t>(v); }
 
 // Along x: (h, in_w, 3) -> (h, out_w, 3).
-std::vector<uint8_t> PassX(const std::vector<uint8_t>& src, int32_t in_w, int32_t h, int32_t out_w) {
-  const Filter f = MakeFilter(in_w, out_w);
+std::vector<uint8_t> PassX(const std::vector<uint8_t>& src, int32_t in_w, int32_t h, int32_t out_w, ResizeFilter kind) {
+  const Filter f = MakeFilter(in_w, out_w, kind);
   std::vector<uint8_t> dst(static_cast<size_t>(out_w) * h * 3);
   for (int32_t y = 0; y < h; ++y) {
     const uint8_t* row = src.data() + static_cast<size_t>(y) * in_w * 3;
@@ -74,8 +103,8 @@ std::vector<uint8_t> PassX(const std::vector<uint8_t>& src, int32_t in_w, int32_
 }
 
 // Along y: (in_h, w, 3) -> (out_h, w, 3).
-std::vector<uint8_t> PassY(const std::vector<uint8_t>& src, int32_t w, int32_t in_h, int32_t out_h) {
-  const Filter f = MakeFilter(in_h, out_h);
+std::vector<uint8_t> PassY(const std::vector<uint8_t>& src, int32_t w, int32_t in_h, int32_t out_h, ResizeFilter kind) {
+  const Filter f = MakeFilter(in_h, out_h, kind);
   const size_t row_bytes = static_cast<size_t>(w) * 3;
   std::vector<uint8_t> dst(row_bytes * out_h);
   std::vector<int32_t> acc(row_bytes);
@@ -96,7 +125,7 @@ bool SideOk(int64_t v) { return v >= 1 && v <= kMaxImageSide; }
 
 }  // namespace
 
-StatusOr<RgbImage> ResizeBilinear(const RgbImage& src, int32_t width, int32_t height) {
+StatusOr<RgbImage> Resize(const RgbImage& src, int32_t width, int32_t height, ResizeFilter filter) {
   if (!SideOk(src.width) || !SideOk(src.height) || !SideOk(width) || !SideOk(height))
     return InvalidArgument("image resize: sizes must be in [1, " + std::to_string(kMaxImageSide) + "], got " +
                            std::to_string(src.width) + "x" + std::to_string(src.height) + " -> " +
@@ -107,8 +136,8 @@ StatusOr<RgbImage> ResizeBilinear(const RgbImage& src, int32_t width, int32_t he
   out.width = width;
   out.height = height;
   out.rgb = src.rgb;
-  if (width != src.width) out.rgb = PassX(out.rgb, src.width, src.height, width);
-  if (height != src.height) out.rgb = PassY(out.rgb, width, src.height, height);
+  if (width != src.width) out.rgb = PassX(out.rgb, src.width, src.height, width, filter);
+  if (height != src.height) out.rgb = PassY(out.rgb, width, src.height, height, filter);
   return out;
 }
 

@@ -2,9 +2,20 @@
 // multimodal library lays them out): the marker a chat template writes
 // where a picture stands, the text placed before and after the picture's
 // soft tokens, and the text model architecture the projector serves.
+//
+// Idefics3 (SmolVLM) tiles a picture (vision/image_prep.h) and spells the
+// grid out around the tiles' soft tokens:
+//   per tile, row r and column c from 1:  <fake_token_around_image><row_r_col_c> [tile]
+//   after each row but the last:          "\n"
+//   then the overview:                    "\n\n" <fake_token_around_image> <global-img> [overview]
+//                                         <fake_token_around_image>
+// where the tile prefix is tokenized (special tokens parsed) and the others
+// are single tokens found by their text (`*_pieces`).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,13 +28,38 @@ struct ImageTokens {
   std::string_view begin;   // before the soft tokens (a special token)
   std::string_view end;     // after them
   std::string_view arch;    // the text model's general.architecture
+  // the picture's positions attend to each other both ways (Gemma 3), or
+  // causally as text does (llama.cpp's mtmd_decode_use_non_causal)
+  bool both_ways = false;
+  // tiled families (Idefics3) only
+  bool tiled = false;
+  std::string_view row_end_piece;                      // after each row of tiles but the last
+  std::array<std::string_view, 3> overview_begin_pieces{};
+  std::string_view overview_end_piece;
 };
 
 inline ImageTokens ImageTokensFor(ProjectorType t) {
   switch (t) {
-    case ProjectorType::kGemma3: return {"<start_of_image>", "<start_of_image>", "<end_of_image>", "gemma3"};
+    case ProjectorType::kGemma3: return {"<start_of_image>", "<start_of_image>", "<end_of_image>", "gemma3", true};
+    case ProjectorType::kMlp: return {"<image>", "", "", "llama"};
+    case ProjectorType::kIdefics3: {
+      ImageTokens it{"<image>", "", "", "llama"};
+      it.tiled = true;
+      it.row_end_piece = "\n";
+      it.overview_begin_pieces = {"\n\n", "<fake_token_around_image>", "<global-img>"};
+      it.overview_end_piece = "<fake_token_around_image>";
+      return it;
+    }
+    // the Qwen2-VL chat template's image, wrapped by libmtmd in vision_start/end
+    case ProjectorType::kQwen25VL:
+      return {"<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|>", "<|vision_end|>", "qwen2vl"};  // causal
   }
   return {};
+}
+
+// The text before tile (row, col) of a tiled picture (1-based, as the model writes it).
+inline std::string TilePrefix(int32_t row, int32_t col) {
+  return "<fake_token_around_image><row_" + std::to_string(row) + "_col_" + std::to_string(col) + ">";
 }
 
 // FNV-1a 64 over the preprocessed pixels' bytes: the picture's identity

@@ -8,7 +8,9 @@ The llama.cpp outputs are the repository's tests/data/llama.cpp/ files.
 - llm-run --temp 0 -n 200 --json reproduces every greedy entry of
   stories260K-greedy.json (prompt ids, generated ids, text);
 - llm-perplexity on stories260K-corpus.txt agrees with llama.cpp's
-  perplexities (stories260K-perplexity.json) within 0.1%.
+  perplexities (stories260K-perplexity.json) within 0.1%;
+- llm-perplexity --nll-out writes one NLL per scored token, and their mean
+  gives the perplexity it prints.
 Prints 'N passed, N failed' and exits non-zero on any failure.
 """
 import json
@@ -78,6 +80,20 @@ for run in ppl["runs"]:
     rel = abs(got - run["final_ppl"]) / run["final_ppl"]
     print(f"{what}: got {got:.4f}, relative difference {rel:.2e}")
     check(rel < 1e-3, what)
+
+# --nll-out: one line per scored token (chunks of 64, positions 32..62
+# scored: 31 per chunk), exp(mean) is the printed perplexity.
+import math  # noqa: E402
+import tempfile  # noqa: E402
+with tempfile.TemporaryDirectory() as tmp:
+    nll_path = os.path.join(tmp, "nll.txt")
+    out = subprocess.run([os.path.join(bin_dir, "llm-perplexity"), "-m", models["F32"], "-f", corpus, "-c", "64",
+                          "-t", "2", "--nll-out", nll_path], capture_output=True, text=True)
+    m = re.search(r"tokens scored: (\d+).*\nperplexity: ([0-9.]+)", out.stdout)
+    nll = [float(x) for x in open(nll_path).read().split()] if os.path.exists(nll_path) else []
+    ok = (out.returncode == 0 and m is not None and len(nll) == int(m.group(1)) and len(nll) % 31 == 0 and
+          abs(math.exp(sum(nll) / max(1, len(nll))) - float(m.group(2))) < 1e-4 * float(m.group(2)))
+    check(ok, f"llm-perplexity --nll-out: {len(nll)} NLLs against {m.groups() if m else out.stdout + out.stderr}")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -5,7 +5,8 @@
 //             [--type bf16|f16|f32|q4_k_m|lowbit|iqmix] [--seed N] [--std 0.02] [--threads N]
 //             [--norm-std S] [--bias-std S] [--no-rope-freqs]
 //             [--bpe-vocab] [--think-tokens] [--hf-dir DIR [--shards N]] [--chat-template FILE]
-//   llm-synth --shape tiny-gemma3 --out text.gguf --mmproj mmproj.gguf   (also its projector file)
+//   llm-synth --shape tiny-gemma3 --out text.gguf --mmproj mmproj.gguf   (also its projector file;
+//             also tiny-smolvlm: Idefics3, tiny-llava: LLaVA CLIP + MLP, tiny-qwen2vl: Qwen2.5-VL)
 //   llm-synth --list
 //
 // --hf-dir also writes the Hugging Face directory the GGUF would be
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
   }
   const llm::synth::SynthVisionShape* vision = nullptr;
   if (!mmproj.empty() && (vision = llm::synth::FindSynthVisionShape(shape_name)) == nullptr) {
-    std::fprintf(stderr, "llm-synth: the shape '%s' has no projector (--mmproj: tiny-gemma3)\n", shape_name.c_str());
+    std::fprintf(stderr, "llm-synth: the shape '%s' has no projector (--mmproj: tiny-gemma3, tiny-smolvlm, tiny-llava, tiny-qwen2vl)\n", shape_name.c_str());
     return 2;
   }
   if (type == "bf16") {

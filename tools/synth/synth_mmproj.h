@@ -16,21 +16,26 @@ namespace llm::synth {
 
 struct SynthVisionShape {
   std::string text_shape;       // the synth_model.h shape it pairs with
-  std::string projector;        // clip.projector_type: "gemma3"
+  std::string projector;        // clip.projector_type: "gemma3", "idefics3", "mlp" or "qwen2.5vl_merger"
   int32_t n_embd = 0;           // tower width E
   int32_t n_ff = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;
   int32_t image_size = 0;       // S
   int32_t patch_size = 0;       // P
-  int32_t n_merge = 0;          // Gemma 3's pooling kernel (written as projector.scale_factor)
+  int32_t n_merge = 0;          // Gemma 3's pooling kernel, Idefics3's shuffle (projector.scale_factor)
+  int32_t longest_edge = 0;     // Idefics3: clip.vision.preproc_image_size
+  int32_t mlp_hidden = 0;       // mlp: mm.0's output width H
+  bool quick_gelu = false;      // mlp: CLIP's quick GELU (clip.use_gelu false)
   int32_t n_embd_out = 0;       // the text model's n_embd
   float eps = 1e-6f;
   float mean[3] = {0.5f, 0.5f, 0.5f};
   float std[3] = {0.5f, 0.5f, 0.5f};
+  int32_t n_wa_pattern = 0;     // Qwen2.5-VL: every n-th layer attends fully
 };
 
-// The projector shape paired with text shape `text_shape` ("tiny-gemma3"),
+// The projector shape paired with text shape `text_shape` ("tiny-gemma3",
+// "tiny-smolvlm", "tiny-llava", "tiny-qwen2vl"),
 // nullptr when it has none.
 const SynthVisionShape* FindSynthVisionShape(std::string_view text_shape);
 

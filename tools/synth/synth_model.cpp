@@ -30,6 +30,9 @@ const std::vector<SynthShape>& Shapes() {
     v.push_back({"tiny-llama3", 300, 64, 2, 4, 2, 16, 128, 4096, 500000.0f, 1e-5f, false, 8.0f, 64, "llama"});
     v.push_back({"tiny-qwen2", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2"});
     v.push_back({"tiny-qwen3", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen3"});
+    // Qwen2-VL / Qwen2.5-VL's text side: tiny-qwen2 with M-RoPE sections
+    // (t, h, w) = (2, 3, 3) of the 8 rotated pairs (the released 16/24/24 of 64).
+    v.push_back({"tiny-qwen2vl", 300, 64, 2, 4, 2, 16, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "qwen2vl"});
     // Mistral: a `llama` file with heads wider than n_embd / n_head and a
     // sliding window shorter than the test prompts.
     v.push_back({"tiny-mistral", 300, 64, 2, 4, 2, 32, 128, 4096, 1000000.0f, 1e-5f, false, 0.0f, 8192, "llama", 32});
@@ -38,6 +41,11 @@ const std::vector<SynthShape>& Shapes() {
     // Gemma 3: 6 layers, five local (window 32, base 10000) then one global
     // (base 1e6), q/k norms; for the HF-vs-GGUF test (no llama.cpp reference).
     v.push_back({"tiny-gemma3", 300, 64, 6, 4, 1, 32, 128, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "gemma3", 32});
+    // The text models of the vision-language families' tiny projectors
+    // (synth_mmproj.h): Llamas whose vocabularies end with the image
+    // layout's tokens (SyntheticVocab's specials below).
+    v.push_back({"tiny-llava", 300, 64, 2, 4, 2, 16, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
+    v.push_back({"tiny-smolvlm", 300, 64, 2, 4, 2, 16, 128, 4096, 100000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
     // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
     // that llama.cpp reads and does not apply.
     v.push_back({"tiny-phi3", 300, 128, 2, 4, 2, 32, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "phi3", 32, 24});
@@ -418,9 +426,9 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
 
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma2" && s.arch != "phi3" &&
       s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "gemma3" && s.arch != "gemma-embedding" &&
-      s.arch != "gpt-oss")
+      s.arch != "gpt-oss" && s.arch != "qwen2vl")
     return InvalidArgument("llm-synth: unknown family '" + s.arch + "'");
-  const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
+  const bool qwen2 = s.arch == "qwen2" || s.arch == "qwen2moe" || s.arch == "qwen2vl", qwen3 = s.arch == "qwen3" || s.arch == "qwen3moe";
   // Gemma 3 is Gemma 2's block (post-norms) with q/k norms, no attention cap.
   // EmbeddingGemma is Gemma 3's block too (bidirectional: llama.cpp's
   // reading of the arch, nothing in the file says it).
@@ -454,6 +462,10 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   w.AddFloat32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.AddUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
   if (s.sliding_window > 0) w.AddUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (s.arch == "qwen2vl") {  // M-RoPE: pairs per (t, h, w, unused) position id, t first
+    const int32_t pairs = rope_dim / 2, t = pairs / 4, hw = (pairs - t) / 2;
+    w.AddInt32Array(a + "rope.dimension_sections", {t, hw, pairs - t - hw, 0});
+  }
   if (s.yarn_factor > 0.0f) {
     w.AddString(a + "rope.scaling.type", "yarn");
     w.AddFloat32(a + "rope.scaling.factor", s.yarn_factor);
@@ -501,9 +513,15 @@ Status WriteSynthModel(const SynthShape& s, const SynthOptions& o, const std::st
   } else if (s.arch.rfind("qwen", 0) == 0 || o.bpe_vocab) {
     Gpt2Vocab(n_vocab, &w, o.think_tokens, o.harmony_tokens);
   } else {
-    SyntheticVocab(n_vocab, &w, phi3 ? std::vector<std::string>{"<|endoftext|>", "<|assistant|>", "<|system|>",
-                                                                "<|end|>", "<|user|>"}
-                                     : std::vector<std::string>{});
+    std::vector<std::string> specials;
+    if (phi3) specials = {"<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"};
+    if (s.name == "tiny-llava") specials = {"<image>"};
+    if (s.name == "tiny-smolvlm") {  // Idefics3's layout tokens (image_tokens.h), for grids up to 3 x 3
+      specials = {"<image>", "<fake_token_around_image>", "<global-img>", "\n\n", "<end_of_utterance>"};
+      for (int r = 1; r <= 3; ++r)
+        for (int c = 1; c <= 3; ++c) specials.push_back("<row_" + std::to_string(r) + "_col_" + std::to_string(c) + ">");
+    }
+    SyntheticVocab(n_vocab, &w, specials);
   }
   if (s.decoder_pooling == 3 && o.vocab == nullptr) w.AddBool("tokenizer.ggml.add_eos_token", true);
   if (s.decoder_pooling == 4 && o.vocab == nullptr) {

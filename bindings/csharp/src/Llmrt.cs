@@ -102,6 +102,9 @@ namespace Llmrt
         /// default) or GpuLayersAuto (as many as fit the devices' free memory; MoE experts to host
         /// memory first, the CPU when none fits). The CPU backend ignores it.</summary>
         public int GpuLayers = GpuLayersAll;
+        /// <summary>Projector file for pictures in prompts (llama.cpp's --mmproj;
+        /// llm_ctx_params.mmproj_path); null: text only.</summary>
+        public string MmprojPath;
         public const int GpuLayersAll = -1;   // LLM_GPU_LAYERS_ALL
         public const int GpuLayersAuto = -2;  // LLM_GPU_LAYERS_AUTO
     }
@@ -140,12 +143,37 @@ namespace Llmrt
         }
     }
 
+    /// <summary>One part of GenerateRequest.Parts (llm_content_part): text, an
+    /// encoded picture (PNG, JPEG or WebP: the library sniffs the format) or
+    /// Width x Height 8-bit RGB pixels, row after row.</summary>
+    public sealed class ContentPart
+    {
+        public ContentKind Kind;
+        public string Text;
+        public byte[] Data;
+        public int Width, Height;
+
+        public static ContentPart FromText(string text) { return new ContentPart { Kind = ContentKind.Text, Text = text }; }
+        public static ContentPart FromImage(byte[] encoded) { return new ContentPart { Kind = ContentKind.Image, Data = encoded }; }
+        public static ContentPart FromRgb(byte[] pixels, int width, int height)
+        {
+            return new ContentPart { Kind = ContentKind.ImageRgb, Data = pixels, Width = width, Height = height };
+        }
+    }
+
+    /// <summary>llm_content_part.kind (LLM_CONTENT_*).</summary>
+    public enum ContentKind { Text = 0, Image = 1, ImageRgb = 2 }
+
     public sealed class GenerateRequest
     {
         /// <summary>Text prompt (BOS added as the model says).</summary>
         public string Prompt;
         /// <summary>Token ids used verbatim when Prompt is null.</summary>
         public int[] PromptTokens;
+        /// <summary>The prompt as text and pictures in order (llm_request.parts),
+        /// when Prompt and PromptTokens are null; pictures need
+        /// ContextOptions.MmprojPath.</summary>
+        public ContentPart[] Parts;
         public int MaxTokens = 256;
         public SamplingOptions Sampling;
         public string[] Stop;
@@ -225,8 +253,10 @@ namespace Llmrt
             options = options ?? new ContextOptions();
             var p = Native.Init<NativeCtxParams>(Native.llm_ctx_params_init);
             using (var path = options.ModelPath != null ? HGlobalBuffer.Utf8(options.ModelPath) : null)
+            using (var mmproj = options.MmprojPath != null ? HGlobalBuffer.Utf8(options.MmprojPath) : null)
             {
                 p.model_path = path != null ? path.DangerousGetHandle() : IntPtr.Zero;
+                p.mmproj_path = mmproj != null ? mmproj.DangerousGetHandle() : IntPtr.Zero;
                 p.backend = (int)options.Backend;
                 p.n_threads = options.Threads; p.n_ctx = options.ContextLength;
                 p.kv_block_size = options.KvBlockSize; p.n_kv_blocks = options.KvBlocks;
@@ -337,6 +367,11 @@ namespace Llmrt
                     r.prompt_tokens = b.DangerousGetHandle();
                     r.n_prompt_tokens = request.PromptTokens.Length;
                 }
+                else if (request.Parts != null && request.Parts.Length > 0)
+                {
+                    r.parts = NativeParts(request.Parts, buffers);
+                    r.n_parts = request.Parts.Length;
+                }
                 r.max_tokens = request.MaxTokens;
                 r.n = request.N;
                 r.priority = request.Priority;
@@ -426,6 +461,38 @@ namespace Llmrt
             {
                 foreach (var b in buffers) b.Dispose();
             }
+        }
+
+        // An llm_content_part array for parts in unmanaged memory (added to
+        // buffers, freed after llm_submit, which copies everything).
+        static IntPtr NativeParts(ContentPart[] parts, List<HGlobalBuffer> buffers)
+        {
+            int size = Marshal.SizeOf(typeof(NativeContentPart));
+            var arr = HGlobalBuffer.Alloc(size * parts.Length); buffers.Add(arr);
+            for (int i = 0; i < parts.Length; i++)
+            {
+                var part = parts[i];
+                if (part == null) throw new ArgumentNullException("parts[" + i + "]");
+                var np = Native.Init<NativeContentPart>(Native.llm_content_part_init);
+                np.kind = (int)part.Kind;
+                if (part.Kind == ContentKind.Text)
+                {
+                    string text = part.Text ?? "";
+                    if (text.IndexOf('\0') >= 0) throw new LlmException(LlmStatus.InvalidArgument, "a text part contains a NUL character");
+                    var b = HGlobalBuffer.Utf8(text); buffers.Add(b);
+                    np.text = b.DangerousGetHandle();
+                }
+                else if (part.Data != null && part.Data.Length > 0)
+                {
+                    var b = HGlobalBuffer.Alloc(part.Data.Length); buffers.Add(b);
+                    Marshal.Copy(part.Data, 0, b.DangerousGetHandle(), part.Data.Length);
+                    np.data = b.DangerousGetHandle();
+                    np.n_data = new UIntPtr((ulong)part.Data.Length);
+                }
+                np.width = part.Width; np.height = part.Height;
+                Marshal.StructureToPtr(np, new IntPtr(arr.DangerousGetHandle().ToInt64() + i * size), false);
+            }
+            return arr.DangerousGetHandle();
         }
 
         /// <summary>Streams the text of a request as it is generated.</summary>

@@ -445,6 +445,66 @@ static class Tests
         File.Delete(path);
     }
 
+    // Pictures in the prompt (issue 36) through GenerateRequest.Parts on
+    // llm-synth's tiny-gemma3 with its projector (ContextOptions.MmprojPath):
+    // the PNG and the same pixels given raw (Pillow's decode in
+    // tests/data/images) give the same greedy tokens; the picture's 16 soft
+    // tokens are prompt positions; a raw picture of the wrong size is refused.
+    // Skipped with a note without llm-synth (LLMRT_SYNTH, else build/bin).
+    static void ImageParts()
+    {
+        string synth = Environment.GetEnvironmentVariable("LLMRT_SYNTH");
+        if (string.IsNullOrEmpty(synth))
+            synth = new[] { "../../build/bin/llm-synth", "build/bin/llm-synth" }.FirstOrDefault(File.Exists);
+        string images = new[] { "../../tests/data/images", "tests/data/images" }.FirstOrDefault(Directory.Exists);
+        if (synth == null || !File.Exists(synth) || images == null)
+        {
+            Console.WriteLine("note: no llm-synth or tests/data/images: the image part skipped");
+            return;
+        }
+        string dir = Path.Combine(Path.GetTempPath(), "llmrt-cs-images-" + System.Diagnostics.Process.GetCurrentProcess().Id);
+        Directory.CreateDirectory(dir);
+        string model = Path.Combine(dir, "g3.gguf"), mmproj = Path.Combine(dir, "mmproj.gguf");
+        var psi = new System.Diagnostics.ProcessStartInfo(synth, "--shape tiny-gemma3 --type f32 --seed 7 --out \"" + model +
+                                                                 "\" --mmproj \"" + mmproj + "\"")
+        { UseShellExecute = false, RedirectStandardOutput = true };
+        using (var proc = System.Diagnostics.Process.Start(psi))
+        {
+            proc.StandardOutput.ReadToEnd();
+            proc.WaitForExit();
+            Check(proc.ExitCode == 0, "llm-synth exit " + proc.ExitCode);
+        }
+        try
+        {
+            using (var ctx = new LlmContext(new ContextOptions { ModelPath = model, MmprojPath = mmproj, Backend = Backend.Cpu,
+                                                                 Threads = 2, ContextLength = 512 }))
+            {
+                byte[] png = File.ReadAllBytes(Path.Combine(images, "rgb.png"));
+                byte[] rgb = File.ReadAllBytes(Path.Combine(images, "rgb.png.rgb"));
+                Func<ContentPart[], Completion> run = parts => ctx.Generate(new GenerateRequest
+                {
+                    Parts = parts, MaxTokens = 6, IgnoreEos = true, Sampling = SamplingOptions.Greedy()
+                });
+                Completion a;
+                try { a = run(new[] { ContentPart.FromText("Describe: "), ContentPart.FromImage(png) }); }
+                catch (LlmException e) when (e.Status == LlmStatus.Unsupported)
+                {
+                    Console.WriteLine("note: built without the image codecs: " + e.Message);
+                    return;
+                }
+                var b = run(new[] { ContentPart.FromText("Describe: "), ContentPart.FromRgb(rgb, 17, 11) });
+                Check(a.Tokens.Count == 6 && a.Tokens.SequenceEqual(b.Tokens), "PNG and raw RGB give the same 6 tokens");
+                var text = run(new[] { ContentPart.FromText("Describe: ") });
+                Check(a.Metrics.PromptTokens >= text.Metrics.PromptTokens + 16,
+                      "the picture's 16 positions: " + a.Metrics.PromptTokens + " vs " + text.Metrics.PromptTokens);
+                var shortRgb = rgb.Take(rgb.Length - 1).ToArray();
+                Check(StatusOf(() => run(new[] { ContentPart.FromText("x"), ContentPart.FromRgb(shortRgb, 17, 11) })) ==
+                      LlmStatus.InvalidArgument, "a short RGB part is refused");
+            }
+        }
+        finally { Directory.Delete(dir, true); }
+    }
+
     static int Main()
     {
         var tests = new Dictionary<string, Action>
@@ -460,6 +520,7 @@ static class Tests
             { "ConstraintsAndToolCalls", ConstraintsAndToolCalls },
             { "KvStateFile", KvStateFile },
             { "Embeddings", Embeddings },
+            { "ImageParts", ImageParts },
         };
         int passed = 0, failed = 0;
         foreach (var t in tests)

@@ -121,6 +121,14 @@ impl Context {
             None => None,
         };
         p.model_path = path.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+        let mmproj = match &params.mmproj_path {
+            Some(path) => Some(
+                CString::new(path.to_string_lossy().as_bytes())
+                    .map_err(|_| Error::new(Status::InvalidArgument, "mmproj path contains a NUL byte"))?,
+            ),
+            None => None,
+        };
+        p.mmproj_path = mmproj.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
         p.backend = params.backend.code();
         p.n_threads = params.n_threads;
         p.n_ctx = params.n_ctx;

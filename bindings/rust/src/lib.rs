@@ -23,7 +23,7 @@ pub use context::{Canceller, Completion, Context, ModelInfo, RequestHandle, Sequ
 pub use embed::{EmbedOptions, Pooling};
 pub use error::{Error, Status};
 pub use event::{Event, FinishReason, Metrics};
-pub use request::{Backend, Constraint, ContextParams, Prompt, Request, SamplingParams};
+pub use request::{Backend, Constraint, ContentPart, ContextParams, Prompt, Request, SamplingParams};
 pub use tools::{parse_tool_calls, ToolFormat};
 
 /// The loaded library's version ("0.1.0").

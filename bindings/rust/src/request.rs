@@ -43,6 +43,9 @@ pub struct ContextParams {
     /// V's element type when it differs from K's (`llm_ctx_params.kv_type_v`):
     /// `sys::LLM_KV_*`; 0 is "as `kv_type`". The CPU backend only.
     pub kv_type_v: i32,
+    /// Projector file for pictures in prompts (llama.cpp's `--mmproj`;
+    /// `llm_ctx_params.mmproj_path`); `None`: text only.
+    pub mmproj_path: Option<PathBuf>,
 }
 
 impl ContextParams {
@@ -66,6 +69,10 @@ impl ContextParams {
     pub fn kv_types(mut self, k: i32, v: i32) -> Self {
         self.kv_type = k;
         self.kv_type_v = v;
+        self
+    }
+    pub fn mmproj_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.mmproj_path = Some(path.into());
         self
     }
 }
@@ -130,12 +137,24 @@ impl SamplingParams {
     }
 }
 
-/// What the model continues: text (tokenized by the library) or token ids
-/// used verbatim.
+/// What the model continues: text (tokenized by the library), token ids
+/// used verbatim, or text and pictures in order (`llm_request.parts`; the
+/// context needs [`ContextParams::mmproj_path`] for pictures).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prompt {
     Text(String),
     Tokens(Vec<i32>),
+    Parts(Vec<ContentPart>),
+}
+
+/// One part of a [`Prompt::Parts`] (`llm_content_part`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentPart {
+    Text(String),
+    /// The bytes of a PNG, JPEG or WebP file (the library sniffs the format).
+    Image(Vec<u8>),
+    /// `width` x `height` 8-bit RGB pixels, row after row.
+    Rgb { pixels: Vec<u8>, width: i32, height: i32 },
 }
 
 /// What a request's output must match (`llm_request.constraint_kind`);
@@ -193,6 +212,11 @@ impl Request {
 
     pub fn from_tokens(tokens: Vec<i32>) -> Request {
         Request::with_prompt(Prompt::Tokens(tokens))
+    }
+
+    /// A prompt of text and pictures in order.
+    pub fn from_parts(parts: Vec<ContentPart>) -> Request {
+        Request::with_prompt(Prompt::Parts(parts))
     }
 
     fn with_prompt(prompt: Prompt) -> Request {
@@ -290,6 +314,43 @@ pub(crate) struct RawRequest {
     _constraint: Option<CString>,
     _choices: Vec<CString>,
     _choice_ptrs: Vec<*const std::os::raw::c_char>,
+    _parts: Vec<sys::llm_content_part>,
+    _part_texts: Vec<CString>,
+    _part_data: Vec<Vec<u8>>,
+}
+
+/// The `llm_content_part`s of `parts`, with the texts and bytes they point
+/// into (moving the vectors moves no heap buffer, so the pointers stay).
+fn raw_parts(parts: &[ContentPart]) -> Result<(Vec<sys::llm_content_part>, Vec<CString>, Vec<Vec<u8>>), Error> {
+    let mut raw = Vec::with_capacity(parts.len());
+    let mut texts = Vec::new();
+    let mut data = Vec::new();
+    for part in parts {
+        let mut p = unsafe { sys::init_struct(sys::llm_content_part_init) };
+        match part {
+            ContentPart::Text(t) => {
+                texts.push(cstring(t, "text part")?);
+                p.text = texts.last().unwrap().as_ptr();
+            }
+            ContentPart::Image(bytes) => {
+                p.kind = sys::LLM_CONTENT_IMAGE;
+                data.push(bytes.clone());
+            }
+            ContentPart::Rgb { pixels, width, height } => {
+                p.kind = sys::LLM_CONTENT_IMAGE_RGB;
+                p.width = *width;
+                p.height = *height;
+                data.push(pixels.clone());
+            }
+        }
+        if !matches!(part, ContentPart::Text(_)) {
+            let d = data.last().unwrap();
+            p.data = if d.is_empty() { std::ptr::null() } else { d.as_ptr().cast() };
+            p.n_data = d.len();
+        }
+        raw.push(p);
+    }
+    Ok((raw, texts, data))
 }
 
 fn cstring(s: &str, what: &str) -> Result<CString, Error> {
@@ -310,7 +371,14 @@ impl RawRequest {
         let (prompt, tokens) = match &r.prompt {
             Prompt::Text(t) => (Some(cstring(t, "prompt")?), Vec::new()),
             Prompt::Tokens(t) => (None, t.clone()),
+            Prompt::Parts(_) => (None, Vec::new()),
         };
+        let (parts, part_texts, part_data) = match &r.prompt {
+            Prompt::Parts(p) => raw_parts(p)?,
+            _ => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        req.parts = if parts.is_empty() { std::ptr::null() } else { parts.as_ptr() };
+        req.n_parts = parts.len() as i32;
         req.tokenize_flags = (if r.add_special { sys::LLM_TOKENIZE_ADD_SPECIAL } else { 0 })
             | (if r.parse_special { sys::LLM_TOKENIZE_PARSE_SPECIAL } else { 0 });
         req.prompt = prompt.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
@@ -357,6 +425,9 @@ impl RawRequest {
             _constraint: text,
             _choices: choices,
             _choice_ptrs: choice_ptrs,
+            _parts: parts,
+            _part_texts: part_texts,
+            _part_data: part_data,
         })
     }
 }

@@ -446,6 +446,11 @@ pub struct llm_stats {
     pub moe_prefetch_used: u64,
     pub moe_predicted_wanted: u64,
     pub moe_predicted_right: u64,
+    // appended in 0.7: images in the prompt (issue 36)
+    pub images_encoded: u64,
+    pub image_cache_hits: u64,
+    pub image_tokens: u64,
+    pub image_encode_seconds: f64,
 }
 
 #[repr(C)]

@@ -83,7 +83,8 @@ fn rust_layout() -> Layout {
                     kv_xfer_served, kv_xfer_bytes_served, kv_leases_expired, kv_lease_bytes, kv_leases_active,
                     kv_role, moe_host_layers, moe_cache_slots, moe_cache_bytes, moe_host_bytes, moe_cpu_steps,
                     moe_copy_steps, moe_bytes_copied, moe_cache_hits, moe_cache_misses, moe_tokens,
-                    moe_prefetch_experts, moe_prefetch_used, moe_predicted_wanted, moe_predicted_right }
+                    moe_prefetch_experts, moe_prefetch_used, moe_predicted_wanted, moe_predicted_right,
+                    images_encoded, image_cache_hits, image_tokens, image_encode_seconds }
         llm_embed_params { struct_size, pooling, normalize, dimensions, truncate, tokenize_flags, priority,
                            reserved0 }
         llm_model_info { struct_size, n_vocab, n_ctx_train, n_ctx, n_embd, n_layer, n_head, n_head_kv, bos, eos,

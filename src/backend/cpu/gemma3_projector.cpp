@@ -6,7 +6,7 @@
 
 namespace llm::cpu {
 
-StatusOr<Gemma3Projector> Gemma3Projector::Create(const VisionConfig& c, const VisionWeights& w) {
+StatusOr<Gemma3Projector> Gemma3Projector::Create(const VisionConfig& c, const VisionWeights& w, const Kernels&) {
   const int64_t E = c.n_embd, D = c.n_embd_out;
   if (w.input_proj.empty() || w.input_proj.rows != E || w.input_proj.cols != D || D <= 0)
     return InvalidArgument("Gemma 3 projector: input_projection is not (" + std::to_string(E) + ", D)");

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/vision_linear.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
@@ -20,7 +21,7 @@ namespace llm::cpu {
 class Gemma3Projector {
  public:
   // Keeps input_proj transposed to (D, E) F32 for the GEMM.
-  static StatusOr<Gemma3Projector> Create(const VisionConfig& c, const VisionWeights& w);
+  static StatusOr<Gemma3Projector> Create(const VisionConfig& c, const VisionWeights& w, const Kernels& k);
 
   // x (G·G, E) -> out (T, D).
   void Run(VisionLinear& linear, const float* x, float* out);

@@ -53,6 +53,10 @@ void LayerNormRows(const float* x, int64_t n, int64_t d, const float* w, const f
   }
 }
 
+void GeluQuick(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * (1.0f / (1.0f + std::exp(-1.702f * x[i])));
+}
+
 void RmsNormRows(float* x, int64_t n, int64_t d, const float* w, float eps) {
   for (int64_t t = 0; t < n; ++t) {
     float* r = x + t * d;

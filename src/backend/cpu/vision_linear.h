@@ -31,6 +31,9 @@ class VisionLinear {
 // out (n, d) = layernorm(x) * w + b row by row (out may be x).
 void LayerNormRows(const float* x, int64_t n, int64_t d, const float* w, const float* b, float eps, float* out);
 
+// x = x·σ(1.702x) = x / (1 + e^(-1.702x)), elementwise (CLIP's quick GELU).
+void GeluQuick(float* x, int64_t n);
+
 // x (n, d) = x / sqrt(mean(x²) + eps) * w, row by row.
 void RmsNormRows(float* x, int64_t n, int64_t d, const float* w, float eps);
 

@@ -1,14 +1,19 @@
-// A SigLIP vision tower (Gemma 3's) on the CPU, one image per pass:
+// A ViT vision tower on the CPU, one image per pass: SigLIP (Gemma 3,
+// Idefics3) and CLIP (LLaVA), which differ only in the optional parts
+// (model/vision_weights.h):
 //
 //   patches (N, 3·P·P) = the S x S image cut in P x P squares, row-major
 //                        over the grid, each flattened (channel, y, x)
-//   x = patches·Wpᵀ + bp + pos                          x: (N, E)
-//   per layer:
+//   x = patches·Wpᵀ (+ bp)                              x: (N, E)
+//   CLIP: x = [class; x]                                the class token first: (N + 1, E)
+//   x += pos                                            one learned row per position
+//   CLIP: x = layernorm(x; pre_ln)
+//   per layer, for the first n_layer_run layers (LLaVA's feature layer):
 //     h = layernorm(x; ln1)
-//     q, k, v = h·Wᵀ + b                                (N, E) each
-//     x += softmax(q·kᵀ / sqrt(head_dim))·v ·Woᵀ + bo    every patch sees every patch
-//     x += gelu(layernorm(x; ln2)·Wupᵀ + bup)·Wdownᵀ + bdown
-//   x = layernorm(x; post_ln)
+//     q, k, v = h·Wᵀ + b                                each row of x
+//     x += softmax(q·kᵀ / sqrt(head_dim))·v ·Woᵀ + bo    every row sees every row
+//     x += act(layernorm(x; ln2)·Wupᵀ + bup)·Wdownᵀ + bdown   act: GELU or quick GELU
+//   x = layernorm(x; post_ln)                           when the file has one
 #pragma once
 
 #include <cstdint>
@@ -31,7 +36,11 @@ class VisionTower {
   // Whether the weights have the shapes the config names (CheckWeightMatrix).
   Status Check() const;
 
-  // pixels (3, S, S) planar -> out (N, E), N = (S/P)^2 in grid order.
+  // Rows of the output: N = (S/P)², plus the class token's (first) for CLIP.
+  int64_t n_rows() const;
+
+  // pixels (3, S, S) planar -> out (n_rows(), E): the class token's row (if
+  // any), then the patches in grid order.
   void Run(const float* pixels, std::vector<float>* out);
 
  private:

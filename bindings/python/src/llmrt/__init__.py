@@ -14,6 +14,7 @@ from ._poller import Event, Metrics
 from ._stream import AsyncEventStream, Choice, Completion, EventStream
 from .chat import Chat, parse_tool_calls
 from .context import Context, ModelInfo
+from .image import Image
 from .errors import (BusyError, ContextOverflowError, InvalidArgumentError, KvStateError, LlmError,
                      ModelLoadError, OutOfMemoryError, UnsupportedError)
 
@@ -25,7 +26,7 @@ def library_version() -> str:
     return _clib.llm_version().decode()
 
 
-__all__ = ["Context", "Chat", "ModelInfo", "Completion", "Choice", "Event", "Metrics", "EventStream",
+__all__ = ["Context", "Chat", "Image", "ModelInfo", "Completion", "Choice", "Event", "Metrics", "EventStream",
            "AsyncEventStream", "parse_tool_calls", "LlmError", "InvalidArgumentError", "ModelLoadError",
            "UnsupportedError", "OutOfMemoryError", "BusyError", "ContextOverflowError", "KvStateError",
            "library_version"]

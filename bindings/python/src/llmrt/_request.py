@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from . import _structs as S
 from ._lib import lib
 from .errors import check
+from .image import content_parts, is_parts
 
 TOKENIZE_ADD_SPECIAL = 1
 TOKENIZE_PARSE_SPECIAL = 2
@@ -104,7 +105,11 @@ def build_request(prompt: Union[str, Sequence[int]], *, max_tokens: int = 256, a
                   choices: Optional[Sequence[str]] = None, whitespace_flexible: bool = False) -> BuiltRequest:
     b = BuiltRequest()
     r = b.req
-    if isinstance(prompt, str):
+    if is_parts(prompt):
+        r.prompt = None
+        r.parts, r.n_parts = content_parts(list(prompt), b.keep)
+        r.tokenize_flags = (TOKENIZE_ADD_SPECIAL if add_special else 0) | (TOKENIZE_PARSE_SPECIAL if parse_special else 0)
+    elif isinstance(prompt, str):
         text = prompt.encode("utf-8")
         b.keep.append(text)
         r.prompt = text

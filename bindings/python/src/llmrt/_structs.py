@@ -308,6 +308,11 @@ class Stats(C.Structure):
         ("moe_prefetch_used", C.c_uint64),
         ("moe_predicted_wanted", C.c_uint64),
         ("moe_predicted_right", C.c_uint64),
+        # appended in 0.7 (issue 36): images in the prompt
+        ("images_encoded", C.c_uint64),
+        ("image_cache_hits", C.c_uint64),
+        ("image_tokens", C.c_uint64),
+        ("image_encode_seconds", C.c_double),
     ]
 
 

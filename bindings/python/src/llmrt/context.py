@@ -61,7 +61,9 @@ class Context:
     ``kv_disk_bytes``; Mixture of Experts on CUDA: ``n_cpu_moe`` (experts
     of the first N MoE layers in host memory, -1 all; one device only),
     ``moe_cache_bytes``; several GPUs: ``main_gpu`` (-1: split over every
-    device) and ``tensor_split`` (each device's share, e.g. ``[3, 1]``).
+    device) and ``tensor_split`` (each device's share, e.g. ``[3, 1]``);
+    pictures in prompts: ``mmproj_path`` (a projector file, llama.cpp's
+    ``--mmproj``; then a prompt may be a list of ``str`` and ``llmrt.Image``).
     0 means the library's default, as in C."""
 
     def __init__(self, model_path: Union[None, str, os.PathLike] = None, *, n_ctx: int = 0, n_threads: int = 0,
@@ -71,7 +73,8 @@ class Context:
                  draft_model_path: Union[None, str, os.PathLike] = None, self_draft_layers: int = 0,
                  spec_k: int = 0, gpu_memory_fraction: float = 0.0, kv_host_bytes: int = 0,
                  kv_disk_dir: Union[None, str, os.PathLike] = None, kv_disk_bytes: int = 0, n_cpu_moe: int = 0,
-                 moe_cache_bytes: int = 0, main_gpu: int = -1, tensor_split: Optional[Sequence[float]] = None):
+                 moe_cache_bytes: int = 0, main_gpu: int = -1, tensor_split: Optional[Sequence[float]] = None,
+                 mmproj_path: Union[None, str, os.PathLike] = None):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {sorted(BACKENDS)}")
         if kv_type not in KV_TYPES:
@@ -85,8 +88,8 @@ class Context:
         p = S.CtxParams()
         p.struct_size = C.sizeof(S.CtxParams)
         check(lib.llm_ctx_params_init(C.byref(p)))
-        self._paths = (_fspath(model_path), _fspath(draft_model_path), _fspath(kv_disk_dir))
-        p.model_path, p.draft_model_path, p.kv_disk_dir = self._paths
+        self._paths = (_fspath(model_path), _fspath(draft_model_path), _fspath(kv_disk_dir), _fspath(mmproj_path))
+        p.model_path, p.draft_model_path, p.kv_disk_dir, p.mmproj_path = self._paths
         p.kv_host_bytes, p.kv_disk_bytes = kv_host_bytes, kv_disk_bytes
         p.backend = BACKENDS[backend]
         p.n_threads, p.n_ctx, p.n_gpu_layers, p.kv_type = n_threads, n_ctx, n_gpu_layers, KV_TYPES[kv_type]
@@ -231,7 +234,8 @@ class Context:
         """Submits a request and returns its events as they come. ``prompt``
         is text (tokenized with BOS as the model says; ``parse_special``
         reads "<s>"-like text as special tokens) or token ids (used as they
-        are). Options: ``max_tokens`` (256), ``temperature``, ``top_k``,
+        are), or a list of parts, ``str`` and ``llmrt.Image`` (a context with
+        ``mmproj_path``: each picture stands where its part stands). Options: ``max_tokens`` (256), ``temperature``, ``top_k``,
         ``top_p``, ``min_p``, ``repetition_penalty``, ``frequency_penalty``,
         ``presence_penalty``, ``penalty_last_n``, ``seed``, ``logit_bias``
         ({token: bias}), ``stop`` (strings), ``stop_token_ids``,

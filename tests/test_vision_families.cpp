@@ -1,0 +1,285 @@
+// Images to soft tokens (issue 36) for the projector families beside Gemma 3
+// (tests/test_vision.cpp), against llama.cpp's multimodal library: the tiny
+// synthesized projector files of llm-synth --mmproj, F32,
+//   idefics3 (tiny-smolvlm): a SigLIP tower on 32 x 32 tiles, pixel shuffle 2
+//     and one linear map, pictures scaled to a longest edge of 64 and cut
+//     into up to 2 x 2 tiles plus an overview, Lanczos throughout;
+//   mlp (tiny-llava): a CLIP tower (class token first, pre-norm, quick GELU,
+//     no patch bias or post-norm) run to its second-to-last layer, then a
+//     GELU MLP per patch; pictures fitted bicubic on a grey square;
+// pictures of several sizes and aspect ratios (tests/data/vision/<family>.*,
+// written by tools/vision_reference.py):
+//   * every tower input (tile, overview, fitted square) equals Pillow's
+//     resize of the same picture, byte for byte (after normalisation);
+//   * the number of tower passes and soft tokens per pass are llama.cpp's;
+//   * every value within 1e-3 relative (|a - b| <= 1e-3 max(|b|, 1)) and
+//     each pass's error within 1e-4 of its norm.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "backend/cpu/vision_encoder.h"
+#include "model/gguf.h"
+#include "model/vision_config.h"
+#include "model/vision_weights.h"
+#include "support/real_models.h"
+#include "support/test_paths.h"
+#include "synth_mmproj.h"
+#include "synth_model.h"
+#include "util/json.h"
+#include "vision/image_prep.h"
+
+namespace llm::test {
+namespace {
+
+constexpr double kRelTol = 1e-3;
+constexpr double kNormTol = 1e-4;
+
+std::string Fnv1a64Hex(const std::string& data) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+struct Pass {
+  RgbImage input;          // the tower's input as Pillow made it
+  int32_t n_tokens = 0;
+  std::vector<float> ref;  // (n_tokens, n_embd)
+};
+
+struct Case {
+  RgbImage image;
+  int32_t grid_x = 0, grid_y = 0;
+  std::vector<Pass> passes;  // llama.cpp's image chunks, in order
+};
+
+struct Family {
+  std::string name;
+  std::string path;  // the projector file, rebuilt
+  int32_t n_embd = 0;
+  std::vector<Case> cases;
+};
+
+// Loads tests/data/vision/<name>.{json,bin} and rebuilds the projector file.
+void LoadFamily(const std::string& name, Family* f) {
+  f->name = name;
+  const Json ref = LoadReferenceJson("vision/" + name);
+  const std::string bin = ReadFile(DataDir() + "/vision/" + name + ".bin");
+  ASSERT_FALSE(bin.empty()) << "tests/data/vision/" << name << ".bin (unpacked from " << name << ".tar.xz)";
+  f->n_embd = static_cast<int32_t>(ref.Find("n_embd")->as_int());
+  const int32_t side = static_cast<int32_t>(ref.Find("image_size")->as_int());
+  auto take = [&](int64_t off, size_t n, void* dst) {
+    ASSERT_LE(static_cast<size_t>(off) + n, bin.size());
+    std::memcpy(dst, bin.data() + off, n);
+  };
+  for (const Json& c : ref.Find("cases")->array()) {
+    Case k;
+    k.image.width = static_cast<int32_t>(c.Find("width")->as_int());
+    k.image.height = static_cast<int32_t>(c.Find("height")->as_int());
+    k.grid_x = static_cast<int32_t>(c.Find("grid_x")->as_int());
+    k.grid_y = static_cast<int32_t>(c.Find("grid_y")->as_int());
+    k.image.rgb.resize(static_cast<size_t>(k.image.width) * k.image.height * 3);
+    take(c.Find("rgb_offset")->as_int(), k.image.rgb.size(), k.image.rgb.data());
+    for (const Json& ch : c.Find("chunks")->array()) {
+      if (ch.Find("tokens") != nullptr) continue;  // the layout's text (test_image_prompt_families)
+      Pass p;
+      p.input.width = p.input.height = side;
+      p.input.rgb.resize(static_cast<size_t>(side) * side * 3);
+      take(ch.Find("input_offset")->as_int(), p.input.rgb.size(), p.input.rgb.data());
+      p.n_tokens = static_cast<int32_t>(ch.Find("n_tokens")->as_int());
+      p.ref.resize(static_cast<size_t>(p.n_tokens) * f->n_embd);
+      take(ch.Find("embd_offset")->as_int(), p.ref.size() * sizeof(float), p.ref.data());
+      k.passes.push_back(std::move(p));
+    }
+    f->cases.push_back(std::move(k));
+  }
+  synth::SynthOptions o;
+  std::string shape;
+  const std::vector<Json>& args = ref.Find("synth_args")->array();
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const std::string key = args[i].as_string(), v = args[i + 1].as_string();
+    if (key == "--shape") shape = v;
+    else if (key == "--type") o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
+    else if (key == "--seed") o.seed = std::stoull(v);
+    else ADD_FAILURE() << "unknown llm-synth argument " << key;
+  }
+  const synth::SynthVisionShape* vs = synth::FindSynthVisionShape(shape);
+  ASSERT_NE(vs, nullptr) << shape;
+  f->path = ::testing::TempDir() + "/llmrt_vision_" + name + "_" + std::to_string(::getpid()) + ".gguf";
+  Status st = synth::WriteSynthMmproj(*vs, o, f->path);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(Fnv1a64Hex(ReadFile(f->path)), ref.Find("mmproj_fnv1a64")->as_string())
+      << "llm-synth no longer writes the projector file llama.cpp ran (regenerate with tools/vision_reference.py)";
+}
+
+class VisionFamily : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(LoadFamily(GetParam(), &f_)); }
+  void TearDown() override {
+    if (!f_.path.empty()) std::remove(f_.path.c_str());
+  }
+  Family f_;
+};
+
+TEST_P(VisionFamily, ConfigFromFile) {
+  auto m = VisionModel::Open(f_.path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const VisionConfig& c = (*m)->config;
+  EXPECT_EQ(c.n_embd_out, f_.n_embd);
+  EXPECT_EQ(c.image_size, 32);
+  if (f_.name == "idefics3") {
+    EXPECT_EQ(c.projector, ProjectorType::kIdefics3);
+    EXPECT_EQ(c.act, VisionAct::kGelu);
+    EXPECT_EQ(c.n_merge, 2);
+    EXPECT_EQ(c.longest_edge, 64);
+    EXPECT_EQ(c.n_layer_run, c.n_layer);
+    EXPECT_EQ(c.n_image_tokens(), 16);
+  } else {
+    EXPECT_EQ(c.projector, ProjectorType::kMlp);
+    EXPECT_EQ(c.act, VisionAct::kGeluQuick);
+    EXPECT_EQ(c.n_layer, 3);
+    EXPECT_EQ(c.n_layer_run, 2);  // the second-to-last layer's output
+    EXPECT_EQ(c.n_image_tokens(), 64);
+    EXPECT_FALSE((*m)->weights.class_embd.empty());
+    EXPECT_FALSE((*m)->weights.pre_ln.empty());
+    EXPECT_TRUE((*m)->weights.post_ln.empty());
+    EXPECT_TRUE((*m)->weights.patch_bias.empty());
+  }
+}
+
+// The tower inputs against Pillow's resizes (an oracle independent of
+// llama.cpp), and their count and grid against llama.cpp's image chunks.
+TEST_P(VisionFamily, TowerInputsEqualPillow) {
+  auto m = VisionModel::Open(f_.path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const VisionConfig& c = (*m)->config;
+  ASSERT_GE(f_.cases.size(), 5u);
+  for (const Case& k : f_.cases) {
+    SCOPED_TRACE(std::to_string(k.image.width) + "x" + std::to_string(k.image.height));
+    auto in = PrepareForTower(k.image, c);
+    ASSERT_TRUE(in.ok()) << in.status().message();
+    EXPECT_EQ(in->grid_x, k.grid_x);
+    EXPECT_EQ(in->grid_y, k.grid_y);
+    ASSERT_EQ(in->pixels.size(), k.passes.size());
+    for (size_t i = 0; i < k.passes.size(); ++i) {
+      std::vector<float> want;
+      ASSERT_TRUE(NormalizePlanar(k.passes[i].input, ImageNorm{c.image_mean, c.image_std}, &want).ok());
+      size_t diff = 0;
+      for (size_t j = 0; j < want.size(); ++j) diff += in->pixels[i][j] != want[j];
+      EXPECT_EQ(diff, 0u) << "tower input " << i << ": values unlike Pillow's";
+    }
+  }
+}
+
+TEST_P(VisionFamily, EmbeddingsMatchLlamaCpp) {
+  auto m = VisionModel::Open(f_.path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const VisionConfig& c = (*m)->config;
+  auto enc = cpu::CreateCpuVisionEncoder(c, (*m)->weights, 2);
+  ASSERT_TRUE(enc.ok()) << enc.status().message();
+  size_t n_passes = 0;
+  for (const Case& k : f_.cases) {
+    SCOPED_TRACE(std::to_string(k.image.width) + "x" + std::to_string(k.image.height));
+    auto in = PrepareForTower(k.image, c);
+    ASSERT_TRUE(in.ok()) << in.status().message();
+    ASSERT_EQ(in->pixels.size(), k.passes.size());
+    for (size_t i = 0; i < k.passes.size(); ++i) {
+      SCOPED_TRACE("pass " + std::to_string(i));
+      const Pass& p = k.passes[i];
+      ASSERT_EQ((*enc)->n_tokens(), p.n_tokens);
+      std::vector<float> out(p.ref.size());
+      Status st = (*enc)->Encode(in->pixels[i], out.data());
+      ASSERT_TRUE(st.ok()) << st.message();
+      double worst = 0.0, err2 = 0.0, ref2 = 0.0;
+      size_t bad = 0;
+      for (size_t j = 0; j < out.size(); ++j) {
+        const double d = std::fabs(static_cast<double>(out[j]) - p.ref[j]);
+        const double rel = d / std::max(std::fabs(static_cast<double>(p.ref[j])), 1.0);
+        worst = std::max(worst, rel);
+        bad += rel > kRelTol;
+        err2 += d * d;
+        ref2 += static_cast<double>(p.ref[j]) * p.ref[j];
+      }
+      EXPECT_EQ(bad, 0u) << "worst relative difference " << worst;
+      EXPECT_LE(std::sqrt(err2 / ref2), kNormTol) << "worst relative difference " << worst;
+      ++n_passes;
+    }
+  }
+  EXPECT_GE(n_passes, f_.cases.size());
+}
+
+// The family's file damaged one way at a time (same-length renames keep it a
+// valid GGUF): a clear status, never a crash or a silently different tower.
+TEST_P(VisionFamily, DamagedFilesRefused) {
+  const std::string good = ReadFile(f_.path);
+  ASSERT_FALSE(good.empty());
+  auto patched = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  auto open = [](const std::string& bytes) {
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    if (!f.ok()) return f.status();
+    return VisionModel::FromFile(std::move(*f)).status();
+  };
+  EXPECT_TRUE(open(good).ok());
+  if (f_.name == "idefics3") {
+    // an older conversion (no longest edge): tiled another way, not built
+    EXPECT_EQ(open(patched("clip.vision.preproc_image_size", "clip.vision.preproc_image_sizX")).code(),
+              LLM_ERR_UNSUPPORTED);
+    EXPECT_EQ(open(patched("clip.vision.projector.scale_factor", "clip.vision.projector.scale_factoX")).code(),
+              LLM_ERR_MODEL_FORMAT);
+    EXPECT_EQ(open(patched("mm.model.fc.weight", "mm.model.fX.weight")).code(), LLM_ERR_MODEL_FORMAT);
+    EXPECT_EQ(open(patched("v.post_ln.weight", "v.post_lX.weight")).code(), LLM_ERR_MODEL_FORMAT);  // SigLIP's needs it
+  } else {
+    // without its class token the position table is one row too long
+    EXPECT_EQ(open(patched("v.class_embd", "v.class_embX")).code(), LLM_ERR_MODEL_FORMAT);
+    EXPECT_EQ(open(patched("mm.2.weight", "mm.3.weight")).code(), LLM_ERR_UNSUPPORTED);  // an mlp_norm part
+    EXPECT_EQ(open(patched("mm.0.bias", "mm.0.biaX")).code(), LLM_ERR_MODEL_FORMAT);
+  }
+  EXPECT_NE(open(good.substr(0, good.size() / 2)).code(), LLM_OK);  // truncated
+  auto m = VisionModel::Open(f_.path);
+  ASSERT_TRUE(m.ok());
+  auto enc = cpu::CreateCpuVisionEncoder((*m)->config, (*m)->weights, 1);
+  ASSERT_TRUE(enc.ok());
+  std::vector<float> out(static_cast<size_t>((*enc)->n_tokens()) * (*enc)->n_embd_out());
+  EXPECT_EQ((*enc)->Encode(std::vector<float>(10), out.data()).code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, VisionFamily, ::testing::Values("idefics3", "mlp"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+// Pictures the tiling cannot take: a clear status, nothing allocated for them.
+TEST(VisionTiling, ImpossiblePicturesRefused) {
+  RgbImage strip;  // 1 x 4000: the short side rounds to 0 at a longest edge of 80
+  strip.width = 4000;
+  strip.height = 1;
+  strip.rgb.assign(4000 * 3, 7);
+  EXPECT_EQ(TileLongestEdge(strip, 32, 80).status().code(), LLM_ERR_INVALID_ARGUMENT);
+  RgbImage huge;
+  huge.width = huge.height = 100000;
+  EXPECT_EQ(TileLongestEdge(huge, 32, 80).status().code(), LLM_ERR_INVALID_ARGUMENT);
+  RgbImage ok;
+  ok.width = 10;
+  ok.height = 10;
+  ok.rgb.assign(300, 1);
+  EXPECT_EQ(TileLongestEdge(ok, 32, 16000).status().code(), LLM_ERR_INVALID_ARGUMENT);  // 500 x 500 tiles
+  EXPECT_EQ(TileLongestEdge(ok, 0, 80).status().code(), LLM_ERR_INVALID_ARGUMENT);
+  auto t = TileLongestEdge(ok, 32, 80);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->grid_x, 3);
+  EXPECT_EQ(t->grid_y, 3);
+  EXPECT_EQ(t->tiles.size(), 9u);
+}
+
+}  // namespace
+}  // namespace llm::test

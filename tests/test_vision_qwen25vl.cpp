@@ -1,0 +1,355 @@
+// Images to soft tokens (issue 36), Qwen2.5-VL's path, against llama.cpp:
+// the tiny synthesized Qwen2.5-VL projector file (llm-synth --shape
+// tiny-qwen2vl --mmproj, F32: a 4-layer tower of width 32 on 14 x 14
+// patches, 2D RoPE, window attention in layers 0 and 2, SwiGLU, the 2 x 2
+// patch merger to tiny-qwen2vl's width 64) encodes pictures of several
+// sizes and aspect ratios at their own sizes, compared with what llama.cpp's
+// multimodal library gave for the same files and pictures
+// (tests/data/vision/qwen25vl.*, written by tools/vision_reference_qwen25vl.py):
+//   * the size chosen and the fitted picture equal llama.cpp's sizing and
+//     Pillow's BICUBIC resize + paste byte for byte;
+//   * the soft-token count is llama.cpp's;
+//   * every value within 1e-3 relative (|a - b| <= 1e-3 max(|b|, 1)) and the
+//     whole image's error within 1e-4 of its norm;
+//   * one-detail mutants (every layer attending fully; the RoPE axes
+//     swapped) miss llama.cpp by far more than the tolerance.
+// Then the refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "backend/cpu/qwen25vl_vision.h"
+#include "backend/cpu/vision_encoder.h"
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/vision_config.h"
+#include "model/vision_weights.h"
+#include "support/real_models.h"
+#include "support/test_paths.h"
+#include "synth_mmproj.h"
+#include "synth_model.h"
+#include "util/json.h"
+#include "vision/image_preprocess_dynamic.h"
+#include "vision/image_resize.h"
+#include "vision/image_tokens.h"
+
+namespace llm::test {
+namespace {
+
+constexpr double kRelTol = 1e-3;
+constexpr double kNormTol = 1e-4;
+
+std::string Fnv1a64Hex(const std::string& data) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+struct Case {
+  RgbImage image, fitted;
+  int32_t n_tokens = 0;
+  std::vector<float> ref;  // (n_tokens, n_embd)
+};
+
+struct Diff {
+  double worst = 0.0, norm = 0.0;
+  size_t bad = 0;
+};
+
+Diff Compare(const std::vector<float>& out, const std::vector<float>& ref) {
+  Diff d;
+  double err2 = 0.0, ref2 = 0.0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(out[i]) - ref[i]);
+    const double rel = e / std::max(std::fabs(static_cast<double>(ref[i])), 1.0);
+    d.worst = std::max(d.worst, rel);
+    d.bad += rel > kRelTol;
+    err2 += e * e;
+    ref2 += static_cast<double>(ref[i]) * ref[i];
+  }
+  d.norm = std::sqrt(err2 / ref2);
+  return d;
+}
+
+class Qwen25VLVision : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ref_ = new Json(LoadReferenceJson("vision/qwen25vl"));
+    const std::string bin = ReadFile(DataDir() + "/vision/qwen25vl.bin");
+    ASSERT_FALSE(bin.empty()) << "tests/data/vision/qwen25vl.bin (unpacked from qwen25vl.tar.xz at configure time)";
+    n_embd_ = static_cast<int32_t>(ref_->Find("n_embd")->as_int());
+    cases_ = new std::vector<Case>();
+    for (const Json& c : ref_->Find("cases")->array()) {
+      Case k;
+      k.image.width = static_cast<int32_t>(c.Find("width")->as_int());
+      k.image.height = static_cast<int32_t>(c.Find("height")->as_int());
+      k.fitted.width = static_cast<int32_t>(c.Find("resized_width")->as_int());
+      k.fitted.height = static_cast<int32_t>(c.Find("resized_height")->as_int());
+      k.n_tokens = static_cast<int32_t>(c.Find("n_tokens")->as_int());
+      auto take = [&](const char* key, size_t n, void* dst) {
+        const size_t off = static_cast<size_t>(c.Find(key)->as_int());
+        ASSERT_LE(off + n, bin.size()) << key;
+        std::memcpy(dst, bin.data() + off, n);
+      };
+      k.image.rgb.resize(static_cast<size_t>(k.image.width) * k.image.height * 3);
+      take("rgb_offset", k.image.rgb.size(), k.image.rgb.data());
+      k.fitted.rgb.resize(static_cast<size_t>(k.fitted.width) * k.fitted.height * 3);
+      take("resized_offset", k.fitted.rgb.size(), k.fitted.rgb.data());
+      k.ref.resize(static_cast<size_t>(k.n_tokens) * n_embd_);
+      take("embd_offset", k.ref.size() * sizeof(float), k.ref.data());
+      cases_->push_back(std::move(k));
+    }
+    // the projector file llama.cpp ran, rebuilt and checked byte for byte
+    synth::SynthOptions o;
+    const std::vector<Json>& args = ref_->Find("synth_args")->array();
+    std::string shape;
+    for (size_t i = 0; i + 1 < args.size(); i += 2) {
+      const std::string key = args[i].as_string(), v = args[i + 1].as_string();
+      if (key == "--shape") shape = v;
+      else if (key == "--type") o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
+      else if (key == "--seed") o.seed = std::stoull(v);
+      else ADD_FAILURE() << "unknown llm-synth argument " << key;
+    }
+    const synth::SynthVisionShape* vs = synth::FindSynthVisionShape(shape);
+    ASSERT_NE(vs, nullptr) << shape;
+    path_ = new std::string(::testing::TempDir() + "/llmrt_qwen25vl_" + std::to_string(::getpid()) + ".gguf");
+    Status st = synth::WriteSynthMmproj(*vs, o, *path_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(Fnv1a64Hex(ReadFile(*path_)), ref_->Find("mmproj_fnv1a64")->as_string())
+        << "llm-synth no longer writes the projector file llama.cpp ran (regenerate with "
+           "tools/vision_reference_qwen25vl.py)";
+  }
+  static void TearDownTestSuite() {
+    if (path_ != nullptr) std::remove(path_->c_str());
+    delete path_;
+    delete cases_;
+    delete ref_;
+    path_ = nullptr;
+    cases_ = nullptr;
+    ref_ = nullptr;
+  }
+
+  static DynamicSizeRule Rule(const VisionConfig& c) { return {c.size_align(), c.min_pixels(), c.max_pixels()}; }
+
+  // Every case through an encoder: the worst difference from llama.cpp's.
+  static Diff Run(cpu::VisionEncoder& enc, const VisionConfig& c, bool expect_close) {
+    Diff all;
+    for (const Case& k : *cases_) {
+      SCOPED_TRACE(std::to_string(k.image.width) + "x" + std::to_string(k.image.height));
+      std::vector<float> pixels;
+      ImageSize size;
+      Status st = PreprocessDynamicSize(k.image, Rule(c), ImageNorm{c.image_mean, c.image_std}, &pixels, &size);
+      EXPECT_TRUE(st.ok()) << st.message();
+      if (!st.ok()) continue;
+      EXPECT_EQ(enc.n_tokens_for(size.width, size.height), k.n_tokens);
+      std::vector<float> out(k.ref.size());
+      st = enc.EncodeSized(pixels, size.width, size.height, out.data());
+      EXPECT_TRUE(st.ok()) << st.message();
+      const Diff d = Compare(out, k.ref);
+      if (expect_close) {
+        EXPECT_EQ(d.bad, 0u) << "worst relative difference " << d.worst;
+        EXPECT_LE(d.norm, kNormTol) << "worst relative difference " << d.worst;
+      }
+      all.worst = std::max(all.worst, d.worst);
+      all.norm = std::max(all.norm, d.norm);
+      all.bad += d.bad;
+    }
+    return all;
+  }
+
+  static Json* ref_;
+  static std::vector<Case>* cases_;
+  static std::string* path_;
+  static int32_t n_embd_;
+};
+
+Json* Qwen25VLVision::ref_ = nullptr;
+std::vector<Case>* Qwen25VLVision::cases_ = nullptr;
+std::string* Qwen25VLVision::path_ = nullptr;
+int32_t Qwen25VLVision::n_embd_ = 0;
+
+TEST_F(Qwen25VLVision, ConfigFromFile) {
+  auto m = VisionModel::Open(*path_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const VisionConfig& c = (*m)->config;
+  EXPECT_EQ(c.projector, ProjectorType::kQwen25VL);
+  EXPECT_TRUE(c.dynamic_size());
+  EXPECT_EQ(c.n_embd, 32);
+  EXPECT_EQ(c.n_ff, 48);
+  EXPECT_EQ(c.n_layer, 4);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.patch_size, 14);
+  EXPECT_EQ(c.n_merge, 2);
+  EXPECT_EQ(c.n_wa_pattern, 2);
+  EXPECT_EQ(c.n_embd_out, n_embd_);
+  EXPECT_EQ(c.size_align(), 28);
+  EXPECT_EQ(c.min_pixels(), 8 * 28 * 28);
+  EXPECT_EQ(c.max_pixels(), 4096 * 28 * 28);
+  EXPECT_EQ(ImageTokensFor(c.projector).begin, "<|vision_start|>");
+  EXPECT_EQ(ImageTokensFor(c.projector).arch, "qwen2vl");
+}
+
+// The size llama.cpp chose, and the fitted picture against Pillow's
+// (resize BICUBIC + paste), byte for byte.
+TEST_F(Qwen25VLVision, DynamicSizeAndFitEqualPillow) {
+  auto m = VisionModel::Open(*path_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_GE(cases_->size(), 6u);
+  size_t resized = 0, padded = 0;
+  for (const Case& k : *cases_) {
+    SCOPED_TRACE(std::to_string(k.image.width) + "x" + std::to_string(k.image.height));
+    auto size = DynamicTargetSize(k.image.width, k.image.height, Rule((*m)->config));
+    ASSERT_TRUE(size.ok()) << size.status().message();
+    EXPECT_EQ(size->width, k.fitted.width);
+    EXPECT_EQ(size->height, k.fitted.height);
+    auto fit = FitToDynamicSize(k.image, Rule((*m)->config));
+    ASSERT_TRUE(fit.ok()) << fit.status().message();
+    ASSERT_EQ(fit->rgb.size(), k.fitted.rgb.size());
+    size_t diff = 0;
+    for (size_t i = 0; i < k.fitted.rgb.size(); ++i) diff += fit->rgb[i] != k.fitted.rgb[i];
+    EXPECT_EQ(diff, 0u) << "bytes unlike Pillow's";
+    resized += k.fitted.width != k.image.width || k.fitted.height != k.image.height;
+    padded += k.fitted.rgb[0] == 0 && k.fitted.rgb[1] == 0 && k.fitted.rgb[2] == 0;
+  }
+  EXPECT_GE(resized, 5u);  // the cases exercise the resize, not only the copy
+  EXPECT_GE(padded, 1u);
+}
+
+TEST_F(Qwen25VLVision, EmbeddingsMatchLlamaCpp) {
+  auto m = VisionModel::Open(*path_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto enc = cpu::CreateCpuVisionEncoder((*m)->config, (*m)->weights, 2);
+  ASSERT_TRUE(enc.ok()) << enc.status().message();
+  EXPECT_EQ((*enc)->n_embd_out(), n_embd_);
+  const Diff d = Run(**enc, (*m)->config, /*expect_close=*/true);
+  std::printf("Qwen2.5-VL vs llama.cpp: worst relative %.3g, worst norm %.3g\n", d.worst, d.norm);
+}
+
+// One detail changed at a time, each far outside the tolerance: the test
+// sees window attention and the RoPE's axes.
+TEST_F(Qwen25VLVision, OneDetailMutantsMissLlamaCpp) {
+  auto m = VisionModel::Open(*path_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  for (int which = 0; which < 2; ++which) {
+    cpu::Qwen25VLMutation mut;
+    (which == 0 ? mut.full_attention : mut.swap_rope_axes) = true;
+    auto enc = cpu::CreateQwen25VLVision((*m)->config, (*m)->weights, 2, mut);
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    const Diff d = Run(**enc, (*m)->config, /*expect_close=*/false);
+    std::printf("mutant %s: worst relative %.3g, worst norm %.3g\n", which == 0 ? "full attention" : "RoPE axes swapped",
+                d.worst, d.norm);
+    EXPECT_GT(d.worst, 10 * kRelTol) << (which == 0 ? "full attention" : "RoPE axes swapped");
+    EXPECT_GT(d.norm, 10 * kNormTol) << (which == 0 ? "full attention" : "RoPE axes swapped");
+  }
+}
+
+// Same pixels, same tokens, whatever the thread count.
+TEST_F(Qwen25VLVision, ThreadCountDoesNotChangeTokens) {
+  auto m = VisionModel::Open(*path_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const VisionConfig& c = (*m)->config;
+  auto one = cpu::CreateCpuVisionEncoder(c, (*m)->weights, 1);
+  auto three = cpu::CreateCpuVisionEncoder(c, (*m)->weights, 3);
+  ASSERT_TRUE(one.ok() && three.ok());
+  std::vector<float> pixels;
+  ImageSize size;
+  ASSERT_TRUE(PreprocessDynamicSize(cases_->at(1).image, Rule(c), ImageNorm{c.image_mean, c.image_std}, &pixels, &size).ok());
+  const size_t n = static_cast<size_t>((*one)->n_tokens_for(size.width, size.height)) * c.n_embd_out;
+  ASSERT_GT(n, 0u);
+  std::vector<float> a(n), b(n);
+  ASSERT_TRUE((*one)->EncodeSized(pixels, size.width, size.height, a.data()).ok());
+  ASSERT_TRUE((*three)->EncodeSized(pixels, size.width, size.height, b.data()).ok());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), n * sizeof(float)), 0);
+}
+
+TEST_F(Qwen25VLVision, BadInputsRefused) {
+  auto m = VisionModel::Open(*path_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const VisionConfig& c = (*m)->config;
+  auto enc = cpu::CreateCpuVisionEncoder(c, (*m)->weights, 1);
+  ASSERT_TRUE(enc.ok());
+  std::vector<float> out(64 * 64 * 4), pixels(3 * 56 * 56, 0.0f);
+  EXPECT_TRUE((*enc)->EncodeSized(pixels, 56, 56, out.data()).ok());
+  EXPECT_EQ((*enc)->Encode(pixels, out.data()).code(), LLM_ERR_INVALID_ARGUMENT);  // needs the size
+  EXPECT_EQ((*enc)->EncodeSized(pixels, 56, 56, nullptr).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ((*enc)->EncodeSized(pixels, 56, 57, out.data()).code(), LLM_ERR_INVALID_ARGUMENT);   // not a multiple of 28
+  EXPECT_EQ((*enc)->EncodeSized(pixels, 28, 56, out.data()).code(), LLM_ERR_INVALID_ARGUMENT);  // wrong pixel count
+  EXPECT_EQ((*enc)->EncodeSized(pixels, 0, 0, out.data()).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ((*enc)->EncodeSized(pixels, -56, -56, out.data()).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ((*enc)->EncodeSized(pixels, 28 * 200, 28 * 200, out.data()).code(), LLM_ERR_INVALID_ARGUMENT);  // > 4096 cells
+  EXPECT_EQ((*enc)->n_tokens_for(57, 56), 0);
+  EXPECT_EQ(cpu::CreateCpuVisionEncoder(c, (*m)->weights, 0).status().code(), LLM_ERR_INVALID_ARGUMENT);
+
+  const DynamicSizeRule rule = Rule(c);
+  const ImageNorm norm{c.image_mean, c.image_std};
+  ImageSize size;
+  RgbImage empty;
+  EXPECT_EQ(PreprocessDynamicSize(empty, rule, norm, &pixels, &size).code(), LLM_ERR_INVALID_ARGUMENT);
+  RgbImage huge;  // declared 100000 x 100000, no pixels: refused before any allocation
+  huge.width = huge.height = 100000;
+  EXPECT_EQ(PreprocessDynamicSize(huge, rule, norm, &pixels, &size).code(), LLM_ERR_INVALID_ARGUMENT);
+  RgbImage lying = cases_->at(1).image;  // a buffer shorter than its declared size
+  lying.rgb.resize(lying.rgb.size() - 1);
+  EXPECT_EQ(PreprocessDynamicSize(lying, rule, norm, &pixels, &size).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(PreprocessDynamicSize(cases_->at(0).image, rule, norm, nullptr, &size).code(), LLM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(DynamicTargetSize(10, 10, DynamicSizeRule{0, 0, 0}).status().code(), LLM_ERR_INVALID_ARGUMENT);
+  // the ceiling: a 16000 x 16000 picture shrinks to at most max_pixels
+  auto big = DynamicTargetSize(16000, 16000, rule);
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_LE(int64_t{big->width} * big->height, c.max_pixels());
+  EXPECT_EQ(big->width % 28, 0);
+  EXPECT_EQ(ResizeBicubic(cases_->at(0).image, 0, 5).status().code(), LLM_ERR_INVALID_ARGUMENT);
+}
+
+// The text side (M-RoPE) is not built: its model file is refused with a
+// reason, never read as plain qwen2.
+TEST_F(Qwen25VLVision, TextModelRefusedAsUnsupported) {
+  const synth::SynthShape* shape = synth::FindSynthShape("tiny-qwen2vl");
+  ASSERT_NE(shape, nullptr);
+  synth::SynthOptions o;
+  o.type = TensorType::F32;
+  const std::string text = ::testing::TempDir() + "/llmrt_qwen2vl_text_" + std::to_string(::getpid()) + ".gguf";
+  ASSERT_TRUE(synth::WriteSynthModel(*shape, o, text).ok());
+  auto f = GgufFile::Open(text);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  auto c = ModelConfig::FromGguf(**f);
+  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(c.status().message().find("M-RoPE"), std::string::npos) << c.status().message();
+  std::remove(text.c_str());
+}
+
+// The projector file damaged one way at a time: a clear status, never a crash.
+TEST_F(Qwen25VLVision, DamagedFilesRefused) {
+  const std::string good = ReadFile(*path_);
+  ASSERT_FALSE(good.empty());
+  auto patched = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  auto open = [](const std::string& bytes) {
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    if (!f.ok()) return f.status();
+    return VisionModel::FromFile(std::move(*f)).status();
+  };
+  EXPECT_TRUE(open(good).ok());
+  EXPECT_EQ(open(patched("qwen2.5vl_merger", "qwen2.5vl_mergeX")).code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(open(patched("clip.use_silu", "clip.use_gelu")).code(), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(open(patched("clip.vision.n_wa_pattern", "clip.vision.n_wa_patterX")).code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_EQ(open(patched("v.patch_embd.weight.1", "v.patch_embd.weight.X")).code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_EQ(open(patched("v.blk.3.ffn_gate.weight", "v.blk.3.ffn_gatX.weight")).code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_EQ(open(patched("mm.2.weight", "mm.3.weight")).code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_EQ(open(patched("v.blk.1.ln2.weight", "v.blk.0.ls1.weight")).code(), LLM_ERR_UNSUPPORTED);  // a layer scale: not this tower
+  EXPECT_NE(open(good.substr(0, good.size() / 2)).code(), LLM_OK);  // truncated
+}
+
+}  // namespace
+}  // namespace llm::test
