@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kThreads) HadamardBf16Kernel(bf16* __restrict_
 }  // namespace
 
 cudaError_t LaunchHadamardBf16(bf16* x, int64_t n_values, int32_t n, cudaStream_t stream) {
-  if (n_values < 0 || n < 0 || n > 1024 || (n & (n - 1)) != 0) return cudaErrorInvalidValue;
+  if (n_values < 0 || n < 0 || n > 256 || (n & (n - 1)) != 0) return cudaErrorInvalidValue;
   if (n <= 1 || n_values == 0) return cudaSuccess;
   if (x == nullptr || n_values % n != 0) return cudaErrorInvalidValue;
   const int64_t chunks = n_values / n;

@@ -177,25 +177,43 @@ __device__ __forceinline__ void StoreKvRowQ4(unsigned char* tile, int32_t r, int
 }
 
 // x[0 .. len) <- H_n x chunk by chunk, by one warp, in place in shared
-// memory (n a power of two dividing len; n <= 1 leaves x): the butterflies
-// of backend/kv_rotation.h HadamardRotate in its order, then the scale
-// 1/sqrt(n), so the rotated values are the CPU's bit for bit.
+// memory (n a power of two dividing len, at most 256; n <= 1 leaves x): the
+// butterflies of backend/kv_rotation.h HadamardRotate, then the scale
+// 1/sqrt(n) (applied as the last stage's values are written: the same two
+// roundings), so the rotated values are the CPU's bit for bit. Each stage
+// reads its pairs into registers and writes them after a __syncwarp, so no
+// lane overwrites a value another lane reads in the same interval.
 __device__ __forceinline__ void HadamardRowWarp(float* x, int32_t len, int32_t n, int32_t lane) {
   if (n <= 1) return;
+  constexpr int kMaxPairs = 4;  // n / 2 / 32 for n = 256
   const float scale = 1.0f / sqrtf(static_cast<float>(n));
   for (int32_t c = 0; c < len; c += n) {
     float* v = x + c;
     for (int32_t h = 1; h < n; h *= 2) {
-      for (int32_t p = lane; p < n / 2; p += 32) {
-        const int32_t i = (p / h) * 2 * h + p % h;
-        const float a = v[i], b = v[i + h];
-        v[i] = a + b;
-        v[i + h] = a - b;
+      const bool last = 2 * h == n;
+      float a[kMaxPairs] = {}, b[kMaxPairs] = {};
+#pragma unroll
+      for (int k = 0; k < kMaxPairs; ++k) {
+        const int32_t p = lane + 32 * k;
+        if (p < n / 2) {
+          const int32_t i = (p / h) * 2 * h + p % h;
+          a[k] = v[i];
+          b[k] = v[i + h];
+        }
+      }
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < kMaxPairs; ++k) {
+        const int32_t p = lane + 32 * k;
+        if (p < n / 2) {
+          const int32_t i = (p / h) * 2 * h + p % h;
+          const float s = a[k] + b[k], d = a[k] - b[k];
+          v[i] = last ? s * scale : s;
+          v[i + h] = last ? d * scale : d;
+        }
       }
       __syncwarp();
     }
-    for (int32_t j = lane; j < n; j += 32) v[j] *= scale;
-    __syncwarp();
   }
 }
 

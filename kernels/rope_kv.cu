@@ -140,8 +140,10 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
 }
 
 // n is a valid Hadamard size for rows of head_dim: 0 (none) or a power of
-// two of at least 2 dividing head_dim.
-bool RotationFits(int32_t n, int32_t head_dim) { return n == 0 || (n >= 2 && (n & (n - 1)) == 0 && head_dim % n == 0); }
+// two in 2 .. 256 dividing head_dim (HadamardRowWarp's range).
+bool RotationFits(int32_t n, int32_t head_dim) {
+  return n == 0 || (n >= 2 && n <= 256 && (n & (n - 1)) == 0 && head_dim % n == 0);
+}
 
 }  // namespace
 
