@@ -113,10 +113,16 @@ TEST_F(CudaKvTypes, GreedyMatchesTheCpuOfTheSameType) {
 // Q4_0 on a real model (SmolLM2 135M Q4_1: head_dim 64, 9 heads over 3, 30
 // layers), CUDA against the CPU, both with a Q4_0 cache: the device rotates
 // q, k and v as the CPU does and turns each head's output back; without that
-// last step the continuation breaks at once (the mutant check in the
-// report). Few steps on the emulator, as test_cuda_capi.cpp's SmolLM2 test.
+// last step the continuation breaks at once (mutant kv-q4-no-rotation-back).
+// On the emulator it is opt-in (LLM_CUDA_SLOW_TESTS=1): 30 layers of Q4_0
+// attention there took 235 s wall on the shared 2-core VM, past CI's budget;
+// `tiny` above covers the same path in seconds.
 TEST_F(CudaKvTypes, SmolLM2Q4_0GreedyMatchesTheCpu) {
   SKIP_WITHOUT_DEVICE();
+#if LLM_CUDA_EMULATED
+  if (std::getenv("LLM_CUDA_SLOW_TESTS") == nullptr || std::string(std::getenv("LLM_CUDA_SLOW_TESTS")) != "1")
+    GTEST_SKIP() << "SmolLM2 on the emulator: set LLM_CUDA_SLOW_TESTS=1";
+#endif
   const std::string path = RealModelPath(kSmolLM2);
   if (!std::filesystem::exists(path)) {
     if (std::getenv("CI")) FAIL() << path << " missing (scripts/fetch-models.sh)";
