@@ -210,7 +210,7 @@ enum { /* llm_ctx_params.kv_type: element type of the KV cache                 *
                    /* position's K and V                                        */
   LLM_KV_Q4_0 = 4  /* GGUF's Q4_0 blocks: 4-bit values with one F16 scale per  */
                    /* 32 (llama.cpp's rounding), 18 bytes per 32 values; CPU   */
-                   /* only, head_dim a multiple of 32 up to 256. Rows are      */
+                   /* and CUDA, head_dim a multiple of 32 up to 256. Rows are  */
                    /* Hadamard-rotated first (head_dim a multiple of 64), as   */
                    /* llama.cpp's quantized cache does                         */
 };
@@ -298,10 +298,11 @@ typedef struct llm_ctx_params {
                               /* half of F32's memory per token, perplexity */
                               /* within 0.1%). The CPU backend reads F32,   */
                               /* F16, Q8_0 and Q4_0 in its attention kernels */
-                              /* directly; CUDA reads BF16 (its AUTO), F16  */
-                              /* and Q8_0 directly and refuses F32 with     */
-                              /* UNSUPPORTED. V takes kv_type too unless    */
-                              /* kv_type_v names another type.              */
+                              /* directly; CUDA reads BF16 (its AUTO), F16, */
+                              /* Q8_0 and Q4_0 directly and refuses F32     */
+                              /* with UNSUPPORTED. V takes kv_type too      */
+                              /* unless kv_type_v names another type (the   */
+                              /* CPU only: CUDA refuses two types).         */
                               /* Another value: INVALID_ARGUMENT. Callers   */
                               /* built against an older header get AUTO.    */
   int32_t kv_type_v;          /* (0.6, was reserved3; issue 32) LLM_KV_*:   */
@@ -1342,7 +1343,8 @@ LLM_API llm_status llm_chat_parse_tool_calls(int32_t format, const char* text, s
  *    checksum and chained hash before it uses it. A stream of another
  *    element type (F32, F16, Q8_0, Q4_0: llm_ctx_params.kv_type, and V's
  *    kv_type_v when it differs; BF16, the CUDA pool's AUTO) converts, K and
- *    V each: a CPU context's stream imports into a CUDA context and back.
+ *    V each: a CPU context's stream imports into a CUDA context and back
+ *    (Q4_0 moves as it is: both pools hold the same rotated blocks).
  *  - Threads: the engine waits between two steps while an export or import
  *    runs (requests keep queueing; their steps resume after), and the
  *    callbacks run on the calling thread. Concurrent calls on one context

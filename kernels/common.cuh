@@ -37,6 +37,14 @@ static_assert(sizeof(SeqDesc) == 16);
 inline constexpr int32_t kKvF16 = 2;   // IEEE half
 inline constexpr int32_t kKvQ8 = 3;    // int8, one F32 scale per head_dim row (x = scale * q, scale = max|x| / 127)
 inline constexpr int32_t kKvBf16 = 4;  // the default
+// GGUF Q4_0 blocks of Hadamard-rotated rows (the CPU pool's and the wire's
+// elem 6): per 32 values an IEEE-half scale d and 16 bytes whose low nibbles
+// hold values 0..15 and high nibbles 16..31, each q + 8; x = d * (q - 8).
+// head_dim a multiple of 32. The rows are H_n k and H_n v (n: kv_rotation.h,
+// passed to the kernels as RopeKvParams::rot_k / rot_v), so the query is
+// rotated as the key and each head's output rotated back (hadamard.cuh).
+inline constexpr int32_t kKvQ4 = 6;
+inline constexpr int32_t kQ4BlockBytes = 18;  // values per block: 32
 
 // The device KV pool, one allocation of n_blocks blocks. A block holds
 // block_size consecutive positions of one sequence for every layer, K and V,
@@ -46,6 +54,8 @@ inline constexpr int32_t kKvBf16 = 4;  // the default
 //         │           │           │      kv head 1 ...    BF16, F16: (bs, head_dim) 2-byte values
 //         │           │           └─ V: kv head 0 ...    Q8_0: (bs) F32 scales, then
 //         │           │                  kv head 1 ...          (bs, head_dim) int8
+//         │           │                                   Q4_0: (bs) rows of head_dim / 32
+//         │           │                                         18-byte GGUF blocks
 //         │           ├─ layer 1 ...
 //         ├─ block 1 ...
 //
@@ -65,6 +75,7 @@ struct KvPoolLayout {
   // one (layer, K|V, head) tile
   int64_t tile_bytes() const {
     const int64_t values = static_cast<int64_t>(block_size) * head_dim;
+    if (elem == kKvQ4) return static_cast<int64_t>(block_size) * (head_dim / 32) * kQ4BlockBytes;
     return elem == kKvQ8 ? 4 * static_cast<int64_t>(block_size) + values : 2 * values;
   }
   int64_t layer_bytes() const { return 2 * n_head_kv * tile_bytes(); }
@@ -73,7 +84,11 @@ struct KvPoolLayout {
   int64_t VOffset(int32_t layer) const { return layer * layer_bytes() + n_head_kv * tile_bytes(); }
 };
 
-inline bool KvElemValid(int32_t elem) { return elem == kKvF16 || elem == kKvQ8 || elem == kKvBf16; }
+inline bool KvElemValid(int32_t elem) { return elem == kKvF16 || elem == kKvQ8 || elem == kKvBf16 || elem == kKvQ4; }
+// elem is a pool type whose rows head_dim fills (Q4_0: whole 32-value blocks).
+inline bool KvElemFits(int32_t elem, int32_t head_dim) {
+  return KvElemValid(elem) && (elem != kKvQ4 || (head_dim > 0 && head_dim % 32 == 0));
+}
 
 // One layer's view of the pool, as the attention and KV-store kernels take it.
 //   row of position p, kv head h: k + block_table[p / bs] * block_stride + h * tile_bytes + row p % bs

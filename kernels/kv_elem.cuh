@@ -1,12 +1,14 @@
 // Reading and writing rows of the paged KV pool in its element type
-// (common.cuh: BF16, F16 or Q8_0). The attention kernels load K/V tiles
-// through LoadKv8 / LoadKv1, which widen the stored values to bf16 on the
-// way into shared memory (no dequantized copy of the cache exists); the
-// KV-store kernel writes through StoreKvHalf / StoreKvRowQ8.
+// (common.cuh: BF16, F16, Q8_0 or Q4_0). The attention kernels load K/V
+// tiles through LoadKv8 / LoadKv1, which widen the stored values to bf16 on
+// the way into shared memory (no dequantized copy of the cache exists); the
+// KV-store kernel writes through StoreKvHalf / StoreKvRowQ8 / StoreKvRowQ4.
 //
 // Q8_0 is the CPU backend's rule (backend/kv_wire.h QuantizeRowQ8): one F32
 // scale per head_dim row, scale = max|x| / 127, q = rint(x / scale) clamped
 // to [-127, 127], NaN stored as 0. The widened value is bf16(scale * q).
+// Q4_0 is the wire's GGUF block (backend/kv_wire.h QuantizeBlockQ4, the CPU
+// pool's rule): the widened value is bf16(d * (q - 8)).
 // Included by the .cu files only.
 #pragma once
 
@@ -76,6 +78,20 @@ __device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char*
       x[2 * i] = HalfToFloat(u[i] & 0xffffu);
       x[2 * i + 1] = HalfToFloat(u[i] >> 16);
     }
+  } else if (kv.elem == kKvQ4) {
+    // [d0, d0 + 8) lies in one block (d0 % 8 == 0): bytes (d0 % 16) .. + 8 of
+    // its nibbles, low nibbles for the block's first 16 values, high for the
+    // rest. Blocks are 18 bytes, so 2-aligned: four 16-bit loads.
+    const unsigned char* blk = tile + (static_cast<int64_t>(r) * (head_dim / 32) + d0 / 32) * kQ4BlockBytes;
+    const float d = HalfToFloat(*reinterpret_cast<const uint16_t*>(blk));
+    const uint16_t* nb = reinterpret_cast<const uint16_t*>(blk + 2 + (d0 & 15));
+    const int32_t shift = (d0 & 31) >= 16 ? 4 : 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t w = nb[i];
+      x[2 * i] = d * static_cast<float>(static_cast<int32_t>((w >> shift) & 15u) - 8);
+      x[2 * i + 1] = d * static_cast<float>(static_cast<int32_t>((w >> (8 + shift)) & 15u) - 8);
+    }
   } else {  // Q8_0: 4-aligned (tile bytes and the scales are multiples of 4, head_dim of 8)
     const float scale = *reinterpret_cast<const float*>(tile + 4 * r);
     const unsigned char* q = tile + 4 * static_cast<int64_t>(kv.block_size) + static_cast<int64_t>(r) * head_dim + d0;
@@ -95,6 +111,13 @@ __device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* 
   const int64_t e = static_cast<int64_t>(r) * head_dim + d;
   if (kv.elem == kKvBf16) return reinterpret_cast<const bf16*>(tile)[e];
   if (kv.elem == kKvF16) return __float2bfloat16_rn(HalfToFloat(reinterpret_cast<const uint16_t*>(tile)[e]));
+  if (kv.elem == kKvQ4) {
+    const unsigned char* blk = tile + (static_cast<int64_t>(r) * (head_dim / 32) + d / 32) * kQ4BlockBytes;
+    const float s = HalfToFloat(*reinterpret_cast<const uint16_t*>(blk));
+    const int32_t j = d & 31;
+    const uint32_t q = (blk[2 + (j & 15)] >> (j >= 16 ? 4 : 0)) & 15u;
+    return __float2bfloat16_rn(s * static_cast<float>(static_cast<int32_t>(q) - 8));
+  }
   float scale;  // byte copy: with head_dim % 4 != 0 a tile may start 2-aligned
   memcpy(&scale, tile + 4 * r, 4);
   return __float2bfloat16_rn(scale * static_cast<float>(reinterpret_cast<const int8_t*>(tile + 4 * kv.block_size)[e]));
@@ -127,6 +150,71 @@ __device__ __forceinline__ void StoreKvRowQ8(unsigned char* tile, int32_t block_
     q[d] = static_cast<int8_t>(v >= 127.0f ? 127.0f : v <= -127.0f ? -127.0f : v == v ? v : 0.0f);
   }
   if (lane == 0) memcpy(tile + 4 * r, &scale, 4);  // byte copy: see LoadKv1
+}
+
+// One warp quantizes row x[0 .. head_dim) (head_dim % 32 == 0) into row r
+// of a Q4_0 tile, one 32-value block per pass, lane j holding value j:
+// QuantizeBlockQ4's rule exactly (d = the first value of largest magnitude
+// / -8; q = min(15, trunc(x * (1/d) + 8.5)) with the product rounded on its
+// own; NaN stored as q = 8), so a row is the bytes the CPU pool stores.
+__device__ __forceinline__ void StoreKvRowQ4(unsigned char* tile, int32_t r, int32_t head_dim, const float* x,
+                                             int32_t lane) {
+  unsigned char* row = tile + static_cast<int64_t>(r) * (head_dim / 32) * kQ4BlockBytes;
+  for (int32_t b = 0; b < head_dim / 32; ++b) {
+    const float v = x[b * 32 + lane], a = fabsf(v);
+    const float amax = WarpMax(a);  // NaN lanes drop out (fmaxf), as the CPU's `amax < |x|` skips them
+    const uint32_t first = __ffs(__ballot_sync(0xffffffffu, a == amax)) - 1;  // lowest lane: the first on a tie
+    const float vm = __shfl_sync(0xffffffffu, v, first & 31u);
+    const float m = amax > 0.0f ? vm : 0.0f;  // an all-zero (or all-NaN) block: the CPU's m = +0
+    const float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float t = __fmul_rn(v, id) + 8.5f;  // __fmul_rn: never fused into the add
+    const uint32_t q = static_cast<uint32_t>(t >= 15.0f ? 15.0f : t >= 0.0f ? t : t == t ? 0.0f : 8.0f);
+    const uint32_t hi = __shfl_down_sync(0xffffffffu, q, 16);
+    unsigned char* blk = row + b * kQ4BlockBytes;
+    if (lane < 16) blk[2 + lane] = static_cast<unsigned char>(q | (hi << 4));
+    if (lane == 0) *reinterpret_cast<uint16_t*>(blk) = static_cast<uint16_t>(FloatToHalfBits(d));
+  }
+}
+
+// x[0 .. len) <- H_n x chunk by chunk, by one warp, in place in shared
+// memory (n a power of two dividing len, at most 256; n <= 1 leaves x): the
+// butterflies of backend/kv_rotation.h HadamardRotate, then the scale
+// 1/sqrt(n) (applied as the last stage's values are written: the same two
+// roundings), so the rotated values are the CPU's bit for bit. Each stage
+// reads its pairs into registers and writes them after a __syncwarp, so no
+// lane overwrites a value another lane reads in the same interval.
+__device__ __forceinline__ void HadamardRowWarp(float* x, int32_t len, int32_t n, int32_t lane) {
+  if (n <= 1) return;
+  constexpr int kMaxPairs = 4;  // n / 2 / 32 for n = 256
+  const float scale = 1.0f / sqrtf(static_cast<float>(n));
+  for (int32_t c = 0; c < len; c += n) {
+    float* v = x + c;
+    for (int32_t h = 1; h < n; h *= 2) {
+      const bool last = 2 * h == n;
+      float a[kMaxPairs] = {}, b[kMaxPairs] = {};
+#pragma unroll
+      for (int k = 0; k < kMaxPairs; ++k) {
+        const int32_t p = lane + 32 * k;
+        if (p < n / 2) {
+          const int32_t i = (p / h) * 2 * h + p % h;
+          a[k] = v[i];
+          b[k] = v[i + h];
+        }
+      }
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < kMaxPairs; ++k) {
+        const int32_t p = lane + 32 * k;
+        if (p < n / 2) {
+          const int32_t i = (p / h) * 2 * h + p % h;
+          const float s = a[k] + b[k], d = a[k] - b[k];
+          v[i] = last ? s * scale : s;
+          v[i + h] = last ? d * scale : d;
+        }
+      }
+      __syncwarp();
+    }
+  }
 }
 
 }  // namespace llm::cuda::dev

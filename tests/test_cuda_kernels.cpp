@@ -28,7 +28,9 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "backend/cpu/rope.h"
 #include "model/rope_freq.h"
 #include "embedding.cuh"
+#include "hadamard.cuh"
 #include "model/config.h"
+#include "backend/kv_rotation.h"
 #include "kvstate/kv_convert.h"
 #include "rmsnorm.cuh"
 #include "rope_kv.cuh"
@@ -455,6 +457,8 @@ struct PagedBatch {
     if (elem == kKvQ8) {
       for (int i = 0; i < 4; ++i) out.push_back(t + 4 * r + i);
       for (int d = 0; d < hd; ++d) out.push_back(t + 4 * bs + r * hd + d);
+    } else if (elem == kKvQ4) {  // head_dim / 32 blocks of 18 bytes
+      for (int i = 0; i < hd / 32 * kQ4BlockBytes; ++i) out.push_back(t + r * (hd / 32) * kQ4BlockBytes + i);
     } else {
       for (int d = 0; d < 2 * hd; ++d) out.push_back(t + r * hd * 2 + d);
     }
@@ -480,7 +484,9 @@ struct PagedBatch {
   }
 };
 
-const char* ElemName(int32_t elem) { return elem == kKvBf16 ? "BF16" : elem == kKvF16 ? "F16" : "Q8_0"; }
+const char* ElemName(int32_t elem) {
+  return elem == kKvBf16 ? "BF16" : elem == kKvF16 ? "F16" : elem == kKvQ8 ? "Q8_0" : "Q4_0";
+}
 
 // ================================================================ rope + KV store
 
@@ -489,7 +495,7 @@ const char* ElemName(int32_t elem) { return elem == kKvBf16 ? "BF16" : elem == k
 // reference row up to a rounding tie that the F32 rotation's last bit moves).
 TEST_F(CudaKernels, RopeStoreKv) {
   SCOPED_TRACE(Seed());
-  for (int32_t elem : {kKvBf16, kKvF16, kKvQ8}) RopeStoreKvCases(elem);
+  for (int32_t elem : {kKvBf16, kKvF16, kKvQ8, kKvQ4}) RopeStoreKvCases(elem);
 }
 
 void CudaKernels::RopeStoreKvCases(int32_t elem) {
@@ -504,6 +510,10 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
     SCOPED_TRACE("Hq " + std::to_string(k.Hq) + " Hkv " + std::to_string(k.Hkv) + " hd " + std::to_string(k.hd) +
                  " pairs " + std::to_string(k.n_pairs) + " neox " + std::to_string(k.neox) + " extras " +
                  std::to_string(k.extras));
+    if (elem == kKvQ4 && k.hd % 32 != 0) continue;  // no whole blocks (the launcher refuses: test_cuda_kv_q4.cpp)
+    // a Q4_0 pool's rows are Hadamard-rotated, the query as the key
+    const int32_t rot_k = elem == kKvQ4 ? static_cast<int32_t>(KvRotationK(k.hd)) : 0;
+    const int32_t rot_v = elem == kKvQ4 ? static_cast<int32_t>(KvRotationV(k.hd)) : 0;
     PagedBatch b{k.Hq, k.Hkv, k.hd, 16, {{15, 1}, {16, 17}, {0, 33}, {31, 2}}, elem};
     b.Build(rng_);
     const int row = (k.Hq + 2 * k.Hkv) * k.hd, P = k.n_pairs;
@@ -557,6 +567,8 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
       p.k_norm = d_kn.get();
       p.eps = eps;
     }
+    p.rot_k = rot_k;
+    p.rot_v = rot_v;
     LAUNCH_OK(LaunchRopeStoreKv(p, 0));
     std::vector<B16> q = d_q.Download();
     std::vector<uint8_t> pool = d_pool.Download();
@@ -588,6 +600,8 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
             v[i + P] = x0 * c2[2 * i + 1] + x1 * c2[2 * i];
           }
       }
+      HadamardRotate(x.data(), (k.Hq + k.Hkv) * k.hd, rot_k);  // the CPU backend's rotation (0: none)
+      HadamardRotate(x.data() + (k.Hq + k.Hkv) * k.hd, k.Hkv * k.hd, rot_v);
       for (int i = 0; i < k.Hq * k.hd; ++i) {
         got.push_back(F(q[static_cast<size_t>(t) * k.Hq * k.hd + i]));
         ref.push_back(x[i]);
@@ -602,7 +616,7 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
             got_kv.push_back(row[d]);
             ref_kv.push_back(xr[d]);
           }
-          if (elem == kKvQ8) {  // the CPU pool's rule on the reference row
+          if (elem == kKvQ8 || elem == kKvQ4) {  // the CPU pool's rule on the reference row
             std::vector<uint8_t> tile(static_cast<size_t>(b.layout.tile_bytes()));
             const KvWireLayout w = b.wire();
             kvstate::EncodeKvRow(w, 0, tile.data(), 0, xr);
@@ -616,10 +630,11 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
           for (int64_t i : b.RowBytes(1, v, b.tok_seq[t], b.tok_pos[t], h)) written[i] = true;
         }
     }
-    EXPECT_LT(RelL2(got, ref), 1e-2);
-    // F16 keeps 11 significant bits, BF16 8; Q8_0 is within half a step of max|row| / 127
-    EXPECT_LT(RelL2(got_kv, ref_kv), elem == kKvF16 ? 1e-3 : 1e-2);
-    if (elem == kKvQ8) {
+    // F16 keeps 11 significant bits, BF16 8; Q8_0 is within half a step of
+    // max|row| / 127, Q4_0 within half a step of its block's max / 8
+    EXPECT_LT(RelL2(got, ref), elem == kKvQ4 ? 0.15 : 1e-2);
+    EXPECT_LT(RelL2(got_kv, ref_kv), elem == kKvF16 ? 1e-3 : elem == kKvQ4 ? 0.15 : 1e-2);
+    if (elem == kKvQ8 || elem == kKvQ4) {
       EXPECT_LT(RelL2(got_q, ref_q), 1e-3);
     }
     int64_t stray = 0;
@@ -866,24 +881,154 @@ TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
     }
 }
 
-// The KV cache types (llm_ctx_params.kv_type) on CUDA: F16 and Q8_0 pools
-// read by both attention kernels, each launch shape of the decode kernel,
-// the scalar load path (head_dim 18), block size 1 (Q8_0 tiles 2-aligned:
-// head_dim 18 * 1 + 4), windows and soft-caps.
+// The KV cache types (llm_ctx_params.kv_type) on CUDA: F16, Q8_0 and Q4_0
+// pools read by both attention kernels, each launch shape of the decode
+// kernel, the scalar load path (head_dim 18), block size 1 (Q8_0 tiles
+// 2-aligned: head_dim 18 * 1 + 4; Q4_0 rows of 18-byte blocks), windows and
+// soft-caps. The reference decodes the pool's rows with the KV stream's
+// decoder (kvstate::DecodeKvRow: GGUF's Q4_0 block, the CPU pool's rule);
+// a Q4_0 pool's rows are the rotated ones, which attention reads as any
+// others (the rotation of q and of the output is tested apart).
 TEST_F(CudaKernels, AttentionKvTypes) {
   SCOPED_TRACE(Seed());
   const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {16, 1}, {1000, 1}, {37, 5}};
   const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 65}, {16, 100}, {15, 17}};
-  for (int32_t elem : {kKvF16, kKvQ8}) {
+  for (int32_t elem : {kKvF16, kKvQ8, kKvQ4}) {
     for (int hd : {64, 128})
       for (int kind : {0, 1, 4}) RunAttention(AttnCase{8, 2, hd, 16, decode}, kind, rng_, elem);
-    RunAttention(AttnCase{8, 4, 8, 16, decode}, 0, rng_, elem);    // head_dim 8
-    RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, elem);    // scalar loads, block size 1
+    if (elem != kKvQ4) {  // Q4_0 rows are whole 32-value blocks
+      RunAttention(AttnCase{8, 4, 8, 16, decode}, 0, rng_, elem);  // head_dim 8
+      RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, elem);  // scalar loads, block size 1
+    } else {
+      RunAttention(AttnCase{4, 2, 32, 1, decode}, 1, rng_, elem);  // head_dim 32, block size 1 (2-aligned tiles)
+    }
     RunAttention(AttnCase{16, 1, 256, 16, decode}, 2, rng_, elem); // head_dim 256
     RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 1.5f}, 4, rng_, elem);
     for (int hd : {64, 128}) RunAttention(AttnCase{8, 2, hd, 16, ragged}, 3, rng_, elem);
     RunAttention(AttnCase{8, 2, 64, 8, ragged, 17, 1.5f}, 3, rng_, elem);
   }
+}
+
+// ================================================================ Q4_0 pool: block rule, rotation
+
+#include "data/kv_q4_vectors.inc"  // gguf's Q4_0 quantizer on hostile blocks (test_kv_q4.cpp's)
+
+// The KV store's Q4_0 quantizer writes the bytes gguf's reference writes
+// (zeros, +m/-m ties, rounding boundaries, F16's range): each vector is a
+// token's K row and the next one its V row, RoPE the identity (cos 1,
+// sin 0) and no rotation, so the rows reach the quantizer as given.
+TEST_F(CudaKernels, RopeStoreKvQ4MatchesGgufBlocks) {
+  const int n = kKvQ4Vectors, hd = 32;
+  PagedBatch b{1, 1, hd, 16, {{3, n}}, kKvQ4};
+  b.Build(rng_);
+  std::vector<float> qkv(static_cast<size_t>(n) * 3 * hd), cs(static_cast<size_t>(n) * 16 * 2);
+  for (int t = 0; t < n; ++t) {
+    for (int d = 0; d < hd; ++d) qkv[t * 3 * hd + d] = Normal();
+    std::memcpy(qkv.data() + t * 3 * hd + hd, kKvQ4In[t], hd * 4);
+    std::memcpy(qkv.data() + t * 3 * hd + 2 * hd, kKvQ4In[(t + 1) % n], hd * 4);
+    for (int i = 0; i < 16; ++i) {
+      cs[(t * 16 + i) * 2] = 1.0f;
+      cs[(t * 16 + i) * 2 + 1] = 0.0f;
+    }
+  }
+  Dev<float> d_qkv(qkv.size()), d_cs(cs.size());
+  Dev<int32_t> d_seq(n), d_pos(n), d_tab(b.tables.size());
+  Dev<SeqDesc> d_desc(b.desc.size());
+  Dev<B16> d_q(static_cast<size_t>(n) * hd);
+  Dev<uint8_t> d_pool(b.pool_bytes());
+  d_qkv.Upload(qkv);
+  d_cs.Upload(cs);
+  d_seq.Upload(b.tok_seq);
+  d_pos.Upload(b.tok_pos);
+  d_tab.Upload(b.tables);
+  d_desc.Upload(b.desc);
+  RopeKvParams p;
+  p.qkv = d_qkv.get();
+  p.cos_sin = d_cs.get();
+  p.tok_seq = d_seq.get();
+  p.tok_pos = d_pos.get();
+  p.seqs = d_desc.get();
+  p.block_tables = d_tab.get();
+  p.q_out = reinterpret_cast<bf16*>(d_q.get());
+  p.kv = b.View(d_pool.get());
+  p.n_tok = n;
+  p.n_head = 1;
+  p.n_head_kv = 1;
+  p.head_dim = hd;
+  p.n_pairs = 16;
+  LAUNCH_OK(LaunchRopeStoreKv(p, 0));
+  const std::vector<uint8_t> pool = d_pool.Download();
+  for (int t = 0; t < n; ++t)
+    for (int v = 0; v < 2; ++v) {
+      const std::vector<int64_t> bytes = b.RowBytes(1, v, 0, b.tok_pos[t], 0);
+      ASSERT_EQ(bytes.size(), 18u);
+      const uint8_t* want = kKvQ4Out[(t + v) % n];
+      for (int i = 0; i < 18; ++i)
+        ASSERT_EQ(pool[bytes[i]], want[i]) << "vector " << (t + v) % n << " byte " << i << (v ? " (V)" : " (K)");
+    }
+}
+
+// The output's rotation back (hadamard.cuh) is the CPU's HadamardRotate of
+// the bf16 values, rounded once: bit for bit, at the sizes kv_rotation.h
+// picks (64 for V; K's 64..256 use the same butterflies).
+TEST_F(CudaKernels, HadamardBf16IsTheCpuRotation) {
+  SCOPED_TRACE(Seed());
+  for (int n : {2, 64, 128, 256}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const std::vector<B16> x = RandomBf16(static_cast<size_t>(37) * 256, 3.0f);
+    Dev<B16> d_x(x.size());
+    d_x.Upload(x);
+    LAUNCH_OK(LaunchHadamardBf16(reinterpret_cast<bf16*>(d_x.get()), static_cast<int64_t>(x.size()), n, 0));
+    const std::vector<B16> got = d_x.Download();
+    std::vector<float> ref(x.size());
+    for (size_t i = 0; i < x.size(); ++i) ref[i] = F(x[i]);
+    HadamardRotate(ref.data(), static_cast<int64_t>(ref.size()), n);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], F32ToBf16(ref[i])) << "value " << i;
+  }
+}
+
+// What a Q4_0 pool cannot take is refused before any launch: rows that are
+// not whole blocks, rotations that do not tile a row or rotate a pool of
+// another type, chunks that are not powers of two.
+TEST_F(CudaKernels, Q4RefusesWhatDoesNotFit) {
+  RopeKvParams p;
+  int32_t dummy = 0;
+  p.n_tok = 1;
+  p.n_head = 2;
+  p.n_head_kv = 1;
+  p.head_dim = 48;
+  p.n_pairs = 8;
+  p.kv.block_size = 16;
+  p.kv.elem = kKvQ4;
+  p.tok_seq = p.tok_pos = p.block_tables = &dummy;
+  EXPECT_EQ(LaunchRopeStoreKv(p, 0), cudaErrorInvalidValue) << "head_dim 48: one and a half blocks";
+  p.head_dim = 64;
+  p.rot_k = 48;
+  EXPECT_EQ(LaunchRopeStoreKv(p, 0), cudaErrorInvalidValue) << "rot_k 48";
+  p.rot_k = 128;
+  EXPECT_EQ(LaunchRopeStoreKv(p, 0), cudaErrorInvalidValue) << "rot_k past head_dim";
+  p.rot_k = 64;
+  p.kv.elem = kKvBf16;
+  EXPECT_EQ(LaunchRopeStoreKv(p, 0), cudaErrorInvalidValue) << "rotation of a BF16 pool";
+  DecodeAttnParams d;
+  d.n_items = 1;
+  d.n_head = 2;
+  d.n_head_kv = 1;
+  d.head_dim = 16;
+  d.kv.block_size = 16;
+  d.kv.elem = kKvQ4;
+  EXPECT_EQ(LaunchDecodeAttention(d, nullptr, 0, 0), cudaErrorInvalidValue) << "decode, head_dim 16";
+  PrefillAttnParams f;
+  f.n_work = 1;
+  f.n_head = 2;
+  f.n_head_kv = 1;
+  f.head_dim = 64;
+  f.kv.block_size = 16;
+  f.kv.elem = 5;  // the wire's unrotated Q4_0: never a pool type
+  EXPECT_EQ(LaunchPrefillAttention(f, 0), cudaErrorInvalidValue) << "elem 5";
+  B16 x[96] = {};
+  EXPECT_EQ(LaunchHadamardBf16(reinterpret_cast<bf16*>(x), 96, 48, 0), cudaErrorInvalidValue) << "n 48";
+  EXPECT_EQ(LaunchHadamardBf16(reinterpret_cast<bf16*>(x), 96, 64, 0), cudaErrorInvalidValue) << "96 % 64";
 }
 
 // ================================================================ sampling

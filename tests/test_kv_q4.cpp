@@ -296,8 +296,8 @@ TEST(KvQ4, BytesPerTokenFollowTheType) {
 }
 
 // A head_dim that is not a multiple of 32 (tiny-llama3: 16; stories260K: 8)
-// cannot hold Q4_0 blocks: UNSUPPORTED with the reason. CUDA has no Q4_0
-// pool yet: UNSUPPORTED before any device is touched.
+// cannot hold Q4_0 blocks: UNSUPPORTED with the reason. CUDA refuses it
+// too (test_cuda_kv_types.cpp checks the reason where a device exists).
 TEST(KvQ4, RefusedWhereBlocksDoNotFit) {
   const std::string path = Synth("tiny-llama3");
   Ctx c;

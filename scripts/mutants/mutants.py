@@ -324,6 +324,38 @@ MUTANTS = [
                    "      x0 *= sInv[h];\n      x1 *= sInv[h];\n")],
         "units": ["kernels/rope_kv.cu"],
     },
+    {
+        "name": "kv-q4-nibble-swap",
+        "what": "Q4_0 KV load: a block's first 16 values read from the high nibbles and the last 16 from the low ones",
+        "edits": [("kernels/kv_elem.cuh",
+                   "    const int32_t shift = (d0 & 31) >= 16 ? 4 : 0;\n",
+                   "    const int32_t shift = (d0 & 31) >= 16 ? 0 : 4;\n")],
+        "units": ["kernels/attention_decode.cu", "kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "kv-q4-scale-sign",
+        "what": "Q4_0 KV store: the block's scale d = m / 8 instead of m / -8 (llama.cpp's rule; values mirrored)",
+        "edits": [("kernels/kv_elem.cuh",
+                   "    const float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;\n",
+                   "    const float d = m / 8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;\n")],
+        "units": ["kernels/rope_kv.cu"],
+    },
+    {
+        "name": "kv-q4-no-rotation-back",
+        "what": "Q4_0 KV on CUDA: each head's attention output not rotated back from V's Hadamard rotation",
+        "edits": [("src/backend/cuda/cuda_forward.cpp",
+                   "  if (kv.elem == kKvQ4 && KvRotationV(cfg_.head_dim) > 0)\n",
+                   "  if (false && kv.elem == kKvQ4 && KvRotationV(cfg_.head_dim) > 0)\n")],
+        "units": ["src/backend/cuda/cuda_forward.cpp"],
+    },
+    {
+        "name": "kv-q4-query-not-rotated",
+        "what": "Q4_0 KV on CUDA: K rows rotated before the store but the query left as it was",
+        "edits": [("kernels/rope_kv.cu",
+                   "      dev::HadamardRowWarp(sRow + static_cast<int64_t>(i) * hd, hd, is_v ? p.rot_v : p.rot_k, lane);\n",
+                   "      if (i < 2 * p.n_head_kv) dev::HadamardRowWarp(sRow + static_cast<int64_t>(i) * hd, hd, is_v ? p.rot_v : p.rot_k, lane);\n")],
+        "units": ["kernels/rope_kv.cu"],
+    },
 ]
 
 

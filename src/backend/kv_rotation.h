@@ -19,7 +19,8 @@
 //   K: n = the largest power of two dividing head_dim (at least 64);
 //   V: n = 64;
 //   none when head_dim is not a multiple of 64.
-// A Q4_0 cache (CPU pool, KV stream, tier files) always holds rotated rows;
+// A Q4_0 cache (CPU and CUDA pools, KV stream, tier files) always holds
+// rotated rows (the CUDA kernels take the sizes from here: rope_kv.cuh);
 // kvstate's conversion to or from another type applies H (kv_convert.cpp).
 #pragma once
 

@@ -203,11 +203,8 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
                        KvTypeName(p.kv_type_v) + ": the CUDA backend stores K and V in one type (the CPU backend "
                        "has them apart)");
   if (p.kv_type == LLM_KV_F32)
-    return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16 or Q8_0 "
+    return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16, Q8_0 or Q4_0 "
                        "(the CPU backend has F32)");
-  if (p.kv_type == LLM_KV_Q4_0)
-    return Unsupported("kv_type Q4_0: the CUDA backend has no Q4_0 KV cache yet (BF16, F16 or Q8_0; the CPU "
-                       "backend has Q4_0)");
   const CudaBackendOptions co = CudaOptions(p, *ec);
   // n_gpu_layers in (0, n_layer): partial offload, the upper layers on the
   // CPU backend (split_backend.h); the device pool holds only the lower

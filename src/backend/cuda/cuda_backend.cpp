@@ -106,14 +106,15 @@ Status UploadBiases(const LayerWeights& L, int64_t q, int64_t kv, DeviceBuffer* 
 
 // The kernels' values are the KV wire's (kernels/common.cuh), so a pool
 // block is a wire block.
-static_assert(kKvF16 == LLM_KV_F16 && kKvQ8 == LLM_KV_Q8_0 && kKvBf16 == kKvWireBf16);
+static_assert(kKvF16 == LLM_KV_F16 && kKvQ8 == LLM_KV_Q8_0 && kKvBf16 == kKvWireBf16 && kKvQ4 == kKvWireQ4_0 &&
+              kQ4BlockBytes == llm::kQ4BlockBytes);
 StatusOr<int32_t> CudaBackend::KvElemOf(int32_t kv_type) {
   switch (kv_type) {
     case LLM_KV_AUTO:
     case LLM_KV_F32: return kKvBf16;  // KvCacheSpec's default (contexts refuse an explicit F32 on CUDA)
     case LLM_KV_F16: return kKvF16;
     case LLM_KV_Q8_0: return kKvQ8;
-    case LLM_KV_Q4_0: return Unsupported("CUDA backend: no Q4_0 KV cache yet (the CPU backend has one)");
+    case LLM_KV_Q4_0: return kKvQ4;  // rotated rows, as the CPU pool's and the wire's (kv_rotation.h)
     default: return InvalidArgument("CUDA backend: unknown kv_type " + std::to_string(kv_type));
   }
 }
@@ -147,6 +148,9 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
                          ", n_ff_exp " + std::to_string(c.n_ff_exp) + ")");
   }
   if (!(c.attn_scale >= 0.0f)) return InvalidArgument("CUDA backend: attn_scale must be >= 0 (0: 1/sqrt(head_dim))");
+  if (kv->kv_type == LLM_KV_Q4_0 && c.head_dim % 32 != 0)
+    return Unsupported("CUDA backend: a Q4_0 KV cache needs head_dim a multiple of 32 (its 32-value blocks); head_dim " +
+                       std::to_string(c.head_dim));
   if (kv->block_size <= 0 || kv->n_blocks <= 0)
     return InvalidArgument("CUDA backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer)

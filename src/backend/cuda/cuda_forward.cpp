@@ -25,8 +25,10 @@
 
 #include "attention_decode.cuh"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/kv_rotation.h"
 #include "dequant.cuh"
 #include "embedding.cuh"
+#include "hadamard.cuh"
 #include "quant_gemv.cuh"
 #include "rmsnorm.cuh"
 #include "rope_kv.cuh"
@@ -135,6 +137,11 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
     p.softcap = softcap;
     LLM_RETURN_IF_ERROR(Launched(LaunchPrefillAttention(p, stream_), "prefill attention", layer));
   }
+  // A Q4_0 pool holds H v: each head's output comes back by H (kv_rotation.h).
+  if (kv.elem == kKvQ4 && KvRotationV(cfg_.head_dim) > 0)
+    LLM_RETURN_IF_ERROR(Launched(LaunchHadamardBf16(att_.get<bf16>(), static_cast<int64_t>(v.n_tok) * cfg_.q_dim(),
+                                                    static_cast<int32_t>(KvRotationV(cfg_.head_dim)), stream_),
+                                 "V rotation back", layer));
   return Status::Ok();
 }
 
@@ -197,6 +204,10 @@ Status CudaBackend::RunStep(const StepView& v) {
     rp.q_norm = cfg_.qk_norm ? L.q_norm.get<float>() : nullptr;
     rp.k_norm = cfg_.qk_norm ? L.k_norm.get<float>() : nullptr;
     rp.eps = cfg_.rms_eps;
+    if (kv_.elem == kKvQ4) {  // the pool holds rotated rows (kv_rotation.h)
+      rp.rot_k = static_cast<int32_t>(KvRotationK(cfg_.head_dim));
+      rp.rot_v = static_cast<int32_t>(KvRotationV(cfg_.head_dim));
+    }
     LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
     if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
     LLM_RETURN_IF_ERROR(Attention(l, v));
