@@ -103,7 +103,11 @@ __device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char*
   return make_uint4(PackBf16x2(x[0], x[1]), PackBf16x2(x[2], x[3]), PackBf16x2(x[4], x[5]), PackBf16x2(x[6], x[7]));
 }
 
-// Dim d of position pos's row (kv head h) as bf16 (any head_dim).
+// Dim d of position pos's row (kv head h) as bf16 (any head_dim), for the
+// BF16, F16 and Q8_0 pools: a Q4_0 pool's head_dim is a multiple of 32
+// (KvElemFits, checked by every launcher), so the kernels read it through
+// LoadKv8 only. (A Q4_0 branch here, dead as it is, cost the decode kernel
+// 408 bytes of register spills on sm_90, and a trap in its place 4.)
 __device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* base, const int32_t* table,
                                         int32_t pos, int32_t h, int32_t head_dim, int32_t d) {
   const unsigned char* tile = KvTile(kv, base, table, pos, h);
@@ -111,13 +115,6 @@ __device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* 
   const int64_t e = static_cast<int64_t>(r) * head_dim + d;
   if (kv.elem == kKvBf16) return reinterpret_cast<const bf16*>(tile)[e];
   if (kv.elem == kKvF16) return __float2bfloat16_rn(HalfToFloat(reinterpret_cast<const uint16_t*>(tile)[e]));
-  if (kv.elem == kKvQ4) {
-    const unsigned char* blk = tile + (static_cast<int64_t>(r) * (head_dim / 32) + d / 32) * kQ4BlockBytes;
-    const float s = HalfToFloat(*reinterpret_cast<const uint16_t*>(blk));
-    const int32_t j = d & 31;
-    const uint32_t q = (blk[2 + (j & 15)] >> (j >= 16 ? 4 : 0)) & 15u;
-    return __float2bfloat16_rn(s * static_cast<float>(static_cast<int32_t>(q) - 8));
-  }
   float scale;  // byte copy: with head_dim % 4 != 0 a tile may start 2-aligned
   memcpy(&scale, tile + 4 * r, 4);
   return __float2bfloat16_rn(scale * static_cast<float>(reinterpret_cast<const int8_t*>(tile + 4 * kv.block_size)[e]));
