@@ -751,7 +751,8 @@ TEST(CpuBackend, AttentionKernelMatchesReferenceForEveryGroupShape) {
           cpu::AttnArgs a;
           a.pool = reinterpret_cast<const uint8_t*>(pool.data());
           a.block_stride = block_floats * 4;
-          a.tile_bytes = tile * 4;
+          a.k_tile_bytes = tile * 4;
+          a.v_tile_bytes = tile * 4;
           a.k_offset = 0;
           a.v_offset = tile * 4;
           a.block_table = table.data();
