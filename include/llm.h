@@ -823,8 +823,10 @@ typedef struct llm_request {
                               /* llm_submit returns. At most 64 images.     */
                               /* Image parts need a context with an         */
                               /* mmproj_path (else INVALID_ARGUMENT).       */
-                              /* The CPU backend runs them; a CUDA context  */
-                              /* refuses an mmproj_path (UNSUPPORTED).      */
+                              /* The CPU backend runs them: an explicit     */
+                              /* LLM_BACKEND_CUDA with an mmproj_path is    */
+                              /* refused (UNSUPPORTED); AUTO runs such a    */
+                              /* context on the CPU, with a message.        */
   int32_t reserved6;          /* must be 0                                  */
 } llm_request;
 

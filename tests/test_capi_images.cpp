@@ -144,6 +144,46 @@ TEST_F(CapiImages, ProjectorChecksAtCreate) {
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT);
 }
 
+// Images run on the CPU backend only: an explicit CUDA context with a
+// projector is refused (before the model loads); one whose backend was left
+// to the library (AUTO, here steered to CUDA by the LLM_BACKEND switch, as a
+// machine with a GPU would) runs on the CPU and takes pictures.
+TEST_F(CapiImages, CudaFallsBackToTheCpuForImages) {
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  const std::string model = Temp("gemma3.gguf"), proj = Temp("mmproj.gguf");
+  p.model_path = model.c_str();
+  p.mmproj_path = proj.c_str();
+  p.n_threads = 1;
+  p.n_ctx = 512;
+  p.backend = LLM_BACKEND_CUDA;
+  llm_ctx* ctx = nullptr;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(ctx, nullptr);
+  const std::string refusal = llm_last_error();
+  {  // does this build run a CUDA context at all (a device, or the emulator)?
+    llm_ctx_params q = p;
+    q.mmproj_path = nullptr;
+    llm_ctx* cuda = nullptr;
+    if (llm_ctx_create(&q, &cuda) != LLM_OK) GTEST_SKIP() << "no CUDA backend here: " << llm_last_error();
+    llm_ctx_destroy(cuda);
+  }
+  EXPECT_NE(refusal.find("CPU backend only"), std::string::npos) << refusal;
+  ASSERT_EQ(setenv("LLM_BACKEND", "cuda", 1), 0);
+  p.backend = LLM_BACKEND_AUTO;
+  const llm_status st = llm_ctx_create(&p, &ctx);
+  unsetenv("LLM_BACKEND");
+  ASSERT_EQ(st, LLM_OK) << llm_last_error();
+  llm_stats s{};
+  s.struct_size = sizeof(s);
+  ASSERT_EQ(llm_get_stats(ctx, &s), LLM_OK);
+  EXPECT_EQ(s.backend, LLM_BACKEND_CPU);
+  std::string msg;
+  const std::vector<uint8_t> px(6 * 4 * 3, 90);
+  EXPECT_EQ(Submit(ctx, {Text("look: "), Rgb(px, 6, 4)}, &msg), LLM_OK) << msg;
+  llm_ctx_destroy(ctx);
+}
+
 TEST_F(CapiImages, BadPartsAreRefused) {
   std::string msg;
   const std::vector<uint8_t> px(4 * 3 * 3, 128);

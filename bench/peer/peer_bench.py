@@ -10,7 +10,8 @@ table of medians with the ratio llmrt / llama.cpp:
 
   tg        batch-1 decode, tok/s      bench_forward -n N       llama-bench -n N -p 0
   pp128     prefill of 128 tokens      bench_forward -p 128     llama-bench -p 128 -n 0
-  tg@D      decode at depth D          bench_forward -d D       llama-bench -d D -n N -p 0
+  tg@D      decode at depth D          bench_forward -d D -k T  llama-bench -d D -n N -p 0 -ctk T -ctv T -fa 1
+            (T: each of --cache-types, f16 by default)
   rss@C     peak resident memory, MB   /usr/bin/time -v llm-run -c C   vs llama-completion -c C
             (C = "default": each tool's default, the model's trained context)
 
@@ -81,9 +82,10 @@ def models(args, llama_bin):
     return out
 
 
-def ours_bench(args, model, threads, depth):
+def ours_bench(args, model, threads, depth, cache="f16"):
     cmd = [os.path.join(args.build, "bin", "bench_forward"), "-m", model, "-t", str(threads), "-n", str(args.n_gen),
-           "-p", "128" if depth == 0 else "8", "-r", "1", "-d", str(depth), "-w", "512" if depth == 0 else "0"]
+           "-p", "128" if depth == 0 else "8", "-r", "1", "-d", str(depth), "-w", "512" if depth == 0 else "0",
+           "-k", cache]
     o, _ = run(cmd)
     r = {"tg": float(re.search(r"^decode\s+\d+ tokens\s+([\d.]+) tok/s", o, re.M).group(1))}
     if depth == 0:
@@ -94,7 +96,7 @@ def ours_bench(args, model, threads, depth):
     return r
 
 
-def llama_bench(args, llama_bin, model, threads, depth, tests):
+def llama_bench(args, llama_bin, model, threads, depth, tests, cache="f16"):
     r = {}
     if args.llama == "python":
         cmd = [sys.executable, os.path.join(HERE, "llamacpp_py_bench.py"), "-m", model, "-t", str(threads), "-r", "1"]
@@ -104,6 +106,10 @@ def llama_bench(args, llama_bin, model, threads, depth, tests):
             cmd += ["--repack", "0"]
     if depth:
         cmd += ["-p", "0", "-n", str(args.n_gen), "-d", str(depth)]
+        if args.llama != "python":
+            # llama.cpp keeps a quantized V only with flash attention: on for
+            # every cache type, so the types differ in their cache alone.
+            cmd += ["-ctk", cache, "-ctv", cache, "-fa", "1"]
     else:
         cmd += ["-p", "128" if "pp" in tests else "0", "-n", str(args.n_gen) if "tg" in tests else "0"]
     o, _ = run(cmd)
@@ -149,6 +155,9 @@ def main():
     ap.add_argument("--tests", default="tg,pp,depth,rss", help="of tg,pp,depth,rss")
     ap.add_argument("--depth", type=int, default=4096)
     ap.add_argument("--n-gen", type=int, default=32, help="decode tokens per run")
+    ap.add_argument("--cache-types", default="f16",
+                    help="KV cache types for the depth test, of f16,q8_0,q4_0 (llmrt -k T; llama-bench -ctk T -ctv T "
+                         "-fa 1)")
     ap.add_argument("--rss-ctx", default="4096,default")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="llmrt Release build dir")
     ap.add_argument("--work", default=os.path.join(HERE, ".cache", "models"))
@@ -164,7 +173,7 @@ def main():
                     help="llama.cpp side: its tools (llama-bench, llama-completion), or the same llama.cpp through "
                          "the installed llama-cpp-python (llamacpp_py_bench.py); auto: the tools if built")
     args = ap.parse_args()
-    for lst in ("shapes", "types", "threads", "tests", "rss_ctx"):
+    for lst in ("shapes", "types", "threads", "tests", "rss_ctx", "cache_types"):
         setattr(args, lst, [x for x in getattr(args, lst).split(",") if x])
     bad = [t for t in args.types if t not in QTYPES]
     if bad:
@@ -204,9 +213,11 @@ def main():
                                                                                                            "stream"):
                                 add((shape, qt, t, k), side, v)
                     if "depth" in tests:
-                        r = ours_bench(args, path, t, args.depth) if side == "ours" else \
-                            llama_bench(args, llama_bin, path, t, args.depth, tests)[0]
-                        add((shape, qt, t, f"tg@{args.depth}"), side, r["tg"])
+                        for ct in args.cache_types:
+                            r = ours_bench(args, path, t, args.depth, ct) if side == "ours" else \
+                                llama_bench(args, llama_bin, path, t, args.depth, tests, ct)[0]
+                            m = f"tg@{args.depth}" + ("" if ct == "f16" else f" kv {ct}")
+                            add((shape, qt, t, m), side, r["tg"])
         if "rss" in tests:
             for ctx in args.rss_ctx:
                 for rnd in range(max(1, min(args.rounds, 2))):  # peak RSS barely moves between runs

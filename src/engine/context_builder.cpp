@@ -73,6 +73,20 @@ StatusOr<int32_t> FitBackendToModel(int32_t requested, int32_t kind, const Model
   return LLM_BACKEND_CPU;
 }
 
+// Images in the prompt (a projector file) run on the CPU backend only: the
+// CUDA backend has no embedding-row input yet. When the caller left the
+// choice to us, the context runs on the CPU with a message; an explicit
+// CUDA request is refused before the model is loaded.
+StatusOr<int32_t> FitBackendToImages(int32_t requested, int32_t kind, const char* mmproj_path) {
+  if (kind != LLM_BACKEND_CUDA || mmproj_path == nullptr) return kind;
+  if (requested == LLM_BACKEND_CUDA)
+    return Unsupported("LLM_BACKEND_CUDA with an mmproj_path: images in the prompt run on the CPU backend only "
+                       "(the CUDA backend has no embedding-row input yet); use LLM_BACKEND_AUTO or LLM_BACKEND_CPU");
+  std::fprintf(stderr, "llmrt: images in the prompt (mmproj) run on the CPU backend only; the CPU backend runs the "
+                       "model\n");
+  return LLM_BACKEND_CPU;
+}
+
 // Zero fields take their defaults; the KV pool is sized for max_seqs
 // full-length sequences, on the CPU within defaults::kCpuKvBytes.
 // `draft` is the draft model's config when there is one (a loaded draft
@@ -343,6 +357,7 @@ StatusOr<std::unique_ptr<Engine>> BuildEngine(const llm_ctx_params& p_in, const 
   LLM_RETURN_IF_ERROR(CheckContextParams(p_in));
   llm_ctx_params p = p_in;  // n_gpu_layers AUTO: with the fit's choice written in
   LLM_ASSIGN_OR_RETURN(int32_t kind, ChooseBackend(p.backend, overrides.backend));
+  LLM_ASSIGN_OR_RETURN(kind, FitBackendToImages(p.backend, kind, p.mmproj_path));
   LLM_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(p.model_path));
   LLM_ASSIGN_OR_RETURN(kind, FitBackendToModel(p.backend, kind, model->config));
   if (kind == LLM_BACKEND_CUDA && p_in.n_gpu_layers == 0) kind = LLM_BACKEND_CPU;  // no layer on the GPU

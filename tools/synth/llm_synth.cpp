@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   }
   const llm::synth::SynthVisionShape* vision = nullptr;
   if (!mmproj.empty() && (vision = llm::synth::FindSynthVisionShape(shape_name)) == nullptr) {
-    std::fprintf(stderr, "llm-synth: the shape '%s' has no projector (--mmproj: tiny-gemma3, tiny-smolvlm, tiny-llava, tiny-qwen2vl)\n", shape_name.c_str());
+    std::fprintf(stderr, "llm-synth: the shape '%s' has no projector (--mmproj: tiny-gemma3, tiny-smolvlm, tiny-llava, tiny-qwen2vl, gemma3-4b-vision)\n", shape_name.c_str());
     return 2;
   }
   if (type == "bf16") {

@@ -71,7 +71,23 @@ const std::vector<SynthVisionShape>& Shapes() {
     q.eps = 1e-6f;
     q.mean[0] = 0.48145466f, q.mean[1] = 0.4578275f, q.mean[2] = 0.40821073f;
     q.std[0] = 0.26862954f, q.std[1] = 0.26130258f, q.std[2] = 0.27577711f;
-    return std::vector<SynthVisionShape>{g, i, l, q};
+    // gemma3-4b-vision's: Gemma 3's released tower (SigLIP so400m: width
+    // 1152, 27 layers, 16 heads, FFN 4304) at 896 x 896 pixels in 14 x 14
+    // patches, pooled 4 x 4 to 256 soft tokens of width 2560: the shape the
+    // encoding-time benchmark runs (bench/vision_encode_bench.py).
+    SynthVisionShape gb = g;
+    gb.text_shape = "gemma3-4b-vision";
+    gb.n_embd = 1152;
+    gb.n_ff = 4304;
+    gb.n_layer = 27;
+    gb.n_head = 16;
+    gb.image_size = 896;
+    gb.patch_size = 14;
+    gb.n_merge = 4;
+    gb.n_embd_out = 2560;
+    gb.mean[0] = gb.mean[1] = gb.mean[2] = 0.5f;
+    gb.std[0] = gb.std[1] = gb.std[2] = 0.5f;
+    return std::vector<SynthVisionShape>{g, i, l, q, gb};
   }();
   return v;
 }

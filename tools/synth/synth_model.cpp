@@ -44,6 +44,10 @@ const std::vector<SynthShape>& Shapes() {
     // The text models of the vision-language families' tiny projectors
     // (synth_mmproj.h): Llamas whose vocabularies end with the image
     // layout's tokens (SyntheticVocab's specials below).
+    // The text side of the Gemma 3 vision benchmark (bench/vision_encode_bench.py):
+    // Gemma 3 4B's width 2560 (the projector's output), one layer, a small
+    // vocabulary; the benchmark times the tower, not this model.
+    v.push_back({"gemma3-4b-vision", 300, 2560, 1, 8, 4, 256, 10240, 4096, 1000000.0f, 1e-6f, true, 0.0f, 8192, "gemma3", 1024});
     v.push_back({"tiny-llava", 300, 64, 2, 4, 2, 16, 128, 4096, 10000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
     v.push_back({"tiny-smolvlm", 300, 64, 2, 4, 2, 16, 128, 4096, 100000.0f, 1e-5f, false, 0.0f, 8192, "llama"});
     // Phi-3: fused tensors, 24 of 32 dimensions rotated, a window of 32
