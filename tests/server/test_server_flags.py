@@ -58,7 +58,7 @@ p = subprocess.run([server_bin, "-m", model, "--port", "0", "--mmproj", "/nonexi
 check(p.returncode != 0 and "mmproj_path" in p.stderr, "--mmproj of a missing file: refused naming it (%d, %r)"
       % (p.returncode, p.stderr[-200:]))
 for extra, name in [(["--lora", "x.gguf"], "--lora"),
-                    (["--context-shift"], "--context-shift"), (["-ctk", "f16", "-ctv", "q8_0"], "-ctk/-ctv"),
+                    (["--context-shift"], "--context-shift"), (["-ctv", "q5_1"], "-ctv q5_1"),
                     (["-ctk", "q5_1"], "-ctk q5_1"), (["--no-such-flag"], "--no-such-flag"),
                     (["-ngl", "most"], "-ngl"), (["--fit", "maybe"], "--fit")]:
     p = subprocess.run([server_bin, "-m", model, "--port", "0"] + extra, capture_output=True, text=True, timeout=60)
