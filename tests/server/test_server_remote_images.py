@@ -24,6 +24,7 @@ import base64
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -248,6 +249,7 @@ finally:
     stop_serving.set()
     server_proc.stop(proc)
     pics.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
