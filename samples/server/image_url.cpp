@@ -1,5 +1,9 @@
 #include "image_url.h"
 
+#include <cctype>
+
+#include "remote_url.h"
+
 namespace server {
 
 namespace {
@@ -39,7 +43,9 @@ bool DecodeBase64(const std::string& in, size_t begin, std::string* out) {
   return true;
 }
 
-bool ImageUrlBytes(const nlohmann::json& part, bool allow_remote, std::string* bytes, std::string* problem) {
+bool ImageUrlBytes(const nlohmann::json& part, bool allow_remote, std::string* bytes, std::string* remote_url,
+                   std::string* problem) {
+  remote_url->clear();
   auto it = part.find("image_url");
   const nlohmann::json* url = nullptr;
   if (it != part.end() && it->is_object()) {
@@ -53,14 +59,24 @@ bool ImageUrlBytes(const nlohmann::json& part, bool allow_remote, std::string* b
     return false;
   }
   const std::string& u = url->get_ref<const std::string&>();
-  if (StartsWith(u, "http://") || StartsWith(u, "https://")) {
-    *problem = allow_remote ? "remote image URLs are not fetched by this server (send the picture as a data: URL)"
-                            : "remote image URLs are refused (start the server with --allow-remote-images; send the "
-                              "picture as a data: URL)";
-    return false;
+  std::string scheme;  // as far as a scheme's letters go, lower case
+  for (size_t i = 0; i < u.size() && i < 8 && std::isalpha(static_cast<unsigned char>(u[i])); ++i)
+    scheme += static_cast<char>(std::tolower(static_cast<unsigned char>(u[i])));
+  if ((scheme == "http" || scheme == "https") && u.compare(scheme.size(), 3, "://") == 0) {
+    if (!allow_remote) {
+      *problem = "remote image URLs are refused (start the server with --allow-remote-images; send the "
+                 "picture as a data: URL)";
+      return false;
+    }
+    RemoteUrl parsed;
+    if (!ParseRemoteUrl(u, &parsed, problem)) return false;
+    bytes->clear();
+    *remote_url = u;
+    return true;
   }
   if (!StartsWith(u, "data:")) {
-    *problem = "image_url must be a data: URL (data:image/png;base64,...)";
+    *problem = allow_remote ? "image_url must be a data: URL (data:image/png;base64,...) or an http(s) URL"
+                            : "image_url must be a data: URL (data:image/png;base64,...)";
     return false;
   }
   const size_t comma = u.find(',');

@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   server::Engine engine(ctx);
   server::Routes routes(&engine, &prompter, name, opt.verbose);
   routes.set_defaults(opt.defaults);
-  routes.set_allow_remote_images(opt.allow_remote_images);
+  routes.set_image_fetch(opt.image_fetch);
   routes.set_labels(aliases, server::SplitList(opt.tags));
   const int http_threads = opt.http_threads > 0 ? opt.http_threads : std::max(8, 4 * opt.max_seqs);
 #if LLM_SERVER_GATE

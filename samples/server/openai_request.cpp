@@ -8,6 +8,7 @@
 #include <limits>
 #include <string_view>
 
+#include "../../src/core/defaults.h"
 #include "request_limits.h"
 
 namespace server {
@@ -372,10 +373,14 @@ bool ParseChatRequest(const json& body, Generation* g, ApiError* err) {
         for (const json& part : *c) {
           const json* type = part.is_object() ? Field(part, "type") : nullptr;
           if (type != nullptr && *type == "image_url") {
-            std::string bytes, problem;
-            if (!ImageUrlBytes(part, g->allow_remote_images, &bytes, &problem))
+            std::string bytes, remote, problem;
+            if (!ImageUrlBytes(part, g->allow_remote_images, &bytes, &remote, &problem))
               return Bad(err, where + ".content", where + ".content: " + problem);
+            if (!remote.empty()) g->remote_images.push_back({g->images.size(), std::move(remote), where + ".content"});
             g->images.push_back(std::move(bytes));
+            if (g->images.size() > static_cast<size_t>(llm::defaults::kMaxImagesPerRequest))
+              return Bad(err, where + ".content",
+                         "a request may hold at most " + std::to_string(llm::defaults::kMaxImagesPerRequest) + " images");
             items.push_back({{"type", "image"}});
             continue;
           }

@@ -92,6 +92,14 @@ struct Generation {
   // parsing: whether remote URLs are allowed (--allow-remote-images).
   std::vector<std::string> images;
   bool allow_remote_images = false;
+  // chat: the image_url parts with http(s) URLs (allowed), whose images[]
+  // entries are empty until the handler fetches them (image_fetch.h).
+  struct RemoteImage {
+    size_t index = 0;   // into images
+    std::string url;
+    std::string where;  // "messages[2].content", for the error's param
+  };
+  std::vector<RemoteImage> remote_images;
 };
 
 // "none", "deepseek", "harmony", "auto" -> LLM_REASONING_*; -1 for others.

@@ -11,6 +11,8 @@
 #include "../cli_common.h"
 #include "llm.h"
 #include "openai_request.h"
+#include "remote_url.h"
+#include "../../src/core/defaults.h"
 
 namespace server {
 namespace {
@@ -22,8 +24,16 @@ namespace {
                "                          else the built-in stories260K); its file stem is the model id\n"
                "  --mmproj PATH           a projector file (GGUF, general.architecture \"clip\") for\n"
                "                          image_url parts (data: URLs with base64 PNG/JPEG)\n"
-               "  --allow-remote-images   let http(s) image URLs through parsing (this server fetches\n"
-               "                          none: they are refused as not fetched)\n"
+               "  --allow-remote-images   fetch http:// and https:// image URLs (default: refused); hosts\n"
+               "                          whose addresses are loopback, private or link-local are refused\n"
+               "                          unless --allowed-image-domains lists them\n"
+               "  --allowed-image-domains LIST  fetch only from these hosts (comma-separated exact names or\n"
+               "                          addresses, e.g. 127.0.0.1 for a local one); implies\n"
+               "                          --allow-remote-images\n"
+               "  --remote-image-max-bytes N  a fetched image's largest body (suffix k, m; default 20m,\n"
+               "                          at most 64m): longer answers are cut off and refused\n"
+               "  --remote-image-timeout S  seconds one fetch may take, redirects (at most 3) and body\n"
+               "                          included (default 5)\n"
                "  -a, --alias NAME        the model id to serve instead of the file stem (\"a,b\": several\n"
                "                          names, the first in sorted order is the id)\n"
                "  --tags LIST             comma-separated labels /v1/models shows\n"
@@ -228,7 +238,19 @@ Options ParseArgs(int argc, char** argv) {
     };
     if (a == "-m" || a == "--model") { o.model = str(); o.model_given = true; }
     else if (a == "--mmproj") o.mmproj = str();
-    else if (a == "--allow-remote-images") o.allow_remote_images = true;
+    else if (a == "--allow-remote-images") o.image_fetch.enabled = true;
+    else if (a == "--allowed-image-domains") {
+      o.image_fetch.enabled = true;
+      for (const std::string& h : SplitList(str())) o.image_fetch.allowed_hosts.push_back(CanonicalHost(h));
+      if (o.image_fetch.allowed_hosts.empty()) Refuse(a, "it wants host names or addresses, comma-separated");
+    }
+    else if (a == "--remote-image-max-bytes") {
+      const unsigned long long n = Bytes(a, v);
+      ++i;
+      if (n < 1 || n > llm::defaults::kMaxImageBytes) Refuse(a + " " + v, "the limit is 1 byte to 64m");
+      o.image_fetch.max_bytes = static_cast<size_t>(n);
+    }
+    else if (a == "--remote-image-timeout") o.image_fetch.timeout_s = Real(a, v, 0.001, 600), ++i;
     else if (a == "-a" || a == "--alias") o.alias = str();
     else if (a == "--tags") o.tags = str();
     else if (a == "--host") o.host = str();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "image_fetch.h"
 #include "request_defaults.h"
 
 namespace server {
@@ -19,7 +20,9 @@ struct Options {
   std::string model;
   bool model_given = false;
   std::string mmproj;                // --mmproj: llm_ctx_params.mmproj_path ("" = none)
-  bool allow_remote_images = false;  // --allow-remote-images (image_url.h)
+  // http(s) image URLs (image_fetch.h): --allow-remote-images,
+  // --remote-image-max-bytes, --remote-image-timeout, --allowed-image-domains
+  ImageFetchPolicy image_fetch = DefaultImageFetchPolicy();
   std::string alias;  // the model id served; default the file stem ("a,b": several, the first sorted is the id)
   std::string tags;   // --tags "x,y": labels /v1/models shows
   std::string host = "127.0.0.1";

@@ -261,7 +261,7 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
   trim.set_body_bytes(body_bytes);
   if (!read) return;
   Generation g;
-  g.allow_remote_images = allow_remote_images_;
+  g.allow_remote_images = image_fetch_.enabled;
   NativeOptions native;
   try {
     bool ok = false;
@@ -286,6 +286,15 @@ void Routes::Generate(const httplib::Request& req, const httplib::ContentReader&
     }
     if (ok && native.id_slot >= 0) ok = TakeSlot(&g, native.id_slot, &err);
     if (!ok) return SendError(res, err);
+    // http(s) image URLs, fetched here on this request's HTTP worker (the
+    // engine and the other requests go on), each a 400 when it fails.
+    for (const Generation::RemoteImage& r : g.remote_images) {
+      std::string problem;
+      if (!FetchImage(r.url, image_fetch_, &g.images[r.index], &problem)) {
+        Bad(&err, r.where, r.where + ": " + problem);
+        return SendError(res, err);
+      }
+    }
   } catch (const json::exception& e) {
     // A field of a type the parser did not expect, missed by its checks:
     // still the request's fault, not the server's.

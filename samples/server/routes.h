@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "idle_trim.h"
 #include "openai_request.h"
+#include "image_fetch.h"
 #include "request_defaults.h"
 #include "slot_store.h"
 
@@ -41,9 +42,10 @@ class Routes {
     slots_ = store;
     total_slots_ = total_slots;
   }
-  // image_url parts with http(s) URLs pass parsing (then refused as not
-  // fetched) rather than being refused as not allowed (--allow-remote-images).
-  void set_allow_remote_images(bool allow) { allow_remote_images_ = allow; }
+  // image_url parts with http(s) URLs: refused, or fetched by the request's
+  // handler under this policy (--allow-remote-images and its limits,
+  // image_fetch.h).
+  void set_image_fetch(ImageFetchPolicy policy) { image_fetch_ = std::move(policy); }
   // The model's other names and its labels, shown by /v1/models.
   void set_labels(std::vector<std::string> aliases, std::vector<std::string> tags) {
     aliases_ = std::move(aliases);
@@ -73,7 +75,7 @@ class Routes {
   RequestDefaults defaults_;
   std::vector<std::string> aliases_, tags_;
   SlotStore* slots_ = nullptr;
-  bool allow_remote_images_ = false;
+  ImageFetchPolicy image_fetch_ = DefaultImageFetchPolicy();
   int32_t total_slots_ = 0;
   IdleTrim idle_trim_;
 };

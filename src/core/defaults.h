@@ -74,4 +74,13 @@ inline constexpr int32_t kMaxJpegScans = 500;
 // Image parts in one request.
 inline constexpr int32_t kMaxImagesPerRequest = 64;
 
+// ---- llm-server: remote image URLs (--allow-remote-images, samples/server/image_fetch.h)
+// A fetched picture's bytes (--remote-image-max-bytes): OpenAI's own limit
+// for an image input; at most kMaxImageBytes.
+inline constexpr size_t kRemoteImageMaxBytes = size_t{20} << 20;
+// One fetch, connection, redirects and body together (--remote-image-timeout).
+inline constexpr double kRemoteImageTimeoutS = 5.0;
+// Redirects followed per fetch; each hop is checked as the first URL was.
+inline constexpr int32_t kRemoteImageMaxRedirects = 3;
+
 }  // namespace llm::defaults

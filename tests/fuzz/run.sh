@@ -15,7 +15,7 @@ shift || true
 build=${BUILD_DIR:-build-fuzz}
 jobs=${JOBS:-1}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gguf tokenizer wordpiece_unigram hf_json capi chat safetensors request_peek json_schema tool_calls reasoning grammar regex kv_reader kv_tier_file disagg_wire image server)
+[ ${#targets[@]} -gt 0 ] || targets=(gguf tokenizer wordpiece_unigram hf_json capi chat safetensors request_peek json_schema tool_calls reasoning grammar regex kv_reader kv_tier_file disagg_wire image remote_url server)
 
 opt=${FUZZ_OPT:--O1 -g}
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLM_FUZZ=ON \

@@ -60,7 +60,11 @@ check(p.returncode != 0 and "mmproj_path" in p.stderr, "--mmproj of a missing fi
 for extra, name in [(["--lora", "x.gguf"], "--lora"),
                     (["--context-shift"], "--context-shift"), (["-ctv", "q5_1"], "-ctv q5_1"),
                     (["-ctk", "q5_1"], "-ctk q5_1"), (["--no-such-flag"], "--no-such-flag"),
-                    (["-ngl", "most"], "-ngl"), (["--fit", "maybe"], "--fit")]:
+                    (["-ngl", "most"], "-ngl"), (["--fit", "maybe"], "--fit"),
+                    (["--remote-image-max-bytes", "0"], "--remote-image-max-bytes"),
+                    (["--remote-image-max-bytes", "65m"], "--remote-image-max-bytes"),
+                    (["--remote-image-timeout", "0"], "--remote-image-timeout"),
+                    (["--allowed-image-domains", ","], "--allowed-image-domains")]:
     p = subprocess.run([server_bin, "-m", model, "--port", "0"] + extra, capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and name in p.stderr, "%s: exit 2 naming it (%d, %r)" % (" ".join(extra), p.returncode, p.stderr[:160]))
 

@@ -8,7 +8,8 @@ OpenAI image_url parts (data: URLs, base64) through the official openai
 client and raw HTTP. Bad pictures are 400s naming the problem: corrupt or
 truncated PNG bytes, a 100000 x 100000 header, a decompression bomb, WebP,
 base64 that does not decode, a data: URL that is not base64, a remote URL
-(refused without --allow-remote-images, refused as not fetched with it),
+(refused without --allow-remote-images; with it and no
+--allowed-image-domains, a loopback host is refused),
 an image part without a projector (a second server). Valid PNG and JPEG
 pictures are answered, through raw HTTP and the openai client, with the
 image's positions in usage.prompt_tokens, streaming and not; the same
@@ -91,7 +92,7 @@ cases = [
     ("data:image/webp;base64," + base64.b64encode(b"RIFF\x10\0\0\0WEBPVP8 \0\0\0\0").decode(), "WebP", "WebP"),
     ("data:image/png;base64,not*base64", "does not decode", "bad base64"),
     ("data:image/png,rawbytes", "must be base64", "a data: URL without base64"),
-    ("https://example.com/cat.png", "--allow-remote-images", "a remote URL"),
+    ("https://example.com/cat.png", "--allow-remote-images", "a remote URL without --allow-remote-images"),
     ("file:///etc/passwd", "data: URL", "a file: URL"),
 ]
 
@@ -172,12 +173,17 @@ try:
 finally:
     server_proc.stop(proc)
 
-# remote URLs let through parsing are still not fetched; no projector: refused
+# --allow-remote-images without --allowed-image-domains: loopback hosts are
+# refused before any connection (fetching: test_server_remote_images.py); no
+# projector: refused
 proc, port, log = server_proc.start(server_bin, ["-m", model, "--allow-remote-images", "-t", "2", "-c", "512"])
 base = "http://127.0.0.1:%d" % port
 try:
-    st, r = post(base, chat("https://example.com/cat.png"))
-    check(st == 400 and "not fetched" in r.get("error", {}).get("message", ""), "--allow-remote-images: not fetched")
+    for url in ("http://127.0.0.1:%d/cat.png" % port, "http://localhost:%d/cat.png" % port, "http://[::1]:1/cat.png"):
+        st, r = post(base, chat(url))
+        msg = r.get("error", {}).get("message", "")
+        check(st == 400 and "loopback address: refused" in msg and "--allowed-image-domains" in msg,
+              "--allow-remote-images, no list: %s -> %d %r" % (url, st, msg[:160]))
     st, r = post(base, chat(data_url("rgb.png")))
     check(st == 400 and "mmproj" in r.get("error", {}).get("message", ""), "no --mmproj: 400 naming it (%r)" % r)
 finally:
