@@ -205,7 +205,12 @@ Hop FetchOnce(const RemoteUrl& u, const ImageFetchPolicy& p, Clock::time_point d
   const httplib::Result res = cli->Get(u.target, headers, on_response, on_data);
   watchdog->Attach(nullptr);
   const std::string where = u.Text();
-  if (watchdog->fired())
+  // The watchdog and httplib's own read timeout (set to the time left) end
+  // a silent peer at the same moment, whichever runs first: both are the
+  // timeout.
+  const bool failed = !res || res.error() != httplib::Error::Success;
+  const bool late = Clock::now() + std::chrono::milliseconds(50) >= deadline;
+  if (watchdog->fired() || (failed && late))
     return Failed(problem, "the image URL " + where + " did not answer within --remote-image-timeout (" +
                              Seconds(p.timeout_s) + ")");
   if (too_big)
