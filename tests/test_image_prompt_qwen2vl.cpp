@@ -416,6 +416,67 @@ TEST_F(Qwen2VLPrompt, CapiPartsMatchLlamaCpp) {
   }
 }
 
+// KV streams address blocks by token ids and the cache salt alone: on a
+// prompt with a picture they reach the text blocks before it (whose
+// positions are their slots) and stop there, never carrying a block whose
+// positions the picture moved.
+TEST_F(Qwen2VLPrompt, KvExportStopsBeforeThePicture) {
+  const RefCase& k = (*cases_)[0];
+  ASSERT_EQ(k.pictures.size(), 1u);
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = text_path_->c_str();
+  p.mmproj_path = proj_path_->c_str();
+  p.backend = LLM_BACKEND_CPU;
+  p.n_threads = 2;
+  p.n_ctx = 256;
+  llm_ctx* ctx = nullptr;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  const RgbImage& img = (*rgbs_)[static_cast<size_t>(k.pictures[0])];
+  const size_t m = k.text.find("<__media__>");
+  const std::string before = k.text.substr(0, m), after = k.text.substr(m + std::strlen("<__media__>"));
+  llm_content_part parts[3];
+  for (llm_content_part& part : parts) llm_content_part_init(&part);
+  parts[0].kind = parts[2].kind = LLM_CONTENT_TEXT;
+  parts[0].text = before.c_str();
+  parts[2].text = after.c_str();
+  parts[1].kind = LLM_CONTENT_IMAGE_RGB;
+  parts[1].data = img.rgb.data();
+  parts[1].n_data = img.rgb.size();
+  parts[1].width = img.width;
+  parts[1].height = img.height;
+  llm_request r;
+  llm_request_init(&r);
+  r.parts = parts;
+  r.n_parts = 3;
+  r.tokenize_flags = LLM_TOKENIZE_ADD_SPECIAL | LLM_TOKENIZE_PARSE_SPECIAL;
+  const ApiGreedyRun run = ApiGreedyRequest(ctx, r, 2, 1, /*keep_kv=*/1);
+  ASSERT_EQ(run.status, LLM_OK) << llm_last_error();
+  // the prompt's ids as a caller could name them: text, then anything for the picture's slots
+  std::vector<llm_token> ids;
+  int32_t first_image_slot = -1;
+  for (const Piece& piece : k.pieces) {
+    if (piece.image >= 0) {
+      first_image_slot = static_cast<int32_t>(ids.size());
+      ids.insert(ids.end(), static_cast<size_t>(piece.nx * piece.ny), 0);
+    } else {
+      ids.insert(ids.end(), piece.tokens.begin(), piece.tokens.end());
+    }
+  }
+  ASSERT_GE(first_image_slot, 16);  // at least one whole text block before it
+  std::string stream;
+  auto write = [](void* user, const void* data, size_t n) -> int32_t {
+    static_cast<std::string*>(user)->append(static_cast<const char*>(data), n);
+    return 0;
+  };
+  int32_t n_out = -1;
+  ASSERT_EQ(llm_kv_export(ctx, ids.data(), static_cast<int32_t>(ids.size()), 0, write, &stream, &n_out), LLM_OK)
+      << llm_last_error();
+  EXPECT_GT(n_out, 0);                  // the text before the picture
+  EXPECT_LE(n_out, first_image_slot);   // nothing the picture touched or moved
+  llm_ctx_destroy(ctx);
+}
+
 // A qwen2vl model without a projector is a text model: the text-only
 // case's tokens give llama.cpp's greedy tokens.
 TEST_F(Qwen2VLPrompt, TextOnlyWithoutProjector) {
