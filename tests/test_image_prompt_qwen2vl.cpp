@@ -11,8 +11,9 @@
 // The pictures' grids are 4 x 2, 2 x 5 and 9 x 3: nx != ny both ways, so
 // the text after a picture resuming at p0 + max(nx, ny) is exercised
 // (core/mrope_positions.h). The backend test also runs two wrong
-// position schemes, 1D positions for the image tokens and the h / w
-// sections swapped, and shows each far outside the tolerance.
+// position schemes and shows them fail: 1D positions for the image tokens
+// (the acceptance tolerance, 1e-3, missed 4 to 7 times over) and the h / w
+// sections swapped (kImageTol below).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,6 +43,11 @@ namespace llm::test {
 namespace {
 
 constexpr double kRelTol = 1e-3;  // |a - b| <= tol * max(|b|, 1), as tests/test_families.cpp
+// This model's h and w sections turn slowly (rope base 1e6 over 8 pairs:
+// the h pairs 2-4, the w pairs 5-7), so swapping them moves its logits by
+// only 6e-5 to 2.3e-4 (the 9 x 3 grid most): prompts with pictures are also
+// held to 1e-4 (measured: at most 3.3e-5), which the swap misses.
+constexpr double kImageTol = 1e-4;
 constexpr int32_t kBlock = 16;
 constexpr int32_t kTop = 5;  // log-probabilities compared per generated token
 
@@ -310,6 +316,7 @@ TEST_F(Qwen2VLPrompt, BackendLogitsMatchLlamaCpp) {
   ASSERT_TRUE(vm.ok());
   auto enc = cpu::CreateCpuVisionEncoder((*vm)->config, (*vm)->weights, 2);
   ASSERT_TRUE(enc.ok());
+  double worst_swapped = 0.0;  // over the cases with pictures
   for (size_t c = 0; c < cases_->size(); ++c) {
     const RefCase& k = (*cases_)[c];
     SCOPED_TRACE("case " + std::to_string(c) + ": " + k.text);
@@ -333,9 +340,11 @@ TEST_F(Qwen2VLPrompt, BackendLogitsMatchLlamaCpp) {
                 c, worst[0], worst[1], worst[2]);
     EXPECT_LE(worst[0], kRelTol);
     if (k.pictures.empty()) continue;  // text only: every variant is (p, p, p)
-    EXPECT_GT(worst[1], 10 * kRelTol);
-    EXPECT_GT(worst[2], 10 * kRelTol);
+    EXPECT_LE(worst[0], kImageTol);
+    EXPECT_GT(worst[1], kRelTol);  // 1D positions miss the acceptance tolerance itself
+    worst_swapped = std::max(worst_swapped, worst[2]);
   }
+  EXPECT_GT(worst_swapped, kImageTol);
 }
 
 // Through the C API: the prompt as text and raw-RGB parts, as llama.cpp got
