@@ -16,10 +16,12 @@
 // Then the refusals.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/qwen25vl_vision.h"
@@ -307,21 +309,58 @@ TEST_F(Qwen25VLVision, BadInputsRefused) {
   EXPECT_EQ(ResizeBicubic(cases_->at(0).image, 0, 5).status().code(), LLM_ERR_INVALID_ARGUMENT);
 }
 
-// The text side (M-RoPE) is not built: its model file is refused with a
-// reason, never read as plain qwen2.
-TEST_F(Qwen25VLVision, TextModelRefusedAsUnsupported) {
+// The text model: qwen2vl is read as Qwen2's block with its M-RoPE
+// sections (rope.dimension_sections), which are required and checked:
+// hostile values (negative, summing to 0 or past the head, too many) are a
+// clear MODEL_FORMAT error, never a model with wrong rotations.
+TEST_F(Qwen25VLVision, TextModelMropeSections) {
   const synth::SynthShape* shape = synth::FindSynthShape("tiny-qwen2vl");
   ASSERT_NE(shape, nullptr);
   synth::SynthOptions o;
   o.type = TensorType::F32;
   const std::string text = ::testing::TempDir() + "/llmrt_qwen2vl_text_" + std::to_string(::getpid()) + ".gguf";
   ASSERT_TRUE(synth::WriteSynthModel(*shape, o, text).ok());
-  auto f = GgufFile::Open(text);
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  auto c = ModelConfig::FromGguf(**f);
-  EXPECT_EQ(c.status().code(), LLM_ERR_UNSUPPORTED);
-  EXPECT_NE(c.status().message().find("M-RoPE"), std::string::npos) << c.status().message();
+  const std::string good = ReadFile(text);
   std::remove(text.c_str());
+  auto config = [](const std::string& bytes) -> StatusOr<ModelConfig> {
+    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
+    if (!f.ok()) return f.status();
+    return ModelConfig::FromGguf(**f);
+  };
+  auto c = config(good);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch, "qwen2vl");
+  EXPECT_TRUE(c->mrope());
+  EXPECT_EQ(c->mrope_sections, (std::array<int32_t, 4>{2, 3, 3, 0}));  // of head_dim 16's 8 pairs
+  EXPECT_EQ(c->rope_style, RopeStyle::kNeox);
+  EXPECT_TRUE(c->qkv_bias);
+
+  // the key's value: type (array), element type (int32), count (u64), values
+  const std::string key = "qwen2vl.rope.dimension_sections";
+  const size_t at = good.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t values = at + key.size() + 4 + 4 + 8;
+  auto with = [&](std::array<int32_t, 4> v) {
+    std::string s = good;
+    std::memcpy(&s[values], v.data(), sizeof v);
+    return s;
+  };
+  for (const auto& [v, what] : std::vector<std::pair<std::array<int32_t, 4>, std::string>>{
+           {{-1, 3, 3, 0}, "outside"}, {{0, 0, 0, 0}, "sums to 0"}, {{2, 3, 3, 9}, "sums to 17"},
+           {{2, 3, 3, 1 << 30}, "outside"}}) {
+    auto bad = config(with(v));
+    EXPECT_EQ(bad.status().code(), LLM_ERR_MODEL_FORMAT) << what;
+    EXPECT_NE(bad.status().message().find(what), std::string::npos) << bad.status().message();
+  }
+  std::string five = good;  // a count of 5: the reader refuses it before reading past the array
+  uint64_t n5 = 5;
+  std::memcpy(&five[values - 8], &n5, 8);
+  EXPECT_FALSE(config(five).ok());
+  std::string missing = good;  // the key renamed: required
+  missing[at + key.size() - 1] = 'z';
+  auto m = config(missing);
+  EXPECT_EQ(m.status().code(), LLM_ERR_MODEL_FORMAT);
+  EXPECT_NE(m.status().message().find("rope.dimension_sections"), std::string::npos) << m.status().message();
 }
 
 // The projector file damaged one way at a time: a clear status, never a crash.

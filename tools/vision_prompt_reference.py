@@ -13,7 +13,20 @@ of its tokens.
     # -> tests/data/vision/prompt.tar.xz holding prompt.json and prompt.bin
     #    (Gemma 3), or prompt_<F>.tar.xz (idefics3, mlp: tiny-smolvlm and
     #    tiny-llava with their projectors; LIB with build_mtmd_clsfirst.sh's
-    #    libmtmd, see vision_reference.py), unpacked in place at configure time
+    #    libmtmd, see vision_reference.py; qwen2vl: tiny-qwen2vl with its
+    #    Qwen2.5-VL projector, vision_reference_qwen25vl.py's files),
+    #    unpacked in place at configure time
+
+Qwen2.5-VL (--family qwen2vl) reads each picture at its own size and its
+text model turns positions by M-RoPE: libmtmd gives an image of nx x ny
+merged cells starting at position p0 the positions (t, h, w) = (p0,
+p0 + i / nx, p0 + i % nx) for its cell i, and the text after it resumes at
+p0 + max(nx, ny) (mtmd_image_tokens_get_n_pos); text tokens have (p, p, p).
+So positions and KV slots differ: each case records "n_prompt" (slots,
+what llmrt counts as prompt tokens: mtmd_helper_get_n_tokens) and
+"n_prompt_pos" (positions), and each image piece its grid "nx", "ny". The
+pictures have grids with nx != ny both ways, so the max(nx, ny) resume is
+exercised; one case is text only (every position (p, p, p)).
 
 Idefics3 makes several image chunks of one picture (its tiles, then the
 overview, with text chunks between them): each is a piece {"image": i,
@@ -66,6 +79,13 @@ PROMPTS = [
     ("the quick brown fox jumps <__media__> over the lazy dog and then", [1]),  # same text, another picture
     ("a <__media__> b c <__media__> and so on", [2, 0]),                         # two images, ~45 positions
 ]
+# qwen2vl: grids 4 x 2 (112 x 56 kept), 2 x 5 (57 x 140 rounded to 56 x
+# 140), 9 x 3 (250 x 90 rounded to 252 x 84)
+PICTURES_QWEN2VL = [(112, 56, 300), (57, 140, 301), (250, 90, 302)]
+PROMPTS_QWEN2VL = PROMPTS + [
+    ("describe <__media__> then <__media__> please", [1, 2]),                    # tall then wide
+    ("the quick brown fox jumps over the lazy dog and then", []),               # text only
+]
 
 
 def _is_last_of_picture(mtmd, chunks, c, last):
@@ -83,9 +103,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
     ap.add_argument("--lib", required=True, help="folder of llama-cpp-python's libraries (exact-GELU libggml-cpu)")
-    ap.add_argument("--family", default="gemma3", choices=["gemma3", *FAMILIES])
+    ap.add_argument("--family", default="gemma3", choices=["gemma3", *FAMILIES, "qwen2vl"])
     args = ap.parse_args()
-    synth = SYNTH if args.family == "gemma3" else FAMILIES[args.family]["synth"]
+    qwen2vl = args.family == "qwen2vl"
+    if qwen2vl:
+        from vision_reference_qwen25vl import SYNTH as SYNTH_QWEN  # noqa: E402
+        synth = SYNTH_QWEN
+    else:
+        synth = SYNTH if args.family == "gemma3" else FAMILIES[args.family]["synth"]
+    pictures, prompts = (PICTURES_QWEN2VL, PROMPTS_QWEN2VL) if qwen2vl else (PICTURES, PROMPTS)
     stem = "prompt" if args.family == "gemma3" else f"prompt_{args.family}"
     if args.family == "mlp" and "libmtmd_llava_clsfirst.so" not in os.environ.get("LD_PRELOAD", ""):
         sys.exit("the LLaVA reference needs libmtmd's class token first: run with "
@@ -100,7 +126,7 @@ def main():
     oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
     blob = bytearray()
     pics = []
-    for w, h, seed in PICTURES:
+    for w, h, seed in pictures:
         img = picture(w, h, seed)
         pics.append(img)
     pic_docs = []
@@ -140,7 +166,8 @@ def main():
         assert both_ways == (args.family == "gemma3"), "only Gemma 3's image spans are non-causal"
 
         cases = []
-        for text, pic_ids in PROMPTS:
+        assert bool(mtmd.mtmd_decode_use_mrope(mctx)) == qwen2vl, "M-RoPE positions for qwen2vl only"
+        for text, pic_ids in prompts:
             cparams = llama_cpp.llama_context_default_params()
             cparams.n_ctx = n_ctx
             cparams.n_batch = N_BATCH
@@ -174,6 +201,7 @@ def main():
             assert mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, last)) == \
                 mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT, "the prompt should end with text"
             n_image_tokens = None
+            n_slots = 0  # KV slots (tokens); n_past counts positions
             tile = 0
             for c in range(last):
                 chunk = mtmd.mtmd_input_chunks_get(chunks, c)
@@ -184,6 +212,13 @@ def main():
                 else:
                     n_image_tokens = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
                     piece = {"image": pic_ids[img_no]}
+                    if qwen2vl:
+                        it = mtmd.mtmd_input_chunk_get_tokens_image(chunk)
+                        piece["nx"] = int(mtmd.mtmd_image_tokens_get_nx(it))
+                        piece["ny"] = int(mtmd.mtmd_image_tokens_get_ny(it))
+                        piece["n_pos"] = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
+                        assert piece["nx"] * piece["ny"] == n_image_tokens
+                        assert piece["n_pos"] == max(piece["nx"], piece["ny"])
                     if args.family == "idefics3":
                         piece["tile"] = tile
                         tile += 1
@@ -192,6 +227,7 @@ def main():
                     if args.family != "idefics3" or _is_last_of_picture(mtmd, chunks, c, last):
                         img_no += 1
                         tile = 0
+                n_slots += mtmd.mtmd_input_chunk_get_n_tokens(chunk)
                 new_past = llama_cpp.llama_pos(n_past.value)  # text chunks add to it
                 rc = mtmd.mtmd_helper_eval_chunk_single(mctx, lctx, chunk, n_past.value, 0, N_BATCH, False,
                                                         ctypes.byref(new_past))
@@ -216,6 +252,8 @@ def main():
             tail_logits = np.stack([np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(lctx, i), shape=(n_vocab,))
                                     .astype("<f4").copy() for i in range(len(tail))])
             pos = n_prompt = n_past.value + len(tail)
+            n_prompt_pos = n_prompt
+            n_prompt = n_slots + len(tail)  # = n_prompt_pos unless M-RoPE images moved the positions
             gen, gen_logits = [], []
             row = tail_logits[-1]
             for g in range(GREEDY):
@@ -240,12 +278,14 @@ def main():
             llama_cpp.llama_free(lctx)
             case = {"text": text, "pieces": pieces, "n_prompt": n_prompt,
                     "tail_logits_offset": len(blob)}
+            if qwen2vl:
+                case["n_prompt_pos"] = n_prompt_pos
             blob += tail_logits.tobytes()
             case["greedy"] = gen
             case["greedy_logits_offset"] = len(blob)
             blob += np.stack(gen_logits).astype("<f4").tobytes()
             cases.append(case)
-            print(f"{text!r} {pic_ids}: {len(pieces)} pieces, {n_prompt} positions, greedy {gen}")
+            print(f"{text!r} {pic_ids}: {len(pieces)} pieces, {n_prompt} tokens, {n_prompt_pos} positions, greedy {gen}")
         mtmd.mtmd_free(mctx)
         llama_cpp.llama_model_free(model)
         doc = {
@@ -254,6 +294,7 @@ def main():
                       f"CPU, {THREADS} threads, flash attention off, F32 KV cache, raw RGB bitmaps, n_batch {N_BATCH}",
             "family": args.family,
             "both_ways": both_ways,
+            "mrope": qwen2vl,
             "synth_args": synth,
             "text_fnv1a64": fnv1a64(text_path.read_bytes()),
             "mmproj_fnv1a64": fnv1a64(proj_path.read_bytes()),

@@ -111,6 +111,11 @@ struct Batch {
   std::span<const int32_t> logit_rows;   // (n_logits) token indices whose logits are wanted
   std::span<const float* const> embd = {};    // (n_tokens) or empty: token i's input row (n_embd), or null
   std::span<const int32_t> attn_end = {};     // (n_tokens) or empty (all causal): end of token i's keys
+  // M-RoPE models (ModelConfig::mrope) only: (n_tokens, 3) the RoPE
+  // positions (t, h, w) of each token, which differ from its slot
+  // (n_past + i) after an image (engine/mrope_positions.h); empty: every
+  // token's (p, p, p) at its slot. A backend without M-RoPE refuses it.
+  std::span<const int32_t> mrope_pos = {};
 };
 
 // One sequence of an encoder step (Backend::Encode): the whole sequence at

@@ -16,6 +16,11 @@ Status CudaSupportsModel(const ModelConfig& c) {
   // the CPU backend's alone so far.
   if (c.has_longrope)
     return Unsupported("the CUDA backend does not run LongRoPE (rope_factors_long/short, '" + c.arch + "')");
+  // M-RoPE (qwen2vl): a position triple per token, sections of each head
+  // turned by different positions; the CUDA RoPE kernels take one position.
+  if (c.mrope())
+    return Unsupported("the CUDA backend does not run M-RoPE (rope.dimension_sections, '" + c.arch +
+                       "': Qwen2-VL / Qwen2.5-VL text) yet");
   // Encoders (BERT) run through Backend::Encode, the CPU's alone so far.
   if (c.is_encoder)
     return Unsupported("the CUDA backend does not run encoder (embedding) models yet ('" + c.arch + "')");

@@ -16,8 +16,9 @@ class SplitBackend final : public Backend {
   // The first stage checks the batch first (every stage checks the same
   // limits: same n_blocks and block size), so a bad batch touches no pool.
   Status Forward(const Batch& batch, float* logits) override {
-    if (!batch.embd.empty() || !batch.attn_end.empty())
-      return Unsupported("split backend: image inputs (embedding rows, bidirectional spans) run on the CPU backend only");
+    if (!batch.embd.empty() || !batch.attn_end.empty() || !batch.mrope_pos.empty())
+      return Unsupported("split backend: image inputs (embedding rows, bidirectional spans, M-RoPE positions) run on "
+                         "the CPU backend only");
     // The one check the first stages cannot make for the last (they are
     // handed a hidden-state buffer, never NULL).
     if (!batch.logit_rows.empty() && logits == nullptr)

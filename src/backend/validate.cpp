@@ -37,6 +37,13 @@ StatusOr<BatchExtent> CheckBatch(const Batch& batch, bool has_logits_out, const 
   if (!batch.attn_end.empty() && static_cast<int64_t>(batch.attn_end.size()) != n)
     return InvalidArgument("batch has " + std::to_string(batch.attn_end.size()) + " attention ends for " +
                            std::to_string(n) + " tokens");
+  if (!batch.mrope_pos.empty() && static_cast<int64_t>(batch.mrope_pos.size()) != 3 * n)
+    return InvalidArgument("batch has " + std::to_string(batch.mrope_pos.size()) + " M-RoPE positions for " +
+                           std::to_string(n) + " tokens (3 each)");
+  if (!batch.mrope_pos.empty() && !limits.mrope)
+    return InvalidArgument("batch has M-RoPE positions but the model has no rope.dimension_sections");
+  for (int32_t v : batch.mrope_pos)
+    if (v < 0) return InvalidArgument("batch has a negative M-RoPE position (" + std::to_string(v) + ")");
   for (int64_t i = 0; i < n; ++i) {
     if (!batch.embd.empty() && batch.embd[i] != nullptr) continue;  // an embedding row: the id is not read
     const llm_token t = batch.tokens[i];

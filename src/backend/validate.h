@@ -27,6 +27,7 @@ struct BatchLimits {
   int64_t capacity = 0;    // positions one sequence may reach (the pool's)
   int64_t block_size = 0;
   int32_t n_blocks = 0;    // block ids are in [0, n_blocks)
+  bool mrope = false;      // Batch::mrope_pos may be set (the model has M-RoPE and the backend runs it)
 };
 
 // What the check learns on the way, for the backend's own layout.

@@ -149,8 +149,12 @@ llm_status ToPromptParts(const llm_request& r, const llm_ctx& ctx, std::vector<P
     for (std::vector<float>& px : prepared->pixels) {
       ImageInput in;
       in.pixels = std::move(px);
-      in.width = in.height = vc.image_size;
+      in.width = prepared->width;
+      in.height = prepared->height;
       in.hash = HashImagePixels(in.pixels);
+      // an own-size picture's grid is part of its identity (28 x 56 and
+      // 56 x 28 of the same values are two pictures)
+      if (vc.dynamic_size()) in.hash = HashImageSize(in.hash, in.width, in.height);
       images->push_back(std::move(in));
     }
   }

@@ -29,6 +29,11 @@ struct ImageSpan {
   int32_t first = 0;
   int32_t n = 0;
   uint64_t hash = 0;  // of the image's preprocessed pixels
+  // M-RoPE models (Qwen2-VL) only: the span is a grid of nx x (n / nx)
+  // merged cells and takes n_pos = max(nx, ny) RoPE positions, not n
+  // (core/mrope_positions.h); 0 and 0 for other models.
+  int32_t nx = 0;
+  int32_t n_pos = 0;
 };
 
 struct Sequence {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/mrope_positions.h"
 #include "engine/engine.h"
 
 namespace llm {
@@ -37,21 +38,24 @@ Batch BatchBuilder::Build(const SchedulerOutput& plan) {
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(n_vocab_));
   PlaceImages(plan);
-  return Batch{tokens_, seqs_, logit_rows_, embd_, attn_end_};
+  return Batch{tokens_, seqs_, logit_rows_, embd_, attn_end_, mrope_pos_};
 }
 
 void BatchBuilder::PlaceImages(const SchedulerOutput& plan) {
   embd_.clear();
   attn_end_.clear();
+  mrope_pos_.clear();
   bool any = false;
   for (const ScheduledChunk& c : plan.chunks) any |= !c.seq->image_spans.empty();
   if (!any) return;
   embd_.assign(tokens_.size(), nullptr);
   attn_end_.resize(tokens_.size());
+  if (mrope_) mrope_pos_.resize(3 * tokens_.size());
   for (size_t q = 0; q < seqs_.size(); ++q) {
     const BatchSeq& b = seqs_[q];
     for (int32_t i = 0; i < b.n_tokens; ++i) attn_end_[b.first + i] = b.n_past + i + 1;  // causal
     const Sequence* s = plan.chunks[q].seq;
+    if (mrope_) MropePositions(s->image_spans, b.n_past, b.n_tokens, mrope_pos_.data() + 3 * b.first);
     const RequestState& r = *Gen(*s).req;
     for (size_t k = 0; k < s->image_spans.size(); ++k) {
       const ImageSpan& im = s->image_spans[k];

@@ -48,6 +48,10 @@ class BatchBuilder {
   // Whether an image's positions see each other both ways (Gemma 3; set
   // when a projector is attached) or causally, as text does (the default).
   void set_image_both_ways(bool both) { image_both_ways_ = both; }
+  // Whether the model turns positions by M-RoPE sections (qwen2vl): a step
+  // with image spans then carries every row's (t, h, w)
+  // (core/mrope_positions.h) in Batch::mrope_pos.
+  void set_mrope(bool mrope) { mrope_ = mrope; }
 
   std::span<const LogitRow> rows() const { return rows_; }
   float* logits() { return logits_.data(); }            // (rows, n_vocab)
@@ -60,9 +64,11 @@ class BatchBuilder {
   int32_t n_vocab_;
   int32_t n_embd_;
   bool image_both_ways_ = false;
+  bool mrope_ = false;
   std::vector<int32_t> tokens_;      // (n_tokens)
   std::vector<const float*> embd_;   // (n_tokens) or empty: image rows
   std::vector<int32_t> attn_end_;    // (n_tokens) or empty
+  std::vector<int32_t> mrope_pos_;   // (n_tokens, 3) or empty
   std::vector<BatchSeq> seqs_;       // (n_seqs)
   std::vector<int32_t> logit_rows_;  // (n_logits) token index of each row
   std::vector<LogitRow> rows_;       // (n_logits) what each row is for

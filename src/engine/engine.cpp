@@ -57,6 +57,7 @@ Engine::Engine(std::unique_ptr<Model> model, std::unique_ptr<Backend> backend, c
       spec_(model_->config.n_vocab, std::move(spec.draft), spec.verify),
       batch_(model_->config.n_vocab, model_->config.n_embd) {
   scratch_.resize(model_->config.n_vocab);
+  batch_.set_mrope(model_->config.mrope());
   stats_.struct_size = sizeof(llm_stats);
   stats_.backend = backend_->kind();
   stats_.kv_blocks_total = config.n_blocks;

@@ -119,7 +119,9 @@ class Engine {
   // projector the CPU encoder does not run; INVALID_ARGUMENT when one is
   // attached already.
   Status AttachVision(std::shared_ptr<const VisionModel> vision, int n_threads);
-  // Soft tokens per image (0: no projector attached).
+  // Soft tokens per image (0: no projector attached; kImageOwnSize: each
+  // picture's own count, from its size: Qwen2.5-VL).
+  static constexpr int32_t kImageOwnSize = -1;
   int32_t n_image_tokens() const { return n_image_tokens_.load(std::memory_order_acquire); }
   // What llm_stats.images_encoded, image_cache_hits, image_tokens and
   // image_encode_seconds report.

@@ -17,9 +17,10 @@
 namespace llm {
 
 struct ImageInput {
-  std::vector<float> pixels;  // (3, S, S): the tower's input, planar, after PreprocessFixedSize
-  int width = 0, height = 0;  // S, S: the preprocessed size (the tower's image_size)
-  uint64_t hash = 0;          // 64-bit hash of `pixels` (ImagePixelsHash)
+  std::vector<float> pixels;  // (3, H, W): the tower's input, planar, after PreprocessFixedSize
+                              // (H = W = the tower's image_size) or PreprocessDynamicSize (Qwen2.5-VL)
+  int width = 0, height = 0;  // W, H: the preprocessed size
+  uint64_t hash = 0;          // 64-bit hash of `pixels` and, for own-size towers, W and H (HashImagePixels)
 };
 
 struct PromptPiece {

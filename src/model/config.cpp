@@ -186,6 +186,33 @@ Status ReadPhi3(const GgufFile& file, ModelConfig* c) {
 // Qwen3 RMS-norms each q and k head before RoPE. A YaRN file loads and is
 // refused when a backend builds its RoPE table (model/rope_freq.h), with a
 // message, like any family's.
+// qwen2vl's rope.dimension_sections (config.h, mrope_sections), required
+// as llama.cpp requires it: 1 to 4 integers (missing ones 0), none
+// negative, summing to 1 .. head_dim (ggml's rope_multi asserts the sum
+// fits the head; a sum under rope_dim / 2 repeats the sections).
+Status ReadMropeSections(const GgufFile& file, const Reader& r, ModelConfig* c) {
+  const std::string key = r.Key("rope.dimension_sections");
+  if (!file.Has(key)) return ModelFormatError("missing key " + key + " (M-RoPE sections t, h, w, e)");
+  LLM_ASSIGN_OR_RETURN(std::vector<int64_t> v, file.GetIntArray(key));
+  if (v.empty() || v.size() > 4)
+    return ModelFormatError(key + " has " + std::to_string(v.size()) + " entries; 1 to 4 (t, h, w, e) allowed");
+  int64_t sum = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] < 0 || v[i] > c->head_dim)
+      return ModelFormatError(key + "[" + std::to_string(i) + "] = " + std::to_string(v[i]) + " is outside [0, " +
+                              std::to_string(c->head_dim) + "]");
+    sum += v[i];
+    c->mrope_sections[i] = static_cast<int32_t>(v[i]);
+  }
+  if (sum < 1 || sum > c->head_dim)
+    return ModelFormatError(key + " sums to " + std::to_string(sum) + "; 1 to head_dim (" +
+                            std::to_string(c->head_dim) + ") allowed");
+  if (c->rope_scaling.type == RopeScalingType::kYarn || c->rope_scaling.type == RopeScalingType::kLlama3 ||
+      c->has_rope_freqs)
+    return Unsupported(key + " with YaRN, llama3 scaling or rope_freqs is not supported");
+  return Status::Ok();
+}
+
 void ReadQwen(ModelConfig* c) {
   c->rope_style = RopeStyle::kNeox;
   c->qk_norm = c->arch_kind == ModelArch::kQwen3 || c->arch_kind == ModelArch::kQwen3Moe;
@@ -358,9 +385,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   } else if (arch == "nomic-bert") {
     c.arch_kind = ModelArch::kNomicBert;
   } else if (arch == "qwen2vl") {
-    // docs/ARCHITECTURE.md, images in the prompt: Qwen2.5-VL's text side is designed, not built
-    return Unsupported("model architecture 'qwen2vl' (Qwen2-VL / Qwen2.5-VL text) is not supported yet: its M-RoPE "
-                       "positions (t, h, w per image token) are not implemented; reading it as qwen2 would be wrong");
+    c.arch_kind = ModelArch::kQwen2;  // Qwen2's block; M-RoPE from rope.dimension_sections (ReadMropeSections)
   } else {
     return Unsupported("model architecture '" + std::string(arch) +
                        "' is not supported (only llama, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3, "
@@ -486,6 +511,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.arch_kind == ModelArch::kQwen2 || c.arch_kind == ModelArch::kQwen3 || c.arch_kind == ModelArch::kQwen3Moe ||
       c.arch_kind == ModelArch::kQwen2Moe)
     ReadQwen(&c);
+  if (c.arch == "qwen2vl") LLM_RETURN_IF_ERROR(ReadMropeSections(file, r, &c));
   const bool encoder = c.arch_kind == ModelArch::kBert || c.arch_kind == ModelArch::kNomicBert;
   if (encoder) LLM_RETURN_IF_ERROR(ReadBert(file, r, &c));
   if (c.arch_kind == ModelArch::kGptOss) LLM_RETURN_IF_ERROR(ReadGptOss(file, r, &c));

@@ -2,6 +2,7 @@
 // from GGUF metadata.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -133,6 +134,15 @@ struct ModelConfig {
   // (Σ e^(s_i - m) + e^(sinks[h] - m)), m the max over the s and the sink.
   bool attn_sinks = false;
   RopeStyle rope_style = RopeStyle::kAdjacent;
+  // M-RoPE (`qwen2vl`: Qwen2-VL / Qwen2.5-VL's text model), from
+  // rope.dimension_sections (t, h, w, e): each token has a position per
+  // section (t, h, w; e is always 0), and rotated pair i (NEOX-paired, its
+  // frequency theta^(-2i/rope_dim) as without sections) turns by the
+  // position of the section that (i mod the sections' sum) falls in:
+  //   pairs  [0, t) by t, [t, t+h) by h, [t+h, t+h+w) by w, the rest by e.
+  // A text token at position p has (p, p, p). All zero: no M-RoPE.
+  std::array<int32_t, 4> mrope_sections{};
+  bool mrope() const { return mrope_sections[0] + mrope_sections[1] + mrope_sections[2] + mrope_sections[3] > 0; }
   FfnActivation ffn_act = FfnActivation::kSilu;
   float embd_scale = 1.0f;        // token embeddings are multiplied by this
   float attn_scale = 0.0f;        // q·k scale; 0 means 1/sqrt(head_dim)

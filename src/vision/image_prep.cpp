@@ -16,6 +16,16 @@ FitOptions FitOptionsFor(ProjectorType t) {
 StatusOr<TowerInputs> PrepareForTower(const RgbImage& src, const VisionConfig& c) {
   const ImageNorm norm{c.image_mean, c.image_std};
   TowerInputs in;
+  if (c.dynamic_size()) {
+    in.pixels.emplace_back();
+    ImageSize size;
+    LLM_RETURN_IF_ERROR(PreprocessDynamicSize(src, DynamicSizeRule{c.size_align(), c.min_pixels(), c.max_pixels()},
+                                              norm, &in.pixels.back(), &size));
+    in.width = size.width;
+    in.height = size.height;
+    return in;
+  }
+  in.width = in.height = c.image_size;
   if (c.projector != ProjectorType::kIdefics3) {
     in.pixels.emplace_back();
     LLM_RETURN_IF_ERROR(PreprocessFixedSize(src, c.image_size, norm, &in.pixels.back(), FitOptionsFor(c.projector)));

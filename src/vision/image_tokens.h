@@ -71,4 +71,13 @@ inline uint64_t HashImagePixels(const std::vector<float>& pixels) {
   return h;
 }
 
+// The hash of an own-size picture (Qwen2.5-VL): its pixels' hash with its
+// W x H folded in, so two sizes of the same values differ.
+inline uint64_t HashImageSize(uint64_t pixels_hash, int32_t width, int32_t height) {
+  uint64_t h = pixels_hash;
+  for (int32_t v : {width, height})
+    for (int b = 0; b < 4; ++b) h = (h ^ ((static_cast<uint32_t>(v) >> (8 * b)) & 0xFFu)) * 0x100000001b3ull;
+  return h;
+}
+
 }  // namespace llm

@@ -314,7 +314,7 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
 }
 
 Status CpuBackend::Check(const Batch& batch, const float* logits, int64_t* max_keys) {
-  const BatchLimits limits{cfg_.n_vocab, capacity_, kv_.block_size, n_blocks_};
+  const BatchLimits limits{cfg_.n_vocab, capacity_, kv_.block_size, n_blocks_, cfg_.mrope()};
   LLM_ASSIGN_OR_RETURN(const BatchExtent e, CheckBatch(batch, logits != nullptr, limits, &ws_.seq_of));
   *max_keys = e.max_keys;
   return Status::Ok();

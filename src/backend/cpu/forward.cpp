@@ -508,7 +508,15 @@ const float* CpuBackend::RunLayers(const Batch& batch) {
   } else {
     Embed(batch);
   }
-  for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(ws_.pos[t], ws_.cos_sin.data() + t * cfg_.rope_dim);
+  if (cfg_.mrope()) {  // M-RoPE: the batch's (t, h, w), or (p, p, p) at the slot's position
+    for (int64_t t = 0; t < n_tok; ++t) {
+      const int32_t p = static_cast<int32_t>(ws_.pos[t]), same[3] = {p, p, p};
+      rope_.AnglesMrope(batch.mrope_pos.empty() ? same : batch.mrope_pos.data() + 3 * t,
+                        ws_.cos_sin.data() + t * cfg_.rope_dim);
+    }
+  } else {
+    for (int64_t t = 0; t < n_tok; ++t) rope_.Angles(ws_.pos[t], ws_.cos_sin.data() + t * cfg_.rope_dim);
+  }
   if (cfg_.sliding_window > 0)
     for (int64_t t = 0; t < n_tok; ++t) rope_local_.Angles(ws_.pos[t], ws_.cos_sin_local.data() + t * cfg_.rope_dim);
 

@@ -104,6 +104,7 @@ bool CpuBackend::SplitBySequences(const Batch& batch, float* logits, Status* sta
     L.batch.tokens = batch.tokens.subspan(t0, t1 - t0);
     if (!batch.embd.empty()) L.batch.embd = batch.embd.subspan(t0, t1 - t0);
     if (!batch.attn_end.empty()) L.batch.attn_end = batch.attn_end.subspan(t0, t1 - t0);
+    if (!batch.mrope_pos.empty()) L.batch.mrope_pos = batch.mrope_pos.subspan(3 * t0, 3 * (t1 - t0));
     L.batch.seqs = L.seqs;
     L.batch.logit_rows = L.rows;
   }

@@ -11,7 +11,20 @@ StatusOr<Rope> Rope::Create(const ModelConfig& c, std::span<const float> freq_fa
   LLM_ASSIGN_OR_RETURN(r.inv_freq_, RopeInvFreq(c, freq_factors, local));
   r.neox_ = c.rope_style == RopeStyle::kNeox;
   r.magnitude_ = RopeMagnitude(c, local);
+  r.sections_ = c.mrope_sections;
   return r;
+}
+
+void Rope::AnglesMrope(const int32_t* pos3, float* cos_sin) const {
+  const int32_t s0 = sections_[0], s1 = s0 + sections_[1], s2 = s1 + sections_[2];
+  const int32_t sum = s2 + sections_[3];
+  for (size_t i = 0; i < inv_freq_.size(); ++i) {
+    const int32_t sector = sum > 0 ? static_cast<int32_t>(i % static_cast<size_t>(sum)) : 0;
+    const int32_t p = sector < s0 ? pos3[0] : sector < s1 ? pos3[1] : sector < s2 ? pos3[2] : 0;
+    const double a = static_cast<double>(p) * inv_freq_[i];
+    cos_sin[2 * i] = static_cast<float>(std::cos(a) * magnitude_);
+    cos_sin[2 * i + 1] = static_cast<float>(std::sin(a) * magnitude_);
+  }
 }
 
 void Rope::Angles(int64_t pos, float* cos_sin) const {

@@ -7,6 +7,7 @@
 //   adjacent: [a0 b0 a1 b1 a2 b2 ...]     neox: [a0 a1 a2 ... | b0 b1 b2 ...]
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,6 +29,10 @@ class Rope {
 
   // cos_sin: (n_pairs, 2) scratch for one position, filled here.
   void Angles(int64_t pos, float* cos_sin) const;
+  // M-RoPE (ModelConfig::mrope_sections): the angles of a token whose
+  // (t, h, w) positions are pos3; pair i takes the position of its section
+  // (i mod the sections' sum; the e section's position is 0).
+  void AnglesMrope(const int32_t* pos3, float* cos_sin) const;
   // Rotates every head of x (n_heads, head_dim) in place with `cos_sin`.
   void Apply(const float* cos_sin, float* x, int32_t n_heads, int32_t head_dim) const;
 
@@ -35,6 +40,7 @@ class Rope {
   std::vector<double> inv_freq_;  // (rope_dim / 2)
   double magnitude_ = 1.0;        // cos and sin scaled by it (YaRN)
   bool neox_ = false;
+  std::array<int32_t, 4> sections_{};  // all 0 unless M-RoPE
 };
 
 }  // namespace llm::cpu

@@ -492,8 +492,9 @@ Status CudaBackend::Reserve(int64_t n_tok, int64_t n_out, int64_t n_meta) {
 }
 
 Status CudaBackend::Validate(const Batch& batch, const float* logits, bool need_logits) {
-  if (!batch.embd.empty() || !batch.attn_end.empty())
-    return Unsupported("CUDA backend: image inputs (embedding rows, bidirectional spans) run on the CPU backend only");
+  if (!batch.embd.empty() || !batch.attn_end.empty() || !batch.mrope_pos.empty())
+    return Unsupported("CUDA backend: image inputs (embedding rows, bidirectional spans, M-RoPE positions) run on "
+                       "the CPU backend only");
   const BatchLimits limits{cfg_.n_vocab, capacity_, kv_.block_size, n_blocks_};
   LLM_ASSIGN_OR_RETURN(const BatchExtent e, CheckBatch(batch, !need_logits || logits != nullptr, limits, &tok_seq_));
   return LayOutMetadata(batch, e);
