@@ -651,6 +651,7 @@ struct AttnCase {
   std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
   int window = 0;        // > 0: sliding window (keys pos - window + 1 .. pos)
   float softcap = 0.0f;  // > 0: scores capped (Gemma 2)
+  std::vector<float> sinks;  // (Hq) attention-sink logits (gpt-oss); empty: none
 };
 
 std::string Describe(const AttnCase& c) {
@@ -659,6 +660,7 @@ std::string Describe(const AttnCase& c) {
   for (auto [p, n] : c.seqs) s += " (" + std::to_string(p) + "+" + std::to_string(n) + ")";
   if (c.window > 0) s += " window " + std::to_string(c.window);
   if (c.softcap > 0) s += " softcap " + std::to_string(c.softcap);
+  if (!c.sinks.empty()) s += " sinks";
   return s;
 }
 
@@ -707,6 +709,9 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
   std::shuffle(items.begin(), items.end(), rng);  // any order of query rows
   d_items.Upload(items);
   const PagedKv kv = b.View(d_pool.get());
+  Dev<float> d_sinks(std::max<size_t>(c.sinks.size(), 1));
+  if (!c.sinks.empty()) d_sinks.Upload(c.sinks);
+  const float* sinks = c.sinks.empty() ? nullptr : d_sinks.get();
 
   if (kind != 3) {
     DecodeAttnParams p;
@@ -725,6 +730,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
     p.scale = scale;
     p.window = c.window;
     p.softcap = c.softcap;
+    p.sinks = sinks;
     int max_keys = 0;
     for (auto [past, n] : c.seqs) max_keys = std::max(max_keys, past + n);
     const int32_t slots = kind == 1 ? b.n_tok : 4096;
@@ -760,6 +766,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
     p.scale = scale;
     p.window = c.window;
     p.softcap = c.softcap;
+    p.sinks = sinks;
     LAUNCH_OK(LaunchPrefillAttention(p, 0));
   }
   std::vector<B16> out = d_out.Download();
@@ -791,7 +798,10 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
         if (c.softcap > 0) sc[j] = c.softcap * std::tanh(sc[j] / c.softcap);
         mx = std::max(mx, sc[j]);
       }
-      double sum = 0;
+      // A sink: one more term of the denominator (no value), the max over it too.
+      const bool sink = !c.sinks.empty();
+      if (sink) mx = std::max(mx, static_cast<double>(c.sinks[h]));
+      double sum = sink ? std::exp(c.sinks[h] - mx) : 0.0;
       for (int j = lo; j <= pos; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
       for (int d = 0; d < c.hd; ++d) {
         double acc = 0;
@@ -879,6 +889,42 @@ TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
       }
       RunAttention(AttnCase{8, 1, 256, 16, decode, window, cap}, 0, rng_);
     }
+}
+
+// Attention sinks (gpt-oss): a logit per query head in its softmax's
+// denominator, the max taken over it too. Both kernels, every decode launch
+// shape (one split, planned, as many as possible, device-side splits: the
+// combine kernel adds the sink), GQA groups of 1, 4 and 8, with windows
+// and soft-caps (the sink itself is not capped). The sinks span the
+// scores' range (about N(0, 1) here) and beyond: one far above every score
+// (the output shrinks to ~e^-9 of itself: a sink left out of the max would
+// overflow nothing but one added to the numerator would show) and one far
+// below (no effect).
+TEST_F(CudaKernels, AttentionSinks) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {100, 1}, {1000, 1}, {37, 5}};
+  const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 65}, {16, 100}, {200, 130}};
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  auto sinks = [&](int n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng_);
+    v[0] = 9.0f;
+    if (n > 1) v[n - 1] = -30.0f;
+    return v;
+  };
+  for (int rep : {1, 4, 8})
+    for (int hd : {64, 128}) {
+      const int hq = 2 * rep;
+      for (int kind : {0, 1, 2, 4, 5}) RunAttention(AttnCase{hq, 2, hd, 16, decode, 0, 0.0f, sinks(hq)}, kind, rng_);
+      RunAttention(AttnCase{hq, 2, hd, 16, ragged, 0, 0.0f, sinks(hq)}, 3, rng_);
+    }
+  // windows and soft-caps; head_dim 256 and a scalar-load head_dim (decode)
+  RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 1.5f, sinks(8)}, 0, rng_);
+  RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 0.0f, sinks(8)}, 4, rng_);
+  RunAttention(AttnCase{8, 2, 64, 16, ragged, 17, 1.5f, sinks(8)}, 3, rng_);
+  RunAttention(AttnCase{8, 2, 128, 16, ragged, 120, 0.0f, sinks(8)}, 3, rng_);
+  RunAttention(AttnCase{8, 1, 256, 16, decode, 0, 0.0f, sinks(8)}, 2, rng_);
+  RunAttention(AttnCase{6, 3, 18, 16, decode, 0, 0.0f, sinks(6)}, 1, rng_);
 }
 
 // The KV cache types (llm_ctx_params.kv_type) on CUDA: F16, Q8_0 and Q4_0
