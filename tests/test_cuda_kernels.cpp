@@ -36,6 +36,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "rope_kv.cuh"
 #include "sampling.cuh"
 #include "silu_mul.cuh"
+#include "add_bias.cuh"
 #include "random_fill.cuh"
 #include "softcap.cuh"
 #include "sample/sampler.h"
@@ -230,6 +231,66 @@ TEST_F(CudaKernels, SiluMul) {
       got.push_back(F(out[t * Fd + f]));
     }
   EXPECT_LT(RelL2(got, ref), 1e-2);
+}
+
+// gpt-oss's clamped SwiGLU over an MoE's permuted rows (LaunchSwigluOai):
+// row r's gate/up biases are expert pick_expert[order[r]]'s; gate and up
+// drawn over +-12 so both clamps (gate above 7, up beyond +-7) are hit.
+// Reference in double, the CPU backend's formula (cpu/moe.cpp). Then
+// gpt-oss's output bias (LaunchAddBias).
+TEST_F(CudaKernels, SwigluOaiAndAddBias) {
+  SCOPED_TRACE(Seed());
+  const int R = 23, Fd = 96, NE = 5;
+  std::vector<float> gu = RandomF32(static_cast<size_t>(R) * 2 * Fd, 12.0f);
+  std::vector<float> bg = RandomF32(static_cast<size_t>(NE) * Fd, 2.0f), bu = RandomF32(static_cast<size_t>(NE) * Fd, 2.0f);
+  std::vector<int32_t> pick(R), order(R);
+  for (int i = 0; i < R; ++i) pick[i] = static_cast<int32_t>(rng_() % NE);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng_);
+  Dev<float> d_gu(gu.size()), d_bg(bg.size()), d_bu(bu.size());
+  Dev<int32_t> d_pick(R), d_order(R);
+  Dev<B16> d_out(static_cast<size_t>(R) * Fd);
+  d_gu.Upload(gu);
+  d_bg.Upload(bg);
+  d_bu.Upload(bu);
+  d_pick.Upload(pick);
+  d_order.Upload(order);
+  int clamped_g = 0, clamped_u = 0;
+  for (bool biased : {true, false}) {
+    LAUNCH_OK(LaunchSwigluOai(d_gu.get(), R, Fd, biased ? d_bg.get() : nullptr, biased ? d_bu.get() : nullptr,
+                              biased ? d_order.get() : nullptr, biased ? d_pick.get() : nullptr, kSwigluOaiAlpha,
+                              kSwigluOaiLimit, reinterpret_cast<bf16*>(d_out.get()), 0));
+    std::vector<B16> out = d_out.Download();
+    std::vector<double> got, ref;
+    for (int r = 0; r < R; ++r)
+      for (int f = 0; f < Fd; ++f) {
+        const int e = pick[order[r]];
+        double g = gu[r * 2 * Fd + f] + (biased ? bg[e * Fd + f] : 0.0f);
+        double u = gu[r * 2 * Fd + Fd + f] + (biased ? bu[e * Fd + f] : 0.0f);
+        clamped_g += g > kSwigluOaiLimit;
+        clamped_u += std::fabs(u) > kSwigluOaiLimit;
+        g = std::min<double>(g, kSwigluOaiLimit);
+        u = std::clamp<double>(u, -kSwigluOaiLimit, kSwigluOaiLimit);
+        ref.push_back(g / (1.0 + std::exp(-kSwigluOaiAlpha * g)) * (u + 1.0));
+        got.push_back(F(out[r * Fd + f]));
+      }
+    EXPECT_LT(RelL2(got, ref), 1e-2) << (biased ? "with biases" : "without biases");
+  }
+  EXPECT_GT(clamped_g, R * Fd / 10);
+  EXPECT_GT(clamped_u, R * Fd / 10);
+  // biases half given: refused
+  EXPECT_EQ(LaunchSwigluOai(d_gu.get(), R, Fd, d_bg.get(), nullptr, d_order.get(), d_pick.get(), kSwigluOaiAlpha,
+                            kSwigluOaiLimit, reinterpret_cast<bf16*>(d_out.get()), 0),
+            cudaErrorInvalidValue);
+
+  std::vector<float> y = RandomF32(static_cast<size_t>(R) * Fd, 3.0f), b = RandomF32(Fd, 3.0f);
+  Dev<float> d_y(y.size()), d_b(b.size());
+  d_y.Upload(y);
+  d_b.Upload(b);
+  LAUNCH_OK(LaunchAddBias(d_y.get(), d_b.get(), R, Fd, 0));
+  const std::vector<float> yb = d_y.Download();
+  for (int r = 0; r < R; ++r)
+    for (int f = 0; f < Fd; ++f) ASSERT_EQ(yb[r * Fd + f], y[r * Fd + f] + b[f]) << r << " " << f;
 }
 
 // ================================================================ family elementwise ops
