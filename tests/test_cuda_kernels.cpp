@@ -953,9 +953,9 @@ TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
 }
 
 // Attention sinks (gpt-oss): a logit per query head in its softmax's
-// denominator, the max taken over it too. Both kernels, every decode launch
-// shape (one split, planned, as many as possible, device-side splits: the
-// combine kernel adds the sink), GQA groups of 1, 4 and 8, with windows
+// denominator, the max taken over it too. Both kernels, the decode launch
+// shapes (one split, as many as possible, device-side splits: the combine
+// kernel adds the sink), GQA groups of 1, 4 and 8, with windows
 // and soft-caps (the sink itself is not capped). The sinks span the
 // scores' range (about N(0, 1) here) and beyond: one far above every score
 // (the output shrinks to ~e^-9 of itself: a sink left out of the max would
@@ -973,12 +973,13 @@ TEST_F(CudaKernels, AttentionSinks) {
     if (n > 1) v[n - 1] = -30.0f;
     return v;
   };
-  for (int rep : {1, 4, 8})
-    for (int hd : {64, 128}) {
-      const int hq = 2 * rep;
-      for (int kind : {0, 1, 2, 4, 5}) RunAttention(AttnCase{hq, 2, hd, 16, decode, 0, 0.0f, sinks(hq)}, kind, rng_);
-      RunAttention(AttnCase{hq, 2, hd, 16, ragged, 0, 0.0f, sinks(hq)}, 3, rng_);
-    }
+  // (rep, head_dim): a short sweep (CI time: the other attention tests sweep
+  // the shapes; the sink only touches the normalisation)
+  for (auto [rep, hd] : {std::pair{1, 64}, std::pair{4, 128}, std::pair{8, 64}}) {
+    const int hq = 2 * rep;
+    for (int kind : {1, 2, 5}) RunAttention(AttnCase{hq, 2, hd, 16, decode, 0, 0.0f, sinks(hq)}, kind, rng_);
+    RunAttention(AttnCase{hq, 2, hd, 16, ragged, 0, 0.0f, sinks(hq)}, 3, rng_);
+  }
   // windows and soft-caps; head_dim 256 and a scalar-load head_dim (decode)
   RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 1.5f, sinks(8)}, 0, rng_);
   RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 0.0f, sinks(8)}, 4, rng_);
