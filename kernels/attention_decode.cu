@@ -194,8 +194,16 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
     if (idx < n_out) {
       const int32_t h = idx / hd, d = idx % hd, hq = g * n_rep + h;
       if (p.n_splits == 1) {
-        const float l = sL[h];
-        p.out[(static_cast<int64_t>(t) * p.n_head + hq) * hd + d] = __float2bfloat16_rn(l > 0.0f ? o[i] / l : 0.0f);
+        // With a sink: the max over scores and sink is the reference, the
+        // sink's term joins the sum only.
+        float l = sL[h], a = 1.0f;
+        if (p.sinks != nullptr) {
+          const float s2 = p.sinks[hq] * dev::kLog2e, m = fmaxf(sM[h], s2);
+          a = exp2f(sM[h] - m);
+          l = l * a + exp2f(s2 - m);
+        }
+        p.out[(static_cast<int64_t>(t) * p.n_head + hq) * hd + d] =
+            __float2bfloat16_rn(l > 0.0f ? o[i] * a / l : 0.0f);
       } else {
         const int64_t slot = (static_cast<int64_t>(item) * p.n_head + hq) * p.n_splits + split;
         ws_o[slot * hd + d] = o[i];
@@ -211,7 +219,8 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
   }
 }
 
-// One CTA per (item, query head): out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s.
+// One CTA per (item, query head): out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s
+// [+ 2^(sink - M) in the denominator, M also over the sink].
 __global__ void DecodeCombineKernel(DecodeAttnParams p, const float* __restrict__ ws_o,
                                     const float* __restrict__ ws_ml) {
   const int32_t item = blockIdx.x / p.n_head, hq = blockIdx.x % p.n_head;
@@ -220,7 +229,9 @@ __global__ void DecodeCombineKernel(DecodeAttnParams p, const float* __restrict_
   float m = dev::kNegInf;
   for (int32_t s = 0; s < p.n_splits; ++s)
     if (ws_ml[(base + s) * 2 + 1] > 0.0f) m = fmaxf(m, ws_ml[(base + s) * 2]);
-  float l = 0.0f;
+  const float s2 = p.sinks != nullptr ? p.sinks[hq] * dev::kLog2e : dev::kNegInf;
+  m = fmaxf(m, s2);
+  float l = p.sinks != nullptr ? exp2f(s2 - m) : 0.0f;
   for (int32_t s = 0; s < p.n_splits; ++s) {
     const float ls = ws_ml[(base + s) * 2 + 1];
     if (ls > 0.0f) l += ls * exp2f(ws_ml[(base + s) * 2] - m);

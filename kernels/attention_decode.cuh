@@ -35,6 +35,10 @@ struct DecodeAttnParams {
   float scale = 0.0f;                 // usually 1 / sqrt(head_dim)
   int32_t window = 0;                 // > 0: a query at position p sees keys p - window + 1 .. p only
   float softcap = 0.0f;               // > 0: scaled scores s -> softcap * tanh(s / softcap) (Gemma 2)
+  // (n_head) F32 attention-sink logits (gpt-oss) or nullptr: head h's
+  // softmax has e^(sinks[h] - m) added to its denominator, no value behind
+  // it, m the max over the scores and the sink (not soft-capped).
+  const float* sinks = nullptr;
   int32_t n_splits = 1;               // from PlanDecodeAttention
   int32_t keys_per_split = 0;         // multiple of DecodeKeyTile(head_dim); ignored when dynamic_split
   // 1: each item divides its own keys (tok_pos[t] + 1) over the n_splits in

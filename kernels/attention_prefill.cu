@@ -162,7 +162,15 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+  float a0 = 1.0f, a1 = 1.0f;  // with a sink: its term joins the sum, the max also over it
+  if (p.sinks != nullptr) {
+    const float s2 = p.sinks[hq] * dev::kLog2e, mm0 = fmaxf(m0, s2), mm1 = fmaxf(m1, s2);
+    a0 = exp2f(m0 - mm0);
+    a1 = exp2f(m1 - mm1);
+    l0 = l0 * a0 + exp2f(s2 - mm0);
+    l1 = l1 * a1 + exp2f(s2 - mm1);
+  }
+  const float inv0 = l0 > 0.0f ? a0 / l0 : 0.0f, inv1 = l1 > 0.0f ? a1 / l1 : 0.0f;
   if (r0 < n_q) {
     bf16* dst = p.out + (static_cast<int64_t>(s.first + w.q0 + r0) * p.n_head + hq) * HD + 2 * c4;
 #pragma unroll

@@ -36,6 +36,7 @@ struct PrefillAttnParams {
   float scale = 0.0f;
   int32_t window = 0;               // > 0: a query at position p sees keys p - window + 1 .. p only
   float softcap = 0.0f;             // > 0: scaled scores s -> softcap * tanh(s / softcap) (Gemma 2)
+  const float* sinks = nullptr;     // (n_head) F32 attention-sink logits or nullptr (DecodeAttnParams::sinks)
 };
 
 bool PrefillAttentionSupports(int32_t head_dim);

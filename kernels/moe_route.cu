@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kRouteThreads) MoeRouteKernel(MoeRouteParams p
     float s = 0.0f;
     for (int32_t d = lane; d < E; d += 32) s += xs[d] * wr[d];
     s = dev::WarpSum(s);
-    if (lane == 0) prob[e] = s;
+    if (lane == 0) prob[e] = p.router_bias != nullptr ? s + p.router_bias[e] : s;
   }
   // ---- qwen2moe's shared-expert scale
   if (p.shexp_gate != nullptr) {
@@ -54,23 +54,29 @@ __global__ void __launch_bounds__(kRouteThreads) MoeRouteKernel(MoeRouteParams p
   if (warp != 0) return;
 
   // ---- softmax and top-k in warp 0; lane l owns experts l, l + 32, ...
-  float m = dev::kNegInf;
-  for (int32_t e = lane; e < NE; e += 32) m = fmaxf(m, prob[e]);
-  m = dev::WarpMax(m);
-  float sum = 0.0f;
-  for (int32_t e = lane; e < NE; e += 32) {
-    const float v = expf(prob[e] - m);
-    prob[e] = v;
-    sum += v;
+  // softmax_topk: the top k of the logits themselves (taken ones marked
+  // -inf), the softmax over the chosen after.
+  const bool topk_first = p.softmax_topk != 0;
+  const float taken = topk_first ? dev::kNegInf : -1.0f;
+  if (!topk_first) {
+    float m = dev::kNegInf;
+    for (int32_t e = lane; e < NE; e += 32) m = fmaxf(m, prob[e]);
+    m = dev::WarpMax(m);
+    float sum = 0.0f;
+    for (int32_t e = lane; e < NE; e += 32) {
+      const float v = expf(prob[e] - m);
+      prob[e] = v;
+      sum += v;
+    }
+    sum = dev::WarpSum(sum);
+    for (int32_t e = lane; e < NE; e += 32) prob[e] /= sum;
   }
-  sum = dev::WarpSum(sum);
-  for (int32_t e = lane; e < NE; e += 32) prob[e] /= sum;
   float chosen = 0.0f;
   int32_t* out_e = p.pick_expert + t * p.k;
   float* out_w = p.pick_weight + t * p.k;
   for (int32_t j = 0; j < p.k; ++j) {
     // The lane's best untaken expert (taken ones are marked -1; p >= 0).
-    float bv = -1.0f;
+    float bv = taken;
     int32_t be = 0x7fffffff;
     for (int32_t e = lane; e < NE; e += 32)
       if (prob[e] > bv) {
@@ -95,11 +101,17 @@ __global__ void __launch_bounds__(kRouteThreads) MoeRouteKernel(MoeRouteParams p
       out_e[j] = be;
       out_w[j] = bv;
     }
-    if (be % 32 == lane) prob[be] = -1.0f;  // its owner marks it
+    if (be % 32 == lane) prob[be] = taken;  // its owner marks it
     __syncwarp();
   }
-  if (lane == 0 && p.renorm)
+  if (lane == 0 && topk_first) {  // the chosen logits' softmax; the first pick's is their max
+    const float m0 = out_w[0];
+    float sum = 0.0f;
+    for (int32_t j = 0; j < p.k; ++j) sum += out_w[j] = expf(out_w[j] - m0);
+    for (int32_t j = 0; j < p.k; ++j) out_w[j] /= sum;
+  } else if (lane == 0 && p.renorm) {
     for (int32_t j = 0; j < p.k; ++j) out_w[j] /= chosen;
+  }
 }
 
 // Dynamic shared memory: count (n_expert) | cursor (n_expert) | n_items (1).
@@ -146,7 +158,13 @@ __global__ void __launch_bounds__(kCombineThreads) MoeCombineKernel(MoeCombinePa
   const float s = p.shared ? p.shexp_scale[t] : 0.0f;
   for (int32_t d = threadIdx.x; d < E; d += kCombineThreads) {
     float acc = 0.0f;
-    for (int32_t j = 0; j < K; ++j) acc += w[j] * p.y[static_cast<int64_t>(slot[j]) * E + d];
+    if (p.down_bias != nullptr) {
+      const int32_t* ex = p.pick_expert + t * K;
+      for (int32_t j = 0; j < K; ++j)
+        acc += w[j] * (p.y[static_cast<int64_t>(slot[j]) * E + d] + p.down_bias[static_cast<int64_t>(ex[j]) * E + d]);
+    } else {
+      for (int32_t j = 0; j < K; ++j) acc += w[j] * p.y[static_cast<int64_t>(slot[j]) * E + d];
+    }
     if (p.shared) acc += s * p.shared[t * E + d];
     p.out[t * E + d] = acc;
   }
@@ -182,7 +200,8 @@ cudaError_t LaunchMoeGroup(const MoeGroupParams& p, cudaStream_t stream) {
 
 cudaError_t LaunchMoeCombine(const MoeCombineParams& p, cudaStream_t stream) {
   if (p.n_tok < 0 || p.n_embd <= 0 || p.k < 1 || p.y == nullptr || p.slot == nullptr || p.pick_weight == nullptr ||
-      p.out == nullptr || (p.shared != nullptr && p.shexp_scale == nullptr))
+      p.out == nullptr || (p.shared != nullptr && p.shexp_scale == nullptr) ||
+      ((p.down_bias == nullptr) != (p.pick_expert == nullptr)))
     return cudaErrorInvalidValue;
   if (p.n_tok == 0) return cudaSuccess;
   LLM_LAUNCH(MoeCombineKernel, static_cast<unsigned>(p.n_tok), kCombineThreads, 0, stream, p);

@@ -6,10 +6,12 @@
 //            p = softmax(xn · Wrouterᵀ); the k largest (ties to the lower
 //            expert); w = p / Σ p over the chosen (or p, not renormalised);
 //            [qwen2moe: s = sigmoid(xn · g), the shared expert's scale]
+//            [gpt-oss: l = xn · Wrouterᵀ + b; the k largest l; w = softmax
+//            over those k (softmax_topk)]
 //   group:   picks t*k + j sorted by expert into `order` (the permuted rows
 //            the expert products run over), `slot` its inverse, and work
 //            items (expert, first permuted row, rows <= tile) for them
-//   combine: out[t] = Σ_j w[t,j] · y[slot[t*k+j]]  [+ s[t] · shared[t]]
+//   combine: out[t] = Σ_j w[t,j] · (y[slot[t*k+j]] [+ bd[e(t,j)]])  [+ s[t] · shared[t]]
 //
 // Every launch's shape depends on n_tok, k and the expert count alone, never
 // on the routing, so a decode step's graph replays it whatever the tokens
@@ -43,6 +45,10 @@ struct MoeRouteParams {
   const float* shexp_gate = nullptr;  // (n_embd) or NULL: no shared expert
   int32_t n_tok = 0, n_embd = 0, n_expert = 0, k = 0;
   int32_t renorm = 1;               // chosen weights divided by their sum
+  const float* router_bias = nullptr;  // (n_expert) added to the logits, or NULL (gpt-oss)
+  // 1 (gpt-oss): the top k of the raw (biased) logits, weighted by the
+  // softmax over those k alone; renorm is then ignored.
+  int32_t softmax_topk = 0;
   int32_t* pick_expert = nullptr;   // (n_tok, k) out
   float* pick_weight = nullptr;     // (n_tok, k) out
   float* shexp_scale = nullptr;     // (n_tok) out, with shexp_gate
@@ -73,6 +79,10 @@ struct MoeCombineParams {
   const float* pick_weight = nullptr;  // (n_tok * k)
   const float* shared = nullptr;       // (n_tok, n_embd) or NULL
   const float* shexp_scale = nullptr;  // (n_tok), with shared
+  // (n_expert, n_embd) the experts' down biases (gpt-oss) and (n_tok * k)
+  // the picks' experts, or both NULL
+  const float* down_bias = nullptr;
+  const int32_t* pick_expert = nullptr;
   int32_t n_tok = 0, n_embd = 0, k = 0;
   float* out = nullptr;                // (n_tok, n_embd) written
 };

@@ -36,6 +36,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include "rope_kv.cuh"
 #include "sampling.cuh"
 #include "silu_mul.cuh"
+#include "add_bias.cuh"
 #include "random_fill.cuh"
 #include "softcap.cuh"
 #include "sample/sampler.h"
@@ -230,6 +231,66 @@ TEST_F(CudaKernels, SiluMul) {
       got.push_back(F(out[t * Fd + f]));
     }
   EXPECT_LT(RelL2(got, ref), 1e-2);
+}
+
+// gpt-oss's clamped SwiGLU over an MoE's permuted rows (LaunchSwigluOai):
+// row r's gate/up biases are expert pick_expert[order[r]]'s; gate and up
+// drawn over +-12 so both clamps (gate above 7, up beyond +-7) are hit.
+// Reference in double, the CPU backend's formula (cpu/moe.cpp). Then
+// gpt-oss's output bias (LaunchAddBias).
+TEST_F(CudaKernels, SwigluOaiAndAddBias) {
+  SCOPED_TRACE(Seed());
+  const int R = 23, Fd = 96, NE = 5;
+  std::vector<float> gu = RandomF32(static_cast<size_t>(R) * 2 * Fd, 12.0f);
+  std::vector<float> bg = RandomF32(static_cast<size_t>(NE) * Fd, 2.0f), bu = RandomF32(static_cast<size_t>(NE) * Fd, 2.0f);
+  std::vector<int32_t> pick(R), order(R);
+  for (int i = 0; i < R; ++i) pick[i] = static_cast<int32_t>(rng_() % NE);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng_);
+  Dev<float> d_gu(gu.size()), d_bg(bg.size()), d_bu(bu.size());
+  Dev<int32_t> d_pick(R), d_order(R);
+  Dev<B16> d_out(static_cast<size_t>(R) * Fd);
+  d_gu.Upload(gu);
+  d_bg.Upload(bg);
+  d_bu.Upload(bu);
+  d_pick.Upload(pick);
+  d_order.Upload(order);
+  int clamped_g = 0, clamped_u = 0;
+  for (bool biased : {true, false}) {
+    LAUNCH_OK(LaunchSwigluOai(d_gu.get(), R, Fd, biased ? d_bg.get() : nullptr, biased ? d_bu.get() : nullptr,
+                              biased ? d_order.get() : nullptr, biased ? d_pick.get() : nullptr, kSwigluOaiAlpha,
+                              kSwigluOaiLimit, reinterpret_cast<bf16*>(d_out.get()), 0));
+    std::vector<B16> out = d_out.Download();
+    std::vector<double> got, ref;
+    for (int r = 0; r < R; ++r)
+      for (int f = 0; f < Fd; ++f) {
+        const int e = pick[order[r]];
+        double g = gu[r * 2 * Fd + f] + (biased ? bg[e * Fd + f] : 0.0f);
+        double u = gu[r * 2 * Fd + Fd + f] + (biased ? bu[e * Fd + f] : 0.0f);
+        clamped_g += g > kSwigluOaiLimit;
+        clamped_u += std::fabs(u) > kSwigluOaiLimit;
+        g = std::min<double>(g, kSwigluOaiLimit);
+        u = std::clamp<double>(u, -kSwigluOaiLimit, kSwigluOaiLimit);
+        ref.push_back(g / (1.0 + std::exp(-kSwigluOaiAlpha * g)) * (u + 1.0));
+        got.push_back(F(out[r * Fd + f]));
+      }
+    EXPECT_LT(RelL2(got, ref), 1e-2) << (biased ? "with biases" : "without biases");
+  }
+  EXPECT_GT(clamped_g, R * Fd / 10);
+  EXPECT_GT(clamped_u, R * Fd / 10);
+  // biases half given: refused
+  EXPECT_EQ(LaunchSwigluOai(d_gu.get(), R, Fd, d_bg.get(), nullptr, d_order.get(), d_pick.get(), kSwigluOaiAlpha,
+                            kSwigluOaiLimit, reinterpret_cast<bf16*>(d_out.get()), 0),
+            cudaErrorInvalidValue);
+
+  std::vector<float> y = RandomF32(static_cast<size_t>(R) * Fd, 3.0f), b = RandomF32(Fd, 3.0f);
+  Dev<float> d_y(y.size()), d_b(b.size());
+  d_y.Upload(y);
+  d_b.Upload(b);
+  LAUNCH_OK(LaunchAddBias(d_y.get(), d_b.get(), R, Fd, 0));
+  const std::vector<float> yb = d_y.Download();
+  for (int r = 0; r < R; ++r)
+    for (int f = 0; f < Fd; ++f) ASSERT_EQ(yb[r * Fd + f], y[r * Fd + f] + b[f]) << r << " " << f;
 }
 
 // ================================================================ family elementwise ops
@@ -651,6 +712,7 @@ struct AttnCase {
   std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
   int window = 0;        // > 0: sliding window (keys pos - window + 1 .. pos)
   float softcap = 0.0f;  // > 0: scores capped (Gemma 2)
+  std::vector<float> sinks;  // (Hq) attention-sink logits (gpt-oss); empty: none
 };
 
 std::string Describe(const AttnCase& c) {
@@ -659,6 +721,7 @@ std::string Describe(const AttnCase& c) {
   for (auto [p, n] : c.seqs) s += " (" + std::to_string(p) + "+" + std::to_string(n) + ")";
   if (c.window > 0) s += " window " + std::to_string(c.window);
   if (c.softcap > 0) s += " softcap " + std::to_string(c.softcap);
+  if (!c.sinks.empty()) s += " sinks";
   return s;
 }
 
@@ -707,6 +770,9 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
   std::shuffle(items.begin(), items.end(), rng);  // any order of query rows
   d_items.Upload(items);
   const PagedKv kv = b.View(d_pool.get());
+  Dev<float> d_sinks(std::max<size_t>(c.sinks.size(), 1));
+  if (!c.sinks.empty()) d_sinks.Upload(c.sinks);
+  const float* sinks = c.sinks.empty() ? nullptr : d_sinks.get();
 
   if (kind != 3) {
     DecodeAttnParams p;
@@ -725,6 +791,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
     p.scale = scale;
     p.window = c.window;
     p.softcap = c.softcap;
+    p.sinks = sinks;
     int max_keys = 0;
     for (auto [past, n] : c.seqs) max_keys = std::max(max_keys, past + n);
     const int32_t slots = kind == 1 ? b.n_tok : 4096;
@@ -760,6 +827,7 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
     p.scale = scale;
     p.window = c.window;
     p.softcap = c.softcap;
+    p.sinks = sinks;
     LAUNCH_OK(LaunchPrefillAttention(p, 0));
   }
   std::vector<B16> out = d_out.Download();
@@ -791,7 +859,10 @@ void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t ele
         if (c.softcap > 0) sc[j] = c.softcap * std::tanh(sc[j] / c.softcap);
         mx = std::max(mx, sc[j]);
       }
-      double sum = 0;
+      // A sink: one more term of the denominator (no value), the max over it too.
+      const bool sink = !c.sinks.empty();
+      if (sink) mx = std::max(mx, static_cast<double>(c.sinks[h]));
+      double sum = sink ? std::exp(c.sinks[h] - mx) : 0.0;
       for (int j = lo; j <= pos; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
       for (int d = 0; d < c.hd; ++d) {
         double acc = 0;
@@ -879,6 +950,43 @@ TEST_F(CudaKernels, AttentionSlidingWindowAndSoftcap) {
       }
       RunAttention(AttnCase{8, 1, 256, 16, decode, window, cap}, 0, rng_);
     }
+}
+
+// Attention sinks (gpt-oss): a logit per query head in its softmax's
+// denominator, the max taken over it too. Both kernels, the decode launch
+// shapes (one split, as many as possible, device-side splits: the combine
+// kernel adds the sink), GQA groups of 1, 4 and 8, with windows
+// and soft-caps (the sink itself is not capped). The sinks span the
+// scores' range (about N(0, 1) here) and beyond: one far above every score
+// (the output shrinks to ~e^-9 of itself: a sink left out of the max would
+// overflow nothing but one added to the numerator would show) and one far
+// below (no effect).
+TEST_F(CudaKernels, AttentionSinks) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {100, 1}, {1000, 1}, {37, 5}};
+  const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 65}, {16, 100}, {200, 130}};
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  auto sinks = [&](int n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng_);
+    v[0] = 9.0f;
+    if (n > 1) v[n - 1] = -30.0f;
+    return v;
+  };
+  // (rep, head_dim): a short sweep (CI time: the other attention tests sweep
+  // the shapes; the sink only touches the normalisation)
+  for (auto [rep, hd] : {std::pair{1, 64}, std::pair{4, 128}, std::pair{8, 64}}) {
+    const int hq = 2 * rep;
+    for (int kind : {1, 2, 5}) RunAttention(AttnCase{hq, 2, hd, 16, decode, 0, 0.0f, sinks(hq)}, kind, rng_);
+    RunAttention(AttnCase{hq, 2, hd, 16, ragged, 0, 0.0f, sinks(hq)}, 3, rng_);
+  }
+  // windows and soft-caps; head_dim 256 and a scalar-load head_dim (decode)
+  RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 1.5f, sinks(8)}, 0, rng_);
+  RunAttention(AttnCase{8, 2, 64, 16, decode, 17, 0.0f, sinks(8)}, 4, rng_);
+  RunAttention(AttnCase{8, 2, 64, 16, ragged, 17, 1.5f, sinks(8)}, 3, rng_);
+  RunAttention(AttnCase{8, 2, 128, 16, ragged, 120, 0.0f, sinks(8)}, 3, rng_);
+  RunAttention(AttnCase{8, 1, 256, 16, decode, 0, 0.0f, sinks(8)}, 2, rng_);
+  RunAttention(AttnCase{6, 3, 18, 16, decode, 0, 0.0f, sinks(6)}, 1, rng_);
 }
 
 // The KV cache types (llm_ctx_params.kv_type) on CUDA: F16, Q8_0 and Q4_0

@@ -39,8 +39,8 @@ MUTANTS = [
         "name": "moe-combine-unweighted",
         "what": "MoE combine: the chosen experts' outputs summed without their routing weights",
         "edits": [("kernels/moe_route.cu",
-                   "    for (int32_t j = 0; j < K; ++j) acc += w[j] * p.y[static_cast<int64_t>(slot[j]) * E + d];\n",
-                   "    for (int32_t j = 0; j < K; ++j) acc += p.y[static_cast<int64_t>(slot[j]) * E + d];\n")],
+                   "      for (int32_t j = 0; j < K; ++j) acc += w[j] * p.y[static_cast<int64_t>(slot[j]) * E + d];\n",
+                   "      for (int32_t j = 0; j < K; ++j) acc += p.y[static_cast<int64_t>(slot[j]) * E + d];\n")],
         "units": ["kernels/moe_route.cu"],
     },
     {
@@ -50,6 +50,58 @@ MUTANTS = [
                    "  const uint8_t* row = s.experts[e] + (r - (part ? w.part[0].rows : 0)) * s.row_bytes;\n",
                    "  const uint8_t* row = s.experts[e] + (r - (part ? w.part[0].rows - 1 : 0)) * s.row_bytes;\n")],
         "units": ["kernels/moe_matmul.cu"],
+    },
+    # gpt-oss (issue 32), caught by test_cuda_kernels' AttentionSinks (the
+    # sink in the numerator), SwigluOaiAndAddBias (the clamp: the tiny model's
+    # gate/up never reach the limit, so test_cuda_families misses it) and
+    # test_cuda_families' GptOss cases (all but the clamp)
+    {
+        "name": "sink-ignored",
+        "what": "gpt-oss: the attention sinks never reach the attention kernels",
+        "edits": [("src/backend/cuda/cuda_forward.cpp",
+                   "  const float* sinks = cfg_.attn_sinks ? layers_[layer].sinks.get<float>() : nullptr;  // gpt-oss\n",
+                   "  const float* sinks = nullptr;\n")],
+        "units": ["src/backend/cuda/cuda_forward.cpp"],
+    },
+    {
+        "name": "sink-in-numerator",
+        "what": "attention sinks: the sink's term added to the numerator of every output element too "
+                "(decode kernel's one-split write, the split combine and the prefill kernel)",
+        "edits": [("kernels/attention_decode.cu",
+                   "            __float2bfloat16_rn(l > 0.0f ? o[i] * a / l : 0.0f);\n",
+                   "            __float2bfloat16_rn(l > 0.0f ? (o[i] * a + (l - sL[h] * a)) / l : 0.0f);\n"),
+                  ("kernels/attention_decode.cu",
+                   "    p.out[(static_cast<int64_t>(t) * p.n_head + hq) * p.head_dim + d] = __float2bfloat16_rn(acc * inv);\n",
+                   "    p.out[(static_cast<int64_t>(t) * p.n_head + hq) * p.head_dim + d] =\n"
+                   "        __float2bfloat16_rn((acc + (p.sinks != nullptr ? exp2f(s2 - m) : 0.0f)) * inv);\n"),
+                  ("kernels/attention_prefill.cu",
+                   "    l0 = l0 * a0 + exp2f(s2 - mm0);\n",
+                   "    l0 = l0 * a0 + exp2f(s2 - mm0);\n    for (int dt = 0; dt < HD / 8; ++dt) o[dt][0] += exp2f(s2 - mm0) / a0;\n")],
+        "units": ["kernels/attention_decode.cu", "kernels/attention_prefill.cu"],
+    },
+    {
+        "name": "swiglu-oai-no-clamp",
+        "what": "gpt-oss experts: the clamped SwiGLU without its clamps (gate min, up clamp)",
+        "edits": [("kernels/silu_mul.cu",
+                   "    g = fminf(g, limit);\n    u = fminf(fmaxf(u, -limit), limit);\n",
+                   "\n")],
+        "units": ["kernels/silu_mul.cu"],
+    },
+    {
+        "name": "router-bias-missing",
+        "what": "gpt-oss router: ffn_gate_inp.bias not added to the logits",
+        "edits": [("kernels/moe_route.cu",
+                   "    if (lane == 0) prob[e] = p.router_bias != nullptr ? s + p.router_bias[e] : s;\n",
+                   "    if (lane == 0) prob[e] = s;\n")],
+        "units": ["kernels/moe_route.cu"],
+    },
+    {
+        "name": "output-bias-missing",
+        "what": "gpt-oss: attn_output.bias not added after the output projection",
+        "edits": [("src/backend/cuda/cuda_forward.cpp",
+                   "    if (cfg_.out_bias)\n      LLM_RETURN_IF_ERROR(\n",
+                   "    if (false)\n      LLM_RETURN_IF_ERROR(\n")],
+        "units": ["src/backend/cuda/cuda_forward.cpp"],
     },
     {
         "name": "missing-syncthreads",

@@ -7,11 +7,15 @@
 namespace llm {
 
 Status CudaSupportsModel(const ModelConfig& c) {
-  // gpt-oss's attention sinks, output bias and clamped-SwiGLU experts exist
-  // only in the CPU backend so far.
-  if (c.attn_sinks || c.out_bias || c.expert_bias || c.ffn_act == FfnActivation::kSwigluOai)
-    return Unsupported("the CUDA backend does not run gpt-oss's attention sinks, output biases and biased "
-                       "clamped-SwiGLU experts ('" + c.arch + "')");
+  // gpt-oss's clamped SwiGLU runs in its experts (cuda_moe.cpp) only, not in
+  // a dense FFN; its output bias is added before any post-attention norm,
+  // which no family the CPU runs combines with it.
+  if (c.ffn_act == FfnActivation::kSwigluOai && c.n_expert == 0)
+    return Unsupported("the CUDA backend runs the clamped SwiGLU (gpt-oss) in experts only, not in a dense FFN ('" +
+                       c.arch + "')");
+  if (c.out_bias && c.post_norms)
+    return Unsupported("the CUDA backend does not run an attention output bias together with post-norms ('" + c.arch +
+                       "')");
   // The per-sequence-context choice of LongRoPE factors (RopeFactorsFor) is
   // the CPU backend's alone so far.
   if (c.has_longrope)
@@ -37,6 +41,7 @@ Status CudaSupportsModel(const ModelConfig& c) {
     case ModelArch::kPhi3:    // fused QKV and gate/up (split into views at load), partial rotary
     case ModelArch::kQwen2Moe:  // experts (cuda_moe.cpp), weights not renormalised, a gated shared expert
     case ModelArch::kQwen3Moe:  // experts, per-head q/k norms
+    case ModelArch::kGptOss:    // sinks, q/k/v/o biases, biased router and clamped-SwiGLU experts, YaRN everywhere
       break;
     default:
       return Unsupported("the CUDA backend does not run the '" + c.arch + "' architecture");

@@ -60,7 +60,7 @@ StatusOr<int32_t> ChooseBackend(int32_t requested, int32_t override_kind) {
 }
 
 // The CUDA backend runs the decoder families (Llama, Mistral, Mixtral, Qwen2,
-// Qwen2-MoE, Qwen3, Qwen3-MoE, Phi-3, Gemma 2, Gemma 3); what it does not run
+// Qwen2-MoE, Qwen3, Qwen3-MoE, Phi-3, Gemma 2, Gemma 3, gpt-oss); what it does not run
 // (CudaSupportsModel says which feature: LongRoPE, encoders, embedding
 // models, M-RoPE today) runs on the CPU backend when the
 // caller left the choice to us (AUTO) and is refused for an explicit CUDA,

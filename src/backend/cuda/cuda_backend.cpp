@@ -202,11 +202,13 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
                "upload RoPE frequencies");
   rope_mag_ = RopeMagnitude(cfg_);
   if (cfg_.sliding_window > 0) {  // local layers' rotation: the CPU backend's rope_local_
-    LLM_ASSIGN_OR_RETURN(std::vector<double> local, RopeInvFreq(cfg_, freq_factors, /*local=*/true));
+    // gpt-oss's local layers rotate as its global ones (swa_rope_global: YaRN on every layer)
+    const bool own = !cfg_.swa_rope_global;
+    LLM_ASSIGN_OR_RETURN(std::vector<double> local, RopeInvFreq(cfg_, freq_factors, /*local=*/own));
     LLM_RETURN_IF_ERROR(inv_freq_local_.Allocate(local.size() * sizeof(double), "local RoPE frequencies"));
     LLM_CUDA_TRY(cudaMemcpy(inv_freq_local_.get(), local.data(), local.size() * sizeof(double), cudaMemcpyHostToDevice),
                  "upload local RoPE frequencies");
-    rope_mag_local_ = RopeMagnitude(cfg_, /*local=*/true);
+    rope_mag_local_ = RopeMagnitude(cfg_, /*local=*/own);
   }
   LLM_RETURN_IF_ERROR(dec_ws_.Allocate(DecodeAttnWorkspaceBytes(kDecodeSlots, cfg_.n_head, cfg_.head_dim),
                                        "decode attention workspace"));
@@ -288,6 +290,8 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
       LLM_RETURN_IF_ERROR(UploadNorm(L.q_norm, c.head_dim, &d.q_norm, p + "attn_q_norm"));
       LLM_RETURN_IF_ERROR(UploadNorm(L.k_norm, c.head_dim, &d.k_norm, p + "attn_k_norm"));
     }
+    if (c.attn_sinks) LLM_RETURN_IF_ERROR(UploadNorm(L.attn_sinks, c.n_head, &d.sinks, p + "attn_sinks"));
+    if (c.out_bias) LLM_RETURN_IF_ERROR(UploadNorm(L.bo, E, &d.bo, p + "attn_output.bias"));
     if (c.post_norms) {
       LLM_RETURN_IF_ERROR(UploadNorm(L.post_attn_norm, E, &d.post_attn, p + "post_attention_norm"));
       LLM_RETURN_IF_ERROR(UploadNorm(L.post_ffn_norm, E, &d.post_ffn, p + "post_ffw_norm"));
@@ -310,7 +314,8 @@ Status CudaBackend::UploadWeights(const ModelWeights& w) {
   for (const Layer& d : layers_) {
     weight_bytes_ += d.attn_norm.bytes() + d.ffn_norm.bytes() + d.wqkv.bytes() + d.wo.bytes() + d.wgu.bytes() +
                      d.wd.bytes() + d.bias.bytes() + d.q_norm.bytes() + d.k_norm.bytes() + d.post_attn.bytes() +
-                     d.post_ffn.bytes() + d.router.bytes() + d.exp_gate.bytes() + d.exp_up.bytes() +
+                     d.post_ffn.bytes() + d.sinks.bytes() + d.bo.bytes() + d.router.bytes() + d.router_b.bytes() +
+                     d.exp_bg.bytes() + d.exp_bu.bytes() + d.exp_bd.bytes() + d.exp_gate.bytes() + d.exp_up.bytes() +
                      d.exp_down.bytes() + d.shexp_gate_inp.bytes() + d.shexp_gu.bytes() + d.shexp_d.bytes();
     for (const DeviceMatrix* m : {&d.wqkv, &d.wo, &d.wgu, &d.wd, &d.shexp_gu, &d.shexp_d}) note(*m);
   }

@@ -159,7 +159,8 @@ class CudaBackend final : public Backend {
   // moe_y_).
   Status MoeRoute(int layer, int32_t n_tok);
   Status MoeExperts(int layer, int32_t n_tok, const ExpertMatrix& w_gu, const ExpertMatrix& w_d);
-  Status MoeSharedAndCombine(int layer, int32_t n_tok, int32_t k);
+  // host_summed: moe_y_ holds one row per token, its experts' Σ w·y (biases in).
+  Status MoeSharedAndCombine(int layer, int32_t n_tok, int32_t k, bool host_summed = false);
   // ---- experts in host memory (cuda_moe_host.cpp, moe_host.h)
   // Loads the host layers' experts and sizes the device expert cache.
   Status InitHostExperts(const ModelWeights& w);
@@ -286,8 +287,13 @@ class CudaBackend final : public Backend {
     DeviceBuffer k_norm;     // (head_dim) F32
     DeviceBuffer post_attn;  // (n_embd) F32                                   post_norms (Gemma 2/3)
     DeviceBuffer post_ffn;   // (n_embd) F32
+    DeviceBuffer sinks;      // (n_head) F32 attention-sink logits                attn_sinks (gpt-oss)
+    DeviceBuffer bo;         // (n_embd) F32 attn_output.bias                      out_bias (gpt-oss)
     // Mixture of Experts (n_expert > 0; wgu and wd empty):
     DeviceBuffer router;        // (n_expert, n_embd) F32
+    // expert_bias (gpt-oss): the router's (n_expert), the experts' gate and
+    // up (n_expert, n_ff_exp) and down (n_expert, n_embd) biases, F32
+    DeviceBuffer router_b, exp_bg, exp_bu, exp_bd;
     DeviceExperts exp_gate, exp_up, exp_down;  // n_expert x (n_ff_exp, n_embd), (n_embd, n_ff_exp)
     ExpertMatrix exp_gu{}, exp_d{};            // the kernels' views: [gate; up] and down
     DeviceBuffer shexp_gate_inp;  // (n_embd) F32                              qwen2moe's shared expert
@@ -377,6 +383,12 @@ class CudaBackend final : public Backend {
   // the cost model, and host staging of the CPU way
   std::vector<std::unique_ptr<HostExpertLayer>> host_experts_;
   std::vector<std::vector<float>> host_ffn_norm_;  // (n_embd) per host layer, F32
+  // expert_bias: per host layer, the experts' gate, up (n_expert * n_ff_exp)
+  // and down (n_expert * n_embd) biases, F32 (the CPU way's)
+  struct HostExpertBias {
+    std::vector<float> gate, up, down;
+  };
+  std::vector<HostExpertBias> host_exp_bias_;
   ExpertCache expert_cache_;
   HostMoeCost moe_cost_;
   MoeOffloadStats moe_stats_;

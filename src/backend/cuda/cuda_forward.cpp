@@ -6,14 +6,16 @@
 //   x = embed(tokens)                       [Gemma: * sqrt(n_embd)]
 //   for each layer:
 //     xn = rmsnorm(x += delta)              (delta: the previous sub-block's output; none before layer 0)
-//     qkv = xn·[Wq;Wk;Wv]ᵀ                  [Qwen2: + biases] [Gemma 3, Qwen3: q, k RMS-normed per head]
+//     qkv = xn·[Wq;Wk;Wv]ᵀ                  [Qwen2, gpt-oss: + biases] [Gemma 3, Qwen3: q, k RMS-normed per head]
 //     rope(q, k) ; store k, v in the pool   [local layers: their own RoPE base]
 //     att = attention(q, pool)              decode kernel (few queries) / tensor-core prefill kernel
 //                                           [local layers: a sliding window; Gemma 2: soft-capped scores]
-//     delta = att·Woᵀ                       [Gemma: delta = rmsnorm(delta)]
+//                                           [gpt-oss: a sink logit per head in each softmax's sum]
+//     delta = att·Woᵀ                       [gpt-oss: + bo] [Gemma: delta = rmsnorm(delta)]
 //     xn = rmsnorm(x += delta) ; gu = xn·[Wg;Wu]ᵀ ; h = act(g)*u ; delta = h·Wdᵀ
 //                                           (act: silu, Gemma: gelu) [Gemma: delta = rmsnorm(delta)]
-//                                           [MoE: delta = Σ_chosen w_e · expert_e(xn), cuda_moe.cpp]
+//                                           [MoE: delta = Σ_chosen w_e · expert_e(xn), cuda_moe.cpp;
+//                                            gpt-oss: biased router and experts, clamped SwiGLU]
 //   logits = rmsnorm(x[logit_rows] + delta[logit_rows]) · Woutᵀ   [soft-capped if the model says]  -> host
 //
 // Everything runs on one stream; Forward returns after the logits are on the host.
@@ -23,6 +25,7 @@
 #include <new>
 #include <string>
 
+#include "add_bias.cuh"
 #include "attention_decode.cuh"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/kv_rotation.h"
@@ -97,6 +100,7 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
   const float scale = cfg_.AttnScale();
   const int32_t window = cfg_.IsLocalLayer(layer) ? cfg_.sliding_window : 0;  // 0: every key
   const float softcap = cfg_.attn_logit_softcap;
+  const float* sinks = cfg_.attn_sinks ? layers_[layer].sinks.get<float>() : nullptr;  // gpt-oss
   if (v.n_dec > 0) {
     DecodeAttnParams p;
     p.q = q_.get<bf16>();
@@ -114,6 +118,7 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
     p.scale = scale;
     p.window = window;
     p.softcap = softcap;
+    p.sinks = sinks;
     p.n_splits = v.dec_splits;
     p.keys_per_split = v.dec_keys_per_split;
     p.dynamic_split = v.dec_dynamic;
@@ -135,6 +140,7 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
     p.scale = scale;
     p.window = window;
     p.softcap = softcap;
+    p.sinks = sinks;
     LLM_RETURN_IF_ERROR(Launched(LaunchPrefillAttention(p, stream_), "prefill attention", layer));
   }
   // A Q4_0 pool holds H v: each head's output comes back by H (kv_rotation.h).
@@ -212,6 +218,9 @@ Status CudaBackend::RunStep(const StepView& v) {
     if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
     LLM_RETURN_IF_ERROR(Attention(l, v));
     LLM_RETURN_IF_ERROR(MatMul(L.wo, att_.get<bf16>(), n, delta, "attn_output GEMM", l));
+    if (cfg_.out_bias)
+      LLM_RETURN_IF_ERROR(
+          Launched(LaunchAddBias(delta, L.bo.get<float>(), nt, cfg_.n_embd, stream_), "attn_output bias", l));
     if (cfg_.post_norms)
       LLM_RETURN_IF_ERROR(Launched(
           LaunchRmsNormInPlace(delta, L.post_attn.get<float>(), nt, cfg_.n_embd, cfg_.rms_eps, stream_),

@@ -1,14 +1,17 @@
 // Mixture-of-Experts layers on the GPU (Mixtral-style llama, qwen2moe,
-// qwen3moe), the CPU backend's MoeFeedForward (cpu/moe.cpp) on the device:
+// qwen3moe, gpt-oss), the CPU backend's MoeFeedForward (cpu/moe.cpp) on the
+// device:
 //
 //   route    one block per token: F32 rmsnorm of x, router logits, softmax,
 //            top-k, weights renormalised (qwen2moe: not) [shared-expert scale]
+//            [gpt-oss: biased logits, top-k of them, softmax over the k]
 //   group    one block: the n k picks sorted by expert, work items of <= tile rows
 //   gate/up  one launch over every routed expert: gu[r] = xn[token(r)] · [Wg_e; Wu_e]ᵀ
 //   act      h = silu(g) * u over the n k permuted rows
+//            [gpt-oss: the clamped SwiGLU of g + bg_e, u + bu_e]
 //   down     one launch: y[r] = h[r] · Wd_eᵀ
 //   [shared  qwen2moe: the shared expert's dense FFN on every token]
-//   combine  delta[t] = Σ_j w[t,j] · y[slot(t,j)]  [+ s[t] · shared[t]]
+//   combine  delta[t] = Σ_j w[t,j] · (y[slot(t,j)] [+ bd_e])  [+ s[t] · shared[t]]
 //
 // The experts' products read the weights in their file's block format (or
 // BF16), each routed expert's once per work item: the GEMV (items of <= 8
@@ -18,6 +21,7 @@
 // model's.
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/kernels.h"  // DequantizeRow
@@ -78,6 +82,22 @@ Status CudaBackend::UploadMoeLayer(const LayerWeights& L, const std::string& p, 
     LLM_RETURN_IF_ERROR(CheckWeightMatrix(L.exp_down[e], E, FE, x + "ffn_down_exps", "CUDA backend"));
   }
   LLM_RETURN_IF_ERROR(UploadF32(L.router, NE, E, &d->router, p + "ffn_gate_inp"));
+  if (c.expert_bias) {  // gpt-oss: the router's and every expert's biases, F32 (also for experts on the host:
+                        // the copy way runs these kernels)
+    WeightView rb = L.router_b;
+    if (rb.empty() || rb.rows * rb.cols != NE || (rb.rows != 1 && rb.cols != 1))
+      return InvalidArgument("CUDA backend: " + p + "ffn_gate_inp.bias missing or not of size " + std::to_string(NE));
+    rb.rows = 1;
+    rb.cols = NE;
+    LLM_RETURN_IF_ERROR(CheckWeightMatrix(rb, 1, NE, p + "ffn_gate_inp.bias", "CUDA backend"));
+    LLM_RETURN_IF_ERROR(UploadF32(rb, 1, NE, &d->router_b, p + "ffn_gate_inp.bias"));
+    for (auto [w, cols, out, name] : {std::tuple{&L.exp_gate_b, FE, &d->exp_bg, "ffn_gate_exps.bias"},
+                                      std::tuple{&L.exp_up_b, FE, &d->exp_bu, "ffn_up_exps.bias"},
+                                      std::tuple{&L.exp_down_b, E, &d->exp_bd, "ffn_down_exps.bias"}}) {
+      LLM_RETURN_IF_ERROR(CheckWeightMatrix(*w, NE, cols, p + name, "CUDA backend"));
+      LLM_RETURN_IF_ERROR(UploadF32(*w, NE, cols, out, p + name));
+    }
+  }
   if (experts_on_device) {  // else they stay in host memory (cuda_moe_host.cpp)
     LLM_RETURN_IF_ERROR(d->exp_gate.Upload(L.exp_gate, p + "ffn_gate_exps"));
     LLM_RETURN_IF_ERROR(d->exp_up.Upload(L.exp_up, p + "ffn_up_exps"));
@@ -132,6 +152,8 @@ Status CudaBackend::MoeRoute(int l, int32_t nt) {
   rp.n_expert = NE;
   rp.k = K;
   rp.renorm = cfg_.expert_weights_norm ? 1 : 0;
+  rp.router_bias = cfg_.expert_bias ? L.router_b.get<float>() : nullptr;
+  rp.softmax_topk = cfg_.expert_softmax_topk ? 1 : 0;
   rp.pick_expert = pick_expert;
   rp.pick_weight = pick_weight;
   rp.shexp_scale = shared ? shexp_scale : nullptr;
@@ -173,9 +195,19 @@ Status CudaBackend::MoeExperts(int l, int32_t nt, const ExpertMatrix& w_gu, cons
     return Launched(gemv ? LaunchMoeGemv(mp, stream_) : LaunchMoeGemm(mp, stream_), what, l);
   };
   LLM_RETURN_IF_ERROR(matmul(gemv ? "MoE gate/up GEMV" : "MoE gate/up GEMM"));
-  const bool gelu = cfg_.ffn_act == FfnActivation::kGeluTanh;
-  LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), n_picks, FE, h_.get<bf16>(), stream_, gelu),
-                               "MoE act*up", l));
+  if (cfg_.ffn_act == FfnActivation::kSwigluOai) {  // gpt-oss: biased gate/up, clamped SwiGLU
+    const Layer& L = layers_[l];
+    const bool b = cfg_.expert_bias;
+    LLM_RETURN_IF_ERROR(Launched(LaunchSwigluOai(gu_.get<float>(), n_picks, FE, b ? L.exp_bg.get<float>() : nullptr,
+                                                 b ? L.exp_bu.get<float>() : nullptr, b ? order : nullptr,
+                                                 b ? pick_expert : nullptr, kSwigluOaiAlpha, kSwigluOaiLimit,
+                                                 h_.get<bf16>(), stream_),
+                                 "MoE clamped SwiGLU", l));
+  } else {
+    const bool gelu = cfg_.ffn_act == FfnActivation::kGeluTanh;
+    LLM_RETURN_IF_ERROR(Launched(LaunchSiluMul(gu_.get<float>(), n_picks, FE, h_.get<bf16>(), stream_, gelu),
+                                 "MoE act*up", l));
+  }
   mp.w = w_d;
   mp.x = h_.get<bf16>();
   mp.gather = nullptr;
@@ -185,8 +217,9 @@ Status CudaBackend::MoeExperts(int l, int32_t nt, const ExpertMatrix& w_gu, cons
 }
 
 // k: picks per token in moe_y_ (n_expert_used; 1 when the host summed a
-// token's experts into one row, weight 1 and slot t: cuda_moe_host.cpp).
-Status CudaBackend::MoeSharedAndCombine(int l, int32_t nt, int32_t k) {
+// token's experts into one row, weight 1 and slot t: cuda_moe_host.cpp,
+// whose rows then hold the experts' down biases already).
+Status CudaBackend::MoeSharedAndCombine(int l, int32_t nt, int32_t k, bool host_summed) {
   const Layer& L = layers_[l];
   const int32_t n_picks = nt * cfg_.n_expert_used;
   const bool shared = cfg_.n_ff_shexp > 0;
@@ -211,6 +244,10 @@ Status CudaBackend::MoeSharedAndCombine(int l, int32_t nt, int32_t k) {
   cp.n_tok = nt;
   cp.n_embd = cfg_.n_embd;
   cp.k = k;
+  if (cfg_.expert_bias && !host_summed) {  // gpt-oss: each pick's down bias
+    cp.down_bias = L.exp_bd.get<float>();
+    cp.pick_expert = moe_pick_.get<int32_t>();
+  }
   cp.out = delta_.get<float>();
   return Launched(LaunchMoeCombine(cp, stream_), "MoE combine", l);
 }

@@ -7,7 +7,8 @@
 //         device), the layer's tables -> those slots, then the same kernels
 //         as a device layer: MoeExperts + MoeSharedAndCombine(k).
 //   cpu   x rows (F32) -> host, rmsnorm, each chosen expert's gate/up/act/
-//         down over its tokens with the CPU kernels, Σ w·y per token -> the
+//         down over its tokens with the CPU kernels [gpt-oss: biases, the
+//         clamped SwiGLU], Σ w·y per token -> the
 //         device as one row per token (slot t, weight 1), then
 //         MoeSharedAndCombine(1) adds the shared expert as usual.
 #include <algorithm>
@@ -15,8 +16,10 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/validate.h"
 
 namespace llm::cuda {
 namespace {
@@ -52,6 +55,19 @@ Status CudaBackend::InitHostExperts(const ModelWeights& w) {
     std::vector<float> norm(static_cast<size_t>(c.n_embd));
     cpu::DequantizeRow(w.layers[l].ffn_norm, 0, norm.data());
     host_ffn_norm_.push_back(std::move(norm));
+    HostExpertBias b;  // gpt-oss: the experts' biases, for the CPU way
+    if (c.expert_bias) {
+      const LayerWeights& L = w.layers[l];
+      const std::string p = "blk." + std::to_string(l) + ".";
+      for (auto [v, cols, out, name] : {std::tuple{&L.exp_gate_b, c.n_ff_exp, &b.gate, "ffn_gate_exps.bias"},
+                                        std::tuple{&L.exp_up_b, c.n_ff_exp, &b.up, "ffn_up_exps.bias"},
+                                        std::tuple{&L.exp_down_b, c.n_embd, &b.down, "ffn_down_exps.bias"}}) {
+        LLM_RETURN_IF_ERROR(CheckWeightMatrix(*v, c.n_expert, cols, p + name, "CUDA backend"));
+        out->resize(static_cast<size_t>(c.n_expert) * cols);
+        for (int64_t e = 0; e < c.n_expert; ++e) cpu::DequantizeRow(*v, e, out->data() + e * cols);
+      }
+    }
+    host_exp_bias_.push_back(std::move(b));
   }
   int64_t slots = c.n_expert;
   if (opt_.moe_cache_bytes > 0) {
@@ -278,6 +294,9 @@ Status CudaBackend::MoeHostCpu(int l, int32_t nt) {
     k.rmsnorm(moe_x_host_.data() + t * E, norm, E, cfg_.rms_eps, moe_x_host_.data() + t * E);
 
   const bool gelu = cfg_.ffn_act == FfnActivation::kGeluTanh;
+  const bool oai = cfg_.ffn_act == FfnActivation::kSwigluOai;
+  const HostExpertBias& bias = host_exp_bias_[layers_[l].host];
+  const bool biased = cfg_.expert_bias;
   auto matmul = [&](const WeightView& w, const float* x, int64_t n, float* y) {
     cpu::MatMulArgs a;
     a.w = &w;
@@ -309,18 +328,31 @@ Status CudaBackend::MoeHostCpu(int l, int32_t nt) {
     for (int64_t r = 0; r < c; ++r) {
       float* g = moe_rows_g_.data() + r * FE;
       const float* u = moe_rows_u_.data() + r * FE;
-      if (gelu) {
+      if (oai) {  // gpt-oss: the CPU backend's BiasedExpertUp
+        const float* bg = biased ? bias.gate.data() + static_cast<int64_t>(e) * FE : nullptr;
+        const float* bu = biased ? bias.up.data() + static_cast<int64_t>(e) * FE : nullptr;
+        for (int64_t f = 0; f < FE; ++f) {
+          const float gv = std::min(g[f] + (bg ? bg[f] : 0.0f), kSwigluOaiLimit);
+          const float uv = std::clamp(u[f] + (bu ? bu[f] : 0.0f), -kSwigluOaiLimit, kSwigluOaiLimit);
+          g[f] = gv / (1.0f + std::exp(-kSwigluOaiAlpha * gv)) * (uv + 1.0f);
+        }
+      } else if (gelu) {
         k.gelu_mul(g, u, FE);
       } else {
         k.silu_mul(g, u, FE);
       }
     }
     matmul(H.view(kPartDown, e), moe_rows_g_.data(), c, moe_rows_y_.data());
+    const float* bd = biased ? bias.down.data() + static_cast<int64_t>(e) * E : nullptr;
     for (int64_t r = 0; r < c; ++r) {
       const float w = moe_weight_host_[rows[r]];
       float* out = moe_out_host_.data() + (rows[r] / K) * E;
       const float* y = moe_rows_y_.data() + r * E;
-      for (int64_t i = 0; i < E; ++i) out[i] += w * y[i];
+      if (bd != nullptr) {
+        for (int64_t i = 0; i < E; ++i) out[i] += w * (y[i] + bd[i]);
+      } else {
+        for (int64_t i = 0; i < E; ++i) out[i] += w * y[i];
+      }
     }
   }
   for (int32_t t = 0; t < nt; ++t) {
@@ -341,7 +373,7 @@ Status CudaBackend::MoeHostCpu(int l, int32_t nt) {
   LLM_CUDA_TRY(cudaMemcpyAsync(pick_weight_dev, moe_ones_slots_.data() + nt, static_cast<size_t>(nt) * sizeof(float),
                                cudaMemcpyHostToDevice, stream_),
                "upload expert weights");
-  return MoeSharedAndCombine(l, nt, 1);
+  return MoeSharedAndCombine(l, nt, 1, /*host_summed=*/true);
 }
 
 }  // namespace llm::cuda
