@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
         }
     n_pos += w.block_size;
   }
-  std::printf("model %s: %lld layers, %lld kv heads, head_dim %lld; %lld positions (%d blocks)\n", argv[1],
+  std::printf("model %s: %lld layers, %lld kv heads, head_dim %lld; %lld positions (%d exported)\n", argv[1],
               static_cast<long long>(L), static_cast<long long>(H), static_cast<long long>(hd),
               static_cast<long long>(n_pos), n_blocks);
   std::printf("| scheme | K rel. RMS (mean / worst layer) | V rel. RMS (mean / worst) | score error (mean / worst) |\n");

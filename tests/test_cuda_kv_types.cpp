@@ -361,9 +361,9 @@ TEST_F(CudaKvTypes, SmolLM2Fp8GreedyMatchesTheCpuAtF16) {
 
 // FP8 blocks go through the prefix cache and copy-on-write as the other
 // types' do: a second request with the same prompt reuses its full blocks
-// and continues identically; n = 3 greedy samples share the prompt's
-// blocks (the last one partial, so each sample's first write copies it)
-// and each equals the single run.
+// and continues with the same tokens; n = 3 greedy samples share the
+// prompt's blocks (the last one partial, so each sample's first write
+// copies it) and each equals the single run.
 TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
   SKIP_WITHOUT_DEVICE();
   Ctx c(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
@@ -393,14 +393,19 @@ TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
   const auto again = submit(1);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_GE(again[0].metrics.cached_prompt_tokens, 32);
-  EXPECT_EQ(again[0].tokens, first[0].tokens);
-  EXPECT_EQ(again[0].logprobs, first[0].logprobs);
+  // Tokens equal; log-probabilities to 1e-2: the cached run computes only
+  // the prompt's last partial block, a batch of another shape than the
+  // first run's, so the GEMMs' sums round in another order (any CUDA pool
+  // type; measured 0.0054 at most here)
+  auto same = [&](const SeqResult& a) {
+    EXPECT_EQ(a.tokens, first[0].tokens);
+    ASSERT_EQ(a.logprobs.size(), first[0].logprobs.size());
+    for (size_t i = 0; i < a.logprobs.size(); ++i) EXPECT_NEAR(a.logprobs[i], first[0].logprobs[i], 1e-2) << i;
+  };
+  same(again[0]);
   const auto three = submit(3);
   ASSERT_EQ(three.size(), 3u);
-  for (const auto& s : three) {
-    EXPECT_EQ(s.tokens, first[0].tokens);
-    EXPECT_EQ(s.logprobs, first[0].logprobs);
-  }
+  for (const auto& s : three) same(s);
 }
 
 // The KV stream carries FP8 as elem 7: CUDA -> CUDA moves the blocks as
@@ -430,13 +435,20 @@ std::vector<kvstate::BlockRecord> Blocks(const std::string& s, kvstate::StreamHe
   return out;
 }
 
-// Imports `stream` into `to`, then continues `conv` there and in a context
-// `computed` of the importer's kind that computed the prompt itself.
-void ImportAndContinue(llm_ctx* to, llm_ctx* computed, const std::string& stream, const std::vector<llm_token>& conv) {
+// Imports `stream` into `to` and returns `to`'s export of `conv` (before it
+// computes anything more).
+std::string ImportAndExport(llm_ctx* to, const std::string& stream, const std::vector<llm_token>& conv) {
   MemReader r{&stream};
   int32_t n_in = -1;
-  ASSERT_EQ(llm_kv_import(to, 0, ReadFromString, &r, &n_in), LLM_OK) << llm_last_error();
-  ASSERT_EQ(n_in, 48);
+  EXPECT_EQ(llm_kv_import(to, 0, ReadFromString, &r, &n_in), LLM_OK) << llm_last_error();
+  EXPECT_EQ(n_in, 48);
+  int32_t n = 0;
+  return Export(to, conv, &n);
+}
+
+// Continues `conv` in `to` (which imported its prefix) and in a context
+// `computed` of the importer's kind that computed the prompt itself.
+void Continue(llm_ctx* to, llm_ctx* computed, const std::vector<llm_token>& conv) {
   const ApiGreedyRun want = ApiGreedy(computed, conv, 16);
   const ApiGreedyRun got = ApiGreedy(to, conv, 16);
   ASSERT_EQ(got.status, LLM_OK);
@@ -462,16 +474,14 @@ TEST_F(CudaKvTypes, Fp8ExportImportCarryTheType) {
   {  // CUDA FP8 -> CUDA FP8: the blocks as they are
     SCOPED_TRACE("CUDA FP8 -> CUDA FP8");
     Ctx to(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3), computed(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
-    ImportAndContinue(to.p, computed.p, fp8, conv);
-    int32_t n = 0;
-    EXPECT_TRUE(Export(to.p, conv, &n) == fp8) << "the importer's re-export differs from the stream";
+    EXPECT_TRUE(ImportAndExport(to.p, fp8, conv) == fp8) << "the importer's re-export differs from the stream";
+    Continue(to.p, computed.p, conv);
   }
   {  // CUDA FP8 -> CPU F16: every value is F16(scale * e4m3)
     SCOPED_TRACE("CUDA FP8 -> CPU F16");
     Ctx to(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16), computed(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16);
-    ImportAndContinue(to.p, computed.p, fp8, conv);
-    int32_t n = 0;
-    const std::string f16 = Export(to.p, conv, &n);
+    const std::string f16 = ImportAndExport(to.p, fp8, conv);
+    Continue(to.p, computed.p, conv);
     kvstate::StreamHeader hf, hh;
     const auto bf = Blocks(fp8, &hf), bh = Blocks(f16, &hh);
     ASSERT_EQ(hh.geometry.elem, LLM_KV_F16);
@@ -499,8 +509,8 @@ TEST_F(CudaKvTypes, Fp8ExportImportCarryTheType) {
     const std::string f16 = Export(cpu.p, conv, &n);
     ASSERT_EQ(n, 48);
     Ctx to(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3), computed(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
-    ImportAndContinue(to.p, computed.p, f16, conv);
-    EXPECT_EQ(StreamElem(Export(to.p, conv, &n)), kKvWireFp8);
+    EXPECT_EQ(StreamElem(ImportAndExport(to.p, f16, conv)), kKvWireFp8);
+    Continue(to.p, computed.p, conv);
   }
 }
 

@@ -205,7 +205,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   if (p == nullptr) return Result(cudaErrorInvalidValue);
   if (device < 0 || device >= DeviceCount()) return Result(cudaErrorInvalidDevice);
   *p = cudaDeviceProp{};
-  const int cc = ReadEnv().emu_cc;  // LLM_EMU_CC (util/env.h); 90 unless set
+  const int cc = ::llm::ReadEnv().emu_cc;  // LLM_EMU_CC (util/env.h); 90 unless set
   std::snprintf(p->name, sizeof p->name, "llmrt emulator (sm_%d)", cc);
   p->totalGlobalMem = DeviceBytes();
   p->sharedMemPerBlock = kSmemDefault;
