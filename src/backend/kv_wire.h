@@ -33,9 +33,10 @@
 // per 32 values an F32 scale s = max|x| / 448 (E4M3's largest finite
 // value; finite values only, an infinite one saturates) and 32 E4M3 bytes
 // (util/fp8.h: nearest even, saturating to +-448, NaN stored as 0); x = s *
-// e4m3. Rows are not rotated (bench/results/2026-11-27-kv-fp8.md: the
-// rotation does not lower E4M3's error, whose step is relative to each
-// value, not to the block's largest). A reader refuses a block whose scale
+// e4m3. Rows are not rotated (bench/results/2026-11-27-kv-fp8.md: E4M3's
+// step is relative to each value, so a rotation raises the rows' error; it
+// lowers K's score error on some models, a possible follow-up). A reader
+// refuses a block whose scale
 // is NaN, infinite or negative, or which holds the NaN code
 // (CheckKvBlockValues, kvstate/kv_convert.h).
 // Little-endian throughout.
