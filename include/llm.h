@@ -208,11 +208,16 @@ enum { /* llm_ctx_params.kv_type: element type of the KV cache                 *
   LLM_KV_F16 = 2,  /* IEEE half, 2 bytes per element                           */
   LLM_KV_Q8_0 = 3, /* int8 with one F32 scale per head_dim row of each          */
                    /* position's K and V                                        */
-  LLM_KV_Q4_0 = 4  /* GGUF's Q4_0 blocks: 4-bit values with one F16 scale per  */
+  LLM_KV_Q4_0 = 4, /* GGUF's Q4_0 blocks: 4-bit values with one F16 scale per */
                    /* 32 (llama.cpp's rounding), 18 bytes per 32 values; CPU   */
                    /* and CUDA, head_dim a multiple of 32 up to 256. Rows are  */
                    /* Hadamard-rotated first (head_dim a multiple of 64), as   */
                    /* llama.cpp's quantized cache does                         */
+  LLM_KV_FP8_E4M3 = 5 /* (0.6, issue 32) OCP FP8 E4M3 bytes with one F32 scale */
+                   /* per 32 values (max|x| / 448), 36 bytes per 32 values;    */
+                   /* CUDA only, compute capability 8.9 or newer (others and   */
+                   /* the CPU refuse it with UNSUPPORTED), head_dim a multiple */
+                   /* of 32. A CPU context imports its KV streams converted    */
 };
 
 /* A request seed with this value draws a random seed. */

@@ -45,6 +45,12 @@ inline constexpr int32_t kKvBf16 = 4;  // the default
 // rotated as the key and each head's output rotated back (hadamard.cuh).
 inline constexpr int32_t kKvQ4 = 6;
 inline constexpr int32_t kQ4BlockBytes = 18;  // values per block: 32
+// FP8 E4M3 blocks (the wire's elem 7; compute capability 8.9 or newer, the
+// backend refuses it below): per 32 values an F32 scale s = max|x| / 448
+// and 32 E4M3 bytes (nearest even, saturating, NaN stored as 0); x = s *
+// e4m3. head_dim a multiple of 32; rows not rotated.
+inline constexpr int32_t kKvFp8 = 7;
+inline constexpr int32_t kFp8BlockBytes = 36;  // values per block: 32
 
 // The device KV pool, one allocation of n_blocks blocks. A block holds
 // block_size consecutive positions of one sequence for every layer, K and V,
@@ -56,6 +62,8 @@ inline constexpr int32_t kQ4BlockBytes = 18;  // values per block: 32
 //         │           │                  kv head 1 ...          (bs, head_dim) int8
 //         │           │                                   Q4_0: (bs) rows of head_dim / 32
 //         │           │                                         18-byte GGUF blocks
+//         │           │                                   FP8:  (bs) rows of head_dim / 32
+//         │           │                                         36-byte blocks (F32 scale, 32 E4M3)
 //         │           ├─ layer 1 ...
 //         ├─ block 1 ...
 //
@@ -76,6 +84,7 @@ struct KvPoolLayout {
   int64_t tile_bytes() const {
     const int64_t values = static_cast<int64_t>(block_size) * head_dim;
     if (elem == kKvQ4) return static_cast<int64_t>(block_size) * (head_dim / 32) * kQ4BlockBytes;
+    if (elem == kKvFp8) return static_cast<int64_t>(block_size) * (head_dim / 32) * kFp8BlockBytes;
     return elem == kKvQ8 ? 4 * static_cast<int64_t>(block_size) + values : 2 * values;
   }
   int64_t layer_bytes() const { return 2 * n_head_kv * tile_bytes(); }
@@ -84,10 +93,12 @@ struct KvPoolLayout {
   int64_t VOffset(int32_t layer) const { return layer * layer_bytes() + n_head_kv * tile_bytes(); }
 };
 
-inline bool KvElemValid(int32_t elem) { return elem == kKvF16 || elem == kKvQ8 || elem == kKvBf16 || elem == kKvQ4; }
-// elem is a pool type whose rows head_dim fills (Q4_0: whole 32-value blocks).
+inline bool KvElemValid(int32_t elem) {
+  return elem == kKvF16 || elem == kKvQ8 || elem == kKvBf16 || elem == kKvQ4 || elem == kKvFp8;
+}
+// elem is a pool type whose rows head_dim fills (Q4_0, FP8: whole 32-value blocks).
 inline bool KvElemFits(int32_t elem, int32_t head_dim) {
-  return KvElemValid(elem) && (elem != kKvQ4 || (head_dim > 0 && head_dim % 32 == 0));
+  return KvElemValid(elem) && ((elem != kKvQ4 && elem != kKvFp8) || (head_dim > 0 && head_dim % 32 == 0));
 }
 
 // One layer's view of the pool, as the attention and KV-store kernels take it.

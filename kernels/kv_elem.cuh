@@ -9,6 +9,9 @@
 // to [-127, 127], NaN stored as 0. The widened value is bf16(scale * q).
 // Q4_0 is the wire's GGUF block (backend/kv_wire.h QuantizeBlockQ4, the CPU
 // pool's rule): the widened value is bf16(d * (q - 8)).
+// FP8 E4M3 is the wire's block (backend/kv_wire.h QuantizeBlockFp8, util/
+// fp8.h F32ToE4M3): the widened value is bf16(s * e4m3), the E4M3 byte
+// widened to half exactly by cvt.rn.f16x2.e4m3x2 (sm_89+).
 // Included by the .cu files only.
 #pragma once
 
@@ -56,6 +59,51 @@ __device__ __forceinline__ float HalfToFloat(uint32_t h) {
   return r;
 }
 
+// E4M3 byte b (OCP E4M3FN: bias 7, no infinities, S.1111.111 NaN) as IEEE
+// half bits, exactly, by integer operations: the fallback below sm_89,
+// where the backend refuses FP8 pools (it is compiled, never run).
+__device__ __forceinline__ uint32_t E4m3ToHalfBitsSoft(uint32_t b) {
+  const uint32_t sign = (b & 0x80u) << 8, e = (b >> 3) & 15u, m = b & 7u;
+  if (e == 15u && m == 7u) return sign | 0x7e00u;
+  if (e != 0u) return sign | ((e + 8u) << 10) | (m << 7);  // rebias 7 -> 15
+  if (m == 0u) return sign;
+  const uint32_t sh = m >= 4u ? 0u : m >= 2u ? 1u : 2u;  // subnormal m * 2^-9: normalise
+  return sign | ((8u - sh) << 10) | (((m << sh) & 3u) << 8);
+}
+
+// Two E4M3 bytes (bits 0..7 and 8..15 of v) as two IEEE halves (the first
+// in the low 16 bits), exactly: cvt.rn.f16x2.e4m3x2 on sm_89+, whose
+// emulated twin (emu_fp8.cpp) runs on the emulator.
+__device__ __forceinline__ uint32_t E4m3x2ToHalf2(uint32_t v) {
+#if defined(__CUDACC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t r;
+  const unsigned short in = static_cast<unsigned short>(v & 0xffffu);
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(r) : "h"(in));
+  return r;
+#elif defined(__CUDACC__)
+  return E4m3ToHalfBitsSoft(v & 0xffu) | (E4m3ToHalfBitsSoft((v >> 8) & 0xffu) << 16);
+#else
+  return ::llm::emu::CvtF16x2E4m3x2(static_cast<uint16_t>(v & 0xffffu));
+#endif
+}
+
+// f as an E4M3 byte: util/fp8.h F32ToE4M3's rule (nearest even,
+// saturating to +-448, NaN to 0), bit for bit.
+__device__ __forceinline__ uint32_t F32ToE4m3Bits(float f) {
+  if (f != f) return 0u;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a >= 0x43e00000u) return sign | 0x7eu;  // >= 448
+  if (a < 0x3c800000u) {                      // below 2^-6: multiples of 2^-9
+    float af;
+    memcpy(&af, &a, 4);
+    return sign | static_cast<uint32_t>(rintf(af * 512.0f));
+  }
+  const uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);
+  return sign | ((r >> 20) - (120u << 3));
+}
+
 // Start of the tile holding position `pos` of kv head h in a layer view's K or V.
 __device__ __forceinline__ const unsigned char* KvTile(const PagedKv& kv, const unsigned char* base,
                                                        const int32_t* table, int32_t pos, int32_t h) {
@@ -92,6 +140,19 @@ __device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char*
       x[2 * i] = d * static_cast<float>(static_cast<int32_t>((w >> shift) & 15u) - 8);
       x[2 * i + 1] = d * static_cast<float>(static_cast<int32_t>((w >> (8 + shift)) & 15u) - 8);
     }
+  } else if (kv.elem == kKvFp8) {
+    // [d0, d0 + 8) lies in one block: its F32 scale, then bytes (d0 % 32)
+    // .. + 8. Blocks are 36 bytes, so 4-aligned: two 32-bit loads.
+    const unsigned char* blk = tile + (static_cast<int64_t>(r) * (head_dim / 32) + d0 / 32) * kFp8BlockBytes;
+    const float s = *reinterpret_cast<const float*>(blk);
+    const uint32_t u[2] = {*reinterpret_cast<const uint32_t*>(blk + 4 + (d0 & 31)),
+                           *reinterpret_cast<const uint32_t*>(blk + 8 + (d0 & 31))};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t h2 = E4m3x2ToHalf2(u[i / 2] >> (16 * (i % 2)));
+      x[2 * i] = s * HalfToFloat(h2 & 0xffffu);
+      x[2 * i + 1] = s * HalfToFloat(h2 >> 16);
+    }
   } else {  // Q8_0: 4-aligned (tile bytes and the scales are multiples of 4, head_dim of 8)
     const float scale = *reinterpret_cast<const float*>(tile + 4 * r);
     const unsigned char* q = tile + 4 * static_cast<int64_t>(kv.block_size) + static_cast<int64_t>(r) * head_dim + d0;
@@ -104,9 +165,9 @@ __device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char*
 }
 
 // Dim d of position pos's row (kv head h) as bf16 (any head_dim), for the
-// BF16, F16 and Q8_0 pools: a Q4_0 pool's head_dim is a multiple of 32
-// (KvElemFits, checked by every launcher), so the kernels read it through
-// LoadKv8 only. (A Q4_0 branch here, dead as it is, cost the decode kernel
+// BF16, F16 and Q8_0 pools: a Q4_0 or FP8 pool's head_dim is a multiple
+// of 32 (KvElemFits, checked by every launcher), so the kernels read it
+// through LoadKv8 only. (A Q4_0 branch here, dead as it is, cost the decode kernel
 // 408 bytes of register spills on sm_90, and a trap in its place 4.)
 __device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* base, const int32_t* table,
                                         int32_t pos, int32_t h, int32_t head_dim, int32_t d) {
@@ -170,6 +231,24 @@ __device__ __forceinline__ void StoreKvRowQ4(unsigned char* tile, int32_t r, int
     unsigned char* blk = row + b * kQ4BlockBytes;
     if (lane < 16) blk[2 + lane] = static_cast<unsigned char>(q | (hi << 4));
     if (lane == 0) *reinterpret_cast<uint16_t*>(blk) = static_cast<uint16_t>(FloatToHalfBits(d));
+  }
+}
+
+// One warp quantizes row x[0 .. head_dim) (head_dim % 32 == 0) into row r
+// of an FP8 tile, one 32-value block per pass, lane j holding value j:
+// QuantizeBlockFp8's rule exactly (s = max|x| / 448 over the finite
+// values, e4m3 = F32ToE4m3Bits(x * (1/s)) with the product rounded on its
+// own), so a row is the bytes the host's quantizer makes.
+__device__ __forceinline__ void StoreKvRowFp8(unsigned char* tile, int32_t r, int32_t head_dim, const float* x,
+                                              int32_t lane) {
+  unsigned char* row = tile + static_cast<int64_t>(r) * (head_dim / 32) * kFp8BlockBytes;
+  for (int32_t b = 0; b < head_dim / 32; ++b) {
+    const float v = x[b * 32 + lane];
+    const float amax = WarpMax(isfinite(v) ? fabsf(v) : 0.0f);
+    const float s = amax / 448.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
+    unsigned char* blk = row + b * kFp8BlockBytes;
+    blk[4 + lane] = static_cast<unsigned char>(F32ToE4m3Bits(__fmul_rn(v, inv)));
+    if (lane == 0) memcpy(blk, &s, 4);
   }
 }
 

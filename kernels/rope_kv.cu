@@ -44,7 +44,7 @@ __device__ __forceinline__ float Biased(const float* src, const float* bias, int
 // finds its 1 / rms (sInv: (n_head + n_head_kv) F32 dynamic shared memory).
 // Items: (n_head + n_head_kv) heads x head_dim/2 pairs of q and k, then
 // n_head_kv x head_dim values of v. A BF16/F16 pool takes each value as it
-// is made; for Q8_0 and Q4_0 the rows gather in sRow (2 n_head_kv rows of
+// is made; for Q8_0, FP8 and Q4_0 the rows gather in sRow (2 n_head_kv rows of
 // head_dim F32 after sInv: K, then V) and then one warp per row quantizes
 // it (the row's scale needs all of it). Q4_0 also gathers the query rows
 // (n_head more, after V) and first rotates every row by its Hadamard size
@@ -61,7 +61,7 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
   const int32_t pos = p.tok_pos[t];
   const int32_t block = p.block_tables[s.table_offset + pos / p.kv.block_size];
   const int32_t r = pos % p.kv.block_size;  // row in the block's tiles
-  const bool q4 = p.kv.elem == kKvQ4, gather = q4 || p.kv.elem == kKvQ8;
+  const bool q4 = p.kv.elem == kKvQ4, gather = q4 || p.kv.elem == kKvQ8 || p.kv.elem == kKvFp8;
   float* sRow = sInv + (p.q_norm ? p.n_head + p.n_head_kv : 0);  // Q8_0, Q4_0: K rows, then V rows
   float* sQ = sRow + 2 * static_cast<int64_t>(p.n_head_kv) * hd;  // Q4_0: (n_head, hd) query rows
 
@@ -135,6 +135,7 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
     const int32_t h = kr % p.n_head_kv;
     unsigned char* tile = dev::KvTileW(p.kv, kr < p.n_head_kv ? p.kv.k : p.kv.v, block, h);
     if (q4) dev::StoreKvRowQ4(tile, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
+    else if (p.kv.elem == kKvFp8) dev::StoreKvRowFp8(tile, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
     else dev::StoreKvRowQ8(tile, p.kv.block_size, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
   }
 }
@@ -165,7 +166,7 @@ cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
       (p.kv.elem != kKvQ4 && (p.rot_k != 0 || p.rot_v != 0)))
     return cudaErrorInvalidValue;
   if (p.n_tok == 0) return cudaSuccess;
-  const size_t rows = p.kv.elem == kKvQ8   ? 2 * static_cast<size_t>(p.n_head_kv)
+  const size_t rows = p.kv.elem == kKvQ8 || p.kv.elem == kKvFp8 ? 2 * static_cast<size_t>(p.n_head_kv)
                       : p.kv.elem == kKvQ4 ? 2 * static_cast<size_t>(p.n_head_kv) + p.n_head
                                            : 0;
   const size_t smem =

@@ -56,7 +56,8 @@ int32_t KvTypeArg(const char* opt, const char* value) {
   if (t == "f32") return LLM_KV_F32;
   if (t == "q8_0") return LLM_KV_Q8_0;
   if (t == "q4_0") return LLM_KV_Q4_0;
-  std::fprintf(stderr, "option %s: '%s' is not a KV cache type (f16, f32, q8_0 or q4_0)\n", opt, t.c_str());
+  if (t == "fp8_e4m3") return LLM_KV_FP8_E4M3;
+  std::fprintf(stderr, "option %s: '%s' is not a KV cache type (f16, f32, q8_0, q4_0 or fp8_e4m3)\n", opt, t.c_str());
   std::exit(2);
 }
 

@@ -77,7 +77,7 @@ const char* FinishName(int32_t r) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: llm-chat [-m MODEL] [-t THREADS] [-c CTX] [-n MAX_TOKENS] [--temp T] [--top-p P]\n"
                "                [--top-k K] [--min-p M] [--seed S] [-s SYSTEM] [--template FILE] [-ngl N]\n"
-               "                [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-v]\n"
+               "                [-kv|-ctk|-ctv f16|f32|q8_0|q4_0|fp8_e4m3] [-v]\n"
                "  -m, --model PATH      GGUF model (default: %s if present,\n"
                "                        else the built-in stories260K)\n"
                "  -t, --threads N       CPU threads (default: all cores)\n"

@@ -9,7 +9,7 @@
 // All chunks are submitted at once and run batched by the engine; the
 // per-position log-probabilities come back in each request's final event.
 //
-//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [--backend cpu|cuda]
+//   llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0|fp8_e4m3] [--backend cpu|cuda]
 //                  [--nll-out FILE]
 // --nll-out writes each scored token's NLL, one per line in chunk order, for
 // token-by-token comparisons with another runtime or a reference.
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     else if (a == "-ctk" || a == "--cache-type-k") { kv_k = cli::KvTypeArg(a.c_str(), v); ++i; }
     else if (a == "-ctv" || a == "--cache-type-v") { kv_v = cli::KvTypeArg(a.c_str(), v); ++i; }
     else {
-      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [--backend cpu|cuda] [--nll-out FILE]\n");
+      std::fprintf(stderr, "usage: llm-perplexity [-m MODEL] -f FILE [-c CTX] [-t THREADS] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0|fp8_e4m3] [--backend cpu|cuda] [--nll-out FILE]\n");
       return 2;
     }
   }

@@ -3,7 +3,7 @@
 //   llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P]
 //           [--min-p M] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]
 //           [--stop STR]... [--ignore-eos] [--json] [--chat] [--system TEXT]
-//           [--prompt-ids ID,ID,...] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0]
+//           [--prompt-ids ID,ID,...] [-kv|-ctk|-ctv f16|f32|q8_0|q4_0|fp8_e4m3]
 //
 // Without -m it runs the model built into the library. --json prints one JSON
 // object at the end instead of streaming: prompt_tokens (ids), tokens
@@ -70,7 +70,7 @@ const char* FinishName(int32_t r) {
                "usage: llm-run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
                "               [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--stop STR]...\n"
                "               [--ignore-eos] [--json] [--chat] [--system TEXT] [--prompt-ids ID,ID,...]\n"
-               "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0] [-ngl N|auto|all] [--fit on|off]\n"
+               "               [-kv|-ctk|-ctv f16|f32|q8_0|q4_0|fp8_e4m3] [-ngl N|auto|all] [--fit on|off]\n"
                "  -kv TYPE                KV cache element type of K and V; -ctk / -ctv: K's and V's apart\n"
                "                          (-ctk alone sets both; types that differ: CPU backend only)\n"
                "  -ngl, --n-gpu-layers N  with the CUDA backend: the first N layers on the GPU, the rest on the CPU\n"

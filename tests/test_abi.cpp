@@ -119,6 +119,7 @@ TEST(Abi, EnumValues) {
   EXPECT_EQ(LLM_KV_F16, 2);
   EXPECT_EQ(LLM_KV_Q8_0, 3);
   EXPECT_EQ(LLM_KV_Q4_0, 4);
+  EXPECT_EQ(LLM_KV_FP8_E4M3, 5);
 }
 
 TEST(Abi, KvRoleValues) {

@@ -18,6 +18,7 @@ TEST(CudaKernels, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -520,6 +521,8 @@ struct PagedBatch {
       for (int d = 0; d < hd; ++d) out.push_back(t + 4 * bs + r * hd + d);
     } else if (elem == kKvQ4) {  // head_dim / 32 blocks of 18 bytes
       for (int i = 0; i < hd / 32 * kQ4BlockBytes; ++i) out.push_back(t + r * (hd / 32) * kQ4BlockBytes + i);
+    } else if (elem == kKvFp8) {  // head_dim / 32 blocks of 36 bytes
+      for (int i = 0; i < hd / 32 * kFp8BlockBytes; ++i) out.push_back(t + r * (hd / 32) * kFp8BlockBytes + i);
     } else {
       for (int d = 0; d < 2 * hd; ++d) out.push_back(t + r * hd * 2 + d);
     }
@@ -546,7 +549,7 @@ struct PagedBatch {
 };
 
 const char* ElemName(int32_t elem) {
-  return elem == kKvBf16 ? "BF16" : elem == kKvF16 ? "F16" : elem == kKvQ8 ? "Q8_0" : "Q4_0";
+  return elem == kKvBf16 ? "BF16" : elem == kKvF16 ? "F16" : elem == kKvQ8 ? "Q8_0" : elem == kKvFp8 ? "FP8" : "Q4_0";
 }
 
 // ================================================================ rope + KV store
@@ -556,7 +559,7 @@ const char* ElemName(int32_t elem) {
 // reference row up to a rounding tie that the F32 rotation's last bit moves).
 TEST_F(CudaKernels, RopeStoreKv) {
   SCOPED_TRACE(Seed());
-  for (int32_t elem : {kKvBf16, kKvF16, kKvQ8, kKvQ4}) RopeStoreKvCases(elem);
+  for (int32_t elem : {kKvBf16, kKvF16, kKvQ8, kKvQ4, kKvFp8}) RopeStoreKvCases(elem);
 }
 
 void CudaKernels::RopeStoreKvCases(int32_t elem) {
@@ -571,7 +574,7 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
     SCOPED_TRACE("Hq " + std::to_string(k.Hq) + " Hkv " + std::to_string(k.Hkv) + " hd " + std::to_string(k.hd) +
                  " pairs " + std::to_string(k.n_pairs) + " neox " + std::to_string(k.neox) + " extras " +
                  std::to_string(k.extras));
-    if (elem == kKvQ4 && k.hd % 32 != 0) continue;  // no whole blocks (the launcher refuses: test_cuda_kv_q4.cpp)
+    if ((elem == kKvQ4 || elem == kKvFp8) && k.hd % 32 != 0) continue;  // no whole blocks (the launcher refuses: test_cuda_kv_q4.cpp)
     // a Q4_0 pool's rows are Hadamard-rotated, the query as the key
     const int32_t rot_k = elem == kKvQ4 ? static_cast<int32_t>(KvRotationK(k.hd)) : 0;
     const int32_t rot_v = elem == kKvQ4 ? static_cast<int32_t>(KvRotationV(k.hd)) : 0;
@@ -677,7 +680,7 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
             got_kv.push_back(row[d]);
             ref_kv.push_back(xr[d]);
           }
-          if (elem == kKvQ8 || elem == kKvQ4) {  // the CPU pool's rule on the reference row
+          if (elem == kKvQ8 || elem == kKvQ4 || elem == kKvFp8) {  // the host's rule on the reference row
             std::vector<uint8_t> tile(static_cast<size_t>(b.layout.tile_bytes()));
             const KvWireLayout w = b.wire();
             kvstate::EncodeKvRow(w, 0, tile.data(), 0, xr);
@@ -692,11 +695,14 @@ void CudaKernels::RopeStoreKvCases(int32_t elem) {
         }
     }
     // F16 keeps 11 significant bits, BF16 8; Q8_0 is within half a step of
-    // max|row| / 127, Q4_0 within half a step of its block's max / 8
-    EXPECT_LT(RelL2(got, ref), elem == kKvQ4 ? 0.15 : 1e-2);
-    EXPECT_LT(RelL2(got_kv, ref_kv), elem == kKvF16 ? 1e-3 : elem == kKvQ4 ? 0.15 : 1e-2);
-    if (elem == kKvQ8 || elem == kKvQ4) {
-      EXPECT_LT(RelL2(got_q, ref_q), 1e-3);
+    // max|row| / 127, Q4_0 within half a step of its block's max / 8, FP8
+    // within half a step of E4M3 at each value (2^-4 of it: RMS ~2%)
+    EXPECT_LT(RelL2(got, ref), elem == kKvQ4 ? 0.15 : elem == kKvFp8 ? 0.04 : 1e-2);
+    EXPECT_LT(RelL2(got_kv, ref_kv), elem == kKvF16 ? 1e-3 : elem == kKvQ4 ? 0.15 : elem == kKvFp8 ? 0.04 : 1e-2);
+    if (elem == kKvQ8 || elem == kKvQ4 || elem == kKvFp8) {
+      // (FP8: a value the F32 RoPE moves across a rounding midpoint takes the
+      // neighbouring code, 1/8 of it at most)
+      EXPECT_LT(RelL2(got_q, ref_q), elem == kKvFp8 ? 5e-3 : 1e-3);
     }
     int64_t stray = 0;
     for (size_t i = 0; i < pool.size(); ++i)
@@ -989,8 +995,8 @@ TEST_F(CudaKernels, AttentionSinks) {
   RunAttention(AttnCase{6, 3, 18, 16, decode, 0, 0.0f, sinks(6)}, 1, rng_);
 }
 
-// The KV cache types (llm_ctx_params.kv_type) on CUDA: F16, Q8_0 and Q4_0
-// pools read by both attention kernels, each launch shape of the decode
+// The KV cache types (llm_ctx_params.kv_type) on CUDA: F16, Q8_0, Q4_0 and
+// FP8 E4M3 pools read by both attention kernels, each launch shape of the decode
 // kernel, the scalar load path (head_dim 18), block size 1 (Q8_0 tiles
 // 2-aligned: head_dim 18 * 1 + 4; Q4_0 rows of 18-byte blocks), windows and
 // soft-caps. The reference decodes the pool's rows with the KV stream's
@@ -1001,10 +1007,10 @@ TEST_F(CudaKernels, AttentionKvTypes) {
   SCOPED_TRACE(Seed());
   const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {16, 1}, {1000, 1}, {37, 5}};
   const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 65}, {16, 100}, {15, 17}};
-  for (int32_t elem : {kKvF16, kKvQ8, kKvQ4}) {
+  for (int32_t elem : {kKvF16, kKvQ8, kKvQ4, kKvFp8}) {
     for (int hd : {64, 128})
       for (int kind : {0, 1, 4}) RunAttention(AttnCase{8, 2, hd, 16, decode}, kind, rng_, elem);
-    if (elem != kKvQ4) {  // Q4_0 rows are whole 32-value blocks
+    if (elem != kKvQ4 && elem != kKvFp8) {  // Q4_0 and FP8 rows are whole 32-value blocks
       RunAttention(AttnCase{8, 4, 8, 16, decode}, 0, rng_, elem);  // head_dim 8
       RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, elem);  // scalar loads, block size 1
     } else {
@@ -1074,6 +1080,183 @@ TEST_F(CudaKernels, RopeStoreKvQ4MatchesGgufBlocks) {
       for (int i = 0; i < 18; ++i)
         ASSERT_EQ(pool[bytes[i]], want[i]) << "vector " << (t + v) % n << " byte " << i << (v ? " (V)" : " (K)");
     }
+}
+
+// ================================================================ FP8 E4M3 pool: encoder and widening
+
+#include "data/fp8_e4m3_vectors.inc"  // ml_dtypes' float8_e4m3fn (test_fp8.cpp's)
+
+// The KV store's E4M3 encoder writes ml_dtypes' bytes: each K and V row is
+// 31 of the table's inputs (those of magnitude <= 448) and 448 itself, so
+// the block's scale is exactly 1 and each byte is the table's rounding of
+// its input (midpoints, a hair either side, subnormals), and two infinities
+// saturate to +-448; RoPE the identity.
+TEST_F(CudaKernels, RopeStoreKvFp8MatchesMlDtypes) {
+  std::vector<uint32_t> in;
+  std::vector<uint8_t> want;
+  for (int i = 0; i < kE4M3Cases; ++i) {
+    float x;
+    std::memcpy(&x, &kE4M3In[i], 4);
+    if (std::fabs(x) > 448.0f) continue;
+    in.push_back(kE4M3In[i]);
+    want.push_back(kE4M3Out[i]);
+  }
+  const int hd = 32, n = static_cast<int>((in.size() + 61) / 62);
+  PagedBatch b{1, 1, hd, 16, {{3, n}}, kKvFp8};
+  b.Build(rng_);
+  std::vector<float> qkv(static_cast<size_t>(n) * 3 * hd), cs(static_cast<size_t>(n) * 16 * 2);
+  std::vector<uint8_t> codes(static_cast<size_t>(n) * 2 * hd);
+  for (int t = 0; t < n; ++t) {
+    for (int d = 0; d < hd; ++d) qkv[t * 3 * hd + d] = Normal();
+    for (int v = 0; v < 2; ++v)
+      for (int d = 0; d < hd; ++d) {
+        const size_t i = static_cast<size_t>(t) * 62 + v * 31 + d;
+        float x = 448.0f;
+        uint8_t c = 0x7e;
+        if (d < 31) {
+          const uint32_t bits = i < in.size() ? in[i] : 0u;
+          std::memcpy(&x, &bits, 4);
+          c = i < in.size() ? want[i] : 0;
+        }
+        if (t == n - 1 && v == 1 && d < 2) {  // infinities saturate (the scale comes from the finite values)
+          x = d == 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+          c = d == 0 ? 0x7e : 0xfe;
+        }
+        qkv[t * 3 * hd + (1 + v) * hd + d] = x;
+        codes[(t * 2 + v) * hd + d] = c;
+      }
+    for (int i = 0; i < 16; ++i) {
+      cs[(t * 16 + i) * 2] = 1.0f;
+      cs[(t * 16 + i) * 2 + 1] = 0.0f;
+    }
+  }
+  Dev<float> d_qkv(qkv.size()), d_cs(cs.size());
+  Dev<int32_t> d_seq(n), d_pos(n), d_tab(b.tables.size());
+  Dev<SeqDesc> d_desc(b.desc.size());
+  Dev<B16> d_q(static_cast<size_t>(n) * hd);
+  Dev<uint8_t> d_pool(b.pool_bytes());
+  d_qkv.Upload(qkv);
+  d_cs.Upload(cs);
+  d_seq.Upload(b.tok_seq);
+  d_pos.Upload(b.tok_pos);
+  d_tab.Upload(b.tables);
+  d_desc.Upload(b.desc);
+  RopeKvParams p;
+  p.qkv = d_qkv.get();
+  p.cos_sin = d_cs.get();
+  p.tok_seq = d_seq.get();
+  p.tok_pos = d_pos.get();
+  p.seqs = d_desc.get();
+  p.block_tables = d_tab.get();
+  p.q_out = reinterpret_cast<bf16*>(d_q.get());
+  p.kv = b.View(d_pool.get());
+  p.n_tok = n;
+  p.n_head = 1;
+  p.n_head_kv = 1;
+  p.head_dim = hd;
+  p.n_pairs = 16;
+  LAUNCH_OK(LaunchRopeStoreKv(p, 0));
+  const std::vector<uint8_t> pool = d_pool.Download();
+  for (int t = 0; t < n; ++t)
+    for (int v = 0; v < 2; ++v) {
+      const std::vector<int64_t> bytes = b.RowBytes(1, v, 0, b.tok_pos[t], 0);
+      ASSERT_EQ(bytes.size(), 36u);
+      float scale;
+      const uint8_t sb[4] = {pool[bytes[0]], pool[bytes[1]], pool[bytes[2]], pool[bytes[3]]};
+      std::memcpy(&scale, sb, 4);
+      ASSERT_EQ(scale, 1.0f) << "token " << t << (v ? " (V)" : " (K)");
+      for (int d = 0; d < hd; ++d)
+        ASSERT_EQ(pool[bytes[4 + d]], codes[(t * 2 + v) * hd + d])
+            << "token " << t << (v ? " V" : " K") << " value " << d << " (input "
+            << qkv[t * 3 * hd + (1 + v) * hd + d] << ")";
+    }
+}
+
+// Both attention kernels widen every E4M3 byte to its value exactly (the
+// emulator's twin of cvt.rn.f16x2.e4m3x2 there, the instruction on a GPU):
+// one key, so each head's output is its kv head's V row, whose blocks hold
+// scale 1 and the 254 non-NaN bytes (over 256 dims: one kv head of 256 for
+// the decode kernel, two of 128 for prefill); every value is exact in bf16.
+TEST_F(CudaKernels, AttentionWidensEveryFp8Byte) {
+  for (int kind : {1, 3}) {
+    SCOPED_TRACE(kind == 1 ? "decode" : "prefill");
+    const int hd = kind == 1 ? 256 : 128, Hkv = 256 / hd, Hq = 2 * Hkv;
+    PagedBatch b{Hq, Hkv, hd, 16, {{0, 1}}, kKvFp8};
+    b.Build(rng_);
+    std::vector<uint8_t> pool(b.pool_bytes(), 0);
+    std::vector<float> krow(hd);
+    std::vector<uint8_t> code(256);
+    for (int i = 0; i < 256; ++i) code[i] = (i & 0x7f) == 0x7f ? static_cast<uint8_t>(i ^ 0x7f) : static_cast<uint8_t>(i);
+    for (int g = 0; g < Hkv; ++g) {
+      for (auto& x : krow) x = Normal();
+      b.SetRow(pool, 1, false, 0, 0, g, krow.data());
+      const int64_t vt = b.Tile(1, true, 0, 0, g);
+      for (int blk = 0; blk < hd / 32; ++blk) {
+        const float one = 1.0f;
+        std::memcpy(pool.data() + vt + blk * 36, &one, 4);
+        std::memcpy(pool.data() + vt + blk * 36 + 4, code.data() + g * hd + blk * 32, 32);
+      }
+    }
+    std::vector<B16> q(static_cast<size_t>(Hq) * hd);
+    for (auto& x : q) x = F32ToBf16(Normal());
+    Dev<uint8_t> d_pool(pool.size());
+    Dev<B16> d_q(q.size()), d_out(q.size());
+    Dev<int32_t> d_seq(1), d_pos(1), d_tab(b.tables.size()), d_items(1);
+    Dev<SeqDesc> d_desc(b.desc.size());
+    d_pool.Upload(pool);
+    d_q.Upload(q);
+    d_seq.Upload(b.tok_seq);
+    d_pos.Upload(b.tok_pos);
+    d_tab.Upload(b.tables);
+    d_desc.Upload(b.desc);
+    d_items.Upload(std::vector<int32_t>{0});
+    if (kind == 1) {
+      DecodeAttnParams p;
+      p.q = reinterpret_cast<const bf16*>(d_q.get());
+      p.out = reinterpret_cast<bf16*>(d_out.get());
+      p.items = d_items.get();
+      p.n_items = 1;
+      p.tok_seq = d_seq.get();
+      p.tok_pos = d_pos.get();
+      p.seqs = d_desc.get();
+      p.block_tables = d_tab.get();
+      p.kv = b.View(d_pool.get());
+      p.n_head = Hq;
+      p.n_head_kv = Hkv;
+      p.head_dim = hd;
+      p.scale = 0.0625f;
+      PlanDecodeAttention(1, Hkv, hd, 1, 132, 1, &p.n_splits, &p.keys_per_split);
+      const size_t ws_bytes = DecodeAttnWorkspaceBytes(1, Hq, hd);
+      Dev<float> ws(ws_bytes / sizeof(float) + 1);
+      LAUNCH_OK(LaunchDecodeAttention(p, ws.get(), ws_bytes, 0));
+    } else {
+      Dev<PrefillWork> d_work(1);
+      d_work.Upload(std::vector<PrefillWork>{{0, 0}});
+      PrefillAttnParams p;
+      p.q = reinterpret_cast<const bf16*>(d_q.get());
+      p.out = reinterpret_cast<bf16*>(d_out.get());
+      p.work = d_work.get();
+      p.n_work = 1;
+      p.seqs = d_desc.get();
+      p.block_tables = d_tab.get();
+      p.kv = b.View(d_pool.get());
+      p.n_head = Hq;
+      p.n_head_kv = Hkv;
+      p.head_dim = hd;
+      p.scale = 0.0625f;
+      LAUNCH_OK(LaunchPrefillAttention(p, 0));
+    }
+    const std::vector<B16> out = d_out.Download();
+    for (int h = 0; h < Hq; ++h)
+      for (int d = 0; d < hd; ++d) {
+        const uint8_t c = code[(h / 2) * hd + d];
+        float want;
+        std::memcpy(&want, &kE4M3Value[c], 4);
+        // as values: -0 comes out of the weighted sum as +0
+        ASSERT_EQ(F(out[static_cast<size_t>(h) * hd + d]), want)
+            << "head " << h << " byte 0x" << std::hex << int{c};
+      }
+  }
 }
 
 // The output's rotation back (hadamard.cuh) is the CPU's HadamardRotate of

@@ -19,10 +19,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "backend/kv_wire.h"
+#include "kvstate/kv_convert.h"
 #include "kvstate/kv_format.h"
 #include "llm.h"
 #include "support/api_greedy.h"
@@ -30,6 +32,7 @@
 #include "support/cuda_test_helpers.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
+#include "util/fp16.h"
 
 namespace llm::test {
 namespace {
@@ -61,11 +64,15 @@ std::vector<llm_token> Prompt(int n) {
 }
 
 const char* TypeName(int32_t t) {
-  return t == LLM_KV_F16 ? "F16" : t == LLM_KV_Q8_0 ? "Q8_0" : t == LLM_KV_Q4_0 ? "Q4_0" : "AUTO";
+  return t == LLM_KV_F16    ? "F16"
+         : t == LLM_KV_Q8_0 ? "Q8_0"
+         : t == LLM_KV_Q4_0 ? "Q4_0"
+         : t == LLM_KV_FP8_E4M3 ? "FP8_E4M3"
+                                : "AUTO";
 }
 
 // The KV stream's element of a kv_type (Q4_0's rotated rows are wire elem 6).
-int32_t WireElem(int32_t t) { return t == LLM_KV_Q4_0 ? kKvWireQ4_0 : t; }
+int32_t WireElem(int32_t t) { return t == LLM_KV_Q4_0 ? kKvWireQ4_0 : t == LLM_KV_FP8_E4M3 ? kKvWireFp8 : t; }
 
 // The synthesised `tiny` model, removed at the end of the suite.
 class CudaKvTypes : public ::testing::Test {
@@ -153,11 +160,11 @@ TEST_F(CudaKvTypes, SmolLM2Q4_0GreedyMatchesTheCpu) {
 
 // BF16 and F16 rows take 2 head_dim bytes, Q8_0 rows head_dim + 4 (int8 and
 // one F32 scale), Q4_0 rows head_dim / 32 blocks of 18 bytes (4.5 bits a
-// value); the pool is kv_blocks_total blocks plus the graphs' scratch
+// value), FP8 E4M3 rows head_dim / 32 blocks of 36 bytes (9 bits a value); the pool is kv_blocks_total blocks plus the graphs' scratch
 // block, each n_layer x (K, V) x n_head_kv x block_size rows.
 TEST_F(CudaKvTypes, BytesPerTokenFollowTheType) {
   SKIP_WITHOUT_DEVICE();
-  for (int32_t t : {LLM_KV_AUTO, LLM_KV_F16, LLM_KV_Q8_0, LLM_KV_Q4_0}) {
+  for (int32_t t : {LLM_KV_AUTO, LLM_KV_F16, LLM_KV_Q8_0, LLM_KV_Q4_0, LLM_KV_FP8_E4M3}) {
     SCOPED_TRACE(TypeName(t));
     Ctx c(*tiny_, LLM_BACKEND_CUDA, t, 32);
     ASSERT_NE(c.p, nullptr);
@@ -169,7 +176,10 @@ TEST_F(CudaKvTypes, BytesPerTokenFollowTheType) {
     ASSERT_EQ(llm_get_stats(c.p, &s), LLM_OK);
     ASSERT_EQ(s.kv_blocks_total, 32);
     const uint64_t hd = static_cast<uint64_t>(info.n_embd / info.n_head);
-    const uint64_t row = t == LLM_KV_Q8_0 ? hd + 4 : t == LLM_KV_Q4_0 ? hd / 32 * 18 : 2 * hd;
+    const uint64_t row = t == LLM_KV_Q8_0        ? hd + 4
+                         : t == LLM_KV_Q4_0      ? hd / 32 * 18
+                         : t == LLM_KV_FP8_E4M3  ? hd / 32 * 36  // 9 bits a value: a byte and a 32nd of an F32
+                                                 : 2 * hd;
     const uint64_t per_token = static_cast<uint64_t>(info.n_layer) * 2 * info.n_head_kv * row;
     EXPECT_EQ(s.kv_pool_bytes, (32u + 1u) * 16u * per_token);
     EXPECT_EQ(s.kv_bytes, s.kv_pool_bytes);
@@ -296,6 +306,320 @@ TEST_F(CudaKvTypes, Q4_0RefusedWhereBlocksDoNotFit) {
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(ctx, nullptr);
   EXPECT_NE(std::string(llm_last_error()).find("head_dim"), std::string::npos) << llm_last_error();
+}
+
+// ---------------------------------------------------------------- FP8 E4M3
+
+// The acceptance rule: the CUDA FP8 E4M3 cache's greedy continuation
+// equals the CPU's with an F16 cache (the oracle: the CPU has no FP8 pool)
+// up to the near-tie rule, on `tiny` (the tensor-core prefill kernel for
+// the 70-token prompt, the decode kernel after).
+TEST_F(CudaKvTypes, Fp8GreedyMatchesTheCpuAtF16) {
+  SKIP_WITHOUT_DEVICE();
+  Ctx cpu(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16), gpu(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+  ASSERT_NE(cpu.p, nullptr);
+  ASSERT_NE(gpu.p, nullptr);
+  const std::vector<llm_token> prompt = Prompt(70);
+  const ApiGreedyRun want = ApiGreedy(cpu.p, prompt, 24);
+  const ApiGreedyRun got = ApiGreedy(gpu.p, prompt, 24);
+  ASSERT_EQ(want.status, LLM_OK);
+  ASSERT_EQ(got.status, LLM_OK) << llm_last_error();
+  ExpectEqualUpToNearTie(want, got, kNearTie);
+}
+
+// SmolLM2 (a real model's K/V outlier channels) with an FP8 cache against
+// the CPU at F16; opt-in on the emulator as the Q4_0 run above is.
+TEST_F(CudaKvTypes, SmolLM2Fp8GreedyMatchesTheCpuAtF16) {
+  SKIP_WITHOUT_DEVICE();
+#if LLM_CUDA_EMULATED
+  if (std::getenv("LLM_CUDA_SLOW_TESTS") == nullptr || std::string(std::getenv("LLM_CUDA_SLOW_TESTS")) != "1")
+    GTEST_SKIP() << "SmolLM2 on the emulator: set LLM_CUDA_SLOW_TESTS=1";
+  const int n_steps = 5;
+#else
+  const int n_steps = 32;
+#endif
+  const std::string path = RealModelPath(kSmolLM2);
+  if (!std::filesystem::exists(path)) {
+    if (std::getenv("CI")) FAIL() << path << " missing (scripts/fetch-models.sh)";
+    GTEST_SKIP() << path << " not fetched";
+  }
+  Ctx cpu(path, LLM_BACKEND_CPU, LLM_KV_F16), gpu(path, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+  ASSERT_NE(cpu.p, nullptr);
+  ASSERT_NE(gpu.p, nullptr);
+  const std::string text = "Once upon a time, in a small village by the sea, there lived an old fisherman who";
+  std::vector<llm_token> prompt(64);
+  int32_t n_prompt = 0;
+  ASSERT_EQ(llm_tokenize(cpu.p, text.data(), text.size(), LLM_TOKENIZE_ADD_SPECIAL, prompt.data(), 64, &n_prompt),
+            LLM_OK);
+  prompt.resize(static_cast<size_t>(n_prompt));
+  const ApiGreedyRun want = ApiGreedy(cpu.p, prompt, n_steps);
+  const ApiGreedyRun got = ApiGreedy(gpu.p, prompt, n_steps);
+  ASSERT_EQ(want.status, LLM_OK);
+  ASSERT_EQ(got.status, LLM_OK) << llm_last_error();
+  ExpectEqualUpToNearTie(want, got, kNearTie);
+}
+
+// FP8 blocks go through the prefix cache and copy-on-write as the other
+// types' do: a second request with the same prompt reuses its full blocks
+// and continues with the same tokens; n = 3 greedy samples share the
+// prompt's blocks (the last one partial, so each sample's first write
+// copies it) and each equals the single run.
+TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
+  SKIP_WITHOUT_DEVICE();
+  Ctx c(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+  ASSERT_NE(c.p, nullptr);
+  std::vector<llm_token> prompt;
+  for (int i = 0; i < 37; ++i) prompt.push_back(static_cast<llm_token>(1 + (i * 37) % 500));  // 2 full blocks + 5
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0;
+  auto submit = [&](int32_t n) {
+    llm_request r;
+    llm_request_init(&r);
+    r.prompt_tokens = prompt.data();
+    r.n_prompt_tokens = static_cast<int32_t>(prompt.size());
+    r.max_tokens = 10;
+    r.ignore_eos = 1;
+    r.n = n;
+    r.sampling = &sp;
+    llm_request_id id = 0;
+    EXPECT_EQ(llm_submit(c.p, &r, &id), LLM_OK) << llm_last_error();
+    return WaitFor(c.p, id, n, 300);
+  };
+  const auto first = submit(1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].tokens.size(), 10u);
+  EXPECT_EQ(first[0].metrics.cached_prompt_tokens, 0);
+  const auto again = submit(1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_GE(again[0].metrics.cached_prompt_tokens, 32);
+  // Tokens equal; log-probabilities to 1e-2: the cached run computes only
+  // the prompt's last partial block, a batch of another shape than the
+  // first run's, so the GEMMs' sums round in another order (any CUDA pool
+  // type; measured 0.0054 at most here)
+  auto same = [&](const SeqResult& a) {
+    EXPECT_EQ(a.tokens, first[0].tokens);
+    ASSERT_EQ(a.logprobs.size(), first[0].logprobs.size());
+    for (size_t i = 0; i < a.logprobs.size(); ++i) EXPECT_NEAR(a.logprobs[i], first[0].logprobs[i], 1e-2) << i;
+  };
+  same(again[0]);
+  const auto three = submit(3);
+  ASSERT_EQ(three.size(), 3u);
+  for (const auto& s : three) same(s);
+}
+
+// The KV stream carries FP8 as elem 7: CUDA -> CUDA moves the blocks as
+// they are (the re-export is byte-identical); CUDA -> CPU (F16: the CPU has
+// no FP8 pool) converts them exactly (scale * e4m3 is an F16 value's
+// neighbourhood: rounded once) and the CPU continues as the CPU that
+// computed the prompt, up to the near-tie rule; CPU F16 -> CUDA FP8
+// quantizes on import (the pool's own rule) and continues as the CUDA FP8
+// context that computed the prompt.
+std::vector<kvstate::BlockRecord> Blocks(const std::string& s, kvstate::StreamHeader* h) {
+  size_t at = 0;
+  kvstate::StreamReader r([&](void* buf, size_t n) -> StatusOr<size_t> {
+    const size_t k = std::min(n, s.size() - at);
+    std::memcpy(buf, s.data() + at, k);
+    at += k;
+    return k;
+  });
+  EXPECT_TRUE(r.ReadHeader(h).ok());
+  std::vector<kvstate::BlockRecord> out;
+  kvstate::BlockRecord b;
+  while (true) {
+    StatusOr<bool> more = r.NextBlock(&b);
+    EXPECT_TRUE(more.ok()) << more.status().message();
+    if (!more.ok() || !*more) break;
+    out.push_back(b);
+  }
+  return out;
+}
+
+// Imports `stream` into `to` and returns `to`'s export of `conv` (before it
+// computes anything more).
+std::string ImportAndExport(llm_ctx* to, const std::string& stream, const std::vector<llm_token>& conv) {
+  MemReader r{&stream};
+  int32_t n_in = -1;
+  EXPECT_EQ(llm_kv_import(to, 0, ReadFromString, &r, &n_in), LLM_OK) << llm_last_error();
+  EXPECT_EQ(n_in, 48);
+  int32_t n = 0;
+  return Export(to, conv, &n);
+}
+
+// Continues `conv` in `to` (which imported its prefix) and in a context
+// `computed` of the importer's kind that computed the prompt itself.
+void Continue(llm_ctx* to, llm_ctx* computed, const std::vector<llm_token>& conv) {
+  const ApiGreedyRun want = ApiGreedy(computed, conv, 16);
+  const ApiGreedyRun got = ApiGreedy(to, conv, 16);
+  ASSERT_EQ(got.status, LLM_OK);
+  EXPECT_EQ(got.metrics.cached_prompt_tokens, 48) << "the imported prefix was not reused";
+  ExpectEqualUpToNearTie(want, got, kNearTie);
+}
+
+TEST_F(CudaKvTypes, Fp8ExportImportCarryTheType) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<llm_token> conv = Prompt(40);
+  std::string fp8;
+  {
+    Ctx from(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+    ASSERT_NE(from.p, nullptr);
+    const ApiGreedyRun first = ApiGreedy(from.p, conv, 24);
+    ASSERT_EQ(first.status, LLM_OK);
+    conv.insert(conv.end(), first.tokens.begin(), first.tokens.end());
+    int32_t n = 0;
+    fp8 = Export(from.p, conv, &n);
+    ASSERT_EQ(n, 48);
+    EXPECT_EQ(StreamElem(fp8), kKvWireFp8);
+  }
+  {  // CUDA FP8 -> CUDA FP8: the blocks as they are
+    SCOPED_TRACE("CUDA FP8 -> CUDA FP8");
+    Ctx to(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3), computed(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+    EXPECT_TRUE(ImportAndExport(to.p, fp8, conv) == fp8) << "the importer's re-export differs from the stream";
+    Continue(to.p, computed.p, conv);
+  }
+  {  // CUDA FP8 -> CPU F16: every value is F16(scale * e4m3)
+    SCOPED_TRACE("CUDA FP8 -> CPU F16");
+    Ctx to(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16), computed(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16);
+    const std::string f16 = ImportAndExport(to.p, fp8, conv);
+    Continue(to.p, computed.p, conv);
+    kvstate::StreamHeader hf, hh;
+    const auto bf = Blocks(fp8, &hf), bh = Blocks(f16, &hh);
+    ASSERT_EQ(hh.geometry.elem, LLM_KV_F16);
+    ASSERT_EQ(bf.size(), bh.size());
+    const KvWireLayout wf = hf.geometry.wire(), wh = hh.geometry.wire();
+    std::vector<float> a(static_cast<size_t>(wf.head_dim)), b(a.size());
+    int64_t differ = 0;
+    for (size_t i = 0; i < bf.size(); ++i)
+      for (int64_t l = 0; l < wf.n_layer; ++l)
+        for (int64_t kv = 0; kv < 2; ++kv)
+          for (int64_t h = 0; h < wf.n_head_kv; ++h)
+            for (int64_t p = 0; p < wf.block_size; ++p) {
+              kvstate::DecodeKvRow(wf, kv, bf[i].kv.data() + wf.TileOffset(l, kv, h), p, a.data());
+              kvstate::DecodeKvRow(wh, kv, bh[i].kv.data() + wh.TileOffset(l, kv, h), p, b.data());
+              for (size_t d = 0; d < a.size(); ++d) differ += F16ToF32(F32ToF16(a[d])) != b[d];
+            }
+    EXPECT_EQ(differ, 0) << "values the conversion did not carry as F16(scale * e4m3)";
+  }
+  {  // CPU F16 -> CUDA FP8: quantized on import by the pool's rule
+    SCOPED_TRACE("CPU F16 -> CUDA FP8");
+    Ctx cpu(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16);
+    // the conversation but its last token as the prompt: 63 positions computed, 3 full blocks
+    ASSERT_EQ(ApiGreedy(cpu.p, std::vector<llm_token>(conv.begin(), conv.end() - 1), 1).status, LLM_OK);
+    int32_t n = 0;
+    const std::string f16 = Export(cpu.p, conv, &n);
+    ASSERT_EQ(n, 48);
+    Ctx to(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3), computed(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+    EXPECT_EQ(StreamElem(ImportAndExport(to.p, f16, conv)), kKvWireFp8);
+    Continue(to.p, computed.p, conv);
+  }
+}
+
+// What an FP8 cache cannot run on is refused with the reason: a device
+// below compute capability 8.9 (the emulator reporting 8.6: LLM_EMU_CC),
+// a head_dim that holds no whole 32-value block (stories260K: 8), K and V
+// of different types on CUDA.
+TEST_F(CudaKvTypes, Fp8Refusals) {
+  SKIP_WITHOUT_DEVICE();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = tiny_->c_str();
+  p.backend = LLM_BACKEND_CUDA;
+  p.kv_type = LLM_KV_FP8_E4M3;
+  llm_ctx* ctx = nullptr;
+#if LLM_CUDA_EMULATED
+  ::setenv("LLM_EMU_CC", "8.6", 1);
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(ctx, nullptr);
+  const std::string msg = llm_last_error();
+  EXPECT_NE(msg.find("compute capability 8.9"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("is 8.6"), std::string::npos) << msg;
+  p.kv_type = LLM_KV_Q8_0;  // the other types run there
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_ctx_destroy(ctx);
+  ctx = nullptr;
+  ::setenv("LLM_EMU_CC", "8.9", 1);  // Ada: the first with the conversion
+  p.kv_type = LLM_KV_FP8_E4M3;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_ctx_destroy(ctx);
+  ctx = nullptr;
+  ::unsetenv("LLM_EMU_CC");
+#endif
+  const std::string stories = ModelPathF32();
+  p.model_path = stories.c_str();
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_NE(std::string(llm_last_error()).find("FP8 E4M3 KV cache needs head_dim a multiple of 32"),
+            std::string::npos)
+      << llm_last_error();
+  p.model_path = tiny_->c_str();
+  p.kv_type_v = LLM_KV_F16;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(llm_last_error()).find("kv_type fp8_e4m3 with kv_type_v f16"), std::string::npos)
+      << llm_last_error();
+}
+
+// A stream whose FP8 block holds a scale that is NaN, infinite or negative,
+// or the E4M3 NaN code, is refused (KV_CORRUPT, naming the block) by a CUDA
+// FP8 importer and by a CPU importer that would convert it, with its
+// checksum right (rewritten here): nothing from that block on is imported,
+// and the contexts serve on.
+TEST_F(CudaKvTypes, Fp8RefusesCorruptScales) {
+  SKIP_WITHOUT_DEVICE();
+  Ctx from(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+  ASSERT_NE(from.p, nullptr);
+  std::vector<llm_token> conv = Prompt(40);
+  ASSERT_EQ(ApiGreedy(from.p, conv, 8).status, LLM_OK);
+  int32_t n = 0;
+  const std::string good = Export(from.p, conv, &n);
+  ASSERT_EQ(n, 32);
+  // rewrites the stream with block 1's byte `at` (of its KV) set by `edit`
+  auto rewrite = [&](size_t at, const void* bytes, size_t len) {
+    size_t pos = 0;
+    kvstate::StreamReader r([&](void* buf, size_t k) -> StatusOr<size_t> {
+      const size_t m = std::min(k, good.size() - pos);
+      std::memcpy(buf, good.data() + pos, m);
+      pos += m;
+      return m;
+    });
+    std::string out;
+    kvstate::StreamWriter w([&](const void* d, size_t k) -> Status {
+      out.append(static_cast<const char*>(d), k);
+      return Status::Ok();
+    });
+    kvstate::StreamHeader h;
+    EXPECT_TRUE(r.ReadHeader(&h).ok());
+    EXPECT_EQ(h.geometry.elem, kKvWireFp8);
+    EXPECT_TRUE(w.WriteHeader(h.model, h.geometry).ok());
+    kvstate::BlockRecord b;
+    for (int i = 0;; ++i) {
+      StatusOr<bool> more = r.NextBlock(&b);
+      EXPECT_TRUE(more.ok());
+      if (!more.ok() || !*more) break;
+      if (i == 1) std::memcpy(b.kv.data() + at, bytes, len);
+      EXPECT_TRUE(w.WriteBlock(b.parent, b.hash, b.tokens, b.kv).ok());
+    }
+    EXPECT_TRUE(w.Finish().ok());
+    return out;
+  };
+  Ctx cuda_to(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3), cpu_to(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16);
+  ASSERT_NE(cuda_to.p, nullptr);
+  ASSERT_NE(cpu_to.p, nullptr);
+  const float bad[] = {std::nanf(""), std::numeric_limits<float>::infinity(), -0.25f};
+  std::vector<std::string> streams;
+  for (float f : bad) streams.push_back(rewrite(36 * 3, &f, 4));  // row 1 block 1 scale (layer 0, K, head 0)
+  const uint8_t nan_code = 0x7f;
+  streams.push_back(rewrite(36 + 4 + 9, &nan_code, 1));
+  for (llm_ctx* to : {cuda_to.p, cpu_to.p})
+    for (const std::string& x : streams) {
+      MemReader r{&x};
+      int32_t n_in = -1;
+      EXPECT_EQ(llm_kv_import(to, 0, ReadFromString, &r, &n_in), LLM_ERR_KV_CORRUPT);
+      const std::string msg = llm_last_error();
+      EXPECT_NE(msg.find("block 1"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("FP8 E4M3 K block holds"), std::string::npos) << msg;
+      EXPECT_LE(n_in, 16) << "a block past the corrupt one was imported";
+    }
+  for (llm_ctx* to : {cuda_to.p, cpu_to.p}) EXPECT_EQ(ApiGreedy(to, Prompt(20), 4).status, LLM_OK);
 }
 
 }  // namespace

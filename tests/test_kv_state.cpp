@@ -923,6 +923,119 @@ TEST(KvState, CallbackMisuseAndErrors) {
 namespace llm {
 namespace {
 
+// `stream` with its blocks converted to element types (elem, elem_v) by the
+// stream's own rule (kvstate::ConvertKvBlock), the checksums rewritten;
+// `corrupt`: block 0 starts with a negative FP8 scale.
+std::string ConvertStream(const std::string& f32, int32_t elem, int32_t elem_v, bool corrupt) {
+  size_t at = 0;
+  kvstate::StreamReader r([&](void* buf, size_t k) -> StatusOr<size_t> {
+    const size_t m = std::min(k, f32.size() - at);
+    std::memcpy(buf, f32.data() + at, m);
+    at += m;
+    return m;
+  });
+  std::string out;
+  kvstate::StreamWriter w([&](const void* d, size_t k) -> Status {
+    out.append(static_cast<const char*>(d), k);
+    return Status::Ok();
+  });
+  kvstate::StreamHeader h;
+  EXPECT_TRUE(r.ReadHeader(&h).ok());
+  kvstate::KvGeometry g = h.geometry;
+  const KvWireLayout from = g.wire();
+  g.elem = elem;
+  g.elem_v = elem_v;
+  const KvWireLayout to = g.wire();
+  EXPECT_TRUE(w.WriteHeader(h.model, g).ok());
+  kvstate::BlockRecord b;
+  std::vector<uint8_t> kv(static_cast<size_t>(to.block_bytes()));
+  while (true) {
+    StatusOr<bool> more = r.NextBlock(&b);
+    if (!more.ok() || !*more) break;
+    kvstate::ConvertKvBlock(from, b.kv, to, kv);
+    if (corrupt) {
+      const float neg = -1.0f;
+      std::memcpy(kv.data(), &neg, 4);
+      corrupt = false;
+    }
+    EXPECT_TRUE(w.WriteBlock(b.parent, b.hash, b.tokens, kv).ok());
+  }
+  EXPECT_TRUE(w.Finish().ok());
+  return out;
+}
+
+// A CUDA context's FP8 E4M3 stream (elem 7; made here from a CPU F32
+// stream by the stream's own rule, as the CPU has no FP8 pool) imports into
+// a CPU context of another type converted: every value the F16 pool holds
+// is F16(scale * e4m3), the prefix is reused and the context continues; a
+// block with a negative scale is refused by name and nothing from it on is
+// imported.
+TEST(KvState, CpuImportsAnFp8StreamConverted) {
+  const std::string tiny = SynthPath("tiny");  // head_dim 64: whole 32-value blocks
+  Ctx a(tiny, {LLM_KV_F32});
+  const std::vector<llm_token> conv = Converse(a.p, 40, 8);
+  int32_t n = 0;
+  const std::string f32 = Export(a.p, conv, &n);
+  ASSERT_EQ(n, 32);
+  const std::string fp8 = ConvertStream(f32, kKvWireFp8, 0, false);
+  Ctx b(tiny, {LLM_KV_F16});
+  int32_t got = 0;
+  ASSERT_EQ(Import(b.p, fp8, &got), LLM_OK) << llm_last_error();
+  ASSERT_EQ(got, 32);
+  const std::string f16 = Export(b.p, conv, &n);
+  ASSERT_EQ(n, 32);
+  // the F16 pool's values against the FP8 stream's, decoded
+  auto blocks = [](const std::string& st, kvstate::StreamHeader* h) {
+    size_t at = 0;
+    kvstate::StreamReader r([&](void* buf, size_t k) -> StatusOr<size_t> {
+      const size_t m = std::min(k, st.size() - at);
+      std::memcpy(buf, st.data() + at, m);
+      at += m;
+      return m;
+    });
+    EXPECT_TRUE(r.ReadHeader(h).ok());
+    std::vector<kvstate::BlockRecord> out;
+    kvstate::BlockRecord rec;
+    while (true) {
+      StatusOr<bool> more = r.NextBlock(&rec);
+      EXPECT_TRUE(more.ok());
+      if (!more.ok() || !*more) break;
+      out.push_back(rec);
+    }
+    return out;
+  };
+  kvstate::StreamHeader h8, h16;
+  const auto b8 = blocks(fp8, &h8), b16 = blocks(f16, &h16);
+  ASSERT_EQ(h8.geometry.elem, kKvWireFp8);
+  ASSERT_EQ(h16.geometry.elem, LLM_KV_F16);
+  ASSERT_EQ(b8.size(), b16.size());
+  const KvWireLayout w8 = h8.geometry.wire(), w16 = h16.geometry.wire();
+  std::vector<float> x(static_cast<size_t>(w8.head_dim)), y(x.size());
+  int64_t differ = 0, values = 0;
+  for (size_t i = 0; i < b8.size(); ++i)
+    for (int64_t l = 0; l < w8.n_layer; ++l)
+      for (int64_t kv = 0; kv < 2; ++kv)
+        for (int64_t hh = 0; hh < w8.n_head_kv; ++hh)
+          for (int64_t p = 0; p < w8.block_size; ++p) {
+            kvstate::DecodeKvRow(w8, kv, b8[i].kv.data() + w8.TileOffset(l, kv, hh), p, x.data());
+            kvstate::DecodeKvRow(w16, kv, b16[i].kv.data() + w16.TileOffset(l, kv, hh), p, y.data());
+            for (size_t d = 0; d < x.size(); ++d, ++values) differ += F16ToF32(F32ToF16(x[d])) != y[d];
+          }
+  EXPECT_GT(values, 0);
+  EXPECT_EQ(differ, 0);
+  const ApiGreedyRun cont = ApiGreedy(b.p, conv, 8);
+  ASSERT_EQ(cont.status, LLM_OK);
+  EXPECT_EQ(cont.metrics.cached_prompt_tokens, 32);
+  // a corrupt scale: refused, the context serves on
+  Ctx c(tiny, {LLM_KV_F16});
+  EXPECT_EQ(Import(c.p, ConvertStream(f32, kKvWireFp8, LLM_KV_F16, true), &got), LLM_ERR_KV_CORRUPT);
+  EXPECT_NE(std::string(llm_last_error()).find("FP8 E4M3 K block holds a negative scale"), std::string::npos)
+      << llm_last_error();
+  EXPECT_LE(got, 0);
+  EXPECT_EQ(ApiGreedy(c.p, conv, 2).status, LLM_OK);
+  std::filesystem::remove(tiny);
+}
+
 // Regenerates the fuzz target's seed corpus (tests/fuzz/corpus/kv_reader):
 //   build/bin/test_kv_state --gtest_also_run_disabled_tests --gtest_filter='*WriteFuzzSeeds'
 TEST(KvState, DISABLED_WriteFuzzSeeds) {
@@ -956,6 +1069,17 @@ TEST(KvState, DISABLED_WriteFuzzSeeds) {
   {
     Ctx c(test::ModelPathF32(), {LLM_KV_Q8_0, 16, 0, LLM_KV_F16});
     save("stories-q8k-f16v-1block", Export(c.p, Converse(c.p, 20, 4), &n));
+  }
+  {
+    // FP8 E4M3 (elem 7) is a CUDA pool's: its seeds are a CPU F32 stream's
+    // blocks converted by the stream's own rule (one-type, K FP8 + V F16
+    // with a VELM section, and one whose block 0 has a negative scale under
+    // a right checksum)
+    Ctx c(tiny, {LLM_KV_F32});
+    const std::string f32 = Export(c.p, Converse(c.p, 40, 4), &n);
+    save("tiny-fp8-2blocks", ConvertStream(f32, kKvWireFp8, 0, false));
+    save("tiny-fp8k-f16v-2blocks", ConvertStream(f32, kKvWireFp8, LLM_KV_F16, false));
+    save("tiny-fp8-negative-scale", ConvertStream(f32, kKvWireFp8, 0, true));
   }
   std::filesystem::remove(tiny);
 }

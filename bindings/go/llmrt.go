@@ -100,6 +100,8 @@ const (
 	KVF16  KVType = C.LLM_KV_F16
 	KVQ8_0 KVType = C.LLM_KV_Q8_0
 	KVQ4_0 KVType = C.LLM_KV_Q4_0
+	// FP8 E4M3 with a scale per 32 values: CUDA sm_89+ only (the CPU refuses it).
+	KVFP8E4M3 KVType = C.LLM_KV_FP8_E4M3
 )
 
 // KVRole is llm_ctx_params.kv_role.

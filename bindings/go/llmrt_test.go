@@ -566,4 +566,12 @@ func TestKVTypesApart(t *testing.T) {
 	if !errors.As(err, &e) || e.Status != StatusInvalidArgument || !strings.Contains(e.Message, "kv_type_v") {
 		t.Fatalf("KVTypeV 99: %v", err)
 	}
+	// FP8 E4M3 is a CUDA (sm_89+) pool: the CPU refuses it by name.
+	if KVFP8E4M3 != 5 {
+		t.Fatalf("KVFP8E4M3 = %d", KVFP8E4M3)
+	}
+	_, err = Open(&Params{Backend: BackendCPU, KVType: KVFP8E4M3})
+	if !errors.As(err, &e) || e.Status != StatusUnsupported || !strings.Contains(e.Message, "fp8_e4m3") {
+		t.Fatalf("KVFP8E4M3 on the CPU: %v", err)
+	}
 }

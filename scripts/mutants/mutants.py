@@ -408,6 +408,40 @@ MUTANTS = [
                    "      if (i < 2 * p.n_head_kv) dev::HadamardRowWarp(sRow + static_cast<int64_t>(i) * hd, hd, is_v ? p.rot_v : p.rot_k, lane);\n")],
         "units": ["kernels/rope_kv.cu"],
     },
+    {
+        "name": "kv-fp8-exponent-bias",
+        "what": "FP8 E4M3 KV store: the exponent rebased to bias 6 instead of 7 (every value stored twice as large)",
+        "edits": [("kernels/kv_elem.cuh",
+                   "  return sign | ((r >> 20) - (120u << 3));\n",
+                   "  return sign | ((r >> 20) - (121u << 3));\n")],
+        "units": ["kernels/rope_kv.cu"],
+    },
+    {
+        "name": "kv-fp8-scale-per-row",
+        "what": "FP8 E4M3 KV store: every block of a row scaled by the row's max|x| instead of its own",
+        "edits": [("kernels/kv_elem.cuh",
+                   "    const float amax = WarpMax(isfinite(v) ? fabsf(v) : 0.0f);\n",
+                   "    float rmax = 0.0f;\n"
+                   "    for (int32_t d = lane; d < head_dim; d += 32) rmax = fmaxf(rmax, isfinite(x[d]) ? fabsf(x[d]) : 0.0f);\n"
+                   "    const float amax = WarpMax(rmax);\n")],
+        "units": ["kernels/rope_kv.cu"],
+    },
+    {
+        "name": "kv-fp8-no-saturation",
+        "what": "FP8 E4M3 KV store: no saturation at 448 (an infinity or a value past 464 becomes the NaN code or wraps)",
+        "edits": [("kernels/kv_elem.cuh",
+                   "  if (a >= 0x43e00000u) return sign | 0x7eu;  // >= 448\n",
+                   "")],
+        "units": ["kernels/rope_kv.cu"],
+    },
+    {
+        "name": "kv-fp8-widen-bias",
+        "what": "FP8 E4M3 KV load (the emulator's cvt.rn.f16x2.e4m3x2): exponent rebased with bias 8 instead of 7",
+        "edits": [("src/backend/cuda/emu/emu_fp8.cpp",
+                   "  int exp = e == 0 ? -9 : e - 10;\n",
+                   "  int exp = e == 0 ? -9 : e - 11;\n")],
+        "units": ["src/backend/cuda/emu/emu_fp8.cpp"],
+    },
 ]
 
 

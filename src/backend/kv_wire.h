@@ -12,6 +12,9 @@
 //                                                           (block_size, head_dim) int8
 //                                                     Q4_0: (block_size) rows of head_dim / 32
 //                                                           GGUF Q4_0 blocks (18 bytes each)
+//                                                     FP8:  (block_size) rows of head_dim / 32
+//                                                           blocks of an F32 scale and 32
+//                                                           E4M3 bytes (36 bytes each)
 //
 // K and V may be of different types (elem, elem_v): each tile is its side's.
 // BF16 is the CUDA pool's type (kKvWireBf16: a wire value only, not an
@@ -26,15 +29,27 @@
 // Its rows are Hadamard-rotated K and V rows (backend/kv_rotation.h: the CPU
 // pool's, and llama.cpp's for a quantized cache); elem 5, the unrotated Q4_0
 // of one earlier build, is refused (kKvWireQ4_0Unrotated).
+// FP8 E4M3 (kKvWireFp8, LLM_KV_FP8_E4M3: the CUDA pool's on sm_89+) keeps
+// per 32 values an F32 scale s = max|x| / 448 (E4M3's largest finite
+// value; finite values only, an infinite one saturates) and 32 E4M3 bytes
+// (util/fp8.h: nearest even, saturating to +-448, NaN stored as 0); x = s *
+// e4m3. Rows are not rotated (bench/results/2026-11-27-kv-fp8.md: E4M3's
+// step is relative to each value, so a rotation raises the rows' error; it
+// lowers K's score error on some models, a possible follow-up). A reader
+// refuses a block whose scale
+// is NaN, infinite or negative, or which holds the NaN code
+// (CheckKvBlockValues, kvstate/kv_convert.h).
 // Little-endian throughout.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "llm.h"
 #include "util/fp16.h"
+#include "util/fp8.h"
 
 namespace llm {
 
@@ -45,13 +60,17 @@ inline constexpr int32_t kKvWireQ4_0 = 6;            // rows rotated (kv_rotatio
 inline constexpr int32_t kKvWireQ4_0Unrotated = 5;   // refused: not what a Q4_0 pool holds
 inline constexpr int64_t kQ4Block = 32;       // values per Q4_0 block
 inline constexpr int64_t kQ4BlockBytes = 18;  // its F16 scale and 16 bytes of nibbles
+inline constexpr int32_t kKvWireFp8 = 7;       // FP8 E4M3 blocks (LLM_KV_FP8_E4M3)
+inline constexpr int64_t kFp8Block = 32;       // values per FP8 block
+inline constexpr int64_t kFp8BlockBytes = 36;  // its F32 scale and 32 E4M3 bytes
 
 struct KvWireLayout {
   int64_t n_layer = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
-  int32_t elem = LLM_KV_F32;  // K's (and V's): LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0, kKvWireBf16 or kKvWireQ4_0
+  int32_t elem = LLM_KV_F32;  // K's (and V's): LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0, kKvWireBf16, kKvWireQ4_0
+                              // or kKvWireFp8
   // V's element type when it differs from K's (llm_ctx_params.kv_type_v);
   // 0 (no wire type has that value): as elem. Elem(1) reads it.
   int32_t elem_v = 0;
@@ -65,6 +84,7 @@ struct KvWireLayout {
   // One (layer, K|V, kv head) tile of element type e.
   int64_t TileBytes(int32_t e) const {
     if (e == kKvWireQ4_0) return block_size * (head_dim / kQ4Block) * kQ4BlockBytes;
+    if (e == kKvWireFp8) return block_size * (head_dim / kFp8Block) * kFp8BlockBytes;
     const int64_t values = block_size * head_dim * ElemBytes(e);
     return e == LLM_KV_Q8_0 ? 4 * block_size + values : values;
   }
@@ -114,6 +134,22 @@ inline uint16_t QuantizeBlockQ4(const float* x, uint8_t* q) {
     q[j] = static_cast<uint8_t>(v >= 15.0f ? 15.0f : v >= 0.0f ? v : v == v ? 0.0f : 8.0f);
   }
   return F32ToF16(d);
+}
+
+// Quantizes one block of 32 values as FP8 E4M3 into blk[0 .. 36): the F32
+// scale s = max|x| / 448 over the finite values, then F32ToE4M3(x * (1/s))
+// (0 for an all-zero block). An infinite value saturates to +-448 * s,
+// NaN is stored as 0; the scale is always finite and >= 0.
+inline void QuantizeBlockFp8(const float* x, uint8_t* blk) {
+  float amax = 0.0f;
+  for (int64_t j = 0; j < kFp8Block; ++j)
+    if (std::isfinite(x[j])) amax = std::max(amax, std::fabs(x[j]));
+  const float scale = amax / kE4M3Max, inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  std::memcpy(blk, &scale, 4);
+  for (int64_t j = 0; j < kFp8Block; ++j) {
+    const float prod = x[j] * inv;  // an infinity saturates (or, in a block of no finite value, is 0 * inf: 0)
+    blk[4 + j] = F32ToE4M3(prod);
+  }
 }
 
 }  // namespace llm

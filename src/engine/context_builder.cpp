@@ -30,6 +30,7 @@ const char* KvTypeName(int32_t t) {
     case LLM_KV_F16: return "f16";
     case LLM_KV_Q8_0: return "q8_0";
     case LLM_KV_Q4_0: return "q4_0";
+    case LLM_KV_FP8_E4M3: return "fp8_e4m3";
     default: return "?";
   }
 }
@@ -217,7 +218,7 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
                        KvTypeName(p.kv_type_v) + ": the CUDA backend stores K and V in one type (the CPU backend "
                        "has them apart)");
   if (p.kv_type == LLM_KV_F32)
-    return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16, Q8_0 or Q4_0 "
+    return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16, Q8_0, Q4_0 or FP8 E4M3 "
                        "(the CPU backend has F32)");
   const CudaBackendOptions co = CudaOptions(p, *ec);
   // n_gpu_layers in (0, n_layer): partial offload, the upper layers on the
@@ -333,9 +334,9 @@ Status CheckContextParams(const llm_ctx_params& p) {
     return InvalidArgument("moe_host_policy " + Str(p.moe_host_policy) + " is not an LLM_MOE_HOST_* value");
   if (p.moe_prefetch < -1 || p.moe_prefetch > 1) return InvalidArgument("moe_prefetch must be -1, 0 or 1");
   if (p.reserved5 != 0) return InvalidArgument("reserved5 must be 0");
-  if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_Q4_0)
+  if (p.kv_type < LLM_KV_AUTO || p.kv_type > LLM_KV_FP8_E4M3)
     return InvalidArgument("kv_type " + Str(p.kv_type) + " is not an LLM_KV_* value");
-  if (p.kv_type_v < LLM_KV_AUTO || p.kv_type_v > LLM_KV_Q4_0)
+  if (p.kv_type_v < LLM_KV_AUTO || p.kv_type_v > LLM_KV_FP8_E4M3)
     return InvalidArgument("kv_type_v " + Str(p.kv_type_v) + " is not an LLM_KV_* value (0: as kv_type)");
   // Checked whatever the backend, so a bad value fails on a CPU-only machine
   // too rather than only once the program meets a GPU. !(a && b) rejects NaN.

@@ -1,6 +1,8 @@
 #include "kvstate/kv_convert.h"
 
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "backend/kv_rotation.h"
@@ -35,6 +37,15 @@ void DecodeKvRow(const KvWireLayout& w, int64_t kv, const uint8_t* tile, int64_t
           out[b * kQ4Block + j] = scale * static_cast<float>((blk[2 + j] & 15) - 8);
           out[b * kQ4Block + j + 16] = scale * static_cast<float>((blk[2 + j] >> 4) - 8);
         }
+      }
+      return;
+    }
+    case kKvWireFp8: {
+      for (int64_t b = 0; b < hd / kFp8Block; ++b) {
+        const uint8_t* blk = tile + (p * (hd / kFp8Block) + b) * kFp8BlockBytes;
+        float scale;
+        std::memcpy(&scale, blk, 4);
+        for (int64_t j = 0; j < kFp8Block; ++j) out[b * kFp8Block + j] = scale * E4M3ToF32(blk[4 + j]);
       }
       return;
     }
@@ -74,6 +85,11 @@ void EncodeKvRow(const KvWireLayout& w, int64_t kv, uint8_t* tile, int64_t p, co
       }
       return;
     }
+    case kKvWireFp8: {
+      for (int64_t b = 0; b < hd / kFp8Block; ++b)
+        QuantizeBlockFp8(x + b * kFp8Block, tile + (p * (hd / kFp8Block) + b) * kFp8BlockBytes);
+      return;
+    }
     default: {  // Q8_0
       const float scale = QuantizeRowQ8(x, hd, reinterpret_cast<int8_t*>(tile + 4 * w.block_size + p * hd), 1);
       std::memcpy(tile + p * 4, &scale, 4);
@@ -85,6 +101,32 @@ void EncodeKvRow(const KvWireLayout& w, int64_t kv, uint8_t* tile, int64_t p, co
 int64_t KvRowRotation(const KvWireLayout& w, int64_t kv) {
   if (w.Elem(kv) != kKvWireQ4_0) return 0;
   return kv == 0 ? KvRotationK(w.head_dim) : KvRotationV(w.head_dim);
+}
+
+Status CheckKvBlockValues(const KvWireLayout& w, std::span<const uint8_t> kv) {
+  for (int64_t side = 0; side < 2; ++side) {
+    if (w.Elem(side) != kKvWireFp8) continue;
+    const int64_t blocks = w.block_size * (w.head_dim / kFp8Block);
+    for (int64_t l = 0; l < w.n_layer; ++l) {
+      for (int64_t h = 0; h < w.n_head_kv; ++h) {
+        const uint8_t* tile = kv.data() + w.TileOffset(l, side, h);
+        for (int64_t b = 0; b < blocks; ++b) {
+          const uint8_t* blk = tile + b * kFp8BlockBytes;
+          float scale;
+          std::memcpy(&scale, blk, 4);
+          const char* what = !std::isfinite(scale) ? "a NaN or infinite scale" : scale < 0.0f ? "a negative scale" : nullptr;
+          if (what == nullptr)
+            for (int64_t j = 0; j < kFp8Block && what == nullptr; ++j)
+              if ((blk[4 + j] & 0x7f) == 0x7f) what = "the E4M3 NaN code";
+          if (what != nullptr)
+            return KvCorrupt(std::string("FP8 E4M3 ") + (side == 0 ? "K" : "V") + " block holds " + what + " (layer " + std::to_string(l) + ", kv head " + std::to_string(h) + ", row " +
+                             std::to_string(b / (w.head_dim / kFp8Block)) + "); a writer stores finite scales >= 0 "
+                             "and no NaN");
+        }
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,

@@ -12,12 +12,17 @@
 //   Q4_0 <-> any                via F32: GGUF's Q4_0 rule (QuantizeBlockQ4)
 //                               over rotated rows: H applied leaving Q4_0
 //                               and entering it (backend/kv_rotation.h)
+//   FP8 E4M3 -> any             via F32, exact (scale * e4m3): a CUDA
+//                               context's FP8 stream enters a CPU pool
+//   any -> FP8 E4M3             per-32-value scale max|x| / 448, nearest
+//                               even (QuantizeBlockFp8, the CUDA pool's rule)
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "backend/kv_wire.h"
+#include "util/status.h"
 
 namespace llm::kvstate {
 
@@ -25,6 +30,11 @@ namespace llm::kvstate {
 // in and out have their block_bytes(). Each side converts on its own.
 void ConvertKvBlock(const KvWireLayout& from, std::span<const uint8_t> in, const KvWireLayout& to,
                     std::span<uint8_t> out);
+
+// KV_CORRUPT where a block's FP8 E4M3 tiles hold a scale that is NaN,
+// infinite or negative, or the E4M3 NaN code (no writer stores them; a
+// reader must not compute from them). Other types: every bit pattern reads.
+Status CheckKvBlockValues(const KvWireLayout& w, std::span<const uint8_t> kv);
 
 // The Hadamard rotation size of `w`'s K (kv 0) or V (kv 1) rows: 0 unless
 // the type stores rotated rows (Q4_0).

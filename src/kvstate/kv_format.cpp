@@ -1,5 +1,7 @@
 #include "kvstate/kv_format.h"
 
+#include "kvstate/kv_convert.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -80,11 +82,12 @@ Status CheckElem(int32_t elem, int32_t head_dim, const char* side) {
   if (elem == kKvWireQ4_0Unrotated)
     return KvMismatch(std::string("KV stream: ") + side + " element type 5 is the unrotated Q4_0 KV of an earlier "
                       "llmrt build; this one's Q4_0 (6) holds Hadamard-rotated rows: export the prefix again");
-  if (elem != LLM_KV_F32 && elem != LLM_KV_F16 && elem != LLM_KV_Q8_0 && elem != kKvWireBf16 && elem != kKvWireQ4_0)
+  if (elem != LLM_KV_F32 && elem != LLM_KV_F16 && elem != LLM_KV_Q8_0 && elem != kKvWireBf16 && elem != kKvWireQ4_0 &&
+      elem != kKvWireFp8)
     return KvCorrupt(std::string("KV stream: unknown ") + side + " element type " + std::to_string(elem));
-  if (elem == kKvWireQ4_0 && head_dim % kQ4Block != 0)
-    return KvCorrupt(std::string("KV stream: Q4_0 ") + side + " with head_dim " + std::to_string(head_dim) +
-                     ", not a multiple of 32");
+  if ((elem == kKvWireQ4_0 || elem == kKvWireFp8) && head_dim % kQ4Block != 0)
+    return KvCorrupt(std::string("KV stream: ") + (elem == kKvWireFp8 ? "FP8 E4M3 " : "Q4_0 ") + side +
+                     " with head_dim " + std::to_string(head_dim) + ", not a multiple of 32");
   return Status::Ok();
 }
 
@@ -419,6 +422,11 @@ StatusOr<bool> StreamReader::NextBlock(BlockRecord* out) {
     if (sum != BlockChecksum(prefix, out->tokens, out->kv))
       return KvCorrupt("KV stream: block " + std::to_string(n_blocks_) + " at byte " + std::to_string(at) +
                        " fails its checksum (corrupted bytes)");
+    // values no writer stores (an FP8 scale that is NaN, infinite or
+    // negative): refused here, before any pool computes from them
+    if (Status st = CheckKvBlockValues(wire, out->kv); !st.ok())
+      return KvCorrupt("KV stream: block " + std::to_string(n_blocks_) + " at byte " + std::to_string(at) + ": " +
+                       st.message());
     std::memcpy(&out->index, prefix, 4);
     std::memcpy(&out->parent, prefix + 8, 8);
     std::memcpy(&out->hash, prefix + 16, 8);

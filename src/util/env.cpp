@@ -2,6 +2,7 @@
 #include "util/env.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +36,11 @@ EnvOptions ReadEnv() {
   e.emu_racecheck_off = Is("LLM_EMU_RACECHECK", "0");
   if (const char* v = std::getenv("LLM_EMU_DEVICE_MIB"); v != nullptr) e.emu_device_mib = std::max(0L, std::atol(v));
   if (const char* v = std::getenv("LLM_EMU_DEVICES"); v != nullptr) e.emu_devices = std::clamp(std::atol(v), 1L, 16L);
+  if (const char* v = std::getenv("LLM_EMU_CC"); v != nullptr) {
+    int major = 0, minor = 0;
+    if (std::sscanf(v, "%d.%d", &major, &minor) == 2 && major >= 8 && major <= 9 && minor >= 0 && minor <= 9)
+      e.emu_cc = 10 * major + minor;
+  }
   if (const char* v = std::getenv("LLM_KV_SERVE_STALL_MS"); v != nullptr)
     e.kv_serve_stall_ms = std::clamp(std::atol(v), 0L, 600000L);
   return e;

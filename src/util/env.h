@@ -47,6 +47,10 @@ struct EnvOptions {
   // LLM_EMU_DEVICES=N: how many devices the CUDA emulator shows (1..16;
   // default 1), each with LLM_EMU_DEVICE_MIB of memory.
   long emu_devices = 1;
+  // LLM_EMU_CC=M.m: the compute capability the CUDA emulator's devices
+  // report (8.0 .. 9.9; default 9.0), e.g. 8.6 to see what an sm_86 part
+  // refuses (FP8 E4M3 KV needs 8.9). Held as 10 * M + m.
+  int emu_cc = 90;
   // LLM_KV_SERVE_STALL_MS=N: a KV producer's server sends the first half of
   // each PULL's bytes, then holds the rest N ms (the tests kill a producer
   // mid-transfer with it; 0: off).

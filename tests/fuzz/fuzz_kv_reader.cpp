@@ -56,12 +56,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LLM_FUZZ_CHECK(static_cast<int64_t>(rec.kv.size()) == wire.block_bytes(), "block size");
     parent = rec.hash;
     // one-type targets and K and V apart (each side converting on its own;
-    // Q4_0 only where head_dim holds its 32-value blocks)
+    // Q4_0 and FP8 only where head_dim holds their 32-value blocks). An
+    // accepted block's FP8 tiles hold finite scales >= 0 and no NaN code.
+    LLM_FUZZ_CHECK(kvstate::CheckKvBlockValues(wire, rec.kv).ok(), "a corrupt FP8 block accepted");
     const bool q4 = wire.head_dim % kQ4Block == 0;
     const int32_t targets[][2] = {{LLM_KV_F32, 0},           {LLM_KV_F16, 0},          {LLM_KV_Q8_0, 0},
-                                  {LLM_KV_Q8_0, LLM_KV_F16}, {LLM_KV_F16, LLM_KV_F32}, {LLM_KV_F32, kKvWireQ4_0}};
+                                  {LLM_KV_Q8_0, LLM_KV_F16}, {LLM_KV_F16, LLM_KV_F32}, {LLM_KV_F32, kKvWireQ4_0},
+                                  {kKvWireFp8, 0},           {LLM_KV_F16, kKvWireFp8}};
     for (const auto& t : targets) {
-      if (t[1] == kKvWireQ4_0 && !q4) continue;
+      if ((t[1] == kKvWireQ4_0 || t[0] == kKvWireFp8 || t[1] == kKvWireFp8) && !q4) continue;
       KvWireLayout to = wire;
       to.elem = t[0];
       to.elem_v = t[1];

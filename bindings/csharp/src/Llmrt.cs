@@ -107,6 +107,7 @@ namespace Llmrt
         public string MmprojPath;
         public const int GpuLayersAll = -1;   // LLM_GPU_LAYERS_ALL
         public const int GpuLayersAuto = -2;  // LLM_GPU_LAYERS_AUTO
+        public const int KvFp8E4m3 = 5;       // LLM_KV_FP8_E4M3 (CUDA sm_89+ only)
     }
 
     public sealed class SamplingOptions

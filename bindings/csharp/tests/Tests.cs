@@ -304,6 +304,14 @@ static class Tests
             Check(false, "kv_type_v 99 accepted");
         }
         catch (LlmException e) { Check(e.Status == LlmStatus.InvalidArgument && e.NativeMessage.Contains("kv_type_v"), "kv_type_v 99: " + e.Message); }
+        // FP8 E4M3 is a CUDA (sm_89+) pool: the CPU refuses it by name.
+        Check(ContextOptions.KvFp8E4m3 == 5, "KvFp8E4m3");
+        try
+        {
+            using (new LlmContext(new ContextOptions { Backend = Backend.Cpu, KvType = ContextOptions.KvFp8E4m3 })) { }
+            Check(false, "an FP8 E4M3 CPU pool accepted");
+        }
+        catch (LlmException e) { Check(e.Status == LlmStatus.Unsupported && e.NativeMessage.Contains("fp8_e4m3"), "fp8 on the CPU: " + e.Message); }
     }
 
     static void BadRequestAndDispose()

@@ -110,3 +110,11 @@ def test_kv_types_apart():
         assert "kv_type_v" in str(e)
     else:
         raise AssertionError("an unknown kv_type_v was accepted")
+    # FP8 E4M3 (LLM_KV_FP8_E4M3 = 5) is a CUDA (sm_89+) pool: the CPU refuses it by name.
+    assert llmrt.context.KV_TYPES["fp8_e4m3"] == 5
+    try:
+        llmrt.Context(backend="cpu", kv_type="fp8_e4m3")
+    except llmrt.UnsupportedError as e:
+        assert "fp8_e4m3" in str(e)
+    else:
+        raise AssertionError("an FP8 E4M3 CPU pool was accepted")

@@ -63,6 +63,7 @@ pub const LLM_KV_F32: i32 = 1;
 pub const LLM_KV_F16: i32 = 2;
 pub const LLM_KV_Q8_0: i32 = 3;
 pub const LLM_KV_Q4_0: i32 = 4;
+pub const LLM_KV_FP8_E4M3: i32 = 5;
 pub const LLM_KV_ROLE_NONE: i32 = 0;
 pub const LLM_KV_ROLE_PRODUCER: i32 = 1;
 pub const LLM_KV_ROLE_CONSUMER: i32 = 2;

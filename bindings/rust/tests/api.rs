@@ -338,4 +338,11 @@ fn kv_types_apart() {
     };
     assert_eq!(err.status(), Status::InvalidArgument);
     assert!(err.message().contains("kv_type_v"), "message: {}", err.message());
+    // FP8 E4M3 is a CUDA (sm_89+) pool: the CPU refuses it by name.
+    let err = match Context::new(ContextParams::default().backend(Backend::Cpu).kv_types(sys::LLM_KV_FP8_E4M3, 0)) {
+        Ok(_) => panic!("an FP8 E4M3 CPU pool accepted"),
+        Err(e) => e,
+    };
+    assert_eq!(err.status(), Status::Unsupported);
+    assert!(err.message().contains("fp8_e4m3"), "message: {}", err.message());
 }

@@ -34,6 +34,12 @@ StatusOr<KvElem> KvElemOf(int32_t kv_type) {
     case LLM_KV_F32: return KvElem::kF32;
     case LLM_KV_Q8_0: return KvElem::kQ8;
     case LLM_KV_Q4_0: return KvElem::kQ4;
+    // No x86 core converts E4M3 natively: every key would pay a table lookup
+    // per value for Q8_0's bytes and a larger error. Its KV streams import
+    // into a CPU context of another type (kvstate/kv_convert.h).
+    case LLM_KV_FP8_E4M3:
+      return Unsupported("CPU backend: kv_type fp8_e4m3 is a CUDA KV cache (compute capability 8.9 or newer); "
+                         "the CPU keeps F16, F32, Q8_0 or Q4_0 and imports FP8 KV streams converted");
     default: return InvalidArgument("CPU backend: unknown kv_type " + std::to_string(kv_type));
   }
 }

@@ -107,7 +107,7 @@ Status UploadBiases(const LayerWeights& L, int64_t q, int64_t kv, DeviceBuffer* 
 // The kernels' values are the KV wire's (kernels/common.cuh), so a pool
 // block is a wire block.
 static_assert(kKvF16 == LLM_KV_F16 && kKvQ8 == LLM_KV_Q8_0 && kKvBf16 == kKvWireBf16 && kKvQ4 == kKvWireQ4_0 &&
-              kQ4BlockBytes == llm::kQ4BlockBytes);
+              kQ4BlockBytes == llm::kQ4BlockBytes && kKvFp8 == kKvWireFp8 && kFp8BlockBytes == llm::kFp8BlockBytes);
 StatusOr<int32_t> CudaBackend::KvElemOf(int32_t kv_type) {
   switch (kv_type) {
     case LLM_KV_AUTO:
@@ -115,6 +115,7 @@ StatusOr<int32_t> CudaBackend::KvElemOf(int32_t kv_type) {
     case LLM_KV_F16: return kKvF16;
     case LLM_KV_Q8_0: return kKvQ8;
     case LLM_KV_Q4_0: return kKvQ4;  // rotated rows, as the CPU pool's and the wire's (kv_rotation.h)
+    case LLM_KV_FP8_E4M3: return kKvFp8;  // compute capability 8.9 or newer (Init checks)
     default: return InvalidArgument("CUDA backend: unknown kv_type " + std::to_string(kv_type));
   }
 }
@@ -148,8 +149,9 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
                          ", n_ff_exp " + std::to_string(c.n_ff_exp) + ")");
   }
   if (!(c.attn_scale >= 0.0f)) return InvalidArgument("CUDA backend: attn_scale must be >= 0 (0: 1/sqrt(head_dim))");
-  if (kv->kv_type == LLM_KV_Q4_0 && c.head_dim % 32 != 0)
-    return Unsupported("CUDA backend: a Q4_0 KV cache needs head_dim a multiple of 32 (its 32-value blocks); head_dim " +
+  if ((kv->kv_type == LLM_KV_Q4_0 || kv->kv_type == LLM_KV_FP8_E4M3) && c.head_dim % 32 != 0)
+    return Unsupported(std::string("CUDA backend: a ") + (kv->kv_type == LLM_KV_Q4_0 ? "Q4_0" : "FP8 E4M3") +
+                       " KV cache needs head_dim a multiple of 32 (its 32-value blocks); head_dim " +
                        std::to_string(c.head_dim));
   if (kv->block_size <= 0 || kv->n_blocks <= 0)
     return InvalidArgument("CUDA backend: KV block_size and n_blocks must be positive");
@@ -187,6 +189,11 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
   if (prop.major < 8)
     return Unsupported(std::string("CUDA backend: ") + prop.name + " is compute capability " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; 8.0 or newer needed (bf16 tensor cores)");
+  // FP8 E4M3 widens with cvt.rn.f16x2.e4m3x2, an sm_89 instruction (Ada, Hopper and newer).
+  if (kv->kv_type == LLM_KV_FP8_E4M3 && (prop.major < 8 || (prop.major == 8 && prop.minor < 9)))
+    return Unsupported(std::string("CUDA backend: kv_type fp8_e4m3 needs compute capability 8.9 or newer (FP8 "
+                                   "conversions); ") + prop.name + " is " + std::to_string(prop.major) + "." +
+                       std::to_string(prop.minor) + " (F16, BF16, Q8_0 and Q4_0 caches run there)");
   n_sm_ = prop.multiProcessorCount;
   LLM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   LLM_CUBLAS_TRY(cublasCreate(&cublas_), "cublasCreate");

@@ -22,7 +22,7 @@ from ._stream import AsyncEventStream, Completion, EventStream
 from .errors import BUFFER_TOO_SMALL, NOT_FOUND, check
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
-KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3, "q4_0": 4}
+KV_TYPES = {"auto": 0, "f32": 1, "f16": 2, "q8_0": 3, "q4_0": 4, "fp8_e4m3": 5}
 POOLINGS = {"model": -1, "mean": 1, "cls": 2, "last": 3, "rank": 4}
 
 
@@ -52,7 +52,7 @@ class Context:
     ``llm_ctx_params``: ``n_ctx``, ``n_threads``, ``backend`` ("auto",
     "cpu", "cuda"), ``n_gpu_layers`` (a count, -1 every layer, or "auto":
     as many as fit the devices' free memory), ``kv_type`` ("auto", "f32", "f16",
-    "q8_0", "q4_0": CPU only), ``kv_type_v`` (V's type when it differs from
+    "q8_0", "q4_0"; "fp8_e4m3": CUDA sm_89+ only), ``kv_type_v`` (V's type when it differs from
     K's, as llama.cpp's ``type_v``; "auto": as ``kv_type``; CPU only),
     ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,

@@ -62,6 +62,10 @@ inline int LaneId() {
 // mma.sync m16n8k16 bf16 -> f32 as a warp collective (emu_tensor_core.cpp).
 void MmaM16N8K16Bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 
+// cvt.rn.f16x2.e4m3x2 (emu_fp8.cpp): two E4M3 bytes (the low one first) as
+// two IEEE halves (the first in the low 16 bits).
+uint32_t CvtF16x2E4m3x2(uint16_t v);
+
 // The launch: checks the configuration as a GPU would, then runs the blocks
 // now, or records the launch (argument values copied now) while `stream`
 // captures a graph. Errors go where a GPU puts them (cudaGetLastError).

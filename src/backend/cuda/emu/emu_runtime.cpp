@@ -205,7 +205,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   if (p == nullptr) return Result(cudaErrorInvalidValue);
   if (device < 0 || device >= DeviceCount()) return Result(cudaErrorInvalidDevice);
   *p = cudaDeviceProp{};
-  std::snprintf(p->name, sizeof p->name, "llmrt emulator (sm_90)");
+  const int cc = ::llm::ReadEnv().emu_cc;  // LLM_EMU_CC (util/env.h); 90 unless set
+  std::snprintf(p->name, sizeof p->name, "llmrt emulator (sm_%d)", cc);
   p->totalGlobalMem = DeviceBytes();
   p->sharedMemPerBlock = kSmemDefault;
   p->sharedMemPerBlockOptin = kSmemOptin;
@@ -219,8 +220,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   p->maxGridSize[1] = 65535;
   p->maxGridSize[2] = 65535;
   p->clockRate = 1980000;
-  p->major = 9;
-  p->minor = 0;
+  p->major = cc / 10;
+  p->minor = cc % 10;
   p->multiProcessorCount = 132;
   p->maxThreadsPerMultiProcessor = 2048;
   p->memoryClockRate = 2619000;
