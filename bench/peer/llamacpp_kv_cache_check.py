@@ -108,7 +108,11 @@ def main():
     vocab = L.llama_model_get_vocab(model)
     s = open(text, "rb").read()
     buf = (L.llama_token * (len(s) + 16))()
-    toks = list(buf[:min(n, L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False))])
+    got = L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False)
+    if got < 0:  # more tokens than bytes: -got is the count
+        buf = (L.llama_token * -got)()
+        got = L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False)
+    toks = list(buf[:min(n, got)])
     _, v32 = cache_rows(model, toks, "f32", "f32")
     _, vq = cache_rows(model, toks, "f16", vt)
     h = hadamard(64)

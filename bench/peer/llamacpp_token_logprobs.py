@@ -45,6 +45,9 @@ def main():
         s = s[:-1]  # as both perplexity tools
     buf = (L.llama_token * (len(s) + 16))()
     n = L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False)
+    if n < 0:  # more tokens than bytes (a byte-level vocabulary): -n is the count
+        buf = (L.llama_token * -n)()
+        n = L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False)
     toks = np.array(buf[:n], dtype=np.int32)
     bos = L.llama_vocab_bos(vocab)
     addbos = n > 0 and toks[0] == bos
