@@ -8,7 +8,11 @@ first replaced by BOS where the model adds one, positions CTX/2 .. CTX-2
 scored), with logits at every position. Weights are not repacked
 (use_extra_bufts = false: llama.cpp's AMX matmul crashes on this VM's CPU).
 
-  llamacpp_token_logprobs.py MODEL TEXT CTX THREADS FA(0|1) KV(f16|f32) OUT.npz
+  llamacpp_token_logprobs.py MODEL TEXT CTX THREADS FA(0|1) KV OUT.npz [MAX_CHUNKS]
+
+KV: the cache type of K and V (f32, f16, q8_0, q4_0), or K/V apart as
+KTYPE/VTYPE (f16/q4_0: llama-perplexity's -ctk f16 -ctv q4_0; a quantized V
+needs FA 1). MAX_CHUNKS: score only the first chunks.
 
 OUT.npz: tokens (the whole text's), bos, addbos, lp (scored tokens' log-probs in
 chunk order). Not part of CI.
@@ -22,6 +26,9 @@ import llama_cpp as L
 def main():
     model, text, n_ctx, threads, fa, kv, out = sys.argv[1:8]
     n_ctx, threads = int(n_ctx), int(threads)
+    max_chunks = int(sys.argv[8]) if len(sys.argv) > 8 else None
+    types = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8}  # ggml_type
+    kt, vt = kv.split("/") if "/" in kv else (kv, kv)
     L.llama_backend_init()
     mp = L.llama_model_default_params()
     mp.use_extra_bufts = False
@@ -31,20 +38,24 @@ def main():
     cp.n_ctx = cp.n_batch = cp.n_ubatch = n_ctx
     cp.n_threads = cp.n_threads_batch = threads
     cp.flash_attn_type = 1 if fa == "1" else 0
-    cp.type_k = cp.type_v = {"f16": 1, "f32": 0}[kv]
+    cp.type_k, cp.type_v = types[kt], types[vt]
     c = L.llama_init_from_model(m, cp)
     s = open(text, "rb").read()
     if s.endswith(b"\n"):
         s = s[:-1]  # as both perplexity tools
     buf = (L.llama_token * (len(s) + 16))()
     n = L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False)
+    if n < 0:  # more tokens than bytes (a byte-level vocabulary): -n is the count
+        buf = (L.llama_token * -n)()
+        n = L.llama_tokenize(vocab, s, len(s), buf, len(buf), True, False)
     toks = np.array(buf[:n], dtype=np.int32)
     bos = L.llama_vocab_bos(vocab)
     addbos = n > 0 and toks[0] == bos
     n_vocab = L.llama_vocab_n_tokens(vocab)
     first = n_ctx // 2
     lps = []
-    for ci in range(n // n_ctx):
+    n_chunks = n // n_ctx if max_chunks is None else min(n // n_ctx, max_chunks)
+    for ci in range(n_chunks):
         ch = toks[ci * n_ctx:(ci + 1) * n_ctx].copy()
         if addbos:
             ch[0] = bos
@@ -63,7 +74,7 @@ def main():
         lse = np.log(np.exp(x - mx).sum(1)) + mx[:, 0]
         lps.append(x[np.arange(len(x)), ch[first + 1:n_ctx]] - lse)
     lp = np.concatenate(lps)
-    print(f"tokens {n} chunks {n // n_ctx} ppl {np.exp(-lp.mean()):.4f}")
+    print(f"tokens {n} chunks {n_chunks} ppl {np.exp(-lp.mean()):.4f}")
     np.savez(out, addbos=addbos, bos=bos, tokens=toks, lp=lp)
 
 
