@@ -152,7 +152,7 @@ TEST(KvSplit, KvTypeVOfKsTypeIsTheSingleTypePool) {
 // one type for K and V and refuses a difference before touching a device.
 TEST(KvSplit, Refusals) {
   const std::string path = test::ModelPathF32();
-  for (int32_t bad : {-1, 5, 77}) {
+  for (int32_t bad : {-1, 6, 77}) {
     Ctx c;
     EXPECT_EQ(Create(path, LLM_KV_F16, bad, &c), LLM_ERR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::string(llm_last_error()).find("kv_type_v"), std::string::npos) << llm_last_error();

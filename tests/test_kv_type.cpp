@@ -293,14 +293,14 @@ TEST(KvType, BadValuesAreRefused) {
   p.model_path = path.c_str();
   p.backend = LLM_BACKEND_CPU;
   llm_ctx* ctx = nullptr;
-  for (int32_t bad : {-1, 5, 1000}) {
+  for (int32_t bad : {-1, 6, 1000}) {
     p.kv_type = bad;
     EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::string(llm_last_error()).find("kv_type"), std::string::npos);
     EXPECT_EQ(ctx, nullptr);
   }
   p.kv_type = LLM_KV_AUTO;
-  for (int32_t bad : {-1, 5, 1000}) {  // kv_type_v (0.3's reserved3): 0 = as kv_type, else an LLM_KV_* value
+  for (int32_t bad : {-1, 6, 1000}) {  // kv_type_v (0.3's reserved3): 0 = as kv_type, else an LLM_KV_* value
     p.kv_type_v = bad;
     EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::string(llm_last_error()).find("kv_type_v"), std::string::npos);
