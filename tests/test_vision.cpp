@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "backend/cpu/vision_encoder.h"
-#include "model/gguf.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
+#include "support/damaged_projector.h"
 #include "support/rel_diff.h"
 #include "support/test_paths.h"
 #include "support/vision_reference.h"
@@ -185,18 +185,8 @@ TEST_F(Gemma3Vision, BadInputsRefused) {
 TEST_F(Gemma3Vision, DamagedFilesRefused) {
   const std::string good = ReadFile(*path_);
   ASSERT_FALSE(good.empty());
-  auto patched = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.replace(at, from.size(), to);
-    return s;
-  };
-  auto open = [](const std::string& bytes) {
-    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
-    if (!f.ok()) return f.status();
-    return VisionModel::FromFile(std::move(*f)).status();
-  };
+  auto patched = [&](const std::string& from, const std::string& to) { return Patched(good, from, to); };
+  const auto open = OpenProjectorBytes;
   EXPECT_TRUE(open(good).ok());
   // same-length renames keep the file a valid GGUF
   const std::string len6("\x06\0\0\0\0\0\0\0", 8);  // the value's length before "gemma3" (general.name has it too)

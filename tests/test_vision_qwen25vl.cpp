@@ -29,6 +29,7 @@
 #include "model/gguf.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
+#include "support/damaged_projector.h"
 #include "support/rel_diff.h"
 #include "support/test_paths.h"
 #include "support/vision_reference.h"
@@ -311,18 +312,8 @@ TEST_F(Qwen25VLVision, TextModelMropeSections) {
 TEST_F(Qwen25VLVision, DamagedFilesRefused) {
   const std::string good = ReadFile(*path_);
   ASSERT_FALSE(good.empty());
-  auto patched = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.replace(at, from.size(), to);
-    return s;
-  };
-  auto open = [](const std::string& bytes) {
-    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
-    if (!f.ok()) return f.status();
-    return VisionModel::FromFile(std::move(*f)).status();
-  };
+  auto patched = [&](const std::string& from, const std::string& to) { return Patched(good, from, to); };
+  const auto open = OpenProjectorBytes;
   EXPECT_TRUE(open(good).ok());
   EXPECT_EQ(open(patched("qwen2.5vl_merger", "qwen2.5vl_mergeX")).code(), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(open(patched("clip.use_silu", "clip.use_gelu")).code(), LLM_ERR_UNSUPPORTED);
