@@ -23,7 +23,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "backend/backend.h"
@@ -33,10 +32,10 @@
 #include "model/model.h"
 #include "model/vision_weights.h"
 #include "support/api_greedy.h"
+#include "support/capi_image_prompt.h"
 #include "support/real_models.h"
-#include "support/test_paths.h"
-#include "synth_mmproj.h"
-#include "synth_model.h"
+#include "support/rel_diff.h"
+#include "support/vision_reference.h"
 #include "util/json.h"
 #include "vision/image_preprocess.h"
 
@@ -45,14 +44,6 @@ namespace {
 
 constexpr double kRelTol = 1e-3;  // |a - b| <= tol * max(|b|, 1), as tests/test_families.cpp
 constexpr int32_t kBlock = 16;
-
-std::string Fnv1a64Hex(const std::string& data) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 struct RefCase {
   std::string text;                  // the prompt llama.cpp tokenized, pictures at <__media__>
@@ -63,48 +54,18 @@ struct RefCase {
   std::vector<float> greedy_logits;  // (G - 1, n_vocab) after each greedy token but the last
 };
 
-double WorstRel(const float* got, const float* want, size_t n) {
-  double worst = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
-    worst = std::max(worst, d / std::max(std::fabs(static_cast<double>(want[i])), 1.0));
-  }
-  return worst;
-}
-
 class ImagePrompt : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ref_ = new Json(LoadReferenceJson("vision/prompt"));
-    const std::string bin = ReadFile(DataDir() + "/vision/prompt.bin");
-    ASSERT_FALSE(bin.empty()) << "tests/data/vision/prompt.bin (unpacked from prompt.tar.xz at configure time)";
+    VisionReference r;
+    ASSERT_NO_FATAL_FAILURE(LoadVisionReference("prompt", &r));
+    ref_ = new Json(std::move(r.json));
     n_vocab_ = static_cast<int32_t>(ref_->Find("n_vocab")->as_int());
-    auto take = [&](int64_t off, size_t n, void* dst) {
-      ASSERT_LE(static_cast<size_t>(off) + n, bin.size());
-      std::memcpy(dst, bin.data() + off, n);
-    };
     // the models llama.cpp ran, rebuilt and checked byte for byte
-    synth::SynthOptions o;
-    std::string shape;
-    const std::vector<Json>& args = ref_->Find("synth_args")->array();
-    for (size_t i = 0; i + 1 < args.size(); i += 2) {
-      const std::string key = args[i].as_string(), v = args[i + 1].as_string();
-      if (key == "--shape") shape = v;
-      else if (key == "--type") o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
-      else if (key == "--seed") o.seed = std::stoull(v);
-      else ADD_FAILURE() << "unknown llm-synth argument " << key;
-    }
-    const std::string base = ::testing::TempDir() + "/llmrt_image_prompt_" + std::to_string(::getpid());
-    text_path_ = new std::string(base + "_text.gguf");
-    proj_path_ = new std::string(base + "_mmproj.gguf");
-    const synth::SynthShape* ts = synth::FindSynthShape(shape);
-    const synth::SynthVisionShape* vs = synth::FindSynthVisionShape(shape);
-    ASSERT_TRUE(ts != nullptr && vs != nullptr) << shape;
-    ASSERT_TRUE(synth::WriteSynthModel(*ts, o, *text_path_).ok());
-    ASSERT_TRUE(synth::WriteSynthMmproj(*vs, o, *proj_path_).ok());
-    EXPECT_EQ(Fnv1a64Hex(ReadFile(*text_path_)), ref_->Find("text_fnv1a64")->as_string())
-        << "llm-synth no longer writes the text model llama.cpp ran (regenerate with tools/vision_prompt_reference.py)";
-    EXPECT_EQ(Fnv1a64Hex(ReadFile(*proj_path_)), ref_->Find("mmproj_fnv1a64")->as_string());
+    text_path_ = new std::string(TempModelPath("image_prompt", "_text.gguf"));
+    proj_path_ = new std::string(TempModelPath("image_prompt", "_mmproj.gguf"));
+    ASSERT_NO_FATAL_FAILURE(
+        SynthesizeReferencePair(*ref_, *text_path_, *proj_path_, "tools/vision_prompt_reference.py"));
 
     // the pictures, preprocessed as the C API will (vision/image_preprocess.h)
     auto vm = VisionModel::Open(*proj_path_);
@@ -114,10 +75,7 @@ class ImagePrompt : public ::testing::Test {
     rgbs_ = new std::vector<RgbImage>();
     for (const Json& p : ref_->Find("pictures")->array()) {
       RgbImage img;
-      img.width = static_cast<int32_t>(p.Find("width")->as_int());
-      img.height = static_cast<int32_t>(p.Find("height")->as_int());
-      img.rgb.resize(static_cast<size_t>(img.width) * img.height * 3);
-      take(p.Find("rgb_offset")->as_int(), img.rgb.size(), img.rgb.data());
+      r.TakePicture(p, &img);
       ImageInput in{{}, vc.image_size, vc.image_size, 0};
       ASSERT_TRUE(PreprocessFixedSize(img, vc.image_size, ImageNorm{vc.image_mean, vc.image_std}, &in.pixels).ok());
       in.hash = 0x5EED0000ull + images_->size();  // the C API hashes the pixels; any distinct values serve here
@@ -141,10 +99,9 @@ class ImagePrompt : public ::testing::Test {
       }
       k.n_prompt = static_cast<int32_t>(c.Find("n_prompt")->as_int());
       k.greedy = JsonInts(*c.Find("greedy"));
-      k.tail_logits.resize(static_cast<size_t>(n_tail) * n_vocab_);
-      take(c.Find("tail_logits_offset")->as_int(), k.tail_logits.size() * sizeof(float), k.tail_logits.data());
-      k.greedy_logits.resize((k.greedy.size() - 1) * static_cast<size_t>(n_vocab_));
-      take(c.Find("greedy_logits_offset")->as_int(), k.greedy_logits.size() * sizeof(float), k.greedy_logits.data());
+      r.TakeFloats(c.Find("tail_logits_offset")->as_int(), static_cast<size_t>(n_tail) * n_vocab_, &k.tail_logits);
+      r.TakeFloats(c.Find("greedy_logits_offset")->as_int(), (k.greedy.size() - 1) * static_cast<size_t>(n_vocab_),
+                   &k.greedy_logits);
       cases_->push_back(std::move(k));
     }
     ASSERT_GE(cases_->size(), 3u);
@@ -336,7 +293,7 @@ TEST_F(ImagePrompt, BackendLogitsMatchLlamaCpp) {
       ASSERT_TRUE(b.ok());
       const std::vector<float> got = BackendLogits(**b, mc, k, rows, v);
       ASSERT_EQ(got.size(), want.size());
-      worst[static_cast<int>(v)] = WorstRel(got.data(), want.data(), got.size());
+      worst[static_cast<int>(v)] = CompareRel(got.data(), want.data(), got.size(), kRelTol).worst;
     }
     std::printf("case %zu: worst relative logit difference %.3g (rows scaled by sqrt(n_embd): %.3g; "
                 "image span causal: %.3g)\n", c, worst[0], worst[1], worst[2]);
@@ -371,53 +328,18 @@ TEST_F(ImagePrompt, EngineGreedyMatchesLlamaCpp) {
 // layout (capi_parts: markers, special tokens, BOS), the decoding-free path
 // to the engine and the engine itself give llama.cpp's greedy tokens.
 TEST_F(ImagePrompt, CapiPartsGreedyMatchesLlamaCpp) {
-  llm_ctx_params p;
-  llm_ctx_params_init(&p);
-  p.model_path = text_path_->c_str();
-  p.mmproj_path = proj_path_->c_str();
-  p.backend = LLM_BACKEND_CPU;
-  p.kv_type = LLM_KV_F32;  // as the reference (tools/vision_prompt_reference.py)
-  p.n_threads = 2;
+  const llm_ctx_params p = ReferenceCtxParams(text_path_->c_str(), proj_path_->c_str());
   llm_ctx* ctx = nullptr;
   ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
   for (size_t c = 0; c < cases_->size(); ++c) {
     const RefCase& k = (*cases_)[c];
     SCOPED_TRACE("case " + std::to_string(c) + ": " + k.text);
-    std::vector<std::string> texts;  // the text around the markers
-    for (size_t at = 0;;) {
-      const size_t m = k.text.find("<__media__>", at);
-      texts.push_back(k.text.substr(at, m == std::string::npos ? std::string::npos : m - at));
-      if (m == std::string::npos) break;
-      at = m + std::strlen("<__media__>");
-    }
-    std::vector<int> shown;
+    std::vector<const RgbImage*> shown;
     for (const PromptPiece& piece : k.pieces)
-      if (piece.image >= 0) shown.push_back(piece.image);
-    ASSERT_EQ(texts.size(), shown.size() + 1);
-    std::vector<llm_content_part> parts;
-    for (size_t i = 0; i < texts.size(); ++i) {
-      llm_content_part t;
-      llm_content_part_init(&t);
-      t.kind = LLM_CONTENT_TEXT;
-      t.text = texts[i].c_str();
-      if (!texts[i].empty()) parts.push_back(t);
-      if (i == shown.size()) break;
-      const RgbImage& img = (*rgbs_)[static_cast<size_t>(shown[i])];
-      llm_content_part im;
-      llm_content_part_init(&im);
-      im.kind = LLM_CONTENT_IMAGE_RGB;
-      im.data = img.rgb.data();
-      im.n_data = img.rgb.size();
-      im.width = img.width;
-      im.height = img.height;
-      parts.push_back(im);
-    }
-    llm_request r;
-    llm_request_init(&r);
-    r.parts = parts.data();
-    r.n_parts = static_cast<int32_t>(parts.size());
-    r.tokenize_flags = LLM_TOKENIZE_ADD_SPECIAL | LLM_TOKENIZE_PARSE_SPECIAL;
-    const ApiGreedyRun run = ApiGreedyRequest(ctx, r, static_cast<int>(k.greedy.size()));
+      if (piece.image >= 0) shown.push_back(&(*rgbs_)[static_cast<size_t>(piece.image)]);
+    ImagePromptParts prompt;
+    ASSERT_NO_FATAL_FAILURE(prompt.Build(k.text, shown));
+    const ApiGreedyRun run = ApiGreedyRequest(ctx, prompt.Request(), static_cast<int>(k.greedy.size()));
     ASSERT_EQ(run.status, LLM_OK) << llm_last_error();
     EXPECT_EQ(std::vector<int32_t>(run.tokens.begin(), run.tokens.end()), k.greedy);
     EXPECT_EQ(run.metrics.prompt_tokens, k.n_prompt);  // the image positions count

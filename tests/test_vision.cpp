@@ -14,21 +14,17 @@
 // pictures of impossible sizes, wrong pixel counts.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "backend/cpu/vision_encoder.h"
-#include "model/gguf.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
-#include "support/real_models.h"
+#include "support/damaged_projector.h"
+#include "support/rel_diff.h"
 #include "support/test_paths.h"
-#include "synth_mmproj.h"
-#include "synth_model.h"
+#include "support/vision_reference.h"
 #include "util/json.h"
 #include "vision/image_preprocess.h"
 #include "vision/image_resize.h"
@@ -39,14 +35,6 @@ namespace {
 constexpr double kRelTol = 1e-3;
 constexpr double kNormTol = 1e-4;
 
-std::string Fnv1a64Hex(const std::string& data) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 struct Case {
   RgbImage image, boxed;
   int32_t n_tokens = 0;
@@ -56,49 +44,23 @@ struct Case {
 class Gemma3Vision : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ref_ = new Json(LoadReferenceJson("vision/gemma3"));
-    const std::string bin = ReadFile(DataDir() + "/vision/gemma3.bin");
-    ASSERT_FALSE(bin.empty()) << "tests/data/vision/gemma3.bin (unpacked from vision.tar.xz at configure time)";
+    VisionReference r;
+    ASSERT_NO_FATAL_FAILURE(LoadVisionReference("gemma3", &r));
+    ref_ = new Json(std::move(r.json));
     n_embd_ = static_cast<int32_t>(ref_->Find("n_embd")->as_int());
     const int32_t side = static_cast<int32_t>(ref_->Find("image_size")->as_int());
     cases_ = new std::vector<Case>();
     for (const Json& c : ref_->Find("cases")->array()) {
       Case k;
-      k.image.width = static_cast<int32_t>(c.Find("width")->as_int());
-      k.image.height = static_cast<int32_t>(c.Find("height")->as_int());
+      r.TakePicture(c, &k.image);
       k.n_tokens = static_cast<int32_t>(c.Find("n_tokens")->as_int());
-      auto take = [&](const char* key, size_t n, void* dst) {
-        const size_t off = static_cast<size_t>(c.Find(key)->as_int());
-        ASSERT_LE(off + n, bin.size()) << key;
-        std::memcpy(dst, bin.data() + off, n);
-      };
-      k.image.rgb.resize(static_cast<size_t>(k.image.width) * k.image.height * 3);
-      take("rgb_offset", k.image.rgb.size(), k.image.rgb.data());
-      k.boxed.width = k.boxed.height = side;
-      k.boxed.rgb.resize(static_cast<size_t>(side) * side * 3);
-      take("boxed_offset", k.boxed.rgb.size(), k.boxed.rgb.data());
-      k.ref.resize(static_cast<size_t>(k.n_tokens) * n_embd_);
-      take("embd_offset", k.ref.size() * sizeof(float), k.ref.data());
+      r.TakeRgb(c.Find("boxed_offset")->as_int(), side, side, &k.boxed);
+      r.TakeFloats(c.Find("embd_offset")->as_int(), static_cast<size_t>(k.n_tokens) * n_embd_, &k.ref);
       cases_->push_back(std::move(k));
     }
     // the projector file llama.cpp ran, rebuilt and checked byte for byte
-    synth::SynthOptions o;
-    const std::vector<Json>& args = ref_->Find("synth_args")->array();
-    std::string shape;
-    for (size_t i = 0; i + 1 < args.size(); i += 2) {
-      const std::string key = args[i].as_string(), v = args[i + 1].as_string();
-      if (key == "--shape") shape = v;
-      else if (key == "--type") o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
-      else if (key == "--seed") o.seed = std::stoull(v);
-      else ADD_FAILURE() << "unknown llm-synth argument " << key;
-    }
-    const synth::SynthVisionShape* vs = synth::FindSynthVisionShape(shape);
-    ASSERT_NE(vs, nullptr) << shape;
-    path_ = new std::string(::testing::TempDir() + "/llmrt_vision_" + std::to_string(::getpid()) + ".gguf");
-    Status st = synth::WriteSynthMmproj(*vs, o, *path_);
-    ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(Fnv1a64Hex(ReadFile(*path_)), ref_->Find("mmproj_fnv1a64")->as_string())
-        << "llm-synth no longer writes the projector file llama.cpp ran (regenerate with tools/vision_reference.py)";
+    path_ = new std::string(TempModelPath("vision", ".gguf"));
+    ASSERT_NO_FATAL_FAILURE(SynthesizeReferenceProjector(*ref_, *path_, "tools/vision_reference.py"));
   }
   static void TearDownTestSuite() {
     if (path_ != nullptr) std::remove(path_->c_str());
@@ -168,18 +130,9 @@ TEST_F(Gemma3Vision, EmbeddingsMatchLlamaCpp) {
     std::vector<float> out(k.ref.size());
     st = (*enc)->Encode(pixels, out.data());
     ASSERT_TRUE(st.ok()) << st.message();
-    double worst = 0.0, err2 = 0.0, ref2 = 0.0;
-    size_t bad = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const double d = std::fabs(static_cast<double>(out[i]) - k.ref[i]);
-      const double rel = d / std::max(std::fabs(static_cast<double>(k.ref[i])), 1.0);
-      worst = std::max(worst, rel);
-      bad += rel > kRelTol;
-      err2 += d * d;
-      ref2 += static_cast<double>(k.ref[i]) * k.ref[i];
-    }
-    EXPECT_EQ(bad, 0u) << "worst relative difference " << worst;
-    EXPECT_LE(std::sqrt(err2 / ref2), kNormTol) << "worst relative difference " << worst;
+    const RelDiff d = CompareRel(out.data(), k.ref.data(), out.size(), kRelTol);
+    EXPECT_EQ(d.bad, 0u) << "worst relative difference " << d.worst;
+    EXPECT_LE(d.norm, kNormTol) << "worst relative difference " << d.worst;
   }
 }
 
@@ -232,18 +185,8 @@ TEST_F(Gemma3Vision, BadInputsRefused) {
 TEST_F(Gemma3Vision, DamagedFilesRefused) {
   const std::string good = ReadFile(*path_);
   ASSERT_FALSE(good.empty());
-  auto patched = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.replace(at, from.size(), to);
-    return s;
-  };
-  auto open = [](const std::string& bytes) {
-    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
-    if (!f.ok()) return f.status();
-    return VisionModel::FromFile(std::move(*f)).status();
-  };
+  auto patched = [&](const std::string& from, const std::string& to) { return Patched(good, from, to); };
+  const auto open = OpenProjectorBytes;
   EXPECT_TRUE(open(good).ok());
   // same-length renames keep the file a valid GGUF
   const std::string len6("\x06\0\0\0\0\0\0\0", 8);  // the value's length before "gemma3" (general.name has it too)

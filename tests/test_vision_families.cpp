@@ -16,20 +16,17 @@
 //     each pass's error within 1e-4 of its norm.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "backend/cpu/vision_encoder.h"
-#include "model/gguf.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
-#include "support/real_models.h"
+#include "support/damaged_projector.h"
+#include "support/rel_diff.h"
 #include "support/test_paths.h"
-#include "synth_mmproj.h"
-#include "synth_model.h"
+#include "support/vision_reference.h"
 #include "util/json.h"
 #include "vision/image_prep.h"
 
@@ -38,14 +35,6 @@ namespace {
 
 constexpr double kRelTol = 1e-3;
 constexpr double kNormTol = 1e-4;
-
-std::string Fnv1a64Hex(const std::string& data) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 struct Pass {
   RgbImage input;          // the tower's input as Pillow made it
@@ -69,53 +58,28 @@ struct Family {
 // Loads tests/data/vision/<name>.{json,bin} and rebuilds the projector file.
 void LoadFamily(const std::string& name, Family* f) {
   f->name = name;
-  const Json ref = LoadReferenceJson("vision/" + name);
-  const std::string bin = ReadFile(DataDir() + "/vision/" + name + ".bin");
-  ASSERT_FALSE(bin.empty()) << "tests/data/vision/" << name << ".bin (unpacked from " << name << ".tar.xz)";
+  VisionReference r;
+  ASSERT_NO_FATAL_FAILURE(LoadVisionReference(name, &r));
+  const Json& ref = r.json;
   f->n_embd = static_cast<int32_t>(ref.Find("n_embd")->as_int());
   const int32_t side = static_cast<int32_t>(ref.Find("image_size")->as_int());
-  auto take = [&](int64_t off, size_t n, void* dst) {
-    ASSERT_LE(static_cast<size_t>(off) + n, bin.size());
-    std::memcpy(dst, bin.data() + off, n);
-  };
   for (const Json& c : ref.Find("cases")->array()) {
     Case k;
-    k.image.width = static_cast<int32_t>(c.Find("width")->as_int());
-    k.image.height = static_cast<int32_t>(c.Find("height")->as_int());
+    r.TakePicture(c, &k.image);
     k.grid_x = static_cast<int32_t>(c.Find("grid_x")->as_int());
     k.grid_y = static_cast<int32_t>(c.Find("grid_y")->as_int());
-    k.image.rgb.resize(static_cast<size_t>(k.image.width) * k.image.height * 3);
-    take(c.Find("rgb_offset")->as_int(), k.image.rgb.size(), k.image.rgb.data());
     for (const Json& ch : c.Find("chunks")->array()) {
       if (ch.Find("tokens") != nullptr) continue;  // the layout's text (test_image_prompt_families)
       Pass p;
-      p.input.width = p.input.height = side;
-      p.input.rgb.resize(static_cast<size_t>(side) * side * 3);
-      take(ch.Find("input_offset")->as_int(), p.input.rgb.size(), p.input.rgb.data());
+      r.TakeRgb(ch.Find("input_offset")->as_int(), side, side, &p.input);
       p.n_tokens = static_cast<int32_t>(ch.Find("n_tokens")->as_int());
-      p.ref.resize(static_cast<size_t>(p.n_tokens) * f->n_embd);
-      take(ch.Find("embd_offset")->as_int(), p.ref.size() * sizeof(float), p.ref.data());
+      r.TakeFloats(ch.Find("embd_offset")->as_int(), static_cast<size_t>(p.n_tokens) * f->n_embd, &p.ref);
       k.passes.push_back(std::move(p));
     }
     f->cases.push_back(std::move(k));
   }
-  synth::SynthOptions o;
-  std::string shape;
-  const std::vector<Json>& args = ref.Find("synth_args")->array();
-  for (size_t i = 0; i + 1 < args.size(); i += 2) {
-    const std::string key = args[i].as_string(), v = args[i + 1].as_string();
-    if (key == "--shape") shape = v;
-    else if (key == "--type") o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
-    else if (key == "--seed") o.seed = std::stoull(v);
-    else ADD_FAILURE() << "unknown llm-synth argument " << key;
-  }
-  const synth::SynthVisionShape* vs = synth::FindSynthVisionShape(shape);
-  ASSERT_NE(vs, nullptr) << shape;
-  f->path = ::testing::TempDir() + "/llmrt_vision_" + name + "_" + std::to_string(::getpid()) + ".gguf";
-  Status st = synth::WriteSynthMmproj(*vs, o, f->path);
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(Fnv1a64Hex(ReadFile(f->path)), ref.Find("mmproj_fnv1a64")->as_string())
-      << "llm-synth no longer writes the projector file llama.cpp ran (regenerate with tools/vision_reference.py)";
+  f->path = TempModelPath("vision_" + name, ".gguf");
+  ASSERT_NO_FATAL_FAILURE(SynthesizeReferenceProjector(ref, f->path, "tools/vision_reference.py"));
 }
 
 class VisionFamily : public ::testing::TestWithParam<const char*> {
@@ -196,18 +160,9 @@ TEST_P(VisionFamily, EmbeddingsMatchLlamaCpp) {
       std::vector<float> out(p.ref.size());
       Status st = (*enc)->Encode(in->pixels[i], out.data());
       ASSERT_TRUE(st.ok()) << st.message();
-      double worst = 0.0, err2 = 0.0, ref2 = 0.0;
-      size_t bad = 0;
-      for (size_t j = 0; j < out.size(); ++j) {
-        const double d = std::fabs(static_cast<double>(out[j]) - p.ref[j]);
-        const double rel = d / std::max(std::fabs(static_cast<double>(p.ref[j])), 1.0);
-        worst = std::max(worst, rel);
-        bad += rel > kRelTol;
-        err2 += d * d;
-        ref2 += static_cast<double>(p.ref[j]) * p.ref[j];
-      }
-      EXPECT_EQ(bad, 0u) << "worst relative difference " << worst;
-      EXPECT_LE(std::sqrt(err2 / ref2), kNormTol) << "worst relative difference " << worst;
+      const RelDiff d = CompareRel(out.data(), p.ref.data(), out.size(), kRelTol);
+      EXPECT_EQ(d.bad, 0u) << "worst relative difference " << d.worst;
+      EXPECT_LE(d.norm, kNormTol) << "worst relative difference " << d.worst;
       ++n_passes;
     }
   }
@@ -219,18 +174,8 @@ TEST_P(VisionFamily, EmbeddingsMatchLlamaCpp) {
 TEST_P(VisionFamily, DamagedFilesRefused) {
   const std::string good = ReadFile(f_.path);
   ASSERT_FALSE(good.empty());
-  auto patched = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.replace(at, from.size(), to);
-    return s;
-  };
-  auto open = [](const std::string& bytes) {
-    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
-    if (!f.ok()) return f.status();
-    return VisionModel::FromFile(std::move(*f)).status();
-  };
+  auto patched = [&](const std::string& from, const std::string& to) { return Patched(good, from, to); };
+  const auto open = OpenProjectorBytes;
   EXPECT_TRUE(open(good).ok());
   if (f_.name == "idefics3") {
     // an older conversion (no longest edge): tiled another way, not built

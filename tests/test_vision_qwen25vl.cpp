@@ -17,7 +17,6 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -30,9 +29,10 @@
 #include "model/gguf.h"
 #include "model/vision_config.h"
 #include "model/vision_weights.h"
-#include "support/real_models.h"
+#include "support/damaged_projector.h"
+#include "support/rel_diff.h"
 #include "support/test_paths.h"
-#include "synth_mmproj.h"
+#include "support/vision_reference.h"
 #include "synth_model.h"
 #include "util/json.h"
 #include "vision/image_preprocess_dynamic.h"
@@ -45,87 +45,32 @@ namespace {
 constexpr double kRelTol = 1e-3;
 constexpr double kNormTol = 1e-4;
 
-std::string Fnv1a64Hex(const std::string& data) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 struct Case {
   RgbImage image, fitted;
   int32_t n_tokens = 0;
   std::vector<float> ref;  // (n_tokens, n_embd)
 };
 
-struct Diff {
-  double worst = 0.0, norm = 0.0;
-  size_t bad = 0;
-};
-
-Diff Compare(const std::vector<float>& out, const std::vector<float>& ref) {
-  Diff d;
-  double err2 = 0.0, ref2 = 0.0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const double e = std::fabs(static_cast<double>(out[i]) - ref[i]);
-    const double rel = e / std::max(std::fabs(static_cast<double>(ref[i])), 1.0);
-    d.worst = std::max(d.worst, rel);
-    d.bad += rel > kRelTol;
-    err2 += e * e;
-    ref2 += static_cast<double>(ref[i]) * ref[i];
-  }
-  d.norm = std::sqrt(err2 / ref2);
-  return d;
-}
-
 class Qwen25VLVision : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ref_ = new Json(LoadReferenceJson("vision/qwen25vl"));
-    const std::string bin = ReadFile(DataDir() + "/vision/qwen25vl.bin");
-    ASSERT_FALSE(bin.empty()) << "tests/data/vision/qwen25vl.bin (unpacked from qwen25vl.tar.xz at configure time)";
+    VisionReference r;
+    ASSERT_NO_FATAL_FAILURE(LoadVisionReference("qwen25vl", &r));
+    ref_ = new Json(std::move(r.json));
     n_embd_ = static_cast<int32_t>(ref_->Find("n_embd")->as_int());
     cases_ = new std::vector<Case>();
     for (const Json& c : ref_->Find("cases")->array()) {
       Case k;
-      k.image.width = static_cast<int32_t>(c.Find("width")->as_int());
-      k.image.height = static_cast<int32_t>(c.Find("height")->as_int());
-      k.fitted.width = static_cast<int32_t>(c.Find("resized_width")->as_int());
-      k.fitted.height = static_cast<int32_t>(c.Find("resized_height")->as_int());
+      r.TakePicture(c, &k.image);
       k.n_tokens = static_cast<int32_t>(c.Find("n_tokens")->as_int());
-      auto take = [&](const char* key, size_t n, void* dst) {
-        const size_t off = static_cast<size_t>(c.Find(key)->as_int());
-        ASSERT_LE(off + n, bin.size()) << key;
-        std::memcpy(dst, bin.data() + off, n);
-      };
-      k.image.rgb.resize(static_cast<size_t>(k.image.width) * k.image.height * 3);
-      take("rgb_offset", k.image.rgb.size(), k.image.rgb.data());
-      k.fitted.rgb.resize(static_cast<size_t>(k.fitted.width) * k.fitted.height * 3);
-      take("resized_offset", k.fitted.rgb.size(), k.fitted.rgb.data());
-      k.ref.resize(static_cast<size_t>(k.n_tokens) * n_embd_);
-      take("embd_offset", k.ref.size() * sizeof(float), k.ref.data());
+      r.TakeRgb(c.Find("resized_offset")->as_int(), static_cast<int32_t>(c.Find("resized_width")->as_int()),
+                static_cast<int32_t>(c.Find("resized_height")->as_int()), &k.fitted);
+      r.TakeFloats(c.Find("embd_offset")->as_int(), static_cast<size_t>(k.n_tokens) * n_embd_, &k.ref);
       cases_->push_back(std::move(k));
     }
     // the projector file llama.cpp ran, rebuilt and checked byte for byte
-    synth::SynthOptions o;
-    const std::vector<Json>& args = ref_->Find("synth_args")->array();
-    std::string shape;
-    for (size_t i = 0; i + 1 < args.size(); i += 2) {
-      const std::string key = args[i].as_string(), v = args[i + 1].as_string();
-      if (key == "--shape") shape = v;
-      else if (key == "--type") o.type = v == "f32" ? TensorType::F32 : v == "f16" ? TensorType::F16 : TensorType::BF16;
-      else if (key == "--seed") o.seed = std::stoull(v);
-      else ADD_FAILURE() << "unknown llm-synth argument " << key;
-    }
-    const synth::SynthVisionShape* vs = synth::FindSynthVisionShape(shape);
-    ASSERT_NE(vs, nullptr) << shape;
-    path_ = new std::string(::testing::TempDir() + "/llmrt_qwen25vl_" + std::to_string(::getpid()) + ".gguf");
-    Status st = synth::WriteSynthMmproj(*vs, o, *path_);
-    ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(Fnv1a64Hex(ReadFile(*path_)), ref_->Find("mmproj_fnv1a64")->as_string())
-        << "llm-synth no longer writes the projector file llama.cpp ran (regenerate with "
-           "tools/vision_reference_qwen25vl.py)";
+    path_ = new std::string(TempModelPath("qwen25vl", ".gguf"));
+    ASSERT_NO_FATAL_FAILURE(SynthesizeReferenceProjector(*ref_, *path_, "tools/vision_reference_qwen25vl.py"));
   }
   static void TearDownTestSuite() {
     if (path_ != nullptr) std::remove(path_->c_str());
@@ -140,8 +85,8 @@ class Qwen25VLVision : public ::testing::Test {
   static DynamicSizeRule Rule(const VisionConfig& c) { return {c.size_align(), c.min_pixels(), c.max_pixels()}; }
 
   // Every case through an encoder: the worst difference from llama.cpp's.
-  static Diff Run(cpu::VisionEncoder& enc, const VisionConfig& c, bool expect_close) {
-    Diff all;
+  static RelDiff Run(cpu::VisionEncoder& enc, const VisionConfig& c, bool expect_close) {
+    RelDiff all;
     for (const Case& k : *cases_) {
       SCOPED_TRACE(std::to_string(k.image.width) + "x" + std::to_string(k.image.height));
       std::vector<float> pixels;
@@ -153,7 +98,7 @@ class Qwen25VLVision : public ::testing::Test {
       std::vector<float> out(k.ref.size());
       st = enc.EncodeSized(pixels, size.width, size.height, out.data());
       EXPECT_TRUE(st.ok()) << st.message();
-      const Diff d = Compare(out, k.ref);
+      const RelDiff d = CompareRel(out.data(), k.ref.data(), out.size(), kRelTol);
       if (expect_close) {
         EXPECT_EQ(d.bad, 0u) << "worst relative difference " << d.worst;
         EXPECT_LE(d.norm, kNormTol) << "worst relative difference " << d.worst;
@@ -229,7 +174,7 @@ TEST_F(Qwen25VLVision, EmbeddingsMatchLlamaCpp) {
   auto enc = cpu::CreateCpuVisionEncoder((*m)->config, (*m)->weights, 2);
   ASSERT_TRUE(enc.ok()) << enc.status().message();
   EXPECT_EQ((*enc)->n_embd_out(), n_embd_);
-  const Diff d = Run(**enc, (*m)->config, /*expect_close=*/true);
+  const RelDiff d = Run(**enc, (*m)->config, /*expect_close=*/true);
   std::printf("Qwen2.5-VL vs llama.cpp: worst relative %.3g, worst norm %.3g\n", d.worst, d.norm);
 }
 
@@ -243,7 +188,7 @@ TEST_F(Qwen25VLVision, OneDetailMutantsMissLlamaCpp) {
     (which == 0 ? mut.full_attention : mut.swap_rope_axes) = true;
     auto enc = cpu::CreateQwen25VLVision((*m)->config, (*m)->weights, 2, mut);
     ASSERT_TRUE(enc.ok()) << enc.status().message();
-    const Diff d = Run(**enc, (*m)->config, /*expect_close=*/false);
+    const RelDiff d = Run(**enc, (*m)->config, /*expect_close=*/false);
     std::printf("mutant %s: worst relative %.3g, worst norm %.3g\n", which == 0 ? "full attention" : "RoPE axes swapped",
                 d.worst, d.norm);
     EXPECT_GT(d.worst, 10 * kRelTol) << (which == 0 ? "full attention" : "RoPE axes swapped");
@@ -367,18 +312,8 @@ TEST_F(Qwen25VLVision, TextModelMropeSections) {
 TEST_F(Qwen25VLVision, DamagedFilesRefused) {
   const std::string good = ReadFile(*path_);
   ASSERT_FALSE(good.empty());
-  auto patched = [&](const std::string& from, const std::string& to) {
-    std::string s = good;
-    const size_t at = s.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) s.replace(at, from.size(), to);
-    return s;
-  };
-  auto open = [](const std::string& bytes) {
-    auto f = GgufFile::FromMemory(bytes.data(), bytes.size());
-    if (!f.ok()) return f.status();
-    return VisionModel::FromFile(std::move(*f)).status();
-  };
+  auto patched = [&](const std::string& from, const std::string& to) { return Patched(good, from, to); };
+  const auto open = OpenProjectorBytes;
   EXPECT_TRUE(open(good).ok());
   EXPECT_EQ(open(patched("qwen2.5vl_merger", "qwen2.5vl_mergeX")).code(), LLM_ERR_UNSUPPORTED);
   EXPECT_EQ(open(patched("clip.use_silu", "clip.use_gelu")).code(), LLM_ERR_UNSUPPORTED);

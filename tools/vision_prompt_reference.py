@@ -53,19 +53,17 @@ small logits by ~4e-3), 2 threads, CPU.
 """
 import argparse
 import ctypes
-import io
 import json
 import os
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vision_reference import FAMILIES, SYNTH, THREADS, fnv1a64, picture  # noqa: E402
+from vision_oracle import THREADS, fnv1a64, load_bindings, open_model, picture, synthesize, write_tar  # noqa: E402
+from vision_reference import FAMILIES, SYNTH  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "vision"
@@ -117,13 +115,7 @@ def main():
         sys.exit("the LLaVA reference needs libmtmd's class token first: run with "
                  "LD_PRELOAD=<lib>/libmtmd_llava_clsfirst.so (bench/peer/build_mtmd_clsfirst.sh)")
     n_ctx = 256 if args.family == "gemma3" else 1024
-    lib = Path(args.lib).resolve()
-    os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
-    os.environ["MTMD_CPP_LIB"] = str(lib)
-    import llama_cpp
-    import llama_cpp.mtmd_cpp as mtmd
-
-    oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
+    llama_cpp, mtmd, oracle_note = load_bindings(args.lib)
     blob = bytearray()
     pics = []
     for w, h, seed in pictures:
@@ -135,24 +127,11 @@ def main():
         blob += img.tobytes()
 
     with tempfile.TemporaryDirectory() as tmp:
-        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
-        subprocess.run([args.synth, *synth, "--out", str(text_path), "--mmproj", str(proj_path)],
-                       check=True, stdout=subprocess.DEVNULL)
-        llama_cpp.llama_backend_init()
-        mp = llama_cpp.llama_model_default_params()
-        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
-        assert model, "llama.cpp could not load the text model"
+        text_path, proj_path = synthesize(args.synth, synth, tmp)
+        model, mctx = open_model(llama_cpp, mtmd, text_path, proj_path)
         vocab = llama_cpp.llama_model_get_vocab(model)
         n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
         n_embd = llama_cpp.llama_model_n_embd(model)
-        cp = mtmd.mtmd_context_params_default()
-        cp.use_gpu = False
-        cp.n_threads = THREADS
-        cp.print_timings = False
-        cp.warmup = False
-        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        mctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
-        assert mctx, "libmtmd could not load the projector file"
         _is_last_of_picture.global_img = -2
         if args.family == "idefics3":
             for t in range(n_vocab):
@@ -305,15 +284,8 @@ def main():
             "cases": cases,
         }
     OUT.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(OUT / f"{stem}.tar.xz", "w:xz") as tar:
-        def add(name, data):
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mtime = 0
-            tar.addfile(ti, io.BytesIO(data))
-        add(f"{stem}.json", (json.dumps(doc, indent=1) + "\n").encode())
-        add(f"{stem}.bin", bytes(blob))
-    print(f"wrote {OUT / (stem + '.tar.xz')} ({(OUT / (stem + '.tar.xz')).stat().st_size} bytes)")
+    write_tar(OUT / f"{stem}.tar.xz", {f"{stem}.json": (json.dumps(doc, indent=1) + "\n").encode(),
+                                       f"{stem}.bin": bytes(blob)})
 
 
 if __name__ == "__main__":

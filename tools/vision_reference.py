@@ -59,14 +59,15 @@ import io
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vision_oracle import (THREADS, encode_chunk, embed_picture, fnv1a64, load_bindings,  # noqa: E402
+                           open_model, picture, synthesize, tokenize_picture, write_tar)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "vision"
@@ -80,33 +81,9 @@ FAMILIES = {
     "mlp": {"synth": ["--shape", "tiny-llava", "--type", "f32", "--seed", "13"],
             "sizes": [(32, 32), (57, 23), (13, 20), (100, 100), (7, 31)]},
 }
-THREADS = 2
 # (width, height): the tower's own size (no resize), wide, tall, square,
 # a thin strip, and sizes below the tower's (upscaled).
 SIZES = [(32, 32), (57, 23), (13, 20), (100, 100), (7, 31), (48, 40), (24, 24)]
-
-
-def fnv1a64(data):
-    h = 0xcbf29ce484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
-def picture(w, h, seed):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
-    r = 255 * x / max(w - 1, 1)
-    g = 255 * y / max(h - 1, 1)
-    b = 128 + 100 * np.sin(x / 3.0 + y / 5.0)
-    img = np.stack([r, g, b], axis=-1)
-    cx, cy, rad = rng.uniform(0, w), rng.uniform(0, h), max(2.0, min(w, h) / 3)
-    disc = (x - cx) ** 2 + (y - cy) ** 2 < rad ** 2
-    img[disc] = rng.uniform(0, 255, size=3)
-    bar = (x > w * 0.6) & (x < w * 0.75)
-    img[bar] = [20, 220, 60]
-    img += rng.normal(0, 12, size=img.shape)
-    return np.clip(np.rint(img), 0, 255).astype(np.uint8)
 
 
 def letterbox_pil(img, side):
@@ -174,23 +151,9 @@ def run_family(args, llama_cpp, mtmd, oracle_note, family):
         sys.exit("the LLaVA reference needs libmtmd's class token first: run with "
                  "LD_PRELOAD=<lib>/libmtmd_llava_clsfirst.so (bench/peer/build_mtmd_clsfirst.sh)")
     with tempfile.TemporaryDirectory() as tmp:
-        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
-        subprocess.run([args.synth, *spec["synth"], "--out", str(text_path), "--mmproj", str(proj_path)],
-                       check=True, stdout=subprocess.DEVNULL)
-        llama_cpp.llama_backend_init()
-        mp = llama_cpp.llama_model_default_params()
-        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
-        assert model, "llama.cpp could not load the text model"
-        cp = mtmd.mtmd_context_params_default()
-        cp.use_gpu = False
-        cp.n_threads = THREADS
-        cp.print_timings = False
-        cp.warmup = False
-        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        ctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
-        assert ctx, "libmtmd could not load the projector file"
+        text_path, proj_path = synthesize(args.synth, spec["synth"], tmp)
+        model, ctx = open_model(llama_cpp, mtmd, text_path, proj_path)
         n_embd = llama_cpp.llama_model_n_embd(model)
-        marker = mtmd.mtmd_default_marker()
         side = 32  # the synthesized towers' clip.vision.image_size
         blob = bytearray()
         cases = []
@@ -200,17 +163,7 @@ def run_family(args, llama_cpp, mtmd, oracle_note, family):
                 inputs, gx, gy = tiles_pil(img, side, 64)
             else:
                 inputs, gx, gy = [fit_pil(img, side, Image.BICUBIC, (122, 116, 104))], 0, 0
-            data = (ctypes.c_uint8 * img.size).from_buffer_copy(img.tobytes())
-            bmp = mtmd.mtmd_bitmap_init(w, h, data)
-            chunks = mtmd.mtmd_input_chunks_init()
-            text = mtmd.mtmd_input_text()
-            text.text = marker
-            text.text_len = len(marker)
-            text.add_special = False
-            text.parse_special = True
-            bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bmp)
-            rc = mtmd.mtmd_tokenize(ctx, chunks, ctypes.byref(text), bitmaps, 1)
-            assert rc == 0, f"mtmd_tokenize: {rc}"
+            chunks, bmp = tokenize_picture(mtmd, ctx, img)
             case = {"width": w, "height": h, "grid_x": gx, "grid_y": gy, "rgb_offset": len(blob), "chunks": []}
             blob += img.tobytes()
             n_img = 0
@@ -221,10 +174,8 @@ def run_family(args, llama_cpp, mtmd, oracle_note, family):
                     ptr = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
                     case["chunks"].append({"tokens": [int(ptr[k]) for k in range(n.value)]})
                     continue
-                assert mtmd.mtmd_encode_chunk(ctx, chunk) == 0
                 n_tok = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-                ptr = mtmd.mtmd_get_output_embd(ctx)
-                emb = np.ctypeslib.as_array(ptr, shape=(n_tok * n_embd,)).astype("<f4").copy()
+                emb = encode_chunk(mtmd, ctx, chunk, n_embd)
                 assert n_img < len(inputs), "more image chunks than Pillow's tower inputs"
                 ch = {"input_offset": len(blob), "n_tokens": int(n_tok)}
                 blob += inputs[n_img].tobytes()
@@ -254,16 +205,6 @@ def run_family(args, llama_cpp, mtmd, oracle_note, family):
     return doc, blob
 
 
-def write_tar(path, files):
-    with tarfile.open(path, "w:xz") as tar:
-        for name, data in files.items():
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mtime = 0
-            tar.addfile(ti, io.BytesIO(data))
-    print(f"wrote {path} ({path.stat().st_size} bytes)")
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
@@ -271,14 +212,8 @@ def main():
     ap.add_argument("--family", action="append", choices=["gemma3", *FAMILIES],
                     help="families to record (default: all)")
     args = ap.parse_args()
-    lib = Path(args.lib).resolve()
-    os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
-    os.environ["MTMD_CPP_LIB"] = str(lib)
-    import llama_cpp
-    import llama_cpp.mtmd_cpp as mtmd
+    llama_cpp, mtmd, oracle_note = load_bindings(args.lib)
     from PIL import Image
-
-    oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
     families = args.family or ["gemma3", *FAMILIES]
     for family in families:
         if family == "gemma3":
@@ -291,23 +226,9 @@ def main():
         return 0
 
     with tempfile.TemporaryDirectory() as tmp:
-        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
-        subprocess.run([args.synth, *SYNTH, "--out", str(text_path), "--mmproj", str(proj_path)],
-                       check=True, stdout=subprocess.DEVNULL)
-        llama_cpp.llama_backend_init()
-        mp = llama_cpp.llama_model_default_params()
-        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
-        assert model, "llama.cpp could not load the text model"
-        cp = mtmd.mtmd_context_params_default()
-        cp.use_gpu = False
-        cp.n_threads = THREADS
-        cp.print_timings = False
-        cp.warmup = False
-        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        ctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
-        assert ctx, "libmtmd could not load the projector file"
+        text_path, proj_path = synthesize(args.synth, SYNTH, tmp)
+        model, ctx = open_model(llama_cpp, mtmd, text_path, proj_path)
         n_embd = llama_cpp.llama_model_n_embd(model)
-        marker = mtmd.mtmd_default_marker()
 
         side = 32  # the synthesized tower's clip.vision.image_size
         blob = bytearray()
@@ -316,29 +237,7 @@ def main():
         for i, (w, h) in enumerate(SIZES):
             img = picture(w, h, 100 + i)
             boxed = letterbox_pil(img, side)
-            data = (ctypes.c_uint8 * img.size).from_buffer_copy(img.tobytes())
-            bmp = mtmd.mtmd_bitmap_init(w, h, data)
-            chunks = mtmd.mtmd_input_chunks_init()
-            text = mtmd.mtmd_input_text()
-            text.text = marker
-            text.text_len = len(marker)
-            text.add_special = False
-            text.parse_special = True
-            bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bmp)
-            rc = mtmd.mtmd_tokenize(ctx, chunks, ctypes.byref(text), bitmaps, 1)
-            assert rc == 0, f"mtmd_tokenize: {rc}"
-            emb = None
-            for c in range(mtmd.mtmd_input_chunks_size(chunks)):
-                chunk = mtmd.mtmd_input_chunks_get(chunks, c)
-                if mtmd.mtmd_input_chunk_get_type(chunk) != mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
-                    continue
-                assert mtmd.mtmd_encode_chunk(ctx, chunk) == 0
-                n_tok = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-                ptr = mtmd.mtmd_get_output_embd(ctx)
-                emb = np.ctypeslib.as_array(ptr, shape=(n_tok * n_embd,)).astype("<f4").copy()
-            mtmd.mtmd_input_chunks_free(chunks)
-            mtmd.mtmd_bitmap_free(bmp)
-            assert emb is not None, "no image chunk"
+            emb = embed_picture(mtmd, ctx, img, n_embd)
             case = {"width": w, "height": h, "png": f"img_{w}x{h}.png", "rgb_offset": len(blob)}
             blob += img.tobytes()
             case["boxed_offset"] = len(blob)
@@ -365,17 +264,8 @@ def main():
             "cases": cases,
         }
     OUT.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(OUT / "vision.tar.xz", "w:xz") as tar:
-        def add(name, data):
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mtime = 0
-            tar.addfile(ti, io.BytesIO(data))
-        add("gemma3.json", (json.dumps(doc, indent=1) + "\n").encode())
-        add("gemma3.bin", bytes(blob))
-        for name, data in pngs.items():
-            add(name, data)
-    print(f"wrote {OUT / 'vision.tar.xz'} ({(OUT / 'vision.tar.xz').stat().st_size} bytes)")
+    write_tar(OUT / "vision.tar.xz", {"gemma3.json": (json.dumps(doc, indent=1) + "\n").encode(),
+                                      "gemma3.bin": bytes(blob), **pngs})
 
 
 if __name__ == "__main__":

@@ -28,26 +28,21 @@ float32 little-endian). Also recorded: the llm-synth arguments and the
 FNV-1a 64 hash of both files.
 """
 import argparse
-import ctypes
-import io
 import json
 import math
-import os
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vision_reference import fnv1a64, picture  # noqa: E402
+from vision_oracle import (THREADS, embed_picture, fnv1a64, load_bindings, open_model, picture,  # noqa: E402
+                           synthesize, write_tar)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "vision"
 SYNTH = ["--shape", "tiny-qwen2vl", "--type", "f32", "--seed", "11"]
-THREADS = 2
 ALIGN = 28                      # patch_size 14 x merge 2
 MIN_PIXELS = 8 * ALIGN * ALIGN  # llama.cpp's floor for Qwen2.5-VL
 MAX_PIXELS = 4096 * ALIGN * ALIGN
@@ -105,31 +100,11 @@ def main():
     ap.add_argument("--synth", default=str(ROOT / "build" / "bin" / "llm-synth"))
     ap.add_argument("--lib", required=True, help="folder of llama-cpp-python's libraries (exact-GELU libggml-cpu)")
     args = ap.parse_args()
-    lib = Path(args.lib).resolve()
-    os.environ["LLAMA_CPP_LIB_PATH"] = str(lib)
-    os.environ["MTMD_CPP_LIB"] = str(lib)
-    import llama_cpp
-    import llama_cpp.mtmd_cpp as mtmd
-
-    oracle_note = (lib / "llmrt-oracle.txt").read_text(encoding="utf-8").strip()
+    llama_cpp, mtmd, oracle_note = load_bindings(args.lib)
     with tempfile.TemporaryDirectory() as tmp:
-        text_path, proj_path = Path(tmp) / "text.gguf", Path(tmp) / "mmproj.gguf"
-        subprocess.run([args.synth, *SYNTH, "--out", str(text_path), "--mmproj", str(proj_path)],
-                       check=True, stdout=subprocess.DEVNULL)
-        llama_cpp.llama_backend_init()
-        mp = llama_cpp.llama_model_default_params()
-        model = llama_cpp.llama_model_load_from_file(str(text_path).encode(), mp)
-        assert model, "llama.cpp could not load the text model"
-        cp = mtmd.mtmd_context_params_default()
-        cp.use_gpu = False
-        cp.n_threads = THREADS
-        cp.print_timings = False
-        cp.warmup = False
-        cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        ctx = mtmd.mtmd_init_from_file(str(proj_path).encode(), model, cp)
-        assert ctx, "libmtmd could not load the projector file"
+        text_path, proj_path = synthesize(args.synth, SYNTH, tmp)
+        model, ctx = open_model(llama_cpp, mtmd, text_path, proj_path)
         n_embd = llama_cpp.llama_model_n_embd(model)
-        marker = mtmd.mtmd_default_marker()
 
         blob = bytearray()
         cases = []
@@ -137,29 +112,7 @@ def main():
             img = picture(w, h, 200 + i)
             tw, th = target_size(w, h)
             fitted = fit_pil(img, tw, th)
-            data = (ctypes.c_uint8 * img.size).from_buffer_copy(img.tobytes())
-            bmp = mtmd.mtmd_bitmap_init(w, h, data)
-            chunks = mtmd.mtmd_input_chunks_init()
-            text = mtmd.mtmd_input_text()
-            text.text = marker
-            text.text_len = len(marker)
-            text.add_special = False
-            text.parse_special = True
-            bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bmp)
-            rc = mtmd.mtmd_tokenize(ctx, chunks, ctypes.byref(text), bitmaps, 1)
-            assert rc == 0, f"mtmd_tokenize: {rc}"
-            emb = None
-            for c in range(mtmd.mtmd_input_chunks_size(chunks)):
-                chunk = mtmd.mtmd_input_chunks_get(chunks, c)
-                if mtmd.mtmd_input_chunk_get_type(chunk) != mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
-                    continue
-                assert mtmd.mtmd_encode_chunk(ctx, chunk) == 0
-                n_tok = mtmd.mtmd_input_chunk_get_n_tokens(chunk)
-                ptr = mtmd.mtmd_get_output_embd(ctx)
-                emb = np.ctypeslib.as_array(ptr, shape=(n_tok * n_embd,)).astype("<f4").copy()
-            mtmd.mtmd_input_chunks_free(chunks)
-            mtmd.mtmd_bitmap_free(bmp)
-            assert emb is not None, "no image chunk"
+            emb = embed_picture(mtmd, ctx, img, n_embd)
             n_tokens = int(emb.size // n_embd)
             assert n_tokens == (tw // ALIGN) * (th // ALIGN), (w, h, tw, th, n_tokens)
             case = {"width": w, "height": h, "resized_width": tw, "resized_height": th, "rgb_offset": len(blob)}
@@ -184,15 +137,8 @@ def main():
             "cases": cases,
         }
     OUT.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(OUT / "qwen25vl.tar.xz", "w:xz") as tar:
-        def add(name, data):
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mtime = 0
-            tar.addfile(ti, io.BytesIO(data))
-        add("qwen25vl.json", (json.dumps(doc, indent=1) + "\n").encode())
-        add("qwen25vl.bin", bytes(blob))
-    print(f"wrote {OUT / 'qwen25vl.tar.xz'} ({(OUT / 'qwen25vl.tar.xz').stat().st_size} bytes)")
+    write_tar(OUT / "qwen25vl.tar.xz", {"qwen25vl.json": (json.dumps(doc, indent=1) + "\n").encode(),
+                                        "qwen25vl.bin": bytes(blob)})
 
 
 if __name__ == "__main__":
