@@ -63,7 +63,8 @@ TEST(RemoteUrl, RefusesUserinfoOddSchemesAndOddBytes) {
                         "http://.example.com/"})
     EXPECT_NE(Problem(u).find("host"), std::string::npos) << u;
   for (const char* u : {"http://example.com:0/", "http://example.com:65536/", "http://example.com:/",
-                        "http://example.com:8o/", "http://example.com:000080/", "http://[::1]:/"})
+                        "http://example.com:8o/", "http://example.com:000080/", "http://[::1]:/",
+                        "http://[::1]:9:1]:9elhttelhtt::4.16169.4png", "http://example.com:99999999999999999999/"})
     EXPECT_NE(Problem(u).find("port"), std::string::npos) << u;
   for (const char* u : {"http://[::1/", "http://[fe80::1%25eth0]/", "http://[::1]x/", "http://[zz::1]/"})
     EXPECT_NE(Problem(u).find("IPv6"), std::string::npos) << u;

@@ -142,9 +142,9 @@ bool ParseRemoteUrl(std::string_view url, RemoteUrl* out, std::string* problem) 
   if (has_port) {
     long n = 0;
     bool ok = !port.empty() && port.size() <= 5;
-    for (char c : port) {
-      ok = ok && c >= '0' && c <= '9';
-      n = n * 10 + (c - '0');
+    for (size_t i = 0; ok && i < port.size(); ++i) {  // at most 5 digits: n stays far from overflow
+      ok = port[i] >= '0' && port[i] <= '9';
+      n = n * 10 + (port[i] - '0');
     }
     if (!ok || n < 1 || n > 65535) return Fail(problem, "the image URL's port must be a number in [1, 65535]");
     r.port = static_cast<int>(n);
