@@ -296,7 +296,7 @@ static class Tests
         using (var ctx = new LlmContext(new ContextOptions { Backend = Backend.Cpu, ContextLength = 128, KvType = 3, KvTypeV = 2 }))
         {
             var res = ctx.Generate(new GenerateRequest { Prompt = "Once upon a time", MaxTokens = 4 });
-            Check(res.Tokens.Length > 0, "K q8_0 + V f16 generated nothing");
+            Check(res.Tokens.Count > 0, "K q8_0 + V f16 generated nothing");
         }
         try
         {
