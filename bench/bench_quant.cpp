@@ -6,8 +6,13 @@
 // repetitions. Weights are random bytes with sane scales; activations are
 // quantized once outside the timing, as the backend does per matmul.
 //
-// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k)]
-//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold]
+// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|
+//                                      iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s)]
+//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold] [--1b]
+//
+// --1b takes Llama-3.2-1B's shapes (2048 x 2048 q/o, 512 x 2048 k/v, 8192 x
+// 2048 gate/up, 2048 x 8192 down) instead: rows of whole 256-weight
+// super-blocks, which the K-quants and the lattice types need.
 //
 // --cold flushes the weights (and their packed copy) from every cache level
 // before each repetition, so the kernel streams them from memory as in a
@@ -17,6 +22,7 @@
 // By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
 // quant_pack.h) are repacked here too; --no-pack measures the row-major path.
 #include <algorithm>
+#include <array>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -45,7 +51,10 @@ struct TypeName {
 const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::TensorType::Q4_1},
                            {"q5_0", llm::TensorType::Q5_0}, {"q5_1", llm::TensorType::Q5_1},
                            {"q8_0", llm::TensorType::Q8_0}, {"q4_k", llm::TensorType::Q4_K},
-                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K}};
+                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K},
+                           {"iq3_xxs", llm::TensorType::IQ3_XXS}, {"iq3_s", llm::TensorType::IQ3_S},
+                           {"iq2_xs", llm::TensorType::IQ2_XS}, {"iq2_xxs", llm::TensorType::IQ2_XXS},
+                           {"iq2_s", llm::TensorType::IQ2_S}, {"iq1_s", llm::TensorType::IQ1_S}};
 
 // Random quant bytes; every 16-bit field that may be an F16 scale gets a small
 // normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
@@ -87,12 +96,13 @@ int main(int argc, char** argv) {
   int reps = 9;
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
-  bool generic = false, pack = true, cold = false;
+  bool generic = false, pack = true, cold = false, llama1b = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--generic") { generic = true; continue; }
     if (a == "--no-pack") { pack = false; continue; }
     if (a == "--cold") { cold = true; continue; }
+    if (a == "--1b") { llama1b = true; continue; }
     if (i + 1 >= argc) { std::fprintf(stderr, "missing value after %s\n", a.c_str()); return 2; }
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
@@ -103,16 +113,18 @@ int main(int argc, char** argv) {
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack] [--cold]\n");
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack] [--cold] [--1b]\n");
       return 2;
     }
   }
   const llm::cpu::Kernels& k = generic ? llm::cpu::GenericKernels() : llm::cpu::BestKernels();
   std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
               pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
-  std::printf("%-5s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
+  std::printf("%-7s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
   // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
-  const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+  const std::vector<std::array<int64_t, 2>> shapes =
+      llama1b ? std::vector<std::array<int64_t, 2>>{{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}}
+              : std::vector<std::array<int64_t, 2>>{{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(7);
   for (const std::string& tn : types) {
     const TypeName* tp = nullptr;
@@ -167,7 +179,7 @@ int main(int argc, char** argv) {
         const double med = ms[ms.size() / 2];
         const double macs = static_cast<double>(rows) * cols * n_tok;
         // median, and the fastest repetition (the least disturbed by other load)
-        std::printf("%-5s %7lld %6lld %6lld %10.3f %10.2f %10.2f %8.2f\n", tn.c_str(), static_cast<long long>(rows),
+        std::printf("%-7s %7lld %6lld %6lld %10.3f %10.2f %10.2f %8.2f\n", tn.c_str(), static_cast<long long>(rows),
                     static_cast<long long>(cols), static_cast<long long>(n_tok), med, macs / (med * 1e6),
                     macs / (ms.front() * 1e6), static_cast<double>(w_bytes) / (med * 1e6));
       }

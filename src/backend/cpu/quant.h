@@ -41,6 +41,11 @@ QuantDotFn QuantDot(TensorType type);
 // The packed-rows half of QuantMatMulImpl (quant_avx2_packed.cpp): a.w is
 // packed (a.w->packed != nullptr).
 void PackedQuantMatMul(const MatMulArgs& a);
+// The lattice types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S),
+// decoded 8 rows at a time (quant_lattice_avx2.cpp): false for another type.
+// Bitwise the portable QuantDot's order.
+bool LatticeMatMul(const MatMulArgs& a);
+QuantDotFn LatticeDot(TensorType type);  // nullptr: not a lattice type
 }  // namespace avx2
 namespace vnni {
 // The same with AVX-512 VNNI (quant_vnni_packed.cpp): bitwise the same

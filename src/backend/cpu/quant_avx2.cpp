@@ -5,14 +5,16 @@
 // Each 32-weight (sub-)block is unpacked to 32 int8 lanes in weight order,
 // then
 //   unsigned weights (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K): maddubs(w, x)
-//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-//                   IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0):
+//   signed weights (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4,
+//                   TQ1_0, TQ2_0):
 //                                              maddubs(|w|, sign(x, w))
 // gives 16 exact int16 pair sums (|w| <= 63 or 127 · |x| <= 127 · 2 fits), a
 // madd widens them to 8 int32 lanes, and one FMA adds them, scaled by
 // d_w · d_x, to a float accumulator (per group of 8 blocks: see "groups"
 // below). The matmul meets each unpacked weight group with several tokens, so
-// a block is unpacked once per 4 tokens, not per token.
+// a block is unpacked once per 4 tokens, not per token. The lattice types
+// (IQ1_S .. IQ3_S) have their own matmul, decoded 8 rows at a time:
+// quant_lattice_avx2.cpp.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -228,36 +230,6 @@ struct IQ4XS {
     o->scale = _mm256_mul_ps(_mm256_set1_ps(H2F(b.d)),
                              _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(ls))));
     for (int j = 0; j < 8; ++j) SetSigned(IQ4Values(b.qs + 16 * j), &o->q[j], &o->sg[j]);
-  }
-};
-
-// IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (tensor_type.h): a group is one
-// super-block; sub-block j's |w| are its 4 lattice points' bytes, its sign
-// bits the sign source, the odd multipliers 2s + 1 of its
-// halves the madd's, and the float scale d · unit (exact).
-template <TensorType kType>
-struct IQLattice {
-  static constexpr bool kSigned = true, kMin = false, kMul = true;
-  static constexpr int64_t kBlocksPerGroup = 8;
-  template <bool kFull>
-  static void PrepareGroup(const uint8_t* row, int64_t group, int /*n = 8*/, Group* o) {
-    int64_t be = 0, bb = 0;
-    TensorTypeLayout(kType, &be, &bb);
-    const uint8_t* b = row + group * bb;
-    const __m256i one = _mm256_set1_epi8(1);
-    float unit = 0.0f;
-    for (int j = 0; j < 8; ++j) {
-      uint64_t pt[4];
-      int sign[4], mul[2];
-      unit = IQLatticePoints(kType, b, j, pt, sign, mul);
-      o->q[j] = _mm256_set_epi64x(static_cast<int64_t>(pt[3]), static_cast<int64_t>(pt[2]),
-                                  static_cast<int64_t>(pt[1]), static_cast<int64_t>(pt[0]));
-      const uint32_t bits = static_cast<uint32_t>(sign[0]) | static_cast<uint32_t>(sign[1]) << 8 |
-                            static_cast<uint32_t>(sign[2]) << 16 | static_cast<uint32_t>(sign[3]) << 24;
-      o->sg[j] = _mm256_or_si256(BitsToBytes(bits), one);  // -1 where negative, else +1
-      o->mul[j] = Combine(_mm_set1_epi16(static_cast<int16_t>(mul[0])), _mm_set1_epi16(static_cast<int16_t>(mul[1])));
-    }
-    o->scale = _mm256_set1_ps(H2F(IQLatticeScaleBits(kType, b)) * unit);
   }
 };
 
@@ -591,6 +563,7 @@ void QuantizeActImpl(const float* x, int64_t n, BlockQ8Act* out) {
 }
 
 QuantDotFn QuantDot(TensorType type) {
+  if (QuantDotFn f = LatticeDot(type)) return f;  // quant_lattice_avx2.cpp
   switch (type) {
     case TensorType::Q4_0: return DotOne<Q4_0>;
     case TensorType::Q4_1: return DotOne<Q4_1>;
@@ -605,13 +578,6 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q3_K: return DotOne<Q3K>;
     case TensorType::Q2_K: return DotOne<Q2K>;
     case TensorType::MXFP4: return DotOne<MXFP4>;
-    case TensorType::IQ2_XXS: return DotOne<IQLattice<TensorType::IQ2_XXS>>;
-    case TensorType::IQ2_XS: return DotOne<IQLattice<TensorType::IQ2_XS>>;
-    case TensorType::IQ3_XXS: return DotOne<IQLattice<TensorType::IQ3_XXS>>;
-    case TensorType::IQ3_S: return DotOne<IQLattice<TensorType::IQ3_S>>;
-    case TensorType::IQ2_S: return DotOne<IQLattice<TensorType::IQ2_S>>;
-    case TensorType::IQ1_S: return DotOne<IQLattice<TensorType::IQ1_S>>;
-    case TensorType::IQ1_M: return DotOne<IQLattice<TensorType::IQ1_M>>;
     case TensorType::TQ1_0: return DotOne<TQ<TensorType::TQ1_0>>;
     case TensorType::TQ2_0: return DotOne<TQ<TensorType::TQ2_0>>;
     default: return nullptr;
@@ -628,6 +594,7 @@ void QuantMatMulImpl(const MatMulArgs& a) {
     }
     return;
   }
+  if (LatticeMatMul(a)) return;  // the lattice types: quant_lattice_avx2.cpp
   switch (a.w->type) {
     case TensorType::Q4_0: MatMulT<Q4_0>(a); break;
     case TensorType::Q4_1: MatMulT<Q4_1>(a); break;
@@ -642,13 +609,6 @@ void QuantMatMulImpl(const MatMulArgs& a) {
     case TensorType::Q3_K: MatMulT<Q3K>(a); break;
     case TensorType::Q2_K: MatMulT<Q2K>(a); break;
     case TensorType::MXFP4: MatMulT<MXFP4>(a); break;
-    case TensorType::IQ2_XXS: MatMulT<IQLattice<TensorType::IQ2_XXS>>(a); break;
-    case TensorType::IQ2_XS: MatMulT<IQLattice<TensorType::IQ2_XS>>(a); break;
-    case TensorType::IQ3_XXS: MatMulT<IQLattice<TensorType::IQ3_XXS>>(a); break;
-    case TensorType::IQ3_S: MatMulT<IQLattice<TensorType::IQ3_S>>(a); break;
-    case TensorType::IQ2_S: MatMulT<IQLattice<TensorType::IQ2_S>>(a); break;
-    case TensorType::IQ1_S: MatMulT<IQLattice<TensorType::IQ1_S>>(a); break;
-    case TensorType::IQ1_M: MatMulT<IQLattice<TensorType::IQ1_M>>(a); break;
     case TensorType::TQ1_0: MatMulT<TQ<TensorType::TQ1_0>>(a); break;
     case TensorType::TQ2_0: MatMulT<TQ<TensorType::TQ2_0>>(a); break;
     default: break;  // rejected at backend creation

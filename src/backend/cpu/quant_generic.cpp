@@ -464,7 +464,9 @@ float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
 
 // IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: sub-block j of super-block i meets activation
 // block 8i + j; the halves' odd multipliers 2s + 1 scale the integer dots,
-// d · unit the sum (tensor_type.h).
+// d · unit the sum (tensor_type.h). One fma per sub-block, in order: the
+// order of the AVX2 matmul (quant_lattice_avx2.cpp, whose lanes are rows),
+// so the two agree bitwise.
 template <TensorType kType>
 float DotIQLattice(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   int64_t be = 0, bb = 0;
@@ -479,7 +481,7 @@ float DotIQLattice(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
       int mul[2];
       const float unit = UnpackIQLattice(kType, b, j, q, mul);
       const int32_t isum = mul[0] * Dot16(q, xb.qs) + mul[1] * Dot16(q + 16, xb.qs + 16);
-      sum += d * unit * xb.d * static_cast<float>(isum);
+      sum = std::fma(d * unit * xb.d, static_cast<float>(isum), sum);
     }
   }
   return sum;

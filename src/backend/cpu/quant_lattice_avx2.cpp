@@ -1,0 +1,454 @@
+// AVX2 matmul of the lattice types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S: tensor_type.h). Compiled for AVX2/FMA/F16C by a target
+// pragma and called from quant_avx2.cpp's dispatch.
+//
+// A lattice weight cannot be repacked without widening it (an 8- or 9-bit
+// grid index stands for 4 or 8 bytes), so it stays in the file's layout and
+// is decoded at matmul time, 8 rows at a time:
+//
+//   few tokens (n_tok < kScratchMinTokens: decode)   the 8 rows' sub-blocks
+//     are decoded into registers in weight order and meet the token's
+//     activations directly; Fold8 turns the 8 rows' partial sums into one
+//     vector, lane r = row r.
+//   many tokens (prefill)   the 8 rows are decoded ONCE per block of
+//     kTokBlock tokens into a scratch in the R8 layout of quant_pack.h
+//     (DecodedSub: vector v = weights 4v .. 4v+3 of the 8 rows, as PackedQ8),
+//     with each sub-block's odd multipliers 2s + 1 as int16 madd operands;
+//     the tile then meets every token of the block with 4 broadcast
+//     activations per multiply and no horizontal reduction.
+//
+// Both give, for row r and token t, the exact integer sum per 32-weight
+// sub-block j of super-block s (the multipliers applied in int32)
+//
+//   isum = m0 · Σ_{i<16} w_i x_i + m1 · Σ_{i>=16} w_i x_i
+//
+// and then the same float steps in the same order, sub-blocks in order:
+//
+//   acc = fma((d · unit) · d_x, float(isum), acc)      d · unit exact in F32
+//
+// which is also the portable reference's order (quant_generic.cpp's
+// DotIQLattice), so decode, prefill and the reference agree bitwise whatever
+// the batch, the row split or the tile.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/quant.h"
+#include "model/quant_tables.h"
+#include "model/tensor_type.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace llm::cpu {
+namespace avx2 {
+namespace {
+
+// Below this many tokens a matmul decodes per token (no scratch).
+constexpr int64_t kScratchMinTokens = 2;
+// Tokens met by one decoded scratch (their activations stay in L1/L2).
+constexpr int64_t kTokBlock = 64;
+
+// kIQ2Signs as 8 bytes of +1 / -1: byte l = -1 where bit l is set. One
+// 64-bit load gives 8 weights' signs (the parity bit included).
+struct SignTable {
+  uint64_t v[128];
+};
+constexpr SignTable MakeSignTable() {
+  SignTable t{};
+  for (int k = 0; k < 128; ++k)
+    for (int l = 0; l < 8; ++l) t.v[k] |= static_cast<uint64_t>(kIQ2Signs[k] >> l & 1 ? 0xFF : 0x01) << (8 * l);
+  return t;
+}
+constexpr SignTable kSigns = MakeSignTable();
+
+inline __m256i Set4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  return _mm256_set_epi64x(static_cast<int64_t>(d), static_cast<int64_t>(c), static_cast<int64_t>(b),
+                           static_cast<int64_t>(a));
+}
+inline __m256i Set8(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t e, uint32_t f, uint32_t g, uint32_t h) {
+  return _mm256_setr_epi32(static_cast<int>(a), static_cast<int>(b), static_cast<int>(c), static_cast<int>(d),
+                           static_cast<int>(e), static_cast<int>(f), static_cast<int>(g), static_cast<int>(h));
+}
+
+// 32 sign bits -> 32 bytes: -1 where bit i is set, else +1.
+inline __m256i SignBytes(uint32_t bits) {
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
+  b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all bits but bit i of byte i
+  return _mm256_or_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(1));
+}
+
+// The int16 madd operand of a sub-block: m0 on weights 0..15, m1 on 16..31.
+inline __m256i Mul(int m0, int m1) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<int16_t>(m0))),
+                                 _mm_set1_epi16(static_cast<int16_t>(m1)), 1);
+}
+
+inline uint32_t U32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// One decoded 32-weight sub-block of one row: the magnitudes q, the signs
+// sg (+1 / -1 bytes) and the multipliers (Mul) of its halves.
+struct Sub {
+  __m256i q, sg, mul;
+};
+
+// Sub-block j of the super-block at b (layouts in tensor_type.h).
+template <TensorType kT>
+inline Sub DecodeSub(const uint8_t* b, int j) {
+  if constexpr (kT == TensorType::IQ2_XXS) {
+    const uint8_t* p = b + 2 + 8 * j;
+    const uint32_t g = U32(p), aux = U32(p + 4);
+    const int m = 2 * static_cast<int>(aux >> 28) + 1;
+    return {Set4(kIQ2XXSGrid[g & 255], kIQ2XXSGrid[g >> 8 & 255], kIQ2XXSGrid[g >> 16 & 255], kIQ2XXSGrid[g >> 24]),
+            Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
+            _mm256_set1_epi16(static_cast<int16_t>(m))};
+  } else if constexpr (kT == TensorType::IQ2_XS) {
+    uint64_t v;  // four u16: 9-bit grid index | 7-bit sign index << 9
+    std::memcpy(&v, b + 2 + 8 * j, 8);
+    const uint32_t e0 = v & 0xFFFF, e1 = v >> 16 & 0xFFFF, e2 = v >> 32 & 0xFFFF, e3 = v >> 48;
+    const int sc = b[offsetof(BlockIQ2_XS, scales) + j];
+    return {Set4(kIQ2XSGrid[e0 & 511], kIQ2XSGrid[e1 & 511], kIQ2XSGrid[e2 & 511], kIQ2XSGrid[e3 & 511]),
+            Set4(kSigns.v[e0 >> 9], kSigns.v[e1 >> 9], kSigns.v[e2 >> 9], kSigns.v[e3 >> 9]),
+            Mul(2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1)};
+  } else if constexpr (kT == TensorType::IQ3_XXS) {
+    const uint8_t* g = b + 2 + 8 * j;
+    const uint32_t aux = U32(b + 2 + 64 + 4 * j);
+    const int m = 2 * static_cast<int>(aux >> 28) + 1;
+    return {Set8(kIQ3XXSGrid[g[0]], kIQ3XXSGrid[g[1]], kIQ3XXSGrid[g[2]], kIQ3XXSGrid[g[3]], kIQ3XXSGrid[g[4]],
+                 kIQ3XXSGrid[g[5]], kIQ3XXSGrid[g[6]], kIQ3XXSGrid[g[7]]),
+            Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
+            _mm256_set1_epi16(static_cast<int16_t>(m))};
+  } else if constexpr (kT == TensorType::IQ3_S) {
+    const auto& s = *reinterpret_cast<const BlockIQ3_S*>(b);
+    const uint8_t* g = s.qs + 8 * j;
+    const int h = s.qh[j];
+    auto at = [&](int k) { return kIQ3SGrid[g[k] | (h >> k & 1) << 8]; };
+    const int m = 2 * ((s.scales[j / 2] >> (4 * (j % 2))) & 0xF) + 1;
+    return {Set8(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)), SignBytes(U32(s.signs + 4 * j)),
+            _mm256_set1_epi16(static_cast<int16_t>(m))};
+  } else if constexpr (kT == TensorType::IQ2_S) {
+    const auto& s = *reinterpret_cast<const BlockIQ2_S*>(b);
+    const int h = s.qh[j];
+    auto at = [&](int l) { return kIQ2SGrid[s.qs[4 * j + l] | (h >> (2 * l) & 3) << 8]; };
+    return {Set4(at(0), at(1), at(2), at(3)), SignBytes(U32(s.qs + 32 + 4 * j)),
+            Mul(2 * (s.scales[j] & 0xF) + 1, 2 * (s.scales[j] >> 4) + 1)};
+  } else {  // IQ1_S, IQ1_M: the portable unpacker (magnitudes |8g +- 1| and their signs)
+    uint64_t pt[4];
+    int sign[4], mul[2];
+    IQLatticePoints(kT, b, j, pt, sign, mul);
+    const uint32_t bits = static_cast<uint32_t>(sign[0]) | static_cast<uint32_t>(sign[1]) << 8 |
+                          static_cast<uint32_t>(sign[2]) << 16 | static_cast<uint32_t>(sign[3]) << 24;
+    return {Set4(pt[0], pt[1], pt[2], pt[3]), SignBytes(bits), Mul(mul[0], mul[1])};
+  }
+}
+
+template <TensorType kT>
+constexpr float Unit() {
+  if constexpr (kT == TensorType::IQ3_XXS) return kIQ3Unit;
+  if constexpr (kT == TensorType::IQ3_S) return kIQ3SUnit;
+  return kIQ2Unit;
+}
+
+// Row r's d · unit (exact: a power of two times an F16) for the super-block at b.
+template <TensorType kT>
+inline float RowScale(const uint8_t* b) {
+  return _cvtsh_ss(IQLatticeScaleBits(kT, b)) * Unit<kT>();
+}
+
+// Functions, not lambdas: GCC 12 compiles a lambda's body without the
+// file's target pragma (-Wpsabi: AVX vectors returned without AVX).
+inline __m256i Pair32(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+inline __m256i Pair64(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+// Lane r of the result = the sum of the 8 lanes of v[r] (exact: integers).
+inline __m256i Fold8(const __m256i* v) {
+  const __m256i a = Pair64(Pair32(v[0], v[1]), Pair32(v[2], v[3]));
+  const __m256i b = Pair64(Pair32(v[4], v[5]), Pair32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// A group of up to 8 consecutive rows of one matrix.
+struct Rows {
+  const uint8_t* w;  // the first row
+  size_t row_bytes;
+  int n;             // rows in the group (1..8)
+  int64_t nsb;       // super-blocks per row
+  int64_t bb;        // bytes per super-block
+};
+
+// Requests the bytes [off, off + len) of p into L1 (whole lines).
+inline void Prefetch(const uint8_t* p, int64_t off, int64_t len) {
+  for (int64_t o = off & ~int64_t{63}; o < off + len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
+}
+
+// ---------------------------------------------------------------- decode
+//
+// One token against a group of rows, decoded in registers: out[r] = row r's
+// dot product (r < g.n). `next`: the group whose bytes to prefetch meanwhile
+// (the rows are contiguous: a group is one run of 8 · row_bytes bytes).
+template <TensorType kT, bool kFull>
+void DirectGroup(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float* out) {
+  const int64_t span = 8 * static_cast<int64_t>(g.row_bytes);
+  const int64_t step = (span + g.nsb - 1) / g.nsb;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t s = 0; s < g.nsb; ++s) {
+    if (next != nullptr) Prefetch(next, s * step, step);
+    alignas(32) float sc[8] = {};
+    for (int r = 0; r < 8; ++r)
+      if (kFull || r < g.n) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
+    const __m256 scale = _mm256_load_ps(sc);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * s + j];
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      __m256i is[8];
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {
+        if (kFull || r < g.n) {
+          const Sub d = DecodeSub<kT>(g.w + r * g.row_bytes + s * g.bb, j);
+          is[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(d.q, _mm256_sign_epi8(xv, d.sg)), d.mul);
+        } else {
+          is[r] = _mm256_setzero_si256();
+        }
+      }
+      acc = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(Fold8(is)), acc);
+    }
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
+// ---------------------------------------------------------------- scratch (prefill)
+
+// 8 rows' sub-block in the R8 layout: w[v] byte 4r + i = signed weight
+// 4v + i of row r; mul[h] int16 lanes 2r, 2r + 1 = row r's multiplier of
+// half h (weights 16h ..). Rows past the group's end are zero.
+struct DecodedSub {
+  __m256i w[8];
+  __m256i mul[2];
+};
+struct DecodedSuper {
+  __m256 scale;  // lane r: row r's d · unit
+  DecodedSub sub[8];
+};
+
+// v[r] (8 int32 of row r) -> v[c] (element c of the 8 rows): an 8 × 8
+// transpose of 32-bit elements, so vector c holds weights 4c .. 4c+3 of
+// every row.
+inline void Transpose8(__m256i* v) {
+  __m256i t[8], u[8];
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; ++k) {  // rows 4k .. 4k+3
+    u[4 * k + 0] = _mm256_unpacklo_epi64(t[4 * k], t[4 * k + 2]);      // elements 0 | 4
+    u[4 * k + 1] = _mm256_unpackhi_epi64(t[4 * k], t[4 * k + 2]);      // 1 | 5
+    u[4 * k + 2] = _mm256_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);  // 2 | 6
+    u[4 * k + 3] = _mm256_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);  // 3 | 7
+  }
+  for (int c = 0; c < 4; ++c) {
+    v[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+    v[c + 4] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+  }
+}
+
+// Decodes a group of rows into out (g.nsb super-blocks).
+template <TensorType kT>
+void DecodeRows(const Rows& g, DecodedSuper* out) {
+  for (int64_t s = 0; s < g.nsb; ++s) {
+    alignas(32) float sc[8] = {};
+    for (int r = 0; r < g.n; ++r) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
+    out[s].scale = _mm256_load_ps(sc);
+    for (int j = 0; j < 8; ++j) {
+      __m256i w[8];
+      alignas(32) int16_t m[2][8] = {};
+      for (int r = 0; r < 8; ++r) {
+        if (r < g.n) {
+          const Sub d = DecodeSub<kT>(g.w + r * g.row_bytes + s * g.bb, j);
+          w[r] = _mm256_sign_epi8(d.q, d.sg);
+          m[0][r] = static_cast<int16_t>(_mm256_extract_epi16(d.mul, 0));
+          m[1][r] = static_cast<int16_t>(_mm256_extract_epi16(d.mul, 8));
+        } else {
+          w[r] = _mm256_setzero_si256();
+        }
+      }
+      Transpose8(w);
+      DecodedSub& o = out[s].sub[j];
+      for (int v = 0; v < 8; ++v) o.w[v] = w[v];
+      for (int h = 0; h < 2; ++h) {
+        const __m256i m32 = _mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(m[h])));
+        o.mul[h] = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));
+      }
+    }
+  }
+}
+
+inline __m256i Bcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// T tokens against a decoded group: acc[t] lane r = row r's dot product.
+// Per vector pair: |w| · sign(x, w) = w · x in maddubs (a pair sum is at
+// most 2 · 62 · 127, two vectors' sums 31496 < 2^15), the multipliers in
+// the madd (exact in int32).
+template <int T>
+inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* const* xq, __m256* acc) {
+  for (int64_t s = 0; s < nsb; ++s) {
+    for (int j = 0; j < 8; ++j) {
+      const DecodedSub& p = d[s].sub[j];
+      const int64_t b = 8 * s + j;
+      __m256i is[T];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {  // vectors 2k, 2k + 1: half k / 2
+        const __m256i w0 = p.w[2 * k], w1 = p.w[2 * k + 1];
+        const __m256i u0 = _mm256_abs_epi8(w0), u1 = _mm256_abs_epi8(w1);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const int8_t* x = xq[t][b].qs + 8 * k;
+          const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(Bcast4(x), w0)),
+                                               _mm256_maddubs_epi16(u1, _mm256_sign_epi8(Bcast4(x + 4), w1)));
+          const __m256i s32 = _mm256_madd_epi16(s16, p.mul[k / 2]);
+          is[t] = k == 0 ? s32 : _mm256_add_epi32(is[t], s32);
+          __asm__("" : "+x"(is[t]));  // keep the sums in order (no reassociation into a tree)
+        }
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d[s].scale, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]),
+                                 acc[t]);
+    }
+  }
+}
+
+// Stores n rows of one token's outputs at y.
+inline void Store(const float* v, int n, bool accumulate, float* y) {
+  for (int r = 0; r < n; ++r) y[r] = accumulate ? y[r] + v[r] : v[r];
+}
+
+template <int T>
+inline void RunDecoded(const MatMulArgs& a, const DecodedSuper* d, int64_t nsb, int64_t r0, int n, int64_t t0) {
+  __m256 acc[T];
+  const BlockQ8Act* xq[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    xq[t] = a.xq + (t0 + t) * a.ld_xq;
+  }
+  DecodedTile<T>(d, nsb, xq, acc);
+  for (int t = 0; t < T; ++t) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, acc[t]);
+    Store(v, n, a.accumulate, a.y + (t0 + t) * a.ld_y + r0);
+  }
+}
+
+template <TensorType kT>
+void LatticeMatMulT(const MatMulArgs& a) {
+  int64_t be = 0, bb = 0;
+  TensorTypeLayout(kT, &be, &bb);
+  const int64_t nsb = a.w->cols / 256;
+  const size_t rb = a.w->row_bytes;
+  const auto* base = static_cast<const uint8_t*>(a.w->data);
+  auto rows_at = [&](int64_t r0) {
+    const int n = static_cast<int>(std::min<int64_t>(8, a.row_end - r0));
+    return Rows{base + r0 * rb, rb, n, nsb, bb};
+  };
+  if (a.n_tok < kScratchMinTokens) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const BlockQ8Act* x = a.xq + t * a.ld_xq;
+      for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += 8) {
+        const Rows g = rows_at(r0);
+        const uint8_t* next = r0 + 16 <= a.row_end ? g.w + 8 * rb : nullptr;
+        alignas(32) float v[8];
+        if (g.n == 8) {
+          DirectGroup<kT, true>(g, next, x, v);
+        } else {
+          DirectGroup<kT, false>(g, next, x, v);
+        }
+        Store(v, g.n, a.accumulate, a.y + t * a.ld_y + r0);
+      }
+    }
+    return;
+  }
+  thread_local std::vector<DecodedSuper> scratch;
+  scratch.resize(static_cast<size_t>(nsb));
+  for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
+    const int64_t te = std::min(tb + kTokBlock, a.n_tok);
+    for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += 8) {
+      const Rows g = rows_at(r0);
+      DecodeRows<kT>(g, scratch.data());
+      int64_t t = tb;
+      for (; t + 4 <= te; t += 4) RunDecoded<4>(a, scratch.data(), nsb, r0, g.n, t);
+      if (t + 2 <= te) {
+        RunDecoded<2>(a, scratch.data(), nsb, r0, g.n, t);
+        t += 2;
+      }
+      if (t < te) RunDecoded<1>(a, scratch.data(), nsb, r0, g.n, t);
+    }
+  }
+}
+
+// One row against one token: the decode path's group of one row.
+template <TensorType kT>
+float LatticeDotT(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  int64_t be = 0, bb = 0;
+  TensorTypeLayout(kT, &be, &bb);
+  alignas(32) float v[8];
+  DirectGroup<kT, false>(Rows{w, 0, 1, nb / 8, bb}, nullptr, x, v);
+  return v[0];
+}
+
+}  // namespace
+
+bool LatticeMatMul(const MatMulArgs& a) {
+  switch (a.w->type) {
+    case TensorType::IQ2_XXS: LatticeMatMulT<TensorType::IQ2_XXS>(a); return true;
+    case TensorType::IQ2_XS: LatticeMatMulT<TensorType::IQ2_XS>(a); return true;
+    case TensorType::IQ2_S: LatticeMatMulT<TensorType::IQ2_S>(a); return true;
+    case TensorType::IQ3_XXS: LatticeMatMulT<TensorType::IQ3_XXS>(a); return true;
+    case TensorType::IQ3_S: LatticeMatMulT<TensorType::IQ3_S>(a); return true;
+    case TensorType::IQ1_S: LatticeMatMulT<TensorType::IQ1_S>(a); return true;
+    case TensorType::IQ1_M: LatticeMatMulT<TensorType::IQ1_M>(a); return true;
+    default: return false;
+  }
+}
+
+QuantDotFn LatticeDot(TensorType type) {
+  switch (type) {
+    case TensorType::IQ2_XXS: return LatticeDotT<TensorType::IQ2_XXS>;
+    case TensorType::IQ2_XS: return LatticeDotT<TensorType::IQ2_XS>;
+    case TensorType::IQ2_S: return LatticeDotT<TensorType::IQ2_S>;
+    case TensorType::IQ3_XXS: return LatticeDotT<TensorType::IQ3_XXS>;
+    case TensorType::IQ3_S: return LatticeDotT<TensorType::IQ3_S>;
+    case TensorType::IQ1_S: return LatticeDotT<TensorType::IQ1_S>;
+    case TensorType::IQ1_M: return LatticeDotT<TensorType::IQ1_M>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace avx2
+}  // namespace llm::cpu
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif  // x86-64
