@@ -94,7 +94,7 @@ Case MakeCase(TensorType t, const std::vector<uint8_t>& m, int64_t rows, int64_t
   return c;
 }
 
-std::vector<float> Run(const cpu::Kernels& k, Case& c) {
+std::vector<float> RunMatMul(const cpu::Kernels& k, Case& c) {
   std::vector<float> y(static_cast<size_t>(c.a.n_tok * c.w.rows), -1.0f);
   c.a.w = &c.w;
   c.a.y = y.data();
@@ -138,15 +138,15 @@ TEST(QuantLattice, MatchesPortableBitwise) {
             for (float& v : x) v = nd(rng);
             const std::vector<BlockQ8Act> xq = Activations(x, n_tok, cols, q8k);
             Case c = MakeCase(t, m, rows, cols, xq, n_tok);
-            const std::vector<float> gen = Run(cpu::GenericKernels(), c);
-            const std::vector<float> simd = Run(cpu::BestKernels(), c);
+            const std::vector<float> gen = RunMatMul(cpu::GenericKernels(), c);
+            const std::vector<float> simd = RunMatMul(cpu::BestKernels(), c);
             ASSERT_EQ(std::memcmp(gen.data(), simd.data(), gen.size() * 4), 0) << "whole matmul";
 
             // each token alone (the decode path)
             for (int64_t tk = 0; tk < n_tok; tk += n_tok > 8 ? 7 : 1) {
               Case one = MakeCase(t, m, rows, cols, xq, 1);
               one.a.xq = xq.data() + tk * (cols / 32);
-              const std::vector<float> y = Run(cpu::BestKernels(), one);
+              const std::vector<float> y = RunMatMul(cpu::BestKernels(), one);
               ASSERT_EQ(std::memcmp(y.data(), gen.data() + tk * rows, rows * 4), 0) << "token " << tk << " alone";
             }
             // a row split that cuts the groups of 8, accumulating onto 1
@@ -224,8 +224,8 @@ TEST(QuantLattice, LargestPointsAndScales) {
       const std::vector<BlockQ8Act> xq = Activations(x, n_tok, cols, false);
       ASSERT_EQ(xq[0].qs[0], 127);
       Case c = MakeCase(t, m, rows, cols, xq, n_tok);
-      const std::vector<float> gen = Run(cpu::GenericKernels(), c);
-      const std::vector<float> simd = Run(cpu::BestKernels(), c);
+      const std::vector<float> gen = RunMatMul(cpu::GenericKernels(), c);
+      const std::vector<float> simd = RunMatMul(cpu::BestKernels(), c);
       EXPECT_EQ(std::memcmp(gen.data(), simd.data(), gen.size() * 4), 0) << n_tok << " tokens";
       double ref = 0, scale = 0;
       Reference(c, rows - 1, n_tok - 1, &ref, &scale);

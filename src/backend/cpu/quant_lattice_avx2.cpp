@@ -238,14 +238,18 @@ void DirectGroup(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float*
 // 8 rows' sub-block in the R8 layout: w[v] byte 4r + i = signed weight
 // 4v + i of row r; mul[h] int16 lanes 2r, 2r + 1 = row r's multiplier of
 // half h (weights 16h ..). Rows past the group's end are zero.
+// (Plain arrays, read and written unaligned: the scratch is a std::vector.)
 struct DecodedSub {
-  __m256i w[8];
-  __m256i mul[2];
+  int8_t w[8][32];
+  int16_t mul[2][16];
 };
 struct DecodedSuper {
-  __m256 scale;  // lane r: row r's d · unit
+  float scale[8];  // row r's d · unit
   DecodedSub sub[8];
 };
+
+inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void Store(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
 // v[r] (8 int32 of row r) -> v[c] (element c of the 8 rows): an 8 × 8
 // transpose of 32-bit elements, so vector c holds weights 4c .. 4c+3 of
@@ -274,7 +278,7 @@ void DecodeRows(const Rows& g, DecodedSuper* out) {
   for (int64_t s = 0; s < g.nsb; ++s) {
     alignas(32) float sc[8] = {};
     for (int r = 0; r < g.n; ++r) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
-    out[s].scale = _mm256_load_ps(sc);
+    std::memcpy(out[s].scale, sc, sizeof(sc));
     for (int j = 0; j < 8; ++j) {
       __m256i w[8];
       alignas(32) int16_t m[2][8] = {};
@@ -290,10 +294,10 @@ void DecodeRows(const Rows& g, DecodedSuper* out) {
       }
       Transpose8(w);
       DecodedSub& o = out[s].sub[j];
-      for (int v = 0; v < 8; ++v) o.w[v] = w[v];
+      for (int v = 0; v < 8; ++v) Store(o.w[v], w[v]);
       for (int h = 0; h < 2; ++h) {
         const __m256i m32 = _mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(m[h])));
-        o.mul[h] = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));
+        Store(o.mul[h], _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16)));
       }
     }
   }
@@ -318,28 +322,30 @@ inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* co
       __m256i is[T];
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {  // vectors 2k, 2k + 1: half k / 2
-        const __m256i w0 = p.w[2 * k], w1 = p.w[2 * k + 1];
+        const __m256i w0 = Load(p.w[2 * k]), w1 = Load(p.w[2 * k + 1]);
+        const __m256i mul = Load(p.mul[k / 2]);
         const __m256i u0 = _mm256_abs_epi8(w0), u1 = _mm256_abs_epi8(w1);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const int8_t* x = xq[t][b].qs + 8 * k;
           const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(Bcast4(x), w0)),
                                                _mm256_maddubs_epi16(u1, _mm256_sign_epi8(Bcast4(x + 4), w1)));
-          const __m256i s32 = _mm256_madd_epi16(s16, p.mul[k / 2]);
+          const __m256i s32 = _mm256_madd_epi16(s16, mul);
           is[t] = k == 0 ? s32 : _mm256_add_epi32(is[t], s32);
           __asm__("" : "+x"(is[t]));  // keep the sums in order (no reassociation into a tree)
         }
       }
+      const __m256 scale = _mm256_loadu_ps(d[s].scale);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t)
-        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d[s].scale, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]),
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]),
                                  acc[t]);
     }
   }
 }
 
 // Stores n rows of one token's outputs at y.
-inline void Store(const float* v, int n, bool accumulate, float* y) {
+inline void StoreRows(const float* v, int n, bool accumulate, float* y) {
   for (int r = 0; r < n; ++r) y[r] = accumulate ? y[r] + v[r] : v[r];
 }
 
@@ -355,7 +361,7 @@ inline void RunDecoded(const MatMulArgs& a, const DecodedSuper* d, int64_t nsb, 
   for (int t = 0; t < T; ++t) {
     alignas(32) float v[8];
     _mm256_store_ps(v, acc[t]);
-    Store(v, n, a.accumulate, a.y + (t0 + t) * a.ld_y + r0);
+    StoreRows(v, n, a.accumulate, a.y + (t0 + t) * a.ld_y + r0);
   }
 }
 
@@ -382,7 +388,7 @@ void LatticeMatMulT(const MatMulArgs& a) {
         } else {
           DirectGroup<kT, false>(g, next, x, v);
         }
-        Store(v, g.n, a.accumulate, a.y + t * a.ld_y + r0);
+        StoreRows(v, g.n, a.accumulate, a.y + t * a.ld_y + r0);
       }
     }
     return;
