@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -16,6 +17,7 @@
 #include "backend/cpu/act_rounding.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant.h"
+#include "backend/cpu/quant_pack.h"
 #include "model/quant_tables.h"
 #include "model/tensor_type.h"
 
@@ -232,6 +234,19 @@ TEST(QuantLattice, LargestPointsAndScales) {
       EXPECT_GT(ref, 0.0);
       EXPECT_NEAR(simd.back(), ref, 2e-6 * scale) << n_tok << " tokens";
     }
+  }
+}
+
+// No widened copy: the backend packs none of these types, so a decode step
+// streams the file's own bytes (the kernels read WeightView::data in place).
+TEST(QuantLattice, StreamsTheFileBytes) {
+  for (TensorType t : kLatticeTypes) {
+    WeightView w;
+    w.type = t;
+    w.rows = 16;
+    w.cols = 2048;
+    w.row_bytes = TensorRowBytes(t, w.cols);
+    EXPECT_FALSE(cpu::CanPackR8(w)) << static_cast<int>(t);
   }
 }
 
