@@ -101,9 +101,11 @@ inline uint32_t U32(const uint8_t* p) {
 }
 
 // One decoded 32-weight sub-block of one row: the magnitudes q, the signs
-// sg (+1 / -1 bytes) and the multipliers (Mul) of its halves.
+// sg (+1 / -1 bytes) and the multipliers of its halves, as the madd operand
+// (Mul) and as integers m0, m1.
 struct Sub {
   __m256i q, sg, mul;
+  int m0, m1;
 };
 
 // Sub-block j of the super-block at b (layouts in tensor_type.h).
@@ -115,7 +117,7 @@ inline Sub DecodeSub(const uint8_t* b, int j) {
     const int m = 2 * static_cast<int>(aux >> 28) + 1;
     return {Set4(kIQ2XXSGrid[g & 255], kIQ2XXSGrid[g >> 8 & 255], kIQ2XXSGrid[g >> 16 & 255], kIQ2XXSGrid[g >> 24]),
             Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
-            _mm256_set1_epi16(static_cast<int16_t>(m))};
+            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
   } else if constexpr (kT == TensorType::IQ2_XS) {
     uint64_t v;  // four u16: 9-bit grid index | 7-bit sign index << 9
     std::memcpy(&v, b + 2 + 8 * j, 8);
@@ -123,7 +125,7 @@ inline Sub DecodeSub(const uint8_t* b, int j) {
     const int sc = b[offsetof(BlockIQ2_XS, scales) + j];
     return {Set4(kIQ2XSGrid[e0 & 511], kIQ2XSGrid[e1 & 511], kIQ2XSGrid[e2 & 511], kIQ2XSGrid[e3 & 511]),
             Set4(kSigns.v[e0 >> 9], kSigns.v[e1 >> 9], kSigns.v[e2 >> 9], kSigns.v[e3 >> 9]),
-            Mul(2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1)};
+            Mul(2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1), 2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1};
   } else if constexpr (kT == TensorType::IQ3_XXS) {
     const uint8_t* g = b + 2 + 8 * j;
     const uint32_t aux = U32(b + 2 + 64 + 4 * j);
@@ -131,7 +133,7 @@ inline Sub DecodeSub(const uint8_t* b, int j) {
     return {Set8(kIQ3XXSGrid[g[0]], kIQ3XXSGrid[g[1]], kIQ3XXSGrid[g[2]], kIQ3XXSGrid[g[3]], kIQ3XXSGrid[g[4]],
                  kIQ3XXSGrid[g[5]], kIQ3XXSGrid[g[6]], kIQ3XXSGrid[g[7]]),
             Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
-            _mm256_set1_epi16(static_cast<int16_t>(m))};
+            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
   } else if constexpr (kT == TensorType::IQ3_S) {
     const auto& s = *reinterpret_cast<const BlockIQ3_S*>(b);
     const uint8_t* g = s.qs + 8 * j;
@@ -139,20 +141,21 @@ inline Sub DecodeSub(const uint8_t* b, int j) {
     auto at = [&](int k) { return kIQ3SGrid[g[k] | (h >> k & 1) << 8]; };
     const int m = 2 * ((s.scales[j / 2] >> (4 * (j % 2))) & 0xF) + 1;
     return {Set8(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)), SignBytes(U32(s.signs + 4 * j)),
-            _mm256_set1_epi16(static_cast<int16_t>(m))};
+            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
   } else if constexpr (kT == TensorType::IQ2_S) {
     const auto& s = *reinterpret_cast<const BlockIQ2_S*>(b);
     const int h = s.qh[j];
     auto at = [&](int l) { return kIQ2SGrid[s.qs[4 * j + l] | (h >> (2 * l) & 3) << 8]; };
     return {Set4(at(0), at(1), at(2), at(3)), SignBytes(U32(s.qs + 32 + 4 * j)),
-            Mul(2 * (s.scales[j] & 0xF) + 1, 2 * (s.scales[j] >> 4) + 1)};
+            Mul(2 * (s.scales[j] & 0xF) + 1, 2 * (s.scales[j] >> 4) + 1), 2 * (s.scales[j] & 0xF) + 1,
+            2 * (s.scales[j] >> 4) + 1};
   } else {  // IQ1_S, IQ1_M: the portable unpacker (magnitudes |8g +- 1| and their signs)
     uint64_t pt[4];
     int sign[4], mul[2];
     IQLatticePoints(kT, b, j, pt, sign, mul);
     const uint32_t bits = static_cast<uint32_t>(sign[0]) | static_cast<uint32_t>(sign[1]) << 8 |
                           static_cast<uint32_t>(sign[2]) << 16 | static_cast<uint32_t>(sign[3]) << 24;
-    return {Set4(pt[0], pt[1], pt[2], pt[3]), SignBytes(bits), Mul(mul[0], mul[1])};
+    return {Set4(pt[0], pt[1], pt[2], pt[3]), SignBytes(bits), Mul(mul[0], mul[1]), mul[0], mul[1]};
   }
 }
 
@@ -273,21 +276,23 @@ inline void Transpose8(__m256i* v) {
 }
 
 // Decodes a group of rows into out (g.nsb super-blocks).
-template <TensorType kT>
+template <TensorType kT, bool kFull>
 void DecodeRows(const Rows& g, DecodedSuper* out) {
   for (int64_t s = 0; s < g.nsb; ++s) {
     alignas(32) float sc[8] = {};
-    for (int r = 0; r < g.n; ++r) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
+    for (int r = 0; r < 8; ++r)
+      if (kFull || r < g.n) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
     std::memcpy(out[s].scale, sc, sizeof(sc));
     for (int j = 0; j < 8; ++j) {
       __m256i w[8];
       alignas(32) int16_t m[2][8] = {};
+#pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) {
-        if (r < g.n) {
+        if (kFull || r < g.n) {
           const Sub d = DecodeSub<kT>(g.w + r * g.row_bytes + s * g.bb, j);
           w[r] = _mm256_sign_epi8(d.q, d.sg);
-          m[0][r] = static_cast<int16_t>(_mm256_extract_epi16(d.mul, 0));
-          m[1][r] = static_cast<int16_t>(_mm256_extract_epi16(d.mul, 8));
+          m[0][r] = static_cast<int16_t>(d.m0);
+          m[1][r] = static_cast<int16_t>(d.m1);
         } else {
           w[r] = _mm256_setzero_si256();
         }
@@ -399,7 +404,11 @@ void LatticeMatMulT(const MatMulArgs& a) {
     const int64_t te = std::min(tb + kTokBlock, a.n_tok);
     for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += 8) {
       const Rows g = rows_at(r0);
-      DecodeRows<kT>(g, scratch.data());
+      if (g.n == 8) {
+        DecodeRows<kT, true>(g, scratch.data());
+      } else {
+        DecodeRows<kT, false>(g, scratch.data());
+      }
       int64_t t = tb;
       for (; t + 4 <= te; t += 4) RunDecoded<4>(a, scratch.data(), nsb, r0, g.n, t);
       if (t + 2 <= te) {
