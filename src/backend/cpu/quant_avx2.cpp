@@ -89,7 +89,7 @@ inline float HSum(__m256 a) {
 struct Group {
   __m256i q[8];    // unsigned formats: the quants; signed: |w|
   __m256i sg[8];   // signed formats: w (the sign source of sign(x, w))
-  __m256i mul[8];  // Q6_K, Q3_K, Q2_K, IQ lattices: int16 multipliers of the pair sums
+  __m256i mul[8];  // Q6_K, Q3_K, Q2_K: int16 multipliers of the pair sums
   __m256i mmul[8]; // Q2_K: int16 multipliers (16-weight minimums) of the activations' pair sums
   __m256 scale;    // lane g: scale of sub-block g (0 past the row's end)
   __m256 min;      // lane g: coefficient of s_x (formats with a minimum);
