@@ -6,7 +6,7 @@
 // repetitions. Weights are random bytes with sane scales; activations are
 // quantized once outside the timing, as the backend does per matmul.
 //
-// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k)]
+// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|iq4_nl|iq4_xs)]
 //                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold]
 //
 // --cold flushes the weights (and their packed copy) from every cache level
@@ -45,7 +45,8 @@ struct TypeName {
 const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::TensorType::Q4_1},
                            {"q5_0", llm::TensorType::Q5_0}, {"q5_1", llm::TensorType::Q5_1},
                            {"q8_0", llm::TensorType::Q8_0}, {"q4_k", llm::TensorType::Q4_K},
-                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K}};
+                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K},
+                           {"iq4_nl", llm::TensorType::IQ4_NL}, {"iq4_xs", llm::TensorType::IQ4_XS}};
 
 // Random quant bytes; every 16-bit field that may be an F16 scale gets a small
 // normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
   const llm::cpu::Kernels& k = generic ? llm::cpu::GenericKernels() : llm::cpu::BestKernels();
   std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
               pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
-  std::printf("%-5s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
+  std::printf("%-6s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
   // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
   const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(7);
@@ -167,7 +168,7 @@ int main(int argc, char** argv) {
         const double med = ms[ms.size() / 2];
         const double macs = static_cast<double>(rows) * cols * n_tok;
         // median, and the fastest repetition (the least disturbed by other load)
-        std::printf("%-5s %7lld %6lld %6lld %10.3f %10.2f %10.2f %8.2f\n", tn.c_str(), static_cast<long long>(rows),
+        std::printf("%-6s %7lld %6lld %6lld %10.3f %10.2f %10.2f %8.2f\n", tn.c_str(), static_cast<long long>(rows),
                     static_cast<long long>(cols), static_cast<long long>(n_tok), med, macs / (med * 1e6),
                     macs / (ms.front() * 1e6), static_cast<double>(w_bytes) / (med * 1e6));
       }
