@@ -7,7 +7,10 @@
 // quantized once outside the timing, as the backend does per matmul.
 //
 // usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|iq4_nl|iq4_xs)]
-//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold]
+//                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [--generic] [--no-pack] [--cold]
+//
+// -s replaces the default shapes by one (e.g. 2048x2048 or 8192x2048, the
+// 1B shape's projections, whose 2048 columns are whole 256-weight blocks).
 //
 // --cold flushes the weights (and their packed copy) from every cache level
 // before each repetition, so the kernel streams them from memory as in a
@@ -88,7 +91,9 @@ int main(int argc, char** argv) {
   int reps = 9;
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
+  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
   bool generic = false, pack = true, cold = false;
+  std::vector<std::vector<int64_t>> shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--generic") { generic = true; continue; }
@@ -98,13 +103,14 @@ int main(int argc, char** argv) {
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "-t") types = {v};
+    else if (a == "-s") shapes = {{std::atoll(v.c_str()), std::atoll(v.c_str() + v.find('x') + 1)}};
     else if (a == "-n") {
       toks.clear();
       std::stringstream ss(v);
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack] [--cold]\n");
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [--generic] [--no-pack] [--cold]\n");
       return 2;
     }
   }
@@ -112,8 +118,6 @@ int main(int argc, char** argv) {
   std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
               pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
   std::printf("%-6s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
-  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
-  const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(7);
   for (const std::string& tn : types) {
     const TypeName* tp = nullptr;
