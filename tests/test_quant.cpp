@@ -720,7 +720,7 @@ namespace {
 // Every type the backend packs (CanPackR8).
 const TensorType kPackedTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
                                    TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
-                                   TensorType::IQ4_NL, TensorType::IQ4_XS};
+                                   TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4};
 
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
@@ -898,6 +898,41 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 }
 
 
+// MXFP4's packed tiles make the scale 2^(e - 128) from the exponent bits in
+// SIMD: every exponent, the subnormal scales (e < 2) and those whose products
+// overflow (e near 255) included, gives bitwise the portable kernel's output.
+TEST(Quant, PackedMXFP4EveryExponent) {
+  std::mt19937 rng(5);
+  const int64_t rows = 256, cols = 64, n_tok = 3;  // row r: exponent r in both its blocks
+  std::vector<uint8_t> m = RandomRow(TensorType::MXFP4, rows * cols, rng);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < 2; ++b) m[(2 * r + b) * sizeof(BlockMXFP4)] = static_cast<uint8_t>(r);
+  WeightView w;
+  w.type = TensorType::MXFP4; w.data = m.data(); w.rows = rows; w.cols = cols;
+  w.row_bytes = TensorRowBytes(TensorType::MXFP4, cols);
+  ASSERT_TRUE(cpu::CanPackR8(w));
+  std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+  ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+  WeightView wp = w;
+  wp.packed = packed.data();
+  const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+  std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+  cpu::QuantizeRowAsQ8_0(x.data(), n_tok * cols, xq.data());
+  cpu::MatMulArgs a;
+  a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+  a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+  std::vector<float> gen(n_tok * rows), simd(n_tok * rows, -1.0f);
+  a.y = gen.data();
+  cpu::GenericKernels().matmul(a);
+  EXPECT_TRUE(std::isinf(gen[255]) || std::fabs(gen[255]) > 1e30f) << gen[255];  // 2^127 · ...
+  EXPECT_LT(std::fabs(gen[0]), 1e-30f);                                            // 2^-128 · ...
+  const cpu::Kernels* k = Simd();
+  if (k == nullptr) GTEST_SKIP() << "no SIMD kernels here";
+  a.y = simd.data();
+  k->matmul(a);
+  for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(std::memcmp(&simd[i], &gen[i], 4), 0) << "row " << i % rows;
+}
+
 // The lean packed layouts stream no more bytes than the file: 8 rows of
 // every packed type pack to exactly their rows' bytes, but Q4_K, Q5_K and
 // IQ4_XS, whose 6-bit scales (and minimums) pack as bytes (32, 32 and 16
@@ -940,6 +975,9 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
           std::memcpy(blk, &one, 2);
           if (t == TensorType::Q8_0) {
             std::memset(blk + 2, 0x80, 32);  // -128
+          } else if (t == TensorType::MXFP4) {
+            blk[0] = 128;                    // E8M0: 2^0
+            std::memset(blk + 1, 0xFF, 16);  // code 15: -12, the largest magnitude
           } else if (t == TensorType::IQ4_NL) {
             std::memset(blk + 2, 0x00, 16);  // index 0: kIQ4NLValues[0] = -127, the largest magnitude
           } else if (t == TensorType::IQ4_XS) {
@@ -977,6 +1015,7 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       ASSERT_EQ(xq[0].qs[0], 127 * sign);
       const double q = t == TensorType::Q8_0     ? -128.0
                        : t == TensorType::IQ4_NL ? -127.0
+                       : t == TensorType::MXFP4  ? -12.0
                        : t == TensorType::IQ4_XS ? -32.0 * -127
                        : t == TensorType::Q5_0 ? 15.0
                        : t == TensorType::Q4_0 ? 7.0

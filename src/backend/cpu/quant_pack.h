@@ -145,6 +145,15 @@ struct PackedIQ4NL {
 };
 static_assert(sizeof(PackedIQ4NL) == 8 * 18);
 
+// MXFP4, 8 rows of one 32-weight block: the rows' E8M0 exponents e as in
+// the file, then the E2M1 codes interleaved as PackedQ4's nibbles; weight =
+// 2^(e - 128) · kE2M1Values[code]. 136 bytes, the file's 8 × 17.
+struct PackedMXFP4 {
+  uint8_t e[8];
+  uint8_t qs[128];
+};
+static_assert(sizeof(PackedMXFP4) == 8 * 17);
+
 // IQ4_XS, one 256-weight super-block of 8 rows: the rows' F16 d as in the
 // file, then per 32-weight sub-block j the rows' signed scales ls_j - 32
 // (in [-32, 31]) as int8 and the indices interleaved as PackedQ4's nibbles;
@@ -162,7 +171,7 @@ static_assert(sizeof(PackedIQ4XS) == 16 + 8 * 136);
 
 inline constexpr int64_t kPackRows = 8;
 
-// Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or IQ4_NL with
+// Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL or MXFP4 with
 // whole 32-weight blocks, Q4_K, Q5_K, Q6_K or IQ4_XS with whole 256-weight
 // super-blocks.
 bool CanPackR8(const WeightView& w);
@@ -181,7 +190,7 @@ bool PackR8(const WeightView& w, uint8_t* out);
 // disjoint ranges may be packed in parallel.
 bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_end);
 
-// PackR8Groups' step for IQ4_NL and IQ4_XS (quant_pack_iq4.cpp): block b of
+// PackR8Groups' step for IQ4_NL, IQ4_XS and MXFP4 (quant_pack_iq4.cpp): block b of
 // row r (0..7) of a group, the row's bytes at `row`, into the packed copy
 // `out` whose block index of that group's block b is idx.
 void PackIQ4Block(TensorType t, const uint8_t* row, int64_t b, int r, uint8_t* out, int64_t idx);

@@ -1,7 +1,7 @@
-// The R8 packing of IQ4_NL and IQ4_XS (layouts PackedIQ4NL, PackedIQ4XS in
-// quant_pack.h): one block of one row at a time, called by PackR8Groups.
+// The R8 packing of IQ4_NL, IQ4_XS and MXFP4 (layouts PackedIQ4NL,
+// PackedIQ4XS, PackedMXFP4 in quant_pack.h): one block of one row at a time, called by PackR8Groups.
 // The indices keep their 4 bits (the codebook lookup is the kernel's, one
-// shuffle per vector), so the copy is the file's size (IQ4_XS: its 6-bit
+// shuffle per vector; MXFP4's codes likewise), so the copy is the file's size (IQ4_XS: its 6-bit
 // scales as bytes, +1.5%).
 #include <cstring>
 
@@ -25,6 +25,11 @@ void PackIQ4Block(TensorType t, const uint8_t* row, int64_t b, int r, uint8_t* o
     const auto& blk = reinterpret_cast<const BlockIQ4_NL*>(row)[b];
     auto& p = reinterpret_cast<PackedIQ4NL*>(out)[idx];
     p.d[r] = blk.d;
+    InterleaveIndices(blk.qs, r, p.qs);
+  } else if (t == TensorType::MXFP4) {
+    const auto& blk = reinterpret_cast<const BlockMXFP4*>(row)[b];
+    auto& p = reinterpret_cast<PackedMXFP4*>(out)[idx];
+    p.e[r] = blk.e;
     InterleaveIndices(blk.qs, r, p.qs);
   } else {
     // sub-block j = b % 8 of super-block b / 8 (whole super-blocks: CanPackR8)

@@ -1,12 +1,12 @@
-// The packed tile of the non-linear 4-bit types, IQ4_NL and IQ4_XS
-// (PackedIQ4NL, PackedIQ4XS: quant_pack.h). Not a normal header:
+// The packed tile of the 4-bit codebook types, IQ4_NL, IQ4_XS and MXFP4
+// (PackedIQ4NL, PackedIQ4XS, PackedMXFP4: quant_pack.h). Not a normal header:
 // quant_packed_x86.h includes it inside its anonymous namespace, after the
 // helpers it uses (PrefetchBlock, LoadScales, Bcast4, DotAdd), so it is
 // compiled twice too, for AVX2 and for AVX-512 VNNI.
 //
 // A block's indices are looked up in the 16-entry codebook kIQ4NLValues
-// (signed, -127..113) by one byte shuffle per vector, shared by the tile's
-// tokens. The int8 products then go to int32 lanes exactly:
+// (signed, -127..113; MXFP4: kE2M1Values, -12..12) by one byte shuffle per
+// vector, shared by the tile's tokens. The int8 products then go to int32 lanes exactly:
 //
 //   AVX2   maddubs(|w|, sign(x, w)): |w| <= 127 and |x| <= 127, so a pair
 //          sum is at most 2 · 127 · 127 = 32258 < 2^15 (the offset form
@@ -23,23 +23,38 @@
 //
 //   acc = fma(d_w · d_x, float(isum), acc)
 //
-// in block order: generic::DotR8IQ4 (quant_generic.cpp) in the same order.
+// in block order (MXFP4's d_w: 2^(e - 128), made exactly from the exponent
+// bits): generic::DotR8IQ4 (quant_generic.cpp) in the same order.
 // Like PackedQ8Tile (the same multiplies per vector), one row group per
 // tile: no pair of groups.
 
 template <class B>
-inline constexpr bool kIQ4 = std::is_same_v<B, PackedIQ4NL> || std::is_same_v<B, PackedIQ4XS>;
+inline constexpr bool kIQ4 =
+    std::is_same_v<B, PackedIQ4NL> || std::is_same_v<B, PackedIQ4XS> || std::is_same_v<B, PackedMXFP4>;
 // Packed elements per 32-weight block's worth: IQ4_XS holds 8 sub-blocks.
 template <class B>
 inline constexpr int64_t kIQ4Sub = std::is_same_v<B, PackedIQ4XS> ? 8 : 1;
 
-// Block b's indices (128 bytes) and the 8 row scales d_w (F16) of a group.
+// 8 E8M0 exponents e as F32 2^(e - 128), bit for bit MXFP4Scale's: the
+// exponent field e - 1, or for e < 2 the subnormal 2^21 << e (times 2^-149).
+inline __m256 E8M0Scales(const uint8_t* e) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(e)));
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
+  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
+  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), v);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, small));
+}
+
+// Block b's indices (128 bytes) and the 8 row scales d_w of a group.
 inline const uint8_t* IQ4Indices(const PackedIQ4NL* w, int64_t b) { return w[b].qs; }
+inline const uint8_t* IQ4Indices(const PackedMXFP4* w, int64_t b) { return w[b].qs; }
 inline const uint8_t* IQ4Indices(const PackedIQ4XS* w, int64_t b) { return w[b / 8].sub[b % 8].qs; }
-inline const uint16_t* IQ4Scales(const PackedIQ4NL* w, int64_t b) { return w[b].d; }
-inline const uint16_t* IQ4Scales(const PackedIQ4XS* w, int64_t b) { return w[b / 8].d; }
+inline __m256 IQ4Scales(const PackedIQ4NL* w, int64_t b) { return LoadScales(w[b].d); }
+inline __m256 IQ4Scales(const PackedMXFP4* w, int64_t b) { return E8M0Scales(w[b].e); }
+inline __m256 IQ4Scales(const PackedIQ4XS* w, int64_t b) { return LoadScales(w[b / 8].d); }
 
 inline void IQ4Prefetch(const PackedIQ4NL* next, int64_t b) { PrefetchBlock<sizeof(PackedIQ4NL)>(next + b); }
+inline void IQ4Prefetch(const PackedMXFP4* next, int64_t b) { PrefetchBlock<sizeof(PackedMXFP4)>(next + b); }
 inline void IQ4Prefetch(const PackedIQ4XS* next, int64_t b) {
   if (b % 8 == 0) _mm_prefetch(reinterpret_cast<const char*>(next[b / 8].d), _MM_HINT_T0);
   PrefetchBlock<sizeof(PackedIQ4XSSub)>(&next[b / 8].sub[b % 8]);
@@ -50,9 +65,11 @@ inline __m256i IQ4XSRowScales(const PackedIQ4XS* w, int64_t b) {
   return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w[b / 8].sub[b % 8].sc)));
 }
 
-// The codebook in both 128-bit halves (VNNI: shifted by 128, unsigned).
+// B's codebook in both 128-bit halves (VNNI: shifted by 128, unsigned).
+template <class B>
 inline __m256i IQ4Codebook() {
-  const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+  const int8_t* values = std::is_same_v<B, PackedMXFP4> ? kE2M1Values : kIQ4NLValues;
+  const __m256i cb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
 #if LLM_PACKED_VNNI
   return _mm256_xor_si256(cb, _mm256_set1_epi8(-128));  // w + 128
 #else
@@ -65,7 +82,7 @@ inline __m256i IQ4Codebook() {
 template <class B, int T>
 inline void PackedIQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq,
                           [[maybe_unused]] const int32_t* const* xs, __m256* acc) {
-  const __m256i codebook = IQ4Codebook(), low4 = _mm256_set1_epi8(0x0F);
+  const __m256i codebook = IQ4Codebook<B>(), low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     IQ4Prefetch(next, b);
     const uint8_t* q = IQ4Indices(w, b);
@@ -105,7 +122,7 @@ inline void PackedIQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Ac
       }
 #endif
     }
-    const __m256 dw = LoadScales(IQ4Scales(w, b));
+    const __m256 dw = IQ4Scales(w, b);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
 #if LLM_PACKED_VNNI

@@ -406,7 +406,7 @@ inline void ActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int
     }
 }
 
-#include "backend/cpu/quant_packed_iq4_x86.h"  // IQ4_NL, IQ4_XS: PackedIQ4Tile
+#include "backend/cpu/quant_packed_iq4_x86.h"  // IQ4_NL, IQ4_XS, MXFP4: PackedIQ4Tile
 
 // The group whose blocks a tile prefetches: `next` when the matrix has it,
 // else `self` (already loaded; no pointer past the packed copy).
@@ -434,8 +434,8 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 }
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
-// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K, PackedQ8, PackedIQ4NL or
-// PackedIQ4XS). xs: the activation sums of tokens from t0 on (ActSums) for
+// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K, PackedQ8, PackedIQ4NL,
+// PackedIQ4XS or PackedMXFP4). xs: the activation sums of tokens from t0 on (ActSums) for
 // PackedQ6K and VNNI's PackedQ8 and IQ4 tiles, else unused.
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs) {
@@ -551,6 +551,8 @@ void PackedQuantMatMul(const MatMulArgs& a) {
     PackedMatMul<PackedIQ4NL>(a);
   } else if (a.w->type == TensorType::IQ4_XS) {
     PackedMatMul<PackedIQ4XS>(a);
+  } else if (a.w->type == TensorType::MXFP4) {
+    PackedMatMul<PackedMXFP4>(a);
   } else {
     PackedMatMul<PackedQ4>(a);
   }
