@@ -6,7 +6,7 @@
 // repetitions. Weights are random bytes with sane scales; activations are
 // quantized once outside the timing, as the backend does per matmul.
 //
-// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|iq4_nl|iq4_xs)]
+// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|mxfp4)]
 //                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [--generic] [--no-pack] [--cold]
 //
 // -s replaces the default shapes by one (e.g. 2048x2048 or 8192x2048, the
@@ -49,7 +49,8 @@ const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::Tensor
                            {"q5_0", llm::TensorType::Q5_0}, {"q5_1", llm::TensorType::Q5_1},
                            {"q8_0", llm::TensorType::Q8_0}, {"q4_k", llm::TensorType::Q4_K},
                            {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K},
-                           {"iq4_nl", llm::TensorType::IQ4_NL}, {"iq4_xs", llm::TensorType::IQ4_XS}};
+                           {"iq4_nl", llm::TensorType::IQ4_NL}, {"iq4_xs", llm::TensorType::IQ4_XS},
+                           {"mxfp4", llm::TensorType::MXFP4}};
 
 // Random quant bytes; every 16-bit field that may be an F16 scale gets a small
 // normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
@@ -69,6 +70,7 @@ std::vector<uint8_t> RandomMatrix(llm::TensorType t, int64_t rows, int64_t cols,
       const uint16_t h = static_cast<uint16_t>(0x2000 | (byte(rng) << 3) | (byte(rng) & 1) << 15);
       std::memcpy(blk + off + 2 * i, &h, 2);
     }
+    if (t == llm::TensorType::MXFP4) blk[0] = static_cast<uint8_t>(120 + byte(rng) % 8);  // E8M0: 2^-8 .. 2^-1
   }
   return m;
 }
