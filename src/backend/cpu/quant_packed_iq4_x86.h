@@ -13,6 +13,7 @@
 //          (w + 127) · x would reach 2 · 240 · 127 and saturate); each is
 //          widened at once by madd with the int16 multiplier: 1 for IQ4_NL,
 //          IQ4_XS's row scale ls - 32 (at most 2 · 32258 · 32 per lane).
+//          MXFP4's |w| <= 12 lets a block's pair sums add up in int16 first.
 //   VNNI   the codebook shifted by 128 (unsigned, 1..241) against x in
 //          vpdpbusd, no int16 step; Σ (w + 128) x - 128 Σ x is Σ w x, with
 //          Σ x per token and block from ActSums; IQ4_XS's scale then
@@ -116,8 +117,16 @@ inline void PackedIQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Ac
         const int8_t* x = xq[t][b].qs;
         const __m256i pl = _mm256_maddubs_epi16(ulo, _mm256_sign_epi8(Bcast4(x + 4 * v), lo));
         const __m256i ph = _mm256_maddubs_epi16(uhi, _mm256_sign_epi8(Bcast4(x + 4 * v + 16), hi));
-        const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(pl, mul), _mm256_madd_epi16(ph, mul));
-        is[t] = v == 0 ? s : _mm256_add_epi32(is[t], s);
+        if constexpr (std::is_same_v<B, PackedMXFP4>) {
+          // |w| <= 12: all 8 vectors' pair sums (2 · 12 · 127 each) add up
+          // in int16 (at most 24384) and widen once
+          const __m256i s = _mm256_add_epi16(pl, ph);
+          is[t] = v == 0 ? s : _mm256_add_epi16(is[t], s);
+          if (v == 3) is[t] = _mm256_madd_epi16(is[t], mul);
+        } else {
+          const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(pl, mul), _mm256_madd_epi16(ph, mul));
+          is[t] = v == 0 ? s : _mm256_add_epi32(is[t], s);
+        }
         __asm__("" : "+x"(is[t]));  // keep the sums in order (no reassociation into a tree)
       }
 #endif
