@@ -6,13 +6,16 @@
 // repetitions. Weights are random bytes with sane scales; activations are
 // quantized once outside the timing, as the backend does per matmul.
 //
-// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|
-//                                      iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s)]
-//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold] [--1b]
+// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q2_k|q3_k|q4_k|q5_k|q6_k|
+//                                      iq4_nl|iq4_xs|mxfp4|iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s)]
+//                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [--1b] [--generic] [--no-pack] [--cold]
 //
-// --1b takes Llama-3.2-1B's shapes (2048 x 2048 q/o, 512 x 2048 k/v, 8192 x
-// 2048 gate/up, 2048 x 8192 down) instead: rows of whole 256-weight
-// super-blocks, which the K-quants and the lattice types need.
+// -s replaces the default shapes by one (e.g. 2048x2048 or 8192x2048, the
+// 1B shape's projections, whose 2048 columns are whole 256-weight blocks).
+// --1b takes Llama-3.2-1B's four shapes (2048 x 2048 q/o, 512 x 2048 k/v,
+// 8192 x 2048 gate/up, 2048 x 8192 down): rows of whole 256-weight
+// super-blocks, which the K-quants and the lattice types need (of SmolLM2's
+// default shapes only 576x1536 qualifies).
 //
 // --cold flushes the weights (and their packed copy) from every cache level
 // before each repetition, so the kernel streams them from memory as in a
@@ -22,7 +25,6 @@
 // By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
 // quant_pack.h) are repacked here too; --no-pack measures the row-major path.
 #include <algorithm>
-#include <array>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -52,6 +54,9 @@ const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::Tensor
                            {"q5_0", llm::TensorType::Q5_0}, {"q5_1", llm::TensorType::Q5_1},
                            {"q8_0", llm::TensorType::Q8_0}, {"q4_k", llm::TensorType::Q4_K},
                            {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K},
+                           {"iq4_nl", llm::TensorType::IQ4_NL}, {"iq4_xs", llm::TensorType::IQ4_XS},
+                           {"mxfp4", llm::TensorType::MXFP4},
+                           {"q2_k", llm::TensorType::Q2_K}, {"q3_k", llm::TensorType::Q3_K},
                            {"iq3_xxs", llm::TensorType::IQ3_XXS}, {"iq3_s", llm::TensorType::IQ3_S},
                            {"iq2_xs", llm::TensorType::IQ2_XS}, {"iq2_xxs", llm::TensorType::IQ2_XXS},
                            {"iq2_s", llm::TensorType::IQ2_S}, {"iq1_s", llm::TensorType::IQ1_S}};
@@ -67,13 +72,14 @@ std::vector<uint8_t> RandomMatrix(llm::TensorType t, int64_t rows, int64_t cols,
   const int64_t n_blocks = rows * (cols / be);
   for (int64_t b = 0; b < n_blocks; ++b) {
     uint8_t* blk = m.data() + b * bb;
-    const int off = t == llm::TensorType::Q6_K ? 208 : 0;
+    const int off = t == llm::TensorType::Q6_K ? 208 : t == llm::TensorType::Q3_K ? 108 : t == llm::TensorType::Q2_K ? 80 : 0;
     const int n_f16 = (t == llm::TensorType::Q4_1 || t == llm::TensorType::Q5_1 || t == llm::TensorType::Q4_K ||
-                       t == llm::TensorType::Q5_K) ? 2 : 1;
+                       t == llm::TensorType::Q5_K || t == llm::TensorType::Q2_K) ? 2 : 1;
     for (int i = 0; i < n_f16; ++i) {
       const uint16_t h = static_cast<uint16_t>(0x2000 | (byte(rng) << 3) | (byte(rng) & 1) << 15);
       std::memcpy(blk + off + 2 * i, &h, 2);
     }
+    if (t == llm::TensorType::MXFP4) blk[0] = static_cast<uint8_t>(120 + byte(rng) % 8);  // E8M0: 2^-8 .. 2^-1
   }
   return m;
 }
@@ -96,24 +102,30 @@ int main(int argc, char** argv) {
   int reps = 9;
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
-  bool generic = false, pack = true, cold = false, llama1b = false;
+  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
+  bool generic = false, pack = true, cold = false;
+  std::vector<std::vector<int64_t>> shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--generic") { generic = true; continue; }
+    if (a == "--1b") {
+      shapes = {{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}};
+      continue;
+    }
     if (a == "--no-pack") { pack = false; continue; }
     if (a == "--cold") { cold = true; continue; }
-    if (a == "--1b") { llama1b = true; continue; }
     if (i + 1 >= argc) { std::fprintf(stderr, "missing value after %s\n", a.c_str()); return 2; }
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "-t") types = {v};
+    else if (a == "-s") shapes = {{std::atoll(v.c_str()), std::atoll(v.c_str() + v.find('x') + 1)}};
     else if (a == "-n") {
       toks.clear();
       std::stringstream ss(v);
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack] [--cold] [--1b]\n");
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [--1b] [--generic] [--no-pack] [--cold]\n");
       return 2;
     }
   }
@@ -121,10 +133,6 @@ int main(int argc, char** argv) {
   std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
               pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
   std::printf("%-7s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
-  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
-  const std::vector<std::array<int64_t, 2>> shapes =
-      llama1b ? std::vector<std::array<int64_t, 2>>{{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}}
-              : std::vector<std::array<int64_t, 2>>{{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(7);
   for (const std::string& tn : types) {
     const TypeName* tp = nullptr;

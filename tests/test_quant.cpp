@@ -717,11 +717,15 @@ namespace {
 // outputs also prove the packing lost nothing. Row splits that cut a group of
 // 8, single tokens, every tile width and accumulate are covered; the packed
 // sums agree with the row-major ones and with the exact dot product.
+// Every type the backend packs (CanPackR8).
+const TensorType kPackedTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
+                                   TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
+                                   TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4};
+
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
-    for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{256}, int64_t{576}, int64_t{768}}) {
+  for (TensorType t : kPackedTypes) {
+    for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{160}, int64_t{256}, int64_t{576}, int64_t{768}}) {
       int64_t be = 0, bb = 0;
       ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
       if (cols % be != 0) continue;
@@ -820,8 +824,7 @@ TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (Simd() == nullptr || !cpu::PackedVnniUsable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   std::mt19937 rng(77);
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+  for (TensorType t : kPackedTypes) {
     SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
     const int64_t rows = 45, cols = 512, n_tok = 41;  // 6 row groups (the last partial); token blocks 32 + 9
     std::vector<uint8_t> m;
@@ -895,13 +898,47 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 }
 
 
+// MXFP4's packed tiles make the scale 2^(e - 128) from the exponent bits in
+// SIMD: every exponent, the subnormal scales (e < 2) and those whose products
+// overflow (e near 255) included, gives bitwise the portable kernel's output.
+TEST(Quant, PackedMXFP4EveryExponent) {
+  std::mt19937 rng(5);
+  const int64_t rows = 256, cols = 64, n_tok = 3;  // row r: exponent r in both its blocks
+  std::vector<uint8_t> m = RandomRow(TensorType::MXFP4, rows * cols, rng);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < 2; ++b) m[(2 * r + b) * sizeof(BlockMXFP4)] = static_cast<uint8_t>(r);
+  WeightView w;
+  w.type = TensorType::MXFP4; w.data = m.data(); w.rows = rows; w.cols = cols;
+  w.row_bytes = TensorRowBytes(TensorType::MXFP4, cols);
+  ASSERT_TRUE(cpu::CanPackR8(w));
+  std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+  ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+  WeightView wp = w;
+  wp.packed = packed.data();
+  const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+  std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+  cpu::QuantizeRowAsQ8_0(x.data(), n_tok * cols, xq.data());
+  cpu::MatMulArgs a;
+  a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+  a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+  std::vector<float> gen(n_tok * rows), simd(n_tok * rows, -1.0f);
+  a.y = gen.data();
+  cpu::GenericKernels().matmul(a);
+  EXPECT_TRUE(std::isinf(gen[255]) || std::fabs(gen[255]) > 1e30f) << gen[255];  // 2^127 · ...
+  EXPECT_LT(std::fabs(gen[0]), 1e-30f);                                            // 2^-128 · ...
+  const cpu::Kernels* k = Simd();
+  if (k == nullptr) GTEST_SKIP() << "no SIMD kernels here";
+  a.y = simd.data();
+  k->matmul(a);
+  for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(std::memcmp(&simd[i], &gen[i], 4), 0) << "row " << i % rows;
+}
+
 // The lean packed layouts stream no more bytes than the file: 8 rows of
-// every packed type pack to exactly their rows' bytes, but Q4_K and Q5_K,
-// whose 6-bit scales and minimums pack as bytes (32 bytes more per 8 rows of
-// a super-block).
+// every packed type pack to exactly their rows' bytes, but Q4_K, Q5_K and
+// IQ4_XS, whose 6-bit scales (and minimums) pack as bytes (32, 32 and 16
+// bytes more per 8 rows of a super-block: +2.8%, +2.3%, +1.5%).
 TEST(Quant, PackedBytesMatchTheFile) {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+  for (TensorType t : kPackedTypes) {
     WeightView w;
     w.type = t;
     w.rows = 16;
@@ -910,20 +947,22 @@ TEST(Quant, PackedBytesMatchTheFile) {
     const size_t file = static_cast<size_t>(w.rows) * w.row_bytes;
     // the K-quants' 6-bit scales and minimums as bytes: 32 bytes more per 8
     // rows of a super-block (Q4_K's 8 × 144 bytes, Q5_K's 8 × 176)
-    const size_t expect = t == TensorType::Q4_K   ? file + file / 36
-                          : t == TensorType::Q5_K ? file + file / 44
-                                                  : file;
+    // IQ4_XS's 6-bit scales too: 16 bytes more per 8 rows (8 × 136)
+    const size_t expect = t == TensorType::Q4_K     ? file + file / 36
+                          : t == TensorType::Q5_K   ? file + file / 44
+                          : t == TensorType::IQ4_XS ? file + file / 68
+                                                    : file;
     EXPECT_EQ(cpu::PackedR8Bytes(w), expect) << static_cast<int>(t);
   }
 }
 
 // The packed kernels' integer sums at the range ends: every quant at its
-// extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31) against activations of
-// ±127, where the int16 pair sums come closest to overflowing (AVX2's Q5:
-// two vectors' pair sums in int16).
+// extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31, IQ4 index 0: -127 and
+// IQ4_XS's scale -32) against activations of ±127, where the int16 pair sums
+// come closest to overflowing (AVX2's Q5: two vectors' pair sums in int16;
+// IQ4: one pair 2 · 127 · 127).
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+  for (TensorType t : kPackedTypes) {
     for (int sign : {1, -1}) {
       const int64_t rows = 16, cols = 256, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
       std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
@@ -936,6 +975,13 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
           std::memcpy(blk, &one, 2);
           if (t == TensorType::Q8_0) {
             std::memset(blk + 2, 0x80, 32);  // -128
+          } else if (t == TensorType::MXFP4) {
+            blk[0] = 128;                    // E8M0: 2^0
+            std::memset(blk + 1, 0xFF, 16);  // code 15: -12, the largest magnitude
+          } else if (t == TensorType::IQ4_NL) {
+            std::memset(blk + 2, 0x00, 16);  // index 0: kIQ4NLValues[0] = -127, the largest magnitude
+          } else if (t == TensorType::IQ4_XS) {
+            std::memset(blk + 2, 0x00, 134);  // every scale ls = 0 (ls - 32 = -32), every index 0 (-127)
           } else if (t == TensorType::Q5_0) {
             std::memset(blk + 2, 0xFF, 20);  // fifth bits and nibbles: q = 31, d·(q - 16) = 15
           } else if (t == TensorType::Q6_K) {
@@ -967,7 +1013,10 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       std::vector<BlockQ8Act> xq(n_tok * cols / 32);
       cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
       ASSERT_EQ(xq[0].qs[0], 127 * sign);
-      const double q = t == TensorType::Q8_0   ? -128.0
+      const double q = t == TensorType::Q8_0     ? -128.0
+                       : t == TensorType::IQ4_NL ? -127.0
+                       : t == TensorType::MXFP4  ? -12.0
+                       : t == TensorType::IQ4_XS ? -32.0 * -127
                        : t == TensorType::Q5_0 ? 15.0
                        : t == TensorType::Q4_0 ? 7.0
                        : t == TensorType::Q4_K ? 63.0 * 15 - 63

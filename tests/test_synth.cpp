@@ -125,7 +125,7 @@ TEST(Synth, RealShapesAreKnown) {
 
 // A quantized mix (e.g. llm-synth --type lowbit: IQ4_XS, IQ4_NL, Q3_K, Q2_K
 // and Q6_K matrices) loads, and the CPU backend on it (Q8 activations against
-// the packed-free IQ kernels) follows the CPU backend on the same weights
+// the IQ kernels; IQ4_XS, IQ4_NL and Q6_K packed) follows the CPU backend on the same weights
 // dequantized to F32: logits within 4e-2 relative L2 at every step of a
 // 13-token prefill and 4 greedy decode steps, and the same argmax or a
 // near-tie within 5% of the logit range.

@@ -2,16 +2,17 @@
 // block-quantized matmul weights, made once at creation.
 //
 // Every matmul weight of a packable type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-// Q5_K, Q6_K) gets a copy in memory the backend owns; its WeightView in w_
-// points to it through `packed`, and both kernel tables read it (the SIMD one
-// the packed bytes, the portable one the original rows in the same order).
-// The copy is as large as the original (Q4_0: 144 bytes per 8 blocks of 18;
-// Q4_1 160 per 8 of 20; Q5_0 176 per 8 of 22; Q5_1 192 per 8 of 24; Q8_0
-// 272 per 8 of 34; Q6_K 1680 per 8 super-blocks of 210, its 4-bit and 2-bit
-// quant planes kept apart as in the file), but for the K-quants with 6-bit
-// scales and minimums, Q4_K and Q5_K, which keep them as bytes beside the
-// super-block's d and dmin per 8 rows: 4.625 bits per weight against 4.5,
-// and 5.625 against 5.5. Decode streams every packed byte, so a wider
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4) gets a copy in memory the backend owns;
+// its WeightView in w_ points to it through `packed`, and both kernel tables
+// read it (the SIMD one the packed bytes, the portable one the original rows
+// in the same order). The copy is as large as the original (Q4_0: 144 bytes
+// per 8 blocks of 18; Q4_1 160 per 8 of 20; Q5_0 176 per 8 of 22; Q5_1 192
+// per 8 of 24; Q8_0 272 per 8 of 34; Q6_K 1680 per 8 super-blocks of 210, its
+// 4-bit and 2-bit quant planes kept apart as in the file; IQ4_NL 144 per 8
+// of 18; MXFP4 136 per 8 of 17), but for the types with 6-bit scales, Q4_K,
+// Q5_K and IQ4_XS, which keep them as bytes beside the super-block's d (and
+// dmin) per 8 rows: 4.625 bits per weight against 4.5, 5.625 against 5.5,
+// and 4.3125 against 4.25 (+1.5%). Decode streams every packed byte, so a wider
 // layout costs decode speed in proportion (the earlier Q4_K layout with F32
 // products per block, 6 bits, ran at 0.75x llama.cpp; the earlier 5-bit
 // one with byte quants, 10 bits, at 0.7x of the lean one).

@@ -607,6 +607,37 @@ float DotR8Unsigned(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return acc;
 }
 
+// IQ4_NL and MXFP4 as Q8_0 once looked up; IQ4_XS with its integer scale ls_j - 32
+// multiplied into the sub-block's exact sum (|ls · Σ q x| <= 32 · 32 · 127
+// · 127 < 2^24: exact in F32 too), so the float step is d · d_x alone.
+template <TensorType kType>
+float DotR8IQ4(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  float acc = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb; ++i) {
+    float d = 0.0f;
+    int32_t isum = 0;
+    if constexpr (kType == TensorType::IQ4_XS) {
+      const auto& b = reinterpret_cast<const BlockIQ4_XS*>(w)[i / 8];
+      d = F16ToF32(b.d);
+      UnpackIQ4(b.qs + 16 * (i % 8), q);
+      isum = IQ4XSScale(b, static_cast<int>(i % 8)) * Dot32(q, x[i].qs);
+    } else if constexpr (kType == TensorType::MXFP4) {
+      const auto& b = reinterpret_cast<const BlockMXFP4*>(w)[i];
+      d = MXFP4Scale(b.e);
+      UnpackIQ4(b.qs, q, kE2M1Values);
+      isum = Dot32(q, x[i].qs);
+    } else {
+      const auto& b = reinterpret_cast<const BlockIQ4_NL*>(w)[i];
+      d = F16ToF32(b.d);
+      UnpackIQ4(b.qs, q);
+      isum = Dot32(q, x[i].qs);
+    }
+    acc = std::fma(d * x[i].d, static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
 QuantDotFn PackedOrderDot(TensorType type) {
   switch (type) {
     case TensorType::Q4_0: return DotR8Unsigned<BlockQ4_0>;
@@ -617,6 +648,9 @@ QuantDotFn PackedOrderDot(TensorType type) {
     case TensorType::Q4_K: return DotR8K<false>;
     case TensorType::Q5_K: return DotR8K<true>;
     case TensorType::Q6_K: return DotQ6_K<true>;
+    case TensorType::IQ4_NL: return DotR8IQ4<TensorType::IQ4_NL>;
+    case TensorType::IQ4_XS: return DotR8IQ4<TensorType::IQ4_XS>;
+    case TensorType::MXFP4: return DotR8IQ4<TensorType::MXFP4>;
     default: return nullptr;
   }
 }

@@ -28,8 +28,10 @@ inline void Interleave5(const uint8_t* q, int r, uint8_t* qs, uint8_t* qh) {
 bool CanPackR8(const WeightView& w) {
   const bool ok_type = w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
                        w.type == TensorType::Q5_1 || w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K ||
-                       w.type == TensorType::Q5_K || w.type == TensorType::Q6_K;
-  const bool k_quant = w.type == TensorType::Q4_K || w.type == TensorType::Q5_K || w.type == TensorType::Q6_K;
+                       w.type == TensorType::Q5_K || w.type == TensorType::Q6_K ||
+                       w.type == TensorType::IQ4_NL || w.type == TensorType::IQ4_XS || w.type == TensorType::MXFP4;
+  const bool k_quant = w.type == TensorType::Q4_K || w.type == TensorType::Q5_K || w.type == TensorType::Q6_K ||
+                       w.type == TensorType::IQ4_XS;
   return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % (k_quant ? 256 : 32) == 0;
 }
 
@@ -42,6 +44,9 @@ size_t PackedBlockBytes(TensorType t) {
          : t == TensorType::Q5_K ? sizeof(PackedQ5K) / 8
          : t == TensorType::Q4_K ? sizeof(PackedQ4K) / 8
          : t == TensorType::Q6_K ? sizeof(PackedQ6K) / 8
+         : t == TensorType::IQ4_NL ? sizeof(PackedIQ4NL)
+         : t == TensorType::IQ4_XS ? sizeof(PackedIQ4XS) / 8
+         : t == TensorType::MXFP4 ? sizeof(PackedMXFP4)
          : t == TensorType::Q4_0 ? sizeof(PackedQ4_0)
                                  : sizeof(PackedQ4);
 }
@@ -65,7 +70,9 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
         const int64_t row = g * kPackRows + r;
         if (row >= w.rows) continue;  // zero rows
         const uint8_t* src = base + row * static_cast<int64_t>(w.row_bytes);
-        if (w.type == TensorType::Q8_0) {
+        if (w.type == TensorType::IQ4_NL || w.type == TensorType::IQ4_XS || w.type == TensorType::MXFP4) {
+          PackIQ4Block(w.type, src, b, r, out, idx);  // quant_pack_iq4.cpp
+        } else if (w.type == TensorType::Q8_0) {
           const auto& blk = reinterpret_cast<const BlockQ8_0*>(src)[b];
           auto& p = reinterpret_cast<PackedQ8*>(out)[idx];
           p.d[r] = blk.d;

@@ -135,15 +135,50 @@ struct PackedQ5K {
 };
 static_assert(sizeof(PackedQ5K) == 32 + 8 * 176);
 
+// IQ4_NL, 8 rows of one 32-weight block: PackedQ4_0's shape, the nibbles
+// now indices into kIQ4NLValues (weight = d · kIQ4NLValues[index]): 144
+// bytes, the file's 8 × 18. Built and read by quant_pack_iq4.cpp and
+// quant_packed_iq4_x86.h.
+struct PackedIQ4NL {
+  uint16_t d[8];    // F16 scales of rows 0..7
+  uint8_t qs[128];  // indices, interleaved as PackedQ4's nibbles
+};
+static_assert(sizeof(PackedIQ4NL) == 8 * 18);
+
+// MXFP4, 8 rows of one 32-weight block: the rows' E8M0 exponents e as in
+// the file, then the E2M1 codes interleaved as PackedQ4's nibbles; weight =
+// 2^(e - 128) · kE2M1Values[code]. 136 bytes, the file's 8 × 17.
+struct PackedMXFP4 {
+  uint8_t e[8];
+  uint8_t qs[128];
+};
+static_assert(sizeof(PackedMXFP4) == 8 * 17);
+
+// IQ4_XS, one 256-weight super-block of 8 rows: the rows' F16 d as in the
+// file, then per 32-weight sub-block j the rows' signed scales ls_j - 32
+// (in [-32, 31]) as int8 and the indices interleaved as PackedQ4's nibbles;
+// weight = d · (ls_j - 32) · kIQ4NLValues[index]. 1104 bytes per 8 rows
+// against the file's 8 × 136 = 1088 (+1.5%: the 6-bit scales as bytes).
+struct PackedIQ4XSSub {
+  int8_t sc[8];     // ls_j - 32 of rows 0..7
+  uint8_t qs[128];  // indices
+};
+struct PackedIQ4XS {
+  uint16_t d[8];
+  PackedIQ4XSSub sub[8];
+};
+static_assert(sizeof(PackedIQ4XS) == 16 + 8 * 136);
+
 inline constexpr int64_t kPackRows = 8;
 
-// Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 with whole
-// 32-weight blocks, Q4_K, Q5_K or Q6_K with whole 256-weight super-blocks.
+// Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL or MXFP4 with
+// whole 32-weight blocks, Q4_K, Q5_K, Q6_K or IQ4_XS with whole 256-weight
+// super-blocks.
 bool CanPackR8(const WeightView& w);
 // Whether type t packs to PackedQ8 blocks (Q8_0).
 bool PacksAsQ8(TensorType t);
 // Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K, Q5_K,
-// Q6_K: an eighth of a PackedQ4K, PackedQ5K, PackedQ6K).
+// Q6_K, IQ4_XS: an eighth of a PackedQ4K, PackedQ5K, PackedQ6K, PackedIQ4XS).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
@@ -154,5 +189,10 @@ bool PackR8(const WeightView& w, uint8_t* out);
 // The same for row groups [g_begin, g_end) only (groups of kPackRows rows):
 // disjoint ranges may be packed in parallel.
 bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_end);
+
+// PackR8Groups' step for IQ4_NL, IQ4_XS and MXFP4 (quant_pack_iq4.cpp): block b of
+// row r (0..7) of a group, the row's bytes at `row`, into the packed copy
+// `out` whose block index of that group's block b is idx.
+void PackIQ4Block(TensorType t, const uint8_t* row, int64_t b, int r, uint8_t* out, int64_t idx);
 
 }  // namespace llm::cpu

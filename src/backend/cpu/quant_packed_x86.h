@@ -406,6 +406,8 @@ inline void ActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int
     }
 }
 
+#include "backend/cpu/quant_packed_iq4_x86.h"  // IQ4_NL, IQ4_XS, MXFP4: PackedIQ4Tile
+
 // The group whose blocks a tile prefetches: `next` when the matrix has it,
 // else `self` (already loaded; no pointer past the packed copy).
 inline int64_t NextGroup(const MatMulArgs& a, int64_t next, int64_t self) {
@@ -432,9 +434,9 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 }
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
-// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K or PackedQ8).
-// xs: the activation sums of tokens from t0 on (ActSums) for PackedQ6K and
-// VNNI's PackedQ8, else unused.
+// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K, PackedQ8, PackedIQ4NL,
+// PackedIQ4XS or PackedMXFP4). xs: the activation sums of tokens from t0 on (ActSums) for
+// PackedQ6K and VNNI's PackedQ8 and IQ4 tiles, else unused.
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs) {
   __m256 acc[T];
@@ -448,6 +450,11 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
     const int32_t* xst[T];
     for (int t = 0; t < T; ++t) xst[t] = xs != nullptr ? xs + 2 * nb * t : nullptr;
     PackedQ8Tile<T>(w + g * nb, w + NextGroup(a, g + 1, g) * nb, nb, xq, xst, acc);
+  } else if constexpr (kIQ4<B>) {
+    const int64_t stride = nb / kIQ4Sub<B>;  // elements of B per row group
+    const int32_t* xst[T];
+    for (int t = 0; t < T; ++t) xst[t] = xs != nullptr ? xs + 2 * nb * t : nullptr;
+    PackedIQ4Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
   } else if constexpr (std::is_same_v<B, PackedQ6K>) {
     const int64_t stride = nb / 8;  // super-blocks per row group
     const int32_t* xst[T];
@@ -485,14 +492,14 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 // groups) meets the block's tokens 4 at a time.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
-  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K>;  // not a nibble layout
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> || kIQ4<B>;  // not a nibble layout
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
     const int32_t* xs = nullptr;  // this token block's activation sums, for the tiles that take them
-    if constexpr (std::is_same_v<B, PackedQ6K> || (LLM_PACKED_VNNI && std::is_same_v<B, PackedQ8>)) {
+    if constexpr (std::is_same_v<B, PackedQ6K> || (LLM_PACKED_VNNI && (std::is_same_v<B, PackedQ8> || kIQ4<B>))) {
       thread_local std::vector<int32_t> sums;
       sums.resize(static_cast<size_t>(2 * nb * (te - tb)));
       ActSums(a, nb, tb, te, sums.data());
@@ -540,6 +547,12 @@ void PackedQuantMatMul(const MatMulArgs& a) {
     PackedMatMul<PackedQ6K>(a);
   } else if (a.w->type == TensorType::Q4_0) {
     PackedMatMul<PackedQ4_0>(a);
+  } else if (a.w->type == TensorType::IQ4_NL) {
+    PackedMatMul<PackedIQ4NL>(a);
+  } else if (a.w->type == TensorType::IQ4_XS) {
+    PackedMatMul<PackedIQ4XS>(a);
+  } else if (a.w->type == TensorType::MXFP4) {
+    PackedMatMul<PackedMXFP4>(a);
   } else {
     PackedMatMul<PackedQ4>(a);
   }
