@@ -430,14 +430,14 @@ TEST_F(CudaKvTypes, LLM_EMU_OPT_IN(SmolLM2Fp8GreedyMatchesTheCpuAtF16)) {
   ExpectEqualUpToNearTie(want, got, kNearTie);
 }
 
-// FP8 blocks go through the prefix cache and copy-on-write as the other
-// types' do: a second request with the same prompt reuses its full blocks
+// A pool's blocks go through the prefix cache and copy-on-write whatever
+// their types: a second request with the same prompt reuses its full blocks
 // and continues with the same tokens; n = 3 greedy samples share the
 // prompt's blocks (the last one partial, so each sample's first write
 // copies it) and each equals the single run.
-TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
-  SKIP_WITHOUT_DEVICE();
-  Ctx c(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+void PrefixCacheAndCopyOnWrite(const std::string& path, int32_t kv_type, int32_t kv_type_v = LLM_KV_AUTO) {
+  SCOPED_TRACE(PairName(kv_type, kv_type_v));
+  Ctx c(path, LLM_BACKEND_CUDA, kv_type, 0, kv_type_v);
   ASSERT_NE(c.p, nullptr);
   std::vector<llm_token> prompt;
   for (int i = 0; i < 37; ++i) prompt.push_back(static_cast<llm_token>(1 + (i * 37) % 500));  // 2 full blocks + 5
@@ -477,6 +477,18 @@ TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
   const auto three = submit(3);
   ASSERT_EQ(three.size(), 3u);
   for (const auto& s : three) same(s);
+}
+
+TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
+  SKIP_WITHOUT_DEVICE();
+  PrefixCacheAndCopyOnWrite(*tiny_, LLM_KV_FP8_E4M3);
+}
+
+// A mixed block (K Q4_0 tiles, then V Q8_0 tiles of another size) is copied
+// and shared whole, as one block.
+TEST_F(CudaKvTypes, MixedPrefixCacheAndCopyOnWrite) {
+  SKIP_WITHOUT_DEVICE();
+  PrefixCacheAndCopyOnWrite(*tiny_, LLM_KV_Q4_0, LLM_KV_Q8_0);
 }
 
 // The KV stream carries FP8 as elem 7: CUDA -> CUDA moves the blocks as
