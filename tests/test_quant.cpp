@@ -720,7 +720,7 @@ namespace {
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
   for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q2_K, TensorType::Q3_K}) {
     for (int64_t cols : {int64_t{32}, int64_t{96}, int64_t{256}, int64_t{576}, int64_t{768}}) {
       int64_t be = 0, bb = 0;
       ASSERT_TRUE(TensorTypeLayout(t, &be, &bb));
@@ -821,7 +821,7 @@ TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
   if (Simd() == nullptr || !cpu::PackedVnniUsable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   std::mt19937 rng(77);
   for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q2_K, TensorType::Q3_K}) {
     SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
     const int64_t rows = 45, cols = 512, n_tok = 41;  // 6 row groups (the last partial); token blocks 32 + 9
     std::vector<uint8_t> m;
@@ -896,12 +896,12 @@ TEST(Quant, PackQ4_0ScaleEdgeCases) {
 
 
 // The lean packed layouts stream no more bytes than the file: 8 rows of
-// every packed type pack to exactly their rows' bytes, but Q4_K and Q5_K,
-// whose 6-bit scales and minimums pack as bytes (32 bytes more per 8 rows of
-// a super-block).
+// every packed type pack to exactly their rows' bytes, but Q3_K, Q4_K and
+// Q5_K, whose 6-bit scales (and minimums) pack as bytes (32 bytes more per 8
+// rows of a super-block).
 TEST(Quant, PackedBytesMatchTheFile) {
   for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q2_K, TensorType::Q3_K}) {
     WeightView w;
     w.type = t;
     w.rows = 16;
@@ -910,8 +910,11 @@ TEST(Quant, PackedBytesMatchTheFile) {
     const size_t file = static_cast<size_t>(w.rows) * w.row_bytes;
     // the K-quants' 6-bit scales and minimums as bytes: 32 bytes more per 8
     // rows of a super-block (Q4_K's 8 × 144 bytes, Q5_K's 8 × 176)
+    // Q3_K's 6-bit scales as int8: 32 bytes more per 8 rows of a super-block
+    // (its 8 × 110), +3.6%; Q2_K's scale|min nibbles stay as in the file
     const size_t expect = t == TensorType::Q4_K   ? file + file / 36
                           : t == TensorType::Q5_K ? file + file / 44
+                          : t == TensorType::Q3_K ? file + file * 32 / 880
                                                   : file;
     EXPECT_EQ(cpu::PackedR8Bytes(w), expect) << static_cast<int>(t);
   }
@@ -920,10 +923,12 @@ TEST(Quant, PackedBytesMatchTheFile) {
 // The packed kernels' integer sums at the range ends: every quant at its
 // extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31) against activations of
 // ±127, where the int16 pair sums come closest to overflowing (AVX2's Q5:
-// two vectors' pair sums in int16).
+// two vectors' pair sums in int16; Q2_K and Q3_K: four vectors' in int16,
+// then scaled by madd). Q2_K: quants 3 with scales 15 and minimums 15 or 0;
+// Q3_K: quants -4 with scales -32, and 3 with 31 (rows alternate).
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
   for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+                       TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q2_K, TensorType::Q3_K}) {
     for (int sign : {1, -1}) {
       const int64_t rows = 16, cols = 256, n_tok = 5;  // a pair of row groups, tiles of 4 and 1
       std::vector<uint8_t> m(rows * TensorRowBytes(t, cols), 0);
@@ -943,6 +948,17 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
             std::memset(blk, 0, sizeof(BlockQ6_K));
             std::memset(blk + offsetof(BlockQ6_K, scales), 0x80, 16);
             std::memcpy(blk + offsetof(BlockQ6_K, d), &one, 2);
+          } else if (t == TensorType::Q2_K) {
+            // quants 3, scales 15; minimums 15 (even rows: 45 - 15) or 0 (odd: 45); d, dmin (last) 1
+            std::memset(blk, 0xFF, 80);
+            if (r % 2 == 1) std::memset(blk, 0x0F, 16);
+            std::memcpy(blk + offsetof(BlockQ2_K, d), &one, 2);
+            std::memcpy(blk + offsetof(BlockQ2_K, dmin), &one, 2);
+          } else if (t == TensorType::Q3_K) {
+            // even rows: quants -4 and scales -32 (all bits 0); odd rows: 3 and 31
+            // (all bits 1); d (last) 1
+            std::memset(blk, r % 2 == 0 ? 0x00 : 0xFF, 108);
+            std::memcpy(blk + offsetof(BlockQ3_K, d), &one, 2);
           } else if (t == TensorType::Q4_K || t == TensorType::Q5_K) {
             std::memcpy(blk + 2, &one, 2);  // dmin 1
             // every scale and min 63, nibbles 15 (Q5_K: every fifth bit set)
@@ -967,15 +983,18 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       std::vector<BlockQ8Act> xq(n_tok * cols / 32);
       cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
       ASSERT_EQ(xq[0].qs[0], 127 * sign);
-      const double q = t == TensorType::Q8_0   ? -128.0
-                       : t == TensorType::Q5_0 ? 15.0
-                       : t == TensorType::Q4_0 ? 7.0
-                       : t == TensorType::Q4_K ? 63.0 * 15 - 63
-                       : t == TensorType::Q5_K ? 63.0 * 31 - 63
-                       : t == TensorType::Q5_1 ? 31.0 + 1
-                       : t == TensorType::Q6_K ? -128.0 * -32
-                                               : 16.0;  // d·q (+ m)
-      const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1
+      auto row_q = [&](int64_t r) {  // d·q (+ m) of row r
+        if (t == TensorType::Q2_K) return r % 2 == 0 ? 15.0 * 3 - 15 : 15.0 * 3;
+        if (t == TensorType::Q3_K) return r % 2 == 0 ? -32.0 * -4 : 31.0 * 3;
+        return t == TensorType::Q8_0   ? -128.0
+               : t == TensorType::Q5_0 ? 15.0
+               : t == TensorType::Q4_0 ? 7.0
+               : t == TensorType::Q4_K ? 63.0 * 15 - 63
+               : t == TensorType::Q5_K ? 63.0 * 31 - 63
+               : t == TensorType::Q5_1 ? 31.0 + 1
+               : t == TensorType::Q6_K ? -128.0 * -32
+                                       : 16.0;
+      };
       for (const cpu::Kernels* k : {&cpu::GenericKernels(), Simd()}) {
         if (k == nullptr) continue;
         std::vector<float> y(n_tok * rows, 0.0f);
@@ -983,7 +1002,9 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
         a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
         a.y = y.data(); a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
         k->matmul(a);
-        for (float v : y) EXPECT_EQ(v, expect) << k->name << " type " << static_cast<int>(t);
+        for (size_t i = 0; i < y.size(); ++i)  // activation scale d_x = 1
+          EXPECT_EQ(y[i], row_q(static_cast<int64_t>(i) % rows) * 127.0 * sign * cols)
+              << k->name << " type " << static_cast<int>(t) << " row " << i % rows;
       }
     }
   }

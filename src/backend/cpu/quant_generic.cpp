@@ -462,6 +462,51 @@ float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   return sum;
 }
 
+// Q2_K and Q3_K in the order of their packed path (quant_pack_k23.h): the
+// same integer sums as DotQ2_K / DotQ3_K, then per 32-weight sub-block one
+// fma of d · d_x (Q2_K: and one of -dmin · d_x with the minimums' sum), as
+// the SIMD lanes do.
+float DotR8Q2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * i + j];
+      UnpackQ2K(b[i], j, q);
+      int32_t isum = 0, msum = 0;
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sm = b[i].scales[2 * j + h];
+        int32_t xs = 0;
+        for (int l = 0; l < 16; ++l) xs += xb.qs[16 * h + l];
+        isum += (sm & 0xF) * Dot16(q + 16 * h, xb.qs + 16 * h);
+        msum += (sm >> 4) * xs;
+      }
+      sum = std::fma(d * xb.d, static_cast<float>(isum), sum);
+      sum = std::fma(-dmin * xb.d, static_cast<float>(msum), sum);
+    }
+  }
+  return sum;
+}
+
+float DotR8Q3_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
+  const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
+  float sum = 0.0f;
+  int8_t q[32];
+  for (int64_t i = 0; i < nb / 8; ++i) {
+    const float d = F16ToF32(b[i].d);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8Act& xb = x[8 * i + j];
+      UnpackQ3K(b[i], j, q);
+      const int32_t isum = Q3KScale(b[i].scales, 2 * j) * Dot16(q, xb.qs) +
+                           Q3KScale(b[i].scales, 2 * j + 1) * Dot16(q + 16, xb.qs + 16);
+      sum = std::fma(d * xb.d, static_cast<float>(isum), sum);
+    }
+  }
+  return sum;
+}
+
 // IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: sub-block j of super-block i meets activation
 // block 8i + j; the halves' odd multipliers 2s + 1 scale the integer dots,
 // d · unit the sum (tensor_type.h).
@@ -615,6 +660,8 @@ QuantDotFn PackedOrderDot(TensorType type) {
     case TensorType::Q4_K: return DotR8K<false>;
     case TensorType::Q5_K: return DotR8K<true>;
     case TensorType::Q6_K: return DotQ6_K<true>;
+    case TensorType::Q2_K: return DotR8Q2_K;
+    case TensorType::Q3_K: return DotR8Q3_K;
     default: return nullptr;
   }
 }

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/quant_pack_k23.h"  // PackedQ2K, PackedQ3K
 #include "model/tensor_type.h"
 #include "model/weights.h"
 
@@ -138,12 +139,13 @@ static_assert(sizeof(PackedQ5K) == 32 + 8 * 176);
 inline constexpr int64_t kPackRows = 8;
 
 // Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 with whole
-// 32-weight blocks, Q4_K, Q5_K or Q6_K with whole 256-weight super-blocks.
+// 32-weight blocks, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K with whole 256-weight
+// super-blocks.
 bool CanPackR8(const WeightView& w);
 // Whether type t packs to PackedQ8 blocks (Q8_0).
 bool PacksAsQ8(TensorType t);
-// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K, Q5_K,
-// Q6_K: an eighth of a PackedQ4K, PackedQ5K, PackedQ6K).
+// Bytes of one packed block (8 rows, 32 weights) of type t (the K-quants:
+// an eighth of a PackedQ2K, PackedQ3K, PackedQ4K, PackedQ5K, PackedQ6K).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);
