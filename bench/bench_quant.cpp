@@ -6,8 +6,12 @@
 // repetitions. Weights are random bytes with sane scales; activations are
 // quantized once outside the timing, as the backend does per matmul.
 //
-// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k)]
-//                    [-n n_tok[,n_tok...]] [--generic] [--no-pack] [--cold]
+// usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q2_k|q3_k|q4_k|q5_k|q6_k)]
+//                    [-n n_tok[,n_tok...]] [-s rows x cols, e.g. 8192x2048]
+//                    [--generic] [--no-pack] [--cold]
+//
+// -s replaces the default shapes with one (the K-quants need cols % 256 == 0:
+// of SmolLM2-135M's shapes only 576x1536 qualifies).
 //
 // --cold flushes the weights (and their packed copy) from every cache level
 // before each repetition, so the kernel streams them from memory as in a
@@ -17,6 +21,7 @@
 // By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
 // quant_pack.h) are repacked here too; --no-pack measures the row-major path.
 #include <algorithm>
+#include <array>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -45,7 +50,8 @@ struct TypeName {
 const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::TensorType::Q4_1},
                            {"q5_0", llm::TensorType::Q5_0}, {"q5_1", llm::TensorType::Q5_1},
                            {"q8_0", llm::TensorType::Q8_0}, {"q4_k", llm::TensorType::Q4_K},
-                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K}};
+                           {"q5_k", llm::TensorType::Q5_K}, {"q6_k", llm::TensorType::Q6_K},
+                           {"q2_k", llm::TensorType::Q2_K}, {"q3_k", llm::TensorType::Q3_K}};
 
 // Random quant bytes; every 16-bit field that may be an F16 scale gets a small
 // normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
@@ -58,9 +64,9 @@ std::vector<uint8_t> RandomMatrix(llm::TensorType t, int64_t rows, int64_t cols,
   const int64_t n_blocks = rows * (cols / be);
   for (int64_t b = 0; b < n_blocks; ++b) {
     uint8_t* blk = m.data() + b * bb;
-    const int off = t == llm::TensorType::Q6_K ? 208 : 0;
+    const int off = t == llm::TensorType::Q6_K ? 208 : t == llm::TensorType::Q3_K ? 108 : t == llm::TensorType::Q2_K ? 80 : 0;
     const int n_f16 = (t == llm::TensorType::Q4_1 || t == llm::TensorType::Q5_1 || t == llm::TensorType::Q4_K ||
-                       t == llm::TensorType::Q5_K) ? 2 : 1;
+                       t == llm::TensorType::Q5_K || t == llm::TensorType::Q2_K) ? 2 : 1;
     for (int i = 0; i < n_f16; ++i) {
       const uint16_t h = static_cast<uint16_t>(0x2000 | (byte(rng) << 3) | (byte(rng) & 1) << 15);
       std::memcpy(blk + off + 2 * i, &h, 2);
@@ -88,6 +94,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
   bool generic = false, pack = true, cold = false;
+  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
+  std::vector<std::array<int64_t, 2>> shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--generic") { generic = true; continue; }
@@ -97,13 +105,15 @@ int main(int argc, char** argv) {
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "-t") types = {v};
+    else if (a == "-s") shapes = {{std::atoll(v.c_str()), std::atoll(v.substr(v.find('x') + 1).c_str())}};
     else if (a == "-n") {
       toks.clear();
       std::stringstream ss(v);
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [--generic] [--no-pack] [--cold]\n");
+      std::fprintf(stderr,
+                   "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [--generic] [--no-pack] [--cold]\n");
       return 2;
     }
   }
@@ -111,8 +121,6 @@ int main(int argc, char** argv) {
   std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
               pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
   std::printf("%-5s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
-  // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
-  const int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   std::mt19937 rng(7);
   for (const std::string& tn : types) {
     const TypeName* tp = nullptr;
