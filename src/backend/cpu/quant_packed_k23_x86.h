@@ -13,7 +13,7 @@
 //                      acc  = fma(d·d_x, isum, acc)
 //
 // isum is Σ sc·q·x of the row-major dot exactly (Q3_K: Σ sc·(u - 4)·x), so
-// the float steps are the portable DotR8Q2_K / DotR8Q3_K's, in their order.
+// the float steps are the portable DotQ2_K<true> / DotQ3_K<true>'s, in their order.
 //
 // AVX2: u·x by maddubs (u ≤ 7, |x| ≤ 128: a pair sum ≤ 1792), the four
 // vectors of a half summed in int16 (≤ 7168 < 2^15), then one madd with the
@@ -26,7 +26,15 @@
 template <class B>
 inline constexpr bool kK23 = std::is_same_v<B, PackedQ2K> || std::is_same_v<B, PackedQ3K>;
 
-// xs: token t's half sums of block b at xs[t][2b], xs[t][2b + 1] (ActSums).
+// The activation sums (ActSums: S_0, S_1 of each block) as the int16 pairs
+// the tile's madd takes: s[2i] = S_0 | S_1 << 16 (|S_h| ≤ 16·128 fits),
+// made once per token and block, not per row group.
+inline void PackSumPairs(int32_t* s, int64_t n_blocks) {
+  for (int64_t i = 0; i < n_blocks; ++i)
+    s[2 * i] = static_cast<int32_t>(static_cast<uint16_t>(s[2 * i]) | static_cast<uint32_t>(s[2 * i + 1]) << 16);
+}
+
+// xs: token t's pair of block b at xs[t][2b] (PackSumPairs).
 template <class B, int T>
 inline void PackedK23Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq,
                           const int32_t* const* xs, __m256* acc) {
@@ -93,8 +101,7 @@ inline void PackedK23Tile(const B* w, const B* next, int64_t nb, const BlockQ8Ac
 #else
       __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(d0[t], sc0), _mm256_madd_epi16(d1[t], sc1));
 #endif
-      const uint32_t pair = static_cast<uint16_t>(xs[t][2 * b]) | static_cast<uint32_t>(xs[t][2 * b + 1]) << 16;
-      const __m256i c = _mm256_madd_epi16(corr, _mm256_set1_epi32(static_cast<int32_t>(pair)));
+      const __m256i c = _mm256_madd_epi16(corr, _mm256_set1_epi32(xs[t][2 * b]));
       const __m256 xd = _mm256_set1_ps(xq[t][b].d);
       if constexpr (kQ3) isum = _mm256_sub_epi32(isum, c);
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, xd), _mm256_cvtepi32_ps(isum), acc[t]);

@@ -503,6 +503,7 @@ void PackedMatMul(const MatMulArgs& a) {
       thread_local std::vector<int32_t> sums;
       sums.resize(static_cast<size_t>(2 * nb * (te - tb)));
       ActSums(a, nb, tb, te, sums.data());
+      if constexpr (kK23<B>) PackSumPairs(sums.data(), nb * (te - tb));
       xs = sums.data();
     }
     auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
