@@ -22,6 +22,12 @@
 // a 32-bit multiply. Either way the corrections are one madd of the int16
 // pairs (lane 2r + h: m_h or 4·sc_h of row r) with the token's pair
 // (S_0, S_1) broadcast (|S_h| ≤ 16·128, 4·|sc| ≤ 128: int16).
+//
+// Measured on the 2-vCPU EPYC (Zen 3, AVX2), one thread, thread CPU time,
+// 8192x2048 and 2048x2048 matrices, against the row-major MatMulT of the
+// same build: Q2_K 3.5-5.0x at 1 token, 3.6-3.8x at 128; Q3_K 5.8x and
+// 3.5-3.9x: about the packed Q4_K's GMAC/s (Q2_K 46-61 GMAC/s at 128 tokens,
+// Q3_K 50-57, Q4_K 56-83, under a load of 12-19).
 
 template <class B>
 inline constexpr bool kK23 = std::is_same_v<B, PackedQ2K> || std::is_same_v<B, PackedQ3K>;
