@@ -810,6 +810,51 @@ TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   }
 }
 
+// Q2_K and Q3_K packed against many tokens rounded as llama.cpp's Q8_K
+// (the activations their files meet): token blocks of 32, 32 and a partial
+// one (the activation pairs PackSumPairs makes are kept per token block),
+// a row count that leaves a partial group; the SIMD tile bitwise the
+// portable packed order, which follows the row-major dot.
+TEST(Quant, PackedK23ManyTokensOnPeerQ8_K) {
+  std::mt19937 rng(31);
+  for (TensorType t : {TensorType::Q2_K, TensorType::Q3_K}) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
+    const int64_t rows = 21, cols = 512, n_tok = 70;
+    std::vector<uint8_t> m;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    WeightView w;
+    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+    ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+    WeightView wp = w;
+    wp.packed = packed.data();
+    const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+    for (int64_t tk = 0; tk < n_tok; ++tk) cpu::QuantizeRowAsQ8_K(x.data() + tk * cols, cols, xq.data() + tk * cols / 32);
+    cpu::MatMulArgs a;
+    a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+    auto run = [&](const cpu::Kernels& k, const WeightView& view) {
+      std::vector<float> y(n_tok * rows, -1.0f);
+      a.w = &view;
+      a.y = y.data();
+      k.matmul(a);
+      return y;
+    };
+    const std::vector<float> ref = run(cpu::GenericKernels(), w), gen = run(cpu::GenericKernels(), wp);
+    float scale = 0;
+    for (float v : ref) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(gen[i], ref[i], 1e-5 * scale) << i;
+    if (const cpu::Kernels* simd = Simd()) {
+      const std::vector<float> got = run(*simd, wp);
+      ASSERT_EQ(std::memcmp(got.data(), gen.data(), got.size() * 4), 0);
+    }
+  }
+}
+
 // The packed tiles with AVX-512 VNNI (vpdpbusd straight into int32 lanes;
 // Q8_0 as q + 128 against the activations, minus 128 · their sum) give
 // bitwise the outputs of the AVX2 tiles and of the portable packed matmul:
