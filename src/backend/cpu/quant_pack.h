@@ -23,6 +23,9 @@
 // 4 bits as PackedQ4's nibbles and their fifth bits in one more vector qh
 // (below); weight = d · q + m (Q5_0: m = -16 · d).
 //
+// PackedQ2K, PackedQ3K (Q2_K, Q3_K): 2-bit fields four to a byte, in
+// quant_pack_k23.h.
+//
 // Rows past the matrix's end (rows % 8 != 0) are zero: scale 0, quants 0.
 #pragma once
 
