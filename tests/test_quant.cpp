@@ -720,7 +720,8 @@ namespace {
 // Every type the backend packs (CanPackR8).
 const TensorType kPackedTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
                                    TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,
-                                   TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4};
+                                   TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::MXFP4,  TensorType::Q2_K,
+                                   TensorType::Q3_K};
 
 TEST(Quant, PackedMatMulMatchesPortableBitwise) {
   std::mt19937 rng(21);
@@ -810,6 +811,51 @@ TEST(Quant, PackedMatMulMatchesPortableBitwise) {
         simd->matmul(a);
         ASSERT_EQ(std::memcmp(one.data(), all.data() + 9 * rows, rows * 4), 0);
       }
+    }
+  }
+}
+
+// Q2_K and Q3_K packed against many tokens rounded as llama.cpp's Q8_K
+// (the activations their files meet): token blocks of 32, 32 and a partial
+// one (the activation pairs PackSumPairs makes are kept per token block),
+// a row count that leaves a partial group; the SIMD tile bitwise the
+// portable packed order, which follows the row-major dot.
+TEST(Quant, PackedK23ManyTokensOnPeerQ8_K) {
+  std::mt19937 rng(31);
+  for (TensorType t : {TensorType::Q2_K, TensorType::Q3_K}) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
+    const int64_t rows = 21, cols = 512, n_tok = 70;
+    std::vector<uint8_t> m;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    WeightView w;
+    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+    ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+    WeightView wp = w;
+    wp.packed = packed.data();
+    const std::vector<float> x = RandomFloats(n_tok * cols, rng);
+    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+    for (int64_t tk = 0; tk < n_tok; ++tk) cpu::QuantizeRowAsQ8_K(x.data() + tk * cols, cols, xq.data() + tk * cols / 32);
+    cpu::MatMulArgs a;
+    a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+    auto run = [&](const cpu::Kernels& k, const WeightView& view) {
+      std::vector<float> y(n_tok * rows, -1.0f);
+      a.w = &view;
+      a.y = y.data();
+      k.matmul(a);
+      return y;
+    };
+    const std::vector<float> ref = run(cpu::GenericKernels(), w), gen = run(cpu::GenericKernels(), wp);
+    float scale = 0;
+    for (float v : ref) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(gen[i], ref[i], 1e-5 * scale) << i;
+    if (const cpu::Kernels* simd = Simd()) {
+      const std::vector<float> got = run(*simd, wp);
+      ASSERT_EQ(std::memcmp(got.data(), gen.data(), got.size() * 4), 0);
     }
   }
 }
@@ -934,9 +980,9 @@ TEST(Quant, PackedMXFP4EveryExponent) {
 }
 
 // The lean packed layouts stream no more bytes than the file: 8 rows of
-// every packed type pack to exactly their rows' bytes, but Q4_K, Q5_K and
-// IQ4_XS, whose 6-bit scales (and minimums) pack as bytes (32, 32 and 16
-// bytes more per 8 rows of a super-block: +2.8%, +2.3%, +1.5%).
+// every packed type pack to exactly their rows' bytes, but Q3_K, Q4_K, Q5_K
+// and IQ4_XS, whose 6-bit scales (and minimums) pack as bytes (32, 32, 32 and
+// 16 bytes more per 8 rows of a super-block: +3.6%, +2.8%, +2.3%, +1.5%).
 TEST(Quant, PackedBytesMatchTheFile) {
   for (TensorType t : kPackedTypes) {
     WeightView w;
@@ -947,10 +993,13 @@ TEST(Quant, PackedBytesMatchTheFile) {
     const size_t file = static_cast<size_t>(w.rows) * w.row_bytes;
     // the K-quants' 6-bit scales and minimums as bytes: 32 bytes more per 8
     // rows of a super-block (Q4_K's 8 × 144 bytes, Q5_K's 8 × 176)
-    // IQ4_XS's 6-bit scales too: 16 bytes more per 8 rows (8 × 136)
+    // IQ4_XS's 6-bit scales too: 16 bytes more per 8 rows (8 × 136); Q3_K's
+    // as int8: 32 bytes more per 8 rows (8 × 110); Q2_K's scale|min nibbles
+    // stay as in the file
     const size_t expect = t == TensorType::Q4_K     ? file + file / 36
                           : t == TensorType::Q5_K   ? file + file / 44
                           : t == TensorType::IQ4_XS ? file + file / 68
+                          : t == TensorType::Q3_K   ? file + file * 32 / 880
                                                     : file;
     EXPECT_EQ(cpu::PackedR8Bytes(w), expect) << static_cast<int>(t);
   }
@@ -960,7 +1009,9 @@ TEST(Quant, PackedBytesMatchTheFile) {
 // extreme (Q8_0 -128, Q4 nibbles 15, Q5 quants 31, IQ4 index 0: -127 and
 // IQ4_XS's scale -32) against activations of ±127, where the int16 pair sums
 // come closest to overflowing (AVX2's Q5: two vectors' pair sums in int16;
-// IQ4: one pair 2 · 127 · 127).
+// IQ4: one pair 2 · 127 · 127; Q2_K and Q3_K: four vectors' in int16, then
+// scaled by madd). Q2_K: quants 3 with scales 15 and minimums 15 or 0;
+// Q3_K: quants -4 with scales -32, and 3 with 31 (rows alternate).
 TEST(Quant, PackedMatMulAtTheRangeEnds) {
   for (TensorType t : kPackedTypes) {
     for (int sign : {1, -1}) {
@@ -989,6 +1040,17 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
             std::memset(blk, 0, sizeof(BlockQ6_K));
             std::memset(blk + offsetof(BlockQ6_K, scales), 0x80, 16);
             std::memcpy(blk + offsetof(BlockQ6_K, d), &one, 2);
+          } else if (t == TensorType::Q2_K) {
+            // quants 3, scales 15; minimums 15 (even rows: 45 - 15) or 0 (odd: 45); d, dmin (last) 1
+            std::memset(blk, 0xFF, 80);
+            if (r % 2 == 1) std::memset(blk, 0x0F, 16);
+            std::memcpy(blk + offsetof(BlockQ2_K, d), &one, 2);
+            std::memcpy(blk + offsetof(BlockQ2_K, dmin), &one, 2);
+          } else if (t == TensorType::Q3_K) {
+            // even rows: quants -4 and scales -32 (all bits 0); odd rows: 3 and 31
+            // (all bits 1); d (last) 1
+            std::memset(blk, r % 2 == 0 ? 0x00 : 0xFF, 108);
+            std::memcpy(blk + offsetof(BlockQ3_K, d), &one, 2);
           } else if (t == TensorType::Q4_K || t == TensorType::Q5_K) {
             std::memcpy(blk + 2, &one, 2);  // dmin 1
             // every scale and min 63, nibbles 15 (Q5_K: every fifth bit set)
@@ -1013,18 +1075,21 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
       std::vector<BlockQ8Act> xq(n_tok * cols / 32);
       cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
       ASSERT_EQ(xq[0].qs[0], 127 * sign);
-      const double q = t == TensorType::Q8_0     ? -128.0
-                       : t == TensorType::IQ4_NL ? -127.0
-                       : t == TensorType::MXFP4  ? -12.0
-                       : t == TensorType::IQ4_XS ? -32.0 * -127
-                       : t == TensorType::Q5_0 ? 15.0
-                       : t == TensorType::Q4_0 ? 7.0
-                       : t == TensorType::Q4_K ? 63.0 * 15 - 63
-                       : t == TensorType::Q5_K ? 63.0 * 31 - 63
-                       : t == TensorType::Q5_1 ? 31.0 + 1
-                       : t == TensorType::Q6_K ? -128.0 * -32
-                                               : 16.0;  // d·q (+ m)
-      const double expect = q * 127.0 * sign * cols;  // activation scale d_x = 1
+      auto row_q = [&](int64_t r) {  // d·q (+ m) of row r
+        if (t == TensorType::Q2_K) return r % 2 == 0 ? 15.0 * 3 - 15 : 15.0 * 3;
+        if (t == TensorType::Q3_K) return r % 2 == 0 ? -32.0 * -4 : 31.0 * 3;
+        return t == TensorType::Q8_0     ? -128.0
+               : t == TensorType::IQ4_NL ? -127.0
+               : t == TensorType::MXFP4  ? -12.0
+               : t == TensorType::IQ4_XS ? -32.0 * -127
+               : t == TensorType::Q5_0   ? 15.0
+               : t == TensorType::Q4_0   ? 7.0
+               : t == TensorType::Q4_K   ? 63.0 * 15 - 63
+               : t == TensorType::Q5_K   ? 63.0 * 31 - 63
+               : t == TensorType::Q5_1   ? 31.0 + 1
+               : t == TensorType::Q6_K   ? -128.0 * -32
+                                         : 16.0;
+      };
       for (const cpu::Kernels* k : {&cpu::GenericKernels(), Simd()}) {
         if (k == nullptr) continue;
         std::vector<float> y(n_tok * rows, 0.0f);
@@ -1032,7 +1097,9 @@ TEST(Quant, PackedMatMulAtTheRangeEnds) {
         a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
         a.y = y.data(); a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
         k->matmul(a);
-        for (float v : y) EXPECT_EQ(v, expect) << k->name << " type " << static_cast<int>(t);
+        for (size_t i = 0; i < y.size(); ++i)  // activation scale d_x = 1
+          EXPECT_EQ(y[i], row_q(static_cast<int64_t>(i) % rows) * 127.0 * sign * cols)
+              << k->name << " type " << static_cast<int>(t) << " row " << i % rows;
       }
     }
   }

@@ -419,6 +419,9 @@ float DotIQ4_XS(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
 
 // Q3_K: activation block 8i + j covers weights 32j .. 32j+32 of super-block
 // i, groups 2j and 2j + 1 (16 weights each, their own signed scales).
+// kPacked: the order of the packed path (quant_pack_k23.h): the same integer
+// sums, one fma per block (Q2_K: and one for the minimums), as the SIMD lanes.
+template <bool kPacked>
 float DotQ3_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   const auto* b = reinterpret_cast<const BlockQ3_K*>(w);
   float sum = 0.0f;
@@ -430,7 +433,11 @@ float DotQ3_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
       UnpackQ3K(b[i], j, q);
       const int32_t isum = Q3KScale(b[i].scales, 2 * j) * Dot16(q, xb.qs) +
                            Q3KScale(b[i].scales, 2 * j + 1) * Dot16(q + 16, xb.qs + 16);
-      sum += d * xb.d * static_cast<float>(isum);
+      if constexpr (kPacked) {
+        sum = std::fma(d * xb.d, static_cast<float>(isum), sum);
+      } else {
+        sum += d * xb.d * static_cast<float>(isum);
+      }
     }
   }
   return sum;
@@ -438,6 +445,7 @@ float DotQ3_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
 
 // Q2_K: as Q3_K, with each group's minimum met by the sum of its 16
 // activations (exact in int32): d·d_x·Σ sc q x - dmin·d_x·Σ m x.
+template <bool kPacked>
 float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
   const auto* b = reinterpret_cast<const BlockQ2_K*>(w);
   float sum = 0.0f;
@@ -455,8 +463,13 @@ float DotQ2_K(const uint8_t* w, const BlockQ8Act* x, int64_t nb) {
         isum += (sm & 0xF) * Dot16(q + 16 * h, xb.qs + 16 * h);
         msum += (sm >> 4) * xs;
       }
-      sum += d * xb.d * static_cast<float>(isum);
-      sum -= dmin * xb.d * static_cast<float>(msum);
+      if constexpr (kPacked) {
+        sum = std::fma(d * xb.d, static_cast<float>(isum), sum);
+        sum = std::fma(-dmin * xb.d, static_cast<float>(msum), sum);
+      } else {
+        sum += d * xb.d * static_cast<float>(isum);
+        sum -= dmin * xb.d * static_cast<float>(msum);
+      }
     }
   }
   return sum;
@@ -520,8 +533,8 @@ QuantDotFn QuantDot(TensorType type) {
     case TensorType::Q6_K: return DotQ6_K<false>;
     case TensorType::IQ4_NL: return DotIQ4_NL;
     case TensorType::IQ4_XS: return DotIQ4_XS;
-    case TensorType::Q3_K: return DotQ3_K;
-    case TensorType::Q2_K: return DotQ2_K;
+    case TensorType::Q3_K: return DotQ3_K<false>;
+    case TensorType::Q2_K: return DotQ2_K<false>;
     case TensorType::MXFP4: return DotMXFP4;
     case TensorType::IQ2_XXS: return DotIQLattice<TensorType::IQ2_XXS>;
     case TensorType::IQ2_XS: return DotIQLattice<TensorType::IQ2_XS>;
@@ -651,6 +664,8 @@ QuantDotFn PackedOrderDot(TensorType type) {
     case TensorType::IQ4_NL: return DotR8IQ4<TensorType::IQ4_NL>;
     case TensorType::IQ4_XS: return DotR8IQ4<TensorType::IQ4_XS>;
     case TensorType::MXFP4: return DotR8IQ4<TensorType::MXFP4>;
+    case TensorType::Q2_K: return DotQ2_K<true>;
+    case TensorType::Q3_K: return DotQ3_K<true>;
     default: return nullptr;
   }
 }

@@ -29,9 +29,10 @@ bool CanPackR8(const WeightView& w) {
   const bool ok_type = w.type == TensorType::Q4_0 || w.type == TensorType::Q4_1 || w.type == TensorType::Q5_0 ||
                        w.type == TensorType::Q5_1 || w.type == TensorType::Q8_0 || w.type == TensorType::Q4_K ||
                        w.type == TensorType::Q5_K || w.type == TensorType::Q6_K ||
-                       w.type == TensorType::IQ4_NL || w.type == TensorType::IQ4_XS || w.type == TensorType::MXFP4;
+                       w.type == TensorType::IQ4_NL || w.type == TensorType::IQ4_XS || w.type == TensorType::MXFP4 ||
+                       w.type == TensorType::Q2_K || w.type == TensorType::Q3_K;
   const bool k_quant = w.type == TensorType::Q4_K || w.type == TensorType::Q5_K || w.type == TensorType::Q6_K ||
-                       w.type == TensorType::IQ4_XS;
+                       w.type == TensorType::IQ4_XS || w.type == TensorType::Q2_K || w.type == TensorType::Q3_K;
   return ok_type && w.data != nullptr && w.rows > 0 && w.cols > 0 && w.cols % (k_quant ? 256 : 32) == 0;
 }
 
@@ -47,6 +48,8 @@ size_t PackedBlockBytes(TensorType t) {
          : t == TensorType::IQ4_NL ? sizeof(PackedIQ4NL)
          : t == TensorType::IQ4_XS ? sizeof(PackedIQ4XS) / 8
          : t == TensorType::MXFP4 ? sizeof(PackedMXFP4)
+         : t == TensorType::Q2_K ? sizeof(PackedQ2K) / 8
+         : t == TensorType::Q3_K ? sizeof(PackedQ3K) / 8
          : t == TensorType::Q4_0 ? sizeof(PackedQ4_0)
                                  : sizeof(PackedQ4);
 }
@@ -120,6 +123,12 @@ bool PackR8Groups(const WeightView& w, uint8_t* out, int64_t g_begin, int64_t g_
             q[l] = static_cast<uint8_t>(lo | (((blk.qh[l] >> j) & 1) << 4));
           }
           Interleave5(q, r, p.qs, p.qh);
+        } else if (w.type == TensorType::Q2_K) {  // sub-block b % 8 of super-block b / 8 (quant_pack_k23.h)
+          PackQ2KSub(reinterpret_cast<const BlockQ2_K*>(src)[b / 8], static_cast<int>(b % 8), r,
+                     &reinterpret_cast<PackedQ2K*>(out)[idx / 8]);
+        } else if (w.type == TensorType::Q3_K) {
+          PackQ3KSub(reinterpret_cast<const BlockQ3_K*>(src)[b / 8], static_cast<int>(b % 8), r,
+                     &reinterpret_cast<PackedQ3K*>(out)[idx / 8]);
         } else if (w.type == TensorType::Q6_K) {
           // activation block b covers weights 32k .. 32k+32 of half h of
           // super-block b / 8 (k = b % 4, h = b / 4 % 2); layout in quant_pack.h

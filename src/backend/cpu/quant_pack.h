@@ -23,12 +23,16 @@
 // 4 bits as PackedQ4's nibbles and their fifth bits in one more vector qh
 // (below); weight = d · q + m (Q5_0: m = -16 · d).
 //
+// PackedQ2K, PackedQ3K (Q2_K, Q3_K): 2-bit fields four to a byte, in
+// quant_pack_k23.h.
+//
 // Rows past the matrix's end (rows % 8 != 0) are zero: scale 0, quants 0.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/quant_pack_k23.h"  // PackedQ2K, PackedQ3K
 #include "model/tensor_type.h"
 #include "model/weights.h"
 
@@ -172,13 +176,14 @@ static_assert(sizeof(PackedIQ4XS) == 16 + 8 * 136);
 inline constexpr int64_t kPackRows = 8;
 
 // Whether `w` can be packed: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL or MXFP4 with
-// whole 32-weight blocks, Q4_K, Q5_K, Q6_K or IQ4_XS with whole 256-weight
+// whole 32-weight blocks, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS with whole 256-weight
 // super-blocks.
 bool CanPackR8(const WeightView& w);
 // Whether type t packs to PackedQ8 blocks (Q8_0).
 bool PacksAsQ8(TensorType t);
-// Bytes of one packed block (8 rows, 32 weights) of type t (Q4_K, Q5_K,
-// Q6_K, IQ4_XS: an eighth of a PackedQ4K, PackedQ5K, PackedQ6K, PackedIQ4XS).
+// Bytes of one packed block (8 rows, 32 weights) of type t (the K-quants and
+// IQ4_XS: an eighth of a PackedQ2K, PackedQ3K, PackedQ4K, PackedQ5K,
+// PackedQ6K, PackedIQ4XS).
 size_t PackedBlockBytes(TensorType t);
 // Bytes of the packed copy of w (CanPackR8(w) must hold).
 size_t PackedR8Bytes(const WeightView& w);

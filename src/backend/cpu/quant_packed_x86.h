@@ -389,7 +389,9 @@ inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb,
   }
 }
 
-// The activation sums PackedQ6KTile (and VNNI's PackedQ8Tile) subtract: for
+#include "backend/cpu/quant_packed_k23_x86.h"  // PackedK23Tile: Q2_K, Q3_K
+
+// The activation sums PackedQ6KTile, PackedK23Tile (and VNNI's PackedQ8Tile) take: for
 // tokens [t0, t1), block b, Σ of quants 0..15 and of 16..31 at
 // out[2·(nb·(t - t0) + b)] and the next.
 inline void ActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int32_t* out) {
@@ -434,9 +436,10 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 }
 
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
-// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K, PackedQ8, PackedIQ4NL,
-// PackedIQ4XS or PackedMXFP4). xs: the activation sums of tokens from t0 on (ActSums) for
-// PackedQ6K and VNNI's PackedQ8 and IQ4 tiles, else unused.
+// PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K, PackedQ2K, PackedQ3K, PackedQ8,
+// PackedIQ4NL, PackedIQ4XS or PackedMXFP4). xs: the activation sums of tokens
+// from t0 on (ActSums) for PackedQ6K, PackedQ2K, PackedQ3K and VNNI's PackedQ8
+// and IQ4 tiles, else unused.
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs) {
   __m256 acc[T];
@@ -460,6 +463,11 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
     const int32_t* xst[T];
     for (int t = 0; t < T; ++t) xst[t] = xs + 2 * nb * t;
     PackedQ6KTile<T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
+  } else if constexpr (kK23<B>) {
+    const int64_t stride = nb / 8;  // super-blocks per row group
+    const int32_t* xst[T];
+    for (int t = 0; t < T; ++t) xst[t] = xs + 2 * nb * t;
+    PackedK23Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
   } else {
     const int64_t stride = nb / kSub<B>;  // elements of B per row group
     PackedQ4Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, acc);
@@ -492,17 +500,19 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 // groups) meets the block's tokens 4 at a time.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
-  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> || kIQ4<B>;  // not a nibble layout
+  constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> || kIQ4<B> || kK23<B>;  // not a nibble layout
   constexpr int64_t kTokBlock = 32;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
     const int32_t* xs = nullptr;  // this token block's activation sums, for the tiles that take them
-    if constexpr (std::is_same_v<B, PackedQ6K> || (LLM_PACKED_VNNI && (std::is_same_v<B, PackedQ8> || kIQ4<B>))) {
+    if constexpr (std::is_same_v<B, PackedQ6K> || kK23<B> ||
+                  (LLM_PACKED_VNNI && (std::is_same_v<B, PackedQ8> || kIQ4<B>))) {
       thread_local std::vector<int32_t> sums;
       sums.resize(static_cast<size_t>(2 * nb * (te - tb)));
       ActSums(a, nb, tb, te, sums.data());
+      if constexpr (kK23<B>) PackSumPairs(sums.data(), nb * (te - tb));
       xs = sums.data();
     }
     auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
@@ -545,6 +555,10 @@ void PackedQuantMatMul(const MatMulArgs& a) {
     PackedMatMul<PackedQ4K>(a);
   } else if (a.w->type == TensorType::Q6_K) {
     PackedMatMul<PackedQ6K>(a);
+  } else if (a.w->type == TensorType::Q2_K) {
+    PackedMatMul<PackedQ2K>(a);
+  } else if (a.w->type == TensorType::Q3_K) {
+    PackedMatMul<PackedQ3K>(a);
   } else if (a.w->type == TensorType::Q4_0) {
     PackedMatMul<PackedQ4_0>(a);
   } else if (a.w->type == TensorType::IQ4_NL) {
