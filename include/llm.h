@@ -292,11 +292,12 @@ typedef struct llm_ctx_params {
   uint64_t swap_space_bytes;  /* preempt_mode SWAP: host memory for         */
                               /* swapped-out KV blocks (page-locked on      */
                               /* CUDA), reserved at creation; whole blocks  */
-                              /* of the pool's format (kv_type; AUTO is     */
-                              /* BF16 on CUDA) count. 0 = the KV pool's size, */
-                              /* at most 1 GiB. Less than one block, or     */
-                              /* over 2^24 blocks: INVALID_ARGUMENT. Must   */
-                              /* be 0 with preempt_mode RECOMPUTE (else     */
+                              /* of the pool's format (kv_type, kv_type_v;  */
+                              /* AUTO is BF16 on CUDA) count. 0 = the KV    */
+                              /* pool's size, at most 1 GiB. Less than one  */
+                              /* block, or over 2^24 blocks:                */
+                              /* INVALID_ARGUMENT. Must be 0 with           */
+                              /* preempt_mode RECOMPUTE (else               */
                               /* INVALID_ARGUMENT).                         */
   /* --- appended in 0.3: KV cache element type --- */
   int32_t kv_type;            /* LLM_KV_*; default AUTO (F16 on the CPU:    */
@@ -306,8 +307,8 @@ typedef struct llm_ctx_params {
                               /* directly; CUDA reads BF16 (its AUTO), F16, */
                               /* Q8_0 and Q4_0 directly and refuses F32     */
                               /* with UNSUPPORTED. V takes kv_type too      */
-                              /* unless kv_type_v names another type (the   */
-                              /* CPU only: CUDA refuses two types).         */
+                              /* unless kv_type_v names another type (both  */
+                              /* backends store each side in its own type). */
                               /* Another value: INVALID_ARGUMENT. Callers   */
                               /* built against an older header get AUTO.    */
   int32_t kv_type_v;          /* (0.6, was reserved3; issue 32) LLM_KV_*:   */
@@ -315,12 +316,14 @@ typedef struct llm_ctx_params {
                               /* K's (llama.cpp's -ctk / -ctv: e.g. K Q8_0, */
                               /* V F16). 0 (LLM_KV_AUTO, the default and    */
                               /* what every caller of an older header       */
-                              /* passes) = as kv_type. The CPU backend      */
-                              /* stores and reads each side in its own type */
+                              /* passes) = as kv_type. Both backends store  */
+                              /* and read each side in its own type         */
                               /* (llm_stats.kv_pool_bytes: the sum of both  */
-                              /* sides); CUDA refuses a V type other than   */
-                              /* kv_type with UNSUPPORTED. Another value:   */
-                              /* INVALID_ARGUMENT.                          */
+                              /* sides), each side allowed where it is      */
+                              /* allowed as kv_type (on CUDA: not F32; FP8  */
+                              /* E4M3 on 8.9+; Q4_0 and FP8 need head_dim   */
+                              /* a multiple of 32), else UNSUPPORTED naming */
+                              /* the side. Another value: INVALID_ARGUMENT. */
   /* --- appended in 0.3: partial offload (llama.cpp's -ngl) --- */
   int32_t n_gpu_layers;       /* With the CUDA backend: how many of the     */
                               /* model's layers run on the GPU, the first   */
@@ -1059,7 +1062,8 @@ typedef struct llm_stats {
                                /* committed (in 2 MiB steps) as blocks are    */
                                /* first written; on CUDA the whole pool       */
   uint64_t kv_pool_bytes;      /* the whole pool, committed or not:           */
-                               /* kv_blocks_total blocks of the kv_type       */
+                               /* kv_blocks_total blocks of the kv_type (K)   */
+                               /* and kv_type_v (V)                           */
   uint64_t weight_bytes;       /* model weights the backend reads: the mapped */
                                /* file's tensors (less those whose packed CPU */
                                /* copy replaced them) plus packed or device   */

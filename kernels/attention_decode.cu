@@ -103,9 +103,9 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
       for (int32_t c = tid; c < kt * chunks; c += kThreads) {
         const int32_t k = c / chunks, d0 = (c % chunks) * 8, key = key0 + k;
         uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-        if (key < key_end) {  // widened to bf16 from the pool's type
-          kv = dev::LoadKv8(p.kv, p.kv.k, table, key, g, hd, d0);
-          vv = dev::LoadKv8(p.kv, p.kv.v, table, key, g, hd, d0);
+        if (key < key_end) {  // widened to bf16 from each side's type
+          kv = dev::LoadKv8(dev::KPlane(p.kv), table, key, g, hd, d0);
+          vv = dev::LoadKv8(dev::VPlane(p.kv), table, key, g, hd, d0);
         }
         uint32_t* kd = reinterpret_cast<uint32_t*>(sK + k * (hd + 2) + d0);
         kd[0] = kv.x;
@@ -119,8 +119,8 @@ __global__ void __launch_bounds__(kThreads) DecodeAttnKernel(DecodeAttnParams p,
         const int32_t k = c / hd, d = c % hd, key = key0 + k;
         bf16 kv = __float2bfloat16_rn(0.0f), vv = kv;
         if (key < key_end) {
-          kv = dev::LoadKv1(p.kv, p.kv.k, table, key, g, hd, d);
-          vv = dev::LoadKv1(p.kv, p.kv.v, table, key, g, hd, d);
+          kv = dev::LoadKv1(dev::KPlane(p.kv), table, key, g, hd, d);
+          vv = dev::LoadKv1(dev::VPlane(p.kv), table, key, g, hd, d);
         }
         sK[k * (hd + 2) + d] = kv;
         sV[k * hd + d] = vv;
@@ -273,7 +273,7 @@ cudaError_t LaunchDecodeAttention(const DecodeAttnParams& p, void* workspace, si
                                   cudaStream_t stream) {
   if (p.n_items < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 ||
       p.head_dim % 2 != 0 || p.head_dim > 256 || p.n_splits < 1 || p.kv.block_size <= 0 || p.window < 0 ||
-      !(p.softcap >= 0.0f) || !KvElemFits(p.kv.elem, p.head_dim))
+      !(p.softcap >= 0.0f) || !KvElemFits(p.kv.elem, p.head_dim) || !KvElemFits(p.kv.ElemV(), p.head_dim))
     return cudaErrorInvalidValue;
   const int32_t n_rep = p.n_head / p.n_head_kv, kt = DecodeKeyTile(p.head_dim);
   if (n_rep * p.head_dim > kMaxOutPerThread * kThreads) return cudaErrorInvalidValue;

@@ -28,7 +28,7 @@ struct DecodeAttnParams {
   const int32_t* tok_pos = nullptr;   // (n_tok) position of each token
   const SeqDesc* seqs = nullptr;
   const int32_t* block_tables = nullptr;
-  PagedKv kv;                         // this layer's K/V (this step's tokens already stored)
+  PagedKv kv;                         // this layer's K/V, each side in its type (this step's tokens already stored)
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;               // even, <= 256

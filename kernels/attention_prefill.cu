@@ -72,13 +72,13 @@ __global__ void __launch_bounds__(kThreads) PrefillAttnKernel(PrefillAttnParams 
     for (int32_t c = tid; c < kBN * CH; c += kThreads) {
       const int32_t k = c / CH, d0 = (c % CH) * 8, key = kb + k;
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (key < kv_end) v = dev::LoadKv8(p.kv, p.kv.k, table, key, g, HD, d0);  // widened to bf16
+      if (key < kv_end) v = dev::LoadKv8(dev::KPlane(p.kv), table, key, g, HD, d0);  // bf16 from K's type
       *reinterpret_cast<uint4*>(sQK + k * KS + d0) = v;
     }
     for (int32_t c = tid; c < kBN * CH; c += kThreads) {
       const int32_t k = c % kBN, d0 = (c / kBN) * 8, key = kb + k;  // consecutive threads: consecutive keys
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (key < kv_end) v = dev::LoadKv8(p.kv, p.kv.v, table, key, g, HD, d0);
+      if (key < kv_end) v = dev::LoadKv8(dev::VPlane(p.kv), table, key, g, HD, d0);  // from V's type
       const bf16* e = reinterpret_cast<const bf16*>(&v);
 #pragma unroll
       for (int i = 0; i < 8; ++i) sVt[(d0 + i) * VS + k] = e[i];
@@ -192,7 +192,7 @@ bool PrefillAttentionSupports(int32_t head_dim) { return head_dim == 64 || head_
 cudaError_t LaunchPrefillAttention(const PrefillAttnParams& p, cudaStream_t stream) {
   if (p.n_work < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head > 65535 ||
       !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0 || p.window < 0 || !(p.softcap >= 0.0f) ||
-      !KvElemFits(p.kv.elem, p.head_dim))
+      !KvElemFits(p.kv.elem, p.head_dim) || !KvElemFits(p.kv.ElemV(), p.head_dim))
     return cudaErrorInvalidValue;
   if (p.n_work == 0) return cudaSuccess;
   const dim3 grid(p.n_work, p.n_head);

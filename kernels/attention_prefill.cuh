@@ -29,7 +29,7 @@ struct PrefillAttnParams {
   int32_t n_work = 0;
   const SeqDesc* seqs = nullptr;
   const int32_t* block_tables = nullptr;
-  PagedKv kv;                       // this layer's K/V (this step's tokens already stored)
+  PagedKv kv;                       // this layer's K/V, each side in its type (this step's tokens already stored)
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;             // 64 or 128

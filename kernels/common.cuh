@@ -67,8 +67,10 @@ inline constexpr int32_t kFp8BlockBytes = 36;  // values per block: 32
 //         │           ├─ layer 1 ...
 //         ├─ block 1 ...
 //
-// which is the KV wire layout (backend/kv_wire.h) of the pool's type, so a
-// block leaves and enters the device as it is. Token-major tiles keep one
+// K's tiles are of K's element type (elem) and V's of V's (elem_v; 0: as
+// elem, llm_ctx_params.kv_type_v), each side's tile of its own size: the KV
+// wire layout (backend/kv_wire.h) of that pair, so a block leaves and
+// enters the device as it is. Token-major tiles keep one
 // key's head_dim values adjacent (16-byte loads for any block size); the
 // attention kernels widen a tile to bf16 in shared memory as they load it
 // (kernels/kv_elem.cuh) and transpose V there where the tensor cores want it.
@@ -78,19 +80,23 @@ struct KvPoolLayout {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int32_t block_size = 0;
-  int32_t elem = kKvBf16;
+  int32_t elem = kKvBf16;  // K's (and V's unless elem_v says otherwise)
+  int32_t elem_v = 0;      // V's; 0 = as elem
 
-  // one (layer, K|V, head) tile
-  int64_t tile_bytes() const {
+  // The element type of K (kv = 0) or V (kv = 1).
+  int32_t Elem(int32_t kv) const { return kv == 1 && elem_v != 0 ? elem_v : elem; }
+  // One (layer, K|V, head) tile of element type e.
+  int64_t TileBytes(int32_t e) const {
     const int64_t values = static_cast<int64_t>(block_size) * head_dim;
-    if (elem == kKvQ4) return static_cast<int64_t>(block_size) * (head_dim / 32) * kQ4BlockBytes;
-    if (elem == kKvFp8) return static_cast<int64_t>(block_size) * (head_dim / 32) * kFp8BlockBytes;
-    return elem == kKvQ8 ? 4 * static_cast<int64_t>(block_size) + values : 2 * values;
+    if (e == kKvQ4) return static_cast<int64_t>(block_size) * (head_dim / 32) * kQ4BlockBytes;
+    if (e == kKvFp8) return static_cast<int64_t>(block_size) * (head_dim / 32) * kFp8BlockBytes;
+    return e == kKvQ8 ? 4 * static_cast<int64_t>(block_size) + values : 2 * values;
   }
-  int64_t layer_bytes() const { return 2 * n_head_kv * tile_bytes(); }
+  int64_t tile_bytes(int32_t kv = 0) const { return TileBytes(Elem(kv)); }
+  int64_t layer_bytes() const { return n_head_kv * (tile_bytes(0) + tile_bytes(1)); }
   int64_t block_bytes() const { return n_layer * layer_bytes(); }
   int64_t KOffset(int32_t layer) const { return layer * layer_bytes(); }
-  int64_t VOffset(int32_t layer) const { return layer * layer_bytes() + n_head_kv * tile_bytes(); }
+  int64_t VOffset(int32_t layer) const { return layer * layer_bytes() + n_head_kv * tile_bytes(0); }
 };
 
 inline bool KvElemValid(int32_t elem) {
@@ -103,13 +109,19 @@ inline bool KvElemFits(int32_t elem, int32_t head_dim) {
 
 // One layer's view of the pool, as the attention and KV-store kernels take it.
 //   row of position p, kv head h: k + block_table[p / bs] * block_stride + h * tile_bytes + row p % bs
+//   (V: v, tile_bytes_v, elem_v; each 0 = as K's, so a one-type view sets K's only)
 struct PagedKv {
   unsigned char* k = nullptr;  // pool + KOffset(layer)
   unsigned char* v = nullptr;  // pool + VOffset(layer)
   int64_t block_stride = 0;    // bytes per block
-  int64_t tile_bytes = 0;      // bytes per (K|V, head) tile
+  int64_t tile_bytes = 0;      // bytes per (K, head) tile
+  int64_t tile_bytes_v = 0;    // bytes per (V, head) tile; 0 = tile_bytes
   int32_t block_size = 0;      // tokens per block
-  int32_t elem = kKvBf16;      // kKv*
+  int32_t elem = kKvBf16;      // K's kKv*
+  int32_t elem_v = 0;          // V's kKv*; 0 = elem
+
+  __host__ __device__ int32_t ElemV() const { return elem_v != 0 ? elem_v : elem; }
+  __host__ __device__ int64_t TileBytesV() const { return tile_bytes_v != 0 ? tile_bytes_v : tile_bytes; }
 };
 
 }  // namespace llm::cuda

@@ -1,6 +1,7 @@
-// Reading and writing rows of the paged KV pool in its element type
-// (common.cuh: BF16, F16, Q8_0 or Q4_0). The attention kernels load K/V
-// tiles through LoadKv8 / LoadKv1, which widen the stored values to bf16 on
+// Reading and writing rows of the paged KV pool in its element types
+// (common.cuh: BF16, F16, Q8_0, Q4_0 or FP8 E4M3, K's and V's each their
+// own). The attention kernels load K/V tiles through LoadKv8 / LoadKv1 from
+// a side's KvPlane, which widen the stored values to bf16 on
 // the way into shared memory (no dequantized copy of the cache exists); the
 // KV-store kernel writes through StoreKvHalf / StoreKvRowQ8 / StoreKvRowQ4.
 //
@@ -104,17 +105,34 @@ __device__ __forceinline__ uint32_t F32ToE4m3Bits(float f) {
   return sign | ((r >> 20) - (120u << 3));
 }
 
-// Start of the tile holding position `pos` of kv head h in a layer view's K or V.
-__device__ __forceinline__ const unsigned char* KvTile(const PagedKv& kv, const unsigned char* base,
-                                                       const int32_t* table, int32_t pos, int32_t h) {
-  return base + static_cast<int64_t>(table[pos / kv.block_size]) * kv.block_stride + h * kv.tile_bytes;
+// One side (K or V) of a layer view: where its tiles start, their size and
+// element type. K and V may be of different types (PagedKv::elem_v), so the
+// kernels read each side through its own plane.
+struct KvPlane {
+  const unsigned char* base;
+  int64_t block_stride;
+  int64_t tile_bytes;
+  int32_t block_size;
+  int32_t elem;
+};
+__device__ __forceinline__ KvPlane KPlane(const PagedKv& kv) {
+  return KvPlane{kv.k, kv.block_stride, kv.tile_bytes, kv.block_size, kv.elem};
+}
+__device__ __forceinline__ KvPlane VPlane(const PagedKv& kv) {
+  return KvPlane{kv.v, kv.block_stride, kv.TileBytesV(), kv.block_size, kv.ElemV()};
+}
+
+// Start of the tile holding position `pos` of kv head h in a plane.
+__device__ __forceinline__ const unsigned char* KvTile(const KvPlane& kv, const int32_t* table, int32_t pos,
+                                                       int32_t h) {
+  return kv.base + static_cast<int64_t>(table[pos / kv.block_size]) * kv.block_stride + h * kv.tile_bytes;
 }
 
 // Dims [d0, d0 + 8) of position pos's row (kv head h) as 8 bf16. d0 and
 // head_dim are multiples of 8.
-__device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char* base, const int32_t* table,
-                                         int32_t pos, int32_t h, int32_t head_dim, int32_t d0) {
-  const unsigned char* tile = KvTile(kv, base, table, pos, h);
+__device__ __forceinline__ uint4 LoadKv8(const KvPlane& kv, const int32_t* table, int32_t pos, int32_t h,
+                                         int32_t head_dim, int32_t d0) {
+  const unsigned char* tile = KvTile(kv, table, pos, h);
   const int32_t r = pos % kv.block_size;
   if (kv.elem == kKvBf16) return *reinterpret_cast<const uint4*>(tile + (static_cast<int64_t>(r) * head_dim + d0) * 2);
   float x[8];
@@ -169,9 +187,9 @@ __device__ __forceinline__ uint4 LoadKv8(const PagedKv& kv, const unsigned char*
 // of 32 (KvElemFits, checked by every launcher), so the kernels read it
 // through LoadKv8 only. (A Q4_0 branch here, dead as it is, cost the decode kernel
 // 408 bytes of register spills on sm_90, and a trap in its place 4.)
-__device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* base, const int32_t* table,
-                                        int32_t pos, int32_t h, int32_t head_dim, int32_t d) {
-  const unsigned char* tile = KvTile(kv, base, table, pos, h);
+__device__ __forceinline__ bf16 LoadKv1(const KvPlane& kv, const int32_t* table, int32_t pos, int32_t h,
+                                        int32_t head_dim, int32_t d) {
+  const unsigned char* tile = KvTile(kv, table, pos, h);
   const int32_t r = pos % kv.block_size;
   const int64_t e = static_cast<int64_t>(r) * head_dim + d;
   if (kv.elem == kKvBf16) return reinterpret_cast<const bf16*>(tile)[e];
@@ -181,10 +199,11 @@ __device__ __forceinline__ bf16 LoadKv1(const PagedKv& kv, const unsigned char* 
   return __float2bfloat16_rn(scale * static_cast<float>(reinterpret_cast<const int8_t*>(tile + 4 * kv.block_size)[e]));
 }
 
-// Writable tile of position pos (kv head h) and the row's index in it.
-__device__ __forceinline__ unsigned char* KvTileW(const PagedKv& kv, unsigned char* base, int32_t block,
-                                                  int32_t h) {
-  return base + static_cast<int64_t>(block) * kv.block_stride + h * kv.tile_bytes;
+// Writable tile of kv head h in a block: K's (side 0) or V's (side 1), each
+// of its side's size.
+__device__ __forceinline__ unsigned char* KvTileW(const PagedKv& kv, int32_t side, int32_t block, int32_t h) {
+  return (side == 0 ? kv.k : kv.v) + static_cast<int64_t>(block) * kv.block_stride +
+         h * (side == 0 ? kv.tile_bytes : kv.TileBytesV());
 }
 
 // Stores x as element d of row r of a BF16 or F16 tile.

@@ -43,13 +43,14 @@ __device__ __forceinline__ float Biased(const float* src, const float* bias, int
 // One block per token. With q/k norms, first one thread per q and k head
 // finds its 1 / rms (sInv: (n_head + n_head_kv) F32 dynamic shared memory).
 // Items: (n_head + n_head_kv) heads x head_dim/2 pairs of q and k, then
-// n_head_kv x head_dim values of v. A BF16/F16 pool takes each value as it
-// is made; for Q8_0, FP8 and Q4_0 the rows gather in sRow (2 n_head_kv rows of
-// head_dim F32 after sInv: K, then V) and then one warp per row quantizes
-// it (the row's scale needs all of it). Q4_0 also gathers the query rows
-// (n_head more, after V) and first rotates every row by its Hadamard size
-// (rot_k: q and k, rot_v: v; kv_rotation.h), one warp per row, so the
-// pool holds H k and H v and the attention reads H q.
+// n_head_kv x head_dim values of v. Each side is stored in its own type
+// (K: kv.elem, V: kv.ElemV()). A BF16/F16 side takes each value as it is
+// made; for a Q8_0, FP8 or Q4_0 side the rows gather in sRow (2 n_head_kv
+// rows of head_dim F32 after sInv: K, then V) and then one warp per row
+// quantizes it (the row's scale needs all of it). A Q4_0 K also gathers the
+// query rows (n_head more, after V); a Q4_0 side's rows are first rotated
+// by its Hadamard size (rot_k: q and k, rot_v: v; kv_rotation.h), one warp
+// per row, so the pool holds H k / H v and the attention reads H q.
 __global__ void RopeStoreKvKernel(RopeKvParams p) {
   LLM_DYNAMIC_SMEM(float, sInv);
   const int32_t t = blockIdx.x;
@@ -61,9 +62,11 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
   const int32_t pos = p.tok_pos[t];
   const int32_t block = p.block_tables[s.table_offset + pos / p.kv.block_size];
   const int32_t r = pos % p.kv.block_size;  // row in the block's tiles
-  const bool q4 = p.kv.elem == kKvQ4, gather = q4 || p.kv.elem == kKvQ8 || p.kv.elem == kKvFp8;
-  float* sRow = sInv + (p.q_norm ? p.n_head + p.n_head_kv : 0);  // Q8_0, Q4_0: K rows, then V rows
-  float* sQ = sRow + 2 * static_cast<int64_t>(p.n_head_kv) * hd;  // Q4_0: (n_head, hd) query rows
+  const int32_t ek = p.kv.elem, ev = p.kv.ElemV();
+  const bool qk4 = ek == kKvQ4, v4 = ev == kKvQ4;  // rotated sides (a Q4_0 K rotates the query too)
+  const bool gk = qk4 || ek == kKvQ8 || ek == kKvFp8, gv = v4 || ev == kKvQ8 || ev == kKvFp8;  // gathered sides
+  float* sRow = sInv + (p.q_norm ? p.n_head + p.n_head_kv : 0);  // quantized sides: K rows, then V rows
+  float* sQ = sRow + 2 * static_cast<int64_t>(p.n_head_kv) * hd;  // Q4_0 K: (n_head, hd) query rows
 
   const bool norm = p.q_norm != nullptr;
   if (norm) {
@@ -95,47 +98,49 @@ __global__ void RopeStoreKvKernel(RopeKvParams p) {
       x0 = y0;
       x1 = y1;
     }
-    if (h < p.n_head && q4) {
+    if (h < p.n_head && qk4) {
       sQ[h * hd + a] = x0;
       sQ[h * hd + b] = x1;
     } else if (h < p.n_head) {
       bf16* q = p.q_out + (static_cast<int64_t>(t) * p.n_head + h) * hd;
       q[a] = __float2bfloat16_rn(x0);
       q[b] = __float2bfloat16_rn(x1);
-    } else if (gather) {
+    } else if (gk) {
       sRow[(h - p.n_head) * hd + a] = x0;
       sRow[(h - p.n_head) * hd + b] = x1;
     } else {
-      unsigned char* tile = dev::KvTileW(p.kv, p.kv.k, block, h - p.n_head);
-      dev::StoreKvHalf(p.kv.elem, tile, r, hd, a, x0);
-      dev::StoreKvHalf(p.kv.elem, tile, r, hd, b, x1);
+      unsigned char* tile = dev::KvTileW(p.kv, 0, block, h - p.n_head);
+      dev::StoreKvHalf(ek, tile, r, hd, a, x0);
+      dev::StoreKvHalf(ek, tile, r, hd, b, x1);
     }
   }
   const float* v = src + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd;
   const float* vb = p.bias ? p.bias + static_cast<int64_t>(p.n_head + p.n_head_kv) * hd : nullptr;
   for (int32_t j = threadIdx.x; j < p.n_head_kv * hd; j += blockDim.x) {
     const int32_t h = j / hd, d = j % hd;
-    if (gather) sRow[(p.n_head_kv + h) * hd + d] = Biased(v, vb, j);
-    else dev::StoreKvHalf(p.kv.elem, dev::KvTileW(p.kv, p.kv.v, block, h), r, hd, d, Biased(v, vb, j));
+    if (gv) sRow[(p.n_head_kv + h) * hd + d] = Biased(v, vb, j);
+    else dev::StoreKvHalf(ev, dev::KvTileW(p.kv, 1, block, h), r, hd, d, Biased(v, vb, j));
   }
-  if (!gather) return;
+  if (!gk && !gv) return;
   __syncthreads();
   const int32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-  if (q4) {
-    // rows of sRow: K (n_head_kv), V (n_head_kv), then Q (n_head)
-    for (int32_t i = warp; i < 2 * p.n_head_kv + p.n_head; i += n_warps) {
+  if (qk4 || v4) {
+    // rows of sRow: K (n_head_kv), V (n_head_kv), then Q (n_head, a Q4_0 K's
+    // only); a side of another type has rotation 0 (HadamardRowWarp: none)
+    for (int32_t i = warp; i < 2 * p.n_head_kv + (qk4 ? p.n_head : 0); i += n_warps) {
       const bool is_v = i >= p.n_head_kv && i < 2 * p.n_head_kv;
       dev::HadamardRowWarp(sRow + static_cast<int64_t>(i) * hd, hd, is_v ? p.rot_v : p.rot_k, lane);
     }
     __syncthreads();
     bf16* q = p.q_out + static_cast<int64_t>(t) * p.n_head * hd;
-    for (int32_t i = threadIdx.x; i < p.n_head * hd; i += blockDim.x) q[i] = __float2bfloat16_rn(sQ[i]);
+    for (int32_t i = threadIdx.x; qk4 && i < p.n_head * hd; i += blockDim.x) q[i] = __float2bfloat16_rn(sQ[i]);
   }
   for (int32_t kr = warp; kr < 2 * p.n_head_kv; kr += n_warps) {
-    const int32_t h = kr % p.n_head_kv;
-    unsigned char* tile = dev::KvTileW(p.kv, kr < p.n_head_kv ? p.kv.k : p.kv.v, block, h);
-    if (q4) dev::StoreKvRowQ4(tile, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
-    else if (p.kv.elem == kKvFp8) dev::StoreKvRowFp8(tile, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
+    const int32_t side = kr < p.n_head_kv ? 0 : 1, h = kr % p.n_head_kv, e = side == 0 ? ek : ev;
+    if (!(side == 0 ? gk : gv)) continue;  // a BF16/F16 side is stored already
+    unsigned char* tile = dev::KvTileW(p.kv, side, block, h);
+    if (e == kKvQ4) dev::StoreKvRowQ4(tile, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
+    else if (e == kKvFp8) dev::StoreKvRowFp8(tile, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
     else dev::StoreKvRowQ8(tile, p.kv.block_size, r, hd, sRow + static_cast<int64_t>(kr) * hd, lane);
   }
 }
@@ -159,16 +164,19 @@ cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* in
 cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
   if (p.n_tok < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0 || p.head_dim % 2 != 0 ||
       p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0 || !KvElemFits(p.kv.elem, p.head_dim) ||
+      !KvElemFits(p.kv.ElemV(), p.head_dim) ||
       (p.q_norm == nullptr) != (p.k_norm == nullptr) || !(p.eps >= 0.0f))
     return cudaErrorInvalidValue;
-  // rotations only where the pool is rotated (Q4_0), and sizes that tile a row
+  // rotations only on a side that is rotated (Q4_0), and sizes that tile a row
   if (!RotationFits(p.rot_k, p.head_dim) || !RotationFits(p.rot_v, p.head_dim) ||
-      (p.kv.elem != kKvQ4 && (p.rot_k != 0 || p.rot_v != 0)))
+      (p.kv.elem != kKvQ4 && p.rot_k != 0) || (p.kv.ElemV() != kKvQ4 && p.rot_v != 0))
     return cudaErrorInvalidValue;
   if (p.n_tok == 0) return cudaSuccess;
-  const size_t rows = p.kv.elem == kKvQ8 || p.kv.elem == kKvFp8 ? 2 * static_cast<size_t>(p.n_head_kv)
-                      : p.kv.elem == kKvQ4 ? 2 * static_cast<size_t>(p.n_head_kv) + p.n_head
-                                           : 0;
+  // K and V rows when either side is quantized (rows of a BF16/F16 side stay
+  // unused), and the query rows behind them with a Q4_0 K
+  auto quantized = [](int32_t e) { return e == kKvQ8 || e == kKvFp8 || e == kKvQ4; };
+  const size_t rows = (quantized(p.kv.elem) || quantized(p.kv.ElemV()) ? 2 * static_cast<size_t>(p.n_head_kv) : 0) +
+                      (p.kv.elem == kKvQ4 ? static_cast<size_t>(p.n_head) : 0);
   const size_t smem =
       ((p.q_norm ? static_cast<size_t>(p.n_head + p.n_head_kv) : 0) + rows * p.head_dim) * sizeof(float);
   if (smem > 48 * 1024) {  // a Q4_0 pool's query rows (32 heads x 256 dims: 32 KiB and more)

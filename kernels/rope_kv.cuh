@@ -29,7 +29,7 @@ struct RopeKvParams {
   const SeqDesc* seqs = nullptr;    // (n_seqs)
   const int32_t* block_tables = nullptr;
   bf16* q_out = nullptr;            // (n_tok, n_head, head_dim) rotated queries
-  PagedKv kv;                       // this layer's pool view: RoPE'd K and V are stored there
+  PagedKv kv;                       // this layer's pool view: RoPE'd K and V are stored there, each in its type
   int32_t n_tok = 0;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
@@ -41,9 +41,10 @@ struct RopeKvParams {
   const float* q_norm = nullptr;    // (head_dim) F32 or null: RMSNorm of each query head (Gemma 3, Qwen3)
   const float* k_norm = nullptr;    // (head_dim) F32; null exactly when q_norm is
   float eps = 0.0f;                 // the q/k norms' epsilon
-  // Hadamard sizes (backend/kv_rotation.h) of a Q4_0 pool's rows, 0 for
-  // other types: q and k are rotated by H_rot_k after RoPE, v by H_rot_v,
-  // before q is written and K/V are stored.
+  // Hadamard sizes (backend/kv_rotation.h) of a Q4_0 side's rows, 0 for a
+  // side of another type: with a Q4_0 K, q and k are rotated by H_rot_k
+  // after RoPE; with a Q4_0 V, v by H_rot_v, before q is written and K/V
+  // are stored.
   int32_t rot_k = 0;
   int32_t rot_v = 0;
 };

@@ -91,7 +91,7 @@ const char* FinishName(int32_t r) {
                "                        on the CPU (default all; 0: none; auto: as many as fit)\n"
                "  -kv TYPE              KV cache element type of K and V (default: the backend's)\n"
                "  -ctk, --cache-type-k TYPE, -ctv, --cache-type-v TYPE   K's and V's apart (-ctk alone\n"
-               "                        sets both; types that differ: CPU backend only)\n"
+               "                        sets both; types that differ: CPU and CUDA)\n"
                "  -v, --verbose         per-turn token counts and speed on stderr\n"
                "commands: /reset clears the history, /quit leaves\n",
                chat::kDefaultChatModel);

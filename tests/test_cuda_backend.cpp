@@ -56,12 +56,14 @@ struct Backends {
 };
 
 // kv_type: both pools' element type (F32, KvCacheSpec's default, is BF16 on CUDA).
-void MakeBackends(const std::string& path, int32_t n_blocks, Backends* b, int32_t kv_type = LLM_KV_F32) {
+void MakeBackends(const std::string& path, int32_t n_blocks, Backends* b, int32_t kv_type = LLM_KV_F32,
+                  int32_t kv_type_v = LLM_KV_AUTO) {
   auto m = Model::Load(path.c_str());
   ASSERT_TRUE(m.ok()) << m.status().message();
   b->model = std::move(*m);
   KvCacheSpec kv{16, n_blocks};
   kv.kv_type = kv_type;
+  kv.kv_type_v = kv_type_v;
   auto cpu = CreateCpuBackend(b->model->config, b->model->weights, kv, 2);
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   b->cpu = std::move(*cpu);
@@ -357,11 +359,12 @@ TEST(CudaBackend, AttentionScaleAndRopePairingFromTheConfig) {
 // into other blocks (consecutive runs go as one copy), a block copied
 // (copy-on-write), then the sequence continues as on the CPU backend, which
 // swaps and copies the same way. Each pool type: BF16 (against the CPU's
-// F32), F16 and Q8_0 (against the CPU's own F16, Q8_0).
-void SwapAndCopy(int32_t kv_type) {
-  SCOPED_TRACE("kv_type " + std::to_string(kv_type));
+// F32), F16 and Q8_0 (against the CPU's own F16, Q8_0), and K Q8_0 with V
+// F16 (kv_type_v: a block of two tile sizes, moved whole).
+void SwapAndCopy(int32_t kv_type, int32_t kv_type_v = LLM_KV_AUTO) {
+  SCOPED_TRACE("kv_type " + std::to_string(kv_type) + " kv_type_v " + std::to_string(kv_type_v));
   Backends b;
-  MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 16, &b, kv_type);
+  MakeBackends(RepoDir() + "/models/stories260K-f32.gguf", 16, &b, kv_type, kv_type_v);
   if (::testing::Test::HasFatalFailure()) return;
   if (kv_type == LLM_KV_Q8_0) {
     EXPECT_EQ(b.gpu->kv_block_bytes(), b.cpu->kv_block_bytes());  // the same Q8_0 rows (the CPU pads tiles: 0 B here)
@@ -394,6 +397,7 @@ void SwapAndCopy(int32_t kv_type) {
 TEST(CudaBackend, SwappedOutBlocksComeBackLikeOnTheCpu) {
   SKIP_WITHOUT_DEVICE();
   for (int32_t t : {LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0}) SwapAndCopy(t);
+  SwapAndCopy(LLM_KV_Q8_0, LLM_KV_F16);  // the same rows as the CPU's: equal block bytes
 }
 
 TEST(CudaBackend, RejectsInvalidBatches) {

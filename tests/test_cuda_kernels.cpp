@@ -474,19 +474,21 @@ TEST_F(CudaKernels, RopeAnglesMatchCpuRope) {
 
 // A batch of sequences over a paged pool of n_layer = 2 layers (the kernels
 // run on layer 1, so layer offsets are exercised), blocks handed out in a
-// random order, in element type `elem` (BF16, F16 or Q8_0; a pool tile is a
-// KV wire tile, so kvstate's DecodeKvRow / EncodeKvRow read and write rows).
+// random order, K in element type `elem` and V in `elem_v` (0: as K's; BF16,
+// F16, Q8_0, Q4_0 or FP8; a pool tile is a KV wire tile, so kvstate's
+// DecodeKvRow / EncodeKvRow read and write rows).
 struct PagedBatch {
   int Hq, Hkv, hd, bs;
   std::vector<std::pair<int, int>> seqs;  // (n_past, n_tokens)
   int32_t elem = kKvBf16;
+  int32_t elem_v = 0;
   KvPoolLayout layout;
   int n_blocks = 0, n_tok = 0;
   std::vector<SeqDesc> desc;
   std::vector<int32_t> tables, tok_seq, tok_pos;
 
   void Build(std::mt19937_64& rng) {
-    layout = KvPoolLayout{2, Hkv, hd, bs, elem};
+    layout = KvPoolLayout{2, Hkv, hd, bs, elem, elem_v};
     int total_blocks = 0;
     for (auto [past, n] : seqs) total_blocks += (past + n + bs - 1) / bs;
     n_blocks = total_blocks + 3;
@@ -506,22 +508,24 @@ struct PagedBatch {
     }
   }
   int64_t pool_bytes() const { return n_blocks * layout.block_bytes(); }
-  KvWireLayout wire() const { return KvWireLayout{2, Hkv, hd, bs, elem}; }
+  KvWireLayout wire() const { return KvWireLayout{2, Hkv, hd, bs, elem, elem_v}; }
   // Byte offset of the tile of (layer, K or V, position pos of sequence s, kv head h); its row is pos % bs.
   int64_t Tile(int layer, bool v, int s, int pos, int h) const {
     const int32_t block = tables[desc[s].table_offset + pos / bs];
-    return block * layout.block_bytes() + (v ? layout.VOffset(layer) : layout.KOffset(layer)) + h * layout.tile_bytes();
+    return block * layout.block_bytes() + (v ? layout.VOffset(layer) : layout.KOffset(layer)) +
+           h * layout.tile_bytes(v ? 1 : 0);
   }
   // Bytes of that row: its values and, for Q8_0, its scale.
   std::vector<int64_t> RowBytes(int layer, bool v, int s, int pos, int h) const {
     const int64_t t = Tile(layer, v, s, pos, h), r = pos % bs;
+    const int32_t e = layout.Elem(v ? 1 : 0);  // this side's type
     std::vector<int64_t> out;
-    if (elem == kKvQ8) {
+    if (e == kKvQ8) {
       for (int i = 0; i < 4; ++i) out.push_back(t + 4 * r + i);
       for (int d = 0; d < hd; ++d) out.push_back(t + 4 * bs + r * hd + d);
-    } else if (elem == kKvQ4) {  // head_dim / 32 blocks of 18 bytes
+    } else if (e == kKvQ4) {  // head_dim / 32 blocks of 18 bytes
       for (int i = 0; i < hd / 32 * kQ4BlockBytes; ++i) out.push_back(t + r * (hd / 32) * kQ4BlockBytes + i);
-    } else if (elem == kKvFp8) {  // head_dim / 32 blocks of 36 bytes
+    } else if (e == kKvFp8) {  // head_dim / 32 blocks of 36 bytes
       for (int i = 0; i < hd / 32 * kFp8BlockBytes; ++i) out.push_back(t + r * (hd / 32) * kFp8BlockBytes + i);
     } else {
       for (int d = 0; d < 2 * hd; ++d) out.push_back(t + r * hd * 2 + d);
@@ -538,9 +542,11 @@ struct PagedBatch {
     kv.k = d_pool + layout.KOffset(1);
     kv.v = d_pool + layout.VOffset(1);
     kv.block_stride = layout.block_bytes();
-    kv.tile_bytes = layout.tile_bytes();
+    kv.tile_bytes = layout.tile_bytes(0);
+    kv.tile_bytes_v = layout.tile_bytes(1);
     kv.block_size = bs;
     kv.elem = elem;
+    kv.elem_v = elem_v;
     return kv;
   }
   void SetRow(std::vector<uint8_t>& pool, int layer, bool v, int s, int pos, int h, const float* x) const {
@@ -739,9 +745,10 @@ std::string Describe(const AttnCase& c) {
 //
 // elem: the pool's type. The reference reads the values the pool holds
 // (decoded from its type); the kernels widen them to bf16 as they load.
-void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t elem = kKvBf16) {
-  SCOPED_TRACE(Describe(c) + " kind " + std::to_string(kind) + " " + ElemName(elem));
-  PagedBatch b{c.Hq, c.Hkv, c.hd, c.bs, c.seqs, elem};
+void RunAttention(const AttnCase& c, int kind, std::mt19937_64& rng, int32_t elem = kKvBf16, int32_t elem_v = 0) {
+  SCOPED_TRACE(Describe(c) + " kind " + std::to_string(kind) + " " + ElemName(elem) + "/" +
+               ElemName(elem_v != 0 ? elem_v : elem));
+  PagedBatch b{c.Hq, c.Hkv, c.hd, c.bs, c.seqs, elem, elem_v};
   b.Build(rng);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<uint8_t> pool(b.pool_bytes(), 0xFF);  // unowned slots stay NaN (BF16, F16, Q8_0 scales)
@@ -1021,6 +1028,26 @@ TEST_F(CudaKernels, AttentionKvTypes) {
     for (int hd : {64, 128}) RunAttention(AttnCase{8, 2, hd, 16, ragged}, 3, rng_, elem);
     RunAttention(AttnCase{8, 2, 64, 8, ragged, 17, 1.5f}, 3, rng_, elem);
   }
+}
+
+// K and V of two types (llm_ctx_params.kv_type_v): each side's tiles of
+// its own size, read by its own type, by the decode kernel (vector and
+// scalar loads, split and dynamic) and the prefill kernel, against the
+// double reference of the values the pool holds (DecodeKvRow per side).
+// A side read in the other's type or tile size is off by far more than
+// the 1e-2 bound.
+TEST_F(CudaKernels, AttentionMixedKvTypes) {
+  SCOPED_TRACE(Seed());
+  const std::vector<std::pair<int, int>> decode = {{0, 1}, {15, 1}, {16, 1}, {1000, 1}, {37, 5}};
+  const std::vector<std::pair<int, int>> ragged = {{0, 1}, {0, 65}, {16, 100}, {15, 17}};
+  const int32_t pairs[][2] = {{kKvQ8, kKvF16}, {kKvF16, kKvQ4}, {kKvQ4, kKvQ8}, {kKvBf16, kKvFp8}, {kKvFp8, kKvBf16}};
+  for (const auto& [k, v] : pairs) {
+    for (int kind : {0, 1, 4}) RunAttention(AttnCase{8, 2, 64, 16, decode}, kind, rng_, k, v);
+    RunAttention(AttnCase{4, 2, 32, 1, decode}, 1, rng_, k, v);  // block size 1: tiles of unlike sizes
+    for (int hd : {64, 128}) RunAttention(AttnCase{8, 2, hd, 16, ragged}, 3, rng_, k, v);
+  }
+  RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, kKvQ8, kKvF16);  // scalar loads (head_dim 18)
+  RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, kKvBf16, kKvQ8);
 }
 
 // ================================================================ Q4_0 pool: block rule, rotation

@@ -10,7 +10,10 @@
 //  - a pool block is the KV wire block of its type (kernels/common.cuh), so
 //    a stream moves between CUDA and CPU contexts of the same type without
 //    conversion: the importer's re-export is byte-identical, and it
-//    continues as a context of its own backend that computed the prompt.
+//    continues as a context of its own backend that computed the prompt;
+//  - K and V of two types (kv_type_v, issue 32): each side stored and read
+//    in its own type, the same checks for mixed pairs (greedy, bytes per
+//    token as K's + V's, export/import), and the pairs' refusals.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/kv_wire.h"
@@ -51,7 +55,8 @@ constexpr float kNearTie = 0.1f;  // test_cuda_capi.cpp's
 
 struct Ctx {
   llm_ctx* p = nullptr;
-  Ctx(const std::string& path, int32_t backend, int32_t kv_type, int32_t n_blocks = 0) {
+  Ctx(const std::string& path, int32_t backend, int32_t kv_type, int32_t n_blocks = 0,
+      int32_t kv_type_v = LLM_KV_AUTO) {
     llm_ctx_params prm;
     llm_ctx_params_init(&prm);
     prm.model_path = path.c_str();
@@ -59,6 +64,7 @@ struct Ctx {
     prm.n_threads = 2;
     prm.n_ctx = 256;
     prm.kv_type = kv_type;
+    prm.kv_type_v = kv_type_v;
     prm.n_kv_blocks = n_blocks;
     EXPECT_EQ(llm_ctx_create(&prm, &p), LLM_OK) << llm_last_error();
   }
@@ -81,8 +87,35 @@ const char* TypeName(int32_t t) {
                                 : "AUTO";
 }
 
+// "K/V" of a pair (V AUTO: K's type alone).
+std::string PairName(int32_t k, int32_t v) {
+  return v == LLM_KV_AUTO ? TypeName(k) : std::string(TypeName(k)) + "/" + TypeName(v);
+}
+
 // The KV stream's element of a kv_type (Q4_0's rotated rows are wire elem 6).
 int32_t WireElem(int32_t t) { return t == LLM_KV_Q4_0 ? kKvWireQ4_0 : t == LLM_KV_FP8_E4M3 ? kKvWireFp8 : t; }
+
+// The CPU oracle's type for a CUDA type: the same, but F16 for FP8 E4M3
+// (the CPU has no FP8 pool) and for AUTO (CUDA's BF16; the CPU's AUTO is F16).
+int32_t CpuOracleType(int32_t t) { return t == LLM_KV_FP8_E4M3 ? LLM_KV_F16 : t; }
+
+// LLM_EMU_CC for the scope on the emulator (a device's own elsewhere).
+struct EmuCc {
+  explicit EmuCc(const char* cc) {
+#if LLM_CUDA_EMULATED
+    ::setenv("LLM_EMU_CC", cc, 1);
+#else
+    (void)cc;
+#endif
+  }
+  ~EmuCc() {
+#if LLM_CUDA_EMULATED
+    ::unsetenv("LLM_EMU_CC");
+#endif
+  }
+  EmuCc(const EmuCc&) = delete;
+  EmuCc& operator=(const EmuCc&) = delete;
+};
 
 // The synthesised `tiny` model, removed at the end of the suite.
 class CudaKvTypes : public ::testing::Test {
@@ -99,16 +132,19 @@ class CudaKvTypes : public ::testing::Test {
 };
 std::string* CudaKvTypes::tiny_ = nullptr;
 
-void GreedyAgainstCpu(const std::string& path, int32_t kv_type, int n_prompt) {
-  SCOPED_TRACE(std::string(TypeName(kv_type)) + " " + path);
-  Ctx cpu(path, LLM_BACKEND_CPU, kv_type), gpu(path, LLM_BACKEND_CUDA, kv_type);
+// CUDA with K kv_type and V kv_type_v against the CPU with each side's
+// oracle type (CpuOracleType).
+void GreedyAgainstCpu(const std::string& path, int32_t kv_type, int n_prompt, int32_t kv_type_v = LLM_KV_AUTO) {
+  SCOPED_TRACE(PairName(kv_type, kv_type_v) + " " + path);
+  Ctx cpu(path, LLM_BACKEND_CPU, CpuOracleType(kv_type), 0, CpuOracleType(kv_type_v)),
+      gpu(path, LLM_BACKEND_CUDA, kv_type, 0, kv_type_v);
   ASSERT_NE(cpu.p, nullptr);
   ASSERT_NE(gpu.p, nullptr);
   const std::vector<llm_token> prompt = Prompt(n_prompt);
   const ApiGreedyRun want = ApiGreedy(cpu.p, prompt, 24);
   const ApiGreedyRun got = ApiGreedy(gpu.p, prompt, 24);
-  ASSERT_EQ(want.status, LLM_OK);
-  ASSERT_EQ(got.status, LLM_OK);
+  ASSERT_EQ(want.status, LLM_OK) << llm_last_error();
+  ASSERT_EQ(got.status, LLM_OK) << llm_last_error();
   ExpectEqualUpToNearTie(want, got, kNearTie);
 }
 
@@ -125,6 +161,23 @@ TEST_F(CudaKvTypes, GreedyMatchesTheCpuOfTheSameType) {
   GreedyAgainstCpu(ModelPathF32(), LLM_KV_F16, 40);
   for (int32_t t : {LLM_KV_F16, LLM_KV_Q8_0, LLM_KV_Q4_0})
     GreedyAgainstCpu(*tiny_, t, 70);  // > 64 prompt tokens: two prefill tiles
+}
+
+// K and V of two types: the KV-store kernel writes each side in its type,
+// both attention kernels widen K tiles by K's and V tiles by V's, and a
+// Q4_0 side alone is rotated (a Q4_0 K rotates q and k, a Q4_0 V rotates v
+// and each head's output back). On `tiny` (head_dim 64: Q4_0 and FP8 fit),
+// against the CPU's same pair (FP8 and BF16: the CPU at F16, as above);
+// FP8 at compute capability 8.9, the first that has it. A side read in the
+// other side's type or layout, or rotated when it is not, breaks the
+// continuation at once (a wrong tile size reads another head's rows).
+TEST_F(CudaKvTypes, MixedPairsGreedyMatchTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  GreedyAgainstCpu(*tiny_, LLM_KV_Q8_0, 70, LLM_KV_F16);
+  GreedyAgainstCpu(*tiny_, LLM_KV_F16, 70, LLM_KV_Q4_0);
+  GreedyAgainstCpu(*tiny_, LLM_KV_Q4_0, 70, LLM_KV_Q8_0);
+  const EmuCc ada("8.9");
+  GreedyAgainstCpu(*tiny_, LLM_KV_AUTO, 70, LLM_KV_FP8_E4M3);  // K BF16 (CUDA's AUTO), V FP8
 }
 
 // Q4_0 on a real model (SmolLM2 135M Q4_1: head_dim 64, 9 heads over 3, 30
@@ -167,13 +220,20 @@ TEST_F(CudaKvTypes, LLM_EMU_OPT_IN(SmolLM2Q4_0GreedyMatchesTheCpu)) {
 
 // BF16 and F16 rows take 2 head_dim bytes, Q8_0 rows head_dim + 4 (int8 and
 // one F32 scale), Q4_0 rows head_dim / 32 blocks of 18 bytes (4.5 bits a
-// value), FP8 E4M3 rows head_dim / 32 blocks of 36 bytes (9 bits a value); the pool is kv_blocks_total blocks plus the graphs' scratch
-// block, each n_layer x (K, V) x n_head_kv x block_size rows.
+// value), FP8 E4M3 rows head_dim / 32 blocks of 36 bytes (9 bits a value);
+// the pool is kv_blocks_total blocks plus the graphs' scratch block, each
+// n_layer x n_head_kv x block_size rows of K in K's type and as many of V
+// in V's (kv_type_v: a mixed pair's token is K's row + V's row).
 TEST_F(CudaKvTypes, BytesPerTokenFollowTheType) {
   SKIP_WITHOUT_DEVICE();
-  for (int32_t t : {LLM_KV_AUTO, LLM_KV_F16, LLM_KV_Q8_0, LLM_KV_Q4_0, LLM_KV_FP8_E4M3}) {
-    SCOPED_TRACE(TypeName(t));
-    Ctx c(*tiny_, LLM_BACKEND_CUDA, t, 32);
+  const int32_t pairs[][2] = {{LLM_KV_AUTO, LLM_KV_AUTO},      {LLM_KV_F16, LLM_KV_AUTO},
+                              {LLM_KV_Q8_0, LLM_KV_AUTO},      {LLM_KV_Q4_0, LLM_KV_AUTO},
+                              {LLM_KV_FP8_E4M3, LLM_KV_AUTO},  {LLM_KV_Q8_0, LLM_KV_F16},
+                              {LLM_KV_F16, LLM_KV_Q4_0},       {LLM_KV_Q4_0, LLM_KV_Q8_0},
+                              {LLM_KV_AUTO, LLM_KV_FP8_E4M3},  {LLM_KV_FP8_E4M3, LLM_KV_Q4_0}};
+  for (const auto& [k, v] : pairs) {
+    SCOPED_TRACE(PairName(k, v));
+    Ctx c(*tiny_, LLM_BACKEND_CUDA, k, 32, v);
     ASSERT_NE(c.p, nullptr);
     llm_model_info info{};
     info.struct_size = sizeof info;
@@ -183,38 +243,33 @@ TEST_F(CudaKvTypes, BytesPerTokenFollowTheType) {
     ASSERT_EQ(llm_get_stats(c.p, &s), LLM_OK);
     ASSERT_EQ(s.kv_blocks_total, 32);
     const uint64_t hd = static_cast<uint64_t>(info.n_embd / info.n_head);
-    const uint64_t row = t == LLM_KV_Q8_0        ? hd + 4
-                         : t == LLM_KV_Q4_0      ? hd / 32 * 18
-                         : t == LLM_KV_FP8_E4M3  ? hd / 32 * 36  // 9 bits a value: a byte and a 32nd of an F32
-                                                 : 2 * hd;
-    const uint64_t per_token = static_cast<uint64_t>(info.n_layer) * 2 * info.n_head_kv * row;
+    auto row = [&](int32_t t) -> uint64_t {
+      return t == LLM_KV_Q8_0       ? hd + 4
+             : t == LLM_KV_Q4_0     ? hd / 32 * 18
+             : t == LLM_KV_FP8_E4M3 ? hd / 32 * 36  // 9 bits a value: a byte and a 32nd of an F32
+                                    : 2 * hd;
+    };
+    const uint64_t per_token =
+        static_cast<uint64_t>(info.n_layer) * info.n_head_kv * (row(k) + row(v == LLM_KV_AUTO ? k : v));
     EXPECT_EQ(s.kv_pool_bytes, (32u + 1u) * 16u * per_token);
     EXPECT_EQ(s.kv_bytes, s.kv_pool_bytes);
   }
-  // F32 stays the CPU's: refused with a message, not computed.
+  // F32 stays the CPU's, on either side: refused with a message naming the
+  // side, not computed.
   llm_ctx_params p;
   llm_ctx_params_init(&p);
   const std::string path = ModelPathF32();
   p.model_path = path.c_str();
   p.backend = LLM_BACKEND_CUDA;
-  p.kv_type = LLM_KV_F32;
   llm_ctx* ctx = nullptr;
-  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
-  EXPECT_EQ(ctx, nullptr);
-  EXPECT_NE(std::string(llm_last_error()).find("F32"), std::string::npos) << llm_last_error();
-  // K and V of different types (kv_type_v) are the CPU's: the CUDA pool
-  // holds one type, so a difference is refused naming both; kv_type_v of
-  // K's own type is the one-type pool.
-  for (int32_t v : {LLM_KV_F16, LLM_KV_Q4_0}) {
-    p.kv_type = LLM_KV_Q8_0;
+  for (const auto& [k, v, name] : {std::tuple{LLM_KV_F32, LLM_KV_AUTO, "kv_type F32"},
+                                   std::tuple{LLM_KV_Q8_0, LLM_KV_F32, "kv_type_v F32"}}) {
+    p.kv_type = k;
     p.kv_type_v = v;
-    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED) << name;
     EXPECT_EQ(ctx, nullptr);
-    EXPECT_NE(std::string(llm_last_error()).find("kv_type q8_0 with kv_type_v"), std::string::npos) << llm_last_error();
+    EXPECT_NE(std::string(llm_last_error()).find(name), std::string::npos) << llm_last_error();
   }
-  p.kv_type_v = LLM_KV_Q8_0;
-  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
-  llm_ctx_destroy(ctx);
 }
 
 // ---------------------------------------------------------------- export / import
@@ -243,7 +298,8 @@ std::string Export(llm_ctx* ctx, const std::vector<llm_token>& tokens, int32_t* 
   return out;
 }
 
-int32_t StreamElem(const std::string& s) {
+// The stream's K element (kv = 0) or V element (kv = 1).
+int32_t StreamElem(const std::string& s, int64_t kv = 0) {
   size_t at = 0;
   kvstate::StreamReader r([&](void* buf, size_t n) -> StatusOr<size_t> {
     const size_t k = std::min(n, s.size() - at);
@@ -253,16 +309,17 @@ int32_t StreamElem(const std::string& s) {
   });
   kvstate::StreamHeader h;
   EXPECT_TRUE(r.ReadHeader(&h).ok());
-  return h.geometry.elem;
+  return h.geometry.wire().Elem(kv);
 }
 
 // `from` computes a conversation and exports it; `to` (the other backend,
-// same kv_type) imports it, re-exports the same bytes and continues as a
-// context of its own backend that computed the prompt.
-void MoveBetweenBackends(int32_t kv_type, int32_t from_backend, const std::string& path) {
+// same kv_type and kv_type_v) imports it, re-exports the same bytes and
+// continues as a context of its own backend that computed the prompt.
+void MoveBetweenBackends(int32_t kv_type, int32_t from_backend, const std::string& path,
+                         int32_t kv_type_v = LLM_KV_AUTO) {
   const int32_t to_backend = from_backend == LLM_BACKEND_CUDA ? LLM_BACKEND_CPU : LLM_BACKEND_CUDA;
-  SCOPED_TRACE(std::string(TypeName(kv_type)) + (from_backend == LLM_BACKEND_CUDA ? " CUDA -> CPU" : " CPU -> CUDA"));
-  Ctx from(path, from_backend, kv_type);
+  SCOPED_TRACE(PairName(kv_type, kv_type_v) + (from_backend == LLM_BACKEND_CUDA ? " CUDA -> CPU" : " CPU -> CUDA"));
+  Ctx from(path, from_backend, kv_type, 0, kv_type_v);
   ASSERT_NE(from.p, nullptr);
   std::vector<llm_token> conv = Prompt(40);
   const ApiGreedyRun first = ApiGreedy(from.p, conv, 24);
@@ -272,8 +329,9 @@ void MoveBetweenBackends(int32_t kv_type, int32_t from_backend, const std::strin
   const std::string stream = Export(from.p, conv, &n);
   ASSERT_EQ(n, 48);
   EXPECT_EQ(StreamElem(stream), WireElem(kv_type));
+  EXPECT_EQ(StreamElem(stream, 1), WireElem(kv_type_v == LLM_KV_AUTO ? kv_type : kv_type_v));
 
-  Ctx to(path, to_backend, kv_type);
+  Ctx to(path, to_backend, kv_type, 0, kv_type_v);
   ASSERT_NE(to.p, nullptr);
   MemReader r{&stream};
   int32_t n_in = -1;
@@ -282,7 +340,7 @@ void MoveBetweenBackends(int32_t kv_type, int32_t from_backend, const std::strin
   int32_t n_again = 0;
   EXPECT_TRUE(Export(to.p, conv, &n_again) == stream) << "the importer's re-export differs from the stream";
 
-  Ctx computed(path, to_backend, kv_type);
+  Ctx computed(path, to_backend, kv_type, 0, kv_type_v);
   const ApiGreedyRun want = ApiGreedy(computed.p, conv, 16);
   const ApiGreedyRun got = ApiGreedy(to.p, conv, 16);
   ASSERT_EQ(got.status, LLM_OK);
@@ -299,8 +357,20 @@ TEST_F(CudaKvTypes, ExportImportCarryTheType) {
   for (int32_t from : {LLM_BACKEND_CUDA, LLM_BACKEND_CPU}) MoveBetweenBackends(LLM_KV_Q4_0, from, *tiny_);
 }
 
+// A mixed cache's stream (GEOM's K type, VELM's V type) moves between a CPU
+// and a CUDA context of the same pair as it is, both ways: the CUDA pool's
+// block is the wire block of the pair (K tiles of K's size, then V's).
+TEST_F(CudaKvTypes, MixedExportImportCarryBothTypes) {
+  SKIP_WITHOUT_DEVICE();
+  for (int32_t from : {LLM_BACKEND_CPU, LLM_BACKEND_CUDA}) {
+    MoveBetweenBackends(LLM_KV_Q8_0, from, ModelPathF32(), LLM_KV_F16);
+    MoveBetweenBackends(LLM_KV_F16, from, *tiny_, LLM_KV_Q4_0);  // Q4_0 needs head_dim % 32 == 0: `tiny`
+  }
+}
+
 // A model whose head_dim holds no whole Q4_0 block (stories260K: 8) is
-// refused with the reason, as on the CPU.
+// refused with the reason, as on the CPU, on either side (a Q4_0 V under
+// an F16 K too, named as V's).
 TEST_F(CudaKvTypes, Q4_0RefusedWhereBlocksDoNotFit) {
   SKIP_WITHOUT_DEVICE();
   llm_ctx_params p;
@@ -308,11 +378,15 @@ TEST_F(CudaKvTypes, Q4_0RefusedWhereBlocksDoNotFit) {
   const std::string path = ModelPathF32();
   p.model_path = path.c_str();
   p.backend = LLM_BACKEND_CUDA;
-  p.kv_type = LLM_KV_Q4_0;
-  llm_ctx* ctx = nullptr;
-  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
-  EXPECT_EQ(ctx, nullptr);
-  EXPECT_NE(std::string(llm_last_error()).find("head_dim"), std::string::npos) << llm_last_error();
+  for (const auto& [k, v, name] : {std::tuple{LLM_KV_Q4_0, LLM_KV_AUTO, "Q4_0 KV cache needs head_dim"},
+                                   std::tuple{LLM_KV_F16, LLM_KV_Q4_0, "Q4_0 V KV cache needs head_dim"}}) {
+    p.kv_type = k;
+    p.kv_type_v = v;
+    llm_ctx* ctx = nullptr;
+    EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED) << name;
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(std::string(llm_last_error()).find(name), std::string::npos) << llm_last_error();
+  }
 }
 
 // ---------------------------------------------------------------- FP8 E4M3
@@ -323,15 +397,7 @@ TEST_F(CudaKvTypes, Q4_0RefusedWhereBlocksDoNotFit) {
 // the 70-token prompt, the decode kernel after).
 TEST_F(CudaKvTypes, Fp8GreedyMatchesTheCpuAtF16) {
   SKIP_WITHOUT_DEVICE();
-  Ctx cpu(*tiny_, LLM_BACKEND_CPU, LLM_KV_F16), gpu(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
-  ASSERT_NE(cpu.p, nullptr);
-  ASSERT_NE(gpu.p, nullptr);
-  const std::vector<llm_token> prompt = Prompt(70);
-  const ApiGreedyRun want = ApiGreedy(cpu.p, prompt, 24);
-  const ApiGreedyRun got = ApiGreedy(gpu.p, prompt, 24);
-  ASSERT_EQ(want.status, LLM_OK);
-  ASSERT_EQ(got.status, LLM_OK) << llm_last_error();
-  ExpectEqualUpToNearTie(want, got, kNearTie);
+  GreedyAgainstCpu(*tiny_, LLM_KV_FP8_E4M3, 70);  // the CPU oracle: F16 (CpuOracleType)
 }
 
 // SmolLM2 (a real model's K/V outlier channels) with an FP8 cache against
@@ -364,14 +430,14 @@ TEST_F(CudaKvTypes, LLM_EMU_OPT_IN(SmolLM2Fp8GreedyMatchesTheCpuAtF16)) {
   ExpectEqualUpToNearTie(want, got, kNearTie);
 }
 
-// FP8 blocks go through the prefix cache and copy-on-write as the other
-// types' do: a second request with the same prompt reuses its full blocks
+// A pool's blocks go through the prefix cache and copy-on-write whatever
+// their types: a second request with the same prompt reuses its full blocks
 // and continues with the same tokens; n = 3 greedy samples share the
 // prompt's blocks (the last one partial, so each sample's first write
 // copies it) and each equals the single run.
-TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
-  SKIP_WITHOUT_DEVICE();
-  Ctx c(*tiny_, LLM_BACKEND_CUDA, LLM_KV_FP8_E4M3);
+void PrefixCacheAndCopyOnWrite(const std::string& path, int32_t kv_type, int32_t kv_type_v = LLM_KV_AUTO) {
+  SCOPED_TRACE(PairName(kv_type, kv_type_v));
+  Ctx c(path, LLM_BACKEND_CUDA, kv_type, 0, kv_type_v);
   ASSERT_NE(c.p, nullptr);
   std::vector<llm_token> prompt;
   for (int i = 0; i < 37; ++i) prompt.push_back(static_cast<llm_token>(1 + (i * 37) % 500));  // 2 full blocks + 5
@@ -411,6 +477,18 @@ TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
   const auto three = submit(3);
   ASSERT_EQ(three.size(), 3u);
   for (const auto& s : three) same(s);
+}
+
+TEST_F(CudaKvTypes, Fp8PrefixCacheAndCopyOnWrite) {
+  SKIP_WITHOUT_DEVICE();
+  PrefixCacheAndCopyOnWrite(*tiny_, LLM_KV_FP8_E4M3);
+}
+
+// A mixed block (K Q4_0 tiles, then V Q8_0 tiles of another size) is copied
+// and shared whole, as one block.
+TEST_F(CudaKvTypes, MixedPrefixCacheAndCopyOnWrite) {
+  SKIP_WITHOUT_DEVICE();
+  PrefixCacheAndCopyOnWrite(*tiny_, LLM_KV_Q4_0, LLM_KV_Q8_0);
 }
 
 // The KV stream carries FP8 as elem 7: CUDA -> CUDA moves the blocks as
@@ -519,10 +597,10 @@ TEST_F(CudaKvTypes, Fp8ExportImportCarryTheType) {
   }
 }
 
-// What an FP8 cache cannot run on is refused with the reason: a device
-// below compute capability 8.9 (the emulator reporting 8.6: LLM_EMU_CC),
-// a head_dim that holds no whole 32-value block (stories260K: 8), K and V
-// of different types on CUDA.
+// What an FP8 cache cannot run on is refused with the reason, on either
+// side: a device below compute capability 8.9 (the emulator reporting 8.6:
+// LLM_EMU_CC), a head_dim that holds no whole 32-value block (stories260K:
+// 8). An FP8 side beside another type runs where FP8 alone does.
 TEST_F(CudaKvTypes, Fp8Refusals) {
   SKIP_WITHOUT_DEVICE();
   llm_ctx_params p;
@@ -542,11 +620,23 @@ TEST_F(CudaKvTypes, Fp8Refusals) {
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
   llm_ctx_destroy(ctx);
   ctx = nullptr;
+  p.kv_type = LLM_KV_F16;  // an FP8 V alone: refused as V's
+  p.kv_type_v = LLM_KV_FP8_E4M3;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_NE(std::string(llm_last_error()).find("kv_type_v fp8_e4m3 needs compute capability 8.9"), std::string::npos)
+      << llm_last_error();
+  p.kv_type_v = LLM_KV_AUTO;
   ::setenv("LLM_EMU_CC", "8.9", 1);  // Ada: the first with the conversion
   p.kv_type = LLM_KV_FP8_E4M3;
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
   llm_ctx_destroy(ctx);
   ctx = nullptr;
+  p.kv_type_v = LLM_KV_F16;  // and beside another type
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_ctx_destroy(ctx);
+  ctx = nullptr;
+  p.kv_type_v = LLM_KV_AUTO;
   ::unsetenv("LLM_EMU_CC");
 #endif
   const std::string stories = ModelPathF32();
@@ -556,10 +646,12 @@ TEST_F(CudaKvTypes, Fp8Refusals) {
   EXPECT_NE(std::string(llm_last_error()).find("FP8 E4M3 KV cache needs head_dim a multiple of 32"),
             std::string::npos)
       << llm_last_error();
-  p.model_path = tiny_->c_str();
-  p.kv_type_v = LLM_KV_F16;
+  p.kv_type = LLM_KV_Q8_0;  // an FP8 V alone: refused as V's
+  p.kv_type_v = LLM_KV_FP8_E4M3;
   EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(llm_last_error()).find("kv_type fp8_e4m3 with kv_type_v f16"), std::string::npos)
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_NE(std::string(llm_last_error()).find("FP8 E4M3 V KV cache needs head_dim a multiple of 32"),
+            std::string::npos)
       << llm_last_error();
 }
 

@@ -45,7 +45,7 @@ type Params struct {
 	MaxQueued      int
 	// KV cache element types (llm_ctx_params.kv_type, kv_type_v): K's
 	// (KVAuto: the backend's own) and V's when it differs (KVAuto: as
-	// KVType; the CPU backend only, CUDA refuses a difference).
+	// KVType; both backends store each side in its own type).
 	KVType  KVType
 	KVTypeV KVType
 	// Prefill/decode disaggregation (llm_ctx_params.kv_role; a build

@@ -39,16 +39,19 @@ struct KvCacheSpec {
   int32_t n_blocks = 0;     // blocks in the pool (per layer, K and V each)
   int32_t n_ctx = 0;        // a sequence's longest context; LongRoPE picks its factors by it
                             // (0: the model's training context)
-  // LLM_KV_*: the pool's element type: on the CPU F32, F16, Q8_0 or AUTO
-  // (= F16), on CUDA F16, Q8_0 or AUTO (= BF16). The backend-level default
+  // LLM_KV_*: the pool's (K's) element type: on the CPU F32, F16, Q8_0,
+  // Q4_0 or AUTO (= F16), on CUDA F16, Q8_0, Q4_0, FP8 E4M3 or AUTO (= BF16). The backend-level default
   // stays F32, the CPU reference's exact format (the CUDA backend takes it as
   // AUTO; contexts refuse an explicit F32 there); a context passes
   // llm_ctx_params.kv_type.
   int32_t kv_type = LLM_KV_F32;
-  // V's type when it differs (llm_ctx_params.kv_type_v; the CPU backend
-  // only, CUDA refuses a difference); LLM_KV_AUTO (0) = as kv_type.
+  // V's type when it differs (llm_ctx_params.kv_type_v; both backends store
+  // each side in its own type); LLM_KV_AUTO (0) = as kv_type.
   int32_t kv_type_v = LLM_KV_AUTO;
 };
+
+// V's LLM_KV_* type of a spec: kv_type_v, or kv_type where that is AUTO.
+inline int32_t KvTypeV(const KvCacheSpec& kv) { return kv.kv_type_v != LLM_KV_AUTO ? kv.kv_type_v : kv.kv_type; }
 
 // Host or device memory a backend holds, for llm_stats.
 // Mixture-of-Experts layers whose experts live in host memory

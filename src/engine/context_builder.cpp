@@ -22,19 +22,6 @@ std::string Str(T v) {
   return std::to_string(v);
 }
 
-// An LLM_KV_* value as the tools' -ctk / -ctv spell it.
-const char* KvTypeName(int32_t t) {
-  switch (t) {
-    case LLM_KV_AUTO: return "auto";
-    case LLM_KV_F32: return "f32";
-    case LLM_KV_F16: return "f16";
-    case LLM_KV_Q8_0: return "q8_0";
-    case LLM_KV_Q4_0: return "q4_0";
-    case LLM_KV_FP8_E4M3: return "fp8_e4m3";
-    default: return "?";
-  }
-}
-
 // AUTO: CUDA when this build has it and a device is usable, else the CPU;
 // an override (the environment's LLM_BACKEND) replaces AUTO. An explicit
 // CUDA request without a device fails here, before the model is loaded.
@@ -212,13 +199,11 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(const llm_ctx_params& p, int32_
                                                  EngineConfig* ec) {
   KvCacheSpec kv{ec->block_size, ec->n_blocks, ec->n_ctx, p.kv_type, p.kv_type_v};
   if (kind != LLM_BACKEND_CUDA) return CreateCpuBackend(model.config, model.weights, kv, p.n_threads);
-  // The CUDA pool and kernels carry one element type for K and V.
-  if (p.kv_type_v != LLM_KV_AUTO && p.kv_type_v != p.kv_type)
-    return Unsupported("kv_type " + std::string(KvTypeName(p.kv_type)) + " with kv_type_v " +
-                       KvTypeName(p.kv_type_v) + ": the CUDA backend stores K and V in one type (the CPU backend "
-                       "has them apart)");
-  if (p.kv_type == LLM_KV_F32)
-    return Unsupported("kv_type F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16, Q8_0, Q4_0 or FP8 E4M3 "
+  // The CUDA pool stores K and V each in its own type (kernels/common.cuh
+  // KvPoolLayout), F32 on neither side.
+  if (p.kv_type == LLM_KV_F32 || p.kv_type_v == LLM_KV_F32)
+    return Unsupported(std::string(p.kv_type == LLM_KV_F32 ? "kv_type" : "kv_type_v") +
+                       " F32: the CUDA backend keeps its KV cache in BF16 (AUTO), F16, Q8_0, Q4_0 or FP8 E4M3 "
                        "(the CPU backend has F32)");
   const CudaBackendOptions co = CudaOptions(p, *ec);
   // n_gpu_layers in (0, n_layer): partial offload, the upper layers on the

@@ -86,7 +86,7 @@ namespace Llmrt
         public int Threads, ContextLength, KvBlockSize, KvBlocks, MaxSeqs, MaxBatchTokens, MaxQueued;
         /// <summary>KV cache element types (LLM_KV_*: 0 auto, 1 f32, 2 f16, 3 q8_0, 4 q4_0):
         /// KvType for K (and V), KvTypeV for V when it differs (llm_ctx_params.kv_type_v; 0: as
-        /// KvType; the CPU backend only).</summary>
+        /// KvType; CPU and CUDA).</summary>
         public int KvType, KvTypeV;
         /// <summary>CUDA, Mixture of Experts: the experts of the first N MoE layers (-1: all) in host
         /// memory (llm_ctx_params.n_cpu_moe), served through a device expert cache of MoeCacheBytes

@@ -41,7 +41,7 @@ pub struct ContextParams {
     /// backend's own (`llm_ctx_params.kv_type`).
     pub kv_type: i32,
     /// V's element type when it differs from K's (`llm_ctx_params.kv_type_v`):
-    /// `sys::LLM_KV_*`; 0 is "as `kv_type`". The CPU backend only.
+    /// `sys::LLM_KV_*`; 0 is "as `kv_type`". CPU and CUDA backends.
     pub kv_type_v: i32,
     /// Projector file for pictures in prompts (llama.cpp's `--mmproj`;
     /// `llm_ctx_params.mmproj_path`); `None`: text only.

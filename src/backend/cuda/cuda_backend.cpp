@@ -149,10 +149,12 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(const ModelConfig& c, con
                          ", n_ff_exp " + std::to_string(c.n_ff_exp) + ")");
   }
   if (!(c.attn_scale >= 0.0f)) return InvalidArgument("CUDA backend: attn_scale must be >= 0 (0: 1/sqrt(head_dim))");
-  if ((kv->kv_type == LLM_KV_Q4_0 || kv->kv_type == LLM_KV_FP8_E4M3) && c.head_dim % 32 != 0)
-    return Unsupported(std::string("CUDA backend: a ") + (kv->kv_type == LLM_KV_Q4_0 ? "Q4_0" : "FP8 E4M3") +
-                       " KV cache needs head_dim a multiple of 32 (its 32-value blocks); head_dim " +
-                       std::to_string(c.head_dim));
+  // Each side by its own type (kv_type_v: V's, 0 = as K's).
+  for (const int32_t t : {kv->kv_type, KvTypeV(*kv)})
+    if ((t == LLM_KV_Q4_0 || t == LLM_KV_FP8_E4M3) && c.head_dim % 32 != 0)
+      return Unsupported(std::string("CUDA backend: a ") + (t == LLM_KV_Q4_0 ? "Q4_0" : "FP8 E4M3") +
+                         (t == kv->kv_type ? "" : " V") + " KV cache needs head_dim a multiple of 32 (its 32-value "
+                         "blocks); head_dim " + std::to_string(c.head_dim));
   if (kv->block_size <= 0 || kv->n_blocks <= 0)
     return InvalidArgument("CUDA backend: KV block_size and n_blocks must be positive");
   if (static_cast<int64_t>(w.layers.size()) != c.n_layer)
@@ -190,10 +192,12 @@ Status CudaBackend::Init(const ModelWeights& w, KvCacheSpec* kv) {
     return Unsupported(std::string("CUDA backend: ") + prop.name + " is compute capability " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "; 8.0 or newer needed (bf16 tensor cores)");
   // FP8 E4M3 widens with cvt.rn.f16x2.e4m3x2, an sm_89 instruction (Ada, Hopper and newer).
-  if (kv->kv_type == LLM_KV_FP8_E4M3 && (prop.major < 8 || (prop.major == 8 && prop.minor < 9)))
-    return Unsupported(std::string("CUDA backend: kv_type fp8_e4m3 needs compute capability 8.9 or newer (FP8 "
-                                   "conversions); ") + prop.name + " is " + std::to_string(prop.major) + "." +
-                       std::to_string(prop.minor) + " (F16, BF16, Q8_0 and Q4_0 caches run there)");
+  const bool fp8_k = kv->kv_type == LLM_KV_FP8_E4M3, fp8_v = KvTypeV(*kv) == LLM_KV_FP8_E4M3;
+  if ((fp8_k || fp8_v) && (prop.major < 8 || (prop.major == 8 && prop.minor < 9)))
+    return Unsupported(std::string("CUDA backend: ") + (fp8_k ? "kv_type" : "kv_type_v") +
+                       " fp8_e4m3 needs compute capability 8.9 or newer (FP8 conversions); " + prop.name + " is " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                       " (F16, BF16, Q8_0 and Q4_0 caches run there)");
   n_sm_ = prop.multiProcessorCount;
   LLM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   LLM_CUBLAS_TRY(cublasCreate(&cublas_), "cublasCreate");
@@ -360,7 +364,9 @@ bool CudaBackend::weights_quantized() const {
 
 Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
   LLM_ASSIGN_OR_RETURN(const int32_t elem, KvElemOf(kv->kv_type));
-  kv_ = KvPoolLayout{opt_.n_layers - opt_.first_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem};  // this backend's layers only
+  LLM_ASSIGN_OR_RETURN(const int32_t elem_v, KvElemOf(KvTypeV(*kv)));
+  kv_ = KvPoolLayout{opt_.n_layers - opt_.first_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem,
+                     elem_v != elem ? elem_v : 0};  // this backend's layers only, each side in its type
   const int64_t block_bytes = kv_.block_bytes();
   size_t free_b = 0, total_b = 0;
   LLM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");

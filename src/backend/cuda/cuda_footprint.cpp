@@ -116,7 +116,8 @@ StatusOr<CudaFootprint> CudaBackend::Footprint(const ModelConfig& c, const Model
   CudaFootprint f;
   f.before_kv = bytes;
   LLM_ASSIGN_OR_RETURN(const int32_t elem, KvElemOf(kv.kv_type));
-  f.kv_block = KvPoolLayout{end - first, c.n_head_kv, c.head_dim, kv.block_size, elem}.block_bytes();
+  LLM_ASSIGN_OR_RETURN(const int32_t elem_v, KvElemOf(KvTypeV(kv)));  // a block's bytes: K's side + V's side
+  f.kv_block = KvPoolLayout{end - first, c.n_head_kv, c.head_dim, kv.block_size, elem, elem_v}.block_bytes();
   return f;
 }
 

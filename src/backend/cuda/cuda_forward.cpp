@@ -85,9 +85,11 @@ PagedKv CudaBackend::LayerKv(int layer) {
   kv.k = kv_pool_.get<unsigned char>() + kv_.KOffset(layer - opt_.first_layer);
   kv.v = kv_pool_.get<unsigned char>() + kv_.VOffset(layer - opt_.first_layer);
   kv.block_stride = kv_.block_bytes();
-  kv.tile_bytes = kv_.tile_bytes();
+  kv.tile_bytes = kv_.tile_bytes(0);
+  kv.tile_bytes_v = kv_.tile_bytes(1);
   kv.block_size = kv_.block_size;
-  kv.elem = kv_.elem;
+  kv.elem = kv_.Elem(0);
+  kv.elem_v = kv_.Elem(1);
   return kv;
 }
 
@@ -143,8 +145,8 @@ Status CudaBackend::Attention(int layer, const StepView& v) {
     p.sinks = sinks;
     LLM_RETURN_IF_ERROR(Launched(LaunchPrefillAttention(p, stream_), "prefill attention", layer));
   }
-  // A Q4_0 pool holds H v: each head's output comes back by H (kv_rotation.h).
-  if (kv.elem == kKvQ4 && KvRotationV(cfg_.head_dim) > 0)
+  // A Q4_0 V side holds H v: each head's output comes back by H (kv_rotation.h).
+  if (kv.ElemV() == kKvQ4 && KvRotationV(cfg_.head_dim) > 0)
     LLM_RETURN_IF_ERROR(Launched(LaunchHadamardBf16(att_.get<bf16>(), static_cast<int64_t>(v.n_tok) * cfg_.q_dim(),
                                                     static_cast<int32_t>(KvRotationV(cfg_.head_dim)), stream_),
                                  "V rotation back", layer));
@@ -210,10 +212,9 @@ Status CudaBackend::RunStep(const StepView& v) {
     rp.q_norm = cfg_.qk_norm ? L.q_norm.get<float>() : nullptr;
     rp.k_norm = cfg_.qk_norm ? L.k_norm.get<float>() : nullptr;
     rp.eps = cfg_.rms_eps;
-    if (kv_.elem == kKvQ4) {  // the pool holds rotated rows (kv_rotation.h)
-      rp.rot_k = static_cast<int32_t>(KvRotationK(cfg_.head_dim));
-      rp.rot_v = static_cast<int32_t>(KvRotationV(cfg_.head_dim));
-    }
+    // a Q4_0 side holds rotated rows (kv_rotation.h); a Q4_0 K rotates q too
+    if (kv_.Elem(0) == kKvQ4) rp.rot_k = static_cast<int32_t>(KvRotationK(cfg_.head_dim));
+    if (kv_.Elem(1) == kKvQ4) rp.rot_v = static_cast<int32_t>(KvRotationV(cfg_.head_dim));
     LLM_RETURN_IF_ERROR(Launched(LaunchRopeStoreKv(rp, stream_), "rope + KV store", l));
     if (l == cfg_.n_layer - 1 && v.n_out == 0) return Status::Ok();  // K/V stored, nothing more wanted
     LLM_RETURN_IF_ERROR(Attention(l, v));

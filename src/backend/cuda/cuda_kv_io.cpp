@@ -1,7 +1,8 @@
 // The CUDA pool's blocks in the KV wire layout (backend/kv_wire.h): the
-// pool keeps each block as (layer, K|V, kv head) tiles of its element type
-// (BF16, F16 or Q8_0; kernels/common.cuh KvPoolLayout), which is the wire
-// layout of that type byte for byte: a block is one copy.
+// pool keeps each block as (layer, K|V, kv head) tiles, K's of K's element
+// type and V's of V's (BF16, F16, Q8_0, Q4_0 or FP8 E4M3; kernels/common.cuh
+// KvPoolLayout), which is the wire layout of that pair byte for byte: a
+// block is one copy.
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
@@ -11,7 +12,9 @@ namespace llm::cuda {
 
 KvWireLayout CudaBackend::kv_wire_layout() const {
   if (partial() || from_hidden()) return KvWireLayout{};
-  return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, kv_.elem};
+  // K's type, and V's where it differs (the wire's elem_v, 0: as K's)
+  return KvWireLayout{kv_.n_layer, kv_.n_head_kv, kv_.head_dim, kv_.block_size, kv_.elem,
+                      kv_.Elem(1) != kv_.elem ? kv_.Elem(1) : 0};
 }
 
 // Both copies go on stream_ behind the steps queued so far and are waited

@@ -53,7 +53,7 @@ class Context:
     "cpu", "cuda"), ``n_gpu_layers`` (a count, -1 every layer, or "auto":
     as many as fit the devices' free memory), ``kv_type`` ("auto", "f32", "f16",
     "q8_0", "q4_0"; "fp8_e4m3": CUDA sm_89+ only), ``kv_type_v`` (V's type when it differs from
-    K's, as llama.cpp's ``type_v``; "auto": as ``kv_type``; CPU only),
+    K's, as llama.cpp's ``type_v``; "auto": as ``kv_type``; CPU and CUDA),
     ``max_seqs``, ``kv_block_size``, ``n_kv_blocks``,
     ``max_batch_tokens``, ``max_queued``, ``draft_model_path``,
     ``self_draft_layers``, ``spec_k``, ``gpu_memory_fraction``, and the KV
