@@ -273,7 +273,7 @@ cudaError_t LaunchDecodeAttention(const DecodeAttnParams& p, void* workspace, si
                                   cudaStream_t stream) {
   if (p.n_items < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.head_dim <= 0 ||
       p.head_dim % 2 != 0 || p.head_dim > 256 || p.n_splits < 1 || p.kv.block_size <= 0 || p.window < 0 ||
-      !(p.softcap >= 0.0f) || !KvElemFits(p.kv.elem, p.head_dim) || !KvElemFits(p.kv.ElemV(), p.head_dim))
+      !(p.softcap >= 0.0f) || !KvElemFits(p.kv.elem, p.head_dim) || !KvElemFits(p.kv.ElemV(), p.head_dim) || !p.kv.Aligned(p.head_dim))
     return cudaErrorInvalidValue;
   const int32_t n_rep = p.n_head / p.n_head_kv, kt = DecodeKeyTile(p.head_dim);
   if (n_rep * p.head_dim > kMaxOutPerThread * kThreads) return cudaErrorInvalidValue;

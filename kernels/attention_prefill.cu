@@ -192,7 +192,7 @@ bool PrefillAttentionSupports(int32_t head_dim) { return head_dim == 64 || head_
 cudaError_t LaunchPrefillAttention(const PrefillAttnParams& p, cudaStream_t stream) {
   if (p.n_work < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head > 65535 ||
       !PrefillAttentionSupports(p.head_dim) || p.kv.block_size <= 0 || p.window < 0 || !(p.softcap >= 0.0f) ||
-      !KvElemFits(p.kv.elem, p.head_dim) || !KvElemFits(p.kv.ElemV(), p.head_dim))
+      !KvElemFits(p.kv.elem, p.head_dim) || !KvElemFits(p.kv.ElemV(), p.head_dim) || !p.kv.Aligned(p.head_dim))
     return cudaErrorInvalidValue;
   if (p.n_work == 0) return cudaSuccess;
   const dim3 grid(p.n_work, p.n_head);

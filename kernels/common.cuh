@@ -97,6 +97,12 @@ struct KvPoolLayout {
   int64_t block_bytes() const { return n_layer * layer_bytes(); }
   int64_t KOffset(int32_t layer) const { return layer * layer_bytes(); }
   int64_t VOffset(int32_t layer) const { return layer * layer_bytes() + n_head_kv * tile_bytes(0); }
+
+  // Every tile of a pool whose base is 256-byte aligned (cudaMalloc) starts
+  // on the alignment its type's accesses need (KvElemAlign). Always so with
+  // one type; with two, K's plane can leave V's, or the next layer's K, off
+  // it: Q8_0 K before F16 V with block_size 1 puts V at 36 * n_head_kv bytes.
+  bool Aligned() const;
 };
 
 inline bool KvElemValid(int32_t elem) {
@@ -105,6 +111,18 @@ inline bool KvElemValid(int32_t elem) {
 // elem is a pool type whose rows head_dim fills (Q4_0, FP8: whole 32-value blocks).
 inline bool KvElemFits(int32_t elem, int32_t head_dim) {
   return KvElemValid(elem) && ((elem != kKvQ4 && elem != kKvFp8) || (head_dim > 0 && head_dim % 32 == 0));
+}
+
+// The alignment in bytes the kernels need where a tile of element type e
+// starts: with head_dim a multiple of 8 they move 8 values at a time
+// (BF16/F16: 16-byte accesses; Q8_0 and FP8: 4-byte words; Q4_0: 2-byte
+// halves of its 18-byte blocks), otherwise element by element.
+__host__ __device__ inline int64_t KvElemAlign(int32_t e, int32_t head_dim) {
+  if (e == kKvQ4) return 2;
+  if (e == kKvFp8) return 4;
+  const bool wide = head_dim % 8 == 0;
+  if (e == kKvQ8) return wide ? 4 : 1;
+  return wide ? 16 : 2;
 }
 
 // One layer's view of the pool, as the attention and KV-store kernels take it.
@@ -122,6 +140,19 @@ struct PagedKv {
 
   __host__ __device__ int32_t ElemV() const { return elem_v != 0 ? elem_v : elem; }
   __host__ __device__ int64_t TileBytesV() const { return tile_bytes_v != 0 ? tile_bytes_v : tile_bytes; }
+  // Both planes, their tiles and every block start where their types'
+  // accesses need (KvElemAlign); the launchers refuse a view that does not.
+  __host__ __device__ bool Aligned(int32_t head_dim) const {
+    const int64_t ak = KvElemAlign(elem, head_dim), av = KvElemAlign(ElemV(), head_dim);
+    return reinterpret_cast<uintptr_t>(k) % ak == 0 && reinterpret_cast<uintptr_t>(v) % av == 0 &&
+           block_stride % (ak > av ? ak : av) == 0 && tile_bytes % ak == 0 && TileBytesV() % av == 0;
+  }
 };
+
+inline bool KvPoolLayout::Aligned() const {
+  const int64_t ak = KvElemAlign(Elem(0), head_dim), av = KvElemAlign(Elem(1), head_dim);
+  return tile_bytes(0) % ak == 0 && tile_bytes(1) % av == 0 && n_head_kv * tile_bytes(0) % av == 0 &&
+         layer_bytes() % (ak > av ? ak : av) == 0;
+}
 
 }  // namespace llm::cuda

@@ -164,7 +164,7 @@ cudaError_t LaunchRopeAngles(const int32_t* pos, int32_t n_tok, const double* in
 cudaError_t LaunchRopeStoreKv(const RopeKvParams& p, cudaStream_t stream) {
   if (p.n_tok < 0 || p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0 || p.head_dim % 2 != 0 ||
       p.n_pairs <= 0 || 2 * p.n_pairs > p.head_dim || p.kv.block_size <= 0 || !KvElemFits(p.kv.elem, p.head_dim) ||
-      !KvElemFits(p.kv.ElemV(), p.head_dim) ||
+      !KvElemFits(p.kv.ElemV(), p.head_dim) || !p.kv.Aligned(p.head_dim) ||
       (p.q_norm == nullptr) != (p.k_norm == nullptr) || !(p.eps >= 0.0f))
     return cudaErrorInvalidValue;
   // rotations only on a side that is rotated (Q4_0), and sizes that tile a row

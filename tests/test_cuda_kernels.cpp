@@ -1043,11 +1043,67 @@ TEST_F(CudaKernels, AttentionMixedKvTypes) {
   const int32_t pairs[][2] = {{kKvQ8, kKvF16}, {kKvF16, kKvQ4}, {kKvQ4, kKvQ8}, {kKvBf16, kKvFp8}, {kKvFp8, kKvBf16}};
   for (const auto& [k, v] : pairs) {
     for (int kind : {0, 1, 4}) RunAttention(AttnCase{8, 2, 64, 16, decode}, kind, rng_, k, v);
-    RunAttention(AttnCase{4, 2, 32, 1, decode}, 1, rng_, k, v);  // block size 1: tiles of unlike sizes
+    RunAttention(AttnCase{4, 2, 32, 8, decode}, 1, rng_, k, v);  // block size 8: tiles of unlike sizes
     for (int hd : {64, 128}) RunAttention(AttnCase{8, 2, hd, 16, ragged}, 3, rng_, k, v);
   }
   RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, kKvQ8, kKvF16);  // scalar loads (head_dim 18)
   RunAttention(AttnCase{6, 3, 18, 1, decode}, 0, rng_, kKvBf16, kKvQ8);
+}
+
+// With K and V of two types, K's plane can leave V's tiles (or the next
+// layer's K) off the alignment their accesses need: Q8_0 K tiles of 36
+// bytes before F16 V at block size 1 put V at 72 bytes, where the 16-byte
+// loads fault on a GPU. Every block size that is a multiple of 8 lays out
+// every pair aligned, one type any block size; the three launchers refuse a
+// misaligned view (before the empty launch they would otherwise accept).
+TEST_F(CudaKernels, MixedKvPlanesAlignedOrRefused) {
+  const int32_t types[] = {kKvBf16, kKvF16, kKvQ8, kKvQ4, kKvFp8};
+  for (int32_t k : types)
+    for (int32_t v : types)
+      for (int hd : {32, 64, 96, 128})
+        for (int hkv : {1, 2, 3, 8}) {
+          SCOPED_TRACE(std::string(ElemName(k)) + "/" + ElemName(v) + " head_dim " + std::to_string(hd) + " n_head_kv " +
+                       std::to_string(hkv));
+          for (int bs : {8, 16, 24, 40}) EXPECT_TRUE((KvPoolLayout{3, hkv, hd, bs, k, v}.Aligned())) << bs;
+          for (int bs : {1, 2, 3, 5, 7}) EXPECT_TRUE((KvPoolLayout{3, hkv, hd, bs, k, k}.Aligned())) << bs;
+        }
+  for (int hd : {18, 22, 50})  // element-wise accesses: BF16/F16 2-aligned, Q8_0 any
+    for (int bs : {1, 3})
+      EXPECT_TRUE((KvPoolLayout{3, 3, hd, bs, kKvQ8, kKvF16}.Aligned())) << hd << " " << bs;
+  EXPECT_FALSE((KvPoolLayout{2, 2, 32, 1, kKvQ8, kKvF16}.Aligned()));  // V at 72
+  EXPECT_FALSE((KvPoolLayout{2, 1, 32, 1, kKvF16, kKvQ4}.Aligned()));  // layer 1's F16 K at 82
+
+  for (const int bs : {1, 8}) {
+    SCOPED_TRACE("block size " + std::to_string(bs));
+    PagedBatch b{4, 1, 32, bs, {}, kKvQ8, kKvF16};  // layer 1's V at 136 bytes
+    b.Build(rng_);
+    Dev<uint8_t> d_pool(b.pool_bytes());
+    ASSERT_TRUE(d_pool.ok());
+    const PagedKv kv = b.View(d_pool.get());
+    const cudaError_t want = bs == 1 ? cudaErrorInvalidValue : cudaSuccess;
+    EXPECT_EQ(kv.Aligned(32), bs != 1);
+    DecodeAttnParams d;
+    d.n_head = 4;
+    d.n_head_kv = 1;
+    d.head_dim = 32;
+    d.kv = kv;
+    EXPECT_EQ(LaunchDecodeAttention(d, nullptr, 0, nullptr), want);
+    PrefillAttnParams pf;
+    pf.n_head = 4;
+    pf.n_head_kv = 1;
+    pf.head_dim = 64;
+    PagedBatch b64{4, 1, 64, bs, {}, kKvQ8, kKvF16};  // at 264
+    b64.Build(rng_);
+    pf.kv = b64.View(d_pool.get());
+    EXPECT_EQ(LaunchPrefillAttention(pf, nullptr), want);
+    RopeKvParams r;
+    r.n_head = 4;
+    r.n_head_kv = 1;
+    r.head_dim = 32;
+    r.n_pairs = 16;
+    r.kv = kv;
+    EXPECT_EQ(LaunchRopeStoreKv(r, nullptr), want);
+  }
 }
 
 // ================================================================ Q4_0 pool: block rule, rotation

@@ -389,6 +389,30 @@ TEST_F(CudaKvTypes, Q4_0RefusedWhereBlocksDoNotFit) {
   }
 }
 
+// K and V of two types whose tiles would leave V's plane off the alignment
+// its loads need (Q8_0 K of 68-byte tiles before F16 V on `tiny`, 2 kv heads,
+// at kv_block_size 1: V at 136 bytes) are refused, naming the block sizes
+// that fit; the same pair at kv_block_size 8 runs.
+TEST_F(CudaKvTypes, MixedPairRefusedWhereItsPlanesWouldBeMisaligned) {
+  SKIP_WITHOUT_DEVICE();
+  llm_ctx_params p;
+  llm_ctx_params_init(&p);
+  p.model_path = tiny_->c_str();
+  p.backend = LLM_BACKEND_CUDA;
+  p.kv_type = LLM_KV_Q8_0;
+  p.kv_type_v = LLM_KV_F16;
+  p.n_ctx = 64;
+  p.kv_block_size = 1;
+  llm_ctx* ctx = nullptr;
+  EXPECT_EQ(llm_ctx_create(&p, &ctx), LLM_ERR_UNSUPPORTED);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_NE(std::string(llm_last_error()).find("kv_block_size that is a multiple of 8"), std::string::npos)
+      << llm_last_error();
+  p.kv_block_size = 8;
+  ASSERT_EQ(llm_ctx_create(&p, &ctx), LLM_OK) << llm_last_error();
+  llm_ctx_destroy(ctx);
+}
+
 // ---------------------------------------------------------------- FP8 E4M3
 
 // The acceptance rule: the CUDA FP8 E4M3 cache's greedy continuation

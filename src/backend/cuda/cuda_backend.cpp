@@ -367,6 +367,13 @@ Status CudaBackend::AllocateKvPool(KvCacheSpec* kv) {
   LLM_ASSIGN_OR_RETURN(const int32_t elem_v, KvElemOf(KvTypeV(*kv)));
   kv_ = KvPoolLayout{opt_.n_layers - opt_.first_layer, cfg_.n_head_kv, cfg_.head_dim, kv->block_size, elem,
                      elem_v != elem ? elem_v : 0};  // this backend's layers only, each side in its type
+  if (!kv_.Aligned()) {
+    static const char* const kNames[] = {"auto", "f32", "f16", "q8_0", "q4_0", "fp8_e4m3"};
+    return Unsupported(std::string("CUDA backend: kv_type ") + kNames[kv->kv_type] + " with kv_type_v " +
+                       kNames[KvTypeV(*kv)] + " at kv_block_size " + std::to_string(kv->block_size) +
+                       " would start V's tiles (or the next layer's) off the alignment the attention kernels' "
+                       "loads need; a kv_block_size that is a multiple of 8 always fits");
+  }
   const int64_t block_bytes = kv_.block_bytes();
   size_t free_b = 0, total_b = 0;
   LLM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
