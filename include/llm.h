@@ -323,7 +323,11 @@ typedef struct llm_ctx_params {
                               /* allowed as kv_type (on CUDA: not F32; FP8  */
                               /* E4M3 on 8.9+; Q4_0 and FP8 need head_dim   */
                               /* a multiple of 32), else UNSUPPORTED naming */
-                              /* the side. Another value: INVALID_ARGUMENT. */
+                              /* the side. On CUDA two types also need a    */
+                              /* kv_block_size whose tiles keep each side   */
+                              /* aligned (a multiple of 8 always does; the  */
+                              /* default 16 does), else UNSUPPORTED.        */
+                              /* Another value: INVALID_ARGUMENT.           */
   /* --- appended in 0.3: partial offload (llama.cpp's -ngl) --- */
   int32_t n_gpu_layers;       /* With the CUDA backend: how many of the     */
                               /* model's layers run on the GPU, the first   */
