@@ -9,7 +9,9 @@
 //   few tokens (n_tok < kScratchMinTokens: decode)   the 8 rows' sub-blocks
 //     are decoded into registers in weight order and meet the token's
 //     activations directly; Fold8 turns the 8 rows' partial sums into one
-//     vector, lane r = row r.
+//     vector, lane r = row r (quant_lattice_decode_x86.h: each row's fields
+//     taken apart per super-block with 256-bit ops, then per sub-block
+//     table loads, a sign mask by shuffle and compare, maddubs, madd).
 //   many tokens (prefill)   the 8 rows are decoded ONCE per block of
 //     kTokBlock tokens into a scratch in the R8 layout of quant_pack.h
 //     (DecodedSub: vector v = weights 4v .. 4v+3 of the 8 rows, as PackedQ8),
@@ -108,46 +110,6 @@ struct Sub {
   int m0, m1;
 };
 
-#ifndef LATTICE_GRID
-#define LATTICE_GRID 0
-#endif
-// Index k of 4 or 8 consecutive indices (u8 or u16) read as one u64.
-template <typename I>
-inline uint32_t IdxAt(uint64_t v, int k) {
-  return static_cast<uint32_t>(v >> (8 * sizeof(I) * k)) & (sizeof(I) == 1 ? 0xFF : 0xFFFF);
-}
-// Grid points at 4 (u64) or 8 (u32) indices: each point broadcast from the
-// table by a load, then blended (no shuffle port, which the sign expansion
-// and the fold already keep busy; measured faster than vpinsr chains and
-// than gathers on Zen 3).
-template <typename I>
-inline __m256i Grid4(const uint64_t* tab, const I* i) {
-  if constexpr (LATTICE_GRID == 1) {
-    uint64_t v;
-    std::memcpy(&v, i, 4 * sizeof(I));
-    auto at = [&](int k) { return _mm256_set1_epi64x(static_cast<int64_t>(tab[IdxAt<I>(v, k)])); };
-    const __m256i t0 = _mm256_blend_epi32(at(0), at(1), 0x0C), t1 = _mm256_blend_epi32(at(2), at(3), 0xC0);
-    return _mm256_blend_epi32(t0, t1, 0xF0);
-  } else {
-    return Set4(tab[i[0]], tab[i[1]], tab[i[2]], tab[i[3]]);
-  }
-}
-template <typename I>
-inline __m256i Grid8(const uint32_t* tab, const I* i) {
-  if constexpr (LATTICE_GRID == 1) {
-    uint64_t v[2];
-    std::memcpy(v, i, 8 * sizeof(I));
-    auto at = [&](int k) {
-      return _mm256_set1_epi32(static_cast<int>(tab[IdxAt<I>(v[k * sizeof(I) / 8], k % (8 / sizeof(I)))]));
-    };
-    const __m256i t0 = _mm256_blend_epi32(at(0), at(1), 0x02), t1 = _mm256_blend_epi32(at(2), at(3), 0x08);
-    const __m256i t2 = _mm256_blend_epi32(at(4), at(5), 0x20), t3 = _mm256_blend_epi32(at(6), at(7), 0x80);
-    return _mm256_blend_epi32(_mm256_blend_epi32(t0, t1, 0x0C), _mm256_blend_epi32(t2, t3, 0xC0), 0xF0);
-  } else {
-    return Set8(tab[i[0]], tab[i[1]], tab[i[2]], tab[i[3]], tab[i[4]], tab[i[5]], tab[i[6]], tab[i[7]]);
-  }
-}
-
 // Sub-block j of the super-block at b (layouts in tensor_type.h).
 template <TensorType kT>
 inline Sub DecodeSub(const uint8_t* b, int j) {
@@ -241,6 +203,28 @@ inline void Prefetch(const uint8_t* p, int64_t off, int64_t len) {
   for (int64_t o = off & ~int64_t{63}; o < off + len; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + o), _MM_HINT_T0);
 }
 
+// ---------------------------------------------------------------- decode
+
+#include "backend/cpu/quant_lattice_decode_x86.h"
+
+// ---------------------------------------------------------------- scratch (prefill)
+
+// 8 rows' sub-block in the R8 layout: w[v] byte 4r + i = signed weight
+// 4v + i of row r; mul[h] int16 lanes 2r, 2r + 1 = row r's multiplier of
+// half h (weights 16h ..). Rows past the group's end are zero.
+// (Plain arrays, read and written unaligned: the scratch is a std::vector.)
+struct DecodedSub {
+  int8_t w[8][32];
+  int16_t mul[2][16];
+};
+struct DecodedSuper {
+  float scale[8];  // row r's d · unit
+  DecodedSub sub[8];
+};
+
+inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline void Store(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+
 // v[r] (8 int32 of row r) -> v[c] (element c of the 8 rows): an 8 × 8
 // transpose of 32-bit elements, so vector c holds weights 4c .. 4c+3 of
 // every row.
@@ -261,300 +245,6 @@ inline void Transpose8(__m256i* v) {
     v[c + 4] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
   }
 }
-
-// ---------------------------------------------------------------- decode
-//
-// Per row and super-block, Prep extracts the fields of all 8 sub-blocks at
-// once with 256-bit ops (instead of shifts and masks per grid point and per
-// sign byte) into a small aligned Aux; SubDot then meets one sub-block with
-// the token: grid points by 64- or 32-bit table loads at the indices of Aux
-// (or straight from the block where they are whole bytes), signs expanded
-// from 4 bytes by a byte shuffle and a compare, the multipliers broadcast.
-//
-//   type      grid indices        sign bytes (per 8 weights)   multipliers
-//   IQ2_XXS   block bytes         Aux::sg (7 bits + parity)    Aux::mul
-//   IQ2_XS    Aux::idx (9 bits)   Aux::sg (7 bits + parity)    Aux::mul (2)
-//   IQ2_S     Aux::idx (10 bits)  block bytes (explicit bits)  Aux::mul (2)
-//   IQ3_XXS   block bytes         Aux::sg (7 bits + parity)    Aux::mul
-//   IQ3_S     Aux::idx (9 bits)   block bytes (explicit bits)  Aux::mul
-//
-// IQ1_S and IQ1_M keep the portable unpacker (DecodeSub).
-#ifndef LATTICE_AHEAD
-#define LATTICE_AHEAD 1
-#endif
-template <TensorType kT>
-constexpr bool kVecDecode = kT == TensorType::IQ2_XXS || kT == TensorType::IQ2_XS || kT == TensorType::IQ2_S ||
-                            kT == TensorType::IQ3_XXS || kT == TensorType::IQ3_S;
-
-// One row's super-block, its fields unpacked.
-struct alignas(32) Aux {
-  uint16_t idx[64];  // grid indices in weight order (IQ2_XS, IQ2_S: 32; IQ3_S: 64)
-  uint8_t sg[32];    // sign byte of weights 8k .. 8k+7 (bit i: weight 8k + i)
-  uint32_t mul[8];   // sub-block j's multipliers m0 | m1 << 16 (halves 0, 1)
-};
-
-inline __m256i LoadU(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline __m128i LoadU128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-inline void StoreA(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
-
-// 32 bytes of 7-bit sign indices -> their kIQ2Signs bytes: bit 7 = the
-// parity of bits 0..6 (the parity of each nibble by a byte shuffle).
-inline __m256i WithParity(__m256i s) {
-  const __m256i lut = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0,  //
-                                       0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
-  const __m256i nib = _mm256_set1_epi8(0x0F);
-  const __m256i p = _mm256_xor_si256(_mm256_shuffle_epi8(lut, _mm256_and_si256(s, nib)),
-                                     _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(s, 4), nib)));
-  return _mm256_or_si256(s, p);
-}
-
-// m -> the int16 pair m | m << 16 (int32 lanes).
-inline __m256i Pair16(__m256i m) { return _mm256_or_si256(m, _mm256_slli_epi32(m, 16)); }
-
-// The XXS types' u32 per sub-block (lane j): four 7-bit sign indices at
-// bits 0, 7, 14, 21 and the 4-bit scale s at bit 28 (multiplier 2s + 1).
-inline void PrepSignWords(__m256i a, Aux& x) {
-  __m256i s = _mm256_and_si256(a, _mm256_set1_epi32(0x7F));  // field k moves from bit 7k to byte k
-  s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 1), _mm256_set1_epi32(0x7F00)));
-  s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 2), _mm256_set1_epi32(0x7F0000)));
-  s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 3), _mm256_set1_epi32(0x7F000000)));
-  StoreA(x.sg, WithParity(s));
-  StoreA(x.mul, Pair16(_mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(a, 28), 1), _mm256_set1_epi32(1))));
-}
-
-// 8 scale bytes (low nibble: half 0, high: half 1) -> Aux::mul.
-inline void PrepNibblePairs(const uint8_t* sc, Aux& x) {
-  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i m0 = _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xF)), 1), one);
-  const __m256i m1 = _mm256_or_si256(_mm256_slli_epi32(_mm256_srli_epi32(v, 4), 1), one);
-  StoreA(x.mul, _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16)));
-}
-
-// Indices qs[i] | (high bits of index i) << 8 of 16 consecutive indices,
-// qh holding the 8 bytes of high bits in each 128-bit lane: `pick` selects
-// per u16 lane the qh byte of its sub-block, `shl` (a power of two) moves
-// the index's bits to bit 8, `mask` keeps them.
-inline __m256i HighIdx(const uint8_t* qs, __m256i qh, __m256i pick, __m256i shl, __m256i mask) {
-  const __m256i h = _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(qh, pick), shl), mask);
-  return _mm256_or_si256(_mm256_cvtepu8_epi16(LoadU128(qs)), h);
-}
-
-// u16 lane i (0..15) of a 128-bit lane pair takes qh byte a (i < 8) or b.
-inline __m256i PickBytes(char a, char b) {
-  const char z = -128;
-  return _mm256_setr_epi8(a, z, a, z, a, z, a, z, a, z, a, z, a, z, a, z,  //
-                          b, z, b, z, b, z, b, z, b, z, b, z, b, z, b, z);
-}
-
-template <TensorType kT>
-inline void Prep(const uint8_t* b, Aux& x) {
-  if constexpr (kT == TensorType::IQ2_XXS) {
-    // u32 pairs (4 grid index bytes, sign word) per sub-block: the odd dwords.
-    const __m256 lo = _mm256_castsi256_ps(LoadU(b + 2)), hi = _mm256_castsi256_ps(LoadU(b + 34));
-    const __m256i a = _mm256_castps_si256(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));  // 0 1 4 5 | 2 3 6 7
-    PrepSignWords(_mm256_permute4x64_epi64(a, _MM_SHUFFLE(3, 1, 2, 0)), x);
-  } else if constexpr (kT == TensorType::IQ3_XXS) {
-    PrepSignWords(LoadU(b + 2 + 64), x);
-  } else if constexpr (kT == TensorType::IQ2_XS) {
-    const __m256i q0 = LoadU(b + 2), q1 = LoadU(b + 34);  // u16: grid index | sign index << 9
-    const __m256i m9 = _mm256_set1_epi16(511);
-    StoreA(x.idx, _mm256_and_si256(q0, m9));
-    StoreA(x.idx + 16, _mm256_and_si256(q1, m9));
-    const __m256i s = _mm256_packus_epi16(_mm256_srli_epi16(q0, 9), _mm256_srli_epi16(q1, 9));  // 0 2 | 1 3 (8 each)
-    StoreA(x.sg, WithParity(_mm256_permute4x64_epi64(s, _MM_SHUFFLE(3, 1, 2, 0))));
-    PrepNibblePairs(b + offsetof(BlockIQ2_XS, scales), x);
-  } else if constexpr (kT == TensorType::IQ2_S) {
-    // index 4j + l: qs[4j + l] | (qh[j] >> 2l & 3) << 8, i.e. (qh[j] << (8 - 2l)) & 0x300.
-    int64_t h;
-    std::memcpy(&h, b + offsetof(BlockIQ2_S, qh), 8);
-    const __m256i qh = _mm256_set1_epi64x(h);
-    const __m256i shl = _mm256_set1_epi64x(0x0004001000400100);  // 256, 64, 16, 4
-    const __m256i mask = _mm256_set1_epi16(0x300);
-    const uint8_t* qs = b + offsetof(BlockIQ2_S, qs);
-    const __m256i pick0 = _mm256_setr_epi8(0, -128, 0, -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1, -128,  //
-                                           2, -128, 2, -128, 2, -128, 2, -128, 3, -128, 3, -128, 3, -128, 3, -128);
-    const __m256i pick1 = _mm256_add_epi16(pick0, _mm256_set1_epi16(4));
-    StoreA(x.idx, HighIdx(qs, qh, pick0, shl, mask));
-    StoreA(x.idx + 16, HighIdx(qs + 16, qh, pick1, shl, mask));
-    PrepNibblePairs(b + offsetof(BlockIQ2_S, scales), x);
-  } else if constexpr (kT == TensorType::IQ3_S) {
-    // index 8j + k: qs[8j + k] | (qh[j] >> k & 1) << 8, i.e. (qh[j] << (8 - k)) & 0x100.
-    int64_t h;
-    std::memcpy(&h, b + offsetof(BlockIQ3_S, qh), 8);
-    const __m256i qh = _mm256_set1_epi64x(h);
-    const __m256i shl = _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
-    const __m256i mask = _mm256_set1_epi16(0x100);
-    const uint8_t* qs = b + offsetof(BlockIQ3_S, qs);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-      StoreA(x.idx + 16 * i, HighIdx(qs + 16 * i, qh, PickBytes(static_cast<char>(2 * i), static_cast<char>(2 * i + 1)),
-                                     shl, mask));
-    uint32_t sc;
-    std::memcpy(&sc, b + offsetof(BlockIQ3_S, scales), 4);  // nibble j: sub-block j
-    const __m256i v = _mm256_and_si256(
-        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(sc)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        _mm256_set1_epi32(0xF));
-    StoreA(x.mul, Pair16(_mm256_or_si256(_mm256_slli_epi32(v, 1), _mm256_set1_epi32(1))));
-  }
-}
-
-// The madd operand of multipliers m0 | m1 << 16: m0 on weights 0..15, m1 on 16..31.
-inline __m256i MulOf(uint32_t m) {
-  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
-                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-  return _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(m)), spread);
-}
-
-// Sub-block j of the super-block at b (its Aux x) against the token's
-// activations xv: the int32 partial sums of isum (their total is isum).
-template <TensorType kT>
-inline __m256i SubDot(const uint8_t* b, const Aux& x, int j, __m256i xv) {
-  __m256i q, sg, mul;
-  if constexpr (kT == TensorType::IQ2_XXS) {
-    const uint8_t* g = b + 2 + 8 * j;
-    q = Grid4(kIQ2XXSGrid, g);
-    sg = SignBytes(U32(x.sg + 4 * j));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
-  } else if constexpr (kT == TensorType::IQ3_XXS) {
-    const uint8_t* g = b + 2 + 8 * j;
-    q = Grid8(kIQ3XXSGrid, g);
-    sg = SignBytes(U32(x.sg + 4 * j));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
-  } else if constexpr (kT == TensorType::IQ2_XS) {
-    const uint16_t* i = x.idx + 4 * j;
-    q = Grid4(kIQ2XSGrid, i);
-    sg = SignBytes(U32(x.sg + 4 * j));
-    mul = MulOf(x.mul[j]);
-  } else if constexpr (kT == TensorType::IQ2_S) {
-    const uint16_t* i = x.idx + 4 * j;
-    q = Grid4(kIQ2SGrid, i);
-    sg = SignBytes(U32(b + offsetof(BlockIQ2_S, qs) + 32 + 4 * j));
-    mul = MulOf(x.mul[j]);
-  } else {  // IQ3_S
-    const uint16_t* i = x.idx + 8 * j;
-    q = Grid8(kIQ3SGrid, i);
-    sg = SignBytes(U32(b + offsetof(BlockIQ3_S, signs) + 4 * j));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
-  }
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_sign_epi8(xv, sg)), mul);
-}
-
-// One token against a group of rows, decoded in registers: out[r] = row r's
-// dot product (r < g.n). `next`: the group whose bytes to prefetch meanwhile
-// (the rows are contiguous: a group is one run of 8 · row_bytes bytes).
-template <TensorType kT, bool kFull>
-void DirectGroupJ(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float* out) {
-  const int64_t span = 8 * static_cast<int64_t>(g.row_bytes);
-  const int64_t step = (span + g.nsb - 1) / g.nsb;
-  __m256 acc = _mm256_setzero_ps();
-  // Aux of super-block s in buf[s % 2], prepared one step ahead: the
-  // sub-blocks' narrow loads then find the 256-bit stores committed.
-  Aux buf[2][8];
-  auto prep = [&](int64_t s) {
-    if constexpr (kVecDecode<kT>)
-      for (int r = 0; r < 8; ++r)
-        if (kFull || r < g.n) Prep<kT>(g.w + r * g.row_bytes + s * g.bb, buf[s & 1][r]);
-  };
-  if (LATTICE_AHEAD) prep(0);
-  for (int64_t s = 0; s < g.nsb; ++s) {
-    if (next != nullptr) Prefetch(next, s * step, step);
-    if (LATTICE_AHEAD) {
-      if (s + 1 < g.nsb) prep(s + 1);
-    } else {
-      prep(s);
-    }
-    const Aux* aux = buf[s & 1];
-    alignas(32) float sc[8] = {};
-    for (int r = 0; r < 8; ++r)
-      if (kFull || r < g.n) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
-    const __m256 scale = _mm256_load_ps(sc);
-    for (int j = 0; j < 8; ++j) {
-      const BlockQ8Act& xb = x[8 * s + j];
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      __m256i is[8];
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        if (kFull || r < g.n) {
-          const uint8_t* b = g.w + r * g.row_bytes + s * g.bb;
-          if constexpr (kVecDecode<kT>) {
-            is[r] = SubDot<kT>(b, aux[r], j, xv);
-          } else {
-            const Sub d = DecodeSub<kT>(b, j);
-            is[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(d.q, _mm256_sign_epi8(xv, d.sg)), d.mul);
-          }
-        } else {
-          is[r] = _mm256_setzero_si256();
-        }
-      }
-      acc = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(Fold8(is)), acc);
-    }
-  }
-  _mm256_storeu_ps(out, acc);
-}
-
-
-#ifndef LATTICE_ROWWISE
-#define LATTICE_ROWWISE 0
-#endif
-template <TensorType kT, bool kFull>
-void DirectGroupR(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float* out) {
-  const int64_t span = 8 * static_cast<int64_t>(g.row_bytes);
-  const int64_t step = (span + g.nsb - 1) / g.nsb;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t s = 0; s < g.nsb; ++s) {
-    if (next != nullptr) Prefetch(next, s * step, step);
-    alignas(32) float sc[8] = {};
-    __m256i t[8];
-    for (int r = 0; r < 8; ++r) {
-      if (kFull || r < g.n) {
-        const uint8_t* b = g.w + r * g.row_bytes + s * g.bb;
-        sc[r] = RowScale<kT>(b);
-        Aux aux;
-        Prep<kT>(b, aux);
-        __m256i is[8];
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j)
-          is[j] = SubDot<kT>(b, aux, j, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[8 * s + j].qs)));
-        t[r] = Fold8(is);  // lane j: sub-block j
-      } else {
-        t[r] = _mm256_setzero_si256();
-      }
-    }
-    Transpose8(t);  // t[j] lane r: row r's sub-block j
-    const __m256 scale = _mm256_load_ps(sc);
-    for (int j = 0; j < 8; ++j)
-      acc = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x[8 * s + j].d)), _mm256_cvtepi32_ps(t[j]), acc);
-  }
-  _mm256_storeu_ps(out, acc);
-}
-
-template <TensorType kT, bool kFull>
-void DirectGroup(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float* out) {
-  if constexpr (kVecDecode<kT> && LATTICE_ROWWISE) {
-    DirectGroupR<kT, kFull>(g, next, x, out);
-  } else {
-    DirectGroupJ<kT, kFull>(g, next, x, out);
-  }
-}
-
-// ---------------------------------------------------------------- scratch (prefill)
-
-// 8 rows' sub-block in the R8 layout: w[v] byte 4r + i = signed weight
-// 4v + i of row r; mul[h] int16 lanes 2r, 2r + 1 = row r's multiplier of
-// half h (weights 16h ..). Rows past the group's end are zero.
-// (Plain arrays, read and written unaligned: the scratch is a std::vector.)
-struct DecodedSub {
-  int8_t w[8][32];
-  int16_t mul[2][16];
-};
-struct DecodedSuper {
-  float scale[8];  // row r's d · unit
-  DecodedSub sub[8];
-};
-
-inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline void Store(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 
 // Decodes a group of rows into out (g.nsb super-blocks).
 template <TensorType kT, bool kFull>
