@@ -10,7 +10,7 @@
 // usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q2_k|q3_k|q4_k|q5_k|q6_k|
 //                                      iq4_nl|iq4_xs|mxfp4|iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s)]
 //                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [-j threads] [--1b] [--generic] [--no-pack]
-//                    [--cold]
+//                    [--cold] [--cpu]
 //
 // -s replaces the default shapes by one (e.g. 2048x2048 or 8192x2048, the
 // 1B shape's projections, whose 2048 columns are whole 256-weight blocks).
@@ -24,6 +24,10 @@
 // decode step of a model larger than the caches; GB/s then reports the
 // weight bytes read per second.
 //
+// --cpu times each repetition by the process's CPU time (divided by the
+// thread count) instead of the wall clock: on a shared machine the time a
+// thread waits descheduled then does not count.
+//
 // By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
 // quant_pack.h) are repacked here too; --no-pack measures the row-major path.
 #include <algorithm>
@@ -34,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <sstream>
 #include <string>
@@ -99,6 +104,13 @@ void Flush(const void* p, size_t n) {
 #endif
 }
 
+// CPU time of the whole process in milliseconds.
+double CpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,7 +119,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
   // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
-  bool generic = false, pack = true, cold = false;
+  bool generic = false, pack = true, cold = false, cpu_time = false;
   std::vector<std::vector<int64_t>> shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
     }
     if (a == "--no-pack") { pack = false; continue; }
     if (a == "--cold") { cold = true; continue; }
+    if (a == "--cpu") { cpu_time = true; continue; }
     if (i + 1 >= argc) { std::fprintf(stderr, "missing value after %s\n", a.c_str()); return 2; }
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
@@ -130,13 +143,14 @@ int main(int argc, char** argv) {
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [-j threads] [--1b] [--generic] [--no-pack] [--cold]\n");
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [-j threads] [--1b] [--generic] [--no-pack] [--cold] [--cpu]\n");
       return 2;
     }
   }
   const llm::cpu::Kernels& k = generic ? llm::cpu::GenericKernels() : llm::cpu::BestKernels();
-  std::printf("kernels: %s, %d thread(s), median of %d, %s, weights %s\n", k.name, threads, reps,
-              pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
+  std::printf("kernels: %s, %d thread(s), median of %d, %s, weights %s, %s\n", k.name, threads, reps,
+              pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache",
+              cpu_time ? "CPU time / threads" : "wall clock");
   std::printf("%-7s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
   std::mt19937 rng(7);
   for (const std::string& tn : types) {
@@ -202,8 +216,10 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps; ++r) {
           if (cold) Flush(w.packed != nullptr ? w.packed : w.data, w_bytes);
           const auto t0 = Clock::now();
+          const double c0 = CpuMs();
           run();
-          ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          ms.push_back(cpu_time ? (CpuMs() - c0) / threads
+                                : std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         }
         std::sort(ms.begin(), ms.end());
         const double med = ms[ms.size() / 2];
