@@ -1,7 +1,7 @@
 // The decode (one token) path of the lattice matmul. Not a normal header:
 // quant_lattice_avx2.cpp includes it inside its anonymous namespace, under
-// its AVX2 target pragma, after Set4/Set8, U32, DecodeSub, RowScale, Fold8,
-// Rows and Prefetch.
+// its AVX2 target pragma, after U32, Sub, DecodeSub, RowScale, Fold8, Rows
+// and Prefetch.
 //
 // A group of 8 rows meets the token sub-block by sub-block: for sub-block j
 // each row's 32 weights are decoded in registers and multiplied with the
@@ -33,11 +33,12 @@
 //
 // IQ1_S and IQ1_M keep the portable unpacker (DecodeSub) in the same loop.
 //
-// Measured (bench_quant -n 1, one thread, 2048x2048, 2-vCPU EPYC Zen 3
-// under load; best of 5 x 25 runs) against the previous path, which decoded
-// each field with scalar shifts and table loads: IQ2_XS 1.9x, IQ2_S 1.8x,
-// IQ3_S 1.7x, IQ2_XXS 1.4x, IQ3_XXS 1.2x (its 8 grid loads per sub-block
-// and their vpinsr dominate).
+// Measured against the previous path, which took each field apart with
+// scalar shifts, masks and table loads (bench_quant -n 1 --cpu, one thread,
+// 2048x2048, 8192x2048 and 2048x8192, 2-vCPU EPYC Zen 3 under a load of
+// 7-9; best of 5 x 15 repetitions): IQ2_XS 1.9x, IQ2_S 1.8x, IQ3_S 2.0x,
+// IQ2_XXS 1.4x, IQ3_XXS 1.4x (the XXS types' indices were already whole
+// bytes; IQ3_XXS's 8 grid loads and their vpinsr per sub-block dominate).
 
 template <TensorType kT>
 inline constexpr bool kVecDecode = kT == TensorType::IQ2_XXS || kT == TensorType::IQ2_XS ||
@@ -201,10 +202,11 @@ inline __m256i Points8(const uint32_t* tab, uint32_t i0, uint32_t i1, uint32_t i
                                  Ins4(tab[i4], tab[i5], tab[i6], tab[i7]), 1);
 }
 
+inline __m128i Ins2(uint64_t a, uint64_t b) {
+  return _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(a)), static_cast<int64_t>(b), 1);
+}
 inline __m256i Points4(const uint64_t* tab, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
-  const __m128i lo = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(tab[i0])), static_cast<int64_t>(tab[i1]), 1);
-  const __m128i hi = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(tab[i2])), static_cast<int64_t>(tab[i3]), 1);
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(Ins2(tab[i0], tab[i1])), Ins2(tab[i2], tab[i3]), 1);
 }
 
 // Sub-block j of the super-block at b (its Aux x) against the token's
