@@ -43,12 +43,13 @@
 template <TensorType kT>
 inline constexpr bool kVecDecode = kT == TensorType::IQ2_XXS || kT == TensorType::IQ2_XS ||
                                    kT == TensorType::IQ2_S || kT == TensorType::IQ3_XXS ||
-                                   kT == TensorType::IQ3_S;
+                                   kT == TensorType::IQ3_S || kT == TensorType::IQ1_S;
 
 // One row's super-block, its fields taken apart (only those its type keeps here).
 struct alignas(32) Aux {
-  uint16_t idx[64];  // grid indices in weight order (IQ2_XS, IQ2_S: 32; IQ3_S: 64)
-  uint8_t sg[32];    // sign bits of weights 8k .. 8k+7 (bit i: weight 8k + i)
+  uint16_t idx[64];  // grid indices in weight order (IQ2_XS, IQ2_S, IQ1_S: 32; IQ3_S: 64)
+  uint8_t sg[32];    // sign bits of weights 8k .. 8k+7 (bit i: weight 8k + i); IQ1_S:
+                     // sub-block j's delta 8 · (+-1/8) in the 4 bytes 4j .. 4j+3
   uint32_t mul[8];   // sub-block j's multipliers m0 | m1 << 16 (weights 0..15, 16..31)
 };
 
@@ -144,6 +145,30 @@ inline void Prep(const uint8_t* b, Aux& x) {
     StoreA(x.idx, HighIdx(qs, qh, pick, shl, mask));
     StoreA(x.idx + 16, HighIdx(qs + 16, qh, _mm256_add_epi16(pick, _mm256_set1_epi16(4)), shl, mask));
     PrepNibblePairs(b + offsetof(BlockIQ2_S, scales), x);
+  } else if constexpr (kT == TensorType::IQ1_S) {
+    // u16 qh[j]: bits 3l .. 3l+2 the high bits of index 4j + l, 12 .. 14 the
+    // scale, 15 the delta's sign. (qh >> 3l & 7) << 8: qh · 2^(8 - 3l) for
+    // l < 3 (mullo), qh · 2^15 >> 16 for l = 3 (mulhi), masked.
+    const __m128i qh16 = LoadU128(b + offsetof(BlockIQ1_S, qh));
+    const __m256i qh = _mm256_broadcastsi128_si256(qh16);
+    const __m256i lo = _mm256_setr_epi16(256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0);
+    const __m256i hi = _mm256_setr_epi16(0, 0, 0, -32768, 0, 0, 0, -32768, 0, 0, 0, -32768, 0, 0, 0, -32768);
+    const __m256i mask = _mm256_set1_epi16(0x700);
+    const uint8_t* qs = b + offsetof(BlockIQ1_S, qs);
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) {  // sub-blocks 4i .. 4i+3: u16 lane 4j' + l takes qh[4i + j']
+      const char c = static_cast<char>(8 * i);
+      const __m256i pick = _mm256_setr_epi8(c, c + 1, c, c + 1, c, c + 1, c, c + 1, c + 2, c + 3, c + 2, c + 3, c + 2,
+                                            c + 3, c + 2, c + 3, c + 4, c + 5, c + 4, c + 5, c + 4, c + 5, c + 4, c + 5,
+                                            c + 6, c + 7, c + 6, c + 7, c + 6, c + 7, c + 6, c + 7);
+      const __m256i q = _mm256_shuffle_epi8(qh, pick);
+      const __m256i h = _mm256_and_si256(_mm256_or_si256(_mm256_mullo_epi16(q, lo), _mm256_mulhi_epu16(q, hi)), mask);
+      StoreA(x.idx + 16 * i, _mm256_or_si256(_mm256_cvtepu8_epi16(LoadU128(qs + 16 * i)), h));
+    }
+    const __m256i v = _mm256_cvtepu16_epi32(qh16);  // lane j: qh[j]
+    StoreA(x.mul, OddPair(_mm256_and_si256(_mm256_srli_epi32(v, 12), _mm256_set1_epi32(7))));
+    const __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(v, 16), 31);  // -1 where the delta is -1/8
+    StoreA(x.sg, _mm256_or_si256(neg, _mm256_set1_epi32(0x01010101)));
   } else if constexpr (kT == TensorType::IQ3_S) {
     // index 8j + k = qs[8j + k] | (qh[j] >> k & 1) << 8 = qs[8j + k] | (qh[j] << (8 - k) & 0x100)
     const __m256i qh = Qh(b + offsetof(BlockIQ3_S, qh));
@@ -236,6 +261,15 @@ inline __m256i SubDot(const uint8_t* b, const Aux& x, int j, __m256i xv, __m256i
     q = Points4(kIQ2SGrid, i[0], i[1], i[2], i[3]);
     neg = SignMask(U32(b + offsetof(BlockIQ2_S, qs) + 32 + 4 * j));
     mul = MulOf(x.mul[j]);
+  } else if constexpr (kT == TensorType::IQ1_S) {
+    // weights 8g + delta8 (g in {-1, 0, 1}, delta8 = +-1: never 0), so the
+    // signs are the weights' own: |v| · sign(x, v)
+    const uint16_t* i = x.idx + 4 * j;
+    const __m256i g = Points4(kIQ1SGrid, i[0], i[1], i[2], i[3]);
+    const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g),
+                                      _mm256_set1_epi32(static_cast<int>(U32(x.sg + 4 * j))));
+    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(xv, v)), mul);
   } else {
     static_assert(kT == TensorType::IQ3_S);
     const uint64_t v = U64(x.idx + 8 * j), w = U64(x.idx + 8 * j + 4);
