@@ -8,7 +8,7 @@
 // quantized once outside the timing, as the backend does per matmul.
 //
 // usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q2_k|q3_k|q4_k|q5_k|q6_k|
-//                                      iq4_nl|iq4_xs|mxfp4|iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s)]
+//                                      iq4_nl|iq4_xs|mxfp4|iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s|iq1_m)]
 //                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [-j threads] [--1b] [--generic] [--no-pack]
 //                    [--cold] [--cpu]
 //
@@ -67,7 +67,8 @@ const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::Tensor
                            {"q2_k", llm::TensorType::Q2_K}, {"q3_k", llm::TensorType::Q3_K},
                            {"iq3_xxs", llm::TensorType::IQ3_XXS}, {"iq3_s", llm::TensorType::IQ3_S},
                            {"iq2_xs", llm::TensorType::IQ2_XS}, {"iq2_xxs", llm::TensorType::IQ2_XXS},
-                           {"iq2_s", llm::TensorType::IQ2_S}, {"iq1_s", llm::TensorType::IQ1_S}};
+                           {"iq2_s", llm::TensorType::IQ2_S}, {"iq1_s", llm::TensorType::IQ1_S},
+                           {"iq1_m", llm::TensorType::IQ1_M}};
 
 // Random quant bytes; every 16-bit field that may be an F16 scale gets a small
 // normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
