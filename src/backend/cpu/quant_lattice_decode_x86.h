@@ -1,7 +1,7 @@
 // The decode (one token) path of the lattice matmul. Not a normal header:
 // quant_lattice_avx2.cpp includes it inside its anonymous namespace, under
-// its AVX2 target pragma, after U32, Sub, DecodeSub, RowScale, Fold8, Rows
-// and Prefetch.
+// its AVX2 target pragma, after U32, RowScale, Fold8, Rows and Prefetch
+// (the prefill path's DecodeSub decodes the same fields its own way).
 //
 // A group of 8 rows meets the token sub-block by sub-block: for sub-block j
 // each row's 32 weights are decoded in registers and multiplied with the
@@ -44,12 +44,6 @@
 // IQ2_XXS 1.4x, IQ3_XXS 1.4x (the XXS types' indices were already whole
 // bytes; IQ3_XXS's 8 grid loads and their vpinsr per sub-block dominate),
 // IQ1_S and IQ1_M about 20x (they were unpacked byte by byte).
-
-template <TensorType kT>
-inline constexpr bool kVecDecode = kT == TensorType::IQ2_XXS || kT == TensorType::IQ2_XS ||
-                                   kT == TensorType::IQ2_S || kT == TensorType::IQ3_XXS ||
-                                   kT == TensorType::IQ3_S || kT == TensorType::IQ1_S ||
-                                   kT == TensorType::IQ1_M;
 
 // One row's super-block, its fields taken apart (only those its type keeps here).
 struct alignas(32) Aux {
@@ -343,11 +337,10 @@ void DirectGroup(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float*
   const int64_t step = (span + g.nsb - 1) / g.nsb;
   __m256 acc = _mm256_setzero_ps();
   Aux aux[2][8];  // super-block s's in aux[s % 2]
-  if constexpr (kVecDecode<kT>) PrepRows<kT, kFull>(g, 0, aux[0]);
+  PrepRows<kT, kFull>(g, 0, aux[0]);
   for (int64_t s = 0; s < g.nsb; ++s) {
     if (next != nullptr) Prefetch(next, s * step, step);
-    if constexpr (kVecDecode<kT>)
-      if (s + 1 < g.nsb) PrepRows<kT, kFull>(g, s + 1, aux[(s + 1) & 1]);
+    if (s + 1 < g.nsb) PrepRows<kT, kFull>(g, s + 1, aux[(s + 1) & 1]);
     const Aux* ax = aux[s & 1];
     alignas(32) float sc[8] = {};
     for (int r = 0; r < 8; ++r)
@@ -361,13 +354,7 @@ void DirectGroup(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float*
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r) {
         if (kFull || r < g.n) {
-          const uint8_t* b = g.w + r * g.row_bytes + s * g.bb;
-          if constexpr (kVecDecode<kT>) {
-            is[r] = SubDot<kT>(b, ax[r], j, xv, nxv);
-          } else {
-            const Sub d = DecodeSub<kT>(b, j);
-            is[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(d.q, _mm256_sign_epi8(xv, d.sg)), d.mul);
-          }
+          is[r] = SubDot<kT>(g.w + r * g.row_bytes + s * g.bb, ax[r], j, xv, nxv);
         } else {
           is[r] = _mm256_setzero_si256();
         }
