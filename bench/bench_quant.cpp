@@ -1,4 +1,5 @@
-// bench_quant: the block-quantized matmul kernel alone, one thread.
+// bench_quant: the block-quantized matmul kernel alone, one thread (or -j N:
+// the rows split in N runs of whole 8-row groups, one std::thread each).
 //
 // For each weight type and shape (rows x cols, SmolLM2-135M's by default) and
 // each token count, runs Kernels::matmul over all rows and reports GMAC/s
@@ -7,8 +8,9 @@
 // quantized once outside the timing, as the backend does per matmul.
 //
 // usage: bench_quant [-r reps] [-t type(q4_0|q4_1|q5_0|q5_1|q8_0|q2_k|q3_k|q4_k|q5_k|q6_k|
-//                                      iq4_nl|iq4_xs|mxfp4|iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s)]
-//                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [--1b] [--generic] [--no-pack] [--cold]
+//                                      iq4_nl|iq4_xs|mxfp4|iq3_xxs|iq3_s|iq2_xs|iq2_xxs|iq2_s|iq1_s|iq1_m)]
+//                    [-n n_tok[,n_tok...]] [-s ROWSxCOLS] [-j threads] [--1b] [--generic] [--no-pack]
+//                    [--cold] [--cpu]
 //
 // -s replaces the default shapes by one (e.g. 2048x2048 or 8192x2048, the
 // 1B shape's projections, whose 2048 columns are whole 256-weight blocks).
@@ -22,6 +24,10 @@
 // decode step of a model larger than the caches; GB/s then reports the
 // weight bytes read per second.
 //
+// --cpu times each repetition by the process's CPU time (divided by the
+// thread count) instead of the wall clock: on a shared machine the time a
+// thread waits descheduled then does not count.
+//
 // By default weights that the CPU backend would repack (Q4_0, Q4_1, Q8_0:
 // quant_pack.h) are repacked here too; --no-pack measures the row-major path.
 #include <algorithm>
@@ -32,9 +38,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
@@ -59,7 +67,8 @@ const TypeName kTypes[] = {{"q4_0", llm::TensorType::Q4_0}, {"q4_1", llm::Tensor
                            {"q2_k", llm::TensorType::Q2_K}, {"q3_k", llm::TensorType::Q3_K},
                            {"iq3_xxs", llm::TensorType::IQ3_XXS}, {"iq3_s", llm::TensorType::IQ3_S},
                            {"iq2_xs", llm::TensorType::IQ2_XS}, {"iq2_xxs", llm::TensorType::IQ2_XXS},
-                           {"iq2_s", llm::TensorType::IQ2_S}, {"iq1_s", llm::TensorType::IQ1_S}};
+                           {"iq2_s", llm::TensorType::IQ2_S}, {"iq1_s", llm::TensorType::IQ1_S},
+                           {"iq1_m", llm::TensorType::IQ1_M}};
 
 // Random quant bytes; every 16-bit field that may be an F16 scale gets a small
 // normal half (0x2000..0x27ff: about 0.008..0.03), so no block holds inf/NaN.
@@ -96,14 +105,22 @@ void Flush(const void* p, size_t n) {
 #endif
 }
 
+// CPU time of the whole process in milliseconds.
+double CpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 9;
+  int threads = 1;
   std::vector<std::string> types = {"q4_1", "q8_0"};
   std::vector<int64_t> toks = {1, 4, 16, 64};
   // SmolLM2-135M: q/o, k/v, gate/up, down, and the 49152-row classifier.
-  bool generic = false, pack = true, cold = false;
+  bool generic = false, pack = true, cold = false, cpu_time = false;
   std::vector<std::vector<int64_t>> shapes = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -114,10 +131,12 @@ int main(int argc, char** argv) {
     }
     if (a == "--no-pack") { pack = false; continue; }
     if (a == "--cold") { cold = true; continue; }
+    if (a == "--cpu") { cpu_time = true; continue; }
     if (i + 1 >= argc) { std::fprintf(stderr, "missing value after %s\n", a.c_str()); return 2; }
     const std::string v = argv[++i];
     if (a == "-r") reps = std::max(1, std::atoi(v.c_str()));
     else if (a == "-t") types = {v};
+    else if (a == "-j") threads = std::max(1, std::atoi(v.c_str()));
     else if (a == "-s") shapes = {{std::atoll(v.c_str()), std::atoll(v.c_str() + v.find('x') + 1)}};
     else if (a == "-n") {
       toks.clear();
@@ -125,13 +144,14 @@ int main(int argc, char** argv) {
       std::string item;
       while (std::getline(ss, item, ',')) toks.push_back(std::max<int64_t>(1, std::atoll(item.c_str())));
     } else {
-      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [--1b] [--generic] [--no-pack] [--cold]\n");
+      std::fprintf(stderr, "usage: bench_quant [-r reps] [-t type] [-n n_tok,...] [-s RxC] [-j threads] [--1b] [--generic] [--no-pack] [--cold] [--cpu]\n");
       return 2;
     }
   }
   const llm::cpu::Kernels& k = generic ? llm::cpu::GenericKernels() : llm::cpu::BestKernels();
-  std::printf("kernels: %s, 1 thread, median of %d, %s, weights %s\n", k.name, reps,
-              pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache");
+  std::printf("kernels: %s, %d thread(s), median of %d, %s, weights %s, %s\n", k.name, threads, reps,
+              pack ? "packed rows" : "row-major", cold ? "flushed from the caches" : "in cache",
+              cpu_time ? "CPU time / threads" : "wall clock");
   std::printf("%-7s %7s %6s %6s %10s %10s %10s %8s\n", "type", "rows", "cols", "n_tok", "ms", "GMAC/s", "best", "GB/s");
   std::mt19937 rng(7);
   for (const std::string& tn : types) {
@@ -173,15 +193,34 @@ int main(int argc, char** argv) {
         a.ld_y = rows;
         a.row_begin = 0;
         a.row_end = rows;
-        k.matmul(a);  // warm-up
+        // Thread i computes rows [row_at(i), row_at(i + 1)): whole 8-row groups.
+        auto row_at = [&](int i) { return std::min(rows, (rows / 8 * i + threads - 1) / threads * 8); };
+        auto run = [&]() {
+          if (threads == 1) { k.matmul(a); return; }
+          std::vector<std::thread> pool;
+          for (int i = 1; i < threads; ++i)
+            pool.emplace_back([&, i]() {
+              llm::cpu::MatMulArgs b = a;
+              b.row_begin = row_at(i);
+              b.row_end = i + 1 == threads ? rows : row_at(i + 1);
+              k.matmul(b);
+            });
+          llm::cpu::MatMulArgs b = a;
+          b.row_end = row_at(1);
+          k.matmul(b);
+          for (std::thread& t : pool) t.join();
+        };
+        run();  // warm-up
         std::vector<double> ms;
         // the bytes the kernel reads: the packed copy when there is one
         const size_t w_bytes = w.packed != nullptr ? packed.size() : m.size();
         for (int r = 0; r < reps; ++r) {
           if (cold) Flush(w.packed != nullptr ? w.packed : w.data, w_bytes);
           const auto t0 = Clock::now();
-          k.matmul(a);
-          ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          const double c0 = CpuMs();
+          run();
+          ms.push_back(cpu_time ? (CpuMs() - c0) / threads
+                                : std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         }
         std::sort(ms.begin(), ms.end());
         const double med = ms[ms.size() / 2];

@@ -181,6 +181,37 @@ TEST(QuantLattice, MatchesPortableBitwise) {
   }
 }
 
+// The decode path (one token) over long rows: 8 super-blocks per row, so
+// each row's fields, taken apart one super-block ahead of their use
+// (quant_lattice_decode_x86.h), alternate between their two buffers many
+// times; 16 and 24 rows: whole groups of 8, each prefetching the next.
+TEST(QuantLattice, DecodeLongRowsBitwise) {
+  if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
+  std::mt19937 rng(11);
+  for (TensorType t : kLatticeTypes) {
+    for (int64_t rows : {int64_t{16}, int64_t{24}}) {
+      SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " rows " + std::to_string(rows));
+      const int64_t cols = 2048;
+      const std::vector<uint8_t> m = RandomMatrix(t, rows, cols, rng);
+      for (bool q8k : {true, false}) {
+        std::vector<float> x(static_cast<size_t>(cols));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        for (float& v : x) v = nd(rng);
+        const std::vector<BlockQ8Act> xq = Activations(x, 1, cols, q8k);
+        Case c = MakeCase(t, m, rows, cols, xq, 1);
+        const std::vector<float> gen = RunMatMul(cpu::GenericKernels(), c);
+        const std::vector<float> simd = RunMatMul(cpu::BestKernels(), c);
+        ASSERT_EQ(std::memcmp(gen.data(), simd.data(), gen.size() * 4), 0) << "q8k " << q8k;
+        for (int64_t r = 0; r < rows; r += 7) {
+          double ref = 0, scale = 0;
+          Reference(c, r, 0, &ref, &scale);
+          EXPECT_NEAR(simd[r], ref, 2e-6 * scale + 1e-12) << "vs dequantized, row " << r;
+        }
+      }
+    }
+  }
+}
+
 // Every weight at its largest lattice point with all signs positive and the
 // largest scale, every activation at 127: the pair sums reach their bound
 // (2 · 2 · 62 · 127 for IQ3_XXS in the scratch path's int16 adds), the

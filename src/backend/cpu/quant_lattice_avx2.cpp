@@ -9,7 +9,9 @@
 //   few tokens (n_tok < kScratchMinTokens: decode)   the 8 rows' sub-blocks
 //     are decoded into registers in weight order and meet the token's
 //     activations directly; Fold8 turns the 8 rows' partial sums into one
-//     vector, lane r = row r.
+//     vector, lane r = row r (quant_lattice_decode_x86.h: each row's fields
+//     taken apart per super-block with 256-bit ops, then per sub-block
+//     table loads, a sign mask by shuffle and compare, maddubs, madd).
 //   many tokens (prefill)   the 8 rows are decoded ONCE per block of
 //     kTokBlock tokens into a scratch in the R8 layout of quant_pack.h
 //     (DecodedSub: vector v = weights 4v .. 4v+3 of the 8 rows, as PackedQ8),
@@ -202,39 +204,8 @@ inline void Prefetch(const uint8_t* p, int64_t off, int64_t len) {
 }
 
 // ---------------------------------------------------------------- decode
-//
-// One token against a group of rows, decoded in registers: out[r] = row r's
-// dot product (r < g.n). `next`: the group whose bytes to prefetch meanwhile
-// (the rows are contiguous: a group is one run of 8 · row_bytes bytes).
-template <TensorType kT, bool kFull>
-void DirectGroup(const Rows& g, const uint8_t* next, const BlockQ8Act* x, float* out) {
-  const int64_t span = 8 * static_cast<int64_t>(g.row_bytes);
-  const int64_t step = (span + g.nsb - 1) / g.nsb;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t s = 0; s < g.nsb; ++s) {
-    if (next != nullptr) Prefetch(next, s * step, step);
-    alignas(32) float sc[8] = {};
-    for (int r = 0; r < 8; ++r)
-      if (kFull || r < g.n) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
-    const __m256 scale = _mm256_load_ps(sc);
-    for (int j = 0; j < 8; ++j) {
-      const BlockQ8Act& xb = x[8 * s + j];
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      __m256i is[8];
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        if (kFull || r < g.n) {
-          const Sub d = DecodeSub<kT>(g.w + r * g.row_bytes + s * g.bb, j);
-          is[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(d.q, _mm256_sign_epi8(xv, d.sg)), d.mul);
-        } else {
-          is[r] = _mm256_setzero_si256();
-        }
-      }
-      acc = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(Fold8(is)), acc);
-    }
-  }
-  _mm256_storeu_ps(out, acc);
-}
+
+#include "backend/cpu/quant_lattice_decode_x86.h"
 
 // ---------------------------------------------------------------- scratch (prefill)
 
