@@ -17,8 +17,10 @@ on stderr, what was selected and why:
   ASAN_CUDA_TESTS  (partial) a ctest -R regex of its CUDA tests
   TSAN           1: run tests/ci-tsan.sh
   FUZZ           1: run tests/fuzz/ci.sh
-  FUZZ_LONG      the fuzzers that run the full time ("all": every one); the
-                 rest run a short smoke
+
+With --fuzz-long FUZZ_BUILD (after the fuzz build) it prints the fuzzers
+whose own files, or files their objects include, changed: they run the full
+time, the rest a short smoke.
 
 Rules (conservative: when in doubt, run everything):
 - No base, a base git cannot reach (a shallow clone, not a checkout, a bad
@@ -139,13 +141,23 @@ def stands_for(path, root):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True, help="the Release build folder (its depfiles)")
+    ap.add_argument("--build", help="the Release build folder (its depfiles)")
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     ap.add_argument("--base", help="the commit to diff from (default: .ci/base)")
     ap.add_argument("--changed", help="a file listing the changed paths (tests): no git")
     ap.add_argument("--ctest-json", help="ctest --show-only=json-v1 of the build (default: run ctest)")
+    ap.add_argument("--write-changed", help="write the changed paths there (a line '*': everything)")
+    ap.add_argument("--fuzz-long", metavar="FUZZ_BUILD",
+                    help="instead: print the fuzzers whose code changed (--changed, as --write-changed wrote it)")
     args = ap.parse_args()
     root = os.path.realpath(args.root)
+    if args.fuzz_long:
+        print(" ".join(fuzz_long(root, args.fuzz_long, args.changed)))
+        return 0
+    if not args.build:
+        ap.error("--build is needed")
+    global WRITE_CHANGED
+    WRITE_CHANGED = args.write_changed
 
     full = lambda why: emit(root, None, why)
     if os.environ.get("CI_FULL") == "1":
@@ -301,9 +313,39 @@ def select(root, changed, targets, objects, tests):
     }
 
 
+WRITE_CHANGED = None
+
+
+def fuzz_long(root, fuzz_build, changed_file):
+    """The fuzzers that run the full time: their own files, or a file their objects include, changed."""
+    changed = [l.strip() for l in open(changed_file) if l.strip()] if changed_file else ["*"]
+    targets, objects = read_depfiles(fuzz_build, root)
+    if "*" in changed or not targets:
+        log("fuzz: every fuzzer the full time" + ("" if targets else f" (no depfiles under {fuzz_build})"))
+        return FUZZERS
+    whole = [p for p in changed if p.startswith("tests/fuzz/") and not re.match(r"tests/fuzz/(fuzz_|corpus/|\w+\.dict$)", p)]
+    if whole:
+        log(f"fuzz: every fuzzer the full time ({whole[0]})")
+        return FUZZERS
+    long = []
+    for f in FUZZERS:
+        deps = targets.get("fuzz_" + f, set())
+        own = (f"tests/fuzz/fuzz_{f}.cpp", f"tests/fuzz/corpus/{f}/", f"tests/fuzz/{f}.dict")
+        for p in changed:
+            keys = [p] + (stands_for(p, root) if os.path.splitext(p)[1] in SOURCE_EXT else [])
+            if p.startswith(own) or any(k in deps for k in keys):
+                long.append(f)
+                log(f"fuzz: fuzz_{f} the full time ({p})")
+                break
+    return long
+
+
 def emit(root, sel, why):
     def out(k, v):
         print(f"{k}='{v}'")
+    if WRITE_CHANGED:
+        with open(WRITE_CHANGED, "w") as fh:
+            fh.write("*\n" if sel is None else "".join(p + "\n" for p in sel["_CHANGED"]))
     if sel is None:
         log(f"CI selection: everything ({why})")
         out("ASAN_FULL", 1)
@@ -312,13 +354,10 @@ def emit(root, sel, why):
         out("ASAN_CUDA", 1)
         out("TSAN", 1)
         out("FUZZ", 1)
-        out("FUZZ_CHANGED", "*")
         return 0
     out("ASAN_FULL", 0)
     for k in ("ASAN_TARGETS", "ASAN_TESTS", "ASAN_CUDA", "ASAN_CUDA_TESTS", "TSAN", "FUZZ"):
         out(k, sel[k])
-    # The fuzz stage picks its long runs from its own build's depfiles.
-    out("FUZZ_CHANGED", " ".join(sel["_CHANGED"]))
     log("CI selection: ASan+UBSan on " + (sel["ASAN_TARGETS"] or "nothing")
         + ("; the CUDA emulator's tests too (" + ", ".join(sel["_CUDA"]) + ")" if sel["ASAN_CUDA"] == "1" else "; no CUDA emulator")
         + ("; TSan (" + ", ".join(sel["_LIB"][:5]) + ")" if sel["TSAN"] == "1" else "; no TSan (nothing it builds changed)")
