@@ -67,6 +67,37 @@ HEADER_EXT = (".h", ".hpp", ".cuh", ".inc")
 CUDA_PREFIXES = ("kernels/", "src/backend/cuda/", "tests/test_cuda")
 
 
+# A file that uses threads itself: TSan's concern when it changes.
+THREADED = re.compile(r'^\s*#\s*include\s*[<"](thread|mutex|atomic|condition_variable|shared_mutex|future|'
+                      r'stop_token|semaphore|latch|barrier|util/thread_pool\.h)[>"]', re.M)
+
+
+def threaded(path, root):
+    try:
+        return bool(THREADED.search(open(os.path.join(root, path), errors="replace").read()))
+    except OSError:
+        return False
+
+
+def fuzz_deps(root):
+    """{fuzzer: project files its source includes} (the preprocessor's -MM), or None without a compiler."""
+    deps = {}
+    for f in FUZZERS:
+        src = f"tests/fuzz/fuzz_{f}.cpp"
+        if not os.path.exists(os.path.join(root, src)):
+            continue
+        try:
+            r = subprocess.run([os.environ.get("CXX", "c++"), "-std=c++20", "-MM", "-MG", "-Isrc", "-Iinclude", "-Itests",
+                                "-Isamples/server", src], cwd=root, capture_output=True, text=True)
+        except OSError:
+            return None
+        if r.returncode != 0:
+            return None
+        parts = r.stdout.replace("\\\n", " ").split(":", 1)[1].split()
+        deps[f] = {os.path.normpath(p) for p in parts}
+    return deps
+
+
 def log(msg):
     print(msg, file=sys.stderr)
 
@@ -204,7 +235,10 @@ def select(root, changed, targets, objects, tests):
     runnable &= set(targets)
     why = {}  # target -> reason
     cuda = []
-    lib_hit = []  # changed files that the non-CUDA library or the TSan tests depend on
+    tsan_hit, fuzz_hit = [], []  # changed files that reach the TSan tests, the fuzzers
+    fdeps = fuzz_deps(root)
+    if fdeps is None:
+        log("  (the preprocessor cannot list the fuzzers' includes: the fuzzers run)")
     script_hits = []
     code = [p for p in changed if not any(r.search(p) for r in INERT)]
     for p in changed:
@@ -218,7 +252,7 @@ def select(root, changed, targets, objects, tests):
             continue
         if p.startswith("tests/fuzz/"):
             log(f"  {p}: the fuzz stage")
-            lib_hit.append(p)
+            fuzz_hit.append(p)
             continue
         keys = [p]
         ext = os.path.splitext(p)[1]
@@ -262,10 +296,16 @@ def select(root, changed, targets, objects, tests):
         if p.startswith(CUDA_PREFIXES) or any(k in deps_of(t) for k in keys
                                               for t in ("llmrt_kernels",) + tuple(x for x in test_targets if x.startswith("test_cuda"))):
             cuda.append(p)
-        lib_objs = {s: d for t in lib_targets for s, d in objects[t].items() if not s.startswith(("kernels/", "src/backend/cuda/"))}
-        # (the TSan and fuzz builds are -DLLM_CUDA=OFF: no kernels, no CUDA backend)
-        if any(k in d for k in keys for d in lib_objs.values()) or any(k in deps_of(t) for k in keys for t in TSAN_TARGETS):
-            lib_hit.append(p)
+        # TSan (its build is -DLLM_CUDA=OFF): a file its tests include, or
+        # one that uses threads itself (the engine, the API, the thread pool,
+        # the lanes, the KV tiers...), outside the CUDA side.
+        tsan_keys = [k for k in keys if any(k in deps_of(t) for t in TSAN_TARGETS)
+                     or (threaded(k, root) and not k.startswith(("kernels/", "src/backend/cuda/")))]
+        if tsan_keys:
+            tsan_hit.append(p if p in tsan_keys else f"{p} (via {tsan_keys[0]})")
+        # Fuzz: a file a fuzzer's source includes.
+        if fdeps is None or any(k in d for k in keys for d in fdeps.values()):
+            fuzz_hit.append(p)
     if unplaced:
         for p in unplaced:
             log(f"  {p}: cannot be placed (no depfile lists it or its header): every stage runs in full")
@@ -305,11 +345,12 @@ def select(root, changed, targets, objects, tests):
         "ASAN_TESTS": "^(" + "|".join(cpu_re) + ")" if cpu_re else "",
         "ASAN_CUDA": "1" if cuda else "0",
         "ASAN_CUDA_TESTS": "^(" + "|".join(cuda_re) + ")" if cuda and cuda_re else "",
-        "TSAN": "1" if lib_hit else "0",
-        "FUZZ": "1" if lib_hit or script_hits else "0",
+        "TSAN": "1" if tsan_hit else "0",
+        "FUZZ": "1" if fuzz_hit else "0",
         "_CHANGED": changed,
         "_CUDA": cuda,
-        "_LIB": lib_hit,
+        "_TSAN": tsan_hit,
+        "_FUZZ": fuzz_hit,
     }
 
 
@@ -360,8 +401,10 @@ def emit(root, sel, why):
         out(k, sel[k])
     log("CI selection: ASan+UBSan on " + (sel["ASAN_TARGETS"] or "nothing")
         + ("; the CUDA emulator's tests too (" + ", ".join(sel["_CUDA"]) + ")" if sel["ASAN_CUDA"] == "1" else "; no CUDA emulator")
-        + ("; TSan (" + ", ".join(sel["_LIB"][:5]) + ")" if sel["TSAN"] == "1" else "; no TSan (nothing it builds changed)")
-        + ("; fuzzers" if sel["FUZZ"] == "1" else "; no fuzzers (nothing they build changed)"))
+        + ("; TSan (" + ", ".join(sel["_TSAN"][:4]) + ")" if sel["TSAN"] == "1"
+           else "; no TSan (nothing its tests include, no threaded code changed)")
+        + ("; fuzzers (" + ", ".join(sel["_FUZZ"][:4]) + ")" if sel["FUZZ"] == "1"
+           else "; no fuzzers (nothing they include changed)"))
     return 0
 
 

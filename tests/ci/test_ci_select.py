@@ -27,27 +27,31 @@ FILES = {
     "src/a/lonely.cpp": '#include "b/bar.h"\n',              # nothing of its own directory
     "src/b/bar.h": "",                                       # only the library includes it
     "src/c/util.h": "",
+    "src/c/api.h": "",                                       # a TSan test includes it
+    "src/eng/engine.h": "#include <mutex>\n",                # threaded code
+    "src/eng/engine.cpp": '#include "eng/engine.h"\n',
     "kernels/k.cuh": "",
     "kernels/k.cu": '#include "k.cuh"\n',
     "src/backend/cuda/cuda_backend.cpp": '#include "k.cuh"\n',
     "samples/server/peek.h": "",
     "bench/bench_foo.cpp": '#include "a/foo.h"\n',
-    "tests/test_foo.cpp": "", "tests/test_other.cpp": "", "tests/test_cuda_k.cpp": "",
+    "tests/test_foo.cpp": "", "tests/test_eng.cpp": "", "tests/test_other.cpp": "", "tests/test_cuda_k.cpp": "",
     "tests/test_capi.cpp": "", "tests/test_abi.cpp": "", "tests/test_api_misuse.cpp": "",
     "tests/ctest_api.c": "", "tests/server/test_server.py": "",
-    "tests/fuzz/fuzz_gguf.cpp": "", "tests/fuzz/fuzz_chat.cpp": "", "tests/fuzz/run.sh": "",
+    "tests/fuzz/fuzz_gguf.cpp": "", "tests/fuzz/fuzz_chat.cpp": '#include "a/foo.h"\n', "tests/fuzz/run.sh": "",
     "tests/data/x/ref.json": "",
 }
 # build folder -> target -> object source -> the files its depfile lists (after the source)
 DEPS = {
     "build": {
         "llmrt_objects": {"src/a/foo.cpp": ["src/a/foo.h", "src/b/bar.h"], "src/a/foo_avx2.cpp": ["src/a/foo.h"],
-                          "src/a/lonely.cpp": ["src/b/bar.h"], "src/backend/cuda/cuda_backend.cpp": ["kernels/k.cuh"]},
+                          "src/a/lonely.cpp": ["src/b/bar.h"], "src/eng/engine.cpp": ["src/eng/engine.h"], "src/backend/cuda/cuda_backend.cpp": ["kernels/k.cuh"]},
         "llmrt_kernels": {"kernels/k.cu": ["kernels/k.cuh"]},
         "test_foo": {"tests/test_foo.cpp": ["src/a/foo.h", "src/c/util.h"]},
         "test_other": {"tests/test_other.cpp": ["src/c/util.h"]},
         "test_cuda_k": {"tests/test_cuda_k.cpp": ["kernels/k.cuh", "src/c/util.h"]},
-        "test_capi": {"tests/test_capi.cpp": []}, "test_abi": {"tests/test_abi.cpp": []},
+        "test_eng": {"tests/test_eng.cpp": ["src/eng/engine.h"]},
+        "test_capi": {"tests/test_capi.cpp": ["src/c/api.h"]}, "test_abi": {"tests/test_abi.cpp": []},
         "test_api_misuse": {"tests/test_api_misuse.cpp": []}, "ctest_api": {"tests/ctest_api.c": []},
         "llm-server": {"samples/server/server.cpp": ["samples/server/peek.h"]},
         "bench_foo": {"bench/bench_foo.cpp": ["src/a/foo.h"]},
@@ -57,7 +61,7 @@ DEPS = {
         "fuzz_chat": {"tests/fuzz/fuzz_chat.cpp": ["src/a/foo.h"]},
     },
 }
-TESTS = ["test_foo.Foo.A", "test_other.Other.A", "test_cuda_k.K.A", "test_capi.C.A", "test_abi.A.A",
+TESTS = ["test_foo.Foo.A", "test_eng.E.A", "test_other.Other.A", "test_cuda_k.K.A", "test_capi.C.A", "test_abi.A.A",
          "test_api_misuse.M.A", "ctest_api"]
 
 failures = []
@@ -131,8 +135,16 @@ def main():
         s = select(root, ["src/a/foo.h"])
         check(s["ASAN_FULL"] == "0" and s["targets"] == SMOKE | {"test_foo"},
               "a header change selects its includers and the smoke set, nothing else")
-        check(s["ASAN_CUDA"] == "0" and s["TSAN"] == "1" and s["FUZZ"] == "1",
-              "a library header: TSan and fuzz, no CUDA emulator")
+        check(s["ASAN_CUDA"] == "0" and s["TSAN"] == "0" and s["FUZZ"] == "1",
+              "a header a fuzzer includes, no thread in it: fuzz, no TSan, no CUDA emulator")
+        s = select(root, ["src/eng/engine.cpp"])
+        check(s["targets"] == SMOKE | {"test_eng"} and s["TSAN"] == "1" and s["FUZZ"] == "0",
+              "threaded code (its header includes <mutex>): TSan")
+        s = select(root, ["src/c/api.h"])
+        check(s["TSAN"] == "1", "a header a TSan test includes: TSan")
+        s = select(root, ["src/c/util.h"])
+        check(s["TSAN"] == "0" and s["FUZZ"] == "0", "a header neither TSan's tests nor the fuzzers include: neither")
+        s = select(root, ["src/a/foo.h"])
         check("test_foo" in s["ASAN_TESTS"] and "test_other" not in s["ASAN_TESTS"], "its tests' ctest regex")
         s = select(root, ["src/c/util.h"])
         check(s["targets"] == SMOKE | {"test_foo", "test_other", "test_cuda_k"} and s["ASAN_CUDA"] == "1",
