@@ -313,7 +313,12 @@ def select(root, changed, targets, objects, tests):
 
     sel = {t: r for t, r in why.items() if t in test_targets}
     for s in SMOKE:
-        sel.setdefault(s, "the smoke set")
+        if s in targets:
+            sel.setdefault(s, "the smoke set")
+    if cuda and not any(t.startswith("test_cuda") for t in sel):
+        for t in test_targets:
+            if t.startswith("test_cuda"):
+                sel[t] = "the CUDA side changed, no CUDA test includes it: all of them"
     # ctest entries: gtest programs by name, script tests by the programs they run.
     cpu_re, cuda_re, extra_targets = [], [], set()
     for t in tests:
