@@ -16,7 +16,7 @@ if ! command -v clang++ >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; t
 fi
 export FUZZ_OPT=${FUZZ_OPT:-"-O1 -gline-tables-only"} JOBS=${JOBS:-2} BUILD_DIR=${BUILD_DIR:-build-ci-fuzz}
 seconds=${1:-60}
-if [ -z "${FUZZ_CHANGED:-}" ]; then
+if [ -z "${FUZZ_CHANGED:-}" ] || grep -qx '\*' "$FUZZ_CHANGED"; then
   exec tests/fuzz/run.sh "$seconds"
 fi
 tests/fuzz/run.sh "${FUZZ_SMOKE:-2}"
