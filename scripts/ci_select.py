@@ -25,7 +25,7 @@ time, the rest a short smoke.
 Rules (conservative: when in doubt, run everything):
 - No base, a base git cannot reach (a shallow clone, not a checkout, a bad
   hash) or CI_FULL=1: everything.
-- Paths that build nothing (docs/, *.md, bench/results/, bindings/ which
+- Paths that build nothing (docs/, *.md, bench/results/, bench/*.py|sh, bindings/ which
   has its own stage, LICENSE) select nothing.
 - A changed file that an object's depfile lists is "placed": a test program
   is selected when its own sources or any header it includes changed.
@@ -60,7 +60,7 @@ FUZZERS = ["gguf", "tokenizer", "wordpiece_unigram", "hf_json", "capi", "chat", 
 # Tests that run programs their command does not name (a bin folder, a library).
 BIN_DIR_TESTS = {"cli_golden": ["llm-run", "llm-chat"], "cli_families": ["llm-synth", "llm-chat", "llm-server"],
                  "dlopen_alongside": ["llm_dlopen_probe"]}
-INERT = (re.compile(r"^docs/"), re.compile(r"(^|/)[^/]*\.md$"), re.compile(r"^bench/results/"),
+INERT = (re.compile(r"^docs/"), re.compile(r"(^|/)[^/]*\.md$"), re.compile(r"^bench/results/"), re.compile(r"^bench/[^/]*\.(py|sh)$"),
          re.compile(r"^bindings/"), re.compile(r"^LICENSE"), re.compile(r"^\.gitignore$"))
 SOURCE_EXT = (".cpp", ".cc", ".c", ".cu")
 HEADER_EXT = (".h", ".hpp", ".cuh", ".inc")
@@ -219,7 +219,7 @@ def main():
         if out.returncode != 0:
             return full("ctest cannot list the tests")
         tests = json.loads(out.stdout)["tests"]
-    return emit(root, select(root, changed, targets, objects, tests), None)
+    return emit(root, select(root, changed, targets, objects, tests), "a path the rules cannot place")
 
 
 def select(root, changed, targets, objects, tests):
