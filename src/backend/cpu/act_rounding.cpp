@@ -85,4 +85,30 @@ void QuantizeRowAsQ8_K(const float* x, int64_t n, BlockQ8Act* out) {
   }
 }
 
+DenseActRounding PeerDenseActRounding(const WeightView* const* ws, int n_ws) {
+  if (n_ws == 0) return DenseActRounding::kNone;
+  const TensorType t = ws[0]->type;
+  if (t != TensorType::F16 && t != TensorType::BF16) return DenseActRounding::kNone;
+  for (int j = 1; j < n_ws; ++j)
+    if (ws[j]->type != t) return DenseActRounding::kNone;
+  return t == TensorType::F16 ? DenseActRounding::kF16 : DenseActRounding::kBF16;
+}
+
+// ggml's conversions round to nearest even (F16C's vcvtps2ph with imm 0, or
+// its integer code; GGML_FP32_TO_BF16 adds 0x7fff + the kept low bit), as
+// F32ToF16 and F32ToBf16 do; values past F16's range become infinities in both.
+void RoundDenseAct(DenseActRounding r, const float* x, int64_t n, float* out) {
+  switch (r) {
+    case DenseActRounding::kNone:
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i];
+      return;
+    case DenseActRounding::kF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = F16ToF32(F32ToF16(x[i]));
+      return;
+    case DenseActRounding::kBF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToF32(F32ToBf16(x[i]));
+      return;
+  }
+}
+
 }  // namespace llm::cpu
