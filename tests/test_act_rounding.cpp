@@ -2,7 +2,7 @@
 // F16 (BF16) weight's matmul reads its input rounded to F16 (BF16), as
 // llama.cpp's CPU matmul does, from a copy; LLM_CPU_ACT=own keeps F32
 // inputs (tests/test_cpu_backend.cpp, EveryWeightTypeMatchesF32, checks the
-// backend's switch). The Q8 roundings are tested in test_quant.cpp.
+// whole backend both ways). The Q8 roundings are tested in test_quant.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,27 +86,35 @@ double WorstError(const std::vector<float>& got, const std::vector<double>& ref)
   return worst;
 }
 
-// For each type: the matmul of the rounded copy equals the double product of
-// the rounded inputs (to F32 summation error), not that of the inputs as
-// given; the caller's buffer keeps its values.
+// For each type: the input RoundDenseInput gives the matmul is a rounded
+// copy, whose product equals the double product of the rounded inputs (to
+// F32 summation error), not that of the inputs as given; the caller's buffer
+// keeps its values. With own (LLM_CPU_ACT=own) the matmul reads x itself.
 void CheckRoundedMatMul(TensorType type, DenseActRounding expect, float (*round)(float)) {
   const DenseWeight w = MakeWeight(type);
   const WeightView* ws[1] = {&w.view};
   ASSERT_EQ(cpu::PeerDenseActRounding(ws, 1), expect);
   const std::vector<float> x = MakeInput();
   const std::vector<float> x_before = x;
-  std::vector<float> xr(x.size(), -1.0f);
-  cpu::RoundDenseAct(expect, x.data(), static_cast<int64_t>(x.size()), xr.data());
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> scratch;
+  const float* xr = cpu::RoundDenseInput(ws, 1, x.data(), n, /*own=*/false, &scratch);
+  ASSERT_NE(xr, x.data()) << "not a copy";
   EXPECT_EQ(std::memcmp(x.data(), x_before.data(), x.size() * sizeof(float)), 0) << "the input was written";
   std::vector<float> x_rounded;
   for (float v : x) x_rounded.push_back(round(v));
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(FloatBits(xr[i]), FloatBits(x_rounded[i])) << i;
 
-  const std::vector<float> got = MatMul(w, xr.data());
+  const std::vector<float> got = MatMul(w, xr);
   EXPECT_LT(WorstError(got, Reference(w, x_rounded)), 1e-6);
   EXPECT_GT(WorstError(got, Reference(w, x)), 1e-4);  // 2^-12 = 2.4e-4: the rounding is there
-  // as given (kNone, or LLM_CPU_ACT=own's F32 input), the exact product
-  EXPECT_LT(WorstError(MatMul(w, x.data()), Reference(w, x)), 1e-6);
+
+  // LLM_CPU_ACT=own: x as given, the exact product
+  std::vector<float> unused;
+  const float* xo = cpu::RoundDenseInput(ws, 1, x.data(), n, /*own=*/true, &unused);
+  EXPECT_EQ(xo, x.data());
+  EXPECT_TRUE(unused.empty());
+  EXPECT_LT(WorstError(MatMul(w, xo), Reference(w, x)), 1e-6);
 }
 
 TEST(ActRounding, F16WeightsReadF16RoundedInputs) {

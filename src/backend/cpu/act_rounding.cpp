@@ -111,4 +111,13 @@ void RoundDenseAct(DenseActRounding r, const float* x, int64_t n, float* out) {
   }
 }
 
+const float* RoundDenseInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, bool own,
+                             std::vector<float>* scratch) {
+  const DenseActRounding r = own ? DenseActRounding::kNone : PeerDenseActRounding(ws, n_ws);
+  if (r == DenseActRounding::kNone) return x;
+  if (scratch->size() < static_cast<size_t>(n)) scratch->resize(static_cast<size_t>(n));
+  RoundDenseAct(r, x, n, scratch->data());
+  return scratch->data();
+}
+
 }  // namespace llm::cpu

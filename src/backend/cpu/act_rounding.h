@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/cpu/kernels.h"
 #include "model/tensor_type.h"
@@ -58,8 +59,15 @@ enum class DenseActRounding { kNone, kF16, kBF16 };
 DenseActRounding PeerDenseActRounding(const WeightView* const* ws, int n_ws);
 
 // x (n values) rounded to F16 (kF16) or BF16 (kBF16), nearest even, as F32
-// values into out (n values; never x itself: callers reuse their activations,
-// the residual stream among them). kNone copies x.
+// values into out (n values). kNone copies x.
 void RoundDenseAct(DenseActRounding r, const float* x, int64_t n, float* out);
+
+// The input a matmul over ws[0 .. n_ws) reads, x being its n values: x
+// itself when `own` (LLM_CPU_ACT=own) or PeerDenseActRounding is kNone;
+// else x rounded into *scratch (grown to n floats) and scratch's data. Never
+// over x: callers reuse their activations (MoE experts gather the router's
+// input, the lanes' classifier reads its rows after the call).
+const float* RoundDenseInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, bool own,
+                             std::vector<float>* scratch);
 
 }  // namespace llm::cpu

@@ -157,19 +157,15 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
   return xq;
 }
 
-// The copy goes to ws_.xr, never over x: x is the caller's (the normed rows,
-// the attention output, the hidden units; the lanes' classifier reads its
-// xn after this returns). An Encode step rounds too (llama.cpp's embedding
+// The copy goes to ws_.xr, never over x: x is the caller's (MoE's experts
+// gather the router's input after it; the lanes' classifier reads its xn
+// after this returns). An Encode step rounds too (llama.cpp's embedding
 // models run the same matmuls); its AMX GEMM then splits F16 values into
 // BF16 hi + lo exactly and BF16 values into hi alone (embed_matmul_amx.h),
 // so nothing is rounded twice.
 const float* CpuBackend::RoundDenseInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n,
                                          int64_t k) {
-  const DenseActRounding r = shared_->act_own ? DenseActRounding::kNone : PeerDenseActRounding(ws, n_ws);
-  if (r == DenseActRounding::kNone) return x;
-  if (ws_.xr.size() < static_cast<size_t>(n * k)) ws_.xr.resize(static_cast<size_t>(n * k));
-  RoundDenseAct(r, x, n * k, ws_.xr.data());
-  return ws_.xr.data();
+  return cpu::RoundDenseInput(ws, n_ws, x, n * k, shared_->act_own, &ws_.xr);
 }
 
 // An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take
