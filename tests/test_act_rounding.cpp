@@ -142,6 +142,32 @@ TEST(ActRounding, RoundsToNearestEven) {
   EXPECT_EQ(bf16[6], 1.0f + 4 * 0x1p-8f);
 }
 
+// Every float's rounding (random bit patterns: normals, subnormals, ties,
+// overflow, NaN), on the vector path (runs of 8) and its tail, equals the
+// integer conversion's.
+TEST(ActRounding, EveryPathRoundsAlike) {
+  std::vector<float> x;
+  uint32_t s = 12345;
+  for (int i = 0; i < 4099; ++i) {
+    s = s * 1664525u + 1013904223u;
+    uint32_t bits = s;
+    if (i % 3 == 0) bits = (bits & 0x8000ffffu) | 0x3f800000u | (i % 2 ? 0x1000u : 0);  // near 1, F16 ties
+    if (i % 5 == 0) bits = (bits & 0x807fffffu) | (static_cast<uint32_t>(100 + i % 30) << 23);  // F16 subnormals
+    x.push_back(BitsFloat(bits));
+  }
+  std::vector<float> f16(x.size()), bf16(x.size());
+  cpu::RoundDenseAct(DenseActRounding::kF16, x.data(), static_cast<int64_t>(x.size()), f16.data());
+  cpu::RoundDenseAct(DenseActRounding::kBF16, x.data(), static_cast<int64_t>(x.size()), bf16.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(f16[i]) && std::isnan(bf16[i])) << i;
+      continue;
+    }
+    ASSERT_EQ(FloatBits(f16[i]), FloatBits(F16ToF32Portable(F32ToF16Portable(x[i])))) << i << " " << x[i];
+    ASSERT_EQ(FloatBits(bf16[i]), FloatBits(Bf16ToF32(F32ToBf16(x[i])))) << i << " " << x[i];
+  }
+}
+
 // One call's weights share one rounding or get none.
 TEST(ActRounding, OnlyWhenEveryWeightAgrees) {
   WeightView f16, bf16, f32, q8;
