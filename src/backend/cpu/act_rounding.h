@@ -22,11 +22,13 @@
 // the same products come from the activations rounded to F16 / BF16 values
 // and kept as F32 (RoundDenseAct): no kernel changes. On the llama-3.2-1b
 // shape in F16 this one rounding brought llmrt's perplexity to llama.cpp's
-// within 3e-6 (it was 3e-4 above), and its move to a Q4_0 V cache from
+// within 1.6e-5 (it was 2.4e-4 above), and its move to a Q4_0 V cache from
 // +5.81% to +5.27% against llama.cpp's +5.36% / +5.44%
-// (bench/results/2026-11-27-ppl-gaps.md). It costs accuracy against F32
-// activations (2^-11 relative per F16 input, 2^-8 per BF16): LLM_CPU_ACT=own
-// switches it off with the Q8 roundings.
+// (bench/results/2026-11-27-kv-ppl-act-f16.md). It costs accuracy against
+// F32 activations (2^-11 relative per F16 input, 2^-8 per BF16):
+// LLM_CPU_ACT=own switches it off with the Q8 roundings. Like those, it is
+// the decoder's (forward.cpp, moe.cpp, lanes.cpp); the BERT-style encoder,
+// the vision towers and decoder_embed.cpp's projections keep their own.
 #pragma once
 
 #include <cstdint>
