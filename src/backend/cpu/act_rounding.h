@@ -13,12 +13,30 @@
 // (bench/results). Rounding as llama.cpp does is exact in the same kernels:
 // a 256-value block is eight BlockQ8Act blocks that share one scale, so the
 // integer dot products are unchanged and no kernel has a second version.
+//
+// Dense weights too: llama.cpp's CPU matmul converts the F32 activations to
+// the weight type's vec_dot_type before multiplying (ggml_compute_forward_
+// mul_mat; llamafile's sgemm takes an F16 A only with an F16 B): F16 for F16
+// weights, BF16 for BF16, round to nearest even, then sums the products in
+// F32. llmrt's dense kernels read F32 activations and widen the weights, so
+// the same products come from the activations rounded to F16 / BF16 values
+// and kept as F32 (RoundDenseAct): no kernel changes. On the llama-3.2-1b
+// shape in F16 this one rounding brought llmrt's perplexity to llama.cpp's
+// within 1.6e-5 (it was 2.4e-4 above), and its move to a Q4_0 V cache from
+// +5.81% to +5.27% against llama.cpp's +5.36% / +5.44%
+// (bench/results/2026-11-27-kv-ppl-act-f16.md). It costs accuracy against
+// F32 activations (2^-11 relative per F16 input, 2^-8 per BF16):
+// LLM_CPU_ACT=own switches it off with the Q8 roundings. Like those, it is
+// the decoder's (forward.cpp, moe.cpp, lanes.cpp); the BERT-style encoder,
+// the vision towers and decoder_embed.cpp's projections keep their own.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/cpu/kernels.h"
 #include "model/tensor_type.h"
+#include "model/weights.h"
 
 namespace llm::cpu {
 
@@ -33,5 +51,25 @@ ActRounding PeerActRounding(TensorType type);
 void QuantizeRowAsQ8_0(const float* x, int64_t n, BlockQ8Act* out);
 void QuantizeRowAsQ8_1(const float* x, int64_t n, BlockQ8Act* out);
 void QuantizeRowAsQ8_K(const float* x, int64_t n, BlockQ8Act* out);
+
+enum class DenseActRounding { kNone, kF16, kBF16 };
+
+// The rounding llama.cpp gives the input of one matmul over ws[0 .. n_ws)
+// (weights that read the same activations: Q, K and V; gate and up): kF16
+// when every weight is F16, kBF16 when every one is BF16, else kNone (F32 or
+// block-quantized weights, or a mix: then there is no one rounding to copy).
+DenseActRounding PeerDenseActRounding(const WeightView* const* ws, int n_ws);
+
+// x (n values) rounded to F16 (kF16) or BF16 (kBF16), nearest even, as F32
+// values into out (n values). kNone copies x.
+void RoundDenseAct(DenseActRounding r, const float* x, int64_t n, float* out);
+
+// The input a matmul over ws[0 .. n_ws) reads, x being its n values: x
+// itself when `own` (LLM_CPU_ACT=own) or PeerDenseActRounding is kNone;
+// else x rounded into *scratch (grown to n floats) and scratch's data. Never
+// over x: callers reuse their activations (MoE experts gather the router's
+// input, the lanes' classifier reads its rows after the call).
+const float* RoundDenseInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, bool own,
+                             std::vector<float>* scratch);
 
 }  // namespace llm::cpu

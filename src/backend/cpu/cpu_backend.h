@@ -91,7 +91,8 @@ class CpuBackend final : public Backend {
     int64_t packed_bytes = 0;
     int64_t released_bytes = 0;  // file bytes of packed matrices whose pages were dropped
     bool lanes_off = false;      // LLM_CPU_LANES=0 (for measurements): always the shared pass
-    bool act_own = false;        // LLM_CPU_ACT=own: Kernels::quantize_act for every type (act_rounding.h)
+    bool act_own = false;        // LLM_CPU_ACT=own: Kernels::quantize_act for every type, F32 inputs for
+                                 // F16 / BF16 weights (act_rounding.h)
   };
 
   // ---- one backend's (or lane's) activations, grown to the largest batch
@@ -116,6 +117,8 @@ class CpuBackend final : public Backend {
     std::vector<float> x_out;    // (n_tok, n_embd)   residual rows whose logits are wanted
     std::vector<float> att_out;  // (n_tok, q_dim)    their attention output
     std::vector<BlockQ8Act> xq;  // (n_tok, max(n_embd, q_dim, n_ff) / 32) matmul input quantized
+    std::vector<float> xr;       // (n_tok, max(n_embd, q_dim, n_ff)) matmul input rounded to F16 / BF16;
+                                 // grown by RoundDenseInput, so empty for models without such weights
     std::vector<int32_t> seq_of; // (n_tok)           batch sequence of each token
     std::vector<int64_t> pos;    // (n_tok)           position of each token
     std::vector<float> scores;   // (n_threads, n_head / n_head_kv, cap_keys) attention scratch
@@ -185,6 +188,9 @@ class CpuBackend final : public Backend {
   void MatMul(const MatMulArgs& a) const;
   // x (n, k) -> xq_ when any of `ws` is block-quantized; the xq for MatMulArgs.
   const BlockQ8Act* QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, int64_t k);
+  // The x for MatMulArgs: x (n, k) itself, or its copy in ws_.xr rounded to
+  // F16 / BF16 when every one of `ws` is F16 / BF16 (act_rounding.h).
+  const float* RoundDenseInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n, int64_t k);
   // hb = act(xn·gateᵀ) * (xn·upᵀ): (n, gate.rows), leading dimension gate.rows.
   void FeedForwardUp(const WeightView& gate, const WeightView& up, const float* xn, int64_t n);
   // moe.cpp: x += Σ_chosen w_e · down_e(act(xn·gate_eᵀ) * xn·up_eᵀ) for a

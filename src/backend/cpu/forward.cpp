@@ -119,6 +119,13 @@ void CpuBackend::AddNormedRows(float* y, const float* w, int64_t n, float* x) {
 // block scales: without it the tiny gpt-oss model is 2.7e-3 off llama.cpp
 // at its first position and later picks another top-4 expert set where two
 // router logits nearly tie (tests/test_families.cpp).
+//
+// F16 and BF16 weights read F32 activations, rounded first to F16 / BF16
+// values (RoundDenseInput, below) when every weight of the call has that
+// one type, as llama.cpp rounds them (act_rounding.h); not with
+// LLM_CPU_ACT=own. Every call site of the two (MatMulJobs, FeedForwardUp,
+// the classifier here and in lanes.cpp) makes both: a call's weights are
+// either dense or block-quantized, and a mix gets neither rounding.
 const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n,
                                             int64_t k) {
   bool any = false, mxfp4 = false, agree = true;
@@ -150,6 +157,17 @@ const BlockQ8Act* CpuBackend::QuantizeInput(const WeightView* const* ws, int n_w
   return xq;
 }
 
+// The copy goes to ws_.xr, never over x: x is the caller's (MoE's experts
+// gather the router's input after it; the lanes' classifier reads its xn
+// after this returns). An Encode step rounds too (llama.cpp's embedding
+// models run the same matmuls); its AMX GEMM then splits F16 values into
+// BF16 hi + lo exactly and BF16 values into hi alone (embed_matmul_amx.h),
+// so nothing is rounded twice.
+const float* CpuBackend::RoundDenseInput(const WeightView* const* ws, int n_ws, const float* x, int64_t n,
+                                         int64_t k) {
+  return cpu::RoundDenseInput(ws, n_ws, x, n * k, shared_->act_own, &ws_.xr);
+}
+
 // An embedding step's GEMMs (Encode: whole prompts, hidden_out_ set) may take
 // the AVX-512 panel GEMM (encoder_matmul.h); generation keeps Kernels::matmul.
 void CpuBackend::MatMul(const MatMulArgs& a) const {
@@ -169,6 +187,7 @@ void CpuBackend::MatMulJobs(const MatJob* jobs, int n_jobs, const float* x, int6
     ws[j] = jobs[j].w;
   }
   const BlockQ8Act* xq = QuantizeInput(ws, n_jobs, x, n, jobs[0].w->cols);  // jobs share their input
+  x = RoundDenseInput(ws, n_jobs, x, n, jobs[0].w->cols);
   auto rows = [&](int64_t b, int64_t e, int) {
     int64_t base = 0;
     for (int j = 0; j < n_jobs; ++j) {
@@ -197,6 +216,7 @@ void CpuBackend::FeedForwardUp(const WeightView& gate, const WeightView& up, con
       cfg_.ffn_act == FfnActivation::kGeluTanh ? k_->gelu_mul : k_->silu_mul;
   const WeightView* ws[2] = {&gate, &up};
   const BlockQ8Act* xq = QuantizeInput(ws, 2, xn, n, E);
+  xn = RoundDenseInput(ws, 2, xn, n, E);
   auto units = [&](int64_t b, int64_t e, int) {
     MatMulArgs a;
     a.x = xn;
@@ -455,6 +475,7 @@ Status CpuBackend::Forward(const Batch& batch, float* logits) {
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   const WeightView* w = &w_.output;
   const BlockQ8Act* xq = QuantizeInput(&w, 1, xn, n_out, cfg_.n_embd);
+  xn = RoundDenseInput(&w, 1, xn, n_out, cfg_.n_embd);
   auto rows = [&](int64_t b, int64_t e, int) { ClassifierRows(xn, xq, n_out, logits, b, e); };
   if (Parallel(n_out * cfg_.n_vocab * cfg_.n_embd)) {
     pool_.ParallelFor(cfg_.n_vocab, rows);

@@ -45,7 +45,7 @@ Status CpuBackend::LaneLayers(const Batch& batch, const float* logits, const flo
   const int64_t n = static_cast<int64_t>(batch.logit_rows.size());
   const WeightView* w = &w_.output;
   *xq = QuantizeInput(&w, 1, h, n, cfg_.n_embd);
-  *xn = h;
+  *xn = RoundDenseInput(&w, 1, h, n, cfg_.n_embd);  // ws_.xr's copy, unless the head is not F16 / BF16
   *n_rows = n;
   return Status::Ok();
 }
