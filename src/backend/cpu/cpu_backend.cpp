@@ -282,6 +282,24 @@ StatusOr<std::unique_ptr<Backend>> CpuBackend::Create(const ModelConfig& c, cons
   return std::unique_ptr<Backend>(std::move(b));
 }
 
+namespace {
+// Whether any matmul weight is F16 or BF16, whose inputs RoundDenseInput
+// copies into ws_.xr (act_rounding.h).
+bool AnyDenseHalfWeight(const ModelWeights& w) {
+  auto half = [](const WeightView& v) { return v.type == TensorType::F16 || v.type == TensorType::BF16; };
+  if (half(w.output)) return true;
+  for (const LayerWeights& L : w.layers) {
+    for (const WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.shexp_gate,
+                                &L.shexp_up, &L.shexp_down})
+      if (half(*v)) return true;
+    for (const std::vector<WeightView>* vs : {&L.exp_gate, &L.exp_up, &L.exp_down})
+      for (const WeightView& v : *vs)
+        if (half(v)) return true;
+  }
+  return false;
+}
+}  // namespace
+
 Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
   try {
     if (n_tok > ws_.cap_tok) {
@@ -299,6 +317,9 @@ Status CpuBackend::Reserve(int64_t n_tok, int64_t n_keys) {
       ws_.x_out.resize(n_tok * E);
       ws_.att_out.resize(n_tok * Q);
       ws_.xq.resize(n_tok * (std::max({E, Q, F}) / 32));
+      // Reserved here, so that a step never allocates it (RoundDenseInput
+      // grows it only past what this reserved: never for these shapes).
+      if (!shared_->act_own && AnyDenseHalfWeight(w_)) ws_.xr.resize(n_tok * std::max({E, Q, F}));
       if (cfg_.n_expert > 0) {
         const int64_t K = cfg_.n_expert_used;
         ws_.moe_logits.resize(n_tok * cfg_.n_expert);
