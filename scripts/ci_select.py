@@ -26,7 +26,7 @@ Rules (conservative: when in doubt, run everything):
 - No base, a base git cannot reach (a shallow clone, not a checkout, a bad
   hash) or CI_FULL=1: everything.
 - Paths that build nothing (docs/, *.md, bench/results/, bench/*.py|sh, bindings/ which
-  has its own stage, LICENSE) select nothing.
+  has its own stage, LICENSE, .ci/base itself, which every stop moves) select nothing.
 - A changed file that an object's depfile lists is "placed": a test program
   is selected when its own sources or any header it includes changed.
 - A changed .cpp/.c/.cu stands for its header: the same stem in the same
@@ -61,7 +61,8 @@ FUZZERS = ["gguf", "tokenizer", "wordpiece_unigram", "hf_json", "capi", "chat", 
 BIN_DIR_TESTS = {"cli_golden": ["llm-run", "llm-chat"], "cli_families": ["llm-synth", "llm-chat", "llm-server"],
                  "dlopen_alongside": ["llm_dlopen_probe"]}
 INERT = (re.compile(r"^docs/"), re.compile(r"(^|/)[^/]*\.md$"), re.compile(r"^bench/results/"), re.compile(r"^bench/[^/]*\.(py|sh)$"),
-         re.compile(r"^bindings/"), re.compile(r"^LICENSE"), re.compile(r"^\.gitignore$"))
+         re.compile(r"^bindings/"), re.compile(r"^LICENSE"), re.compile(r"^\.gitignore$"),
+         re.compile(r"^\.ci/base$"))  # each stop moves it: the base is read, it builds nothing
 SOURCE_EXT = (".cpp", ".cc", ".c", ".cu")
 HEADER_EXT = (".h", ".hpp", ".cuh", ".inc")
 CUDA_PREFIXES = ("kernels/", "src/backend/cuda/", "tests/test_cuda")

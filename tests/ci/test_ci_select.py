@@ -166,6 +166,10 @@ def main():
         s = select(root, ["README.md", "docs/GUIDE.md"])
         check(s["ASAN_FULL"] == "0" and s["targets"] == SMOKE and s["ASAN_CUDA"] == "0"
               and s["TSAN"] == "0" and s["FUZZ"] == "0", "docs only: the smoke set, no TSan, no fuzz")
+        s = select(root, [".ci/base", "README.md"])
+        check(s["ASAN_FULL"] == "0" and s["targets"] == SMOKE and s["TSAN"] == "0" and s["FUZZ"] == "0",
+              ".ci/base moved (every stop): the smoke set, no TSan, no fuzz")
+        check(full(select(root, [".ci/run"])), ".ci/run selects everything")
         s = select(root, ["bench/bench_foo.cpp"])
         check(s["targets"] == SMOKE and s["TSAN"] == "0", "a benchmark's source: nothing beyond the smoke set")
         for p in ("CMakeLists.txt", "src/a/lonely.cpp", "tests/data/x/ref.json", "src/new_file.cpp", "src/a/gone.h"):
