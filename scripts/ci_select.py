@@ -26,7 +26,9 @@ Rules (conservative: when in doubt, run everything):
 - No base, a base git cannot reach (a shallow clone, not a checkout, a bad
   hash) or CI_FULL=1: everything.
 - Paths that build nothing (docs/, *.md, bench/results/, bench/*.py|sh, bindings/ which
-  has its own stage, LICENSE, .ci/base itself, which every stop moves) select nothing.
+  has its own stage, LICENSE, .ci/base itself, which every stop moves) select nothing;
+  nor does the selection's own code (this script, tests/ci/), whose test runs
+  first in every CI.
 - A changed file that an object's depfile lists is "placed": a test program
   is selected when its own sources or any header it includes changed.
 - A changed .cpp/.c/.cu stands for its header: the same stem in the same
@@ -63,6 +65,9 @@ BIN_DIR_TESTS = {"cli_golden": ["llm-run", "llm-chat"], "cli_families": ["llm-sy
 INERT = (re.compile(r"^docs/"), re.compile(r"(^|/)[^/]*\.md$"), re.compile(r"^bench/results/"), re.compile(r"^bench/[^/]*\.(py|sh)$"),
          re.compile(r"^bindings/"), re.compile(r"^LICENSE"), re.compile(r"^\.gitignore$"),
          re.compile(r"^\.ci/base$"))  # each stop moves it: the base is read, it builds nothing
+# The selection's own code: its test (tests/ci/test_ci_select.py) runs first
+# in every CI; it builds nothing the sanitizers or fuzzers run.
+SELF = (re.compile(r"^scripts/ci_select\.py$"), re.compile(r"^tests/ci/"))
 SOURCE_EXT = (".cpp", ".cc", ".c", ".cu")
 HEADER_EXT = (".h", ".hpp", ".cuh", ".inc")
 CUDA_PREFIXES = ("kernels/", "src/backend/cuda/", "tests/test_cuda")
@@ -247,6 +252,9 @@ def select(root, changed, targets, objects, tests):
             log(f"  {p}: builds nothing")
     unplaced = []
     for p in code:
+        if any(r.search(p) for r in SELF):
+            log(f"  {p}: the selection's own code (its test ran first)")
+            continue
         if p.startswith("tests/") and re.match(r"^tests/(server|cli|chat)/", p) or p == "tools/validate_schema_samples.py":
             script_hits.append(p)
             log(f"  {p}: a script test's own file")

@@ -170,6 +170,9 @@ def main():
         check(s["ASAN_FULL"] == "0" and s["targets"] == SMOKE and s["TSAN"] == "0" and s["FUZZ"] == "0",
               ".ci/base moved (every stop): the smoke set, no TSan, no fuzz")
         check(full(select(root, [".ci/run"])), ".ci/run selects everything")
+        s = select(root, ["scripts/ci_select.py", "tests/ci/test_ci_select.py"])
+        check(s["ASAN_FULL"] == "0" and s["targets"] == SMOKE and s["TSAN"] == "0" and s["FUZZ"] == "0",
+              "the selection's own code: the smoke set (its test runs first)")
         s = select(root, ["bench/bench_foo.cpp"])
         check(s["targets"] == SMOKE and s["TSAN"] == "0", "a benchmark's source: nothing beyond the smoke set")
         for p in ("CMakeLists.txt", "src/a/lonely.cpp", "tests/data/x/ref.json", "src/new_file.cpp", "src/a/gone.h"):
