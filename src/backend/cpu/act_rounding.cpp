@@ -5,6 +5,7 @@
 #include <cmath>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -113,10 +114,17 @@ __attribute__((target("avx,f16c"))) void RoundAsF16F16c(const float* x, int64_t 
   for (; i < n; ++i) out[i] = F16ToF32Portable(F32ToF16Portable(x[i]));
 }
 
+// clang before 15 rejects __builtin_cpu_supports("f16c") (as in
+// kernels_avx2.cpp): CPUID leaf 1 there (ECX bit 28 AVX, bit 29 F16C).
 bool HasF16c() {
   static const bool has = [] {
+#if defined(__clang__) && __clang_major__ < 15
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AVX) != 0 && (c & bit_F16C) != 0;
+#else
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#endif
   }();
   return has;
 }
