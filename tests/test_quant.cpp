@@ -19,6 +19,50 @@
 #include "model/tensor_type.h"
 #include "util/fp16.h"
 
+// The VNNI tiles (quant_packed_x86.h with LLM_PACKED_VNNI 1, as
+// quant_vnni_packed.cpp compiles them) built a third time here, for AVX2,
+// with vpdpbusd replaced by an exact AVX2 equivalent: their integer logic
+// (Q8_0's and IQ4's +128 offsets against the activation sums, the K-quants'
+// int32 scale multiplies, the int32 chains) then runs, and is checked
+// bitwise, on every x86-64 CPU with AVX2, not only where AVX-512 VNNI exists.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+namespace llm::cpu::vnni_emulated {
+// vpdpbusd: each int32 lane of acc plus the four products of its bytes,
+// u unsigned by x signed, wrapping as the instruction does. The even and
+// odd bytes of each 16-bit lane are multiplied apart (|u·x| <= 255·128 =
+// 32640: exact in int16), then each pair of 16-bit lanes is summed into its
+// 32-bit lane (madd with 1).
+inline __m256i Dpbusd(__m256i acc, __m256i u, __m256i x) {
+  const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00FF)), uo = _mm256_srli_epi16(u, 8);
+  const __m256i xe = _mm256_srai_epi16(_mm256_slli_epi16(x, 8), 8), xo = _mm256_srai_epi16(x, 8);
+  const __m256i one = _mm256_set1_epi16(1);
+  const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_mullo_epi16(ue, xe), one),
+                                       _mm256_madd_epi16(_mm256_mullo_epi16(uo, xo), one));
+  return _mm256_add_epi32(acc, sum);
+}
+}  // namespace llm::cpu::vnni_emulated
+#define _mm256_dpbusd_epi32 ::llm::cpu::vnni_emulated::Dpbusd
+namespace llm::cpu::vnni_emulated {
+#define LLM_PACKED_VNNI 1
+#include "backend/cpu/quant_packed_x86.h"
+#undef LLM_PACKED_VNNI
+}  // namespace llm::cpu::vnni_emulated
+#undef _mm256_dpbusd_epi32
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#define LLM_TEST_VNNI_EMULATED 1
+#endif  // x86-64
+
 namespace llm {
 namespace {
 
@@ -866,9 +910,8 @@ TEST(Quant, PackedK23ManyTokensOnPeerQ8_K) {
 // every packed type, row groups cut by the row range, token blocks of 32
 // and a partial one (the activation sums are kept per token block), and
 // accumulation. Skipped where the CPU has no AVX512VL + AVX512_VNNI.
-TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (Simd() == nullptr || !cpu::PackedVnniUsable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+void CheckPackedVnniBitwise(void (*vnni_matmul)(const cpu::MatMulArgs&)) {
   std::mt19937 rng(77);
   for (TensorType t : kPackedTypes) {
     SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
@@ -897,7 +940,7 @@ TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
     a.y = avx2.data();
     cpu::avx2::PackedQuantMatMul(a);
     a.y = vnni.data();
-    cpu::vnni::PackedQuantMatMul(a);
+    vnni_matmul(a);
     ASSERT_EQ(std::memcmp(avx2.data(), gen.data(), gen.size() * 4), 0);
     ASSERT_EQ(std::memcmp(vnni.data(), gen.data(), gen.size() * 4), 0);
     // row ranges that cut groups of 8, accumulated onto 2
@@ -908,11 +951,30 @@ TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
     for (int64_t hi : {int64_t{5}, int64_t{8}, int64_t{19}, int64_t{40}, rows}) {
       a.row_begin = lo;
       a.row_end = hi;
-      cpu::vnni::PackedQuantMatMul(a);
+      vnni_matmul(a);
       lo = hi;
     }
     for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(split[i], 2.0f + gen[i]) << i;
   }
+}
+#endif
+
+TEST(Quant, PackedVnniMatchesAvx2Bitwise) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (Simd() == nullptr || !cpu::PackedVnniUsable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  CheckPackedVnniBitwise(cpu::vnni::PackedQuantMatMul);
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
+}
+
+// The same tiles' VNNI code with vpdpbusd emulated in AVX2 (above): runs
+// wherever AVX2 does, so the VNNI variant of every packed type is checked
+// on machines without AVX-512 VNNI too.
+TEST(Quant, PackedVnniEmulatedMatchesAvx2Bitwise) {
+#if defined(LLM_TEST_VNNI_EMULATED)
+  if (Simd() == nullptr) GTEST_SKIP() << "no AVX2 on this CPU";
+  CheckPackedVnniBitwise(cpu::vnni_emulated::PackedQuantMatMul);
 #else
   GTEST_SKIP() << "x86-64 only";
 #endif
