@@ -66,105 +66,10 @@ constexpr int64_t kScratchMinTokens = 2;
 // and 2048 x 8192, bench_quant IQ3_XXS.)
 constexpr int64_t kTokBlock = 256;
 
-// kIQ2Signs as 8 bytes of +1 / -1: byte l = -1 where bit l is set. One
-// 64-bit load gives 8 weights' signs (the parity bit included).
-struct SignTable {
-  uint64_t v[128];
-};
-constexpr SignTable MakeSignTable() {
-  SignTable t{};
-  for (int k = 0; k < 128; ++k)
-    for (int l = 0; l < 8; ++l) t.v[k] |= static_cast<uint64_t>(kIQ2Signs[k] >> l & 1 ? 0xFF : 0x01) << (8 * l);
-  return t;
-}
-constexpr SignTable kSigns = MakeSignTable();
-
-inline __m256i Set4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  return _mm256_set_epi64x(static_cast<int64_t>(d), static_cast<int64_t>(c), static_cast<int64_t>(b),
-                           static_cast<int64_t>(a));
-}
-inline __m256i Set8(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t e, uint32_t f, uint32_t g, uint32_t h) {
-  return _mm256_setr_epi32(static_cast<int>(a), static_cast<int>(b), static_cast<int>(c), static_cast<int>(d),
-                           static_cast<int>(e), static_cast<int>(f), static_cast<int>(g), static_cast<int>(h));
-}
-
-// 32 sign bits -> 32 bytes: -1 where bit i is set, else +1.
-inline __m256i SignBytes(uint32_t bits) {
-  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-  __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
-  b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all bits but bit i of byte i
-  return _mm256_or_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(1));
-}
-
-// The int16 madd operand of a sub-block: m0 on weights 0..15, m1 on 16..31.
-inline __m256i Mul(int m0, int m1) {
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<int16_t>(m0))),
-                                 _mm_set1_epi16(static_cast<int16_t>(m1)), 1);
-}
-
 inline uint32_t U32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-// One decoded 32-weight sub-block of one row: the magnitudes q, the signs
-// sg (+1 / -1 bytes) and the multipliers of its halves, as the madd operand
-// (Mul) and as integers m0, m1.
-struct Sub {
-  __m256i q, sg, mul;
-  int m0, m1;
-};
-
-// Sub-block j of the super-block at b (layouts in tensor_type.h).
-template <TensorType kT>
-inline Sub DecodeSub(const uint8_t* b, int j) {
-  if constexpr (kT == TensorType::IQ2_XXS) {
-    const uint8_t* p = b + 2 + 8 * j;
-    const uint32_t g = U32(p), aux = U32(p + 4);
-    const int m = 2 * static_cast<int>(aux >> 28) + 1;
-    return {Set4(kIQ2XXSGrid[g & 255], kIQ2XXSGrid[g >> 8 & 255], kIQ2XXSGrid[g >> 16 & 255], kIQ2XXSGrid[g >> 24]),
-            Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
-            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
-  } else if constexpr (kT == TensorType::IQ2_XS) {
-    uint64_t v;  // four u16: 9-bit grid index | 7-bit sign index << 9
-    std::memcpy(&v, b + 2 + 8 * j, 8);
-    const uint32_t e0 = v & 0xFFFF, e1 = v >> 16 & 0xFFFF, e2 = v >> 32 & 0xFFFF, e3 = v >> 48;
-    const int sc = b[offsetof(BlockIQ2_XS, scales) + j];
-    return {Set4(kIQ2XSGrid[e0 & 511], kIQ2XSGrid[e1 & 511], kIQ2XSGrid[e2 & 511], kIQ2XSGrid[e3 & 511]),
-            Set4(kSigns.v[e0 >> 9], kSigns.v[e1 >> 9], kSigns.v[e2 >> 9], kSigns.v[e3 >> 9]),
-            Mul(2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1), 2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1};
-  } else if constexpr (kT == TensorType::IQ3_XXS) {
-    const uint8_t* g = b + 2 + 8 * j;
-    const uint32_t aux = U32(b + 2 + 64 + 4 * j);
-    const int m = 2 * static_cast<int>(aux >> 28) + 1;
-    return {Set8(kIQ3XXSGrid[g[0]], kIQ3XXSGrid[g[1]], kIQ3XXSGrid[g[2]], kIQ3XXSGrid[g[3]], kIQ3XXSGrid[g[4]],
-                 kIQ3XXSGrid[g[5]], kIQ3XXSGrid[g[6]], kIQ3XXSGrid[g[7]]),
-            Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
-            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
-  } else if constexpr (kT == TensorType::IQ3_S) {
-    const auto& s = *reinterpret_cast<const BlockIQ3_S*>(b);
-    const uint8_t* g = s.qs + 8 * j;
-    const int h = s.qh[j];
-    auto at = [&](int k) { return kIQ3SGrid[g[k] | (h >> k & 1) << 8]; };
-    const int m = 2 * ((s.scales[j / 2] >> (4 * (j % 2))) & 0xF) + 1;
-    return {Set8(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)), SignBytes(U32(s.signs + 4 * j)),
-            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
-  } else if constexpr (kT == TensorType::IQ2_S) {
-    const auto& s = *reinterpret_cast<const BlockIQ2_S*>(b);
-    const int h = s.qh[j];
-    auto at = [&](int l) { return kIQ2SGrid[s.qs[4 * j + l] | (h >> (2 * l) & 3) << 8]; };
-    return {Set4(at(0), at(1), at(2), at(3)), SignBytes(U32(s.qs + 32 + 4 * j)),
-            Mul(2 * (s.scales[j] & 0xF) + 1, 2 * (s.scales[j] >> 4) + 1), 2 * (s.scales[j] & 0xF) + 1,
-            2 * (s.scales[j] >> 4) + 1};
-  } else {  // IQ1_S, IQ1_M: the portable unpacker (magnitudes |8g +- 1| and their signs)
-    uint64_t pt[4];
-    int sign[4], mul[2];
-    IQLatticePoints(kT, b, j, pt, sign, mul);
-    const uint32_t bits = static_cast<uint32_t>(sign[0]) | static_cast<uint32_t>(sign[1]) << 8 |
-                          static_cast<uint32_t>(sign[2]) << 16 | static_cast<uint32_t>(sign[3]) << 24;
-    return {Set4(pt[0], pt[1], pt[2], pt[3]), SignBytes(bits), Mul(mul[0], mul[1]), mul[0], mul[1]};
-  }
 }
 
 template <TensorType kT>
@@ -307,42 +212,45 @@ inline void Transpose8(__m256i* v) {
   }
 }
 
-// Decodes a group of rows into out (g.nsb super-blocks).
+// Decodes a group of rows into out (g.nsb super-blocks): each row's fields
+// taken apart per super-block as the decode path does (Prep), then its
+// signed weights per sub-block (SignedSub) transposed to the R8 layout.
 template <TensorType kT, bool kFull>
 void DecodeRows(const Rows& g, DecodedSuper* out) {
+  Aux aux[8];
+  constexpr int kG = Group<kT>();
+  const __m256i k128 = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t s = 0; s < g.nsb; ++s) {
     alignas(32) float sc[8] = {};
-    for (int r = 0; r < 8; ++r)
-      if (kFull || r < g.n) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
+    __m256i mm[8];
+    for (int r = 0; r < 8; ++r) {
+      if (kFull || r < g.n) {
+        const uint8_t* b = g.w + r * g.row_bytes + s * g.bb;
+        sc[r] = RowScale<kT>(b);
+        Prep<kT>(b, aux[r]);
+        mm[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(aux[r].mul));
+      } else {
+        mm[r] = _mm256_setzero_si256();
+      }
+    }
     std::memcpy(out[s].scale, sc, sizeof(sc));
+    Transpose8(mm);  // mm[j] lane r: row r's m0 | m1 << 16 of sub-block j
     for (int j = 0; j < 8; ++j) {
       __m256i w[8];
-      alignas(32) int16_t m[2][8] = {};
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        if (kFull || r < g.n) {
-          const Sub d = DecodeSub<kT>(g.w + r * g.row_bytes + s * g.bb, j);
-          w[r] = _mm256_sign_epi8(d.q, d.sg);
-          m[0][r] = static_cast<int16_t>(d.m0);
-          m[1][r] = static_cast<int16_t>(d.m1);
-        } else {
-          w[r] = _mm256_setzero_si256();
-        }
-      }
+      for (int r = 0; r < 8; ++r)
+        w[r] = kFull || r < g.n ? SignedSub<kT>(g.w + r * g.row_bytes + s * g.bb, aux[r], j) : _mm256_setzero_si256();
       Transpose8(w);
       DecodedSub& o = out[s].sub[j];
       for (int v = 0; v < 8; ++v) Store(o.w[v], w[v]);
-      constexpr int kG = Group<kT>();
-      const __m256i k128 = _mm256_set1_epi8(static_cast<char>(0x80));
       for (int gi = 0; gi < 8 / kG; ++gi) {
         __m256i c = _mm256_maddubs_epi16(k128, w[kG * gi]);
         for (int v = 1; v < kG; ++v) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k128, w[kG * gi + v]));
         Store(o.corr[gi], c);
       }
-      for (int h = 0; h < 2; ++h) {
-        const __m256i m32 = _mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(m[h])));
-        Store(o.mul[h], _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16)));
-      }
+      Store(o.mul[0], _mm256_or_si256(_mm256_and_si256(mm[j], _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(mm[j], 16)));
+      Store(o.mul[1], _mm256_or_si256(_mm256_srli_epi32(mm[j], 16),
+                                      _mm256_and_si256(mm[j], _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
     }
   }
 }
