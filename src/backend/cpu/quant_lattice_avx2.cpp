@@ -267,8 +267,10 @@ inline __m256i Bcast4(const int8_t* x) {
 // group's correction taken off, the multipliers in the madd, exact in
 // int32).
 template <TensorType kT, int T>
-inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* const* xu, __m256* acc) {
+inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* const* xu, __m256* acc_out) {
   constexpr int kG = Group<kT>();
+  __m256 acc[T];  // a local copy: kept in registers
+  for (int t = 0; t < T; ++t) acc[t] = acc_out[t];
   for (int64_t s = 0; s < nsb; ++s) {
     for (int j = 0; j < 8; ++j) {
       const DecodedSub& p = d[s].sub[j];
@@ -297,6 +299,7 @@ inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* co
                                  acc[t]);
     }
   }
+  for (int t = 0; t < T; ++t) acc_out[t] = acc[t];
 }
 
 // Stores n rows of one token's outputs at y.
