@@ -248,7 +248,8 @@ void DecodeRows(const Rows& g, DecodedSuper* out) {
         for (int v = 1; v < kG; ++v) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k128, w[kG * gi + v]));
         Store(o.corr[gi], c);
       }
-      Store(o.mul[0], _mm256_or_si256(_mm256_and_si256(mm[j], _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(mm[j], 16)));
+      Store(o.mul[0],
+            _mm256_or_si256(_mm256_and_si256(mm[j], _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(mm[j], 16)));
       Store(o.mul[1], _mm256_or_si256(_mm256_srli_epi32(mm[j], 16),
                                       _mm256_and_si256(mm[j], _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
     }
