@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -437,6 +438,45 @@ TEST(Quant, PeerQ8_KRoundingByHand) {
   for (int b = 0; b < 8; ++b) {
     EXPECT_EQ(q[b].d, 0.0f);
     for (int i = 0; i < 32; ++i) EXPECT_EQ(q[b].qs[i], 0);
+  }
+}
+
+// The AVX2 Q8_K rounding gives the portable code's bits: random rows, rows
+// whose largest magnitude comes twice with opposite signs (the first
+// decides d's sign), ties at .5, values past F16, zeros, an infinity, NaNs.
+TEST(Quant, PeerQ8_KRoundingFastPathBitwise) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> pos(0, 255);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t n = 256 * (1 + trial % 4);
+    std::vector<float> x(static_cast<size_t>(n));
+    const float scale = std::ldexp(1.0f, trial % 40 - 20);
+    for (float& v : x) v = nd(rng) * scale;
+    for (int64_t b = 0; b < n / 256; ++b) {
+      float* blk = x.data() + 256 * b;
+      switch ((trial + b) % 7) {
+        case 0: {  // the largest magnitude twice, opposite signs
+          const int i = pos(rng), k = pos(rng);
+          blk[i] = 10.0f * scale;
+          blk[k] = (i == k ? 1.0f : -10.0f) * scale;
+          break;
+        }
+        case 1:  // halves: iscale 127 / 127 = -1 with m = -127, products k + 0.5
+          for (int i = 0; i < 256; ++i) blk[i] = static_cast<float>(i % 64) - 31.5f;
+          blk[pos(rng)] = -127.0f;
+          break;
+        case 2: std::fill(blk, blk + 256, 0.0f); break;
+        case 3: blk[pos(rng)] = std::numeric_limits<float>::quiet_NaN(); break;
+        case 4: blk[pos(rng)] = std::numeric_limits<float>::infinity(); break;
+        case 5: blk[pos(rng)] = 1e30f; break;
+        default: break;
+      }
+    }
+    std::vector<BlockQ8Act> fast(static_cast<size_t>(n / 32)), ref(static_cast<size_t>(n / 32));
+    cpu::QuantizeRowAsQ8_K(x.data(), n, fast.data());
+    cpu::QuantizeRowAsQ8_KScalar(x.data(), n, ref.data());
+    ASSERT_EQ(std::memcmp(fast.data(), ref.data(), fast.size() * sizeof(BlockQ8Act)), 0) << "trial " << trial;
   }
 }
 

@@ -122,7 +122,7 @@ void Reference(const Case& c, int64_t r, int64_t t, double* ref, double* scale) 
 // The AVX2 matmul, its decode path (one token at a time), a row split that
 // cuts groups of 8, and the single-row dot all give the portable kernel's
 // bits, for token counts on both sides of the scratch path's threshold
-// (2), across token blocks (64), and row counts not a multiple of 8.
+// (2), every tile remainder, and row counts not a multiple of 8.
 TEST(QuantLattice, MatchesPortableBitwise) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   std::mt19937 rng(41);
@@ -212,60 +212,100 @@ TEST(QuantLattice, DecodeLongRowsBitwise) {
   }
 }
 
-// Every weight at its largest lattice point with all signs positive and the
-// largest scale, every activation at 127: the pair sums reach their bound
-// (2 · 2 · 62 · 127 for IQ3_XXS in the scratch path's int16 adds), the
-// multipliers 31. Both paths give the portable bits and the exact value.
+// Every weight at its largest lattice point with all signs positive (or, neg,
+// all negative) and the largest scale, every activation at 127 or -127: the
+// sums reach their bounds (the prefill tile's maddubs of x + 128 with the
+// weights, 2 · 255 · 62 for IQ3_XXS, and its groups' int16 sums after the
+// correction, 2 · 2 · 62 · 127 for IQ3_XXS, 2 · 8 · 15 · 127 for IQ3_S),
+// the multipliers 31. Both paths give the portable bits and the exact value.
 TEST(QuantLattice, LargestPointsAndScales) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
-  for (TensorType t : {TensorType::IQ3_XXS, TensorType::IQ2_XS, TensorType::IQ2_XXS}) {
-    SCOPED_TRACE(static_cast<int>(t));
-    const int64_t rows = 9, cols = 512;
-    int64_t be = 0, bb = 0;
-    TensorTypeLayout(t, &be, &bb);
-    // the index of the point with the largest magnitudes
-    int best = 0, best_sum = -1;
-    const int n_points = t == TensorType::IQ2_XS ? 512 : 256;
-    for (int i = 0; i < n_points; ++i) {
-      const uint64_t p = t == TensorType::IQ3_XXS ? kIQ3XXSGrid[i] : t == TensorType::IQ2_XS ? kIQ2XSGrid[i] : kIQ2XXSGrid[i];
-      int s = 0;
-      for (int k = 0; k < 8; ++k) s += static_cast<int>(p >> (8 * k) & 0xFF);
-      if (s > best_sum) best_sum = s, best = i;
-    }
-    ASSERT_EQ(kIQ2Signs[0], 0);  // sign index 0: all positive
-    std::vector<uint8_t> m(static_cast<size_t>(rows * cols / 256 * bb));
-    for (size_t off = 0; off < m.size(); off += bb) {
-      uint8_t* b = &m[off];
-      const uint16_t d = 0x2400;  // 2^-6
-      std::memcpy(b, &d, 2);
-      for (int j = 0; j < 8; ++j) {
-        if (t == TensorType::IQ3_XXS) {
-          std::memset(b + 2 + 8 * j, best, 8);
-          const uint32_t aux = 15u << 28;
-          std::memcpy(b + 66 + 4 * j, &aux, 4);
-        } else if (t == TensorType::IQ2_XXS) {
-          std::memset(b + 2 + 8 * j, best, 4);
-          const uint32_t aux = 15u << 28;
-          std::memcpy(b + 6 + 8 * j, &aux, 4);
-        } else {
-          const uint16_t v = static_cast<uint16_t>(best);
-          for (int l = 0; l < 4; ++l) std::memcpy(b + 2 + 8 * j + 2 * l, &v, 2);
-          b[offsetof(BlockIQ2_XS, scales) + j] = 0xFF;
+  for (TensorType t : {TensorType::IQ3_XXS, TensorType::IQ2_XS, TensorType::IQ2_XXS, TensorType::IQ3_S}) {
+    for (bool neg : {false, true}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(t)) + (neg ? " negative" : " positive"));
+      const int64_t rows = 9, cols = 512;
+      int64_t be = 0, bb = 0;
+      TensorTypeLayout(t, &be, &bb);
+      // the index of the point with the largest magnitudes
+      int best = 0, best_sum = -1;
+      const int n_points = t == TensorType::IQ2_XS || t == TensorType::IQ3_S ? 512 : 256;
+      for (int i = 0; i < n_points; ++i) {
+        const uint64_t p = t == TensorType::IQ3_XXS ? kIQ3XXSGrid[i]
+                           : t == TensorType::IQ3_S ? kIQ3SGrid[i]
+                           : t == TensorType::IQ2_XS ? kIQ2XSGrid[i]
+                                                     : kIQ2XXSGrid[i];
+        int s = 0;
+        for (int k = 0; k < 8; ++k) s += static_cast<int>(p >> (8 * k) & 0xFF);
+        if (s > best_sum) best_sum = s, best = i;
+      }
+      ASSERT_EQ(kIQ2Signs[0], 0);     // sign index 0: all positive
+      ASSERT_EQ(kIQ2Signs[127], 0xFF);  // 127: all negative
+      const uint32_t sg = neg ? 0x0FFFFFFF : 0;  // four 7-bit sign indices
+      std::vector<uint8_t> m(static_cast<size_t>(rows * cols / 256 * bb));
+      for (size_t off = 0; off < m.size(); off += bb) {
+        uint8_t* b = &m[off];
+        const uint16_t d = 0x2400;  // 2^-6
+        std::memcpy(b, &d, 2);
+        for (int j = 0; j < 8; ++j) {
+          if (t == TensorType::IQ3_XXS) {
+            std::memset(b + 2 + 8 * j, best, 8);
+            const uint32_t aux = 15u << 28 | sg;
+            std::memcpy(b + 66 + 4 * j, &aux, 4);
+          } else if (t == TensorType::IQ2_XXS) {
+            std::memset(b + 2 + 8 * j, best, 4);
+            const uint32_t aux = 15u << 28 | sg;
+            std::memcpy(b + 6 + 8 * j, &aux, 4);
+          } else if (t == TensorType::IQ3_S) {
+            auto& s = *reinterpret_cast<BlockIQ3_S*>(b);
+            std::memset(s.qs, best & 0xFF, sizeof(s.qs));
+            std::memset(s.qh, best >> 8 ? 0xFF : 0, sizeof(s.qh));
+            std::memset(s.signs, neg ? 0xFF : 0, sizeof(s.signs));
+            std::memset(s.scales, 0xFF, sizeof(s.scales));
+          } else {
+            const uint16_t v = static_cast<uint16_t>(best | (neg ? 127 << 9 : 0));
+            for (int l = 0; l < 4; ++l) std::memcpy(b + 2 + 8 * j + 2 * l, &v, 2);
+            b[offsetof(BlockIQ2_XS, scales) + j] = 0xFF;
+          }
+        }
+      }
+      for (float xv : {1.0f, -1.0f}) {
+        for (int64_t n_tok : {1, 6}) {
+          const std::vector<float> x(static_cast<size_t>(n_tok * cols), xv);
+          const std::vector<BlockQ8Act> xq = Activations(x, n_tok, cols, false);
+          ASSERT_EQ(xq[0].qs[0], xv > 0 ? 127 : -127);
+          Case c = MakeCase(t, m, rows, cols, xq, n_tok);
+          const std::vector<float> gen = RunMatMul(cpu::GenericKernels(), c);
+          const std::vector<float> simd = RunMatMul(cpu::BestKernels(), c);
+          EXPECT_EQ(std::memcmp(gen.data(), simd.data(), gen.size() * 4), 0) << n_tok << " tokens, x " << xv;
+          double ref = 0, scale = 0;
+          Reference(c, rows - 1, n_tok - 1, &ref, &scale);
+          EXPECT_EQ(ref > 0.0, (xv > 0) != neg);
+          EXPECT_NEAR(simd.back(), ref, 2e-6 * scale) << n_tok << " tokens, x " << xv;
         }
       }
     }
-    for (int64_t n_tok : {1, 6}) {
-      const std::vector<float> x(static_cast<size_t>(n_tok * cols), 1.0f);
-      const std::vector<BlockQ8Act> xq = Activations(x, n_tok, cols, false);
-      ASSERT_EQ(xq[0].qs[0], 127);
+  }
+}
+
+// The prefill path across token blocks (256 tokens each): whole blocks, a
+// block and a remainder of every tile size (4, 2, 1 tokens), as the portable
+// kernel's bits.
+TEST(QuantLattice, PrefillAcrossTokenBlocks) {
+  if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
+  std::mt19937 rng(7);
+  for (TensorType t : kLatticeTypes) {
+    const int64_t rows = 11, cols = 256;
+    const std::vector<uint8_t> m = RandomMatrix(t, rows, cols, rng);
+    for (int64_t n_tok : {256, 263, 520}) {
+      SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)) + " n_tok " + std::to_string(n_tok));
+      std::vector<float> x(static_cast<size_t>(n_tok * cols));
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      for (float& v : x) v = nd(rng);
+      const std::vector<BlockQ8Act> xq = Activations(x, n_tok, cols, true);
       Case c = MakeCase(t, m, rows, cols, xq, n_tok);
       const std::vector<float> gen = RunMatMul(cpu::GenericKernels(), c);
       const std::vector<float> simd = RunMatMul(cpu::BestKernels(), c);
-      EXPECT_EQ(std::memcmp(gen.data(), simd.data(), gen.size() * 4), 0) << n_tok << " tokens";
-      double ref = 0, scale = 0;
-      Reference(c, rows - 1, n_tok - 1, &ref, &scale);
-      EXPECT_GT(ref, 0.0);
-      EXPECT_NEAR(simd.back(), ref, 2e-6 * scale) << n_tok << " tokens";
+      ASSERT_EQ(std::memcmp(gen.data(), simd.data(), gen.size() * 4), 0);
     }
   }
 }

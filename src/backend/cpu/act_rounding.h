@@ -51,6 +51,9 @@ ActRounding PeerActRounding(TensorType type);
 void QuantizeRowAsQ8_0(const float* x, int64_t n, BlockQ8Act* out);
 void QuantizeRowAsQ8_1(const float* x, int64_t n, BlockQ8Act* out);
 void QuantizeRowAsQ8_K(const float* x, int64_t n, BlockQ8Act* out);
+// Q8_K's portable code (QuantizeRowAsQ8_K runs an AVX2 copy where the CPU
+// has AVX2: the same bits, tests/test_quant.cpp).
+void QuantizeRowAsQ8_KScalar(const float* x, int64_t n, BlockQ8Act* out);
 
 enum class DenseActRounding { kNone, kF16, kBF16 };
 

@@ -15,8 +15,9 @@
 //   many tokens (prefill)   the 8 rows are decoded ONCE per block of
 //     kTokBlock tokens into a scratch in the R8 layout of quant_pack.h
 //     (DecodedSub: vector v = weights 4v .. 4v+3 of the 8 rows, as PackedQ8),
-//     with each sub-block's odd multipliers 2s + 1 as int16 madd operands;
-//     the tile then meets every token of the block with 4 broadcast
+//     with each sub-block's odd multipliers 2s + 1 as int16 madd operands
+//     and the corrections of Group; the tile then meets every token of the
+//     block (its activations made unsigned once, x + 128) with 4 broadcast
 //     activations per multiply and no horizontal reduction.
 //
 // Both give, for row r and token t, the exact integer sum per 32-weight
@@ -57,108 +58,18 @@ namespace {
 
 // Below this many tokens a matmul decodes per token (no scratch).
 constexpr int64_t kScratchMinTokens = 2;
-// Tokens met by one decoded scratch (their activations stay in L1/L2).
-constexpr int64_t kTokBlock = 64;
-
-// kIQ2Signs as 8 bytes of +1 / -1: byte l = -1 where bit l is set. One
-// 64-bit load gives 8 weights' signs (the parity bit included).
-struct SignTable {
-  uint64_t v[128];
-};
-constexpr SignTable MakeSignTable() {
-  SignTable t{};
-  for (int k = 0; k < 128; ++k)
-    for (int l = 0; l < 8; ++l) t.v[k] |= static_cast<uint64_t>(kIQ2Signs[k] >> l & 1 ? 0xFF : 0x01) << (8 * l);
-  return t;
-}
-constexpr SignTable kSigns = MakeSignTable();
-
-inline __m256i Set4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  return _mm256_set_epi64x(static_cast<int64_t>(d), static_cast<int64_t>(c), static_cast<int64_t>(b),
-                           static_cast<int64_t>(a));
-}
-inline __m256i Set8(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t e, uint32_t f, uint32_t g, uint32_t h) {
-  return _mm256_setr_epi32(static_cast<int>(a), static_cast<int>(b), static_cast<int>(c), static_cast<int>(d),
-                           static_cast<int>(e), static_cast<int>(f), static_cast<int>(g), static_cast<int>(h));
-}
-
-// 32 sign bits -> 32 bytes: -1 where bit i is set, else +1.
-inline __m256i SignBytes(uint32_t bits) {
-  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-  __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), shuf);
-  b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));  // all bits but bit i of byte i
-  return _mm256_or_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(1));
-}
-
-// The int16 madd operand of a sub-block: m0 on weights 0..15, m1 on 16..31.
-inline __m256i Mul(int m0, int m1) {
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<int16_t>(m0))),
-                                 _mm_set1_epi16(static_cast<int16_t>(m1)), 1);
-}
+// Tokens met by one decoded scratch: the decode is about a fifth of the
+// prefill time at 128 tokens, so one block takes a whole prompt batch of
+// usual size. Their unsigned activations (40 bytes per 32 columns a token:
+// 655 KB at 2048 columns) stream from L2 / L3, at 36 bytes per 256
+// multiply-adds of a tile. (64 here: 10% slower at 128 tokens, 2048 x 2048
+// and 2048 x 8192, bench_quant IQ3_XXS.)
+constexpr int64_t kTokBlock = 256;
 
 inline uint32_t U32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-// One decoded 32-weight sub-block of one row: the magnitudes q, the signs
-// sg (+1 / -1 bytes) and the multipliers of its halves, as the madd operand
-// (Mul) and as integers m0, m1.
-struct Sub {
-  __m256i q, sg, mul;
-  int m0, m1;
-};
-
-// Sub-block j of the super-block at b (layouts in tensor_type.h).
-template <TensorType kT>
-inline Sub DecodeSub(const uint8_t* b, int j) {
-  if constexpr (kT == TensorType::IQ2_XXS) {
-    const uint8_t* p = b + 2 + 8 * j;
-    const uint32_t g = U32(p), aux = U32(p + 4);
-    const int m = 2 * static_cast<int>(aux >> 28) + 1;
-    return {Set4(kIQ2XXSGrid[g & 255], kIQ2XXSGrid[g >> 8 & 255], kIQ2XXSGrid[g >> 16 & 255], kIQ2XXSGrid[g >> 24]),
-            Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
-            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
-  } else if constexpr (kT == TensorType::IQ2_XS) {
-    uint64_t v;  // four u16: 9-bit grid index | 7-bit sign index << 9
-    std::memcpy(&v, b + 2 + 8 * j, 8);
-    const uint32_t e0 = v & 0xFFFF, e1 = v >> 16 & 0xFFFF, e2 = v >> 32 & 0xFFFF, e3 = v >> 48;
-    const int sc = b[offsetof(BlockIQ2_XS, scales) + j];
-    return {Set4(kIQ2XSGrid[e0 & 511], kIQ2XSGrid[e1 & 511], kIQ2XSGrid[e2 & 511], kIQ2XSGrid[e3 & 511]),
-            Set4(kSigns.v[e0 >> 9], kSigns.v[e1 >> 9], kSigns.v[e2 >> 9], kSigns.v[e3 >> 9]),
-            Mul(2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1), 2 * (sc & 0xF) + 1, 2 * (sc >> 4) + 1};
-  } else if constexpr (kT == TensorType::IQ3_XXS) {
-    const uint8_t* g = b + 2 + 8 * j;
-    const uint32_t aux = U32(b + 2 + 64 + 4 * j);
-    const int m = 2 * static_cast<int>(aux >> 28) + 1;
-    return {Set8(kIQ3XXSGrid[g[0]], kIQ3XXSGrid[g[1]], kIQ3XXSGrid[g[2]], kIQ3XXSGrid[g[3]], kIQ3XXSGrid[g[4]],
-                 kIQ3XXSGrid[g[5]], kIQ3XXSGrid[g[6]], kIQ3XXSGrid[g[7]]),
-            Set4(kSigns.v[aux & 127], kSigns.v[aux >> 7 & 127], kSigns.v[aux >> 14 & 127], kSigns.v[aux >> 21 & 127]),
-            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
-  } else if constexpr (kT == TensorType::IQ3_S) {
-    const auto& s = *reinterpret_cast<const BlockIQ3_S*>(b);
-    const uint8_t* g = s.qs + 8 * j;
-    const int h = s.qh[j];
-    auto at = [&](int k) { return kIQ3SGrid[g[k] | (h >> k & 1) << 8]; };
-    const int m = 2 * ((s.scales[j / 2] >> (4 * (j % 2))) & 0xF) + 1;
-    return {Set8(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)), SignBytes(U32(s.signs + 4 * j)),
-            _mm256_set1_epi16(static_cast<int16_t>(m)), m, m};
-  } else if constexpr (kT == TensorType::IQ2_S) {
-    const auto& s = *reinterpret_cast<const BlockIQ2_S*>(b);
-    const int h = s.qh[j];
-    auto at = [&](int l) { return kIQ2SGrid[s.qs[4 * j + l] | (h >> (2 * l) & 3) << 8]; };
-    return {Set4(at(0), at(1), at(2), at(3)), SignBytes(U32(s.qs + 32 + 4 * j)),
-            Mul(2 * (s.scales[j] & 0xF) + 1, 2 * (s.scales[j] >> 4) + 1), 2 * (s.scales[j] & 0xF) + 1,
-            2 * (s.scales[j] >> 4) + 1};
-  } else {  // IQ1_S, IQ1_M: the portable unpacker (magnitudes |8g +- 1| and their signs)
-    uint64_t pt[4];
-    int sign[4], mul[2];
-    IQLatticePoints(kT, b, j, pt, sign, mul);
-    const uint32_t bits = static_cast<uint32_t>(sign[0]) | static_cast<uint32_t>(sign[1]) << 8 |
-                          static_cast<uint32_t>(sign[2]) << 16 | static_cast<uint32_t>(sign[3]) << 24;
-    return {Set4(pt[0], pt[1], pt[2], pt[3]), SignBytes(bits), Mul(mul[0], mul[1]), mul[0], mul[1]};
-  }
 }
 
 template <TensorType kT>
@@ -209,13 +120,68 @@ inline void Prefetch(const uint8_t* p, int64_t off, int64_t len) {
 
 // ---------------------------------------------------------------- scratch (prefill)
 
+// The largest weight magnitude of a type's lattice (IQ1: |8g +- 1|).
+template <TensorType kT>
+constexpr int MaxMagnitude() {
+  int m = 0;
+  auto bytes = [&m](uint64_t v, int n) {
+    for (int k = 0; k < n; ++k) m = std::max(m, static_cast<int>(v >> (8 * k) & 0xFF));
+  };
+  if constexpr (kT == TensorType::IQ2_XXS) {
+    for (uint64_t v : kIQ2XXSGrid) bytes(v, 8);
+  } else if constexpr (kT == TensorType::IQ2_XS) {
+    for (uint64_t v : kIQ2XSGrid) bytes(v, 8);
+  } else if constexpr (kT == TensorType::IQ2_S) {
+    for (uint64_t v : kIQ2SGrid) bytes(v, 8);
+  } else if constexpr (kT == TensorType::IQ3_XXS) {
+    for (uint32_t v : kIQ3XXSGrid) bytes(v, 4);
+  } else if constexpr (kT == TensorType::IQ3_S) {
+    for (uint32_t v : kIQ3SGrid) bytes(v, 4);
+  } else {
+    for (uint64_t v : kIQ1SGrid)
+      for (int k = 0; k < 8; ++k) {
+        const int g = 8 * static_cast<int8_t>(v >> (8 * k) & 0xFF);
+        m = std::max({m, g + 1 < 0 ? -(g + 1) : g + 1, g - 1 < 0 ? -(g - 1) : g - 1});
+      }
+  }
+  return m;
+}
+
+// Whether a sub-block's two halves share one multiplier.
+template <TensorType kT>
+constexpr bool OneMultiplier() {
+  return kT == TensorType::IQ2_XXS || kT == TensorType::IQ3_XXS || kT == TensorType::IQ3_S || kT == TensorType::IQ1_S;
+}
+
+// The prefill tile meets the signed weights w with the activations made
+// unsigned, xu = x + 128 (x ^ 0x80), in maddubs, and takes 128 · Σ w back
+// out: Σ w x = Σ w xu - 128 · Σ w. It sums kGroup vectors' maddubs in
+// int16 (wrapping adds), subtracts the group's correction (the same wrapping
+// sum of maddubs(128, w), decoded once with the weights) and then applies
+// the multipliers in the madd. Exact: a maddubs pair sum |w| · 2 · 255 does
+// not saturate, and the group's true value Σ w x over 2 · kGroup products
+// per int16 lane, |w| · 128 each, fits in int16, so the wrapped result is
+// that value. A group lies in one half unless the halves share a multiplier.
+template <TensorType kT>
+constexpr int Group() {
+  constexpr int m = MaxMagnitude<kT>();
+  static_assert(2 * 255 * m <= 32767, "a maddubs pair sum must not saturate");
+  static_assert(2 * 2 * 128 * m <= 32767, "a group of two vectors must fit in int16");
+  if constexpr (OneMultiplier<kT>() && 2 * 8 * 128 * m <= 32767) return 8;
+  if constexpr (2 * 4 * 128 * m <= 32767) return 4;
+  return 2;
+}
+
 // 8 rows' sub-block in the R8 layout: w[v] byte 4r + i = signed weight
 // 4v + i of row r; mul[h] int16 lanes 2r, 2r + 1 = row r's multiplier of
-// half h (weights 16h ..). Rows past the group's end are zero.
+// half h (weights 16h ..); corr[g] int16 lanes 2r + p = 128 · Σ of row r's
+// weights 4v + 2p, 4v + 2p + 1 over group g's vectors v (wrapped in int16
+// like the tile's sums; Group). Rows past the group's end are zero.
 // (Plain arrays, read and written unaligned: the scratch is a std::vector.)
 struct DecodedSub {
   int8_t w[8][32];
   int16_t mul[2][16];
+  int16_t corr[4][16];
 };
 struct DecodedSuper {
   float scale[8];  // row r's d · unit
@@ -246,35 +212,46 @@ inline void Transpose8(__m256i* v) {
   }
 }
 
-// Decodes a group of rows into out (g.nsb super-blocks).
+// Decodes a group of rows into out (g.nsb super-blocks): each row's fields
+// taken apart per super-block as the decode path does (Prep), then its
+// signed weights per sub-block (SignedSub) transposed to the R8 layout.
 template <TensorType kT, bool kFull>
 void DecodeRows(const Rows& g, DecodedSuper* out) {
+  Aux aux[8];
+  constexpr int kG = Group<kT>();
+  const __m256i k128 = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t s = 0; s < g.nsb; ++s) {
     alignas(32) float sc[8] = {};
-    for (int r = 0; r < 8; ++r)
-      if (kFull || r < g.n) sc[r] = RowScale<kT>(g.w + r * g.row_bytes + s * g.bb);
+    __m256i mm[8];
+    for (int r = 0; r < 8; ++r) {
+      if (kFull || r < g.n) {
+        const uint8_t* b = g.w + r * g.row_bytes + s * g.bb;
+        sc[r] = RowScale<kT>(b);
+        Prep<kT>(b, aux[r]);
+        mm[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(aux[r].mul));
+      } else {
+        mm[r] = _mm256_setzero_si256();
+      }
+    }
     std::memcpy(out[s].scale, sc, sizeof(sc));
+    Transpose8(mm);  // mm[j] lane r: row r's m0 | m1 << 16 of sub-block j
     for (int j = 0; j < 8; ++j) {
       __m256i w[8];
-      alignas(32) int16_t m[2][8] = {};
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        if (kFull || r < g.n) {
-          const Sub d = DecodeSub<kT>(g.w + r * g.row_bytes + s * g.bb, j);
-          w[r] = _mm256_sign_epi8(d.q, d.sg);
-          m[0][r] = static_cast<int16_t>(d.m0);
-          m[1][r] = static_cast<int16_t>(d.m1);
-        } else {
-          w[r] = _mm256_setzero_si256();
-        }
-      }
+      for (int r = 0; r < 8; ++r)
+        w[r] = kFull || r < g.n ? SignedSub<kT>(g.w + r * g.row_bytes + s * g.bb, aux[r], j) : _mm256_setzero_si256();
       Transpose8(w);
       DecodedSub& o = out[s].sub[j];
       for (int v = 0; v < 8; ++v) Store(o.w[v], w[v]);
-      for (int h = 0; h < 2; ++h) {
-        const __m256i m32 = _mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(m[h])));
-        Store(o.mul[h], _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16)));
+      for (int gi = 0; gi < 8 / kG; ++gi) {
+        __m256i c = _mm256_maddubs_epi16(k128, w[kG * gi]);
+        for (int v = 1; v < kG; ++v) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k128, w[kG * gi + v]));
+        Store(o.corr[gi], c);
       }
+      Store(o.mul[0],
+            _mm256_or_si256(_mm256_and_si256(mm[j], _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(mm[j], 16)));
+      Store(o.mul[1], _mm256_or_si256(_mm256_srli_epi32(mm[j], 16),
+                                      _mm256_and_si256(mm[j], _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
     }
   }
 }
@@ -286,38 +263,44 @@ inline __m256i Bcast4(const int8_t* x) {
 }
 
 // T tokens against a decoded group: acc[t] lane r = row r's dot product.
-// Per vector pair: |w| · sign(x, w) = w · x in maddubs (a pair sum is at
-// most 2 · 62 · 127, two vectors' sums 31496 < 2^15), the multipliers in
-// the madd (exact in int32).
-template <int T>
-inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* const* xq, __m256* acc) {
+// xu[t]: token t's activations as xu = x + 128 (Group: a maddubs of xu
+// with the signed weights per vector, kGroup of them summed in int16, the
+// group's correction taken off, the multipliers in the madd, exact in
+// int32).
+template <TensorType kT, int T>
+inline void DecodedTile(const DecodedSuper* d, int64_t nsb, const BlockQ8Act* const* xu, __m256* acc_out) {
+  constexpr int kG = Group<kT>();
+  __m256 acc[T];  // a local copy: kept in registers
+  for (int t = 0; t < T; ++t) acc[t] = acc_out[t];
   for (int64_t s = 0; s < nsb; ++s) {
     for (int j = 0; j < 8; ++j) {
       const DecodedSub& p = d[s].sub[j];
       const int64_t b = 8 * s + j;
       __m256i is[T];
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {  // vectors 2k, 2k + 1: half k / 2
-        const __m256i w0 = Load(p.w[2 * k]), w1 = Load(p.w[2 * k + 1]);
-        const __m256i mul = Load(p.mul[k / 2]);
-        const __m256i u0 = _mm256_abs_epi8(w0), u1 = _mm256_abs_epi8(w1);
+      for (int gi = 0; gi < 8 / kG; ++gi) {
+        const __m256i mul = Load(p.mul[gi * kG / 4]);
+        const __m256i corr = Load(p.corr[gi]);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          const int8_t* x = xq[t][b].qs + 8 * k;
-          const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(Bcast4(x), w0)),
-                                               _mm256_maddubs_epi16(u1, _mm256_sign_epi8(Bcast4(x + 4), w1)));
-          const __m256i s32 = _mm256_madd_epi16(s16, mul);
-          is[t] = k == 0 ? s32 : _mm256_add_epi32(is[t], s32);
+          const int8_t* x = xu[t][b].qs + 4 * kG * gi;
+          __m256i s16 = _mm256_maddubs_epi16(Bcast4(x), Load(p.w[kG * gi]));
+#pragma GCC unroll 8
+          for (int v = 1; v < kG; ++v)
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(Bcast4(x + 4 * v), Load(p.w[kG * gi + v])));
+          const __m256i s32 = _mm256_madd_epi16(_mm256_sub_epi16(s16, corr), mul);
+          is[t] = gi == 0 ? s32 : _mm256_add_epi32(is[t], s32);
           __asm__("" : "+x"(is[t]));  // keep the sums in order (no reassociation into a tree)
         }
       }
       const __m256 scale = _mm256_loadu_ps(d[s].scale);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t)
-        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]),
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(xu[t][b].d)), _mm256_cvtepi32_ps(is[t]),
                                  acc[t]);
     }
   }
+  for (int t = 0; t < T; ++t) acc_out[t] = acc[t];
 }
 
 // Stores n rows of one token's outputs at y.
@@ -325,15 +308,18 @@ inline void StoreRows(const float* v, int n, bool accumulate, float* y) {
   for (int r = 0; r < n; ++r) y[r] = accumulate ? y[r] + v[r] : v[r];
 }
 
-template <int T>
-inline void RunDecoded(const MatMulArgs& a, const DecodedSuper* d, int64_t nsb, int64_t r0, int n, int64_t t0) {
+// Tokens t0 .. t0 + T - 1 of the block whose unsigned activations (nb
+// blocks a token) start at xu at token tb.
+template <TensorType kT, int T>
+inline void RunDecoded(const MatMulArgs& a, const DecodedSuper* d, int64_t nsb, int64_t r0, int n, int64_t t0,
+                       const BlockQ8Act* xu, int64_t tb) {
   __m256 acc[T];
-  const BlockQ8Act* xq[T];
+  const BlockQ8Act* xt[T];
   for (int t = 0; t < T; ++t) {
     acc[t] = _mm256_setzero_ps();
-    xq[t] = a.xq + (t0 + t) * a.ld_xq;
+    xt[t] = xu + (t0 + t - tb) * 8 * nsb;
   }
-  DecodedTile<T>(d, nsb, xq, acc);
+  DecodedTile<kT, T>(d, nsb, xt, acc);
   for (int t = 0; t < T; ++t) {
     alignas(32) float v[8];
     _mm256_store_ps(v, acc[t]);
@@ -370,9 +356,21 @@ void LatticeMatMulT(const MatMulArgs& a) {
     return;
   }
   thread_local std::vector<DecodedSuper> scratch;
+  thread_local std::vector<BlockQ8Act> xu;  // the token block's activations + 128
   scratch.resize(static_cast<size_t>(nsb));
+  const int64_t nb = 8 * nsb;
+  xu.resize(static_cast<size_t>(std::min(kTokBlock, a.n_tok) * nb));
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = std::min(tb + kTokBlock, a.n_tok);
+    for (int64_t t = tb; t < te; ++t) {
+      for (int64_t i = 0; i < nb; ++i) {
+        const BlockQ8Act& x = a.xq[t * a.ld_xq + i];
+        BlockQ8Act& u = xu[static_cast<size_t>((t - tb) * nb + i)];
+        u.d = x.d;
+        u.s = x.s;
+        Store(u.qs, _mm256_xor_si256(Load(x.qs), _mm256_set1_epi8(static_cast<char>(0x80))));
+      }
+    }
     for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += 8) {
       const Rows g = rows_at(r0);
       if (g.n == 8) {
@@ -381,12 +379,12 @@ void LatticeMatMulT(const MatMulArgs& a) {
         DecodeRows<kT, false>(g, scratch.data());
       }
       int64_t t = tb;
-      for (; t + 4 <= te; t += 4) RunDecoded<4>(a, scratch.data(), nsb, r0, g.n, t);
+      for (; t + 4 <= te; t += 4) RunDecoded<kT, 4>(a, scratch.data(), nsb, r0, g.n, t, xu.data(), tb);
       if (t + 2 <= te) {
-        RunDecoded<2>(a, scratch.data(), nsb, r0, g.n, t);
+        RunDecoded<kT, 2>(a, scratch.data(), nsb, r0, g.n, t, xu.data(), tb);
         t += 2;
       }
-      if (t < te) RunDecoded<1>(a, scratch.data(), nsb, r0, g.n, t);
+      if (t < te) RunDecoded<kT, 1>(a, scratch.data(), nsb, r0, g.n, t, xu.data(), tb);
     }
   }
 }

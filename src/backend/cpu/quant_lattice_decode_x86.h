@@ -1,7 +1,8 @@
 // The decode (one token) path of the lattice matmul. Not a normal header:
 // quant_lattice_avx2.cpp includes it inside its anonymous namespace, under
 // its AVX2 target pragma, after U32, RowScale, Fold8, Rows and Prefetch
-// (the prefill path's DecodeSub decodes the same fields its own way).
+// (the prefill path's scratch is decoded by the same Prep and SubParts /
+// IQ1Values: SignedSub).
 //
 // A group of 8 rows meets the token sub-block by sub-block: for sub-block j
 // each row's 32 weights are decoded in registers and multiplied with the
@@ -265,60 +266,85 @@ inline __m256i Points4(const uint64_t* tab, uint32_t i0, uint32_t i1, uint32_t i
   return _mm256_inserti128_si256(_mm256_castsi128_si256(Ins2(tab[i0], tab[i1])), Ins2(tab[i2], tab[i3]), 1);
 }
 
+// Sub-block j of the super-block at b (its Aux x): the magnitudes q of its
+// 32 weights, their sign mask neg (-1 where negative) and the madd operand
+// of its multipliers. (Not the IQ1 types: IQ1Values.)
+template <TensorType kT>
+inline void SubParts(const uint8_t* b, const Aux& x, int j, __m256i* q, __m256i* neg, __m256i* mul) {
+  if constexpr (kT == TensorType::IQ2_XXS) {
+    const uint8_t* g = b + 2 + 8 * j;
+    *q = Points4(kIQ2XXSGrid, g[0], g[1], g[2], g[3]);
+    *neg = SignMask(U32(x.sg + 4 * j));
+    *mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
+  } else if constexpr (kT == TensorType::IQ3_XXS) {
+    const uint8_t* g = b + 2 + 8 * j;
+    const uint64_t v = U64(g);
+    *q = Points8(kIQ3XXSGrid, Byte(v, 0), Byte(v, 1), Byte(v, 2), Byte(v, 3), Byte(v, 4), Byte(v, 5), Byte(v, 6),
+                 Byte(v, 7));
+    *neg = SignMask(U32(x.sg + 4 * j));
+    *mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
+  } else if constexpr (kT == TensorType::IQ2_XS) {
+    const uint16_t* i = x.idx + 4 * j;
+    *q = Points4(kIQ2XSGrid, i[0], i[1], i[2], i[3]);
+    *neg = SignMask(U32(x.sg + 4 * j));
+    *mul = MulOf(x.mul[j]);
+  } else if constexpr (kT == TensorType::IQ2_S) {
+    const uint16_t* i = x.idx + 4 * j;
+    *q = Points4(kIQ2SGrid, i[0], i[1], i[2], i[3]);
+    *neg = SignMask(U32(b + offsetof(BlockIQ2_S, qs) + 32 + 4 * j));
+    *mul = MulOf(x.mul[j]);
+  } else {
+    static_assert(kT == TensorType::IQ3_S);
+    const uint64_t v = U64(x.idx + 8 * j), w = U64(x.idx + 8 * j + 4);
+    *q = Points8(kIQ3SGrid, Half(v, 0), Half(v, 1), Half(v, 2), Half(v, 3), Half(w, 0), Half(w, 1), Half(w, 2),
+                 Half(w, 3));
+    *neg = SignMask(U32(b + offsetof(BlockIQ3_S, signs) + 4 * j));
+    *mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
+  }
+}
+
+// Sub-block j's 32 signed weights 8g + delta8 of an IQ1 type: g in {-1, 0,
+// 1}, delta8 = +-1 per sub-block (IQ1_S) or per 8 weights (IQ1_M), so never 0.
+template <TensorType kT>
+inline __m256i IQ1Values(const Aux& x, int j) {
+  const uint16_t* i = x.idx + 4 * j;
+  const __m256i g = Points4(kIQ1SGrid, i[0], i[1], i[2], i[3]);
+  __m256i delta = _mm256_set1_epi32(static_cast<int>(U32(x.sg + 4 * j)));
+  if constexpr (kT == TensorType::IQ1_M) {  // its 4 bytes spread 8 each
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    delta = _mm256_shuffle_epi8(delta, spread);
+  }
+  return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), delta);
+}
+
 // Sub-block j of the super-block at b (its Aux x) against the token's
 // activations xv (nxv = -xv): int32 partial sums whose total is isum.
 template <TensorType kT>
 inline __m256i SubDot(const uint8_t* b, const Aux& x, int j, __m256i xv, __m256i nxv) {
-  __m256i q, neg, mul;
-  if constexpr (kT == TensorType::IQ2_XXS) {
-    const uint8_t* g = b + 2 + 8 * j;
-    q = Points4(kIQ2XXSGrid, g[0], g[1], g[2], g[3]);
-    neg = SignMask(U32(x.sg + 4 * j));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
-  } else if constexpr (kT == TensorType::IQ3_XXS) {
-    const uint8_t* g = b + 2 + 8 * j;
-    const uint64_t v = U64(g);
-    q = Points8(kIQ3XXSGrid, Byte(v, 0), Byte(v, 1), Byte(v, 2), Byte(v, 3), Byte(v, 4), Byte(v, 5), Byte(v, 6),
-                Byte(v, 7));
-    neg = SignMask(U32(x.sg + 4 * j));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
-  } else if constexpr (kT == TensorType::IQ2_XS) {
-    const uint16_t* i = x.idx + 4 * j;
-    q = Points4(kIQ2XSGrid, i[0], i[1], i[2], i[3]);
-    neg = SignMask(U32(x.sg + 4 * j));
-    mul = MulOf(x.mul[j]);
-  } else if constexpr (kT == TensorType::IQ2_S) {
-    const uint16_t* i = x.idx + 4 * j;
-    q = Points4(kIQ2SGrid, i[0], i[1], i[2], i[3]);
-    neg = SignMask(U32(b + offsetof(BlockIQ2_S, qs) + 32 + 4 * j));
-    mul = MulOf(x.mul[j]);
-  } else if constexpr (kT == TensorType::IQ1_S) {
-    // weights 8g + delta8 (g in {-1, 0, 1}, delta8 = +-1: never 0), so the
-    // signs are the weights' own: |v| · sign(x, v)
-    const uint16_t* i = x.idx + 4 * j;
-    const __m256i g = Points4(kIQ1SGrid, i[0], i[1], i[2], i[3]);
-    const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g),
-                                      _mm256_set1_epi32(static_cast<int>(U32(x.sg + 4 * j))));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
+  if constexpr (kT == TensorType::IQ1_S || kT == TensorType::IQ1_M) {
+    // the signs are the weights' own: |v| · sign(x, v)
+    const __m256i v = IQ1Values<kT>(x, j);
+    const __m256i mul =
+        kT == TensorType::IQ1_S ? _mm256_set1_epi32(static_cast<int>(x.mul[j])) : MulOf(x.mul[j]);
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(xv, v)), mul);
-  } else if constexpr (kT == TensorType::IQ1_M) {
-    // as IQ1_S, with a delta per 8 weights: its 4 bytes spread 8 each
-    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    const uint16_t* i = x.idx + 4 * j;
-    const __m256i g = Points4(kIQ1SGrid, i[0], i[1], i[2], i[3]);
-    const __m256i delta = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(U32(x.sg + 4 * j))), spread);
-    const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), delta);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(xv, v)), MulOf(x.mul[j]));
   } else {
-    static_assert(kT == TensorType::IQ3_S);
-    const uint64_t v = U64(x.idx + 8 * j), w = U64(x.idx + 8 * j + 4);
-    q = Points8(kIQ3SGrid, Half(v, 0), Half(v, 1), Half(v, 2), Half(v, 3), Half(w, 0), Half(w, 1), Half(w, 2),
-                Half(w, 3));
-    neg = SignMask(U32(b + offsetof(BlockIQ3_S, signs) + 4 * j));
-    mul = _mm256_set1_epi32(static_cast<int>(x.mul[j]));
+    __m256i q, neg, mul;
+    SubParts<kT>(b, x, j, &q, &neg, &mul);
+    // |w| · (±x): a pair sum of maddubs is at most 2 · 62 · 128 < 2^15
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_blendv_epi8(xv, nxv, neg)), mul);
   }
-  // |w| · (±x): a pair sum of maddubs is at most 2 · 62 · 128 < 2^15
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_blendv_epi8(xv, nxv, neg)), mul);
+}
+
+// Sub-block j's 32 signed weights (the prefill path's scratch).
+template <TensorType kT>
+inline __m256i SignedSub(const uint8_t* b, const Aux& x, int j) {
+  if constexpr (kT == TensorType::IQ1_S || kT == TensorType::IQ1_M) {
+    return IQ1Values<kT>(x, j);
+  } else {
+    __m256i q, neg, mul;
+    SubParts<kT>(b, x, j, &q, &neg, &mul);
+    return _mm256_sub_epi8(_mm256_xor_si256(q, neg), neg);
+  }
 }
 
 // Prep of super-block s of a group's rows into aux[0 .. 8).
