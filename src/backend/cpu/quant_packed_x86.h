@@ -440,8 +440,10 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 // PackedIQ4NL, PackedIQ4XS or PackedMXFP4). xs: the activation sums of tokens
 // from t0 on (ActSums) for PackedQ6K, PackedQ2K, PackedQ3K and VNNI's PackedQ8
 // and IQ4 tiles, else unused.
+// xp: PackedK23Tile's permuted quants of tokens from t0 (K23Permute), else unused.
 template <class B, int T>
-inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs) {
+inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs,
+                      [[maybe_unused]] const int8_t* xp) {
   __m256 acc[T];
   const BlockQ8Act* xq[T];
   for (int t = 0; t < T; ++t) {
@@ -466,8 +468,12 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
   } else if constexpr (kK23<B>) {
     const int64_t stride = nb / 8;  // super-blocks per row group
     const int32_t* xst[T];
-    for (int t = 0; t < T; ++t) xst[t] = xs + 2 * nb * t;
-    PackedK23Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
+    const int8_t* xpt[T];
+    for (int t = 0; t < T; ++t) {
+      xst[t] = xs + 2 * nb * t;
+      xpt[t] = xp + 32 * nb * t;
+    }
+    PackedK23Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xpt, xst, acc);
   } else {
     const int64_t stride = nb / kSub<B>;  // elements of B per row group
     PackedQ4Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, acc);
@@ -502,6 +508,10 @@ template <class B>
 void PackedMatMul(const MatMulArgs& a) {
   constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> || kIQ4<B> || kK23<B>;  // not a nibble layout
   constexpr int64_t kTokBlock = 32;
+#ifndef LLM_K23_T
+#define LLM_K23_T 8
+#endif
+  [[maybe_unused]] constexpr int kK23Tok = LLM_K23_T;
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
@@ -515,7 +525,16 @@ void PackedMatMul(const MatMulArgs& a) {
       if constexpr (kK23<B>) PackSumPairs(sums.data(), nb * (te - tb));
       xs = sums.data();
     }
+    const int8_t* xp = nullptr;  // K23: this token block's quants in the packed vectors' order
+    if constexpr (kK23<B>) {
+      thread_local std::vector<int8_t> perm;
+      perm.resize(static_cast<size_t>(32 * nb * (te - tb)));
+      for (int64_t t = tb; t < te; ++t)
+        for (int64_t b = 0; b < nb; ++b) K23Permute(a.xq[t * a.ld_xq + b].qs, perm.data() + 32 * (nb * (t - tb) + b));
+      xp = perm.data();
+    }
     auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
+    auto xp_at = [&](int64_t t) { return xp != nullptr ? xp + 32 * nb * (t - tb) : nullptr; };
     for (int64_t g = g0; g < g1;) {
       // Q8 pairs measured no faster (the Q8 tile has fewer broadcasts per
       // multiply and two groups of four tokens spill).
@@ -525,15 +544,17 @@ void PackedMatMul(const MatMulArgs& a) {
         if constexpr (!kQ8)
           for (; t + 4 <= te; t += 4) RunPackedQ4Pair<B>(a, nb, g, t);
       } else {
-        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t, xs_at(t));
+        if constexpr (kK23<B>)  // one running sum per token: 8 tokens fit the registers
+          for (; t + kK23Tok <= te; t += kK23Tok) RunPacked<B, kK23Tok>(a, nb, g, t, xs_at(t), xp_at(t));
+        for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t, xs_at(t), xp_at(t));
       }
       for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) {
         int64_t u = t;
         if (u + 2 <= te) {
-          RunPacked<B, 2>(a, nb, gg, u, xs_at(u));
+          RunPacked<B, 2>(a, nb, gg, u, xs_at(u), xp_at(u));
           u += 2;
         }
-        if (u < te) RunPacked<B, 1>(a, nb, gg, u, xs_at(u));
+        if (u < te) RunPacked<B, 1>(a, nb, gg, u, xs_at(u), xp_at(u));
       }
       g += pair ? 2 : 1;
     }
