@@ -503,15 +503,16 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
 
 // Tokens in blocks of 32 (their activation blocks stay in L1/L2 while the
 // row groups sweep them); inside, each row group (nibble layouts: each pair of
-// groups) meets the block's tokens 4 at a time.
+// groups) meets the block's tokens 4 at a time. Q2_K and Q3_K: 8 at a time,
+// and the row groups in chunks of 16 (at most 16 · 912 bytes per 256
+// columns, in L2), each chunk swept by one tile of 8 tokens after another:
+// those tokens' activations stay in L1 over the chunk (measured +4%).
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
   constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> || kIQ4<B> || kK23<B>;  // not a nibble layout
   constexpr int64_t kTokBlock = 32;
-#ifndef LLM_K23_T
-#define LLM_K23_T 8
-#endif
-  [[maybe_unused]] constexpr int kK23Tok = LLM_K23_T;
+  [[maybe_unused]] constexpr int kK23Tok = 8;      // PackedK23Tile's tokens per tile
+  [[maybe_unused]] constexpr int64_t kK23Chunk = 16;  // and row groups per chunk
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
@@ -535,6 +536,24 @@ void PackedMatMul(const MatMulArgs& a) {
     }
     auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
     auto xp_at = [&](int64_t t) { return xp != nullptr ? xp + 32 * nb * (t - tb) : nullptr; };
+    if constexpr (kK23<B>) {
+      for (int64_t gc = g0; gc < g1; gc += kK23Chunk) {
+        const int64_t gce = gc + kK23Chunk < g1 ? gc + kK23Chunk : g1;
+        int64_t t = tb;
+        for (; t + kK23Tok <= te; t += kK23Tok)
+          for (int64_t g = gc; g < gce; ++g) RunPacked<B, kK23Tok>(a, nb, g, t, xs_at(t), xp_at(t));
+        for (int64_t g = gc; g < gce; ++g) {
+          int64_t u = t;
+          for (; u + 4 <= te; u += 4) RunPacked<B, 4>(a, nb, g, u, xs_at(u), xp_at(u));
+          if (u + 2 <= te) {
+            RunPacked<B, 2>(a, nb, g, u, xs_at(u), xp_at(u));
+            u += 2;
+          }
+          if (u < te) RunPacked<B, 1>(a, nb, g, u, xs_at(u), xp_at(u));
+        }
+      }
+      continue;
+    }
     for (int64_t g = g0; g < g1;) {
       // Q8 pairs measured no faster (the Q8 tile has fewer broadcasts per
       // multiply and two groups of four tokens spill).
@@ -544,8 +563,6 @@ void PackedMatMul(const MatMulArgs& a) {
         if constexpr (!kQ8)
           for (; t + 4 <= te; t += 4) RunPackedQ4Pair<B>(a, nb, g, t);
       } else {
-        if constexpr (kK23<B>)  // one running sum per token: 8 tokens fit the registers
-          for (; t + kK23Tok <= te; t += kK23Tok) RunPacked<B, kK23Tok>(a, nb, g, t, xs_at(t), xp_at(t));
         for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t, xs_at(t), xp_at(t));
       }
       for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) {
