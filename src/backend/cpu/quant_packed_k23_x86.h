@@ -16,9 +16,9 @@
 // the float steps are the portable DotQ2_K<true> / DotQ3_K<true>'s, in their order.
 //
 // Each vector holds two quants of either half per row (quant_pack_k23.h)
-// and meets the token's activations permuted the same way (K23Permute, once
-// per call), so maddubs (u <= 7, |x| <= 128: a pair sum <= 1792) puts half
-// 0's pair sums in int16 lane 2r and half 1's in 2r + 1; the 8 vectors add
+// and meets the token's activations permuted the same way (K23Act, made
+// once per call), so maddubs (u <= 7, |x| <= 128: a pair sum <= 1792) puts
+// half 0's pair sums in int16 lane 2r and half 1's in 2r + 1; the 8 vectors add
 // up in int16 (<= 14336 < 2^15) in one running sum per token, and one madd
 // with the scales (lane 2r + h: sc_h of row r) gives isum in int32 lane r.
 // The corrections are one madd of the int16 pairs (lane 2r + h: m_h or
@@ -33,29 +33,35 @@
 template <class B>
 inline constexpr bool kK23 = std::is_same_v<B, PackedQ2K> || std::is_same_v<B, PackedQ3K>;
 
-// The activation sums (ActSums: S_0, S_1 of each block) as the int16 pairs
-// the tile's madd takes: s[2i] = S_0 | S_1 << 16 (|S_h| ≤ 16·128 fits),
-// made once per token and block, not per row group.
-inline void PackSumPairs(int32_t* s, int64_t n_blocks) {
-  for (int64_t i = 0; i < n_blocks; ++i)
-    s[2 * i] = static_cast<int32_t>(static_cast<uint16_t>(s[2 * i]) | static_cast<uint32_t>(s[2 * i + 1]) << 16);
+// One token's activation block as the tile reads it, made once per call:
+// its quants in the packed vectors' order (byte 4v + i: quant K23Quant(v, i),
+// the 16-bit words of the two halves interleaved), the sums S_0, S_1 of its
+// halves as the int16 pair the corrections' madd takes (S_0 | S_1 << 16:
+// |S_h| <= 16·128 fits) and its scale. 40 bytes, against the 36 of the
+// block and 8 of its sums apart: a tile's 8 tokens' worth stays in L1.
+struct K23Act {
+  int8_t qs[32];
+  int32_t sums;
+  float d;
+};
+
+inline void MakeK23Act(const BlockQ8Act& x, K23Act* out) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out->qs), _mm_unpacklo_epi16(lo, hi));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out->qs + 16), _mm_unpackhi_epi16(lo, hi));
+  int32_t s0 = 0, s1 = 0;
+  for (int i = 0; i < 16; ++i) {
+    s0 += x.qs[i];
+    s1 += x.qs[16 + i];
+  }
+  out->sums = static_cast<int32_t>(static_cast<uint16_t>(s0) | static_cast<uint32_t>(s1) << 16);
+  out->d = x.d;
 }
 
-// One activation block's 32 quants in the packed vectors' order: byte
-// 4v + i of out is quant K23Quant(v, i) of x (the 16-bit words of the two
-// halves interleaved).
-inline void K23Permute(const int8_t* x, int8_t* out) {
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x));
-  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(lo, hi));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_unpackhi_epi16(lo, hi));
-}
-
-// xp: token t's permuted quants of block b at xp[t] + 32b (K23Permute);
-// xs: its pair of block b at xs[t][2b] (PackSumPairs); xq: its d.
+// xa[t]: token t's blocks (MakeK23Act).
 template <class B, int T>
-inline void PackedK23Tile(const B* w, const B* next, int64_t nb, const BlockQ8Act* const* xq,
-                          const int8_t* const* xp, const int32_t* const* xs, __m256* acc) {
+inline void PackedK23Tile(const B* w, const B* next, int64_t nb, const K23Act* const* xa, __m256* acc) {
   constexpr bool kQ3 = std::is_same_v<B, PackedQ3K>;
   const __m256i three = _mm256_set1_epi8(3);
   [[maybe_unused]] const __m256i four = _mm256_set1_epi8(4);
@@ -79,7 +85,7 @@ inline void PackedK23Tile(const B* w, const B* next, int64_t nb, const BlockQ8Ac
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const __m256i m = _mm256_maddubs_epi16(u, Bcast4(xp[t] + 32 * b + 4 * v));
+        const __m256i m = _mm256_maddubs_epi16(u, Bcast4(xa[t][b].qs + 4 * v));
         d[t] = v == 0 ? m : _mm256_add_epi16(d[t], m);
         __asm__("" : "+x"(d[t]));  // keep the sums in order (no reassociation into a tree)
       }
@@ -101,8 +107,8 @@ inline void PackedK23Tile(const B* w, const B* next, int64_t nb, const BlockQ8Ac
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       __m256i isum = _mm256_madd_epi16(d[t], sc);
-      const __m256i c = _mm256_madd_epi16(corr, _mm256_set1_epi32(xs[t][2 * b]));
-      const __m256 xd = _mm256_set1_ps(xq[t][b].d);
+      const __m256i c = _mm256_madd_epi16(corr, _mm256_set1_epi32(xa[t][b].sums));
+      const __m256 xd = _mm256_set1_ps(xa[t][b].d);
       if constexpr (kQ3) isum = _mm256_sub_epi32(isum, c);
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, xd), _mm256_cvtepi32_ps(isum), acc[t]);
       if constexpr (!kQ3) acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(ndm, xd), _mm256_cvtepi32_ps(c), acc[t]);

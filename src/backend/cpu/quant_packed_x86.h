@@ -391,7 +391,7 @@ inline void PackedQ6KTile(const PackedQ6K* w, const PackedQ6K* next, int64_t nb,
 
 #include "backend/cpu/quant_packed_k23_x86.h"  // PackedK23Tile: Q2_K, Q3_K
 
-// The activation sums PackedQ6KTile, PackedK23Tile (and VNNI's PackedQ8Tile) take: for
+// The activation sums PackedQ6KTile (and VNNI's PackedQ8 and IQ4 tiles) take: for
 // tokens [t0, t1), block b, Σ of quants 0..15 and of 16..31 at
 // out[2·(nb·(t - t0) + b)] and the next.
 inline void ActSums(const MatMulArgs& a, int64_t nb, int64_t t0, int64_t t1, int32_t* out) {
@@ -438,12 +438,12 @@ inline void StoreGroup(const MatMulArgs& a, int64_t g, int64_t t0, const __m256*
 // Tokens t0 .. t0+T-1 against row group g (B: PackedQ4, PackedQ4_0, PackedQ4K,
 // PackedQ5_0, PackedQ5_1, PackedQ5K, PackedQ6K, PackedQ2K, PackedQ3K, PackedQ8,
 // PackedIQ4NL, PackedIQ4XS or PackedMXFP4). xs: the activation sums of tokens
-// from t0 on (ActSums) for PackedQ6K, PackedQ2K, PackedQ3K and VNNI's PackedQ8
-// and IQ4 tiles, else unused.
-// xp: PackedK23Tile's permuted quants of tokens from t0 (K23Permute), else unused.
+// from t0 on (ActSums) for PackedQ6K and VNNI's PackedQ8 and IQ4 tiles, else
+// unused.
+// xa: PackedK23Tile's activations of tokens from t0 (MakeK23Act), else unused.
 template <class B, int T>
 inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, const int32_t* xs,
-                      [[maybe_unused]] const int8_t* xp) {
+                      [[maybe_unused]] const K23Act* xa) {
   __m256 acc[T];
   const BlockQ8Act* xq[T];
   for (int t = 0; t < T; ++t) {
@@ -467,13 +467,9 @@ inline void RunPacked(const MatMulArgs& a, int64_t nb, int64_t g, int64_t t0, co
     PackedQ6KTile<T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xst, acc);
   } else if constexpr (kK23<B>) {
     const int64_t stride = nb / 8;  // super-blocks per row group
-    const int32_t* xst[T];
-    const int8_t* xpt[T];
-    for (int t = 0; t < T; ++t) {
-      xst[t] = xs + 2 * nb * t;
-      xpt[t] = xp + 32 * nb * t;
-    }
-    PackedK23Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, xpt, xst, acc);
+    const K23Act* xat[T];
+    for (int t = 0; t < T; ++t) xat[t] = xa + nb * t;
+    PackedK23Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xat, acc);
   } else {
     const int64_t stride = nb / kSub<B>;  // elements of B per row group
     PackedQ4Tile<B, T>(w + g * stride, w + NextGroup(a, g + 1, g) * stride, nb, xq, acc);
@@ -518,24 +514,23 @@ void PackedMatMul(const MatMulArgs& a) {
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
     const int32_t* xs = nullptr;  // this token block's activation sums, for the tiles that take them
-    if constexpr (std::is_same_v<B, PackedQ6K> || kK23<B> ||
+    if constexpr (std::is_same_v<B, PackedQ6K> ||
                   (LLM_PACKED_VNNI && (std::is_same_v<B, PackedQ8> || kIQ4<B>))) {
       thread_local std::vector<int32_t> sums;
       sums.resize(static_cast<size_t>(2 * nb * (te - tb)));
       ActSums(a, nb, tb, te, sums.data());
-      if constexpr (kK23<B>) PackSumPairs(sums.data(), nb * (te - tb));
       xs = sums.data();
     }
-    const int8_t* xp = nullptr;  // K23: this token block's quants in the packed vectors' order
+    const K23Act* xp = nullptr;  // K23: this token block's activations as its tile reads them
     if constexpr (kK23<B>) {
-      thread_local std::vector<int8_t> perm;
-      perm.resize(static_cast<size_t>(32 * nb * (te - tb)));
+      thread_local std::vector<K23Act> k23;
+      k23.resize(static_cast<size_t>(nb * (te - tb)));
       for (int64_t t = tb; t < te; ++t)
-        for (int64_t b = 0; b < nb; ++b) K23Permute(a.xq[t * a.ld_xq + b].qs, perm.data() + 32 * (nb * (t - tb) + b));
-      xp = perm.data();
+        for (int64_t b = 0; b < nb; ++b) MakeK23Act(a.xq[t * a.ld_xq + b], &k23[static_cast<size_t>(nb * (t - tb) + b)]);
+      xp = k23.data();
     }
     auto xs_at = [&](int64_t t) { return xs != nullptr ? xs + 2 * nb * (t - tb) : nullptr; };
-    auto xp_at = [&](int64_t t) { return xp != nullptr ? xp + 32 * nb * (t - tb) : nullptr; };
+    auto xp_at = [&](int64_t t) { return xp != nullptr ? xp + nb * (t - tb) : nullptr; };
     if constexpr (kK23<B>) {
       for (int64_t gc = g0; gc < g1; gc += kK23Chunk) {
         const int64_t gce = gc + kK23Chunk < g1 ? gc + kK23Chunk : g1;
