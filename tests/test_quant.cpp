@@ -944,6 +944,57 @@ TEST(Quant, PackedK23ManyTokensOnPeerQ8_K) {
   }
 }
 
+// Many tokens on the packed tiles of 8 tokens (Q2_K, Q3_K, IQ4_NL, IQ4_XS,
+// MXFP4; AVX2) and their order of row groups in chunks: 18 row groups (more
+// than one chunk, the last group partial), token blocks of 32 and a partial
+// one of 13 (tiles of 8, 4 and 1 token), a token at ±127 (the int16 sums'
+// bounds), row ranges that cut groups and chunks, accumulated: bitwise the
+// portable packed matmul, for every packed type.
+TEST(Quant, PackedManyTokensMatchPortableBitwise) {
+  const cpu::Kernels* simd = Simd();
+  if (simd == nullptr) GTEST_SKIP() << "no SIMD kernels on this CPU";
+  std::mt19937 rng(91);
+  for (TensorType t : kPackedTypes) {
+    SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
+    const int64_t rows = 8 * 17 + 5, cols = 512, n_tok = 45;
+    std::vector<uint8_t> m;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    WeightView w;
+    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
+    ASSERT_TRUE(cpu::PackR8(w, packed.data()));
+    WeightView wp = w;
+    wp.packed = packed.data();
+    std::vector<float> x = RandomFloats(n_tok * cols, rng);
+    for (int64_t i = 0; i < cols; ++i) x[37 * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);  // activations at ±127
+    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
+    cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
+    cpu::MatMulArgs a;
+    a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+    std::vector<float> gen(n_tok * rows), all(n_tok * rows, -1.0f);
+    a.y = gen.data();
+    cpu::GenericKernels().matmul(a);
+    a.y = all.data();
+    simd->matmul(a);
+    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(all[i], gen[i]) << i;
+    std::vector<float> split(n_tok * rows, 2.0f);
+    a.y = split.data();
+    a.accumulate = true;
+    int64_t lo = 0;
+    for (int64_t hi : {int64_t{5}, int64_t{8}, int64_t{100}, int64_t{133}, rows}) {
+      a.row_begin = lo;
+      a.row_end = hi;
+      simd->matmul(a);
+      lo = hi;
+    }
+    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(split[i], 2.0f + gen[i]) << i;
+  }
+}
+
 // The packed tiles with AVX-512 VNNI (vpdpbusd straight into int32 lanes;
 // Q8_0 as q + 128 against the activations, minus 128 · their sum) give
 // bitwise the outputs of the AVX2 tiles and of the portable packed matmul:

@@ -5,12 +5,13 @@ namespace llm::cpu {
 namespace {
 
 // Row r's 32 unsigned quants u (< 8) of one sub-block: their low 2 bits into
-// ql, four to a byte, and (qh != nullptr) their third bits into qh.
+// ql, four to a byte, and (qh != nullptr) their third bits into qh. Byte
+// 4r + i of vector v holds quant K23Quant(v, i).
 void Interleave2(const uint8_t* u, int r, uint8_t* ql, uint8_t* qh) {
   for (int v = 0; v < 8; ++v) {
     const int half = v / 4, k = v % 4;
     for (int i = 0; i < 4; ++i) {
-      const uint8_t q = u[4 * v + i];
+      const uint8_t q = u[K23Quant(v, i)];
       uint8_t& lo = ql[32 * half + 4 * r + i];
       lo = static_cast<uint8_t>(lo | (q & 3) << (2 * k));
       if (qh != nullptr) qh[4 * r + i] = static_cast<uint8_t>(qh[4 * r + i] | (q >> 2) << v);

@@ -1,22 +1,29 @@
 // The R8 layouts of the 2- and 3-bit K-quants (Q2_K, Q3_K): 8 rows of one
 // 256-weight super-block per element, the rows' F16 scales first, then one
 // sub-block per 32 weights (activation block 8i + j meets sub-block j of
-// super-block i). The quant order is quant_pack.h's R8 order: a 256-bit
-// vector holds 4 consecutive weights of each of the 8 rows, byte 4r + i of
-// vector v = quant 4v + i of row r (v = 0..7 over the sub-block's 32).
+// super-block i). A 256-bit vector holds 4 weights of each of the 8 rows,
+// two of either 16-weight half: byte 4r + i of vector v (v = 0..7 over the
+// sub-block's 32) is quant K23Quant(v, i) of row r,
+//
+//   i = 0, 1: quant 2v + i (half 0)      i = 2, 3: quant 16 + 2v + i - 2 (half 1)
+//
+// so the int16 pair sums of a multiply-add with activations in the same
+// order (the x86 matmul permutes each token's blocks so, once per call)
+// fall into lane 2r for half 0 and 2r + 1 for half 1 of row r: one running
+// sum per token keeps the halves apart for their own scales.
 //
 // Both keep the quants unsigned, q in [0, 3] (Q2_K) or q + 4 in [0, 7]
 // (Q3_K), so they meet the activations as unsigned bytes (maddubs/vpdpbusd);
 // the 2-bit fields of a sub-block are packed 4 to a byte:
 //
-//   ql[32u + 4r + i], bits 2k..2k+1 = low 2 bits of quant 4(4u + k) + i
-//                                     of row r   (u = 0, 1: the 16-weight halves)
+//   ql[32u + 4r + i], bits 2k..2k+1 = low 2 bits of byte 4r + i of
+//                                     vector 4u + k   (u = 0, 1)
 //
 // so vector v = 4u + k comes out of ql half u with one 16-bit shift by 2k
 // and a mask of 3 (the bits a 16-bit shift moves across bytes fall outside
 // the mask). Q3_K's third bits are one more vector:
 //
-//   qh[4r + i], bit v = bit 2 of (quant 4v + i of row r) + 4
+//   qh[4r + i], bit v = bit 2 of byte 4r + i of vector v (q + 4)
 //
 // Scales per sub-block, byte 2r + h = row r's 16-weight group 2j + h:
 //   Q2_K: the file's scale|min byte (4-bit scale low, 4-bit minimum high),
@@ -38,6 +45,9 @@
 #include "model/tensor_type.h"
 
 namespace llm::cpu {
+
+// The quant (0..31 of its sub-block) at byte 4r + i of vector v (above).
+constexpr int K23Quant(int v, int i) { return i < 2 ? 2 * v + i : 16 + 2 * v + i - 2; }
 
 struct PackedQ2KSub {
   uint8_t sc[16];  // byte 2r + h: row r's scale (low nibble) | minimum (high) of quants 16h..16h+15
