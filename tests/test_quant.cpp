@@ -49,6 +49,7 @@ inline __m256i Dpbusd(__m256i acc, __m256i u, __m256i x) {
   return _mm256_add_epi32(acc, sum);
 }
 }  // namespace llm::cpu::vnni_emulated
+#undef _mm256_dpbusd_epi32  // a macro in some compilers' headers
 #define _mm256_dpbusd_epi32 ::llm::cpu::vnni_emulated::Dpbusd
 namespace llm::cpu::vnni_emulated {
 #define LLM_PACKED_VNNI 1
