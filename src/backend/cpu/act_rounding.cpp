@@ -164,4 +164,12 @@ const float* RoundDenseInput(const WeightView* const* ws, int n_ws, const float*
   return scratch->data();
 }
 
+void RoundAsQ8_0InPlace(float* x, int64_t n) {
+  BlockQ8Act b;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    QuantizeRowAsQ8_0(x + i, 32, &b);
+    for (int j = 0; j < 32; ++j) x[i + j] = b.d * static_cast<float>(b.qs[j]);
+  }
+}
+
 }  // namespace llm::cpu

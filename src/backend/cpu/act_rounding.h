@@ -49,6 +49,10 @@ ActRounding PeerActRounding(TensorType type);
 // x (n, a multiple of 32; for kQ8_K of 256) as llama.cpp's Q8_0 / Q8_1 /
 // Q8_K blocks, written as BlockQ8Act (d, s = d * Σq, q).
 void QuantizeRowAsQ8_0(const float* x, int64_t n, BlockQ8Act* out);
+// x (n values, n % 32 == 0) replaced by its Q8_0 rounding, dequantized:
+// what llama.cpp's attention multiplies a Q4_0 K by (its query's
+// vec_dot_type is Q8_0), an F16 scale amax / 127 per 32 values.
+void RoundAsQ8_0InPlace(float* x, int64_t n);
 void QuantizeRowAsQ8_1(const float* x, int64_t n, BlockQ8Act* out);
 void QuantizeRowAsQ8_K(const float* x, int64_t n, BlockQ8Act* out);
 

@@ -336,6 +336,9 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
       if (rot_k > 0) {
         HadamardRotate(ws_.q.data() + t * Q, Q, rot_k);
         HadamardRotate(ws_.k_new.data() + t * KV, KV, rot_k);
+        // and q read as llama.cpp's attention reads it against Q4_0 keys:
+        // Q8_0-rounded (act_rounding.h; LLM_CPU_ACT=own keeps it F32)
+        if (!shared_->act_own && hd % 32 == 0) RoundAsQ8_0InPlace(ws_.q.data() + t * Q, Q);
       }
       if (rot_v > 0) HadamardRotate(ws_.v_new.data() + t * KV, KV, rot_v);
       const int64_t p = ws_.pos[t];
