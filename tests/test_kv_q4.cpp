@@ -320,7 +320,8 @@ std::vector<float> PromptLogprobs(const std::string& path, int32_t kv_type, cons
 // rotated basis).
 TEST(KvQ4, QueryRoundedAsQ8_0AgainstQuantizedKeys) {
   for (const char* shape : {"tiny-qwen3", "tiny-qwen3moe-k"}) {
-    const std::string path = ::testing::TempDir() + "/llmrt_kvq4_query_" + shape + "_" + std::to_string(::getpid()) + ".gguf";
+    const std::string path =
+        ::testing::TempDir() + "/llmrt_kvq4_query_" + shape + "_" + std::to_string(::getpid()) + ".gguf";
     synth::SynthOptions o;
     o.seed = 7;
     o.type = TensorType::F32;
@@ -341,7 +342,8 @@ TEST(KvQ4, QueryRoundedAsQ8_0AgainstQuantizedKeys) {
         moved = std::max(moved, std::fabs(static_cast<double>(peer[i]) - own[i]));
         cache = std::max(cache, std::fabs(static_cast<double>(own[i]) - f32[i]));
       }
-      std::printf("%s kv_type %d: query rounding moves log p by up to %.2e (the cache itself %.2e)\n", shape, t, moved, cache);
+      std::printf("%s kv_type %d: query rounding moves log p by up to %.2e (the cache itself %.2e)\n", shape, t, moved,
+                  cache);
       if (t == LLM_KV_F32 || t == LLM_KV_F16) {
         EXPECT_EQ(std::memcmp(peer.data(), own.data(), peer.size() * sizeof(float)), 0) << shape << " kv_type " << t;
       } else {
