@@ -1,14 +1,16 @@
 // The Q4_0 KV cache (llm_ctx_params.kv_type LLM_KV_Q4_0, CPU): its block
 // rule against the gguf package's Q4_0 quantizer, the attention kernel
 // reading Q4_0 tiles against a double reference, bytes per token through
-// llm_stats, a real model's prompt log-probabilities beside F32's, and the
-// refusals (head_dim, CUDA).
+// llm_stats, a real model's prompt log-probabilities beside F32's, the
+// query's Q8_0 rounding against Q4_0 and Q8_0 keys, and the refusals
+// (head_dim, CUDA).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
@@ -283,6 +285,74 @@ uint64_t BytesPerBlock(const std::string& path, int32_t kv_type) {
   EXPECT_GT(s.kv_blocks_total, 0);
   EXPECT_EQ(s.kv_pool_bytes % static_cast<uint64_t>(s.kv_blocks_total), 0u);
   return s.kv_pool_bytes / static_cast<uint64_t>(std::max<int32_t>(s.kv_blocks_total, 1));
+}
+
+// Prompt log-probabilities of token ids (n_ctx 256).
+std::vector<float> PromptLogprobs(const std::string& path, int32_t kv_type, const std::vector<llm_token>& ids) {
+  Ctx c;
+  EXPECT_EQ(Create(path, kv_type, LLM_BACKEND_CPU, &c), LLM_OK) << llm_last_error();
+  if (c.ctx == nullptr) return {};
+  llm_request r;
+  llm_request_init(&r);
+  r.prompt_tokens = ids.data();
+  r.n_prompt_tokens = static_cast<int32_t>(ids.size());
+  r.max_tokens = 1;
+  r.prompt_logprobs = 1;
+  llm_sampling_params sp;
+  llm_sampling_params_init(&sp);
+  sp.temperature = 0;
+  r.sampling = &sp;
+  llm_request_id id = 0;
+  EXPECT_EQ(llm_submit(c.ctx, &r, &id), LLM_OK);
+  auto res = test::WaitFor(c.ctx, id);
+  if (res.empty()) return {};
+  return res[0].prompt_logprobs;
+}
+
+// llama.cpp's CPU attention reads the query as Q8_0 blocks against Q4_0 and
+// Q8_0 keys (act_rounding.h, PeerQueryRounding); LLM_CPU_ACT=own keeps it F32.
+// On F32 weights no other rounding depends on LLM_CPU_ACT, so: with F32 or
+// F16 keys both settings give bitwise the same log-probabilities; with Q4_0
+// or Q8_0 keys they differ, by less than the cache's own rounding moves
+// them from F32's (a Q8_0 query is 2^-8 relative, the keys are coarser). Head_dim 32
+// (tiny-qwen3: keys not rotated) and 64 (tiny-qwen3moe-k: Q4_0 keys
+// rotated, the query rounded after its rotation; Q8_0's in llama.cpp's
+// rotated basis).
+TEST(KvQ4, QueryRoundedAsQ8_0AgainstQuantizedKeys) {
+  for (const char* shape : {"tiny-qwen3", "tiny-qwen3moe-k"}) {
+    const std::string path =
+        ::testing::TempDir() + "/llmrt_kvq4_query_" + shape + "_" + std::to_string(::getpid()) + ".gguf";
+    synth::SynthOptions o;
+    o.seed = 7;
+    o.type = TensorType::F32;
+    ASSERT_TRUE(synth::WriteSynthModel(*synth::FindSynthShape(shape), o, path).ok()) << shape;
+    std::vector<llm_token> ids;
+    for (int i = 0; i < 96; ++i) ids.push_back(static_cast<llm_token>(3 + (i * 37 + i * i) % 290));
+    const std::vector<float> f32 = PromptLogprobs(path, LLM_KV_F32, ids);
+    ASSERT_EQ(f32.size(), ids.size() - 1) << shape;
+    for (int32_t t : {LLM_KV_F32, LLM_KV_F16, LLM_KV_Q8_0, LLM_KV_Q4_0}) {
+      const std::vector<float> peer = PromptLogprobs(path, t, ids);
+      setenv("LLM_CPU_ACT", "own", 1);
+      const std::vector<float> own = PromptLogprobs(path, t, ids);
+      unsetenv("LLM_CPU_ACT");
+      ASSERT_EQ(peer.size(), f32.size());
+      ASSERT_EQ(own.size(), f32.size());
+      double moved = 0, cache = 0;
+      for (size_t i = 0; i < f32.size(); ++i) {
+        moved = std::max(moved, std::fabs(static_cast<double>(peer[i]) - own[i]));
+        cache = std::max(cache, std::fabs(static_cast<double>(own[i]) - f32[i]));
+      }
+      std::printf("%s kv_type %d: query rounding moves log p by up to %.2e (the cache itself %.2e)\n", shape, t, moved,
+                  cache);
+      if (t == LLM_KV_F32 || t == LLM_KV_F16) {
+        EXPECT_EQ(std::memcmp(peer.data(), own.data(), peer.size() * sizeof(float)), 0) << shape << " kv_type " << t;
+      } else {
+        EXPECT_GT(moved, 1e-6) << shape << " kv_type " << t << ": the query is not rounded";
+        EXPECT_LT(moved, cache) << shape << " kv_type " << t;
+      }
+    }
+    std::filesystem::remove(path);
+  }
 }
 
 // Q4_0 holds 32 values in 18 bytes (GGUF's block): 18 / 128 of F32's bytes,

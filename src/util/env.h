@@ -33,8 +33,9 @@ struct EnvOptions {
   // LLM_CPU_ACT=own: CPU matmuls round every quantized weight's activations
   // llmrt's own way (32-value blocks, F32 scales), not as llama.cpp does for
   // the type, and F16 / BF16 weights read F32 activations instead of ones
-  // rounded to F16 / BF16 as llama.cpp's (backend/cpu/act_rounding.h; for
-  // A/B perplexity runs).
+  // rounded to F16 / BF16 as llama.cpp's, and attention reads an F32 query
+  // against Q4_0 / Q8_0 keys, not llama.cpp's Q8_0-rounded one
+  // (backend/cpu/act_rounding.h; for A/B perplexity runs).
   bool cpu_act_own = false;
   // LLM_CUDA_DEBUG=1: synchronise and check after every CUDA launch (graphs off).
   bool cuda_debug = false;

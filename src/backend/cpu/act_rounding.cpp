@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/kv_rotation.h"
 #include "util/fp16.h"
 
 namespace llm::cpu {
@@ -239,6 +240,27 @@ const float* RoundDenseInput(const WeightView* const* ws, int n_ws, const float*
   if (scratch->size() < static_cast<size_t>(n)) scratch->resize(static_cast<size_t>(n));
   RoundDenseAct(r, x, n, scratch->data());
   return scratch->data();
+}
+
+QueryRounding PeerQueryRounding(TensorType k_type, int64_t head_dim, int64_t k_rotation, bool own) {
+  QueryRounding r;
+  r.q8_0 = !own && head_dim > 0 && head_dim % 32 == 0 && PeerActRounding(k_type) == ActRounding::kQ8_0;
+  r.basis = r.q8_0 && k_rotation == 0 ? KvRotationK(head_dim) : 0;
+  return r;
+}
+
+void RoundAsQ8_0InPlace(float* x, int64_t n) {
+  BlockQ8Act b;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    QuantizeRowAsQ8_0(x + i, 32, &b);
+    for (int j = 0; j < 32; ++j) x[i + j] = b.d * static_cast<float>(b.qs[j]);
+  }
+}
+
+void RoundQueryAsQ8_0(float* q, int64_t n, int64_t basis) {
+  HadamardRotate(q, n, basis);  // basis 0: nothing
+  RoundAsQ8_0InPlace(q, n);
+  HadamardRotate(q, n, basis);  // H · H = I
 }
 
 }  // namespace llm::cpu

@@ -67,6 +67,48 @@ DenseActRounding PeerDenseActRounding(const WeightView* const* ws, int n_ws);
 // values into out (n values). kNone copies x.
 void RoundDenseAct(DenseActRounding r, const float* x, int64_t n, float* out);
 
+// The query in llama.cpp's CPU flash attention. Its one-row path (every
+// configuration but K and V both F16 or both F32: a quantized K or V, or K
+// and V of different types) converts each query row to the K type's
+// vec_dot_type before the dot products with the keys: Q8_0 blocks for a
+// Q4_0 or a Q8_0 K (PeerActRounding's kQ8_0), so the scores are those of
+// the rounded query. llmrt's attention kernels read an F32 query; the same
+// scores come from the query replaced by its Q8_0 rounding's values. Like
+// the other roundings here it is the decoder's (forward.cpp,
+// RopeAndStoreKv) and LLM_CPU_ACT=own switches it off. On the 1B shape it
+// moved the Q4_0 / Q4_0 cache's perplexity move from +4.35% to +4.25%
+// (llama.cpp +4.08%) and Q8_0 / Q4_0's from +5.44% to +5.35% (+5.30%):
+// bench/results/2026-11-28-kv-ppl-q8-query.md. (For an F16 K with a
+// quantized V the one-row path rounds q to F16: not copied, see there.)
+
+// How a query read against keys of `k_type` is rounded. q8_0: a Q8_0
+// vec_dot_type, head_dim a multiple of 32 (else llama.cpp has no such
+// cache) and not own (LLM_CPU_ACT=own keeps it F32). basis: where llmrt
+// keeps its keys unrotated (k_rotation 0: its Q8_0 cache) and llama.cpp
+// rotates them (every quantized K, head_dim a multiple of 64), the size
+// of that rotation (KvRotationK), for RoundQueryAsQ8_0; else 0.
+struct QueryRounding {
+  bool q8_0 = false;
+  int64_t basis = 0;
+};
+QueryRounding PeerQueryRounding(TensorType k_type, int64_t head_dim, int64_t k_rotation, bool own);
+
+// x (n values, n % 32 == 0) replaced by its Q8_0 rounding, dequantized:
+// per 32 values d = max|x| / 127 rounded to F16, x · (127 / max|x|)
+// rounded to the nearest integer (ties to even), value d · q (exact in
+// F32). The rule of QuantizeRowAsQ8_0, which is llama.cpp's AVX2
+// quantize_row_q8_0 (tests/test_act_rounding.cpp).
+void RoundAsQ8_0InPlace(float* x, int64_t n);
+
+// q (n values, n % 32 == 0: query heads of a head_dim that is a multiple
+// of 32) as llama.cpp's attention reads it, in the basis of its keys:
+// basis 0, RoundAsQ8_0InPlace (llmrt's keys are stored as llama.cpp's are,
+// rotated or not); else H · Q8_0(H · q), H the Hadamard rotation of size
+// `basis` (backend/kv_rotation.h): llama.cpp's keys are rotated and
+// llmrt's are not (its Q8_0 cache), so the scores q · k are llama.cpp's
+// Q8_0(H q) · (H k), H being orthonormal and symmetric.
+void RoundQueryAsQ8_0(float* q, int64_t n, int64_t basis);
+
 // The input a matmul over ws[0 .. n_ws) reads, x being its n values: x
 // itself when `own` (LLM_CPU_ACT=own) or PeerDenseActRounding is kNone;
 // else x rounded into *scratch (grown to n floats) and scratch's data. Never

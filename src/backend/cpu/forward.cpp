@@ -297,6 +297,21 @@ void StoreKv(const KvLayout& kv, uint8_t* tile, int64_t slot, const float* x) {
 void CpuBackend::StoreKvColumn(uint8_t* tile, int64_t slot, const float* k) const { StoreKv<true>(kv_, tile, slot, k); }
 void CpuBackend::StoreKvRow(uint8_t* tile, int64_t slot, const float* v) const { StoreKv<false>(kv_, tile, slot, v); }
 
+namespace {
+// The GGUF type llama.cpp's cache would hold for a side of `e` (llmrt's Q8_0
+// has one scale per row, GGUF's per 32 values; act_rounding.h asks only
+// which vec_dot_type reads it)
+TensorType KvElemTensorType(KvElem e) {
+  switch (e) {
+    case KvElem::kF32: return TensorType::F32;
+    case KvElem::kF16: return TensorType::F16;
+    case KvElem::kQ8: return TensorType::Q8_0;
+    case KvElem::kQ4: return TensorType::Q4_0;
+  }
+  return TensorType::F32;
+}
+}  // namespace
+
 void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const int32_t hd = cfg_.head_dim, Hq = cfg_.n_head, Hkv = cfg_.n_head_kv;
   const int64_t Q = cfg_.q_dim(), KV = cfg_.kv_dim(), bs = kv_.block_size, rd = cfg_.rope_dim;
@@ -308,6 +323,12 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
   const float* kn = cfg_.qk_norm ? norms_.k[layer].data() : nullptr;       // (head_dim)
   const bool bias = cfg_.qkv_bias;
   const int64_t rot_k = kv_.k_rotation(), rot_v = kv_.v_rotation();
+  // q as llama.cpp's attention reads it against Q4_0 / Q8_0 keys: Q8_0
+  // blocks in the basis of its cache's keys, which it rotates for both
+  // types (act_rounding.h). llmrt's Q4_0 keys are rotated like them (q too,
+  // below); its Q8_0 keys are not, so q is rounded in the rotated basis and
+  // turned back (round_q.basis).
+  const QueryRounding round_q = PeerQueryRounding(KvElemTensorType(kv_.elem_k), hd, rot_k, shared_->act_own);
   auto tokens = [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t) {
       const float* cs = cos_sin + t * rd;
@@ -337,6 +358,7 @@ void CpuBackend::RopeAndStoreKv(int layer, const Batch& batch, int64_t n) {
         HadamardRotate(ws_.q.data() + t * Q, Q, rot_k);
         HadamardRotate(ws_.k_new.data() + t * KV, KV, rot_k);
       }
+      if (round_q.q8_0) RoundQueryAsQ8_0(ws_.q.data() + t * Q, Q, round_q.basis);
       if (rot_v > 0) HadamardRotate(ws_.v_new.data() + t * KV, KV, rot_v);
       const int64_t p = ws_.pos[t];
       const int32_t block = batch.seqs[ws_.seq_of[t]].block_table[p / bs];
