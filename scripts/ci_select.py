@@ -225,7 +225,12 @@ def main():
         if out.returncode != 0:
             return full("ctest cannot list the tests")
         tests = json.loads(out.stdout)["tests"]
-    return emit(root, select(root, changed, targets, objects, tests), "a path the rules cannot place")
+    sel = select(root, changed, targets, objects, tests)
+    if sel is not None and not args.ctest_json:
+        bad = check_regexes(args.build, sel, tests)
+        if bad:
+            return full(bad)
+    return emit(root, sel, "a path the rules cannot place")
 
 
 def select(root, changed, targets, objects, tests):
@@ -345,20 +350,22 @@ def select(root, changed, targets, objects, tests):
                            if os.path.dirname(os.path.relpath(s, root)) == os.path.dirname(h)
                            or os.path.relpath(s, root) == h), None)
         if reason:
-            cpu_re.append(re.escape(name))
+            cpu_re.append(re.escape(name) + "$")
             extra_targets.update(x for x in progs if x in targets or x in BIN_DIR_TESTS.get(name, []))
             log(f"  ASan test {name}: {reason}")
     for t, r in sorted(sel.items()):
         if t not in test_targets:
             continue
-        (cuda_re if t.startswith("test_cuda") else cpu_re).append(re.escape(t) + r"(\.|$)")
+        # its GoogleTest entries (program.Suite.Test), or the one entry named
+        # as the program (a C test); no group: see ctest_regex
+        (cuda_re if t.startswith("test_cuda") else cpu_re).extend([re.escape(t) + r"\.", re.escape(t) + "$"])
         log(f"  ASan program {t}: {r}")
     asan_targets = sorted(set(sel) | extra_targets)
     return {
         "ASAN_TARGETS": " ".join(asan_targets),
-        "ASAN_TESTS": "^(" + "|".join(cpu_re) + ")" if cpu_re else "",
+        "ASAN_TESTS": ctest_regex(cpu_re),
         "ASAN_CUDA": "1" if cuda else "0",
-        "ASAN_CUDA_TESTS": "^(" + "|".join(cuda_re) + ")" if cuda and cuda_re else "",
+        "ASAN_CUDA_TESTS": ctest_regex(cuda_re) if cuda else "",
         "TSAN": "1" if tsan_hit else "0",
         "FUZZ": "1" if fuzz_hit else "0",
         "_CHANGED": changed,
@@ -366,6 +373,49 @@ def select(root, changed, targets, objects, tests):
         "_TSAN": tsan_hit,
         "_FUZZ": fuzz_hit,
     }
+
+
+def ctest_regex(alternatives):
+    """One ctest -R regex for a list of alternatives, or "" for none.
+
+    ctest's regular expressions (CMake's) allow at most nine groups: a regex
+    with a group per program fails to compile with more, and ctest then runs
+    no test and still exits 0. So the alternatives carry no group of their own
+    and the whole has one; main() also checks the regex with ctest itself.
+    """
+    if not alternatives:
+        return ""
+    assert all("(" not in a and ")" not in a for a in alternatives), alternatives
+    return "^(" + "|".join(alternatives) + ")"
+
+
+def ctest_count(build, regex, label_args):
+    """How many tests `ctest -N -R regex` lists in build, or None when ctest cannot say."""
+    try:
+        r = subprocess.run(["ctest", "--test-dir", build, "-N", "-R", regex] + label_args,
+                           capture_output=True, text=True)
+    except OSError:
+        return None
+    m = re.search(r"Total Tests: (\d+)", r.stdout)
+    if r.returncode != 0 or not m or "RegularExpression" in r.stdout + r.stderr:
+        return None
+    return int(m.group(1))
+
+
+def check_regexes(build, sel, tests):
+    """None when ctest selects, with each regex, exactly the tests Python's re finds in the
+    test list (with -LE cuda / -L cuda, as .ci/run runs them); else why not."""
+    def labels(t):
+        return [v for pr in t.get("properties", []) if pr["name"] == "LABELS" for v in pr["value"]]
+    for key, cuda in (("ASAN_TESTS", False), ("ASAN_CUDA_TESTS", True)):
+        regex = sel.get(key, "")
+        if not regex:
+            continue
+        want = sum(1 for t in tests if re.search(regex, t["name"]) and (("cuda" in labels(t)) == cuda))
+        got = ctest_count(build, regex, ["-L", "cuda"] if cuda else ["-LE", "cuda"])
+        if got != want:
+            return f"ctest selects {got} test(s) with {key}, the test list {want}"
+    return None
 
 
 WRITE_CHANGED = None

@@ -126,6 +126,43 @@ def fuzz_long(root, changed):
     return set(r.stdout.split())
 
 
+def ctest_cases(tmp):
+    """The ctest regexes against ctest itself: CMake's regular expressions take
+    at most nine groups, and a regex it cannot compile makes ctest run no test
+    and exit 0 (the ASan stage of one CI ran nothing that way)."""
+    if shutil.which("ctest") is None:
+        print("skip ctest cases (no ctest)")
+        return
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ci_select", SELECT)
+    cs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cs)
+    d = os.path.join(tmp, "ctest-build")
+    os.makedirs(d)
+    progs = [f"test_p{i}" for i in range(30)]
+    names = [f"{p}.Suite.Case{j}" for p in progs for j in range(2)] + ["ctest_api", "ctest_api_more", "test_p1x.Suite.Case"]
+    names += ["test_cuda_k.Suite.Case", "llm_server", "llm_server_hostile"]
+    with open(os.path.join(d, "CTestTestfile.cmake"), "w") as f:
+        for n in names:
+            f.write(f"add_test([=[{n}]=] true)\n")
+            if n.startswith("test_cuda"):
+                f.write(f"set_tests_properties([=[{n}]=] PROPERTIES LABELS cuda)\n")
+    tests = [{"name": n, "properties": [{"name": "LABELS", "value": ["cuda"]}] if n.startswith("test_cuda") else []}
+             for n in names]
+    alts = [a for p in progs[:25] + ["ctest_api"] for a in (cs.re.escape(p) + r"\.", cs.re.escape(p) + "$")]
+    alts.append(cs.re.escape("llm_server") + "$")
+    sel = {"ASAN_TESTS": cs.ctest_regex(alts),
+           "ASAN_CUDA_TESTS": cs.ctest_regex([cs.re.escape("test_cuda_k") + r"\.", cs.re.escape("test_cuda_k") + "$"])}
+    check(cs.ctest_count(d, sel["ASAN_TESTS"], ["-LE", "cuda"]) == 25 * 2 + 2,
+          "ctest: 26 programs' regex compiles and selects their 50 GoogleTest entries, ctest_api and llm_server, "
+          "not test_p1x, ctest_api_more, llm_server_hostile")
+    check(cs.check_regexes(d, sel, tests) is None, "ctest: the regexes select what the test list says")
+    grouped = {"ASAN_TESTS": "^(" + "|".join(cs.re.escape(p) + r"(\.|$)" for p in progs[:12]) + ")"}
+    check(cs.ctest_count(d, grouped["ASAN_TESTS"], ["-LE", "cuda"]) is None
+          and cs.check_regexes(d, grouped, tests) is not None,
+          "ctest: a regex with a group per program (twelve) is refused by ctest, and the check says so")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ci-select-")
     try:
@@ -209,6 +246,10 @@ def main():
         check(fuzz_long(root, ["README.md"]) == set(), "fuzz: docs: no long runs")
         check(len(fuzz_long(root, ["tests/fuzz/run.sh"])) == 19, "fuzz: the fuzz scripts: every fuzzer long")
         check(len(fuzz_long(root, ["*"])) == 19, "fuzz: '*': every fuzzer long")
+        s = select(root, ["src/c/util.h", "samples/server/peek.h"])
+        check(s["ASAN_TESTS"].count("(") == 1 and s["ASAN_CUDA_TESTS"].count("(") == 1,
+              "the ctest regexes have one group whatever the number of programs (ctest takes nine)")
+        ctest_cases(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
