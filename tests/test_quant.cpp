@@ -945,6 +945,68 @@ TEST(Quant, PackedK23ManyTokensOnPeerQ8_K) {
   }
 }
 
+// A random packed-weight matmul for the packed-tile tests: `rows` random
+// rows of type t packed R8, n_tok tokens of activations (token `extreme`
+// all at ±127), the args set for the whole row range, and gen the portable
+// packed matmul's output. The args point into the object: not copied.
+struct PackedProblem {
+  std::vector<uint8_t> m, packed;
+  WeightView w, wp;
+  std::vector<float> x, gen;
+  std::vector<BlockQ8Act> xq;
+  cpu::MatMulArgs a;
+  PackedProblem(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, int64_t extreme, std::mt19937& rng) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> row = RandomRow(t, cols, rng);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    packed.resize(cpu::PackedR8Bytes(w));
+    EXPECT_TRUE(cpu::PackR8(w, packed.data()));
+    wp = w;
+    wp.packed = packed.data();
+    x = RandomFloats(n_tok * cols, rng);
+    for (int64_t i = 0; i < cols; ++i) x[extreme * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);
+    xq.resize(n_tok * cols / 32);
+    cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
+    a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
+    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
+    gen.resize(n_tok * rows);
+    a.y = gen.data();
+    cpu::GenericKernels().matmul(a);
+  }
+  PackedProblem(const PackedProblem&) = delete;
+  PackedProblem& operator=(const PackedProblem&) = delete;
+  // matmul's output over the whole range, bitwise gen.
+  void ExpectWhole(void (*matmul)(const cpu::MatMulArgs&)) {
+    std::vector<float> y(gen.size(), -1.0f);
+    a.y = y.data();
+    a.accumulate = false;
+    a.row_begin = 0;
+    a.row_end = w.rows;
+    matmul(a);
+    EXPECT_EQ(std::memcmp(y.data(), gen.data(), gen.size() * 4), 0);
+  }
+  // matmul over row ranges ending at `cuts` (the last w.rows), accumulated
+  // onto 2: bitwise 2 + gen.
+  void ExpectSplit(void (*matmul)(const cpu::MatMulArgs&), std::initializer_list<int64_t> cuts) {
+    std::vector<float> split(gen.size(), 2.0f);
+    a.y = split.data();
+    a.accumulate = true;
+    int64_t lo = 0;
+    for (int64_t hi : cuts) {
+      a.row_begin = lo;
+      a.row_end = hi;
+      matmul(a);
+      lo = hi;
+    }
+    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(split[i], 2.0f + gen[i]) << i;
+  }
+};
+
+const cpu::Kernels* g_simd = nullptr;
+void SimdMatMul(const cpu::MatMulArgs& a) { g_simd->matmul(a); }
+
 // Many tokens on the packed tiles of 8 tokens (Q2_K, Q3_K, IQ4_NL, IQ4_XS,
 // MXFP4; AVX2) and their order of row groups in chunks: 18 row groups (more
 // than one chunk, the last group partial), token blocks of 32 and a partial
@@ -952,47 +1014,15 @@ TEST(Quant, PackedK23ManyTokensOnPeerQ8_K) {
 // bounds), row ranges that cut groups and chunks, accumulated: bitwise the
 // portable packed matmul, for every packed type.
 TEST(Quant, PackedManyTokensMatchPortableBitwise) {
-  const cpu::Kernels* simd = Simd();
-  if (simd == nullptr) GTEST_SKIP() << "no SIMD kernels on this CPU";
+  g_simd = Simd();
+  if (g_simd == nullptr) GTEST_SKIP() << "no SIMD kernels on this CPU";
   std::mt19937 rng(91);
   for (TensorType t : kPackedTypes) {
     SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
-    const int64_t rows = 8 * 17 + 5, cols = 512, n_tok = 45;
-    std::vector<uint8_t> m;
-    for (int64_t r = 0; r < rows; ++r) {
-      std::vector<uint8_t> row = RandomRow(t, cols, rng);
-      m.insert(m.end(), row.begin(), row.end());
-    }
-    WeightView w;
-    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
-    std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
-    ASSERT_TRUE(cpu::PackR8(w, packed.data()));
-    WeightView wp = w;
-    wp.packed = packed.data();
-    std::vector<float> x = RandomFloats(n_tok * cols, rng);
-    for (int64_t i = 0; i < cols; ++i) x[37 * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);  // activations at ±127
-    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
-    cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
-    cpu::MatMulArgs a;
-    a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
-    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
-    std::vector<float> gen(n_tok * rows), all(n_tok * rows, -1.0f);
-    a.y = gen.data();
-    cpu::GenericKernels().matmul(a);
-    a.y = all.data();
-    simd->matmul(a);
-    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(all[i], gen[i]) << i;
-    std::vector<float> split(n_tok * rows, 2.0f);
-    a.y = split.data();
-    a.accumulate = true;
-    int64_t lo = 0;
-    for (int64_t hi : {int64_t{5}, int64_t{8}, int64_t{100}, int64_t{133}, rows}) {
-      a.row_begin = lo;
-      a.row_end = hi;
-      simd->matmul(a);
-      lo = hi;
-    }
-    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(split[i], 2.0f + gen[i]) << i;
+    const int64_t rows = 8 * 17 + 5;
+    PackedProblem p(t, rows, 512, 45, 37, rng);
+    p.ExpectWhole(SimdMatMul);
+    p.ExpectSplit(SimdMatMul, {5, 8, 100, 133, rows});
   }
 }
 
@@ -1007,46 +1037,11 @@ void CheckPackedVnniBitwise(void (*vnni_matmul)(const cpu::MatMulArgs&)) {
   std::mt19937 rng(77);
   for (TensorType t : kPackedTypes) {
     SCOPED_TRACE("type " + std::to_string(static_cast<int>(t)));
-    const int64_t rows = 45, cols = 512, n_tok = 41;  // 6 row groups (the last partial); token blocks 32 + 9
-    std::vector<uint8_t> m;
-    for (int64_t r = 0; r < rows; ++r) {
-      std::vector<uint8_t> row = RandomRow(t, cols, rng);
-      m.insert(m.end(), row.begin(), row.end());
-    }
-    WeightView w;
-    w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
-    std::vector<uint8_t> packed(cpu::PackedR8Bytes(w));
-    ASSERT_TRUE(cpu::PackR8(w, packed.data()));
-    WeightView wp = w;
-    wp.packed = packed.data();
-    std::vector<float> x = RandomFloats(n_tok * cols, rng);
-    for (int64_t i = 0; i < cols; ++i) x[5 * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);  // activations at ±127
-    std::vector<BlockQ8Act> xq(n_tok * cols / 32);
-    cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
-    cpu::MatMulArgs a;
-    a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
-    a.ld_y = rows; a.row_begin = 0; a.row_end = rows;
-    std::vector<float> gen(n_tok * rows), avx2(n_tok * rows, -1.0f), vnni(n_tok * rows, -1.0f);
-    a.y = gen.data();
-    cpu::GenericKernels().matmul(a);
-    a.y = avx2.data();
-    cpu::avx2::PackedQuantMatMul(a);
-    a.y = vnni.data();
-    vnni_matmul(a);
-    ASSERT_EQ(std::memcmp(avx2.data(), gen.data(), gen.size() * 4), 0);
-    ASSERT_EQ(std::memcmp(vnni.data(), gen.data(), gen.size() * 4), 0);
-    // row ranges that cut groups of 8, accumulated onto 2
-    std::vector<float> split(n_tok * rows, 2.0f);
-    a.y = split.data();
-    a.accumulate = true;
-    int64_t lo = 0;
-    for (int64_t hi : {int64_t{5}, int64_t{8}, int64_t{19}, int64_t{40}, rows}) {
-      a.row_begin = lo;
-      a.row_end = hi;
-      vnni_matmul(a);
-      lo = hi;
-    }
-    for (size_t i = 0; i < gen.size(); ++i) ASSERT_EQ(split[i], 2.0f + gen[i]) << i;
+    const int64_t rows = 45;  // 6 row groups (the last partial); token blocks 32 + 9
+    PackedProblem p(t, rows, 512, 41, 5, rng);
+    p.ExpectWhole(cpu::avx2::PackedQuantMatMul);
+    p.ExpectWhole(vnni_matmul);
+    p.ExpectSplit(vnni_matmul, {5, 8, 19, 40, rows});
   }
 }
 #endif
