@@ -25,6 +25,7 @@
 #include "backend/kv_wire.h"
 #include "llm.h"
 #include "support/api_helpers.h"
+#include "support/prompt_logprobs.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
 #include "synth_model.h"
@@ -292,21 +293,7 @@ std::vector<float> PromptLogprobs(const std::string& path, int32_t kv_type, cons
   Ctx c;
   EXPECT_EQ(Create(path, kv_type, LLM_BACKEND_CPU, &c), LLM_OK) << llm_last_error();
   if (c.ctx == nullptr) return {};
-  llm_request r;
-  llm_request_init(&r);
-  r.prompt_tokens = ids.data();
-  r.n_prompt_tokens = static_cast<int32_t>(ids.size());
-  r.max_tokens = 1;
-  r.prompt_logprobs = 1;
-  llm_sampling_params sp;
-  llm_sampling_params_init(&sp);
-  sp.temperature = 0;
-  r.sampling = &sp;
-  llm_request_id id = 0;
-  EXPECT_EQ(llm_submit(c.ctx, &r, &id), LLM_OK);
-  auto res = test::WaitFor(c.ctx, id);
-  if (res.empty()) return {};
-  return res[0].prompt_logprobs;
+  return test::PromptLogprobs(c.ctx, ids.data(), static_cast<int32_t>(ids.size()));
 }
 
 // llama.cpp's CPU attention reads the query as Q8_0 blocks against Q4_0 and
@@ -407,21 +394,8 @@ TEST(KvQ4, SmolLM2PromptLogprobsNearF32) {
     ASSERT_EQ(llm_tokenize(c.ctx, text.data(), text.size(), LLM_TOKENIZE_ADD_SPECIAL, ids.data(), 512, &n), LLM_OK);
     ASSERT_GE(n, 100);
     ids.resize(static_cast<size_t>(n));
-    llm_request r;
-    llm_request_init(&r);
-    r.prompt_tokens = ids.data();
-    r.n_prompt_tokens = n;
-    r.max_tokens = 1;
-    r.prompt_logprobs = 1;
-    llm_sampling_params sp;
-    llm_sampling_params_init(&sp);
-    sp.temperature = 0;
-    r.sampling = &sp;
-    llm_request_id id = 0;
-    ASSERT_EQ(llm_submit(c.ctx, &r, &id), LLM_OK);
-    auto res = test::WaitFor(c.ctx, id);
-    ASSERT_FALSE(res.empty());
-    lp[idx++] = res[0].prompt_logprobs;
+    lp[idx] = test::PromptLogprobs(c.ctx, ids.data(), n);
+    ASSERT_FALSE(lp[idx++].empty());
   }
   ASSERT_EQ(lp[0].size(), lp[1].size());
   double sum0 = 0, sum1 = 0;

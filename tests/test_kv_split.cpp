@@ -19,6 +19,7 @@
 
 #include "llm.h"
 #include "support/api_helpers.h"
+#include "support/prompt_logprobs.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
 #include "synth_model.h"
@@ -197,20 +198,7 @@ TEST(KvSplit, SmolLM2MixedPairsBesideTheSameTypeRuns) {
     int32_t n = 0;
     EXPECT_EQ(llm_tokenize(c.ctx, text.data(), text.size(), LLM_TOKENIZE_ADD_SPECIAL, ids.data(), 256, &n), LLM_OK);
     ids.resize(static_cast<size_t>(n));
-    llm_request r;
-    llm_request_init(&r);
-    r.prompt_tokens = ids.data();
-    r.n_prompt_tokens = n;
-    r.max_tokens = 1;
-    r.prompt_logprobs = 1;
-    llm_sampling_params sp;
-    llm_sampling_params_init(&sp);
-    sp.temperature = 0;
-    r.sampling = &sp;
-    llm_request_id id = 0;
-    EXPECT_EQ(llm_submit(c.ctx, &r, &id), LLM_OK);
-    auto res = test::WaitFor(c.ctx, id);
-    return res.empty() ? std::vector<float>{} : res[0].prompt_logprobs;
+    return test::PromptLogprobs(c.ctx, ids.data(), n);
   };
   const std::vector<float> f32 = logprobs(LLM_KV_F32, 0);
   ASSERT_GE(f32.size(), 60u);

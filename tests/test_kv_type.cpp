@@ -20,6 +20,7 @@
 #include "backend/cpu/kv_layout.h"
 #include "llm.h"
 #include "support/api_helpers.h"
+#include "support/prompt_logprobs.h"
 #include "support/real_models.h"
 #include "support/test_paths.h"
 #include "util/fp16.h"
@@ -199,20 +200,7 @@ llm_stats Stats(llm_ctx* ctx) {
 
 // Prompt logprobs of `ids` (teacher-forced: every type scores the same tokens).
 std::vector<float> PromptLogprobs(llm_ctx* ctx, const std::vector<llm_token>& ids) {
-  llm_request r;
-  llm_request_init(&r);
-  r.prompt_tokens = ids.data();
-  r.n_prompt_tokens = static_cast<int32_t>(ids.size());
-  r.max_tokens = 1;
-  r.prompt_logprobs = 1;
-  llm_sampling_params sp;
-  llm_sampling_params_init(&sp);
-  sp.temperature = 0;
-  r.sampling = &sp;
-  llm_request_id id = 0;
-  EXPECT_EQ(llm_submit(ctx, &r, &id), LLM_OK);
-  auto res = test::WaitFor(ctx, id);
-  return res.empty() ? std::vector<float>() : res[0].prompt_logprobs;
+  return test::PromptLogprobs(ctx, ids.data(), static_cast<int32_t>(ids.size()));
 }
 
 // F16 is the CPU default, and a token's K/V take half of F32's bytes; Q8_0
