@@ -5,10 +5,10 @@
 #include <cmath>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
+#include "backend/cpu/kernels.h"
 #include "backend/kv_rotation.h"
 #include "util/fp16.h"
 
@@ -123,12 +123,12 @@ __attribute__((target("avx2"))) void QuantizeRowAsQ8_KAvx2(const float* x, int64
   }
 }
 
-bool HasAvx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-  }();
-  return has;
+// Whether the kernels' own dispatch picked the AVX2 set (the CPU has AVX2,
+// FMA and F16C, and LLM_CPU_ISA does not cap it): the vector roundings
+// here need no more, and give the same bits as the portable code.
+bool SimdRounding() {
+  static const bool simd = &BestKernels() != &GenericKernels();
+  return simd;
 }
 #endif
 
@@ -139,7 +139,7 @@ bool HasAvx2() {
 // eight 32-value blocks share d.
 void QuantizeRowAsQ8_K(const float* x, int64_t n, BlockQ8Act* out) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (HasAvx2()) {
+  if (SimdRounding()) {
     QuantizeRowAsQ8_KAvx2(x, n, out);
     return;
   }
@@ -191,21 +191,6 @@ __attribute__((target("avx,f16c"))) void RoundAsF16F16c(const float* x, int64_t 
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
   for (; i < n; ++i) out[i] = F16ToF32Portable(F32ToF16Portable(x[i]));
 }
-
-// clang before 15 rejects __builtin_cpu_supports("f16c") (as in
-// kernels_avx2.cpp): CPUID leaf 1 there (ECX bit 28 AVX, bit 29 F16C).
-bool HasF16c() {
-  static const bool has = [] {
-#if defined(__clang__) && __clang_major__ < 15
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AVX) != 0 && (c & bit_F16C) != 0;
-#else
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-#endif
-  }();
-  return has;
-}
 #endif
 
 }  // namespace
@@ -220,7 +205,7 @@ void RoundDenseAct(DenseActRounding r, const float* x, int64_t n, float* out) {
       return;
     case DenseActRounding::kF16:
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-      if (HasF16c()) {
+      if (SimdRounding()) {
         RoundAsF16F16c(x, n, out);
         return;
       }

@@ -497,6 +497,18 @@ inline void RunPackedQ4Pair(const MatMulArgs& a, int64_t nb, int64_t g, int64_t 
   StoreGroup<4>(a, g + 1, t0, acc + 4);
 }
 
+// Tokens [u, te) against row group g in tiles of 4, 2 and 1 (xs_at, xp_at:
+// a token's activation sums and K23 activations, as RunPacked takes them).
+template <class B, class XsAt, class XpAt>
+inline void RunPackedRest(const MatMulArgs& a, int64_t nb, int64_t g, int64_t u, int64_t te, XsAt xs_at, XpAt xp_at) {
+  for (; u + 4 <= te; u += 4) RunPacked<B, 4>(a, nb, g, u, xs_at(u), xp_at(u));
+  if (u + 2 <= te) {
+    RunPacked<B, 2>(a, nb, g, u, xs_at(u), xp_at(u));
+    u += 2;
+  }
+  if (u < te) RunPacked<B, 1>(a, nb, g, u, xs_at(u), xp_at(u));
+}
+
 // Tokens in blocks of 32 (their activation blocks stay in L1/L2 while the
 // row groups sweep them); inside, each row group (nibble layouts: each pair of
 // groups) meets the block's tokens 4 at a time. Q2_K and Q3_K: 8 at a time,
@@ -537,15 +549,7 @@ void PackedMatMul(const MatMulArgs& a) {
         int64_t t = tb;
         for (; t + kK23Tok <= te; t += kK23Tok)
           for (int64_t g = gc; g < gce; ++g) RunPacked<B, kK23Tok>(a, nb, g, t, xs_at(t), xp_at(t));
-        for (int64_t g = gc; g < gce; ++g) {
-          int64_t u = t;
-          for (; u + 4 <= te; u += 4) RunPacked<B, 4>(a, nb, g, u, xs_at(u), xp_at(u));
-          if (u + 2 <= te) {
-            RunPacked<B, 2>(a, nb, g, u, xs_at(u), xp_at(u));
-            u += 2;
-          }
-          if (u < te) RunPacked<B, 1>(a, nb, g, u, xs_at(u), xp_at(u));
-        }
+        for (int64_t g = gc; g < gce; ++g) RunPackedRest<B>(a, nb, g, t, te, xs_at, xp_at);
       }
       continue;
     }
@@ -560,14 +564,8 @@ void PackedMatMul(const MatMulArgs& a) {
       } else {
         for (; t + 4 <= te; t += 4) RunPacked<B, 4>(a, nb, g, t, xs_at(t), xp_at(t));
       }
-      for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) {
-        int64_t u = t;
-        if (u + 2 <= te) {
-          RunPacked<B, 2>(a, nb, gg, u, xs_at(u), xp_at(u));
-          u += 2;
-        }
-        if (u < te) RunPacked<B, 1>(a, nb, gg, u, xs_at(u), xp_at(u));
-      }
+      // (fewer than 4 tokens are left)
+      for (int64_t gg = g; gg < g + (pair ? 2 : 1); ++gg) RunPackedRest<B>(a, nb, gg, t, te, xs_at, xp_at);
       g += pair ? 2 : 1;
     }
   }
