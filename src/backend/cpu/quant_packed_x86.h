@@ -565,21 +565,25 @@ inline void IQ4XS16MatMul(const MatMulArgs& a) {
   const int64_t nb = a.w->cols / 32;
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   const auto* w = static_cast<const PackedIQ4XS*>(a.w->packed);
-  thread_local std::vector<IQ4XS16Block> dec;  // two row groups' decoded blocks
-  thread_local std::vector<int16_t> x16;       // the token block's activations
-  dec.resize(static_cast<size_t>(2 * nb));
+  // two row groups' decoded blocks, 32-byte aligned by hand (an over-aligned
+  // vector element relies on the aligned operator new, which an allocator
+  // that replaces operator new may not honour)
+  thread_local std::vector<char> dec_bytes;
+  thread_local std::vector<int16_t> x16;  // the token block's activations
+  dec_bytes.resize(static_cast<size_t>(2 * nb) * sizeof(IQ4XS16Block) + 32);
+  auto* dec_ptr = reinterpret_cast<IQ4XS16Block*>((reinterpret_cast<uintptr_t>(dec_bytes.data()) + 31) & ~uintptr_t{31});
   x16.resize(static_cast<size_t>(32 * nb * (a.n_tok < kIQ4XS16TokBlock ? a.n_tok : kIQ4XS16TokBlock)));
   for (int64_t tb = 0; tb < a.n_tok; tb += kIQ4XS16TokBlock) {
     const int64_t te = tb + kIQ4XS16TokBlock < a.n_tok ? tb + kIQ4XS16TokBlock : a.n_tok;
     for (int64_t t = tb; t < te; ++t)
       for (int64_t b = 0; b < nb; ++b) WidenActs(a.xq[t * a.ld_xq + b], x16.data() + 32 * (nb * (t - tb) + b));
     for (int64_t g = g0; g < g1; g += 2) {
-      DecodeIQ4XS16(w + g * (nb / 8), nb, dec.data());
+      DecodeIQ4XS16(w + g * (nb / 8), nb, dec_ptr);
       if (g + 1 < g1) {
-        DecodeIQ4XS16(w + (g + 1) * (nb / 8), nb, dec.data() + nb);
-        RunIQ4XS16Tokens<true>(a, nb, dec.data(), g, tb, te, tb, x16.data());
+        DecodeIQ4XS16(w + (g + 1) * (nb / 8), nb, dec_ptr + nb);
+        RunIQ4XS16Tokens<true>(a, nb, dec_ptr, g, tb, te, tb, x16.data());
       } else {
-        RunIQ4XS16Tokens<false>(a, nb, dec.data(), g, tb, te, tb, x16.data());
+        RunIQ4XS16Tokens<false>(a, nb, dec_ptr, g, tb, te, tb, x16.data());
       }
     }
   }
