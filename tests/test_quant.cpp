@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -955,18 +956,22 @@ struct PackedProblem {
   std::vector<float> x, gen;
   std::vector<BlockQ8Act> xq;
   cpu::MatMulArgs a;
-  PackedProblem(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, int64_t extreme, std::mt19937& rng) {
+  // prep: edits the random weights m and activations x before they are
+  // packed and quantized.
+  PackedProblem(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, int64_t extreme, std::mt19937& rng,
+                const std::function<void(PackedProblem&)>& prep = {}) {
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<uint8_t> row = RandomRow(t, cols, rng);
       m.insert(m.end(), row.begin(), row.end());
     }
     w.type = t; w.data = m.data(); w.rows = rows; w.cols = cols; w.row_bytes = TensorRowBytes(t, cols);
+    x = RandomFloats(n_tok * cols, rng);
+    for (int64_t i = 0; i < cols; ++i) x[extreme * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);
+    if (prep) prep(*this);
     packed.resize(cpu::PackedR8Bytes(w));
     EXPECT_TRUE(cpu::PackR8(w, packed.data()));
     wp = w;
     wp.packed = packed.data();
-    x = RandomFloats(n_tok * cols, rng);
-    for (int64_t i = 0; i < cols; ++i) x[extreme * cols + i] = (i % 3 == 0 ? -1.0f : 1.0f);
     xq.resize(n_tok * cols / 32);
     cpu::GenericKernels().quantize_act(x.data(), n_tok * cols, xq.data());
     a.w = &wp; a.x = x.data(); a.ld_x = cols; a.xq = xq.data(); a.ld_xq = cols / 32; a.n_tok = n_tok;
@@ -1024,6 +1029,47 @@ TEST(Quant, PackedManyTokensMatchPortableBitwise) {
     p.ExpectWhole(SimdMatMul);
     p.ExpectSplit(SimdMatMul, {5, 8, 100, 133, rows});
   }
+}
+
+// IQ4_XS's prefill path (AVX2: int16 weights with the sub-block scale
+// folded in, decoded once per row group and token block): 135 tokens (token
+// blocks 64 + 64 + 7: tiles of 4, 2 and 1), 6 row groups (the last partial),
+// rows whose every index is 0 (-127) with the sub-blocks' scales ls - 32
+// alternating -32 and +31 (the int16 products' bounds, 127 · 32), tokens at
+// +127, -127 and alternating, row ranges cutting groups, accumulated: bitwise
+// the portable packed matmul.
+TEST(Quant, PackedIQ4XSManyTokensMatchPortableBitwise) {
+  g_simd = Simd();
+  if (g_simd == nullptr) GTEST_SKIP() << "no SIMD kernels on this CPU";
+  std::mt19937 rng(123);
+  const int64_t rows = 8 * 5 + 3, cols = 512, n_tok = 135;
+  PackedProblem p(TensorType::IQ4_XS, rows, cols, n_tok, 70, rng, [&](PackedProblem& q) {
+    for (int64_t r = 0; r < rows; r += 2) {  // even rows at the extremes, odd ones random
+      auto* blk = reinterpret_cast<BlockIQ4_XS*>(q.m.data() + r * q.w.row_bytes);
+      for (int64_t s = 0; s < cols / 256; ++s) {
+        std::memset(blk[s].qs, 0, sizeof(blk[s].qs));  // index 0: -127
+        // sub-block j: ls = 0 (-32) for even j + r / 2, else 63 (+31)
+        blk[s].scales_h = 0;
+        std::memset(blk[s].scales_l, 0, sizeof(blk[s].scales_l));
+        for (int j = 0; j < 8; ++j)
+          if ((j + r / 2) % 2 == 1) {
+            blk[s].scales_h |= static_cast<uint16_t>(3 << (2 * j));
+            blk[s].scales_l[j / 2] |= static_cast<uint8_t>(0xF << (4 * (j % 2)));
+          }
+      }
+    }
+    for (int64_t i = 0; i < cols; ++i) {
+      q.x[3 * cols + i] = 1.0f;    // +127
+      q.x[134 * cols + i] = -1.0f;  // -127
+    }
+  });
+  const auto* b0 = reinterpret_cast<const BlockIQ4_XS*>(p.m.data());
+  ASSERT_EQ(IQ4XSScale(b0[0], 0), -32);
+  ASSERT_EQ(IQ4XSScale(b0[0], 1), 31);
+  ASSERT_EQ(p.xq[3 * cols / 32].qs[0], 127);
+  ASSERT_EQ(p.xq[134 * cols / 32].qs[5], -127);
+  p.ExpectWhole(SimdMatMul);
+  p.ExpectSplit(SimdMatMul, {3, 8, 21, 40, rows});
 }
 
 // The packed tiles with AVX-512 VNNI (vpdpbusd straight into int32 lanes;

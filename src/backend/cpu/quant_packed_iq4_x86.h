@@ -27,7 +27,8 @@
 // in block order (MXFP4's d_w: 2^(e - 128), made exactly from the exponent
 // bits): generic::DotR8IQ4 (quant_generic.cpp) in the same order.
 // Like PackedQ8Tile (the same multiplies per vector), one row group per
-// tile: no pair of groups.
+// tile: no pair of groups. AVX2 IQ4_XS prefill (many tokens) runs instead on
+// int16 weights decoded once per token block: IQ4XS16Tile2, below.
 
 template <class B>
 inline constexpr bool kIQ4 =
@@ -145,3 +146,119 @@ inline void PackedIQ4Tile(const B* w, const B* next, int64_t nb, const BlockQ8Ac
     }
   }
 }
+
+#if !LLM_PACKED_VNNI
+// ---------------------------------------------------------------- IQ4_XS prefill: int16 weights
+//
+// With enough tokens (kIQ4XS16MinTok) the AVX2 IQ4_XS matmul decodes each row
+// group's blocks once per token block into int16 weights with the sub-block
+// scale folded in, w · (ls - 32): |w| <= 127 and |ls - 32| <= 32, so at most
+// 4064, and one madd against int16 activations (|x| <= 127) forms two exact
+// products per int32 lane (2 · 4064 · 127 < 2^31), no sign trick, no int16
+// saturation: per token and block 16 madd + 16 add, where PackedIQ4Tile
+// issues 24 ops on the two ports that madd, maddubs, sign and shuffles
+// share on Zen 3. A block's int32 sum is (ls - 32) · Σ w x, the integer
+// PackedIQ4Tile and generic::DotR8IQ4 form (at most 32 · 32 · 127 · 127 <
+// 2^24 in any order of the adds), and the float step is theirs:
+// acc = fma(d_w · d_x, float(isum), acc) in block order.
+//
+// Decoded block: 16 vectors; vector p, int32 lane r: row r's weights 2p and
+// 2p + 1 (times its scale) as int16. Activations: a token's block as 32
+// int16, so the int32 p is the pair (x_2p, x_2p+1), broadcast per madd.
+struct IQ4XS16Block {
+  __m256i p[16];
+};
+
+// The row group w's nb blocks into out.
+inline void DecodeIQ4XS16(const PackedIQ4XS* w, int64_t nb, IQ4XS16Block* out) {
+  const __m256i codebook = IQ4Codebook<PackedIQ4XS>(), low4 = _mm256_set1_epi8(0x0F);
+  // each 128-bit half (rows 4h .. 4h + 3, bytes 4r + i: weight 4v + i or
+  // 4v + 16 + i): the rows' bytes 0, 1 first, then 2, 3
+  const __m256i pairs =
+      _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+  const __m256i zero = _mm256_setzero_si256();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = IQ4Indices(w, b);
+    const __m256i sc = IQ4XSRowScales(w, b);
+    const __m256i mul = _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(sc, 16));
+    __m256i* o = out[b].p;
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m256i pv = _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q) + v), pairs);
+      const __m256i lo = _mm256_shuffle_epi8(codebook, _mm256_and_si256(pv, low4));
+      const __m256i hi = _mm256_shuffle_epi8(codebook, _mm256_and_si256(_mm256_srli_epi16(pv, 4), low4));
+      // bytes to the high half of int16 lanes, shifted down with their sign
+      auto widen = [&](__m256i u) { return _mm256_mullo_epi16(_mm256_srai_epi16(u, 8), mul); };
+      _mm256_store_si256(o + 2 * v, widen(_mm256_unpacklo_epi8(zero, lo)));          // weights 4v, 4v + 1
+      _mm256_store_si256(o + 2 * v + 1, widen(_mm256_unpackhi_epi8(zero, lo)));      // 4v + 2, 4v + 3
+      _mm256_store_si256(o + 8 + 2 * v, widen(_mm256_unpacklo_epi8(zero, hi)));      // 4v + 16, 4v + 17
+      _mm256_store_si256(o + 8 + 2 * v + 1, widen(_mm256_unpackhi_epi8(zero, hi)));  // 4v + 18, 4v + 19
+    }
+  }
+}
+
+// Token blocks' int8 activations as int16 (32 per block).
+inline void WidenActs(const BlockQ8Act& x, int16_t* out) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out) + 1, _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));
+}
+
+// T tokens against one decoded row group d (w: its packed blocks, for d_w).
+// x16[t]: token t's activations as int16 (nb · 32); xq[t]: its blocks (d_x).
+template <int T>
+inline void IQ4XS16Tile(const IQ4XS16Block* d, const PackedIQ4XS* w, int64_t nb, const int16_t* const* x16,
+                        const BlockQ8Act* const* xq, __m256* acc) {
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i is[T];
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; ++p) {
+      const __m256i wp = _mm256_load_si256(d[b].p + p);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        int32_t xp;
+        std::memcpy(&xp, x16[t] + 32 * b + 2 * p, 4);
+        const __m256i m = _mm256_madd_epi16(wp, _mm256_set1_epi32(xp));
+        is[t] = p == 0 ? m : _mm256_add_epi32(is[t], m);
+        __asm__("" : "+x"(is[t]));  // one running sum per token (GCC's add trees spill)
+      }
+    }
+    const __m256 dw = IQ4Scales(w, b);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xq[t][b].d)), _mm256_cvtepi32_ps(is[t]), acc[t]);
+  }
+}
+
+// T tokens against two decoded row groups d0, d1 (w0, w1: their packed
+// blocks): each broadcast pair of activations meets 16 rows.
+template <int T>
+inline void IQ4XS16Tile2(const IQ4XS16Block* d0, const IQ4XS16Block* d1, const PackedIQ4XS* w0,
+                         const PackedIQ4XS* w1, int64_t nb, const int16_t* const* x16, const BlockQ8Act* const* xq,
+                         __m256* acc) {
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i is0[T], is1[T];
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; ++p) {
+      const __m256i wp0 = _mm256_load_si256(d0[b].p + p), wp1 = _mm256_load_si256(d1[b].p + p);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        int32_t xp;
+        std::memcpy(&xp, x16[t] + 32 * b + 2 * p, 4);
+        const __m256i xv = _mm256_set1_epi32(xp);
+        const __m256i m0 = _mm256_madd_epi16(wp0, xv), m1 = _mm256_madd_epi16(wp1, xv);
+        is0[t] = p == 0 ? m0 : _mm256_add_epi32(is0[t], m0);
+        is1[t] = p == 0 ? m1 : _mm256_add_epi32(is1[t], m1);
+        __asm__("" : "+x"(is0[t]), "+x"(is1[t]));  // one running sum per token and group
+      }
+    }
+    const __m256 dw0 = IQ4Scales(w0, b), dw1 = IQ4Scales(w1, b);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256 xd = _mm256_set1_ps(xq[t][b].d);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw0, xd), _mm256_cvtepi32_ps(is0[t]), acc[t]);
+      acc[T + t] = _mm256_fmadd_ps(_mm256_mul_ps(dw1, xd), _mm256_cvtepi32_ps(is1[t]), acc[T + t]);
+    }
+  }
+}
+#endif  // !LLM_PACKED_VNNI

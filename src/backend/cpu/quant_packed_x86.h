@@ -509,12 +509,94 @@ inline void RunPackedRest(const MatMulArgs& a, int64_t nb, int64_t g, int64_t u,
   if (u < te) RunPacked<B, 1>(a, nb, g, u, xs_at(u), xp_at(u));
 }
 
+#if !LLM_PACKED_VNNI
+// IQ4_XS with at least kIQ4XS16MinTok tokens: the int16 weights of
+// DecodeIQ4XS16 (quant_packed_iq4_x86.h). Tokens in blocks of
+// kIQ4XS16TokBlock, their activations widened to int16 once; each pair of
+// row groups decoded once per token block (2 · 512 bytes per block: in
+// L2), then met by the block's tokens 4 at a time (IQ4XS16Tile2: each
+// broadcast activation pair serves 16 rows; measured on the 2-vCPU EPYC,
+// tile alone, 1B shapes: ~8.5-9.5 TSC ticks per 8 rows x 32 weights and token
+// against PackedIQ4Tile's ~11.5-13, where one group of 4 tokens took ~10-12).
+constexpr int64_t kIQ4XS16MinTok = 24;  // fewer: the decoding is not amortized (8: slower, 16: even)
+constexpr int64_t kIQ4XS16TokBlock = 64;
+
+// Tokens t0 .. t0+T-1 against row group g (pair: and g + 1), decoded in d
+// (g + 1 at d + nb); x16: the token block's int16 activations from token tb.
+template <int T, bool kPair>
+inline void RunIQ4XS16(const MatMulArgs& a, int64_t nb, const IQ4XS16Block* d, int64_t g, int64_t t0, int64_t tb,
+                       const int16_t* x16) {
+  // zeros the compiler cannot see as zeros (see RunPackedQ4Pair)
+  __m256 zero = _mm256_setzero_ps();
+  __asm__("" : "+x"(zero));
+  __m256 acc[2 * T];
+  const BlockQ8Act* xq[T];
+  const int16_t* xt[T];
+  for (int t = 0; t < 2 * T; ++t) acc[t] = zero;
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.xq + (t0 + t) * a.ld_xq;
+    xt[t] = x16 + (t0 + t - tb) * nb * 32;
+  }
+  const auto* w = static_cast<const PackedIQ4XS*>(a.w->packed);
+  const int64_t stride = nb / 8;  // super-blocks per row group
+  if constexpr (kPair) {
+    IQ4XS16Tile2<T>(d, d + nb, w + g * stride, w + (g + 1) * stride, nb, xt, xq, acc);
+    StoreGroup<T>(a, g, t0, acc);
+    StoreGroup<T>(a, g + 1, t0, acc + T);
+  } else {
+    IQ4XS16Tile<T>(d, w + g * stride, nb, xt, xq, acc);
+    StoreGroup<T>(a, g, t0, acc);
+  }
+}
+
+// Tokens [t, te) against group g (pair: g and g + 1) in tiles of 4, 2, 1.
+template <bool kPair>
+inline void RunIQ4XS16Tokens(const MatMulArgs& a, int64_t nb, const IQ4XS16Block* d, int64_t g, int64_t t, int64_t te,
+                             int64_t tb, const int16_t* x16) {
+  for (; t + 4 <= te; t += 4) RunIQ4XS16<4, kPair>(a, nb, d, g, t, tb, x16);
+  if (t + 2 <= te) {
+    RunIQ4XS16<2, kPair>(a, nb, d, g, t, tb, x16);
+    t += 2;
+  }
+  if (t < te) RunIQ4XS16<1, kPair>(a, nb, d, g, t, tb, x16);
+}
+
+inline void IQ4XS16MatMul(const MatMulArgs& a) {
+  const int64_t nb = a.w->cols / 32;
+  const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
+  const auto* w = static_cast<const PackedIQ4XS*>(a.w->packed);
+  // two row groups' decoded blocks, 32-byte aligned by hand (an over-aligned
+  // vector element relies on the aligned operator new, which an allocator
+  // that replaces operator new may not honour)
+  thread_local std::vector<char> dec_bytes;
+  thread_local std::vector<int16_t> x16;  // the token block's activations
+  dec_bytes.resize(static_cast<size_t>(2 * nb) * sizeof(IQ4XS16Block) + 32);
+  auto* dec_ptr = reinterpret_cast<IQ4XS16Block*>((reinterpret_cast<uintptr_t>(dec_bytes.data()) + 31) & ~uintptr_t{31});
+  x16.resize(static_cast<size_t>(32 * nb * (a.n_tok < kIQ4XS16TokBlock ? a.n_tok : kIQ4XS16TokBlock)));
+  for (int64_t tb = 0; tb < a.n_tok; tb += kIQ4XS16TokBlock) {
+    const int64_t te = tb + kIQ4XS16TokBlock < a.n_tok ? tb + kIQ4XS16TokBlock : a.n_tok;
+    for (int64_t t = tb; t < te; ++t)
+      for (int64_t b = 0; b < nb; ++b) WidenActs(a.xq[t * a.ld_xq + b], x16.data() + 32 * (nb * (t - tb) + b));
+    for (int64_t g = g0; g < g1; g += 2) {
+      DecodeIQ4XS16(w + g * (nb / 8), nb, dec_ptr);
+      if (g + 1 < g1) {
+        DecodeIQ4XS16(w + (g + 1) * (nb / 8), nb, dec_ptr + nb);
+        RunIQ4XS16Tokens<true>(a, nb, dec_ptr, g, tb, te, tb, x16.data());
+      } else {
+        RunIQ4XS16Tokens<false>(a, nb, dec_ptr, g, tb, te, tb, x16.data());
+      }
+    }
+  }
+}
+#endif  // !LLM_PACKED_VNNI
+
 // Tokens in blocks of 32 (their activation blocks stay in L1/L2 while the
 // row groups sweep them); inside, each row group (nibble layouts: each pair of
 // groups) meets the block's tokens 4 at a time. Q2_K and Q3_K: 8 at a time,
 // and the row groups in chunks of 16 (at most 16 · 912 bytes per 256
 // columns, in L2), each chunk swept by one tile of 8 tokens after another:
 // those tokens' activations stay in L1 over the chunk (measured +4%).
+// IQ4_XS in the AVX2 build with kIQ4XS16MinTok tokens or more: IQ4XS16MatMul.
 template <class B>
 void PackedMatMul(const MatMulArgs& a) {
   constexpr bool kQ8 = std::is_same_v<B, PackedQ8> || std::is_same_v<B, PackedQ6K> || kIQ4<B> || kK23<B>;  // not a nibble layout
@@ -522,6 +604,14 @@ void PackedMatMul(const MatMulArgs& a) {
   [[maybe_unused]] constexpr int kK23Tok = 8;      // PackedK23Tile's tokens per tile
   [[maybe_unused]] constexpr int64_t kK23Chunk = 16;  // and row groups per chunk
   const int64_t nb = a.w->cols / 32;
+#if !LLM_PACKED_VNNI
+  if constexpr (std::is_same_v<B, PackedIQ4XS>) {
+    if (a.n_tok >= kIQ4XS16MinTok) {
+      IQ4XS16MatMul(a);
+      return;
+    }
+  }
+#endif
   const int64_t g0 = a.row_begin / kPackRows, g1 = (a.row_end + kPackRows - 1) / kPackRows;
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = tb + kTokBlock < a.n_tok ? tb + kTokBlock : a.n_tok;
