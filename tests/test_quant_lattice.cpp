@@ -122,7 +122,10 @@ void Reference(const Case& c, int64_t r, int64_t t, double* ref, double* scale) 
 // The AVX2 matmul, its decode path (one token at a time), a row split that
 // cuts groups of 8, and the single-row dot all give the portable kernel's
 // bits, for token counts on both sides of the scratch path's threshold
-// (2), every tile remainder, and row counts not a multiple of 8.
+// (2), every tile remainder, and row counts not a multiple of 8 (13: one
+// 16-row tile whose second group has 5 rows; 37: two whole 16-row tiles and
+// a last group of 5 rows, 4-token tiles), over 1 and 3 super-blocks (a
+// whole chunk of 2 and a partial one).
 TEST(QuantLattice, MatchesPortableBitwise) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   std::mt19937 rng(41);
@@ -215,8 +218,9 @@ TEST(QuantLattice, DecodeLongRowsBitwise) {
 // Every weight at its largest lattice point with all signs positive (or, neg,
 // all negative) and the largest scale, every activation at 127 or -127: the
 // sums reach their bounds (the prefill tile's maddubs of x + 128 with the
-// weights, 2 · 255 · 62 for IQ3_XXS, and its groups' int16 sums after the
-// correction, 2 · 2 · 62 · 127 for IQ3_XXS, 2 · 8 · 15 · 127 for IQ3_S),
+// weights, 2 · 255 · 43 for IQ2_XS, and its groups' int16 sums after the
+// correction, 2 · 4 · 31 · 127 for IQ3_XXS (its weights halved),
+// 2 · 2 · 43 · 127 for IQ2_XS, 2 · 8 · 15 · 127 for IQ3_S),
 // the multipliers 31. Both paths give the portable bits and the exact value.
 TEST(QuantLattice, LargestPointsAndScales) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
@@ -288,8 +292,8 @@ TEST(QuantLattice, LargestPointsAndScales) {
 }
 
 // The prefill path across token blocks (256 tokens each): whole blocks, a
-// block and a remainder of every tile size (4, 2, 1 tokens), as the portable
-// kernel's bits.
+// block and a remainder of every tile size (16 rows: 2, 1 tokens; the last
+// 8 rows: 4, 2, 1), as the portable kernel's bits.
 TEST(QuantLattice, PrefillAcrossTokenBlocks) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   std::mt19937 rng(7);
