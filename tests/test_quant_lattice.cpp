@@ -220,8 +220,9 @@ TEST(QuantLattice, DecodeLongRowsBitwise) {
 // sums reach their bounds (the prefill tile's maddubs of x + 128 with the
 // weights, 2 · 255 · 43 for IQ2_XS, and its groups' int16 sums after the
 // correction, 2 · 4 · 31 · 127 for IQ3_XXS (its weights halved),
-// 2 · 2 · 43 · 127 for IQ2_XS, 2 · 8 · 15 · 127 for IQ3_S),
-// the multipliers 31. Both paths give the portable bits and the exact value.
+// 2 · 3 · 43 · 127 = 32766 for IQ2_XS, 2 · 8 · 15 · 127 for IQ3_S),
+// the multipliers 31. Both paths give the portable bits and the exact value;
+// so do they with every activation at -128 and positive weights.
 TEST(QuantLattice, LargestPointsAndScales) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   for (TensorType t : {TensorType::IQ3_XXS, TensorType::IQ2_XS, TensorType::IQ2_XXS, TensorType::IQ3_S}) {
@@ -285,6 +286,17 @@ TEST(QuantLattice, LargestPointsAndScales) {
           Reference(c, rows - 1, n_tok - 1, &ref, &scale);
           EXPECT_EQ(ref > 0.0, (xv > 0) != neg);
           EXPECT_NEAR(simd.back(), ref, 2e-6 * scale) << n_tok << " tokens, x " << xv;
+          if (!neg && xv < 0) {
+            // every activation at -128 (no rounding of act_rounding.cpp gives
+            // it): the IQ2 types' prefill groups of 3 vectors (6 · 43 · 128
+            // > 32767) would wrap, so such a token block takes the decode path
+            std::vector<BlockQ8Act> x128 = xq;
+            for (BlockQ8Act& b : x128) std::memset(b.qs, 0x80, sizeof(b.qs));
+            Case c128 = MakeCase(t, m, rows, cols, x128, n_tok);
+            const std::vector<float> gen128 = RunMatMul(cpu::GenericKernels(), c128);
+            const std::vector<float> simd128 = RunMatMul(cpu::BestKernels(), c128);
+            EXPECT_EQ(std::memcmp(gen128.data(), simd128.data(), gen128.size() * 4), 0) << n_tok << " tokens, x -128";
+          }
         }
       }
     }

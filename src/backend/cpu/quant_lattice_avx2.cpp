@@ -189,24 +189,64 @@ constexpr bool OneMultiplier() {
   return kT == TensorType::IQ2_XXS || kT == TensorType::IQ3_XXS || kT == TensorType::IQ3_S || kT == TensorType::IQ1_S;
 }
 
+// Whether the scratch and the activations interleave a sub-block's halves:
+// vector v holds weights 2v, 2v + 1, 16 + 2v, 17 + 2v of each row (and the
+// broadcast activations the same), so a maddubs's even int16 lanes are
+// products of the first half and its odd lanes of the second, and one madd
+// operand (m0, m1) applies both multipliers: a group of vectors may then
+// cross the halves (IQ2_XS, IQ2_S: groups of 3, 3, 2 vectors).
+template <TensorType kT>
+constexpr bool Interleaved() {
+  return kT == TensorType::IQ2_XS || kT == TensorType::IQ2_S;
+}
+
+// The largest number of vectors k whose int16 sum of true products,
+// 2 · k per lane of at most m · xmax each, fits in int16 (k in 8, 4, 3, 2;
+// 8 and 3 only where a group may cross the halves).
+template <TensorType kT>
+constexpr int GroupFor(int xmax) {
+  constexpr int m = ScratchMagnitude<kT>();
+  constexpr bool cross = OneMultiplier<kT>() || Interleaved<kT>();
+  if (cross && 2 * 8 * xmax * m <= 32767) return 8;
+  if (2 * 4 * xmax * m <= 32767) return 4;
+  if (cross && 2 * 3 * xmax * m <= 32767) return 3;
+  return 2;
+}
+
+// Whether the group size relies on the activations lying in [-127, 127]
+// (every activation rounding of act_rounding.cpp: q = round(x · 127 /
+// max|x|), clamped to 127): the IQ2 types (largest weight 43: 6 products of
+// 43 · 127 = 32766 fit, of 43 · 128 not). A token block with a -128 takes
+// the decode path instead (LatticeMatMulT).
+template <TensorType kT>
+constexpr bool Needs127() {
+  return GroupFor<kT>(127) > GroupFor<kT>(128);
+}
+
 // The prefill tile meets the signed weights w with the activations made
 // unsigned, xu = x + 128 (x ^ 0x80), in maddubs, and takes 128 · Σ w back
-// out: Σ w x = Σ w xu - 128 · Σ w. It sums kGroup vectors' maddubs in
-// int16 (wrapping adds), subtracts the group's correction (the same wrapping
-// sum of maddubs(128, w), decoded once with the weights) and then applies
-// the multipliers in the madd. Exact: a maddubs pair sum |w| · 2 · 255 does
-// not saturate, and the group's true value Σ w x over 2 · kGroup products
-// per int16 lane, |w| · 128 each, fits in int16, so the wrapped result is
-// that value. A group lies in one half unless the halves share a multiplier.
+// out: Σ w x = Σ w xu - 128 · Σ w. It sums a group of up to kGroup vectors'
+// maddubs in int16 (wrapping adds), subtracts the group's correction (the
+// same wrapping sum of maddubs(128, w), decoded once with the weights) and
+// then applies the multipliers in the madd. Exact: a maddubs pair sum
+// |w| · 2 · 255 does not saturate, and the group's true value Σ w x over
+// 2 · kGroup products per int16 lane, |w| · |x| each, fits in int16, so
+// the wrapped result is that value. A group lies in one half unless the
+// halves share a multiplier or are interleaved. Groups: vectors kGroup · g
+// .. min(8, kGroup · (g + 1)) - 1.
 template <TensorType kT>
 constexpr int Group() {
   constexpr int m = ScratchMagnitude<kT>();
   static_assert(2 * 255 * m <= 32767, "a maddubs pair sum must not saturate");
   static_assert(2 * 2 * 128 * m <= 32767, "a group of two vectors must fit in int16");
-  if constexpr (OneMultiplier<kT>() && 2 * 8 * 128 * m <= 32767) return 8;
-  if constexpr (2 * 4 * 128 * m <= 32767) return 4;
-  return 2;
+  return GroupFor<kT>(Needs127<kT>() ? 127 : 128);
 }
+template <TensorType kT>
+constexpr int NumGroups() {
+  return (8 + Group<kT>() - 1) / Group<kT>();
+}
+static_assert(Group<TensorType::IQ2_XS>() == 3 && NumGroups<TensorType::IQ2_XS>() == 3);
+static_assert(Group<TensorType::IQ3_XXS>() == 4 && !Needs127<TensorType::IQ3_XXS>());
 
 // 8 rows' sub-block in the R8 layout: w[v] byte 4r + i = signed weight
 // 4v + i of row r; mul[h] int16 lanes 2r, 2r + 1 = row r's multiplier of
@@ -261,6 +301,14 @@ inline __m256i ScratchSub(const uint8_t* b, const Aux& x, int j) {
   }
 }
 
+// The byte order of Interleaved: bytes 0..31 -> 0 1 16 17 2 3 18 19 ..
+// 14 15 30 31 (weights or activations of one sub-block).
+inline __m256i InterleaveHalves(__m256i v) {
+  const __m256i idx = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,  //
+                                       0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  return _mm256_shuffle_epi8(_mm256_permute4x64_epi64(v, _MM_SHUFFLE(3, 1, 2, 0)), idx);
+}
+
 // Decodes a group of rows into out (g.nsb super-blocks): each row's fields
 // taken apart per super-block as the decode path does (Prep), then its
 // signed weights per sub-block (SignedSub) transposed to the R8 layout.
@@ -291,13 +339,20 @@ void DecodeRows(const Rows& g, DecodedSuper* out) {
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r)
         w[r] = kFull || r < g.n ? ScratchSub<kT>(g.w + r * g.row_bytes + s * g.bb, aux[r], j) : _mm256_setzero_si256();
+      if constexpr (Interleaved<kT>())
+        for (int r = 0; r < 8; ++r) w[r] = InterleaveHalves(w[r]);
       Transpose8(w);
       DecodedSub& o = out[s].sub[j];
       for (int v = 0; v < 8; ++v) Store(o.w[v], w[v]);
-      for (int gi = 0; gi < 8 / kG; ++gi) {
+      for (int gi = 0; gi < NumGroups<kT>(); ++gi) {
         __m256i c = _mm256_maddubs_epi16(k128, w[kG * gi]);
-        for (int v = 1; v < kG; ++v) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k128, w[kG * gi + v]));
+        for (int v = kG * gi + 1; v < std::min(8, kG * (gi + 1)); ++v)
+          c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k128, w[v]));
         Store(o.corr[gi], c);
+      }
+      if constexpr (Interleaved<kT>()) {  // int16 lanes 2r, 2r + 1: m0, m1 of row r
+        Store(o.mul[0], mm[j]);
+        continue;
       }
       Store(o.mul[0],
             _mm256_or_si256(_mm256_and_si256(mm[j], _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(mm[j], 16)));
@@ -322,7 +377,7 @@ inline __m256i Bcast4(const int8_t* x) {
 template <TensorType kT, int T, int G>
 inline void DecodedTile(const DecodedSuper* const* d, int64_t nsb, const BlockQ8Act* const* xu, int64_t xs,
                         __m256* acc_out) {
-  constexpr int kG = Group<kT>();
+  constexpr int kG = Group<kT>(), kNG = NumGroups<kT>();
   __m256 acc[G * T];  // a local copy: kept in registers
   for (int i = 0; i < G * T; ++i) acc[i] = acc_out[i];
   for (int64_t s = 0; s < nsb; ++s) {
@@ -330,10 +385,11 @@ inline void DecodedTile(const DecodedSuper* const* d, int64_t nsb, const BlockQ8
       const int64_t b = xs * s + j;
       __m256i is[G * T];
 #pragma GCC unroll 4
-      for (int gi = 0; gi < 8 / kG; ++gi) {
+      for (int gi = 0; gi < kNG; ++gi) {
         __m256i s16[G * T];
 #pragma GCC unroll 8
         for (int v = 0; v < kG; ++v) {
+          if (kG * gi + v >= 8) break;  // the last group of 3, 3, 2
           __m256i w[G];
 #pragma GCC unroll 2
           for (int h = 0; h < G; ++h) {
@@ -354,7 +410,7 @@ inline void DecodedTile(const DecodedSuper* const* d, int64_t nsb, const BlockQ8
 #pragma GCC unroll 2
         for (int h = 0; h < G; ++h) {
           const DecodedSub& p = d[h][s].sub[j];
-          const __m256i mul = Load(p.mul[gi * kG / 4]);
+          const __m256i mul = Load(p.mul[Interleaved<kT>() ? 0 : gi * kG / 4]);
           const __m256i corr = Load(p.corr[gi]);
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
@@ -440,8 +496,9 @@ void LatticeMatMulT(const MatMulArgs& a) {
     const int n = static_cast<int>(std::min<int64_t>(8, a.row_end - r0));
     return Rows{base + r0 * rb, rb, n, nsb, bb};
   };
-  if (a.n_tok < kScratchMinTokens) {
-    for (int64_t t = 0; t < a.n_tok; ++t) {
+  // tokens t0 .. t1 - 1 one at a time (the decode path)
+  auto direct = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
       const BlockQ8Act* x = a.xq + t * a.ld_xq;
       for (int64_t r0 = a.row_begin; r0 < a.row_end; r0 += 8) {
         const Rows g = rows_at(r0);
@@ -455,6 +512,9 @@ void LatticeMatMulT(const MatMulArgs& a) {
         StoreRows(v, g.n, a.accumulate, a.y + t * a.ld_y + r0);
       }
     }
+  };
+  if (a.n_tok < kScratchMinTokens) {
+    direct(0, a.n_tok);
     return;
   }
   thread_local std::vector<DecodedSuper> scratch;
@@ -468,14 +528,23 @@ void LatticeMatMulT(const MatMulArgs& a) {
   for (int64_t tb = 0; tb < a.n_tok; tb += kTokBlock) {
     const int64_t te = std::min(tb + kTokBlock, a.n_tok);
     const int64_t nt = te - tb;
+    const __m256i k80 = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256i m128 = _mm256_setzero_si256();  // where an activation is -128
     for (int64_t t = tb; t < te; ++t) {
       for (int64_t i = 0; i < nb; ++i) {  // block i of token t to xu[((i / 8) · nt + t - tb) · 8 + i % 8]
         const BlockQ8Act& x = a.xq[t * a.ld_xq + i];
         BlockQ8Act& u = xu[static_cast<size_t>(((i / 8) * nt + (t - tb)) * 8 + i % 8)];
         u.d = x.d;
         u.s = x.s;
-        Store(u.qs, _mm256_xor_si256(Load(x.qs), _mm256_set1_epi8(static_cast<char>(0x80))));
+        __m256i q = Load(x.qs);
+        if constexpr (Needs127<kT>()) m128 = _mm256_or_si256(m128, _mm256_cmpeq_epi8(q, k80));
+        if constexpr (Interleaved<kT>()) q = InterleaveHalves(q);
+        Store(u.qs, _mm256_xor_si256(q, k80));
       }
+    }
+    if (Needs127<kT>() && !_mm256_testz_si256(m128, m128)) {  // outside the groups' bound (Needs127)
+      direct(tb, te);
+      continue;
     }
     int64_t r0 = a.row_begin;
     for (; r0 + 8 < a.row_end; r0 += 16) {  // two groups, the second maybe partial
