@@ -122,7 +122,10 @@ void Reference(const Case& c, int64_t r, int64_t t, double* ref, double* scale) 
 // The AVX2 matmul, its decode path (one token at a time), a row split that
 // cuts groups of 8, and the single-row dot all give the portable kernel's
 // bits, for token counts on both sides of the scratch path's threshold
-// (2), every tile remainder, and row counts not a multiple of 8.
+// (2), every tile remainder, and row counts not a multiple of 8 (13: one
+// 16-row tile whose second group has 5 rows; 37: two whole 16-row tiles and
+// a last group of 5 rows, 4-token tiles), over 1 and 3 super-blocks (a
+// whole chunk of 2 and a partial one).
 TEST(QuantLattice, MatchesPortableBitwise) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   std::mt19937 rng(41);
@@ -215,9 +218,11 @@ TEST(QuantLattice, DecodeLongRowsBitwise) {
 // Every weight at its largest lattice point with all signs positive (or, neg,
 // all negative) and the largest scale, every activation at 127 or -127: the
 // sums reach their bounds (the prefill tile's maddubs of x + 128 with the
-// weights, 2 · 255 · 62 for IQ3_XXS, and its groups' int16 sums after the
-// correction, 2 · 2 · 62 · 127 for IQ3_XXS, 2 · 8 · 15 · 127 for IQ3_S),
-// the multipliers 31. Both paths give the portable bits and the exact value.
+// weights, 2 · 255 · 43 for IQ2_XS, and its groups' int16 sums after the
+// correction, 2 · 4 · 31 · 127 for IQ3_XXS (its weights halved),
+// 2 · 3 · 43 · 127 = 32766 for IQ2_XS, 2 · 8 · 15 · 127 for IQ3_S),
+// the multipliers 31. Both paths give the portable bits and the exact value;
+// so do they with every activation at -128 and positive weights.
 TEST(QuantLattice, LargestPointsAndScales) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   for (TensorType t : {TensorType::IQ3_XXS, TensorType::IQ2_XS, TensorType::IQ2_XXS, TensorType::IQ3_S}) {
@@ -281,6 +286,17 @@ TEST(QuantLattice, LargestPointsAndScales) {
           Reference(c, rows - 1, n_tok - 1, &ref, &scale);
           EXPECT_EQ(ref > 0.0, (xv > 0) != neg);
           EXPECT_NEAR(simd.back(), ref, 2e-6 * scale) << n_tok << " tokens, x " << xv;
+          if (!neg && xv < 0) {
+            // every activation at -128 (no rounding of act_rounding.cpp gives
+            // it): the IQ2 types' prefill groups of 3 vectors (6 · 43 · 128
+            // > 32767) would wrap, so such a token block takes the decode path
+            std::vector<BlockQ8Act> x128 = xq;
+            for (BlockQ8Act& b : x128) std::memset(b.qs, 0x80, sizeof(b.qs));
+            Case c128 = MakeCase(t, m, rows, cols, x128, n_tok);
+            const std::vector<float> gen128 = RunMatMul(cpu::GenericKernels(), c128);
+            const std::vector<float> simd128 = RunMatMul(cpu::BestKernels(), c128);
+            EXPECT_EQ(std::memcmp(gen128.data(), simd128.data(), gen128.size() * 4), 0) << n_tok << " tokens, x -128";
+          }
         }
       }
     }
@@ -288,8 +304,8 @@ TEST(QuantLattice, LargestPointsAndScales) {
 }
 
 // The prefill path across token blocks (256 tokens each): whole blocks, a
-// block and a remainder of every tile size (4, 2, 1 tokens), as the portable
-// kernel's bits.
+// block and a remainder of every tile size (16 rows: 2, 1 tokens; the last
+// 8 rows: 4, 2, 1), as the portable kernel's bits.
 TEST(QuantLattice, PrefillAcrossTokenBlocks) {
   if (!HaveAvx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable kernel runs here";
   std::mt19937 rng(7);
