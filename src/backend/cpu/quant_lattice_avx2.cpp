@@ -98,20 +98,7 @@ inline float RowScale(const uint8_t* b) {
   return _cvtsh_ss(IQLatticeScaleBits(kT, b)) * Unit<kT>();
 }
 
-// Functions, not lambdas: GCC 12 compiles a lambda's body without the
-// file's target pragma (-Wpsabi: AVX vectors returned without AVX).
-inline __m256i Pair32(__m256i a, __m256i b) {
-  return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
-}
-inline __m256i Pair64(__m256i a, __m256i b) {
-  return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
-}
-// Lane r of the result = the sum of the 8 lanes of v[r] (exact: integers).
-inline __m256i Fold8(const __m256i* v) {
-  const __m256i a = Pair64(Pair32(v[0], v[1]), Pair32(v[2], v[3]));
-  const __m256i b = Pair64(Pair32(v[4], v[5]), Pair32(v[6], v[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-}
+#include "backend/cpu/quant_fold_x86.h"  // Pair32, Pair64, Fold8
 
 // A group of up to 8 consecutive rows of one matrix.
 struct Rows {
